@@ -1,0 +1,59 @@
+"""Named exceptions. The library raises them; only the CLI turns them into messages and exit codes."""
+
+from __future__ import annotations
+
+
+class FscontrolError(Exception):
+    """Base class: a clear one-line message, and the exit code the CLI should use."""
+
+    exit_code = 1
+
+
+class ConfigError(FscontrolError):
+    """The fscontrol configuration (file or options) is invalid."""
+
+    exit_code = 2
+
+
+class SlurmCommandError(FscontrolError):
+    """A Slurm command failed, timed out or could not be run."""
+
+    exit_code = 3
+
+
+class ParseError(FscontrolError):
+    """A Slurm command printed something we cannot read (garbled, truncated, unknown columns)."""
+
+    exit_code = 3
+
+    def __init__(self, command: str, message: str, line_no: int | None = None, line: str | None = None):
+        self.command = command
+        self.line_no = line_no
+        self.line = line
+        where = f" at line {line_no}" if line_no is not None else ""
+        shown = f": {line[:120]!r}" if line is not None else ""
+        super().__init__(f"cannot parse `{command}` output{where}: {message}{shown}")
+
+
+class StoreError(FscontrolError):
+    """The history database is locked, unreadable or of an unknown schema."""
+
+    exit_code = 4
+
+
+class LockedError(FscontrolError):
+    """Another tick holds the agent's lock."""
+
+    exit_code = 5
+
+
+class NotFoundError(FscontrolError):
+    """An unknown user, account, cluster, or no snapshot yet."""
+
+    exit_code = 6
+
+
+class UnsafeActionError(FscontrolError):
+    """An action was refused because it would be unsafe (stale data, invalid value, not ours)."""
+
+    exit_code = 7

@@ -1,0 +1,169 @@
+"""Plain, immutable records that flow between the stages.
+
+Parsers produce them from Slurm's text, the store writes and reads them, the maths consumes
+them. Times are POSIX seconds (float, UTC); usage is Slurm's RawUsage unit, billing-seconds
+(decayed), unless a field name says core-hours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+PriorityMode = Literal["classic", "fair_tree", "depth_oblivious", "basic", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutput:
+    """What one Slurm command printed, with how and when it was asked."""
+
+    argv: tuple[str, ...]
+    stdout: str
+    started_at: float
+    finished_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmConfig:
+    """The priority-related part of `scontrol show config`."""
+
+    cluster: str
+    slurm_version: str
+    priority_type: str  # e.g. "priority/multifactor"
+    priority_flags: tuple[str, ...]
+    damping_factor: int  # FairShareDampeningFactor, 1..65535
+    half_life_s: int  # PriorityDecayHalfLife in seconds (0 = no decay)
+    calc_period_s: int  # PriorityCalcPeriod in seconds
+    usage_reset_period: str  # PriorityUsageResetPeriod, e.g. "NONE"
+    private_data: tuple[str, ...]  # PrivateData flags, lower case
+    enforce: tuple[str, ...]  # AccountingStorageEnforce flags, lower case
+    weights: dict[str, int] = field(default_factory=dict)  # PriorityWeight* by factor name
+    raw: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def mode(self) -> PriorityMode:
+        if self.priority_type != "priority/multifactor":
+            return "basic" if self.priority_type == "priority/basic" else "unknown"
+        flags = {f.upper() for f in self.priority_flags}
+        if "DEPTH_OBLIVIOUS" in flags:
+            return "depth_oblivious"
+        if "NO_FAIR_TREE" in flags:
+            return "classic"
+        return "fair_tree"
+
+
+@dataclass(frozen=True, slots=True)
+class ShareRow:
+    """One association as `sshare -a -l -P` prints it.
+
+    `user` is "" for an account row. `parent` is the parent account, "" for the root row.
+    `raw_shares` is None for root, and for `parent` shares (then `shares_parent` is True).
+    sshare truncates RawUsage to an integer.
+    """
+
+    account: str
+    user: str
+    parent: str
+    depth: int
+    raw_shares: int | None
+    shares_parent: bool
+    norm_shares: float | None
+    raw_usage: int
+    norm_usage: float | None
+    effective_usage: float | None
+    fairshare: float | None
+    billing_run_mins: int | None = None  # TRESRunMins billing=N: billing-minutes still to run
+
+    @property
+    def is_user(self) -> bool:
+        return self.user != ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.account, self.user)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One allocation from `sacct -a -X -T -P` over a window [start, end).
+
+    With -T Slurm clips start/end to the window; `elapsed_s` is the clipped run time inside it
+    (0 for a job that never started). `billing` comes from AllocTRES (`billing=N`).
+    """
+
+    job_id: str
+    user: str
+    account: str
+    partition: str
+    qos: str
+    state: str
+    alloc_cpus: int
+    billing: int
+    nnodes: int
+    submit: float | None
+    start: float | None
+    end: float | None
+    elapsed_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueJob:
+    """One job from `squeue` (pending or running)."""
+
+    job_id: str
+    user: str
+    account: str
+    partition: str
+    qos: str
+    state: str
+    nodes: int
+    cpus: int
+    priority: int
+    nice: int
+    reason: str
+    submit: float | None
+    start: float | None
+    time_limit_s: int | None  # None = UNLIMITED
+
+
+@dataclass(frozen=True, slots=True)
+class PrioRow:
+    """One pending job from `sprio`: its normalized priority and fair-share factor."""
+
+    job_id: str
+    user: str
+    partition: str
+    priority_norm: float
+    fairshare_norm: float
+
+
+@dataclass(frozen=True, slots=True)
+class QosRow:
+    name: str
+    usage_factor: float
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything one collection read from a cluster, parsed, at time `taken_at`."""
+
+    cluster: str
+    taken_at: float
+    config: SlurmConfig
+    shares: tuple[ShareRow, ...]
+    jobs: tuple[JobRecord, ...] = ()
+    window: tuple[float, float] | None = None  # sacct window the jobs cover
+    queue: tuple[QueueJob, ...] = ()
+    prio: tuple[PrioRow, ...] = ()
+    qos: tuple[QosRow, ...] = ()
+
+    @property
+    def root(self) -> ShareRow | None:
+        for row in self.shares:
+            if row.depth == 0:
+                return row
+        return None
+
+    @property
+    def users(self) -> tuple[ShareRow, ...]:
+        return tuple(r for r in self.shares if r.is_user)
