@@ -1,0 +1,378 @@
+"""Parsers for the text Slurm 22.05 prints. Pure: text in, records out.
+
+Every parser checks the header it is given against the columns it needs, and raises
+ParseError naming the command, the line number and the line on anything it cannot read:
+a missing column, a truncated line, a non-numeric number. Nothing is guessed.
+
+Times: fscontrol runs Slurm's clients with SLURM_TIME_FORMAT=%s, so live output carries POSIX
+seconds. Older captures carry Slurm's default local ISO time without a zone; those are read in
+the zone passed as `tz` (default UTC).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone, tzinfo
+
+from .errors import ParseError
+from .records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig
+
+# ---------------------------------------------------------------------------- commands
+# The exact argument lists fscontrol runs (without the leading `-M cluster`), shared by the
+# live source, the capture command and the parsers' error messages.
+SSHARE_ARGS = ("sshare", "-a", "-l", "-P")
+SQUEUE_FORMAT = "%i|%u|%a|%P|%q|%T|%D|%C|%Q|%y|%r|%V|%S|%l"
+SQUEUE_ARGS = ("squeue", "-a", "-o", SQUEUE_FORMAT)
+SPRIO_ARGS = ("sprio", "-n", "-o", "%i|%u|%r|%y|%f")
+CONFIG_ARGS = ("scontrol", "show", "config")
+QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor")
+SACCT_FIELDS = "JobID,User,Account,Partition,QOS,State,AllocCPUS,AllocTRES,NNodes,ElapsedRaw,Submit,Start,End"
+
+
+def sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
+    """sacct over [start, end): allocations only (-X), times clipped to the window (-T)."""
+    return ("sacct", "-a", "-X", "-T", "-P", "-S", start_iso, "-E", end_iso, "-o", SACCT_FIELDS)
+
+
+# ---------------------------------------------------------------------------- helpers
+_EMPTY = {"", "N/A", "None", "(null)"}
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    for i, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield i, line
+
+
+def _table(text: str, command: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """Split pipe-separated output into (header, [(line_no, fields)]), checking the header.
+
+    Skips `CLUSTER: name` lines (printed by -M even with -P)."""
+    header: list[str] | None = None
+    rows: list[tuple[int, list[str]]] = []
+    for no, line in _lines(text):
+        if line.startswith("CLUSTER: "):
+            continue
+        fields = line.split("|")
+        if header is None:
+            header = [f.strip() for f in fields]
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
+            continue
+        if len(fields) != len(header):
+            raise ParseError(command, f"expected {len(header)} fields, got {len(fields)} (truncated?)", no, line)
+        rows.append((no, fields))
+    if header is None:
+        raise ParseError(command, "no header line (empty output)")
+    return header, rows
+
+
+def _num(value: str, kind: type, command: str, col: str, no: int, line: str, *, allow_empty: bool = False):
+    v = value.strip()
+    if v in _EMPTY:
+        if allow_empty:
+            return None
+        raise ParseError(command, f"empty {col}", no, line)
+    if kind is float and v.lower() == "inf":
+        return math.inf
+    try:
+        return kind(v)
+    except ValueError:
+        raise ParseError(command, f"{col} is not a number: {v!r}", no, line) from None
+
+
+def parse_time(value: str, tz: tzinfo = timezone.utc) -> float | None:
+    """POSIX seconds from Slurm's `%s` format or its zone-less ISO format; None for Unknown/N/A."""
+    v = value.strip()
+    if v in _EMPTY or v in ("Unknown", "NONE"):
+        return None
+    if v.isdigit():
+        return float(v)
+    dt = datetime.strptime(v, "%Y-%m-%dT%H:%M:%S")
+    return dt.replace(tzinfo=tz).timestamp()
+
+
+def parse_duration(value: str) -> int | None:
+    """Seconds from Slurm's [D-]HH:MM:SS, MM:SS or minutes; None for UNLIMITED/INFINITE/NONE."""
+    v = value.strip()
+    if v.upper() in ("UNLIMITED", "INFINITE", "NONE", "N/A", ""):
+        return None
+    days = 0
+    if "-" in v:
+        d, v = v.split("-", 1)
+        days = int(d)
+    parts = [int(p) for p in v.split(":")]
+    if len(parts) == 3:
+        h, m, s = parts
+    elif len(parts) == 2:
+        h, (m, s) = 0, parts
+    elif len(parts) == 1:
+        h, m, s = 0, parts[0], 0
+    else:
+        raise ValueError(f"bad duration {value!r}")
+    return ((days * 24 + h) * 60 + m) * 60 + s
+
+
+def _tres(value: str, name: str) -> int | None:
+    for part in value.split(","):
+        k, _, v = part.partition("=")
+        if k == name:
+            return int(float(v))
+    return None
+
+
+# ---------------------------------------------------------------------------- sshare
+def split_clusters(text: str) -> dict[str | None, str]:
+    """Split multi-cluster (`-M a,b`) output into per-cluster texts; key None without CLUSTER lines."""
+    out: dict[str | None, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if line.startswith("CLUSTER: "):
+            current = line[len("CLUSTER: "):].strip()
+            out.setdefault(current, [])
+            continue
+        out.setdefault(current, []).append(line)
+    return {k: "\n".join(v) for k, v in out.items() if any(x.strip() for x in v)}
+
+
+def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[ShareRow, ...]:
+    """`sshare -a -l -P` (or `-a -P`): associations in tree order, depth from the indentation."""
+    header, rows = _table(text, command, ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage"))
+    ix = {name: i for i, name in enumerate(header)}
+    out: list[ShareRow] = []
+    stack: list[str] = []  # account names by depth
+    for no, f in rows:
+        raw_account = f[ix["Account"]]
+        account = raw_account.lstrip(" ")
+        depth = len(raw_account) - len(account)
+        account = account.rstrip()
+        user = f[ix["User"]].strip()
+        if not account:
+            raise ParseError(command, "empty Account", no, "|".join(f))
+        line = "|".join(f)
+        if depth == 0 and (account != "root" or user):
+            raise ParseError(command, "first-level row that is not root", no, line)
+        if depth > len(stack) + (0 if user else 0):
+            raise ParseError(command, f"indentation jumps to depth {depth} under depth {len(stack) - 1}", no, line)
+        if user:
+            # a user row sits one level below its account, whose row came just before at depth-1
+            if depth == 0 or len(stack) < depth or stack[depth - 1] != account:
+                raise ParseError(command, f"user row of account {account!r} outside that account", no, line)
+            parent = account
+        else:
+            del stack[depth:]
+            parent = stack[depth - 1] if depth > 0 else ""
+            stack.append(account)
+        shares_txt = f[ix["RawShares"]].strip()
+        shares_parent = shares_txt == "parent"
+        raw_shares = None if shares_parent else _num(shares_txt, int, command, "RawShares", no, line, allow_empty=True)
+        run_mins = None
+        if "TRESRunMins" in ix:
+            run_mins = _tres(f[ix["TRESRunMins"]], "billing")
+        out.append(
+            ShareRow(
+                account=account,
+                user=user,
+                parent=parent,
+                depth=depth,
+                raw_shares=raw_shares,
+                shares_parent=shares_parent,
+                norm_shares=_num(f[ix["NormShares"]], float, command, "NormShares", no, line, allow_empty=True),
+                raw_usage=_num(f[ix["RawUsage"]], int, command, "RawUsage", no, line),
+                norm_usage=_num(f[ix["NormUsage"]], float, command, "NormUsage", no, line, allow_empty=True)
+                if "NormUsage" in ix
+                else None,
+                effective_usage=_num(f[ix["EffectvUsage"]], float, command, "EffectvUsage", no, line, allow_empty=True),
+                fairshare=_num(f[ix["FairShare"]], float, command, "FairShare", no, line, allow_empty=True)
+                if "FairShare" in ix
+                else None,
+                billing_run_mins=run_mins,
+            )
+        )
+    if not out or out[0].depth != 0:
+        raise ParseError(command, "no root row: is this `sshare -a` as an admin (PrivateData may hide it)?")
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- sacct
+def _state(v: str) -> str:
+    # "CANCELLED by 0" -> "CANCELLED"
+    return v.split(" ", 1)[0].strip()
+
+
+def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = timezone.utc) -> tuple[JobRecord, ...]:
+    """`sacct -a -X -T -P -o SACCT_FIELDS`: billing from AllocTRES, run time clipped to the window.
+
+    With -T, sacct gives a PENDING job Start=End=the window's end: such a job ran 0 s here."""
+    need = ("JobID", "User", "Account", "Partition", "State", "AllocCPUS", "AllocTRES", "Start", "End")
+    header, rows = _table(text, command, need)
+    ix = {name: i for i, name in enumerate(header)}
+    out: list[JobRecord] = []
+    for no, f in rows:
+        line = "|".join(f)
+        state = _state(f[ix["State"]])
+        try:
+            submit = parse_time(f[ix["Submit"]], tz) if "Submit" in ix else None
+            start = parse_time(f[ix["Start"]], tz)
+            end = parse_time(f[ix["End"]], tz)
+        except ValueError as e:
+            raise ParseError(command, f"bad time: {e}", no, line) from None
+        cpus = _num(f[ix["AllocCPUS"]], int, command, "AllocCPUS", no, line)
+        tres = f[ix["AllocTRES"]].strip()
+        try:
+            billing = _tres(tres, "billing") if tres else None
+        except ValueError:
+            raise ParseError(command, f"bad AllocTRES {tres!r}", no, line) from None
+        if state == "PENDING" or start is None:
+            start = end = None if state == "PENDING" else start
+            elapsed = 0.0
+        else:
+            elapsed = max(0.0, (end if end is not None else start) - start)
+        out.append(
+            JobRecord(
+                job_id=f[ix["JobID"]].strip(),
+                user=f[ix["User"]].strip(),
+                account=f[ix["Account"]].strip(),
+                partition=f[ix["Partition"]].strip(),
+                qos=f[ix["QOS"]].strip() if "QOS" in ix else "",
+                state=state,
+                alloc_cpus=cpus,
+                billing=billing if billing is not None else (0 if state == "PENDING" else cpus),
+                nnodes=_num(f[ix["NNodes"]], int, command, "NNodes", no, line) if "NNodes" in ix else 1,
+                submit=submit,
+                start=start,
+                end=end,
+                elapsed_s=elapsed,
+            )
+        )
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- squeue / sprio
+def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = timezone.utc) -> tuple[QueueJob, ...]:
+    need = ("JOBID", "USER", "ACCOUNT", "PARTITION", "STATE", "NODES", "CPUS", "PRIORITY", "REASON")
+    header, rows = _table(text, command, need)
+    ix = {name: i for i, name in enumerate(header)}
+    out: list[QueueJob] = []
+    for no, f in rows:
+        line = "|".join(f)
+        try:
+            submit = parse_time(f[ix["SUBMIT_TIME"]], tz) if "SUBMIT_TIME" in ix else None
+            start = parse_time(f[ix["START_TIME"]], tz) if "START_TIME" in ix else None
+            limit = parse_duration(f[ix["TIME_LIMIT"]]) if "TIME_LIMIT" in ix else None
+        except ValueError as e:
+            raise ParseError(command, str(e), no, line) from None
+        out.append(
+            QueueJob(
+                job_id=f[ix["JOBID"]].strip(),
+                user=f[ix["USER"]].strip(),
+                account=f[ix["ACCOUNT"]].strip(),
+                partition=f[ix["PARTITION"]].strip(),
+                qos=f[ix["QOS"]].strip() if "QOS" in ix else "",
+                state=f[ix["STATE"]].strip(),
+                nodes=_num(f[ix["NODES"]], int, command, "NODES", no, line),
+                cpus=_num(f[ix["CPUS"]], int, command, "CPUS", no, line),
+                priority=_num(f[ix["PRIORITY"]], int, command, "PRIORITY", no, line),
+                nice=_num(f[ix["NICE"]], int, command, "NICE", no, line) if "NICE" in ix else 0,
+                reason=f[ix["REASON"]].strip(),
+                submit=submit,
+                start=start,
+                time_limit_s=limit,
+            )
+        )
+    return tuple(out)
+
+
+def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow, ...]:
+    """`sprio -n -o '%i|%u|%r|%y|%f'`. sprio lists only pending, eligible, non-held jobs."""
+    if not text.strip() or text.strip().startswith("You have no pending jobs") or "No pending jobs" in text:
+        return ()
+    header, rows = _table(text, command, ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
+    ix = {name: i for i, name in enumerate(header)}
+    return tuple(
+        PrioRow(
+            job_id=f[ix["JOBID"]].strip(),
+            user=f[ix["USER"]].strip(),
+            partition=f[ix["PARTITION"]].strip(),
+            priority_norm=_num(f[ix["PRIORITY"]], float, command, "PRIORITY", no, "|".join(f)),
+            fairshare_norm=_num(f[ix["FAIRSHARE"]], float, command, "FAIRSHARE", no, "|".join(f)),
+        )
+        for no, f in rows
+    )
+
+
+def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...]:
+    header, rows = _table(text, command, ("Name", "UsageFactor"))
+    ix = {name: i for i, name in enumerate(header)}
+    return tuple(
+        QosRow(
+            name=f[ix["Name"]].strip(),
+            usage_factor=_num(f[ix["UsageFactor"]], float, command, "UsageFactor", no, "|".join(f)),
+        )
+        for no, f in rows
+    )
+
+
+# ---------------------------------------------------------------------------- scontrol show config
+def parse_config_pairs(text: str, command: str = " ".join(CONFIG_ARGS)) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for no, line in _lines(text):
+        if line.startswith("Configuration data as of") or line.startswith("CLUSTER: "):
+            continue
+        key, sep, value = line.partition(" = ")
+        if not sep:
+            # sections such as "Cgroup Support Configuration:" and plugin blocks have no " = "
+            if line.rstrip().endswith(":") or line.startswith(" "):
+                continue
+            continue
+        pairs[key.strip()] = value.strip()
+    if not pairs:
+        raise ParseError(command, "no `Key = Value` lines (empty or garbled output)")
+    return pairs
+
+
+def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig:
+    """The priority settings fscontrol needs from `scontrol show config`."""
+    p = parse_config_pairs(text, command)
+
+    def need(key: str) -> str:
+        if key not in p:
+            raise ParseError(command, f"no {key} line")
+        return p[key]
+
+    def flags(key: str) -> tuple[str, ...]:
+        v = p.get(key, "")
+        if v in _EMPTY or v.lower() == "none":
+            return ()
+        return tuple(x.strip().lower() for x in v.split(",") if x.strip())
+
+    try:
+        damp = int(need("FairShareDampeningFactor"))
+        half = parse_duration(need("PriorityDecayHalfLife")) or 0
+        calc = parse_duration(need("PriorityCalcPeriod")) or 0
+    except ValueError as e:
+        raise ParseError(command, str(e)) from None
+    pflags = p.get("PriorityFlags", "")
+    weights = {}
+    for k, v in p.items():
+        if k.startswith("PriorityWeight") and k != "PriorityWeightTRES":
+            try:
+                weights[k[len("PriorityWeight"):].lower()] = int(v)
+            except ValueError:
+                pass
+    return SlurmConfig(
+        cluster=need("ClusterName"),
+        slurm_version=p.get("SLURM_VERSION", "unknown"),
+        priority_type=need("PriorityType"),
+        priority_flags=tuple(x.strip() for x in pflags.split(",") if x.strip() and pflags not in _EMPTY),
+        damping_factor=damp,
+        half_life_s=half,
+        calc_period_s=calc,
+        usage_reset_period=p.get("PriorityUsageResetPeriod", "NONE"),
+        private_data=flags("PrivateData"),
+        enforce=flags("AccountingStorageEnforce"),
+        weights=weights,
+        raw=p,
+    )

@@ -1,0 +1,205 @@
+"""Where Slurm's text comes from: a live cluster, or a folder recorded from one.
+
+Both give the same interface, so every later stage is tested on recorded output exactly as it
+runs on a live cluster, with no patching of subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from . import parse
+from .errors import NotFoundError, SlurmCommandError
+from .records import CommandOutput
+
+DEFAULT_TIMEOUT_S = 60.0
+
+# name in a sample folder -> what the live source runs for it
+COMMANDS = ("config", "sshare", "squeue", "sprio", "qos", "sacct")
+
+
+class SlurmSource(Protocol):
+    """What the collector reads. Each call returns the command's text and when it ran."""
+
+    cluster: str | None
+
+    def config(self) -> CommandOutput: ...
+    def sshare(self) -> CommandOutput: ...
+    def squeue(self) -> CommandOutput: ...
+    def sprio(self) -> CommandOutput: ...
+    def qos(self) -> CommandOutput: ...
+    def sacct(self, start: float, end: float) -> CommandOutput: ...
+    def describe(self) -> str: ...
+
+
+def _iso_local(t: float) -> str:
+    # sacct reads -S/-E in the local zone of the process; so does this
+    return datetime.fromtimestamp(t).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+@dataclass
+class LiveSlurm:
+    """Runs Slurm's clients as argument lists (never a shell) with a timeout.
+
+    `cluster` adds `-M cluster` (sshare, squeue, sprio, sacct, sacctmgr, scontrol).
+    SLURM_TIME_FORMAT=%s makes every time POSIX seconds: no time-zone guessing."""
+
+    cluster: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    env: dict[str, str] | None = None
+
+    def _cluster_args(self) -> tuple[str, ...]:
+        return ("-M", self.cluster) if self.cluster else ()
+
+    def run(self, argv: tuple[str, ...]) -> CommandOutput:
+        full = (argv[0], *self._cluster_args(), *argv[1:])
+        env = dict(os.environ if self.env is None else self.env)
+        env["SLURM_TIME_FORMAT"] = "%s"
+        t0 = time.time()
+        try:
+            proc = subprocess.run(
+                list(full), capture_output=True, text=True, timeout=self.timeout_s, env=env, check=False
+            )
+        except FileNotFoundError:
+            raise SlurmCommandError(f"`{full[0]}` not found: is the Slurm client installed and on PATH?") from None
+        except subprocess.TimeoutExpired:
+            raise SlurmCommandError(f"`{' '.join(full)}` timed out after {self.timeout_s:g} s") from None
+        t1 = time.time()
+        if proc.returncode != 0:
+            err = (proc.stderr or proc.stdout).strip().splitlines()
+            detail = err[-1] if err else "no message"
+            raise SlurmCommandError(f"`{' '.join(full)}` failed (exit {proc.returncode}): {detail}")
+        if proc.stderr.strip() and not proc.stdout.strip():
+            raise SlurmCommandError(f"`{' '.join(full)}` printed only an error: {proc.stderr.strip().splitlines()[-1]}")
+        return CommandOutput(argv=full, stdout=proc.stdout, started_at=t0, finished_at=t1)
+
+    def config(self) -> CommandOutput:
+        return self.run(parse.CONFIG_ARGS)
+
+    def sshare(self) -> CommandOutput:
+        return self.run(parse.SSHARE_ARGS)
+
+    def squeue(self) -> CommandOutput:
+        return self.run(parse.SQUEUE_ARGS)
+
+    def sprio(self) -> CommandOutput:
+        try:
+            return self.run(parse.SPRIO_ARGS)
+        except SlurmCommandError as e:
+            # sprio exits 1 with "You have no pending jobs" / "Unable to find jobs": that is data
+            if "no pending jobs" in str(e).lower() or "unable to find jobs" in str(e).lower():
+                now = time.time()
+                return CommandOutput(argv=parse.SPRIO_ARGS, stdout="", started_at=now, finished_at=now)
+            raise
+
+    def qos(self) -> CommandOutput:
+        return self.run(parse.QOS_ARGS)
+
+    def sacct(self, start: float, end: float) -> CommandOutput:
+        return self.run(parse.sacct_args(_iso_local(start), _iso_local(end)))
+
+    def version(self) -> str:
+        out = self.run(("sinfo", "--version")).stdout.strip()
+        return out
+
+    def describe(self) -> str:
+        return f"live Slurm{' cluster ' + self.cluster if self.cluster else ''}"
+
+
+@dataclass
+class RecordedSlurm:
+    """A `samples/<scenario>/` folder: `<name>.txt` outputs plus `meta.json` (commands, times,
+    Slurm version). sacct returns the recorded window whatever window is asked for."""
+
+    folder: Path
+    cluster: str | None = None
+
+    def __post_init__(self) -> None:
+        self.folder = Path(self.folder)
+        meta_path = self.folder / "meta.json"
+        if not meta_path.is_file():
+            raise NotFoundError(f"{self.folder} is not a recorded sample (no meta.json)")
+        try:
+            self.meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise NotFoundError(f"{meta_path}: unreadable ({e})") from None
+        if self.cluster is None:
+            self.cluster = self.meta.get("cluster")
+
+    def _get(self, name: str) -> CommandOutput:
+        info = self.meta["commands"].get(name)
+        path = self.folder / f"{name}.txt"
+        if info is None or not path.is_file():
+            raise NotFoundError(f"sample {self.folder} has no {name} output")
+        return CommandOutput(
+            argv=tuple(info["argv"]),
+            stdout=path.read_text(),
+            started_at=float(info["started_at"]),
+            finished_at=float(info["finished_at"]),
+        )
+
+    def config(self) -> CommandOutput:
+        return self._get("config")
+
+    def sshare(self) -> CommandOutput:
+        return self._get("sshare")
+
+    def squeue(self) -> CommandOutput:
+        return self._get("squeue")
+
+    def sprio(self) -> CommandOutput:
+        return self._get("sprio")
+
+    def qos(self) -> CommandOutput:
+        return self._get("qos")
+
+    def sacct(self, start: float, end: float) -> CommandOutput:
+        return self._get("sacct")
+
+    @property
+    def window(self) -> tuple[float, float]:
+        w = self.meta["sacct_window"]
+        return float(w[0]), float(w[1])
+
+    def describe(self) -> str:
+        return f"recorded sample {self.folder}"
+
+
+def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "") -> dict:
+    """Record a live cluster into `folder`: each command's output, argv and time, the Slurm
+    version, and the sacct window, so RecordedSlurm can replay it."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    outputs: dict[str, CommandOutput] = {}
+    outputs["config"] = source.config()
+    outputs["sshare"] = source.sshare()
+    outputs["squeue"] = source.squeue()
+    outputs["sprio"] = source.sprio()
+    outputs["qos"] = source.qos()
+    end = time.time()
+    outputs["sacct"] = source.sacct(end - window_s, end)
+    cfg = parse.parse_config(outputs["config"].stdout)
+    meta = {
+        "cluster": source.cluster or cfg.cluster,
+        "slurm_version": cfg.slurm_version,
+        "captured_at": datetime.fromtimestamp(outputs["sshare"].finished_at).astimezone().isoformat(),
+        "captured_by": f"fscontrol capture (uid {os.getuid()})",
+        "environment": {"SLURM_TIME_FORMAT": "%s"},
+        "sacct_window": [end - window_s, end],
+        "note": note,
+        "commands": {
+            name: {"argv": list(o.argv), "started_at": o.started_at, "finished_at": o.finished_at}
+            for name, o in outputs.items()
+        },
+    }
+    for name, o in outputs.items():
+        (folder / f"{name}.txt").write_text(o.stdout)
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta

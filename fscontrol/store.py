@@ -1,0 +1,527 @@
+"""The history: SQLite through sqlite-utils, with numbered migrations and one transaction a tick.
+
+Associations cost little when they do not change: `assoc_samples` holds a row only when an
+association's values changed since its previous sample (or it appeared or vanished), and
+`assoc_current` keeps the latest values so a tick compares without scanning history. A snapshot's
+rows are the latest sample at or before it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import sqlite_utils
+
+from .errors import NotFoundError, StoreError
+from .records import ShareRow, Snapshot, SlurmConfig
+
+# ---------------------------------------------------------------------------- migrations
+Migration = Callable[[sqlite_utils.Database], None]
+
+
+def _m001_history(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """CREATE TABLE snapshots (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            taken_at REAL NOT NULL,
+            slurm_version TEXT,
+            priority_mode TEXT,
+            priority_flags TEXT,
+            damping_factor INTEGER,
+            half_life_s INTEGER,
+            calc_period_s INTEGER,
+            usage_reset_period TEXT,
+            private_data TEXT,
+            enforce TEXT,
+            total_raw_usage INTEGER,
+            n_users INTEGER,
+            n_active_users INTEGER,
+            window_start REAL,
+            window_end REAL,
+            source TEXT,
+            config_json TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX snapshots_cluster_time ON snapshots(cluster, taken_at)")
+    db.execute(
+        """CREATE TABLE assocs (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            account TEXT NOT NULL,
+            user TEXT NOT NULL,
+            parent TEXT NOT NULL,
+            depth INTEGER NOT NULL,
+            path TEXT NOT NULL,
+            UNIQUE (cluster, account, user)
+        )"""
+    )
+    # one row per association per change; WITHOUT ROWID keeps it to the key plus values
+    db.execute(
+        """CREATE TABLE assoc_samples (
+            assoc_id INTEGER NOT NULL,
+            snapshot_id INTEGER NOT NULL,
+            present INTEGER NOT NULL,
+            raw_shares INTEGER,
+            shares_parent INTEGER,
+            norm_shares REAL,
+            raw_usage INTEGER,
+            norm_usage REAL,
+            effective_usage REAL,
+            fairshare REAL,
+            billing_run_mins INTEGER,
+            PRIMARY KEY (assoc_id, snapshot_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE assoc_current (
+            assoc_id INTEGER PRIMARY KEY,
+            snapshot_id INTEGER NOT NULL,
+            present INTEGER NOT NULL,
+            raw_shares INTEGER,
+            shares_parent INTEGER,
+            norm_shares REAL,
+            raw_usage INTEGER,
+            norm_usage REAL,
+            effective_usage REAL,
+            fairshare REAL,
+            billing_run_mins INTEGER
+        )"""
+    )
+    # what each job was charged-for inside the sacct window that ends at this snapshot
+    db.execute(
+        """CREATE TABLE job_usage (
+            snapshot_id INTEGER NOT NULL,
+            job_id TEXT NOT NULL,
+            assoc_id INTEGER,
+            user TEXT NOT NULL,
+            account TEXT NOT NULL,
+            partition TEXT,
+            qos TEXT,
+            state TEXT,
+            alloc_cpus INTEGER,
+            billing INTEGER,
+            nnodes INTEGER,
+            start REAL,
+            end REAL,
+            elapsed_s REAL,
+            PRIMARY KEY (snapshot_id, job_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE prio (
+            snapshot_id INTEGER NOT NULL,
+            job_id TEXT NOT NULL,
+            user TEXT,
+            account TEXT,
+            partition TEXT,
+            priority_norm REAL,
+            fairshare_norm REAL,
+            PRIMARY KEY (snapshot_id, job_id)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE occupancy (
+            snapshot_id INTEGER NOT NULL,
+            account TEXT NOT NULL,
+            running_jobs INTEGER,
+            running_cpus INTEGER,
+            running_nodes INTEGER,
+            pending_jobs INTEGER,
+            pending_cpus INTEGER,
+            held_jobs INTEGER,
+            PRIMARY KEY (snapshot_id, account)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """CREATE TABLE ticks (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            status TEXT NOT NULL,
+            error TEXT,
+            snapshot_id INTEGER
+        )"""
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("001_history", _m001_history),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply the migrations not yet applied, each in its own transaction. Returns their names."""
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    done = {r[0] for r in db.execute("SELECT name FROM _migrations").fetchall()}
+    known = {name for name, _ in MIGRATIONS}
+    unknown = done - known
+    if unknown:
+        raise StoreError(f"database has migrations this fscontrol does not know: {sorted(unknown)} (newer version?)")
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        with db.atomic():
+            fn(db)
+            db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", [name])
+        applied.append(name)
+    return applied
+
+
+# ---------------------------------------------------------------------------- opening
+def default_db_path() -> Path:
+    """/var/lib/fscontrol/history.db for root; $XDG_STATE_HOME/fscontrol/history.db otherwise."""
+    if env := os.environ.get("FSCONTROL_DB"):
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/fscontrol/history.db")
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "fscontrol" / "history.db"
+
+
+def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0) -> sqlite_utils.Database:
+    """Open (and migrate) the history. A locked, corrupt or foreign file is a StoreError."""
+    path = Path(path)
+    if not create and not path.exists():
+        raise NotFoundError(f"no history database at {path}: run `fscontrol collect` first")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=timeout_s)
+        db = sqlite_utils.Database(conn)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        migrate(db)
+    except sqlite3.DatabaseError as e:
+        msg = str(e)
+        if "locked" in msg or "busy" in msg:
+            raise StoreError(f"history database {path} is locked by another process ({msg})") from None
+        raise StoreError(f"history database {path} is unreadable: {msg}") from None
+    except OSError as e:
+        raise StoreError(f"cannot open history database {path}: {e}") from None
+    return db
+
+
+@contextmanager
+def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+    """One transaction; a lock or I/O error inside it becomes a StoreError, nothing half-written."""
+    try:
+        with db.atomic():
+            yield db
+    except sqlite3.OperationalError as e:
+        raise StoreError(f"history database write failed, nothing was written: {e}") from None
+
+
+# ---------------------------------------------------------------------------- writing
+_SAMPLE_COLS = (
+    "present",
+    "raw_shares",
+    "shares_parent",
+    "norm_shares",
+    "raw_usage",
+    "norm_usage",
+    "effective_usage",
+    "fairshare",
+    "billing_run_mins",
+)
+
+
+def _paths(rows: Iterable[ShareRow]) -> dict[tuple[str, str], str]:
+    """A stable tree path per association, e.g. root/science/physics/alice, for ordering."""
+    by_account: dict[str, str] = {}
+    out: dict[tuple[str, str], str] = {}
+    for r in rows:
+        if r.is_user:
+            out[r.key] = f"{by_account.get(r.account, r.account)}/{r.user}"
+        else:
+            base = by_account.get(r.parent, r.parent) if r.parent else ""
+            p = f"{base}/{r.account}" if base else r.account
+            by_account[r.account] = p
+            out[r.key] = p
+    return out
+
+
+def _sample_values(r: ShareRow) -> tuple:
+    return (
+        1,
+        r.raw_shares,
+        int(r.shares_parent),
+        r.norm_shares,
+        r.raw_usage,
+        r.norm_usage,
+        r.effective_usage,
+        r.fairshare,
+        r.billing_run_mins,
+    )
+
+
+def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
+    """Write one snapshot and all it carries. The caller holds the transaction."""
+    cfg = snap.config
+    users = snap.users
+    root = snap.root
+    cur = db.execute(
+        """INSERT INTO snapshots (cluster, taken_at, slurm_version, priority_mode, priority_flags,
+             damping_factor, half_life_s, calc_period_s, usage_reset_period, private_data, enforce,
+             total_raw_usage, n_users, n_active_users, window_start, window_end, source, config_json)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+        [
+            snap.cluster,
+            snap.taken_at,
+            cfg.slurm_version,
+            cfg.mode,
+            ",".join(cfg.priority_flags),
+            cfg.damping_factor,
+            cfg.half_life_s,
+            cfg.calc_period_s,
+            cfg.usage_reset_period,
+            ",".join(cfg.private_data),
+            ",".join(cfg.enforce),
+            root.raw_usage if root else None,
+            len(users),
+            sum(1 for u in users if u.raw_usage > 0),
+            snap.window[0] if snap.window else None,
+            snap.window[1] if snap.window else None,
+            source,
+            json.dumps({"config": _config_json(cfg), "qos": {q.name: q.usage_factor for q in snap.qos}}),
+        ],
+    )
+    sid = cur.lastrowid
+    conn = db.conn
+
+    # associations: ids, then change-only samples
+    ids = {
+        (a, u): (i, parent, depth)
+        for i, a, u, parent, depth in conn.execute(
+            "SELECT id, account, user, parent, depth FROM assocs WHERE cluster = ?", [snap.cluster]
+        )
+    }
+    paths = _paths(snap.shares)
+    new_assocs = [
+        (snap.cluster, r.account, r.user, r.parent, r.depth, paths[r.key]) for r in snap.shares if r.key not in ids
+    ]
+    moved = [
+        (r.parent, r.depth, paths[r.key], ids[r.key][0])
+        for r in snap.shares
+        if r.key in ids and (ids[r.key][1], ids[r.key][2]) != (r.parent, r.depth)
+    ]
+    if new_assocs:
+        conn.executemany(
+            "INSERT INTO assocs (cluster, account, user, parent, depth, path) VALUES (?,?,?,?,?,?)", new_assocs
+        )
+        ids = {
+            (a, u): (i, p, d)
+            for i, a, u, p, d in conn.execute(
+                "SELECT id, account, user, parent, depth FROM assocs WHERE cluster = ?", [snap.cluster]
+            )
+        }
+    if moved:
+        conn.executemany("UPDATE assocs SET parent = ?, depth = ?, path = ? WHERE id = ?", moved)
+    current = {
+        row[0]: row[1:]
+        for row in conn.execute(
+            f"SELECT c.assoc_id, {', '.join('c.' + c for c in _SAMPLE_COLS)} FROM assoc_current c "
+            "JOIN assocs a ON a.id = c.assoc_id WHERE a.cluster = ?",
+            [snap.cluster],
+        )
+    }
+    changed = []
+    seen = set()
+    for r in snap.shares:
+        aid = ids[r.key][0]
+        seen.add(aid)
+        vals = _sample_values(r)
+        if current.get(aid) != vals:
+            changed.append((aid, sid, *vals))
+    for aid, vals in current.items():
+        if aid not in seen and vals[0] == 1:  # vanished: a tombstone sample
+            changed.append((aid, sid, 0, *([None] * (len(_SAMPLE_COLS) - 1))))
+    if changed:
+        ph = ",".join("?" * (2 + len(_SAMPLE_COLS)))
+        conn.executemany(f"INSERT INTO assoc_samples VALUES ({ph})", changed)
+        conn.executemany(f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)}) VALUES ({ph})", changed)
+
+    if snap.jobs:
+        conn.executemany(
+            "INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                (
+                    sid,
+                    j.job_id,
+                    ids.get((j.account, j.user), (None,))[0],
+                    j.user,
+                    j.account,
+                    j.partition,
+                    j.qos,
+                    j.state,
+                    j.alloc_cpus,
+                    j.billing,
+                    j.nnodes,
+                    j.start,
+                    j.end,
+                    j.elapsed_s,
+                )
+                for j in snap.jobs
+            ],
+        )
+    if snap.prio:
+        account_of = {q.job_id: q.account for q in snap.queue}
+        conn.executemany(
+            "INSERT OR REPLACE INTO prio VALUES (?,?,?,?,?,?,?)",
+            [
+                (sid, p.job_id, p.user, account_of.get(p.job_id), p.partition, p.priority_norm, p.fairshare_norm)
+                for p in snap.prio
+            ],
+        )
+    if snap.queue:
+        occ: dict[str, list[int]] = {}
+        for q in snap.queue:
+            o = occ.setdefault(q.account, [0, 0, 0, 0, 0, 0])
+            if q.state == "RUNNING":
+                o[0] += 1
+                o[1] += q.cpus
+                o[2] += q.nodes
+            elif q.state == "PENDING":
+                o[3] += 1
+                o[4] += q.cpus
+                if q.reason.startswith("JobHeld"):
+                    o[5] += 1
+        conn.executemany(
+            "INSERT INTO occupancy VALUES (?,?,?,?,?,?,?,?)", [(sid, a, *v) for a, v in sorted(occ.items())]
+        )
+    return sid
+
+
+def _config_json(cfg: SlurmConfig) -> dict:
+    d = asdict(cfg)
+    d.pop("raw", None)
+    return d
+
+
+def record_tick(
+    db: sqlite_utils.Database,
+    cluster: str | None,
+    started_at: float,
+    finished_at: float,
+    status: str,
+    error: str | None = None,
+    snapshot_id: int | None = None,
+) -> int:
+    cur = db.execute(
+        "INSERT INTO ticks (cluster, started_at, finished_at, status, error, snapshot_id) VALUES (?,?,?,?,?,?)",
+        [cluster, started_at, finished_at, status, error, snapshot_id],
+    )
+    return cur.lastrowid
+
+
+# ---------------------------------------------------------------------------- reading
+@dataclass(frozen=True, slots=True)
+class StoredSnapshot:
+    id: int
+    cluster: str
+    taken_at: float
+    config: SlurmConfig
+    shares: tuple[ShareRow, ...]
+    usage_factors: dict[str, float]
+    source: str
+
+
+def clusters(db: sqlite_utils.Database) -> list[str]:
+    return [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY cluster").fetchall()]
+
+
+def latest_snapshot_id(db: sqlite_utils.Database, cluster: str | None = None) -> int | None:
+    if cluster:
+        row = db.execute("SELECT max(id) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()
+    else:
+        row = db.execute("SELECT max(id) FROM snapshots").fetchone()
+    return row[0] if row else None
+
+
+def previous_snapshot_time(db: sqlite_utils.Database, cluster: str) -> float | None:
+    row = db.execute("SELECT max(taken_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()
+    return row[0] if row else None
+
+
+def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None) -> StoredSnapshot:
+    """A stored snapshot with its association rows in tree order (latest if no id)."""
+    if snapshot_id is None:
+        snapshot_id = latest_snapshot_id(db, cluster)
+        if snapshot_id is None:
+            where = f" for cluster {cluster}" if cluster else ""
+            raise NotFoundError(f"no snapshot in the history{where}: run `fscontrol collect` first")
+    row = db.execute(
+        "SELECT id, cluster, taken_at, config_json, source FROM snapshots WHERE id = ?", [snapshot_id]
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no snapshot {snapshot_id}")
+    sid, cl, taken_at, cfg_json, source = row
+    blob = json.loads(cfg_json)
+    c = blob["config"]
+    cfg = SlurmConfig(**{**c, "priority_flags": tuple(c["priority_flags"]), "private_data": tuple(c["private_data"]), "enforce": tuple(c["enforce"])})
+    cols = ", ".join("s." + c for c in _SAMPLE_COLS)
+    rows = db.execute(
+        f"""SELECT a.account, a.user, a.parent, a.depth, {cols}
+            FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
+            WHERE a.cluster = ?
+              AND s.snapshot_id = (SELECT max(snapshot_id) FROM assoc_samples
+                                   WHERE assoc_id = a.id AND snapshot_id <= ?)
+              AND s.present = 1
+            ORDER BY a.path""",
+        [cl, sid],
+    ).fetchall()
+    shares = tuple(
+        ShareRow(
+            account=r[0],
+            user=r[1],
+            parent=r[2],
+            depth=r[3],
+            raw_shares=r[5],
+            shares_parent=bool(r[6]),
+            norm_shares=r[7],
+            raw_usage=r[8],
+            norm_usage=r[9],
+            effective_usage=r[10],
+            fairshare=r[11],
+            billing_run_mins=r[12],
+        )
+        for r in rows
+    )
+    return StoredSnapshot(
+        id=sid, cluster=cl, taken_at=taken_at, config=cfg, shares=shares, usage_factors=blob.get("qos", {}), source=source
+    )
+
+
+def usage_series(db: sqlite_utils.Database, cluster: str) -> tuple[list[float], dict[tuple[str, str], list[int | None]]]:
+    """Every snapshot time of a cluster and, per association, its RawUsage at each (None when
+    absent). Rebuilt from the change-only samples."""
+    snaps = db.execute("SELECT id, taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster]).fetchall()
+    index = {sid: i for i, (sid, _) in enumerate(snaps)}
+    times = [t for _, t in snaps]
+    changes: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
+    rows = db.execute(
+        """SELECT a.account, a.user, s.snapshot_id, s.present, s.raw_usage
+           FROM assoc_samples s JOIN assocs a ON a.id = s.assoc_id
+           WHERE a.cluster = ? ORDER BY s.assoc_id, s.snapshot_id""",
+        [cluster],
+    )
+    for account, user, sid, present, raw in rows:
+        if sid in index:
+            changes.setdefault((account, user), []).append((index[sid], raw if present else None))
+    series: dict[tuple[str, str], list[int | None]] = {}
+    for key, pts in changes.items():
+        s: list[int | None] = [None] * len(times)
+        for k, (i, value) in enumerate(pts):
+            stop = pts[k + 1][0] if k + 1 < len(pts) else len(times)
+            s[i:stop] = [value] * (stop - i)
+        series[key] = s
+    return times, series

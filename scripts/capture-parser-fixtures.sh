@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Record real Slurm outputs for the parser tests into tests/data/captures/tb/, each NAME.txt
+# with a NAME.cmd beside it (command, user, time). Needs the testbed (scripts/testbed.sh) up,
+# with jobs in the queue (scripts/record-sample.sh leaves some). Run as root.
+# It sets dave@flat to fairshare=parent for the capture and puts it back to 1 afterwards.
+set -euo pipefail
+TB=${1:-/tmp/fscontrol-testbed}
+OUT=${2:-tests/data/captures/tb}
+export SLURM_CONF=$TB/etc/slurm.conf
+mkdir -p "$OUT"
+rec() {  # rec NAME [ENV=VAL ...] -- CMD ARGS...
+  local name=$1; shift; local -a envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
+  { echo "# captured $(date -u +%FT%TZ), as $(id -un), env SLURM_CONF=$SLURM_CONF ${envs[*]}"; printf '%q ' "$@"; echo; } > "$OUT/$name.cmd"
+  env "${envs[@]}" "$@" > "$OUT/$name.txt" 2>&1 || echo "(exit $?)" >> "$OUT/$name.cmd"
+}
+C=$(scontrol show config | awk '$1=="ClusterName"{print $3}')
+sacctmgr -i modify user where name=dave account=flat set fairshare=parent >/dev/null
+rec sshare_parent_M -- sshare -M "$C" -a -l -P
+sacctmgr -i modify user where name=dave account=flat set fairshare=1 >/dev/null
+rec sshare_long -- sshare -a -l -P
+rec sshare_as_user -- runuser -u alice -- sshare -l -P
+rec show_config -- scontrol show config
+rec squeue_fmt SLURM_TIME_FORMAT=%s -- squeue -a -o '%i|%u|%a|%P|%q|%T|%D|%C|%Q|%y|%r|%V|%S|%l'
+rec sprio_fmt -- sprio -n -o '%i|%u|%r|%y|%f'
+rec qos -- sacctmgr -P show qos format=Name,UsageFactor
+S=$(date -d '-30 min' +%FT%T); E=$(date +%FT%T)
+rec sacct_fmt SLURM_TIME_FORMAT=%s -- sacct -a -X -T -P -S "$S" -E "$E" -o JobID,User,Account,Partition,QOS,State,AllocCPUS,AllocTRES,NNodes,ElapsedRaw,Submit,Start,End
+rec sacct_fmt_iso -- sacct -a -X -T -P -S "$S" -E "$E" -o JobID,User,Account,Partition,QOS,State,AllocCPUS,AllocTRES,NNodes,ElapsedRaw,Submit,Start,End
+ls "$OUT"

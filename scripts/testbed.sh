@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# testbed.sh - fscontrol's throwaway single-host Slurm 22.05 cluster WITH accounting
+#              (munged + MariaDB + slurmdbd + slurmctld + slurmd), loopback only,
+#              everything under ONE state directory, no systemd, no /etc/slurm.
+#
+# Usage (as root):
+#   testbed.sh start  DIR   # create (first time) or restart the testbed in DIR
+#   testbed.sh stop   DIR   # cancel jobs, stop the daemons this script started (by PID)
+#   testbed.sh status DIR   # show which daemons are alive, node/partition state
+#   testbed.sh env    DIR   # print "export SLURM_CONF=..." for eval in a shell
+#
+# Prerequisites (Debian 12 "bookworm", Slurm 22.05.8):
+#   apt-get install -y slurm-wlm slurmdbd munge mariadb-server
+#   (in containers a /usr/sbin/policy-rc.d that exits 101 stops apt from starting services;
+#    this script never uses the packaged services, /etc/munge, /etc/slurm or /etc/mysql)
+#
+# Tunables (environment variables; used when "start" writes DIR/etc/*.conf, i.e. on the first
+# start or with TB_REGEN=1):
+#   TB_CLUSTER   cluster name                      [tbcluster]
+#   TB_NODE      node name                         [tbnode1]
+#   TB_CPUS      CPUs declared for the node        [128]  (real cores are irrelevant)
+#   TB_HALFLIFE  PriorityDecayHalfLife             [00:05:00] (minutes resolution)
+#   TB_CALC      PriorityCalcPeriod                [1]   (minutes; Slurm's minimum is 1)
+#   TB_DAMP      FairShareDampeningFactor          [1]   (integer, uint16)
+#   TB_CTLD_PORT/TB_SLURMD_PORT/TB_DBD_PORT/TB_DB_PORT  [16817/16818/16819/16306]
+#   TB_SEED      1 = create unix users + accounting tree (idempotent)  [1]
+#   TB_CTLD_DEBUG / TB_DEBUGFLAGS  SlurmctldDebug / DebugFlags   [info / none]
+#   TB_REGEN     1 = regenerate DIR/etc/*.conf on start; default: written on the first start
+#                only, later starts reuse them (so hand edits, e.g. FairShareDampeningFactor,
+#                survive a stop/start)                                   [0]
+#
+# Safety rules this script follows:
+#   * every TCP listener is on 127.0.0.1 (checked with ss after start; start fails otherwise)
+#   * it only ever signals PIDs read from its own pid files in DIR, after checking that
+#     /proc/PID/exe is the expected binary (never pkill/killall)
+set -euo pipefail
+
+# ----------------------------------------------------------------------------- helpers
+die()  { echo "testbed: ERROR: $*" >&2; exit 1; }
+log()  { echo "testbed: $(date +%T) $*" >&2; }
+
+usage() { sed -n '2,12p' "$0" >&2; exit 2; }
+
+[[ $# -ge 2 ]] || usage
+CMD=$1
+D=$2
+[[ $EUID -eq 0 ]] || die "must run as root (daemons, useradd, job uid switching)"
+if [[ $CMD == start ]]; then mkdir -p "$D"; else [[ -d $D ]] || die "no testbed directory $D"; fi
+D=$(cd "$D" && pwd -P)          # absolute, symlink-free
+
+CLUSTER=${TB_CLUSTER:-tbcluster}
+NODE=${TB_NODE:-tbnode1}
+CPUS=${TB_CPUS:-128}
+HALFLIFE=${TB_HALFLIFE:-00:05:00}
+CALC=${TB_CALC:-1}
+DAMP=${TB_DAMP:-1}
+CTLD_PORT=${TB_CTLD_PORT:-16817}
+SLURMD_PORT=${TB_SLURMD_PORT:-16818}
+DBD_PORT=${TB_DBD_PORT:-16819}
+DB_PORT=${TB_DB_PORT:-16306}
+SEED=${TB_SEED:-1}
+CTLD_DEBUG=${TB_CTLD_DEBUG:-info}   # 'verbose' is needed to see DebugFlags=Priority decay lines
+DEBUGFLAGS=${TB_DEBUGFLAGS:-}       # e.g. Priority
+REGEN=${TB_REGEN:-0}                # 1 = rewrite etc/*.conf even if they exist
+DB_PASS=tbpass                  # MariaDB password of the 'slurm' DB user (loopback only)
+
+ETC=$D/etc; RUN=$D/run; LOGD=$D/log; SPOOL=$D/spool; MUNGE=$D/munge; MY=$D/mysql; JOBS=$D/jobs
+export SLURM_CONF=$ETC/slurm.conf   # slurmdbd also finds $ETC/slurmdbd.conf through this
+MUNGE_SOCK=$MUNGE/munge.socket.2
+MY_SOCK=$MY/run/mysqld.sock
+HOST=$(hostname -s)
+
+# component -> pid file and expected executable
+declare -A PIDF=(
+  [munged]=$MUNGE/munged.pid  [mariadbd]=$MY/run/mysqld.pid  [slurmdbd]=$RUN/slurmdbd.pid
+  [slurmctld]=$RUN/slurmctld.pid  [slurmd]=$RUN/slurmd.pid )
+declare -A EXE=(
+  [munged]=/usr/sbin/munged  [mariadbd]=/usr/sbin/mariadbd  [slurmdbd]=/usr/sbin/slurmdbd
+  [slurmctld]=/usr/sbin/slurmctld  [slurmd]=/usr/sbin/slurmd )
+
+# pid_of NAME -> prints the PID if the pid file exists AND that PID is the expected binary
+pid_of() {
+  local f=${PIDF[$1]} pid exe
+  [[ -s $f ]] || return 1
+  pid=$(tr -dc '0-9' < "$f")
+  [[ -n $pid && -d /proc/$pid ]] || return 1
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+  # Debian installs /usr/sbin/slurmctld as an alternatives symlink (-> slurmctld-wlm): resolve it
+  [[ ${exe% (deleted)} == "$(readlink -f "${EXE[$1]}")" ]] || return 1
+  echo "$pid"
+}
+
+# wait_for DESCRIPTION TIMEOUT_S COMMAND... : poll every 0.2 s until COMMAND succeeds
+wait_for() {
+  local what=$1 t=$2; shift 2
+  local end=$(( $(date +%s) + t ))
+  until "$@" >/dev/null 2>&1; do
+    (( $(date +%s) < end )) || die "timeout (${t}s) waiting for: $what (logs in $LOGD, $MY, $MUNGE)"
+    sleep 0.2
+  done
+}
+
+# stop_group NAME... : SIGTERM the recorded PIDs (only those, only if /proc/PID/exe is the
+# expected binary), wait up to 30 s for all of them, then SIGKILL the same PIDs if needed
+stop_group() {
+  local name pid i alive
+  local -a pids=()
+  for name in "$@"; do
+    if pid=$(pid_of "$name"); then
+      log "$name: SIGTERM pid $pid"; kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid")
+    else
+      log "$name: not running"
+    fi
+  done
+  for i in $(seq 1 300); do
+    alive=0; for pid in "${pids[@]}"; do [[ -d /proc/$pid ]] && alive=1; done
+    (( alive )) || break; sleep 0.1
+  done
+  for pid in "${pids[@]}"; do
+    [[ -d /proc/$pid ]] && { log "pid $pid still alive after 30 s, SIGKILL"; kill -KILL "$pid" || true; }
+  done
+  for name in "$@"; do rm -f "${PIDF[$name]}"; done
+}
+
+# ----------------------------------------------------------------------------- config files
+write_configs() {
+  mkdir -p "$ETC" "$RUN" "$LOGD" "$SPOOL/ctld" "$SPOOL/slurmd" "$MUNGE" "$MY/data" "$MY/run" "$MY/tmp" "$JOBS"
+  # users' client commands must read slurm.conf and reach the munge socket: the whole path
+  # has to be world-traversable (mktemp -d gives 0700 - that breaks sbatch as alice)
+  chmod 755 "$D" "$ETC" "$RUN" "$LOGD" "$MUNGE"
+  chmod 1777 "$JOBS"            # job working dir / output files for any user
+  # GOTCHA: slurmstepd execs the batch script from SlurmdSpoolDir/jobNNNNN/ AS THE JOB USER,
+  # so the spool path must be traversable by everyone (0700 -> "execve(): Permission denied")
+  chmod 755 "$SPOOL" "$SPOOL/slurmd"
+  chmod 700 "$MY" "$SPOOL/ctld"
+
+  cat > "$ETC/slurm.conf" <<EOF
+# generated by testbed.sh - single host, loopback only
+ClusterName=$CLUSTER
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+# bind listeners to the address the hostname resolves to (checked to be 127.x) instead of 0.0.0.0
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCK
+StateSaveLocation=$SPOOL/ctld
+SlurmdSpoolDir=$SPOOL/slurmd
+SlurmctldPidFile=$RUN/slurmctld.pid
+SlurmdPidFile=$RUN/slurmd.pid
+SlurmctldLogFile=$LOGD/slurmctld.log
+SlurmdLogFile=$LOGD/slurmd.log
+SlurmctldDebug=$CTLD_DEBUG
+${DEBUGFLAGS:+DebugFlags=$DEBUGFLAGS}
+SlurmdDebug=info
+# no cgroups: plain process tracking, no task binding, no job metrics
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+MpiDefault=none
+SwitchType=switch/none
+ReturnToService=2
+# scheduling: CPUs are the consumable resource, memory is not tracked
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+# accept the declared CPU count although the host has fewer cores
+SlurmdParameters=config_overrides
+# accounting through slurmdbd (needed for fairshare usage/decay)
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$DBD_PORT
+# GOTCHA: client->slurmdbd messages (sacctmgr, sshare->dbd, slurmctld->dbd) are signed with
+# the munge socket named here, NOT the one in AuthInfo; without it they try /run/munge/...
+AccountingStoragePass=$MUNGE_SOCK
+# GOTCHA: without "limits", 22.05 never charges the tail of a job (last PriorityCalcPeriod
+# tick -> job end) and never charges jobs that start and end between two ticks
+# (priority_g_job_end() is only called from the limits code path); TRESRunMins also stays 0.
+AccountingStorageEnforce=associations,limits,qos
+JobCompType=jobcomp/none
+MailProg=/bin/true
+# classic fairshare with a short, observable decay
+PriorityType=priority/multifactor
+PriorityFlags=NO_FAIR_TREE
+PriorityDecayHalfLife=$HALFLIFE
+PriorityCalcPeriod=$CALC
+PriorityUsageResetPeriod=NONE
+FairShareDampeningFactor=$DAMP
+PriorityWeightFairshare=100000
+PriorityWeightAge=0
+PriorityWeightJobSize=0
+PriorityWeightPartition=0
+PriorityWeightQOS=0
+PriorityWeightAssoc=0
+# nodes / partitions
+NodeName=$NODE NodeHostname=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS State=UNKNOWN
+PartitionName=normal  Nodes=$NODE Default=YES MaxTime=INFINITE DefaultTime=01:00:00 State=UP
+# admin-only partition for the fairshare padding ("dummy") user
+PartitionName=fsadmin Nodes=$NODE Default=NO MaxTime=INFINITE DefaultTime=00:10:00 State=UP AllowGroups=fsdummy,root PriorityTier=10 TRESBillingWeights=CPU=1.0
+# probe partition: State=DOWN, so jobs submitted here stay PENDING (Reason=PartitionDown)
+# forever without using CPUs or accruing usage, yet are "eligible" -> sprio shows their live
+# fairshare factor (sprio hides held jobs and jobs whose --begin is in the future)
+PartitionName=parked  Nodes=$NODE Default=NO MaxTime=INFINITE DefaultTime=00:01:00 State=DOWN
+EOF
+  chmod 644 "$ETC/slurm.conf"
+
+  cat > "$ETC/slurmdbd.conf" <<EOF
+# generated by testbed.sh
+AuthType=auth/munge
+AuthInfo=socket=$MUNGE_SOCK
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$DBD_PORT
+CommunicationParameters=NoInAddrAny
+SlurmUser=root
+DebugLevel=info
+LogFile=$LOGD/slurmdbd.log
+PidFile=$RUN/slurmdbd.pid
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$DB_PORT
+StorageUser=slurm
+StoragePass=$DB_PASS
+StorageLoc=slurm_acct_db
+EOF
+  chmod 600 "$ETC/slurmdbd.conf"   # slurmdbd refuses anything but 0600 owned by SlurmUser
+
+  cat > "$D/env.sh" <<EOF
+export SLURM_CONF=$ETC/slurm.conf
+EOF
+  chmod 644 "$D/env.sh"
+}
+
+# ----------------------------------------------------------------------------- daemons
+start_munged() {
+  pid_of munged >/dev/null && { log "munged: already running"; return; }
+  [[ -s $MUNGE/munge.key ]] || mungekey --create --keyfile="$MUNGE/munge.key"
+  chmod 600 "$MUNGE/munge.key"
+  # socket dir must be 0755 ("execute permissions for all required"), key dir not group/other-writable
+  munged --socket="$MUNGE_SOCK" --key-file="$MUNGE/munge.key" --pid-file="${PIDF[munged]}" \
+         --log-file="$MUNGE/munged.log" --seed-file="$MUNGE/munged.seed"
+  wait_for "munged socket" 20 munge -S "$MUNGE_SOCK" -n
+}
+
+start_mariadb() {
+  pid_of mariadbd >/dev/null && { log "mariadbd: already running"; return; }
+  if [[ ! -d $MY/data/mysql ]]; then
+    mariadb-install-db --no-defaults --datadir="$MY/data" --user=root \
+      --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve \
+      > "$MY/install.log" 2>&1 || die "mariadb-install-db failed, see $MY/install.log"
+  fi
+  # plain background process in its own session; TCP on 127.0.0.1 only, private socket
+  setsid mariadbd --no-defaults --user=root --datadir="$MY/data" --socket="$MY_SOCK" \
+      --port="$DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+      --pid-file="${PIDF[mariadbd]}" --log-error="$MY/mysqld.err" --tmpdir="$MY/tmp" \
+      --innodb-buffer-pool-size=256M --innodb-log-file-size=64M \
+      --innodb-lock-wait-timeout=900 --max-allowed-packet=16M \
+      < /dev/null > /dev/null 2>&1 &
+  wait_for "mariadbd" 60 mariadb-admin --no-defaults -S "$MY_SOCK" -u root ping
+  wait_for "mariadbd pid file" 10 pid_of mariadbd
+  mariadb --no-defaults -S "$MY_SOCK" -u root -e \
+    "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+     GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+}
+
+start_slurmdbd() {
+  pid_of slurmdbd >/dev/null && { log "slurmdbd: already running"; return; }
+  slurmdbd          # daemonizes, writes PidFile; reads $ETC/slurmdbd.conf via SLURM_CONF's dir
+  wait_for "slurmdbd" 60 sacctmgr -n show cluster
+  wait_for "slurmdbd pid file" 10 pid_of slurmdbd
+}
+
+start_slurmctld() {
+  pid_of slurmctld >/dev/null && { log "slurmctld: already running"; return; }
+  slurmctld -f "$SLURM_CONF"
+  wait_for "slurmctld" 60 scontrol ping
+  wait_for "slurmctld pid file" 10 pid_of slurmctld
+}
+
+start_slurmd() {
+  pid_of slurmd >/dev/null && { log "slurmd: already running"; return; }
+  slurmd -f "$SLURM_CONF" -N "$NODE"
+  wait_for "slurmd pid file" 20 pid_of slurmd
+  # node must register and become usable (idle/mixed/allocated), not down/drained
+  wait_for "node $NODE to become idle" 60 bash -c \
+    "sinfo -h -n '$NODE' -o %t | grep -Eq '^(idle|mix|alloc)\$'"
+}
+
+# ----------------------------------------------------------------------------- accounting seed
+seed_unix_users() {
+  local u
+  for u in alice bob carol dave fsdummy; do
+    id "$u" >/dev/null 2>&1 || useradd --no-create-home --shell /bin/sh "$u"
+  done
+}
+
+# sacctmgr returns rc=1 with "Nothing new added" when an entity exists -> tolerate that
+sam() { sacctmgr -i "$@" >/dev/null 2>&1 || true; }
+
+seed_cluster() { sam add cluster "$CLUSTER"; }
+
+seed_accounts() {
+  # tree (classic fairshare):
+  #   root ─ flat    ─ alice bob carol dave     (flat: default account of the real users)
+  #        ─ science ─ physics ─ alice bob      (two-level: account under account)
+  #                  ─ chem    ─ carol
+  #        ─ fsadmin ─ fsdummy                  (padding user, alone in its own top-level account)
+  # every association has fairshare=1, except science=2 (two sub-accounts)
+  sam add account flat,science,fsadmin cluster="$CLUSTER" fairshare=1
+  sam modify account where name=science cluster="$CLUSTER" set fairshare=2
+  sam add account physics,chem parent=science cluster="$CLUSTER" fairshare=1
+  sam add user alice,bob,carol,dave account=flat defaultaccount=flat fairshare=1 cluster="$CLUSTER"
+  sam add user alice,bob account=physics fairshare=1 cluster="$CLUSTER"
+  sam add user carol account=chem fairshare=1 cluster="$CLUSTER"
+  sam add user fsdummy account=fsadmin defaultaccount=fsadmin fairshare=1 cluster="$CLUSTER"
+  # QOS for the steady padding job: its UsageFactor is what the agent adjusts
+  sam add qos fspad
+  sam modify qos where name=fspad set usagefactor=1
+  sam modify user where name=fsdummy cluster="$CLUSTER" set qos+=fspad
+  sacctmgr -n -P show assoc cluster="$CLUSTER" format=account,user | grep -q '^chem|carol$' \
+    || die "accounting seed failed (sacctmgr show assoc)"
+}
+
+# ----------------------------------------------------------------------------- loopback check
+check_loopback() {
+  local pids p bad=0 line
+  pids=$(for n in munged mariadbd slurmdbd slurmctld slurmd; do pid_of "$n" || true; done)
+  while read -r line; do
+    [[ -z $line ]] && continue
+    for p in $pids; do
+      if [[ $line == *"pid=$p,"* ]]; then
+        local addr; addr=$(awk '{print $5}' <<<"$line")
+        case $addr in 127.*|'[::1]'*|'[::ffff:127.'*) ;; *) echo "NON-LOOPBACK: $line" >&2; bad=1 ;; esac
+      fi
+    done
+  done < <(ss -H -lntup 2>/dev/null)
+  (( bad == 0 )) || { log "non-loopback listener found, stopping"; do_stop; die "refusing to run on non-loopback addresses"; }
+}
+
+# ----------------------------------------------------------------------------- subcommands
+do_start() {
+  local t0=$SECONDS
+  # daemons bind to whatever the hostname resolves to (NoInAddrAny) -> must be loopback
+  local haddr; haddr=$(getent ahostsv4 "$HOST" | awk 'NR==1{print $1}')
+  [[ $haddr == 127.* ]] || die "hostname $HOST resolves to '$haddr', not 127.x; add '127.0.1.1 $HOST' to /etc/hosts"
+  for b in munged mungekey mariadbd mariadb-install-db slurmdbd slurmctld slurmd sacctmgr; do
+    command -v "$b" >/dev/null || die "missing $b; apt-get install -y slurm-wlm slurmdbd munge mariadb-server"
+  done
+  if [[ ! -s $ETC/slurm.conf || $REGEN == 1 ]]; then
+    write_configs
+  else
+    log "reusing existing $ETC/slurm.conf and slurmdbd.conf (TB_REGEN=1 to rewrite)"
+  fi
+  [[ $SEED == 1 ]] && seed_unix_users
+  start_munged;    log "munged up     (pid $(pid_of munged))"
+  start_mariadb;   log "mariadbd up   (pid $(pid_of mariadbd))"
+  start_slurmdbd;  log "slurmdbd up   (pid $(pid_of slurmdbd))"
+  seed_cluster                       # cluster row must exist before slurmctld registers
+  [[ $SEED == 1 ]] && seed_accounts
+  start_slurmctld; log "slurmctld up  (pid $(pid_of slurmctld))"
+  start_slurmd;    log "slurmd up     (pid $(pid_of slurmd))"
+  check_loopback
+  log "testbed ready in $((SECONDS - t0)) s.  Use:  export SLURM_CONF=$SLURM_CONF"
+}
+
+do_stop() {
+  local t0=$SECONDS ids i
+  # 1. cancel every job of this cluster so no slurmstepd/job processes outlive slurmd
+  if pid_of slurmctld >/dev/null; then
+    ids=$(squeue -h -o %A 2>/dev/null || true)
+    if [[ -n $ids ]]; then
+      log "cancelling jobs: $(echo $ids)"
+      scancel $ids 2>/dev/null || true
+      for i in $(seq 1 100); do [[ -z $(squeue -h -o %A 2>/dev/null) ]] && break; sleep 0.2; done
+    fi
+  fi
+  # 2. daemons in reverse dependency order, each by its own recorded PID
+  #    (slurmctld flushes pending accounting records to slurmdbd on shutdown, so dbd after it;
+  #     MariaDB only after slurmdbd; munged is needed by everything, so last)
+  stop_group slurmd slurmctld
+  stop_group slurmdbd
+  stop_group mariadbd munged
+  log "stopped in $((SECONDS - t0)) s (state kept in $D; rm -rf it for a clean slate)"
+}
+
+do_status() {
+  local n p rc=0
+  for n in munged mariadbd slurmdbd slurmctld slurmd; do
+    if p=$(pid_of "$n"); then echo "$n running pid=$p"; else echo "$n STOPPED"; rc=1; fi
+  done
+  if pid_of slurmctld >/dev/null; then sinfo; squeue; fi
+  echo "listeners:"; ss -H -lntp 2>/dev/null | grep -E 'munged|mariadbd|slurm' || true
+  return $rc
+}
+
+case $CMD in
+  start)  do_start ;;
+  stop)   do_stop ;;
+  status) do_status ;;
+  env)    echo "export SLURM_CONF=$SLURM_CONF" ;;
+  *)      usage ;;
+esac

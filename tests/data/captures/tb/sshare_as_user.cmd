@@ -1,0 +1,2 @@
+# captured 2026-11-21T19:03:40Z, as root, env SLURM_CONF=/tmp/fsc-tb/etc/slurm.conf 
+runuser -u alice -- sshare -l -P 
