@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import sqlite_utils
@@ -433,6 +433,7 @@ class StoredSnapshot:
     shares: tuple[ShareRow, ...]
     usage_factors: dict[str, float]
     source: str
+    prio_fairshare: dict[tuple[str, str], float] = field(default_factory=dict)  # sprio's F by association
 
 
 def clusters(db: sqlite_utils.Database) -> list[str]:
@@ -496,8 +497,21 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
         )
         for r in rows
     )
+    prio = {
+        (account, user): f
+        for account, user, f in db.execute(
+            "SELECT account, user, fairshare_norm FROM prio WHERE snapshot_id = ? AND account IS NOT NULL", [sid]
+        )
+    }
     return StoredSnapshot(
-        id=sid, cluster=cl, taken_at=taken_at, config=cfg, shares=shares, usage_factors=blob.get("qos", {}), source=source
+        id=sid,
+        cluster=cl,
+        taken_at=taken_at,
+        config=cfg,
+        shares=shares,
+        usage_factors=blob.get("qos", {}),
+        source=source,
+        prio_fairshare=prio,
     )
 
 

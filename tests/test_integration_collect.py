@@ -1,0 +1,88 @@
+"""Against the real testbed: collect + status reproduce what Slurm's own sshare prints."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from fscontrol import pipeline, report, store
+
+pytestmark = pytest.mark.slurm
+
+
+def _f_bound(ue: float, s: float, d: int, f: float) -> float:
+    # sshare prints EffectvUsage with 6 decimals (error <= 5e-7) but computes its own F from the
+    # full-precision value: that printing alone allows |dF| <= F ln2 / (S d) * 5e-7
+    return max(1e-6, f * math.log(2) / (s * d) * 5e-7 + 1e-9)
+
+
+def test_collect_and_status_match_sshare(slurm, tmp_path):
+    slurm.cancel_all()
+    slurm.reset_usage()
+    for user, account, cpus in [("alice", "flat", 16), ("bob", "physics", 32), ("carol", "chem", 8), ("dave", "flat", 4)]:
+        slurm.submit(user, account, cpus, 150)
+        slurm.probe(user, account)
+    slurm.wait_for_pass()  # usage charged
+    db = store.open_db(tmp_path / "h.db")
+    for _ in range(5):
+        before = slurm.sshare()
+        res = pipeline.collect(slurm.source(), db)
+        after = slurm.sshare()
+        if before == after:  # no decay pass in between: the snapshot must equal sshare exactly
+            break
+    else:
+        pytest.fail("a decay pass fell between every sshare and collect")
+    snap = store.load_snapshot(db, res.snapshot_id)
+    got = {r.key: r for r in snap.shares}
+    assert got.keys() == after.keys()
+    for key, want in after.items():
+        have = got[key]
+        assert (have.raw_usage, have.norm_shares, have.effective_usage, have.norm_usage) == (
+            want.raw_usage, want.norm_shares, want.effective_usage, want.norm_usage
+        ), key
+    assert sum(1 for r in after.values() if r.is_user and r.raw_usage > 0) >= 4
+
+    data = report.status_data(snap)
+    d = snap.config.damping_factor
+    assert d == 1  # slurm.conf's d is the one in force
+    checked = 0
+    for row in data["table"]:
+        want = after[(row["account"], row["user"])]
+        bound = _f_bound(want.effective_usage, want.norm_shares, d, want.fairshare)
+        assert abs(row["fairshare"] - want.fairshare) <= bound, (row, want.fairshare, bound)
+        checked += 1
+    assert checked == len([r for r in after.values() if r.is_user and r.user != "root"])
+
+
+def test_cli_collect_then_status_json(slurm, tmp_path):
+    db = tmp_path / "cli.db"
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "fscontrol", *a], capture_output=True, text=True, timeout=120, env=slurm.env
+    )
+    p = run("collect", "--db", str(db))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("snapshot 1 of tbcluster:")
+    p = run("status", "--db", str(db), "--json")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["cluster"] == "tbcluster" and data["priority_mode"] == "classic"
+    assert {r["user"] for r in data["table"]} >= {"alice", "bob", "carol", "dave"}
+
+
+def test_failed_slurm_command_writes_nothing(slurm, tmp_path):
+    db_path = tmp_path / "f.db"
+    env = dict(slurm.env, SLURM_CONF=str(tmp_path / "missing.conf"))
+    p = subprocess.run(
+        [sys.executable, "-m", "fscontrol", "collect", "--db", str(db_path)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert p.returncode == 3
+    assert p.stderr.startswith("fscontrol: error: `scontrol show config` failed")
+    assert len(p.stderr.strip().splitlines()) == 1
+    db = store.open_db(db_path)
+    assert db.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
+    assert db.execute("SELECT status FROM ticks").fetchall() == [("failed",)]

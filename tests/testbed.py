@@ -1,0 +1,115 @@
+"""The project's real single-host Slurm (scripts/testbed.sh), driven from the tests.
+
+Commands run as argument lists with timeouts. Jobs are submitted as the testbed's Unix users
+with runuser, as a site's users would submit them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fscontrol import parse
+from fscontrol.records import ShareRow
+from fscontrol.source import LiveSlurm
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "testbed.sh"
+DEFAULT_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR", "/tmp/fscontrol-testbed"))
+
+
+class TestbedUnavailable(Exception):
+    pass
+
+
+@dataclass
+class Testbed:
+    dir: Path
+    started_here: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def conf(self) -> Path:
+        return self.dir / "etc" / "slurm.conf"
+
+    def run(self, *argv: str, user: str | None = None, timeout: float = 60, check: bool = True) -> str:
+        cmd = list(argv) if user is None else ["runuser", "-u", user, "--", *argv]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.env, check=False)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
+        return p.stdout
+
+    def source(self, **kw) -> LiveSlurm:
+        return LiveSlurm(env=self.env, **kw)
+
+    def submit(self, user: str, account: str, cpus: int, seconds: int, partition: str = "normal", **opts: str) -> str:
+        args = [
+            "sbatch", "--parsable", f"--chdir={self.dir / 'jobs'}", "-o", "/dev/null",
+            "-A", account, "-p", partition, "-n", str(cpus), "-t", str(max(1, seconds // 60 + 2)),
+        ]
+        for k, v in opts.items():
+            args.append(f"--{k.replace('_', '-')}={v}")
+        args += ["--wrap", f"sleep {seconds}"]
+        return self.run(*args, user=user).strip().split(";")[0]
+
+    def probe(self, user: str, account: str) -> str:
+        """A job that pends forever in the DOWN partition, so sprio shows its association's factor."""
+        return self.submit(user, account, 1, 60, partition="parked")
+
+    def cancel_all(self) -> None:
+        ids = self.run("squeue", "-h", "-o", "%A").split()
+        if ids:
+            self.run("scancel", *ids)
+            for _ in range(100):
+                if not self.run("squeue", "-h", "-o", "%A").strip():
+                    break
+                time.sleep(0.2)
+
+    def sshare(self) -> dict[tuple[str, str], ShareRow]:
+        return {r.key: r for r in parse.parse_sshare(self.run(*parse.SSHARE_ARGS))}
+
+    def reset_usage(self) -> None:
+        """RawUsage=0 for every top-level account (Slurm allows only 0); clears the tree."""
+        for acct in ("flat", "science", "fsadmin"):
+            self.run("sacctmgr", "-i", "modify", "account", "where", f"name={acct}", "set", "rawusage=0", check=False)
+
+    def wait_for_pass(self, timeout: float = 90) -> None:
+        """Wait until the next decay pass has run (RawUsage of root changes or the log says so).
+
+        Slurm runs a pass every PriorityCalcPeriod (60 s here) at a fixed phase; sshare's root
+        RawUsage moves only then when something is running or decaying."""
+        before = self.sshare()[("root", "")].raw_usage
+        end = time.time() + timeout
+        while time.time() < end:
+            time.sleep(2)
+            if self.sshare()[("root", "")].raw_usage != before:
+                return
+        raise TimeoutError("no decay pass seen")
+
+    def scontrol(self, *args: str) -> str:
+        return self.run("scontrol", *args)
+
+
+def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
+    """Start (or reuse) the testbed in `directory`. Raises TestbedUnavailable with the reason."""
+    if os.geteuid() != 0:
+        raise TestbedUnavailable("the Slurm testbed needs root (it starts daemons and switches job users)")
+    for b in ("slurmctld", "slurmd", "slurmdbd", "mariadbd", "munged"):
+        if shutil.which(b) is None and not Path(f"/usr/sbin/{b}").exists():
+            raise TestbedUnavailable(f"{b} is not installed: run scripts/install-slurm.sh")
+    running = subprocess.run([str(SCRIPT), "status", str(directory)], capture_output=True, text=True, timeout=60).returncode == 0
+    if not running:
+        p = subprocess.run([str(SCRIPT), "start", str(directory)], capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise TestbedUnavailable(f"scripts/testbed.sh start failed: {p.stderr.strip()[-2000:]}")
+    env = dict(os.environ)
+    env["SLURM_CONF"] = str(directory / "etc" / "slurm.conf")
+    return Testbed(dir=directory, started_here=not running, env=env)
+
+
+def stop_testbed(tb: Testbed) -> None:
+    subprocess.run([str(SCRIPT), "stop", str(tb.dir)], capture_output=True, text=True, timeout=300)
