@@ -52,6 +52,10 @@ ClusterOpt = Annotated[
     Optional[str], typer.Option("--cluster", "-M", help="Slurm cluster name (passed to Slurm as -M).")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+ConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option("--config", "-c", help="The agent's TOML config (target u*, method, dummy, allocations...).", envvar="FSCONTROL_CONFIG"),
+]
 
 
 def _fail(e: FscontrolError) -> typer.Exit:
@@ -116,23 +120,75 @@ def status(
     json_out: JsonOpt = False,
     ustar: Annotated[
         Optional[float],
-        typer.Option("--target", help="Target halving usage u* in core-hours, for the model comparison."),
+        typer.Option("--target", help="Target halving usage u* in core-hours (overrides the config); adds the model comparison."),
     ] = None,
+    config_path: ConfigOpt = None,
 ) -> None:
     """Where fair-share stands: priority settings, total usage, halving usage, and a per-user table
     (RawUsage in core-hours, NormShares, EffectvUsage, F by fscontrol and by Slurm, implied
     halving u / -log2 F), from the latest snapshot in the history."""
-    from . import pipeline, report, store
+    from . import config, pipeline, report, store
 
     try:
-        database = _db(db, create=source is not None)
+        cfg = config.load(config_path)
+        database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
         if source is not None:
             pipeline.collect(_source(source, cluster), database)
         snap = store.load_snapshot(database, cluster=cluster)
-        data = report.status_data(snap, target_core_hours=ustar)
+        cc = cfg.cluster(snap.cluster)
+        data = report.status_data(
+            snap,
+            target_core_hours=ustar if ustar is not None else cc.target_core_hours,
+            dummy=cc.dummy_key,
+            reference=cc.reference_share,
+        )
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(json.dumps(data, indent=2) if json_out else report.format_status(data))
+
+
+@app.command()
+def fit(
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    last: Annotated[Optional[int], typer.Option(help="Use only the last N snapshots.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fit the usage decay rate to the stored history (least squares, scipy) and compare the
+    effective half-life with the configured PriorityDecayHalfLife. The fit is stored.
+
+    Resets (RawUsage=0) and usage lost in a slurmctld crash are breaks, not data. Collect at an
+    interval that is a multiple of PriorityCalcPeriod: usage moves only at decay passes."""
+    from . import pipeline
+
+    try:
+        name, n_snap, r = pipeline.fit_history(_db(db, create=False), cluster, last=last)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    data = {
+        "cluster": name,
+        "snapshots": n_snap,
+        "half_life_s": r.half_life_s,
+        "half_life_se_s": r.half_life_se_s,
+        "configured_half_life_s": r.configured_half_life_s,
+        "expected_half_life_s": r.expected_half_life_s,
+        "drift": r.drift,
+        "drifted": r.drifted,
+        "residuals": r.n_residuals,
+        "breaks": r.n_breaks,
+        "outliers": r.n_outliers,
+        "converged": r.converged,
+    }
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    drift = "-" if r.drift is None else f"{r.drift:+.2%}"
+    typer.echo(
+        f"{name}: fitted half-life {r.half_life_s:,.1f} s ± {r.half_life_se_s:,.1f} s "
+        f"(configured {r.configured_half_life_s:,.0f} s, Slurm's 1-0.693/T gives {r.expected_half_life_s:,.1f} s; "
+        f"drift {drift}{', DRIFTED' if r.drifted else ''})\n"
+        f"from {r.n_residuals} snapshot pairs over {n_snap} snapshots; {r.n_breaks} breaks (resets), {r.n_outliers} outliers left out"
+    )
 
 
 @app.command()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from . import parse, store
-from .errors import FscontrolError
+from .errors import FscontrolError, NotFoundError
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
@@ -83,3 +83,59 @@ def collect(source: SlurmSource, db: sqlite_utils.Database) -> CollectResult:
             pass  # the database itself is the problem: the original error says more
         raise
     return CollectResult(snapshot_id=sid, snapshot=snap)
+
+
+def thin_to_period(times: list[float], period_s: float) -> list[int]:
+    """Indices of snapshots at least one PriorityCalcPeriod apart (greedy from the first).
+
+    RawUsage moves only at decay passes: a pair of snapshots closer than one pass says nothing
+    about decay, and pairs should span whole passes (see fit.py)."""
+    keep: list[int] = []
+    for i, t in enumerate(times):
+        if not keep or t - times[keep[-1]] >= period_s * 0.98:
+            keep.append(i)
+    return keep
+
+
+def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
+    """Fit the decay rate to the stored history of a cluster and record the fit.
+
+    Uses user associations only (account rows are sums of them) and the sacct charge between
+    snapshots; snapshots are thinned to one per decay pass at most."""
+    import math
+
+    import numpy as np
+
+    from . import fit as fitmod
+
+    if cluster is None:
+        names = store.clusters(db)
+        if len(names) != 1:
+            raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
+        cluster = names[0]
+    latest = store.load_snapshot(db, cluster=cluster)
+    times, series = store.usage_series(db, cluster)
+    ids = store.snapshot_ids(db, cluster)
+    if last:
+        times, ids = times[-last:], ids[-last:]
+        series = {k: v[-last:] for k, v in series.items()}
+    keep = thin_to_period(times, max(latest.config.calc_period_s, 1))
+    inflow = store.inflow_series(db, cluster)
+    keys = [k for k in series if k[1]]  # user associations
+    usage = np.array([[series[k][i] if series[k][i] is not None else math.nan for i in keep] for k in keys], dtype=float)
+    flow = np.zeros_like(usage)
+    for r, k in enumerate(keys):
+        per = inflow.get(k, {})
+        # the charge between two kept snapshots is the sum of the windows ending after the first
+        for c in range(1, len(keep)):
+            flow[r, c] = sum(per.get(ids[i], 0.0) for i in range(keep[c - 1] + 1, keep[c] + 1))
+    kept_times = [times[i] for i in keep]
+    try:
+        result = fitmod.fit_decay_matrix(
+            kept_times, usage, flow, latest.config.half_life_s, calc_period_s=latest.config.calc_period_s
+        )
+    except ValueError as e:
+        raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None
+    with store.transaction(db):
+        store.write_fit(db, cluster, now if now is not None else time.time(), ids[keep[0]], ids[keep[-1]], result)
+    return cluster, len(keep), result

@@ -2,57 +2,49 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from datetime import datetime, timezone
 
 from tabulate import tabulate
 
-from .records import ShareRow
+from . import fairshare
+from .fairshare import UNDERFLOW
 from .store import StoredSnapshot
 
-UNDERFLOW = 1e-6  # sshare prints F below this as 0.000000
 HOUR = 3600.0
-
-
-def classic_f(effective_usage: float | None, norm_shares: float | None, d: int) -> float | None:
-    """Slurm's classic factor F = 2^(-(UE/S)/d), from the UE and S Slurm itself holds."""
-    if effective_usage is None or not norm_shares:
-        return None
-    return 2.0 ** (-(effective_usage / norm_shares) / d)
-
-
-def implied_halving(usage: float, f: float | None) -> float | None:
-    """Usage at which F halves, as seen from one user: u / -log2 F (Yalim table 2)."""
-    if f is None or f <= 0 or f >= 1 or usage <= 0:
-        return None
-    return usage / -math.log2(f)
-
-
-def reference_share(users: list[ShareRow]) -> float | None:
-    """S_ref by default: the median NormShares of the real users (a typical user's share)."""
-    shares = [u.norm_shares for u in users if u.norm_shares]
-    return statistics.median(shares) if shares else None
 
 
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def status_data(snap: StoredSnapshot, target_core_hours: float | None = None) -> dict:
-    """Everything `fscontrol status` shows, as plain data."""
+def status_data(
+    snap: StoredSnapshot,
+    target_core_hours: float | None = None,
+    dummy: tuple[str, str] | None = None,
+    reference: str | float = "median",
+) -> dict:
+    """Everything `fscontrol status` shows, as plain data.
+
+    F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
+    RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
+    force in slurmctld. The dummy (padding) association is shown but not counted as a user."""
     cfg = snap.config
     d = cfg.damping_factor
     root = next((r for r in snap.shares if r.depth == 0), None)
     total = float(root.raw_usage) if root else 0.0
+    keys = {r.key for r in snap.shares}
+    dummy = dummy if dummy in keys else None
+    dummy_usage = float(next(r.raw_usage for r in snap.shares if r.key == dummy)) if dummy else 0.0
     users = [r for r in snap.shares if r.is_user and r.user != "root"]
-    active = [u for u in users if u.raw_usage > 0]
-    s_ref = reference_share(users)
+    real_users = [u for u in users if u.key != dummy]
+    active = [u for u in real_users if u.raw_usage > 0]
+    s_ref, rule = _reference(snap, d, dummy, reference)
     halving = s_ref * d * total if s_ref is not None else None
     rows = []
     for u in users:
-        f = classic_f(u.effective_usage, u.norm_shares, d)
-        ih = implied_halving(float(u.raw_usage), f)
+        f = fairshare.fairshare_factor(u.effective_usage, u.norm_shares, d) if u.effective_usage is not None and u.norm_shares is not None else None
+        ih = fairshare.implied_halving(float(u.raw_usage), f) if f is not None else None
         rows.append(
             {
                 "user": u.user,
@@ -66,6 +58,7 @@ def status_data(snap: StoredSnapshot, target_core_hours: float | None = None) ->
                 "fairshare_sprio": snap.prio_fairshare.get(u.key),
                 "implied_halving_core_hours": ih / HOUR if ih is not None else None,
                 "underflow": f is not None and f < UNDERFLOW,
+                "dummy": u.key == dummy,
             }
         )
     warnings = []
@@ -92,16 +85,47 @@ def status_data(snap: StoredSnapshot, target_core_hours: float | None = None) ->
         "half_life_s": cfg.half_life_s,
         "calc_period_s": cfg.calc_period_s,
         "total_usage_core_hours": total / HOUR,
-        "users": len(users),
+        "users": len(real_users),
         "active_users": len(active),
+        "dummy": "/".join(dummy) if dummy else None,
+        "dummy_usage_core_hours": dummy_usage / HOUR,
+        "real_usage_core_hours": (total - dummy_usage) / HOUR,
         "reference_share": s_ref,
-        "reference_share_rule": "median NormShares of user associations",
+        "reference_share_rule": rule,
         "halving_core_hours": halving / HOUR if halving is not None else None,
         "target_core_hours": target_core_hours,
-        "underflow_users": [f"{r['user']}@{r['account']}" for r in rows if r["underflow"]],
+        "halving_error": (halving / HOUR / target_core_hours - 1) if halving is not None and target_core_hours else None,
+        "model_comparison": _comparison(snap, d, target_core_hours, dummy, s_ref),
+        "underflow_users": [f"{r['user']}@{r['account']}" for r in rows if r["underflow"] and not r["dummy"]],
         "warnings": warnings,
         "table": rows,
     }
+
+
+def _reference(snap: StoredSnapshot, d: int, dummy, reference: str | float) -> tuple[float | None, str]:
+    """S_ref, the share of the user the target is stated for, and how it was chosen."""
+    if isinstance(reference, (int, float)):
+        return float(reference), "set in the config"
+    results = [r for r in fairshare.compute_fairshare(snap.shares, d) if r.is_user and r.user != "root" and r.key != dummy]
+    shares = [r.norm_shares for r in results if r.norm_shares > 0]
+    if not shares:
+        return None, "no user with shares"
+    pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
+    return pick(shares), f"{reference} NormShares of the user associations" + (" (dummy left out)" if dummy else "")
+
+
+def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -> list[dict] | None:
+    """Yalim figure 2 on this snapshot: underflows and F <= 0.5 under several choices of d."""
+    if not target_core_hours or s_ref is None:
+        return None
+    root = next((r for r in snap.shares if r.depth == 0), None)
+    if root is None or root.raw_usage <= 0:
+        return None
+    mc = fairshare.model_comparison(snap.shares, d, target_core_hours * HOUR, exclude=[dummy] if dummy else (), s_ref=s_ref)
+    return [
+        {"model": m.name, "damping": m.damping, "underflow": m.n_underflow, "f_le_half": m.n_half, "users": mc.n_users}
+        for m in mc.models
+    ]
 
 
 def _fmt(v, spec: str) -> str:
@@ -130,7 +154,11 @@ def format_status(data: dict) -> str:
         ("fair-share halves every", f"{_fmt(data['halving_core_hours'], ',.2f')} core-hours (H = S_ref x d x total usage)"),
     ]
     if data.get("target_core_hours"):
-        head.append(("target u*", f"{data['target_core_hours']:,.2f} core-hours"))
+        head.append(("target u*", f"{data['target_core_hours']:,.2f} core-hours "
+                     f"(halving error {data['halving_error']:+.2%})" if data["halving_error"] is not None else ""))
+    if data.get("dummy"):
+        head.append(("padding (dummy)", f"{data['dummy']}: {data['dummy_usage_core_hours']:,.2f} core-hours "
+                     f"(real usage {data['real_usage_core_hours']:,.2f})"))
     lines = [f"{k + ':':<25}{v}" for k, v in head]
     table = [
         [
@@ -158,6 +186,16 @@ def format_status(data: dict) -> str:
     lines.append("")
     lines.append("F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;")
     lines.append("halving = usage / -log2 F: the usage at which this user's F halves.")
+    if data.get("model_comparison"):
+        lines.append("")
+        lines.append("model comparison (Yalim fig. 2): users with F < 1e-6 (underflow) and F <= 0.5")
+        lines.append(
+            tabulate(
+                [[m["model"], f"{m['damping']:.4g}", m["underflow"], m["f_le_half"]] for m in data["model_comparison"]],
+                headers=["model", "d", "underflow", "F <= 0.5"],
+                disable_numparse=True,
+            )
+        )
     under = data["underflow_users"]
     lines.append(f"underflow (F < 1e-6): {', '.join(under) if under else 'none'}")
     for w in data["warnings"]:

@@ -169,7 +169,7 @@ class RecordedSlurm:
         return float(w[0]), float(w[1])
 
     def describe(self) -> str:
-        return f"recorded sample {self.folder}"
+        return f"recorded sample {self.folder.name} (captured {self.meta.get('captured_at', '?')})"
 
 
 def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "") -> dict:

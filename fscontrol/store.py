@@ -152,8 +152,32 @@ def _m001_history(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m002_fits(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """CREATE TABLE fits (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            fitted_at REAL NOT NULL,
+            first_snapshot INTEGER,
+            last_snapshot INTEGER,
+            lam REAL,
+            half_life_s REAL,
+            half_life_se_s REAL,
+            configured_half_life_s REAL,
+            expected_half_life_s REAL,
+            drift REAL,
+            drifted INTEGER,
+            n_residuals INTEGER,
+            n_breaks INTEGER,
+            n_outliers INTEGER,
+            converged INTEGER
+        )"""
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
+    ("002_fits", _m002_fits),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -539,3 +563,42 @@ def usage_series(db: sqlite_utils.Database, cluster: str) -> tuple[list[float], 
             s[i:stop] = [value] * (stop - i)
         series[key] = s
     return times, series
+
+
+def inflow_series(db: sqlite_utils.Database, cluster: str) -> dict[tuple[str, str], dict[int, float]]:
+    """Per user association, the charge (billing x clipped seconds x QOS UsageFactor) of the
+    sacct window that ends at each snapshot, keyed by snapshot id."""
+    factors = {
+        sid: json.loads(cfg).get("qos", {})
+        for sid, cfg in db.execute("SELECT id, config_json FROM snapshots WHERE cluster = ?", [cluster])
+    }
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    rows = db.execute(
+        """SELECT j.snapshot_id, j.account, j.user, j.qos, sum(j.billing * j.elapsed_s)
+           FROM job_usage j JOIN snapshots s ON s.id = j.snapshot_id
+           WHERE s.cluster = ? GROUP BY j.snapshot_id, j.account, j.user, j.qos""",
+        [cluster],
+    )
+    for sid, account, user, qos, charge in rows:
+        uf = factors.get(sid, {}).get(qos, 1.0)
+        d = out.setdefault((account, user), {})
+        d[sid] = d.get(sid, 0.0) + (charge or 0.0) * uf
+    return out
+
+
+def snapshot_ids(db: sqlite_utils.Database, cluster: str) -> list[int]:
+    return [r[0] for r in db.execute("SELECT id FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
+
+
+def write_fit(db: sqlite_utils.Database, cluster: str, fitted_at: float, first: int, last: int, fit) -> int:
+    cur = db.execute(
+        """INSERT INTO fits (cluster, fitted_at, first_snapshot, last_snapshot, lam, half_life_s, half_life_se_s,
+             configured_half_life_s, expected_half_life_s, drift, drifted, n_residuals, n_breaks, n_outliers, converged)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+        [
+            cluster, fitted_at, first, last, fit.lam, fit.half_life_s, fit.half_life_se_s,
+            fit.configured_half_life_s, fit.expected_half_life_s, fit.drift, int(fit.drifted),
+            fit.n_residuals, fit.n_breaks, fit.n_outliers, int(fit.converged),
+        ],
+    )
+    return cur.lastrowid

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import fcntl
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,28 @@ from testbed import Testbed, TestbedUnavailable, ensure_testbed, stop_testbed  #
 REQUIRE_SLURM = os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1" or os.environ.get("CI") == "true"
 
 
+LOCK_WAIT_S = 3600.0
+
+
+def _exclusive_testbed_lock():
+    """One test session at a time on the testbed: the tests cancel jobs and reset usage."""
+    fh = open("/tmp/fscontrol-testbed.lock", "w")
+    deadline = time.time() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fh
+        except BlockingIOError:
+            if time.time() > deadline:
+                raise TestbedUnavailable("another test session held the testbed for an hour") from None
+            time.sleep(2)
+
+
 @pytest.fixture(scope="session")
 def slurm() -> Testbed:
     """The real single-host Slurm. Skips on a laptop without it; FAILS in CI (FSCONTROL_REQUIRE_SLURM=1)."""
     try:
+        lock = _exclusive_testbed_lock()
         tb = ensure_testbed()
     except TestbedUnavailable as e:
         if REQUIRE_SLURM:
@@ -26,3 +46,4 @@ def slurm() -> Testbed:
     tb.cancel_all()
     if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
         stop_testbed(tb)
+    lock.close()

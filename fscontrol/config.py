@@ -1,0 +1,252 @@
+"""The agent's one configuration file (TOML), validated with errors that name the key.
+
+    [agent]
+    db = "/var/lib/fscontrol/history.db"
+    apply = false                      # true: act; false (default): plan only (dry run)
+    lock = "/run/fscontrol/agent.lock"
+    metrics = "/var/lib/prometheus/node-exporter/fscontrol.prom"
+    publish_dir = "/var/lib/fscontrol/public"
+    slurm_timeout = "60s"
+
+    [schedule]                         # `fscontrol run`: one interval per stage
+    collect = "5m"
+    fit = "1h"
+    control = "5m"
+    gate = "2m"
+
+    [clusters.tbcluster]               # one table per cluster (-M name); the name is Slurm's
+    target_core_hours = 10000          # u*: fair-share halves every u* core-hours
+    method = "hybrid"                  # damping | padding | hybrid | none (report only)
+    reference_share = "median"         # median | mean | min | max | a number in (0, 1]
+    dummy = "fsadmin/fsdummy"          # ACCOUNT/USER of the padding association
+    ...
+
+Pure apart from `load` (which reads the file): everything else takes plain data.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .allocations import Allocation, parse_allocations, parse_period
+from .errors import ConfigError
+
+METHODS = ("damping", "padding", "hybrid", "none")
+PADDING_MODES = ("pulse", "steady")
+REF_RULES = ("median", "mean", "min", "max")
+GATE_ACTIONS = ("hold", "nice")
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    enabled: bool = False
+    action: str = "hold"  # hold | nice
+    nice: int = 10000
+    max_actions: int = 20
+    node_cpus: int | None = None  # cpus per node, for allocations counted in nodes
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    name: str
+    target_core_hours: float | None = None
+    method: str = "none"
+    reference_share: str | float = "median"
+    dummy: str = "fsadmin/fsdummy"
+    dummy_partition: str = "fsadmin"
+    padding_mode: str = "pulse"
+    padding_qos: str = "fspad"
+    padding_threshold: float = 0.02  # pulse when padding fell this fraction below its target
+    hysteresis: float = 0.25  # damping: move d only when the ideal is this far past the midpoint
+    persist: bool = False  # damping: also write slurm.conf (atomically, validated)
+    slurm_conf: str = "/etc/slurm/slurm.conf"
+    gate: GateConfig = field(default_factory=GateConfig)
+    allocations: dict[str, Allocation] = field(default_factory=dict)
+
+    @property
+    def dummy_key(self) -> tuple[str, str]:
+        account, _, user = self.dummy.partition("/")
+        return (account, user)
+
+    @property
+    def target_usage(self) -> float | None:
+        """u* in RawUsage units (billing-seconds)."""
+        return None if self.target_core_hours is None else self.target_core_hours * 3600.0
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    db: str | None = None
+    apply: bool = False
+    lock: str | None = None
+    metrics: str | None = None
+    publish_dir: str | None = None
+    slurm_timeout_s: float = 60.0
+    schedule: dict[str, float] = field(
+        default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0}
+    )
+    clusters: dict[str, ClusterConfig] = field(default_factory=dict)
+
+    def cluster(self, name: str | None) -> ClusterConfig:
+        """The named cluster's settings; defaults for a cluster the file does not name."""
+        if name is None:
+            if len(self.clusters) == 1:
+                return next(iter(self.clusters.values()))
+            return ClusterConfig(name="")
+        return self.clusters.get(name) or ClusterConfig(name=name)
+
+
+def _unknown(section: str, got: Mapping[str, Any], known: set[str]) -> None:
+    for k in got:
+        if k not in known:
+            near = difflib.get_close_matches(k, sorted(known), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(sorted(known))})"
+            raise ConfigError(f"config: unknown key '{section}{k}'{hint}")
+
+
+def _type(section: str, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ConfigError(f"config: '{section}{key}' must be {kinds[0].__name__}, not a boolean")
+    if not isinstance(value, kinds):
+        raise ConfigError(f"config: '{section}{key}' must be {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
+    return value
+
+
+def _choice(section: str, key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"config: '{section}{key}' must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _gate(section: str, raw: Mapping[str, Any]) -> GateConfig:
+    _unknown(section, raw, {f.name for f in fields(GateConfig)})
+    g = GateConfig()
+    out: dict[str, Any] = {}
+    if "enabled" in raw:
+        out["enabled"] = _type(section, "enabled", raw["enabled"], bool)
+    if "action" in raw:
+        out["action"] = _choice(section, "action", raw["action"], GATE_ACTIONS)
+    for k in ("nice", "max_actions", "node_cpus"):
+        if k in raw:
+            v = _type(section, k, raw[k], int)
+            if v < (0 if k == "nice" else 1):
+                raise ConfigError(f"config: '{section}{k}' must be positive, got {v}")
+            out[k] = v
+    return replace(g, **out)
+
+
+def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
+    sec = f"clusters.{name}."
+    known = {f.name for f in fields(ClusterConfig)} - {"name"}
+    _unknown(sec, raw, known)
+    out: dict[str, Any] = {"name": name}
+    if "target_core_hours" in raw:
+        v = float(_type(sec, "target_core_hours", raw["target_core_hours"], (int, float)))
+        if v <= 0:
+            raise ConfigError(f"config: '{sec}target_core_hours' must be > 0, got {v:g}")
+        out["target_core_hours"] = v
+    if "method" in raw:
+        out["method"] = _choice(sec, "method", raw["method"], METHODS)
+    if out.get("method", "none") != "none" and "target_core_hours" not in out:
+        raise ConfigError(f"config: '{sec}method' = {out['method']!r} needs '{sec}target_core_hours'")
+    if "reference_share" in raw:
+        v = raw["reference_share"]
+        if isinstance(v, str):
+            _choice(sec, "reference_share", v, REF_RULES)
+        else:
+            v = float(_type(sec, "reference_share", v, (int, float)))
+            if not 0 < v <= 1:
+                raise ConfigError(f"config: '{sec}reference_share' must be in (0, 1], got {v:g}")
+        out["reference_share"] = v
+    if "dummy" in raw:
+        v = _type(sec, "dummy", raw["dummy"], str)
+        a, slash, u = v.partition("/")
+        if not (a and slash and u):
+            raise ConfigError(f"config: '{sec}dummy' must be ACCOUNT/USER, got {v!r}")
+        out["dummy"] = v
+    for k in ("dummy_partition", "padding_qos", "slurm_conf"):
+        if k in raw:
+            out[k] = _type(sec, k, raw[k], str)
+    if "padding_mode" in raw:
+        out["padding_mode"] = _choice(sec, "padding_mode", raw["padding_mode"], PADDING_MODES)
+    for k in ("padding_threshold", "hysteresis"):
+        if k in raw:
+            v = float(_type(sec, k, raw[k], (int, float)))
+            if not 0 <= v < 1:
+                raise ConfigError(f"config: '{sec}{k}' must be in [0, 1), got {v:g}")
+            out[k] = v
+    if "persist" in raw:
+        out["persist"] = _type(sec, "persist", raw["persist"], bool)
+    if "gate" in raw:
+        out["gate"] = _gate(sec + "gate.", _type(sec, "gate", raw["gate"], dict))
+    if "allocations" in raw:
+        out["allocations"] = parse_allocations(_type(sec, "allocations", raw["allocations"], dict))
+    return ClusterConfig(**out)
+
+
+def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
+    """Validate a parsed TOML document into an AgentConfig."""
+    _unknown("", raw, {"agent", "schedule", "clusters"})
+    agent = _type("", "agent", raw.get("agent", {}), dict)
+    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "slurm_timeout"})
+    out: dict[str, Any] = {}
+    for k in ("db", "lock", "metrics", "publish_dir"):
+        if k in agent:
+            out[k] = _type("agent.", k, agent[k], str)
+    if "apply" in agent:
+        out["apply"] = _type("agent.", "apply", agent["apply"], bool)
+    if "slurm_timeout" in agent:
+        out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], account="agent", key="slurm_timeout")
+    sched = _type("", "schedule", raw.get("schedule", {}), dict)
+    defaults = AgentConfig().schedule
+    _unknown("schedule.", sched, set(defaults))
+    schedule = dict(defaults)
+    for k, v in sched.items():
+        s = parse_period(v, account="schedule", key=k)
+        if s < 60:
+            raise ConfigError(f"config: 'schedule.{k}' must be at least 60 s (every Slurm command is an RPC to slurmctld), got {s:g} s")
+        schedule[k] = s
+    out["schedule"] = schedule
+    clusters = _type("", "clusters", raw.get("clusters", {}), dict)
+    out["clusters"] = {name: _cluster(name, _type("clusters.", name, c, dict)) for name, c in clusters.items()}
+    return AgentConfig(**out)
+
+
+def load(path: Path | str | None) -> AgentConfig:
+    """Read and validate the config file; None (no file given) means all defaults."""
+    if path is None:
+        return AgentConfig()
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist") from None
+    except OSError as e:
+        raise ConfigError(f"config file {p} is unreadable: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
+    try:
+        return from_dict(raw)
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from None
+
+
+def effective(cfg: AgentConfig) -> dict[str, Any]:
+    """The settings in force, defaults filled in, as plain data (for `fscontrol config check`)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Allocation):
+            return v.to_dict()
+        if hasattr(v, "__dataclass_fields__"):
+            return {f.name: plain(getattr(v, f.name)) for f in fields(v)}
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return plain(cfg)

@@ -1,0 +1,386 @@
+"""Classic fair-share (PriorityFlags=NO_FAIR_TREE) recomputed from raw values.
+
+Pure: no I/O, no clock. Input is the association tree as `sshare -a` prints it (ShareRow);
+output is one `AssocFairShare` per association, computed from RawShares and RawUsage only,
+never copied from sshare's derived columns (sshare computes FairShare with its *own*
+slurm.conf's damping factor, and its columns lag RawUsage by one decay pass).
+
+The rules follow Slurm 22.05 (`assoc_mgr.c`: `_find_assoc_parent`,
+`_get_children_level_shares`, `_normalize_assoc_shares_traditional`;
+`priority_multifactor.c`: `set_assoc_usage_norm`, `_set_assoc_usage_efctv`,
+`_set_usage_efctv`, `priority_p_calc_fs_factor`):
+
+* The *fs parent* of an association is its parent account, or, if that account has
+  FairShare=parent, the first ancestor that does not. An association is a sibling of all
+  other associations with the same fs parent (so the children of a FairShare=parent account
+  compete one level up, and the `root` user association is a top-level sibling).
+* level_shares = sum of RawShares of the non-`parent` siblings.
+* NormShares = product up the direct-parent chain, skipping `parent` links, of
+  RawShares / level_shares (0 if level_shares is 0). A `parent` association takes its fs
+  parent's NormShares.
+* NormUsage = RawUsage / root RawUsage, clipped to 1; 0 when root has no usage.
+* EffectvUsage: 1 at root; UN when the fs parent is root; the fs parent's UE for a `parent`
+  association; otherwise UN + (UE_fsparent - UN) * RawShares / level_shares (UE_fsparent
+  when level_shares is 0). A user with no usage of its own therefore still inherits a share
+  of its account's usage below the first tier; only at the first tier is UE = 0, F = 1.
+* F = 2^(-(UE/S)/d); F = 0 when S <= 0 (Slurm returns 0 for zero shares).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from fscontrol.errors import FscontrolError
+from fscontrol.records import ShareRow
+
+Key = tuple[str, str]  # (account, user); user "" for an account row
+ROOT: Key = ("root", "")
+UNDERFLOW = 1e-6  # sshare/sprio print 6 decimals: below this F shows as 0
+
+
+class TreeError(FscontrolError, ValueError):
+    """The sshare rows do not form one association tree (missing parent, duplicate, no root)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AssocFairShare:
+    """Classic fair-share of one association, recomputed from raw values.
+
+    `halving` is the usage (billing-seconds) that halves F: H = S * d * U_total. For an
+    association whose fs parent is root, UE = u / U_total and F = 2^(-u/H) exactly (U_total
+    held fixed). Deeper down it is an approximation: the user's own extra usage still raises UE
+    by du / U_total (it raises every ancestor's NormUsage too), so H is the marginal halving
+    usage, but UE also carries a share of the account's other usage, so F != 2^(-u/H).
+    None when the cluster has no usage. `implied_halving` is u / -log2(F) (Yalim table 2),
+    None when undefined (no usage, F = 1, or F underflowed to 0).
+    """
+
+    account: str
+    user: str
+    parent: str
+    depth: int
+    raw_shares: int | None
+    shares_parent: bool
+    raw_usage: float
+    norm_shares: float
+    norm_usage: float
+    effective_usage: float
+    fairshare: float
+    halving: float | None
+    implied_halving: float | None
+
+    @property
+    def key(self) -> Key:
+        return (self.account, self.user)
+
+    @property
+    def is_user(self) -> bool:
+        return self.user != ""
+
+    @property
+    def underflow(self) -> bool:
+        return self.fairshare < UNDERFLOW
+
+
+# ---------------------------------------------------------------------------- the tree
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    rows: dict[Key, ShareRow]
+    order: tuple[Key, ...]  # parents before children
+    parent: dict[Key, Key]  # direct parent
+    fs_parent: dict[Key, Key]  # Slurm's fs_assoc_ptr
+    level_shares: dict[Key, int]  # per association: sum of its siblings' RawShares
+
+
+def _key(row: ShareRow) -> Key:
+    return (row.account, row.user)
+
+
+def _parent_key(row: ShareRow) -> Key:
+    # a user hangs under its own account; an account under its parent account
+    return (row.account, "") if row.user else (row.parent, "")
+
+
+def _build(rows: Iterable[ShareRow]) -> _Tree:
+    by_key: dict[Key, ShareRow] = {}
+    for r in rows:
+        k = _key(r)
+        if r.raw_usage < 0:
+            raise TreeError(f"association {k[0]}/{k[1] or '-'} has negative RawUsage {r.raw_usage!r}")
+        if k in by_key:
+            raise TreeError(f"association {k[0]}/{k[1] or '-'} appears twice (several clusters mixed?)")
+        by_key[k] = r
+    if ROOT not in by_key or by_key[ROOT].depth != 0:
+        raise TreeError("no root row (depth 0, account root): run sshare -a as an admin")
+
+    parent: dict[Key, Key] = {}
+    children: dict[Key, list[Key]] = {}
+    for k, r in by_key.items():
+        if k == ROOT:
+            continue
+        p = _parent_key(r)
+        if p not in by_key:
+            raise TreeError(f"association {k[0]}/{k[1] or '-'} has no parent row {p[0]!r}")
+        parent[k] = p
+        children.setdefault(p, []).append(k)
+
+    order: list[Key] = [ROOT]
+    i = 0
+    while i < len(order):  # breadth-first: every fs parent (an ancestor) comes first
+        order.extend(children.get(order[i], ()))
+        i += 1
+    if len(order) != len(by_key):
+        lost = sorted(set(by_key) - set(order))
+        raise TreeError(f"associations not reachable from root (a cycle?): {lost[:5]}")
+
+    fs_parent: dict[Key, Key] = {}
+    for k in order[1:]:
+        p = parent[k]
+        while p != ROOT and by_key[p].shares_parent:  # FairShare=parent links are skipped
+            p = parent[p]
+        fs_parent[k] = p
+
+    level: dict[Key, int] = {}
+    for k, p in fs_parent.items():
+        r = by_key[k]
+        if not r.shares_parent:
+            level[p] = level.get(p, 0) + (r.raw_shares or 0)
+    level_shares = {k: level.get(p, 0) for k, p in fs_parent.items()}
+    return _Tree(by_key, tuple(order), parent, fs_parent, level_shares)
+
+
+# ---------------------------------------------------------------------------- the pieces
+def norm_shares(rows: Iterable[ShareRow]) -> dict[Key, float]:
+    """Slurm's classic NormShares for every association (root: 1.0)."""
+    return _norm_shares(_build(rows))
+
+
+def _norm_shares(t: _Tree) -> dict[Key, float]:
+    out: dict[Key, float] = {ROOT: 1.0}
+    for k in t.order[1:]:
+        r = t.rows[k]
+        if r.shares_parent:
+            out[k] = out[t.fs_parent[k]]
+            continue
+        s, a = 1.0, k
+        while a != ROOT:
+            ra = t.rows[a]
+            if not ra.shares_parent:
+                ls = t.level_shares[a]
+                s = s * (ra.raw_shares or 0) / ls if ls else 0.0
+            a = t.parent[a]
+        out[k] = s
+    return out
+
+
+def norm_usage(rows: Iterable[ShareRow]) -> dict[Key, float]:
+    """RawUsage / root RawUsage, clipped to 1 (Slurm's `set_assoc_usage_norm`)."""
+    return _norm_usage(_build(rows))
+
+
+def _norm_usage(t: _Tree) -> dict[Key, float]:
+    total = float(t.rows[ROOT].raw_usage)
+    if total <= 0:
+        return {k: 0.0 for k in t.order}
+    return {k: min(1.0, float(t.rows[k].raw_usage) / total) for k in t.order}
+
+
+def effective_usage(rows: Iterable[ShareRow], norm: Mapping[Key, float] | None = None) -> dict[Key, float]:
+    """Classic EffectvUsage for every association.
+
+    `norm` overrides the NormUsage computed from RawUsage (e.g. sshare's own NormUsage column,
+    to check the tree rule in isolation from RawUsage's integer truncation).
+    """
+    t = _build(rows)
+    return _effective_usage(t, dict(norm) if norm is not None else _norm_usage(t))
+
+
+def _effective_usage(t: _Tree, un: Mapping[Key, float]) -> dict[Key, float]:
+    ue: dict[Key, float] = {ROOT: 1.0}
+    for k in t.order[1:]:
+        fs = t.fs_parent[k]
+        r = t.rows[k]
+        if fs == ROOT:
+            ue[k] = un[k]
+        elif r.shares_parent:
+            ue[k] = ue[fs]
+        else:
+            ls = t.level_shares[k]
+            ue[k] = un[k] + (ue[fs] - un[k]) * (r.raw_shares or 0) / ls if ls else ue[fs]
+    return ue
+
+
+def fairshare_factor(effective_usage: float, norm_shares: float, damping: float) -> float:
+    """F = 2^(-(UE/S)/d), as `priority_p_calc_fs_factor`; 0 for S <= 0."""
+    if damping <= 0:
+        raise ValueError(f"damping factor must be > 0, got {damping!r}")
+    if norm_shares <= 0:
+        return 0.0
+    return 2.0 ** (-(effective_usage / norm_shares) / damping)
+
+
+def halving_usage(norm_shares: float, damping: float, total_usage: float) -> float:
+    """Usage that halves F for a first-tier association: H = S * d * U_total (Yalim eq. 2-4).
+
+    U_total is root's RawUsage (real usage plus any padding). With one share per user and N
+    users, S = 1/N and H = d * mean usage. For deeper associations this is an approximation.
+    """
+    return norm_shares * damping * total_usage
+
+
+def implied_halving(usage: float, fairshare: float) -> float | None:
+    """u / -log2(F) (Yalim table 2): the halving usage this user's F implies; None if undefined."""
+    if usage <= 0 or not (0.0 < fairshare < 1.0):
+        return None
+    return usage / -math.log2(fairshare)
+
+
+# ---------------------------------------------------------------------------- everything
+def compute_fairshare(rows: Iterable[ShareRow], damping: float) -> tuple[AssocFairShare, ...]:
+    """Every association's classic fair-share at damping factor `damping`, in tree order.
+
+    `damping` is the d slurmctld uses (read it from `scontrol show config`); a float is
+    accepted for what-if questions even though Slurm only takes integers 1..65535.
+    """
+    t = _build(rows)
+    s = _norm_shares(t)
+    un = _norm_usage(t)
+    ue = _effective_usage(t, un)
+    total = float(t.rows[ROOT].raw_usage)
+    out = []
+    for k in t.order:
+        r = t.rows[k]
+        f = fairshare_factor(ue[k], s[k], damping)
+        out.append(
+            AssocFairShare(
+                account=r.account,
+                user=r.user,
+                parent=r.parent,
+                depth=r.depth,
+                raw_shares=r.raw_shares,
+                shares_parent=r.shares_parent,
+                raw_usage=float(r.raw_usage),
+                norm_shares=s[k],
+                norm_usage=un[k],
+                effective_usage=ue[k],
+                fairshare=f,
+                halving=halving_usage(s[k], damping, total) if total > 0 else None,
+                implied_halving=implied_halving(float(r.raw_usage), f),
+            )
+        )
+    return tuple(out)
+
+
+def reference_share(results: Iterable[AssocFairShare], exclude: Collection[Key] = ()) -> float:
+    """The share of a typical user: the median NormShares of the user associations with
+    shares > 0, leaving out `exclude` (the dummy) and the `root` user association.
+
+    On a flat tree with one share per user this is 1/N, so H = d * mean usage (Yalim).
+    """
+    shares = [
+        r.norm_shares
+        for r in results
+        if r.is_user and r.norm_shares > 0 and r.key not in exclude and r.key != ("root", "root")
+    ]
+    if not shares:
+        raise TreeError("no user association with shares > 0: cannot choose a reference share")
+    return statistics.median(shares)
+
+
+def remove_associations(rows: Iterable[ShareRow], keys: Collection[Key]) -> tuple[ShareRow, ...]:
+    """The tree without the given user associations, their RawUsage taken off every ancestor.
+
+    Used to ask "what would F be without the dummy" (Yalim figure 2 ignores the dummy user).
+    Account rows are kept (their shares still count among their siblings).
+    """
+    rows = tuple(rows)
+    t = _build(rows)
+    delta: dict[Key, float] = {}
+    for k in keys:
+        if k not in t.rows:
+            continue
+        if not k[1]:
+            raise TreeError(f"only user associations can be removed, not account {k[0]!r}")
+        u = float(t.rows[k].raw_usage)
+        a = t.parent[k]
+        while True:
+            delta[a] = delta.get(a, 0.0) + u
+            if a == ROOT:
+                break
+            a = t.parent[a]
+    out = []
+    for r in rows:
+        k = _key(r)
+        if k in keys:
+            continue
+        if k in delta:
+            r = replace(r, raw_usage=max(0.0, r.raw_usage - delta[k]))  # type: ignore[arg-type]
+        out.append(r)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- Yalim figure 2
+@dataclass(frozen=True, slots=True)
+class ModelOutcome:
+    name: str
+    damping: float
+    n_underflow: int  # users with F < 1e-6 (sshare prints 0)
+    n_half: int  # users with F <= 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ModelComparison:
+    n_users: int  # N: user associations considered
+    n_active: int  # M: those with RawUsage > 0
+    real_usage: float  # root RawUsage without the excluded associations
+    reference_share: float
+    models: tuple[ModelOutcome, ...]
+
+
+def model_comparison(
+    rows: Sequence[ShareRow],
+    configured_damping: float,
+    target_halving: float,
+    exclude: Collection[Key] = (),
+    s_ref: float | None = None,
+) -> ModelComparison:
+    """Yalim figure 2 on one snapshot: how many users underflow and how many have F <= 0.5
+    under four choices of d.
+
+    * "d=1": no control, on the real usage (the `exclude`d dummy removed);
+    * "d=N/M": N users, M of them active, rounded to an integer >= 1;
+    * "d=u*/ubar": generalised as u* / (S_ref * U_real) (for a flat tree, S_ref = 1/N and this
+      is Yalim's u*/ubar); kept as a float, as in the paper (Slurm would take round(d));
+    * "configured": the system as it is, dummy included, at `configured_damping`.
+
+    `target_halving` (u*) is in RawUsage units (billing-seconds). Users are the user
+    associations other than `exclude` and the `root` user association.
+    """
+    real_rows = remove_associations(rows, exclude) if exclude else tuple(rows)
+    real = compute_fairshare(real_rows, 1.0)
+    users = [r for r in real if r.is_user and r.key != ("root", "root")]
+    n = len(users)
+    m = sum(1 for r in users if r.raw_usage > 0)
+    total = next(r.raw_usage for r in real if r.key == ROOT)
+    sref = s_ref if s_ref is not None else reference_share(real)
+    d_nm = float(max(1, round(n / m))) if m else 1.0
+    d_star = target_halving / (sref * total) if total > 0 else 1.0
+
+    def outcome(name: str, d: float, rws: Sequence[ShareRow], skip: Collection[Key]) -> ModelOutcome:
+        fs = [
+            r.fairshare
+            for r in compute_fairshare(rws, d)
+            if r.is_user and r.key not in skip and r.key != ("root", "root")
+        ]
+        return ModelOutcome(name, d, sum(1 for f in fs if f < UNDERFLOW), sum(1 for f in fs if f <= 0.5))
+
+    models = (
+        outcome("d=1", 1.0, real_rows, ()),
+        outcome("d=N/M", d_nm, real_rows, ()),
+        outcome("d=u*/ubar", d_star, real_rows, ()),
+        outcome("configured", float(configured_damping), rows, exclude),
+    )
+    return ModelComparison(n, m, total, sref, models)

@@ -1,0 +1,181 @@
+"""Forecast a user's usage and fair-share: idle recovery, planned campaigns, usage budgets.
+
+On the `fscontrol` user command's cold-start path: standard library only (no numpy/scipy).
+
+Model (Yalim section 3): du/dt = c(t) - lambda*u with c piecewise constant, and with the
+halving usage H held fixed by control, F(t) = 2^(-u(t)/H). Exact for an association whose fs
+parent is root; for deeper associations pass the snapshot's UE-based numbers and treat the
+answer as an approximation (see fairshare.AssocFairShare). Usage is in RawUsage units
+(billing-seconds); rates in billing-seconds per second (1 CPU at billing 1 = 1.0).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from fscontrol.decay import ode_step, piecewise_usage
+from fscontrol.errors import ConfigError
+
+UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+class PlanError(ConfigError, ValueError):
+    """A campaign plan string could not be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """`duration_s` seconds at `rate` billing-seconds per second (0 = idle)."""
+
+    duration_s: float
+    rate: float
+
+
+@dataclass(frozen=True, slots=True)
+class ForecastPoint:
+    t: float  # seconds since the forecast's start
+    usage: float  # billing-seconds
+    fairshare: float
+
+
+def fairshare_at(usage: float, halving: float) -> float:
+    """F = 2^(-u/H)."""
+    if halving <= 0:
+        raise ValueError(f"halving usage must be > 0, got {halving!r}")
+    return 2.0 ** (-usage / halving)
+
+
+def usage_for_fairshare(target: float, halving: float) -> float:
+    """The usage at which F = target: u = -H log2(target)."""
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target fair-share must be in (0, 1], got {target!r}")
+    return -halving * math.log2(target)
+
+
+def rate_from_cores(cores: float, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> float:
+    """Rate in billing-seconds per second of `cores` cores running (x billing weight x QOS factor)."""
+    if cores < 0:
+        raise ValueError(f"negative core count {cores!r}")
+    return cores * billing_per_core * usage_factor
+
+
+def campaign_segment(cores: float, duration_s: float, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> Segment:
+    """`cores` cores for `duration_s` seconds as a plan segment (0 cores = idle)."""
+    if duration_s < 0:
+        raise ValueError(f"negative duration {duration_s!r}")
+    return Segment(float(duration_s), rate_from_cores(cores, billing_per_core, usage_factor))
+
+
+def trajectory(
+    u0: float,
+    halving: float,
+    lam: float,
+    plan: Sequence[Segment | tuple[float, float]],
+    times: Iterable[float],
+) -> list[ForecastPoint]:
+    """u and F at `times` (seconds from now) for a campaign `plan` started now from usage u0.
+
+    The plan is consecutive (duration_s, rate) segments; after it ends the usage only decays.
+    """
+    segs = [(s.duration_s, s.rate) if isinstance(s, Segment) else (float(s[0]), float(s[1])) for s in plan]
+    ts = list(times)
+    us = piecewise_usage(u0, segs, lam, ts)
+    return [ForecastPoint(t, u, fairshare_at(u, halving)) for t, u in zip(ts, us)]
+
+
+def idle_time_to_fairshare(u0: float, halving: float, lam: float, target: float) -> float:
+    """Seconds of idling (u = u0 e^{-lam t}) until F reaches `target`; 0 if it already has.
+
+    inf if it never does (no decay)."""
+    u_target = usage_for_fairshare(target, halving)
+    if u0 <= u_target:
+        return 0.0
+    if lam <= 0 or u_target <= 0:
+        return math.inf  # F = 1 needs u = 0: only reached in the limit
+    return math.log(u0 / u_target) / lam
+
+
+def usage_to_halve(halving: float) -> float:
+    """Usage that halves F from now, nothing else considered: H, whatever the current usage
+    (F is exponential in u; decay during the run only makes the real figure larger)."""
+    return halving
+
+
+def usage_to_fairshare(u0: float, halving: float, target: float) -> float:
+    """Usage, with no decay, that lowers F from its current value to `target`; 0 if already
+    at or below it."""
+    return max(0.0, usage_for_fairshare(target, halving) - u0)
+
+
+def run_time_to_fairshare(u0: float, halving: float, lam: float, rate: float, target: float) -> float:
+    """Seconds of running at `rate` (with decay) until F falls to `target`: 0 if it already
+    has, inf if the steady state rate/lam never gets there."""
+    u_target = usage_for_fairshare(target, halving)
+    if u0 >= u_target:
+        return 0.0
+    if rate <= 0:
+        return math.inf
+    if lam == 0:
+        return (u_target - u0) / rate
+    steady = rate / lam
+    if steady <= u_target:
+        return math.inf
+    return math.log((steady - u0) / (steady - u_target)) / lam
+
+
+def steady_usage(rate: float, lam: float) -> float:
+    """The usage a constant rate settles at, c/lambda (Yalim: the stable solution)."""
+    return math.inf if lam == 0 else rate / lam
+
+
+def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
+    """u after dt seconds at a constant rate (closed form)."""
+    return ode_step(u0, rate, lam, dt)
+
+
+# ---------------------------------------------------------------------------- plan strings
+_PART = re.compile(
+    r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?)):(?P<d>\d+(?:\.\d+)?)(?P<u>[smhdw])$",
+    re.IGNORECASE,
+)
+PLAN_FORM = "'<N>cpus:<duration>' or 'idle:<duration>', duration units s, m, h, d, w (e.g. '56cpus:14d,idle:3d')"
+
+
+def parse_duration(text: str) -> float:
+    """'14d' -> seconds. Units s, m, h, d, w."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdwSMHDW])\s*", text)
+    if not m:
+        raise PlanError(f"cannot read duration {text!r}: expected a number and a unit s, m, h, d or w")
+    return float(m.group(1)) * UNITS_S[m.group(2).lower()]
+
+
+def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> list[Segment]:
+    """Read a campaign plan: segments separated by commas (or spaces), each
+    '<N>cpus:<duration>' or 'idle:<duration>', e.g. '56cpus:14d,idle:3d'."""
+    parts = re.sub(r"\s*:\s*", ":", text).replace(",", " ").split()
+    if not parts:
+        raise PlanError(f"empty plan: expected {PLAN_FORM}")
+    out = []
+    for i, part in enumerate(parts, 1):
+        m = _PART.match(part)
+        if not m:
+            raise PlanError(f"cannot read plan part {i} {part!r}{_why(part)}: expected {PLAN_FORM}")
+        dur = float(m.group("d")) * UNITS_S[m.group("u").lower()]
+        rate = 0.0 if m.group("idle") else rate_from_cores(float(m.group("n")), billing_per_core, usage_factor)
+        out.append(Segment(dur, rate))
+    return out
+
+
+def _why(part: str) -> str:
+    """Which side of one plan part is wrong, for the error message."""
+    if part.count(":") != 1:
+        return " (no single ':' between what runs and for how long)"
+    what, dur = part.split(":")
+    if not re.fullmatch(r"idle|\d+(?:\.\d+)?(?:cpus?|cores?)", what, re.IGNORECASE):
+        return f" ({what!r} is neither '<N>cpus' nor 'idle')"
+    if not re.fullmatch(r"\d+(?:\.\d+)?[smhdw]", dur, re.IGNORECASE):
+        return f" (duration {dur!r} is not a number with a unit s, m, h, d or w)"
+    return ""

@@ -1,0 +1,159 @@
+"""Forecasts: closed forms against a numerical ODE, round trips, plan strings, cold start."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.integrate import solve_ivp
+
+from fscontrol.errors import ConfigError
+from fscontrol.forecast import (
+    PlanError,
+    Segment,
+    campaign_segment,
+    fairshare_at,
+    idle_time_to_fairshare,
+    parse_duration,
+    parse_plan,
+    rate_from_cores,
+    run_time_to_fairshare,
+    steady_usage,
+    trajectory,
+    usage_after,
+    usage_for_fairshare,
+    usage_to_fairshare,
+    usage_to_halve,
+)
+
+DAY = 86400.0
+LAM = math.log(2) / (7 * DAY)
+H = 3.6e7  # 10,000 core-hours in core-seconds
+
+
+def test_cold_start_imports_neither_numpy_nor_scipy():
+    code = "import sys, fscontrol.forecast; bad = {'numpy', 'scipy'} & set(sys.modules); assert not bad, bad"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.floats(0, 1e8),
+    st.lists(st.tuples(st.floats(0.0, 20 * DAY), st.floats(0.0, 256.0)), min_size=1, max_size=4),
+    st.floats(0.5 * DAY, 60 * DAY),
+)
+def test_trajectory_agrees_with_numerical_ode(u0, plan, half_life):
+    lam = math.log(2) / half_life
+    total = sum(d for d, _ in plan) + 5 * DAY
+    times = sorted({min(total, total * i / 5) for i in range(6)})
+    points = trajectory(u0, H, lam, plan, times)
+    numeric: dict[float, float] = {}
+    start, u = 0.0, u0
+    for dur, rate in [*plan, (5 * DAY, 0.0)]:
+        end = start + dur
+        inside = [t for t in times if start <= t <= end and t not in numeric]
+        if dur > 0:
+            sol = solve_ivp(lambda t, y, r=rate: [r - lam * y[0]], (start, end), [u], rtol=1e-11, atol=1e-6, dense_output=True)
+            numeric.update({t: float(sol.sol(t)[0]) for t in inside})
+            u = float(sol.y[0][-1])
+        else:
+            numeric.update({t: u for t in inside})
+        start = end
+    for p in points:
+        assert p.usage == pytest.approx(numeric[p.t], rel=1e-6, abs=1e-2)
+        assert 0.0 <= p.fairshare <= 1.0
+        assert p.fairshare == pytest.approx(2 ** (-p.usage / H), rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0, 5e8), st.floats(0.01, 0.999))
+def test_idle_time_round_trip(u0, target):
+    t = idle_time_to_fairshare(u0, H, LAM, target)
+    if fairshare_at(u0, H) >= target:
+        assert t == 0.0
+    else:
+        assert fairshare_at(u0 * math.exp(-LAM * t), H) == pytest.approx(target, rel=1e-9)
+
+
+def test_idle_time_edge_cases():
+    assert idle_time_to_fairshare(1e6, H, 0.0, 0.99) == math.inf  # no decay: never recovers
+    assert idle_time_to_fairshare(1.0, H, LAM, 1.0) == math.inf  # F = 1 only in the limit
+    assert idle_time_to_fairshare(0.0, H, LAM, 1.0) == 0.0
+    with pytest.raises(ValueError):
+        idle_time_to_fairshare(1.0, H, LAM, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0, 1e9), st.floats(0.001, 1.0))
+def test_usage_budgets(u0, target):
+    f0 = fairshare_at(u0, H)
+    assert fairshare_at(u0 + usage_to_halve(H), H) == pytest.approx(f0 / 2, rel=1e-9)
+    du = usage_to_fairshare(u0, H, target)
+    if f0 <= target:
+        assert du == 0.0
+    else:
+        assert fairshare_at(u0 + du, H) == pytest.approx(target, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(0, 1e8), st.floats(0.5, 512.0), st.floats(0.05, 0.99))
+def test_run_time_round_trip(u0, cores, target):
+    rate = rate_from_cores(cores)
+    t = run_time_to_fairshare(u0, H, LAM, rate, target)
+    if fairshare_at(u0, H) <= target:
+        assert t == 0.0
+    elif steady_usage(rate, LAM) <= usage_for_fairshare(target, H):
+        assert t == math.inf
+    else:
+        assert fairshare_at(usage_after(u0, rate, LAM, t), H) == pytest.approx(target, rel=1e-6)
+
+
+def test_rate_from_cores():
+    assert campaign_segment(56, 14 * DAY) == Segment(14 * DAY, 56.0)
+    assert rate_from_cores(28) == 28.0
+    assert rate_from_cores(4, billing_per_core=2.5, usage_factor=0.5) == 5.0
+    with pytest.raises(ValueError):
+        rate_from_cores(-1)
+
+
+# ---------------------------------------------------------------------------- plan strings
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("56cpus:14d", [Segment(14 * DAY, 56.0)]),
+        ("idle:3d", [Segment(3 * DAY, 0.0)]),
+        ("1cpu:90s", [Segment(90.0, 1.0)]),
+        ("28cores:2w, idle:12h,84CPUS : 30m", [Segment(14 * DAY, 28.0), Segment(12 * 3600.0, 0.0), Segment(1800.0, 84.0)]),
+        ("2.5cpus:1.5h", [Segment(5400.0, 2.5)]),
+    ],
+)
+def test_parse_plan(text, expected):
+    assert parse_plan(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text,part",
+    [
+        ("", "empty"),
+        ("56cpus", "part 1 '56cpus' (no single ':'"),
+        ("56cpus:14y", "part 1 '56cpus:14y' (duration '14y'"),
+        ("idle:3d,lots:2d", "part 2 'lots:2d' ('lots' is neither"),
+        ("-4cpus:1d", "part 1"),
+    ],
+)
+def test_parse_plan_errors_say_which_part(text, part):
+    with pytest.raises(PlanError) as err:
+        parse_plan(text)
+    assert part in str(err.value)
+    assert "cpus:<duration>" in str(err.value)  # the expected form
+    assert isinstance(err.value, ValueError) and isinstance(err.value, ConfigError)
+
+
+def test_parse_duration():
+    assert parse_duration("2w") == 14 * DAY and parse_duration(" 90 m ") == 5400.0
+    with pytest.raises(PlanError):
+        parse_duration("3 days")
