@@ -192,6 +192,35 @@ def fit(
 
 
 @app.command()
+def control(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Carry the plan out (default: dry run, nothing in Slurm changes).")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Plan (and with --apply, carry out) what keeps fair-share halving at the target u*:
+    the damping factor (scontrol fsdampeningfactor), padding by the dummy association's jobs,
+    or both, as the config's `method` says. Every decision and command is recorded with its
+    reason. Without --apply (or agent.apply = true in the config) nothing in Slurm changes."""
+    from . import config, pipeline, report
+
+    try:
+        cfg = config.load(config_path)
+        database = _db(db or (Path(cfg.db) if cfg.db else None))
+        res = pipeline.control_tick(_source(source, cluster), database, cfg, apply=apply or cfg.apply)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    data = report.control_data(res)
+    typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
+    if any(a["status"] == "failed" for a in data["actions"]):
+        raise typer.Exit(3)
+
+
+@app.command()
 def capture(
     folder: Annotated[Path, typer.Argument(help="Folder to write the sample into (created).")],
     cluster: ClusterOpt = None,

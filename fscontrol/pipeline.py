@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from . import parse, store
-from .errors import FscontrolError, NotFoundError
+from .errors import FscontrolError, NotFoundError, SlurmCommandError, UnsafeActionError
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
@@ -139,3 +139,114 @@ def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | N
     with store.transaction(db):
         store.write_fit(db, cluster, now if now is not None else time.time(), ids[keep[0]], ids[keep[-1]], result)
     return cluster, len(keep), result
+
+
+# ---------------------------------------------------------------------------- control
+@dataclass(frozen=True)
+class ControlResult:
+    cluster: str
+    snapshot_id: int
+    decision_id: int
+    decision: object  # control.Decision
+    actions: tuple  # actions.Action, with their status after apply
+    applied: bool
+    verified_damping: int | None  # d read back from `scontrol show config` after applying
+
+
+def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_qos: str) -> str | None:
+    """Why the controller may only advise on this cluster, or None when it may act."""
+    cfg = snap.config
+    if cfg.mode == "fair_tree":
+        return "Fair Tree (the default since Slurm 19.05) never reads FairShareDampeningFactor; set PriorityFlags=NO_FAIR_TREE"
+    if cfg.mode != "classic":
+        return f"priority mode {cfg.mode}: the classic maths do not hold"
+    if method in ("padding", "hybrid"):
+        rows = {r.key: r for r in snap.shares}
+        account, user = dummy
+        if dummy not in rows:
+            return f"dummy association {account}/{user} does not exist (see README: padding setup)"
+        acct = rows.get((account, ""))
+        if acct is None or acct.parent != "root":
+            return f"dummy account {account} must be a top-level account (child of root)"
+        others = [r for r in snap.shares if r.parent == account and r.key != dummy]
+        if others:
+            return f"dummy account {account} must hold only {user}: classic fair-share charges siblings a share of it"
+        if padding_qos not in {q.name for q in snap.qos}:
+            return f"padding QOS {padding_qos} does not exist (sacctmgr add qos {padding_qos})"
+    return None
+
+
+def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None) -> ControlResult:
+    """Collect, decide, store (one transaction), then apply if asked and record the outcome."""
+    from . import actions as act
+    from . import control, fairshare
+
+    started = time.time() if now is None else now
+    cluster = source.cluster
+    run = getattr(source, "run", None)
+    if apply and run is None:
+        raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
+    try:
+        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
+        cluster = snap.cluster
+        cc = cfg.cluster(cluster)
+        d_now = snap.config.damping_factor
+        d_last = store.last_applied_damping(db, cluster)
+        s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, cc.dummy_key, cc.reference_share)
+        dummy_jobs = [q for q in snap.queue if (q.account, q.user) == cc.dummy_key]
+        real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != cc.dummy_key]
+        dec = control.plan_control(
+            snap.shares,
+            method=cc.method,
+            u_star=cc.target_usage or 0.0,
+            d_now=d_now,
+            d_last=d_last,
+            half_life_s=snap.config.half_life_s,
+            calc_period_s=snap.config.calc_period_s,
+            dummy=cc.dummy_key,
+            s_ref=s_ref,
+            running_real=real_running,
+            usage_factors={q.name: q.usage_factor for q in snap.qos},
+            hysteresis=cc.hysteresis,
+            padding_mode=cc.padding_mode,
+            padding_threshold=cc.padding_threshold,
+            advise_reason=advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos),
+        )
+        plan = act.control_plan(
+            dec,
+            dummy=cc.dummy_key,
+            dummy_partition=cc.dummy_partition,
+            padding_qos=cc.padding_qos,
+            padding_mode=cc.padding_mode,
+            dummy_jobs=dummy_jobs,
+            calc_period_s=snap.config.calc_period_s,
+        )
+        with store.transaction(db):
+            previous = store.last_decision(db, cluster)
+            sid = store.write_snapshot(db, snap, source=source.describe())
+            if previous is not None:
+                store.set_measured_effect(db, previous["id"], dec.h_now)
+            did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
+            aids = store.write_actions(db, cluster, did, "control", plan, snap.taken_at)
+            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid)
+    except FscontrolError as e:
+        try:
+            with store.transaction(db):
+                store.record_tick(db, cluster, started, time.time(), "failed", error=str(e))
+        except FscontrolError:
+            pass
+        raise
+    verified = None
+    done = tuple(plan)
+    if apply and plan:
+        done = tuple(act.apply_plan(plan, lambda argv: run(argv).stdout))
+        with store.transaction(db):
+            for aid, a in zip(aids, done):
+                store.update_action(db, aid, a.status, a.output, a.job_id, time.time())
+        if any(a.kind == "set_damping" and a.status == "ok" for a in done):
+            verified = parse.parse_config(source.config().stdout).damping_factor
+            if verified != dec.d_target:
+                raise SlurmCommandError(
+                    f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
+                )
+    return ControlResult(cluster, sid, did, dec, done, apply, verified)

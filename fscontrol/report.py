@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import statistics
+import shlex
 from datetime import datetime, timezone
 
 from tabulate import tabulate
@@ -39,7 +39,7 @@ def status_data(
     users = [r for r in snap.shares if r.is_user and r.user != "root"]
     real_users = [u for u in users if u.key != dummy]
     active = [u for u in real_users if u.raw_usage > 0]
-    s_ref, rule = _reference(snap, d, dummy, reference)
+    s_ref, rule = fairshare.choose_reference_share(snap.shares, d, dummy, reference)
     halving = s_ref * d * total if s_ref is not None else None
     rows = []
     for u in users:
@@ -100,18 +100,6 @@ def status_data(
         "warnings": warnings,
         "table": rows,
     }
-
-
-def _reference(snap: StoredSnapshot, d: int, dummy, reference: str | float) -> tuple[float | None, str]:
-    """S_ref, the share of the user the target is stated for, and how it was chosen."""
-    if isinstance(reference, (int, float)):
-        return float(reference), "set in the config"
-    results = [r for r in fairshare.compute_fairshare(snap.shares, d) if r.is_user and r.user != "root" and r.key != dummy]
-    shares = [r.norm_shares for r in results if r.norm_shares > 0]
-    if not shares:
-        return None, "no user with shares"
-    pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
-    return pick(shares), f"{reference} NormShares of the user associations" + (" (dummy left out)" if dummy else "")
 
 
 def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -> list[dict] | None:
@@ -200,4 +188,70 @@ def format_status(data: dict) -> str:
     lines.append(f"underflow (F < 1e-6): {', '.join(under) if under else 'none'}")
     for w in data["warnings"]:
         lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def control_data(res) -> dict:
+    d = res.decision
+    h = lambda v: None if v is None else v / HOUR  # noqa: E731
+    return {
+        "cluster": res.cluster,
+        "snapshot_id": res.snapshot_id,
+        "decision_id": res.decision_id,
+        "method": d.method,
+        "mode": "apply" if res.applied else "dry-run",
+        "advise_only": d.advise_only,
+        "target_core_hours": h(d.u_star),
+        "reference_share": d.s_ref,
+        "real_usage_core_hours": h(d.u_real),
+        "real_usage_next_core_hours": h(d.u_real_next),
+        "padding_core_hours": h(d.w_now),
+        "padding_target_core_hours": h(d.w_target),
+        "damping_now": d.d_now,
+        "damping_target": d.d_target,
+        "damping_ideal": d.d_ideal,
+        "usage_factor": d.usage_factor,
+        "pulse_usage_factor": d.pulse_usage_factor,
+        "halving_now_core_hours": h(d.h_now),
+        "halving_planned_core_hours": h(d.h_planned),
+        "error_now": d.error_now,
+        "error_planned": d.error_planned,
+        "rounding_bound": d.bound,
+        "verified_damping": res.verified_damping,
+        "notes": list(d.notes),
+        "actions": [
+            {"kind": a.kind, "command": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
+            for a in res.actions
+        ],
+    }
+
+
+def format_control(data: dict) -> str:
+    pct = lambda v: "-" if v is None else f"{v:+.2%}"  # noqa: E731
+    lines = [
+        f"{data['cluster']}: method {data['method']} ({data['mode']}{', advice only' if data['advise_only'] else ''}), "
+        f"target u* = {_fmt(data['target_core_hours'], ',.2f')} core-hours, S_ref = {_fmt(data['reference_share'], '.6f')}",
+        f"real usage {_fmt(data['real_usage_core_hours'], ',.2f')} core-hours "
+        f"(after the next pass ~{_fmt(data['real_usage_next_core_hours'], ',.2f')}), "
+        f"padding {_fmt(data['padding_core_hours'], ',.2f')} -> {_fmt(data['padding_target_core_hours'], ',.2f')} core-hours",
+        f"damping factor {data['damping_now']} -> {data['damping_target']} (ideal {_fmt(data['damping_ideal'], '.3f')})",
+        f"halving now {_fmt(data['halving_now_core_hours'], ',.2f')} core-hours ({pct(data['error_now'])} vs u*), "
+        f"planned {_fmt(data['halving_planned_core_hours'], ',.2f')} ({pct(data['error_planned'])})"
+        + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
+    ]
+    for n in data["notes"]:
+        lines.append(f"note: {n}")
+    if not data["actions"]:
+        lines.append("plan: nothing to do")
+    else:
+        lines.append("")
+        lines.append(
+            tabulate(
+                [[a["status"], shlex.join(a["command"]), a["reason"]] for a in data["actions"]],
+                headers=["status", "command", "reason"],
+                disable_numparse=True,
+            )
+        )
+        if data["mode"] == "dry-run":
+            lines.append("(dry run: nothing was changed; --apply carries the plan out)")
     return "\n".join(lines)

@@ -175,9 +175,58 @@ def _m002_fits(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m003_control(db: sqlite_utils.Database) -> None:
+    # every decision with its inputs; h_measured is filled in by the next tick (the effect)
+    db.execute(
+        """CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY,
+            cluster TEXT NOT NULL,
+            snapshot_id INTEGER NOT NULL,
+            decided_at REAL NOT NULL,
+            method TEXT NOT NULL,
+            apply INTEGER NOT NULL,
+            advise_only INTEGER NOT NULL,
+            u_star REAL,
+            s_ref REAL,
+            u_real REAL,
+            u_real_next REAL,
+            w_now REAL,
+            w_target REAL,
+            d_now INTEGER,
+            d_target INTEGER,
+            d_ideal REAL,
+            usage_factor REAL,
+            pulse_usage_factor REAL,
+            h_now REAL,
+            h_planned REAL,
+            bound REAL,
+            h_measured REAL,
+            notes TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX decisions_cluster ON decisions(cluster, id)")
+    db.execute(
+        """CREATE TABLE actions (
+            id INTEGER PRIMARY KEY,
+            decision_id INTEGER,
+            cluster TEXT NOT NULL,
+            stage TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            argv TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            job_id TEXT,
+            status TEXT NOT NULL,
+            output TEXT,
+            planned_at REAL NOT NULL,
+            done_at REAL
+        )"""
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
+    ("003_control", _m003_control),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -375,13 +424,15 @@ def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") 
         conn.executemany(f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)}) VALUES ({ph})", changed)
 
     if snap.jobs:
+        # a generator, not a list: at a million jobs the rows are bound one by one, never all held
+        assoc_id = {key: v[0] for key, v in ids.items()}.get
         conn.executemany(
             "INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [
+            (
                 (
                     sid,
                     j.job_id,
-                    ids.get((j.account, j.user), (None,))[0],
+                    assoc_id((j.account, j.user)),
                     j.user,
                     j.account,
                     j.partition,
@@ -395,7 +446,7 @@ def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") 
                     j.elapsed_s,
                 )
                 for j in snap.jobs
-            ],
+            ),
         )
     if snap.prio:
         account_of = {q.job_id: q.account for q in snap.queue}
@@ -602,3 +653,71 @@ def write_fit(db: sqlite_utils.Database, cluster: str, fitted_at: float, first: 
         ],
     )
     return cur.lastrowid
+
+
+_DECISION_COLS = (
+    "method", "u_star", "s_ref", "u_real", "u_real_next", "w_now", "w_target", "d_now", "d_target", "d_ideal",
+    "usage_factor", "pulse_usage_factor", "h_now", "h_planned", "bound",
+)
+
+
+def write_decision(db: sqlite_utils.Database, cluster: str, snapshot_id: int, decided_at: float, dec, apply: bool) -> int:
+    vals = [getattr(dec, c) for c in _DECISION_COLS]
+    cur = db.execute(
+        f"""INSERT INTO decisions (cluster, snapshot_id, decided_at, apply, advise_only, notes, {', '.join(_DECISION_COLS)})
+            VALUES (?,?,?,?,?,?,{','.join('?' * len(_DECISION_COLS))})""",
+        [cluster, snapshot_id, decided_at, int(apply), int(dec.advise_only), json.dumps(list(dec.notes)), *vals],
+    )
+    return cur.lastrowid
+
+
+def last_decision(db: sqlite_utils.Database, cluster: str, applied_only: bool = False) -> dict | None:
+    where = " AND apply = 1" if applied_only else ""
+    row = db.execute(f"SELECT * FROM decisions WHERE cluster = ?{where} ORDER BY id DESC LIMIT 1", [cluster])
+    cols = [c[0] for c in row.description]
+    r = row.fetchone()
+    return dict(zip(cols, r)) if r else None
+
+
+def last_applied_damping(db: sqlite_utils.Database, cluster: str) -> int | None:
+    """The d the agent itself last set in slurmctld (from its action log)."""
+    row = db.execute(
+        """SELECT argv FROM actions WHERE cluster = ? AND kind = 'set_damping' AND status = 'ok'
+           ORDER BY id DESC LIMIT 1""",
+        [cluster],
+    ).fetchone()
+    return int(json.loads(row[0])[-1]) if row else None
+
+
+def set_measured_effect(db: sqlite_utils.Database, decision_id: int, h_measured: float | None) -> None:
+    db.execute("UPDATE decisions SET h_measured = ? WHERE id = ?", [h_measured, decision_id])
+
+
+def write_actions(db: sqlite_utils.Database, cluster: str, decision_id: int | None, stage: str, actions, planned_at: float) -> list[int]:
+    ids = []
+    for a in actions:
+        cur = db.execute(
+            """INSERT INTO actions (decision_id, cluster, stage, kind, argv, reason, job_id, status, output, planned_at)
+               VALUES (?,?,?,?,?,?,?,?,?,?)""",
+            [decision_id, cluster, stage, a.kind, json.dumps(list(a.argv)), a.reason, a.job_id, a.status, a.output, planned_at],
+        )
+        ids.append(cur.lastrowid)
+    return ids
+
+
+def update_action(db: sqlite_utils.Database, action_id: int, status: str, output: str, job_id: str | None, done_at: float) -> None:
+    db.execute(
+        "UPDATE actions SET status = ?, output = ?, job_id = ?, done_at = ? WHERE id = ?",
+        [status, output, job_id, done_at, action_id],
+    )
+
+
+def decision_history(db: sqlite_utils.Database, cluster: str, limit: int = 50) -> list[dict]:
+    cur = db.execute(
+        """SELECT d.id, s.taken_at, d.method, d.d_now, d.d_target, d.w_now, d.w_target, d.h_now, d.h_planned,
+                  d.h_measured, d.u_star, d.apply FROM decisions d JOIN snapshots s ON s.id = d.snapshot_id
+           WHERE d.cluster = ? ORDER BY d.id DESC LIMIT ?""",
+        [cluster, limit],
+    )
+    cols = [c[0] for c in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()][::-1]

@@ -1,0 +1,131 @@
+"""Plans and their application. A plan is a list of commands, each with its reason; building it
+is pure, applying it is separate and happens only when the admin asks (--apply).
+
+Every command is an argument list run with a timeout, never through a shell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from .control import D_MAX, Decision
+from .errors import SlurmCommandError, UnsafeActionError
+from .records import QueueJob
+
+DUMMY_JOB_NAME = "fscontrol-padding"
+PULSE_JOB_NAME = "fscontrol-pulse"
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str  # set_damping | set_usage_factor | submit_dummy | cancel_dummy | hold | release | nice
+    argv: tuple[str, ...]
+    reason: str
+    job_id: str | None = None
+    status: str = "planned"  # planned | ok | failed | skipped
+    output: str = ""
+
+
+def set_damping(d: int, reason: str) -> Action:
+    if not isinstance(d, int) or not 1 <= d <= D_MAX:
+        # Slurm wraps values over 65535 and divides by zero on 0: never send either
+        raise UnsafeActionError(f"refusing FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
+    return Action("set_damping", ("scontrol", "fsdampeningfactor", str(d)), reason)
+
+
+def set_usage_factor(qos: str, k: float, reason: str) -> Action:
+    if not (k >= 0 and math.isfinite(k)):
+        raise UnsafeActionError(f"refusing UsageFactor={k!r} for QOS {qos}")
+    return Action(
+        "set_usage_factor",
+        ("sacctmgr", "-i", "modify", "qos", "where", f"name={qos}", "set", f"usagefactor={k:.6f}"),
+        reason,
+    )
+
+
+def submit_dummy(user: str, account: str, partition: str, qos: str, seconds: int | None, name: str, reason: str) -> Action:
+    """A 1-CPU job of the dummy user (root submits it with --uid/--gid)."""
+    time_arg = "UNLIMITED" if seconds is None else str(max(1, math.ceil(seconds / 60)))
+    script = "exec sleep infinity" if seconds is None else f"exec sleep {int(seconds)}"
+    return Action(
+        "submit_dummy",
+        (
+            "sbatch", "--parsable", f"--uid={user}", f"--gid={user}", "-A", account, "-p", partition,
+            "--qos", qos, "-n", "1", "-t", time_arg, "-J", name, "-o", "/dev/null", "--chdir=/tmp",
+            "--wrap", script,
+        ),
+        reason,
+    )
+
+
+def control_plan(
+    dec: Decision,
+    *,
+    dummy: tuple[str, str],
+    dummy_partition: str,
+    padding_qos: str,
+    padding_mode: str,
+    dummy_jobs: Sequence[QueueJob],
+    calc_period_s: float,
+) -> list[Action]:
+    """The commands that carry a decision out, each with its reason."""
+    if dec.advise_only:
+        return []
+    plan: list[Action] = []
+    if dec.d_target != dec.d_now:
+        why = (
+            f"{dec.method}: ideal d = {dec.d_ideal:.3f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+            f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours"
+            if dec.d_ideal is not None
+            else f"{dec.method}: d {dec.d_now} -> {dec.d_target}"
+        )
+        plan.append(set_damping(dec.d_target, why))
+    account, user = dummy
+    running = [j for j in dummy_jobs if j.state in ("RUNNING", "PENDING") and j.account == account and j.user == user]
+    if dec.usage_factor is not None and padding_mode == "steady":
+        plan.append(
+            set_usage_factor(
+                padding_qos,
+                dec.usage_factor,
+                f"steady padding: w {dec.w_now / 3600:,.2f} -> target {dec.w_target / 3600:,.2f} core-hours after the next pass",
+            )
+        )
+        if not running:
+            plan.append(
+                submit_dummy(user, account, dummy_partition, padding_qos, None, DUMMY_JOB_NAME,
+                             "steady padding needs its long-running 1-CPU dummy job")
+            )
+    if dec.pulse_usage_factor is not None and padding_mode == "pulse" and not running:
+        plan.append(
+            set_usage_factor(padding_qos, dec.pulse_usage_factor,
+                             f"pulse: deliver {max(0.0, dec.w_target - dec.w_now) / 3600:,.2f} core-hours of padding")
+        )
+        plan.append(
+            submit_dummy(user, account, dummy_partition, padding_qos, int(calc_period_s), PULSE_JOB_NAME,
+                         f"pulse: padding {dec.w_now / 3600:,.2f} fell below target {dec.w_target / 3600:,.2f} core-hours")
+        )
+    return plan
+
+
+Runner = Callable[[tuple[str, ...]], str]
+
+
+def apply_plan(plan: Sequence[Action], run: Runner) -> list[Action]:
+    """Run each action in order; stop at the first failure (later actions depend on earlier ones)."""
+    done: list[Action] = []
+    failed = False
+    for a in plan:
+        if failed:
+            done.append(replace(a, status="skipped", output="not run: an earlier action failed"))
+            continue
+        try:
+            out = run(a.argv)
+            job = out.strip().split(";")[0] if a.kind == "submit_dummy" else a.job_id
+            done.append(replace(a, status="ok", output=out.strip()[:2000], job_id=job))
+        except SlurmCommandError as e:
+            failed = True
+            done.append(replace(a, status="failed", output=str(e)[:2000]))
+    return done
+

@@ -1,0 +1,194 @@
+"""Keep fair-share halving at the admin's target u* (Yalim, PEARC'20, section 2). Pure.
+
+For a user of share S the factor halves every H = S * d * U of usage, U being root's RawUsage
+(real usage plus the dummy's padding w). The admin states u* for a reference share S_ref; the
+controller picks d and/or w so that S_ref * d * (U_real + w) = u*:
+
+* damping: d = round(u* / (S_ref * U_real)) in 1..65535, with hysteresis (d moves only when the
+  ideal is more than 0.5 + hysteresis steps away), so H misses u* by at most (0.5 + h) / d_ideal;
+* padding: w = u* / (S_ref * d) - U_real at the d in force (w >= 0: padding can only soften);
+* hybrid: d = floor of the ideal (so w >= 0) for the coarse step, padding for the rest: exact.
+
+Slurm computes EffectvUsage at the start of a decay pass from the usage the previous pass left:
+what the agent does now shows in F one pass later. So padding is planned for the usage after the
+next pass: real usage decays by f^P and running jobs add P * billing * f^P (decay.py).
+
+Padding is delivered by real jobs of the dummy association (RawUsage can only be reset to 0):
+* steady: one long 1-CPU dummy job in a QOS whose UsageFactor k is set each tick so that the
+  next pass brings w to its target: w_next = w f^P + P b k f^P (closed loop on the measured w);
+* pulse (Yalim): when w has decayed more than a threshold below target, a short dummy job whose
+  UsageFactor delivers the deficit in about one pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .decay import decay_factor_per_second
+from .records import QueueJob, ShareRow
+
+D_MAX = 65535  # FairShareDampeningFactor is a uint16 in Slurm
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the controller wants, why, and what it expects."""
+
+    method: str
+    u_star: float  # billing-seconds
+    s_ref: float | None
+    u_real: float  # root RawUsage minus the dummy's
+    u_real_next: float  # predicted after the next decay pass
+    w_now: float  # the dummy's RawUsage
+    d_now: int  # in force in slurmctld
+    d_target: int
+    d_ideal: float | None
+    w_target: float  # padding wanted after the next pass
+    usage_factor: float | None  # steady: QOS UsageFactor for the dummy job
+    pulse_usage_factor: float | None  # pulse: UsageFactor for a short dummy job, None = no pulse
+    h_now: float | None  # S_ref * d_now * (U_real + w_now)
+    h_planned: float | None  # S_ref * d_target * (U_real_next + w_target)
+    bound: float | None  # damping: the relative error integer d (and hysteresis) may leave
+    advise_only: bool
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def error_now(self) -> float | None:
+        return None if self.h_now is None or not self.u_star else self.h_now / self.u_star - 1
+
+    @property
+    def error_planned(self) -> float | None:
+        return None if self.h_planned is None or not self.u_star else self.h_planned / self.u_star - 1
+
+
+def clamp_d(d: float) -> int:
+    return int(min(D_MAX, max(1, d)))
+
+
+def choose_damping(d_ideal: float, d_now: int, hysteresis: float) -> int:
+    """Nearest integer d, kept at d_now while the ideal stays within 0.5 + hysteresis of it."""
+    if abs(d_now - d_ideal) <= 0.5 + hysteresis and 1 <= d_now <= D_MAX:
+        return d_now
+    return clamp_d(round(d_ideal))
+
+
+def choose_hybrid_damping(d_ideal: float, d_now: int, hysteresis: float) -> int:
+    """The largest d that still leaves padding >= 0 (d <= ideal), kept at d_now while it stays
+    at most 1 + hysteresis below the ideal."""
+    if 1 <= d_now <= d_ideal and d_ideal - d_now < 1 + hysteresis and d_now <= D_MAX:
+        return d_now
+    return clamp_d(math.floor(d_ideal))
+
+
+def predict_real_usage(u_real: float, running: Iterable[QueueJob], period_s: float, half_life_s: float, usage_factors: dict[str, float]) -> float:
+    """Real usage after the next pass: decay, plus each running job's charge for one period.
+    Billing is taken as the job's CPUs (no TRESBillingWeights on the real partitions)."""
+    if half_life_s <= 0 or period_s <= 0:
+        return u_real
+    fp = decay_factor_per_second(half_life_s) ** period_s
+    charge = sum(j.cpus * usage_factors.get(j.qos, 1.0) for j in running) * period_s * fp
+    return u_real * fp + charge
+
+
+def plan_control(
+    shares: Sequence[ShareRow],
+    *,
+    method: str,
+    u_star: float,
+    d_now: int,
+    d_last: int | None = None,
+    half_life_s: float,
+    calc_period_s: float,
+    dummy: tuple[str, str] | None,
+    s_ref: float | None,
+    running_real: Sequence[QueueJob] = (),
+    usage_factors: dict[str, float] | None = None,
+    hysteresis: float = 0.25,
+    padding_mode: str = "steady",
+    padding_threshold: float = 0.02,
+    dummy_billing: float = 1.0,
+    advise_reason: str | None = None,
+) -> Decision:
+    """The controller: from one snapshot, the d and padding that keep S_ref * d * U at u*.
+
+    `d_now` is the d slurmctld holds; `d_last` the d the agent set last (hysteresis is kept
+    around it, and a d_now that differs from it was reverted by a reconfigure or restart)."""
+    notes: list[str] = []
+    d_hold = d_last if d_last is not None else d_now
+    if d_last is not None and d_last != d_now:
+        notes.append(f"d in slurmctld is {d_now}, the agent had set {d_last}: reverted (reconfigure or restart?)")
+    root = next((r for r in shares if r.depth == 0), None)
+    total = float(root.raw_usage) if root else 0.0
+    w_now = float(next((r.raw_usage for r in shares if r.key == dummy), 0.0)) if dummy else 0.0
+    u_real = max(0.0, total - w_now)
+    uf = usage_factors or {}
+    u_next = predict_real_usage(u_real, running_real, calc_period_s, half_life_s, uf)
+    h_now = s_ref * d_now * total if s_ref else None
+
+    def decision(**kw) -> Decision:
+        base = dict(
+            method=method, u_star=u_star, s_ref=s_ref, u_real=u_real, u_real_next=u_next, w_now=w_now,
+            d_now=d_now, d_target=d_now, d_ideal=None, w_target=0.0, usage_factor=None, pulse_usage_factor=None,
+            h_now=h_now, h_planned=h_now, bound=None, advise_only=advise_reason is not None, notes=tuple(notes),
+        )
+        base.update(kw)
+        return Decision(**base)
+
+    if advise_reason:
+        notes.append(f"advice only: {advise_reason}")
+    if method == "none":
+        notes.append("method = none: reporting only")
+        return decision()
+    if not s_ref:
+        notes.append("no reference share (no user with shares): nothing to control")
+        return decision(advise_only=True)
+    if u_next <= 0:
+        notes.append("no real usage yet: H = S_ref * d * U is 0 whatever d is; waiting for usage")
+        return decision(w_target=0.0)
+
+    d_ideal = u_star / (s_ref * u_next)
+    if d_ideal > D_MAX:
+        notes.append(f"d would be {d_ideal:,.0f}, above Slurm's maximum {D_MAX}: capped, H falls short of u*")
+    if d_ideal < 1:
+        notes.append(
+            f"u* is below what d=1 allows (H at d=1, no padding = {s_ref * u_next / 3600:,.2f} core-hours): "
+            "padding cannot sharpen fair-share; d=1, no padding"
+        )
+
+    if method == "damping":
+        d = choose_damping(d_ideal, d_hold, hysteresis)
+        w_target = 0.0
+        bound = (0.5 + hysteresis) / d_ideal if d_ideal >= 1 else None
+    elif method == "padding":
+        d = d_hold
+        w_target = u_star / (s_ref * d) - u_next
+        bound = None
+    elif method == "hybrid":
+        d = choose_hybrid_damping(d_ideal, d_hold, hysteresis) if d_ideal >= 1 else 1
+        w_target = u_star / (s_ref * d) - u_next
+        bound = None
+    else:
+        raise ValueError(f"unknown control method {method!r}")
+    if w_target < 0:
+        if method != "damping" and d_ideal >= 1:
+            notes.append("padding would have to be negative: real usage alone already exceeds u*/(S_ref d)")
+        w_target = 0.0
+
+    k = None
+    pulse_k = None
+    if method in ("padding", "hybrid"):
+        fp = decay_factor_per_second(half_life_s) ** calc_period_s if half_life_s > 0 else 1.0
+        needed = w_target - w_now * fp  # what the next pass must add
+        if padding_mode == "steady":
+            k = max(0.0, needed / (calc_period_s * dummy_billing * fp)) if calc_period_s > 0 else 0.0
+            if needed < 0:
+                notes.append("padding above target: the dummy job idles (UsageFactor 0) while it decays")
+        elif w_now < w_target * (1 - padding_threshold):
+            pulse_k = max(0.0, needed / (calc_period_s * dummy_billing * fp)) if calc_period_s > 0 else None
+    h_planned = s_ref * d * (u_next + w_target)
+    return decision(
+        d_target=d, d_ideal=d_ideal, w_target=w_target, usage_factor=k, pulse_usage_factor=pulse_k,
+        h_planned=h_planned, bound=bound,
+    )

@@ -1,0 +1,122 @@
+"""The controller (pure) on recorded snapshots and on the edge cases of the issue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fscontrol import actions, control, parse
+from fscontrol.decay import decay_factor_per_second
+from fscontrol.errors import UnsafeActionError
+from fscontrol.records import QueueJob, ShareRow
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
+DUMMY = ("fsadmin", "fsdummy")
+HL, P = 300, 60
+
+
+def shares():
+    return parse.parse_sshare((SAMPLE / "sshare.txt").read_text())
+
+
+def plan(rows, method, u_star_ch, d_now=1, **kw):
+    return control.plan_control(
+        rows, method=method, u_star=u_star_ch * 3600, d_now=d_now, half_life_s=HL, calc_period_s=P,
+        dummy=DUMMY, s_ref=0.05, **kw,
+    )
+
+
+def test_hybrid_hits_target_exactly_and_damping_within_rounding():
+    rows = shares()
+    hy = plan(rows, "hybrid", 2.0)
+    assert hy.d_target == int(hy.d_ideal) and hy.w_target > 0
+    assert hy.h_planned == pytest.approx(2.0 * 3600, rel=1e-12)
+    dm = plan(rows, "damping", 2.0)
+    assert dm.w_target == 0 and dm.d_target == round(dm.d_ideal)
+    assert abs(dm.h_planned / 7200 - 1) <= 0.5 / dm.d_ideal + 1e-12
+    pd = plan(rows, "padding", 2.0)
+    assert pd.d_target == 1 and pd.h_planned == pytest.approx(7200, rel=1e-12)
+
+
+def test_no_usage_yet():
+    rows = tuple(ShareRow(r.account, r.user, r.parent, r.depth, r.raw_shares, r.shares_parent, r.norm_shares, 0,
+                          r.norm_usage, r.effective_usage, r.fairshare) for r in shares())
+    dec = plan(rows, "hybrid", 2.0)
+    assert dec.d_target == 1 and dec.w_target == 0 and any("no real usage yet" in n for n in dec.notes)
+    assert actions.control_plan(dec, dummy=DUMMY, dummy_partition="fsadmin", padding_qos="fspad",
+                                padding_mode="steady", dummy_jobs=[], calc_period_s=P) == []
+
+
+def test_one_user():
+    root = ShareRow("root", "", "", 0, None, False, 1.0, 1000, None, 1.0, 0.5)
+    acct = ShareRow("a", "", "root", 1, 1, False, 1.0, 1000, 1.0, 1.0, 0.5)
+    u = ShareRow("a", "x", "a", 2, 1, False, 1.0, 1000, 1.0, 1.0, 0.5)
+    dec = control.plan_control((root, acct, u), method="damping", u_star=5000, d_now=1, half_life_s=0,
+                               calc_period_s=P, dummy=DUMMY, s_ref=1.0)
+    assert dec.d_target == 5 and dec.h_planned == 5000
+
+
+def test_d_would_exceed_65535():
+    dec = plan(shares(), "damping", 1e9)
+    assert dec.d_target == 65535 and any("above Slurm's maximum" in n for n in dec.notes)
+    with pytest.raises(UnsafeActionError):
+        actions.set_damping(65536, "x")
+    with pytest.raises(UnsafeActionError):
+        actions.set_damping(0, "x")
+
+
+def test_target_below_what_d1_allows():
+    dec = plan(shares(), "padding", 0.01)
+    assert dec.w_target == 0 and dec.d_target == 1
+    assert any("padding cannot sharpen" in n for n in dec.notes)
+
+
+def test_hysteresis_keeps_d_between_neighbours():
+    assert control.choose_damping(7.6, 7, 0.25) == 7  # 0.6 away: within 0.75
+    assert control.choose_damping(7.8, 7, 0.25) == 8
+    assert control.choose_hybrid_damping(8.9, 7, 0.25) == 8  # 1.9 below: too far
+    assert control.choose_hybrid_damping(7.9, 7, 0.25) == 7
+
+
+def test_reverted_damping_is_reapplied():
+    ideal = plan(shares(), "damping", 2.0).d_ideal
+    d_last = round(ideal)
+    dec = plan(shares(), "damping", 2.0, d_now=1, d_last=d_last)
+    assert dec.d_target == d_last and any("reverted" in n for n in dec.notes)
+    acts = actions.control_plan(dec, dummy=DUMMY, dummy_partition="fsadmin", padding_qos="fspad",
+                                padding_mode="steady", dummy_jobs=[], calc_period_s=P)
+    assert acts[0].argv == ("scontrol", "fsdampeningfactor", str(d_last))
+
+
+def test_advise_only_plans_nothing():
+    dec = plan(shares(), "hybrid", 2.0, advise_reason="Fair Tree")
+    assert dec.advise_only and actions.control_plan(
+        dec, dummy=DUMMY, dummy_partition="fsadmin", padding_qos="fspad", padding_mode="steady",
+        dummy_jobs=[], calc_period_s=P) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(1e3, 1e7), st.floats(0, 1e7), st.floats(1e4, 1e8))
+def test_steady_usage_factor_lands_padding_on_target_after_one_pass(u_real, w_now, u_star):
+    """Slurm's pass: w' = w f^P + P b k f^P. The planned k must bring w' to w_target exactly."""
+    root = ShareRow("root", "", "", 0, None, False, 1.0, int(u_real + w_now), None, 1.0, 0.5)
+    d = ShareRow("fsadmin", "fsdummy", "fsadmin", 2, 1, False, 0.5, int(w_now), None, 0.0, 1.0)
+    dec = control.plan_control((root, d), method="padding", u_star=u_star, d_now=1, half_life_s=HL,
+                               calc_period_s=P, dummy=DUMMY, s_ref=0.05)
+    fp = decay_factor_per_second(HL) ** P
+    w_next = int(w_now) * fp + P * 1.0 * dec.usage_factor * fp
+    if dec.w_target > int(w_now) * fp:
+        assert w_next == pytest.approx(dec.w_target, rel=1e-9)
+    else:
+        assert dec.usage_factor == 0
+
+
+def test_dummy_job_is_submitted_once():
+    dec = plan(shares(), "padding", 2.0)
+    job = QueueJob("9", "fsdummy", "fsadmin", "fsadmin", "fspad", "RUNNING", 1, 1, 1, 0, "None", 0, 0, None)
+    kinds = [a.kind for a in actions.control_plan(dec, dummy=DUMMY, dummy_partition="fsadmin", padding_qos="fspad",
+                                                   padding_mode="steady", dummy_jobs=[job], calc_period_s=P)]
+    assert kinds == ["set_usage_factor"]
