@@ -141,6 +141,7 @@ def status(
             target_core_hours=ustar if ustar is not None else cc.target_core_hours,
             dummy=cc.dummy_key,
             reference=cc.reference_share,
+            control_history=store.decision_history(database, snap.cluster, 60),
         )
     except FscontrolError as e:
         raise _fail(e) from None

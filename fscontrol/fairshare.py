@@ -299,40 +299,42 @@ def choose_reference_share(
     dummy: Key | None = None,
     reference: str | float = "median",
 ) -> tuple[float | None, str]:
-    """S_ref for the halving target H = S_ref * d * U_total, and a phrase saying how it was chosen.
+    """S_ref, the share of the user the admin's target u* is stated for (H = S_ref * d * U_total),
+    and a phrase saying how it was chosen.
 
     `reference` is a number in (0, 1] (taken as is) or a rule over the NormShares of the user
-    associations with shares > 0, leaving out `dummy` and the `root` user association:
-    "median" (the default: a typical user; 1/N on a flat one-share-per-user tree), "mean",
-    "min" (the smallest share: H is then the strictest user's) or "max". NormShares are
-    recomputed from RawShares; when the rows do not form a whole tree (sshare without -a,
-    PrivateData) sshare's printed NormShares are used. `damping` does not change the shares; it
-    is accepted so callers can pass a snapshot's settings as they are. (None, reason) when no
-    user has shares.
+    associations with shares > 0, leaving out `dummy` and users named `root`: "median" (the
+    default: a typical user; 1/N on a flat one-share-per-user tree), "mean", "min" (the smallest
+    share: H is then the strictest user's) or "max". NormShares are recomputed from RawShares;
+    when the rows do not form a whole tree (sshare without -a, PrivateData) sshare's printed
+    NormShares are used. `damping` does not change shares; it is accepted so callers can pass a
+    snapshot's settings as they are. (None, reason) when no user has shares.
     """
     del damping  # NormShares do not depend on d
     if not isinstance(reference, str):
         value = float(reference)
         if not 0.0 < value <= 1.0:
             raise ValueError(f"reference share must be in (0, 1], got {value!r}")
-        return value, f"fixed S_ref = {value:g}"
+        return value, "set in the config"
     if reference not in REFERENCE_RULES:
         raise ValueError(f"reference share rule must be one of {', '.join(REFERENCE_RULES)} or a number, got {reference!r}")
     try:
         shares_by_key = norm_shares(rows)
-        source = "NormShares"
+        source = ""
     except TreeError:
         shares_by_key = {_key(r): r.norm_shares or 0.0 for r in rows}
-        source = "sshare's NormShares (incomplete tree)"
+        source = " (sshare's values: incomplete tree)"
     shares = [
         shares_by_key[_key(r)]
         for r in rows
-        if r.is_user and r.key != ("root", "root") and r.key != dummy and shares_by_key.get(_key(r), 0.0) > 0
+        if r.is_user and r.user != "root" and r.key != dummy and shares_by_key.get(_key(r), 0.0) > 0
     ]
     if not shares:
-        return None, "no user association with shares > 0"
+        return None, "no user with shares"
     pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
-    return float(pick(shares)), f"{reference} {source} of {len(shares)} users"
+    return float(pick(shares)), f"{reference} NormShares of the user associations" + (
+        " (dummy left out)" if dummy else ""
+    ) + source
 
 
 def remove_associations(rows: Iterable[ShareRow], keys: Collection[Key]) -> tuple[ShareRow, ...]:
@@ -429,19 +431,3 @@ def model_comparison(
         outcome("configured", float(configured_damping), rows, exclude),
     )
     return ModelComparison(n, m, total, sref, models)
-
-
-def choose_reference_share(
-    rows: Iterable[ShareRow], damping: float, dummy: Key | None, rule: str | float = "median"
-) -> tuple[float | None, str]:
-    """S_ref, the share of the user the admin's target u* is stated for, and how it was chosen:
-    a number from the config, or the median/mean/min/max NormShares of the user associations
-    (the dummy and the `root` user left out)."""
-    if isinstance(rule, (int, float)):
-        return float(rule), "set in the config"
-    results = [r for r in compute_fairshare(rows, damping) if r.is_user and r.user != "root" and r.key != dummy]
-    shares = [r.norm_shares for r in results if r.norm_shares > 0]
-    if not shares:
-        return None, "no user with shares"
-    pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[rule]
-    return pick(shares), f"{rule} NormShares of the user associations" + (" (dummy left out)" if dummy else "")

@@ -23,6 +23,7 @@ def status_data(
     target_core_hours: float | None = None,
     dummy: tuple[str, str] | None = None,
     reference: str | float = "median",
+    control_history: list[dict] | None = None,
 ) -> dict:
     """Everything `fscontrol status` shows, as plain data.
 
@@ -99,6 +100,7 @@ def status_data(
         "underflow_users": [f"{r['user']}@{r['account']}" for r in rows if r["underflow"] and not r["dummy"]],
         "warnings": warnings,
         "table": rows,
+        "control": _control_history(control_history or []),
     }
 
 
@@ -114,6 +116,39 @@ def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -
         {"model": m.name, "damping": m.damping, "underflow": m.n_underflow, "f_le_half": m.n_half, "users": mc.n_users}
         for m in mc.models
     ]
+
+
+def _control_history(rows: list[dict]) -> list[dict]:
+    """The controller's record: halving achieved vs target over time, d and padding."""
+    out = []
+    for r in rows:
+        h = r["h_now"]
+        out.append(
+            {
+                "time": _iso(r["taken_at"]),
+                "method": r["method"],
+                "damping": r["d_now"],
+                "padding_core_hours": (r["w_now"] or 0.0) / HOUR,
+                "halving_core_hours": None if h is None else h / HOUR,
+                "target_core_hours": (r["u_star"] or 0.0) / HOUR,
+                "error": None if h is None or not r["u_star"] else h / r["u_star"] - 1,
+                "applied": bool(r["apply"]),
+            }
+        )
+    return out
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float]) -> str:
+    """A one-line chart: each value as one of eight block heights between the min and the max."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    span = hi - lo or 1.0
+    return "".join(" " if v is None else SPARK[min(7, int((v - lo) / span * 7.999))] for v in values)
 
 
 def _fmt(v, spec: str) -> str:
@@ -174,6 +209,20 @@ def format_status(data: dict) -> str:
     lines.append("")
     lines.append("F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;")
     lines.append("halving = usage / -log2 F: the usage at which this user's F halves.")
+    hist = data.get("control") or []
+    if hist:
+        errs = [h["error"] for h in hist]
+        last = hist[-1]
+        known = [abs(e) for e in errs if e is not None]
+        lines.append("")
+        lines.append(
+            f"control ({last['method']}, last {len(hist)} ticks): halving {_fmt(last['halving_core_hours'], ',.2f')} "
+            f"vs target {last['target_core_hours']:,.2f} core-hours, error now "
+            f"{'-' if last['error'] is None else format(last['error'], '+.2%')}, worst "
+            f"{'-' if not known else format(max(known), '.2%')}; d={last['damping']}, padding "
+            f"{last['padding_core_hours']:,.2f} core-hours"
+        )
+        lines.append(f"  error over time  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})")
     if data.get("model_comparison"):
         lines.append("")
         lines.append("model comparison (Yalim fig. 2): users with F < 1e-6 (underflow) and F <= 0.5")

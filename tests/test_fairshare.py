@@ -20,6 +20,7 @@ from fscontrol.decay import Charge, slurm_usage
 from fscontrol.fairshare import (
     ROOT,
     TreeError,
+    choose_reference_share,
     compute_fairshare,
     effective_usage,
     fairshare_factor,
@@ -438,3 +439,24 @@ def test_remove_and_reference_share():
     assert reference_share(compute_fairshare(rows, 1), exclude=[("fsadmin", "fsdummy")]) == pytest.approx(1 / 3)
     with pytest.raises(TreeError):
         remove_associations(rows, [("fsadmin", "")])
+
+
+def test_choose_reference_share():
+    rows = read_sshare("final_sshare")  # users: 1/15 x3 (flat), 1/10 x2 (physics), 1/5 (chem, fsdummy)
+    dummy = ("fsadmin", "fsdummy")
+    assert choose_reference_share(rows, 1, dummy, "median")[0] == pytest.approx((1 / 15 + 1 / 10) / 2)
+    assert choose_reference_share(rows, 1, dummy, "min")[0] == pytest.approx(1 / 15)
+    assert choose_reference_share(rows, 1, dummy, "max")[0] == pytest.approx(1 / 5)
+    assert choose_reference_share(rows, 1, dummy, "mean")[0] == pytest.approx((3 / 15 + 2 / 10 + 1 / 5) / 6)
+    assert choose_reference_share(rows, 1, None, "mean")[0] == pytest.approx((3 / 15 + 2 / 10 + 2 / 5) / 7)
+    s, why = choose_reference_share(rows, 1, dummy, 0.01)
+    assert s == 0.01 and why == "set in the config"
+    assert choose_reference_share(rows, 1, dummy)[1] == "median NormShares of the user associations (dummy left out)"
+    # a user's own view (no root, no parents): falls back to sshare's printed NormShares
+    partial = [r for r in rows if r.is_user and r.account == "flat"]
+    s, why = choose_reference_share(partial, 1, None, "median")
+    assert s == pytest.approx(0.066667) and "incomplete" in why
+    assert choose_reference_share([r for r in rows if not r.is_user], 1)[0] is None
+    for bad in (0, 1.5, "mode"):
+        with pytest.raises(ValueError):
+            choose_reference_share(rows, 1, dummy, bad)
