@@ -129,3 +129,57 @@ def apply_plan(plan: Sequence[Action], run: Runner) -> list[Action]:
             done.append(replace(a, status="failed", output=str(e)[:2000]))
     return done
 
+
+
+# ---------------------------------------------------------------------------- persist d in slurm.conf
+def rewrite_damping(conf_text: str, d: int) -> str:
+    """slurm.conf with FairShareDampeningFactor=d (the line replaced, or added). Pure.
+
+    Only a validated integer is ever written: Slurm's clients die on a non-integer, and
+    `scontrol reconfigure` with one killed slurmctld on the testbed (losing usage since its
+    last state save)."""
+    if not isinstance(d, int) or isinstance(d, bool) or not 1 <= d <= D_MAX:
+        raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
+    out, done = [], False
+    for line in conf_text.splitlines(keepends=True):
+        key = line.split("#", 1)[0].strip().split("=", 1)[0].strip().lower()
+        if key == "fairsharedampeningfactor":
+            if not done:
+                out.append(f"FairShareDampeningFactor={d}\n")
+                done = True
+            continue  # a duplicate line would be ambiguous: keep one
+        out.append(line)
+    if not done:
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+        out.append(f"FairShareDampeningFactor={d}\n")
+    return "".join(out)
+
+
+def persist_damping(conf_path: str, d: int, run: Runner, stamp: str) -> str:
+    """Write d into slurm.conf atomically (backup, temp file + rename), then `scontrol
+    reconfigure`; if that fails, put the backup back and reconfigure again. Returns the backup path."""
+    import os
+
+    text = open(conf_path).read()
+    new = rewrite_damping(text, d)
+    backup = f"{conf_path}.fscontrol-{stamp}"
+    with open(backup, "w") as fh:
+        fh.write(text)
+    st = os.stat(conf_path)
+    tmp = f"{conf_path}.fscontrol-tmp"
+    with open(tmp, "w") as fh:
+        fh.write(new)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, st.st_mode & 0o7777)
+    os.replace(tmp, conf_path)
+    try:
+        run(("scontrol", "reconfigure"))
+    except SlurmCommandError as e:
+        os.replace(backup, conf_path)
+        try:
+            run(("scontrol", "reconfigure"))
+        finally:
+            raise SlurmCommandError(f"scontrol reconfigure failed after writing d={d} to {conf_path}; the old file is back: {e}") from None
+    return backup

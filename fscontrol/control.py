@@ -75,9 +75,10 @@ def choose_damping(d_ideal: float, d_now: int, hysteresis: float) -> int:
 
 
 def choose_hybrid_damping(d_ideal: float, d_now: int, hysteresis: float) -> int:
-    """The largest d that still leaves padding >= 0 (d <= ideal), kept at d_now while it stays
-    at most 1 + hysteresis below the ideal."""
-    if 1 <= d_now <= d_ideal and d_ideal - d_now < 1 + hysteresis and d_now <= D_MAX:
+    """The largest d that still leaves padding >= 0 (d <= ideal). d is held while padding can make
+    up the rest (d_now <= ideal < 2 d_now): every change of d costs one pass in which the new d
+    meets usage the padding was not planned for, so d moves only when it must."""
+    if 1 <= d_now <= d_ideal < 2 * d_now and d_now <= D_MAX:
         return d_now
     return clamp_d(math.floor(d_ideal))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sqlite_utils
 
@@ -243,6 +243,22 @@ def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: 
         with store.transaction(db):
             for aid, a in zip(aids, done):
                 store.update_action(db, aid, a.status, a.output, a.job_id, time.time())
+        if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
+            # opt-in: slurm.conf too, so a reconfigure or restart keeps d
+            p_act = act.Action(
+                "persist_damping",
+                ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
+                "persist = true: keep d across reconfigure and restart",
+            )
+            try:
+                backup = act.persist_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
+                                             time.strftime("%Y%m%dT%H%M%S"))
+                p_act = replace(p_act, status="ok", output=f"backup {backup}")
+            except (FscontrolError, OSError) as e:
+                p_act = replace(p_act, status="failed", output=str(e))
+            done = done + (p_act,)
+            with store.transaction(db):
+                store.write_actions(db, cluster, did, "control", [p_act], time.time())
         if any(a.kind == "set_damping" and a.status == "ok" for a in done):
             verified = parse.parse_config(source.config().stdout).damping_factor
             if verified != dec.d_target:

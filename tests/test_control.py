@@ -77,8 +77,9 @@ def test_target_below_what_d1_allows():
 def test_hysteresis_keeps_d_between_neighbours():
     assert control.choose_damping(7.6, 7, 0.25) == 7  # 0.6 away: within 0.75
     assert control.choose_damping(7.8, 7, 0.25) == 8
-    assert control.choose_hybrid_damping(8.9, 7, 0.25) == 8  # 1.9 below: too far
-    assert control.choose_hybrid_damping(7.9, 7, 0.25) == 7
+    assert control.choose_hybrid_damping(13.9, 7, 0.25) == 7  # padding makes up the rest
+    assert control.choose_hybrid_damping(14.5, 7, 0.25) == 14  # padding would double U: step up
+    assert control.choose_hybrid_damping(6.5, 7, 0.25) == 6  # padding would be negative: step down
 
 
 def test_reverted_damping_is_reapplied():
@@ -120,3 +121,34 @@ def test_dummy_job_is_submitted_once():
     kinds = [a.kind for a in actions.control_plan(dec, dummy=DUMMY, dummy_partition="fsadmin", padding_qos="fspad",
                                                    padding_mode="steady", dummy_jobs=[job], calc_period_s=P)]
     assert kinds == ["set_usage_factor"]
+
+
+def test_rewrite_damping_replaces_or_appends_and_validates():
+    conf = "ClusterName=x\nFairShareDampeningFactor=1 # old\nPriorityFlags=NO_FAIR_TREE\nfairsharedampeningfactor=9\n"
+    out = actions.rewrite_damping(conf, 12)
+    assert out.count("FairShareDampeningFactor=12\n") == 1 and "=9" not in out and "ClusterName=x\n" in out
+    assert actions.rewrite_damping("ClusterName=x", 3) == "ClusterName=x\nFairShareDampeningFactor=3\n"
+    for bad in (0, 65536, 1.5, True):
+        with pytest.raises(UnsafeActionError):
+            actions.rewrite_damping(conf, bad)
+
+
+def test_persist_rolls_back_when_reconfigure_fails(tmp_path):
+    from fscontrol.errors import SlurmCommandError
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\nFairShareDampeningFactor=1\n")
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        if len(calls) == 1:
+            raise SlurmCommandError("reconfigure failed")
+        return ""
+
+    with pytest.raises(SlurmCommandError, match="the old file is back"):
+        actions.persist_damping(str(conf), 5, run, "t1")
+    assert conf.read_text() == "ClusterName=x\nFairShareDampeningFactor=1\n"
+    assert calls == [("scontrol", "reconfigure"), ("scontrol", "reconfigure")]
+    backup = actions.persist_damping(str(conf), 5, lambda argv: "", "t2")
+    assert "FairShareDampeningFactor=5\n" in conf.read_text() and open(backup).read().endswith("=1\n")
