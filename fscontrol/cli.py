@@ -222,6 +222,54 @@ def control(
 
 
 @app.command()
+def tick(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """One full agent cycle for cron: collect, control (plan, or act with --apply), fit when due.
+    A file lock keeps two ticks from overlapping (the second exits 5)."""
+    from . import config, pipeline, report
+    from .lock import agent_lock
+
+    try:
+        cfg = config.load(config_path)
+        db_path = db or (Path(cfg.db) if cfg.db else None)
+        from . import store
+
+        path = db_path or store.default_db_path()
+        with agent_lock(cfg.lock or str(Path(path).with_suffix(".lock"))):
+            res = pipeline.run_tick(_source(source, cluster), _db(path), cfg, apply=apply or cfg.apply)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    data = report.control_data(res.control)
+    if res.fit is not None:
+        data["fit"] = {"half_life_s": res.fit.half_life_s, "half_life_se_s": res.fit.half_life_se_s, "drifted": res.fit.drifted}
+    typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
+    if any(a["status"] == "failed" for a in data["actions"]):
+        raise typer.Exit(3)
+
+
+config_app = typer.Typer(help="The agent's configuration file.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("check")
+def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Validate the config file and print the effective settings (defaults filled in)."""
+    from . import config
+
+    try:
+        eff = config.effective(config.load(config_path))
+    except FscontrolError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(eff, indent=2))
+
+
+@app.command()
 def capture(
     folder: Annotated[Path, typer.Argument(help="Folder to write the sample into (created).")],
     cluster: ClusterOpt = None,

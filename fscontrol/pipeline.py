@@ -266,3 +266,29 @@ def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: 
                     f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
                 )
     return ControlResult(cluster, sid, did, dec, done, apply, verified)
+
+
+# ---------------------------------------------------------------------------- the tick
+@dataclass(frozen=True)
+class TickResult:
+    control: ControlResult
+    fit: object | None  # fit.FitResult when a fit was due
+
+
+def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float) -> bool:
+    row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
+    return row[0] is None or now - row[0] >= every_s
+
+
+def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None) -> TickResult:
+    """One full cycle, as cron and the APScheduler loop run it: collect + control (one
+    transaction), apply when asked, then the decay fit when it is due."""
+    res = control_tick(source, db, cfg, apply=apply, now=now)
+    fitted = None
+    t = time.time() if now is None else now
+    if fit_due(db, res.cluster, cfg.schedule["fit"], t):
+        try:
+            _, _, fitted = fit_history(db, res.cluster, now=t)
+        except NotFoundError:
+            fitted = None  # not enough history yet: not a failed tick
+    return TickResult(res, fitted)

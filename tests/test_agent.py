@@ -1,0 +1,80 @@
+"""The agent's guard rails that need no Slurm: the tick lock, the config file, dry runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from fscontrol import store
+from fscontrol.cli import app
+from fscontrol.lock import agent_lock
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
+
+
+def _cfg(tmp_path, text: str) -> Path:
+    p = tmp_path / "fscontrol.toml"
+    p.write_text(text)
+    return p
+
+
+def test_second_tick_exits_5_while_one_holds_the_lock(tmp_path):
+    cfg = _cfg(tmp_path, f'[agent]\nlock = "{tmp_path}/agent.lock"\n')
+    with agent_lock(tmp_path / "agent.lock"):
+        r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db")])
+    assert r.exit_code == 5
+    assert r.output.strip().startswith("fscontrol: error: another fscontrol tick is running (pid ")
+    assert not (tmp_path / "h.db").exists()  # nothing was touched
+    r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db")])
+    assert r.exit_code == 0, r.output
+
+
+def test_config_typo_names_the_key(tmp_path):
+    cfg = _cfg(tmp_path, "[clusters.tb]\ntarget_core_hour = 100\n")
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg)])
+    assert r.exit_code == 2
+    assert r.output.strip() == (
+        f"fscontrol: error: {cfg}: config: unknown key 'clusters.tb.target_core_hour' (did you mean 'target_core_hours'?)"
+    )
+
+
+def test_config_check_prints_effective_settings(tmp_path):
+    cfg = _cfg(tmp_path, '[clusters.tb]\ntarget_core_hours = 100\nmethod = "hybrid"\n')
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg)])
+    assert r.exit_code == 0
+    eff = json.loads(r.output)
+    assert eff["apply"] is False and eff["clusters"]["tb"]["padding_mode"] == "pulse"
+    assert eff["schedule"]["collect"] == 300.0
+
+
+def test_bad_toml_and_missing_file(tmp_path):
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(_cfg(tmp_path, "[agent\n"))])
+    assert r.exit_code == 2 and "is not valid TOML" in r.output
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(tmp_path / "nope.toml")])
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_dry_run_records_the_plan_and_changes_nothing(tmp_path):
+    cfg = _cfg(tmp_path, '[clusters.tbcluster]\ntarget_core_hours = 2\nmethod = "hybrid"\npadding_mode = "steady"\n')
+    db = tmp_path / "h.db"
+    r = CliRunner().invoke(app, ["control", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["mode"] == "dry-run" and [a["status"] for a in data["actions"]] == ["planned"] * 3
+    rows = store.open_db(db).execute("SELECT kind, status, reason FROM actions").fetchall()
+    assert [k for k, _, _ in rows] == ["set_damping", "set_usage_factor", "submit_dummy"]
+    assert all(s == "planned" and reason for _, s, reason in rows)
+    # --apply on a recorded sample is refused before anything is written
+    r = CliRunner().invoke(app, ["control", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(db), "--apply"])
+    assert r.exit_code == 7 and "only a live cluster can be changed" in r.output
+    assert store.open_db(db).execute("SELECT count(*) FROM decisions").fetchone()[0] == 1
+
+
+def test_corrupt_database_is_a_clear_error(tmp_path):
+    db = tmp_path / "h.db"
+    db.write_bytes(b"this is not sqlite" * 100)
+    r = CliRunner().invoke(app, ["collect", "--source", str(SAMPLE), "--db", str(db)])
+    assert r.exit_code == 4
+    assert r.output.strip() == f"fscontrol: error: history database {db} is unreadable: file is not a database"
