@@ -1,0 +1,444 @@
+"""The SFS gate: Steffen's two-pass scheduler as holds (or nice demotions) on a live Slurm.
+
+Slurm's scheduling loop cannot be reordered from outside, so the agent gates it
+(DESIGN.md, "SFS"):
+
+* **pass-1 analogue** - while some account at or under its target occupancy has pending jobs
+  that are *waiting* (eligible, pending for Priority/Resources), the waiting jobs of accounts
+  *over* target are held (``scontrol hold``) or demoted (``scontrol update JobId=N Nice=K``);
+* **pass-2 analogue** - the agent's own holds are released when their account drops to or under
+  target (in priority order, while the account's running occupancy plus its waiting demand is
+  still at or under target: the re-check after each placement of pass 1), and all of them are
+  released as soon as nothing at or under target is waiting: a hold must never idle nodes for
+  nobody.
+
+Safety: a pending job held by a user (``JobHeldUser``) or an admin (``JobHeldAdmin``) that is
+not in the agent's ledger is never touched; a job not in the ledger is never released or
+un-niced; a job whose nice someone else set is never re-niced. At most ``max_actions``
+actions are planned per tick (releases first); the rest are counted as deferred.
+
+Limits: the gate sees the queue, not the nodes. While an under-target account's waiting job
+cannot start (too big for the free nodes: Slurm drains for it), the held jobs of over-target
+accounts cannot backfill into the drain either; the nice mode keeps them visible to backfill.
+
+Pure: no I/O, no clock (``now`` is an argument), deterministic order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from .allocations import Allocation, allocations_unit
+from .errors import ConfigError
+from .records import QueueJob
+
+ActionKind = Literal["hold", "release", "nice", "unnice"]
+GateMode = Literal["hold", "nice"]
+
+RUNNING_STATES = frozenset({"RUNNING", "R", "CONFIGURING", "CF"})
+PENDING_STATES = frozenset({"PENDING", "PD"})
+HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+AGENT_HOLD_REASON = "JobHeldAdmin"  # what `scontrol hold` leaves: no owner is recorded
+# Pending reasons that mean "cannot run now whatever the scheduler does": not waiting for nodes.
+_NOT_WAITING_PREFIXES = (
+    "JobHeld",
+    "Dependency",
+    "BeginTime",
+    "Assoc",
+    "QOS",
+    "JobArrayTaskLimit",
+    "Partition",
+    "Invalid",
+    "BadConstraints",
+    "ReqNodeNotAvail",
+    "Reservation",
+    "launch failed",
+    "FrontEndDown",
+    "NodeDown",
+    "DeadLine",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GateOptions:
+    """How the gate acts.
+
+    action: "hold" (scontrol hold/release; held jobs lose accrued age unless ACCRUE_ALWAYS) or
+      "nice" (demote with Nice=nice_value; keeps age and backfill).
+    nice_value: the Nice the agent sets (1..2147483645; Slurm subtracts it from the priority).
+    max_actions: at most this many actions per tick (>= 1).
+    node_cpus: cpus per node, to count a job in nodes when squeue gave no node count (unit
+      "nodes"), or in cpus when it gave no cpu count (unit "cpus").
+    """
+
+    action: GateMode = "hold"
+    nice_value: int = 10000
+    max_actions: int = 50
+    node_cpus: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ("hold", "nice"):
+            raise ConfigError(f"gate action must be 'hold' or 'nice', not {self.action!r}")
+        if isinstance(self.nice_value, bool) or not isinstance(self.nice_value, int) or not (
+            1 <= self.nice_value <= 2147483645
+        ):
+            raise ConfigError(f"gate nice value must be an integer in 1..2147483645, not {self.nice_value!r}")
+        if isinstance(self.max_actions, bool) or not isinstance(self.max_actions, int) or self.max_actions < 1:
+            raise ConfigError(f"gate max actions per tick must be an integer >= 1, not {self.max_actions!r}")
+        if self.node_cpus is not None and (
+            isinstance(self.node_cpus, bool) or not isinstance(self.node_cpus, int) or self.node_cpus < 1
+        ):
+            raise ConfigError(f"gate node size (cpus per node) must be an integer >= 1, not {self.node_cpus!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class GateAction:
+    """One planned change to one job, with a human reason."""
+
+    kind: ActionKind
+    job_id: str
+    account: str
+    reason: str
+    nice: int | None = None  # the Nice to set (nice/unnice)
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The Slurm command that carries the action out (an argument list, never a shell line)."""
+        if self.kind == "hold":
+            return ("scontrol", "hold", self.job_id)
+        if self.kind == "release":
+            return ("scontrol", "release", self.job_id)
+        return ("scontrol", "update", f"JobId={self.job_id}", f"Nice={self.nice}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["argv"] = list(self.argv)
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class AccountGate:
+    """One account's line in the gate table (sizes in the allocations' unit)."""
+
+    account: str
+    unit: str
+    occupancy: float  # sum of the sizes of its RUNNING jobs
+    ideal: float | None  # None: no allocation (unmanaged)
+    target: float | None
+    running_jobs: int
+    pending_jobs: int
+    pending_demand: float  # sum of the sizes of all its pending jobs
+    waiting_jobs: int  # pending and eligible (not held, no dependency/limit reason)
+    waiting_demand: float
+    agent_held: int  # its jobs held/demoted by the agent (ledger), still pending
+    state: Literal["over", "at", "under", "unmanaged"]
+
+    @property
+    def over_by(self) -> float | None:
+        return None if self.target is None else self.occupancy - self.target
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["over_by"] = self.over_by
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class GatePlan:
+    """The gate's decision at ``now``: the per-account table and the actions, in order."""
+
+    now: float
+    action: GateMode
+    unit: str
+    accounts: tuple[AccountGate, ...]
+    actions: tuple[GateAction, ...]
+    deferred: int = 0  # actions beyond max_actions, left for the next tick
+    under_waiting: tuple[str, ...] = ()  # accounts at/under target with waiting jobs
+    stale_ledger: tuple[str, ...] = ()  # ledger ids no longer held/demoted by us: drop them
+    foreign_held: tuple[str, ...] = field(default=())  # held by a user/admin: left alone
+
+    @property
+    def holds(self) -> tuple[GateAction, ...]:
+        return tuple(a for a in self.actions if a.kind in ("hold", "nice"))
+
+    @property
+    def releases(self) -> tuple[GateAction, ...]:
+        return tuple(a for a in self.actions if a.kind in ("release", "unnice"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "now": self.now,
+            "action": self.action,
+            "unit": self.unit,
+            "accounts": [a.to_dict() for a in self.accounts],
+            "actions": [a.to_dict() for a in self.actions],
+            "deferred": self.deferred,
+            "under_waiting": list(self.under_waiting),
+            "stale_ledger": list(self.stale_ledger),
+            "foreign_held": list(self.foreign_held),
+        }
+
+
+_ID_PART = re.compile(r"(\d+)")
+
+
+def _id_key(job_id: str) -> tuple:
+    """Natural order of job ids ("9" < "10", "12_3" < "12_10")."""
+    return tuple(int(p) if p.isdigit() else p for p in _ID_PART.split(job_id) if p != "")
+
+
+def _prio_key(job: QueueJob) -> tuple:
+    """Highest priority first, then oldest, then job id: a deterministic total order."""
+    submit = job.submit if job.submit is not None else math.inf
+    return (-job.priority, submit, _id_key(job.job_id))
+
+
+def job_size(job: QueueJob, unit: str, node_cpus: int | None = None) -> float:
+    """A job's size in the unit: nodes or cpus (converted with node_cpus when one is missing)."""
+    if unit == "nodes":
+        if job.nodes > 0:
+            return float(job.nodes)
+        if node_cpus and job.cpus > 0:
+            return float(math.ceil(job.cpus / node_cpus))
+        return 0.0
+    if job.cpus > 0:
+        return float(job.cpus)
+    if node_cpus and job.nodes > 0:
+        return float(job.nodes * node_cpus)
+    return 0.0
+
+
+def is_running(job: QueueJob) -> bool:
+    return job.state.upper() in RUNNING_STATES
+
+
+def is_pending(job: QueueJob) -> bool:
+    return job.state.upper() in PENDING_STATES
+
+
+def is_waiting(job: QueueJob) -> bool:
+    """Pending and eligible: it waits for nodes or priority, not for a hold, dependency or limit."""
+    if not is_pending(job):
+        return False
+    reason = job.reason or ""
+    return not reason.startswith(_NOT_WAITING_PREFIXES)
+
+
+def plan_gate(
+    queue: Iterable[QueueJob],
+    allocations: Mapping[str, Allocation],
+    ledger: Collection[str] | Mapping[str, int] = (),
+    options: GateOptions | None = None,
+    *,
+    now: float,
+) -> GatePlan:
+    """Plan one gate tick.
+
+    queue: squeue's jobs (pending and running; others are ignored).
+    allocations: account -> Allocation (one unit for all). Accounts without one are unmanaged:
+      never held, and their waiting jobs do not trigger holds.
+    ledger: ids of the jobs the agent itself holds (hold mode) or demoted (nice mode). In nice
+      mode it may be a mapping id -> the Nice the job had before, restored on un-nice (else 0).
+    now: the time of the decision (recorded in the plan; the policy does not depend on it).
+    """
+    opts = options or GateOptions()
+    unit = allocations_unit(allocations)
+    mode = opts.action
+    ours = set(ledger)
+    restore = dict(ledger) if isinstance(ledger, Mapping) else {}
+
+    jobs = sorted(queue, key=_prio_key)
+    seen: set[str] = set()
+    running: dict[str, list[QueueJob]] = {}
+    pending: dict[str, list[QueueJob]] = {}
+    for j in jobs:
+        if j.job_id in seen:
+            continue
+        seen.add(j.job_id)
+        if is_running(j):
+            running.setdefault(j.account, []).append(j)
+        elif is_pending(j):
+            pending.setdefault(j.account, []).append(j)
+
+    def size(j: QueueJob) -> float:
+        return job_size(j, unit, opts.node_cpus)
+
+    # Which ledger jobs are really still ours (held / demoted by us, pending)?
+    agent_jobs: dict[str, list[QueueJob]] = {}
+    stale: list[str] = []
+    pending_ids = set()
+    for acct, pjobs in pending.items():
+        for j in pjobs:
+            pending_ids.add(j.job_id)
+            if j.job_id not in ours:
+                continue
+            if mode == "hold":
+                still = j.reason == AGENT_HOLD_REASON
+            else:
+                still = j.nice == opts.nice_value
+            if still:
+                agent_jobs.setdefault(acct, []).append(j)
+            else:  # released / re-niced by someone else: not ours any more
+                stale.append(j.job_id)
+    stale.extend(i for i in ours if i not in pending_ids)
+
+    foreign: list[str] = []
+    accounts = sorted(set(running) | set(pending) | set(allocations))
+    table: list[AccountGate] = []
+    state_of: dict[str, str] = {}
+    occ_of: dict[str, float] = {}
+    waiting_of: dict[str, list[QueueJob]] = {}
+    for acct in accounts:
+        r = running.get(acct, [])
+        p = pending.get(acct, [])
+        occ = sum(size(j) for j in r)
+        waiting = [j for j in p if j.job_id not in ours and is_waiting(j)]
+        foreign.extend(j.job_id for j in p if j.job_id not in ours and j.reason in HELD_REASONS)
+        alloc = allocations.get(acct)
+        if alloc is None:
+            state = "unmanaged"
+            ideal = target = None
+        else:
+            ideal, target = alloc.ideal, alloc.target
+            state = "over" if occ > target else ("at" if occ == target else "under")
+        state_of[acct] = state
+        occ_of[acct] = occ
+        waiting_of[acct] = waiting
+        table.append(
+            AccountGate(
+                account=acct,
+                unit=unit,
+                occupancy=occ,
+                ideal=ideal,
+                target=target,
+                running_jobs=len(r),
+                pending_jobs=len(p),
+                pending_demand=sum(size(j) for j in p),
+                waiting_jobs=len(waiting),
+                waiting_demand=sum(size(j) for j in waiting),
+                agent_held=len(agent_jobs.get(acct, [])),
+                state=state,  # type: ignore[arg-type]
+            )
+        )
+
+    under_waiting = tuple(a for a in accounts if state_of[a] in ("at", "under") and waiting_of[a])
+    undo: ActionKind = "release" if mode == "hold" else "unnice"
+    do: ActionKind = "hold" if mode == "hold" else "nice"
+
+    def undo_action(j: QueueJob, why: str) -> GateAction:
+        nice = None if mode == "hold" else int(restore.get(j.job_id, 0))
+        return GateAction(undo, j.job_id, j.account, why, nice)
+
+    releases: list[GateAction] = []
+    for acct in sorted(agent_jobs):
+        held = agent_jobs[acct]  # already in priority order
+        state = state_of[acct]
+        if not under_waiting:
+            why = "nothing at or under target is waiting: a hold must not idle nodes"
+            releases.extend(undo_action(j, why) for j in held)
+        elif state == "unmanaged":
+            releases.extend(undo_action(j, f"account {acct} has no allocation any more") for j in held)
+        elif state in ("at", "under"):
+            alloc = allocations[acct]
+            proj = occ_of[acct] + sum(size(j) for j in waiting_of[acct])
+            for j in held:
+                if proj > alloc.target:
+                    break
+                releases.append(
+                    undo_action(
+                        j,
+                        f"account {acct} at/under target ({_fmt(proj)} <= {_fmt(alloc.target)} {unit} "
+                        "with its running and waiting jobs)",
+                    )
+                )
+                proj += size(j)
+
+    holds: list[GateAction] = []
+    if under_waiting:
+        waiting_names = ", ".join(under_waiting[:3]) + (" ..." if len(under_waiting) > 3 else "")
+        over = [a for a in accounts if state_of[a] == "over"]
+        # Most over target (relative) first, then by name: their top jobs are in the way.
+        over.sort(key=lambda a: (-(occ_of[a] / allocations[a].target), a))
+        for acct in over:
+            alloc = allocations[acct]
+            for j in waiting_of[acct]:
+                if mode == "nice" and j.nice != 0:
+                    continue  # someone else set its nice: leave it alone
+                why = (
+                    f"account {acct} over target ({_fmt(occ_of[acct])} > {_fmt(alloc.target)} {unit}) "
+                    f"while {waiting_names} at/under target wait"
+                )
+                holds.append(GateAction(do, j.job_id, acct, why, None if mode == "hold" else opts.nice_value))
+
+    planned = releases + holds
+    kept = tuple(planned[: opts.max_actions])
+    return GatePlan(
+        now=now,
+        action=mode,
+        unit=unit,
+        accounts=tuple(table),
+        actions=kept,
+        deferred=len(planned) - len(kept),
+        under_waiting=under_waiting,
+        stale_ledger=tuple(sorted(set(stale), key=_id_key)),
+        foreign_held=tuple(sorted(foreign, key=_id_key)),
+    )
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}" if x == int(x) else f"{x:.1f}"
+
+
+def apply_to_ledger(
+    ledger: Mapping[str, int] | Collection[str], plan: GatePlan, *, done: Iterable[str] | None = None
+) -> dict[str, int]:
+    """The ledger after a plan was carried out (``done``: ids whose action succeeded; default all).
+
+    Returns a mapping id -> the Nice to restore (0 for holds): stale ids are dropped, ids the
+    agent released/un-niced are removed, ids it held/demoted are added.
+    """
+    out: dict[str, int] = dict(ledger) if isinstance(ledger, Mapping) else {i: 0 for i in ledger}
+    ok = None if done is None else set(done)
+    for i in plan.stale_ledger:
+        out.pop(i, None)
+    for a in plan.actions:
+        if ok is not None and a.job_id not in ok:
+            continue
+        if a.kind in ("release", "unnice"):
+            out.pop(a.job_id, None)
+        else:
+            out.setdefault(a.job_id, 0)
+    return out
+
+
+def format_gate_plan(plan: GatePlan) -> str:
+    """The plan as text: the per-account table, then the actions with their reasons."""
+    from tabulate import tabulate
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else _fmt(x)
+
+    rows = [
+        [a.account, a.state, num(a.occupancy), num(a.ideal), num(a.target), a.running_jobs, a.pending_jobs,
+         num(a.pending_demand), a.waiting_jobs, a.agent_held]
+        for a in plan.accounts
+    ]
+    headers = ["account", "state", f"occupancy ({plan.unit})", "ideal", "target", "running", "pending",
+               "pending demand", "waiting", f"agent {'held' if plan.action == 'hold' else 'demoted'}"]
+    out = [tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True), ""]
+    if plan.actions:
+        out.append(f"{len(plan.actions)} action(s):")
+        out.extend(f"  {a.kind:<8} {a.job_id:<12} {a.account:<12} {a.reason}" for a in plan.actions)
+    else:
+        out.append("no action")
+    if plan.deferred:
+        out.append(f"{plan.deferred} more action(s) deferred to the next tick (max actions per tick)")
+    if plan.stale_ledger:
+        out.append(f"ledger entries no longer ours (drop): {', '.join(plan.stale_ledger)}")
+    if plan.foreign_held:
+        out.append(f"held by users/admins, left alone: {', '.join(plan.foreign_held)}")
+    return "\n".join(out)

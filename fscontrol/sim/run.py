@@ -1,0 +1,149 @@
+"""The simulator's entry point: ``run_simulation(workload, policy) -> SimResult``."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine import simulate
+from .metrics import group_metrics, utilization
+from .policies import Policy, get_policy
+from .progress import TextProgress
+from .workload import Workload
+
+ProgressArg = bool | Callable[[int, int], None] | None
+
+
+@dataclass
+class SimResult:
+    """A finished run: per-job times (aligned with ``workload.jobs``) and the metrics."""
+
+    workload: Workload
+    policy: Policy
+    start: list[float]
+    end: list[float]
+    overall: dict[str, Any]
+    by_account: dict[str, dict[str, Any]]
+    by_user: dict[str, dict[str, Any]]
+    wall_s: float
+    stats: dict[str, Any] = field(default_factory=dict)
+    start_order: list[int] = field(default_factory=list)  # job indices in the order they started
+
+    @property
+    def jobs_per_second(self) -> float:
+        return len(self.workload.jobs) / self.wall_s if self.wall_s > 0 else math.inf
+
+    def job_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for j, s, e in zip(self.workload.jobs, self.start, self.end):
+            ok = s != math.inf
+            rows.append(
+                {
+                    "id": j.job_id,
+                    "user": j.user,
+                    "account": j.account,
+                    "nodes": j.size,
+                    "submit": j.submit,
+                    "start": s if ok else None,
+                    "end": e if ok else None,
+                    "wait": s - j.submit if ok else None,
+                    "run": j.run,
+                    "limit": j.estimate,
+                }
+            )
+        return rows
+
+    def to_dict(self, *, jobs: bool = False) -> dict[str, Any]:
+        """JSON-able (no inf/NaN): workload, policy, metrics, run statistics [, per-job rows]."""
+        w = self.workload
+        d: dict[str, Any] = {
+            "workload": {"name": w.name, "nodes": w.nodes, "jobs": len(w.jobs),
+                         "meta": {k: v for k, v in w.meta.items() if k != "header"}},
+            "policy": self.policy.to_dict(),
+            "allocations": {a: al.to_dict() for a, al in sorted(w.allocations.items())},
+            "overall": self.overall,
+            "by_account": self.by_account,
+            "by_user": self.by_user,
+            "wall_s": self.wall_s,
+            "jobs_per_second": self.jobs_per_second,
+            "stats": self.stats,
+        }
+        if jobs:
+            d["jobs"] = self.job_rows()
+        return _clean(d)
+
+
+def _clean(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def run_simulation(
+    workload: Workload,
+    policy: Policy | str,
+    *,
+    progress: ProgressArg = None,
+    max_time: float | None = None,
+    per_user: bool = True,
+) -> SimResult:
+    """Simulate ``workload`` under ``policy`` (a Policy or a preset name, see ``policies.PRESETS``).
+
+    progress: None/False (quiet), True (a bar on stderr when it is a terminal), or a callable
+      ``f(done_jobs, total_jobs)``.
+    max_time: stop after this much simulated time (seconds from the first submission).
+    per_user: also compute per-user metrics (the SWF log has hundreds of users).
+    """
+    pol = get_policy(policy) if isinstance(policy, str) else policy
+    bar: TextProgress | None = None
+    cb: Callable[[int, int], None] | None
+    if progress is True:
+        bar = TextProgress(f"{pol.label}")
+        cb = bar if bar.enabled else None
+    elif callable(progress):
+        cb = progress
+    else:
+        cb = None
+    t0 = time.perf_counter()
+    try:
+        raw = simulate(workload, pol, progress=cb, max_time=max_time)
+    finally:
+        if bar is not None:
+            bar.close()
+    wall = time.perf_counter() - t0
+    jobs = workload.jobs
+    submit = [j.submit for j in jobs]
+    run = [j.run for j in jobs]
+    size = [j.size for j in jobs]
+    everyone = range(len(jobs))
+    overall = group_metrics(everyone, submit, raw.start, raw.end, run, size)
+    overall["utilization"] = utilization(submit, raw.end, run, size, workload.nodes)
+    overall["makespan_s"] = (max((e for e in raw.end if e != math.inf), default=math.nan) - min(submit)) if jobs else None
+
+    def by(attr: str) -> dict[str, dict[str, Any]]:
+        groups: dict[str, list[int]] = {}
+        for i, j in enumerate(jobs):
+            groups.setdefault(getattr(j, attr), []).append(i)
+        return {g: group_metrics(ix, submit, raw.start, raw.end, run, size) for g, ix in sorted(groups.items())}
+
+    by_account = by("account")
+    by_user = by("user") if per_user else {}
+    stats = {
+        "events": raw.events,
+        "passes": raw.passes,
+        "unfinished": raw.unfinished,
+        "gate_ticks": raw.gate_ticks,
+        "holds": raw.holds,
+        "releases": raw.releases,
+        "nices": raw.nices,
+        "unnices": raw.unnices,
+        "notes": raw.notes,
+    }
+    return SimResult(workload, pol, raw.start, raw.end, overall, by_account, by_user, wall, stats, raw.order)
