@@ -467,6 +467,92 @@ def publish(
         typer.echo(f"published snapshot {data['snapshot_id']} of {data['cluster']} to {path} ({rows})")
 
 
+@app.command()
+def gate(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Hold/release (or nice) for real (default: dry run).")] = False,
+    release_all: Annotated[bool, typer.Option("--release-all", help="Undo every hold the agent placed (and only those).")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Simultaneous Fair-Share gate: per account, occupancy now vs target (factor x award/period);
+    hold (or demote by nice) the pending jobs of accounts over target while accounts at or under
+    target have jobs waiting; release the agent's own holds when that stops. Jobs held by users or
+    other admins are never touched. Dry run unless --apply."""
+    from . import config, pipeline
+    from .gate import format_gate_plan
+
+    try:
+        cfg = config.load(config_path)
+        database = _db(db or (Path(cfg.db) if cfg.db else None))
+        res = pipeline.gate_tick(_source(source, cluster), database, cfg, apply=apply or cfg.apply, release_all=release_all)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    if json_out:
+        data = res.plan.to_dict()
+        data["mode"] = "apply" if res.applied else "dry-run"
+        data["results"] = [{"job_id": a.job_id, "kind": a.kind, "status": a.status, "output": a.output} for a in res.actions]
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(format_gate_plan(res.plan))
+        if res.applied:
+            for a in res.actions:
+                typer.echo(f"{a.status:8} {' '.join(a.argv)}  {a.output}")
+        elif res.actions:
+            typer.echo("(dry run: nothing was changed; --apply carries the plan out)")
+    if any(a.status == "failed" for a in res.actions):
+        raise typer.Exit(3)
+
+
+@app.command()
+def simulate(
+    workload: Annotated[
+        str,
+        typer.Argument(help="An SWF log (.swf, .swf.gz), a scenario (.toml, .json), or section9[:SEED] (Steffen's experiment)."),
+    ],
+    policy: Annotated[
+        list[str],
+        typer.Option("--policy", "-p", help="fcfs, easy, linear-{eligible,size}, sfs-{eligible,size}, gate-{hold,nice}-{eligible,size}; "
+                     "+nobf turns backfill off. Repeat to compare."),
+    ] = ["easy"],  # noqa: B006
+    procs_per_node: Annotated[int, typer.Option(help="SWF: processors per node (nodes = processors / this).")] = 8,
+    limit: Annotated[Optional[int], typer.Option(help="Only the first N jobs.")] = None,
+    by: Annotated[str, typer.Option(help="Report per 'account' or 'user'.")] = "account",
+    gantt: Annotated[bool, typer.Option("--gantt", help="Print a Gantt chart of the first policy's schedule.")] = False,
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write the Gantt chart as PNG (needs fscontrol[plot]).")] = None,
+    progress: Annotated[bool, typer.Option(help="A progress bar on stderr (only on a terminal).")] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Simulate a scheduler on a workload: EASY backfill, multifactor linear priority with a
+    reservation depth, Simultaneous Fair-Share's two passes, or linear priority gated by
+    fscontrol's SFS gate (hold or nice). Reports wait, first-start latency, slowdown,
+    throughput and utilization per account or user."""
+    from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
+
+    try:
+        wl = load_workload(workload, procs_per_node=procs_per_node, limit=limit)
+        results = [run_simulation(wl, p, progress=progress, per_user=(by == "user")) for p in policy]
+        if png is not None:
+            render_gantt_png(results[0], png)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    except (ValueError, OSError) as e:
+        typer.echo(f"fscontrol: error: {e}", err=True)
+        raise typer.Exit(2) from None
+    if json_out:
+        typer.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        return
+    for r in results:
+        typer.echo(format_report(r, by=by))
+        typer.echo("")
+    if len(results) > 1:
+        typer.echo(format_comparison(results))
+    if gantt:
+        typer.echo(render_gantt_text(results[0]))
+
+
 def main() -> None:  # pragma: no cover - console entry for `python -m fscontrol`
     app()
 

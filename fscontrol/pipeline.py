@@ -292,3 +292,61 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
         except NotFoundError:
             fitted = None  # not enough history yet: not a failed tick
     return TickResult(res, fitted)
+
+
+# ---------------------------------------------------------------------------- the SFS gate
+@dataclass(frozen=True)
+class GateResult:
+    cluster: str
+    snapshot_id: int
+    plan: object  # gate.GatePlan
+    actions: tuple  # actions.Action with statuses
+    applied: bool
+
+
+def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False) -> GateResult:
+    """Collect, plan the holds (or demotions) and releases, store, apply if asked.
+
+    The ledger of the agent's own holds lives in SQLite; only those are ever released."""
+    from . import actions as act
+    from . import gate
+
+    run = getattr(source, "run", None)
+    if apply and run is None:
+        raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
+    snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
+    cc = cfg.cluster(snap.cluster)
+    if not cc.allocations and not release_all:
+        raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
+    ledger = store.gate_ledger(db, snap.cluster)
+    options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions, node_cpus=cc.gate.node_cpus)
+    if release_all:
+        queued = {q.job_id for q in snap.queue}
+        acts = tuple(
+            gate.GateAction("release" if n == 0 else "unnice", j, "", "release-all: undo every hold the agent placed", nice=n or None)
+            for j, n in sorted(ledger.items())
+            if j in queued
+        )
+        plan = gate.GatePlan(now=snap.taken_at, action=options.action, unit="cpus", accounts=(), actions=acts,
+                             stale_ledger=tuple(j for j in ledger if j not in queued))
+    else:
+        plan = gate.plan_gate(snap.queue, cc.allocations, ledger, options, now=snap.taken_at)
+    planned = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
+    with store.transaction(db):
+        sid = store.write_snapshot(db, snap, source=source.describe())
+        aids = store.write_actions(db, snap.cluster, None, "gate", planned, snap.taken_at)
+        store.record_tick(db, snap.cluster, snap.taken_at, time.time(), "ok", snapshot_id=sid)
+    done = tuple(planned)
+    if apply:
+        results = []
+        for a in planned:  # each job on its own: one failure (job ended meanwhile) stops nothing else
+            results.extend(act.apply_plan([a], lambda argv: run(argv).stdout))
+        done = tuple(results)
+        ok = {a.job_id for a in done if a.status == "ok"}
+        new_ledger = gate.apply_to_ledger(ledger, plan, done=ok)
+        kinds = {a.job_id: (a.kind, a.reason) for a in plan.actions}
+        with store.transaction(db):
+            for aid, a in zip(aids, done):
+                store.update_action(db, aid, a.status, a.output, a.job_id, time.time())
+            store.set_gate_ledger(db, snap.cluster, new_ledger, kinds, time.time())
+    return GateResult(snap.cluster, sid, plan, done, apply)

@@ -8,6 +8,7 @@ rows are the latest sample at or before it.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -223,10 +224,27 @@ def _m003_control(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m004_gate_ledger(db: sqlite_utils.Database) -> None:
+    # the jobs the agent itself holds or demoted: it releases only these (scontrol hold records
+    # no owner); every hold/release is also in `actions` (stage 'gate') with its reason
+    db.execute(
+        """CREATE TABLE gate_ledger (
+            cluster TEXT NOT NULL,
+            job_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            restore_nice INTEGER NOT NULL,
+            placed_at REAL NOT NULL,
+            reason TEXT,
+            PRIMARY KEY (cluster, job_id)
+        )"""
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
     ("003_control", _m003_control),
+    ("004_gate_ledger", _m004_gate_ledger),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -313,13 +331,14 @@ def _paths(rows: Iterable[ShareRow]) -> dict[tuple[str, str], str]:
     by_account: dict[str, str] = {}
     out: dict[tuple[str, str], str] = {}
     for r in rows:
-        if r.is_user:
-            out[r.key] = f"{by_account.get(r.account, r.account)}/{r.user}"
+        account, user = r.account, r.user
+        if user:
+            out[(account, user)] = f"{by_account.get(account, account)}/{user}"
         else:
             base = by_account.get(r.parent, r.parent) if r.parent else ""
-            p = f"{base}/{r.account}" if base else r.account
-            by_account[r.account] = p
-            out[r.key] = p
+            p = f"{base}/{account}" if base else account
+            by_account[account] = p
+            out[(account, user)] = p
     return out
 
 
@@ -337,8 +356,27 @@ def _sample_values(r: ShareRow) -> tuple:
     )
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during a bulk write. The rows built here hold no
+    cycles, but each collection re-scans every live object, and a tick holds the parsed
+    snapshot (a million JobRecords at 1M sacct lines): pausing halves the association part."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
     """Write one snapshot and all it carries. The caller holds the transaction."""
+    with _gc_paused():
+        return _write_snapshot(db, snap, source)
+
+
+def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> int:
     cfg = snap.config
     users = snap.users
     root = snap.root
@@ -378,14 +416,14 @@ def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") 
             "SELECT id, account, user, parent, depth FROM assocs WHERE cluster = ?", [snap.cluster]
         )
     }
+    # (account, user) built once per row: at 100k associations the `key` property adds up
+    keyed = [((r.account, r.user), r) for r in snap.shares]
     paths = _paths(snap.shares)
-    new_assocs = [
-        (snap.cluster, r.account, r.user, r.parent, r.depth, paths[r.key]) for r in snap.shares if r.key not in ids
-    ]
+    new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in keyed if k not in ids]
     moved = [
-        (r.parent, r.depth, paths[r.key], ids[r.key][0])
-        for r in snap.shares
-        if r.key in ids and (ids[r.key][1], ids[r.key][2]) != (r.parent, r.depth)
+        (r.parent, r.depth, paths[k], ids[k][0])
+        for k, r in keyed
+        if k in ids and (ids[k][1], ids[k][2]) != (r.parent, r.depth)
     ]
     if new_assocs:
         conn.executemany(
@@ -409,8 +447,8 @@ def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") 
     }
     changed = []
     seen = set()
-    for r in snap.shares:
-        aid = ids[r.key][0]
+    for k, r in keyed:
+        aid = ids[k][0]
         seen.add(aid)
         vals = _sample_values(r)
         if current.get(aid) != vals:
@@ -721,3 +759,21 @@ def decision_history(db: sqlite_utils.Database, cluster: str, limit: int = 50) -
     )
     cols = [c[0] for c in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()][::-1]
+
+
+def gate_ledger(db: sqlite_utils.Database, cluster: str) -> dict[str, int]:
+    """Job id -> the Nice to restore (0 for a hold), for the jobs the agent holds or demoted."""
+    return {j: n for j, n in db.execute("SELECT job_id, restore_nice FROM gate_ledger WHERE cluster = ?", [cluster])}
+
+
+def set_gate_ledger(db: sqlite_utils.Database, cluster: str, ledger: dict[str, int], kinds: dict[str, tuple[str, str]], at: float) -> None:
+    """Make the stored ledger equal `ledger`; `kinds` gives (kind, reason) for new entries."""
+    current = gate_ledger(db, cluster)
+    gone = [j for j in current if j not in ledger]
+    if gone:
+        db.conn.executemany("DELETE FROM gate_ledger WHERE cluster = ? AND job_id = ?", [(cluster, j) for j in gone])
+    new = [(cluster, j, *kinds.get(j, ("hold", ""))[:1], n, at, kinds.get(j, ("", ""))[1]) for j, n in ledger.items() if j not in current]
+    if new:
+        db.conn.executemany(
+            "INSERT INTO gate_ledger (cluster, job_id, kind, restore_nice, placed_at, reason) VALUES (?,?,?,?,?,?)", new
+        )

@@ -20,7 +20,9 @@ LOCK_WAIT_S = 3600.0
 
 def _exclusive_testbed_lock():
     """One test session at a time on the testbed: the tests cancel jobs and reset usage."""
-    fh = open("/tmp/fscontrol-testbed.lock", "w")
+    from testbed import DEFAULT_DIR
+
+    fh = open(f"{DEFAULT_DIR}.lock", "w")
     deadline = time.time() + LOCK_WAIT_S
     while True:
         try:

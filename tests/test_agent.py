@@ -78,3 +78,23 @@ def test_corrupt_database_is_a_clear_error(tmp_path):
     r = CliRunner().invoke(app, ["collect", "--source", str(SAMPLE), "--db", str(db)])
     assert r.exit_code == 4
     assert r.output.strip() == f"fscontrol: error: history database {db} is unreadable: file is not a database"
+
+
+def test_gate_dry_run_on_the_sample(tmp_path):
+    cfg = _cfg(tmp_path, "".join(
+        f'[clusters.tbcluster.allocations.{a}]\naward = {w}\nperiod = "30d"\n'
+        for a, w in (("physics", 2000), ("flat", 20000), ("chem", 10000))
+    ))
+    r = CliRunner().invoke(app, ["gate", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    states = {a["account"]: a["state"] for a in data["accounts"]}
+    # flat runs 64 cpus against a target of 2 x 20000/720 = 55.6; chem's pending jobs sit in a DOWN
+    # partition, so nothing under target is waiting and no hold may be placed (it would idle nodes)
+    assert states == {"chem": "under", "flat": "over", "physics": "over"}
+    assert data["actions"] == [] and data["under_waiting"] == []
+
+
+def test_gate_without_allocations_is_a_clear_error(tmp_path):
+    r = CliRunner().invoke(app, ["gate", "--source", str(SAMPLE), "--db", str(tmp_path / "h.db")])
+    assert r.exit_code == 6 and "no allocations configured for cluster tbcluster" in r.output

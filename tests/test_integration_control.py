@@ -1,0 +1,109 @@
+"""Against the real testbed: the controller keeps fair-share halving at u* while other users'
+jobs run and decay, for each method; the implied halving is measured from sprio's factor.
+
+Measured quantity, per user with usage and a pending probe job, at every snapshot:
+    H_user = (EffectvUsage x U_total) / -log2(F_sprio) x (S_ref / S_user)
+EffectvUsage is computed by Slurm at the start of a decay pass from the usage the previous pass
+left, so U_total is root's RawUsage just before the pass that produced it. For a user alone at the
+first tier this is Yalim's u / -log2 F; for a user who shares an account, classic fair-share adds
+a share of the account's usage to EffectvUsage, and this is still the usage that halves F. Users
+with other shares than S_ref halve at u* x S_user / S_ref, which the last factor normalises.
+
+FSCONTROL_CONTROL_HALFLIVES sets how long each method is held (default 1 half-life here; the
+3-half-life runs are documented in docs/control.md).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import pytest
+
+from fscontrol import config, pipeline, store
+
+pytestmark = pytest.mark.slurm
+
+HALF_LIFE_S = 300
+HOLD = float(os.environ.get("FSCONTROL_CONTROL_HALFLIVES", "1")) * HALF_LIFE_S
+TICK_S = 15.0
+# The controller needs a few decay passes after it starts: a pass to see usage, one for its
+# first d to show in EffectvUsage, and padding it plans lands one pass after it is charged.
+# Measured on the testbed (hybrid): the error is 43% at 2 min, 5% at 3 min, < 0.01% from 4 min.
+SETTLE_S = 270.0
+U_STAR_CH = 10.0  # core-hours: a few times the real usage, as a site would set it
+# A burst that ends after one pass (its usage then decays) and a steady load sized so that its
+# charge per pass makes up the burst's decay: real usage is about level from the start, as on a
+# production cluster whose half-life is long against a pass, instead of ramping for 3 half-lives.
+BURST = [("alice", "flat", 64, 60), ("carol", "chem", 48, 60)]
+STEADY = [("bob", "flat", 8, 1800), ("alice", "physics", 4, 1800), ("dave", "flat", 2, 1800), ("carol", "flat", 2, 1800)]
+PROBES = [("alice", "flat"), ("bob", "flat"), ("dave", "flat"), ("carol", "flat"), ("alice", "physics"), ("carol", "chem")]
+
+
+def _measure(history: list, s_ref: float, u_star: float) -> list[float]:
+    """Relative errors H_user/u* - 1 over a run (see the module doc)."""
+    errors = []
+    for k in range(1, len(history)):
+        snap = history[k]
+        ue_now = {r.key: r.effective_usage for r in snap.shares}
+        # the pass that produced this EffectvUsage: the first snapshot showing it
+        j = k
+        while j > 0 and {r.key: r.effective_usage for r in history[j - 1].shares} == ue_now:
+            j -= 1
+        if j == 0:
+            continue
+        u_prev = next(r.raw_usage for r in history[j - 1].shares if r.depth == 0)
+        for r in snap.shares:
+            f = snap.prio_fairshare.get(r.key)
+            if not r.is_user or f is None or not 0 < f < 1 or r.effective_usage <= 0 or r.raw_usage <= 0:
+                continue
+            h = r.effective_usage * u_prev / -math.log2(f) * (s_ref / r.norm_shares)
+            errors.append(h / u_star - 1)
+    return errors
+
+
+def _run(slurm, tmp_path, method: str, hold_s: float):
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")  # d back to slurm.conf's 1
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+    for user, account, cpus, secs in BURST + STEADY:
+        slurm.submit(user, account, cpus, secs)
+    for user, account in PROBES:
+        slurm.probe(user, account)
+    cfg = config.from_dict({"clusters": {"tbcluster": {
+        "target_core_hours": U_STAR_CH, "method": method, "padding_mode": "steady", "hysteresis": 0.25,
+    }}})
+    db = store.open_db(tmp_path / f"{method}.db")
+    t0 = time.time()
+    results = []
+    while time.time() - t0 < hold_s + SETTLE_S:
+        t = time.time()
+        results.append((t - t0, pipeline.control_tick(slurm.source(), db, cfg, apply=True)))
+        time.sleep(max(0.0, TICK_S - (time.time() - t)))
+    settled = [store.load_snapshot(db, r.snapshot_id) for t, r in results if t >= SETTLE_S]
+    s_ref = results[-1][1].decision.s_ref
+    errors = _measure(settled, s_ref, U_STAR_CH * 3600)
+    failed = [a for _, r in results for a in r.actions if a.status != "ok"]
+    slurm.cancel_all()
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+    slurm.scontrol("reconfigure")
+    return results, errors, failed
+
+
+@pytest.mark.parametrize("method", ["hybrid", "padding", "damping"])
+def test_control_holds_halving_at_target(slurm, tmp_path, method):
+    results, errors, failed = _run(slurm, tmp_path, method, HOLD)
+    assert not failed, failed
+    assert len(errors) >= 20, "too few measurements"
+    worst = max(abs(e) for e in errors)
+    last = results[-1][1].decision
+    print(f"{method}: {len(errors)} measurements over {HOLD:.0f} s, worst |H/u* - 1| = {worst:.3%}, "
+          f"mean {sum(errors) / len(errors):+.3%}, d = {last.d_target}, padding {last.w_now / 3600:.2f} core-hours")
+    if method == "damping":
+        d_ideal = min(r.decision.d_ideal for t, r in results if t >= SETTLE_S)
+        bound = (0.5 + 0.25) / d_ideal + 0.01  # integer d with hysteresis, plus 1% for measurement
+        assert worst <= bound, (worst, bound)
+    else:
+        assert worst <= 0.01, worst
