@@ -23,6 +23,7 @@ def _f_bound(ue: float, s: float, d: int, f: float) -> float:
 def test_collect_and_status_match_sshare(slurm, tmp_path):
     slurm.cancel_all()
     slurm.reset_usage()
+    slurm.scontrol("reconfigure")  # slurmctld's d back to slurm.conf's (a runtime change may linger)
     for user, account, cpus in [("alice", "flat", 16), ("bob", "physics", 32), ("carol", "chem", 8), ("dave", "flat", 4)]:
         slurm.submit(user, account, cpus, 150)
         slurm.probe(user, account)
