@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slurm
 
 def _f_bound(ue: float, s: float, d: int, f: float) -> float:
     # sshare prints EffectvUsage with 6 decimals (error <= 5e-7) but computes its own F from the
-    # full-precision value: that printing alone allows |dF| <= F ln2 / (S d) * 5e-7
-    return max(1e-6, f * math.log(2) / (s * d) * 5e-7 + 1e-9)
+    # full-precision value: that printing alone allows |dF| <= F ln2 / (S d) * 5e-7, and its F
+    # column is itself rounded to 6 decimals (another 5e-7)
+    return max(1e-6, f * math.log(2) / (s * d) * 5e-7 + 5e-7 + 1e-9)
 
 
 def test_collect_and_status_match_sshare(slurm, tmp_path):
