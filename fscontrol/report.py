@@ -42,9 +42,17 @@ def status_data(
     active = [u for u in real_users if u.raw_usage > 0]
     s_ref, rule = fairshare.choose_reference_share(snap.shares, d, dummy, reference)
     halving = s_ref * d * total if s_ref is not None else None
+    # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
+    # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
+    # RawUsage by one pass exactly as the factor slurmctld schedules with)
+    try:
+        exact = fairshare.norm_shares(snap.shares)
+    except fairshare.TreeError:
+        exact = {}
     rows = []
     for u in users:
-        f = fairshare.fairshare_factor(u.effective_usage, u.norm_shares, d) if u.effective_usage is not None and u.norm_shares is not None else None
+        s_u = exact.get(u.key, u.norm_shares)
+        f = fairshare.fairshare_factor(u.effective_usage, s_u, d) if u.effective_usage is not None and s_u is not None else None
         ih = fairshare.implied_halving(float(u.raw_usage), f) if f is not None else None
         rows.append(
             {
@@ -52,7 +60,7 @@ def status_data(
                 "account": u.account,
                 "raw_usage": u.raw_usage,
                 "usage_core_hours": u.raw_usage / HOUR,
-                "norm_shares": u.norm_shares,
+                "norm_shares": s_u,
                 "effective_usage": u.effective_usage,
                 "fairshare": f,
                 "fairshare_sshare": u.fairshare,
