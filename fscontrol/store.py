@@ -8,7 +8,6 @@ rows are the latest sample at or before it.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sqlite3
@@ -20,6 +19,7 @@ from pathlib import Path
 import sqlite_utils
 
 from .errors import NotFoundError, StoreError
+from .parse import gc_paused
 from .records import ShareRow, Snapshot, SlurmConfig
 
 # ---------------------------------------------------------------------------- migrations
@@ -356,23 +356,9 @@ def _sample_values(r: ShareRow) -> tuple:
     )
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector during a bulk write. The rows built here hold no
-    cycles, but each collection re-scans every live object, and a tick holds the parsed
-    snapshot (a million JobRecords at 1M sacct lines): pausing halves the association part."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
     """Write one snapshot and all it carries. The caller holds the transaction."""
-    with _gc_paused():
+    with gc_paused():  # a tick holds the parsed snapshot: collections would re-scan it all
         return _write_snapshot(db, snap, source)
 
 

@@ -79,7 +79,7 @@ def test_sshare_empty_output_and_non_admin_view():
 def test_sshare_user_row_outside_its_account_is_rejected():
     lines = text("run2/sshare_long_running").splitlines()
     # move a user row of `flat` under `chem`
-    flat_alice = next(i for i, l in enumerate(lines) if l.startswith("  flat|alice"))
+    flat_alice = next(i for i, ln in enumerate(lines) if ln.startswith("  flat|alice"))
     lines.insert(4, lines.pop(flat_alice))
     with pytest.raises(ParseError, match="outside that account"):
         parse.parse_sshare("\n".join(lines))
