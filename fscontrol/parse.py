@@ -11,9 +11,7 @@ the zone passed as `tz` (default UTC).
 
 from __future__ import annotations
 
-import dataclasses
 import gc
-import inspect
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -117,59 +115,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-class _JobRecordSlots:
-    """Same slots as JobRecord, not frozen: see _job_record."""
-
-    __slots__ = JobRecord.__slots__
-
-
-def _new_job_record(job_id, user, account, partition, qos, state, alloc_cpus, billing, nnodes, submit, start, end, elapsed_s):
-    """JobRecord(...) for parse_sacct's million-line loop, 5x cheaper.
-
-    A frozen dataclass's __init__ sets each field through object.__setattr__ (2.4 us for 13
-    fields, a quarter of parse_sacct at 1M jobs). This fills a slot-compatible twin with plain
-    attribute stores and then makes it a JobRecord: the result is a genuine, frozen JobRecord,
-    equal to and hashing like the one JobRecord(...) builds. Used only while JobRecord is a
-    plain slots dataclass with exactly these fields and no __post_init__ (checked below)."""
-    o = _JobRecordSlots()
-    o.job_id = job_id
-    o.user = user
-    o.account = account
-    o.partition = partition
-    o.qos = qos
-    o.state = state
-    o.alloc_cpus = alloc_cpus
-    o.billing = billing
-    o.nnodes = nnodes
-    o.submit = submit
-    o.start = start
-    o.end = end
-    o.elapsed_s = elapsed_s
-    o.__class__ = JobRecord
-    return o
-
-
-def _job_record_factory():
-    fields = dataclasses.fields(JobRecord)
-    plain = (
-        [f.name for f in fields] == list(inspect.signature(_new_job_record).parameters)
-        and tuple(JobRecord.__slots__) == tuple(f.name for f in fields)
-        and all(f.init for f in fields)
-        and not hasattr(JobRecord, "__post_init__")
-        and JobRecord.__bases__ == (object,)
-    )
-    if plain:  # and a trial: the layouts must match for the __class__ switch
-        args = ("1", "u", "a", "p", "q", "COMPLETED", 1, 1, 1, 0.0, 1.0, 2.0, 1.0)
-        try:
-            plain = _new_job_record(*args) == JobRecord(*args)
-        except TypeError:
-            plain = False
-    return _new_job_record if plain else JobRecord
-
-
-_job_record = _job_record_factory()
 
 
 def _billing(value: str) -> int | None:
@@ -424,7 +369,7 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
                 user, account, partition = f[i_user], f[i_acc], f[i_part]
                 qos = f[i_qos] if i_qos is not None else ""
                 append(
-                    _job_record(
+                    JobRecord(
                         f[i_id].strip(),
                         names.get(user) or names.setdefault(user, user.strip()),
                         names.get(account) or names.setdefault(account, account.strip()),
