@@ -63,11 +63,11 @@ def _fail(e: FscontrolError) -> typer.Exit:
     return typer.Exit(e.exit_code)
 
 
-def _source(spec: str, cluster: str | None):
+def _source(spec: str, cluster: str | None, timeout_s: float = 60.0):
     from .source import LiveSlurm, RecordedSlurm
 
     if spec == "live":
-        return LiveSlurm(cluster=cluster)
+        return LiveSlurm(cluster=cluster, timeout_s=timeout_s)
     return RecordedSlurm(Path(spec), cluster=cluster)
 
 
@@ -212,7 +212,7 @@ def control(
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None))
-        res = pipeline.control_tick(_source(source, cluster), database, cfg, apply=apply or cfg.apply)
+        res = pipeline.control_tick(_source(source, cluster, cfg.slurm_timeout_s), database, cfg, apply=apply or cfg.apply)
     except FscontrolError as e:
         raise _fail(e) from None
     data = report.control_data(res)
@@ -242,7 +242,7 @@ def tick(
 
         path = db_path or store.default_db_path()
         with agent_lock(cfg.lock or str(Path(path).with_suffix(".lock"))):
-            res = pipeline.run_tick(_source(source, cluster), _db(path), cfg, apply=apply or cfg.apply)
+            res = pipeline.run_tick(_source(source, cluster, cfg.slurm_timeout_s), _db(path), cfg, apply=apply or cfg.apply)
     except FscontrolError as e:
         raise _fail(e) from None
     data = report.control_data(res.control)
@@ -487,7 +487,7 @@ def gate(
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None))
-        res = pipeline.gate_tick(_source(source, cluster), database, cfg, apply=apply or cfg.apply, release_all=release_all)
+        res = pipeline.gate_tick(_source(source, cluster, cfg.slurm_timeout_s), database, cfg, apply=apply or cfg.apply, release_all=release_all)
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:

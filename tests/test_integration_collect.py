@@ -77,7 +77,11 @@ def test_cli_collect_then_status_json(slurm, tmp_path):
 
 def test_failed_slurm_command_writes_nothing(slurm, tmp_path):
     db_path = tmp_path / "f.db"
-    env = dict(slurm.env, SLURM_CONF=str(tmp_path / "missing.conf"))
+    # a slurm.conf the clients refuse at once (a missing file would make 22.05 clients try a
+    # configless DNS lookup first, which takes as long as the resolver does)
+    bad = tmp_path / "slurm.conf"
+    bad.write_text(slurm.conf.read_text().replace("FairShareDampeningFactor=1", "FairShareDampeningFactor=1.5"))
+    env = dict(slurm.env, SLURM_CONF=str(bad))
     p = subprocess.run(
         [sys.executable, "-m", "fscontrol", "collect", "--db", str(db_path)],
         capture_output=True, text=True, timeout=120, env=env,
