@@ -107,3 +107,39 @@ def test_control_holds_halving_at_target(slurm, tmp_path, method):
         assert worst <= bound, (worst, bound)
     else:
         assert worst <= 0.01, worst
+
+
+def test_reverted_damping_is_detected_and_reapplied(slurm, tmp_path):
+    """`scontrol reconfigure` puts slurm.conf's d back; the next tick sees it and sets d again.
+    And a dry run changes nothing in Slurm."""
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")
+    for user, account, cpus, secs in STEADY:
+        slurm.submit(user, account, cpus, secs)
+    slurm.wait_for_pass()  # some real usage
+    cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 1.0, "method": "damping"}}})
+    db = store.open_db(tmp_path / "revert.db")
+
+    def d_in_slurm() -> int:
+        line = next(ln for ln in slurm.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
+        return int(line.split("=")[1])
+
+    try:
+        dry = pipeline.control_tick(slurm.source(), db, cfg, apply=False)
+        assert dry.decision.d_target > 1 and [a.status for a in dry.actions] == ["planned"]
+        assert d_in_slurm() == 1  # the dry run changed nothing
+        first = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        d_set = first.decision.d_target
+        assert first.verified_damping == d_set == d_in_slurm() > 1
+        slurm.scontrol("reconfigure")  # an admin's reconfigure: back to slurm.conf's 1
+        assert d_in_slurm() == 1
+        again = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        assert any("reverted" in n for n in again.decision.notes)
+        assert [a.kind for a in again.actions if a.status == "ok"] == ["set_damping"]
+        assert d_in_slurm() == again.decision.d_target
+        rows = db.execute("SELECT kind, status, reason FROM actions ORDER BY id").fetchall()
+        assert [(k, s) for k, s, _ in rows] == [("set_damping", "planned"), ("set_damping", "ok"), ("set_damping", "ok")]
+    finally:
+        slurm.cancel_all()
+        slurm.scontrol("reconfigure")
