@@ -80,12 +80,12 @@ class Allocation:
         }
 
 
-def parse_period(value: Any, *, account: str = "?", key: str = "period") -> float:
+def parse_period(value: Any, *, account: str = "?", key: str = "period", where: str | None = None) -> float:
     """Seconds from a number (seconds) or a string like "30d", "2w", "12h", "1d12h", "3600s", "3600".
 
     ``y`` is 365 days. Raises ConfigError (naming account and key) unless the result is > 0.
     """
-    where = f"allocation {account!r}: {key}"
+    where = where or f"allocation {account!r}: {key}"
     if isinstance(value, bool):
         raise ConfigError(f"{where} must be seconds or a duration like '30d', not {value!r}")
     if isinstance(value, (int, float)):

@@ -202,13 +202,13 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     if "apply" in agent:
         out["apply"] = _type("agent.", "apply", agent["apply"], bool)
     if "slurm_timeout" in agent:
-        out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], account="agent", key="slurm_timeout")
+        out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], where="config: 'agent.slurm_timeout'")
     sched = _type("", "schedule", raw.get("schedule", {}), dict)
     defaults = AgentConfig().schedule
     _unknown("schedule.", sched, set(defaults))
     schedule = dict(defaults)
     for k, v in sched.items():
-        s = parse_period(v, account="schedule", key=k)
+        s = parse_period(v, where=f"config: 'schedule.{k}'")
         if s < 60:
             raise ConfigError(f"config: 'schedule.{k}' must be at least 60 s (every Slurm command is an RPC to slurmctld), got {s:g} s")
         schedule[k] = s

@@ -98,3 +98,9 @@ def test_gate_dry_run_on_the_sample(tmp_path):
 def test_gate_without_allocations_is_a_clear_error(tmp_path):
     r = CliRunner().invoke(app, ["gate", "--source", str(SAMPLE), "--db", str(tmp_path / "h.db")])
     assert r.exit_code == 6 and "no allocations configured for cluster tbcluster" in r.output
+
+
+def test_bad_schedule_interval_names_the_key(tmp_path):
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(_cfg(tmp_path, '[schedule]\ncollect = "soon"\n'))])
+    assert r.exit_code == 2
+    assert "config: 'schedule.collect' 'soon' is not a duration" in r.output
