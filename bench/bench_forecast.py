@@ -7,10 +7,10 @@ of --runs is reported. In the same run:
 * baseline: `python -c 'import typer'` (the least any typer command costs to start);
 * forecast: the `fscontrol` console script, `forecast --published FILE --source SAMPLE
   --user alice --plan ...` (the published file is made first from the recorded sample
-  samples/testbed-basic: `collect` into a temporary history, then `publish`);
-* help:     `fscontrol --help`, for reference: the floor of ANY command of this typer app
-            (typer 0.2x coerces every parameter through a pydantic TypeAdapter, so any
-            invocation imports pydantic);
+  samples/testbed-basic: `collect` into a temporary history, then `publish`); the console
+  script dispatches it to argparse (fscontrol/forecast_cmd.py) without importing typer;
+* help:     `fscontrol --help`, for reference: the floor of any command that goes through the
+            typer app (typer 0.2x coerces every parameter through a pydantic TypeAdapter);
 * library:  the same forecast as a plain `python -c` calling fscontrol's functions, without
             typer: what fscontrol's own modules and work cost;
 * sshare:   `sshare -l -P`, if it is on PATH and answers (what the live forecast runs

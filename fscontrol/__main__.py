@@ -1,3 +1,3 @@
-from .cli import app
+from .main import main
 
-app(prog_name="fscontrol")
+main()

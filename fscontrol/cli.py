@@ -287,136 +287,19 @@ def capture(
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")
 
 
-@app.command()
-def forecast(
-    user: Annotated[
-        Optional[str], typer.Option("--user", "-u", help="Whose forecast (default: yours). Another user's needs root or an fscontrol admin.")
-    ] = None,
-    account: Annotated[
-        Optional[str], typer.Option("--account", "-A", help="Only this account (default: every account you have).")
-    ] = None,
-    plan: Annotated[
-        Optional[str],
-        typer.Option(
-            "--plan",
-            help="A campaign, in order: comma-separated '<N>cpus:<duration>' and 'idle:<duration>' parts, "
-            "durations in s, m, h, d, w, e.g. '56cpus:14d,idle:3d,28cpus:7d'. The canonical form.",
-        ),
-    ] = None,
-    steps: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--run",
-            "--idle",
-            help="One campaign step, repeatable, kept in command-line order: --run 56cpus:14d (56 cores for "
-            "14 days), --idle 3d (nothing for 3 days). Same as --plan; do not mix the two.",
-        ),
-    ] = None,
-    target: Annotated[float, typer.Option("--target", help="The fair-share to recover to (0 < F < 1).")] = 0.5,
-    published: Annotated[
-        Optional[Path],
-        typer.Option(
-            "--published",
-            help="The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
-            "/var/lib/fscontrol/public/<cluster>.json.",
-        ),
-    ] = None,
-    source: Annotated[
-        str,
-        typer.Option(
-            "--source",
-            "-s",
-            help="Where your own sshare row comes from: 'live' (runs `sshare -l -P`), 'published' (the "
-            "published file's rows, when PrivateData allows), or a recorded sample folder.",
-        ),
-    ] = "live",
-    cluster: ClusterOpt = None,
-    max_age: Annotated[
-        str, typer.Option("--max-age", help="Warn when the published snapshot is older than this (s, m, h, d); older than a day is an error.")
-    ] = "1h",
-    stale_ok: Annotated[bool, typer.Option("--stale-ok", help="Forecast from a snapshot older than a day anyway.")] = False,
-    horizon: Annotated[
-        Optional[str], typer.Option("--horizon", help="How far the chart and trajectory reach, e.g. 60d (default: plan + recovery).")
-    ] = None,
-    billing_per_core: Annotated[
-        float, typer.Option("--billing-per-core", help="Billing weight of one core (TRESBillingWeights), times the QOS UsageFactor.")
-    ] = 1.0,
-    json_out: JsonOpt = False,
-    plot: Annotated[
-        Optional[Path], typer.Option("--plot", help="Also draw F over time into this PNG (needs the 'plot' extra: matplotlib).")
-    ] = None,
-    now: Annotated[Optional[float], typer.Option("--now", hidden=True, help="Pretend it is this POSIX time (tests).")] = None,
-) -> None:
-    """Your fair-share: F now and why (usage, share, the usage that halves it), when it is back at
-    --target if you stop, how many core-hours halve it again, and what a planned campaign does to
-    it, with a chart. Reads the snapshot the agent publishes and your own sshare row; shows
-    nobody else's data."""
-    import importlib.util
-    import os
-    import time
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)
+def forecast(ctx: typer.Context) -> None:
+    """Your fair-share: F now and why, when it recovers if you stop, how many core-hours halve it again, and what a planned campaign (--run 56cpus:14d --idle 3d) does to it. See `fscontrol forecast --help`."""  # noqa: E501
+    # The options live in forecast_cmd (argparse): the console script runs it without importing
+    # typer, so the command users type starts fast. This pass-through serves `python -m` and tests.
+    from .forecast_cmd import main
 
-    from . import forecast as fc
-    from . import publish as pub
-    from . import userforecast as uf
-    from .errors import ConfigError
-
-    try:
-        if plot is not None and importlib.util.find_spec("matplotlib") is None:
-            raise ConfigError("--plot needs matplotlib, which is not installed: pip install 'fscontrol[plot]' (or use the text chart / --json)")
-        if plan and steps:
-            raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
-        segments: list = []
-        if plan:
-            segments = fc.parse_plan(plan, billing_per_core)
-        for step in steps or ():
-            try:
-                if ":" in step:  # --run 56cpus:14d (or idle:3d)
-                    segments += fc.parse_plan(step, billing_per_core)
-                else:  # --idle 3d
-                    segments.append(fc.Segment(fc.parse_duration(step), 0.0))
-            except fc.PlanError as e:
-                raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
-        max_age_s = fc.parse_duration(max_age)
-        horizon_s = fc.parse_duration(horizon) if horizon else None
-        requester, uid = uf.invoker()
-        who = user or requester
-        data_pub, path = pub.read_published(published or pub.default_path(cluster), cluster)
-        trusted = os.stat(path).st_uid == 0
-        admin = uf.is_admin(requester, uid, data_pub, trusted)
-        uf.check_access(who, requester, admin)
-        if source == "published":
-            rows = uf.rows_from_published(data_pub, who)
-        elif source == "live":
-            from .source import LiveSlurm
-
-            argv = ("sshare", "-l", "-P") + (("-u", who) if who != requester else ())
-            rows = uf.parse_own_sshare(LiveSlurm(cluster=cluster).run(argv).stdout)
-        else:
-            rows = uf.parse_own_sshare(_source(source, cluster).sshare().stdout)
-        data = uf.forecast_data(
-            data_pub,
-            rows,
-            user=who,
-            now=time.time() if now is None else now,
-            plan=segments,
-            target=target,
-            account=account,
-            requester=requester,
-            is_admin=admin,
-            max_age_s=max_age_s,
-            stale_ok=stale_ok,
-            horizon_s=horizon_s,
-        )
-        if plot is not None:
-            uf.plot_png(data, str(plot))
-    except FscontrolError as e:
-        raise _fail(e) from None
-    if json_out:
-        typer.echo(json.dumps(data, indent=2, allow_nan=False))
-        for w in data["warnings"]:
-            typer.echo(f"fscontrol: warning: {w}", err=True)
-    else:
-        typer.echo(uf.format_forecast(data))
+    code = main(list(ctx.args))
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

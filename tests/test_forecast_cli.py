@@ -451,3 +451,26 @@ def test_forecast_command_path_imports_no_scipy_or_numpy(agave):
         "sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'numpy', 'sqlite_utils'))"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_console_script_forecast_path_imports_no_typer(agave):
+    """The command users type is dispatched before typer (and the pydantic it pulls in) loads."""
+    path, sample = agave
+    code = (
+        "import sys; from fscontrol.forecast_cmd import main; "
+        f"rc = main(['--published', {str(path)!r}, '--source', {str(sample)!r}, '--user', 'yalim', "
+        f"'--now', '{T0}', '--plan', '28cpus:1w']); "
+        "assert rc == 0; heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'pydantic', 'rich', 'scipy', 'numpy'}); "
+        "assert not heavy, heavy"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert "yalim" in out
+
+
+def test_python_m_and_console_script_agree(agave):
+    path, sample = agave
+    args = ["forecast", "--published", str(path), "--source", str(sample), "--user", "yalim", "--now", str(T0), "--json"]
+    via_m = subprocess.run([sys.executable, "-m", "fscontrol", *args], capture_output=True, text=True)
+    via_typer = CliRunner().invoke(app, args)
+    assert via_m.returncode == via_typer.exit_code == 0
+    assert json.loads(via_m.stdout) == json.loads(via_typer.stdout)

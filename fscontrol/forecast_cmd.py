@@ -1,0 +1,156 @@
+"""`fscontrol forecast`: the command users type, parsed with argparse so its cold start stays light.
+
+Every other command goes through typer (cli.py); typer 0.2x imports pydantic and rich-style
+machinery on any invocation, which alone costs more than twice `import typer`. The console script
+(fscontrol.main) sends `fscontrol forecast ...` here before typer is imported; `cli.forecast` is a
+pass-through to the same function so `fscontrol --help` lists it and CliRunner tests reach it.
+Imports stay inside main(): no scipy, numpy or sqlite_utils on this path (a test checks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+from .errors import FscontrolError
+
+DESCRIPTION = (
+    "Your fair-share: F now and why (usage, share, the usage that halves it), when it is back at "
+    "--target if you stop, how many core-hours halve it again, and what a planned campaign does to "
+    "it, with a chart. Reads the snapshot the agent publishes and your own sshare row; shows "
+    "nobody else's data."
+)
+EPILOG = (
+    "examples:\n"
+    "  fscontrol forecast                                  F now, recovery time, budget to halve\n"
+    "  fscontrol forecast --run 56cpus:14d --idle 3d --run 28cpus:7d\n"
+    "  fscontrol forecast --plan 56cpus:14d,idle:3d --target 0.8 --json\n\n"
+    "exit codes: 0 ok, 2 bad option or plan, 3 sshare failed, 6 no snapshot / unknown user,\n"
+    "7 asked for another user's data without being an admin"
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fscontrol forecast", description=textwrap.fill(DESCRIPTION, 79), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--user", "-u", help="Whose forecast (default: yours). Another user's needs root or an fscontrol admin.")
+    p.add_argument("--account", "-A", help="Only this account (default: every account you have).")
+    p.add_argument(
+        "--plan",
+        help="A campaign, in order: comma-separated '<N>cpus:<duration>' and 'idle:<duration>' parts, durations "
+        "in s, m, h, d, w, e.g. '56cpus:14d,idle:3d,28cpus:7d'. The canonical form.",
+    )
+    p.add_argument(
+        "--run", "--idle", dest="steps", action="append", metavar="STEP",
+        help="One campaign step, repeatable, kept in command-line order: --run 56cpus:14d (56 cores for 14 days), "
+        "--idle 3d (nothing for 3 days). Same as --plan; do not mix the two.",
+    )
+    p.add_argument("--target", type=float, default=0.5, help="The fair-share to recover to (0 < F < 1). Default 0.5.")
+    p.add_argument(
+        "--published", type=Path,
+        help="The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
+        "/var/lib/fscontrol/public/<cluster>.json.",
+    )
+    p.add_argument(
+        "--source", "-s", default="live",
+        help="Where your own sshare row comes from: 'live' (runs `sshare -l -P`, the default), 'published' (the "
+        "published file's rows, when PrivateData allows), or a recorded sample folder.",
+    )
+    p.add_argument("--cluster", "-M", help="Slurm cluster name (passed to Slurm as -M).")
+    p.add_argument("--max-age", default="1h", help="Warn when the published snapshot is older than this (s, m, h, d); "
+                   "older than a day is an error. Default 1h.")
+    p.add_argument("--stale-ok", action="store_true", help="Forecast from a snapshot older than a day anyway.")
+    p.add_argument("--horizon", help="How far the chart and trajectory reach, e.g. 60d (default: plan + recovery).")
+    p.add_argument("--billing-per-core", type=float, default=1.0,
+                   help="Billing weight of one core (TRESBillingWeights), times the QOS UsageFactor. Default 1.")
+    p.add_argument("--json", dest="json_out", action="store_true", help="Print JSON for scripts instead of a table.")
+    p.add_argument("--plot", type=Path, help="Also draw F over time into this PNG (needs the 'plot' extra: matplotlib).")
+    p.add_argument("--now", type=float, help=argparse.SUPPRESS)  # pretend it is this POSIX time (tests)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the forecast; returns the exit code (argparse itself exits 2 on a bad option)."""
+    args = parser().parse_args(argv)
+    try:
+        data = _forecast(args)
+    except FscontrolError as e:
+        print(f"fscontrol: error: {e}", file=sys.stderr)
+        return e.exit_code
+    from . import userforecast as uf
+
+    if args.json_out:
+        import json
+
+        print(json.dumps(data, indent=2, allow_nan=False))
+        for w in data["warnings"]:
+            print(f"fscontrol: warning: {w}", file=sys.stderr)
+    else:
+        print(uf.format_forecast(data))
+    return 0
+
+
+def _forecast(args: argparse.Namespace) -> dict:
+    import importlib.util
+    import os
+    import time
+
+    from . import forecast as fc
+    from . import publish as pub
+    from . import userforecast as uf
+    from .errors import ConfigError
+
+    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("--plot needs matplotlib, which is not installed: pip install 'fscontrol[plot]' (or use the text chart / --json)")
+    if args.plan and args.steps:
+        raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
+    segments: list = []
+    if args.plan:
+        segments = fc.parse_plan(args.plan, args.billing_per_core)
+    for step in args.steps or ():
+        try:
+            if ":" in step:  # --run 56cpus:14d (or idle:3d)
+                segments += fc.parse_plan(step, args.billing_per_core)
+            else:  # --idle 3d
+                segments.append(fc.Segment(fc.parse_duration(step), 0.0))
+        except fc.PlanError as e:
+            raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
+    max_age_s = fc.parse_duration(args.max_age)
+    horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
+    requester, uid = uf.invoker()
+    who = args.user or requester
+    data_pub, path = pub.read_published(args.published or pub.default_path(args.cluster), args.cluster)
+    trusted = os.stat(path).st_uid == 0
+    admin = uf.is_admin(requester, uid, data_pub, trusted)
+    uf.check_access(who, requester, admin)
+    if args.source == "published":
+        rows = uf.rows_from_published(data_pub, who)
+    elif args.source == "live":
+        from .source import LiveSlurm
+
+        argv = ("sshare", "-l", "-P") + (("-u", who) if who != requester else ())
+        rows = uf.parse_own_sshare(LiveSlurm(cluster=args.cluster).run(argv).stdout)
+    else:
+        from .source import RecordedSlurm
+
+        rows = uf.parse_own_sshare(RecordedSlurm(Path(args.source), cluster=args.cluster).sshare().stdout)
+    data = uf.forecast_data(
+        data_pub,
+        rows,
+        user=who,
+        now=time.time() if args.now is None else args.now,
+        plan=segments,
+        target=args.target,
+        account=args.account,
+        requester=requester,
+        is_admin=admin,
+        max_age_s=max_age_s,
+        stale_ok=args.stale_ok,
+        horizon_s=horizon_s,
+    )
+    if args.plot is not None:
+        uf.plot_png(data, str(args.plot))
+    return data
