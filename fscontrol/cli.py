@@ -221,6 +221,17 @@ def control(
         raise typer.Exit(3)
 
 
+def _agent_setup(config_path, db, source, cluster):
+    """The config, the history path and a source per cluster, as tick and run share them."""
+    from . import agent, config, store
+
+    cfg = config.load(config_path)
+    path = db or (Path(cfg.db) if cfg.db else store.default_db_path())
+    live = source == "live"
+    clusters = agent.clusters_to_serve(cfg, cluster, live)
+    return cfg, Path(path), clusters, (lambda name: _source(source, name, cfg.slurm_timeout_s))
+
+
 @app.command()
 def tick(
     config_path: ConfigOpt = None,
@@ -230,27 +241,90 @@ def tick(
     apply: Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """One full agent cycle for cron: collect, control (plan, or act with --apply), fit when due.
-    A file lock keeps two ticks from overlapping (the second exits 5)."""
-    from . import config, pipeline, report
-    from .lock import agent_lock
+    """One full agent cycle for cron, for every cluster the config names (or -M one): collect,
+    control (plan, or act with --apply), fit when due, the SFS gate when enabled and due, publish
+    the snapshot for `forecast`, write the metrics file. A file lock keeps two ticks from
+    overlapping (the second exits 5). One cluster's failure does not stop the others; the exit
+    code is the first failure's."""
+    from . import agent, report
+
+    try:
+        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster)
+        outcomes = agent.tick(cfg, make_source, path, clusters, apply=apply or cfg.apply)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    data = report.tick_data(outcomes)
+    typer.echo(json.dumps(data, indent=2) if json_out else report.format_tick(data))
+    for o in outcomes:
+        if o.error is not None:
+            where = f"cluster {o.cluster}: " if o.cluster and len(clusters) > 1 else ""
+            typer.echo(f"fscontrol: error: {where}{o.error}", err=True)
+    codes = [o.error.exit_code for o in outcomes if o.error is not None]
+    if codes:
+        raise typer.Exit(codes[0])
+    if any(a["status"] == "failed" for c in data["clusters"] if c.get("control") for a in c["control"]["actions"]):
+        raise typer.Exit(3)
+
+
+@app.command()
+def run(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")] = False,
+    duration: Annotated[
+        Optional[str], typer.Option("--for", help="Stop by itself after this long (e.g. 20m; for soak runs). Default: until SIGTERM.")
+    ] = None,
+) -> None:
+    """The agent as a service (APScheduler): per cluster, a tick every schedule.collect (control
+    and fit when due, publish, metrics) and the SFS gate every schedule.gate. Logs to stderr.
+    SIGTERM or Ctrl-C ends it cleanly after the running job; with agent.release_on_stop it then
+    releases every hold it placed. Shares the tick lock with cron's `fscontrol tick`."""
+    import logging
+    import signal
+    import threading
+
+    from . import agent
+    from .allocations import parse_period
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    stop = threading.Event()
+    try:
+        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster)
+        limit = parse_period(duration, where="--for") if duration else None
+    except FscontrolError as e:
+        raise _fail(e) from None
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    if limit is not None:
+        timer = threading.Timer(limit, stop.set)
+        timer.daemon = True
+        timer.start()
+    counts = agent.run_loop(cfg, make_source, path, clusters, apply=apply or cfg.apply, stop=stop)
+    typer.echo(f"fscontrol run: stopped; {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped (lock held)", err=True)
+
+
+@app.command()
+def metrics(
+    config_path: ConfigOpt = None,
+    db: DbOpt = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the file atomically (default: print; the config's agent.metrics is what tick and run write).")] = None,
+) -> None:
+    """Prometheus text exposition of the history (usage, d, halving vs target, padding, per-user F
+    and implied halving, agent holds, tick durations and failures), for node_exporter's textfile
+    collector. `tick` and `run` write it after every tick when agent.metrics is set."""
+    from . import config, pipeline
 
     try:
         cfg = config.load(config_path)
-        db_path = db or (Path(cfg.db) if cfg.db else None)
-        from . import store
-
-        path = db_path or store.default_db_path()
-        with agent_lock(cfg.lock or str(Path(path).with_suffix(".lock"))):
-            res = pipeline.run_tick(_source(source, cluster, cfg.slurm_timeout_s), _db(path), cfg, apply=apply or cfg.apply)
+        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
+        if out is not None:
+            typer.echo(f"wrote {pipeline.write_metrics(database, cfg, out)}")
+        else:
+            typer.echo(pipeline.metrics_text(database, cfg), nl=False)
     except FscontrolError as e:
         raise _fail(e) from None
-    data = report.control_data(res.control)
-    if res.fit is not None:
-        data["fit"] = {"half_life_s": res.fit.half_life_s, "half_life_se_s": res.fit.half_life_se_s, "drifted": res.fit.drifted}
-    typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
-    if any(a["status"] == "failed" for a in data["actions"]):
-        raise typer.Exit(3)
 
 
 config_app = typer.Typer(help="The agent's configuration file.", no_args_is_help=True)
@@ -319,30 +393,15 @@ def publish(
     """Publish the latest snapshot for `fscontrol forecast` (run as root, e.g. from cron after each
     collect): cluster-wide numbers (U, d, half-life, S_ref, H, lambda) in a world-readable JSON
     file, written atomically. With PrivateData=usage it holds no per-user (or per-account) rows."""
-    import time
 
-    from . import config, store
-    from . import publish as pub
+    from . import config, pipeline
 
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        snap = store.load_snapshot(database, cluster=cluster)
-        cc = cfg.cluster(snap.cluster)
-        data = pub.build_published(
-            snap,
-            reference=cc.reference_share,
-            dummy=cc.dummy_key,
-            target_core_hours=cc.target_core_hours,
-            admins=admin or (),
-            published_at=time.time(),
-        )
-        path = pub.write_published(data, out or pub.default_path(snap.cluster, cfg.publish_dir))
+        path, data = pipeline.publish_latest(database, cfg, cluster, out=out, admins=admin or ())
     except FscontrolError as e:
         raise _fail(e) from None
-    except OSError as e:
-        typer.echo(f"fscontrol: error: cannot write the published snapshot: {e}", err=True)
-        raise typer.Exit(1) from None
     if json_out:
         typer.echo(json.dumps({"path": str(path), "cluster": data["cluster"], "snapshot_id": data["snapshot_id"], "per_association": data["per_association"]}))
     else:

@@ -6,6 +6,8 @@
     lock = "/run/fscontrol/agent.lock"
     metrics = "/var/lib/prometheus/node-exporter/fscontrol.prom"
     publish_dir = "/var/lib/fscontrol/public"
+    admins = ["hpcadmin"]              # may `fscontrol forecast --user` anyone (root always may)
+    release_on_stop = false            # `fscontrol run`: release the agent's holds on SIGTERM
     slurm_timeout = "60s"
 
     [schedule]                         # `fscontrol run`: one interval per stage
@@ -86,6 +88,8 @@ class AgentConfig:
     lock: str | None = None
     metrics: str | None = None
     publish_dir: str | None = None
+    admins: tuple[str, ...] = ()  # users who may `forecast --user` anyone (root always may)
+    release_on_stop: bool = False  # `fscontrol run`: release the agent's holds when it is stopped
     slurm_timeout_s: float = 60.0
     schedule: dict[str, float] = field(
         default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0}
@@ -194,13 +198,19 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     """Validate a parsed TOML document into an AgentConfig."""
     _unknown("", raw, {"agent", "schedule", "clusters"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
-    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "slurm_timeout"})
+    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout"})
     out: dict[str, Any] = {}
     for k in ("db", "lock", "metrics", "publish_dir"):
         if k in agent:
             out[k] = _type("agent.", k, agent[k], str)
-    if "apply" in agent:
-        out["apply"] = _type("agent.", "apply", agent["apply"], bool)
+    for k in ("apply", "release_on_stop"):
+        if k in agent:
+            out[k] = _type("agent.", k, agent[k], bool)
+    if "admins" in agent:
+        admins = _type("agent.", "admins", agent["admins"], list)
+        for a in admins:
+            _type("agent.", "admins", a, str)
+        out["admins"] = tuple(admins)
     if "slurm_timeout" in agent:
         out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], where="config: 'agent.slurm_timeout'")
     sched = _type("", "schedule", raw.get("schedule", {}), dict)
@@ -212,6 +222,12 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
         if s < 60:
             raise ConfigError(f"config: 'schedule.{k}' must be at least 60 s (every Slurm command is an RPC to slurmctld), got {s:g} s")
         schedule[k] = s
+    for stage in ("control", "fit"):  # `fscontrol run` wakes every collect; these run at a wake-up once due
+        if schedule[stage] < schedule["collect"]:
+            raise ConfigError(
+                f"config: 'schedule.{stage}' ({schedule[stage]:g} s) is shorter than 'schedule.collect' "
+                f"({schedule['collect']:g} s): {stage} runs at a collect, so it cannot run more often"
+            )
     out["schedule"] = schedule
     clusters = _type("", "clusters", raw.get("clusters", {}), dict)
     out["clusters"] = {name: _cluster(name, _type("clusters.", name, c, dict)) for name, c in clusters.items()}

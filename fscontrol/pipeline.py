@@ -15,11 +15,20 @@ from dataclasses import dataclass, replace
 import sqlite_utils
 
 from . import parse, store
-from .errors import FscontrolError, NotFoundError, SlurmCommandError, UnsafeActionError
+from .errors import FscontrolError, NotFoundError, SlurmCommandError, StoreError, UnsafeActionError
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
+
+
+def _record_failure(db: sqlite_utils.Database, cluster: str | None, stage: str, started: float, e: Exception) -> None:
+    """A failed tick is recorded in its own transaction; nothing else of the tick was written."""
+    try:
+        with store.transaction(db):
+            store.record_tick(db, cluster, started, time.time(), "failed", error=str(e), stage=stage)
+    except FscontrolError:
+        pass  # the database itself is the problem: the original error says more
 
 
 @dataclass(frozen=True)
@@ -74,13 +83,9 @@ def collect(source: SlurmSource, db: sqlite_utils.Database) -> CollectResult:
         cluster = snap.cluster
         with store.transaction(db):
             sid = store.write_snapshot(db, snap, source=source.describe())
-            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid)
+            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid, stage="collect")
     except FscontrolError as e:
-        try:
-            with store.transaction(db):
-                store.record_tick(db, cluster, started, time.time(), "failed", error=str(e))
-        except FscontrolError:
-            pass  # the database itself is the problem: the original error says more
+        _record_failure(db, cluster, "collect", started, e)
         raise
     return CollectResult(snapshot_id=sid, snapshot=snap)
 
@@ -228,13 +233,9 @@ def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: 
                 store.set_measured_effect(db, previous["id"], dec.h_now)
             did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
             aids = store.write_actions(db, cluster, did, "control", plan, snap.taken_at)
-            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid)
+            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid, stage="control")
     except FscontrolError as e:
-        try:
-            with store.transaction(db):
-                store.record_tick(db, cluster, started, time.time(), "failed", error=str(e))
-        except FscontrolError:
-            pass
+        _record_failure(db, cluster, "control", started, e)
         raise
     verified = None
     done = tuple(plan)
@@ -269,29 +270,117 @@ def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: 
 
 
 # ---------------------------------------------------------------------------- the tick
+DUE_SLACK = 0.9  # a stage is due at 90% of its interval, so cron's jitter never skips a run
+
+
 @dataclass(frozen=True)
 class TickResult:
-    control: ControlResult
-    fit: object | None  # fit.FitResult when a fit was due
+    cluster: str
+    control: ControlResult | None  # None: control was not due, the tick only collected
+    collected: CollectResult | None
+    fit: object | None  # fit.Fit when a fit was due and there was enough history
+    gate: GateResult | None
+    published: str | None  # path of the published snapshot
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.control.snapshot_id if self.control is not None else self.collected.snapshot_id
+
+
+def due(db: sqlite_utils.Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
+    last = store.last_ok(db, cluster, stage)
+    return last is None or now - last >= every_s * DUE_SLACK
 
 
 def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float) -> bool:
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
-    return row[0] is None or now - row[0] >= every_s
+    return row[0] is None or now - row[0] >= every_s * DUE_SLACK
 
 
-def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None) -> TickResult:
-    """One full cycle, as cron and the APScheduler loop run it: collect + control (one
-    transaction), apply when asked, then the decay fit when it is due."""
-    res = control_tick(source, db, cfg, apply=apply, now=now)
-    fitted = None
+def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+             force_control: bool = True, gate: bool = True) -> TickResult:
+    """One full cycle for one cluster, as cron and the APScheduler loop run it, top to bottom:
+    collect + control when due (one transaction; apply when asked), else collect only; the decay
+    fit when due; the SFS gate when enabled and due; publish the snapshot for `forecast`.
+
+    `force_control` (cron's `fscontrol tick`) runs control at every tick; the loop passes False
+    and lets schedule.control pace it, and runs the gate as its own job (`gate=False` here). A failure raises after recording a failed tick: what the
+    earlier stages committed stays, and no later stage acts on the failed read."""
     t = time.time() if now is None else now
-    if fit_due(db, res.cluster, cfg.schedule["fit"], t):
+    cc = cfg.cluster(source.cluster)
+    name = source.cluster or cc.name
+    control_res = collected = None
+    if force_control or not name or due(db, name, "control", cfg.schedule["control"], t):
+        control_res = control_tick(source, db, cfg, apply=apply, now=now)
+        cluster = control_res.cluster
+    else:
+        collected = collect(source, db)
+        cluster = collected.snapshot.cluster
+    cc = cfg.cluster(cluster)
+    fitted = None
+    if fit_due(db, cluster, cfg.schedule["fit"], t):
         try:
-            _, _, fitted = fit_history(db, res.cluster, now=t)
+            _, _, fitted = fit_history(db, cluster, now=t)
         except NotFoundError:
             fitted = None  # not enough history yet: not a failed tick
-    return TickResult(res, fitted)
+    gated = None
+    if gate and cc.gate.enabled and cc.allocations and due(db, cluster, "gate", cfg.schedule["gate"], t):
+        gated = gate_tick(source, db, cfg, apply=apply)
+    published = None
+    if cfg.publish_dir:
+        published = str(publish_latest(db, cfg, cluster)[0])
+    return TickResult(cluster, control_res, collected, fitted, gated, published)
+
+
+def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None):
+    """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic).
+    Returns (path, what was written)."""
+    from . import publish as pub
+
+    snap = store.load_snapshot(db, cluster=cluster)
+    cc = cfg.cluster(snap.cluster)
+    data = pub.build_published(
+        snap,
+        reference=cc.reference_share,
+        dummy=cc.dummy_key,
+        target_core_hours=cc.target_core_hours,
+        admins=tuple(admins) or tuple(cfg.admins),
+        published_at=time.time() if now is None else now,
+    )
+    try:
+        return pub.write_published(data, out or pub.default_path(snap.cluster, cfg.publish_dir)), data
+    except OSError as e:
+        raise StoreError(f"cannot write the published snapshot: {e}") from None
+
+
+def metrics_text(db: sqlite_utils.Database, cfg, clusters: list[str] | None = None) -> str:
+    """The Prometheus textfile for every cluster in the history (or the named ones)."""
+    from . import metrics, report
+
+    names = clusters or [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY 1")]
+    state = {}
+    for name in names:
+        try:
+            snap = store.load_snapshot(db, cluster=name)
+        except NotFoundError:
+            continue
+        cc = cfg.cluster(name)
+        status = report.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
+        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store.last_decision(db, name),
+                       "holds": len(store.gate_ledger(db, name))}
+    return metrics.render(metrics.families(state, store.tick_stats(db)))
+
+
+def write_metrics(db: sqlite_utils.Database, cfg, path=None) -> str | None:
+    from . import metrics
+
+    target = path or cfg.metrics
+    if not target:
+        return None
+    try:
+        return str(metrics.write_textfile(target, metrics_text(db, cfg)))
+    except OSError as e:
+        raise StoreError(f"cannot write the metrics file {target}: {e}") from None
 
 
 # ---------------------------------------------------------------------------- the SFS gate
@@ -314,7 +403,12 @@ def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: boo
     run = getattr(source, "run", None)
     if apply and run is None:
         raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
-    snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
+    started = time.time()
+    try:
+        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
+    except FscontrolError as e:
+        _record_failure(db, source.cluster, "gate", started, e)
+        raise
     cc = cfg.cluster(snap.cluster)
     if not cc.allocations and not release_all:
         raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
@@ -335,7 +429,7 @@ def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: boo
     with store.transaction(db):
         sid = store.write_snapshot(db, snap, source=source.describe())
         aids = store.write_actions(db, snap.cluster, None, "gate", planned, snap.taken_at)
-        store.record_tick(db, snap.cluster, snap.taken_at, time.time(), "ok", snapshot_id=sid)
+        store.record_tick(db, snap.cluster, started, time.time(), "ok", snapshot_id=sid, stage="gate")
     done = tuple(planned)
     if apply:
         results = []

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,24 +157,9 @@ def write_published(data: dict[str, Any], path: Path | str) -> Path:
     """Write atomically: a temp file in the same folder, fsync, chmod 0644, os.replace.
 
     Readers see the old file or the new one, never a half-written one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=False, allow_nan=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    from .atomic import write_text
+
+    return write_text(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
 
 
 def read_published(path: Path | str, cluster: str | None = None) -> tuple[dict[str, Any], Path]:

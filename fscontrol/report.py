@@ -312,3 +312,45 @@ def format_control(data: dict) -> str:
         if data["mode"] == "dry-run":
             lines.append("(dry run: nothing was changed; --apply carries the plan out)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- tick
+def tick_data(outcomes) -> dict:
+    """A tick over the agent's clusters (agent.ClusterOutcome list), as plain data."""
+    out = []
+    for o in outcomes:
+        row: dict = {"cluster": o.cluster, "ok": o.error is None,
+                     "error": str(o.error) if o.error else None, "exit_code": o.error.exit_code if o.error else 0}
+        r = o.result
+        if r is not None:
+            row["snapshot_id"] = r.snapshot_id
+            row["control"] = control_data(r.control) if r.control is not None else None
+            row["fit"] = ({"half_life_s": r.fit.half_life_s, "half_life_se_s": r.fit.half_life_se_s, "drifted": r.fit.drifted}
+                          if r.fit is not None else None)
+            row["gate"] = ({"actions": [{"job_id": a.job_id, "kind": a.kind, "status": a.status} for a in r.gate.actions],
+                            "mode": "apply" if r.gate.applied else "dry-run"} if r.gate is not None else None)
+            row["published"] = r.published
+        out.append(row)
+    return {"ok": all(r["ok"] for r in out), "clusters": out}
+
+
+def format_tick(data: dict) -> str:
+    lines = []
+    for c in data["clusters"]:
+        if not c["ok"]:
+            continue  # errors go to stderr, one line each (cli)
+        if c["control"] is not None:
+            lines.append(format_control(c["control"]))
+        else:
+            lines.append(f"{c['cluster']}: collected snapshot {c['snapshot_id']} (control not due)")
+        if c["fit"] is not None:
+            f = c["fit"]
+            lines.append(f"  fit: half-life {_fmt(f['half_life_s'], ',.1f')} s ± {_fmt(f['half_life_se_s'], '.1f')}"
+                         + (" (drifted from Slurm's setting)" if f["drifted"] else ""))
+        if c["gate"] is not None:
+            g = c["gate"]
+            done = sum(a["status"] == "ok" for a in g["actions"])
+            lines.append(f"  gate ({g['mode']}): {len(g['actions'])} action(s) planned, {done} done")
+        if c["published"]:
+            lines.append(f"  published {c['published']}")
+    return "\n".join(lines)

@@ -240,11 +240,19 @@ def _m004_gate_ledger(db: sqlite_utils.Database) -> None:
     )
 
 
+def _m005_tick_stage(db: sqlite_utils.Database) -> None:
+    # which stage a tick ran (collect, control, gate), so the loop and cron know what is due and
+    # the metrics can count failures per stage
+    db.execute("ALTER TABLE ticks ADD COLUMN stage TEXT")
+    db.execute("CREATE INDEX ticks_cluster_stage ON ticks (cluster, stage, started_at)")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
     ("003_control", _m003_control),
     ("004_gate_ledger", _m004_gate_ledger),
+    ("005_tick_stage", _m005_tick_stage),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -514,12 +522,33 @@ def record_tick(
     status: str,
     error: str | None = None,
     snapshot_id: int | None = None,
+    stage: str | None = None,
 ) -> int:
     cur = db.execute(
-        "INSERT INTO ticks (cluster, started_at, finished_at, status, error, snapshot_id) VALUES (?,?,?,?,?,?)",
-        [cluster, started_at, finished_at, status, error, snapshot_id],
+        "INSERT INTO ticks (cluster, started_at, finished_at, status, error, snapshot_id, stage) VALUES (?,?,?,?,?,?,?)",
+        [cluster, started_at, finished_at, status, error, snapshot_id, stage],
     )
     return cur.lastrowid
+
+
+def last_ok(db: sqlite_utils.Database, cluster: str, stage: str) -> float | None:
+    """When the stage last ran without failing for this cluster (None: never)."""
+    return db.execute(
+        "SELECT max(started_at) FROM ticks WHERE cluster = ? AND stage = ? AND status = 'ok'", [cluster, stage]
+    ).fetchone()[0]
+
+
+def tick_stats(db: sqlite_utils.Database) -> list[dict]:
+    """Per cluster and stage: ticks ok and failed, and the last tick's duration (for metrics)."""
+    rows = db.execute(
+        """SELECT cluster, coalesce(stage, 'collect'), sum(status = 'ok'), sum(status = 'failed'),
+                  max(started_at),
+                  (SELECT t2.finished_at - t2.started_at FROM ticks t2 WHERE t2.cluster IS t.cluster
+                   AND coalesce(t2.stage, 'collect') = coalesce(t.stage, 'collect') ORDER BY t2.id DESC LIMIT 1)
+           FROM ticks t GROUP BY 1, 2 ORDER BY 1, 2"""
+    ).fetchall()
+    return [{"cluster": c, "stage": st, "ok": ok, "failed": bad, "last_at": last, "last_duration_s": dur}
+            for c, st, ok, bad, last, dur in rows]
 
 
 # ---------------------------------------------------------------------------- reading

@@ -1,0 +1,169 @@
+"""The agent around the pipeline: a tick over every cluster it serves (cron), and the APScheduler
+3.x loop (`fscontrol run`). Both call pipeline.run_tick for each cluster; this module only adds
+the lock, the per-cluster isolation (one cluster's failure never stops another's tick), the
+metrics file, and a clean stop.
+
+A cluster's work happens under the agent lock, so a cron tick and the loop never overlap: the
+loop skips a run whose lock is held (and says so), cron's second tick exits 5.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import pipeline, store
+from .errors import FscontrolError, LockedError
+from .lock import agent_lock
+from .source import SlurmSource
+
+log = logging.getLogger("fscontrol.agent")
+
+SourceFactory = Callable[[str | None], SlurmSource]
+
+
+@dataclass(frozen=True)
+class ClusterOutcome:
+    cluster: str | None
+    result: pipeline.TickResult | None = None
+    error: FscontrolError | None = None
+
+
+def clusters_to_serve(cfg, cluster: str | None, live: bool) -> list[str | None]:
+    """-M NAME: that cluster. Several clusters in the config (live): each of them, by -M.
+    Otherwise the one cluster the Slurm commands reach by default (no -M)."""
+    if cluster:
+        return [cluster]
+    if live and len(cfg.clusters) > 1:
+        return sorted(cfg.clusters)
+    return [None]
+
+
+def lock_path(cfg, db_path: Path) -> Path:
+    return Path(cfg.lock) if cfg.lock else Path(db_path).with_suffix(".lock")
+
+
+def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
+         force_control: bool = True, gate: bool = True) -> list[ClusterOutcome]:
+    """One tick of every cluster, under the agent lock (LockedError when another tick holds it);
+    each cluster's failure is recorded and reported, the others go on; then the metrics file."""
+    outcomes = []
+    with agent_lock(lock_path(cfg, db_path)):
+        db = store.open_db(db_path)
+        try:
+            for name in clusters:
+                try:
+                    res = pipeline.run_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate)
+                    outcomes.append(ClusterOutcome(res.cluster, result=res))
+                except FscontrolError as e:
+                    outcomes.append(ClusterOutcome(name, error=e))
+            try:
+                pipeline.write_metrics(db, cfg)
+            except FscontrolError as e:
+                outcomes.append(ClusterOutcome(None, error=e))
+        finally:
+            db.close()
+    return outcomes
+
+
+def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False):
+    """The loop's gate job (and the stop-time release): one gate tick under the lock."""
+    with agent_lock(lock_path(cfg, db_path)):
+        db = store.open_db(db_path)
+        try:
+            res = pipeline.gate_tick(make_source(name), db, cfg, apply=apply, release_all=release_all)
+            pipeline.write_metrics(db, cfg)
+            return res
+        finally:
+            db.close()
+
+
+def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
+             stop: threading.Event, on_tick: Callable[[str, list[ClusterOutcome]], None] | None = None) -> dict:
+    """Run until `stop` is set (the CLI sets it on SIGTERM/SIGINT): per cluster one job every
+    schedule.collect (collect; control, fit when due; publish) and, where the gate is enabled, one
+    every schedule.gate. One worker thread: jobs never overlap, a late job is coalesced, not
+    stacked. On stop the running job finishes; with release_on_stop the agent's holds are
+    released. Returns counts of ok / failed / skipped runs."""
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    counts = {"ok": 0, "failed": 0, "skipped": 0}
+    count_lock = threading.Lock()
+
+    def note(stage: str, outcomes: list[ClusterOutcome]) -> None:
+        with count_lock:
+            for o in outcomes:
+                counts["failed" if o.error else "ok"] += 1
+        for o in outcomes:
+            if o.error:
+                log.error("%s %s failed: %s", stage, o.cluster or "(default cluster)", o.error)
+            else:
+                log.info("%s %s ok", stage, o.cluster)
+        if on_tick:
+            on_tick(stage, outcomes)
+
+    def cycle_job(name: str | None) -> None:
+        try:
+            note("tick", tick(cfg, make_source, db_path, [name], apply=apply, force_control=False, gate=False))
+        except LockedError as e:
+            with count_lock:
+                counts["skipped"] += 1
+            log.warning("tick %s skipped: %s", name or "(default cluster)", e)
+        except FscontrolError as e:  # the lock or the database itself
+            note("tick", [ClusterOutcome(name, error=e)])
+
+    def gate_job(name: str | None) -> None:
+        try:
+            gate_only(cfg, make_source, db_path, name, apply=apply)
+            note("gate", [ClusterOutcome(name)])
+        except LockedError as e:
+            with count_lock:
+                counts["skipped"] += 1
+            log.warning("gate %s skipped: %s", name or "(default cluster)", e)
+        except FscontrolError as e:
+            note("gate", [ClusterOutcome(name, error=e)])
+
+    sched = BackgroundScheduler(
+        executors={"default": ThreadPoolExecutor(1)},
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": int(cfg.schedule["collect"])},
+        timezone="UTC",
+    )
+    first = datetime.now(timezone.utc)  # every job runs once at start, then on its interval
+    for name in clusters:
+        cc = cfg.cluster(name)
+        sched.add_job(cycle_job, "interval", seconds=cfg.schedule["collect"], args=[name], id=f"tick:{name}", next_run_time=first)
+        if cc.gate.enabled and cc.allocations:
+            sched.add_job(gate_job, "interval", seconds=cfg.schedule["gate"], args=[name], id=f"gate:{name}", next_run_time=first)
+    sched.start()
+    log.info("fscontrol run: %d cluster(s), collect every %gs, gate every %gs, apply=%s",
+             len(clusters), cfg.schedule["collect"], cfg.schedule["gate"], apply)
+    stop.wait()
+    log.info("stopping: letting the running job finish")
+    sched.shutdown(wait=True)
+    if cfg.release_on_stop:
+        for name in clusters:
+            if cfg.cluster(name).gate.enabled:
+                try:
+                    res = _release_when_free(cfg, make_source, db_path, name, apply)
+                    log.info("released %d agent hold(s) on %s", len(res.actions), name or "(default cluster)")
+                except FscontrolError as e:
+                    log.error("release of the agent's holds on %s failed: %s", name or "(default cluster)", e)
+    return counts
+
+
+def _release_when_free(cfg, make_source: SourceFactory, db_path: Path, name: str | None, apply: bool, wait_s: float = 60.0):
+    """On stop, the lock may be held by a cron tick for a moment: wait for it, then release."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return gate_only(cfg, make_source, db_path, name, apply=apply, release_all=True)
+        except LockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)

@@ -1,0 +1,27 @@
+"""Replace a file atomically: readers (a user's forecast, node_exporter) see the old file or the
+new one, never half of one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_text(path: str | Path, text: str, mode: int = 0o644) -> Path:
+    """A temporary file in the same folder (so the rename stays on one filesystem), fsync,
+    chmod (world-readable by default), os.replace; the temporary file is removed on failure."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
