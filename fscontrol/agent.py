@@ -76,7 +76,7 @@ def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, 
     with agent_lock(lock_path(cfg, db_path)):
         db = store.open_db(db_path)
         try:
-            res = pipeline.gate_tick(make_source(name), db, cfg, apply=apply, release_all=release_all)
+            res = pipeline.gate_tick(make_source(name), db, cfg, apply=apply, release_all=release_all, name=name)
             pipeline.write_metrics(db, cfg)
             return res
         finally:

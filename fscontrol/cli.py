@@ -254,7 +254,9 @@ def tick(
     except FscontrolError as e:
         raise _fail(e) from None
     data = report.tick_data(outcomes)
-    typer.echo(json.dumps(data, indent=2) if json_out else report.format_tick(data))
+    text = json.dumps(data, indent=2) if json_out else report.format_tick(data)
+    if text:
+        typer.echo(text)
     for o in outcomes:
         if o.error is not None:
             where = f"cluster {o.cluster}: " if o.cluster and len(clusters) > 1 else ""

@@ -74,10 +74,11 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     )
 
 
-def collect(source: SlurmSource, db: sqlite_utils.Database) -> CollectResult:
-    """One snapshot into the history, in one transaction; a failure is recorded as a failed tick."""
+def collect(source: SlurmSource, db: sqlite_utils.Database, name: str | None = None) -> CollectResult:
+    """One snapshot into the history, in one transaction; a failure is recorded as a failed tick
+    (of `name`, the cluster the config knows, when the failure came before Slurm said which)."""
     started = time.time()
-    cluster = source.cluster
+    cluster = source.cluster or name
     try:
         snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
         cluster = snap.cluster
@@ -181,13 +182,14 @@ def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_q
     return None
 
 
-def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None) -> ControlResult:
+def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+                 name: str | None = None) -> ControlResult:
     """Collect, decide, store (one transaction), then apply if asked and record the outcome."""
     from . import actions as act
     from . import control, fairshare
 
     started = time.time() if now is None else now
-    cluster = source.cluster
+    cluster = source.cluster or name
     run = getattr(source, "run", None)
     if apply and run is None:
         raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
@@ -308,13 +310,13 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
     earlier stages committed stays, and no later stage acts on the failed read."""
     t = time.time() if now is None else now
     cc = cfg.cluster(source.cluster)
-    name = source.cluster or cc.name
+    name = source.cluster or cc.name or None
     control_res = collected = None
     if force_control or not name or due(db, name, "control", cfg.schedule["control"], t):
-        control_res = control_tick(source, db, cfg, apply=apply, now=now)
+        control_res = control_tick(source, db, cfg, apply=apply, now=now, name=name)
         cluster = control_res.cluster
     else:
-        collected = collect(source, db)
+        collected = collect(source, db, name)
         cluster = collected.snapshot.cluster
     cc = cfg.cluster(cluster)
     fitted = None
@@ -325,7 +327,7 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
             fitted = None  # not enough history yet: not a failed tick
     gated = None
     if gate and cc.gate.enabled and cc.allocations and due(db, cluster, "gate", cfg.schedule["gate"], t):
-        gated = gate_tick(source, db, cfg, apply=apply)
+        gated = gate_tick(source, db, cfg, apply=apply, name=cluster)
     published = None
     if cfg.publish_dir:
         published = str(publish_latest(db, cfg, cluster)[0])
@@ -393,7 +395,8 @@ class GateResult:
     applied: bool
 
 
-def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False) -> GateResult:
+def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False,
+              name: str | None = None) -> GateResult:
     """Collect, plan the holds (or demotions) and releases, store, apply if asked.
 
     The ledger of the agent's own holds lives in SQLite; only those are ever released."""
@@ -407,7 +410,7 @@ def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: boo
     try:
         snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
     except FscontrolError as e:
-        _record_failure(db, source.cluster, "gate", started, e)
+        _record_failure(db, source.cluster or name or cfg.cluster(None).name or None, "gate", started, e)
         raise
     cc = cfg.cluster(snap.cluster)
     if not cc.allocations and not release_all:

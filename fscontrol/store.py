@@ -317,7 +317,10 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         with db.atomic():
             yield db
     except sqlite3.OperationalError as e:
-        raise StoreError(f"history database write failed, nothing was written: {e}") from None
+        path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "?")
+        if "locked" in str(e) or "busy" in str(e):
+            raise StoreError(f"history database {path} is locked by another process, nothing was written ({e})") from None
+        raise StoreError(f"history database {path}: write failed, nothing was written: {e}") from None
 
 
 # ---------------------------------------------------------------------------- writing

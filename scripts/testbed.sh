@@ -8,6 +8,7 @@
 #   testbed.sh stop   DIR   # cancel jobs, stop the daemons this script started (by PID)
 #   testbed.sh status DIR   # show which daemons are alive, node/partition state
 #   testbed.sh env    DIR   # print "export SLURM_CONF=..." for eval in a shell
+#   testbed.sh ctld-stop|ctld-start DIR  # only slurmctld (fault tests: a controller outage)
 #
 # Prerequisites (Debian 12 "bookworm", Slurm 22.05.8):
 #   apt-get install -y slurm-wlm slurmdbd munge mariadb-server
@@ -39,7 +40,7 @@ set -euo pipefail
 die()  { echo "testbed: ERROR: $*" >&2; exit 1; }
 log()  { echo "testbed: $(date +%T) $*" >&2; }
 
-usage() { sed -n '2,12p' "$0" >&2; exit 2; }
+usage() { sed -n '2,13p' "$0" >&2; exit 2; }
 
 [[ $# -ge 2 ]] || usage
 CMD=$1
@@ -401,5 +402,7 @@ case $CMD in
   stop)   do_stop ;;
   status) do_status ;;
   env)    echo "export SLURM_CONF=$SLURM_CONF" ;;
+  ctld-stop)  stop_group slurmctld ;;
+  ctld-start) start_slurmctld ;;
   *)      usage ;;
 esac

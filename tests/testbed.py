@@ -93,6 +93,21 @@ class Testbed:
     def scontrol(self, *args: str) -> str:
         return self.run("scontrol", *args)
 
+    def stop_controller(self) -> None:
+        """Only slurmctld (SIGTERM to its recorded pid): jobs keep running under slurmd."""
+        subprocess.run([str(SCRIPT), "ctld-stop", str(self.dir)], capture_output=True, text=True, timeout=120, check=True)
+
+    def start_controller(self) -> None:
+        """slurmctld again, recovering its saved state; FairShareDampeningFactor comes back from
+        slurm.conf, as after any restart."""
+        p = subprocess.run([str(SCRIPT), "ctld-start", str(self.dir)], capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise RuntimeError(f"slurmctld did not come back: {p.stderr.strip()[-1000:]}")
+
+    def damping(self) -> int:
+        line = next(ln for ln in self.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
+        return int(line.split("=")[1])
+
 
 def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
     """Start (or reuse) the testbed in `directory`. Raises TestbedUnavailable with the reason."""
