@@ -1,0 +1,185 @@
+"""`fscontrol forecast` against the real testbed (5-minute half-life, 1-minute decay passes).
+
+1. The forecast a user makes now, then staying idle, against the F that sprio reports 5 and 10
+   minutes later, while the agent (hybrid control, applied every 15 s) holds the halving usage
+   at u*. The user is carol@chem, alone in her account and, with nobody in the science tree
+   but her using the cluster, her EffectvUsage is all her own (the forecast's exact case).
+   Timing: the forecast is made right after a decay pass p0; Slurm's F after pass p0 + k
+   minutes is computed from the usage the pass before left, exactly as the F the forecast
+   starts from, so "k minutes later" is "after k more passes".
+2. A normal Unix user on a cluster with PrivateData=usage forecasts their own fair-share and
+   sees nobody else's; asking for another user's is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fscontrol import config, parse, pipeline, store
+
+pytestmark = pytest.mark.slurm
+
+ROOT = Path(__file__).resolve().parent.parent
+U_STAR_CH = 0.25  # core-hours at S_ref; carol (5x S_ref) then halves every ~1.25 core-hours
+SETTLE_S = 270.0  # the controller's settling time on this testbed (docs/control.md)
+PASS_S = 60.0
+
+
+def _user_python(slurm, user: str) -> str:
+    """A Python >= 3.11 the user can run: the venv's may live under /root (pyenv)."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        p = subprocess.run(["runuser", "-u", user, "--", exe, "-c", "import sys; sys.exit(sys.version_info < (3, 11))"],
+                           capture_output=True, timeout=30, check=False)
+        if p.returncode == 0:
+            return exe
+    pytest.fail(f"no Python >= 3.11 that {user} may run (install Debian's python3: scripts/install-slurm.sh)")
+
+
+def _user_package(slurm) -> Path:
+    """fscontrol's package where the testbed's users can read it (the checkout may be under /root).
+    The forecast path needs nothing outside the standard library."""
+    dest = slurm.dir / "userpkg"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(ROOT / "fscontrol", dest / "fscontrol", ignore=shutil.ignore_patterns("__pycache__"))
+    for p in [dest, *dest.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dest
+
+
+def _forecast_as(slurm, user: str, published: Path, *args: str) -> subprocess.CompletedProcess:
+    py, pkg = _user_python(slurm, user), _user_package(slurm)
+    argv = ["runuser", "-u", user, "--", "env", f"PYTHONPATH={pkg}", f"SLURM_CONF={slurm.conf}",
+            py, "-m", "fscontrol", "forecast", "--published", str(published), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _public_dir(slurm) -> Path:
+    d = slurm.dir / "public"
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(mode=0o755)
+    d.chmod(0o755)
+    return d
+
+
+def _sprio_f(slurm, job_id: str) -> float:
+    rows = parse.parse_sprio(slurm.run(*parse.SPRIO_ARGS))
+    return next(r.fairshare_norm for r in rows if r.job_id == job_id)
+
+
+def _wait_for_pass_after(slurm, t: float) -> float:
+    """The first decay pass after time t (seen as root's RawUsage moving); returns when seen."""
+    while time.time() < t:
+        time.sleep(1)
+    slurm.wait_for_pass()
+    return time.time()
+
+
+def test_forecast_matches_sprio_5_and_10_minutes_later(slurm, tmp_path):
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+    slurm.submit("carol", "chem", 64, 120)  # her campaign; then she stays idle
+    slurm.submit("bob", "flat", 8, 1800)  # the rest of the cluster keeps running
+    slurm.submit("dave", "flat", 2, 1800)
+    probe = slurm.probe("carol", "chem")
+    cfg = config.from_dict({"clusters": {"tbcluster": {
+        "target_core_hours": U_STAR_CH, "method": "hybrid", "padding_mode": "steady"}}})
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def controller() -> None:  # the agent holding H = u*, as in production
+        db = store.open_db(tmp_path / "agent.db")
+        while not stop.is_set():
+            t = time.time()
+            try:
+                pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+            except BaseException as e:  # noqa: BLE001 - reported by the test
+                errors.append(e)
+                return
+            stop.wait(max(0.0, 15.0 - (time.time() - t)))
+
+    thread = threading.Thread(target=controller, daemon=True)
+    t_start = time.time()
+    thread.start()
+    try:
+        p0 = _wait_for_pass_after(slurm, t_start + SETTLE_S)
+        db = store.open_db(tmp_path / "publish.db")
+        pipeline.collect(slurm.source(), db)
+        published, _ = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
+        made = {}
+        for minutes in (5, 10):
+            r = _forecast_as(slurm, "carol", published, "--account", "chem", "--plan", f"idle:{minutes}m", "--json")
+            assert r.returncode == 0, r.stderr
+            made[minutes] = json.loads(r.stdout)["associations"][0]
+        f_now = made[5]["fairshare"]
+        assert abs(_sprio_f(slurm, probe) - f_now) <= 0.01 * f_now  # the forecast starts where sprio is
+        assert 0.1 < f_now < 0.7, f"carol's F = {f_now}: the test needs a fair-share well below 1"
+        seen = {}
+        for minutes in (5, 10):
+            _wait_for_pass_after(slurm, p0 + minutes * PASS_S - 20)
+            seen[minutes] = _sprio_f(slurm, probe)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        slurm.cancel_all()
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+        slurm.scontrol("reconfigure")
+    assert not errors, errors
+    for minutes in (5, 10):
+        want = made[minutes]["after_plan"]["fairshare"]
+        print(f"\ncarol@chem: F now {f_now:.4f}; forecast after {minutes} min idle {want:.4f}, sprio then "
+              f"{seen[minutes]:.4f} ({seen[minutes] / want - 1:+.3%})")
+        assert abs(seen[minutes] - want) <= 0.01 * want
+    assert seen[10] > seen[5] > f_now  # it recovered, as forecast
+
+
+def test_private_data_user_forecasts_own_fairshare_only(slurm, tmp_path):
+    conf = slurm.conf
+    original = conf.read_text()
+    slurm.cancel_all()
+    slurm.submit("carol", "chem", 16, 60)
+    slurm.submit("alice", "flat", 16, 60)
+    slurm.wait_for_pass()
+    try:
+        conf.write_text(original + "PrivateData=usage\n")
+        slurm.scontrol("reconfigure")
+        # Slurm itself now hides other users' usage from carol
+        assert "alice" not in slurm.run("sshare", "-a", "-l", "-P", user="carol")
+        db = store.open_db(tmp_path / "h.db")
+        pipeline.collect(slurm.source(), db)
+        cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10}}})
+        published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
+        assert data["per_association"] is False
+        text = Path(published).read_text()
+        assert not any(name in text for name in ("alice", "bob", "dave", "carol"))
+
+        own = _forecast_as(slurm, "carol", published, "--json")
+        print(f"\ncarol under PrivateData=usage: exit {own.returncode}")
+        assert own.returncode == 0, own.stderr
+        got = json.loads(own.stdout)
+        assert got["user"] == "carol"
+        assert {a["account"] for a in got["associations"]} == {"flat", "chem"}
+        assert not any(name in own.stdout for name in ("alice", "bob", "dave"))
+
+        other = _forecast_as(slurm, "carol", published, "--user", "alice")
+        print(f"carol asking for alice: exit {other.returncode}: {other.stderr.strip()}")
+        assert other.returncode == 7 and other.stdout == ""
+        assert "alice" not in other.stderr.replace("'alice'", "")  # names the request, shows no data
+        # root may ask for anyone
+        r = subprocess.run([sys.executable, "-m", "fscontrol", "forecast", "--published", str(published), "--user", "alice",
+                            "--json"], env=slurm.env, capture_output=True, text=True, timeout=120, check=False)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["user"] == "alice"
+    finally:
+        conf.write_text(original)
+        slurm.scontrol("reconfigure")
+        slurm.cancel_all()
