@@ -184,3 +184,27 @@ def test_bad_database_and_bad_config_are_one_line_and_change_nothing(slurm, tmp_
                                 "(did you mean 'target_core_hours'?)")
     assert slurm.damping() == d_before  # none of the three touched Slurm
     slurm.cancel_all()
+
+
+def test_several_clusters_by_M_one_unreachable(slurm, tmp_path):
+    """Two [clusters.*] tables: each is served through `-M NAME`. The testbed's own cluster goes
+    through slurmdbd's multi-cluster path; a cluster slurmdbd does not know fails alone."""
+    cfg = tmp_path / "two.toml"
+    cfg.write_text(f'[agent]\ndb = "{tmp_path / "history.db"}"\nslurm_timeout = "30s"\n'
+                   '[clusters.tbcluster]\ntarget_core_hours = 1.0\nmethod = "damping"\n'
+                   '[clusters.nosuch]\ntarget_core_hours = 10\nmethod = "hybrid"\n')
+    r = _tick(slurm, cfg, "--json")
+    print(f"\ntwo clusters, one unknown: exit {r.returncode}: {r.stderr.strip()}")
+    data = json.loads(r.stdout)
+    by_name = {c["cluster"]: c for c in data["clusters"]}
+    assert by_name["tbcluster"]["ok"] and by_name["tbcluster"]["control"]["method"] == "damping"
+    assert not by_name["nosuch"]["ok"] and by_name["nosuch"]["exit_code"] == 3
+    assert r.returncode == 3 and r.stderr.startswith("fscontrol: error: cluster nosuch: ")
+    db = tmp_path / "history.db"
+    assert _one(db, "SELECT group_concat(DISTINCT cluster) FROM decisions") == "tbcluster"
+    assert _one(db, "SELECT count(*) FROM ticks WHERE cluster = 'nosuch' AND status = 'failed'") == 1
+    # the -M path reads the same association tree as the plain one
+    from fscontrol import store
+
+    via_m = {r.key: r.raw_shares for r in store.load_snapshot(store.open_db(db), cluster="tbcluster").shares}
+    assert via_m == {k: r.raw_shares for k, r in slurm.sshare().items()}
