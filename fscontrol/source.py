@@ -48,18 +48,19 @@ def _iso_local(t: float) -> str:
 class LiveSlurm:
     """Runs Slurm's clients as argument lists (never a shell) with a timeout.
 
-    `cluster` adds `-M cluster` (sshare, squeue, sprio, sacct, sacctmgr, scontrol).
+    `cluster` adds `-M cluster` (sshare, squeue, sprio, sacct, scontrol, sbatch); never to
+    sacctmgr, which has no -M (QOS live in slurmdbd, shared by every cluster it serves).
     SLURM_TIME_FORMAT=%s makes every time POSIX seconds: no time-zone guessing."""
 
     cluster: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     env: dict[str, str] | None = None
 
-    def _cluster_args(self) -> tuple[str, ...]:
-        return ("-M", self.cluster) if self.cluster else ()
+    def _cluster_args(self, command: str) -> tuple[str, ...]:
+        return ("-M", self.cluster) if self.cluster and command != "sacctmgr" else ()
 
     def run(self, argv: tuple[str, ...]) -> CommandOutput:
-        full = (argv[0], *self._cluster_args(), *argv[1:])
+        full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
         env = dict(os.environ if self.env is None else self.env)
         env["SLURM_TIME_FORMAT"] = "%s"
         t0 = time.time()
