@@ -77,9 +77,32 @@ def test_target_below_what_d1_allows():
 def test_hysteresis_keeps_d_between_neighbours():
     assert control.choose_damping(7.6, 7, 0.25) == 7  # 0.6 away: within 0.75
     assert control.choose_damping(7.8, 7, 0.25) == 8
-    assert control.choose_hybrid_damping(13.9, 7, 0.25) == 7  # padding makes up the rest
-    assert control.choose_hybrid_damping(14.5, 7, 0.25) == 14  # padding would double U: step up
-    assert control.choose_hybrid_damping(6.5, 7, 0.25) == 6  # padding would be negative: step down
+
+
+
+def test_hybrid_steps_d_up_only_as_far_as_the_padding_left_allows():
+    assert control.choose_hybrid_damping(13.9, 7, 7) == 7  # padding makes up the rest
+    assert control.choose_hybrid_damping(14.5, 7, 14) == 14  # no padding in the way: step up
+    assert control.choose_hybrid_damping(14.5, 7, 9) == 9  # the padding left allows 9, not 14
+    assert control.choose_hybrid_damping(14.5, 7, 5) == 7  # never below where it is for that
+    assert control.choose_hybrid_damping(6.5, 7, 3) == 6  # padding would be negative: step down
+
+
+def test_hybrid_never_leaves_more_padding_than_the_new_d_needs():
+    """The testbed case: real usage falls (a burst decays) with padding in place; a step up of
+    d would leave surplus padding and H far above u*. Over a falling-usage run, at every pass
+    the padding left after decay is at most what the chosen d needs."""
+    u_star, s_ref, half_life, period = 0.25 * 3600, 0.05, 300.0, 60.0
+    fp = decay_factor_per_second(half_life) ** period
+    u_real, w, d = 3.0 * 3600, 0.0, 1
+    for _ in range(30):
+        u_real *= fp  # idle cluster: real usage only decays
+        ideal = u_star / (s_ref * u_real)
+        left = u_real + w * fp
+        d = control.choose_hybrid_damping(ideal, d, control.clamp_d(int(u_star // (s_ref * left))))
+        need = u_star / (s_ref * d) - u_real
+        assert w * fp <= need + 1e-6, (d, w * fp, need)  # padding can be topped up to exactly need
+        w = need
 
 
 def test_reverted_damping_is_reapplied():
