@@ -440,31 +440,29 @@ def test_cold_start_imports_no_scipy_or_numpy():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_forecast_command_path_imports_no_scipy_or_numpy(agave):
+def _heavy_imports_after(run: str) -> list[str]:
+    """Top-level modules among the heavy ones that a fresh process imported while running `run`."""
+    heavy = "{'typer', 'pydantic', 'rich', 'scipy', 'numpy', 'sqlite_utils'}"
+    code = f"import sys\n{run}\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {heavy}))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    return eval(out.strip().splitlines()[-1])  # noqa: S307 - our own repr of a list of names
+
+
+def _forecast_args(agave) -> str:
     path, sample = agave
-    code = (
-        "import sys; from typer.testing import CliRunner; from fscontrol.cli import app; "
-        f"r = CliRunner().invoke(app, ['forecast', '--published', {str(path)!r}, '--source', {str(sample)!r}, "
-        f"'--user', 'yalim', '--now', '{T0}', '--plan', '28cpus:1w']); "
-        "assert r.exit_code == 0, r.output; "
-        "assert 'scipy' not in sys.modules and 'numpy' not in sys.modules and 'sqlite_utils' not in sys.modules, "
-        "sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'numpy', 'sqlite_utils'))"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    return f"['--published', {str(path)!r}, '--source', {str(sample)!r}, '--user', 'yalim', '--now', '{T0}', '--plan', '28cpus:1w']"
+
+
+def test_forecast_inside_the_typer_app_imports_no_scipy_numpy_or_sqlite_utils(agave):
+    run = ("from typer.testing import CliRunner; from fscontrol.cli import app\n"
+           f"r = CliRunner().invoke(app, ['forecast'] + {_forecast_args(agave)}); assert r.exit_code == 0, r.output")
+    assert set(_heavy_imports_after(run)) <= {"typer", "rich", "pydantic"}
 
 
 def test_console_script_forecast_path_imports_no_typer(agave):
     """The command users type is dispatched before typer (and the pydantic it pulls in) loads."""
-    path, sample = agave
-    code = (
-        "import sys; from fscontrol.forecast_cmd import main; "
-        f"rc = main(['--published', {str(path)!r}, '--source', {str(sample)!r}, '--user', 'yalim', "
-        f"'--now', '{T0}', '--plan', '28cpus:1w']); "
-        "assert rc == 0; heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'pydantic', 'rich', 'scipy', 'numpy'}); "
-        "assert not heavy, heavy"
-    )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert "yalim" in out
+    run = f"from fscontrol.forecast_cmd import main\nassert main({_forecast_args(agave)}) == 0"
+    assert _heavy_imports_after(run) == []
 
 
 def test_python_m_and_console_script_agree(agave):
