@@ -291,6 +291,7 @@ def run(
     from .allocations import parse_period
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its per-run lines would drown ours
     stop = threading.Event()
     try:
         cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster)
