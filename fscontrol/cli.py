@@ -59,6 +59,9 @@ ConfigOpt = Annotated[
 ]
 
 
+AgentApplyOpt = Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")]
+
+
 def _fail(e: FscontrolError) -> typer.Exit:
     typer.echo(f"fscontrol: error: {e}", err=True)
     return typer.Exit(e.exit_code)
@@ -239,7 +242,7 @@ def tick(
     source: SourceOpt = "live",
     db: DbOpt = None,
     cluster: ClusterOpt = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")] = False,
+    apply: AgentApplyOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """One full agent cycle for cron, for every cluster the config names (or -M one): collect,
@@ -275,7 +278,7 @@ def run(
     source: SourceOpt = "live",
     db: DbOpt = None,
     cluster: ClusterOpt = None,
-    apply: Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")] = False,
+    apply: AgentApplyOpt = False,
     duration: Annotated[
         Optional[str], typer.Option("--for", help="Stop by itself after this long (e.g. 20m; for soak runs). Default: until SIGTERM.")
     ] = None,
