@@ -53,6 +53,15 @@ def test_fcfs_waits_in_order_and_easy_backfills_only_what_does_not_delay_the_hea
     assert e == {"big1": 0, "head": 100, "long2": 2, "long3": 150, "short2": 4}
 
 
+def test_extra_nodes_count_every_job_that_ends_at_the_shadow_time():
+    # r1 and r2 are both predicted to end at 100: the head (5) then has 2 + 4 + 4 = 10 free, so
+    # 5 nodes are extra and the long 2-node job may run past the shadow. Counting r1 alone
+    # (the engine's bug until the SDSC comparison with peers found it) gave 1 extra node.
+    w = W(10, ("r1", 0, 100, 100, 4), ("r2", 0, 100, 100, 4), ("head", 1, 50, 50, 5), ("long", 2, 900, 900, 2))
+    assert starts(run_simulation(w, "easy")) == {"r1": 0, "r2": 0, "head": 100, "long": 2}
+    assert starts(run_simulation(w, "linear-eligible")) == {"r1": 0, "r2": 0, "head": 100, "long": 2}
+
+
 def test_estimates_not_run_times_drive_backfill():
     # the candidate really runs 10 s but asked for 1000: it would delay the head, so it waits
     w = W(4, ("a", 0, 100, 100, 3), ("head", 1, 10, 10, 4), ("liar", 2, 10, 1000, 1))
@@ -120,8 +129,10 @@ def naive_easy(jobs, nodes):
         for pe, _, s in sorted((r[1], i, r[2]) for i, r in enumerate(running)):
             avail += s
             if avail >= head.size:
-                shadow, extra = pe, avail - head.size
+                shadow = pe
                 break
+        # extra: what is free at the shadow time, every job predicted to end by then counted
+        extra = free + sum(s for _, pe, s in running if pe <= shadow) - head.size
         for i in list(queue[1:]):
             j = jobs[i]
             if j.size <= free:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gzip
-import time
+import statistics
 from pathlib import Path
 
 import pytest
 
 from fscontrol.errors import ConfigError
+from fscontrol.sim.workload import DAY
 from fscontrol.sim import (
     load_scenario,
     parse_swf,
@@ -16,6 +17,8 @@ from fscontrol.sim import (
     run_simulation,
     scenario_from_dict,
 )
+
+from peer_models import accasim_ebf, cqsim_easy
 
 TRACES = Path(__file__).resolve().parents[1] / "samples" / "traces"
 FULL = TRACES / "SDSC-BLUE-2000-4.2-cln.swf.gz"
@@ -97,52 +100,119 @@ def test_scenario_errors(tmp_path):
 
 # ------------------------------------------------------------------ the full log
 #
-# Published and peer simulations of this log under EASY give a mean wait of about 100-115 min
-# and a mean bounded slowdown (10 s) of about 27-37. Ours, deterministic: 132.1 min and 36.57
-# (user estimates as given, estimate raised to the run time for the 10% of jobs that overran
-# it); with overrunning jobs killed at their request instead: 125.0 min and 34.22; with submit
-# times shaken by +-30 s (8 seeds): 126.5-132.9 min, 34.6-38.5. The band below is the peers'
-# range widened to cover our modelling variants and that shaking spread (docs/simulator.md):
-# wait 95-140 min, bounded slowdown 27-40. A broken backfill is far outside it (plain FCFS:
-# 6,006 min, 3,281). The golden figures catch any silent change of the engine's decisions.
+# Our EASY (user estimates as given, the estimate raised to the run time for the 10% of jobs
+# that overran it), deterministic: mean wait 129.28 min, mean bounded slowdown (10 s) 36.24.
+# The issue's "100-115 min, 27-37" are the two peers: CQSim 100.6 min / 27.0 and AccaSim 1.1.3
+# 114.1 / 36.3, both run on this machine on this log. Neither is EASY with user estimates:
+# CQSim decides backfill by each job's actual run time, AccaSim never keeps the head job's
+# nodes free. Replicas of both (tests/peer_models.py) reproduce their figures from our reading
+# of the log; the tests below pin that, and how AccaSim's figure comes about (docs/simulator.md,
+# "Check 1"; scripts/sdsc-check.py prints the whole table). Plain FCFS: 6,322 min.
 
-WAIT_BAND_MIN = (95.0, 140.0)
-BSLD_BAND = (27.0, 40.0)
-GOLDEN = (132.1, 36.57)  # overrun="extend" (the default); "kill" gives 125.0 min, 34.22
+GOLDEN = (129.28, 36.24)  # overrun="extend" (the default); "kill" gives 129.88, 37.64
+ACCASIM_REPLICA = (115.35, 37.23)  # AccaSim measured: 114.13, 36.32 (field 8, raw estimates)
+CQSIM_REPLICA = (101.31, 27.38)  # CQSim measured: 100.63, 27.02
 
 
 @pytest.fixture(scope="module")
 def full_log():
-    t0 = time.process_time()  # CPU time: not inflated by other processes on a shared machine
-    w = read_swf(FULL)
-    return w, time.process_time() - t0
+    return read_swf(FULL)
+
+
+@pytest.fixture(scope="module")
+def full_easy(full_log):
+    return run_simulation(full_log, "easy", per_user=False)
 
 
 def test_full_log_reads_every_record(full_log):
-    w, _ = full_log
-    s = w.meta["stats"]
+    s = full_log.meta["stats"]
     assert s["records"] == 243_306
     assert s["skipped_no_runtime"] == 10_744
-    assert len(w.jobs) == 232_562 and w.nodes == 144
+    assert len(full_log.jobs) == 232_562 and full_log.nodes == 144
     assert s["overrun"] == 23_434
+    requested = read_swf(FULL, processors="requested")
+    differ = sum(a.size != b.size for a, b in zip(full_log.jobs, requested.jobs))
+    assert len(requested.jobs) == len(full_log.jobs) and differ == 710
 
 
-def test_easy_on_the_full_sdsc_blue_log(full_log):
-    w, read_s = full_log
-    t0 = time.process_time()
-    r = run_simulation(w, "easy", per_user=False)
-    sim_s = time.process_time() - t0
-    wait_min = r.overall["mean_wait_s"] / 60.0
-    bsld = r.overall["mean_bsld"]
-    assert r.overall["finished"] == len(w.jobs)
-    assert WAIT_BAND_MIN[0] <= wait_min <= WAIT_BAND_MIN[1]
-    assert BSLD_BAND[0] <= bsld <= BSLD_BAND[1]
-    assert wait_min == pytest.approx(GOLDEN[0], abs=0.1)
-    assert bsld == pytest.approx(GOLDEN[1], abs=0.01)
+def test_easy_on_the_full_sdsc_blue_log(full_easy):
+    r = full_easy
+    assert r.overall["finished"] == len(r.workload.jobs)
+    assert r.overall["mean_wait_s"] / 60.0 == pytest.approx(GOLDEN[0], abs=0.01)
+    assert r.overall["mean_bsld"] == pytest.approx(GOLDEN[1], abs=0.01)
     assert 0.74 < r.overall["utilization"] < 0.80  # the header's offered load ~0.77
-    # speed: the whole log well under 20 s of CPU (measured ~1.5 s read + ~2.5 s simulate)
-    assert read_s + sim_s < 20.0, f"read {read_s:.1f} s + simulate {sim_s:.1f} s (CPU)"
 
+
+def _waits(jobs, starts, lo=1, hi=10**9):
+    return [s - j.submit for j, s in zip(jobs, starts) if lo <= j.size <= hi]
+
+
+def _mean_bsld(jobs, waits):
+    return statistics.fmean(max(1.0, (w + j.run) / max(j.run, 10.0)) for w, j in zip(waits, jobs))
+
+
+def test_peers_lower_mean_wait_is_accasims_unprotected_backfill(full_log, full_easy):
+    jobs = full_log.jobs
+    peer = accasim_ebf(jobs, full_log.nodes)
+    w_peer, w_ours = _waits(jobs, peer), _waits(jobs, full_easy.start)
+    # the peer figure, reproduced from the same jobs by AccaSim's algorithm
+    assert statistics.fmean(w_peer) / 60.0 == pytest.approx(ACCASIM_REPLICA[0], abs=0.01)
+    assert _mean_bsld(jobs, w_peer) == pytest.approx(ACCASIM_REPLICA[1], abs=0.01)
+    assert statistics.fmean(w_peer) < 0.9 * statistics.fmean(w_ours)
+    # how: narrow jobs gain, the widest starve (EASY never lets a backfilled job delay the head)
+    one = statistics.fmean(_waits(jobs, peer, hi=1)), statistics.fmean(_waits(jobs, full_easy.start, hi=1))
+    wide = _waits(jobs, peer, lo=65), _waits(jobs, full_easy.start, lo=65)
+    assert one[0] < 0.5 * one[1]
+    assert statistics.fmean(wide[0]) > 5 * statistics.fmean(wide[1])
+    assert max(w_peer) > 100 * DAY and max(w_ours) < 5 * DAY
+
+
+def test_peers_lowest_mean_wait_is_cqsims_backfill_by_actual_run_time(full_log, full_easy):
+    jobs = full_log.jobs
+    w_peer = _waits(jobs, cqsim_easy(jobs, full_log.nodes))
+    assert statistics.fmean(w_peer) / 60.0 == pytest.approx(CQSIM_REPLICA[0], abs=0.01)
+    assert _mean_bsld(jobs, w_peer) == pytest.approx(CQSIM_REPLICA[1], abs=0.01)
+    # the same EASY deciding by the estimates (the scheduler's only knowledge) is ours
+    assert statistics.fmean(w_peer) < 0.8 * statistics.fmean(_waits(jobs, full_easy.start))
+
+
+def test_cqsim_replica_backfills_by_actual_run_time():
+    # "liar" asked for 1000 s and runs 10: by its request it would delay the head (EASY: waits);
+    # by its run time it ends before the shadow, so CQSim backfills it.
+    w = scenario_from_dict(
+        {
+            "nodes": 4,
+            "jobs": [
+                {"id": "a", "submit": 0, "run": 100, "limit": 100, "nodes": 3},
+                {"id": "head", "submit": 1, "run": 10, "limit": 10, "nodes": 4},
+                {"id": "liar", "submit": 2, "run": 10, "limit": 1000, "nodes": 1},
+            ],
+        }
+    )
+    easy = dict(zip((j.job_id for j in w.jobs), run_simulation(w, "easy").start))
+    peer = dict(zip((j.job_id for j in w.jobs), cqsim_easy(w.jobs, w.nodes)))
+    assert easy == {"a": 0, "head": 100, "liar": 110}
+    assert peer == {"a": 0, "head": 100, "liar": 2}
+
+
+def test_accasim_replica_lets_backfill_delay_the_head_job():
+    # A runs 50 s of its 100 s estimate; H (whole machine) is blocked behind it; S (1 node, 200 s)
+    # arrives next. EASY starts H when A ends and S after H. AccaSim only retries H at its
+    # reservation time (100), so at 50 S backfills onto the free node and H waits for S.
+    w = scenario_from_dict(
+        {
+            "nodes": 10,
+            "jobs": [
+                {"id": "A", "submit": 0, "run": 50, "limit": 100, "nodes": 10},
+                {"id": "H", "submit": 1, "run": 10, "limit": 10, "nodes": 10},
+                {"id": "S", "submit": 2, "run": 200, "limit": 200, "nodes": 1},
+            ],
+        }
+    )
+    easy = dict(zip((j.job_id for j in w.jobs), run_simulation(w, "easy").start))
+    peer = dict(zip((j.job_id for j in w.jobs), accasim_ebf(w.jobs, w.nodes)))
+    assert easy == {"A": 0, "H": 50, "S": 60}
+    assert peer == {"A": 0, "S": 50, "H": 250}
 
 
 def test_load_workload_specs(tmp_path):

@@ -184,10 +184,18 @@ def simulate(
     easy_headkey: tuple = ()
 
     def shadow_of(hsize: int) -> tuple[float, int]:
+        """The head job's shadow time and the nodes it leaves spare then ("extra")."""
         avail = free
-        for e, i in running:
+        n = len(running)
+        for k, (e, i) in enumerate(running):
             avail += size[i]
             if avail >= hsize:
+                # every job predicted to end at the shadow time frees its nodes then: leaving
+                # the ties out undercounts the extra nodes (2.8 min of mean wait on the SDSC log)
+                k += 1
+                while k < n and running[k][0] == e:
+                    avail += size[running[k][1]]
+                    k += 1
                 return e, avail - hsize
         return INF, 0  # pragma: no cover
 

@@ -1,0 +1,156 @@
+"""Replicas of what peer simulators actually do under the name "EASY backfilling".
+
+Used by tests/test_sim_swf.py to explain, by measurement, why peers report a lower mean wait
+on the SDSC Blue Horizon log than our EASY does (docs/simulator.md, "Check 1"). These are
+reference models of other tools' behaviour, not policies of ours.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from fscontrol.sim.workload import SimJob
+
+
+def cqsim_easy(jobs: list[SimJob], nodes: int) -> list[float]:
+    """EASY as CQSim (SPEAR-UIC/CQSim, master) decides backfill; returns start times.
+
+    CQSim predicts running jobs' ends from their requests, but its backfill tests each
+    candidate with its *actual* run time (``Cqsim_sim.backfill`` passes ``'run'``, SWF field
+    4, to ``Backfill.backfill_EASY``): a job that asked for 10 hours and ran 5 minutes
+    backfills as a 5-minute job. That is an oracle no scheduler has. Otherwise plain EASY
+    (FCFS, one reservation, extra nodes at the shadow time). CQSim's own event handling (one
+    pass per event, not per time) is not replicated.
+    """
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+    start = [math.inf] * len(jobs)
+    ends: list[tuple[float, int]] = []
+    running: dict[int, tuple[float, int]] = {}  # job -> (estimated end, size)
+    queue: list[int] = []
+    free = nodes
+    k = 0
+
+    def launch(i: int, t: float) -> None:
+        nonlocal free
+        j = jobs[i]
+        free -= j.size
+        start[i] = t
+        running[i] = (t + j.estimate, j.size)
+        heapq.heappush(ends, (t + j.run, i))
+
+    while k < len(order) or ends:
+        t = min(jobs[order[k]].submit if k < len(order) else math.inf, ends[0][0] if ends else math.inf)
+        while ends and ends[0][0] <= t:
+            _, i = heapq.heappop(ends)
+            free += running.pop(i)[1]
+        while k < len(order) and jobs[order[k]].submit <= t:
+            queue.append(order[k])
+            k += 1
+        while queue and jobs[queue[0]].size <= free:
+            launch(queue.pop(0), t)
+        if not queue:
+            continue
+        head = jobs[queue[0]]
+        avail, shadow = free, math.inf
+        for est_end, s in sorted(running.values()):
+            avail += s
+            if avail >= head.size:
+                shadow = est_end
+                break
+        extra = free + sum(s for est_end, s in running.values() if est_end <= shadow) - head.size
+        keep = queue[:1]
+        for i in queue[1:]:
+            j = jobs[i]
+            if j.size <= free and (t + j.run <= shadow or j.size <= extra):  # j.run: the oracle
+                if t + j.run > shadow:
+                    extra -= j.size
+                launch(i, t)
+            else:
+                keep.append(i)
+        queue = keep
+    return start
+
+
+def accasim_ebf(jobs: list[SimJob], nodes: int) -> list[float]:
+    """AccaSim 1.1.3 ``EASYBackfilling`` + ``FirstFit``, step for step; returns start times.
+
+    What it does differently from EASY (accasim/base/scheduler_class.py, 1.1.3):
+    - the blocked head job gets a reservation time from the running jobs' estimated ends, but
+      the backfill call passes ``reserved_nodes=[]``, so no node is ever kept for it: every
+      later job that fits now starts, however long it runs;
+    - the head job is tried again only once that reservation time has come (not when nodes
+      free up earlier), and the reservation is never recomputed after it passed.
+    Narrow jobs flow past a wide head job that waits until, at one event, enough nodes happen
+    to be free before the backfill takes them.
+
+    Nodes are counted, not placed: AccaSim places processors anywhere (first fit), and every
+    processor count in the SDSC log is a multiple of 8, so a node count is the same model.
+    """
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+    start = [math.inf] * len(jobs)
+    ends: list[tuple[float, int]] = []  # (actual end, job)
+    running: dict[int, tuple[float, int]] = {}  # job -> (estimated end, size)
+    queue: list[int] = []
+    free = nodes
+    blocked: int | None = None
+    res_time: float | None = None
+    k = 0
+
+    def launch(i: int, t: float) -> None:
+        nonlocal free
+        j = jobs[i]
+        free -= j.size
+        start[i] = t
+        running[i] = (t + j.estimate, j.size)
+        heapq.heappush(ends, (t + j.run, i))
+
+    def reservation_time(size: int) -> float:
+        avail = free
+        for est_end, s in sorted(running.values()):
+            avail += s
+            if avail >= size:
+                return est_end
+        raise AssertionError("the machine is smaller than a job")
+
+    while k < len(order) or ends:
+        t = min(jobs[order[k]].submit if k < len(order) else math.inf, ends[0][0] if ends else math.inf)
+        while ends and ends[0][0] <= t:
+            _, i = heapq.heappop(ends)
+            free += running.pop(i)[1]
+        while k < len(order) and jobs[order[k]].submit <= t:
+            queue.append(order[k])
+            k += 1
+        if not queue:
+            continue
+        q = queue
+        started: set[int] = set()
+        time_reached = False
+        if res_time is not None and res_time <= t:  # the head job's turn has come
+            time_reached = True
+            head, q = q[0], q[1:]
+            if jobs[head].size <= free:
+                launch(head, t)
+                started.add(head)
+                blocked = res_time = None
+        to_fill: list[int] = []
+        if blocked is None and q:
+            for n, i in enumerate(q):  # FIFO until the first job that does not fit
+                if jobs[i].size <= free:
+                    launch(i, t)
+                    started.add(i)
+                else:
+                    blocked = i
+                    if res_time is None:
+                        res_time = reservation_time(jobs[i].size)
+                    to_fill = q[n + 1 :]
+                    break
+        else:
+            to_fill = q if time_reached else q[1:]
+        for i in to_fill:  # backfill: reserved_nodes=[], so only "fits now" is tested
+            if jobs[i].size <= free:
+                launch(i, t)
+                started.add(i)
+        if started:
+            queue = [i for i in queue if i not in started]
+    return start
