@@ -467,6 +467,15 @@ def simulate(
                      "+nobf turns backfill off. Repeat to compare."),
     ] = ["easy"],  # noqa: B006
     procs_per_node: Annotated[int, typer.Option(help="SWF: processors per node (nodes = processors / this).")] = 8,
+    overrun: Annotated[
+        str,
+        typer.Option(help="SWF: jobs that ran past their request: 'extend' the request to the run time, or 'kill' "
+                     "them at the request (as a Slurm time limit would)."),
+    ] = "extend",
+    processors: Annotated[
+        str,
+        typer.Option(help="SWF: processor count from field 5 'allocated' (field 8 when unknown) or field 8 'requested'."),
+    ] = "allocated",
     limit: Annotated[Optional[int], typer.Option(help="Only the first N jobs.")] = None,
     by: Annotated[str, typer.Option(help="Report per 'account' or 'user'.")] = "account",
     gantt: Annotated[bool, typer.Option("--gantt", help="Print a Gantt chart of the first policy's schedule.")] = False,
@@ -481,7 +490,7 @@ def simulate(
     from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
 
     try:
-        wl = load_workload(workload, procs_per_node=procs_per_node, limit=limit)
+        wl = load_workload(workload, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
         results = [run_simulation(wl, p, progress=progress, per_user=(by == "user")) for p in policy]
         if png is not None:
             render_gantt_png(results[0], png)

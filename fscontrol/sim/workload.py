@@ -383,8 +383,14 @@ def excerpt_swf(src: str | Path, dst: str | Path, n: int) -> None:
             count += 1
 
 
-def load_workload(spec: str | Path, *, procs_per_node: int = 8, overrun: str = "extend",
-                  limit: int | None = None) -> Workload:
+def load_workload(
+    spec: str | Path,
+    *,
+    procs_per_node: int = 8,
+    overrun: str = "extend",
+    processors: str = "allocated",
+    limit: int | None = None,
+) -> Workload:
     """A workload from a command-line spec: an SWF log (``.swf``, ``.swf.gz``), a scenario
     (``.toml``, ``.json``), or ``section9`` / ``section9:SEED`` (Steffen's generator)."""
     s = str(spec)
@@ -401,5 +407,5 @@ def load_workload(spec: str | Path, *, procs_per_node: int = 8, overrun: str = "
     if p.suffix in (".toml", ".json"):
         return load_scenario(p)
     if p.name.endswith((".swf", ".swf.gz")):
-        return read_swf(p, procs_per_node=procs_per_node, overrun=overrun, limit=limit)
+        return read_swf(p, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
     raise ConfigError(f"workload {s!r}: expected .swf, .swf.gz, .toml, .json or section9[:SEED]")
