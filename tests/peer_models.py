@@ -13,6 +13,42 @@ import math
 from fscontrol.sim.workload import SimJob
 
 
+class _Machine:
+    """The event bookkeeping both replicas share: arrivals in submit order, ends, free nodes."""
+
+    def __init__(self, jobs: list[SimJob], nodes: int):
+        self.jobs = jobs
+        self.order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
+        self.start = [math.inf] * len(jobs)
+        self.ends: list[tuple[float, int]] = []  # (actual end, job)
+        self.running: dict[int, tuple[float, int]] = {}  # job -> (estimated end, size)
+        self.queue: list[int] = []  # waiting jobs in submit order
+        self.free = nodes
+        self.k = 0
+
+    def busy(self) -> bool:
+        return self.k < len(self.order) or bool(self.ends)
+
+    def advance(self) -> float:
+        """Move to the next event time: finish the jobs that end, queue the ones that arrive."""
+        jobs, order = self.jobs, self.order
+        t = min(jobs[order[self.k]].submit if self.k < len(order) else math.inf, self.ends[0][0] if self.ends else math.inf)
+        while self.ends and self.ends[0][0] <= t:
+            _, i = heapq.heappop(self.ends)
+            self.free += self.running.pop(i)[1]
+        while self.k < len(order) and jobs[order[self.k]].submit <= t:
+            self.queue.append(order[self.k])
+            self.k += 1
+        return t
+
+    def launch(self, i: int, t: float) -> None:
+        j = self.jobs[i]
+        self.free -= j.size
+        self.start[i] = t
+        self.running[i] = (t + j.estimate, j.size)
+        heapq.heappush(self.ends, (t + j.run, i))
+
+
 def cqsim_easy(jobs: list[SimJob], nodes: int) -> list[float]:
     """EASY as CQSim (SPEAR-UIC/CQSim, master) decides backfill; returns start times.
 
@@ -23,53 +59,33 @@ def cqsim_easy(jobs: list[SimJob], nodes: int) -> list[float]:
     (FCFS, one reservation, extra nodes at the shadow time). CQSim's own event handling (one
     pass per event, not per time) is not replicated.
     """
-    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
-    start = [math.inf] * len(jobs)
-    ends: list[tuple[float, int]] = []
-    running: dict[int, tuple[float, int]] = {}  # job -> (estimated end, size)
-    queue: list[int] = []
-    free = nodes
-    k = 0
-
-    def launch(i: int, t: float) -> None:
-        nonlocal free
-        j = jobs[i]
-        free -= j.size
-        start[i] = t
-        running[i] = (t + j.estimate, j.size)
-        heapq.heappush(ends, (t + j.run, i))
-
-    while k < len(order) or ends:
-        t = min(jobs[order[k]].submit if k < len(order) else math.inf, ends[0][0] if ends else math.inf)
-        while ends and ends[0][0] <= t:
-            _, i = heapq.heappop(ends)
-            free += running.pop(i)[1]
-        while k < len(order) and jobs[order[k]].submit <= t:
-            queue.append(order[k])
-            k += 1
-        while queue and jobs[queue[0]].size <= free:
-            launch(queue.pop(0), t)
+    m = _Machine(jobs, nodes)
+    while m.busy():
+        t = m.advance()
+        queue = m.queue
+        while queue and jobs[queue[0]].size <= m.free:
+            m.launch(queue.pop(0), t)
         if not queue:
             continue
         head = jobs[queue[0]]
-        avail, shadow = free, math.inf
-        for est_end, s in sorted(running.values()):
+        avail, shadow = m.free, math.inf
+        for est_end, s in sorted(m.running.values()):
             avail += s
             if avail >= head.size:
                 shadow = est_end
                 break
-        extra = free + sum(s for est_end, s in running.values() if est_end <= shadow) - head.size
+        extra = m.free + sum(s for est_end, s in m.running.values() if est_end <= shadow) - head.size
         keep = queue[:1]
         for i in queue[1:]:
             j = jobs[i]
-            if j.size <= free and (t + j.run <= shadow or j.size <= extra):  # j.run: the oracle
+            if j.size <= m.free and (t + j.run <= shadow or j.size <= extra):  # j.run: the oracle
                 if t + j.run > shadow:
                     extra -= j.size
-                launch(i, t)
+                m.launch(i, t)
             else:
                 keep.append(i)
-        queue = keep
-    return start
+        m.queue = keep
+    return m.start
 
 
 def accasim_ebf(jobs: list[SimJob], nodes: int) -> list[float]:
@@ -87,57 +103,37 @@ def accasim_ebf(jobs: list[SimJob], nodes: int) -> list[float]:
     Nodes are counted, not placed: AccaSim places processors anywhere (first fit), and every
     processor count in the SDSC log is a multiple of 8, so a node count is the same model.
     """
-    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
-    start = [math.inf] * len(jobs)
-    ends: list[tuple[float, int]] = []  # (actual end, job)
-    running: dict[int, tuple[float, int]] = {}  # job -> (estimated end, size)
-    queue: list[int] = []
-    free = nodes
+    m = _Machine(jobs, nodes)
     blocked: int | None = None
     res_time: float | None = None
-    k = 0
-
-    def launch(i: int, t: float) -> None:
-        nonlocal free
-        j = jobs[i]
-        free -= j.size
-        start[i] = t
-        running[i] = (t + j.estimate, j.size)
-        heapq.heappush(ends, (t + j.run, i))
 
     def reservation_time(size: int) -> float:
-        avail = free
-        for est_end, s in sorted(running.values()):
+        avail = m.free
+        for est_end, s in sorted(m.running.values()):
             avail += s
             if avail >= size:
                 return est_end
         raise AssertionError("the machine is smaller than a job")
 
-    while k < len(order) or ends:
-        t = min(jobs[order[k]].submit if k < len(order) else math.inf, ends[0][0] if ends else math.inf)
-        while ends and ends[0][0] <= t:
-            _, i = heapq.heappop(ends)
-            free += running.pop(i)[1]
-        while k < len(order) and jobs[order[k]].submit <= t:
-            queue.append(order[k])
-            k += 1
-        if not queue:
+    while m.busy():
+        t = m.advance()
+        if not m.queue:
             continue
-        q = queue
+        q = m.queue
         started: set[int] = set()
         time_reached = False
         if res_time is not None and res_time <= t:  # the head job's turn has come
             time_reached = True
             head, q = q[0], q[1:]
-            if jobs[head].size <= free:
-                launch(head, t)
+            if jobs[head].size <= m.free:
+                m.launch(head, t)
                 started.add(head)
                 blocked = res_time = None
         to_fill: list[int] = []
         if blocked is None and q:
             for n, i in enumerate(q):  # FIFO until the first job that does not fit
-                if jobs[i].size <= free:
-                    launch(i, t)
+                if jobs[i].size <= m.free:
+                    m.launch(i, t)
                     started.add(i)
                 else:
                     blocked = i
@@ -148,9 +144,9 @@ def accasim_ebf(jobs: list[SimJob], nodes: int) -> list[float]:
         else:
             to_fill = q if time_reached else q[1:]
         for i in to_fill:  # backfill: reserved_nodes=[], so only "fits now" is tested
-            if jobs[i].size <= free:
-                launch(i, t)
+            if jobs[i].size <= m.free:
+                m.launch(i, t)
                 started.add(i)
         if started:
-            queue = [i for i in queue if i not in started]
-    return start
+            m.queue = [i for i in m.queue if i not in started]
+    return m.start

@@ -176,21 +176,18 @@ def test_peers_lowest_mean_wait_is_cqsims_backfill_by_actual_run_time(full_log, 
     assert statistics.fmean(w_peer) < 0.8 * statistics.fmean(_waits(jobs, full_easy.start))
 
 
+def _easy_and_peer(peer, nodes, *jobs):
+    """Start times under our EASY and under a peer replica; jobs: (id, submit, run, limit, nodes)."""
+    keys = ("id", "submit", "run", "limit", "nodes")
+    w = scenario_from_dict({"nodes": nodes, "jobs": [dict(zip(keys, j)) for j in jobs]})
+    ids = [j.job_id for j in w.jobs]
+    return dict(zip(ids, run_simulation(w, "easy").start)), dict(zip(ids, peer(w.jobs, w.nodes)))
+
+
 def test_cqsim_replica_backfills_by_actual_run_time():
     # "liar" asked for 1000 s and runs 10: by its request it would delay the head (EASY: waits);
     # by its run time it ends before the shadow, so CQSim backfills it.
-    w = scenario_from_dict(
-        {
-            "nodes": 4,
-            "jobs": [
-                {"id": "a", "submit": 0, "run": 100, "limit": 100, "nodes": 3},
-                {"id": "head", "submit": 1, "run": 10, "limit": 10, "nodes": 4},
-                {"id": "liar", "submit": 2, "run": 10, "limit": 1000, "nodes": 1},
-            ],
-        }
-    )
-    easy = dict(zip((j.job_id for j in w.jobs), run_simulation(w, "easy").start))
-    peer = dict(zip((j.job_id for j in w.jobs), cqsim_easy(w.jobs, w.nodes)))
+    easy, peer = _easy_and_peer(cqsim_easy, 4, ("a", 0, 100, 100, 3), ("head", 1, 10, 10, 4), ("liar", 2, 10, 1000, 1))
     assert easy == {"a": 0, "head": 100, "liar": 110}
     assert peer == {"a": 0, "head": 100, "liar": 2}
 
@@ -199,18 +196,7 @@ def test_accasim_replica_lets_backfill_delay_the_head_job():
     # A runs 50 s of its 100 s estimate; H (whole machine) is blocked behind it; S (1 node, 200 s)
     # arrives next. EASY starts H when A ends and S after H. AccaSim only retries H at its
     # reservation time (100), so at 50 S backfills onto the free node and H waits for S.
-    w = scenario_from_dict(
-        {
-            "nodes": 10,
-            "jobs": [
-                {"id": "A", "submit": 0, "run": 50, "limit": 100, "nodes": 10},
-                {"id": "H", "submit": 1, "run": 10, "limit": 10, "nodes": 10},
-                {"id": "S", "submit": 2, "run": 200, "limit": 200, "nodes": 1},
-            ],
-        }
-    )
-    easy = dict(zip((j.job_id for j in w.jobs), run_simulation(w, "easy").start))
-    peer = dict(zip((j.job_id for j in w.jobs), accasim_ebf(w.jobs, w.nodes)))
+    easy, peer = _easy_and_peer(accasim_ebf, 10, ("A", 0, 50, 100, 10), ("H", 1, 10, 10, 10), ("S", 2, 200, 200, 1))
     assert easy == {"A": 0, "H": 50, "S": 60}
     assert peer == {"A": 0, "S": 50, "H": 250}
 
