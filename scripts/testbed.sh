@@ -68,6 +68,17 @@ DB_PASS=tbpass                  # MariaDB password of the 'slurm' DB user (loopb
 ETC=$D/etc; RUN=$D/run; LOGD=$D/log; SPOOL=$D/spool; MUNGE=$D/munge; MY=$D/mysql; JOBS=$D/jobs
 export SLURM_CONF=$ETC/slurm.conf   # slurmdbd also finds $ETC/slurmdbd.conf through this
 MUNGE_SOCK=$MUNGE/munge.socket.2
+
+# Configs written by an earlier start are reused (see TB_REGEN): their ports win over the
+# environment, or a later start without the same TB_*_PORT would put MariaDB on another port
+# than the one slurmdbd.conf names (slurmdbd then waits for a database that never comes).
+conf_val() { [[ -s $ETC/$2 ]] && sed -n "s/^$1=\([0-9]*\).*/\1/p" "$ETC/$2" | head -1; }
+if [[ $REGEN != 1 && -s $ETC/slurm.conf && -s $ETC/slurmdbd.conf ]]; then
+  CTLD_PORT=$(conf_val SlurmctldPort slurm.conf || true); CTLD_PORT=${CTLD_PORT:-16817}
+  SLURMD_PORT=$(conf_val SlurmdPort slurm.conf || true); SLURMD_PORT=${SLURMD_PORT:-16818}
+  DBD_PORT=$(conf_val DbdPort slurmdbd.conf || true); DBD_PORT=${DBD_PORT:-16819}
+  DB_PORT=$(conf_val StoragePort slurmdbd.conf || true); DB_PORT=${DB_PORT:-16306}
+fi
 MY_SOCK=$MY/run/mysqld.sock
 HOST=$(hostname -s)
 
