@@ -78,8 +78,8 @@ def read_swf(
 
     Each job: size = ceil(processors / procs_per_node) with processors = field 5 (allocated),
     falling back to field 8 (requested) when field 5 is -1 (``processors="requested"``: field 8
-    first, as AccaSim reads it; the two differ on 710 jobs of the SDSC log); estimate = field 9 (requested
-    time), falling back to the run time when unknown. Jobs without a known run time (field 4 <
+    first, as AccaSim reads it; the two differ on 710 jobs of the SDSC log); estimate = field 9
+    (requested time), falling back to the run time when unknown. Jobs without a known run time (field 4 <
     0) or processor count are skipped (they never ran). Users: field 12; accounts: field 13
     (group) when known, else the user.
 
