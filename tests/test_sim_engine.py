@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from fscontrol.sim import (
     scenario_from_dict,
 )
 from fscontrol.sim.progress import TextProgress
+from peer_models import naive_easy
 
 EXCERPT = Path(__file__).resolve().parents[1] / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln-first2000.swf"
 
@@ -89,59 +89,6 @@ def test_reservation_depth_protects_several_jobs():
     assert d1 == {"r1": 0, "h1": 100, "h2": 303, "bf": 3}
     d2 = starts(run_simulation(w, Policy("fcfs", depth=2)))
     assert d2 == {"r1": 0, "h1": 100, "h2": 200, "bf": 300}
-
-
-def naive_easy(jobs, nodes):
-    """A slow, obvious EASY: scan everything at every event time (reference for the fast engine)."""
-    pending = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
-    start = [math.inf] * len(jobs)
-    running = []  # (end, predicted end, size)
-    queue = []
-    free = nodes
-    k = 0
-    while k < len(pending) or queue or running:
-        times = [e for e, _, _ in running]
-        if k < len(pending):
-            times.append(jobs[pending[k]].submit)
-        t = min(times)
-        for r in [r for r in running if r[0] <= t]:
-            running.remove(r)
-            free += r[2]
-        while k < len(pending) and jobs[pending[k]].submit <= t:
-            queue.append(pending[k])
-            k += 1
-
-        def go(i, t=t):
-            nonlocal free
-            j = jobs[i]
-            start[i] = t
-            running.append((t + j.run, t + j.estimate, j.size))
-            free -= j.size
-            queue.remove(i)
-
-        while queue and jobs[queue[0]].size <= free:
-            go(queue[0])
-        if not queue:
-            continue
-        head = jobs[queue[0]]
-        avail = free
-        shadow, extra = math.inf, 0
-        for pe, _, s in sorted((r[1], i, r[2]) for i, r in enumerate(running)):
-            avail += s
-            if avail >= head.size:
-                shadow = pe
-                break
-        # extra: what is free at the shadow time, every job predicted to end by then counted
-        extra = free + sum(s for _, pe, s in running if pe <= shadow) - head.size
-        for i in list(queue[1:]):
-            j = jobs[i]
-            if j.size <= free:
-                if t + j.estimate <= shadow:
-                    go(i)
-                elif j.size <= extra:
-                    extra -= j.size
-                    go(i)
-    return start
 
 
 def test_easy_matches_a_naive_reference_on_the_sdsc_excerpt():
