@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,28 +24,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from peer_models import accasim_ebf, cqsim_easy  # noqa: E402
+from peer_models import accasim_ebf, cqsim_easy, schedule_metrics  # noqa: E402
 
 from fscontrol.sim import read_swf, run_simulation  # noqa: E402
+from fscontrol.sim.metrics import utilization  # noqa: E402
 from fscontrol.sim.workload import Workload  # noqa: E402
 
 LOG = ROOT / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"
 
 
 def row(name: str, w: Workload, starts: list[float]) -> dict:
-    jobs = w.jobs
-    waits = [s - j.submit for j, s in zip(jobs, starts)]
-    wide = [x for x, j in zip(waits, jobs) if j.size > 64]
-    one = [x for x, j in zip(waits, jobs) if j.size == 1]
-    span = max(s + j.run for j, s in zip(jobs, starts)) - min(j.submit for j in jobs)
+    m = schedule_metrics(w, starts)
+    run = [j.run for j in w.jobs]
+    util = utilization([j.submit for j in w.jobs], [s + r for s, r in zip(starts, run)], run, [j.size for j in w.jobs], w.nodes)
     return {
         "variant": name,
-        "mean_wait_min": round(statistics.fmean(waits) / 60, 2),
-        "mean_bsld": round(statistics.fmean(max(1.0, (x + j.run) / max(j.run, 10.0)) for x, j in zip(waits, jobs)), 2),
-        "utilization": round(sum(j.run * j.size for j in jobs) / (w.nodes * span), 3),
-        "1-node jobs wait_min": round(statistics.fmean(one) / 60, 1),
-        ">64-node jobs wait_min": round(statistics.fmean(wide) / 60, 1),
-        "longest wait_h": round(max(waits) / 3600, 1),
+        "mean_wait_min": round(m["mean_wait_s"] / 60, 2),
+        "mean_bsld": round(m["mean_bsld"], 2),
+        "utilization": round(util or 0.0, 3),
+        "1-node jobs wait_min": round(schedule_metrics(w, starts, hi=1)["mean_wait_s"] / 60, 1),
+        ">64-node jobs wait_min": round(schedule_metrics(w, starts, lo=65)["mean_wait_s"] / 60, 1),
+        "longest wait_h": round(m["max_wait_s"] / 3600, 1),
     }
 
 

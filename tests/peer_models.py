@@ -11,11 +11,25 @@ from __future__ import annotations
 import heapq
 import math
 
-from fscontrol.sim.workload import SimJob
+from fscontrol.sim.metrics import group_metrics
+from fscontrol.sim.workload import SimJob, Workload
 
 
-def naive_easy(jobs, nodes):
-    """A slow, obvious EASY: scan everything at every event time (reference for the fast engine)."""
+def schedule_metrics(w: Workload, starts: list[float], lo: int = 1, hi: int = 10**9) -> dict:
+    """The simulator's own metrics (fscontrol.sim.metrics) of a schedule, for jobs of lo..hi nodes."""
+    jobs = w.jobs
+    idx = [i for i, j in enumerate(jobs) if lo <= j.size <= hi]
+    run = [j.run for j in jobs]
+    end = [s + r for s, r in zip(starts, run)]
+    return group_metrics(idx, [j.submit for j in jobs], starts, end, run, [j.size for j in jobs])
+
+
+def naive_easy(jobs, nodes, *, by_run_time=False):
+    """A slow, obvious EASY: scan everything at every event time (reference for the fast engine).
+
+    by_run_time: decide backfill by each candidate's actual run time instead of its request,
+    as CQSim does (see :func:`cqsim_easy`); running jobs' ends are still predicted from requests.
+    """
     pending = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit, i))
     start = [math.inf] * len(jobs)
     running = []  # (end, predicted end, size)
@@ -59,7 +73,7 @@ def naive_easy(jobs, nodes):
         for i in list(queue[1:]):
             j = jobs[i]
             if j.size <= free:
-                if t + j.estimate <= shadow:
+                if t + (j.run if by_run_time else j.estimate) <= shadow:
                     go(i)
                 elif j.size <= extra:
                     extra -= j.size
@@ -68,7 +82,7 @@ def naive_easy(jobs, nodes):
 
 
 class _Machine:
-    """The event bookkeeping both replicas share: arrivals in submit order, ends, free nodes."""
+    """Event bookkeeping for a replica: arrivals in submit order, ends, free nodes."""
 
     def __init__(self, jobs: list[SimJob], nodes: int):
         self.jobs = jobs
@@ -113,33 +127,7 @@ def cqsim_easy(jobs: list[SimJob], nodes: int) -> list[float]:
     (FCFS, one reservation, extra nodes at the shadow time). CQSim's own event handling (one
     pass per event, not per time) is not replicated.
     """
-    m = _Machine(jobs, nodes)
-    while m.busy():
-        t = m.advance()
-        queue = m.queue
-        while queue and jobs[queue[0]].size <= m.free:
-            m.launch(queue.pop(0), t)
-        if not queue:
-            continue
-        head = jobs[queue[0]]
-        avail, shadow = m.free, math.inf
-        for est_end, s in sorted(m.running.values()):
-            avail += s
-            if avail >= head.size:
-                shadow = est_end
-                break
-        extra = m.free + sum(s for est_end, s in m.running.values() if est_end <= shadow) - head.size
-        keep = queue[:1]
-        for i in queue[1:]:
-            j = jobs[i]
-            if j.size <= m.free and (t + j.run <= shadow or j.size <= extra):  # j.run: the oracle
-                if t + j.run > shadow:
-                    extra -= j.size
-                m.launch(i, t)
-            else:
-                keep.append(i)
-        m.queue = keep
-    return m.start
+    return naive_easy(jobs, nodes, by_run_time=True)
 
 
 def accasim_ebf(jobs: list[SimJob], nodes: int) -> list[float]:

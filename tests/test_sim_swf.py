@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import statistics
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from fscontrol.sim import (
     scenario_from_dict,
 )
 
-from peer_models import accasim_ebf, cqsim_easy, naive_easy
+from peer_models import accasim_ebf, cqsim_easy, naive_easy, schedule_metrics
 
 TRACES = Path(__file__).resolve().parents[1] / "samples" / "traces"
 FULL = TRACES / "SDSC-BLUE-2000-4.2-cln.swf.gz"
@@ -148,37 +147,27 @@ def test_easy_matches_the_naive_reference_on_the_whole_log(full_log, full_easy):
     assert full_easy.start == naive_easy(full_log.jobs, full_log.nodes)
 
 
-def _waits(jobs, starts, lo=1, hi=10**9):
-    return [s - j.submit for j, s in zip(jobs, starts) if lo <= j.size <= hi]
-
-
-def _mean_bsld(jobs, waits):
-    return statistics.fmean(max(1.0, (w + j.run) / max(j.run, 10.0)) for w, j in zip(waits, jobs))
-
-
 def test_peers_lower_mean_wait_is_accasims_unprotected_backfill(full_log, full_easy):
-    jobs = full_log.jobs
-    peer = accasim_ebf(jobs, full_log.nodes)
-    w_peer, w_ours = _waits(jobs, peer), _waits(jobs, full_easy.start)
+    peer, ours = accasim_ebf(full_log.jobs, full_log.nodes), full_easy.start
+    m = schedule_metrics(full_log, peer)
     # the peer figure, reproduced from the same jobs by AccaSim's algorithm
-    assert statistics.fmean(w_peer) / 60.0 == pytest.approx(ACCASIM_REPLICA[0], abs=0.01)
-    assert _mean_bsld(jobs, w_peer) == pytest.approx(ACCASIM_REPLICA[1], abs=0.01)
-    assert statistics.fmean(w_peer) < 0.9 * statistics.fmean(w_ours)
+    assert m["mean_wait_s"] / 60.0 == pytest.approx(ACCASIM_REPLICA[0], abs=0.01)
+    assert m["mean_bsld"] == pytest.approx(ACCASIM_REPLICA[1], abs=0.01)
+    assert m["mean_wait_s"] < 0.9 * full_easy.overall["mean_wait_s"]
     # how: narrow jobs gain, the widest starve (EASY never lets a backfilled job delay the head)
-    one = statistics.fmean(_waits(jobs, peer, hi=1)), statistics.fmean(_waits(jobs, full_easy.start, hi=1))
-    wide = _waits(jobs, peer, lo=65), _waits(jobs, full_easy.start, lo=65)
-    assert one[0] < 0.5 * one[1]
-    assert statistics.fmean(wide[0]) > 5 * statistics.fmean(wide[1])
-    assert max(w_peer) > 100 * DAY and max(w_ours) < 5 * DAY
+    one = schedule_metrics(full_log, peer, hi=1), schedule_metrics(full_log, ours, hi=1)
+    wide = schedule_metrics(full_log, peer, lo=65), schedule_metrics(full_log, ours, lo=65)
+    assert one[0]["mean_wait_s"] < 0.5 * one[1]["mean_wait_s"]
+    assert wide[0]["mean_wait_s"] > 5 * wide[1]["mean_wait_s"]
+    assert m["max_wait_s"] > 100 * DAY and full_easy.overall["max_wait_s"] < 5 * DAY
 
 
 def test_peers_lowest_mean_wait_is_cqsims_backfill_by_actual_run_time(full_log, full_easy):
-    jobs = full_log.jobs
-    w_peer = _waits(jobs, cqsim_easy(jobs, full_log.nodes))
-    assert statistics.fmean(w_peer) / 60.0 == pytest.approx(CQSIM_REPLICA[0], abs=0.01)
-    assert _mean_bsld(jobs, w_peer) == pytest.approx(CQSIM_REPLICA[1], abs=0.01)
+    m = schedule_metrics(full_log, cqsim_easy(full_log.jobs, full_log.nodes))
+    assert m["mean_wait_s"] / 60.0 == pytest.approx(CQSIM_REPLICA[0], abs=0.01)
+    assert m["mean_bsld"] == pytest.approx(CQSIM_REPLICA[1], abs=0.01)
     # the same EASY deciding by the estimates (the scheduler's only knowledge) is ours
-    assert statistics.fmean(w_peer) < 0.8 * statistics.fmean(_waits(jobs, full_easy.start))
+    assert m["mean_wait_s"] < 0.8 * full_easy.overall["mean_wait_s"]
 
 
 def _easy_and_peer(peer, nodes, *jobs):
