@@ -49,3 +49,24 @@ def slurm() -> Testbed:
     if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
         stop_testbed(tb)
     lock.close()
+
+
+# The testbed tests run in groups, each group on one pytest-xdist worker with a Slurm of its own
+# (tests/testbed.py): the groups run side by side, the tests inside a group one after another.
+# Groups are balanced by measured length (minutes, 2-core machine; `--durations=0` prints them).
+TESTBED_GROUPS = {
+    "test_integration_forecast.py": "testbed-a",  # ~16 (hybrid held 15 min)
+    "test_integration_collect.py": "testbed-a",  # ~2
+    "test_integration_fairshare.py": "testbed-a",  # ~4
+    "test_integration_control.py": "testbed-b",  # ~23 (padding, damping held 1 half-life each)
+    "test_integration_fit.py": "testbed-c",  # ~10
+    "test_integration_gate.py": "testbed-c",  # ~5
+    "test_integration_agent.py": "testbed-c",  # ~5
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "slurm" in getattr(item, "fixturenames", ()):
+            group = TESTBED_GROUPS.get(item.path.name, "testbed-" + item.path.stem)
+            item.add_marker(pytest.mark.xdist_group(group))

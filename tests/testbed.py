@@ -19,7 +19,24 @@ from fscontrol.source import LiveSlurm
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "testbed.sh"
-DEFAULT_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR", "/tmp/fscontrol-testbed"))
+# pytest-xdist runs independent groups of testbed tests at once (tests/conftest.py): each worker
+# gets a testbed of its own, in its own folder and on its own loopback ports, so the groups never
+# see each other's jobs, usage or slurm.conf edits. FSCONTROL_TESTBED_PORT_OFFSET moves a whole
+# test session (e.g. a second checkout's) off the default ports.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+WORKER_INDEX = int(WORKER[2:]) if WORKER.startswith("gw") and WORKER[2:].isdigit() else 0
+_BASE_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR", "/tmp/fscontrol-testbed"))
+DEFAULT_DIR = _BASE_DIR.with_name(f"{_BASE_DIR.name}-{WORKER}") if WORKER else _BASE_DIR
+PORT_OFFSET = int(os.environ.get("FSCONTROL_TESTBED_PORT_OFFSET", "0")) + 10 * WORKER_INDEX
+START_LOCK = Path("/tmp/fscontrol-testbed-start.lock")  # one start at a time: useradd, seeding
+
+
+def testbed_env(offset: int = PORT_OFFSET) -> dict[str, str]:
+    """testbed.sh's port variables for this worker (used when it writes a new testbed's configs)."""
+    return {
+        "TB_CTLD_PORT": str(16817 + offset), "TB_SLURMD_PORT": str(16818 + offset),
+        "TB_DBD_PORT": str(16819 + offset), "TB_DB_PORT": str(16306 + offset),
+    }
 
 
 class TestbedUnavailable(Exception):
@@ -120,9 +137,15 @@ def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
     for b in ("slurmctld", "slurmd", "slurmdbd", "mariadbd", "munged"):
         if shutil.which(b) is None and not Path(f"/usr/sbin/{b}").exists():
             raise TestbedUnavailable(f"{b} is not installed: run scripts/install-slurm.sh")
-    running = subprocess.run([str(SCRIPT), "status", str(directory)], capture_output=True, text=True, timeout=60).returncode == 0
+    running = directory.exists() and subprocess.run(
+        [str(SCRIPT), "status", str(directory)], capture_output=True, text=True, timeout=60).returncode == 0
     if not running:
-        p = subprocess.run([str(SCRIPT), "start", str(directory)], capture_output=True, text=True, timeout=300)
+        import fcntl
+
+        with open(START_LOCK, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # starts one after another; the testbeds then run side by side
+            p = subprocess.run([str(SCRIPT), "start", str(directory)], capture_output=True, text=True, timeout=300,
+                               env={**os.environ, **testbed_env()})
         if p.returncode != 0:
             raise TestbedUnavailable(f"scripts/testbed.sh start failed: {p.stderr.strip()[-2000:]}")
     env = dict(os.environ)
