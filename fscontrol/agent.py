@@ -58,9 +58,9 @@ def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | No
         try:
             for name in clusters:
                 try:
-                    res = pipeline.run_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate)
+                    res = pipeline.agent_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate)
                     outcomes.append(ClusterOutcome(res.cluster, result=res))
-                except FscontrolError as e:
+                except FscontrolError as e:  # run_tick turns every other exception into InternalError
                     outcomes.append(ClusterOutcome(name, error=e))
             try:
                 pipeline.write_metrics(db, cfg)
@@ -71,16 +71,24 @@ def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | No
     return outcomes
 
 
-def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False):
-    """The loop's gate job (and the stop-time release): one gate tick under the lock."""
+def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool,
+             stages: pipeline.Stages, metrics: bool = True) -> pipeline.TickResult:
+    """One tick of one cluster with the given stages, under the agent lock (`fscontrol control`,
+    `fscontrol gate`, the loop's gate job and the stop-time release)."""
     with agent_lock(lock_path(cfg, db_path)):
         db = store.open_db(db_path)
         try:
-            res = pipeline.gate_tick(make_source(name), db, cfg, apply=apply, release_all=release_all, name=name)
-            pipeline.write_metrics(db, cfg)
+            res = pipeline.run_tick(make_source(name), db, cfg, apply=apply, stages=stages, name=name)
+            if metrics:
+                pipeline.write_metrics(db, cfg)
             return res
         finally:
             db.close()
+
+
+def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False):
+    """The loop's gate job (and the stop-time release): one gate tick under the lock."""
+    return one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(gate=True, release_all=release_all)).gate
 
 
 def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,

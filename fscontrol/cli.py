@@ -211,12 +211,12 @@ def control(
     the damping factor (scontrol fsdampeningfactor), padding by the dummy association's jobs,
     or both, as the config's `method` says. Every decision and command is recorded with its
     reason. Without --apply (or agent.apply = true in the config) nothing in Slurm changes."""
-    from . import config, pipeline, report
+    from . import agent, pipeline, report
 
     try:
-        cfg = config.load(config_path)
-        database = _db(db or (Path(cfg.db) if cfg.db else None))
-        res = pipeline.control_tick(_source(source, cluster, cfg.slurm_timeout_s), database, cfg, apply=apply or cfg.apply)
+        cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
+        res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
+                             stages=pipeline.Stages(control=True), metrics=False).control
     except FscontrolError as e:
         raise _fail(e) from None
     data = report.control_data(res)
@@ -430,13 +430,13 @@ def gate(
     hold (or demote by nice) the pending jobs of accounts over target while accounts at or under
     target have jobs waiting; release the agent's own holds when that stops. Jobs held by users or
     other admins are never touched. Dry run unless --apply."""
-    from . import config, pipeline
+    from . import agent, pipeline
     from .gate import format_gate_plan
 
     try:
-        cfg = config.load(config_path)
-        database = _db(db or (Path(cfg.db) if cfg.db else None))
-        res = pipeline.gate_tick(_source(source, cluster, cfg.slurm_timeout_s), database, cfg, apply=apply or cfg.apply, release_all=release_all)
+        cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
+        res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
+                             stages=pipeline.Stages(gate=True, release_all=release_all), metrics=False).gate
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:

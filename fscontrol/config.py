@@ -9,6 +9,7 @@
     admins = ["hpcadmin"]              # may `fscontrol forecast --user` anyone (root always may)
     release_on_stop = false            # `fscontrol run`: release the agent's holds on SIGTERM
     slurm_timeout = "60s"
+    tick_deadline = "5m"               # one tick's whole budget (keep it under the service's timeout)
 
     [schedule]                         # `fscontrol run`: one interval per stage
     collect = "5m"
@@ -91,6 +92,7 @@ class AgentConfig:
     admins: tuple[str, ...] = ()  # users who may `forecast --user` anyone (root always may)
     release_on_stop: bool = False  # `fscontrol run`: release the agent's holds when it is stopped
     slurm_timeout_s: float = 60.0
+    tick_deadline_s: float = 300.0  # a tick never runs a command past this (systemd's TimeoutSec is 600)
     schedule: dict[str, float] = field(
         default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0}
     )
@@ -198,7 +200,8 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     """Validate a parsed TOML document into an AgentConfig."""
     _unknown("", raw, {"agent", "schedule", "clusters"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
-    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout"})
+    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
+                               "tick_deadline"})
     out: dict[str, Any] = {}
     for k in ("db", "lock", "metrics", "publish_dir"):
         if k in agent:
@@ -213,6 +216,10 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
         out["admins"] = tuple(admins)
     if "slurm_timeout" in agent:
         out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], where="config: 'agent.slurm_timeout'")
+    if "tick_deadline" in agent:
+        out["tick_deadline_s"] = parse_period(agent["tick_deadline"], where="config: 'agent.tick_deadline'")
+    if out.get("tick_deadline_s", AgentConfig.tick_deadline_s) <= out.get("slurm_timeout_s", AgentConfig.slurm_timeout_s):
+        raise ConfigError("config: 'agent.tick_deadline' must be longer than 'agent.slurm_timeout' (one command must fit in a tick)")
     sched = _type("", "schedule", raw.get("schedule", {}), dict)
     defaults = AgentConfig().schedule
     _unknown("schedule.", sched, set(defaults))

@@ -21,6 +21,10 @@ class SlurmCommandError(FscontrolError):
     exit_code = 3
 
 
+class SlurmTimeoutError(SlurmCommandError):
+    """A Slurm command ran past its timeout: it may or may not have acted (the next tick checks)."""
+
+
 class ParseError(FscontrolError):
     """A Slurm command printed something we cannot read (garbled, truncated, unknown columns)."""
 
@@ -57,3 +61,9 @@ class UnsafeActionError(FscontrolError):
     """An action was refused because it would be unsafe (stale data, invalid value, not ours)."""
 
     exit_code = 7
+
+
+class InternalError(FscontrolError):
+    """A fault inside fscontrol itself (a bug): the tick is recorded as failed, other clusters go on."""
+
+    exit_code = 1

@@ -14,7 +14,15 @@ Slurm's scheduling loop cannot be reordered from outside, so the agent gates it
 
 Safety: a pending job held by a user (``JobHeldUser``) or an admin (``JobHeldAdmin``) that is
 not in the agent's ledger is never touched; a job not in the ledger is never released or
-un-niced; a job whose nice someone else set is never re-niced. At most ``max_actions``
+un-niced; a job whose nice someone else set is never re-niced.
+
+Ownership is marked in Slurm itself: the agent holds a job with one RPC that also sets its
+AdminComment (``scontrol update JobId=N Priority=0 AdminComment=fscontrol:hold``; only an
+operator can set AdminComment, so a user cannot forge the mark), and demotes with the Nice and
+the mark together. It never marks a job whose AdminComment someone already set. A job is the
+agent's to release only while its ledger row, its mark and its state (held, or the Nice the agent
+set) all agree (:func:`reconcile_ledger`); a job someone else released or re-niced is left alone
+for good (``hands_off``), and the agent clears its own mark from it. At most ``max_actions``
 actions are planned per tick (releases first); the rest are counted as deferred.
 
 Limits: the gate sees the queue, not the nodes. While an under-target account's waiting job
@@ -29,20 +37,31 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from .allocations import Allocation, allocations_unit
-from .errors import ConfigError
+from .errors import ConfigError, UnsafeActionError
 from .records import QueueJob
 
-ActionKind = Literal["hold", "release", "nice", "unnice"]
+ActionKind = Literal["hold", "release", "nice", "unnice", "unmark"]
 GateMode = Literal["hold", "nice"]
 
 RUNNING_STATES = frozenset({"RUNNING", "R", "CONFIGURING", "CF"})
 PENDING_STATES = frozenset({"PENDING", "PD"})
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
-AGENT_HOLD_REASON = "JobHeldAdmin"  # what `scontrol hold` leaves: no owner is recorded
+AGENT_HOLD_REASON = "JobHeldAdmin"  # what an operator's hold leaves: no owner is recorded
+MARK_PREFIX = "fscontrol:"
+HOLD_MARK = "fscontrol:hold"
+
+
+def nice_mark(nice: int) -> str:
+    return f"fscontrol:nice:{nice}"
+
+
+def mark_of(kind: str, nice: int | None) -> str:
+    """The AdminComment the agent leaves on a job it holds ("hold") or demotes ("nice")."""
+    return HOLD_MARK if kind == "hold" else nice_mark(int(nice or 0))
 # Pending reasons that mean "cannot run now whatever the scheduler does": not waiting for nodes.
 _NOT_WAITING_PREFIXES = (
     "JobHeld",
@@ -107,12 +126,19 @@ class GateAction:
 
     @property
     def argv(self) -> tuple[str, ...]:
-        """The Slurm command that carries the action out (an argument list, never a shell line)."""
+        """The Slurm command that carries the action out (an argument list, never a shell line).
+        A hold or a demotion sets the agent's mark in the same RPC; an un-nice clears it."""
+        if not JOB_ID.fullmatch(self.job_id):
+            raise UnsafeActionError(f"refusing to act on {self.job_id!r}: not a Slurm job id")
         if self.kind == "hold":
-            return ("scontrol", "hold", self.job_id)
+            return ("scontrol", "update", f"JobId={self.job_id}", "Priority=0", f"AdminComment={HOLD_MARK}")
         if self.kind == "release":
             return ("scontrol", "release", self.job_id)
-        return ("scontrol", "update", f"JobId={self.job_id}", f"Nice={self.nice}")
+        if self.kind == "unmark":
+            return ("scontrol", "update", f"JobId={self.job_id}", "AdminComment=")
+        if self.kind == "nice":
+            return ("scontrol", "update", f"JobId={self.job_id}", f"Nice={self.nice}", f"AdminComment={nice_mark(int(self.nice or 0))}")
+        return ("scontrol", "update", f"JobId={self.job_id}", f"Nice={self.nice}", "AdminComment=")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -184,6 +210,7 @@ class GatePlan:
 
 
 _ID_PART = re.compile(r"(\d+)")
+JOB_ID = re.compile(r"[0-9]{1,10}(_[0-9]{1,10})?(\+[0-9]{1,5})?")  # job, array task, het component
 
 
 def _id_key(job_id: str) -> tuple:
@@ -235,6 +262,7 @@ def plan_gate(
     options: GateOptions | None = None,
     *,
     now: float,
+    hands_off: Collection[str] = (),
 ) -> GatePlan:
     """Plan one gate tick.
 
@@ -244,6 +272,7 @@ def plan_gate(
     ledger: ids of the jobs the agent itself holds (hold mode) or demoted (nice mode). In nice
       mode it may be a mapping id -> the Nice the job had before, restored on un-nice (else 0).
     now: the time of the decision (recorded in the plan; the policy does not depend on it).
+    hands_off: jobs the agent once held that someone else released or re-niced: never again.
     """
     opts = options or GateOptions()
     unit = allocations_unit(allocations)
@@ -278,8 +307,8 @@ def plan_gate(
                 continue
             if mode == "hold":
                 still = j.reason == AGENT_HOLD_REASON
-            else:
-                still = j.nice == opts.nice_value
+            else:  # the Nice the agent set: its mark records it, so a config change strands nothing
+                still = j.nice == opts.nice_value or (j.admin_comment == nice_mark(j.nice) and j.nice != 0)
             if still:
                 agent_jobs.setdefault(acct, []).append(j)
             else:  # released / re-niced by someone else: not ours any more
@@ -292,11 +321,13 @@ def plan_gate(
     state_of: dict[str, str] = {}
     occ_of: dict[str, float] = {}
     waiting_of: dict[str, list[QueueJob]] = {}
+    gateable_of: dict[str, set[str]] = {}
     for acct in accounts:
         r = running.get(acct, [])
         p = pending.get(acct, [])
         occ = sum(size(j) for j in r)
         waiting = [j for j in p if j.job_id not in ours and is_waiting(j)]
+        gateable = {j.job_id for j in waiting if j.job_id not in hands_off and not j.admin_comment}
         foreign.extend(j.job_id for j in p if j.job_id not in ours and j.reason in HELD_REASONS)
         alloc = allocations.get(acct)
         if alloc is None:
@@ -308,6 +339,7 @@ def plan_gate(
         state_of[acct] = state
         occ_of[acct] = occ
         waiting_of[acct] = waiting
+        gateable_of[acct] = gateable
         table.append(
             AccountGate(
                 account=acct,
@@ -366,6 +398,8 @@ def plan_gate(
         for acct in over:
             alloc = allocations[acct]
             for j in waiting_of[acct]:
+                if j.job_id not in gateable_of[acct]:
+                    continue  # someone's AdminComment on it, or released by someone after an agent hold
                 if mode == "nice" and j.nice != 0:
                     continue  # someone else set its nice: leave it alone
                 why = (
@@ -374,15 +408,18 @@ def plan_gate(
                 )
                 holds.append(GateAction(do, j.job_id, acct, why, None if mode == "hold" else opts.nice_value))
 
-    planned = releases + holds
-    kept = tuple(planned[: opts.max_actions])
+    # max_actions counts jobs: a release is two commands (release, then clear the mark; an
+    # un-nice clears the mark in its own one), never cut apart
+    unmark = "clear the agent's mark after its release"
+    units = [((a, GateAction("unmark", a.job_id, a.account, unmark)) if a.kind == "release" else (a,)) for a in releases + holds]
+    kept = tuple(a for u in units[: opts.max_actions] for a in u)
     return GatePlan(
         now=now,
         action=mode,
         unit=unit,
         accounts=tuple(table),
         actions=kept,
-        deferred=len(planned) - len(kept),
+        deferred=max(0, len(units) - opts.max_actions),
         under_waiting=under_waiting,
         stale_ledger=tuple(sorted(set(stale), key=_id_key)),
         foreign_held=tuple(sorted(foreign, key=_id_key)),
@@ -413,6 +450,124 @@ def apply_to_ledger(
         else:
             out.setdefault(a.job_id, 0)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One job in the agent's ledger. state: "holding" (intent written, hold not yet confirmed),
+    "held" (confirmed: ledger, mark and state agree), "releasing" (release intent written),
+    "hands_off" (someone else released or re-niced it: never touched again)."""
+
+    kind: str  # hold | nice
+    restore_nice: int = 0
+    set_nice: int | None = None  # the Nice the agent set (nice mode)
+    state: str = "held"
+
+    @property
+    def mark(self) -> str:
+        return mark_of(self.kind, self.set_nice)
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    ledger: dict[str, LedgerEntry]  # the ledger as Slurm shows it now
+    changes: tuple[tuple[str, str, str | None, str], ...]  # (job, old state, new state or None: dropped, why)
+    cleanup: tuple[GateAction, ...]  # the agent's own marks left on jobs it no longer holds
+    orphans: tuple[str, ...]  # held jobs with the agent's mark and no ledger row (a lost history)
+
+    @property
+    def held(self) -> dict[str, int]:
+        """job -> Nice to restore, for the jobs that are the agent's to release."""
+        return {j: e.restore_nice for j, e in self.ledger.items() if e.state == "held"}
+
+    @property
+    def hands_off(self) -> frozenset[str]:
+        return frozenset(j for j, e in self.ledger.items() if e.state == "hands_off")
+
+
+def in_marked_state(job: QueueJob, entry: LedgerEntry) -> bool:
+    """The job is pending exactly as the agent left it: its mark, and held / at the Nice it set."""
+    if not is_pending(job) or job.admin_comment != entry.mark:
+        return False
+    return job.reason == AGENT_HOLD_REASON if entry.kind == "hold" else job.nice == entry.set_nice
+
+
+def reconcile_ledger(queue: Iterable[QueueJob], ledger: Mapping[str, LedgerEntry]) -> Reconciled:
+    """Settle the ledger against what Slurm shows (the first thing a tick does with its read).
+
+    A hold whose outcome was unknown (killed mid-tick, a command that timed out after acting) is
+    confirmed by its mark, or dropped when Slurm never applied it; a release likewise. A job that
+    someone else released or re-niced is ours no more: hands off, and the agent's mark comes off.
+    Jobs that left the queue leave the ledger. Pure."""
+    jobs = {j.job_id: j for j in queue}
+    out: dict[str, LedgerEntry] = {}
+    changes: list[tuple[str, str, str | None, str]] = []
+    cleanup: list[GateAction] = []
+
+    def unmark_if_marked(j: QueueJob, why: str) -> None:
+        if j.admin_comment.startswith(MARK_PREFIX) and is_pending(j):
+            cleanup.append(GateAction("unmark", j.job_id, j.account, why))
+
+    for jid, e in ledger.items():
+        j = jobs.get(jid)
+        if j is None or not is_pending(j):
+            changes.append((jid, e.state, None, "job left the queue or started"))
+            if j is not None:
+                unmark_if_marked(j, "the agent's mark on a job that is no longer pending")
+            continue
+        marked = in_marked_state(j, e)
+        if e.state == "hands_off":
+            out[jid] = e
+        elif e.state in ("holding", "held"):
+            if marked:
+                out[jid] = replace(e, state="held")
+                if e.state != "held":
+                    changes.append((jid, e.state, "held", "Slurm shows the agent's mark and hold"))
+            elif e.state == "holding" and j.admin_comment != e.mark:
+                changes.append((jid, e.state, None, "the hold never reached Slurm (no mark)"))
+            else:
+                out[jid] = replace(e, state="hands_off")
+                why = ("someone changed its AdminComment" if j.admin_comment != e.mark
+                       else "someone else released or re-niced it")
+                changes.append((jid, e.state, "hands_off", why))
+                if j.admin_comment == e.mark:
+                    cleanup.append(GateAction("unmark", jid, j.account, f"{why}: the agent's mark comes off"))
+        elif e.state == "releasing":
+            if marked:
+                out[jid] = replace(e, state="held")
+                changes.append((jid, e.state, "held", "the release never reached Slurm"))
+            else:
+                changes.append((jid, e.state, None, "released"))
+                if j.admin_comment == e.mark:
+                    cleanup.append(GateAction("unmark", jid, j.account, "clear the agent's mark after its release"))
+        else:
+            out[jid] = e
+    orphans = tuple(sorted((j.job_id for j in jobs.values() if j.job_id not in ledger and is_pending(j)
+                            and j.admin_comment.startswith(MARK_PREFIX)), key=_id_key))
+    return Reconciled(out, tuple(changes), tuple(cleanup), orphans)
+
+
+def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, mode: GateMode = "hold") -> GatePlan:
+    """Undo every hold and demotion of the agent: its ledger's jobs still in the state it left them
+    in, and held jobs that carry its mark with no ledger row (a lost history: the mark is proof)."""
+    why = "release-all: undo every hold the agent placed"
+    acts: list[GateAction] = []
+    jobs = {j.job_id: j for j in queue}
+    for jid in sorted(rec.held, key=_id_key):
+        e = rec.ledger[jid]
+        acct = jobs[jid].account if jid in jobs else ""
+        if e.kind == "hold":
+            acts += [GateAction("release", jid, acct, why), GateAction("unmark", jid, acct, "clear the agent's mark after its release")]
+        else:
+            acts.append(GateAction("unnice", jid, acct, why, nice=e.restore_nice))
+    for jid in rec.orphans:
+        j = jobs[jid]
+        if j.admin_comment == HOLD_MARK and j.reason == AGENT_HOLD_REASON:
+            acts += [GateAction("release", jid, j.account, why + " (marked, not in the ledger)"),
+                     GateAction("unmark", jid, j.account, "clear the agent's mark after its release")]
+        elif j.admin_comment.startswith("fscontrol:nice:") and str(j.nice) == j.admin_comment.rsplit(":", 1)[1]:
+            acts.append(GateAction("unnice", jid, j.account, why + " (marked, not in the ledger)", nice=0))
+    return GatePlan(now=now, action=mode, unit="cpus", accounts=(), actions=tuple(rec.cleanup) + tuple(acts))
 
 
 def format_gate_plan(plan: GatePlan) -> str:

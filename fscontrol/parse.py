@@ -24,8 +24,12 @@ from .records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig
 # The exact argument lists fscontrol runs (without the leading `-M cluster`), shared by the
 # live source, the capture command and the parsers' error messages.
 SSHARE_ARGS = ("sshare", "-a", "-l", "-P")
-SQUEUE_FORMAT = "%i|%u|%a|%P|%q|%T|%D|%C|%Q|%y|%r|%V|%S|%l"
-SQUEUE_ARGS = ("squeue", "-a", "-o", SQUEUE_FORMAT)
+# -O (long names), not -o: the job's AdminComment (where the agent marks the jobs it holds or
+# demotes) has no %-letter. ":0" prints each field whole; AdminComment is last, so a "|" inside it
+# (free text) is rejoined by the parser.
+SQUEUE_FORMAT = ("JobID:0|,UserName:0|,Account:0|,Partition:0|,QOS:0|,State:0|,NumNodes:0|,NumCPUs:0|,"
+                 "PriorityLong:0|,Nice:0|,Reason:0|,SubmitTime:0|,StartTime:0|,TimeLimit:0|,admin_comment:0")
+SQUEUE_ARGS = ("squeue", "-a", "-O", SQUEUE_FORMAT)
 SPRIO_ARGS = ("sprio", "-n", "-o", "%i|%u|%r|%y|%f")
 CONFIG_ARGS = ("scontrol", "show", "config")
 QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor")
@@ -47,10 +51,11 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
             yield i, line
 
 
-def _table(text: str, command: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def _table(text: str, command: str, required: Iterable[str], free_last: bool = False) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """Split pipe-separated output into (header, [(line_no, fields)]), checking the header.
 
-    Skips `CLUSTER: name` lines (printed by -M even with -P)."""
+    Skips `CLUSTER: name` lines (printed by -M even with -P). `free_last`: the last column is
+    free text that may hold "|" (rejoined), so a row may not have fewer fields than the header."""
     header: list[str] | None = None
     rows: list[tuple[int, list[str]]] = []
     for no, line in _lines(text):
@@ -63,6 +68,8 @@ def _table(text: str, command: str, required: Iterable[str]) -> tuple[list[str],
             if missing:
                 raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
             continue
+        if free_last and len(fields) > len(header):
+            fields = fields[: len(header) - 1] + ["|".join(fields[len(header) - 1:])]
         if len(fields) != len(header):
             raise ParseError(command, f"expected {len(header)} fields, got {len(fields)} (truncated?)", no, line)
         rows.append((no, fields))
@@ -394,11 +401,13 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
 # ---------------------------------------------------------------------------- squeue / sprio
 def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = timezone.utc) -> tuple[QueueJob, ...]:
     need = ("JOBID", "USER", "ACCOUNT", "PARTITION", "STATE", "NODES", "CPUS", "PRIORITY", "REASON")
-    header, rows = _table(text, command, need)
+    comment_last = text.lstrip().split("\n", 1)[0].rstrip().endswith("|ADMIN_COMMENT")
+    header, rows = _table(text, command, need, free_last=comment_last)
     ix = {name: i for i, name in enumerate(header)}
     out: list[QueueJob] = []
     for no, f in rows:
         line = "|".join(f)
+        comment = f[ix["ADMIN_COMMENT"]].strip() if "ADMIN_COMMENT" in ix else ""
         try:
             submit = parse_time(f[ix["SUBMIT_TIME"]], tz) if "SUBMIT_TIME" in ix else None
             start = parse_time(f[ix["START_TIME"]], tz) if "START_TIME" in ix else None
@@ -421,6 +430,7 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
                 submit=submit,
                 start=start,
                 time_limit_s=limit,
+                admin_comment="" if comment == "(null)" else comment,
             )
         )
     return tuple(out)

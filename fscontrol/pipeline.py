@@ -8,6 +8,7 @@ transaction: a failed or garbled command leaves the history as it was and record
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -15,19 +16,24 @@ from dataclasses import dataclass, replace
 import sqlite_utils
 
 from . import parse, store
-from .errors import FscontrolError, NotFoundError, SlurmCommandError, StoreError, UnsafeActionError
+from .errors import (FscontrolError, InternalError, NotFoundError, SlurmCommandError, SlurmTimeoutError, StoreError,
+                     UnsafeActionError)
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
 
 
-def _record_failure(db: sqlite_utils.Database, cluster: str | None, stage: str, started: float, e: Exception) -> None:
+def _record_failure(db: sqlite_utils.Database, cluster: str | None, stage: str, started: float, e: Exception,
+                    tick_id: int | None = None) -> None:
     """A failed tick is recorded in its own transaction; nothing else of the tick was written."""
     try:
         with store.transaction(db):
-            store.record_tick(db, cluster, started, time.time(), "failed", error=str(e), stage=stage)
-    except FscontrolError:
+            if tick_id is not None:  # the intent was committed: end that tick's row
+                store.update_tick(db, tick_id, "failed", time.time(), str(e))
+            else:
+                store.record_tick(db, cluster, started, time.time(), "failed", error=str(e), stage=stage)
+    except (FscontrolError, sqlite3.Error):
         pass  # the database itself is the problem: the original error says more
 
 
@@ -74,21 +80,10 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     )
 
 
-def collect(source: SlurmSource, db: sqlite_utils.Database, name: str | None = None) -> CollectResult:
-    """One snapshot into the history, in one transaction; a failure is recorded as a failed tick
-    (of `name`, the cluster the config knows, when the failure came before Slurm said which)."""
-    started = time.time()
-    cluster = source.cluster or name
-    try:
-        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
-        cluster = snap.cluster
-        with store.transaction(db):
-            sid = store.write_snapshot(db, snap, source=source.describe())
-            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid, stage="collect")
-    except FscontrolError as e:
-        _record_failure(db, cluster, "collect", started, e)
-        raise
-    return CollectResult(snapshot_id=sid, snapshot=snap)
+def collect(source: SlurmSource, db: sqlite_utils.Database, name: str | None = None, now: float | None = None) -> CollectResult:
+    """One snapshot into the history (a tick with no stage that acts)."""
+    res = run_tick(source, db, None, apply=False, stages=Stages(), now=now, name=name)
+    return res.collected
 
 
 def thin_to_period(times: list[float], period_s: float) -> list[int]:
@@ -184,91 +179,14 @@ def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_q
 
 def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
                  name: str | None = None) -> ControlResult:
-    """Collect, decide, store (one transaction), then apply if asked and record the outcome."""
-    from . import actions as act
-    from . import control, fairshare
+    """A tick that runs control (`fscontrol control`)."""
+    return run_tick(source, db, cfg, apply=apply, stages=Stages(control=True), now=now, name=name).control
 
-    started = time.time() if now is None else now
-    cluster = source.cluster or name
-    run = getattr(source, "run", None)
-    if apply and run is None:
-        raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
-    try:
-        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
-        cluster = snap.cluster
-        cc = cfg.cluster(cluster)
-        d_now = snap.config.damping_factor
-        d_last = store.last_applied_damping(db, cluster)
-        s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, cc.dummy_key, cc.reference_share)
-        dummy_jobs = [q for q in snap.queue if (q.account, q.user) == cc.dummy_key]
-        real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != cc.dummy_key]
-        dec = control.plan_control(
-            snap.shares,
-            method=cc.method,
-            u_star=cc.target_usage or 0.0,
-            d_now=d_now,
-            d_last=d_last,
-            half_life_s=snap.config.half_life_s,
-            calc_period_s=snap.config.calc_period_s,
-            dummy=cc.dummy_key,
-            s_ref=s_ref,
-            running_real=real_running,
-            usage_factors={q.name: q.usage_factor for q in snap.qos},
-            hysteresis=cc.hysteresis,
-            padding_mode=cc.padding_mode,
-            padding_threshold=cc.padding_threshold,
-            advise_reason=advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos),
-        )
-        plan = act.control_plan(
-            dec,
-            dummy=cc.dummy_key,
-            dummy_partition=cc.dummy_partition,
-            padding_qos=cc.padding_qos,
-            padding_mode=cc.padding_mode,
-            dummy_jobs=dummy_jobs,
-            calc_period_s=snap.config.calc_period_s,
-        )
-        with store.transaction(db):
-            previous = store.last_decision(db, cluster)
-            sid = store.write_snapshot(db, snap, source=source.describe())
-            if previous is not None:
-                store.set_measured_effect(db, previous["id"], dec.h_now)
-            did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
-            aids = store.write_actions(db, cluster, did, "control", plan, snap.taken_at)
-            store.record_tick(db, cluster, started, time.time(), "ok", snapshot_id=sid, stage="control")
-    except FscontrolError as e:
-        _record_failure(db, cluster, "control", started, e)
-        raise
-    verified = None
-    done = tuple(plan)
-    if apply and plan:
-        done = tuple(act.apply_plan(plan, lambda argv: run(argv).stdout))
-        with store.transaction(db):
-            for aid, a in zip(aids, done):
-                store.update_action(db, aid, a.status, a.output, a.job_id, time.time())
-        if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
-            # opt-in: slurm.conf too, so a reconfigure or restart keeps d
-            p_act = act.Action(
-                "persist_damping",
-                ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
-                "persist = true: keep d across reconfigure and restart",
-            )
-            try:
-                backup = act.persist_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
-                                             time.strftime("%Y%m%dT%H%M%S"))
-                p_act = replace(p_act, status="ok", output=f"backup {backup}")
-            except (FscontrolError, OSError) as e:
-                p_act = replace(p_act, status="failed", output=str(e))
-            done = done + (p_act,)
-            with store.transaction(db):
-                store.write_actions(db, cluster, did, "control", [p_act], time.time())
-        if any(a.kind == "set_damping" and a.status == "ok" for a in done):
-            verified = parse.parse_config(source.config().stdout).damping_factor
-            if verified != dec.d_target:
-                raise SlurmCommandError(
-                    f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
-                )
-    return ControlResult(cluster, sid, did, dec, done, apply, verified)
+
+def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False,
+              name: str | None = None, now: float | None = None) -> GateResult:
+    """A tick that runs the SFS gate, or undoes every hold of the agent (`fscontrol gate`)."""
+    return run_tick(source, db, cfg, apply=apply, stages=Stages(gate=True, release_all=release_all), now=now, name=name).gate
 
 
 # ---------------------------------------------------------------------------- the tick
@@ -276,17 +194,34 @@ DUE_SLACK = 0.9  # a stage is due at 90% of its interval, so cron's jitter never
 
 
 @dataclass(frozen=True)
+class Stages:
+    """What one tick does beyond reading and storing a snapshot."""
+
+    control: bool = False
+    gate: bool = False
+    release_all: bool = False  # with gate: undo every hold and demotion of the agent
+    fit: bool = False
+    publish: bool = False
+
+    @property
+    def label(self) -> str:  # the ticks table's `stage`
+        return "+".join(n for n, on in (("control", self.control), ("gate", self.gate)) if on) or "collect"
+
+
+@dataclass(frozen=True)
 class TickResult:
     cluster: str
-    control: ControlResult | None  # None: control was not due, the tick only collected
-    collected: CollectResult | None
+    tick_id: int
+    collected: CollectResult
+    control: ControlResult | None  # None: control was not run this tick
     fit: object | None  # fit.Fit when a fit was due and there was enough history
     gate: GateResult | None
     published: str | None  # path of the published snapshot
+    reconciled: tuple = ()  # (what, old, new, why) settled against Slurm at the start of the tick
 
     @property
     def snapshot_id(self) -> int:
-        return self.control.snapshot_id if self.control is not None else self.collected.snapshot_id
+        return self.collected.snapshot_id
 
 
 def due(db: sqlite_utils.Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
@@ -299,39 +234,334 @@ def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float)
     return row[0] is None or now - row[0] >= every_s * DUE_SLACK
 
 
-def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
-             force_control: bool = True, gate: bool = True) -> TickResult:
-    """One full cycle for one cluster, as cron and the APScheduler loop run it, top to bottom:
-    collect + control when due (one transaction; apply when asked), else collect only; the decay
-    fit when due; the SFS gate when enabled and due; publish the snapshot for `forecast`.
-
-    `force_control` (cron's `fscontrol tick`) runs control at every tick; the loop passes False
-    and lets schedule.control pace it, and runs the gate as its own job (`gate=False` here). A failure raises after recording a failed tick: what the
-    earlier stages committed stays, and no later stage acts on the failed read."""
+def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+               force_control: bool = True, gate: bool = True) -> TickResult:
+    """The agent's cycle for one cluster (cron's `fscontrol tick`, the loop's job): which stages
+    are due, then the one tick. `force_control` (cron) runs control at every tick; the loop passes
+    False and lets schedule.control pace it, and runs the gate as its own job (`gate=False`)."""
     t = time.time() if now is None else now
     cc = cfg.cluster(source.cluster)
     name = source.cluster or cc.name or None
-    control_res = collected = None
-    if force_control or not name or due(db, name, "control", cfg.schedule["control"], t):
-        control_res = control_tick(source, db, cfg, apply=apply, now=now, name=name)
-        cluster = control_res.cluster
-    else:
-        collected = collect(source, db, name)
-        cluster = collected.snapshot.cluster
-    cc = cfg.cluster(cluster)
+    do_control = force_control or not name or due(db, name, "control", cfg.schedule["control"], t)
+    do_gate = bool(gate and name and cc.gate.enabled and cc.allocations and due(db, name, "gate", cfg.schedule["gate"], t))
+    stages = Stages(control=do_control, gate=do_gate, fit=True, publish=bool(cfg.publish_dir))
+    return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name)
+
+
+def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, stages: Stages,
+             now: float | None = None, name: str | None = None) -> TickResult:
+    """One tick for one cluster; every command of fscontrol that reads Slurm comes through here.
+
+    1. read every Slurm command once and parse it (a failure: a failed tick, nothing else written);
+    2. settle what earlier ticks left open against what Slurm shows (holds by their marks,
+       actions whose outcome was unknown);
+    3. decide (control, gate: pure functions of the snapshot);
+    4. write the snapshot, the settlement, the decision and every planned command (the intent,
+       with the ledger rows of the holds about to be placed) in one transaction;
+    5. apply when asked, recording each command's outcome as soon as it is known, all under one
+       deadline (agent.tick_deadline): what is not run by then is recorded as skipped;
+    6. the tick's outcome; then the fit and the published file when asked.
+    A kill at any point leaves the history consistent, and the next tick settles the rest."""
+    from . import actions as act
+
+    started = time.time() if now is None else now
+    deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)
+    cluster = source.cluster or name
+    run = getattr(source, "run", None)
+    acting = stages.control or stages.gate
+    if apply and acting and run is None:
+        raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
+    if hasattr(source, "deadline"):
+        source.deadline = deadline
+    tick_id = None
+    try:
+        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
+        cluster = snap.cluster
+        cc = cfg.cluster(cluster) if cfg is not None else None
+        # only a tick that may act settles (under the agent lock: never beside a tick in flight)
+        settled = _settle(db, snap) if acting else _Settled([], None, ())
+        ctl = _decide_control(db, snap, cc) if stages.control else None
+        gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all) if stages.gate else None
+        status = "pending" if apply else "planned"
+        with store.transaction(db):
+            sid = store.write_snapshot(db, snap, source=source.describe())
+            if acting:  # a tick killed mid-run left its row 'running': it ended without an outcome
+                db.execute("UPDATE ticks SET status = 'failed', error = 'ended without recording its outcome (killed?)' "
+                           "WHERE cluster = ? AND status = 'running'", [cluster])
+            tick_id = store.record_tick(db, cluster, started, None, "running", snapshot_id=sid, stage=stages.label)
+            for aid, st, note in settled.actions:
+                store.update_action(db, aid, st, note, None, time.time())
+            if settled.ledger is not None:
+                store.write_ledger(db, cluster, settled.ledger.ledger, {}, snap.taken_at)
+            did = None
+            c_ids: list[int] = []
+            if ctl is not None:
+                dec, c_plan = ctl
+                previous = store.last_decision(db, cluster)
+                if previous is not None:
+                    store.set_measured_effect(db, previous["id"], dec.h_now)
+                did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
+                c_ids = store.write_actions(db, cluster, did, "control", [replace(a, status=status) for a in c_plan],
+                                            snap.taken_at, tick_id)
+            g_ids: list[int] = []
+            if gplan is not None:
+                g_ids = store.write_actions(db, cluster, None, "gate", [replace(a, status=status) for a in gplan[1]],
+                                            snap.taken_at, tick_id)
+                if apply:
+                    store.write_ledger(db, cluster, _ledger_intent(settled.ledger, gplan[0], snap), gplan[2], snap.taken_at)
+    except FscontrolError as e:
+        _record_failure(db, cluster, stages.label, started, e, tick_id)
+        raise
+    except Exception as e:  # a bug must not stop the other clusters or leave a tick 'running'
+        err = InternalError(f"internal error in the {stages.label} tick of {cluster or 'the cluster'}: {type(e).__name__}: {e}")
+        _record_failure(db, cluster, stages.label, started, err, tick_id)
+        raise err from e
+
+    control_res = gate_res = None
+    error: FscontrolError | None = None
+    try:
+        if ctl is not None:
+            dec, c_plan = ctl
+            done, verified = tuple(c_plan), None
+            if apply and c_plan:
+                done = tuple(_apply(db, run, c_plan, c_ids, deadline, dependent=True))
+                done, verified = _persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
+            control_res = ControlResult(cluster, sid, did, dec, done, apply, verified)
+        if gplan is not None:
+            plan, g_acts, _ = gplan
+            done = tuple(g_acts)
+            if apply and g_acts:
+                done = tuple(_apply(db, run, g_acts, g_ids, deadline, dependent=False, cluster=cluster))
+            gate_res = GateResult(cluster, sid, plan, done, apply)
+    except FscontrolError as e:
+        error = e
+    except Exception as e:
+        error = InternalError(f"internal error applying the {stages.label} tick of {cluster}: {type(e).__name__}: {e}")
+    failed = error is not None or any(a.status in ("failed", "unknown") for r in (control_res, gate_res) if r for a in r.actions)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "failed" if failed else "ok", time.time(),
+                          str(error) if error else ("an action failed or timed out" if failed else None))
+    if error is not None:
+        raise error
+
     fitted = None
-    if fit_due(db, cluster, cfg.schedule["fit"], t):
+    if stages.fit and cfg is not None and fit_due(db, cluster, cfg.schedule["fit"], started):
         try:
-            _, _, fitted = fit_history(db, cluster, now=t)
+            _, _, fitted = fit_history(db, cluster, now=started)
         except NotFoundError:
             fitted = None  # not enough history yet: not a failed tick
-    gated = None
-    if gate and cc.gate.enabled and cc.allocations and due(db, cluster, "gate", cfg.schedule["gate"], t):
-        gated = gate_tick(source, db, cfg, apply=apply, name=cluster)
     published = None
-    if cfg.publish_dir:
+    if stages.publish and cfg is not None and cfg.publish_dir:
         published = str(publish_latest(db, cfg, cluster)[0])
-    return TickResult(cluster, control_res, collected, fitted, gated, published)
+    return TickResult(cluster, tick_id, CollectResult(sid, snap), control_res, fitted, gate_res, published,
+                      settled.changes)
+
+
+@dataclass(frozen=True)
+class _Settled:
+    actions: list  # (action id, new status, note)
+    ledger: object | None  # gate.Reconciled
+    changes: tuple
+
+
+def _settle(db: sqlite_utils.Database, snap: Snapshot) -> _Settled:
+    """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
+    from . import gate
+
+    entries = store.ledger_entries(db, snap.cluster)
+    rec = gate.reconcile_ledger(snap.queue, entries) if entries or any(
+        j.admin_comment.startswith(gate.MARK_PREFIX) for j in snap.queue) else None
+    changes = tuple(("job " + j, old, new, why) for j, old, new, why in (rec.changes if rec else ()))
+    out = []
+    qos = {q.name: q.usage_factor for q in snap.qos}
+    for a in store.open_actions(db, snap.cluster):
+        argv, kind = a["argv"], a["kind"]
+        opts = dict(x.split("=", 1) for x in argv if "=" in x)
+        if kind == "set_damping":
+            ok = snap.config.damping_factor == int(argv[-1])
+        elif kind == "set_usage_factor":
+            ok = abs(qos.get(opts.get("name", ""), -1.0) - float(opts.get("usagefactor", "nan"))) <= 1e-6
+        elif kind == "submit_dummy":
+            user, account = opts.get("--uid"), argv[argv.index("-A") + 1]
+            ok = any(j.user == user and j.account == account for j in snap.queue)
+        else:
+            ok = None
+        if ok is None:  # gate commands: their jobs' ledger rows were settled by their marks above
+            new, note = ("settled", "settled through the ledger and the job's mark") if kind in (
+                "hold", "nice", "release", "unnice", "unmark") else ("unverified", "not checkable from a snapshot")
+        else:
+            new, note = ("ok", "Slurm shows it done") if ok else ("not_done", "Slurm does not show it")
+        out.append((a["id"], new, f"settled at the next tick: {note}"))
+        changes += ((f"action {a['id']} ({kind})", a["status"], new, note),)
+    return _Settled(out, rec, changes)
+
+
+def _ledger_intent(rec, plan, snap: Snapshot) -> dict:
+    """The ledger as it will be once the planned holds and releases are done; written before any
+    of them runs, so a kill between commands never leaves a job held that no ledger row owns."""
+    from . import gate
+
+    entries = dict(rec.ledger) if rec is not None else {}
+    nice_of = {j.job_id: j.nice for j in snap.queue}
+    for a in plan.actions:
+        if a.kind in ("hold", "nice"):
+            entries[a.job_id] = gate.LedgerEntry(a.kind, nice_of.get(a.job_id, 0), a.nice if a.kind == "nice" else None, "holding")
+        elif a.kind in ("release", "unnice") and a.job_id in entries:
+            entries[a.job_id] = replace(entries[a.job_id], state="releasing")
+    return entries
+
+
+def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
+    """Run the planned commands in order, each outcome recorded as soon as it is known (with the
+    ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
+    build on each other); the gate's are independent. A command that times out may have acted:
+    'unknown', settled by the next tick."""
+    from . import gate
+
+    done = []
+    blocked = None
+    for aid, a in zip(ids, plan):
+        left = deadline - time.monotonic()
+        if blocked:
+            res = replace(a, status="skipped", output=f"not run: {blocked}")
+        elif left <= 0:
+            res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
+        else:
+            try:
+                out = run(a.argv, timeout=left).stdout.strip()
+                job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
+                res = replace(a, status="ok", output=out[:2000], job_id=job)
+            except SlurmTimeoutError as e:
+                res = replace(a, status="unknown", output=str(e)[:2000])
+            except SlurmCommandError as e:
+                res = replace(a, status="failed", output=str(e)[:2000])
+            if dependent and res.status != "ok":
+                blocked = "an earlier action failed or timed out"
+        with store.transaction(db):
+            store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
+            if cluster is not None and a.job_id:
+                _settle_ledger_row(db, cluster, a, res.status, gate)
+        done.append(res)
+    return done
+
+
+def _settle_ledger_row(db, cluster: str, a, status: str, gate) -> None:
+    """The ledger row of one gate command, once its outcome is known ('unknown' leaves the intent
+    for the next tick to settle against the job's mark)."""
+    entries = store.ledger_entries(db, cluster)
+    e = entries.get(a.job_id)
+    if e is None or status == "unknown":
+        return
+    if a.kind in ("hold", "nice"):
+        if status == "ok":
+            entries[a.job_id] = replace(e, state="held")
+        else:
+            entries.pop(a.job_id)  # the update RPC failed: Slurm changed nothing
+    elif a.kind in ("release", "unnice"):
+        if status != "ok":
+            entries[a.job_id] = replace(e, state="held")
+        elif a.kind == "unnice":
+            entries.pop(a.job_id)
+    elif a.kind == "unmark" and status == "ok" and e.state == "releasing":
+        entries.pop(a.job_id)
+    store.write_ledger(db, cluster, entries, {}, time.time())
+
+
+def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc):
+    """The control decision and the commands that carry it out (pure given the snapshot)."""
+    from . import actions as act
+    from . import control, fairshare
+
+    d_now = snap.config.damping_factor
+    d_last = store.last_applied_damping(db, snap.cluster)
+    s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, cc.dummy_key, cc.reference_share)
+    dummy_jobs = [q for q in snap.queue if (q.account, q.user) == cc.dummy_key]
+    real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != cc.dummy_key]
+    dec = control.plan_control(
+        snap.shares,
+        method=cc.method,
+        u_star=cc.target_usage or 0.0,
+        d_now=d_now,
+        d_last=d_last,
+        half_life_s=snap.config.half_life_s,
+        calc_period_s=snap.config.calc_period_s,
+        dummy=cc.dummy_key,
+        s_ref=s_ref,
+        running_real=real_running,
+        usage_factors={q.name: q.usage_factor for q in snap.qos},
+        hysteresis=cc.hysteresis,
+        padding_mode=cc.padding_mode,
+        padding_threshold=cc.padding_threshold,
+        advise_reason=advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos),
+    )
+    plan = act.control_plan(
+        dec,
+        dummy=cc.dummy_key,
+        dummy_partition=cc.dummy_partition,
+        padding_qos=cc.padding_qos,
+        padding_mode=cc.padding_mode,
+        dummy_jobs=dummy_jobs,
+        calc_period_s=snap.config.calc_period_s,
+    )
+    return dec, plan
+
+
+def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
+    """(gate plan, its commands as actions, reasons by job) from the snapshot and the settled ledger."""
+    from . import actions as act
+    from . import gate
+
+    if rec is None:
+        rec = gate.Reconciled({}, (), (), ())
+    if release_all:
+        plan = gate.plan_release_all(snap.queue, rec, now=snap.taken_at, mode=cc.gate.action)
+    else:
+        if not cc.allocations:
+            raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
+        options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions,
+                                   node_cpus=cc.gate.node_cpus)
+        plan = gate.plan_gate(snap.queue, cc.allocations, rec.held, options, now=snap.taken_at, hands_off=rec.hands_off)
+        if rec.cleanup:
+            plan = replace(plan, actions=tuple(rec.cleanup) + plan.actions)
+    acts = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
+    return plan, acts, {a.job_id: a.reason for a in plan.actions}
+
+
+def _persist_and_verify(db, source, run, cc, dec, did, done, tick_id):
+    """After a new d is set: write it into slurm.conf when asked (persist), and read it back."""
+    from . import actions as act
+
+    verified = None
+    if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
+        # opt-in: slurm.conf too, so a reconfigure or restart keeps d
+        p_act = act.Action(
+            "persist_damping",
+            ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
+            "persist = true: keep d across reconfigure and restart",
+            status="pending",
+        )
+        with store.transaction(db):
+            (pid,) = store.write_actions(db, dec_cluster(db, did), did, "control", [p_act], time.time(), tick_id)
+        try:
+            backup = act.persist_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
+                                         time.strftime("%Y%m%dT%H%M%S"))
+            p_act = replace(p_act, status="ok", output=f"backup {backup}")
+        except (FscontrolError, OSError) as e:
+            p_act = replace(p_act, status="failed", output=str(e))
+        with store.transaction(db):
+            store.update_action(db, pid, p_act.status, p_act.output, None, time.time())
+        done = done + (p_act,)
+    if any(a.kind == "set_damping" and a.status == "ok" for a in done):
+        verified = parse.parse_config(source.config().stdout).damping_factor
+        if verified != dec.d_target:
+            raise SlurmCommandError(
+                f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
+            )
+    return done, verified
+
+
+def dec_cluster(db: sqlite_utils.Database, decision_id: int) -> str:
+    return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
 
 
 def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None):
@@ -393,57 +623,3 @@ class GateResult:
     plan: object  # gate.GatePlan
     actions: tuple  # actions.Action with statuses
     applied: bool
-
-
-def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False,
-              name: str | None = None) -> GateResult:
-    """Collect, plan the holds (or demotions) and releases, store, apply if asked.
-
-    The ledger of the agent's own holds lives in SQLite; only those are ever released."""
-    from . import actions as act
-    from . import gate
-
-    run = getattr(source, "run", None)
-    if apply and run is None:
-        raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
-    started = time.time()
-    try:
-        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
-    except FscontrolError as e:
-        _record_failure(db, source.cluster or name or cfg.cluster(None).name or None, "gate", started, e)
-        raise
-    cc = cfg.cluster(snap.cluster)
-    if not cc.allocations and not release_all:
-        raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
-    ledger = store.gate_ledger(db, snap.cluster)
-    options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions, node_cpus=cc.gate.node_cpus)
-    if release_all:
-        queued = {q.job_id for q in snap.queue}
-        acts = tuple(
-            gate.GateAction("release" if n == 0 else "unnice", j, "", "release-all: undo every hold the agent placed", nice=n or None)
-            for j, n in sorted(ledger.items())
-            if j in queued
-        )
-        plan = gate.GatePlan(now=snap.taken_at, action=options.action, unit="cpus", accounts=(), actions=acts,
-                             stale_ledger=tuple(j for j in ledger if j not in queued))
-    else:
-        plan = gate.plan_gate(snap.queue, cc.allocations, ledger, options, now=snap.taken_at)
-    planned = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
-    with store.transaction(db):
-        sid = store.write_snapshot(db, snap, source=source.describe())
-        aids = store.write_actions(db, snap.cluster, None, "gate", planned, snap.taken_at)
-        store.record_tick(db, snap.cluster, started, time.time(), "ok", snapshot_id=sid, stage="gate")
-    done = tuple(planned)
-    if apply:
-        results = []
-        for a in planned:  # each job on its own: one failure (job ended meanwhile) stops nothing else
-            results.extend(act.apply_plan([a], lambda argv: run(argv).stdout))
-        done = tuple(results)
-        ok = {a.job_id for a in done if a.status == "ok"}
-        new_ledger = gate.apply_to_ledger(ledger, plan, done=ok)
-        kinds = {a.job_id: (a.kind, a.reason) for a in plan.actions}
-        with store.transaction(db):
-            for aid, a in zip(aids, done):
-                store.update_action(db, aid, a.status, a.output, a.job_id, time.time())
-            store.set_gate_ledger(db, snap.cluster, new_ledger, kinds, time.time())
-    return GateResult(snap.cluster, sid, plan, done, apply)

@@ -125,6 +125,7 @@ class QueueJob:
     submit: float | None
     start: float | None
     time_limit_s: int | None  # None = UNLIMITED
+    admin_comment: str = ""  # where the agent marks the jobs it holds or demotes (gate.MARK)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from . import parse
-from .errors import NotFoundError, SlurmCommandError
+from .errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
 from .records import CommandOutput
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -55,24 +55,34 @@ class LiveSlurm:
     cluster: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     env: dict[str, str] | None = None
+    deadline: float | None = None  # time.monotonic() past which no command starts (a tick's deadline)
 
     def _cluster_args(self, command: str) -> tuple[str, ...]:
         return ("-M", self.cluster) if self.cluster and command != "sacctmgr" else ()
 
-    def run(self, argv: tuple[str, ...]) -> CommandOutput:
+    def run(self, argv: tuple[str, ...], timeout: float | None = None) -> CommandOutput:
+        """Run one command; `timeout` (seconds) may shorten the source's own (a tick's deadline)."""
         full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
         env = dict(os.environ if self.env is None else self.env)
         env["SLURM_TIME_FORMAT"] = "%s"
+        limit = self.timeout_s if timeout is None else max(0.1, min(self.timeout_s, timeout))
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{' '.join(full)}`")
+            limit = min(limit, left)
         t0 = time.time()
         try:
-            proc = subprocess.run(
-                list(full), capture_output=True, text=True, timeout=self.timeout_s, env=env, check=False
-            )
+            raw = subprocess.run(list(full), capture_output=True, timeout=limit, env=env, check=False)
         except FileNotFoundError:
             raise SlurmCommandError(f"`{full[0]}` not found: is the Slurm client installed and on PATH?") from None
         except subprocess.TimeoutExpired:
-            raise SlurmCommandError(f"`{' '.join(full)}` timed out after {self.timeout_s:g} s") from None
+            raise SlurmTimeoutError(f"`{' '.join(full)}` timed out after {limit:g} s") from None
         t1 = time.time()
+        try:
+            proc = subprocess.CompletedProcess(raw.args, raw.returncode, raw.stdout.decode(), raw.stderr.decode(errors="replace"))
+        except UnicodeDecodeError as e:
+            raise SlurmCommandError(f"`{' '.join(full)}` printed bytes that are not UTF-8 (at byte {e.start}): not read") from None
         if proc.returncode != 0:
             err = (proc.stderr or proc.stdout).strip().splitlines()
             detail = err[-1] if err else "no message"
@@ -139,9 +149,13 @@ class RecordedSlurm:
         path = self.folder / f"{name}.txt"
         if info is None or not path.is_file():
             raise NotFoundError(f"sample {self.folder} has no {name} output")
+        try:
+            text = path.read_bytes().decode()
+        except UnicodeDecodeError as e:
+            raise SlurmCommandError(f"sample {path} holds bytes that are not UTF-8 (at byte {e.start}): not read") from None
         return CommandOutput(
             argv=tuple(info["argv"]),
-            stdout=path.read_text(),
+            stdout=text,
             started_at=float(info["started_at"]),
             finished_at=float(info["finished_at"]),
         )

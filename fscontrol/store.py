@@ -247,12 +247,24 @@ def _m005_tick_stage(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX ticks_cluster_stage ON ticks (cluster, stage, started_at)")
 
 
+def _m006_tick_story(db: sqlite_utils.Database) -> None:
+    # one tick, one story: a ledger row is written with the intent (state 'holding'/'releasing')
+    # before the command runs and settled against Slurm's marks by the next tick; actions of an
+    # applying tick are 'pending' until their outcome is known ('ok', 'failed', 'unknown' when a
+    # command timed out, then 'ok'/'not_done' once reconciled); a tick is 'running' until it ends
+    db.execute("ALTER TABLE gate_ledger ADD COLUMN state TEXT NOT NULL DEFAULT 'held'")
+    db.execute("ALTER TABLE gate_ledger ADD COLUMN set_nice INTEGER")
+    db.execute("ALTER TABLE actions ADD COLUMN tick_id INTEGER")
+    db.execute("CREATE INDEX actions_open ON actions (cluster, status)")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
     ("003_control", _m003_control),
     ("004_gate_ledger", _m004_gate_ledger),
     ("005_tick_stage", _m005_tick_stage),
+    ("006_tick_story", _m006_tick_story),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -536,8 +548,9 @@ def record_tick(
 
 def last_ok(db: sqlite_utils.Database, cluster: str, stage: str) -> float | None:
     """When the stage last ran without failing for this cluster (None: never)."""
-    return db.execute(
-        "SELECT max(started_at) FROM ticks WHERE cluster = ? AND stage = ? AND status = 'ok'", [cluster, stage]
+    return db.execute(  # a tick's stage is one name or several joined by '+' ("control+gate")
+        "SELECT max(started_at) FROM ticks WHERE cluster = ? AND instr('+' || stage || '+', ?) > 0 AND status = 'ok'",
+        [cluster, f"+{stage}+"],
     ).fetchone()[0]
 
 
@@ -749,13 +762,14 @@ def set_measured_effect(db: sqlite_utils.Database, decision_id: int, h_measured:
     db.execute("UPDATE decisions SET h_measured = ? WHERE id = ?", [h_measured, decision_id])
 
 
-def write_actions(db: sqlite_utils.Database, cluster: str, decision_id: int | None, stage: str, actions, planned_at: float) -> list[int]:
+def write_actions(db: sqlite_utils.Database, cluster: str, decision_id: int | None, stage: str, actions, planned_at: float,
+                  tick_id: int | None = None) -> list[int]:
     ids = []
     for a in actions:
         cur = db.execute(
-            """INSERT INTO actions (decision_id, cluster, stage, kind, argv, reason, job_id, status, output, planned_at)
-               VALUES (?,?,?,?,?,?,?,?,?,?)""",
-            [decision_id, cluster, stage, a.kind, json.dumps(list(a.argv)), a.reason, a.job_id, a.status, a.output, planned_at],
+            """INSERT INTO actions (decision_id, cluster, stage, kind, argv, reason, job_id, status, output, planned_at, tick_id)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
+            [decision_id, cluster, stage, a.kind, json.dumps(list(a.argv)), a.reason, a.job_id, a.status, a.output, planned_at, tick_id],
         )
         ids.append(cur.lastrowid)
     return ids
@@ -780,18 +794,43 @@ def decision_history(db: sqlite_utils.Database, cluster: str, limit: int = 50) -
 
 
 def gate_ledger(db: sqlite_utils.Database, cluster: str) -> dict[str, int]:
-    """Job id -> the Nice to restore (0 for a hold), for the jobs the agent holds or demoted."""
-    return {j: n for j, n in db.execute("SELECT job_id, restore_nice FROM gate_ledger WHERE cluster = ?", [cluster])}
+    """Job id -> the Nice to restore (0 for a hold), for the jobs the agent holds or demoted
+    (confirmed or intended; not the jobs it keeps its hands off)."""
+    return {j: n for j, n in db.execute(
+        "SELECT job_id, restore_nice FROM gate_ledger WHERE cluster = ? AND state != 'hands_off'", [cluster])}
 
 
-def set_gate_ledger(db: sqlite_utils.Database, cluster: str, ledger: dict[str, int], kinds: dict[str, tuple[str, str]], at: float) -> None:
-    """Make the stored ledger equal `ledger`; `kinds` gives (kind, reason) for new entries."""
-    current = gate_ledger(db, cluster)
-    gone = [j for j in current if j not in ledger]
+def ledger_entries(db: sqlite_utils.Database, cluster: str) -> dict:
+    """The whole ledger of a cluster: job id -> gate.LedgerEntry."""
+    from .gate import LedgerEntry
+
+    return {j: LedgerEntry(kind, n, s_nice, state) for j, kind, n, s_nice, state in db.execute(
+        "SELECT job_id, kind, restore_nice, set_nice, state FROM gate_ledger WHERE cluster = ?", [cluster])}
+
+
+def write_ledger(db: sqlite_utils.Database, cluster: str, entries: dict, reasons: dict[str, str], at: float) -> None:
+    """Make the stored ledger equal `entries` (job id -> gate.LedgerEntry); placed_at and reason
+    are kept for rows that stay, `reasons` gives them for new rows."""
+    current = ledger_entries(db, cluster)
+    gone = [j for j in current if j not in entries]
     if gone:
         db.conn.executemany("DELETE FROM gate_ledger WHERE cluster = ? AND job_id = ?", [(cluster, j) for j in gone])
-    new = [(cluster, j, *kinds.get(j, ("hold", ""))[:1], n, at, kinds.get(j, ("", ""))[1]) for j, n in ledger.items() if j not in current]
-    if new:
-        db.conn.executemany(
-            "INSERT INTO gate_ledger (cluster, job_id, kind, restore_nice, placed_at, reason) VALUES (?,?,?,?,?,?)", new
-        )
+    for j, e in entries.items():
+        if j in current:
+            if current[j] != e:
+                db.execute("UPDATE gate_ledger SET kind = ?, restore_nice = ?, set_nice = ?, state = ? WHERE cluster = ? AND job_id = ?",
+                           [e.kind, e.restore_nice, e.set_nice, e.state, cluster, j])
+        else:
+            db.execute("""INSERT INTO gate_ledger (cluster, job_id, kind, restore_nice, placed_at, reason, state, set_nice)
+                          VALUES (?,?,?,?,?,?,?,?)""", [cluster, j, e.kind, e.restore_nice, at, reasons.get(j, ""), e.state, e.set_nice])
+
+
+def open_actions(db: sqlite_utils.Database, cluster: str) -> list[dict]:
+    """Actions of earlier applying ticks whose outcome is not known yet (killed mid-tick, timed out)."""
+    cur = db.execute("SELECT id, kind, argv, job_id, status FROM actions WHERE cluster = ? AND status IN ('pending', 'unknown') ORDER BY id",
+                     [cluster])
+    return [{"id": i, "kind": k, "argv": json.loads(a), "job_id": j, "status": st} for i, k, a, j, st in cur.fetchall()]
+
+
+def update_tick(db: sqlite_utils.Database, tick_id: int, status: str, finished_at: float, error: str | None = None) -> None:
+    db.execute("UPDATE ticks SET status = ?, finished_at = ?, error = ? WHERE id = ?", [status, finished_at, error, tick_id])

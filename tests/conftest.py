@@ -62,6 +62,7 @@ TESTBED_GROUPS = {
     "test_integration_fit.py": "testbed-c",  # ~10
     "test_integration_gate.py": "testbed-c",  # ~5
     "test_integration_agent.py": "testbed-c",  # ~5
+    "test_integration_faults.py": "testbed-c",  # ~2
 }
 
 

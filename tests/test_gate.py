@@ -8,8 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fscontrol.allocations import parse_allocations
-from fscontrol.errors import ConfigError
-from fscontrol.gate import GateOptions, apply_to_ledger, is_waiting, job_size, plan_gate
+from dataclasses import replace
+
+from fscontrol.errors import ConfigError, UnsafeActionError
+from fscontrol.gate import (HOLD_MARK, GateAction, GateOptions, LedgerEntry, apply_to_ledger, is_waiting, job_size,
+                            plan_gate, plan_release_all, reconcile_ledger)
 from fscontrol.records import QueueJob
 
 NOW = 1_700_000_000.0
@@ -24,7 +27,7 @@ ALLOCS = parse_allocations(
 )
 
 
-def qj(job_id, account, state="PENDING", nodes=1, priority=100, reason="Priority", nice=0, cpus=None, submit=0.0):
+def qj(job_id, account, state="PENDING", nodes=1, priority=100, reason="Priority", nice=0, cpus=None, submit=0.0, comment=""):
     return QueueJob(
         job_id=str(job_id),
         user=account,
@@ -40,6 +43,7 @@ def qj(job_id, account, state="PENDING", nodes=1, priority=100, reason="Priority
         submit=submit,
         start=None,
         time_limit_s=3600,
+        admin_comment=comment,
     )
 
 
@@ -65,7 +69,7 @@ def test_holds_over_target_jobs_in_priority_order_while_under_target_wait():
     assert [(a.kind, a.job_id) for a in plan.actions] == [("hold", "4"), ("hold", "5"), ("hold", "3")]
     assert all(a.account == "alice" for a in plan.actions)
     assert "over target (400 > 288 nodes)" in plan.actions[0].reason and "bob" in plan.actions[0].reason
-    assert plan.actions[0].argv == ("scontrol", "hold", "4")
+    assert plan.actions[0].argv == ("scontrol", "update", "JobId=4", "Priority=0", "AdminComment=fscontrol:hold")
     assert plan.under_waiting == ("bob",)
     table = {r.account: r for r in plan.accounts}
     assert table["alice"].occupancy == 400 and table["alice"].target == pytest.approx(288)
@@ -128,7 +132,7 @@ def test_releases_own_holds_when_nothing_under_target_waits():
         running(11, "bob", 50),
     ]
     plan = plan_gate(q, ALLOCS, {"3", "4"}, now=NOW)
-    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "4"), ("release", "3")]
+    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "4"), ("unmark", "4"), ("release", "3"), ("unmark", "3")]
     assert "idle" in plan.actions[0].reason
     assert plan.actions[0].argv == ("scontrol", "release", "4")
 
@@ -152,7 +156,7 @@ def test_release_when_account_drops_to_target_like_pass_one():
         qj(11, "bob", nodes=50),
     ]
     plan = plan_gate(q, ALLOCS, {"3", "4", "5"}, now=NOW)
-    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "4")]
+    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "4"), ("unmark", "4")]
     assert "at/under target" in plan.actions[0].reason
 
 
@@ -181,7 +185,8 @@ def test_action_bound_releases_first():
     # make the ledger job carol's so it is released (carol is under target)
     q[-1] = qj(200, "carol", nodes=10, reason="JobHeldAdmin")
     plan = plan_gate(q, allocs, {"200"}, GateOptions(max_actions=3), now=NOW)
-    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "200"), ("hold", "109"), ("hold", "108")]
+    # the bound counts jobs: a release and the clearing of its mark are one
+    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "200"), ("unmark", "200"), ("hold", "109"), ("hold", "108")]
     assert plan.deferred == 8
 
 
@@ -201,7 +206,7 @@ def test_nice_mode_demotes_and_restores():
     plan = plan_gate(base_queue(), ALLOCS, {}, opts, now=NOW)
     assert [(a.kind, a.job_id, a.nice) for a in plan.actions] == [("nice", "4", 5000), ("nice", "5", 5000),
                                                                      ("nice", "3", 5000)]
-    assert plan.actions[0].argv == ("scontrol", "update", "JobId=4", "Nice=5000")
+    assert plan.actions[0].argv == ("scontrol", "update", "JobId=4", "Nice=5000", "AdminComment=fscontrol:nice:5000")
     ledger = apply_to_ledger({}, plan)
     assert ledger == {"4": 0, "5": 0, "3": 0}
     # Bob's jobs are running now: nothing waits under target -> un-nice, restoring the old nice
@@ -288,9 +293,12 @@ def test_gate_safety_properties(rows, ledger, bound, mode):
     by_id = {}
     for j in q:
         by_id.setdefault(j.job_id, j)
-    assert len(plan.actions) <= bound
-    assert len({a.job_id for a in plan.actions}) == len(plan.actions)
-    for a in plan.actions:
+    acting = [a for a in plan.actions if a.kind != "unmark"]
+    assert len(acting) <= bound
+    assert len({a.job_id for a in acting}) == len(acting)
+    for k, a in enumerate(plan.actions):  # a release is always followed by the clearing of its mark
+        assert (a.kind == "release") == (k + 1 < len(plan.actions) and plan.actions[k + 1] == replace(a, kind="unmark", reason=plan.actions[k + 1].reason))
+    for a in acting:
         j = by_id[a.job_id]
         assert j.state == "PENDING"  # never a running job
         if a.kind in ("release", "unnice"):
@@ -300,7 +308,7 @@ def test_gate_safety_properties(rows, ledger, bound, mode):
             assert j.reason not in ("JobHeldUser", "JobHeldAdmin")  # never touch others' holds
             assert j.account in allocs and plan.under_waiting
     if not plan.under_waiting:
-        assert all(a.kind in ("release", "unnice") for a in plan.actions)
+        assert all(a.kind in ("release", "unnice", "unmark") for a in plan.actions)
 
 
 def test_format_gate_plan():
@@ -312,3 +320,67 @@ def test_format_gate_plan():
     assert "1 more action(s) deferred" in text and "no longer ours (drop): 9" in text
     quiet = format_gate_plan(plan_gate([], ALLOCS, (), now=NOW))
     assert "no action" in quiet
+
+
+# ---------------------------------------------------------------------------- ownership marks
+def held_by_agent(job_id, account="alice"):
+    return qj(job_id, account, reason="JobHeldAdmin", priority=0, comment=HOLD_MARK)
+
+
+def test_reconcile_settles_every_intent_against_the_marks():
+    """Each row of the ledger against what Slurm shows, one case per line (a kill or a timeout
+    can leave any of these states behind)."""
+    q = [
+        held_by_agent(1),  # holding, and Slurm has it: confirmed
+        qj(2, "alice"),  # holding, but the hold never reached Slurm: dropped
+        qj(3, "alice", comment=HOLD_MARK),  # held, someone released it: hands off, our mark comes off
+        qj(4, "alice", reason="JobHeldAdmin", priority=0, comment="admin: keep"),  # held, an admin took it over
+        held_by_agent(5),  # releasing, the release did not happen: held again
+        qj(6, "alice", comment=HOLD_MARK),  # releasing, released: dropped, mark comes off
+        running(7, "alice", 1),  # held, then started: dropped
+        held_by_agent(9),  # our mark, no ledger row (a lost history): an orphan
+    ]
+    ledger = {"1": LedgerEntry("hold", state="holding"), "2": LedgerEntry("hold", state="holding"),
+              "3": LedgerEntry("hold"), "4": LedgerEntry("hold"), "5": LedgerEntry("hold", state="releasing"),
+              "6": LedgerEntry("hold", state="releasing"), "7": LedgerEntry("hold"), "8": LedgerEntry("hold")}
+    rec = reconcile_ledger(q, ledger)
+    assert {j: e.state for j, e in rec.ledger.items()} == {"1": "held", "3": "hands_off", "4": "hands_off", "5": "held"}
+    assert rec.held == {"1": 0, "5": 0}
+    assert rec.hands_off == {"3", "4"}
+    assert [(a.kind, a.job_id) for a in rec.cleanup] == [("unmark", "3"), ("unmark", "6")]
+    assert rec.orphans == ("9",)
+    dropped = {j for j, old, new, why in rec.changes if new is None}
+    assert dropped == {"2", "6", "7", "8"}
+
+
+def test_a_job_someone_released_is_never_held_again():
+    q = [running(1, "alice", 400), qj(3, "alice", priority=900), qj(11, "bob", nodes=50)]
+    assert [a.job_id for a in plan_gate(q, ALLOCS, {}, now=NOW).holds] == ["3"]
+    assert plan_gate(q, ALLOCS, {}, now=NOW, hands_off={"3"}).holds == ()
+
+
+def test_a_job_with_someone_elses_admin_comment_is_never_marked_or_held():
+    q = [running(1, "alice", 400), qj(3, "alice", priority=900, comment="ticket 4711"), qj(11, "bob", nodes=50)]
+    assert plan_gate(q, ALLOCS, {}, now=NOW).holds == ()
+
+
+def test_nice_ownership_follows_the_mark_not_the_config():
+    """The Nice the agent set is in its mark: changing gate.nice later strands nothing."""
+    q = [qj(4, "alice", nice=5000, comment="fscontrol:nice:5000")]
+    plan = plan_gate(q, ALLOCS, {"4": 0}, GateOptions(action="nice", nice_value=9999), now=NOW)
+    assert [(a.kind, a.job_id, a.nice) for a in plan.actions] == [("unnice", "4", 0)]
+    assert plan.actions[0].argv == ("scontrol", "update", "JobId=4", "Nice=0", "AdminComment=")
+
+
+def test_release_all_undoes_ledger_holds_and_marked_orphans_only():
+    q = [held_by_agent(1), held_by_agent(9), qj(10, "alice", reason="JobHeldAdmin", priority=0),
+         qj(11, "bob", reason="JobHeldUser", priority=0)]
+    rec = reconcile_ledger(q, {"1": LedgerEntry("hold")})
+    plan = plan_release_all(q, rec, now=NOW)
+    assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "1"), ("unmark", "1"), ("release", "9"), ("unmark", "9")]
+
+
+@pytest.mark.parametrize("bad", ["11;rm -rf /", "12 13", "-1", "", "1e5", "abc"])
+def test_a_command_is_never_built_from_something_that_is_not_a_job_id(bad):
+    with pytest.raises(UnsafeActionError):
+        GateAction("hold", bad, "alice", "x").argv
