@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
@@ -129,22 +130,68 @@ def _billing(value: str) -> int | None:
     p = value.find("billing")
     if p >= 0 and value.startswith("billing=", p) and (p == 0 or value[p - 1] == ","):
         e = value.find(",", p)
-        return int(float(value[p + 8:] if e < 0 else value[p + 8:e]))
+        return _tres_int(value[p + 8:] if e < 0 else value[p + 8:e])
     return _tres(value, "billing")
 
 
-def _num(value: str, kind: type, command: str, col: str, no: int, line: str, *, allow_empty: bool = False):
+def _tres_int(v: str) -> int:
+    """A TRES count as Slurm prints it (an integer, at times with a fraction): ValueError otherwise."""
+    if v.isdigit() and v.isascii():
+        return int(v)
+    if not _FLOAT_TEXT.fullmatch(v) or v.startswith("-"):
+        raise ValueError(f"bad TRES count {v!r}")
+    x = float(v)
+    if x - x != 0:
+        raise ValueError(f"bad TRES count {v!r}")
+    return int(x)
+
+
+JOB_ID = re.compile(r"[0-9]{1,10}(?:_[0-9]{1,10})?(?:\+[0-9]{1,5})?")  # a job, an array task, a het component
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_FLOAT_TEXT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _num(value: str, kind: type, command: str, col: str, no: int, line: str, *, allow_empty: bool = False,
+         allow_inf: bool = False, minimum: float | None = None):
+    """A number as Slurm prints it: ASCII digits only (Python's int() would also take "5_908" or
+    other scripts' digits), finite (no nan; inf only where Slurm prints it), at least `minimum`."""
     v = value.strip()
     if v in _EMPTY:
         if allow_empty:
             return None
         raise ParseError(command, f"empty {col}", no, line)
-    if kind is float and v.lower() == "inf":
+    if allow_inf and kind is float and v.lower() == "inf":
         return math.inf
+    if not (_INT_TEXT if kind is int else _FLOAT_TEXT).fullmatch(v):
+        raise ParseError(command, f"{col} is not a number: {v!r}", no, line)
+    x = kind(v)
+    if minimum is not None and x < minimum:
+        raise ParseError(command, f"{col} out of range: {v} (must be >= {minimum:g})", no, line)
+    return x
+
+
+def _unit(x: float, command: str, col: str, no: int, line: str) -> float:
+    if not 0 <= x <= 1:
+        raise ParseError(command, f"{col} out of range: {x} (a factor lies in 0..1)", no, line)
+    return x
+
+
+def _flt(v: str, command: str, col: str, no: int, line: str, allow_empty: bool = False, minimum: float | None = 0.0):
+    """Fast path of _num for floats: float() when the text is plain ASCII and the value finite."""
     try:
-        return kind(v)
+        x = float(v)
+        if x - x == 0 and v.isascii() and "_" not in v and (minimum is None or x >= minimum):  # nan and inf fail x - x == 0
+            return x
     except ValueError:
-        raise ParseError(command, f"{col} is not a number: {v!r}", no, line) from None
+        pass
+    return _num(v, float, command, col, no, line, allow_empty=allow_empty, minimum=minimum)
+
+
+def _int(v: str, command: str, col: str, no: int, line: str, allow_empty: bool = False, minimum: int | None = 0):
+    """Fast path of _num for non-negative integers."""
+    if v.isdigit() and v.isascii():
+        return int(v)
+    return _num(v, int, command, col, no, line, allow_empty=allow_empty, minimum=minimum)
 
 
 def parse_time(value: str, tz: tzinfo = timezone.utc) -> float | None:
@@ -152,10 +199,13 @@ def parse_time(value: str, tz: tzinfo = timezone.utc) -> float | None:
     v = value.strip()
     if v in _EMPTY or v in ("Unknown", "NONE"):
         return None
-    if v.isdigit():
+    if v.isdigit() and v.isascii():
         return float(v)
     dt = datetime.strptime(v, "%Y-%m-%dT%H:%M:%S")
     return dt.replace(tzinfo=tz).timestamp()
+
+
+_DURATION = re.compile(r"(?:[0-9]+-)?[0-9]+(?::[0-9]+){0,2}")
 
 
 def parse_duration(value: str) -> int | None:
@@ -163,6 +213,8 @@ def parse_duration(value: str) -> int | None:
     v = value.strip()
     if v.upper() in ("UNLIMITED", "INFINITE", "NONE", "N/A", ""):
         return None
+    if not _DURATION.fullmatch(v):
+        raise ValueError(f"bad duration {value!r}")
     days = 0
     if "-" in v:
         d, v = v.split("-", 1)
@@ -183,7 +235,7 @@ def _tres(value: str, name: str) -> int | None:
     for part in value.split(","):
         k, _, v = part.partition("=")
         if k == name:
-            return int(float(v))
+            return _tres_int(v)
     return None
 
 
@@ -249,40 +301,18 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                 if shares_parent:
                     raw_shares = None
                 else:
-                    try:
-                        raw_shares = int(shares_txt)
-                    except ValueError:
-                        raw_shares = _num(shares_txt, int, command, "RawShares", no, line, allow_empty=True)
-                run_mins = _billing(f[i_run]) if i_run is not None else None
-                v = f[i_norm]
+                    raw_shares = _int(shares_txt, command, "RawShares", no, line, allow_empty=True)
                 try:
-                    norm_shares = float(v)
-                except ValueError:
-                    norm_shares = _num(v, float, command, "NormShares", no, line, allow_empty=True)
-                v = f[i_raw]
-                try:
-                    raw_usage = int(v)
-                except ValueError:
-                    raw_usage = _num(v, int, command, "RawUsage", no, line)
-                norm_usage = None
-                if i_nu is not None:
-                    v = f[i_nu]
-                    try:
-                        norm_usage = float(v)
-                    except ValueError:
-                        norm_usage = _num(v, float, command, "NormUsage", no, line, allow_empty=True)
-                v = f[i_eff]
-                try:
-                    effective_usage = float(v)
-                except ValueError:
-                    effective_usage = _num(v, float, command, "EffectvUsage", no, line, allow_empty=True)
-                fairshare = None
-                if i_fs is not None:
-                    v = f[i_fs]
-                    try:
-                        fairshare = float(v)
-                    except ValueError:
-                        fairshare = _num(v, float, command, "FairShare", no, line, allow_empty=True)
+                    run_mins = _billing(f[i_run]) if i_run is not None else None
+                except ValueError as e:
+                    raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
+                norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
+                raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
+                norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
+                effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
+                fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
+                if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
+                    raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
                 append(
                     ShareRow(
                         account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
@@ -295,6 +325,53 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
     if not out or out[0].depth != 0:
         raise ParseError(command, "no root row: is this `sshare -a` as an admin (PrivateData may hide it)?")
     return tuple(out)
+
+
+def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS)) -> None:
+    """The whole tree as an admin's `sshare -a` prints it, or an error: no association twice, and
+    every account's children's NormShares add up to its own (rows cut off at a line boundary,
+    a whole account or an account's last users, break the sum; sshare prints 6 decimals).
+
+    Not for a user's own `sshare` under PrivateData, which shows only part of the tree."""
+    seen: set[tuple[str, str]] = set()
+    children: dict[str, list[ShareRow]] = {}
+    accounts: dict[str, ShareRow] = {}
+    for r in rows:
+        if r.key in seen:
+            raise ParseError(command, f"association {r.account}/{r.user or '-'} listed twice")
+        seen.add(r.key)
+        if r.user:
+            children.setdefault(r.account, []).append(r)
+        else:
+            accounts[r.account] = r
+            if r.parent:
+                children.setdefault(r.parent, []).append(r)
+    root = next((r for r in rows if r.depth == 0), None)
+    if root is None or not children.get(root.account):
+        raise ParseError(command, "no association under root: output cut short?")
+    for r in accounts.values():
+        # usage is charged to users: an account with usage and no user row lost its users in the
+        # output (a cut leaves the last account so). Slurm leaves one so only when an admin
+        # deleted every user of the account; `sacctmgr modify account NAME set rawusage=0` ends it
+        if r.depth > 0 and r.raw_usage > 0 and not children.get(r.account):
+            raise ParseError(command, f"account {r.account} has usage ({r.raw_usage}) but no users or sub-accounts: "
+                             "output cut short? (if its users were deleted: sacctmgr modify account "
+                             f"{r.account} set rawusage=0)")
+    for name, kids in children.items():
+        parent = accounts.get(name)
+        shared = [k.norm_shares for k in kids if not k.shares_parent and k.norm_shares is not None]
+        if parent is None or parent.norm_shares is None or not shared or all(k.shares_parent for k in kids):
+            continue
+        if parent.depth == 0:
+            want = 1.0
+        else:
+            want = parent.norm_shares
+        total = sum(shared)
+        if any(k.shares_parent for k in kids):
+            continue  # FairShare=parent children take their parent's share: the sum does not apply
+        if abs(total - want) > 1e-6 * (len(shared) + 1) + 1e-9:
+            raise ParseError(command, f"the NormShares under {name} add up to {total:.6f}, not {want:.6f}: "
+                             "output cut short or rows missing")
 
 
 # ---------------------------------------------------------------------------- sacct
@@ -339,18 +416,18 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
                     submit = None
                     if i_sub is not None:
                         v = f[i_sub]
-                        submit = float(v) if v.isdigit() else parse_time(v, tz)
+                        submit = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
                     v = f[i_start]
-                    start = float(v) if v.isdigit() else parse_time(v, tz)
+                    start = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
                     v = f[i_end]
-                    end = float(v) if v.isdigit() else parse_time(v, tz)
+                    end = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
                 except ValueError as e:
                     raise ParseError(command, f"bad time: {e}", no, line) from None
                 v = f[i_cpus]
                 try:
-                    cpus = int(v)
+                    cpus = _int(v, command, "AllocCPUS", no, line)
                 except ValueError:
-                    cpus = _num(v, int, command, "AllocCPUS", no, line)
+                    cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
                 v = f[i_tres]
                 if v in bills:
                     billing = bills[v]
@@ -360,7 +437,11 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
                         billing = _billing(tres) if tres else None
                     except ValueError:
                         raise ParseError(command, f"bad AllocTRES {tres!r}", no, line) from None
+                    if billing is not None and billing < 0:
+                        raise ParseError(command, f"negative billing in AllocTRES {tres!r}", no, line)
                     bills[v] = billing
+                if start is not None and end is not None and end < start:
+                    raise ParseError(command, "End is before Start", no, line)
                 if state == "PENDING" or start is None:
                     start = end = None if state == "PENDING" else start
                     elapsed = 0.0
@@ -370,9 +451,9 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
                 if i_nn is not None:
                     v = f[i_nn]
                     try:
-                        nnodes = int(v)
+                        nnodes = _int(v, command, "NNodes", no, line)
                     except ValueError:
-                        nnodes = _num(v, int, command, "NNodes", no, line)
+                        nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
                 user, account, partition = f[i_user], f[i_acc], f[i_part]
                 qos = f[i_qos] if i_qos is not None else ""
                 append(
@@ -405,9 +486,16 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
     header, rows = _table(text, command, need, free_last=comment_last)
     ix = {name: i for i, name in enumerate(header)}
     out: list[QueueJob] = []
+    seen: set[str] = set()
     for no, f in rows:
         line = "|".join(f)
         comment = f[ix["ADMIN_COMMENT"]].strip() if "ADMIN_COMMENT" in ix else ""
+        job_id = f[ix["JOBID"]].strip()
+        if not JOB_ID.fullmatch(job_id):
+            raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, line)
+        if job_id in seen:
+            raise ParseError(command, f"job {job_id} listed twice", no, line)
+        seen.add(job_id)
         try:
             submit = parse_time(f[ix["SUBMIT_TIME"]], tz) if "SUBMIT_TIME" in ix else None
             start = parse_time(f[ix["START_TIME"]], tz) if "START_TIME" in ix else None
@@ -416,15 +504,15 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
             raise ParseError(command, str(e), no, line) from None
         out.append(
             QueueJob(
-                job_id=f[ix["JOBID"]].strip(),
+                job_id=job_id,
                 user=f[ix["USER"]].strip(),
                 account=f[ix["ACCOUNT"]].strip(),
                 partition=f[ix["PARTITION"]].strip(),
                 qos=f[ix["QOS"]].strip() if "QOS" in ix else "",
                 state=f[ix["STATE"]].strip(),
-                nodes=_num(f[ix["NODES"]], int, command, "NODES", no, line),
-                cpus=_num(f[ix["CPUS"]], int, command, "CPUS", no, line),
-                priority=_num(f[ix["PRIORITY"]], int, command, "PRIORITY", no, line),
+                nodes=_num(f[ix["NODES"]], int, command, "NODES", no, line, minimum=0),
+                cpus=_num(f[ix["CPUS"]], int, command, "CPUS", no, line, minimum=0),
+                priority=_num(f[ix["PRIORITY"]], int, command, "PRIORITY", no, line, minimum=0),
                 nice=_num(f[ix["NICE"]], int, command, "NICE", no, line) if "NICE" in ix else 0,
                 reason=f[ix["REASON"]].strip(),
                 submit=submit,
@@ -447,8 +535,8 @@ def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow
             job_id=f[ix["JOBID"]].strip(),
             user=f[ix["USER"]].strip(),
             partition=f[ix["PARTITION"]].strip(),
-            priority_norm=_num(f[ix["PRIORITY"]], float, command, "PRIORITY", no, "|".join(f)),
-            fairshare_norm=_num(f[ix["FAIRSHARE"]], float, command, "FAIRSHARE", no, "|".join(f)),
+            priority_norm=_num(f[ix["PRIORITY"]], float, command, "PRIORITY", no, "|".join(f), minimum=0),
+            fairshare_norm=_unit(_num(f[ix["FAIRSHARE"]], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f)),
         )
         for no, f in rows
     )
@@ -460,7 +548,7 @@ def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...
     return tuple(
         QosRow(
             name=f[ix["Name"]].strip(),
-            usage_factor=_num(f[ix["UsageFactor"]], float, command, "UsageFactor", no, "|".join(f)),
+            usage_factor=_num(f[ix["UsageFactor"]], float, command, "UsageFactor", no, "|".join(f), minimum=0),
         )
         for no, f in rows
     )
@@ -499,12 +587,16 @@ def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig
             return ()
         return tuple(x.strip().lower() for x in v.split(",") if x.strip())
 
+    damp = _num(need("FairShareDampeningFactor"), int, command, "FairShareDampeningFactor", None, None)
+    if not 1 <= damp <= 65535:  # Slurm's own range (uint16; 0 would divide by zero)
+        raise ParseError(command, f"FairShareDampeningFactor = {damp} is outside Slurm's 1..65535")
     try:
-        damp = int(need("FairShareDampeningFactor"))
         half = parse_duration(need("PriorityDecayHalfLife")) or 0
         calc = parse_duration(need("PriorityCalcPeriod")) or 0
     except ValueError as e:
         raise ParseError(command, str(e)) from None
+    if calc <= 0:
+        raise ParseError(command, f"PriorityCalcPeriod = {need('PriorityCalcPeriod')} is not a positive period")
     pflags = p.get("PriorityFlags", "")
     weights = {}
     for k, v in p.items():

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import sqlite_utils
 
 from . import parse, store
-from .errors import (FscontrolError, InternalError, NotFoundError, SlurmCommandError, SlurmTimeoutError, StoreError,
+from .errors import (FscontrolError, InternalError, NotFoundError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
@@ -47,25 +47,35 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     """Run every read command and parse it. Raises on the first failure; nothing is written.
 
     `window_start_of(cluster)` gives the start of the sacct window: the previous snapshot."""
-    cfg_out = source.config()
+    def whole(out):
+        """Slurm's commands end their output with a newline: without it the output was cut short."""
+        if out.stdout and not out.stdout.endswith("\n"):
+            raise ParseError(" ".join(out.argv), "output does not end with a newline: cut short?")
+        return out
+
+    cfg_out = whole(source.config())
     config = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
     cluster = source.cluster or config.cluster
     window_start = window_start_of(cluster)
-    sshare_out = source.sshare()
+    sshare_out = whole(source.sshare())
     shares = parse.parse_sshare(sshare_out.stdout, " ".join(sshare_out.argv))
+    parse.check_share_tree(shares, " ".join(sshare_out.argv))
     taken_at = sshare_out.finished_at
-    squeue_out = source.squeue()
+    squeue_out = whole(source.squeue())
     queue = parse.parse_squeue(squeue_out.stdout, " ".join(squeue_out.argv))
-    sprio_out = source.sprio()
+    sprio_out = whole(source.sprio())
     prio = parse.parse_sprio(sprio_out.stdout, " ".join(sprio_out.argv))
-    qos_out = source.qos()
+    waiting = [q for q in queue if q.state == "PENDING" and q.priority > 0]
+    if not prio and waiting:  # sprio lists every pending job that has a priority
+        raise ParseError(" ".join(sprio_out.argv), f"printed no job while squeue lists {len(waiting)} pending with a priority: cut short?")
+    qos_out = whole(source.qos())
     qos = parse.parse_qos(qos_out.stdout, " ".join(qos_out.argv))
     if isinstance(source, RecordedSlurm):
         window = source.window
     else:
         start = window_start if window_start is not None else taken_at - FIRST_WINDOW_S
         window = (start, taken_at)
-    sacct_out = source.sacct(*window)
+    sacct_out = whole(source.sacct(*window))
     jobs = parse.parse_sacct(sacct_out.stdout, " ".join(sacct_out.argv))
     return Snapshot(
         cluster=cluster,

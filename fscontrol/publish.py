@@ -44,10 +44,21 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+PRIVATE_FLAGS = frozenset({"usage", "users", "accounts", "all"})
+
+
 def is_private(private_data: tuple[str, ...] | list[str]) -> bool:
-    """True when PrivateData hides usage (`usage`, or `all` where a site sets it)."""
-    flags = {f.lower() for f in private_data}
-    return "usage" in flags or "all" in flags
+    """True when PrivateData hides any of usage, users or accounts (or `all`): then no per-user
+    row and no name is published (Slurm itself would not show them to other users)."""
+    return bool({f.lower() for f in private_data} & PRIVATE_FLAGS)
+
+
+def admin_token(cluster: str, name: str) -> str:
+    """What is published for an fscontrol admin: a salted hash, so `forecast` can tell whether
+    the person asking is one without the file naming anyone."""
+    import hashlib
+
+    return hashlib.sha256(f"fscontrol-admin:{cluster}:{name}".encode()).hexdigest()
 
 
 def build_published(
@@ -103,7 +114,7 @@ def build_published(
         "halving_core_hours": None if halving is None else halving / HOUR,
         "target_core_hours": target_core_hours,
         "dummy": "/".join(dummy) if dummy else None,
-        "admins": sorted(set(admins)),
+        "admins_sha256": sorted({admin_token(snap.cluster, a) for a in admins}),
         "per_association": not private,
         "associations": [] if private else _rows(snap.shares, d, total, dummy),
     }

@@ -306,6 +306,7 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0) -
         raise NotFoundError(f"no history database at {path}: run `fscontrol collect` first")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _private(path)
         conn = sqlite3.connect(str(path), timeout=timeout_s)
         db = sqlite_utils.Database(conn)
         db.execute("PRAGMA journal_mode=WAL")
@@ -320,6 +321,21 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0) -
     except OSError as e:
         raise StoreError(f"cannot open history database {path}: {e}") from None
     return db
+
+
+def _private(path: Path) -> None:
+    """The history holds every user's usage and jobs: 0600, whatever the umask (cron's and
+    systemd's is 022). A new file is created so; an existing one (and its WAL and SHM, which
+    SQLite creates with the database's own mode) is put right when we own it."""
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            continue
+        if st.st_mode & 0o077 and st.st_uid == os.geteuid():
+            os.chmod(p, st.st_mode & 0o700)
 
 
 @contextmanager

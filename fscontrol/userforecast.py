@@ -161,11 +161,16 @@ def check_access(user: str, requester: str, is_admin: bool) -> None:
 
 
 def is_admin(requester: str, uid: int, published: dict[str, Any] | None, trusted: bool) -> bool:
-    """root, or a name in the published snapshot's `admins` when that file is trusted (owned
-    by root: a user could write any list into a file of their own)."""
+    """root, or a name whose token is in the published snapshot's `admins_sha256` when that file
+    is trusted (owned by root: a user could write any list into a file of their own). The file
+    names no admin: it holds salted hashes (publish.admin_token)."""
     if uid == 0:
         return True
-    return bool(trusted and published and requester in published.get("admins", []))
+    if not (trusted and published):
+        return False
+    from .publish import admin_token
+
+    return admin_token(str(published.get("cluster", "")), requester) in published.get("admins_sha256", [])
 
 
 def check_fresh(published: dict[str, Any], now: float, max_age_s: float, stale_ok: bool) -> tuple[float, str | None]:

@@ -104,3 +104,29 @@ def test_bad_schedule_interval_names_the_key(tmp_path):
     r = CliRunner().invoke(app, ["config", "check", "--config", str(_cfg(tmp_path, '[schedule]\ncollect = "soon"\n'))])
     assert r.exit_code == 2
     assert "config: 'schedule.collect' 'soon' is not a duration" in r.output
+
+
+def test_history_and_its_wal_are_private_whatever_the_umask(tmp_path):
+    """Per-user usage and job ids: 0600 for a new history under umask 022, and an old 0644 one
+    (and its WAL/SHM) is put right on open."""
+    import os
+    import stat
+
+    from fscontrol import store
+
+    old = os.umask(0o022)
+    try:
+        db = store.open_db(tmp_path / "new.db")
+        db.execute("CREATE TABLE t (x)")
+        db.execute("INSERT INTO t VALUES (1)")
+        files = [tmp_path / "new.db", tmp_path / "new.db-wal", tmp_path / "new.db-shm"]
+        assert all(f.exists() for f in files)
+        assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
+        db.close()
+        legacy = tmp_path / "old.db"
+        legacy.touch(mode=0o644)
+        legacy.chmod(0o644)
+        store.open_db(legacy).close()
+        assert stat.S_IMODE(legacy.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)

@@ -302,8 +302,11 @@ def test_configured_admin_in_a_root_owned_published_file(tmp_path, as_user):
         assert r.exit_code == 0, r.output
     else:  # a file a user could have written: its admins list is not trusted
         assert r.exit_code == 7
-    assert uf.is_admin("helpdesk", 1234, {"admins": ["helpdesk"]}, trusted=False) is False
-    assert uf.is_admin("helpdesk", 1234, {"admins": ["helpdesk"]}, trusted=True) is True
+    tokens = {"cluster": "c", "admins_sha256": [pub.admin_token("c", "helpdesk")]}
+    assert uf.is_admin("helpdesk", 1234, tokens, trusted=False) is False
+    assert uf.is_admin("helpdesk", 1234, tokens, trusted=True) is True
+    assert uf.is_admin("carol", 1234, tokens, trusted=True) is False
+    assert "helpdesk" not in json.dumps(tokens)
 
 
 def test_pure_function_refuses_before_reading_anything():
@@ -472,3 +475,20 @@ def test_python_m_and_console_script_agree(agave):
     via_typer = CliRunner().invoke(app, args)
     assert via_m.returncode == via_typer.exit_code == 0
     assert json.loads(via_m.stdout) == json.loads(via_typer.stdout)
+
+
+@pytest.mark.parametrize("flag", ["usage", "users", "accounts", "all", "Jobs,Users"])
+def test_no_name_is_published_under_any_private_data_that_hides_people(flag):
+    """PrivateData=users or accounts hides names in Slurm as usage hides numbers: the published
+    file then has no per-user row and no user or admin name."""
+    snap = _snapshot(private=tuple(flag.split(",")))
+    data = pub.build_published(snap, admins=["helpdesk"])
+    text = json.dumps(data)
+    assert data["associations"] == [] and data["per_association"] is False
+    names = {r.user for r in snap.shares if r.user} | {"helpdesk"}
+    assert not [n for n in names if f'"{n}"' in text]
+
+
+def test_published_rows_where_private_data_hides_no_one():
+    data = pub.build_published(_snapshot(private=("jobs",)), admins=["helpdesk"])
+    assert data["associations"] and "helpdesk" not in json.dumps(data)

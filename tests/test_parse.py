@@ -138,7 +138,9 @@ def test_durations():
     assert parse.parse_duration("1-02:03:04") == 93784
     assert parse.parse_duration("5:00") == 300
     assert parse.parse_duration("UNLIMITED") is None
-    assert math.isinf(parse._num("inf", float, "x", "c", 1, ""))
+    assert math.isinf(parse._num("inf", float, "x", "c", 1, "", allow_inf=True))
+    with pytest.raises(ParseError):
+        parse._num("inf", float, "x", "c", 1, "")
 
 
 def test_split_clusters():

@@ -27,7 +27,7 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 WORKER_INDEX = int(WORKER[2:]) if WORKER.startswith("gw") and WORKER[2:].isdigit() else 0
 _BASE_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR", "/tmp/fscontrol-testbed"))
 DEFAULT_DIR = _BASE_DIR.with_name(f"{_BASE_DIR.name}-{WORKER}") if WORKER else _BASE_DIR
-PORT_OFFSET = int(os.environ.get("FSCONTROL_TESTBED_PORT_OFFSET", "0")) + 10 * WORKER_INDEX
+PORT_OFFSET = int(os.environ.get("FSCONTROL_TESTBED_PORT_OFFSET", "0")) + (10 * (WORKER_INDEX + 1) if WORKER else 0)
 START_LOCK = Path("/tmp/fscontrol-testbed-start.lock")  # one start at a time: useradd, seeding
 
 
