@@ -156,28 +156,60 @@ def rewrite_damping(conf_text: str, d: int) -> str:
     return "".join(out)
 
 
-def persist_damping(conf_path: str, d: int, run: Runner, stamp: str) -> str:
-    """Write d into slurm.conf atomically (backup, temp file + rename), then `scontrol
-    reconfigure`; if that fails, put the backup back and reconfigure again. Returns the backup path."""
+MAX_BACKUPS = 5  # slurm.conf.fscontrol-<stamp> files kept; older ones of ours are removed
+
+
+def _write_like(path: str, text: str, st) -> None:
+    """Write `text` to `path` atomically with the mode and owner of `st` (the file it replaces):
+    a temporary file in the same folder, fsync, rename. The temporary file never outlives a failure."""
     import os
 
-    text = open(conf_path).read()
+    tmp = f"{path}.fscontrol-tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, st.st_mode & 0o7777)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, st.st_mode & 0o7777)
+        if os.geteuid() == 0:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def persist_damping(conf_path: str, d: int, run: Runner, stamp: str) -> str:
+    """Write d into slurm.conf atomically (backup, temp file + rename, mode and owner kept), then
+    `scontrol reconfigure`; if that fails, put the old text back the same way and reconfigure
+    again. Refuses a slurm.conf that uses Include (the setting may live in another file), and one
+    that changed while it was being rewritten. Keeps the last MAX_BACKUPS backups. Returns the
+    backup's path."""
+    import glob
+    import os
+    import re
+
+    with open(conf_path) as fh:
+        text = fh.read()
+    if re.search(r"^\s*include\s", text, re.IGNORECASE | re.MULTILINE):
+        raise UnsafeActionError(f"{conf_path} uses Include: fscontrol does not edit a split slurm.conf; "
+                                "set FairShareDampeningFactor there yourself, or keep persist = false")
     new = rewrite_damping(text, d)
-    backup = f"{conf_path}.fscontrol-{stamp}"
-    with open(backup, "w") as fh:
-        fh.write(text)
     st = os.stat(conf_path)
-    tmp = f"{conf_path}.fscontrol-tmp"
-    with open(tmp, "w") as fh:
-        fh.write(new)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.chmod(tmp, st.st_mode & 0o7777)
-    os.replace(tmp, conf_path)
+    backup = f"{conf_path}.fscontrol-{stamp}"
+    _write_like(backup, text, st)
+    with open(conf_path) as fh:
+        if fh.read() != text:  # someone edited it meanwhile: theirs wins, nothing written
+            raise UnsafeActionError(f"{conf_path} changed while fscontrol was rewriting it: not written (try again)")
+    _write_like(conf_path, new, st)
+    ours = sorted(glob.glob(glob.escape(conf_path) + ".fscontrol-[0-9]*"))
+    for old in ours[:-MAX_BACKUPS]:
+        os.unlink(old)
     try:
         run(("scontrol", "reconfigure"))
     except SlurmCommandError as e:
-        os.replace(backup, conf_path)
+        _write_like(conf_path, text, st)
         try:
             run(("scontrol", "reconfigure"))
         finally:

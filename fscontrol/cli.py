@@ -75,10 +75,11 @@ def _source(spec: str, cluster: str | None, timeout_s: float = 60.0):
     return RecordedSlurm(Path(spec), cluster=cluster)
 
 
-def _db(path: Path | None, create: bool = True):
+def _db(path: Path | None, create: bool = True, readonly: bool | None = None):
     from . import store
 
-    return store.open_db(path or store.default_db_path(), create=create)
+    # a report that creates nothing reads without writing: no migration, no new file
+    return store.open_db(path or store.default_db_path(), create=create, readonly=not create if readonly is None else readonly)
 
 
 @app.command()
@@ -167,7 +168,7 @@ def fit(
     from . import pipeline
 
     try:
-        name, n_snap, r = pipeline.fit_history(_db(db, create=False), cluster, last=last)
+        name, n_snap, r = pipeline.fit_history(_db(db, create=False, readonly=False), cluster, last=last)
     except FscontrolError as e:
         raise _fail(e) from None
     data = {

@@ -29,6 +29,8 @@ Pure apart from `load` (which reads the file): everything else takes plain data.
 
 from __future__ import annotations
 
+import math
+
 import difflib
 import tomllib
 from collections.abc import Mapping
@@ -154,8 +156,8 @@ def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
     out: dict[str, Any] = {"name": name}
     if "target_core_hours" in raw:
         v = float(_type(sec, "target_core_hours", raw["target_core_hours"], (int, float)))
-        if v <= 0:
-            raise ConfigError(f"config: '{sec}target_core_hours' must be > 0, got {v:g}")
+        if not (math.isfinite(v) and v > 0):
+            raise ConfigError(f"config: '{sec}target_core_hours' must be a finite number > 0, got {v:g}")
         out["target_core_hours"] = v
     if "method" in raw:
         out["method"] = _choice(sec, "method", raw["method"], METHODS)

@@ -299,11 +299,16 @@ def default_db_path() -> Path:
     return Path(state) / "fscontrol" / "history.db"
 
 
-def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0) -> sqlite_utils.Database:
-    """Open (and migrate) the history. A locked, corrupt or foreign file is a StoreError."""
+def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, readonly: bool = False) -> sqlite_utils.Database:
+    """Open (and migrate) the history. A locked, corrupt or foreign file is a StoreError.
+
+    `readonly` (the reports): opened read-only and never migrated; a history an older fscontrol
+    wrote is refused with a clear line until the agent's next tick (or `collect`) upgrades it."""
     path = Path(path)
-    if not create and not path.exists():
+    if (readonly or not create) and not path.exists():
         raise NotFoundError(f"no history database at {path}: run `fscontrol collect` first")
+    if readonly:
+        return _open_readonly(path, timeout_s)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _private(path)
@@ -320,6 +325,23 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0) -
         raise StoreError(f"history database {path} is unreadable: {msg}") from None
     except OSError as e:
         raise StoreError(f"cannot open history database {path}: {e}") from None
+    return db
+
+
+def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
+        db = sqlite_utils.Database(conn)
+        names = {r[0] for r in db.execute("SELECT name FROM _migrations")} if db["_migrations"].exists() else set()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"history database {path} is unreadable: {e}") from None
+    known = [n for n, _ in MIGRATIONS]
+    if names - set(known):
+        raise StoreError(f"history database {path} was written by a newer fscontrol (schema {max(names)})")
+    if set(known) - names:
+        have = max(names) if names else "none"
+        raise StoreError(f"history database {path} has schema {have}, this fscontrol reads {known[-1]}: "
+                         "the agent's next tick (or `fscontrol collect`) upgrades it")
     return db
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import json
 from pathlib import Path
 
@@ -130,3 +131,12 @@ def test_history_and_its_wal_are_private_whatever_the_umask(tmp_path):
         assert stat.S_IMODE(legacy.stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "0", "-5"])
+def test_a_target_that_is_not_a_finite_positive_number_is_refused_naming_the_key(bad):
+    from fscontrol import config
+    from fscontrol.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="target_core_hours"):
+        config.from_dict({"clusters": {"c": {"target_core_hours": float(bad), "method": "damping"}}})

@@ -175,3 +175,68 @@ def test_persist_rolls_back_when_reconfigure_fails(tmp_path):
     assert calls == [("scontrol", "reconfigure"), ("scontrol", "reconfigure")]
     backup = actions.persist_damping(str(conf), 5, lambda argv: "", "t2")
     assert "FairShareDampeningFactor=5\n" in conf.read_text() and open(backup).read().endswith("=1\n")
+
+
+def test_persist_keeps_mode_and_owner_even_when_it_rolls_back(tmp_path):
+    import os
+    import stat
+
+    from fscontrol.errors import SlurmCommandError
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\nFairShareDampeningFactor=1\n")
+    conf.chmod(0o640)
+    old = os.umask(0o077)  # the agent's own umask must not leak into slurm.conf or its backup
+    try:
+        def fail(argv):
+            raise SlurmCommandError("reconfigure failed")
+
+        with pytest.raises(SlurmCommandError):
+            actions.persist_damping(str(conf), 5, fail, "20261123T000000")
+        assert stat.S_IMODE(conf.stat().st_mode) == 0o640
+        backup = actions.persist_damping(str(conf), 6, lambda argv: "", "20261123T000001")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(conf.stat().st_mode) == 0o640 and stat.S_IMODE(os.stat(backup).st_mode) == 0o640
+    assert not list(tmp_path.glob("*.fscontrol-tmp"))
+
+
+def test_persist_refuses_a_split_slurm_conf_and_keeps_a_bounded_set_of_backups(tmp_path):
+    from fscontrol.errors import UnsafeActionError
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\nInclude /etc/slurm/prio.conf\n")
+    with pytest.raises(UnsafeActionError, match="Include"):
+        actions.persist_damping(str(conf), 5, lambda argv: "", "20261123T000000")
+    assert conf.read_text() == "ClusterName=x\nInclude /etc/slurm/prio.conf\n"
+    conf.write_text("ClusterName=x\n")
+    for k in range(actions.MAX_BACKUPS + 3):
+        actions.persist_damping(str(conf), 2 + k, lambda argv: "", f"2026112{k}T000000")
+    assert len(list(tmp_path.glob("slurm.conf.fscontrol-*"))) == actions.MAX_BACKUPS
+
+
+def test_persist_on_a_full_disk_leaves_slurm_conf_byte_identical(tmp_path):
+    """A real full file system (a 64 KiB tmpfs) under slurm.conf: no partial file, no temp file."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        conf = mnt / "slurm.conf"
+        original = "ClusterName=x\n" + "# padding\n" * 3000 + "FairShareDampeningFactor=1\n"
+        conf.write_text(original)
+        with open(mnt / "filler", "wb") as fh:
+            try:
+                fh.write(b"x" * (1 << 20))
+            except OSError:
+                pass
+        with pytest.raises(OSError):
+            actions.persist_damping(str(conf), 5, lambda argv: "", "20261123T000000")
+        assert conf.read_text() == original
+        assert sorted(p.name for p in mnt.iterdir()) == ["filler", "slurm.conf"]
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
