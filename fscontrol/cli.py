@@ -222,7 +222,7 @@ def control(
         raise _fail(e) from None
     data = report.control_data(res)
     typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
-    if any(a["status"] == "failed" for a in data["actions"]):
+    if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
         raise typer.Exit(3)
 
 
@@ -269,7 +269,8 @@ def tick(
     codes = [o.error.exit_code for o in outcomes if o.error is not None]
     if codes:
         raise typer.Exit(codes[0])
-    if any(a["status"] == "failed" for c in data["clusters"] if c.get("control") for a in c["control"]["actions"]):
+    if any(a["status"] in ("failed", "unknown") for c in data["clusters"] for stage in ("control", "gate") if c.get(stage)
+           for a in c[stage]["actions"]):
         raise typer.Exit(3)
 
 
@@ -452,7 +453,7 @@ def gate(
                 typer.echo(f"{a.status:8} {' '.join(a.argv)}  {a.output}")
         elif res.actions:
             typer.echo("(dry run: nothing was changed; --apply carries the plan out)")
-    if any(a.status == "failed" for a in res.actions):
+    if any(a.status in ("failed", "unknown") for a in res.actions):
         raise typer.Exit(3)
 
 

@@ -72,6 +72,9 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     qos = parse.parse_qos(qos_out.stdout, " ".join(qos_out.argv))
     if isinstance(source, RecordedSlurm):
         window = source.window
+    elif window_start is not None and taken_at < window_start - CLOCK_SLACK_S:
+        raise UnsafeActionError(f"the clock reads {window_start - taken_at:.0f} s before the last snapshot of {cluster}: "
+                                "not acting on it (did the clock step back?); ticks resume once it has caught up")
     else:
         start = window_start if window_start is not None else taken_at - FIRST_WINDOW_S
         window = (start, taken_at)
@@ -201,6 +204,7 @@ def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: boo
 
 # ---------------------------------------------------------------------------- the tick
 DUE_SLACK = 0.9  # a stage is due at 90% of its interval, so cron's jitter never skips a run
+CLOCK_SLACK_S = 60.0  # a snapshot this far before the last one means the clock stepped back
 
 
 @dataclass(frozen=True)
@@ -394,6 +398,12 @@ def _settle(db: sqlite_utils.Database, snap: Snapshot) -> _Settled:
         elif kind == "submit_dummy":
             user, account = opts.get("--uid"), argv[argv.index("-A") + 1]
             ok = any(j.user == user and j.account == account for j in snap.queue)
+        elif kind == "persist_damping":  # ("edit", path, "FairShareDampeningFactor=d", ...): the file says
+            try:
+                with open(argv[1]) as fh:
+                    ok = any(ln.strip() == argv[2] for ln in fh)
+            except OSError:
+                ok = None
         else:
             ok = None
         if ok is None:  # gate commands: their jobs' ledger rows were settled by their marks above

@@ -330,6 +330,7 @@ def tick_data(outcomes) -> dict:
             row["gate"] = ({"actions": [{"job_id": a.job_id, "kind": a.kind, "status": a.status} for a in r.gate.actions],
                             "mode": "apply" if r.gate.applied else "dry-run"} if r.gate is not None else None)
             row["published"] = r.published
+            row["settled"] = [{"what": w, "from": a, "to": b, "why": why} for w, a, b, why in r.reconciled]
         out.append(row)
     return {"ok": all(r["ok"] for r in out), "clusters": out}
 
@@ -353,4 +354,6 @@ def format_tick(data: dict) -> str:
             lines.append(f"  gate ({g['mode']}): {len(g['actions'])} action(s) planned, {done} done")
         if c["published"]:
             lines.append(f"  published {c['published']}")
+        for x in c.get("settled", []):  # what an earlier tick left open, settled against Slurm
+            lines.append(f"  settled {x['what']}: {x['from']} -> {x['to'] or 'dropped'} ({x['why']})")
     return "\n".join(lines)

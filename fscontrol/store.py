@@ -322,6 +322,8 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
         msg = str(e)
         if "locked" in msg or "busy" in msg:
             raise StoreError(f"history database {path} is locked by another process ({msg})") from None
+        if _disk_full(path):
+            raise StoreError(f"history database {path}: no space left on its file system, nothing was written ({msg})") from None
         raise StoreError(f"history database {path} is unreadable: {msg}") from None
     except OSError as e:
         raise StoreError(f"cannot open history database {path}: {e}") from None
@@ -343,6 +345,15 @@ def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
         raise StoreError(f"history database {path} has schema {have}, this fscontrol reads {known[-1]}: "
                          "the agent's next tick (or `fscontrol collect`) upgrades it")
     return db
+
+
+def _disk_full(path: Path) -> bool:
+    import shutil
+
+    try:
+        return shutil.disk_usage(path.parent).free < 64 * 1024
+    except OSError:
+        return False
 
 
 def _private(path: Path) -> None:
@@ -370,6 +381,8 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "?")
         if "locked" in str(e) or "busy" in str(e):
             raise StoreError(f"history database {path} is locked by another process, nothing was written ({e})") from None
+        if "full" in str(e) or (path != "?" and _disk_full(Path(path))):
+            raise StoreError(f"history database {path}: no space left on its file system, nothing was written ({e})") from None
         raise StoreError(f"history database {path}: write failed, nothing was written: {e}") from None
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the Slurm testbed needs from Debian's packages (idempotent; root).
 set -euo pipefail
-need=(slurm-wlm slurmdbd munge mariadb-server python3)  # python3: Debian's 3.11, which the testbed's normal users can run (tests)
+need=(slurm-wlm slurmdbd munge mariadb-server python3 faketime)  # faketime: the clock-step fault test; python3: Debian's 3.11, which the testbed's normal users can run (tests)
 missing=()
 for p in "${need[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p"); done
 if ((${#missing[@]} == 0)); then exit 0; fi

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -130,4 +131,179 @@ def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(s
         touched = {j for (j,) in db.execute("SELECT job_id FROM actions WHERE stage = 'gate'")}
         assert not touched & {admin_held, user_held}
     finally:
+        slurm.cancel_all()
+
+
+# ---------------------------------------------------------------------------- the control tick's fault matrix
+SHIM = r"""#!/bin/sh
+# A Slurm client as the agent sees it, with one fault: kill the agent (its parent) before or after
+# the N-th call that matches, or hang after acting. Calls are logged.
+me=$(basename "$0")
+line="$me $*"
+echo "$line" >> "$FAULT_LOG"
+n=0
+case "$line" in $FAULT_MATCH) n=$(($(cat "$FAULT_COUNT" 2>/dev/null || echo 0) + 1)); echo $n > "$FAULT_COUNT";; esac
+if [ "$n" = "$FAULT_NTH" ] && [ "$FAULT_WHEN" = before ]; then kill -9 $PPID; sleep 5; exit 1; fi
+"$FAULT_REAL/$me" "$@"; rc=$?
+if [ "$n" = "$FAULT_NTH" ] && [ "$FAULT_WHEN" = after ]; then kill -9 $PPID; sleep 5; fi
+if [ "$n" = "$FAULT_NTH" ] && [ "$FAULT_WHEN" = hang ]; then sleep 30; fi
+exit $rc
+"""
+# (case, calls matched, which one, when): the moments of an applying hybrid control tick with
+# persist = true; its commands are, in order: the reads, scontrol fsdampeningfactor, sacctmgr
+# (QOS UsageFactor), sbatch (the padding job), the slurm.conf edit + scontrol reconfigure, and
+# scontrol show config to verify.
+MATRIX = [
+    ("during the reads (before the intent)", "sshare *", 1, "before"),
+    ("after the intent, before the first command", "scontrol fsdampeningfactor *", 1, "before"),
+    ("between commands: d set, QOS not yet", "scontrol fsdampeningfactor *", 1, "after"),
+    ("between commands: QOS set, padding job not yet", "sacctmgr -i modify qos *", 1, "after"),
+    ("during persist: slurm.conf written, no reconfigure yet", "scontrol reconfigure", 1, "before"),
+    ("after apply, while verifying", "scontrol show config", 2, "before"),
+    ("a command hangs past its timeout after acting", "scontrol fsdampeningfactor *", 1, "hang"),
+]
+
+
+def _control_cfg(slurm, tmp_path: Path, name: str) -> Path:
+    p = tmp_path / f"{name}.toml"
+    p.write_text(
+        f'[agent]\ndb = "{tmp_path / (name + ".db")}"\nslurm_timeout = "5s"\ntick_deadline = "60s"\n'
+        '[clusters.tbcluster]\ntarget_core_hours = 0.5\nmethod = "hybrid"\npersist = true\n'
+        f'slurm_conf = "{slurm.conf}"\n'
+    )
+    return p
+
+
+def _shims(tmp_path: Path, real: str) -> Path:
+    shim = tmp_path / "shim"
+    shim.mkdir(exist_ok=True)
+    for cmd in ("scontrol", "sacctmgr", "sbatch", "sshare", "squeue", "sprio", "sacct"):
+        (shim / cmd).write_text(SHIM)
+        (shim / cmd).chmod(0o755)
+    return shim
+
+
+def _reset(slurm, original: str) -> None:
+    for job in slurm.run("squeue", "-h", "-u", "fsdummy", "-o", "%A").split():
+        slurm.run("scancel", job, check=False)
+    slurm.conf.write_text(original)
+    for b in slurm.conf.parent.glob(slurm.conf.name + ".fscontrol-*"):
+        b.unlink()
+    slurm.scontrol("reconfigure")
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+
+
+def test_control_fault_matrix(slurm, tmp_path):
+    """Kill -9 at every step of an applying control tick, and a command that hangs after acting;
+    after each, the next (clean) tick settles everything. Prints the matrix (docs/agent.md)."""
+    from fscontrol.actions import rewrite_damping
+
+    slurm.cancel_all()
+    slurm.reset_usage()
+    original = slurm.conf.read_text()
+    mode = slurm.conf.stat().st_mode
+    real = str(Path(subprocess.run(["which", "scontrol"], capture_output=True, text=True, env=slurm.env).stdout.strip()).parent)
+    shim = _shims(tmp_path, real)
+    for user, account, cpus, secs in [("bob", "flat", 8, 1800), ("alice", "physics", 4, 1800)]:
+        slurm.submit(user, account, cpus, secs)
+    slurm.wait_for_pass()
+    rows = []
+    try:
+        for k, (case, match, nth, when) in enumerate(MATRIX):
+            _reset(slurm, original)
+            name = f"case{k}"
+            cfg = _control_cfg(slurm, tmp_path, name)
+            env = {**slurm.env, "PATH": f"{shim}:{slurm.env.get('PATH', '/usr/bin:/bin')}", "FAULT_LOG": str(tmp_path / f"{name}.log"),
+                   "FAULT_COUNT": str(tmp_path / f"{name}.count"), "FAULT_MATCH": match, "FAULT_NTH": str(nth),
+                   "FAULT_WHEN": when, "FAULT_REAL": real}
+            faulty = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=env,
+                                    capture_output=True, text=True, timeout=120)
+            db = store.open_db(tmp_path / f"{name}.db")
+            left = dict(db.execute("SELECT status, count(*) FROM actions GROUP BY status").fetchall())
+            faulty_ticks = db.execute("SELECT coalesce(max(id), 0) FROM ticks").fetchone()[0]
+            # the next tick, clean, as cron would run it a minute later
+            nxt = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=slurm.env,
+                                 capture_output=True, text=True, timeout=120)
+            assert nxt.returncode == 0, (case, nxt.stderr)
+            db = store.open_db(tmp_path / f"{name}.db")
+            settled = db.execute("SELECT status, count(*) FROM actions WHERE tick_id <= ? GROUP BY status",
+                                 [faulty_ticks]).fetchall()
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert db.execute("SELECT count(*) FROM actions WHERE status IN ('pending', 'unknown')").fetchone()[0] == 0, case
+            assert db.execute("SELECT count(*) FROM ticks WHERE status = 'running'").fetchone()[0] == 0, case
+            assert db.execute("SELECT count(*) FROM snapshots s WHERE NOT EXISTS "
+                              "(SELECT 1 FROM ticks t WHERE t.snapshot_id = s.id)").fetchone()[0] == 0, case
+            last = store.last_decision(db, "tbcluster")
+            assert slurm.damping() == last["d_target"], case  # Slurm holds what the agent last decided
+            dummies = slurm.run("squeue", "-h", "-u", "fsdummy", "-t", "PD,R", "-o", "%A").split()
+            assert len(dummies) <= 1, (case, dummies)  # never two padding jobs
+            conf = slurm.conf.read_text()
+            assert conf in (original, rewrite_damping(original, last["d_target"])), case
+            assert slurm.conf.stat().st_mode == mode and not list(slurm.conf.parent.glob("*.fscontrol-tmp")), case
+            if when == "hang":
+                assert faulty.returncode == 3 and left.get("unknown") == 1, (faulty.returncode, left)
+            rows.append((case, faulty.returncode, left, dict(settled)))
+    finally:
+        _reset(slurm, original)
+        slurm.cancel_all()
+    print("\n| moment of the fault | exit | the faulty tick left (actions by status) | the next tick settled them as |")
+    print("|---|---|---|---|")
+    for case, rc, left, settled in rows:
+        print(f"| {case} | {'killed' if rc == -9 else rc} | {left} | {settled} |")
+
+
+def test_full_disk_and_clock_step_back_act_on_nothing(slurm, tmp_path):
+    """The history on a full file system (a 1 MiB tmpfs, filled): the tick fails with one line
+    and runs no command. The agent's clock stepped back an hour (faketime, for the agent's process
+    only): refused, nothing run, nothing half-written; the next tick at the right time works."""
+    _reset(slurm, slurm.conf.read_text())
+    slurm.cancel_all()
+    for user, account, cpus, secs in [("bob", "flat", 8, 1800)]:
+        slurm.submit(user, account, cpus, secs)
+    slurm.wait_for_pass()
+    original = slurm.conf.read_text()
+    mnt = tmp_path / "state"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        cfg = mnt / "f.toml"
+        cfg.write_text(f'[agent]\ndb = "{mnt / "h.db"}"\n[clusters.tbcluster]\ntarget_core_hours = 0.5\nmethod = "damping"\n')
+        first = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=slurm.env,
+                               capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stderr
+        d_before = slurm.damping()
+        slurm.scontrol("reconfigure")  # d back to 1: the next tick would want to set it again
+        with open(mnt / "filler", "wb") as fh:
+            try:
+                while True:
+                    fh.write(b"x" * 65536)
+            except OSError:
+                pass
+        full = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=slurm.env,
+                              capture_output=True, text=True, timeout=120)
+        print(f"\nfull disk: exit {full.returncode}: {full.stderr.strip()}")
+        assert full.returncode == 4 and len(full.stderr.strip().splitlines()) == 1 and "no space left" in full.stderr
+        assert slurm.damping() == 1  # no command ran: the intent could not be written first
+        (mnt / "filler").unlink()
+        db = store.open_db(mnt / "h.db")
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 1
+        n_actions = db.execute("SELECT count(*) FROM actions").fetchone()[0]
+
+        back = subprocess.run(["faketime", "-f", "-1h", sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"],
+                              env=slurm.env, capture_output=True, text=True, timeout=120)
+        print(f"clock one hour back: exit {back.returncode}: {back.stderr.strip()}")
+        assert back.returncode == 7 and "clock" in back.stderr and len(back.stderr.strip().splitlines()) == 1
+        assert slurm.damping() == 1
+        assert db.execute("SELECT count(*) FROM actions").fetchone()[0] == n_actions
+        assert db.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 1
+
+        again = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=slurm.env,
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        assert slurm.damping() == d_before > 1
+        assert slurm.conf.read_text() == original
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        _reset(slurm, original)
         slurm.cancel_all()
