@@ -164,43 +164,57 @@ def test_forecast_matches_sprio_5_and_10_minutes_later_under_hybrid_control(slur
 
 
 def test_private_data_user_forecasts_own_fairshare_only(slurm, tmp_path):
+    """As carol, a normal Unix user, while root's agent keeps its history: she cannot read the
+    history; under each PrivateData flag that hides people (usage, users, accounts, all) the
+    published file names nobody and her forecast shows no name but her own (or fails in one
+    line where Slurm itself hides her own numbers from her)."""
     conf = slurm.conf
     original = conf.read_text()
     slurm.cancel_all()
     slurm.submit("carol", "chem", 16, 60)
     slurm.submit("alice", "flat", 16, 60)
     slurm.wait_for_pass()
+    state = slurm.dir / "state"  # as /var/lib/fscontrol: a folder users may traverse (public files beside it)
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    others = ("alice", "bob", "dave")
     try:
-        conf.write_text(original + "PrivateData=usage\n")
-        slurm.scontrol("reconfigure")
-        # Slurm itself now hides other users' usage from carol
-        assert "alice" not in slurm.run("sshare", "-a", "-l", "-P", user="carol")
-        db = store.open_db(tmp_path / "h.db")
-        pipeline.collect(slurm.source(), db)
-        cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10}}})
-        published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
-        assert data["per_association"] is False
-        text = Path(published).read_text()
-        assert not any(name in text for name in ("alice", "bob", "dave", "carol"))
-
-        own = _forecast_as(slurm, "carol", published, "--json")
-        print(f"\ncarol under PrivateData=usage: exit {own.returncode}")
-        assert own.returncode == 0, own.stderr
-        got = json.loads(own.stdout)
-        assert got["user"] == "carol"
-        assert {a["account"] for a in got["associations"]} == {"flat", "chem"}
-        assert not any(name in own.stdout for name in ("alice", "bob", "dave"))
-
-        other = _forecast_as(slurm, "carol", published, "--user", "alice")
-        print(f"carol asking for alice: exit {other.returncode}: {other.stderr.strip()}")
-        assert other.returncode == 7 and other.stdout == ""
-        assert other.stderr == ("fscontrol: error: refused: you (carol) may only ask for your own forecast; "
-                                "--user alice needs root or an fscontrol admin\n")
-        # root may ask for anyone
-        r = subprocess.run([sys.executable, "-m", "fscontrol", "forecast", "--published", str(published), "--user", "alice",
-                            "--json"], env=slurm.env, capture_output=True, text=True, timeout=120, check=False)
-        assert r.returncode == 0, r.stderr
-        assert json.loads(r.stdout)["user"] == "alice"
+        for flag in ("usage", "users", "accounts", "all"):
+            conf.write_text(original + f"PrivateData={flag}\n")
+            slurm.scontrol("reconfigure")
+            db = store.open_db(state / "history.db")
+            pipeline.collect(slurm.source(), db)
+            cfg = config.from_dict({"agent": {"admins": ["alice"]}, "clusters": {"tbcluster": {"target_core_hours": 10}}})
+            published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
+            assert data["per_association"] is False
+            text = Path(published).read_text()
+            assert not any(name in text for name in (*others, "carol"))
+            peek = subprocess.run(["runuser", "-u", "carol", "--", "cat", str(state / "history.db")], capture_output=True,
+                                  timeout=30, check=False)
+            assert peek.returncode != 0 and b"Permission denied" in peek.stderr
+            own = _forecast_as(slurm, "carol", published, "--json")
+            print(f"\nPrivateData={flag}: carol's forecast exit {own.returncode} {own.stderr.strip()}")
+            assert not any(name in own.stdout + own.stderr for name in others)
+            if own.returncode == 0:
+                got = json.loads(own.stdout)
+                assert got["user"] == "carol" and {a["account"] for a in got["associations"]} <= {"flat", "chem"}
+            else:
+                assert len(own.stderr.strip().splitlines()) == 1 and "Traceback" not in own.stderr
+            if flag == "usage":  # Slurm itself hides other users' usage from carol; her own forecast works
+                assert "alice" not in slurm.run("sshare", "-a", "-l", "-P", user="carol")
+                assert own.returncode == 0
+                other = _forecast_as(slurm, "carol", published, "--user", "alice")
+                print(f"carol asking for alice: exit {other.returncode}: {other.stderr.strip()}")
+                assert other.returncode == 7 and other.stdout == ""
+                assert other.stderr == ("fscontrol: error: refused: you (carol) may only ask for your own forecast; "
+                                        "--user alice needs root or an fscontrol admin\n")
+                # root may ask for anyone
+                r = subprocess.run([sys.executable, "-m", "fscontrol", "forecast", "--published", str(published), "--user",
+                                    "alice", "--json"], env=slurm.env, capture_output=True, text=True, timeout=120, check=False)
+                assert r.returncode == 0, r.stderr
+                assert json.loads(r.stdout)["user"] == "alice"
+            db.close()
     finally:
         conf.write_text(original)
         slurm.scontrol("reconfigure")
