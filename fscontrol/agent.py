@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import pipeline, store
-from .errors import FscontrolError, LockedError
+from .errors import FscontrolError, InternalError, LockedError
 from .lock import agent_lock
 from .source import SlurmSource
 
@@ -53,19 +53,25 @@ def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | No
     """One tick of every cluster, under the agent lock (LockedError when another tick holds it);
     each cluster's failure is recorded and reported, the others go on; then the metrics file."""
     outcomes = []
+    deadline = time.monotonic() + cfg.tick_deadline_s  # one budget for the whole tick, every cluster
     with agent_lock(lock_path(cfg, db_path)):
         db = store.open_db(db_path)
         try:
             for name in clusters:
                 try:
-                    res = pipeline.agent_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate)
+                    res = pipeline.agent_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate,
+                                              deadline=deadline)
                     outcomes.append(ClusterOutcome(res.cluster, result=res))
                 except FscontrolError as e:  # run_tick turns every other exception into InternalError
                     outcomes.append(ClusterOutcome(name, error=e))
+                except Exception as e:  # noqa: BLE001 - a bug in one cluster's tick never stops the others
+                    outcomes.append(ClusterOutcome(name, error=InternalError(f"internal error: {type(e).__name__}: {e}")))
             try:
                 pipeline.write_metrics(db, cfg)
             except FscontrolError as e:
                 outcomes.append(ClusterOutcome(None, error=e))
+            except Exception as e:  # noqa: BLE001
+                outcomes.append(ClusterOutcome(None, error=InternalError(f"internal error writing the metrics: {type(e).__name__}: {e}")))
         finally:
             db.close()
     return outcomes

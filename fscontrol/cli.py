@@ -250,7 +250,13 @@ def tick(
     control (plan, or act with --apply), fit when due, the SFS gate when enabled and due, publish
     the snapshot for `forecast`, write the metrics file. A file lock keeps two ticks from
     overlapping (the second exits 5). One cluster's failure does not stop the others; the exit
-    code is the first failure's."""
+    code is the first failure's.
+
+    What it may touch with --apply: `scontrol fsdampeningfactor`, the padding QOS's UsageFactor,
+    the dummy user's padding jobs, slurm.conf's FairShareDampeningFactor line (persist = true)
+    and, with the gate on, the holds it marks (see `fscontrol gate --help`). Every command is
+    recorded with its reason before it runs; the next tick settles any whose outcome a kill or a
+    timeout left unknown. The whole tick runs within agent.tick_deadline."""
     from . import agent, report
 
     try:
@@ -430,8 +436,13 @@ def gate(
 ) -> None:
     """Simultaneous Fair-Share gate: per account, occupancy now vs target (factor x award/period);
     hold (or demote by nice) the pending jobs of accounts over target while accounts at or under
-    target have jobs waiting; release the agent's own holds when that stops. Jobs held by users or
-    other admins are never touched. Dry run unless --apply."""
+    target have jobs waiting; release the agent's own holds when that stops. Dry run unless --apply.
+
+    What it may touch: a held job gets `scontrol update JobId=N Priority=0
+    AdminComment=fscontrol:hold` (the mark in the same RPC); a release is `scontrol release N`
+    and clearing that mark. It releases only jobs whose ledger row, mark and hold all agree; jobs
+    held by users or admins, and jobs with anyone's AdminComment, are never touched. See the
+    marks with `squeue -O JobID,Reason,admin_comment`; docs/agent.md has the whole list."""
     from . import agent, pipeline
     from .gate import format_gate_plan
 

@@ -249,7 +249,7 @@ def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float)
 
 
 def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
-               force_control: bool = True, gate: bool = True) -> TickResult:
+               force_control: bool = True, gate: bool = True, deadline: float | None = None) -> TickResult:
     """The agent's cycle for one cluster (cron's `fscontrol tick`, the loop's job): which stages
     are due, then the one tick. `force_control` (cron) runs control at every tick; the loop passes
     False and lets schedule.control pace it, and runs the gate as its own job (`gate=False`)."""
@@ -259,11 +259,11 @@ def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bo
     do_control = force_control or not name or due(db, name, "control", cfg.schedule["control"], t)
     do_gate = bool(gate and name and cc.gate.enabled and cc.allocations and due(db, name, "gate", cfg.schedule["gate"], t))
     stages = Stages(control=do_control, gate=do_gate, fit=True, publish=bool(cfg.publish_dir))
-    return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name)
+    return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
 
 
 def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, stages: Stages,
-             now: float | None = None, name: str | None = None) -> TickResult:
+             now: float | None = None, name: str | None = None, deadline: float | None = None) -> TickResult:
     """One tick for one cluster; every command of fscontrol that reads Slurm comes through here.
 
     1. read every Slurm command once and parse it (a failure: a failed tick, nothing else written);
@@ -279,7 +279,8 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
     from . import actions as act
 
     started = time.time() if now is None else now
-    deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)
+    if deadline is None:  # time.monotonic() past which no command starts (several clusters share one)
+        deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)
     cluster = source.cluster or name
     run = getattr(source, "run", None)
     acting = stages.control or stages.gate

@@ -54,15 +54,15 @@ def slurm() -> Testbed:
 # The testbed tests run in groups, each group on one pytest-xdist worker with a Slurm of its own
 # (tests/testbed.py): the groups run side by side, the tests inside a group one after another.
 # Groups are balanced by measured length (minutes, 2-core machine; `--durations=0` prints them).
-TESTBED_GROUPS = {
-    "test_integration_forecast.py": "testbed-a",  # ~16 (hybrid held 15 min)
-    "test_integration_collect.py": "testbed-a",  # ~2
-    "test_integration_fairshare.py": "testbed-a",  # ~4
-    "test_integration_control.py": "testbed-b",  # ~23 (padding, damping held 1 half-life each)
-    "test_integration_fit.py": "testbed-c",  # ~10
-    "test_integration_gate.py": "testbed-c",  # ~5
-    "test_integration_agent.py": "testbed-c",  # ~5
-    "test_integration_faults.py": "testbed-c",  # ~2
+TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by side)
+    "test_integration_forecast.py": "testbed-a",  # 16.1 (hybrid held 15 min)
+    "test_integration_collect.py": "testbed-a",  # 1.4
+    "test_integration_control.py": "testbed-b",  # 21.0 (padding, damping held 1 half-life each)
+    "test_integration_fit.py": "testbed-c",  # 9.0
+    "test_integration_gate.py": "testbed-c",  # 5.0
+    "test_integration_fairshare.py": "testbed-c",  # 3.0
+    "test_integration_agent.py": "testbed-d",  # 4.9
+    "test_integration_faults.py": "testbed-d",  # 4.5
 }
 
 
