@@ -231,6 +231,30 @@ def halving_usage(norm_shares: float, damping: float, total_usage: float) -> flo
     return norm_shares * damping * total_usage
 
 
+def usage_to_halve(effective_usage: float, norm_shares: float, damping: float, total_usage: float) -> float | None:
+    """The extra usage, by this association alone, that halves its classic F: exact for any
+    place in the tree (shared accounts, siblings' shares, FairShare=parent).
+
+    Usage x charged to a user goes to the user, every ancestor and root alike, so each NormUsage
+    on its path becomes (u_j + x) / (U + x). Classic EffectvUsage is a weighted sum of the path's
+    NormUsages whose weights add up to 1 (UE = UA + (UE_parent - UA) s/S_siblings, down from the
+    first tier where UE = UA), so UE(x) = (UE U + x) / (U + x). F halves when UE(x) = UE + d S:
+
+        x = d S U / (1 - UE - d S)
+
+    None when that never happens (UE + d S >= 1: the user's own usage alone cannot halve F, as
+    UE(x) < 1), or S <= 0, or no usage on the cluster. For a user alone in a first-tier account,
+    x differs from Yalim's u / -log2 F = d S U by the factor 1 / (1 - UE - d S) (its own usage
+    also grows the total): negligible on a production cluster (d S U is a small part of U), not on
+    a small one. The other associations' usage is taken as it is (no one else runs meanwhile)."""
+    if norm_shares <= 0 or total_usage <= 0 or damping <= 0:
+        return None
+    room = 1.0 - effective_usage - damping * norm_shares
+    if room <= 0:
+        return None
+    return damping * norm_shares * total_usage / room
+
+
 def implied_halving(usage: float, fairshare: float) -> float | None:
     """u / -log2(F) (Yalim table 2): the halving usage this user's F implies; None if undefined."""
     if usage <= 0 or not (0.0 < fairshare < 1.0):

@@ -69,7 +69,10 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
         "s_ref": Family("reference_share", "The reference share S_ref the halving is computed for."),
         "users": Family("active_users", "Users with usage."),
         "f": Family("user_fairshare", "Classic fair-share factor F of the association (0..1)."),
-        "ih": Family("user_implied_halving_core_hours", "The association's usage / -log2 F, core-hours."),
+        "ih": Family("user_implied_halving_core_hours",
+                     "Yalim's usage / -log2 F, core-hours: only for a user alone in a first-tier account, where it is the halving usage."),
+        "halve": Family("user_usage_to_halve_core_hours",
+                        "The extra usage of this user alone that halves its F (exact for shared accounts), core-hours."),
         "usage": Family("user_usage_core_hours", "The association's decayed usage, core-hours."),
         "holds": Family("agent_holds", "Jobs the agent holds or demoted (its ledger)."),
         "snap": Family("snapshot_timestamp_seconds", "When the latest snapshot was taken (POSIX time)."),
@@ -94,6 +97,7 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
                 who = {**c, "account": r["account"], "user": r["user"]}
                 fam["f"].add(r["fairshare"], **who)
                 fam["ih"].add(r["implied_halving_core_hours"], **who)
+                fam["halve"].add(r["usage_to_halve_core_hours"], **who)
                 fam["usage"].add(r["usage_core_hours"], **who)
         dec = st.get("decision")
         if dec is not None:

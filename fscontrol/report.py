@@ -49,11 +49,24 @@ def status_data(
         exact = fairshare.norm_shares(snap.shares)
     except fairshare.TreeError:
         exact = {}
+    kids: dict[str, int] = {}
+    first_tier: set[str] = set()
+    for r in snap.shares:
+        if r.depth == 0:
+            continue
+        kids[r.account if r.user else r.parent] = kids.get(r.account if r.user else r.parent, 0) + 1
+        if not r.user and r.parent == "root":
+            first_tier.add(r.account)
     rows = []
     for u in users:
         s_u = exact.get(u.key, u.norm_shares)
         f = fairshare.fairshare_factor(u.effective_usage, s_u, d) if u.effective_usage is not None and s_u is not None else None
-        ih = fairshare.implied_halving(float(u.raw_usage), f) if f is not None else None
+        # Yalim's u / -log2 F is the halving usage only where UE = u/U: a user alone in a
+        # first-tier account; everywhere else the account's usage and the siblings' shares count
+        alone = u.account in first_tier and kids.get(u.account) == 1
+        ih = fairshare.implied_halving(float(u.raw_usage), f) if f is not None and alone else None
+        to_halve = (fairshare.usage_to_halve(u.effective_usage, s_u, d, total)
+                    if u.effective_usage is not None and s_u is not None else None)
         rows.append(
             {
                 "user": u.user,
@@ -65,6 +78,8 @@ def status_data(
                 "fairshare": f,
                 "fairshare_sshare": u.fairshare,
                 "fairshare_sprio": snap.prio_fairshare.get(u.key),
+                "usage_to_halve_core_hours": to_halve / HOUR if to_halve is not None else None,
+                "alone_at_first_tier": alone,
                 "implied_halving_core_hours": ih / HOUR if ih is not None else None,
                 "underflow": f is not None and f < UNDERFLOW,
                 "dummy": u.key == dummy,
@@ -201,6 +216,7 @@ def format_status(data: dict) -> str:
             _fmt(r["fairshare"], ".6f"),
             _fmt(r["fairshare_sshare"], ".6f"),
             _fmt(r["fairshare_sprio"], ".6f"),
+            _fmt(r["usage_to_halve_core_hours"], ",.3f"),
             _fmt(r["implied_halving_core_hours"], ",.3f"),
         ]
         for r in data["table"]
@@ -209,14 +225,16 @@ def format_status(data: dict) -> str:
     lines.append(
         tabulate(
             table,
-            headers=["user", "account", "usage (core-h)", "NormShares", "EffectvUsage", "F", "F sshare", "F sprio", "halving (core-h)"],
+            headers=["user", "account", "usage (core-h)", "NormShares", "EffectvUsage", "F", "F sshare", "F sprio",
+                     "halves after +(core-h)", "u/-log2 F"],
             disable_numparse=True,
-            colalign=("left", "left", "right", "right", "right", "right", "right", "right", "right"),
+            colalign=("left", "left", "right", "right", "right", "right", "right", "right", "right", "right"),
         )
     )
     lines.append("")
     lines.append("F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;")
-    lines.append("halving = usage / -log2 F: the usage at which this user's F halves.")
+    lines.append("halves after +: the extra usage of this user alone that halves its F, exact for shared accounts")
+    lines.append("(d S U / (1 - EffectvUsage - d S)); u/-log2 F (Yalim) only for a user alone in a first-tier account.")
     hist = data.get("control") or []
     if hist:
         errs = [h["error"] for h in hist]

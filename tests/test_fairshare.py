@@ -7,6 +7,7 @@ fsadmin, physics}, one share each. sprio's normalized fair-share factor is slurm
 
 from __future__ import annotations
 
+import dataclasses
 import csv
 import math
 from datetime import UTC, datetime
@@ -460,3 +461,70 @@ def test_choose_reference_share():
     for bad in (0, 1.5, "mode"):
         with pytest.raises(ValueError):
             choose_reference_share(rows, 1, dummy, bad)
+
+
+# ---------------------------------------------------------------------------- the usage that halves F
+def _charge(rows, key, x):
+    """The tree after `key` used x more: the user, every ancestor and root all gain x."""
+    by = {r.key: r for r in rows}
+    path = {key}
+    acct = key[0]
+    while acct:
+        path.add((acct, ""))
+        acct = by[(acct, "")].parent
+    return [dataclasses.replace(r, raw_usage=r.raw_usage + x) if r.key in path else r for r in rows]
+
+
+def _check_halving(rows, d):
+    from fscontrol.fairshare import usage_to_halve
+
+    base = {r.key: r for r in compute_fairshare(rows, d)}
+    total = float(next(r.raw_usage for r in rows if r.depth == 0))
+    checked = 0
+    for k, r in base.items():
+        if not k[1] or r.norm_shares <= 0:
+            continue
+        x = usage_to_halve(r.effective_usage, r.norm_shares, d, total)
+        if x is None:  # then no usage of its own halves F: even a huge one leaves it above half
+            far = {q.key: q for q in compute_fairshare(_charge(rows, k, total * 1e9), d)}[k]
+            assert far.fairshare > r.fairshare / 2 * (1 - 1e-6)
+            continue
+        after = {q.key: q for q in compute_fairshare(_charge(rows, k, x), d)}[k]
+        assert after.fairshare == pytest.approx(r.fairshare / 2, rel=1e-9, abs=1e-300)
+        checked += 1
+    return checked
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees(), st.integers(1, 50))
+def test_usage_to_halve_halves_f_exactly_anywhere_in_the_tree(rows, d):
+    """Checked against the tree model itself (validated against sprio to 5e-6): charge the user
+    exactly that much more (and its ancestors and root, as Slurm does) and F is half."""
+    if next(r.raw_usage for r in rows if r.depth == 0) > 0:
+        _check_halving(rows, d)
+
+
+def test_usage_to_halve_in_a_deep_shared_tree_by_hand():
+    """A hand-worked case: science (2 shares) > physics (1), chem (1); physics has alice (1) and
+    bob (1); flat (1) has dave alone. U = 100: bob 40, alice 10, chem/carol 20, dave 30."""
+    rows = [
+        row("root", "", "", 0, None, 100),
+        row("flat", "", "root", 1, 1, 30), row("flat", "dave", "flat", 2, 1, 30),
+        row("science", "", "root", 1, 2, 70),
+        row("physics", "", "science", 2, 1, 50), row("physics", "alice", "physics", 3, 1, 10),
+        row("physics", "bob", "physics", 3, 1, 40),
+        row("chem", "", "science", 2, 1, 20), row("chem", "carol", "chem", 3, "parent", 20),
+    ]
+    r = {q.key: q for q in compute_fairshare(rows, 1)}
+    # alice: UE = 0.1 + (UE_physics - 0.1)/2, UE_physics = 0.5 + (0.7 - 0.5)/2 = 0.6 -> UE = 0.35;
+    # S = 2/3 * 1/2 * 1/2 = 1/6; x = (1/6)(100) / (1 - 0.35 - 1/6) = 34.48...
+    assert r[("physics", "alice")].effective_usage == pytest.approx(0.35)
+    assert r[("physics", "alice")].norm_shares == pytest.approx(1 / 6)
+    from fscontrol.fairshare import usage_to_halve
+
+    assert usage_to_halve(0.35, 1 / 6, 1, 100.0) == pytest.approx(100 / 6 / (1 - 0.35 - 1 / 6))
+    assert _check_halving(rows, 1) == 4  # dave, alice, bob and carol (FairShare=parent) all checked
+    # dave, alone at the first tier: Yalim's u / -log2 F = S d U, and the exact x = that / (1 - UE - S d)
+    dave = r[("flat", "dave")]
+    assert dave.implied_halving == pytest.approx(1 / 3 * 100)
+    assert usage_to_halve(dave.effective_usage, dave.norm_shares, 1, 100.0) == pytest.approx((100 / 3) / (1 - 0.3 - 1 / 3))

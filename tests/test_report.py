@@ -42,6 +42,11 @@ def test_status_json_golden(db):
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["users"] == 7 and data["dummy"] == "fsadmin/fsdummy"
+    # beside the golden file, by hand from sshare's own row (d = 1, U = root's RawUsage 13784):
+    # carol@chem S = 0.2, EffectvUsage 0.329286: x = 0.2 * 13784 / (1 - 0.329286 - 0.2) s
+    carol = next(u for u in data["table"] if (u["user"], u["account"]) == ("carol", "chem"))
+    assert carol["usage_to_halve_core_hours"] == pytest.approx(0.2 * 13784 / (1 - 0.329286 - 0.2) / 3600, rel=1e-6)
+    assert carol["implied_halving_core_hours"] is None and carol["alone_at_first_tier"] is False
     _check("status_testbed_basic.json", r.output)
 
 
