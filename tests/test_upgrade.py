@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fscontrol import pipeline, store
 from fscontrol.source import RecordedSlurm
 
@@ -24,18 +26,23 @@ def _fscontrol(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fscontrol", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_a_report_on_an_old_history_says_so_and_changes_nothing(tmp_path):
-    path = _copy(tmp_path, "history-005.db")
+RELEASED = [("history-004.db", "004_gate_ledger"), ("history-005.db", "005_tick_stage")]
+
+
+@pytest.mark.parametrize("fixture,schema", RELEASED)
+def test_a_report_on_an_old_history_says_so_and_changes_nothing(tmp_path, fixture, schema):
+    path = _copy(tmp_path, fixture)
     before = path.read_bytes()
     r = _fscontrol("status", "--db", str(path))
     assert r.returncode == 4
     assert r.stderr.strip().splitlines() == [r.stderr.strip()]  # one line, no traceback
-    assert "schema 005_tick_stage" in r.stderr and "upgrades it" in r.stderr
+    assert f"schema {schema}" in r.stderr and "upgrades it" in r.stderr
     assert path.read_bytes() == before
 
 
-def test_schema_005_upgrades_and_keeps_its_history_and_ledger(tmp_path):
-    path = _copy(tmp_path, "history-005.db")
+@pytest.mark.parametrize("fixture,schema", RELEASED)
+def test_every_released_schema_upgrades_and_keeps_its_history_and_ledger(tmp_path, fixture, schema):
+    path = _copy(tmp_path, fixture)
     db = store.open_db(path)
     names = [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY name")]
     assert names == [n for n, _ in store.MIGRATIONS]
