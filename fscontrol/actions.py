@@ -15,6 +15,9 @@ from .errors import SlurmCommandError, UnsafeActionError
 from .records import QueueJob
 
 DUMMY_JOB_NAME = "fscontrol-padding"
+PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half, never UNLIMITED
+# (an unlimited job shows billions of TRESRunMins on root and the dummy account, which would trip
+# any GrpTRESRunMins limit there; a day shows 1,440)
 PULSE_JOB_NAME = "fscontrol-pulse"
 
 
@@ -48,7 +51,7 @@ def set_usage_factor(qos: str, k: float, reason: str) -> Action:
 def submit_dummy(user: str, account: str, partition: str, qos: str, seconds: int | None, name: str, reason: str) -> Action:
     """A 1-CPU job of the dummy user (root submits it with --uid/--gid)."""
     time_arg = "UNLIMITED" if seconds is None else str(max(1, math.ceil(seconds / 60)))
-    script = "exec sleep infinity" if seconds is None else f"exec sleep {int(seconds)}"
+    script = "exec sleep infinity" if seconds is None or name == DUMMY_JOB_NAME else f"exec sleep {int(seconds)}"
     return Action(
         "submit_dummy",
         (
@@ -69,8 +72,10 @@ def control_plan(
     padding_mode: str,
     dummy_jobs: Sequence[QueueJob],
     calc_period_s: float,
+    now: float | None = None,
 ) -> list[Action]:
-    """The commands that carry a decision out, each with its reason."""
+    """The commands that carry a decision out, each with its reason. `now` (the snapshot's time)
+    renews the steady padding job's time limit once less than half of it is left."""
     if dec.advise_only:
         return []
     plan: list[Action] = []
@@ -94,9 +99,18 @@ def control_plan(
         )
         if not running:
             plan.append(
-                submit_dummy(user, account, dummy_partition, padding_qos, None, DUMMY_JOB_NAME,
+                submit_dummy(user, account, dummy_partition, padding_qos, PADDING_LIMIT_S, DUMMY_JOB_NAME,
                              "steady padding needs its long-running 1-CPU dummy job")
             )
+        elif now is not None:
+            for j in running:
+                if j.state == "RUNNING" and j.start is not None and j.time_limit_s is not None:
+                    left = j.start + j.time_limit_s - now
+                    if left < PADDING_LIMIT_S / 2:
+                        minutes = math.ceil((now - j.start + PADDING_LIMIT_S) / 60)
+                        plan.append(Action("extend_dummy", ("scontrol", "update", f"JobId={j.job_id}", f"TimeLimit={minutes}"),
+                                           f"steady padding job {j.job_id} has {left / 3600:.1f} h left: a day more",
+                                           job_id=j.job_id))
     if dec.pulse_usage_factor is not None and padding_mode == "pulse" and not running:
         plan.append(
             set_usage_factor(padding_qos, dec.pulse_usage_factor,
@@ -110,6 +124,66 @@ def control_plan(
 
 
 Runner = Callable[[tuple[str, ...]], str]
+
+
+def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, float], originals: dict,
+             dummy: tuple[str, str], conf_value: str | None) -> list[Action]:
+    """`fscontrol control off`: undo what control did, from what Slurm held before the agent
+    first changed it (`originals`). Pure. The gate's holds are released by the same tick.
+
+    Order: the padding jobs go first (no more padding charged), then the QOS UsageFactor, then
+    slurm.conf's d line (its reconfigure resets the runtime d to it), then the runtime d."""
+    plan: list[Action] = []
+    account, user = dummy
+    for j in queue:
+        if (j.account, j.user) == (account, user) and j.state in ("RUNNING", "PENDING"):
+            plan.append(Action("cancel_dummy", ("scancel", j.job_id), "control off: the padding job goes", job_id=j.job_id))
+    for what, value in sorted(originals.items()):
+        if what.startswith("usage_factor:") and value is not None:
+            qos = what.split(":", 1)[1]
+            if abs(usage_factors.get(qos, value) - value) > 1e-9:
+                plan.append(set_usage_factor(qos, float(value), f"control off: QOS {qos} UsageFactor back to {value:g}, "
+                                                                 "as before the agent first changed it"))
+    conf = originals.get("slurm_conf_damping")
+    reconfigured_to = None
+    if conf is not None and conf.get("value") != conf_value:
+        want = conf.get("value")
+        line = f"FairShareDampeningFactor={want}" if want is not None else "no FairShareDampeningFactor line"
+        plan.append(Action("restore_conf_damping", ("edit", conf["path"], line, "scontrol reconfigure"),
+                           "control off: slurm.conf's d line back as before the agent first wrote it"))
+        reconfigured_to = int(want) if want is not None else 1
+    d_orig = originals.get("damping")
+    if d_orig is not None and (reconfigured_to if reconfigured_to is not None else d_now) != int(d_orig):
+        plan.append(set_damping(int(d_orig), f"control off: d back to {d_orig}, as before the agent first changed it"))
+    return plan
+
+
+def conf_damping_value(text: str) -> str | None:
+    """The value of slurm.conf's FairShareDampeningFactor line (the last one), or None."""
+    value = None
+    for line in text.splitlines():
+        key, _, v = line.split("#", 1)[0].strip().partition("=")
+        if key.strip().lower() == "fairsharedampeningfactor":
+            value = v.strip()
+    return value
+
+
+def restore_damping_line(conf_path: str, value: str | None, run: Runner) -> str:
+    """slurm.conf's d line back to `value` (None: no such line), written as persist writes it,
+    then `scontrol reconfigure`."""
+    import os
+
+    with open(conf_path) as fh:
+        text = fh.read()
+    if value is None:
+        lines = [ln for ln in text.splitlines(keepends=True)
+                 if ln.split("#", 1)[0].strip().partition("=")[0].strip().lower() != "fairsharedampeningfactor"]
+        new = "".join(lines)
+    else:
+        new = rewrite_damping(text, int(value))
+    _write_like(conf_path, new, os.stat(conf_path))
+    run(("scontrol", "reconfigure"))
+    return f"{conf_path}: FairShareDampeningFactor {'removed' if value is None else '= ' + str(value)}; reconfigured"
 
 
 def apply_plan(plan: Sequence[Action], run: Runner) -> list[Action]:

@@ -92,6 +92,27 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
             db.close()
 
 
+def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
+    """`fscontrol control on` (by=None) clears the cluster's "acting off" switch; the loop's start
+    clears only the one its own stop set (by="on_stop"). Returns the cluster's name."""
+    with agent_lock(lock_path(cfg, db_path)):
+        db = store.open_db(db_path)
+        try:
+            names = [name] if name else (sorted(cfg.clusters) or store.clusters(db))
+            if len(names) != 1:
+                from .errors import NotFoundError
+
+                raise NotFoundError(f"which cluster? pick one with -M: {', '.join(names) or 'none known'}")
+            cluster = names[0]
+            state = store.get_state(db, cluster, "acting_off")
+            if state is not None and (by is None or state.get("by") == by):
+                with store.transaction(db):
+                    store.set_state(db, cluster, "acting_off", None, time.time())
+            return cluster
+        finally:
+            db.close()
+
+
 def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False):
     """The loop's gate job (and the stop-time release): one gate tick under the lock."""
     return one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(gate=True, release_all=release_all)).gate
@@ -143,6 +164,12 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         except FscontrolError as e:
             note("gate", [ClusterOutcome(name, error=e)])
 
+    if cfg.on_stop == "restore":  # what the last stop undid, the loop takes up again
+        for name in clusters:
+            try:
+                set_acting(cfg, db_path, name, by="on_stop")
+            except FscontrolError as e:
+                log.error("could not resume control on %s: %s", name or "(default cluster)", e)
     sched = BackgroundScheduler(
         executors={"default": ThreadPoolExecutor(1)},
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": int(cfg.schedule["collect"])},
@@ -160,7 +187,15 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     stop.wait()
     log.info("stopping: letting the running job finish")
     sched.shutdown(wait=True)
-    if cfg.release_on_stop:
+    if cfg.on_stop == "restore":  # control off for every cluster (it releases the holds too)
+        for name in clusters:
+            try:
+                res = one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(off="on_stop"))
+                log.info("on_stop = restore: %d action(s) on %s", len(res.control.actions) + len(res.gate.actions),
+                         name or "(default cluster)")
+            except FscontrolError as e:
+                log.error("restoring %s on stop failed: %s", name or "(default cluster)", e)
+    elif cfg.release_on_stop:
         for name in clusters:
             if cfg.cluster(name).gate.enabled:
                 try:

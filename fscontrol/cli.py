@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .errors import FscontrolError
+from .errors import ConfigError, FscontrolError
 
 app = typer.Typer(
     name="fscontrol",
@@ -199,6 +199,10 @@ def fit(
 
 @app.command()
 def control(
+    switch: Annotated[Optional[str], typer.Argument(
+        metavar="[off|on]",
+        help="off: undo what the agent did on the cluster and stop acting there (plan; --apply does it); "
+             "on: let the agent act again.")] = None,
     config_path: ConfigOpt = None,
     source: SourceOpt = "live",
     db: DbOpt = None,
@@ -211,16 +215,34 @@ def control(
     """Plan (and with --apply, carry out) what keeps fair-share halving at the target u*:
     the damping factor (scontrol fsdampeningfactor), padding by the dummy association's jobs,
     or both, as the config's `method` says. Every decision and command is recorded with its
-    reason. Without --apply (or agent.apply = true in the config) nothing in Slurm changes."""
+    reason. Without --apply (or agent.apply = true in the config) nothing in Slurm changes.
+
+    `control off --apply` turns it all back: cancels the padding jobs, puts the padding QOS's
+    UsageFactor, slurm.conf's d line and the runtime d back to what they were before the agent
+    first changed them (from the history), releases the agent's holds, and keeps the agent from
+    acting on the cluster (control and gate) until `control on`."""
     from . import agent, pipeline, report
 
+    if switch not in (None, "off", "on"):
+        raise _fail(ConfigError(f"`fscontrol control {switch}`: the only words after control are off and on"))
     try:
         cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
-        res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
-                             stages=pipeline.Stages(control=True), metrics=False).control
+        if switch == "on":
+            name = agent.set_acting(cfg, path, cluster, by=None)
+            typer.echo(json.dumps({"cluster": name, "acting": True}) if json_out else
+                       f"{name}: the agent acts again from its next tick (control and gate, as configured)")
+            return
+        stages = pipeline.Stages(off="control off") if switch == "off" else pipeline.Stages(control=True)
+        tick = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply, stages=stages, metrics=False)
     except FscontrolError as e:
         raise _fail(e) from None
-    data = report.control_data(res)
+    if switch == "off":
+        data = report.off_data(tick)
+        typer.echo(json.dumps(data, indent=2) if json_out else report.format_off(data))
+        if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
+            raise typer.Exit(3)
+        return
+    data = report.control_data(tick.control)
     typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
     if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
         raise typer.Exit(3)

@@ -8,6 +8,7 @@
     publish_dir = "/var/lib/fscontrol/public"
     admins = ["hpcadmin"]              # may `fscontrol forecast --user` anyone (root always may)
     release_on_stop = false            # `fscontrol run`: release the agent's holds on SIGTERM
+    on_stop = "keep"                   # `fscontrol run` on SIGTERM: keep what control set, or "restore" (= control off)
     slurm_timeout = "60s"
     tick_deadline = "5m"               # one tick's whole budget (keep it under the service's timeout)
 
@@ -93,6 +94,7 @@ class AgentConfig:
     publish_dir: str | None = None
     admins: tuple[str, ...] = ()  # users who may `forecast --user` anyone (root always may)
     release_on_stop: bool = False  # `fscontrol run`: release the agent's holds when it is stopped
+    on_stop: str = "keep"  # `fscontrol run` stopped: "keep" d and padding, or "restore" (control off; on again at start)
     slurm_timeout_s: float = 60.0
     tick_deadline_s: float = 300.0  # a tick never runs a command past this (systemd's TimeoutSec is 600)
     schedule: dict[str, float] = field(
@@ -203,7 +205,7 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     _unknown("", raw, {"agent", "schedule", "clusters"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
     _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
-                               "tick_deadline"})
+                               "tick_deadline", "on_stop"})
     out: dict[str, Any] = {}
     for k in ("db", "lock", "metrics", "publish_dir"):
         if k in agent:
@@ -218,6 +220,8 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
         out["admins"] = tuple(admins)
     if "slurm_timeout" in agent:
         out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], where="config: 'agent.slurm_timeout'")
+    if "on_stop" in agent:
+        out["on_stop"] = _choice("agent.", "on_stop", agent["on_stop"], ("keep", "restore"))
     if "tick_deadline" in agent:
         out["tick_deadline_s"] = parse_period(agent["tick_deadline"], where="config: 'agent.tick_deadline'")
     if out.get("tick_deadline_s", AgentConfig.tick_deadline_s) <= out.get("slurm_timeout_s", AgentConfig.slurm_timeout_s):

@@ -216,9 +216,12 @@ class Stages:
     release_all: bool = False  # with gate: undo every hold and demotion of the agent
     fit: bool = False
     publish: bool = False
+    off: str | None = None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
 
     @property
     def label(self) -> str:  # the ticks table's `stage`
+        if self.off:
+            return "off"
         return "+".join(n for n, on in (("control", self.control), ("gate", self.gate)) if on) or "collect"
 
 
@@ -283,7 +286,7 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
         deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)
     cluster = source.cluster or name
     run = getattr(source, "run", None)
-    acting = stages.control or stages.gate
+    acting = bool(stages.control or stages.gate or stages.off)
     if apply and acting and run is None:
         raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
     if hasattr(source, "deadline"):
@@ -295,8 +298,13 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
         cc = cfg.cluster(cluster) if cfg is not None else None
         # only a tick that may act settles (under the agent lock: never beside a tick in flight)
         settled = _settle(db, snap) if acting else _Settled([], None, ())
-        ctl = _decide_control(db, snap, cc) if stages.control else None
-        gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all) if stages.gate else None
+        off = store.get_state(db, cluster, "acting_off") if acting else None
+        if stages.off:
+            ctl = _decide_off(db, snap, cc)
+            gplan = _decide_gate(snap, cc, settled.ledger, True)
+        else:
+            ctl = _decide_control(db, snap, cc, off) if stages.control else None
+            gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
         status = "pending" if apply else "planned"
         with store.transaction(db):
             sid = store.write_snapshot(db, snap, source=source.describe())
@@ -312,12 +320,17 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
             c_ids: list[int] = []
             if ctl is not None:
                 dec, c_plan = ctl
-                previous = store.last_decision(db, cluster)
-                if previous is not None:
-                    store.set_measured_effect(db, previous["id"], dec.h_now)
-                did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
-                c_ids = store.write_actions(db, cluster, did, "control", [replace(a, status=status) for a in c_plan],
-                                            snap.taken_at, tick_id)
+                if dec is not None:
+                    previous = store.last_decision(db, cluster)
+                    if previous is not None:
+                        store.set_measured_effect(db, previous["id"], dec.h_now)
+                    did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
+                c_ids = store.write_actions(db, cluster, did, "off" if stages.off else "control",
+                                            [replace(a, status=status) for a in c_plan], snap.taken_at, tick_id)
+                if apply:
+                    _record_originals(db, cluster, snap, c_plan)
+            if apply and stages.off:  # from now on this cluster's ticks act on nothing until `control on`
+                store.set_state(db, cluster, "acting_off", {"by": stages.off, "at": snap.taken_at}, snap.taken_at)
             g_ids: list[int] = []
             if gplan is not None:
                 g_ids = store.write_actions(db, cluster, None, "gate", [replace(a, status=status) for a in gplan[1]],
@@ -339,8 +352,9 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
             dec, c_plan = ctl
             done, verified = tuple(c_plan), None
             if apply and c_plan:
-                done = tuple(_apply(db, run, c_plan, c_ids, deadline, dependent=True))
-                done, verified = _persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
+                done = tuple(_apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
+                if dec is not None:
+                    done, verified = _persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
             control_res = ControlResult(cluster, sid, did, dec, done, apply, verified)
         if gplan is not None:
             plan, g_acts, _ = gplan
@@ -449,12 +463,18 @@ def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, depend
             res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
         else:
             try:
-                out = run(a.argv, timeout=left).stdout.strip()
+                if a.kind == "restore_conf_damping":  # ("edit", path, "FairShareDampeningFactor=v" | "no ... line", ...)
+                    from .actions import restore_damping_line
+
+                    value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
+                    out = restore_damping_line(a.argv[1], value, lambda argv: run(argv, timeout=left).stdout)
+                else:
+                    out = run(a.argv, timeout=left).stdout.strip()
                 job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
                 res = replace(a, status="ok", output=out[:2000], job_id=job)
             except SlurmTimeoutError as e:
                 res = replace(a, status="unknown", output=str(e)[:2000])
-            except SlurmCommandError as e:
+            except (SlurmCommandError, UnsafeActionError, OSError) as e:
                 res = replace(a, status="failed", output=str(e)[:2000])
             if dependent and res.status != "ok":
                 blocked = "an earlier action failed or timed out"
@@ -488,7 +508,35 @@ def _settle_ledger_row(db, cluster: str, a, status: str, gate) -> None:
     store.write_ledger(db, cluster, entries, {}, time.time())
 
 
-def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc):
+def _record_originals(db: sqlite_utils.Database, cluster: str, snap: Snapshot, plan) -> None:
+    """Before the agent first changes a setting, what Slurm held (for `control off`)."""
+    for a in plan:
+        if a.kind == "set_damping":
+            store.record_original(db, cluster, "damping", snap.config.damping_factor, snap.taken_at)
+        elif a.kind == "set_usage_factor":
+            qos = next(x.split("=", 1)[1] for x in a.argv if x.startswith("name="))
+            uf = {q.name: q.usage_factor for q in snap.qos}.get(qos)
+            store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
+
+
+def _decide_off(db: sqlite_utils.Database, snap: Snapshot, cc):
+    """`control off`: the commands that put back what the agent changed (no decision)."""
+    from . import actions as act
+
+    conf_value = None
+    orig = store.originals(db, snap.cluster)
+    if orig.get("slurm_conf_damping"):
+        try:
+            with open(orig["slurm_conf_damping"]["path"]) as fh:
+                conf_value = act.conf_damping_value(fh.read())
+        except OSError as e:
+            raise UnsafeActionError(f"cannot read {orig['slurm_conf_damping']['path']} to restore its d line: {e}") from None
+    plan = act.off_plan(snap.queue, d_now=snap.config.damping_factor, usage_factors={q.name: q.usage_factor for q in snap.qos},
+                        originals=orig, dummy=cc.dummy_key, conf_value=conf_value)
+    return None, plan
+
+
+def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc, off=None):
     """The control decision and the commands that carry it out (pure given the snapshot)."""
     from . import actions as act
     from . import control, fairshare
@@ -513,7 +561,8 @@ def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc):
         hysteresis=cc.hysteresis,
         padding_mode=cc.padding_mode,
         padding_threshold=cc.padding_threshold,
-        advise_reason=advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos),
+        advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
+                       if off else advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)),
     )
     plan = act.control_plan(
         dec,
@@ -523,6 +572,7 @@ def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc):
         padding_mode=cc.padding_mode,
         dummy_jobs=dummy_jobs,
         calc_period_s=snap.config.calc_period_s,
+        now=snap.taken_at,
     )
     return dec, plan
 
@@ -561,8 +611,15 @@ def _persist_and_verify(db, source, run, cc, dec, did, done, tick_id):
             "persist = true: keep d across reconfigure and restart",
             status="pending",
         )
+        cluster = dec_cluster(db, did)
+        try:
+            with open(cc.slurm_conf) as fh:
+                before = act.conf_damping_value(fh.read())
+        except OSError:
+            before = None
         with store.transaction(db):
-            (pid,) = store.write_actions(db, dec_cluster(db, did), did, "control", [p_act], time.time(), tick_id)
+            store.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
+            (pid,) = store.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
         try:
             backup = act.persist_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
                                          time.strftime("%Y%m%dT%H%M%S"))

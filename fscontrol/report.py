@@ -375,3 +375,28 @@ def format_tick(data: dict) -> str:
         for x in c.get("settled", []):  # what an earlier tick left open, settled against Slurm
             lines.append(f"  settled {x['what']}: {x['from']} -> {x['to'] or 'dropped'} ({x['why']})")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- control off
+def off_data(tick) -> dict:
+    """`fscontrol control off`: what it undoes (or did undo), command by command."""
+    acts = list(tick.control.actions if tick.control else ()) + list(tick.gate.actions if tick.gate else ())
+    applied = bool(tick.control and tick.control.applied)
+    return {
+        "cluster": tick.cluster,
+        "mode": "apply" if applied else "dry-run",
+        "acting": not applied,
+        "actions": [{"kind": a.kind, "argv": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
+                    for a in acts],
+    }
+
+
+def format_off(data: dict) -> str:
+    lines = [f"{data['cluster']}: control off ({data['mode']})"]
+    if not data["actions"]:
+        lines.append("  nothing to undo: Slurm holds what it held before the agent first acted")
+    for a in data["actions"]:
+        lines.append(f"  {a['status']:9} {' '.join(a['argv'])}  ({a['reason']})")
+    lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
+                 if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
+    return "\n".join(lines)

@@ -256,6 +256,12 @@ def _m006_tick_story(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE gate_ledger ADD COLUMN set_nice INTEGER")
     db.execute("ALTER TABLE actions ADD COLUMN tick_id INTEGER")
     db.execute("CREATE INDEX actions_open ON actions (cluster, status)")
+    # what Slurm held before the agent first changed it (the first value wins), for `control off`
+    db.execute("""CREATE TABLE originals (cluster TEXT NOT NULL, what TEXT NOT NULL, value TEXT,
+                  recorded_at REAL NOT NULL, PRIMARY KEY (cluster, what))""")
+    # the agent's own switches per cluster: control_off (set by `fscontrol control off`)
+    db.execute("""CREATE TABLE agent_state (cluster TEXT NOT NULL, key TEXT NOT NULL, value TEXT,
+                  set_at REAL NOT NULL, PRIMARY KEY (cluster, key))""")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -874,6 +880,30 @@ def write_ledger(db: sqlite_utils.Database, cluster: str, entries: dict, reasons
         else:
             db.execute("""INSERT INTO gate_ledger (cluster, job_id, kind, restore_nice, placed_at, reason, state, set_nice)
                           VALUES (?,?,?,?,?,?,?,?)""", [cluster, j, e.kind, e.restore_nice, at, reasons.get(j, ""), e.state, e.set_nice])
+
+
+def record_original(db: sqlite_utils.Database, cluster: str, what: str, value, at: float) -> None:
+    """What Slurm held before the agent first changed `what` (the first record stays)."""
+    db.execute("INSERT OR IGNORE INTO originals (cluster, what, value, recorded_at) VALUES (?,?,?,?)",
+               [cluster, what, None if value is None else json.dumps(value), at])
+
+
+def originals(db: sqlite_utils.Database, cluster: str) -> dict:
+    return {w: (None if v is None else json.loads(v)) for w, v in
+            db.execute("SELECT what, value FROM originals WHERE cluster = ?", [cluster])}
+
+
+def set_state(db: sqlite_utils.Database, cluster: str, key: str, value, at: float) -> None:
+    if value is None:
+        db.execute("DELETE FROM agent_state WHERE cluster = ? AND key = ?", [cluster, key])
+    else:
+        db.execute("INSERT OR REPLACE INTO agent_state (cluster, key, value, set_at) VALUES (?,?,?,?)",
+                   [cluster, key, json.dumps(value), at])
+
+
+def get_state(db: sqlite_utils.Database, cluster: str, key: str):
+    row = db.execute("SELECT value FROM agent_state WHERE cluster = ? AND key = ?", [cluster, key]).fetchone()
+    return None if row is None or row[0] is None else json.loads(row[0])
 
 
 def open_actions(db: sqlite_utils.Database, cluster: str) -> list[dict]:

@@ -63,6 +63,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_fairshare.py": "testbed-c",  # 3.0
     "test_integration_agent.py": "testbed-d",  # 4.9
     "test_integration_faults.py": "testbed-d",  # 4.5
+    "test_integration_off.py": "testbed-d",  # 2
 }
 
 

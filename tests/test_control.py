@@ -240,3 +240,41 @@ def test_persist_on_a_full_disk_leaves_slurm_conf_byte_identical(tmp_path):
         assert sorted(p.name for p in mnt.iterdir()) == ["filler", "slurm.conf"]
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_the_steady_padding_job_has_a_day_and_is_renewed_at_half():
+    from fscontrol.actions import PADDING_LIMIT_S, control_plan
+    from fscontrol.control import Decision
+
+    dec = Decision(method="padding", u_star=3600.0, s_ref=0.1, u_real=1.0, u_real_next=1.0, w_now=0.0, d_now=1, d_target=1,
+                   d_ideal=None, w_target=10.0, usage_factor=2.0, pulse_usage_factor=None, h_now=None, h_planned=None,
+                   bound=None, advise_only=False, notes=())
+    kw = dict(dummy=("fsadmin", "fsdummy"), dummy_partition="fsadmin", padding_qos="fspad", padding_mode="steady", calc_period_s=60)
+    first = control_plan(dec, dummy_jobs=[], now=1000.0, **kw)
+    sub = next(a for a in first if a.kind == "submit_dummy")
+    assert sub.argv[sub.argv.index("-t") + 1] == str(PADDING_LIMIT_S // 60)  # never UNLIMITED
+    job = QueueJob("9", "fsdummy", "fsadmin", "fsadmin", "fspad", "RUNNING", 1, 1, 1, 0, "None", 0, 0.0, PADDING_LIMIT_S)
+    assert [a.kind for a in control_plan(dec, dummy_jobs=[job], now=PADDING_LIMIT_S * 0.4, **kw)] == ["set_usage_factor"]
+    renew = control_plan(dec, dummy_jobs=[job], now=PADDING_LIMIT_S * 0.6, **kw)
+    ext = next(a for a in renew if a.kind == "extend_dummy")
+    assert ext.argv == ("scontrol", "update", "JobId=9", f"TimeLimit={int(PADDING_LIMIT_S * 1.6 / 60)}")
+
+
+def test_control_off_plans_back_to_the_originals_only():
+    from fscontrol.actions import off_plan
+
+    pad = QueueJob("9", "fsdummy", "fsadmin", "fsadmin", "fspad", "RUNNING", 1, 1, 1, 0, "None", 0, 0, 86400)
+    other = QueueJob("10", "alice", "flat", "normal", "normal", "RUNNING", 1, 4, 1, 0, "None", 0, 0, 600)
+    orig = {"damping": 1, "usage_factor:fspad": 1.0, "slurm_conf_damping": {"path": "/etc/slurm/slurm.conf", "value": None}}
+    plan = off_plan([pad, other], d_now=40, usage_factors={"fspad": 3.5}, originals=orig, dummy=("fsadmin", "fsdummy"),
+                    conf_value="40")
+    assert [(a.kind, a.argv[-1]) for a in plan] == [
+        ("cancel_dummy", "9"), ("set_usage_factor", "usagefactor=1.000000"),
+        ("restore_conf_damping", "scontrol reconfigure")]  # the reconfigure puts d back to slurm.conf's 1: no set_damping
+    assert plan[2].argv[2] == "no FairShareDampeningFactor line"
+    # nothing changed by the agent: nothing to do
+    assert off_plan([other], d_now=1, usage_factors={"fspad": 1.0}, originals=orig | {"slurm_conf_damping": None},
+                    dummy=("fsadmin", "fsdummy"), conf_value=None) == []
+    # runtime d only (no persist): back with scontrol
+    only_d = off_plan([], d_now=40, usage_factors={}, originals={"damping": 3}, dummy=("fsadmin", "fsdummy"), conf_value=None)
+    assert [a.argv for a in only_d] == [("scontrol", "fsdampeningfactor", "3")]

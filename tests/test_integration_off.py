@@ -1,0 +1,104 @@
+"""`fscontrol control off` on the real testbed: after the agent acted (hybrid control with persist,
+steady padding, the gate holding jobs), `control off --apply` leaves `scontrol show config`, the
+padding QOS, slurm.conf, the job list and the holds exactly as they were before the agent first
+acted: each is read before and after, and diffed. Then the agent stays off until `control on`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+
+def _config_text(slurm) -> list[str]:
+    # every line but the time of the read and the next job id (the padding job took one)
+    return [ln for ln in slurm.scontrol("show", "config").splitlines()
+            if not ln.startswith(("Configuration data as of", "NEXT_JOB_ID"))]
+
+
+def _state(slurm) -> dict:
+    jobs = slurm.run("squeue", "-h", "-O", "JobID:0|,UserName:0|,Account:0|,State:0|,Reason:0|,Nice:0|,admin_comment:0")
+    # a waiting job's reason (Priority, Resources) is the scheduler's to change: only holds count.
+    # An AdminComment cleared by `scontrol update AdminComment=` reads "" where a job never given
+    # one reads "(null)": scontrol cannot set it back to null, and both mean "no comment"
+    jobs = "\n".join("|".join(f[:4] + [f[4] if f[4].startswith("JobHeld") else "waiting"] + f[5:6]
+                               + ["" if f[6] == "(null)" else f[6]])
+                     for f in (ln.split("|") for ln in jobs.splitlines() if ln.strip()))
+    return {
+        "config": _config_text(slurm),
+        "qos": slurm.run("sacctmgr", "-n", "-P", "show", "qos", "format=Name,UsageFactor"),
+        "slurm.conf": slurm.conf.read_bytes(),
+        "slurm.conf mode": slurm.conf.stat().st_mode,
+        "jobs": sorted(jobs.splitlines()),
+    }
+
+
+def _fscontrol(slurm, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fscontrol", *args], env=slurm.env, capture_output=True, text=True, timeout=300)
+
+
+def test_control_off_puts_everything_back(slurm, tmp_path):
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+    cfg = tmp_path / "f.toml"
+    cfg.write_text(
+        f'[agent]\ndb = "{tmp_path / "h.db"}"\n'
+        f'[clusters.tbcluster]\ntarget_core_hours = 0.5\nmethod = "hybrid"\npersist = true\nslurm_conf = "{slurm.conf}"\n'
+        '[clusters.tbcluster.gate]\nenabled = true\n'
+        '[clusters.tbcluster.allocations.flat]\naward = 20\nperiod = "1h"\n'
+        '[clusters.tbcluster.allocations.chem]\naward = 20\nperiod = "1h"\n')
+    try:
+        for _ in range(2):
+            slurm.submit("alice", "flat", 63, 900)  # flat runs 126 CPUs (over its 40); 2 left for the padding job
+        deadline = time.time() + 60
+        while slurm.run("squeue", "-h", "-t", "R", "-o", "%A").split().__len__() < 2 and time.time() < deadline:
+            time.sleep(1)
+        for _ in range(3):
+            slurm.submit("bob", "flat", 4, 600)  # waiting: the gate will hold them
+        slurm.submit("carol", "chem", 4, 600)  # chem under target, waiting
+        admin_held = slurm.submit("dave", "flat", 4, 600)
+        slurm.scontrol("hold", admin_held)
+        user_held = slurm.submit("alice", "flat", 4, 600)
+        slurm.run("scontrol", "hold", user_held, user="alice")
+        slurm.wait_for_pass()  # some usage, so control has something to hold
+        before = _state(slurm)
+
+        for _ in range(2):
+            r = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")
+            assert r.returncode == 0, r.stderr
+        acted = _state(slurm)
+        marks = [ln for ln in acted["jobs"] if "fscontrol:hold" in ln]
+        assert acted["config"] != before["config"] and acted["qos"] != before["qos"]  # d and UsageFactor moved
+        assert acted["slurm.conf"] != before["slurm.conf"] and marks  # persisted, and the gate held jobs
+        assert any("|fsdummy|" in ln for ln in acted["jobs"])  # the padding job
+
+        plan = _fscontrol(slurm, "control", "off", "-c", str(cfg))  # the dry run first: changes nothing
+        assert plan.returncode == 0, plan.stderr
+        assert _state(slurm) == acted and "dry run" in plan.stdout
+        off = _fscontrol(slurm, "control", "off", "-c", str(cfg), "--apply")
+        print(f"\n{off.stdout}")
+        assert off.returncode == 0, off.stderr
+        after = _state(slurm)
+        for key in before:
+            assert after[key] == before[key], key
+
+        again = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")  # off stays off
+        assert again.returncode == 0, again.stderr
+        assert _state(slurm) == before
+        on = _fscontrol(slurm, "control", "on", "-c", str(cfg))
+        assert on.returncode == 0 and "acts again" in on.stdout
+        resumed = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")
+        assert resumed.returncode == 0, resumed.stderr
+        assert _state(slurm)["config"] != before["config"]  # control acts again
+    finally:
+        _fscontrol(slurm, "control", "off", "-c", str(cfg), "--apply")
+        slurm.cancel_all()
+        slurm.scontrol("reconfigure")
