@@ -179,3 +179,93 @@ def _why(part: str) -> str:
     if not re.fullmatch(r"\d+(?:\.\d+)?[smhdw]", dur, re.IGNORECASE):
         return f" (duration {dur!r} is not a number with a unit s, m, h, d or w)"
     return ""
+
+
+# ---------------------------------------------------------------------------- a cluster that keeps running
+def path_weights(rows: Sequence, key: tuple[str, str]) -> dict[tuple[str, str], float] | None:
+    """Classic EffectvUsage of association `key` as a weighted sum of the NormUsages on its path:
+    UE = sum_j w_j UA_j, the weights adding up to 1 (UE = UA + (UE_parent - UA) c, c = s/S_siblings
+    = NormShares / the fs parent's NormShares, down from the first tier where UE = UA). `rows`:
+    the association and its ancestors' rows (a user's own sshare shows them). None when a row on
+    the path is missing."""
+    by = {(r.account, r.user): r for r in rows}
+    if key not in by:
+        return None
+
+    def up(k: tuple[str, str]) -> tuple[str, str] | None:
+        r = by[k]
+        return (r.account, "") if r.user else ((r.parent, "") if r.parent else None)
+
+    def fs_parent(k):
+        p = up(k)
+        while p is not None and p in by and by[p].shares_parent:
+            p = up(p)
+        return p
+
+    weights: dict[tuple[str, str], float] = {}
+    carry, k = 1.0, key
+    while by[k].shares_parent:  # UE = the fs parent's UE
+        k = fs_parent(k)
+        if k is None or k not in by:
+            return None
+    while True:
+        p = fs_parent(k)
+        if p is None or p not in by:
+            return None
+        if by[p].depth == 0:  # k is at the first tier: UE = UA
+            weights[k] = weights.get(k, 0.0) + carry
+            return weights
+        s_k, s_p = by[k].norm_shares, by[p].norm_shares
+        if not s_k or not s_p:
+            return None
+        c = s_k / s_p
+        weights[k] = weights.get(k, 0.0) + carry * (1 - c)
+        carry *= c
+        k = p
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float | None) -> float:
+    hi = a1 if b1 is None else min(a1, b1)
+    return max(0.0, hi - max(a0, b0))
+
+
+def project_running(u0: float, total0: float, *, passes: int, period_s: float, half_life_s: float,
+                    weighted_jobs: Sequence[tuple[float | None, float, float]],
+                    cluster_jobs: Sequence[tuple[float | None, float]] | None,
+                    plan: Sequence[Segment] = ()) -> list[tuple[float, float]]:
+    """(effective usage, total usage) after each of the next `passes` decay passes, Slurm's way
+    (decay.slurm_pass): the forecast starts right after a pass; each pass decays everything by
+    f^P and charges each job rate x overlap x f^(pass time - overlap start).
+
+    weighted_jobs: (seconds to the job's limit or None, rate, weight on this user's effective
+    usage); cluster_jobs: the same for every running job, to move the total; None holds the total
+    (the controller keeps S_ref d U at u*). The user's plan charges both with weight 1. The first
+    pass charges the jobs for the interval just past (they were running then too) -- the
+    EffectvUsage sshare shows lags RawUsage by that one pass."""
+    from fscontrol.decay import decay_factor_per_second
+
+    f = decay_factor_per_second(half_life_s)
+    bounds = [0.0]
+    for seg in plan:
+        bounds.append(bounds[-1] + seg.duration_s)
+    u, total, out = u0, total0, []
+    for k in range(passes):
+        a0, a1 = (k - 1) * period_s, k * period_s
+        grow = 0.0
+        for left, rate, w in weighted_jobs:
+            ov = _overlap(a0, a1, a0 if k == 0 else 0.0, left)
+            grow += w * rate * ov * f ** (a1 - max(a0, 0.0 if k else a0))
+        grow_total = 0.0
+        for left, rate in cluster_jobs or ():
+            ov = _overlap(a0, a1, a0 if k == 0 else 0.0, left)
+            grow_total += rate * ov * f ** (a1 - max(a0, 0.0 if k else a0))
+        for seg, b0 in zip(plan, bounds):
+            ov = _overlap(a0, a1, b0, b0 + seg.duration_s)
+            if ov > 0 and seg.rate > 0:
+                c = seg.rate * ov * f ** (a1 - max(a0, b0))
+                grow += c
+                grow_total += c
+        u = u * f ** period_s + grow
+        total = total if cluster_jobs is None else total * f ** period_s + grow_total
+        out.append((u, total))
+    return out

@@ -656,6 +656,7 @@ def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None
         target_core_hours=cc.target_core_hours,
         admins=tuple(admins) or tuple(cfg.admins),
         published_at=time.time() if now is None else now,
+        method=cc.method,
     )
     try:
         return pub.write_published(data, out or pub.default_path(snap.cluster, cfg.publish_dir)), data

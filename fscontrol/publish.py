@@ -18,6 +18,8 @@ library only at import time (this module is on the forecast command's cold-start
 
 from __future__ import annotations
 
+import math
+
 import json
 import os
 from datetime import datetime, timezone
@@ -69,6 +71,7 @@ def build_published(
     target_core_hours: float | None = None,
     admins: tuple[str, ...] | list[str] = (),
     published_at: float | None = None,
+    method: str | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
@@ -115,9 +118,47 @@ def build_published(
         "target_core_hours": target_core_hours,
         "dummy": "/".join(dummy) if dummy else None,
         "admins_sha256": sorted({admin_token(snap.cluster, a) for a in admins}),
+        "control_method": method,
         "per_association": not private,
         "associations": [] if private else _rows(snap.shares, d, total, dummy),
+        "running": running_aggregates(snap, {f.lower() for f in cfg.private_data}),
     }
+
+
+def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any]:
+    """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
+    each account's whole subtree, every running job as [seconds to its time limit (None: no
+    limit), rate in billing-seconds per second]. Keyed by salted hashes of the account (and,
+    unless PrivateData hides jobs, of account/user): a user finds their own accounts' entries,
+    the file names no one."""
+    parent = {r.account: r.parent for r in snap.shares if not r.user}
+    cluster: list[list] = []
+    accounts: dict[str, list[list]] = {}
+    users: dict[str, list[list]] = {}
+    for _job, account, user, rate, ends_at in snap.running:
+        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate]
+        cluster.append(entry)
+        a, seen = account, set()
+        while a and a != "root" and a not in seen:
+            seen.add(a)
+            accounts.setdefault(assoc_token(snap.cluster, a), []).append(entry)
+            a = parent.get(a, "")
+        if not private & {"jobs", "all"}:
+            users.setdefault(assoc_token(snap.cluster, account, user), []).append(entry)
+    return {"as_of": snap.taken_at, "cluster": sorted(cluster, key=_end_key), "accounts":
+            {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())},
+            "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())},
+            "users_published": not private & {"jobs", "all"}}
+
+
+def _end_key(e: list) -> float:
+    return math.inf if e[0] is None else e[0]
+
+
+def assoc_token(cluster: str, account: str, user: str = "") -> str:
+    import hashlib
+
+    return hashlib.sha256(f"fscontrol-assoc:{cluster}:{account}:{user}".encode()).hexdigest()[:32]
 
 
 def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, str] | None) -> list[dict]:

@@ -259,6 +259,10 @@ def _m006_tick_story(db: sqlite_utils.Database) -> None:
     # what Slurm held before the agent first changed it (the first value wins), for `control off`
     db.execute("""CREATE TABLE originals (cluster TEXT NOT NULL, what TEXT NOT NULL, value TEXT,
                   recorded_at REAL NOT NULL, PRIMARY KEY (cluster, what))""")
+    # what runs at each snapshot, for the forecast of users whose account-mates keep running:
+    # rate = billing x the QOS UsageFactor, per second; ends_at = start + time limit (NULL: none)
+    db.execute("""CREATE TABLE running_jobs (snapshot_id INTEGER NOT NULL, job_id TEXT NOT NULL, account TEXT NOT NULL,
+                  user TEXT NOT NULL, rate REAL NOT NULL, ends_at REAL, PRIMARY KEY (snapshot_id, job_id)) WITHOUT ROWID""")
     # the agent's own switches per cluster: control_off (set by `fscontrol control off`)
     db.execute("""CREATE TABLE agent_state (cluster TEXT NOT NULL, key TEXT NOT NULL, value TEXT,
                   set_at REAL NOT NULL, PRIMARY KEY (cluster, key))""")
@@ -577,6 +581,12 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         conn.executemany(
             "INSERT INTO occupancy VALUES (?,?,?,?,?,?,?,?)", [(sid, a, *v) for a, v in sorted(occ.items())]
         )
+        billing = {j.job_id: j.billing for j in snap.jobs}  # sacct's AllocTRES billing, else the CPUs
+        factor = {q.name: q.usage_factor for q in snap.qos}
+        conn.executemany("INSERT OR REPLACE INTO running_jobs VALUES (?,?,?,?,?,?)", [
+            (sid, q.job_id, q.account, q.user, float(billing.get(q.job_id) or q.cpus) * factor.get(q.qos, 1.0),
+             None if q.start is None or q.time_limit_s is None else q.start + q.time_limit_s)
+            for q in snap.queue if q.state == "RUNNING"])
     return sid
 
 
@@ -635,6 +645,7 @@ class StoredSnapshot:
     usage_factors: dict[str, float]
     source: str
     prio_fairshare: dict[tuple[str, str], float] = field(default_factory=dict)  # sprio's F by association
+    running: tuple = ()  # (job_id, account, user, rate per second, ends_at or None) of the running jobs
 
 
 def clusters(db: sqlite_utils.Database) -> list[str]:
@@ -704,6 +715,8 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
             "SELECT account, user, fairshare_norm FROM prio WHERE snapshot_id = ? AND account IS NOT NULL", [sid]
         )
     }
+    running = tuple(db.execute("SELECT job_id, account, user, rate, ends_at FROM running_jobs WHERE snapshot_id = ? "
+                               "ORDER BY job_id", [sid]).fetchall())
     return StoredSnapshot(
         id=sid,
         cluster=cl,
@@ -713,6 +726,7 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
         usage_factors=blob.get("qos", {}),
         source=source,
         prio_fairshare=prio,
+        running=running,
     )
 
 

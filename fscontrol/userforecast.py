@@ -146,7 +146,7 @@ def rows_from_published(published: dict[str, Any], user: str) -> tuple[ShareRow,
             fairshare=None,
         )
         for a in published.get("associations", [])
-        if a["user"] == user
+        if a["user"] in (user, "")  # the user's rows and the accounts (the path of its EffectvUsage)
     )
 
 
@@ -265,6 +265,10 @@ def forecast_data(
     plan = list(plan)
     plan_end = sum(s.duration_s for s in plan)
     assocs = [_one(r, d, lam, total, plan, plan_end, target, horizon_s, points) for r in mine]
+    running = published.get("running")
+    if running is not None and running.get("cluster") and plan_end > 0 and total > 0:
+        for r, a in zip(mine, assocs):
+            _with_running(a, r, rows, published, running, plan, plan_end, d, total)
     return {
         "user": user,
         "requester": requester if requester is not None else user,
@@ -287,6 +291,43 @@ def forecast_data(
         "warnings": warnings,
         "associations": assocs,
     }
+
+
+def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, running: dict, plan: list,
+                  plan_end: float, d: float, total: float) -> None:
+    """The plan's outcome with the cluster still running: every job running now goes on to its
+    time limit (nobody starts a new one); its usage reaches this user's EffectvUsage with the
+    weight of the account it runs under (forecast.path_weights). Under control (the agent holds
+    S_ref d U at u*) the total is held; otherwise it moves with every running job."""
+    from .forecast import path_weights, project_running
+    from .publish import assoc_token
+
+    cfg = published["config"]
+    period, half_life = float(cfg.get("calc_period_s") or 0), float(cfg.get("half_life_s") or 0)
+    weights = path_weights(rows, r.key)
+    if weights is None or period <= 0 or not r.norm_shares:
+        a["running_note"] = "the jobs running now could not be projected (your account rows are not visible)"
+        return
+    cluster = str(published.get("cluster", ""))
+    jobs = []
+    for k, w in weights.items():
+        group = running["users"].get(assoc_token(cluster, *k)) if k[1] else running["accounts"].get(assoc_token(cluster, k[0]))
+        jobs += [(left, rate, w) for left, rate in group or ()]
+    # the halving is held when the agent controls it (and, as before, when the file does not say)
+    held = published.get("control_method") != "none" and (published.get("target_core_hours") or
+                                                           published.get("control_method") is None)
+    passes = max(1, round(plan_end / period))
+    ue0 = r.effective_usage or 0.0
+    path = project_running(ue0 * total, total, passes=passes, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
+                           cluster_jobs=None if held else [tuple(x) for x in running["cluster"]], plan=plan)
+    fs = [2.0 ** (-((u / tot) / r.norm_shares) / d) for u, tot in path]
+    idle_world = (a["after_plan"] or {}).get("fairshare")
+    a["after_plan"] = dict(a["after_plan"] or {}, fairshare=fs[-1], lowest_fairshare=min(fs),
+                           fairshare_if_everyone_stopped=idle_world)
+    n_jobs = len(running["cluster"])
+    own = "" if running.get("users_published") else " (your own running jobs are not published here: PrivateData)"
+    a["assumed"] = (f"the {n_jobs} job(s) running at the snapshot keep running to their time limits and nobody starts "
+                    f"another; {'the agent holds the total usage' if held else 'the total usage moves with them'}{own}")
 
 
 def _exact(r: ShareRow) -> bool:
@@ -518,6 +559,8 @@ def format_forecast(data: dict[str, Any]) -> str:
             low_when = "now" if ap["lowest_at_days"] == 0 else f"after {duration_text(ap['lowest_at_days'] * DAY)}"
             rows.append(("  lowest F", f"{ap['lowest_fairshare']:.4f} ({low_when})"))
             rows.append((f"  then idle until F >= {target:.2f}", _when(ap["idle_days_to_target"])))
+            if a.get("assumed"):
+                rows.append(("  assumed", a["assumed"]))
         width = max(len(k) for k, _ in rows) + 2
         lines.extend(f"  {k:<{width}}{v}" for k, v in rows)
         if a["trajectory"]:

@@ -528,3 +528,38 @@ def test_usage_to_halve_in_a_deep_shared_tree_by_hand():
     dave = r[("flat", "dave")]
     assert dave.implied_halving == pytest.approx(1 / 3 * 100)
     assert usage_to_halve(dave.effective_usage, dave.norm_shares, 1, 100.0) == pytest.approx((100 / 3) / (1 - 0.3 - 1 / 3))
+
+
+@settings(max_examples=100, deadline=None)
+@given(trees())
+def test_path_weights_rebuild_effective_usage_and_add_up_to_one(rows):
+    """The forecast's weights (from NormShares alone, as a user's own sshare shows them) give
+    back the model's EffectvUsage as sum_j w_j NormUsage_j, for every user."""
+    from fscontrol.forecast import path_weights
+
+    res = compute_fairshare(rows, 1)
+    ns = {q.key: q.norm_shares for q in res}
+    shown = [dataclasses.replace(r, norm_shares=ns[r.key]) for r in rows]
+    un = {q.key: q.norm_usage for q in res}
+    for q in res:
+        if not q.user:
+            continue
+        w = path_weights(shown, q.key)
+        if w is None:  # a zero share on the path: no ratio to take (F is 0 or the row has no say)
+            continue
+        assert sum(w.values()) == pytest.approx(1.0)
+        assert sum(x * un[k] for k, x in w.items()) == pytest.approx(q.effective_usage, abs=1e-12)
+
+
+def test_projection_charges_account_mates_with_their_weight_by_hand():
+    """One pass, 60 s, T = 300 s: u' = u f^60 + w rate 60 f^60 for a job that runs through."""
+    from fscontrol.decay import decay_factor_per_second
+    from fscontrol.forecast import project_running
+
+    f = decay_factor_per_second(300) ** 60
+    out = project_running(1000.0, 5000.0, passes=2, period_s=60, half_life_s=300, weighted_jobs=[(None, 4.0, 0.25)],
+                          cluster_jobs=[(30.0, 8.0)])
+    assert out[0][0] == pytest.approx(1000 * f + 0.25 * 4 * 60 * f)  # the pass just past: it ran then too
+    assert out[1][0] == pytest.approx(out[0][0] * f + 0.25 * 4 * 60 * f)
+    g = decay_factor_per_second(300)
+    assert out[1][1] == pytest.approx((5000 * f + 8 * 60 * f) * f + 8 * 30 * g ** 60)  # the job ends 30 s into the next

@@ -124,17 +124,22 @@ def test_forecast_matches_sprio_5_and_10_minutes_later_under_hybrid_control(slur
         db = store.open_db(tmp_path / "publish.db")
         pipeline.collect(slurm.source(), db)
         published, _ = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
-        made = {}
+        made, shared = {}, {}
         for minutes in (5, 10):
             r = _forecast_as(slurm, "carol", published, "--account", "chem", "--plan", f"idle:{minutes}m", "--json")
             assert r.returncode == 0, r.stderr
             made[minutes] = json.loads(r.stdout)["associations"][0]
+            # dave@flat shares his account with bob, carol and alice, whose jobs keep running
+            r = _forecast_as(slurm, "dave", published, "--account", "flat", "--plan", f"idle:{minutes}m", "--json")
+            assert r.returncode == 0, r.stderr
+            shared[minutes] = json.loads(r.stdout)["associations"][0]
         f_now = made[5]["fairshare"]
         f_sprio_now = _sprio_f(slurm, probes[("carol", "chem")])
-        seen = {}
+        seen, seen_dave = {}, {}
         for minutes in (5, 10):
             _wait_for_pass_after(slurm, p0 + minutes * PASS_S - 20)
             seen[minutes] = _sprio_f(slurm, probes[("carol", "chem")])
+            seen_dave[minutes] = _sprio_f(slurm, probes[("dave", "flat")])
         time.sleep(20)  # the controller's snapshot of that last pass
     finally:
         stop.set()
@@ -151,6 +156,12 @@ def test_forecast_matches_sprio_5_and_10_minutes_later_under_hybrid_control(slur
         print(f"forecast after {minutes} min idle {want:.4f}, sprio then {seen[minutes]:.4f} ({seen[minutes] / want - 1:+.3%})")
         assert abs(seen[minutes] - want) <= 0.01 * want
     assert seen[10] > seen[5] > f_now  # she recovered, as forecast
+    print(f"dave@flat: F now {shared[5]['fairshare']:.4f}; {shared[5].get('assumed')}")
+    for minutes in (5, 10):
+        want, naive = shared[minutes]["after_plan"]["fairshare"], shared[minutes]["after_plan"]["fairshare_if_everyone_stopped"]
+        print(f"  after {minutes} min: forecast {want:.4f} (if everyone stopped: {naive:.4f}), sprio then {seen_dave[minutes]:.4f} "
+              f"({seen_dave[minutes] / want - 1:+.3%}; everyone-stopped model {seen_dave[minutes] / naive - 1:+.3%})")
+        assert abs(seen_dave[minutes] - want) <= 0.02 * want  # the issue asks 2% (aims for 1%)
 
     # the hybrid controller held every user's halving at u* meanwhile
     db = store.open_db(tmp_path / "agent.db")
