@@ -323,7 +323,7 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
                 if dec is not None:
                     previous = store.last_decision(db, cluster)
                     if previous is not None:
-                        store.set_measured_effect(db, previous["id"], dec.h_now)
+                        store.set_measured_effect(db, previous["id"], dec.h_now, *_halving_slurm_used(db, previous, snap))
                     did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
                 c_ids = store.write_actions(db, cluster, did, "off" if stages.off else "control",
                                             [replace(a, status=status) for a in c_plan], snap.taken_at, tick_id)
@@ -506,6 +506,25 @@ def _settle_ledger_row(db, cluster: str, a, status: str, gate) -> None:
     elif a.kind == "unmark" and status == "ok" and e.state == "releasing":
         entries.pop(a.job_id)
     store.write_ledger(db, cluster, entries, {}, time.time())
+
+
+def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
+    """The halving Slurm's priorities used at the decay pass between the previous decision and
+    this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
+    saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
+    any user's EffectvUsage moving. (None, None) when no pass ran in between."""
+    try:
+        before = store.load_snapshot(db, previous["snapshot_id"])
+    except FscontrolError:
+        return None, None
+    ue_before = {r.key: r.effective_usage for r in before.shares if r.user}
+    ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
+    if ue_before == ue_now or previous.get("s_ref") is None:
+        return None, None
+    root = next((r for r in before.shares if r.depth == 0), None)
+    if root is None:
+        return None, None
+    return previous["s_ref"] * snap.config.damping_factor * float(root.raw_usage), snap.taken_at
 
 
 def _record_originals(db: sqlite_utils.Database, cluster: str, snap: Snapshot, plan) -> None:

@@ -155,6 +155,9 @@ def _control_history(rows: list[dict]) -> list[dict]:
                 "halving_core_hours": None if h is None else h / HOUR,
                 "target_core_hours": (r["u_star"] or 0.0) / HOUR,
                 "error": None if h is None or not r["u_star"] else h / r["u_star"] - 1,
+                # the halving Slurm's priorities used at the next decay pass (none seen: None)
+                "halving_slurm_core_hours": None if r.get("h_slurm") is None else r["h_slurm"] / HOUR,
+                "error_slurm": None if r.get("h_slurm") is None or not r["u_star"] else r["h_slurm"] / r["u_star"] - 1,
                 "applied": bool(r["apply"]),
             }
         )

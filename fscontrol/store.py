@@ -263,6 +263,10 @@ def _m006_tick_story(db: sqlite_utils.Database) -> None:
     # rate = billing x the QOS UsageFactor, per second; ends_at = start + time limit (NULL: none)
     db.execute("""CREATE TABLE running_jobs (snapshot_id INTEGER NOT NULL, job_id TEXT NOT NULL, account TEXT NOT NULL,
                   user TEXT NOT NULL, rate REAL NOT NULL, ends_at REAL, PRIMARY KEY (snapshot_id, job_id)) WITHOUT ROWID""")
+    # the halving Slurm itself used at the decay pass after a decision: S_ref x the d in force x
+    # the total usage the pass started from (EffectvUsage lags RawUsage by one pass), and when
+    db.execute("ALTER TABLE decisions ADD COLUMN h_slurm REAL")
+    db.execute("ALTER TABLE decisions ADD COLUMN pass_seen_at REAL")
     # the agent's own switches per cluster: control_off (set by `fscontrol control off`)
     db.execute("""CREATE TABLE agent_state (cluster TEXT NOT NULL, key TEXT NOT NULL, value TEXT,
                   set_at REAL NOT NULL, PRIMARY KEY (cluster, key))""")
@@ -829,8 +833,11 @@ def last_applied_damping(db: sqlite_utils.Database, cluster: str) -> int | None:
     return int(json.loads(row[0])[-1]) if row else None
 
 
-def set_measured_effect(db: sqlite_utils.Database, decision_id: int, h_measured: float | None) -> None:
+def set_measured_effect(db: sqlite_utils.Database, decision_id: int, h_measured: float | None,
+                        h_slurm: float | None = None, pass_seen_at: float | None = None) -> None:
     db.execute("UPDATE decisions SET h_measured = ? WHERE id = ?", [h_measured, decision_id])
+    if h_slurm is not None:
+        db.execute("UPDATE decisions SET h_slurm = ?, pass_seen_at = ? WHERE id = ?", [h_slurm, pass_seen_at, decision_id])
 
 
 def write_actions(db: sqlite_utils.Database, cluster: str, decision_id: int | None, stage: str, actions, planned_at: float,
@@ -856,7 +863,7 @@ def update_action(db: sqlite_utils.Database, action_id: int, status: str, output
 def decision_history(db: sqlite_utils.Database, cluster: str, limit: int = 50) -> list[dict]:
     cur = db.execute(
         """SELECT d.id, s.taken_at, d.method, d.d_now, d.d_target, d.w_now, d.w_target, d.h_now, d.h_planned,
-                  d.h_measured, d.u_star, d.apply FROM decisions d JOIN snapshots s ON s.id = d.snapshot_id
+                  d.h_measured, d.h_slurm, d.u_star, d.apply FROM decisions d JOIN snapshots s ON s.id = d.snapshot_id
            WHERE d.cluster = ? ORDER BY d.id DESC LIMIT ?""",
         [cluster, limit],
     )
