@@ -153,6 +153,22 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         except FscontrolError as e:  # the lock or the database itself
             note("tick", [ClusterOutcome(name, error=e)])
 
+    def watch_job(name: str | None) -> None:
+        try:
+            with agent_lock(lock_path(cfg, db_path)):
+                db = store.open_db(db_path)
+                try:
+                    done = pipeline.watch_damping(make_source(name), db, cfg, apply=apply, name=name)
+                finally:
+                    db.close()
+            if done is not None:
+                note("watch", [ClusterOutcome(name)])
+                log.warning("watch %s: %s (%s)", name or "(default cluster)", done.reason, done.status)
+        except LockedError:
+            pass  # a tick is running: it checks d itself
+        except FscontrolError as e:
+            note("watch", [ClusterOutcome(name, error=e)])
+
     def gate_job(name: str | None) -> None:
         try:
             gate_only(cfg, make_source, db_path, name, apply=apply)
@@ -181,6 +197,8 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         sched.add_job(cycle_job, "interval", seconds=cfg.schedule["collect"], args=[name], id=f"tick:{name}", next_run_time=first)
         if cc.gate.enabled and cc.allocations:
             sched.add_job(gate_job, "interval", seconds=cfg.schedule["gate"], args=[name], id=f"gate:{name}", next_run_time=first)
+        if cc.method in ("damping", "hybrid") and not cc.persist:  # with persist, slurm.conf holds d
+            sched.add_job(watch_job, "interval", seconds=cfg.schedule["watch"], args=[name], id=f"watch:{name}")
     sched.start()
     log.info("fscontrol run: %d cluster(s), collect every %gs, gate every %gs, apply=%s",
              len(clusters), cfg.schedule["collect"], cfg.schedule["gate"], apply)

@@ -17,6 +17,7 @@
     fit = "1h"
     control = "5m"
     gate = "2m"
+    watch = "15s"                      # `run`: d re-applied this soon after a reconfigure or restart
 
     [clusters.tbcluster]               # one table per cluster (-M name); the name is Slurm's
     target_core_hours = 10000          # u*: fair-share halves every u* core-hours
@@ -98,7 +99,7 @@ class AgentConfig:
     slurm_timeout_s: float = 60.0
     tick_deadline_s: float = 300.0  # a tick never runs a command past this (systemd's TimeoutSec is 600)
     schedule: dict[str, float] = field(
-        default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0}
+        default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0}
     )
     clusters: dict[str, ClusterConfig] = field(default_factory=dict)
 
@@ -232,7 +233,10 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     schedule = dict(defaults)
     for k, v in sched.items():
         s = parse_period(v, where=f"config: 'schedule.{k}'")
-        if s < 60:
+        if k == "watch":  # one RPC (scontrol show config): the reconfigure watch may run often
+            if s < 5:
+                raise ConfigError(f"config: 'schedule.watch' must be at least 5 s, got {s:g} s")
+        elif s < 60:
             raise ConfigError(f"config: 'schedule.{k}' must be at least 60 s (every Slurm command is an RPC to slurmctld), got {s:g} s")
         schedule[k] = s
     for stage in ("control", "fit"):  # `fscontrol run` wakes every collect; these run at a wake-up once due

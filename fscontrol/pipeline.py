@@ -508,6 +508,39 @@ def _settle_ledger_row(db, cluster: str, a, status: str, gate) -> None:
     store.write_ledger(db, cluster, entries, {}, time.time())
 
 
+def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
+    """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
+    not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
+    again at once, recorded like any action (intent first). Returns the action, or None when
+    there is nothing to do. Bound: a decay pass uses the wrong d only when it falls within one
+    watch interval of the revert (with persist = true, never: slurm.conf holds the agent's d)."""
+    from . import actions as act
+
+    started = time.time()
+    conf_out = source.config()
+    conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
+    cluster = source.cluster or name or conf.cluster
+    cc = cfg.cluster(cluster)
+    if cc.method not in ("damping", "hybrid") or conf.mode != "classic" or store.get_state(db, cluster, "acting_off"):
+        return None
+    d_last = store.last_applied_damping(db, cluster)
+    if d_last is None or d_last == conf.damping_factor:
+        return None
+    a = act.set_damping(d_last, f"watch: slurmctld's d is {conf.damping_factor} (a reconfigure or a restart?), "
+                                f"the agent holds {d_last}")
+    with store.transaction(db):
+        tick_id = store.record_tick(db, cluster, started, None, "running", stage="watch")
+        (aid,) = store.write_actions(db, cluster, None, "watch", [replace(a, status="pending" if apply else "planned")],
+                                     started, tick_id)
+    done = a
+    if apply:
+        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + cfg.tick_deadline_s, dependent=True)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
+                          None if done.status in ("ok", "planned") else done.output)
+    return done
+
+
 def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
     """The halving Slurm's priorities used at the decay pass between the previous decision and
     this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot

@@ -189,6 +189,13 @@ def test_reverted_damping_is_detected_and_reapplied(slurm, tmp_path):
         assert d_in_slurm() == again.decision.d_target
         rows = db.execute("SELECT kind, status, reason FROM actions ORDER BY id").fetchall()
         assert [(k, s) for k, s, _ in rows] == [("set_damping", "planned"), ("set_damping", "ok"), ("set_damping", "ok")]
+        # the loop's cheap watch (one RPC) puts d back right after the next reconfigure
+        slurm.scontrol("reconfigure")
+        t0 = time.time()
+        done = pipeline.watch_damping(slurm.source(), db, cfg, apply=True)
+        print(f"\nwatch: d {again.decision.d_target} back {time.time() - t0:.1f} s after a reconfigure: {done.reason}")
+        assert done.status == "ok" and d_in_slurm() == again.decision.d_target
+        assert pipeline.watch_damping(slurm.source(), db, cfg, apply=True) is None  # nothing more to do
     finally:
         slurm.cancel_all()
         slurm.scontrol("reconfigure")
