@@ -67,6 +67,9 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=25.0)
     ap.add_argument("--u-star", type=float, default=6.0, help="core-hours")
     ap.add_argument("--persist", action="store_true", help="persist d in slurm.conf (else the 5 s watch)")
+    ap.add_argument("--warmup", type=float, default=0.0,
+                    help="minutes of load (and control) before the events and the settled count start: real usage "
+                         "ramps from zero over about three half-lives (15 min here)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     tb = ensure_testbed()
@@ -118,7 +121,7 @@ def main() -> int:
     threads = [threading.Thread(target=agent, daemon=True), threading.Thread(target=load, daemon=True)]
     for t in threads:
         t.start()
-    plan = [(8, "burst"), (11, "reconfigure"), (16, "burst"), (19, "restart")]
+    plan = [(args.warmup + m, what) for m, what in [(8, "burst"), (11, "reconfigure"), (16, "burst"), (19, "restart")]]
     try:
         for minute, what in plan:
             while time.time() - t0 < minute * 60:
@@ -132,7 +135,7 @@ def main() -> int:
             else:
                 tb.stop_controller()
                 tb.start_controller()
-        while time.time() - t0 < args.minutes * 60:
+        while time.time() - t0 < (args.warmup + args.minutes) * 60:
             time.sleep(1)
     finally:
         stop.set()
@@ -151,7 +154,7 @@ def main() -> int:
     def after(t: float) -> list[dict]:
         return [p for p in ps if p["t"] > t]
 
-    quiet = [p for p in ps if p["t"] - t0 >= 300 and not any(0 < p["t"] - t < 4 * 60 + 5 for _, t in marks)]
+    quiet = [p for p in ps if p["t"] - t0 >= (args.warmup + 5) * 60 and not any(0 < p["t"] - t < 4 * 60 + 5 for _, t in marks)]
     report = {
         "u_star_core_hours": args.u_star, "persist": args.persist, "passes": len(ps),
         "d_range": [min(p["d"] for p in ps), max(p["d"] for p in ps)],
