@@ -455,10 +455,13 @@ def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, depend
 
     done = []
     blocked = None
+    not_released: set[str] = set()  # gate: a release that did not go through keeps its job's mark
     for aid, a in zip(ids, plan):
         left = deadline - time.monotonic()
         if blocked:
             res = replace(a, status="skipped", output=f"not run: {blocked}")
+        elif a.kind == "unmark" and a.job_id in not_released:
+            res = replace(a, status="skipped", output="not run: the release before it did not go through (the mark stays)")
         elif left <= 0:
             res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
         else:
@@ -478,6 +481,8 @@ def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, depend
                 res = replace(a, status="failed", output=str(e)[:2000])
             if dependent and res.status != "ok":
                 blocked = "an earlier action failed or timed out"
+            if a.kind == "release" and res.status != "ok":
+                not_released.add(a.job_id)
         with store.transaction(db):
             store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
             if cluster is not None and a.job_id:

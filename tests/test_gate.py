@@ -384,3 +384,37 @@ def test_release_all_undoes_ledger_holds_and_marked_orphans_only():
 def test_a_command_is_never_built_from_something_that_is_not_a_job_id(bad):
     with pytest.raises(UnsafeActionError):
         GateAction("hold", bad, "alice", "x").argv
+
+
+def test_a_failed_release_keeps_its_mark(tmp_path):
+    """The sequencing inside a gate tick's apply: when `scontrol release` does not go through,
+    the clearing of the mark after it is skipped, so the job stays marked as the agent's (else
+    it would be held with no mark: an admin's hold, for ever). The runner stands in for Slurm's
+    answer; what it checks is fscontrol's own order of commands."""
+    import time as _time
+
+    from fscontrol import actions as act
+    from fscontrol import pipeline, store
+    from fscontrol.errors import SlurmCommandError
+
+    db = store.open_db(tmp_path / "h.db")
+    plan = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in (
+        GateAction("release", "7", "alice", "x"), GateAction("unmark", "7", "alice", "y"),
+        GateAction("release", "8", "alice", "x"), GateAction("unmark", "8", "alice", "y"))]
+    with store.transaction(db):
+        ids = store.write_actions(db, "c", None, "gate", plan, 0.0)
+    calls = []
+
+    class Out:
+        stdout = ""
+
+    def run(argv, timeout=None):
+        calls.append(argv)
+        if argv == ("scontrol", "release", "7"):
+            raise SlurmCommandError("release failed")
+        return Out()
+
+    done = pipeline._apply(db, run, plan, ids, _time.monotonic() + 60, dependent=False, cluster="c")
+    assert [(a.kind, a.job_id, a.status) for a in done] == [
+        ("release", "7", "failed"), ("unmark", "7", "skipped"), ("release", "8", "ok"), ("unmark", "8", "ok")]
+    assert ("scontrol", "update", "JobId=7", "AdminComment=") not in calls
