@@ -115,6 +115,7 @@ def test_control_holds_halving_at_target(slurm, tmp_path, method):
         bound = (0.5 + 0.25) / d_ideal + 0.01  # integer d with hysteresis, plus 1% for measurement
         assert worst <= bound, (worst, bound)
     elif mode == "pulse":
+        assert worst <= 0.15, worst  # measured 12.2% (docs/control.md): the bound this mode holds here
         if worst > 0.02 + 0.01:  # the pulse threshold, plus 1% for measurement
             pytest.xfail(f"pulse upkeep misses on a 5-minute half-life: worst {worst:.1%} (docs/control.md)")
     else:
