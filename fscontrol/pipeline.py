@@ -451,8 +451,6 @@ def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, depend
     ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
     build on each other); the gate's are independent. A command that times out may have acted:
     'unknown', settled by the next tick."""
-    from . import gate
-
     done = []
     blocked = None
     not_released: set[str] = set()  # gate: a release that did not go through keeps its job's mark
@@ -486,31 +484,26 @@ def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, depend
         with store.transaction(db):
             store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
             if cluster is not None and a.job_id:
-                _settle_ledger_row(db, cluster, a, res.status, gate)
+                _settle_ledger_row(db, cluster, a, res.status)
         done.append(res)
     return done
 
 
-def _settle_ledger_row(db, cluster: str, a, status: str, gate) -> None:
+def _settle_ledger_row(db, cluster: str, a, status: str) -> None:
     """The ledger row of one gate command, once its outcome is known ('unknown' leaves the intent
-    for the next tick to settle against the job's mark)."""
-    entries = store.ledger_entries(db, cluster)
-    e = entries.get(a.job_id)
-    if e is None or status == "unknown":
+    for the next tick to settle against the job's mark). One row read, one row written."""
+    state = store.ledger_state(db, cluster, a.job_id)
+    if state is None or status == "unknown":
         return
     if a.kind in ("hold", "nice"):
-        if status == "ok":
-            entries[a.job_id] = replace(e, state="held")
-        else:
-            entries.pop(a.job_id)  # the update RPC failed: Slurm changed nothing
+        store.set_ledger_state(db, cluster, a.job_id, "held" if status == "ok" else None)  # a failed RPC changed nothing
     elif a.kind in ("release", "unnice"):
         if status != "ok":
-            entries[a.job_id] = replace(e, state="held")
+            store.set_ledger_state(db, cluster, a.job_id, "held")
         elif a.kind == "unnice":
-            entries.pop(a.job_id)
-    elif a.kind == "unmark" and status == "ok" and e.state == "releasing":
-        entries.pop(a.job_id)
-    store.write_ledger(db, cluster, entries, {}, time.time())
+            store.set_ledger_state(db, cluster, a.job_id, None)
+    elif a.kind == "unmark" and status == "ok" and state == "releasing":
+        store.set_ledger_state(db, cluster, a.job_id, None)
 
 
 def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):

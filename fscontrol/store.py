@@ -903,6 +903,19 @@ def write_ledger(db: sqlite_utils.Database, cluster: str, entries: dict, reasons
                           VALUES (?,?,?,?,?,?,?,?)""", [cluster, j, e.kind, e.restore_nice, at, reasons.get(j, ""), e.state, e.set_nice])
 
 
+def ledger_state(db: sqlite_utils.Database, cluster: str, job_id: str) -> str | None:
+    row = db.execute("SELECT state FROM gate_ledger WHERE cluster = ? AND job_id = ?", [cluster, job_id]).fetchone()
+    return row[0] if row else None
+
+
+def set_ledger_state(db: sqlite_utils.Database, cluster: str, job_id: str, state: str | None) -> None:
+    """One ledger row's state; None removes the row."""
+    if state is None:
+        db.execute("DELETE FROM gate_ledger WHERE cluster = ? AND job_id = ?", [cluster, job_id])
+    else:
+        db.execute("UPDATE gate_ledger SET state = ? WHERE cluster = ? AND job_id = ?", [state, cluster, job_id])
+
+
 def record_original(db: sqlite_utils.Database, cluster: str, what: str, value, at: float) -> None:
     """What Slurm held before the agent first changed `what` (the first record stays)."""
     db.execute("INSERT OR IGNORE INTO originals (cluster, what, value, recorded_at) VALUES (?,?,?,?)",
