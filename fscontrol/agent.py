@@ -49,7 +49,7 @@ def lock_path(cfg, db_path: Path) -> Path:
 
 
 def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
-         force_control: bool = True, gate: bool = True) -> list[ClusterOutcome]:
+         force_control: bool = True, gate: bool = True, control: bool = True) -> list[ClusterOutcome]:
     """One tick of every cluster, under the agent lock (LockedError when another tick holds it);
     each cluster's failure is recorded and reported, the others go on; then the metrics file."""
     outcomes = []
@@ -60,7 +60,7 @@ def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | No
             for name in clusters:
                 try:
                     res = pipeline.agent_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate,
-                                              deadline=deadline)
+                                              control=control, deadline=deadline)
                     outcomes.append(ClusterOutcome(res.cluster, result=res))
                 except FscontrolError as e:  # run_tick turns every other exception into InternalError
                     outcomes.append(ClusterOutcome(name, error=e))
@@ -143,9 +143,12 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         if on_tick:
             on_tick(stage, outcomes)
 
+    aligned: dict[str | None, bool] = {}  # clusters whose control runs just before each decay pass
+
     def cycle_job(name: str | None) -> None:
         try:
-            note("tick", tick(cfg, make_source, db_path, [name], apply=apply, force_control=False, gate=False))
+            note("tick", tick(cfg, make_source, db_path, [name], apply=apply, force_control=False, gate=False,
+                              control=not aligned.get(name)))
         except LockedError as e:
             with count_lock:
                 counts["skipped"] += 1
@@ -168,6 +171,36 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             pass  # a tick is running: it checks d itself
         except FscontrolError as e:
             note("watch", [ClusterOutcome(name, error=e)])
+
+    def pass_job(name: str | None) -> None:
+        """Control just before each decay pass (agent.pass_lead ahead of it): d is chosen on the
+        usage that pass will read, and the padding the pass charges is planned with every running
+        job's charge known. Reschedules itself for the next pass; where slurmctld's record of its
+        passes cannot be read, control goes back to schedule.control."""
+        if aligned.get(name):
+            try:
+                note("control", [ClusterOutcome(name, result=one_tick(cfg, make_source, db_path, name, apply=apply,
+                                                                         stages=pipeline.Stages(control=True)))])
+            except LockedError:
+                log.warning("control %s before the pass skipped: another tick holds the lock", name or "(default cluster)")
+            except FscontrolError as e:
+                note("control", [ClusterOutcome(name, error=e)])
+        try:
+            nxt = pipeline.next_decay_pass(make_source(name), after=time.time() + cfg.pass_lead_s + 0.5)
+        except FscontrolError as e:
+            nxt = None
+            log.warning("control %s: when is the next decay pass? %s", name or "(default cluster)", e)
+        if nxt is None:
+            if aligned.get(name, True):
+                log.warning("control %s runs every %gs: slurmctld's record of its decay passes (StateSaveLocation/"
+                            "priority_last_decay_ran) is not readable here", name or "(default cluster)", cfg.schedule["control"])
+            aligned[name] = False
+            sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(time.time() + cfg.schedule["control"], timezone.utc),
+                          args=[name], id=f"pass:{name}", replace_existing=True)
+            return
+        aligned[name] = True
+        sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(nxt[0] - cfg.pass_lead_s, timezone.utc),
+                      args=[name], id=f"pass:{name}", replace_existing=True, misfire_grace_time=None)
 
     def gate_job(name: str | None) -> None:
         try:
@@ -199,6 +232,8 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             sched.add_job(gate_job, "interval", seconds=cfg.schedule["gate"], args=[name], id=f"gate:{name}", next_run_time=first)
         if cc.method in ("damping", "hybrid") and not cc.persist:  # with persist, slurm.conf holds d
             sched.add_job(watch_job, "interval", seconds=cfg.schedule["watch"], args=[name], id=f"watch:{name}")
+        if cc.method in ("damping", "hybrid", "padding") and cfg.pass_lead_s > 0:
+            sched.add_job(pass_job, "date", run_date=first, args=[name], id=f"pass:{name}")
     sched.start()
     log.info("fscontrol run: %d cluster(s), collect every %gs, gate every %gs, apply=%s",
              len(clusters), cfg.schedule["collect"], cfg.schedule["gate"], apply)

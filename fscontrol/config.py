@@ -11,6 +11,7 @@
     on_stop = "keep"                   # `fscontrol run` on SIGTERM: keep what control set, or "restore" (= control off)
     slurm_timeout = "60s"
     tick_deadline = "5m"               # one tick's whole budget (keep it under the service's timeout)
+    pass_lead = "3s"                   # `run`: control this long before each decay pass ("0s": on schedule.control)
 
     [schedule]                         # `fscontrol run`: one interval per stage
     collect = "5m"
@@ -98,6 +99,7 @@ class AgentConfig:
     on_stop: str = "keep"  # `fscontrol run` stopped: "keep" d and padding, or "restore" (control off; on again at start)
     slurm_timeout_s: float = 60.0
     tick_deadline_s: float = 300.0  # a tick never runs a command past this (systemd's TimeoutSec is 600)
+    pass_lead_s: float = 3.0  # `run`: control this long before each decay pass (0: every schedule.control)
     schedule: dict[str, float] = field(
         default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0}
     )
@@ -206,7 +208,7 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     _unknown("", raw, {"agent", "schedule", "clusters"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
     _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
-                               "tick_deadline", "on_stop"})
+                               "tick_deadline", "on_stop", "pass_lead"})
     out: dict[str, Any] = {}
     for k in ("db", "lock", "metrics", "publish_dir"):
         if k in agent:
@@ -225,6 +227,12 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
         out["on_stop"] = _choice("agent.", "on_stop", agent["on_stop"], ("keep", "restore"))
     if "tick_deadline" in agent:
         out["tick_deadline_s"] = parse_period(agent["tick_deadline"], where="config: 'agent.tick_deadline'")
+    if "pass_lead" in agent:
+        v = agent["pass_lead"]
+        lead = 0.0 if v in (0, "0", "0s") else parse_period(v, where="config: 'agent.pass_lead'")
+        if not 0 <= lead <= 60:
+            raise ConfigError(f"config: 'agent.pass_lead' must be between 0 s and 60 s, got {lead:g} s")
+        out["pass_lead_s"] = lead
     if out.get("tick_deadline_s", AgentConfig.tick_deadline_s) <= out.get("slurm_timeout_s", AgentConfig.slurm_timeout_s):
         raise ConfigError("config: 'agent.tick_deadline' must be longer than 'agent.slurm_timeout' (one command must fit in a tick)")
     sched = _type("", "schedule", raw.get("schedule", {}), dict)

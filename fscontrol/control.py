@@ -9,9 +9,17 @@ controller picks d and/or w so that S_ref * d * (U_real + w) = u*:
 * padding: w = u* / (S_ref * d) - U_real at the d in force (w >= 0: padding can only soften);
 * hybrid: d = floor of the ideal (so w >= 0) for the coarse step, padding for the rest: exact.
 
-Slurm computes EffectvUsage at the start of a decay pass from the usage the previous pass left:
-what the agent does now shows in F one pass later. So padding is planned for the usage after the
-next pass: real usage decays by f^P and running jobs add P * billing * f^P (decay.py).
+When each part of a decision takes effect (classic, slurmctld's decay thread, read from
+priority_multifactor.c): a pass computes the factors from the usage as it stands when the pass
+starts (the accounts' EffectvUsage first; a user's at their first pending job, a ratio that decay
+leaves alone) and the d in force at that moment, then decays and charges the running jobs. So:
+
+* d set now acts at the coming pass, on the usage there is now (U_now: real + padding, all known):
+  d is chosen for U_now, and a burst that has just been charged costs only d's rounding,
+  at most 0.5 / d_ideal, at its first pass;
+* padding charged at the coming pass is in the usage the pass after it reads: it is planned for
+  the usage after the next pass (real usage decays by f^P, running jobs add P * billing * f^P;
+  decay.py) and for the d that pass will want (`d_next`).
 
 Padding is delivered by real jobs of the dummy association (RawUsage can only be reset to 0):
 * steady: one long 1-CPU dummy job in a QOS whose UsageFactor k is set each tick so that the
@@ -53,6 +61,7 @@ class Decision:
     bound: float | None  # damping: the relative error integer d (and hysteresis) may leave
     advise_only: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
+    d_next: int | None = None  # the d the padding is planned for (the pass after the coming one)
 
     @property
     def error_now(self) -> float | None:
@@ -153,7 +162,8 @@ def plan_control(
         notes.append("no real usage yet: H = S_ref * d * U is 0 whatever d is; waiting for usage")
         return decision(w_target=0.0)
 
-    d_ideal = u_star / (s_ref * u_next)
+    d_ideal = u_star / (s_ref * u_next)  # for the usage after the coming pass: what padding plans for
+    d_ideal_now = u_star / (s_ref * total) if total > 0 else d_ideal  # for the coming pass
     if d_ideal > D_MAX:
         notes.append(f"d would be {d_ideal:,.0f}, above Slurm's maximum {D_MAX}: capped, H falls short of u*")
     if d_ideal < 1:
@@ -162,10 +172,11 @@ def plan_control(
             "padding cannot sharpen fair-share; d=1, no padding"
         )
 
+    d_next = None
     if method == "damping":
-        d = choose_damping(d_ideal, d_hold, hysteresis)
+        d = choose_damping(d_ideal_now, d_hold, hysteresis)
         w_target = 0.0
-        bound = (0.5 + hysteresis) / d_ideal if d_ideal >= 1 else None
+        bound = (0.5 + hysteresis) / d_ideal_now if d_ideal_now >= 1 else None
     elif method == "padding":
         d = d_hold
         w_target = u_star / (s_ref * d) - u_next
@@ -174,9 +185,15 @@ def plan_control(
         fp = decay_factor_per_second(half_life_s) ** calc_period_s if half_life_s > 0 else 1.0
         left = u_next + w_now * fp  # the padding there now, after the next pass's decay
         d_seamless = clamp_d(math.floor(u_star / (s_ref * left))) if left > 0 else D_MAX
-        d = choose_hybrid_damping(d_ideal, d_hold, d_seamless) if d_ideal >= 1 else 1
-        w_target = u_star / (s_ref * d) - u_next
-        bound = None
+        # the coming pass reads the usage there is now: the nearest d (padding cannot change it any more)
+        d = clamp_d(round(d_ideal_now)) if d_ideal_now >= 1 else 1
+        # the pass after it: the d the padding is planned for (never above the ideal, so padding >= 0)
+        d_next = choose_hybrid_damping(d_ideal, d, d_seamless) if d_ideal >= 1 else 1
+        if d != d_hold:
+            notes.append(f"d for the coming pass: {d} (ideal {d_ideal_now:.2f} on the usage there is now); "
+                         f"padding planned for d = {d_next} after it")
+        w_target = u_star / (s_ref * d_next) - u_next
+        bound = 0.5 / d_ideal_now if d_ideal_now >= 1 else None
     else:
         raise ValueError(f"unknown control method {method!r}")
     if w_target < 0:
@@ -195,8 +212,8 @@ def plan_control(
                 notes.append("padding above target: the dummy job idles (UsageFactor 0) while it decays")
         elif w_now < w_target * (1 - padding_threshold):
             pulse_k = max(0.0, needed / (calc_period_s * dummy_billing * fp)) if calc_period_s > 0 else None
-    h_planned = s_ref * d * (u_next + w_target)
+    h_planned = s_ref * (d_next or d) * (u_next + w_target)
     return decision(
         d_target=d, d_ideal=d_ideal, w_target=w_target, usage_factor=k, pulse_usage_factor=pulse_k,
-        h_planned=h_planned, bound=bound,
+        h_planned=h_planned, bound=bound, d_next=d_next,
     )

@@ -32,6 +32,16 @@ def decay_factor_per_second(half_life_s: float) -> float:
     return 1.0 - 0.693 / half_life_s
 
 
+def next_pass(last_pass: float, period_s: float, after: float) -> float:
+    """The first decay pass later than `after`. slurmctld's decay thread wakes every
+    PriorityCalcPeriod from when it started (`abs.tv_sec += calc_period`), so the passes fall on
+    last_pass + k * period."""
+    if period_s <= 0:
+        raise ValueError(f"PriorityCalcPeriod must be positive, got {period_s!r}")
+    k = max(1, math.floor((after - last_pass) / period_s) + 1)
+    return last_pass + k * period_s
+
+
 def decay_lambda(half_life_s: float) -> float:
     """The decay rate Slurm really applies, per second: -ln(1 - 0.693/T); 0 for T = 0.
 

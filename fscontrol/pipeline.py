@@ -252,14 +252,16 @@ def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float)
 
 
 def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
-               force_control: bool = True, gate: bool = True, deadline: float | None = None) -> TickResult:
+               force_control: bool = True, gate: bool = True, control: bool = True,
+               deadline: float | None = None) -> TickResult:
     """The agent's cycle for one cluster (cron's `fscontrol tick`, the loop's job): which stages
     are due, then the one tick. `force_control` (cron) runs control at every tick; the loop passes
-    False and lets schedule.control pace it, and runs the gate as its own job (`gate=False`)."""
+    False and lets schedule.control pace it, and runs the gate as its own job (`gate=False`);
+    `control=False` when the loop runs control just before each decay pass instead."""
     t = time.time() if now is None else now
     cc = cfg.cluster(source.cluster)
     name = source.cluster or cc.name or None
-    do_control = force_control or not name or due(db, name, "control", cfg.schedule["control"], t)
+    do_control = control and (force_control or not name or due(db, name, "control", cfg.schedule["control"], t))
     do_gate = bool(gate and name and cc.gate.enabled and cc.allocations and due(db, name, "gate", cfg.schedule["gate"], t))
     stages = Stages(control=do_control, gate=do_gate, fit=True, publish=bool(cfg.publish_dir))
     return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
@@ -537,6 +539,21 @@ def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply:
         store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
                           None if done.status in ("ok", "planned") else done.output)
     return done
+
+
+def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
+    """(time of the next decay pass later than `after`, PriorityCalcPeriod), from `scontrol show
+    config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where
+    that record cannot be read or the cluster runs no decay passes we know of."""
+    from .decay import next_pass
+    from .source import last_decay_pass
+
+    conf_out = source.config()
+    conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
+    last = last_decay_pass(conf.raw.get("StateSaveLocation"))
+    if last is None or conf.priority_type != "priority/multifactor":
+        return None
+    return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
 
 
 def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:

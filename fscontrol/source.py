@@ -124,6 +124,25 @@ class LiveSlurm:
         return f"live Slurm{' cluster ' + self.cluster if self.cluster else ''}"
 
 
+def last_decay_pass(state_save_location: str | None) -> float | None:
+    """When slurmctld's decay thread last ran: StateSaveLocation/priority_last_decay_ran, whose
+    first 8 bytes are that time, big-endian seconds (priority_multifactor.c, `pack_time` in
+    `_write_last_decay_ran`, written at the end of every pass). Readable on the controller's
+    host by root or SlurmUser (the file is 0600); None where it cannot be read (the loop's
+    control then runs on its interval, not just before each pass)."""
+    if not state_save_location:
+        return None
+    try:
+        with open(os.path.join(state_save_location, "priority_last_decay_ran"), "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    if len(head) != 8:
+        return None
+    t = int.from_bytes(head, "big")
+    return float(t) if 0 < t < 2**40 else None
+
+
 @dataclass
 class RecordedSlurm:
     """A `samples/<scenario>/` folder: `<name>.txt` outputs plus `meta.json` (commands, times,

@@ -1,23 +1,26 @@
 #!/usr/bin/env python3
 """The busy cluster (issue: shared accounts, constant load with bursts, reconfigure, restart):
-hybrid control on the project's real testbed for 25 minutes, every halving figure from sprio and
-sshare alone. Opt-in experiment, not in CI; its last figures are in docs/control.md.
+hybrid control on the project's real testbed, every halving figure from sprio and sshare alone.
+Opt-in experiment, not in CI; its last figures are in docs/control.md.
 
-    sudo .venv/bin/python scripts/busy.py [--minutes 25] [--u-star 6] [--persist] [--out busy.json]
+    sudo .venv/bin/python scripts/busy.py [--minutes 25] [--warmup 15] [--u-star 24] [--persist] [--out busy.json]
 
 Seven associations of six users in three accounts (flat shared by four users, physics by two,
 chem alone); random jobs all through the run (1-8 CPUs, 60-300 s, about 40 CPUs busy); two
 bursts that fill the machine (four 32-CPU jobs of 90 s) at 8 and 16 minutes; `scontrol
-reconfigure` at 11 minutes; a slurmctld restart at 19 minutes. The agent: a control tick every
-15 s (`pipeline.control_tick --apply`, hybrid, steady padding) and, without --persist, the
-reconfigure watch every 5 s (`pipeline.watch_damping`). u* = 6 core-hours puts the ideal d near 25
-on this load (S_ref = 0.05, about 4.8 core-hours of decayed real usage).
+reconfigure` at 11 minutes; a slurmctld restart at 19 minutes (after --warmup minutes of the same
+load). The agent is the real loop (`agent.run_loop`, as `fscontrol run` starts it): control just
+before each decay pass (agent.pass_lead), a full tick every minute, and without --persist the
+reconfigure watch every 5 s. u* = 24 core-hours puts the ideal d near 100 on the steady load and
+above 40 in a burst (S_ref = 0.05).
 
-Per decay pass (seen as any user's EffectvUsage moving): for every user with a pending probe job,
-H = EffectvUsage x U_prev / -log2 F_sprio x S_ref / S_user (U_prev: root's RawUsage before the
-pass), and the d slurmctld held. Prints: settled worst and mean |H/u* - 1| (passes after 5 min,
-outside 4 passes from each burst, reconfigure and restart); per burst, the error at its first
-pass and the worst of the next three; per reconfigure/restart, the d of the next pass.
+Measured outside fscontrol: a sampler runs `sshare -a -l -P` and `sprio` every second. A decay
+pass shows as users' EffectvUsage moving between two samples; for every user with a pending
+probe job, H = EffectvUsage x U_pre / -log2 F_sprio x S_ref / S_user, with U_pre root's RawUsage in
+the sample just before the pass and F from sprio two samples after it. Beside it, from the
+agent's history, what the agent read before that pass (root's RawUsage, the d it chose): the
+usage charged between its read and the pass (jobs that ended in those seconds charge their
+last stretch then) is the part of the error no agent can see before the pass.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import threading
@@ -37,36 +41,58 @@ sys.path.insert(0, str(ROOT))
 
 from testbed import ensure_testbed  # noqa: E402
 
-from fscontrol import config, pipeline, store  # noqa: E402
+from fscontrol import agent, config, parse, store  # noqa: E402
 
 ASSOCS = [("alice", "flat"), ("bob", "flat"), ("carol", "flat"), ("dave", "flat"), ("alice", "physics"), ("bob", "physics"),
           ("carol", "chem")]
 
 
-def passes(history, s_ref: float, u_star: float) -> list[dict]:
-    out = []
-    for j in range(1, len(history)):
-        ue = {r.key: r.effective_usage for r in history[j].shares}
-        if ue == {r.key: r.effective_usage for r in history[j - 1].shares}:
+def sampler(tb, probes: dict[str, tuple[str, str]], stop: threading.Event, out: list) -> None:
+    """Every second: (time, {assoc: (EffectvUsage, NormShares)}, root RawUsage, {assoc: F})."""
+    while not stop.is_set():
+        t = time.time()
+        try:
+            rows = parse.parse_sshare(tb.run(*parse.SSHARE_ARGS, timeout=10))
+            prio = parse.parse_sprio(tb.run(*parse.SPRIO_ARGS, timeout=10))
+        except Exception:  # noqa: BLE001 - slurmctld restarting
+            stop.wait(1)
             continue
-        u_prev = next(r.raw_usage for r in history[j - 1].shares if r.depth == 0)
-        errs = []
-        for r in history[j].shares:
-            f = history[j].prio_fairshare.get(r.key)
-            if not r.is_user or f is None or not 0 < f < 1 or not r.effective_usage or r.raw_usage <= 0 or not r.norm_shares:
+        root = next(r.raw_usage for r in rows if r.depth == 0)
+        ue = {r.key: (r.effective_usage, r.norm_shares) for r in rows if r.user}
+        f = {probes[p.job_id][::-1]: p.fairshare_norm for p in prio if p.job_id in probes}  # (account, user)
+        out.append((t, ue, root, f))
+        stop.wait(max(0.0, 1.0 - (time.time() - t)))
+
+
+def passes(samples: list, s_ref: float, u_star: float) -> list[dict]:
+    out = []
+    for i in range(1, len(samples) - 2):
+        ue0, ue1 = samples[i - 1][1], samples[i][1]
+        if {k: v[0] for k, v in ue0.items()} == {k: v[0] for k, v in ue1.items()}:
+            continue
+        if {k: v[0] for k, v in samples[i + 2][1].items()} != {k: v[0] for k, v in ue1.items()}:
+            continue  # another pass already: not a clean read
+        u_pre = samples[i - 1][2]
+        f_after = samples[i + 2][3]
+        errs, ds = [], []
+        for key, (eu, s_user) in ue1.items():
+            f = f_after.get(key)
+            if f is None or not 0 < f < 1 or not eu or not s_user:
                 continue
-            h = r.effective_usage * u_prev / -math.log2(f) * (s_ref / r.norm_shares)
-            errs.append(h / u_star - 1)
+            errs.append(eu * u_pre / -math.log2(f) * (s_ref / s_user) / u_star - 1)
+            ds.append(eu / (s_user * -math.log2(f)))
         if errs:
-            out.append({"t": history[j].taken_at, "worst": max(errs, key=abs), "d": history[j].config.damping_factor})
+            out.append({"t": samples[i][0], "t_before": samples[i - 1][0], "worst": max(errs, key=abs),
+                        "spread": max(errs) - min(errs), "d": round(sum(ds) / len(ds)), "u_pre": u_pre})
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=25.0)
-    ap.add_argument("--u-star", type=float, default=6.0, help="core-hours")
+    ap.add_argument("--u-star", type=float, default=24.0, help="core-hours")
     ap.add_argument("--persist", action="store_true", help="persist d in slurm.conf (else the 5 s watch)")
+    ap.add_argument("--lead", default="1.5s", help="agent.pass_lead: control this long before each decay pass")
     ap.add_argument("--warmup", type=float, default=0.0,
                     help="minutes of load (and control) before the events and the settled count start: real usage "
                          "ramps from zero over about three half-lives (15 min here)")
@@ -78,36 +104,23 @@ def main() -> int:
     tb.scontrol("reconfigure")
     tb.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
     original = tb.conf.read_text()
-    probes = {a: tb.probe(*a) for a in ASSOCS}
+    probes = {tb.probe(*a): a for a in ASSOCS}
     cc = {"target_core_hours": args.u_star, "method": "hybrid", "padding_mode": "steady"}
     if args.persist:
         cc.update(persist=True, slurm_conf=str(tb.conf))
-    cfg = config.from_dict({"clusters": {"tbcluster": cc}})
+    cfg = config.from_dict({
+        "agent": {"apply": True, "pass_lead": args.lead},
+        "schedule": {"collect": "60s", "control": "60s", "fit": "1h", "watch": "5s"},
+        "clusters": {"tbcluster": cc},
+    })
     work = Path("/tmp/fscontrol-busy")
     work.mkdir(exist_ok=True)
     db_path = work / f"busy-{int(time.time())}.db"
     stop = threading.Event()
     events: list[tuple[str, float]] = []
-    ticks: list = []
+    samples: list = []
     rng = random.Random(12)
     t0 = time.time()
-
-    def agent() -> None:
-        db = store.open_db(db_path)
-        last_tick = 0.0
-        while not stop.is_set():
-            now = time.time()
-            try:
-                if now - last_tick >= 15:
-                    last_tick = now
-                    ticks.append(pipeline.control_tick(tb.source(), db, cfg, apply=True))
-                elif not args.persist:
-                    done = pipeline.watch_damping(tb.source(), db, cfg, apply=True)
-                    if done is not None:
-                        events.append(("watch re-applied d", time.time()))
-            except Exception as e:  # noqa: BLE001 - a failed tick (slurmctld restarting) is recorded; go on
-                events.append((f"tick failed: {str(e)[:80]}", time.time()))
-            stop.wait(5)
 
     def load() -> None:
         while not stop.is_set():
@@ -118,12 +131,20 @@ def main() -> int:
                 pass
             stop.wait(rng.uniform(5, 15))
 
-    threads = [threading.Thread(target=agent, daemon=True), threading.Thread(target=load, daemon=True)]
+    counts: dict = {}
+    threads = [
+        threading.Thread(target=lambda: counts.update(agent.run_loop(cfg, lambda name: tb.source(), db_path, [None], apply=True,
+                                                                     stop=stop)), daemon=True),
+        threading.Thread(target=load, daemon=True),
+        threading.Thread(target=sampler, args=(tb, probes, stop, samples), daemon=True),
+    ]
     for t in threads:
         t.start()
     plan = [(args.warmup + m, what) for m, what in [(8, "burst"), (11, "reconfigure"), (16, "burst"), (19, "restart")]]
     try:
         for minute, what in plan:
+            if minute >= args.warmup + args.minutes:
+                break
             while time.time() - t0 < minute * 60:
                 time.sleep(1)
             events.append((what, time.time()))
@@ -146,30 +167,51 @@ def main() -> int:
         tb.conf.write_text(original)
         tb.scontrol("reconfigure")
     db = store.open_db(db_path)
-    history = [store.load_snapshot(db, r.snapshot_id) for r in ticks]
-    s_ref = ticks[-1].decision.s_ref
-    ps = passes(history, s_ref, args.u_star * 3600)
+    decisions = list(db.query(
+        "SELECT s.taken_at, s.id AS snapshot_id, d.d_target, d.s_ref, d.d_ideal FROM decisions d "
+        "JOIN snapshots s ON s.id = d.snapshot_id ORDER BY s.taken_at"))
+    s_ref = next(d["s_ref"] for d in reversed(decisions) if d["s_ref"])
+    ps = passes(samples, s_ref, args.u_star * 3600)
+    print(f"{len(samples)} samples, {len(ps)} passes, {len(decisions)} decisions", file=sys.stderr)
+    if os.environ.get("BUSY_DUMP"):
+        Path(os.environ["BUSY_DUMP"]).write_text(json.dumps([(t, {"/".join(k): v for k, v in ue.items()}, r, {"/".join(k): x for k, x in f.items()}) for t, ue, r, f in samples]))
+    for p in ps:  # what the agent read last before the pass, and the d it chose for it
+        before = [d for d in decisions if d["taken_at"] < p["t_before"] + 1.0]
+        if before:
+            snap = store.load_snapshot(db, before[-1]["snapshot_id"])
+            u_agent = next(r.raw_usage for r in snap.shares if r.depth == 0)
+            p["read_s_before"] = round(p["t"] - snap.taken_at, 1)
+            p["charged_after_read"] = p["u_pre"] / u_agent - 1 if u_agent else None
+            p["error_on_read"] = s_ref * p["d"] * u_agent / (args.u_star * 3600) - 1
+            p["d_ideal"] = before[-1]["d_ideal"]
     marks = [(w, t) for w, t in events if w in ("burst", "reconfigure", "restart")]
 
     def after(t: float) -> list[dict]:
         return [p for p in ps if p["t"] > t]
 
+    def row(p: dict) -> dict:
+        return {"min": round((p["t"] - t0) / 60, 2), "error": round(p["worst"], 5), "d": p["d"],
+                "charged_after_read": None if p.get("charged_after_read") is None else round(p["charged_after_read"], 5),
+                "error_on_read": None if p.get("error_on_read") is None else round(p["error_on_read"], 5)}
+
     quiet = [p for p in ps if p["t"] - t0 >= (args.warmup + 5) * 60 and not any(0 < p["t"] - t < 4 * 60 + 5 for _, t in marks)]
     report = {
-        "u_star_core_hours": args.u_star, "persist": args.persist, "passes": len(ps),
-        "d_range": [min(p["d"] for p in ps), max(p["d"] for p in ps)],
-        "d_ideal_min": min(r.decision.d_ideal for r in ticks if r.decision.d_ideal),
+        "u_star_core_hours": args.u_star, "persist": args.persist, "lead": args.lead, "passes": len(ps),
+        "d_range": [min(p["d"] for p in ps), max(p["d"] for p in ps)] if ps else None,
+        "d_ideal_min_after_warmup": min((p["d_ideal"] for p in ps if p.get("d_ideal") and p["t"] - t0 >= args.warmup * 60),
+                                        default=None),
         "settled_worst": max((abs(p["worst"]) for p in quiet), default=None),
         "settled_mean": sum(p["worst"] for p in quiet) / len(quiet) if quiet else None,
+        "settled_worst_on_read": max((abs(p["error_on_read"]) for p in quiet if p.get("error_on_read") is not None), default=None),
         "settled_passes": len(quiet),
+        "settled": [row(p) for p in quiet],
+        "all": [row(p) for p in ps],
         "events": [],
-        "failed_ticks": [w for w, _ in events if w.startswith("tick failed")],
-        "watch": sum(1 for w, _ in events if w == "watch re-applied d"),
+        "loop": counts,
+        "spread_between_users_max": max((p["spread"] for p in ps), default=None),
     }
     for what, t in marks:
-        nxt = after(t)[:4]
-        report["events"].append({"what": what, "at_min": round((t - t0) / 60, 1),
-                                 "passes": [{"error": round(p["worst"], 5), "d": p["d"]} for p in nxt]})
+        report["events"].append({"what": what, "at_min": round((t - t0) / 60, 1), "passes": [row(p) for p in after(t)[:4]]})
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))

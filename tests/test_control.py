@@ -31,12 +31,14 @@ def plan(rows, method, u_star_ch, d_now=1, **kw):
 
 def test_hybrid_hits_target_exactly_and_damping_within_rounding():
     rows = shares()
+    total = next(r.raw_usage for r in rows if r.depth == 0)
+    ideal_now = 7200 / (0.05 * total)  # the coming pass reads the usage there is now
     hy = plan(rows, "hybrid", 2.0)
-    assert hy.d_target == int(hy.d_ideal) and hy.w_target > 0
-    assert hy.h_planned == pytest.approx(2.0 * 3600, rel=1e-12)
+    assert hy.d_target == round(ideal_now) and hy.d_next == int(hy.d_ideal) and hy.w_target > 0
+    assert hy.h_planned == pytest.approx(2.0 * 3600, rel=1e-12)  # at the pass after it, with the padding
     dm = plan(rows, "damping", 2.0)
-    assert dm.w_target == 0 and dm.d_target == round(dm.d_ideal)
-    assert abs(dm.h_planned / 7200 - 1) <= 0.5 / dm.d_ideal + 1e-12
+    assert dm.w_target == 0 and dm.d_target == round(ideal_now)
+    assert abs(0.05 * dm.d_target * total / 7200 - 1) <= 0.5 / ideal_now + 1e-12
     pd = plan(rows, "padding", 2.0)
     assert pd.d_target == 1 and pd.h_planned == pytest.approx(7200, rel=1e-12)
 
@@ -106,8 +108,7 @@ def test_hybrid_never_leaves_more_padding_than_the_new_d_needs():
 
 
 def test_reverted_damping_is_reapplied():
-    ideal = plan(shares(), "damping", 2.0).d_ideal
-    d_last = round(ideal)
+    d_last = round(7200 / (0.05 * next(r.raw_usage for r in shares() if r.depth == 0)))
     dec = plan(shares(), "damping", 2.0, d_now=1, d_last=d_last)
     assert dec.d_target == d_last and any("reverted" in n for n in dec.notes)
     acts = actions.control_plan(dec, dummy=DUMMY, dummy_partition="fsadmin", padding_qos="fspad",
