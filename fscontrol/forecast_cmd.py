@@ -48,6 +48,12 @@ def parser() -> argparse.ArgumentParser:
         help="One campaign step, repeatable, kept in command-line order: --run 56cpus:14d (56 cores for 14 days), "
         "--idle 3d (nothing for 3 days). Same as --plan; do not mix the two.",
     )
+    p.add_argument(
+        "--job", "-j", type=int,
+        help="The pending job whose priority to forecast (default: your earliest pending job in the account, from "
+        "squeue; with none, a job you submit now). It matters on small half-lives: a decay pass charges the jobs "
+        "listed before yours before it computes your fair-share.",
+    )
     p.add_argument("--target", type=float, default=0.5, help="The fair-share to recover to (0 < F < 1). Default 0.5.")
     p.add_argument(
         "--published", type=Path,
@@ -126,17 +132,23 @@ def _forecast(args: argparse.Namespace) -> dict:
     trusted = os.stat(path).st_uid == 0
     admin = uf.is_admin(requester, uid, data_pub, trusted)
     uf.check_access(who, requester, admin)
+    pending: dict[str, int] = {}
     if args.source == "published":
         rows = uf.rows_from_published(data_pub, who)
     elif args.source == "live":
         from .source import LiveSlurm
 
         argv = ("sshare", "-l", "-P") + (("-u", who) if who != requester else ())
-        rows = uf.parse_own_sshare(LiveSlurm(cluster=args.cluster).run(argv).stdout)
+        live = LiveSlurm(cluster=args.cluster)
+        rows = uf.parse_own_sshare(live.run(argv).stdout)
+        if args.job is None:
+            pending = uf.parse_own_pending(live.run(("squeue", "-h", "-u", who, "-t", "PD", "-o", "%i|%a")).stdout)
     else:
         from .source import RecordedSlurm
 
         rows = uf.parse_own_sshare(RecordedSlurm(Path(args.source), cluster=args.cluster).sshare().stdout)
+    if args.job is not None:
+        pending = {r.account: args.job for r in rows if r.user == who}
     data = uf.forecast_data(
         data_pub,
         rows,
@@ -150,6 +162,7 @@ def _forecast(args: argparse.Namespace) -> dict:
         max_age_s=max_age_s,
         stale_ok=args.stale_ok,
         horizon_s=horizon_s,
+        pending=pending,
     )
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))

@@ -128,7 +128,8 @@ def build_published(
 def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any]:
     """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
     each account's whole subtree, every running job as [seconds to its time limit (None: no
-    limit), rate in billing-seconds per second]. Keyed by salted hashes of the account (and,
+    limit), rate in billing-seconds per second, job id (its place in slurmctld's job list: a pass
+    charges the jobs in that order, see forecast.project_running)]. Keyed by salted hashes of the account (and,
     unless PrivateData hides jobs, of account/user): a user finds their own accounts' entries,
     the file names no one."""
     parent = {r.account: r.parent for r in snap.shares if not r.user}
@@ -136,7 +137,7 @@ def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any
     accounts: dict[str, list[list]] = {}
     users: dict[str, list[list]] = {}
     for _job, account, user, rate, ends_at in snap.running:
-        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate]
+        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(_job)]
         cluster.append(entry)
         a, seen = account, set()
         while a and a != "root" and a not in seen:
@@ -149,6 +150,13 @@ def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any
             {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())},
             "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())},
             "users_published": not private & {"jobs", "all"}}
+
+
+def job_order(job_id: str) -> int | None:
+    """A job's place in slurmctld's job list: jobs are appended as they are created, so by job id
+    (an array task by its array's id). None when the id is not a number."""
+    head = str(job_id).split("_", 1)[0].split("+", 1)[0]
+    return int(head) if head.isdigit() else None
 
 
 def _end_key(e: list) -> float:

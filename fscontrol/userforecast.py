@@ -224,8 +224,12 @@ def forecast_data(
     stale_ok: bool = False,
     horizon_s: float | None = None,
     points: int = POINTS,
+    pending: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Everything `fscontrol forecast` shows, as plain data.
+
+    `pending`: by account, the user's earliest pending job (the one whose priority is forecast;
+    where none is given, a job submitted now).
 
     `rows` are sshare rows (as the user sees them, or a whole tree: only `user`'s rows are
     used, nobody else's is ever read into the result). `requester`/`is_admin` say who asks:
@@ -268,7 +272,7 @@ def forecast_data(
     running = published.get("running")
     if running is not None and running.get("cluster") and plan_end > 0 and total > 0:
         for r, a in zip(mine, assocs):
-            _with_running(a, r, rows, published, running, plan, plan_end, d, total)
+            _with_running(a, r, rows, published, running, plan, plan_end, d, total, (pending or {}).get(r.account))
     return {
         "user": user,
         "requester": requester if requester is not None else user,
@@ -294,7 +298,7 @@ def forecast_data(
 
 
 def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, running: dict, plan: list,
-                  plan_end: float, d: float, total: float) -> None:
+                  plan_end: float, d: float, total: float, pending_job: int | None = None) -> None:
     """The plan's outcome with the cluster still running: every job running now goes on to its
     time limit (nobody starts a new one); its usage reaches this user's EffectvUsage with the
     weight of the account it runs under (forecast.path_weights). Under control (the agent holds
@@ -312,22 +316,48 @@ def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dic
     jobs = []
     for k, w in weights.items():
         group = running["users"].get(assoc_token(cluster, *k)) if k[1] else running["accounts"].get(assoc_token(cluster, k[0]))
-        jobs += [(left, rate, w) for left, rate in group or ()]
+        jobs += [(e[0], e[1], w) for e in group or ()]
+
+    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job: after all)
+        return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
+
+    mine = running["users"].get(assoc_token(cluster, *r.key)) or []
+    cluster_all = running["cluster"]
     # the halving is held when the agent controls it (and, as before, when the file does not say)
     held = published.get("control_method") != "none" and (published.get("target_core_hours") or
                                                            published.get("control_method") is None)
     passes = max(1, round(plan_end / period))
     ue0 = r.effective_usage or 0.0
     path = project_running(ue0 * total, total, passes=passes, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
-                           cluster_jobs=None if held else [tuple(x) for x in running["cluster"]], plan=plan)
+                           cluster_jobs=None if held else [tuple(x[:2]) for x in cluster_all], plan=plan,
+                           self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
+                           own_jobs=[tuple(e[:2]) for e in mine], own_early=[tuple(e[:2]) for e in mine if early(e)],
+                           early_jobs=[tuple(e[:2]) for e in cluster_all if early(e)])
     fs = [2.0 ** (-((u / tot) / r.norm_shares) / d) for u, tot in path]
     idle_world = (a["after_plan"] or {}).get("fairshare")
     a["after_plan"] = dict(a["after_plan"] or {}, fairshare=fs[-1], lowest_fairshare=min(fs),
                            fairshare_if_everyone_stopped=idle_world)
     n_jobs = len(running["cluster"])
     own = "" if running.get("users_published") else " (your own running jobs are not published here: PrivateData)"
+    job = f"your pending job {pending_job}" if pending_job is not None else "a job you submit now"
     a["assumed"] = (f"the {n_jobs} job(s) running at the snapshot keep running to their time limits and nobody starts "
-                    f"another; {'the agent holds the total usage' if held else 'the total usage moves with them'}{own}")
+                    f"another; {'the agent holds the total usage' if held else 'the total usage moves with them'}{own}; "
+                    f"the priority of {job}")
+
+
+def parse_own_pending(text: str) -> dict[str, int]:
+    """`squeue -h -u USER -t PD -o %i|%a`: by account, the earliest pending job (its place in
+    slurmctld's job list). Job ids that are not numbers (array tasks pending as 12_[1-9]) count by
+    their array's id."""
+    from .publish import job_order
+
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        job, _, account = line.strip().partition("|")
+        order = job_order(job.split("_", 1)[0])
+        if order is not None and account:
+            out[account] = min(order, out.get(account, order))
+    return out
 
 
 def _exact(r: ShareRow) -> bool:

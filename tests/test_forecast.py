@@ -157,3 +157,42 @@ def test_parse_duration():
     assert parse_duration("2w") == 14 * DAY and parse_duration(" 90 m ") == 5400.0
     with pytest.raises(PlanError):
         parse_duration("3 days")
+
+
+def test_project_running_reads_a_pass_as_slurmctld_does_job_by_job():
+    """A hand-built pass by pass reference, written from priority_multifactor.c's `_decay_thread`:
+    account X's EffectvUsage as the pass starts; user A's own NormUsage when the pass reaches A's
+    pending job, after the running jobs listed before it are charged. Two users share X (shares
+    1:3, so A's weights are 0.75 own and 0.25 X's); A runs 2 CPUs (listed before A's pending job),
+    B runs 8 (listed before), another account runs 4 (listed after); padding listed last holds
+    the total. project_running must follow it to 1e-9 over 10 passes."""
+    from fscontrol.decay import decay_factor_per_second
+
+    P, HL = 60.0, 300.0
+    f = decay_factor_per_second(HL)
+    fp = f**P
+    c = P * f**P  # one pass's charge of a 1-CPU job running the whole pass
+    a, b, other = 4000.0, 9000.0, 5000.0  # before the snapshot's pass
+    total = 30000.0  # held by the padding
+    s_self = 0.25  # A's share of X's
+    # the snapshot's pass, as sshare then shows it (A has a pending job: its value from mid-pass)
+    ue0 = (1 - s_self) * (a * fp + 2 * c) / (total * fp + 10 * c) + s_self * (a + b) / total
+    a, b, other = a * fp + 2 * c, b * fp + 8 * c, other * fp + 4 * c
+    own0 = a
+    ref = []
+    for _ in range(10):
+        # the pass: X's usage as it starts; A's when its pending job comes up
+        ue_x = (a + b) / total
+        ua = (a * fp + 2 * c) / (total * fp + 10 * c)
+        ref.append((1 - s_self) * ua + s_self * ue_x)
+        a, b, other = a * fp + 2 * c, b * fp + 8 * c, other * fp + 4 * c
+    from fscontrol.forecast import project_running
+
+    got = project_running(
+        ue0 * 30000.0, 30000.0, passes=10, period_s=P, half_life_s=HL,
+        weighted_jobs=[(None, 2.0, 1.0), (None, 8.0, s_self)], cluster_jobs=None,
+        self_weight=1 - s_self, own0=own0, own_jobs=[(None, 2.0)], own_early=[(None, 2.0)],
+        early_jobs=[(None, 2.0), (None, 8.0)],
+    )
+    for (u, t), want in zip(got, ref):
+        assert abs(u / t - want) < 1e-9, (u / t, want)

@@ -1,0 +1,91 @@
+"""The per-user halving, checked by experiment on the real testbed: a user who shares an account
+runs exactly the usage `fairshare.usage_to_halve` names, and sprio's F halves.
+
+dave@flat shares `flat` with alice, bob and carol, who have usage of their own (the tree as it
+is); then only dave runs. To charge an exact amount, dave's 1-CPU job runs in QOS `normal` whose
+UsageFactor is 0 except for one decay pass, when it is k = x / P: that pass charges
+P * f^P * k (priority_multifactor.c `_apply_new_usage`), which is x in the usage units of the pass
+before, as everything else decays by the same f^P. Decay leaves every NormUsage alone when only
+dave runs, so the correction for decay is exact: the charge in the first snapshot's units is
+dave's RawUsage after / g - before, with g measured on an idle association.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from fscontrol import fairshare, pipeline, store
+
+pytestmark = pytest.mark.slurm
+
+
+def _stable(slurm, db):
+    for _ in range(5):
+        before = slurm.sshare()
+        res = pipeline.collect(slurm.source(), db)
+        if slurm.sshare() == before:
+            return store.load_snapshot(db, res.snapshot_id)
+    pytest.fail("a decay pass fell inside every collection")
+
+
+def _usage_factor(slurm, k: float) -> None:
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=normal", "set", f"usagefactor={k:.6f}")
+
+
+def test_usage_to_halve_halves_f_for_a_user_in_a_shared_account(slurm, tmp_path):
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")  # d = slurm.conf's 1
+    try:
+        # the tree as it is: account-mates and others with usage of their own
+        for (user, account), cpus in zip([("alice", "flat"), ("bob", "flat"), ("carol", "flat"), ("dave", "flat"),
+                                          ("alice", "physics"), ("carol", "chem")], (8, 4, 2, 2, 8, 4)):
+            slurm.submit(user, account, cpus, 75)
+        slurm.probe("dave", "flat")
+        deadline = time.time() + 300
+        while slurm.run("squeue", "-h", "-t", "R,CG", "-o", "%i").strip():
+            assert time.time() < deadline, "the history jobs did not end"
+            time.sleep(2)
+        _usage_factor(slurm, 0.0)
+        job = slurm.submit("dave", "flat", 1, 900)
+        while slurm.run("squeue", "-h", "-j", job, "-o", "%T").strip() != "RUNNING":
+            assert time.time() < deadline, "dave's job did not start"
+            time.sleep(1)
+        slurm.wait_for_pass()
+        slurm.wait_for_pass()  # EffectvUsage settled on the tree as it is (every charge in)
+        db = store.open_db(tmp_path / "h.db")
+        s0 = _stable(slurm, db)
+        rows0 = {r.key: r for r in s0.shares}
+        dave0, alice0 = rows0[("flat", "dave")], rows0[("physics", "alice")]
+        total0 = float(next(r.raw_usage for r in s0.shares if r.depth == 0))
+        f0 = s0.prio_fairshare[("flat", "dave")]
+        x = fairshare.usage_to_halve(dave0.effective_usage, dave0.norm_shares, 1, total0)
+        assert x is not None and 0 < f0 < 1
+        yalim = fairshare.implied_halving(dave0.raw_usage, f0)
+
+        _usage_factor(slurm, x / s0.config.calc_period_s)  # one pass of it: P f^P k = x f^P
+        slurm.wait_for_pass()
+        _usage_factor(slurm, 0.0)
+        slurm.wait_for_pass()  # dave's EffectvUsage with the charge in (his probe is older than his job)
+        s1 = _stable(slurm, db)
+        rows1 = {r.key: r for r in s1.shares}
+        f1 = s1.prio_fairshare[("flat", "dave")]
+        g = rows1[("physics", "alice")].raw_usage / alice0.raw_usage  # decay between the snapshots
+        charged = rows1[("flat", "dave")].raw_usage / g - dave0.raw_usage
+        ratio = f1 / f0
+        print(f"dave@flat: usage to halve x = {x / 3600:.4f} core-hours (u/-log2F says {yalim / 3600:.4f}); "
+              f"charged {charged / 3600:.4f} ({charged / x - 1:+.2%}); F {f0:.5f} -> {f1:.5f}: ratio {ratio:.4f} "
+              f"({ratio / 0.5 - 1:+.2%} from a half)")
+        assert abs(charged / x - 1) <= 0.01  # the charge was the usage asked (sshare's integers, one pass)
+        assert abs(ratio / 0.5 - 1) <= 0.02  # the issue: F halves within 2%
+        # and F follows the formula at the charge delivered: -log2 F = UE(x) / (S d)
+        ue = (dave0.effective_usage * total0 + charged) / (total0 + charged)
+        assert abs(2 ** (-ue / dave0.norm_shares) / f1 - 1) <= 0.005
+        assert abs(yalim / x - 1) > 0.2  # u / -log2 F is not this quantity in a shared account
+        assert math.isfinite(x)
+    finally:
+        _usage_factor(slurm, 1.0)
+        slurm.cancel_all()
