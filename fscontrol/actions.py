@@ -48,8 +48,10 @@ def set_usage_factor(qos: str, k: float, reason: str) -> Action:
     )
 
 
-def submit_dummy(user: str, account: str, partition: str, qos: str, seconds: int | None, name: str, reason: str) -> Action:
-    """A 1-CPU job of the dummy user (root submits it with --uid/--gid)."""
+def submit_dummy(user: str, account: str, partition: str, qos: str, seconds: int | None, name: str, reason: str,
+                 reservation: str | None = None) -> Action:
+    """A 1-CPU job of the dummy user (root submits it with --uid/--gid); in `reservation` when the
+    admin keeps a core for it (a full cluster would otherwise leave it pending)."""
     time_arg = "UNLIMITED" if seconds is None else str(max(1, math.ceil(seconds / 60)))
     script = "exec sleep infinity" if seconds is None or name == DUMMY_JOB_NAME else f"exec sleep {int(seconds)}"
     return Action(
@@ -57,7 +59,7 @@ def submit_dummy(user: str, account: str, partition: str, qos: str, seconds: int
         (
             "sbatch", "--parsable", f"--uid={user}", f"--gid={user}", "-A", account, "-p", partition,
             "--qos", qos, "-n", "1", "-t", time_arg, "-J", name, "-o", "/dev/null", "--chdir=/tmp",
-            "--wrap", script,
+            *((f"--reservation={reservation}",) if reservation else ()), "--wrap", script,
         ),
         reason,
     )
@@ -73,9 +75,11 @@ def control_plan(
     dummy_jobs: Sequence[QueueJob],
     calc_period_s: float,
     now: float | None = None,
+    reservation: str | None = None,
 ) -> list[Action]:
     """The commands that carry a decision out, each with its reason. `now` (the snapshot's time)
-    renews the steady padding job's time limit once less than half of it is left."""
+    renews the steady padding job's time limit once less than half of it is left; `reservation`
+    (config padding_reservation) is where the padding jobs run."""
     if dec.advise_only:
         return []
     plan: list[Action] = []
@@ -100,7 +104,7 @@ def control_plan(
         if not running:
             plan.append(
                 submit_dummy(user, account, dummy_partition, padding_qos, PADDING_LIMIT_S, DUMMY_JOB_NAME,
-                             "steady padding needs its long-running 1-CPU dummy job")
+                             "steady padding needs its long-running 1-CPU dummy job", reservation)
             )
         elif now is not None:
             for j in running:

@@ -69,6 +69,7 @@ class ClusterConfig:
     dummy_partition: str = "fsadmin"
     padding_mode: str = "pulse"
     padding_qos: str = "fspad"
+    padding_reservation: str | None = None  # a reservation that keeps a core for the padding job on a full cluster
     padding_threshold: float = 0.02  # pulse when padding fell this fraction below its target
     hysteresis: float = 0.25  # damping: move d only when the ideal is this far past the midpoint
     persist: bool = False  # damping: also write slurm.conf (atomically, validated)
@@ -183,7 +184,7 @@ def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
         if not (a and slash and u):
             raise ConfigError(f"config: '{sec}dummy' must be ACCOUNT/USER, got {v!r}")
         out["dummy"] = v
-    for k in ("dummy_partition", "padding_qos", "slurm_conf"):
+    for k in ("dummy_partition", "padding_qos", "slurm_conf", "padding_reservation"):
         if k in raw:
             out[k] = _type(sec, k, raw[k], str)
     if "padding_mode" in raw:

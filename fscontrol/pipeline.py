@@ -631,6 +631,11 @@ def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc, off=None):
         advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
                        if off else advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)),
     )
+    stuck = [q for q in dummy_jobs if q.state == "PENDING"]
+    if stuck and dec.method in ("padding", "hybrid"):
+        dec = replace(dec, notes=dec.notes + (
+            f"the padding job {stuck[0].job_id} is pending ({stuck[0].reason or 'no reason given'}): no padding is "
+            "charged while it waits; on a full cluster keep a core for it (padding_reservation, docs/control.md)",))
     plan = act.control_plan(
         dec,
         dummy=cc.dummy_key,
@@ -640,6 +645,7 @@ def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc, off=None):
         dummy_jobs=dummy_jobs,
         calc_period_s=snap.config.calc_period_s,
         now=snap.taken_at,
+        reservation=cc.padding_reservation,
     )
     return dec, plan
 
