@@ -12,7 +12,8 @@ def write_text(path: str | Path, text: str, mode: int = 0o644) -> Path:
     """A temporary file in the same folder (so the rename stays on one filesystem), fsync,
     chmod (world-readable by default), os.replace; the temporary file is removed on failure."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    if not p.parent.is_dir():  # never made here: a typo would otherwise create folders as root
+        raise FileNotFoundError(f"folder {p.parent} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         with os.fdopen(fd, "w") as fh:

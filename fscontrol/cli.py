@@ -132,8 +132,12 @@ def status(
     """Where fair-share stands: priority settings, total usage, halving usage, and a per-user table
     (RawUsage in core-hours, NormShares, EffectvUsage, F by fscontrol and by Slurm, implied
     halving u / -log2 F), from the latest snapshot in the history."""
+    import math
+
     from . import config, pipeline, report, store
 
+    if ustar is not None and not (math.isfinite(ustar) and ustar > 0):
+        raise _fail(ConfigError(f"--target must be a number of core-hours > 0, got {ustar:g}"))
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
@@ -246,6 +250,11 @@ def control(
     typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
     if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
         raise typer.Exit(3)
+    if data["advise_only"] and (apply or cfg.apply):  # asked to act, and it cannot: say so to scripts too
+        from .errors import UnsafeActionError
+
+        reason = next((n for n in data["notes"] if n.startswith("advice only: ")), "advice only")
+        raise _fail(UnsafeActionError(f"--apply: nothing was done, {reason}"))
 
 
 def _agent_setup(config_path, db, source, cluster):
@@ -524,6 +533,10 @@ def simulate(
     throughput and utilization per account or user."""
     from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
 
+    if limit is not None and limit < 1:
+        raise _fail(ConfigError(f"--limit must be at least 1 job, got {limit}"))
+    if by not in ("account", "user"):
+        raise _fail(ConfigError(f"--by must be 'account' or 'user', got {by!r}"))
     try:
         wl = load_workload(workload, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
         results = [run_simulation(wl, p, progress=progress, per_user=(by == "user")) for p in policy]

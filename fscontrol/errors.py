@@ -63,6 +63,12 @@ class UnsafeActionError(FscontrolError):
     exit_code = 7
 
 
+class OutputError(FscontrolError):
+    """A file fscontrol was asked to write (the published snapshot, the metrics) could not be written."""
+
+    exit_code = 1
+
+
 class InternalError(FscontrolError):
     """A fault inside fscontrol itself (a bug): the tick is recorded as failed, other clusters go on."""
 

@@ -113,6 +113,10 @@ def _forecast(args: argparse.Namespace) -> dict:
         raise ConfigError("--plot needs matplotlib, which is not installed: pip install 'fscontrol[plot]' (or use the text chart / --json)")
     if args.plan and args.steps:
         raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
+    import math
+
+    if not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
+        raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
     segments: list = []
     if args.plan:
         segments = fc.parse_plan(args.plan, args.billing_per_core)

@@ -263,6 +263,7 @@ def plan_gate(
     *,
     now: float,
     hands_off: Collection[str] = (),
+    parents: Mapping[str, str] | None = None,
 ) -> GatePlan:
     """Plan one gate tick.
 
@@ -273,6 +274,9 @@ def plan_gate(
       mode it may be a mapping id -> the Nice the job had before, restored on un-nice (else 0).
     now: the time of the decision (recorded in the plan; the policy does not depend on it).
     hands_off: jobs the agent once held that someone else released or re-niced: never again.
+    parents: account -> parent account (from sshare). A job counts for the nearest account on
+      its path that has an allocation, so an allocation on a parent account covers the jobs of
+      its sub-accounts (its occupancy is theirs).
     """
     opts = options or GateOptions()
     unit = allocations_unit(allocations)
@@ -281,6 +285,14 @@ def plan_gate(
     restore = dict(ledger) if isinstance(ledger, Mapping) else {}
 
     jobs = sorted(queue, key=_prio_key)
+
+    def managed(account: str) -> str:
+        """The nearest account on the path up from `account` with an allocation (else itself)."""
+        a, hops = account, 0
+        while parents and a not in allocations and a in parents and hops < 64:
+            a, hops = parents[a], hops + 1
+        return a if a in allocations else account
+
     seen: set[str] = set()
     running: dict[str, list[QueueJob]] = {}
     pending: dict[str, list[QueueJob]] = {}
@@ -289,9 +301,9 @@ def plan_gate(
             continue
         seen.add(j.job_id)
         if is_running(j):
-            running.setdefault(j.account, []).append(j)
+            running.setdefault(managed(j.account), []).append(j)
         elif is_pending(j):
-            pending.setdefault(j.account, []).append(j)
+            pending.setdefault(managed(j.account), []).append(j)
 
     def size(j: QueueJob) -> float:
         return job_size(j, unit, opts.node_cpus)

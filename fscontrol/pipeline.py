@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import sqlite_utils
 
 from . import parse, store
-from .errors import (FscontrolError, InternalError, NotFoundError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
+from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
@@ -55,6 +55,8 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
 
     cfg_out = whole(source.config())
     config = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
+    if source.cluster and config.cluster and source.cluster != config.cluster:
+        raise NotFoundError(f"{source.describe()} is cluster {config.cluster}, not {source.cluster} (-M)")
     cluster = source.cluster or config.cluster
     window_start = window_start_of(cluster)
     sshare_out = whole(source.sshare())
@@ -297,6 +299,9 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
     try:
         snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
         cluster = snap.cluster
+        if acting and cfg is not None and cfg.clusters and cluster not in cfg.clusters:
+            raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
+                              f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
         cc = cfg.cluster(cluster) if cfg is not None else None
         # only a tick that may act settles (under the agent lock: never beside a tick in flight)
         settled = _settle(db, snap) if acting else _Settled([], None, ())
@@ -657,6 +662,10 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
 
     if rec is None:
         rec = gate.Reconciled({}, (), (), ())
+    known = {r.account for r in snap.shares if not r.user}
+    missing = sorted(a for a in cc.allocations if known and a not in known)
+    if missing and not release_all:
+        raise ConfigError(f"allocations for account(s) Slurm does not have on {snap.cluster}: {', '.join(missing)}")
     if release_all:
         plan = gate.plan_release_all(snap.queue, rec, now=snap.taken_at, mode=cc.gate.action)
     else:
@@ -664,7 +673,8 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
             raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
         options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions,
                                    node_cpus=cc.gate.node_cpus)
-        plan = gate.plan_gate(snap.queue, cc.allocations, rec.held, options, now=snap.taken_at, hands_off=rec.hands_off)
+        plan = gate.plan_gate(snap.queue, cc.allocations, rec.held, options, now=snap.taken_at, hands_off=rec.hands_off,
+                              parents={r.account: r.parent for r in snap.shares if not r.user and r.parent})
         if rec.cleanup:
             plan = replace(plan, actions=tuple(rec.cleanup) + plan.actions)
     acts = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
@@ -732,9 +742,14 @@ def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None
         method=cc.method,
     )
     try:
-        return pub.write_published(data, out or pub.default_path(snap.cluster, cfg.publish_dir)), data
+        if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is
+            target = pub.default_path(snap.cluster, cfg.publish_dir)
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        else:
+            target = out
+        return pub.write_published(data, target), data
     except OSError as e:
-        raise StoreError(f"cannot write the published snapshot: {e}") from None
+        raise OutputError(f"cannot write the published snapshot: {e}") from None
 
 
 def metrics_text(db: sqlite_utils.Database, cfg, clusters: list[str] | None = None) -> str:
@@ -764,7 +779,7 @@ def write_metrics(db: sqlite_utils.Database, cfg, path=None) -> str | None:
     try:
         return str(metrics.write_textfile(target, metrics_text(db, cfg)))
     except OSError as e:
-        raise StoreError(f"cannot write the metrics file {target}: {e}") from None
+        raise OutputError(f"cannot write the metrics file {target}: {e}") from None
 
 
 # ---------------------------------------------------------------------------- the SFS gate

@@ -317,10 +317,14 @@ def format_control(data: dict) -> str:
         f"planned {_fmt(data['halving_planned_core_hours'], ',.2f')} ({pct(data['error_planned'])})"
         + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
     ]
+    advice = [n for n in data["notes"] if n.startswith("advice only: ")]
+    if advice:  # first, so nobody reads the figures above as a plan: nothing will be done
+        lines.insert(0, f"ADVICE ONLY, nothing can be done here: {advice[0][len('advice only: '):]}")
     for n in data["notes"]:
-        lines.append(f"note: {n}")
+        if n not in advice:
+            lines.append(f"note: {n}")
     if not data["actions"]:
-        lines.append("plan: nothing to do")
+        lines.append("plan: none (advice only)" if data["advise_only"] else "plan: nothing to do")
     else:
         lines.append("")
         lines.append(

@@ -323,8 +323,14 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
         raise NotFoundError(f"no history database at {path}: run `fscontrol collect` first")
     if readonly:
         return _open_readonly(path, timeout_s)
+    if not path.parent.is_dir():
+        if path != default_db_path():  # a typo in --db must not start an empty history somewhere new
+            raise NotFoundError(f"folder {path.parent} of the history database {path.name} does not exist (a typo in --db?)")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the folder of the history database {path}: {e}") from None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         _private(path)
         conn = sqlite3.connect(str(path), timeout=timeout_s)
         db = sqlite_utils.Database(conn)

@@ -110,6 +110,9 @@ def test_label_values_are_escaped_and_round_trip():
 
 def test_metrics_file_is_replaced_atomically_and_world_readable(tmp_path):
     p = tmp_path / "tf" / "fscontrol.prom"
+    with pytest.raises(FileNotFoundError):  # the folder is the admin's (node_exporter's): never made here
+        metrics.write_textfile(p, "a 1\n")
+    p.parent.mkdir()
     metrics.write_textfile(p, "a 1\n")
     metrics.write_textfile(p, "a 2\n")
     assert p.read_text() == "a 2\n" and (p.stat().st_mode & 0o777) == 0o644

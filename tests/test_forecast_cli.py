@@ -109,6 +109,7 @@ def _sample(folder: Path, text: str) -> Path:
 
 @pytest.fixture()
 def agave(tmp_path):
+    (tmp_path / "public").mkdir(exist_ok=True)
     path = pub.write_published(pub.build_published(_snapshot(), target_core_hours=10_000), tmp_path / "public" / "agave.json")
     sample = _sample(tmp_path / "yalim-sshare", _sshare_text(_agave_rows(), {"yalim"}))
     return path, sample
@@ -388,6 +389,10 @@ def test_testbed_sample_publish_and_forecast(tmp_path, as_user):
     assert CliRunner().invoke(app, ["collect", "--source", str(SAMPLE), "--db", str(db)]).exit_code == 0
     out = tmp_path / "public" / "tbcluster.json"
     r = CliRunner().invoke(app, ["publish", "--db", str(db), "--out", str(out)])
+    # --out never makes folders: a typo would create them (as root); its own exit code, not the database's
+    assert r.exit_code == 1 and "does not exist" in r.output and not out.parent.exists(), r.output
+    out.parent.mkdir()
+    r = CliRunner().invoke(app, ["publish", "--db", str(db), "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "published snapshot 1 of tbcluster" in r.output
     assert oct(out.stat().st_mode & 0o777) == "0o644"
@@ -413,6 +418,7 @@ def test_publish_without_history(tmp_path):
 
 def test_write_is_atomic_and_world_readable(tmp_path):
     p = tmp_path / "d" / "c.json"
+    p.parent.mkdir()
     pub.write_published({"format": pub.FORMAT, "version": 1, "x": 1}, p)
     pub.write_published({"format": pub.FORMAT, "version": 1, "x": 2}, p)
     assert json.loads(p.read_text())["x"] == 2 and oct(p.stat().st_mode & 0o777) == "0o644"

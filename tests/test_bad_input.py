@@ -1,0 +1,117 @@
+"""Bad input from a newcomer's first hour (the newcomer issue, reproduced on ec6b9eb): each gets one
+clear line and a non-zero exit, nothing written where it should not be, no action on doubtful
+data. Every case here crashed, or passed silently, before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol.allocations import parse_allocations
+from fscontrol.cli import app
+from fscontrol.forecast_cmd import main as forecast_main
+from fscontrol.gate import plan_gate
+from fscontrol.records import QueueJob
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def one_line_error(r, code: int, *words: str) -> None:
+    assert r.exit_code == code, (r.exit_code, r.output)
+    err = [ln for ln in r.output.splitlines() if ln.startswith("fscontrol: error:")]
+    assert len(err) == 1 and "Traceback" not in r.output, r.output
+    for w in words:
+        assert w in err[0], (w, err[0])
+
+
+@pytest.fixture()
+def history(tmp_path):
+    db = tmp_path / "h.db"
+    assert invoke("collect", "--source", str(SAMPLE), "--db", str(db)).exit_code == 0
+    return db
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "0"])
+def test_status_target_must_be_positive_core_hours(history, value):
+    one_line_error(invoke("status", "--db", str(history), "--target", value), 2, "--target")
+
+
+def test_a_typo_in_db_starts_no_history_anywhere(tmp_path):
+    db = tmp_path / "no" / "such" / "h.db"
+    one_line_error(invoke("collect", "--source", str(SAMPLE), "--db", str(db)), 6, "does not exist")
+    assert not (tmp_path / "no").exists()
+
+
+def test_metrics_and_publish_out_never_make_folders(history, tmp_path):
+    one_line_error(invoke("metrics", "--db", str(history), "-o", str(tmp_path / "nodir" / "x.prom")), 1, "does not exist")
+    one_line_error(invoke("publish", "--db", str(history), "-o", str(tmp_path / "nodir" / "x.json")), 1, "published")
+    assert not (tmp_path / "nodir").exists()
+
+
+def test_a_sample_is_not_relabelled_as_another_cluster(tmp_path):
+    r = invoke("collect", "--source", str(SAMPLE), "-M", "othercluster", "--db", str(tmp_path / "h.db"))
+    one_line_error(r, 6, "tbcluster", "othercluster")
+
+
+def test_a_config_for_another_cluster_does_nothing_and_says_so(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.mycluster]\ntarget_core_hours = 10\nmethod = "hybrid"\n')
+    r = invoke("tick", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"))
+    one_line_error(r, 2, "mycluster", "tbcluster")
+
+
+def test_hybrid_without_its_dummy_says_advice_only_first(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 10\nmethod = "hybrid"\ndummy = "nosuch/dummy"\n')
+    r = invoke("control", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"))
+    assert r.exit_code == 0
+    first = r.output.splitlines()[0]
+    assert first.startswith("ADVICE ONLY") and "nosuch/dummy does not exist" in first, r.output
+    assert "plan: none (advice only)" in r.output
+
+
+def test_allocations_for_an_account_slurm_lacks_are_refused(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster.gate]\nenabled = true\n[clusters.tbcluster.allocations.nosuch]\naward = 10\n'
+                   'period = "1h"\n')
+    r = invoke("gate", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"))
+    one_line_error(r, 2, "nosuch")
+
+
+@pytest.mark.parametrize("args,word", [(["--limit", "0"], "--limit"), (["--limit", "-5"], "--limit"),
+                                       (["--by", "nothing"], "--by")])
+def test_simulate_options_out_of_range(args, word):
+    one_line_error(invoke("simulate", "section9", *args), 2, word)
+
+
+@pytest.mark.parametrize("value", ["-2", "0", "nan"])
+def test_forecast_billing_per_core_must_be_positive(value, capsys, tmp_path):
+    code = forecast_main(["--published", str(tmp_path), "--source", str(SAMPLE), "--plan", "8cpus:1d",
+                          "--billing-per-core", value])
+    err = capsys.readouterr().err
+    assert code == 2 and "--billing-per-core" in err and "Traceback" not in err, err
+
+
+def _job(job_id, account, state, cpus):
+    return QueueJob(str(job_id), "u", account, "batch", "normal", state, 1, cpus, 100, 0,
+                    "Priority" if state == "PENDING" else "None", 0.0, 0.0 if state == "RUNNING" else None, 3600)
+
+
+def test_an_allocation_on_a_parent_account_counts_its_sub_accounts_jobs():
+    allocs = parse_allocations({"science": {"award": 4, "period": "1h", "factor": 1}, "flat": {"award": 100, "period": "1h"}})
+    parents = {"physics": "science", "chem": "science", "science": "root", "flat": "root"}
+    queue = [_job(1, "physics", "RUNNING", 8), _job(2, "chem", "RUNNING", 4), _job(3, "chem", "PENDING", 2),
+             _job(4, "flat", "PENDING", 1)]
+    plan = plan_gate(queue, allocs, now=0.0, parents=parents)
+    science = next(a for a in plan.accounts if a.account == "science")
+    assert science.occupancy == 12 and science.state == "over" and science.running_jobs == 2
+    assert [(a.kind, a.job_id) for a in plan.actions] == [("hold", "3")]  # the sub-account's job is gated
+    # before: the parent's occupancy was 0 and nothing was held
+    blind = plan_gate(queue, allocs, now=0.0)
+    assert next(a for a in blind.accounts if a.account == "science").occupancy == 0
