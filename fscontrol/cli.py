@@ -59,6 +59,22 @@ ConfigOpt = Annotated[
 ]
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"fscontrol {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print fscontrol's version and exit.")] = False,
+) -> None:
+    """Fair-share control agent for Slurm clusters."""
+
+
 AgentApplyOpt = Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")]
 
 
@@ -383,10 +399,20 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False) -> No
     from . import config
 
     try:
-        eff = config.effective(config.load(config_path))
+        cfg = config.load(config_path)
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(eff, indent=2))
+    eff = config.effective(cfg)
+    if json_out:
+        typer.echo(json.dumps(eff, indent=2))
+        return
+    typer.echo(f"{config_path or 'no config file'}: valid. apply = {str(cfg.apply).lower()}, "
+               f"history {cfg.db or '(default)'}, collect every {cfg.schedule['collect']:g} s")
+    for name, cc in sorted(cfg.clusters.items()):
+        target = "-" if cc.target_core_hours is None else f"{cc.target_core_hours:g} core-hours"
+        gate = f", gate {cc.gate.action} over {len(cc.allocations)} allocation(s)" if cc.gate.enabled else ""
+        typer.echo(f"  cluster {name}: method {cc.method}, u* {target}, reference share {cc.reference_share}{gate}")
+    typer.echo("(--json prints every setting, defaults filled in)")
 
 
 @app.command()

@@ -36,6 +36,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fscontrol forecast", description=textwrap.fill(DESCRIPTION, 79), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    from . import __version__
+
+    p.add_argument("--version", "-V", action="version", version=f"fscontrol {__version__}")
     p.add_argument("--user", "-u", help="Whose forecast (default: yours). Another user's needs root or an fscontrol admin.")
     p.add_argument("--account", "-A", help="Only this account (default: every account you have).")
     p.add_argument(

@@ -44,6 +44,8 @@ def test_config_typo_names_the_key(tmp_path):
 def test_config_check_prints_effective_settings(tmp_path):
     cfg = _cfg(tmp_path, '[clusters.tb]\ntarget_core_hours = 100\nmethod = "hybrid"\n')
     r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg)])
+    assert r.exit_code == 0 and "valid" in r.output and "cluster tb: method hybrid, u* 100 core-hours" in r.output
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--json"])
     assert r.exit_code == 0
     eff = json.loads(r.output)
     assert eff["apply"] is False and eff["clusters"]["tb"]["padding_mode"] == "pulse"

@@ -115,3 +115,13 @@ def test_an_allocation_on_a_parent_account_counts_its_sub_accounts_jobs():
     # before: the parent's occupancy was 0 and nothing was held
     blind = plan_gate(queue, allocs, now=0.0)
     assert next(a for a in blind.accounts if a.account == "science").occupancy == 0
+
+
+def test_version_on_every_entry_point(capsys):
+    from fscontrol import __version__
+
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.output.strip() == f"fscontrol {__version__}"
+    with pytest.raises(SystemExit) as e:
+        forecast_main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"fscontrol {__version__}"
