@@ -553,6 +553,8 @@ def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple
     from .decay import next_pass
     from .source import last_decay_pass
 
+    if isinstance(source, RecordedSlurm):  # a recording has no passes to come
+        return None
     conf_out = source.config()
     conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
     last = last_decay_pass(conf.raw.get("StateSaveLocation"))

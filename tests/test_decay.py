@@ -218,3 +218,22 @@ def test_inflow_clipped_to_a_window():
     assert job_charge(j, 1.0, (500.0, 600.0)) == 0.0
     running = job("2", "bob", "phys", "normal", 3, 100.0, None, 0.0)
     assert inflow([running], {}, window=(0.0, 1000.0)) == {("phys", "bob"): 3 * 900}
+
+
+def test_next_pass_and_slurmctlds_record_of_its_last_pass(tmp_path):
+    """The pass schedule the loop's control aligns to: slurmctld writes the time of its last pass
+    as 8 big-endian bytes (then the last reset) into StateSaveLocation/priority_last_decay_ran
+    (checked on the testbed: 0x6b042da6 = the pass time, mtime the same second)."""
+    from fscontrol.decay import next_pass
+    from fscontrol.source import last_decay_pass
+
+    assert next_pass(1000.0, 60.0, 1000.0) == 1060.0
+    assert next_pass(1000.0, 60.0, 1059.9) == 1060.0
+    assert next_pass(1000.0, 60.0, 1060.0) == 1120.0
+    assert next_pass(1000.0, 300.0, 5000.0) == 5200.0
+    (tmp_path / "priority_last_decay_ran").write_bytes((1795435942).to_bytes(8, "big") + (1795425209).to_bytes(8, "big"))
+    assert last_decay_pass(str(tmp_path)) == 1795435942.0
+    assert last_decay_pass(str(tmp_path / "nowhere")) is None
+    assert last_decay_pass(None) is None
+    (tmp_path / "priority_last_decay_ran").write_bytes(b"\x00\x01")  # cut short
+    assert last_decay_pass(str(tmp_path)) is None
