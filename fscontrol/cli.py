@@ -144,6 +144,8 @@ def status(
         typer.Option("--target", help="Target halving usage u* in core-hours (overrides the config); adds the model comparison."),
     ] = None,
     config_path: ConfigOpt = None,
+    users: Annotated[Optional[str], typer.Option("--users", "-u", help="Only these users' rows (comma-separated, as sshare -u).")] = None,
+    accounts: Annotated[Optional[str], typer.Option("--accounts", "-A", help="Only the rows under these accounts (comma-separated, as sshare -A).")] = None,
 ) -> None:
     """Where fair-share stands: priority settings, total usage, halving usage, and a per-user table
     (RawUsage in core-hours, NormShares, EffectvUsage, F by fscontrol and by Slurm, implied
@@ -167,6 +169,8 @@ def status(
             dummy=cc.dummy_key,
             reference=cc.reference_share,
             control_history=store.decision_history(database, snap.cluster, 60),
+            only_users=[x for x in (users or "").split(",") if x],
+            only_accounts=[x for x in (accounts or "").split(",") if x],
         )
     except FscontrolError as e:
         raise _fail(e) from None

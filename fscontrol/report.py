@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from tabulate import tabulate
@@ -24,8 +25,12 @@ def status_data(
     dummy: tuple[str, str] | None = None,
     reference: str | float = "median",
     control_history: list[dict] | None = None,
+    only_users: Sequence[str] = (),
+    only_accounts: Sequence[str] = (),
 ) -> dict:
-    """Everything `fscontrol status` shows, as plain data.
+    """Everything `fscontrol status` shows, as plain data. `only_users`/`only_accounts` (-u/-A,
+    as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
+    figures stay the cluster's.
 
     F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
     RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
@@ -57,8 +62,27 @@ def status_data(
         kids[r.account if r.user else r.parent] = kids.get(r.account if r.user else r.parent, 0) + 1
         if not r.user and r.parent == "root":
             first_tier.add(r.account)
+    shown = users
+    if only_users or only_accounts:
+        from .errors import NotFoundError
+
+        parent = {r.account: r.parent for r in snap.shares if not r.user}
+
+        def under(account: str) -> bool:
+            a, hops = account, 0
+            while a and hops < 64:
+                if a in only_accounts:
+                    return True
+                a, hops = parent.get(a, ""), hops + 1
+            return False
+
+        known_users = {u.user for u in users}
+        unknown = [x for x in only_users if x not in known_users] + [a for a in only_accounts if a not in parent]
+        if unknown:
+            raise NotFoundError(f"not in the snapshot of {snap.cluster}: {', '.join(unknown)}")
+        shown = [u for u in users if (not only_users or u.user in only_users) and (not only_accounts or under(u.account))]
     rows = []
-    for u in users:
+    for u in shown:
         s_u = exact.get(u.key, u.norm_shares)
         f = fairshare.fairshare_factor(u.effective_usage, s_u, d) if u.effective_usage is not None and s_u is not None else None
         # Yalim's u / -log2 F is the halving usage only where UE = u/U: a user alone in a

@@ -125,3 +125,13 @@ def test_version_on_every_entry_point(capsys):
     with pytest.raises(SystemExit) as e:
         forecast_main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.strip() == f"fscontrol {__version__}"
+
+
+def test_status_filters_rows_like_sshare(history):
+    import json
+
+    r = invoke("status", "--db", str(history), "-u", "carol", "--json")
+    assert r.exit_code == 0 and {row["user"] for row in json.loads(r.output)["table"]} == {"carol"}
+    r = invoke("status", "--db", str(history), "-A", "science", "--json")
+    assert {row["account"] for row in json.loads(r.output)["table"]} == {"physics", "chem"}  # the subtree
+    one_line_error(invoke("status", "--db", str(history), "-u", "nobody"), 6, "nobody")
