@@ -425,13 +425,15 @@ def capture(
     cluster: ClusterOpt = None,
     window: Annotated[float, typer.Option(help="sacct look-back in seconds.")] = 3600.0,
     note: Annotated[str, typer.Option(help="A line saying what the cluster was doing.")] = "",
+    since: Annotated[Optional[float], typer.Option(help="sacct from this POSIX time instead (a series of captures: "
+                                                     "the previous one's end, so their windows tile).")] = None,
 ) -> None:
     """Record a live cluster into a sample folder (outputs, exact commands, Slurm version, time),
     which --source can replay without Slurm."""
     from .source import LiveSlurm, capture as do_capture
 
     try:
-        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note)
+        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note, since=since)
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")

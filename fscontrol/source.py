@@ -206,9 +206,11 @@ class RecordedSlurm:
         return f"recorded sample {self.folder.name} (captured {self.meta.get('captured_at', '?')})"
 
 
-def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "") -> dict:
+def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "", since: float | None = None) -> dict:
     """Record a live cluster into `folder`: each command's output, argv and time, the Slurm
-    version, and the sacct window, so RecordedSlurm can replay it."""
+    version, and the sacct window (the last `window_s` seconds, or from `since`: a series of
+    captures whose windows tile, each from where the previous one ended), so RecordedSlurm can
+    replay it."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     outputs: dict[str, CommandOutput] = {}
@@ -218,7 +220,8 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
     outputs["sprio"] = source.sprio()
     outputs["qos"] = source.qos()
     end = time.time()
-    outputs["sacct"] = source.sacct(end - window_s, end)
+    start = since if since is not None else end - window_s
+    outputs["sacct"] = source.sacct(start, end)
     cfg = parse.parse_config(outputs["config"].stdout)
     meta = {
         "cluster": source.cluster or cfg.cluster,
@@ -226,7 +229,7 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
         "captured_at": datetime.fromtimestamp(outputs["sshare"].finished_at).astimezone().isoformat(),
         "captured_by": f"fscontrol capture (uid {os.getuid()})",
         "environment": {"SLURM_TIME_FORMAT": "%s"},
-        "sacct_window": [end - window_s, end],
+        "sacct_window": [start, end],
         "note": note,
         "commands": {
             name: {"argv": list(o.argv), "started_at": o.started_at, "finished_at": o.finished_at}

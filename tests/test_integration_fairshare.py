@@ -5,21 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from fscontrol import fairshare, pipeline, store
+from fscontrol import fairshare, store
 
 pytestmark = pytest.mark.slurm
 
 USERS = [("alice", "flat"), ("bob", "flat"), ("dave", "flat"), ("alice", "physics"), ("bob", "physics"), ("carol", "chem")]
-
-
-def _collect_stable(slurm, db):
-    """A snapshot with no decay pass between sshare and sprio: retried until both agree in time."""
-    for _ in range(5):
-        before = slurm.sshare()
-        res = pipeline.collect(slurm.source(), db)
-        if slurm.sshare() == before:
-            return store.load_snapshot(db, res.snapshot_id)
-    pytest.fail("a decay pass fell inside every collection")
 
 
 def _compare(snap, d_expected):
@@ -46,7 +36,7 @@ def test_f_matches_sprio_at_d1_and_runtime_d(slurm, tmp_path):
     slurm.wait_for_pass()
     slurm.wait_for_pass()  # EffectvUsage lags RawUsage by one pass
     db = store.open_db(tmp_path / "h.db")
-    snap = _collect_stable(slurm, db)
+    snap = slurm.stable_snapshot(db)
     assert all(0 < snap.prio_fairshare[(a, u)] < 1 for u, a in USERS)
     worst1 = _compare(snap, 1)
 
@@ -54,7 +44,7 @@ def test_f_matches_sprio_at_d1_and_runtime_d(slurm, tmp_path):
     try:
         assert "FairShareDampeningFactor = 3" in slurm.scontrol("show", "config")
         slurm.wait_for_pass()  # sprio picks the new d up at the next pass
-        snap3 = _collect_stable(slurm, db)
+        snap3 = slurm.stable_snapshot(db)
         worst3 = _compare(snap3, 3)
         # sshare's own column still uses slurm.conf's d=1 (computed in the client): not what schedules
         rows = {r.key: r for r in snap3.shares}

@@ -17,18 +17,9 @@ import time
 
 import pytest
 
-from fscontrol import fairshare, pipeline, store
+from fscontrol import fairshare, store
 
 pytestmark = pytest.mark.slurm
-
-
-def _stable(slurm, db):
-    for _ in range(5):
-        before = slurm.sshare()
-        res = pipeline.collect(slurm.source(), db)
-        if slurm.sshare() == before:
-            return store.load_snapshot(db, res.snapshot_id)
-    pytest.fail("a decay pass fell inside every collection")
 
 
 def _usage_factor(slurm, k: float) -> None:
@@ -57,7 +48,7 @@ def test_usage_to_halve_halves_f_for_a_user_in_a_shared_account(slurm, tmp_path)
         slurm.wait_for_pass()
         slurm.wait_for_pass()  # EffectvUsage settled on the tree as it is (every charge in)
         db = store.open_db(tmp_path / "h.db")
-        s0 = _stable(slurm, db)
+        s0 = slurm.stable_snapshot(db)
         rows0 = {r.key: r for r in s0.shares}
         dave0, alice0 = rows0[("flat", "dave")], rows0[("physics", "alice")]
         total0 = float(next(r.raw_usage for r in s0.shares if r.depth == 0))
@@ -70,7 +61,7 @@ def test_usage_to_halve_halves_f_for_a_user_in_a_shared_account(slurm, tmp_path)
         slurm.wait_for_pass()
         _usage_factor(slurm, 0.0)
         slurm.wait_for_pass()  # dave's EffectvUsage with the charge in (his probe is older than his job)
-        s1 = _stable(slurm, db)
+        s1 = slurm.stable_snapshot(db)
         rows1 = {r.key: r for r in s1.shares}
         f1 = s1.prio_fairshare[("flat", "dave")]
         g = rows1[("physics", "alice")].raw_usage / alice0.raw_usage  # decay between the snapshots

@@ -111,6 +111,18 @@ class Testbed:
                 return
         raise TimeoutError("no decay pass seen")
 
+    def stable_snapshot(self, db):
+        """A snapshot (collected into `db`) with no decay pass between its sshare and sprio:
+        retried until sshare reads the same before and after."""
+        from fscontrol import pipeline, store
+
+        for _ in range(5):
+            before = self.sshare()
+            res = pipeline.collect(self.source(), db)
+            if self.sshare() == before:
+                return store.load_snapshot(db, res.snapshot_id)
+        raise AssertionError("a decay pass fell inside every collection")
+
     def scontrol(self, *args: str) -> str:
         return self.run("scontrol", *args)
 
