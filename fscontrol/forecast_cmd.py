@@ -151,7 +151,12 @@ def _forecast(args: argparse.Namespace) -> dict:
         live = LiveSlurm(cluster=args.cluster)
         rows = uf.parse_own_sshare(live.run(argv).stdout)
         if args.job is None:
-            pending = uf.parse_own_pending(live.run(("squeue", "-h", "-u", who, "-t", "PD", "-o", "%i|%a")).stdout)
+            from .errors import SlurmCommandError
+
+            try:
+                pending = uf.parse_own_pending(live.run(("squeue", "-h", "-u", who, "-t", "PD", "-o", "%i|%a")).stdout)
+            except SlurmCommandError:  # PrivateData=all can deny squeue to users: forecast a job submitted now
+                pending = {}
     else:
         from .source import RecordedSlurm
 

@@ -161,10 +161,10 @@ def test_forecast_matches_sprio_5_and_10_minutes_later_under_hybrid_control(slur
         want, naive = shared[minutes]["after_plan"]["fairshare"], shared[minutes]["after_plan"]["fairshare_if_everyone_stopped"]
         print(f"  after {minutes} min: forecast {want:.4f} (if everyone stopped: {naive:.4f}), sprio then {seen_dave[minutes]:.4f} "
               f"({seen_dave[minutes] / want - 1:+.3%}; everyone-stopped model {seen_dave[minutes] / naive - 1:+.3%})")
-        # measured 2026-11-23, twice: -2.09% at +5 min, -3.12% at +10 (everyone-stopped model: -58%,
-        # -73%). The issue asks 2%: not met. The rest is consistent with Slurm recomputing an
-        # association's EffectvUsage job by job inside a pass (docs/forecast-running.md)
-        assert abs(seen_dave[minutes] - want) <= 0.04 * want
+        # the issue asks 2% (aim 1%). Measured 2026-11-23: +0.000% at +5 and +10 min, once the
+        # forecast reads a pass as slurmctld does, job by job (before: -2.09%, -3.12%;
+        # docs/forecast-running.md); the everyone-stopped model: -58%, -73%
+        assert abs(seen_dave[minutes] - want) <= 0.01 * want
         assert abs(seen_dave[minutes] - want) < abs(seen_dave[minutes] - naive)  # far closer than "everyone stopped"
 
     # the hybrid controller held every user's halving at u* meanwhile

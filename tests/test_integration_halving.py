@@ -28,6 +28,7 @@ def _usage_factor(slurm, k: float) -> None:
 
 def test_usage_to_halve_halves_f_for_a_user_in_a_shared_account(slurm, tmp_path):
     slurm.cancel_all()
+    _usage_factor(slurm, 1.0)  # whatever an interrupted run left
     slurm.reset_usage()
     slurm.scontrol("reconfigure")  # d = slurm.conf's 1
     try:

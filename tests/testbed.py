@@ -100,6 +100,18 @@ class Testbed:
         Slurm runs a pass every PriorityCalcPeriod (60 s here) at a fixed phase; sshare's RawUsage
         moves only then. Not root's alone: under control with d fixed, the agent holds root's
         RawUsage constant (padding makes up what real usage loses), by design."""
+        from fscontrol.source import last_decay_pass
+
+        state = self.dir / "spool" / "ctld"  # slurmctld's own record of its last pass (root reads it)
+        last = last_decay_pass(str(state))
+        if last is not None:
+            end = time.time() + timeout
+            while time.time() < end:
+                time.sleep(0.5)
+                if last_decay_pass(str(state)) not in (None, last):
+                    return
+            raise TimeoutError("no decay pass seen")
+
         def usages() -> dict:
             return {k: r.raw_usage for k, r in self.sshare().items()}
 
