@@ -201,6 +201,25 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         aligned[name] = True
         sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(nxt[0] - cfg.pass_lead_s, timezone.utc),
                       args=[name], id=f"pass:{name}", replace_existing=True, misfire_grace_time=None)
+        if cfg.pass_trim_s > 0:
+            sched.add_job(trim_job, "date", run_date=datetime.fromtimestamp(nxt[0] - cfg.pass_trim_s, timezone.utc),
+                          args=[name], id=f"trim:{name}", replace_existing=True,
+                          misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
+
+    def trim_job(name: str | None) -> None:
+        try:
+            with agent_lock(lock_path(cfg, db_path)):
+                db = store.open_db(db_path)
+                try:
+                    done = pipeline.trim_damping(make_source(name), db, cfg, apply=apply, name=name)
+                finally:
+                    db.close()
+            if done is not None:
+                log.info("trim %s: %s (%s)", name or "(default cluster)", done.reason, done.status)
+        except LockedError:
+            pass  # a tick is running: it set d itself
+        except FscontrolError as e:
+            note("trim", [ClusterOutcome(name, error=e)])
 
     def gate_job(name: str | None) -> None:
         try:

@@ -12,6 +12,7 @@
     slurm_timeout = "60s"
     tick_deadline = "5m"               # one tick's whole budget (keep it under the service's timeout)
     pass_lead = "3s"                   # `run`: control this long before each decay pass ("0s": on schedule.control)
+    pass_trim = "0.5s"                 # `run`: d trimmed on root's usage this long before the pass ("0s": off)
 
     [schedule]                         # `fscontrol run`: one interval per stage
     collect = "5m"
@@ -101,6 +102,7 @@ class AgentConfig:
     slurm_timeout_s: float = 60.0
     tick_deadline_s: float = 300.0  # a tick never runs a command past this (systemd's TimeoutSec is 600)
     pass_lead_s: float = 3.0  # `run`: control this long before each decay pass (0: every schedule.control)
+    pass_trim_s: float = 0.5  # `run`: d trimmed on root's usage alone this long before the pass (0: off)
     schedule: dict[str, float] = field(
         default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0}
     )
@@ -209,7 +211,7 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     _unknown("", raw, {"agent", "schedule", "clusters"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
     _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
-                               "tick_deadline", "on_stop", "pass_lead"})
+                               "tick_deadline", "on_stop", "pass_lead", "pass_trim"})
     out: dict[str, Any] = {}
     for k in ("db", "lock", "metrics", "publish_dir"):
         if k in agent:
@@ -234,6 +236,13 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
         if not 0 <= lead <= 60:
             raise ConfigError(f"config: 'agent.pass_lead' must be between 0 s and 60 s, got {lead:g} s")
         out["pass_lead_s"] = lead
+    if "pass_trim" in agent:
+        v = agent["pass_trim"]
+        trim = 0.0 if v in (0, "0", "0s") else parse_period(v, where="config: 'agent.pass_trim'")
+        out["pass_trim_s"] = trim
+    lead, trim = out.get("pass_lead_s", AgentConfig.pass_lead_s), out.get("pass_trim_s", AgentConfig.pass_trim_s)
+    if trim and not 0 < trim < lead:
+        raise ConfigError(f"config: 'agent.pass_trim' ({trim:g} s) must be shorter than 'agent.pass_lead' ({lead:g} s)")
     if out.get("tick_deadline_s", AgentConfig.tick_deadline_s) <= out.get("slurm_timeout_s", AgentConfig.slurm_timeout_s):
         raise ConfigError("config: 'agent.tick_deadline' must be longer than 'agent.slurm_timeout' (one command must fit in a tick)")
     sched = _type("", "schedule", raw.get("schedule", {}), dict)

@@ -546,6 +546,52 @@ def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply:
     return done
 
 
+def trim_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
+    """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
+    pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
+    and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
+    their last stretch at once; this catches all but the last fraction of a second of them.
+    Recorded like any action (intent first). Returns the action, or None when d stays. Only d:
+    the padding for the pass was set by the control tick; with persist = true the next tick
+    writes slurm.conf if d moved."""
+    from . import actions as act
+    from . import control
+
+    started = time.time()
+    cc = cfg.cluster(source.cluster or name)
+    cluster = source.cluster or name or cc.name
+    if cc.method not in ("damping", "hybrid") or not cc.target_usage or not cluster or store.get_state(db, cluster, "acting_off"):
+        return None
+    last = store.last_decision(db, cluster)
+    d_last = store.last_applied_damping(db, cluster)
+    if last is None or not last.get("s_ref") or d_last is None or started - float(last.get("decided_at") or 0) > 120:
+        return None  # no fresh decision to trim (the control tick did not run just now)
+    out = source.root_usage()
+    line = next((ln for ln in out.stdout.splitlines() if ln.strip().startswith("root|") and ln.split("|")[1].strip() == ""), None)
+    if line is None:
+        raise ParseError(" ".join(out.argv), "no root row")
+    total = parse._num(line.split("|")[2].strip(), int, " ".join(out.argv), "RawUsage", 1, line)
+    if total <= 0:
+        return None
+    ideal = cc.target_usage / (float(last["s_ref"]) * total)
+    d = control.clamp_d(round(ideal)) if cc.method == "hybrid" else control.choose_damping(ideal, d_last, cc.hysteresis)
+    if d == d_last:
+        return None
+    a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
+                           f"(the control tick had set {d_last})")
+    with store.transaction(db):
+        tick_id = store.record_tick(db, cluster, started, None, "running", stage="trim")
+        (aid,) = store.write_actions(db, cluster, None, "trim", [replace(a, status="pending" if apply else "planned")],
+                                     started, tick_id)
+    done = a
+    if apply:
+        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + cfg.slurm_timeout_s, dependent=True)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
+                          None if done.status in ("ok", "planned") else done.output)
+    return done
+
+
 def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
     """(time of the next decay pass later than `after`, PriorityCalcPeriod), from `scontrol show
     config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where

@@ -116,6 +116,10 @@ class LiveSlurm:
     def sacct(self, start: float, end: float) -> CommandOutput:
         return self.run(parse.sacct_args(_iso_local(start), _iso_local(end)))
 
+    def root_usage(self) -> CommandOutput:
+        """Root's RawUsage alone (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`."""
+        return self.run(("sshare", *self._cluster_args("sshare"), "-n", "-P", "-A", "root", "-o", "Account,User,RawUsage"))
+
     def version(self) -> str:
         out = self.run(("sinfo", "--version")).stdout.strip()
         return out

@@ -92,7 +92,8 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, default=25.0)
     ap.add_argument("--u-star", type=float, default=24.0, help="core-hours")
     ap.add_argument("--persist", action="store_true", help="persist d in slurm.conf (else the 5 s watch)")
-    ap.add_argument("--lead", default="1.5s", help="agent.pass_lead: control this long before each decay pass")
+    ap.add_argument("--lead", default="3s", help="agent.pass_lead: control this long before each decay pass")
+    ap.add_argument("--trim", default="0.5s", help="agent.pass_trim: d trimmed on root's usage this long before it")
     ap.add_argument("--warmup", type=float, default=0.0,
                     help="minutes of load (and control) before the events and the settled count start: real usage "
                          "ramps from zero over about three half-lives (15 min here)")
@@ -109,7 +110,7 @@ def main() -> int:
     if args.persist:
         cc.update(persist=True, slurm_conf=str(tb.conf))
     cfg = config.from_dict({
-        "agent": {"apply": True, "pass_lead": args.lead},
+        "agent": {"apply": True, "pass_lead": args.lead, "pass_trim": args.trim},
         "schedule": {"collect": "60s", "control": "60s", "fit": "1h", "watch": "5s"},
         "clusters": {"tbcluster": cc},
     })
@@ -196,7 +197,7 @@ def main() -> int:
 
     quiet = [p for p in ps if p["t"] - t0 >= (args.warmup + 5) * 60 and not any(0 < p["t"] - t < 4 * 60 + 5 for _, t in marks)]
     report = {
-        "u_star_core_hours": args.u_star, "persist": args.persist, "lead": args.lead, "passes": len(ps),
+        "u_star_core_hours": args.u_star, "persist": args.persist, "lead": args.lead, "trim": args.trim, "passes": len(ps),
         "d_range": [min(p["d"] for p in ps), max(p["d"] for p in ps)] if ps else None,
         "d_ideal_min_after_warmup": min((p["d_ideal"] for p in ps if p.get("d_ideal") and p["t"] - t0 >= args.warmup * 60),
                                         default=None),
@@ -208,6 +209,7 @@ def main() -> int:
         "all": [row(p) for p in ps],
         "events": [],
         "loop": counts,
+        "trims": db.execute("SELECT count(*) FROM actions WHERE stage = 'trim' AND status = 'ok'").fetchone()[0],
         "spread_between_users_max": max((p["spread"] for p in ps), default=None),
     }
     for what, t in marks:

@@ -38,7 +38,7 @@ def test_usage_to_halve_halves_f_for_a_user_in_a_shared_account(slurm, tmp_path)
             slurm.submit(user, account, cpus, 75)
         slurm.probe("dave", "flat")
         deadline = time.time() + 300
-        while slurm.run("squeue", "-h", "-t", "R,CG", "-o", "%i").strip():
+        while slurm.run("squeue", "-h", "-p", "normal", "-o", "%i").strip():  # pending, running or completing
             assert time.time() < deadline, "the history jobs did not end"
             time.sleep(2)
         _usage_factor(slurm, 0.0)

@@ -1,0 +1,45 @@
+"""The loop's trim before a decay pass, on the real testbed: after a control tick, usage moves (a
+big job is charged); `pipeline.trim_damping` reads root's RawUsage alone and sets the d that
+usage wants, recorded as an action with its reason; `scontrol show config` confirms it. With
+nothing moved it does nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from fscontrol import config, pipeline, store
+
+pytestmark = pytest.mark.slurm
+
+
+def test_trim_sets_d_for_the_usage_the_pass_will_read(slurm, tmp_path):
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")
+    cfg = config.from_dict({"agent": {"apply": True}, "clusters": {"tbcluster": {
+        "target_core_hours": 2, "method": "hybrid", "padding_mode": "steady"}}})
+    db = store.open_db(tmp_path / "h.db")
+    try:
+        slurm.probe("alice", "flat")
+        slurm.submit("alice", "flat", 8, 600)
+        slurm.wait_for_pass()
+        slurm.wait_for_pass()
+        res = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        d_set = res.decision.d_target
+        assert res.decision.s_ref and slurm.damping() == d_set
+        assert pipeline.trim_damping(slurm.source(), db, cfg, apply=True) is None  # nothing moved since
+        slurm.submit("bob", "flat", 64, 600)  # root's usage about doubles at the next passes
+        slurm.wait_for_pass()
+        slurm.wait_for_pass()
+        done = pipeline.trim_damping(slurm.source(), db, cfg, apply=True)
+        assert done is not None and done.status == "ok" and "trim before the pass" in done.reason, done
+        d_new = int(done.argv[-1])
+        assert d_new < d_set and slurm.damping() == d_new
+        total = next(r.raw_usage for r in slurm.sshare().values() if r.depth == 0)
+        assert abs(d_new - 2 * 3600 / (res.decision.s_ref * total)) <= 0.5 + 0.05 * d_new  # nearest, on root's usage
+        row = db.execute("SELECT stage, status FROM ticks ORDER BY id DESC LIMIT 1").fetchone()
+        assert row == ("trim", "ok")
+    finally:
+        slurm.cancel_all()
+        slurm.scontrol("reconfigure")
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
