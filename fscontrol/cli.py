@@ -28,6 +28,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # docstrings wrap as paragraphs instead of keeping their line breaks
 )
@@ -555,7 +556,7 @@ def simulate(
     limit: Annotated[Optional[int], typer.Option(help="Only the first N jobs.")] = None,
     by: Annotated[str, typer.Option(help="Report per 'account' or 'user'.")] = "account",
     gantt: Annotated[bool, typer.Option("--gantt", help="Print a Gantt chart of the first policy's schedule.")] = False,
-    png: Annotated[Optional[Path], typer.Option("--png", help="Write the Gantt chart as PNG (needs fscontrol[plot]).")] = None,
+    png: Annotated[Optional[Path], typer.Option("--png", help="Write the Gantt chart as PNG (needs matplotlib: the 'plot' extra).")] = None,
     progress: Annotated[bool, typer.Option(help="A progress bar on stderr (only on a terminal).")] = True,
     json_out: JsonOpt = False,
 ) -> None:

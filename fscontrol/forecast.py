@@ -137,19 +137,34 @@ def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
 
 
 # ---------------------------------------------------------------------------- plan strings
-_PART = re.compile(
-    r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?)):(?P<d>\d+(?:\.\d+)?)(?P<u>[smhdw])$",
-    re.IGNORECASE,
-)
-PLAN_FORM = "'<N>cpus:<duration>' or 'idle:<duration>', duration units s, m, h, d, w (e.g. '56cpus:14d,idle:3d')"
+_WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE)
+PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>', a duration with a unit s, m, h, d, w or in Slurm's time "
+             "format (e.g. '56cpus:14d,idle:3d' or '56cpus:14-0,idle:3-0')")
+# Slurm's time formats (sbatch -t): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+# days-hours:minutes, days-hours:minutes:seconds
+_SLURM_TIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$")
 
 
 def parse_duration(text: str) -> float:
-    """'14d' -> seconds. Units s, m, h, d, w."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdwSMHDW])\s*", text)
-    if not m:
-        raise PlanError(f"cannot read duration {text!r}: expected a number and a unit s, m, h, d or w")
-    return float(m.group(1)) * UNITS_S[m.group(2).lower()]
+    """'14d' -> seconds (units s, m, h, d, w), or Slurm's time format: '14-0' (days-hours),
+    '1:00:00' (hours:minutes:seconds), '90' (minutes), '1-12:30' (days-hours:minutes)."""
+    t = text.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdwSMHDW])", t)
+    if m:
+        return float(m.group(1)) * UNITS_S[m.group(2).lower()]
+    m = _SLURM_TIME.fullmatch(t)
+    if m:
+        if m.group("d") is not None:
+            return (int(m.group("d")) * 86400 + int(m.group("dh")) * 3600 + int(m.group("dm") or 0) * 60
+                    + int(m.group("ds") or 0))
+        a, b, c = m.group("a"), m.group("b"), m.group("c")
+        if c is not None:  # hours:minutes:seconds
+            return int(a) * 3600 + int(b) * 60 + int(c)
+        if b is not None:  # minutes:seconds
+            return int(a) * 60 + int(b)
+        return int(a) * 60.0  # minutes
+    raise PlanError(f"cannot read duration {text!r}: expected a number with a unit s, m, h, d or w, or Slurm's "
+                    "time format (minutes, hours:minutes:seconds, days-hours[:minutes[:seconds]])")
 
 
 def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> list[Segment]:
@@ -160,10 +175,14 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
         raise PlanError(f"empty plan: expected {PLAN_FORM}")
     out = []
     for i, part in enumerate(parts, 1):
-        m = _PART.match(part)
-        if not m:
+        what, colon, dur_text = part.partition(":")  # the first ':' (Slurm's times have more)
+        m = _WHAT.match(what) if colon else None
+        try:
+            dur = parse_duration(dur_text) if m else None
+        except PlanError:
+            dur = None
+        if m is None or dur is None:
             raise PlanError(f"cannot read plan part {i} {part!r}{_why(part)}: expected {PLAN_FORM}")
-        dur = float(m.group("d")) * UNITS_S[m.group("u").lower()]
         rate = 0.0 if m.group("idle") else rate_from_cores(float(m.group("n")), billing_per_core, usage_factor)
         out.append(Segment(dur, rate))
     return out
@@ -171,13 +190,15 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
 
 def _why(part: str) -> str:
     """Which side of one plan part is wrong, for the error message."""
-    if part.count(":") != 1:
+    if ":" not in part:
         return " (no single ':' between what runs and for how long)"
-    what, dur = part.split(":")
-    if not re.fullmatch(r"idle|\d+(?:\.\d+)?(?:cpus?|cores?)", what, re.IGNORECASE):
+    what, _, dur = part.partition(":")
+    if not _WHAT.match(what):
         return f" ({what!r} is neither '<N>cpus' nor 'idle')"
-    if not re.fullmatch(r"\d+(?:\.\d+)?[smhdw]", dur, re.IGNORECASE):
-        return f" (duration {dur!r} is not a number with a unit s, m, h, d or w)"
+    try:
+        parse_duration(dur)
+    except PlanError:
+        return f" (duration {dur!r} is neither a number with a unit s, m, h, d or w nor Slurm's time format)"
     return ""
 
 

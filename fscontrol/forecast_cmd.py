@@ -113,7 +113,7 @@ def _forecast(args: argparse.Namespace) -> dict:
     from .errors import ConfigError
 
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise ConfigError("--plot needs matplotlib, which is not installed: pip install 'fscontrol[plot]' (or use the text chart / --json)")
+        raise ConfigError("--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) (or use the text chart / --json)")
     if args.plan and args.steps:
         raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
     import math

@@ -356,6 +356,7 @@ def format_control(data: dict) -> str:
                 [[a["status"], shlex.join(a["command"]), a["reason"]] for a in data["actions"]],
                 headers=["status", "command", "reason"],
                 disable_numparse=True,
+                maxcolwidths=[None, 60, 60],  # a terminal's width, not 350 columns
             )
         )
         if data["mode"] == "dry-run":

@@ -609,7 +609,7 @@ def plot_png(data: dict[str, Any], path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError(
-            "--plot needs matplotlib, which is not installed: pip install 'fscontrol[plot]' "
+            "--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) "
             "(or use the text chart / --json)"
         ) from None
     fig, ax = plt.subplots(figsize=(8, 4.5))

@@ -135,3 +135,12 @@ def test_status_filters_rows_like_sshare(history):
     r = invoke("status", "--db", str(history), "-A", "science", "--json")
     assert {row["account"] for row in json.loads(r.output)["table"]} == {"physics", "chem"}  # the subtree
     one_line_error(invoke("status", "--db", str(history), "-u", "nobody"), 6, "nobody")
+
+
+def test_dash_h_and_a_control_table_that_fits_a_terminal(tmp_path):
+    assert invoke("status", "-h").exit_code == 0 and "--target" in invoke("status", "-h").output
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 10\nmethod = "hybrid"\npadding_mode = "steady"\n')
+    r = invoke("control", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"))
+    assert r.exit_code == 0 and "fsdampeningfactor" in r.output
+    assert max(len(ln) for ln in r.output.splitlines()) <= 160, max(len(ln) for ln in r.output.splitlines())

@@ -196,3 +196,16 @@ def test_project_running_reads_a_pass_as_slurmctld_does_job_by_job():
     )
     for (u, t), want in zip(got, ref):
         assert abs(u / t - want) < 1e-9, (u / t, want)
+
+
+def test_durations_in_slurms_time_format():
+    from fscontrol.forecast import parse_duration, parse_plan
+
+    assert parse_duration("14-0") == 14 * 86400  # days-hours, as sbatch -t
+    assert parse_duration("1-12:30") == 86400 + 12 * 3600 + 30 * 60
+    assert parse_duration("1-0:0:30") == 86400 + 30
+    assert parse_duration("1:00:00") == 3600  # hours:minutes:seconds
+    assert parse_duration("90") == 5400  # minutes
+    assert parse_duration("5:30") == 330  # minutes:seconds
+    assert parse_duration("14d") == 14 * 86400
+    assert [s.duration_s for s in parse_plan("56cpus:14-0,idle:3-0,8cpus:1:00:00")] == [14 * 86400, 3 * 86400, 3600]

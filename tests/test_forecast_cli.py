@@ -241,7 +241,7 @@ def test_unknown_account(agave, as_user):
 @pytest.mark.parametrize(
     "plan, part, why",
     [
-        ("56cpus:14d,idle:3x", "part 2 'idle:3x'", "duration '3x' is not a number with a unit"),
+        ("56cpus:14d,idle:3x", "part 2 'idle:3x'", "duration '3x' is neither a number with a unit"),
         ("56gpus:14d", "part 1 '56gpus:14d'", "'56gpus' is neither '<N>cpus' nor 'idle'"),
         ("56cpus", "part 1 '56cpus'", "no single ':'"),
     ],
@@ -270,7 +270,7 @@ def test_plot_without_matplotlib_is_a_clear_message(agave, as_user, tmp_path):
         import matplotlib  # noqa: F401
     except ImportError:
         r = _run(*_yalim_args(agave, "--plot", str(tmp_path / "f.png")))
-        assert r.exit_code == 2 and "--plot needs matplotlib" in r.output and "fscontrol[plot]" in r.output
+        assert r.exit_code == 2 and "--plot needs matplotlib" in r.output and "pip install matplotlib" in r.output and "fscontrol[plot]" not in r.output
     else:
         r = _run(*_yalim_args(agave, "--plan", YALIM_PLAN, "--plot", str(tmp_path / "f.png")))
         assert r.exit_code == 0 and (tmp_path / "f.png").stat().st_size > 1000

@@ -150,7 +150,7 @@ def render_gantt_png(
         import matplotlib.pyplot as plt
         from matplotlib.collections import PolyCollection
     except ImportError as e:
-        raise ConfigError("the PNG Gantt chart needs matplotlib: pip install 'fscontrol[plot]'") from e
+        raise ConfigError("the PNG Gantt chart needs matplotlib: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout)") from e
     lo, hi, shown = _window(result, t0, t1)
     jobs = result.workload.jobs
     nodes_of = assign_nodes(result, shown)
