@@ -67,6 +67,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_halving.py": "testbed-d",  # about 7 (one user runs the usage that halves F)
     "test_integration_padding_full.py": "testbed-d",  # 0.3
     "test_integration_trim.py": "testbed-d",  # 3
+    "test_site_install.py": "testbed-c",  # 1 (a venv and a pip install)
 }
 
 

@@ -1,0 +1,50 @@
+"""The site install every Unix user can run (scripts/install-site.sh), tested as a user: the
+testbed's carol (a plain Unix user, not root) runs `fscontrol --version` and her own forecast
+from the install, through the BINDIR link and through the module file's PATH."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slurm  # needs root and the testbed's Unix users
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_plain_user_runs_the_site_install(slurm, tmp_path_factory):
+    base = Path("/tmp") / f"fscontrol-site-{os.getpid()}"
+    prefix, bindir = base / "opt", base / "bin"
+    try:
+        p = subprocess.run([str(ROOT / "scripts" / "install-site.sh"), str(prefix), str(bindir)], capture_output=True,
+                           text=True, timeout=900, check=False)
+        assert p.returncode == 0, p.stderr[-2000:]
+        base.chmod(0o755)
+        as_carol = ["runuser", "-u", "carol", "--"]
+        v = subprocess.run([*as_carol, str(bindir / "fscontrol"), "--version"], capture_output=True, text=True, timeout=60)
+        assert v.returncode == 0 and v.stdout.startswith("fscontrol "), v.stderr
+        module = next((prefix / "modulefiles" / "fscontrol").glob("*.lua"))
+        path = re.search(r'prepend_path\("PATH", "([^"]+)"\)', module.read_text()).group(1)
+        # carol's own forecast, from the recorded series (as of its time), as the module's PATH gives it
+        public = base / "public"
+        public.mkdir()
+        db = base / "h.db"
+        series = sorted(q for q in (ROOT / "samples" / "testbed-series").iterdir() if q.is_dir())
+        sample = base / "sample"
+        subprocess.run(["cp", "-r", str(series[-1]), str(sample)], check=True)
+        subprocess.run([str(prefix / "bin" / "fscontrol"), "collect", "--source", str(sample), "--db", str(db)], check=True,
+                       capture_output=True, timeout=120)
+        subprocess.run([str(prefix / "bin" / "fscontrol"), "publish", "--db", str(db), "-o", str(public / "tbcluster.json")],
+                       check=True, capture_output=True, timeout=120)
+        subprocess.run(["chmod", "-R", "a+rX", str(sample), str(public)], check=True)
+        f = subprocess.run([*as_carol, "env", f"PATH={path}:/usr/bin:/bin", "fscontrol", "forecast", "--published", str(public),
+                            "-A", "chem", "--source", str(sample), "--plan", "8cpus:1:00:00", "--json"],
+                           capture_output=True, text=True, timeout=120)
+        assert f.returncode == 0, f.stderr
+        assert '"user": "carol"' in f.stdout
+    finally:
+        subprocess.run(["rm", "-rf", str(base)], check=False)
