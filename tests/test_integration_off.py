@@ -74,6 +74,9 @@ def test_control_off_puts_everything_back(slurm, tmp_path):
         for _ in range(2):
             r = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")
             assert r.returncode == 0, r.stderr
+        deadline = time.time() + 30  # the scheduler starts the padding job when it next runs: not ours to race
+        while slurm.run("squeue", "-h", "-u", "fsdummy", "-t", "PD", "-o", "%A").strip() and time.time() < deadline:
+            time.sleep(1)
         acted = _state(slurm)
         marks = [ln for ln in acted["jobs"] if "fscontrol:hold" in ln]
         assert acted["config"] != before["config"] and acted["qos"] != before["qos"]  # d and UsageFactor moved
