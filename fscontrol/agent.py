@@ -156,21 +156,30 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         except FscontrolError as e:  # the lock or the database itself
             note("tick", [ClusterOutcome(name, error=e)])
 
-    def watch_job(name: str | None) -> None:
+    def d_job(stage: str, fn, name: str | None) -> None:
+        """The watch and the trim: one command on d, under the lock (a tick holding it sets d itself)."""
         try:
             with agent_lock(lock_path(cfg, db_path)):
                 db = store.open_db(db_path)
                 try:
-                    done = pipeline.watch_damping(make_source(name), db, cfg, apply=apply, name=name)
+                    done = fn(make_source(name), db, cfg, apply=apply, name=name)
                 finally:
                     db.close()
             if done is not None:
-                note("watch", [ClusterOutcome(name)])
-                log.warning("watch %s: %s (%s)", name or "(default cluster)", done.reason, done.status)
+                note(stage, [ClusterOutcome(name)])
+                # a reverted d is news; a trim before a pass is routine
+                log.log(logging.WARNING if stage == "watch" else logging.INFO, "%s %s: %s (%s)", stage,
+                        name or "(default cluster)", done.reason, done.status)
         except LockedError:
-            pass  # a tick is running: it checks d itself
+            pass
         except FscontrolError as e:
-            note("watch", [ClusterOutcome(name, error=e)])
+            note(stage, [ClusterOutcome(name, error=e)])
+
+    def watch_job(name: str | None) -> None:
+        d_job("watch", pipeline.watch_damping, name)
+
+    def trim_job(name: str | None) -> None:
+        d_job("trim", pipeline.trim_damping, name)
 
     def pass_job(name: str | None) -> None:
         """Control just before each decay pass (agent.pass_lead ahead of it): d is chosen on the
@@ -205,21 +214,6 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             sched.add_job(trim_job, "date", run_date=datetime.fromtimestamp(nxt[0] - cfg.pass_trim_s, timezone.utc),
                           args=[name], id=f"trim:{name}", replace_existing=True,
                           misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
-
-    def trim_job(name: str | None) -> None:
-        try:
-            with agent_lock(lock_path(cfg, db_path)):
-                db = store.open_db(db_path)
-                try:
-                    done = pipeline.trim_damping(make_source(name), db, cfg, apply=apply, name=name)
-                finally:
-                    db.close()
-            if done is not None:
-                log.info("trim %s: %s (%s)", name or "(default cluster)", done.reason, done.status)
-        except LockedError:
-            pass  # a tick is running: it set d itself
-        except FscontrolError as e:
-            note("trim", [ClusterOutcome(name, error=e)])
 
     def gate_job(name: str | None) -> None:
         try:

@@ -513,6 +513,22 @@ def _settle_ledger_row(db, cluster: str, a, status: str) -> None:
         store.set_ledger_state(db, cluster, a.job_id, None)
 
 
+def _one_action_tick(db: sqlite_utils.Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
+                     started: float, budget_s: float):
+    """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
+    with store.transaction(db):
+        tick_id = store.record_tick(db, cluster, started, None, "running", stage=stage)
+        (aid,) = store.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply else "planned")],
+                                     started, tick_id)
+    done = a
+    if apply:
+        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + budget_s, dependent=True)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
+                          None if done.status in ("ok", "planned") else done.output)
+    return done
+
+
 def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
     """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
     not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
@@ -533,17 +549,7 @@ def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply:
         return None
     a = act.set_damping(d_last, f"watch: slurmctld's d is {conf.damping_factor} (a reconfigure or a restart?), "
                                 f"the agent holds {d_last}")
-    with store.transaction(db):
-        tick_id = store.record_tick(db, cluster, started, None, "running", stage="watch")
-        (aid,) = store.write_actions(db, cluster, None, "watch", [replace(a, status="pending" if apply else "planned")],
-                                     started, tick_id)
-    done = a
-    if apply:
-        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + cfg.tick_deadline_s, dependent=True)
-    with store.transaction(db):
-        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
-                          None if done.status in ("ok", "planned") else done.output)
-    return done
+    return _one_action_tick(db, source, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
 
 
 def trim_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
@@ -579,17 +585,7 @@ def trim_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: 
         return None
     a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
                            f"(the control tick had set {d_last})")
-    with store.transaction(db):
-        tick_id = store.record_tick(db, cluster, started, None, "running", stage="trim")
-        (aid,) = store.write_actions(db, cluster, None, "trim", [replace(a, status="pending" if apply else "planned")],
-                                     started, tick_id)
-    done = a
-    if apply:
-        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + cfg.slurm_timeout_s, dependent=True)
-    with store.transaction(db):
-        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
-                          None if done.status in ("ok", "planned") else done.output)
-    return done
+    return _one_action_tick(db, source, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
 
 
 def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
