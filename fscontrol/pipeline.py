@@ -249,8 +249,12 @@ def due(db: sqlite_utils.Database, cluster: str, stage: str, every_s: float, now
 
 
 def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float) -> bool:
+    """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
+    little history (so a young history does not load numpy and scipy at every tick)."""
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
-    return row[0] is None or now - row[0] >= every_s * DUE_SLACK
+    tried = store.get_state(db, cluster, "fit_attempt") or {}
+    last = max(x for x in (row[0], tried.get("at")) if x is not None) if (row[0] is not None or tried.get("at")) else None
+    return last is None or now - last >= every_s * DUE_SLACK
 
 
 def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
@@ -385,7 +389,9 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
         try:
             _, _, fitted = fit_history(db, cluster, now=started)
         except NotFoundError:
-            fitted = None  # not enough history yet: not a failed tick
+            fitted = None  # not enough history yet: not a failed tick; tried again in schedule.fit
+            with store.transaction(db):
+                store.set_state(db, cluster, "fit_attempt", {"at": started}, started)
     published = None
     if stages.publish and cfg is not None and cfg.publish_dir:
         published = str(publish_latest(db, cfg, cluster)[0])

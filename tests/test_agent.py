@@ -142,3 +142,20 @@ def test_a_target_that_is_not_a_finite_positive_number_is_refused_naming_the_key
 
     with pytest.raises(ConfigError, match="target_core_hours"):
         config.from_dict({"clusters": {"c": {"target_core_hours": float(bad), "method": "damping"}}})
+
+
+def test_a_young_history_is_not_fitted_at_every_tick(tmp_path):
+    """A fit that finds too little history is tried again after schedule.fit, not at every tick
+    (each try loads numpy and scipy)."""
+    from fscontrol import config, pipeline, store
+    from fscontrol.source import RecordedSlurm
+
+    cfg = config.from_dict({"clusters": {"tbcluster": {}}})
+    db = store.open_db(tmp_path / "h.db")
+    res = pipeline.agent_tick(RecordedSlurm(SAMPLE), db, cfg, apply=False)
+    assert res.fit is None
+    import time
+
+    t = time.time()
+    assert not pipeline.fit_due(db, "tbcluster", 3600.0, t + 60)
+    assert pipeline.fit_due(db, "tbcluster", 3600.0, t + 3600)
