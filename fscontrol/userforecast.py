@@ -204,7 +204,7 @@ def plan_summary(plan: Sequence[Segment]) -> list[dict]:
 
 def plan_text(plan: Sequence[Segment]) -> str:
     def dur(s: float) -> str:
-        return f"{s / DAY:g}d" if s >= DAY else f"{s / HOUR:g}h"
+        return f"{s / DAY:g}d" if s >= DAY else (f"{s / HOUR:g}h" if s >= HOUR else f"{s / 60:g}m")
 
     return ",".join(f"idle:{dur(s.duration_s)}" if s.rate == 0 else f"{s.rate:g}cpus:{dur(s.duration_s)}" for s in plan)
 
