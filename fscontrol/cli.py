@@ -179,6 +179,47 @@ def status(
 
 
 @app.command()
+def history(
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m) or a POSIX time.")] = "7d",
+    json_out: JsonOpt = False,
+    config_path: ConfigOpt = None,
+) -> None:
+    """The agent's record over a period: the halving against u* at each decision (as the agent
+    saw it and as Slurm used it at the next pass), d and the padding over time, the actions by
+    kind and outcome, failed ticks with their errors."""
+    import time
+
+    from . import config, report, store
+    from .allocations import parse_period
+
+    try:
+        cfg = config.load(config_path)
+        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
+        now = time.time()
+        try:
+            start = float(since) if float(since) > 1e9 else now - parse_period(since, where="--since")
+        except ValueError:
+            start = now - parse_period(since, where="--since")
+        name = cluster or _only_cluster(database)
+        data = report.history_data(name, start, now, store.history(database, name, start, now))
+    except FscontrolError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(data, indent=2) if json_out else report.format_history(data))
+
+
+def _only_cluster(database) -> str:
+    from . import store
+    from .errors import NotFoundError
+
+    names = store.clusters(database)
+    if len(names) != 1:
+        raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
+    return names[0]
+
+
+@app.command()
 def fit(
     db: DbOpt = None,
     cluster: ClusterOpt = None,

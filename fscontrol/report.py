@@ -432,3 +432,63 @@ def format_off(data: dict) -> str:
     lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
                  if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- history
+def history_data(cluster: str, since: float, until: float, rec: dict) -> dict:
+    """`fscontrol history`: the agent's record over a period, as plain data (store.history)."""
+    decisions = []
+    for d in rec["decisions"]:
+        u = d["u_star"] or None
+        decisions.append({
+            "time": _iso(d["decided_at"]), "method": d["method"], "applied": bool(d["apply"]), "advice_only": bool(d["advise_only"]),
+            "damping_now": d["d_now"], "damping_target": d["d_target"],
+            "padding_core_hours": None if d["w_now"] is None else d["w_now"] / HOUR,
+            "halving_core_hours": None if d["h_now"] is None else d["h_now"] / HOUR,
+            "halving_slurm_core_hours": None if d["h_slurm"] is None else d["h_slurm"] / HOUR,
+            "target_core_hours": None if u is None else u / HOUR,
+            "error": None if d["h_now"] is None or not u else d["h_now"] / u - 1,
+            "error_slurm": None if d["h_slurm"] is None or not u else d["h_slurm"] / u - 1,
+        })
+    errs = [abs(x["error_slurm"]) for x in decisions if x["error_slurm"] is not None]
+    return {
+        "cluster": cluster, "since": _iso(since), "until": _iso(until), "decisions": decisions,
+        "worst_error_slurm": max(errs) if errs else None,
+        "actions": rec["actions"], "failed_actions": [dict(a, planned_at=_iso(a["planned_at"])) for a in rec["failed_actions"]],
+        "ticks": rec["ticks"], "failed_ticks": [dict(t, started_at=_iso(t["started_at"])) for t in rec["failed_ticks"]],
+    }
+
+
+def format_history(data: dict, width: int = 72) -> str:
+    def thin(values: list) -> list:  # one character per bucket: the chart fits a terminal
+        if len(values) <= width:
+            return values
+        step = len(values) / width
+        return [values[int(i * step)] for i in range(width)]
+
+    dec = data["decisions"]
+    lines = [f"{data['cluster']}: the agent's record from {data['since']} to {data['until']}"]
+    if dec:
+        def row(label: str, values: list, fmt: str) -> str:
+            vals = [v for v in values if v is not None]
+            rng = f"{format(min(vals), fmt)} .. {format(max(vals), fmt)}" if vals else "-"
+            return f"  {label:<26}{sparkline(thin(values))}  {rng}"
+
+        lines += [f"{len(dec)} decisions ({dec[0]['time']} .. {dec[-1]['time']}), method {dec[-1]['method']}",
+                  row("halving / u* - 1 (Slurm)", [d["error_slurm"] for d in dec], "+.2%"),
+                  row("halving / u* - 1 (agent)", [d["error"] for d in dec], "+.2%"),
+                  row("damping factor d", [d["damping_target"] for d in dec], "d"),
+                  row("padding (core-hours)", [d["padding_core_hours"] for d in dec], ",.2f")]
+        if data["worst_error_slurm"] is not None:
+            lines.append(f"  worst |halving / u* - 1| as Slurm used it: {data['worst_error_slurm']:.2%}")
+    else:
+        lines.append("no control decisions in this period")
+    if data["ticks"]:
+        lines.append("ticks: " + ", ".join(f"{t['stage']} {t['status']} {t['n']}" for t in data["ticks"]))
+    if data["actions"]:
+        lines.append("actions: " + ", ".join(f"{a['stage']}/{a['kind']} {a['status']} {a['n']}" for a in data["actions"]))
+    for t in data["failed_ticks"][-10:]:
+        lines.append(f"  failed tick {t['started_at']} {t['stage']}: {t['error']}")
+    for a in data["failed_actions"][-10:]:
+        lines.append(f"  {a['status']} action {a['planned_at']} {a['stage']}/{a['kind']}: {a['output'] or a['reason']}")
+    return "\n".join(lines)

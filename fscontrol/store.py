@@ -955,3 +955,28 @@ def open_actions(db: sqlite_utils.Database, cluster: str) -> list[dict]:
 
 def update_tick(db: sqlite_utils.Database, tick_id: int, status: str, finished_at: float, error: str | None = None) -> None:
     db.execute("UPDATE ticks SET status = ?, finished_at = ?, error = ? WHERE id = ?", [status, finished_at, error, tick_id])
+
+
+def history(db: sqlite_utils.Database, cluster: str, since: float, until: float) -> dict:
+    """The agent's record of a cluster over [since, until]: every decision (with the halving it
+    aimed at and the one Slurm used), the actions by stage, kind and status (the failed and
+    unknown ones in full), and the ticks by stage and status (the failed ones with their error)."""
+    cur = db.execute(
+        """SELECT decided_at, method, apply, advise_only, u_star, d_now, d_target, w_now, w_target, h_now, h_planned,
+                  h_slurm FROM decisions WHERE cluster = ? AND decided_at BETWEEN ? AND ? ORDER BY id""",
+        [cluster, since, until])
+    cols = [c[0] for c in cur.description]
+    decisions = [dict(zip(cols, r)) for r in cur.fetchall()]
+    actions = [dict(zip(("stage", "kind", "status", "n"), r)) for r in db.execute(
+        """SELECT stage, kind, status, count(*) FROM actions WHERE cluster = ? AND planned_at BETWEEN ? AND ?
+           GROUP BY stage, kind, status ORDER BY stage, kind, status""", [cluster, since, until])]
+    bad_actions = [dict(zip(("planned_at", "stage", "kind", "status", "reason", "output"), r)) for r in db.execute(
+        """SELECT planned_at, stage, kind, status, reason, output FROM actions WHERE cluster = ? AND planned_at BETWEEN ? AND ?
+           AND status IN ('failed', 'unknown', 'not_done') ORDER BY id""", [cluster, since, until])]
+    ticks = [dict(zip(("stage", "status", "n"), r)) for r in db.execute(
+        """SELECT coalesce(stage, 'collect'), status, count(*) FROM ticks WHERE cluster = ? AND started_at BETWEEN ? AND ?
+           GROUP BY 1, 2 ORDER BY 1, 2""", [cluster, since, until])]
+    failed = [dict(zip(("started_at", "stage", "error"), r)) for r in db.execute(
+        """SELECT started_at, coalesce(stage, 'collect'), error FROM ticks WHERE cluster = ? AND started_at BETWEEN ? AND ?
+           AND status = 'failed' ORDER BY id""", [cluster, since, until])]
+    return {"decisions": decisions, "actions": actions, "failed_actions": bad_actions, "ticks": ticks, "failed_ticks": failed}
