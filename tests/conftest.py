@@ -55,7 +55,7 @@ def slurm() -> Testbed:
 # (tests/testbed.py): the groups run side by side, the tests inside a group one after another.
 # Groups are balanced by measured length (minutes, 2-core machine; `--durations=0` prints them).
 TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by side)
-    "test_integration_forecast.py": "testbed-a",  # 16.1 (hybrid held 15 min)
+    "test_integration_forecast.py": "testbed-a",  # 17.5 (hybrid held 15 min)
     "test_integration_collect.py": "testbed-a",  # 1.4
     "test_integration_control.py": "testbed-b",  # 21.0 (padding, damping held 1 half-life each)
     "test_integration_fit.py": "testbed-c",  # 9.0
@@ -64,10 +64,10 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_agent.py": "testbed-d",  # 4.9
     "test_integration_faults.py": "testbed-d",  # 4.5
     "test_integration_off.py": "testbed-d",  # 2
-    "test_integration_halving.py": "testbed-d",  # about 7 (one user runs the usage that halves F)
+    "test_integration_halving.py": "testbed-d",  # 4.8 (one user runs the usage that halves F)
     "test_integration_padding_full.py": "testbed-d",  # 0.3
     "test_integration_trim.py": "testbed-d",  # 3
-    "test_site_install.py": "testbed-c",  # 1 (a venv and a pip install)
+    "test_site_install.py": "testbed-c",  # 2.6 (a venv and a pip install)
 }
 
 
