@@ -195,7 +195,7 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             except FscontrolError as e:
                 note("control", [ClusterOutcome(name, error=e)])
         try:
-            nxt = pipeline.next_decay_pass(make_source(name), after=time.time() + cfg.pass_lead_s + 0.5)
+            nxt = pipeline.next_decay_pass(make_source(name))  # the coming pass (the one just prepared for)
         except FscontrolError as e:
             nxt = None
             log.warning("control %s: when is the next decay pass? %s", name or "(default cluster)", e)
@@ -208,12 +208,17 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
                           args=[name], id=f"pass:{name}", replace_existing=True)
             return
         aligned[name] = True
-        sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(nxt[0] - cfg.pass_lead_s, timezone.utc),
-                      args=[name], id=f"pass:{name}", replace_existing=True, misfire_grace_time=None)
-        if cfg.pass_trim_s > 0:
-            sched.add_job(trim_job, "date", run_date=datetime.fromtimestamp(nxt[0] - cfg.pass_trim_s, timezone.utc),
+        coming, period = nxt
+        now = time.time()
+        if cfg.pass_trim_s > 0 and coming - cfg.pass_trim_s > now:  # the last word on d before the coming pass
+            sched.add_job(trim_job, "date", run_date=datetime.fromtimestamp(coming - cfg.pass_trim_s, timezone.utc),
                           args=[name], id=f"trim:{name}", replace_existing=True,
                           misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
+        # control again before the next pass: the coming one if there is still time (the loop's
+        # start), else the one after it
+        at = coming - cfg.pass_lead_s if coming - cfg.pass_lead_s > now + 0.5 else coming + period - cfg.pass_lead_s
+        sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(at, timezone.utc),
+                      args=[name], id=f"pass:{name}", replace_existing=True, misfire_grace_time=None)
 
     def gate_job(name: str | None) -> None:
         try:
