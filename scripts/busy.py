@@ -99,6 +99,9 @@ def main() -> int:
                          "ramps from zero over about three half-lives (15 min here)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))  # run the finally below
     tb = ensure_testbed()
     tb.cancel_all()
     tb.reset_usage()
