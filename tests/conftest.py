@@ -22,6 +22,7 @@ def _exclusive_testbed_lock():
     """One test session at a time on the testbed: the tests cancel jobs and reset usage."""
     from testbed import DEFAULT_DIR
 
+    DEFAULT_DIR.parent.mkdir(parents=True, exist_ok=True)  # FSCONTROL_TESTBED_DIR may name a new folder
     fh = open(f"{DEFAULT_DIR}.lock", "w")
     deadline = time.time() + LOCK_WAIT_S
     while True:
