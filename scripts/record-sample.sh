@@ -6,15 +6,8 @@
 set -euo pipefail
 TB=${1:-/tmp/fscontrol-testbed}
 OUT=${2:-samples/testbed-basic}
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-export SLURM_CONF=$TB/etc/slurm.conf
-FSC=${FSCONTROL:-$HERE/.venv/bin/fscontrol}
-J=$TB/jobs
-sub() { local user=$1; shift; runuser -u "$user" -- sbatch --parsable --chdir="$J" -o /dev/null "$@"; }
-# probe jobs: pending forever in the DOWN partition, so sprio shows every association's factor
-for ua in alice:flat bob:flat carol:flat dave:flat alice:physics bob:physics carol:chem; do
-  sub "${ua%%:*}" -A "${ua##*:}" -p parked -n 1 -t 1 --wrap 'true' >/dev/null
-done
+. "$(dirname "$0")/testbed-jobs.sh"
+probes
 sub alice -A flat    -n 16 -t 10 --wrap 'sleep 300' >/dev/null
 sub bob   -A flat    -n 32 -t 10 --wrap 'sleep 70'  >/dev/null
 sub dave  -A flat    -n 4  -t 10 --wrap 'sleep 20'  >/dev/null

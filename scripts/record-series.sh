@@ -8,15 +8,9 @@ set -euo pipefail
 TB=${1:-/tmp/fscontrol-testbed}
 OUT=${2:-samples/testbed-series}
 N=${3:-10}
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-export SLURM_CONF=$TB/etc/slurm.conf
-FSC=${FSCONTROL:-$HERE/.venv/bin/fscontrol}
-J=$TB/jobs
-sub() { local user=$1; shift; runuser -u "$user" -- sbatch --parsable --chdir="$J" -o /dev/null "$@"; }
+. "$(dirname "$0")/testbed-jobs.sh"
 scancel -u alice -u bob -u carol -u dave >/dev/null 2>&1 || true
-for ua in alice:flat bob:flat carol:flat dave:flat alice:physics bob:physics carol:chem; do
-  sub "${ua%%:*}" -A "${ua##*:}" -p parked -n 1 -t 1 --wrap 'true' >/dev/null
-done
+probes
 sub alice -A flat    -n 16 -t 15 --wrap 'sleep 600' >/dev/null
 sub bob   -A flat    -n 32 -t 15 --wrap 'sleep 150' >/dev/null
 sub alice -A physics -n 24 -t 15 --wrap 'sleep 270' >/dev/null
