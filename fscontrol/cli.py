@@ -199,8 +199,10 @@ def history(
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
         now = time.time()
         try:
-            start = float(since) if float(since) > 1e9 else now - parse_period(since, where="--since")
+            start = float(since)  # a POSIX time; a small number is a duration in seconds
         except ValueError:
+            start = None
+        if start is None or start < 1e9:
             start = now - parse_period(since, where="--since")
         name = cluster or _only_cluster(database)
         data = report.history_data(name, start, now, store.history(database, name, start, now))

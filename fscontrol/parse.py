@@ -524,6 +524,18 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
     return tuple(out)
 
 
+ROOT_USAGE_ARGS = ("sshare", "-n", "-P", "-A", "root", "-o", "Account,User,RawUsage")
+
+
+def parse_root_usage(text: str, command: str = " ".join(ROOT_USAGE_ARGS)) -> int:
+    """Root's RawUsage from `sshare -n -P -A root -o Account,User,RawUsage` (root's row has no user)."""
+    for no, line in _lines(text):
+        f = line.split("|")
+        if len(f) == 3 and f[0].strip() == "root" and not f[1].strip():
+            return _int(f[2].strip(), command, "RawUsage", no, line)
+    raise ParseError(command, "no root row")
+
+
 def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow, ...]:
     """`sprio -n -o '%i|%u|%r|%y|%f'`. sprio lists only pending, eligible, non-held jobs."""
     if not text.strip() or text.strip().startswith("You have no pending jobs") or "No pending jobs" in text:

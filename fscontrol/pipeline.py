@@ -252,9 +252,9 @@ def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float)
     """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
     little history (so a young history does not load numpy and scipy at every tick)."""
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
-    tried = store.get_state(db, cluster, "fit_attempt") or {}
-    last = max(x for x in (row[0], tried.get("at")) if x is not None) if (row[0] is not None or tried.get("at")) else None
-    return last is None or now - last >= every_s * DUE_SLACK
+    tried = (store.get_state(db, cluster, "fit_attempt") or {}).get("at")
+    times = [t for t in (row[0], tried) if t is not None]
+    return not times or now - max(times) >= every_s * DUE_SLACK
 
 
 def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
@@ -576,13 +576,11 @@ def trim_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: 
         return None
     last = store.last_decision(db, cluster)
     d_last = store.last_applied_damping(db, cluster)
-    if last is None or not last.get("s_ref") or d_last is None or started - float(last.get("decided_at") or 0) > 120:
+    if (last is None or not last.get("s_ref") or last.get("advise_only") or d_last is None
+            or started - float(last.get("decided_at") or 0) > 120):
         return None  # no fresh decision to trim (the control tick did not run just now)
     out = source.root_usage()
-    line = next((ln for ln in out.stdout.splitlines() if ln.strip().startswith("root|") and ln.split("|")[1].strip() == ""), None)
-    if line is None:
-        raise ParseError(" ".join(out.argv), "no root row")
-    total = parse._num(line.split("|")[2].strip(), int, " ".join(out.argv), "RawUsage", 1, line)
+    total = parse.parse_root_usage(out.stdout, " ".join(out.argv))
     if total <= 0:
         return None
     ideal = cc.target_usage / (float(last["s_ref"]) * total)

@@ -136,8 +136,8 @@ def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any
     cluster: list[list] = []
     accounts: dict[str, list[list]] = {}
     users: dict[str, list[list]] = {}
-    for _job, account, user, rate, ends_at in snap.running:
-        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(_job)]
+    for job_id, account, user, rate, ends_at in snap.running:
+        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(job_id)]
         cluster.append(entry)
         a, seen = account, set()
         while a and a != "root" and a not in seen:

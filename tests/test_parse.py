@@ -189,3 +189,13 @@ def test_squeue_sprio_qos_formats():
     p = parse.parse_sprio(text("tb/sprio_fmt"))
     assert p and all(0 <= r.fairshare_norm <= 1 for r in p)
     assert {r.name: r.usage_factor for r in parse.parse_qos(text("tb/qos"))} == {"normal": 1.0, "fspad": 1.0}
+
+
+def test_root_usage_from_sshare_root_only():
+    from fscontrol.parse import parse_root_usage
+
+    assert parse_root_usage("root||6636\n root|root|0\n") == 6636
+    with pytest.raises(ParseError):
+        parse_root_usage(" root|root|0\n")
+    with pytest.raises(ParseError):
+        parse_root_usage("root||lots\n")
