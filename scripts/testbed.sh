@@ -23,6 +23,7 @@
 #   TB_HALFLIFE  PriorityDecayHalfLife             [00:05:00] (minutes resolution)
 #   TB_CALC      PriorityCalcPeriod                [1]   (minutes; Slurm's minimum is 1)
 #   TB_DAMP      FairShareDampeningFactor          [1]   (integer, uint16)
+#   TB_PRIORITY_FLAGS  PriorityFlags; empty = Fair Tree (Slurm's default)  [NO_FAIR_TREE]
 #   TB_CTLD_PORT/TB_SLURMD_PORT/TB_DBD_PORT/TB_DB_PORT  [16817/16818/16819/16306]
 #   TB_SEED      1 = create unix users + accounting tree (idempotent)  [1]
 #   TB_CTLD_DEBUG / TB_DEBUGFLAGS  SlurmctldDebug / DebugFlags   [info / none]
@@ -55,6 +56,7 @@ CPUS=${TB_CPUS:-128}
 HALFLIFE=${TB_HALFLIFE:-00:05:00}
 CALC=${TB_CALC:-1}
 DAMP=${TB_DAMP:-1}
+PRIO_FLAGS=${TB_PRIORITY_FLAGS-NO_FAIR_TREE}   # set but empty -> Fair Tree
 CTLD_PORT=${TB_CTLD_PORT:-16817}
 SLURMD_PORT=${TB_SLURMD_PORT:-16818}
 DBD_PORT=${TB_DBD_PORT:-16819}
@@ -194,9 +196,9 @@ AccountingStoragePass=$MUNGE_SOCK
 AccountingStorageEnforce=associations,limits,qos
 JobCompType=jobcomp/none
 MailProg=/bin/true
-# classic fairshare with a short, observable decay
+# classic fairshare (NO_FAIR_TREE; TB_PRIORITY_FLAGS= for Fair Tree) with a short, observable decay
 PriorityType=priority/multifactor
-PriorityFlags=NO_FAIR_TREE
+${PRIO_FLAGS:+PriorityFlags=$PRIO_FLAGS}
 PriorityDecayHalfLife=$HALFLIFE
 PriorityCalcPeriod=$CALC
 PriorityUsageResetPeriod=NONE
