@@ -87,7 +87,7 @@ class AssocFairShare:
 
 # ---------------------------------------------------------------------------- the tree
 @dataclass(frozen=True, slots=True)
-class _Tree:
+class Tree:
     rows: dict[Key, ShareRow]
     order: tuple[Key, ...]  # parents before children
     parent: dict[Key, Key]  # direct parent
@@ -104,7 +104,9 @@ def _parent_key(row: ShareRow) -> Key:
     return (row.account, "") if row.user else (row.parent, "")
 
 
-def _build(rows: Iterable[ShareRow]) -> _Tree:
+def build_tree(rows: Iterable[ShareRow]) -> Tree:
+    """The association tree as slurmctld's assoc_mgr links it (shared by classic and Fair Tree):
+    direct parents, fs parents (FairShare=parent links skipped) and each level's shares."""
     by_key: dict[Key, ShareRow] = {}
     for r in rows:
         k = _key(r)
@@ -149,16 +151,16 @@ def _build(rows: Iterable[ShareRow]) -> _Tree:
         if not r.shares_parent:
             level[p] = level.get(p, 0) + (r.raw_shares or 0)
     level_shares = {k: level.get(p, 0) for k, p in fs_parent.items()}
-    return _Tree(by_key, tuple(order), parent, fs_parent, level_shares)
+    return Tree(by_key, tuple(order), parent, fs_parent, level_shares)
 
 
 # ---------------------------------------------------------------------------- the pieces
 def norm_shares(rows: Iterable[ShareRow]) -> dict[Key, float]:
     """Slurm's classic NormShares for every association (root: 1.0)."""
-    return _norm_shares(_build(rows))
+    return _norm_shares(build_tree(rows))
 
 
-def _norm_shares(t: _Tree) -> dict[Key, float]:
+def _norm_shares(t: Tree) -> dict[Key, float]:
     out: dict[Key, float] = {ROOT: 1.0}
     for k in t.order[1:]:
         r = t.rows[k]
@@ -178,10 +180,10 @@ def _norm_shares(t: _Tree) -> dict[Key, float]:
 
 def norm_usage(rows: Iterable[ShareRow]) -> dict[Key, float]:
     """RawUsage / root RawUsage, clipped to 1 (Slurm's `set_assoc_usage_norm`)."""
-    return _norm_usage(_build(rows))
+    return _norm_usage(build_tree(rows))
 
 
-def _norm_usage(t: _Tree) -> dict[Key, float]:
+def _norm_usage(t: Tree) -> dict[Key, float]:
     total = float(t.rows[ROOT].raw_usage)
     if total <= 0:
         return {k: 0.0 for k in t.order}
@@ -194,11 +196,11 @@ def effective_usage(rows: Iterable[ShareRow], norm: Mapping[Key, float] | None =
     `norm` overrides the NormUsage computed from RawUsage (e.g. sshare's own NormUsage column,
     to check the tree rule in isolation from RawUsage's integer truncation).
     """
-    t = _build(rows)
+    t = build_tree(rows)
     return _effective_usage(t, dict(norm) if norm is not None else _norm_usage(t))
 
 
-def _effective_usage(t: _Tree, un: Mapping[Key, float]) -> dict[Key, float]:
+def _effective_usage(t: Tree, un: Mapping[Key, float]) -> dict[Key, float]:
     ue: dict[Key, float] = {ROOT: 1.0}
     for k in t.order[1:]:
         fs = t.fs_parent[k]
@@ -269,7 +271,7 @@ def compute_fairshare(rows: Iterable[ShareRow], damping: float) -> tuple[AssocFa
     `damping` is the d slurmctld uses (read it from `scontrol show config`); a float is
     accepted for what-if questions even though Slurm only takes integers 1..65535.
     """
-    t = _build(rows)
+    t = build_tree(rows)
     s = _norm_shares(t)
     un = _norm_usage(t)
     ue = _effective_usage(t, un)
@@ -368,7 +370,7 @@ def remove_associations(rows: Iterable[ShareRow], keys: Collection[Key]) -> tupl
     Account rows are kept (their shares still count among their siblings).
     """
     rows = tuple(rows)
-    t = _build(rows)
+    t = build_tree(rows)
     delta: dict[Key, float] = {}
     for k in keys:
         if k not in t.rows:

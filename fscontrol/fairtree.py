@@ -1,0 +1,208 @@
+"""Fair Tree (Slurm's default fair-share since 19.05) recomputed from raw values.
+
+Pure: no I/O, no clock. Input is the association tree as `sshare -a -l` prints it (ShareRow);
+output is every association's Level Fair-Share and every user association's rank and factor,
+computed from RawShares and RawUsage only (sshare's FairShare column is the check, not the
+source).
+
+The rules are slurmctld's, read from Slurm 22.05 and 24.11 (identical there apart from type
+names): `fair_tree.c` (`_ft_set_assoc_usage_efctv`, `_calc_assoc_fs`, `_cmp_level_fs`,
+`_count_tied_accounts`, `_calc_tree_fs`, `_apply_priority_fs`) and `assoc_mgr.c`
+(`_find_assoc_parent`, `_get_children_level_shares`, `_normalize_assoc_shares_fair_tree`).
+
+* Siblings are the associations with the same fs parent (`fairshare.build_tree`: the children
+  of a FairShare=parent account compete one level up, beside that account).
+* S = RawShares / (sum of the siblings' RawShares); a FairShare=parent association takes its
+  fs parent's S (shown by sshare, used by nothing).
+* U = RawUsage / the fs parent's RawUsage (0 when the parent has none).
+* LevelFS = S / U: infinite when U = 0 (and S > 0), 0 when S = 0. A FairShare=parent user gets
+  an infinite LevelFS (first in its account, tied with the other idle users); a FairShare=parent
+  account gets NO_VAL (4294967294) and has no children of its own.
+* From root down, each level's siblings are sorted by LevelFS, highest first, users before
+  accounts on equal LevelFS (the sort is stable: glibc's qsort is a merge sort on 22.05's and
+  24.11's Debian). Walking that order, a user takes the next rank (counting down from N, the
+  number of user associations) unless its LevelFS equals the previous sibling's, then it shares
+  that sibling's rank; an account is walked into at once, and if it tied with the previous
+  sibling its first child starts tied. (Slurm's `_count_tied_accounts` means to merge tied
+  sibling accounts' children but stops at the first account it meets, so it never merges: tied
+  accounts are walked one after the other.)
+* F = rank / N.
+
+Decay multiplies every RawUsage by the same factor, so it changes no LevelFS and no rank: under
+Fair Tree a user's factor moves only as usage is charged (theirs, or others').
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from fscontrol.fairshare import ROOT, Key, Tree, TreeError, build_tree
+from fscontrol.records import ShareRow
+
+NO_VAL = float(0xFFFFFFFE)  # Slurm's NO_VAL as a long double: a FairShare=parent account's LevelFS
+
+__all__ = ["AssocFairTree", "FairTree", "compute_fair_tree", "TreeError", "NO_VAL"]
+
+
+@dataclass(frozen=True, slots=True)
+class AssocFairTree:
+    """One association under Fair Tree. `rank` and `fairshare` are None for accounts."""
+
+    account: str
+    user: str
+    parent: str  # direct parent account ("" for root)
+    fs_parent: str  # the account it competes under (FairShare=parent links skipped)
+    depth: int
+    raw_shares: int | None
+    shares_parent: bool
+    raw_usage: float
+    norm_shares: float  # S at its level
+    effective_usage: float  # U: its share of the fs parent's usage
+    level_fs: float  # S / U (inf: no usage; NO_VAL: a FairShare=parent account)
+    rank: int | None
+    fairshare: float | None
+
+    @property
+    def key(self) -> Key:
+        return (self.account, self.user)
+
+    @property
+    def is_user(self) -> bool:
+        return self.user != ""
+
+
+@dataclass(frozen=True, slots=True)
+class FairTree:
+    """The whole tree under Fair Tree: associations in sshare's order, and the ranking."""
+
+    assocs: tuple[AssocFairTree, ...]
+    n_users: int  # N: user associations (slurmctld's g_user_assoc_count)
+    ranking: tuple[Key, ...]  # user associations, best first, in slurmctld's walk order
+
+    def by_key(self) -> dict[Key, AssocFairTree]:
+        return {a.key: a for a in self.assocs}
+
+
+def _level_fs(s: float, u: float, row: ShareRow) -> float:
+    if row.shares_parent:
+        return math.inf if row.user else NO_VAL
+    if s == 0.0:
+        return 0.0
+    return math.inf if u == 0.0 else s / u
+
+
+def _children(t: Tree) -> dict[Key, list[Key]]:
+    """Each fs parent's children in sshare's (depth-first) order. slurmctld's lists are in the
+    order the associations were created; the two differ only in which of two accounts with
+    exactly equal LevelFS is walked first."""
+    kids: dict[Key, list[Key]] = {}
+    for k in t.rows:
+        if k != ROOT:
+            kids.setdefault(t.fs_parent[k], []).append(k)
+    return kids
+
+
+def level_values(t: Tree) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
+    """S, U and LevelFS of every association but root (`_calc_assoc_fs`)."""
+    s: dict[Key, float] = {}
+    u: dict[Key, float] = {}
+    lf: dict[Key, float] = {}
+    for k in t.order[1:]:
+        r = t.rows[k]
+        fs = t.fs_parent[k]
+        src = fs if r.shares_parent else k  # `_normalize_assoc_shares_fair_tree`
+        if src == ROOT:
+            s[k] = 0.0  # root sits in no level: its level_shares stay 0
+        else:
+            ls = t.level_shares[src]
+            s[k] = (t.rows[src].raw_shares or 0) / ls if ls else 0.0
+        parent_usage = float(t.rows[fs].raw_usage)
+        u[k] = float(r.raw_usage) / parent_usage if parent_usage > 0 else 0.0
+        lf[k] = _level_fs(s[k], u[k], r)
+    return s, u, lf
+
+
+def rank_users(t: Tree, lf: Mapping[Key, float]) -> tuple[dict[Key, int], list[Key]]:
+    """Slurm's ranking walk (`_calc_tree_fs`): each user association's rank, and the walk order."""
+    kids = _children(t)
+    n = sum(1 for k in t.order if k[1])
+    rank = {"rank": n, "rnt": n}  # rnt: the rank with no ties
+    out: dict[Key, int] = {}
+    walk: list[Key] = []
+
+    def is_user(k: Key) -> bool:
+        return k[1] != ""
+
+    def calc(siblings: list[Key], account_tied: bool) -> None:
+        # sort: higher LevelFS first, users before accounts on a tie; stable otherwise
+        sibs = sorted(siblings, key=lambda k: (-lf[k], 0 if is_user(k) else 1))
+        prev = NO_VAL
+        i = 0
+        while i < len(sibs):
+            k = sibs[i]
+            tied = True if (i == 0 and account_tied) else (prev == lf[k])
+            if is_user(k):
+                if not tied:
+                    rank["rank"] = rank["rnt"]
+                out[k] = rank["rank"]
+                walk.append(k)
+                rank["rnt"] -= 1
+            else:
+                merge = _count_tied_accounts(sibs, i, lf)
+                merged: list[Key] = []
+                for j in range(i, i + merge + 1):
+                    merged.extend(kids.get(sibs[j], ()))
+                calc(merged, tied)
+                i += merge
+            prev = lf[k]
+            i += 1
+
+    calc(list(kids.get(ROOT, ())), False)
+    return out, walk
+
+
+def _count_tied_accounts(sibs: list[Key], i: int, lf: Mapping[Key, float]) -> int:
+    """As Slurm's: counts the following siblings that are users (!) with the same LevelFS.
+
+    Users sort before accounts on a tie, so after an account no user ties with it: the count is
+    always 0 and tied accounts are never merged. Kept literal so the walk is Slurm's."""
+    count = 0
+    for k in sibs[i + 1:]:
+        if not k[1]:
+            break
+        if lf[sibs[i]] != lf[k]:
+            break
+        count += 1
+    return count
+
+
+def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
+    """Every association's Fair Tree values, and every user association's rank and F."""
+    t = build_tree(rows)
+    s, u, lf = level_values(t)
+    ranks, walk = rank_users(t, lf)
+    n = len(ranks)
+    out = []
+    for k, r in t.rows.items():  # sshare's order
+        is_root = k == ROOT
+        rk = ranks.get(k)
+        out.append(
+            AssocFairTree(
+                account=r.account,
+                user=r.user,
+                parent=r.parent,
+                fs_parent="" if is_root else t.fs_parent[k][0],
+                depth=r.depth,
+                raw_shares=r.raw_shares,
+                shares_parent=r.shares_parent,
+                raw_usage=float(r.raw_usage),
+                norm_shares=1.0 if is_root else s[k],
+                effective_usage=1.0 if is_root else u[k],
+                level_fs=NO_VAL if is_root else lf[k],
+                rank=rk,
+                fairshare=None if rk is None else rk / n,
+            )
+        )
+    return FairTree(tuple(out), n, tuple(walk))
