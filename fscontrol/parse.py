@@ -327,10 +327,11 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
     return tuple(out)
 
 
-def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS)) -> None:
+def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS), fair_tree: bool = False) -> None:
     """The whole tree as an admin's `sshare -a` prints it, or an error: no association twice, and
     every account's children's NormShares add up to its own (rows cut off at a line boundary,
     a whole account or an account's last users, break the sum; sshare prints 6 decimals).
+    Under Fair Tree (`fair_tree`) NormShares are each level's own: the children add up to 1.
 
     Not for a user's own `sshare` under PrivateData, which shows only part of the tree."""
     seen: set[tuple[str, str]] = set()
@@ -362,13 +363,13 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
         shared = [k.norm_shares for k in kids if not k.shares_parent and k.norm_shares is not None]
         if parent is None or parent.norm_shares is None or not shared or all(k.shares_parent for k in kids):
             continue
-        if parent.depth == 0:
+        if parent.depth == 0 or fair_tree:
             want = 1.0
         else:
             want = parent.norm_shares
         total = sum(shared)
-        if any(k.shares_parent for k in kids):
-            continue  # FairShare=parent children take their parent's share: the sum does not apply
+        if any(k.shares_parent for k in kids) or (fair_tree and parent.shares_parent):
+            continue  # FairShare=parent: shares taken from, or lifted to, the level above
         if abs(total - want) > 1e-6 * (len(shared) + 1) + 1e-9:
             raise ParseError(command, f"the NormShares under {name} add up to {total:.6f}, not {want:.6f}: "
                              "output cut short or rows missing")

@@ -61,7 +61,7 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     window_start = window_start_of(cluster)
     sshare_out = whole(source.sshare())
     shares = parse.parse_sshare(sshare_out.stdout, " ".join(sshare_out.argv))
-    parse.check_share_tree(shares, " ".join(sshare_out.argv))
+    parse.check_share_tree(shares, " ".join(sshare_out.argv), fair_tree=config.mode == "fair_tree")
     taken_at = sshare_out.finished_at
     squeue_out = whole(source.squeue())
     queue = parse.parse_squeue(squeue_out.stdout, " ".join(squeue_out.argv))
@@ -167,13 +167,16 @@ class ControlResult:
     actions: tuple  # actions.Action, with their status after apply
     applied: bool
     verified_damping: int | None  # d read back from `scontrol show config` after applying
+    priority_mode: str = "classic"  # the cluster's algorithm (SlurmConfig.mode)
+    user_associations: int = 0  # N, the user associations (Fair Tree's advice names it)
 
 
 def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_qos: str) -> str | None:
     """Why the controller may only advise on this cluster, or None when it may act."""
     cfg = snap.config
     if cfg.mode == "fair_tree":
-        return "Fair Tree (the default since Slurm 19.05) never reads FairShareDampeningFactor; set PriorityFlags=NO_FAIR_TREE"
+        return ("Fair Tree (the default since Slurm 19.05) ranks users: it has no halving usage and never reads "
+                "FairShareDampeningFactor")
     if cfg.mode != "classic":
         return f"priority mode {cfg.mode}: the classic maths do not hold"
     if method in ("padding", "hybrid"):
@@ -366,7 +369,8 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
                 done = tuple(_apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
                 if dec is not None:
                     done, verified = _persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
-            control_res = ControlResult(cluster, sid, did, dec, done, apply, verified)
+            control_res = ControlResult(cluster, sid, did, dec, done, apply, verified, snap.config.mode,
+                                        sum(1 for r in snap.shares if r.is_user))
         if gplan is not None:
             plan, g_acts, _ = gplan
             done = tuple(g_acts)

@@ -34,7 +34,10 @@ def status_data(
 
     F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
     RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
-    force in slurmctld. The dummy (padding) association is shown but not counted as a user."""
+    force in slurmctld. The dummy (padding) association is shown but not counted as a user.
+    Under Fair Tree, status_data_fair_tree."""
+    if snap.config.mode == "fair_tree":
+        return status_data_fair_tree(snap, dummy, only_users, only_accounts)
     cfg = snap.config
     d = cfg.damping_factor
     root = next((r for r in snap.shares if r.depth == 0), None)
@@ -216,6 +219,8 @@ def _duration(s: float) -> str:
 
 
 def format_status(data: dict) -> str:
+    if data["priority_mode"] == "fair_tree":
+        return format_status_fair_tree(data)
     head = [
         ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
         ("priority", f"{data['priority_mode']} ({','.join(data['priority_flags']) or 'no flags'}), "
@@ -293,7 +298,21 @@ def format_status(data: dict) -> str:
     return "\n".join(lines)
 
 
+FAIR_TREE_ADVICE = (
+    "Fair Tree ranks users (F = rank / N among the {n} user associations), so there is no usage at which "
+    "F halves and no u* to keep; it ignores FairShareDampeningFactor, so fscontrol changes nothing here.",
+    "Shape Fair Tree with the account shares (sacctmgr modify account NAME set fairshare=N): at each level "
+    "an account's LevelFS = its share of the shares / its share of the usage; `fscontrol status` shows them.",
+    "Set how long usage counts with PriorityDecayHalfLife, and weigh fair-share against age, size and QOS with "
+    "PriorityWeightFairshare (Slurm's Fair Tree page: as low as 1-2 x the number of user associations).",
+    "Or run classic fair-share (PriorityFlags=NO_FAIR_TREE, then scontrol reconfigure): there fscontrol keeps "
+    "F halving every u* core-hours with the damping factor, padding, or both.",
+)
+
+
 def control_data(res) -> dict:
+    if getattr(res, "priority_mode", "classic") == "fair_tree":
+        return _control_data_fair_tree(res)
     d = res.decision
     h = lambda v: None if v is None else v / HOUR  # noqa: E731
     return {
@@ -328,7 +347,31 @@ def control_data(res) -> dict:
     }
 
 
+def _control_data_fair_tree(res) -> dict:
+    """Control under Fair Tree: no plan, no classic figures; what an admin can do instead."""
+    d = res.decision
+    return {
+        "cluster": res.cluster,
+        "snapshot_id": res.snapshot_id,
+        "decision_id": res.decision_id,
+        "priority_mode": "fair_tree",
+        "method": d.method if d is not None else None,
+        "mode": "apply" if res.applied else "dry-run",
+        "advise_only": True,
+        "target_core_hours": None if d is None or d.u_star is None else d.u_star / HOUR,
+        "advice": [a.format(n=res.user_associations) for a in FAIR_TREE_ADVICE],
+        "notes": [],
+        "actions": [],
+    }
+
+
 def format_control(data: dict) -> str:
+    if data.get("priority_mode") == "fair_tree":
+        lines = [f"ADVICE ONLY, nothing can be done here: {data['cluster']} runs Fair Tree, where a halving "
+                 f"target u* does not exist"]
+        lines += [f"  - {a}" for a in data["advice"]]
+        lines.append("plan: none")
+        return "\n".join(lines)
     pct = lambda v: "-" if v is None else f"{v:+.2%}"  # noqa: E731
     lines = [
         f"{data['cluster']}: method {data['method']} ({data['mode']}{', advice only' if data['advise_only'] else ''}), "
@@ -491,4 +534,164 @@ def format_history(data: dict, width: int = 72) -> str:
         lines.append(f"  failed tick {t['started_at']} {t['stage']}: {t['error']}")
     for a in data["failed_actions"][-10:]:
         lines.append(f"  {a['status']} action {a['planned_at']} {a['stage']}/{a['kind']}: {a['output'] or a['reason']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- Fair Tree
+def status_data_fair_tree(
+    snap: StoredSnapshot,
+    dummy: tuple[str, str] | None = None,
+    only_users: Sequence[str] = (),
+    only_accounts: Sequence[str] = (),
+) -> dict:
+    """`status` on a cluster that runs Fair Tree: every user association's rank, F = rank / N,
+    its Level FS and its account's, recomputed from RawShares and RawUsage as slurmctld does
+    (fscontrol.fairtree), beside sshare's and sprio's own F. Rows in rank order, best first.
+
+    The keys of classic's status_data are kept (halving and damping ones None: Fair Tree has no
+    halving usage and ignores FairShareDampeningFactor), so scripts and the metrics read both."""
+    from . import fairtree
+
+    cfg = snap.config
+    ft = fairtree.compute_fair_tree(snap.shares)
+    by = ft.by_key()
+    root = by.get(fairshare.ROOT)
+    total = root.raw_usage if root else 0.0
+    keys = set(by)
+    dummy = dummy if dummy in keys else None
+    dummy_usage = by[dummy].raw_usage if dummy else 0.0
+    sshare_f = {r.key: r.fairshare for r in snap.shares}
+    real_users = [a for a in ft.assocs if a.is_user and a.user != "root" and a.key != dummy]
+    active = [a for a in real_users if a.raw_usage > 0]
+    shown = [by[k] for k in ft.ranking]
+    if only_users or only_accounts:
+        from .errors import NotFoundError
+
+        parent = {a.account: a.parent for a in ft.assocs if not a.is_user}
+        unknown = [x for x in only_users if x not in {a.user for a in real_users}] + [
+            a for a in only_accounts if a not in parent]
+        if unknown:
+            raise NotFoundError(f"not in the snapshot of {snap.cluster}: {', '.join(unknown)}")
+
+        def under(account: str) -> bool:
+            a, hops = account, 0
+            while a and hops < 64:
+                if a in only_accounts:
+                    return True
+                a, hops = parent.get(a, ""), hops + 1
+            return False
+
+        shown = [a for a in shown if (not only_users or a.user in only_users) and (not only_accounts or under(a.account))]
+
+    def finite(x: float) -> float | None:
+        return None if x == fairtree.NO_VAL else x  # JSON has no inf: None there, "inf" in the text
+
+    rows = []
+    for a in shown:
+        acct = by.get((a.fs_parent, ""))
+        rows.append(
+            {
+                "user": a.user,
+                "account": a.account,
+                "raw_usage": a.raw_usage,
+                "usage_core_hours": a.raw_usage / HOUR,
+                "norm_shares": a.norm_shares,
+                "effective_usage": a.effective_usage,
+                "level_fs": None if a.level_fs == float("inf") else finite(a.level_fs),
+                "level_fs_idle": a.level_fs == float("inf"),
+                "account_level_fs": None if acct is None or acct.key == fairshare.ROOT or acct.level_fs == float("inf")
+                else finite(acct.level_fs),
+                "account_level_fs_idle": acct is not None and acct.key != fairshare.ROOT and acct.level_fs == float("inf"),
+                "rank": a.rank,
+                "fairshare": a.fairshare,
+                "fairshare_sshare": sshare_f.get(a.key),
+                "fairshare_sprio": snap.prio_fairshare.get(a.key),
+                "usage_to_halve_core_hours": None,
+                "alone_at_first_tier": False,
+                "implied_halving_core_hours": None,
+                "underflow": False,
+                "dummy": a.key == dummy,
+            }
+        )
+    warnings = ["Fair Tree ranks users, it has no halving usage and ignores FairShareDampeningFactor: "
+                "`control` has nothing to set here (PriorityFlags=NO_FAIR_TREE selects classic fair-share)."]
+    if cfg.private_data and "usage" in cfg.private_data:
+        warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
+    return {
+        "cluster": snap.cluster,
+        "snapshot_id": snap.id,
+        "taken_at": _iso(snap.taken_at),
+        "source": snap.source,
+        "slurm_version": cfg.slurm_version,
+        "priority_mode": cfg.mode,
+        "priority_flags": list(cfg.priority_flags),
+        "damping_factor": cfg.damping_factor,
+        "half_life_s": cfg.half_life_s,
+        "calc_period_s": cfg.calc_period_s,
+        "total_usage_core_hours": total / HOUR,
+        "users": len(real_users),
+        "user_associations": ft.n_users,
+        "active_users": len(active),
+        "dummy": "/".join(dummy) if dummy else None,
+        "dummy_usage_core_hours": dummy_usage / HOUR,
+        "real_usage_core_hours": (total - dummy_usage) / HOUR,
+        "reference_share": None,
+        "reference_share_rule": "none under Fair Tree",
+        "halving_core_hours": None,
+        "target_core_hours": None,
+        "halving_error": None,
+        "model_comparison": None,
+        "underflow_users": [],
+        "warnings": warnings,
+        "table": rows,
+        "control": [],
+    }
+
+
+def _lfs(v, idle: bool = False) -> str:
+    return "inf" if idle else _fmt(v, ".6f")
+
+
+def format_status_fair_tree(data: dict) -> str:
+    head = [
+        ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
+        ("priority", f"Fair Tree ({','.join(data['priority_flags']) or 'no flags'}), half-life "
+         f"{_duration(data['half_life_s'])}, ranking every {_duration(data['calc_period_s'])}"),
+        ("total decayed usage", f"{data['total_usage_core_hours']:,.2f} core-hours"),
+        ("users", f"N={data['user_associations']} user associations ranked, {data['users']} users, "
+         f"active M={data['active_users']}"),
+    ]
+    lines = [f"{k + ':':<25}{v}" for k, v in head]
+    table = [
+        [
+            r["rank"],
+            r["user"],
+            r["account"],
+            _fmt(r["usage_core_hours"], ",.3f"),
+            _fmt(r["norm_shares"], ".6f"),
+            _fmt(r["effective_usage"], ".6f"),
+            _lfs(r["level_fs"], r["level_fs_idle"]),
+            _lfs(r["account_level_fs"], r["account_level_fs_idle"]),
+            _fmt(r["fairshare"], ".6f"),
+            _fmt(r["fairshare_sshare"], ".6f"),
+            _fmt(r["fairshare_sprio"], ".6f"),
+        ]
+        for r in data["table"]
+    ]
+    lines.append("")
+    lines.append(
+        tabulate(
+            table,
+            headers=["rank", "user", "account", "usage (core-h)", "NormShares", "EffectvUsage", "LevelFS",
+                     "account LevelFS", "F", "F sshare", "F sprio"],
+            disable_numparse=True,
+            colalign=("right", "left", "left", "right", "right", "right", "right", "right", "right", "right", "right"),
+        )
+    )
+    lines.append("")
+    lines.append("Fair Tree: F = rank / N, users ranked by LevelFS = NormShares / EffectvUsage level by level from")
+    lines.append("root (NormShares and EffectvUsage among siblings); a user ranks above every user of any account")
+    lines.append("whose LevelFS is lower than their own account's at the level where the two meet. inf: no usage.")
+    for w in data["warnings"]:
+        lines.append(f"warning: {w}")
     return "\n".join(lines)

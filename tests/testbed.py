@@ -149,6 +149,16 @@ class Testbed:
         if p.returncode != 0:
             raise RuntimeError(f"slurmctld did not come back: {p.stderr.strip()[-1000:]}")
 
+    def set_priority_flags(self, flags: str) -> None:
+        """Rewrite slurm.conf's PriorityFlags ("" = Fair Tree) and `scontrol reconfigure`:
+        slurmctld switches algorithm at once and ranks (or computes classic F) at its next pass."""
+        conf = self.conf
+        lines = [ln for ln in conf.read_text().splitlines() if not ln.startswith("PriorityFlags=")]
+        if flags:
+            lines.append(f"PriorityFlags={flags}")
+        conf.write_text("\n".join(lines) + "\n")
+        self.scontrol("reconfigure")
+
     def damping(self) -> int:
         line = next(ln for ln in self.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
         return int(line.split("=")[1])
