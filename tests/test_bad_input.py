@@ -144,3 +144,12 @@ def test_dash_h_and_a_control_table_that_fits_a_terminal(tmp_path):
     r = invoke("control", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"))
     assert r.exit_code == 0 and "fsdampeningfactor" in r.output
     assert max(len(ln) for ln in r.output.splitlines()) <= 160, max(len(ln) for ln in r.output.splitlines())
+
+
+@pytest.mark.parametrize("command", ["tick", "control", "collect"])
+def test_the_agents_lock_makes_no_folder_for_a_mistyped_db(tmp_path, command):
+    """The lock sits beside the history: tick and control took it first and so made the folder of a
+    mistyped --db (and an empty history in it) that collect refuses."""
+    db = tmp_path / "no" / "such" / "h.db"
+    one_line_error(invoke(command, "--source", str(SAMPLE), "--db", str(db)), 6, "does not exist")
+    assert not (tmp_path / "no").exists()
