@@ -153,3 +153,27 @@ def test_the_agents_lock_makes_no_folder_for_a_mistyped_db(tmp_path, command):
     db = tmp_path / "no" / "such" / "h.db"
     one_line_error(invoke(command, "--source", str(SAMPLE), "--db", str(db)), 6, "does not exist")
     assert not (tmp_path / "no").exists()
+
+
+def test_gate_command_counts_a_parent_accounts_sub_accounts_on_the_sample(tmp_path):
+    """The same through `fscontrol gate` on the bundled sample: science's jobs run in physics (48
+    CPUs) and chem (8), none in science itself."""
+    import json
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster.gate]\nenabled = true\n[clusters.tbcluster.allocations.science]\naward = 1\n'
+                   'period = "1h"\n')
+    r = invoke("gate", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"), "--json")
+    assert r.exit_code == 0, r.output
+    science = next(a for a in json.loads(r.output)["accounts"] if a["account"] == "science")
+    assert science["account"] == "science" and science["occupancy"] == 56 and science["running_jobs"] == 2
+    assert science["state"] == "over"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+@pytest.mark.parametrize("command", [["config", "check"], ["tick", "--source", str(SAMPLE)]])
+def test_a_config_target_that_is_nan_or_inf_fails_config_check_and_tick(tmp_path, value, command):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[clusters.tbcluster]\ntarget_core_hours = {value}\nmethod = "hybrid"\n')
+    r = invoke(*command, "--config", str(cfg), *(["--db", str(tmp_path / "h.db")] if command[0] == "tick" else []))
+    one_line_error(r, 2, "target_core_hours", value)
