@@ -177,3 +177,26 @@ def test_a_config_target_that_is_nan_or_inf_fails_config_check_and_tick(tmp_path
     cfg.write_text(f'[clusters.tbcluster]\ntarget_core_hours = {value}\nmethod = "hybrid"\n')
     r = invoke(*command, "--config", str(cfg), *(["--db", str(tmp_path / "h.db")] if command[0] == "tick" else []))
     one_line_error(r, 2, "target_core_hours", value)
+
+
+def test_png_outputs_in_a_missing_folder_are_one_line_and_make_no_folder(tmp_path, capsys):
+    """simulate --png and forecast --plot into a missing folder: a traceback (forecast) or a raw
+    errno line with the usage exit code (simulate) before; now one line, exit 1, like publish -o."""
+    pytest.importorskip("matplotlib")
+    one_line_error(invoke("simulate", "section9", "--no-progress", "--png", str(tmp_path / "no" / "g.png")), 1,
+                   "Gantt chart", "does not exist")
+    db = tmp_path / "h.db"
+    assert invoke("collect", "--source", str(SAMPLE), "--db", str(db)).exit_code == 0
+    assert invoke("publish", "--db", str(db), "-o", str(tmp_path / "tbcluster.json")).exit_code == 0
+    code = forecast_main(["--published", str(tmp_path), "--source", str(SAMPLE), "-u", "carol", "-A", "chem",
+                          "--plan", "8cpus:1h", "--plot", str(tmp_path / "no" / "f.png")])
+    err = capsys.readouterr().err
+    assert code == 1 and "--plot" in err and "does not exist" in err and "Traceback" not in err, err
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("command", ["collect", "status", "fit", "control", "tick", "run", "gate", "publish", "metrics",
+                                     "simulate", "capture", "history", "config check", "forecast", ""])
+def test_dash_h_on_every_command(command):
+    r = invoke(*command.split(), "-h")
+    assert r.exit_code == 0 and "usage:" in r.output.lower() and "--help" in r.output, (command, r.output)

@@ -15,7 +15,7 @@ import heapq
 import math
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
 from .run import SimResult
 
 MAX_CHART_JOBS = 50_000
@@ -242,8 +242,14 @@ def render_gantt_png(
     lax.legend(handles=handles, loc="upper left", frameon=False, fontsize=9, title="account: share of\nthe node-hours",
                title_fontsize=9, borderaxespad=0.0)
     out = Path(path)
-    fig.savefig(out, dpi=PNG_DPI)  # no bbox_inches="tight": the size stays PNG_FIGSIZE x PNG_DPI
-    plt.close(fig)
+    try:
+        if not out.parent.is_dir():
+            raise FileNotFoundError(f"folder {out.parent} does not exist")
+        fig.savefig(out, dpi=PNG_DPI)  # no bbox_inches="tight": the size stays PNG_FIGSIZE x PNG_DPI
+    except OSError as e:
+        raise OutputError(f"cannot write the Gantt chart {out}: {e}") from None
+    finally:
+        plt.close(fig)
     return out
 
 
