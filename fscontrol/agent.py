@@ -48,13 +48,20 @@ def lock_path(cfg, db_path: Path) -> Path:
     return Path(cfg.lock) if cfg.lock else Path(db_path).with_suffix(".lock")
 
 
+def _locked(cfg, db_path: Path):
+    """The agent lock, taken only once the history's folder is known to exist (the lock sits beside
+    the history: taking it first would make the folder of a mistyped --db)."""
+    store.ensure_db_folder(db_path)
+    return agent_lock(lock_path(cfg, db_path))
+
+
 def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
          force_control: bool = True, gate: bool = True, control: bool = True) -> list[ClusterOutcome]:
     """One tick of every cluster, under the agent lock (LockedError when another tick holds it);
     each cluster's failure is recorded and reported, the others go on; then the metrics file."""
     outcomes = []
     deadline = time.monotonic() + cfg.tick_deadline_s  # one budget for the whole tick, every cluster
-    with agent_lock(lock_path(cfg, db_path)):
+    with _locked(cfg, db_path):
         db = store.open_db(db_path)
         try:
             for name in clusters:
@@ -81,7 +88,7 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
              stages: pipeline.Stages, metrics: bool = True) -> pipeline.TickResult:
     """One tick of one cluster with the given stages, under the agent lock (`fscontrol control`,
     `fscontrol gate`, the loop's gate job and the stop-time release)."""
-    with agent_lock(lock_path(cfg, db_path)):
+    with _locked(cfg, db_path):
         db = store.open_db(db_path)
         try:
             res = pipeline.run_tick(make_source(name), db, cfg, apply=apply, stages=stages, name=name)
@@ -95,7 +102,7 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
 def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
     """`fscontrol control on` (by=None) clears the cluster's "acting off" switch; the loop's start
     clears only the one its own stop set (by="on_stop"). Returns the cluster's name."""
-    with agent_lock(lock_path(cfg, db_path)):
+    with _locked(cfg, db_path):
         db = store.open_db(db_path)
         try:
             names = [name] if name else (sorted(cfg.clusters) or store.clusters(db))
@@ -159,7 +166,7 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     def d_job(stage: str, fn, name: str | None) -> None:
         """The watch and the trim: one command on d, under the lock (a tick holding it sets d itself)."""
         try:
-            with agent_lock(lock_path(cfg, db_path)):
+            with _locked(cfg, db_path):
                 db = store.open_db(db_path)
                 try:
                     done = fn(make_source(name), db, cfg, apply=apply, name=name)

@@ -114,6 +114,10 @@ def _forecast(args: argparse.Namespace) -> dict:
 
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise ConfigError("--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) (or use the text chart / --json)")
+    if args.plot is not None and not args.plot.parent.is_dir():
+        from .errors import OutputError
+
+        raise OutputError(f"cannot write the --plot file {args.plot}: folder {args.plot.parent} does not exist")
     if args.plan and args.steps:
         raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
     import math

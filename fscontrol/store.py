@@ -313,6 +313,20 @@ def default_db_path() -> Path:
     return Path(state) / "fscontrol" / "history.db"
 
 
+def ensure_db_folder(path: Path | str) -> None:
+    """The history's folder: made only for the default path; a missing folder of any other path is
+    a NotFoundError (a typo in --db must not start an empty history somewhere new)."""
+    path = Path(path)
+    if path.parent.is_dir():
+        return
+    if path != default_db_path():
+        raise NotFoundError(f"folder {path.parent} of the history database {path.name} does not exist (a typo in --db?)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"cannot create the folder of the history database {path}: {e}") from None
+
+
 def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, readonly: bool = False) -> sqlite_utils.Database:
     """Open (and migrate) the history. A locked, corrupt or foreign file is a StoreError.
 
@@ -323,13 +337,7 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
         raise NotFoundError(f"no history database at {path}: run `fscontrol collect` first")
     if readonly:
         return _open_readonly(path, timeout_s)
-    if not path.parent.is_dir():
-        if path != default_db_path():  # a typo in --db must not start an empty history somewhere new
-            raise NotFoundError(f"folder {path.parent} of the history database {path.name} does not exist (a typo in --db?)")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"cannot create the folder of the history database {path}: {e}") from None
+    ensure_db_folder(path)
     try:
         _private(path)
         conn = sqlite3.connect(str(path), timeout=timeout_s)

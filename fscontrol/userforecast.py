@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, NotFoundError, UnsafeActionError
+from .errors import ConfigError, NotFoundError, OutputError, UnsafeActionError
 from .forecast import Segment, idle_time_to_fairshare, trajectory, usage_to_fairshare
 from .records import ShareRow
 
@@ -630,8 +631,14 @@ def plot_png(data: dict[str, Any], path: str) -> None:
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        if not Path(path).parent.is_dir():
+            raise FileNotFoundError(f"folder {Path(path).parent} does not exist")
+        fig.savefig(path, dpi=120)
+    except OSError as e:
+        raise OutputError(f"cannot write the --plot file {path}: {e}") from None
+    finally:
+        plt.close(fig)
 
 
 def invoker() -> tuple[str, int]:

@@ -144,3 +144,59 @@ def test_dash_h_and_a_control_table_that_fits_a_terminal(tmp_path):
     r = invoke("control", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"))
     assert r.exit_code == 0 and "fsdampeningfactor" in r.output
     assert max(len(ln) for ln in r.output.splitlines()) <= 160, max(len(ln) for ln in r.output.splitlines())
+
+
+@pytest.mark.parametrize("command", ["tick", "control", "collect"])
+def test_the_agents_lock_makes_no_folder_for_a_mistyped_db(tmp_path, command):
+    """The lock sits beside the history: tick and control took it first and so made the folder of a
+    mistyped --db (and an empty history in it) that collect refuses."""
+    db = tmp_path / "no" / "such" / "h.db"
+    one_line_error(invoke(command, "--source", str(SAMPLE), "--db", str(db)), 6, "does not exist")
+    assert not (tmp_path / "no").exists()
+
+
+def test_gate_command_counts_a_parent_accounts_sub_accounts_on_the_sample(tmp_path):
+    """The same through `fscontrol gate` on the bundled sample: science's jobs run in physics (48
+    CPUs) and chem (8), none in science itself."""
+    import json
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster.gate]\nenabled = true\n[clusters.tbcluster.allocations.science]\naward = 1\n'
+                   'period = "1h"\n')
+    r = invoke("gate", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db"), "--json")
+    assert r.exit_code == 0, r.output
+    science = next(a for a in json.loads(r.output)["accounts"] if a["account"] == "science")
+    assert science["account"] == "science" and science["occupancy"] == 56 and science["running_jobs"] == 2
+    assert science["state"] == "over"
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+@pytest.mark.parametrize("command", [["config", "check"], ["tick", "--source", str(SAMPLE)]])
+def test_a_config_target_that_is_nan_or_inf_fails_config_check_and_tick(tmp_path, value, command):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[clusters.tbcluster]\ntarget_core_hours = {value}\nmethod = "hybrid"\n')
+    r = invoke(*command, "--config", str(cfg), *(["--db", str(tmp_path / "h.db")] if command[0] == "tick" else []))
+    one_line_error(r, 2, "target_core_hours", value)
+
+
+def test_png_outputs_in_a_missing_folder_are_one_line_and_make_no_folder(tmp_path, capsys):
+    """simulate --png and forecast --plot into a missing folder: a traceback (forecast) or a raw
+    errno line with the usage exit code (simulate) before; now one line, exit 1, like publish -o."""
+    pytest.importorskip("matplotlib")
+    one_line_error(invoke("simulate", "section9", "--no-progress", "--png", str(tmp_path / "no" / "g.png")), 1,
+                   "Gantt chart", "does not exist")
+    db = tmp_path / "h.db"
+    assert invoke("collect", "--source", str(SAMPLE), "--db", str(db)).exit_code == 0
+    assert invoke("publish", "--db", str(db), "-o", str(tmp_path / "tbcluster.json")).exit_code == 0
+    code = forecast_main(["--published", str(tmp_path), "--source", str(SAMPLE), "-u", "carol", "-A", "chem",
+                          "--plan", "8cpus:1h", "--plot", str(tmp_path / "no" / "f.png")])
+    err = capsys.readouterr().err
+    assert code == 1 and "--plot" in err and "does not exist" in err and "Traceback" not in err, err
+    assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("command", ["collect", "status", "fit", "control", "tick", "run", "gate", "publish", "metrics",
+                                     "simulate", "capture", "history", "config check", "forecast", ""])
+def test_dash_h_on_every_command(command):
+    r = invoke(*command.split(), "-h")
+    assert r.exit_code == 0 and "usage:" in r.output.lower() and "--help" in r.output, (command, r.output)

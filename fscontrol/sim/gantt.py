@@ -5,7 +5,8 @@ given concrete node numbers afterwards (lowest free nodes first, in start order)
 always possible because the counts never exceed the machine.
 
 ``render_gantt_text`` always works; ``render_gantt_png`` needs matplotlib (the ``plot`` extra),
-imported only when called.
+imported only when called. Both name the busiest accounts (``TOP_ACCOUNTS``) and draw the rest
+as one "others" group; the PNG has a fixed size (``png_layout``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ import heapq
 import math
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
 from .run import SimResult
 
 MAX_CHART_JOBS = 50_000
+TOP_ACCOUNTS = 15  # accounts named in a chart's legend; the rest are drawn as "others"
+OTHERS = "others"
+PNG_FIGSIZE = (12.0, 6.0)  # inches: fixed, whatever the number of accounts
+PNG_DPI = 120  # so 1440 x 720 pixels
+HOUR = 3600.0
 _SYMBOLS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
@@ -36,6 +42,35 @@ def _window(result: SimResult, t0: float | None, t1: float | None) -> tuple[floa
             f"{len(shown):,} jobs in the chart window: choose a shorter window (at most {MAX_CHART_JOBS:,} jobs)"
         )
     return lo, hi, shown
+
+
+def rank_accounts(result: SimResult, shown: list[int], lo: float, hi: float, top: int = TOP_ACCOUNTS) -> tuple[list[str], dict[str, float], list[str]]:
+    """The accounts of the window, busiest first (node-seconds inside [lo, hi]).
+
+    Returns (the ``top`` busiest, node-seconds of every account, the rest). A chart names the
+    first list and draws the rest as one "others" group, so its legend has at most top + 1 lines
+    whatever the number of accounts.
+    """
+    jobs = result.workload.jobs
+    used: dict[str, float] = {}
+    for i in shown:
+        a = jobs[i].account
+        used[a] = used.get(a, 0.0) + jobs[i].size * max(0.0, min(result.end[i], hi) - max(result.start[i], lo))
+    order = sorted(used, key=lambda a: (-used[a], a))
+    if len(order) <= top + 1:  # one "others" line would name a single account: name it instead
+        return order, used, []
+    return order[:top], used, order[top:]
+
+
+def png_layout(n_accounts: int, top: int = TOP_ACCOUNTS) -> dict[str, object]:
+    """The PNG's geometry: a fixed figure (the legend is a panel beside the chart, not below it),
+    whatever the number of accounts; the legend has at most ``top`` + 1 entries ("others")."""
+    return {
+        "figsize": PNG_FIGSIZE,
+        "dpi": PNG_DPI,
+        "pixels": (int(PNG_FIGSIZE[0] * PNG_DPI), int(PNG_FIGSIZE[1] * PNG_DPI)),
+        "legend_entries": n_accounts if n_accounts <= top + 1 else top + 1,
+    }
 
 
 def assign_nodes(result: SimResult, idx: list[int]) -> dict[int, list[int]]:
@@ -82,11 +117,13 @@ def render_gantt_text(
     height: int = 20,
     t0: float | None = None,
     t1: float | None = None,
+    top: int = TOP_ACCOUNTS,
 ) -> str:
-    """The chart as text: ``height`` rows of node bands, ``width`` columns of time.
+    """The chart as text: ``height`` rows of node bands, ``width`` columns of time (hours).
 
-    A cell shows the account that used most of it (its letter, see the legend), or '.' when
-    less than half of it was busy.
+    A cell shows the account that used most of it (its letter, see the legend; '+' for the
+    accounts beyond the ``top`` busiest, counted together), or '.' when less than half of it
+    was busy.
     """
     lo, hi, shown = _window(result, t0, t1)
     jobs = result.workload.jobs
@@ -94,13 +131,16 @@ def render_gantt_text(
     if not shown:
         return "(no job ran in the window)"
     nodes_of = assign_nodes(result, shown)
-    accounts = sorted({jobs[i].account for i in shown})
-    sym = _symbols(accounts)
+    named, _, rest = rank_accounts(result, shown, lo, hi, top)
+    sym = _symbols(named)
+    group = {a: a for a in named} | {a: OTHERS for a in rest}
+    if rest:
+        sym[OTHERS] = "+"
     cell_t = (hi - lo) / width
     band = total / height
     cells: list[list[dict[str, float]]] = [[{} for _ in range(width)] for _ in range(height)]
     for i in shown:
-        a = jobs[i].account
+        a = group[jobs[i].account]
         rows: dict[int, int] = {}
         for nd in nodes_of[i]:
             r = min(height - 1, int(nd / band))
@@ -127,10 +167,14 @@ def render_gantt_text(
                 line.append(sym[max(d.items(), key=lambda kv: (kv[1], kv[0]))[0]])
         label = f"{int((r + 1) * band):>6} |"
         out.append(label + "".join(line))
-    span_days = (hi - lo) / 86400.0
     out.append("       +" + "-" * width)
-    out.append(f"        t = 0 .. {span_days:.2f} days ({cell_t / 3600:.2f} h per column); rows: nodes")
-    out.append("        " + "  ".join(f"{sym[a]}={a}" for a in accounts) + "  .=idle")
+    out.append(
+        f"        t = 0 .. {(hi - lo) / HOUR:,.1f} h from the first submission ({cell_t / HOUR:.2f} h per column); rows: nodes"
+    )
+    legend = [f"{sym[a]}={a}" for a in named]
+    if rest:
+        legend.append(f"+={len(rest)} other accounts")
+    out.append("        " + "  ".join(legend) + "  .=idle")
     return "\n".join(out)
 
 
@@ -141,43 +185,80 @@ def render_gantt_png(
     t0: float | None = None,
     t1: float | None = None,
     title: str | None = None,
+    top: int = TOP_ACCOUNTS,
 ) -> Path:
-    """Draw the chart to a PNG (needs matplotlib: ``pip install 'fscontrol[plot]'``)."""
+    """Draw the chart to a PNG (needs matplotlib), always ``png_layout()['pixels']`` in size.
+
+    Time across in hours from the first submission, nodes up; the ``top`` busiest accounts of the
+    window in their own colour, the rest in grey as "others"; the legend (each account's share of
+    the node-hours in the window) is a panel to the right of the chart.
+    """
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         from matplotlib.collections import PolyCollection
+        from matplotlib.patches import Patch
     except ImportError as e:
         raise ConfigError("the PNG Gantt chart needs matplotlib: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout)") from e
     lo, hi, shown = _window(result, t0, t1)
     jobs = result.workload.jobs
     nodes_of = assign_nodes(result, shown)
-    accounts = sorted({jobs[i].account for i in shown})
-    cmap = plt.get_cmap("tab10" if len(accounts) <= 10 else "tab20")
-    colour = {a: cmap(k % cmap.N) for k, a in enumerate(accounts)}
-    day = 86400.0
+    named, used, rest = rank_accounts(result, shown, lo, hi, top)
+    # Qualitative colours without their greys: grey is "others".
+    if len(named) <= 9:
+        palette = [c for k, c in enumerate(plt.get_cmap("tab10").colors) if k != 7]
+    else:
+        palette = [c for k, c in enumerate(plt.get_cmap("tab20").colors) if k not in (14, 15)]
+    colour = {a: palette[k % len(palette)] for k, a in enumerate(named)}
+    grey = (0.78, 0.78, 0.78, 1.0)
+    for a in rest:
+        colour[a] = grey
     verts, colours = [], []
     for i in shown:
-        x0, x1 = (max(result.start[i], lo) - lo) / day, (min(result.end[i], hi) - lo) / day
+        x0, x1 = (max(result.start[i], lo) - lo) / HOUR, (min(result.end[i], hi) - lo) / HOUR
         for a, b in _runs(sorted(nodes_of[i])):
             verts.append([(x0, a), (x1, a), (x1, b + 1), (x0, b + 1)])
             colours.append(colour[jobs[i].account])
-    fig, ax = plt.subplots(figsize=(12, 5))
-    ax.add_collection(PolyCollection(verts, facecolors=colours, edgecolors="black", linewidths=0.2))
-    ax.set_xlim(0, (hi - lo) / day)
+    fig = plt.figure(figsize=PNG_FIGSIZE, dpi=PNG_DPI)
+    grid = fig.add_gridspec(1, 2, width_ratios=(4.6, 1.0), wspace=0.02, left=0.06, right=0.995, bottom=0.09, top=0.93)
+    ax = fig.add_subplot(grid[0])
+    # Edges separate a few big jobs; with thousands they would paint the chart black.
+    thin = len(verts) <= 2000
+    ax.add_collection(PolyCollection(verts, facecolors=colours, edgecolors="white" if thin else "none",
+                                     linewidths=0.3 if thin else 0.0))
+    ax.set_xlim(0, (hi - lo) / HOUR)
     ax.set_ylim(0, result.workload.nodes)
-    ax.set_xlabel("days")
+    ax.set_xlabel("hours from the first submission")
     ax.set_ylabel("nodes")
-    ax.set_title(title or f"{result.workload.name}: {result.policy.label}")
-    from matplotlib.patches import Patch
-
-    ax.legend(handles=[Patch(color=colour[a], label=a) for a in accounts], loc="upper right")
+    ax.set_title(title or f"{result.workload.name}: {result.policy.label}", fontsize=11)
+    total = sum(used.values()) or 1.0
+    handles = [Patch(color=colour[a], label=f"{_short(a)}  {_share(used[a] / total)}") for a in named]
+    if rest:
+        handles.append(Patch(color=grey, label=f"{len(rest)} others  {_share(sum(used[a] for a in rest) / total)}"))
+    lax = fig.add_subplot(grid[1])
+    lax.axis("off")
+    lax.legend(handles=handles, loc="upper left", frameon=False, fontsize=9, title="account: share of\nthe node-hours",
+               title_fontsize=9, borderaxespad=0.0)
     out = Path(path)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        if not out.parent.is_dir():
+            raise FileNotFoundError(f"folder {out.parent} does not exist")
+        fig.savefig(out, dpi=PNG_DPI)  # no bbox_inches="tight": the size stays PNG_FIGSIZE x PNG_DPI
+    except OSError as e:
+        raise OutputError(f"cannot write the Gantt chart {out}: {e}") from None
+    finally:
+        plt.close(fig)
     return out
+
+
+def _share(x: float) -> str:
+    return "<1%" if 0 < x < 0.005 else f"{x:.0%}"
+
+
+def _short(name: str, n: int = 18) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
 
 
 def _runs(nodes: list[int]) -> list[tuple[int, int]]:

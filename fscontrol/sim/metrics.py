@@ -2,9 +2,13 @@
 
 wait = start - submit; slowdown = (wait + run) / run (run floored at 1 s); bounded slowdown
 (Feitelson) = max(1, (wait + run) / max(run, tau)) with tau = 10 s; first-start latency = the
-group's first start - the group's first submission; throughput = finished jobs per day over the
+group's first start - the group's first submission; throughput = finished jobs per hour over the
 span from the first submission to the last end; utilization = node-seconds used / (nodes x the
 same span).
+
+Units of the returned fields, named in each: durations in seconds (``*_s``), ``node_hours``,
+``throughput_per_h`` (jobs per hour), ``utilization`` a fraction (0..1). The text report shows
+durations in hours.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 BSLD_TAU = 10.0
-DAY = 86400.0
+HOUR = 3600.0
 
 
 def group_metrics(
@@ -59,7 +63,7 @@ def group_metrics(
     out: dict[str, Any] = {"jobs": n, "finished": done}
     if not done:
         out.update(mean_wait_s=None, median_wait_s=None, max_wait_s=None, mean_slowdown=None,
-                   mean_bsld=None, first_start_latency_s=None, node_hours=0.0, throughput_per_day=None)
+                   mean_bsld=None, first_start_latency_s=None, node_hours=0.0, throughput_per_h=None)
         return out
     waits.sort()
     mid = done // 2
@@ -73,7 +77,7 @@ def group_metrics(
         mean_bsld=bsd / done,
         first_start_latency_s=first_start - first_submit,
         node_hours=node_s / 3600.0,
-        throughput_per_day=done / (span / DAY) if span > 0 else None,
+        throughput_per_h=done / (span / HOUR) if span > 0 else None,
     )
     return out
 

@@ -1,4 +1,9 @@
-"""Text reports for simulation results (tabulate). Pure: formats what it is given."""
+"""Text reports for simulation results (tabulate). Pure: formats what it is given.
+
+Units: every duration (wait, first-start latency, makespan) is in hours, throughput in jobs per
+hour, usage in node-hours; each header names its unit. The JSON (``SimResult.to_dict``) keeps
+seconds, named ``*_s``.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,13 @@ from tabulate import tabulate
 from .run import SimResult
 
 
-def _h(x: float | None, div: float = 3600.0, nd: int = 2) -> str:
-    return "-" if x is None else f"{x / div:.{nd}f}"
+def _h(x: float | None, nd: int = 2) -> str:
+    """Seconds as hours."""
+    return "-" if x is None else f"{x / 3600.0:,.{nd}f}"
 
 
 def _f(x: float | None, nd: int = 2) -> str:
-    return "-" if x is None else f"{x:.{nd}f}"
+    return "-" if x is None else f"{x:,.{nd}f}"
 
 
 def format_report(result: SimResult, *, by: str = "account", top: int | None = 20) -> str:
@@ -38,14 +44,14 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         lines.append(f"note: {note}")
     overall = [
         ["jobs finished", f"{o['finished']:,} / {o['jobs']:,}"],
-        ["mean wait (min)", _h(o["mean_wait_s"], 60.0, 1)],
-        ["median wait (min)", _h(o["median_wait_s"], 60.0, 1)],
+        ["mean wait (h)", _h(o["mean_wait_s"])],
+        ["median wait (h)", _h(o["median_wait_s"])],
         ["max wait (h)", _h(o["max_wait_s"])],
         ["mean slowdown", _f(o["mean_slowdown"])],
         ["mean bounded slowdown (10 s)", _f(o["mean_bsld"])],
         ["utilization", "-" if o.get("utilization") is None else f"{o['utilization'] * 100:.1f}%"],
-        ["throughput (jobs/day)", _f(o["throughput_per_day"], 1)],
-        ["makespan (days)", _h(o.get("makespan_s"), 86400.0)],
+        ["throughput (jobs/h)", _f(o["throughput_per_h"])],
+        ["makespan (h)", _h(o.get("makespan_s"))],
     ]
     lines.append("")
     lines.append(tabulate(overall, tablefmt="simple", disable_numparse=True))
@@ -68,7 +74,7 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         lines.append(
             tabulate(
                 rows,
-                headers=[by, "jobs", "mean wait h", "first start h", "mean bsld", "node-hours"],
+                headers=[by, "jobs", "mean wait (h)", "first start (h)", "mean bsld", "node-hours"],
                 tablefmt="simple",
                 disable_numparse=True,
             )
@@ -96,11 +102,11 @@ def comparison_rows(results: Iterable[SimResult], groups: Sequence[str] = ()) ->
 
 
 def format_comparison(results: Iterable[SimResult], groups: Sequence[str] = ()) -> str:
-    """One line per run: overall wait/bsld/utilization and, per named group, first start and wait (h)."""
+    """One line per run: overall wait/bsld/utilization and, per named group, first start and wait (hours)."""
     rows = comparison_rows(results, groups)
-    headers = ["policy", "mean wait h", "mean bsld", "util"]
+    headers = ["policy", "mean wait (h)", "mean bsld", "utilization"]
     for g in groups:
-        headers += [f"{g} first start h", f"{g} mean wait h"]
+        headers += [f"{g} first start (h)", f"{g} mean wait (h)"]
     table = []
     for row in rows:
         line = [row["policy"], _h(row["mean_wait_s"]), _f(row["mean_bsld"]),

@@ -37,6 +37,7 @@ class SimResult:
         return len(self.workload.jobs) / self.wall_s if self.wall_s > 0 else math.inf
 
     def job_rows(self) -> list[dict[str, Any]]:
+        """One dict per job; times in seconds from the workload's origin (``*_s``)."""
         rows = []
         for j, s, e in zip(self.workload.jobs, self.start, self.end):
             ok = s != math.inf
@@ -46,12 +47,12 @@ class SimResult:
                     "user": j.user,
                     "account": j.account,
                     "nodes": j.size,
-                    "submit": j.submit,
-                    "start": s if ok else None,
-                    "end": e if ok else None,
-                    "wait": s - j.submit if ok else None,
-                    "run": j.run,
-                    "limit": j.estimate,
+                    "submit_s": j.submit,
+                    "start_s": s if ok else None,
+                    "end_s": e if ok else None,
+                    "wait_s": s - j.submit if ok else None,
+                    "run_s": j.run,
+                    "limit_s": j.estimate,
                 }
             )
         return rows
