@@ -91,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     from . import userforecast as uf
 
+    fmt = uf.format_forecast
+    if data.get("priority_mode") == "fair_tree" and "rank" in (data["associations"] or [{}])[0]:
+        from . import forecast_fairtree as ftf
+
+        fmt = ftf.format_forecast
     if args.json_out:
         import json
 
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         for w in data["warnings"]:
             print(f"fscontrol: warning: {w}", file=sys.stderr)
     else:
-        print(uf.format_forecast(data))
+        print(fmt(data))
     return 0
 
 
@@ -145,6 +150,18 @@ def _forecast(args: argparse.Namespace) -> dict:
     # to anyone but what the reader can already read; root's published file keeps the check
     admin = uf.is_admin(requester, uid, data_pub, trusted) or (args.source not in ("live", "published") and not trusted)
     uf.check_access(who, requester, admin)
+    if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
+        from . import forecast_fairtree as ftf
+
+        if segments:
+            raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
+                              "shows your rank, what moves it, and your budget before anyone passes you")
+        now = time.time() if args.now is None else args.now
+        data = ftf.forecast_data(data_pub, user=who, now=now, account=args.account, requester=requester,
+                                 is_admin=admin, max_age_s=max_age_s, stale_ok=args.stale_ok, horizon_s=horizon_s)
+        if args.plot is not None:
+            ftf.plot_png(data, str(args.plot))
+        return data
     pending: dict[str, int] = {}
     if args.source == "published":
         rows = uf.rows_from_published(data_pub, who)

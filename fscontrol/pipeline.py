@@ -398,7 +398,7 @@ def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool
                 store.set_state(db, cluster, "fit_attempt", {"at": started}, started)
     published = None
     if stages.publish and cfg is not None and cfg.publish_dir:
-        published = str(publish_latest(db, cfg, cluster)[0])
+        published = str(publish_latest(db, cfg, cluster, source=source)[0])
     return TickResult(cluster, tick_id, CollectResult(sid, snap), control_res, fitted, gate_res, published,
                       settled.changes)
 
@@ -777,13 +777,21 @@ def dec_cluster(db: sqlite_utils.Database, decision_id: int) -> str:
     return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
 
 
-def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None):
+def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
+                   source: SlurmSource | None = None):
     """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic).
-    Returns (path, what was written)."""
+    With the live `source`, the next decay pass after the snapshot goes with it (the Fair Tree
+    forecast's pass times). Returns (path, what was written)."""
     from . import publish as pub
 
     snap = store.load_snapshot(db, cluster=cluster)
     cc = cfg.cluster(snap.cluster)
+    upcoming = None
+    if source is not None:
+        try:
+            upcoming = next_decay_pass(source, after=snap.taken_at)
+        except FscontrolError:
+            upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
     data = pub.build_published(
         snap,
         reference=cc.reference_share,
@@ -792,6 +800,7 @@ def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None
         admins=tuple(admins) or tuple(cfg.admins),
         published_at=time.time() if now is None else now,
         method=cc.method,
+        next_pass_at=upcoming[0] if upcoming else None,
     )
     try:
         if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is

@@ -72,13 +72,15 @@ def build_published(
     admins: tuple[str, ...] | list[str] = (),
     published_at: float | None = None,
     method: str | None = None,
+    next_pass_at: float | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
     `reference`, `dummy` and `target_core_hours` are the cluster's halving settings from the
     agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
     user names `fscontrol forecast` lets ask for any user (root always may). `published_at`
-    defaults to the snapshot's time (pure: no clock)."""
+    defaults to the snapshot's time (pure: no clock). `next_pass_at`: slurmctld's next decay pass
+    after the snapshot, when the agent knows it (the Fair Tree forecast's pass times)."""
     from . import fairshare
     from .decay import decay_lambda
 
@@ -120,7 +122,8 @@ def build_published(
         "admins_sha256": sorted({admin_token(snap.cluster, a) for a in admins}),
         "control_method": method,
         "per_association": not private,
-        "associations": [] if private else _rows(snap.shares, d, total, dummy),
+        "next_pass_at": next_pass_at,
+        "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
         "running": running_aggregates(snap, {f.lower() for f in cfg.private_data}),
     }
 
@@ -169,17 +172,27 @@ def assoc_token(cluster: str, account: str, user: str = "") -> str:
     return hashlib.sha256(f"fscontrol-assoc:{cluster}:{account}:{user}".encode()).hexdigest()[:32]
 
 
-def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, str] | None) -> list[dict]:
-    """The rows `sshare -a -l` shows anyone (no PrivateData=usage), with F at the controller's d."""
+def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, str] | None,
+          fair_tree: bool = False) -> list[dict]:
+    """The rows `sshare -a -l` shows anyone (no PrivateData=usage), with F at the controller's d
+    (classic) or F = rank / N (Fair Tree, recomputed from the raw values)."""
     from .fairshare import fairshare_factor
 
+    ft = None
+    if fair_tree:
+        from .fairtree import compute_fair_tree
+
+        ft = compute_fair_tree(shares).by_key()
     out = []
     for r in shares:
-        f = (
-            fairshare_factor(r.effective_usage, r.norm_shares, d)
-            if r.effective_usage is not None and r.norm_shares is not None
-            else None
-        )
+        if ft is not None:
+            f = ft[r.key].fairshare
+        else:
+            f = (
+                fairshare_factor(r.effective_usage, r.norm_shares, d)
+                if r.effective_usage is not None and r.norm_shares is not None
+                else None
+            )
         out.append(
             {
                 "account": r.account,
@@ -194,7 +207,8 @@ def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, 
                 "norm_usage": r.norm_usage,
                 "effective_usage": r.effective_usage,
                 "fairshare": f,
-                "halving_core_hours": (r.norm_shares * d * total / HOUR) if r.norm_shares and total > 0 else None,
+                "halving_core_hours": (r.norm_shares * d * total / HOUR) if r.norm_shares and total > 0 and ft is None
+                else None,
                 "dummy": r.key == dummy,
             }
         )
