@@ -80,8 +80,11 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     else:
         start = window_start if window_start is not None else taken_at - FIRST_WINDOW_S
         window = (start, taken_at)
-    sacct_out = whole(source.sacct(*window))
-    jobs = parse.parse_sacct(sacct_out.stdout, " ".join(sacct_out.argv))
+    if hasattr(source, "sacct_jobs"):  # streamed from a file: memory stays flat as jobs grow
+        jobs = source.sacct_jobs(*window)  # checked whole and parsed through once, as below
+    else:
+        sacct_out = whole(source.sacct(*window))
+        jobs = parse.parse_sacct(sacct_out.stdout, " ".join(sacct_out.argv))
     return Snapshot(
         cluster=cluster,
         taken_at=taken_at,

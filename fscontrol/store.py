@@ -541,9 +541,19 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         conn.executemany(f"INSERT INTO assoc_samples VALUES ({ph})", changed)
         conn.executemany(f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)}) VALUES ({ph})", changed)
 
+    # sacct's billing of the running jobs, taken as the jobs stream past (they are read once)
+    running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
+    billing: dict[str, int] = {}
     if snap.jobs:
         # a generator, not a list: at a million jobs the rows are bound one by one, never all held
+        # (and snap.jobs may be a spool.SacctJobs, parsed from its file as it is iterated)
         assoc_id = {key: v[0] for key, v in ids.items()}.get
+
+        def seen(j):
+            if j.job_id in running_ids:
+                billing[j.job_id] = j.billing
+            return j
+
         conn.executemany(
             "INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -563,7 +573,7 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
                     j.end,
                     j.elapsed_s,
                 )
-                for j in snap.jobs
+                for j in map(seen, snap.jobs)
             ),
         )
     if snap.prio:
@@ -591,7 +601,6 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         conn.executemany(
             "INSERT INTO occupancy VALUES (?,?,?,?,?,?,?,?)", [(sid, a, *v) for a, v in sorted(occ.items())]
         )
-        billing = {j.job_id: j.billing for j in snap.jobs}  # sacct's AllocTRES billing, else the CPUs
         factor = {q.name: q.usage_factor for q in snap.qos}
         conn.executemany("INSERT OR REPLACE INTO running_jobs VALUES (?,?,?,?,?,?)", [
             (sid, q.job_id, q.account, q.user, float(billing.get(q.job_id) or q.cpus) * factor.get(q.qos, 1.0),
