@@ -132,7 +132,7 @@ def build_history(path: Path, n_users: int, n_snap: int, seed: int = 1) -> dict:
 READ_CHILD = "import sys\nwith open(sys.argv[1], 'rb') as f:\n    while f.read(1 << 20): pass\n"
 
 
-def measured(argv: list[str], env: dict | None = None) -> tuple[float, float, str]:
+def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, str]:
     """Like run_child, but with the child's own peak RSS: GNU time's %M (KiB) via /usr/bin/time if
     present, else a wrapper that reports resource.getrusage(RUSAGE_CHILDREN) of its single child."""
     wrapper = ("import resource, subprocess, sys, time\n"
@@ -142,7 +142,8 @@ def measured(argv: list[str], env: dict | None = None) -> tuple[float, float, st
                "sys.stdout.buffer.write(r.stdout)\n"
                "print(f'\\n@@{w} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}')\n"
                "sys.exit(r.returncode)\n")
-    p = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True, env=env, cwd=ROOT)
+    # cwd: not the source tree, whose fscontrol `python -m` would import before PYTHONPATH's
+    p = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True, env=env, cwd=cwd)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
     text = p.stdout.decode()
@@ -191,7 +192,7 @@ def main() -> None:
         outputs: dict[str, str] = {}
         for r in range(a.repeat):
             for name, (argv, env) in cases.items():
-                wall, rss, out = measured(argv, env)
+                wall, rss, out = measured(argv, env, cwd=tmp)
                 res[name].append((wall, rss))
                 if name.startswith("fit"):
                     outputs[name] = out
