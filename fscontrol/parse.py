@@ -12,6 +12,7 @@ the zone passed as `tz` (default UTC).
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import re
 from collections.abc import Iterable, Iterator
@@ -385,8 +386,31 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
     """`sacct -a -X -T -P -o SACCT_FIELDS`: billing from AllocTRES, run time clipped to the window.
 
     With -T, sacct gives a PENDING job Start=End=the window's end: such a job ran 0 s here."""
-    need = ("JobID", "User", "Account", "Partition", "State", "AllocCPUS", "AllocTRES", "Start", "End")
-    header, lines, first = _header(text, command, need)
+    with gc_paused():
+        return tuple(iter_sacct(text.splitlines(), command, tz))
+
+
+_SACCT_NEED = ("JobID", "User", "Account", "Partition", "State", "AllocCPUS", "AllocTRES", "Start", "End")
+
+
+def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzinfo = timezone.utc) -> Iterator[JobRecord]:
+    """parse_sacct one line at a time: `lines` as str.splitlines gives them (a file read line by
+    line: collect streams a million jobs without holding them). The same records and the same
+    errors: a bad value is reported only after the rest is checked for a wrong field count."""
+    need = _SACCT_NEED
+    it = iter(lines)
+    header = None
+    no = 0
+    for no, line in enumerate(it, start=1):
+        if not line or line.isspace() or line.startswith("CLUSTER: "):
+            continue
+        header = [f.strip() for f in line.split("|")]
+        missing = [c for c in need if c not in header]
+        if missing:
+            raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
+        break
+    if header is None:
+        raise ParseError(command, "no header line (empty output)")
     ix = {name: i for i, name in enumerate(header)}
     n = len(header)
     i_id, i_user, i_acc, i_part, i_state, i_cpus, i_tres, i_start, i_end = (ix[c] for c in need)
@@ -396,88 +420,91 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
     names: dict[str, str] = {}
     states: dict[str, str] = {}
     bills: dict[str, int | None] = {}
-    out: list[JobRecord] = []
-    append = out.append
-    with gc_paused():
-        i = first
-        try:
-            for i in range(first, len(lines)):
-                line = lines[i]
-                if not line or line.isspace() or line.startswith("CLUSTER: "):
-                    continue
-                f = line.split("|")
-                no = i + 1
-                if len(f) != n:
-                    raise ParseError(command, f"expected {n} fields, got {len(f)} (truncated?)", no, line)
-                v = f[i_state]
-                state = states.get(v)
-                if state is None:
-                    state = states[v] = _state(v)
+    try:
+        for no, line in enumerate(it, start=no + 1):
+            if not line or line.isspace() or line.startswith("CLUSTER: "):
+                continue
+            f = line.split("|")
+            if len(f) != n:
+                raise ParseError(command, f"expected {n} fields, got {len(f)} (truncated?)", no, line)
+            v = f[i_state]
+            state = states.get(v)
+            if state is None:
+                state = states[v] = _state(v)
+            try:
+                submit = None
+                if i_sub is not None:
+                    v = f[i_sub]
+                    submit = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+                v = f[i_start]
+                start = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+                v = f[i_end]
+                end = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+            except ValueError as e:
+                raise ParseError(command, f"bad time: {e}", no, line) from None
+            v = f[i_cpus]
+            try:
+                cpus = _int(v, command, "AllocCPUS", no, line)
+            except ValueError:
+                cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
+            v = f[i_tres]
+            if v in bills:
+                billing = bills[v]
+            else:
+                tres = v.strip()
                 try:
-                    submit = None
-                    if i_sub is not None:
-                        v = f[i_sub]
-                        submit = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
-                    v = f[i_start]
-                    start = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
-                    v = f[i_end]
-                    end = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
-                except ValueError as e:
-                    raise ParseError(command, f"bad time: {e}", no, line) from None
-                v = f[i_cpus]
-                try:
-                    cpus = _int(v, command, "AllocCPUS", no, line)
+                    billing = _billing(tres) if tres else None
                 except ValueError:
-                    cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
-                v = f[i_tres]
-                if v in bills:
-                    billing = bills[v]
-                else:
-                    tres = v.strip()
-                    try:
-                        billing = _billing(tres) if tres else None
-                    except ValueError:
-                        raise ParseError(command, f"bad AllocTRES {tres!r}", no, line) from None
-                    if billing is not None and billing < 0:
-                        raise ParseError(command, f"negative billing in AllocTRES {tres!r}", no, line)
-                    bills[v] = billing
-                if start is not None and end is not None and end < start:
-                    raise ParseError(command, "End is before Start", no, line)
-                if state == "PENDING" or start is None:
-                    start = end = None if state == "PENDING" else start
-                    elapsed = 0.0
-                else:
-                    elapsed = max(0.0, (end if end is not None else start) - start)
-                nnodes = 1
-                if i_nn is not None:
-                    v = f[i_nn]
-                    try:
-                        nnodes = _int(v, command, "NNodes", no, line)
-                    except ValueError:
-                        nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
-                user, account, partition = f[i_user], f[i_acc], f[i_part]
-                qos = f[i_qos] if i_qos is not None else ""
-                append(
-                    JobRecord(
-                        f[i_id].strip(),
-                        names.get(user) or names.setdefault(user, user.strip()),
-                        names.get(account) or names.setdefault(account, account.strip()),
-                        names.get(partition) or names.setdefault(partition, partition.strip()),
-                        names.get(qos) or names.setdefault(qos, qos.strip()),
-                        state,
-                        cpus,
-                        billing if billing is not None else (0 if state == "PENDING" else cpus),
-                        nnodes,
-                        submit,
-                        start,
-                        end,
-                        elapsed,
-                    )
+                    raise ParseError(command, f"bad AllocTRES {tres!r}", no, line) from None
+                if billing is not None and billing < 0:
+                    raise ParseError(command, f"negative billing in AllocTRES {tres!r}", no, line)
+                bills[v] = billing
+            if start is not None and end is not None and end < start:
+                raise ParseError(command, "End is before Start", no, line)
+            if state == "PENDING" or start is None:
+                start = end = None if state == "PENDING" else start
+                elapsed = 0.0
+            else:
+                elapsed = max(0.0, (end if end is not None else start) - start)
+            nnodes = 1
+            if i_nn is not None:
+                v = f[i_nn]
+                try:
+                    nnodes = _int(v, command, "NNodes", no, line)
+                except ValueError:
+                    nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
+            user, account, partition = f[i_user], f[i_acc], f[i_part]
+            qos = f[i_qos] if i_qos is not None else ""
+            yield (
+                JobRecord(
+                    f[i_id].strip(),
+                    names.get(user) or names.setdefault(user, user.strip()),
+                    names.get(account) or names.setdefault(account, account.strip()),
+                    names.get(partition) or names.setdefault(partition, partition.strip()),
+                    names.get(qos) or names.setdefault(qos, qos.strip()),
+                    state,
+                    cpus,
+                    billing if billing is not None else (0 if state == "PENDING" else cpus),
+                    nnodes,
+                    submit,
+                    start,
+                    end,
+                    elapsed,
                 )
-        except Exception:
-            _count_error(lines, i, n, command)
-            raise
-    return tuple(out)
+            )
+    except Exception:
+        _count_error_iter(itertools.chain((line,), it), no, n, command)
+        raise
+
+
+def _count_error_iter(lines: Iterator[str], no: int, n: int, command: str) -> None:
+    """_count_error for the lines still to come of an iterator (`no`: the first one's number)."""
+    for no, line in enumerate(lines, start=no):
+        if not line or line.isspace() or line.startswith("CLUSTER: "):
+            continue
+        got = line.count("|") + 1
+        if got != n:
+            raise ParseError(command, f"expected {n} fields, got {got} (truncated?)", no, line)
 
 
 # ---------------------------------------------------------------------------- squeue / sprio

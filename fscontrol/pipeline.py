@@ -80,8 +80,11 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     else:
         start = window_start if window_start is not None else taken_at - FIRST_WINDOW_S
         window = (start, taken_at)
-    sacct_out = whole(source.sacct(*window))
-    jobs = parse.parse_sacct(sacct_out.stdout, " ".join(sacct_out.argv))
+    if hasattr(source, "sacct_jobs"):  # streamed from a file: memory stays flat as jobs grow
+        jobs = source.sacct_jobs(*window)  # checked whole and parsed through once, as below
+    else:
+        sacct_out = whole(source.sacct(*window))
+        jobs = parse.parse_sacct(sacct_out.stdout, " ".join(sacct_out.argv))
     return Snapshot(
         cluster=cluster,
         taken_at=taken_at,
@@ -118,8 +121,6 @@ def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | N
 
     Uses user associations only (account rows are sums of them) and the sacct charge between
     snapshots; snapshots are thinned to one per decay pass at most."""
-    import math
-
     import numpy as np
 
     from . import fit as fitmod
@@ -130,22 +131,26 @@ def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | N
             raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
         cluster = names[0]
     latest = store.load_snapshot(db, cluster=cluster)
-    times, series = store.usage_series(db, cluster)
-    ids = store.snapshot_ids(db, cluster)
+    hist = store.usage_history(db, cluster)  # numpy arrays: no Python object per sample
+    times, ids, usage_all = hist.times, hist.ids, hist.usage
     if last:
-        times, ids = times[-last:], ids[-last:]
-        series = {k: v[-last:] for k, v in series.items()}
-    keep = thin_to_period(times, max(latest.config.calc_period_s, 1))
-    inflow = store.inflow_series(db, cluster)
-    keys = [k for k in series if k[1]]  # user associations
-    usage = np.array([[series[k][i] if series[k][i] is not None else math.nan for i in keep] for k in keys], dtype=float)
+        times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
+    keep = thin_to_period(times.tolist(), max(latest.config.calc_period_s, 1))
+    first = int(ids[0]) if len(ids) else None
+    charge = store.inflow_history(db, cluster, hist, first_id=first)[:, len(hist.ids) - len(ids):]
+    all_kept = keep == list(range(len(times)))
+    usage = usage_all if all_kept else usage_all[:, keep]
+    del hist, usage_all
     flow = np.zeros_like(usage)
-    for r, k in enumerate(keys):
-        per = inflow.get(k, {})
-        # the charge between two kept snapshots is the sum of the windows ending after the first
-        for c in range(1, len(keep)):
-            flow[r, c] = sum(per.get(ids[i], 0.0) for i in range(keep[c - 1] + 1, keep[c] + 1))
-    kept_times = [times[i] for i in keep]
+    # the charge between two kept snapshots is the sum of the windows ending after the first,
+    # added one window after the other (as Python's sum did, so the same floats)
+    starts = np.array(keep[:-1], dtype=np.int64) + 1
+    lens = np.diff(np.array(keep, dtype=np.int64))
+    for off in range(int(lens.max()) if lens.size else 0):
+        cols = np.flatnonzero(lens > off)
+        flow[:, cols + 1] += charge[:, starts[cols] + off]
+    del charge
+    kept_times = times[keep]
     try:
         result = fitmod.fit_decay_matrix(
             kept_times, usage, flow, latest.config.half_life_s, calc_period_s=latest.config.calc_period_s
@@ -153,7 +158,7 @@ def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | N
     except ValueError as e:
         raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None
     with store.transaction(db):
-        store.write_fit(db, cluster, now if now is not None else time.time(), ids[keep[0]], ids[keep[-1]], result)
+        store.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
     return cluster, len(keep), result
 
 

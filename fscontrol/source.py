@@ -116,6 +116,24 @@ class LiveSlurm:
     def sacct(self, start: float, end: float) -> CommandOutput:
         return self.run(parse.sacct_args(_iso_local(start), _iso_local(end)))
 
+    def sacct_jobs(self, start: float, end: float):
+        """sacct's jobs streamed through a temporary file (spool.SacctJobs): the output is never
+        held in memory; the same argument list, timeout, deadline and errors as run()."""
+        from . import spool
+
+        argv = parse.sacct_args(_iso_local(start), _iso_local(end))
+        full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
+        env = dict(os.environ if self.env is None else self.env)
+        env["SLURM_TIME_FORMAT"] = "%s"
+        limit = self.timeout_s
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{' '.join(full)}`")
+            limit = min(limit, left)
+        jobs, _, _ = spool.run_sacct(full, limit, env)
+        return jobs
+
     def root_usage(self) -> CommandOutput:
         """Root's RawUsage alone (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`."""
         return self.run((parse.ROOT_USAGE_ARGS[0], *self._cluster_args("sshare"), *parse.ROOT_USAGE_ARGS[1:]))
@@ -200,6 +218,20 @@ class RecordedSlurm:
 
     def sacct(self, start: float, end: float) -> CommandOutput:
         return self._get("sacct")
+
+    def sacct_jobs(self, start: float, end: float):
+        """The recorded sacct's jobs read line by line from the file (spool.SacctJobs); through
+        _get (the text in memory) when a subclass replaces _get."""
+        from . import spool
+
+        if type(self)._get is not RecordedSlurm._get:
+            out = self._get("sacct")
+            return spool.from_text(out.stdout, " ".join(out.argv))
+        info = self.meta["commands"].get("sacct")
+        path = self.folder / "sacct.txt"
+        if info is None or not path.is_file():
+            raise NotFoundError(f"sample {self.folder} has no sacct output")
+        return spool.from_file(path, " ".join(info["argv"]))
 
     @property
     def window(self) -> tuple[float, float]:

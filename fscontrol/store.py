@@ -549,9 +549,19 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         conn.executemany(f"INSERT INTO assoc_samples VALUES ({ph})", changed)
         conn.executemany(f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)}) VALUES ({ph})", changed)
 
+    # sacct's billing of the running jobs, taken as the jobs stream past (they are read once)
+    running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
+    billing: dict[str, int] = {}
     if snap.jobs:
         # a generator, not a list: at a million jobs the rows are bound one by one, never all held
+        # (and snap.jobs may be a spool.SacctJobs, parsed from its file as it is iterated)
         assoc_id = {key: v[0] for key, v in ids.items()}.get
+
+        def seen(j):
+            if j.job_id in running_ids:
+                billing[j.job_id] = j.billing
+            return j
+
         conn.executemany(
             "INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -571,7 +581,7 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
                     j.end,
                     j.elapsed_s,
                 )
-                for j in snap.jobs
+                for j in map(seen, snap.jobs)
             ),
         )
     if snap.prio:
@@ -599,7 +609,6 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         conn.executemany(
             "INSERT INTO occupancy VALUES (?,?,?,?,?,?,?,?)", [(sid, a, *v) for a, v in sorted(occ.items())]
         )
-        billing = {j.job_id: j.billing for j in snap.jobs}  # sacct's AllocTRES billing, else the CPUs
         factor = {q.name: q.usage_factor for q in snap.qos}
         conn.executemany("INSERT OR REPLACE INTO running_jobs VALUES (?,?,?,?,?,?)", [
             (sid, q.job_id, q.account, q.user, float(billing.get(q.job_id) or q.cpus) * factor.get(q.qos, 1.0),
@@ -792,6 +801,149 @@ def inflow_series(db: sqlite_utils.Database, cluster: str) -> dict[tuple[str, st
         uf = factors.get(sid, {}).get(qos, 1.0)
         d = out.setdefault((account, user), {})
         d[sid] = d.get(sid, 0.0) + (charge or 0.0) * uf
+    return out
+
+
+@dataclass(frozen=True)
+class UsageHistory:
+    """A cluster's user associations over its snapshots, as numpy arrays (see usage_history)."""
+
+    ids: "np.ndarray"  # (n_snap,) snapshot ids, ascending
+    times: "np.ndarray"  # (n_snap,) their taken_at
+    keys: list[tuple[str, str]]  # (account, user) of each row, by association id
+    assoc_ids: "np.ndarray"  # (n_rows,) association id of each row
+    usage: "np.ndarray"  # (n_rows, n_snap) RawUsage at each snapshot, NaN where absent
+
+
+def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
+    """usage_series for the user associations, straight into numpy: the same values (RawUsage as
+    float, NaN where usage_series has None) in the same row order, without a Python object per
+    sample. SQLite joins each association's change-only samples into two strings (snapshot ids,
+    values) that numpy parses; the change-only rows are then carried forward with one
+    maximum.accumulate over a matrix of sample indices."""
+    import numpy as np
+
+    snaps = db.execute("SELECT id, taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster]).fetchall()
+    ids = np.array([r[0] for r in snaps], dtype=np.int64)
+    times = np.array([r[1] for r in snaps], dtype=float)
+    n_snap = ids.size
+    rows = db.execute(
+        """SELECT a.id, a.account, a.user, group_concat(s.snapshot_id, ' '),
+                  group_concat(CASE WHEN s.present = 1 AND s.raw_usage IS NOT NULL THEN s.raw_usage ELSE 'nan' END, ' ')
+           FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
+           WHERE a.cluster = ? AND a.user != '' GROUP BY a.id ORDER BY a.id""",
+        [cluster],
+    )
+    keys: list[tuple[str, str]] = []
+    aids: list[int] = []
+    n_max = db.execute("SELECT count(*) FROM assocs WHERE cluster = ? AND user != ''", [cluster]).fetchone()[0]
+    usage = np.full((n_max, n_snap), np.nan)
+    for aid, account, user, sid_text, val_text in rows:
+        sids = np.fromstring(sid_text, dtype=np.int64, sep=" ")
+        vals = np.fromstring(val_text, dtype=float, sep=" ")
+        if sids.size != vals.size:  # a value that did not parse: never from this schema
+            raise StoreError(f"history of {account}/{user}: {sids.size} samples but {vals.size} values")
+        if sids.size > 1 and not (sids[1:] > sids[:-1]).all():  # group_concat promises no order
+            order = np.argsort(sids, kind="stable")
+            sids, vals = sids[order], vals[order]
+        col = np.searchsorted(ids, sids)
+        ok = col < n_snap
+        ok[ok] = ids[col[ok]] == sids[ok]  # samples of snapshots of this cluster only
+        if not ok.all():
+            col, vals = col[ok], vals[ok]
+        if not col.size:
+            continue
+        # each sample holds until the next one of its association
+        usage[len(keys), col[0]:] = np.repeat(vals, np.diff(np.append(col, n_snap)))
+        keys.append((account, user))
+        aids.append(aid)
+    usage = usage[: len(keys)]
+    return UsageHistory(ids, times, keys, np.array(aids, dtype=np.int64), usage)
+
+
+def inflow_history(db: sqlite_utils.Database, cluster: str, hist: UsageHistory, first_id: int | None = None) -> "np.ndarray":
+    """inflow_series laid out like hist.usage: (n_rows, n_snap), each association's charge of the
+    sacct window ending at each snapshot (0 where none). The same sums in the same order as
+    inflow_series (jobs summed per snapshot, account, user and QOS in the order SQLite feeds
+    them to its sum, times the QOS UsageFactor, then the QOS in name order), so the same floats.
+    Jobs of snapshots before `first_id` are not read (their columns stay 0)."""
+    import numpy as np
+
+    n_rows, n_snap = hist.usage.shape
+    out = np.zeros((n_rows, n_snap))
+    if not n_rows or not n_snap:
+        return out
+    lo = int(hist.ids[0]) if first_id is None else int(first_id)
+    hi = int(hist.ids[-1])
+    factors = {
+        sid: json.loads(cfg).get("qos", {})
+        for sid, cfg in db.execute("SELECT id, config_json FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ?",
+                                   [cluster, lo, hi])
+    }
+    qos_names = [q for (q,) in db.execute(
+        "SELECT DISTINCT qos FROM job_usage WHERE snapshot_id BETWEEN ? AND ?", [lo, hi])]
+    if not qos_names:
+        return out
+    # SQLite's GROUP BY order: NULL first, then by bytes (= code points for UTF-8)
+    qos_names.sort(key=lambda q: (q is not None, q or ""))
+    case = " ".join("WHEN ? THEN " + str(i) for i, q in enumerate(qos_names) if q is not None)
+    null_code = qos_names.index(None) if None in qos_names else -1
+    params = [q for q in qos_names if q is not None]
+    by_key = {k: i for i, k in enumerate(hist.keys)}
+    aid_max = int(hist.assoc_ids.max()) + 1
+    row_lut = np.full(aid_max, -1, dtype=np.int64)
+    row_lut[hist.assoc_ids] = np.arange(n_rows)
+    # jobs whose association id was not known when they were written (NULL): by account and user
+    orphan = db.execute(
+        f"""SELECT snapshot_id, account, user, CASE WHEN qos IS NULL THEN {null_code} ELSE CASE qos {case} END END,
+                   coalesce(billing * elapsed_s, 0.0)
+            FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NULL""",
+        [*params, lo, hi],
+    ).fetchall()
+    dtype = [("sid", np.int64), ("aid", np.int64), ("q", np.int64), ("c", float)]
+    jobs = np.fromiter(
+        db.execute(
+            f"""SELECT snapshot_id, assoc_id, CASE WHEN qos IS NULL THEN {null_code} ELSE CASE qos {case} END END,
+                       coalesce(billing * elapsed_s, 0.0)
+                FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NOT NULL""",
+            [*params, lo, hi],
+        ),
+        dtype=dtype,
+    )
+    if orphan:  # encoded as -(2 + row) when the key is a row, else -1 (dropped)
+        extra = np.array([(sid, -(2 + by_key[(a, u)]) if (a, u) in by_key else -1, q, c) for sid, a, u, q, c in orphan],
+                         dtype=dtype)
+        jobs = np.concatenate([jobs, extra])  # one snapshot never mixes the two for one key: order kept
+    aid = jobs["aid"]
+    row = np.full(aid.size, -1, dtype=np.int64)
+    known = (aid >= 0) & (aid < aid_max)
+    row[known] = row_lut[aid[known]]
+    neg = aid <= -2  # orphans matched by (account, user): -(2 + row)
+    row[neg] = -aid[neg] - 2
+    col = np.searchsorted(hist.ids, jobs["sid"])
+    col[col >= n_snap] = 0
+    keep = (row >= 0) & (hist.ids[col] == jobs["sid"])
+    row, col, q, charge, sid = row[keep], col[keep], jobs["q"][keep], jobs["c"][keep], jobs["sid"][keep]
+    n_q = len(qos_names)
+    # 1. per (snapshot, association, QOS): the jobs summed in the order SQLite's sum saw them
+    group = (col * n_rows + row) * n_q + q
+    uniq, inv = np.unique(group, return_inverse=True)
+    sums = np.zeros(uniq.size)
+    np.add.at(sums, inv, charge)
+    # 2. times the QOS UsageFactor of that snapshot (1.0 for a QOS it does not list)
+    g_q = uniq % n_q
+    g_cell = uniq // n_q
+    g_col, g_row = g_cell // n_rows, g_cell % n_rows
+    uf_tab = np.ones((n_snap, n_q))
+    for s_id, per in factors.items():
+        k = int(np.searchsorted(hist.ids, s_id))
+        if k < n_snap and hist.ids[k] == s_id:
+            for qi, name in enumerate(qos_names):
+                if name in per:
+                    uf_tab[k, qi] = per[name]
+    uf = uf_tab[g_col, g_q]
+    # 3. the QOS of one cell added in name order (uniq is sorted: QOS last in the key)
+    np.add.at(out, (g_row, g_col), sums * uf)
     return out
 
 

@@ -1,0 +1,140 @@
+"""Peak memory of collect's sacct path as the jobs grow: streamed (now) against materialized.
+
+Data: SYNTHETIC, written by bench_collect.make_data (scripts/gen_synthetic.py's functions): one
+`sshare -a -l -P` of ~10,000 associations and `sacct -a -X -T -P` windows of 250,000, 500,000
+and 1,000,000 jobs, in the exact text formats of samples/testbed-basic.
+
+The data is generated in a child too, so the small parent lends no RSS to the children (Linux
+carries the parent's high-water mark across fork). Each measurement is a fresh child process (peak RSS = its getrusage ru_maxrss, interpreter and
+imports included), one after the other:
+
+* read:     the baseline: read every byte of sshare.txt and sacct.txt, nothing else;
+* streamed: what collect does now: parse_sshare, spool.from_file(sacct.txt) (the whole-output
+            check and one parse of every line), a records.Snapshot, open_db and write_snapshot
+            in one transaction (the jobs parsed again from the file as they are inserted);
+* materialized: what collect did before: the text read whole, parse_sacct into a tuple of
+            JobRecords, the same Snapshot and write_snapshot.
+
+Run:  .venv/bin/python bench/bench_collect_stream.py [--sizes 250000,500000,1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+N_ASSOC = 10_000
+
+
+def child(kind: str, folder: Path) -> dict:
+    import resource
+
+    def rss() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+    out = {"base_mib": rss()}
+    t0 = time.perf_counter()
+    if kind == "read":
+        n = 0
+        for name in ("sshare.txt", "sacct.txt"):
+            with open(folder / name, "rb") as f:
+                while b := f.read(1 << 20):
+                    n += len(b)
+        out["bytes"] = n
+    else:
+        from fscontrol import parse, spool, store
+        from fscontrol.records import Snapshot
+
+        info = json.loads((folder / "info.json").read_text())
+        config = parse.parse_config((folder / "config.txt").read_text())
+        shares = parse.parse_sshare((folder / "sshare.txt").read_text())
+        if kind == "streamed":
+            jobs = spool.from_file(folder / "sacct.txt", "sacct")
+        else:
+            jobs = parse.parse_sacct((folder / "sacct.txt").read_text())
+        out["parsed_s"] = time.perf_counter() - t0
+        snap = Snapshot(cluster=config.cluster, taken_at=float(info["window"][1]), config=config, shares=shares,
+                        jobs=jobs, window=(float(info["window"][0]), float(info["window"][1])))
+        db_path = folder / f"{kind}.db"
+        for p in folder.glob(f"{kind}.db*"):
+            p.unlink()
+        db = store.open_db(db_path)
+        with store.transaction(db):
+            sid = store.write_snapshot(db, snap, source="bench")
+        out["rows"] = db.execute("SELECT count(*) FROM job_usage WHERE snapshot_id = ?", [sid]).fetchone()[0]
+        db.conn.close()
+        out["jobs"] = len(jobs)
+    out["total_s"] = time.perf_counter() - t0
+    out["maxrss_mib"] = rss()
+    return out
+
+
+def run_child(kind: str, folder: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this tree's fscontrol
+    p = subprocess.run([sys.executable, __file__, "--child", kind, str(folder)], capture_output=True, text=True, cwd=ROOT,
+                       env=env)
+    if p.returncode != 0:
+        raise SystemExit(f"child {kind} failed: {p.stderr[-2000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="250000,500000,1000000")
+    ap.add_argument("--keep", type=Path, help="folder for the generated data (reused when present)")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        if a.child[0].startswith("gen="):  # in a child: a big parent would lend its RSS to the children
+            import bench_collect
+
+            print(json.dumps(bench_collect.make_data(Path(a.child[1]), N_ASSOC, int(a.child[0][4:]))))
+        else:
+            print(json.dumps(child(a.child[0], Path(a.child[1]))))
+        return
+
+    base = a.keep or Path(tempfile.mkdtemp(prefix="bench-collect-stream-"))
+    rows = []
+    try:
+        for n in [int(x) for x in a.sizes.split(",")]:
+            folder = base / f"jobs-{n}"
+            if not (folder / "info.json").exists():
+                t = time.perf_counter()
+                info = run_child(f"gen={n}", folder)
+                print(f"generated {info['associations']:,} associations, {n:,} jobs "
+                      f"({info['sacct_bytes'] / 2**20:.1f} MiB sacct) in {time.perf_counter() - t:.0f} s", flush=True)
+            res = {k: run_child(k, folder) for k in ("read", "streamed", "materialized")}
+            print("  child RSS at start (imports only):", {k: round(v["base_mib"]) for k, v in res.items()})
+            assert res["streamed"]["rows"] == res["materialized"]["rows"]
+            rows.append((n, res))
+            print(f"{n:>9,} jobs: read {res['read']['total_s']:.2f} s | streamed {res['streamed']['total_s']:.2f} s, "
+                  f"{res['streamed']['maxrss_mib']:.0f} MiB | materialized {res['materialized']['total_s']:.2f} s, "
+                  f"{res['materialized']['maxrss_mib']:.0f} MiB", flush=True)
+        print(f"\n{'jobs':>9} | {'read':>6} | {'streamed':>9} {'/ read':>7} {'peak RSS':>9} | "
+              f"{'materialized':>12} {'/ read':>7} {'peak RSS':>9}")
+        for n, r in rows:
+            rd = r["read"]["total_s"]
+            print(f"{n:>9,} | {rd:>5.2f}s | {r['streamed']['total_s']:>8.2f}s {r['streamed']['total_s'] / rd:>6.0f}x "
+                  f"{r['streamed']['maxrss_mib']:>6.0f} MiB | {r['materialized']['total_s']:>11.2f}s "
+                  f"{r['materialized']['total_s'] / rd:>6.0f}x {r['materialized']['maxrss_mib']:>6.0f} MiB")
+        peaks = [r["streamed"]["maxrss_mib"] for _, r in rows]
+        print(f"streamed peak RSS spread: {min(peaks):.0f}-{max(peaks):.0f} MiB "
+              f"(median {statistics.median(peaks):.0f}); flat = roughly constant")
+    finally:
+        if not a.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

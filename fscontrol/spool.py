@@ -1,0 +1,164 @@
+"""sacct's output kept on disk and read line by line: collect's memory stays flat as jobs grow.
+
+A live `sacct` writes into an anonymous temporary file (the subprocess keeps its argument list
+and timeout); a recorded sample is read from its own file. `SacctJobs` is the window's jobs:
+iterating it parses the file again, one line at a time (parse.iter_sacct), so no list of a
+million records is ever held. `read_sacct` checks the output whole before anything is written,
+as collect always has: UTF-8 throughout, a final newline (else "cut short?"), and one parse of
+every line (so garbled output raises the same named ParseError as parse_sacct, before the
+snapshot is stored).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import timezone, tzinfo
+from pathlib import Path
+from typing import BinaryIO
+
+from . import parse
+from .errors import ParseError, SlurmCommandError, SlurmTimeoutError
+from .records import JobRecord
+
+CHUNK = 1 << 20
+
+
+def file_lines(fh: BinaryIO) -> Iterator[str]:
+    """The lines of a UTF-8 file exactly as str.splitlines gives them for its whole text (the
+    file is read one b"\\n"-ended line at a time; the other line breaks splitlines knows, \\r,
+    \\x1c, \\u2028..., are split inside each)."""
+    fh.seek(0)
+    for raw in fh:
+        line = raw.decode()
+        body = line[:-1] if line.endswith("\n") else line
+        if body.isprintable():  # the usual line: every break splitlines knows is unprintable
+            yield body
+        else:
+            yield from line.splitlines()
+
+
+def check_whole(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception]) -> None:
+    """What collect checked on the whole text before parsing: UTF-8 throughout (not_utf8(byte
+    offset) is raised), and a final newline unless empty (else ParseError "cut short?")."""
+    fh.seek(0)
+    dec = codecs.getincrementaldecoder("utf-8")("strict")
+    offset = 0
+    last = b""
+    while chunk := fh.read(CHUNK):
+        pending = len(dec.getstate()[0])  # bytes of a character cut by the previous chunk
+        try:
+            dec.decode(chunk)
+        except UnicodeDecodeError as e:
+            raise not_utf8(offset - pending + e.start) from None
+        offset += len(chunk)
+        last = chunk[-1:]
+    pending = len(dec.getstate()[0])
+    try:
+        dec.decode(b"", final=True)
+    except UnicodeDecodeError as e:
+        raise not_utf8(offset - pending + e.start) from None
+    if offset and last != b"\n":
+        raise ParseError(command, "output does not end with a newline: cut short?")
+
+
+class SacctJobs:
+    """The jobs of one sacct window, parsed from `fh` (a binary file) each time it is iterated.
+
+    len() is the number of records (known once read_sacct has read it through)."""
+
+    def __init__(self, fh: BinaryIO, command: str, tz: tzinfo = timezone.utc, owned: bool = True):
+        self._fh, self.command, self.tz, self._owned = fh, command, tz, owned
+        self._n: int | None = None
+
+    def __iter__(self) -> Iterator[JobRecord]:
+        return parse.iter_sacct(file_lines(self._fh), self.command, self.tz)
+
+    def count(self) -> int:
+        """Parse every line (raising what parse_sacct raises) and count the records."""
+        n = 0
+        for _ in self:
+            n += 1
+        self._n = n
+        return n
+
+    def __len__(self) -> int:
+        return self.count() if self._n is None else self._n
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def close(self) -> None:
+        if self._owned:
+            self._fh.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def read_sacct(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception], tz: tzinfo = timezone.utc,
+               owned: bool = True) -> SacctJobs:
+    """SacctJobs over `fh`, checked whole and parsed through once (its errors raised here)."""
+    jobs = SacctJobs(fh, command, tz, owned)
+    try:
+        check_whole(fh, command, not_utf8)
+        jobs.count()
+    except BaseException:
+        jobs.close()
+        raise
+    return jobs
+
+
+def from_text(text: str, command: str, tz: tzinfo = timezone.utc) -> SacctJobs:
+    """SacctJobs over text already in memory (a sample whose output a test replaced)."""
+    fh = tempfile.TemporaryFile()
+    fh.write(text.encode())
+    return read_sacct(fh, command, lambda at: SlurmCommandError(f"`{command}` printed bytes that are not UTF-8 (at byte {at})"), tz)
+
+
+def from_file(path: Path, command: str, tz: tzinfo = timezone.utc) -> SacctJobs:
+    """SacctJobs over a recorded sample's sacct.txt."""
+    return read_sacct(open(path, "rb"), command,  # noqa: SIM115 (owned by SacctJobs, closed by it)
+                      lambda at: SlurmCommandError(f"sample {path} holds bytes that are not UTF-8 (at byte {at}): not read"), tz)
+
+
+def run_sacct(argv: tuple[str, ...], timeout_s: float, env: dict[str, str]) -> tuple[SacctJobs, float, float]:
+    """Run sacct (an argument list, never a shell) with its output into an anonymous temporary
+    file, under `timeout_s`; (its jobs, started, finished). The errors of LiveSlurm.run: a
+    missing command, the timeout, bytes that are not UTF-8, a non-zero exit, only an error."""
+    cmd = " ".join(argv)
+    fh = tempfile.TemporaryFile()
+    t0 = time.time()
+    try:
+        try:
+            proc = subprocess.run(list(argv), stdout=fh, stderr=subprocess.PIPE, timeout=timeout_s, env=env, check=False)
+        except FileNotFoundError:
+            raise SlurmCommandError(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
+        except subprocess.TimeoutExpired:
+            raise SlurmTimeoutError(f"`{cmd}` timed out after {timeout_s:g} s") from None
+        t1 = time.time()
+        stderr = proc.stderr.decode(errors="replace")
+        size = os.fstat(fh.fileno()).st_size
+        if proc.returncode != 0:
+            err = stderr.strip().splitlines() or _tail(fh).strip().splitlines()
+            raise SlurmCommandError(f"`{cmd}` failed (exit {proc.returncode}): {err[-1] if err else 'no message'}")
+        if stderr.strip() and size < CHUNK and not _tail(fh, CHUNK).strip():
+            raise SlurmCommandError(f"`{cmd}` printed only an error: {stderr.strip().splitlines()[-1]}")
+        jobs = read_sacct(fh, cmd, lambda at: SlurmCommandError(f"`{cmd}` printed bytes that are not UTF-8 (at byte {at}): not read"))
+    except BaseException:
+        fh.close()
+        raise
+    return jobs, t0, t1
+
+
+def _tail(fh: BinaryIO, n: int = 4096) -> str:
+    size = os.fstat(fh.fileno()).st_size
+    fh.seek(max(0, size - n))
+    return fh.read().decode(errors="replace")
