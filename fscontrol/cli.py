@@ -15,7 +15,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from . import _typer_fast
 from .errors import ConfigError, FscontrolError
+
+_typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
 
 app = typer.Typer(
     name="fscontrol",

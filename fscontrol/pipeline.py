@@ -13,18 +13,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import sqlite_utils
-
 from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
+from .historydb import Database
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
 
 
-def _record_failure(db: sqlite_utils.Database, cluster: str | None, stage: str, started: float, e: Exception,
+def _record_failure(db: Database, cluster: str | None, stage: str, started: float, e: Exception,
                     tick_id: int | None = None) -> None:
     """A failed tick is recorded in its own transaction; nothing else of the tick was written."""
     try:
@@ -95,7 +94,7 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     )
 
 
-def collect(source: SlurmSource, db: sqlite_utils.Database, name: str | None = None, now: float | None = None) -> CollectResult:
+def collect(source: SlurmSource, db: Database, name: str | None = None, now: float | None = None) -> CollectResult:
     """One snapshot into the history (a tick with no stage that acts)."""
     res = run_tick(source, db, None, apply=False, stages=Stages(), now=now, name=name)
     return res.collected
@@ -113,7 +112,7 @@ def thin_to_period(times: list[float], period_s: float) -> list[int]:
     return keep
 
 
-def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
+def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
     """Fit the decay rate to the stored history of a cluster and record the fit.
 
     Uses user associations only (account rows are sums of them) and the sacct charge between
@@ -192,13 +191,13 @@ def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_q
     return None
 
 
-def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+def control_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: float | None = None,
                  name: str | None = None) -> ControlResult:
     """A tick that runs control (`fscontrol control`)."""
     return run_tick(source, db, cfg, apply=apply, stages=Stages(control=True), now=now, name=name).control
 
 
-def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False,
+def gate_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, release_all: bool = False,
               name: str | None = None, now: float | None = None) -> GateResult:
     """A tick that runs the SFS gate, or undoes every hold of the agent (`fscontrol gate`)."""
     return run_tick(source, db, cfg, apply=apply, stages=Stages(gate=True, release_all=release_all), now=now, name=name).gate
@@ -243,12 +242,12 @@ class TickResult:
         return self.collected.snapshot_id
 
 
-def due(db: sqlite_utils.Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
+def due(db: Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
     last = store.last_ok(db, cluster, stage)
     return last is None or now - last >= every_s * DUE_SLACK
 
 
-def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float) -> bool:
+def fit_due(db: Database, cluster: str, every_s: float, now: float) -> bool:
     """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
     little history (so a young history does not load numpy and scipy at every tick)."""
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
@@ -257,7 +256,7 @@ def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float)
     return not times or now - max(times) >= every_s * DUE_SLACK
 
 
-def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+def agent_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: float | None = None,
                force_control: bool = True, gate: bool = True, control: bool = True,
                deadline: float | None = None) -> TickResult:
     """The agent's cycle for one cluster (cron's `fscontrol tick`, the loop's job): which stages
@@ -273,7 +272,7 @@ def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bo
     return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
 
 
-def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, stages: Stages,
+def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Stages,
              now: float | None = None, name: str | None = None, deadline: float | None = None) -> TickResult:
     """One tick for one cluster; every command of fscontrol that reads Slurm comes through here.
 
@@ -406,7 +405,7 @@ class _Settled:
     changes: tuple
 
 
-def _settle(db: sqlite_utils.Database, snap: Snapshot) -> _Settled:
+def _settle(db: Database, snap: Snapshot) -> _Settled:
     """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
     from . import gate
 
@@ -459,7 +458,7 @@ def _ledger_intent(rec, plan, snap: Snapshot) -> dict:
     return entries
 
 
-def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
+def _apply(db: Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
     """Run the planned commands in order, each outcome recorded as soon as it is known (with the
     ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
     build on each other); the gate's are independent. A command that times out may have acted:
@@ -519,7 +518,7 @@ def _settle_ledger_row(db, cluster: str, a, status: str) -> None:
         store.set_ledger_state(db, cluster, a.job_id, None)
 
 
-def _one_action_tick(db: sqlite_utils.Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
+def _one_action_tick(db: Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
                      started: float, budget_s: float):
     """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
     with store.transaction(db):
@@ -535,7 +534,7 @@ def _one_action_tick(db: sqlite_utils.Database, source: SlurmSource, cluster: st
     return done
 
 
-def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
+def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
     """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
     not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
     again at once, recorded like any action (intent first). Returns the action, or None when
@@ -558,7 +557,7 @@ def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply:
     return _one_action_tick(db, source, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
 
 
-def trim_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
+def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
     """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
     pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
     and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
@@ -609,7 +608,7 @@ def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple
     return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
 
 
-def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
+def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
     """The halving Slurm's priorities used at the decay pass between the previous decision and
     this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
     saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
@@ -628,7 +627,7 @@ def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapsho
     return previous["s_ref"] * snap.config.damping_factor * float(root.raw_usage), snap.taken_at
 
 
-def _record_originals(db: sqlite_utils.Database, cluster: str, snap: Snapshot, plan) -> None:
+def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
     """Before the agent first changes a setting, what Slurm held (for `control off`)."""
     for a in plan:
         if a.kind == "set_damping":
@@ -639,7 +638,7 @@ def _record_originals(db: sqlite_utils.Database, cluster: str, snap: Snapshot, p
             store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
 
 
-def _decide_off(db: sqlite_utils.Database, snap: Snapshot, cc):
+def _decide_off(db: Database, snap: Snapshot, cc):
     """`control off`: the commands that put back what the agent changed (no decision)."""
     from . import actions as act
 
@@ -656,7 +655,7 @@ def _decide_off(db: sqlite_utils.Database, snap: Snapshot, cc):
     return None, plan
 
 
-def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc, off=None):
+def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     """The control decision and the commands that carry it out (pure given the snapshot)."""
     from . import actions as act
     from . import control, fairshare
@@ -769,11 +768,11 @@ def _persist_and_verify(db, source, run, cc, dec, did, done, tick_id):
     return done, verified
 
 
-def dec_cluster(db: sqlite_utils.Database, decision_id: int) -> str:
+def dec_cluster(db: Database, decision_id: int) -> str:
     return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
 
 
-def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None):
+def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None):
     """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic).
     Returns (path, what was written)."""
     from . import publish as pub
@@ -800,7 +799,7 @@ def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None
         raise OutputError(f"cannot write the published snapshot: {e}") from None
 
 
-def metrics_text(db: sqlite_utils.Database, cfg, clusters: list[str] | None = None) -> str:
+def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
     """The Prometheus textfile for every cluster in the history (or the named ones)."""
     from . import metrics, report
 
@@ -818,7 +817,7 @@ def metrics_text(db: sqlite_utils.Database, cfg, clusters: list[str] | None = No
     return metrics.render(metrics.families(state, store.tick_stats(db)))
 
 
-def write_metrics(db: sqlite_utils.Database, cfg, path=None) -> str | None:
+def write_metrics(db: Database, cfg, path=None) -> str | None:
     from . import metrics
 
     target = path or cfg.metrics
