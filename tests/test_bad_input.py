@@ -49,8 +49,8 @@ def test_a_typo_in_db_starts_no_history_anywhere(tmp_path):
 
 
 def test_metrics_and_publish_out_never_make_folders(history, tmp_path):
-    one_line_error(invoke("metrics", "--db", str(history), "-o", str(tmp_path / "nodir" / "x.prom")), 1, "does not exist")
-    one_line_error(invoke("publish", "--db", str(history), "-o", str(tmp_path / "nodir" / "x.json")), 1, "published")
+    one_line_error(invoke("metrics", "--db", str(history), "--out", str(tmp_path / "nodir" / "x.prom")), 1, "does not exist")
+    one_line_error(invoke("publish", "--db", str(history), "--out", str(tmp_path / "nodir" / "x.json")), 1, "published")
     assert not (tmp_path / "nodir").exists()
 
 
