@@ -177,7 +177,7 @@ def status(
     if ustar is not None and not (math.isfinite(ustar) and ustar > 0):
         raise _fail(ConfigError(f"--target must be a number of core-hours > 0, got {ustar:g}"))
     try:
-        columns = report.status_fields(fields, long=long)
+        columns = report.status_fields(fields, long=long, tree=tree)
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
         if source is not None:

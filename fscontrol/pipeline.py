@@ -119,10 +119,6 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
     snapshots; snapshots are thinned to one per decay pass at most."""
     import math
 
-    import numpy as np
-
-    from . import fit as fitmod
-
     if cluster is None:
         names = store.clusters(db)
         if len(names) != 1:
@@ -135,6 +131,13 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
         times, ids = times[-last:], ids[-last:]
         series = {k: v[-last:] for k, v in series.items()}
     keep = thin_to_period(times, max(latest.config.calc_period_s, 1))
+    if len(keep) < 3:  # the fit needs 2 pairs at least: said before numpy and scipy load (a young history, every tick)
+        raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
+                            f"({max(len(keep) - 1, 0)}, one decay pass apart at least; 2 needed)")
+    import numpy as np
+
+    from . import fit as fitmod
+
     inflow = store.inflow_series(db, cluster)
     keys = [k for k in series if k[1]]  # user associations
     usage = np.array([[series[k][i] if series[k][i] is not None else math.nan for i in keep] for k in keys], dtype=float)

@@ -276,11 +276,15 @@ LONG_FIELDS = ("User", "Account", "RawShares", "NormShares", "RawUsage", "Usage"
                "FairShare", "FSprio", "HalvesAfter", "ImpliedHalving")
 
 
-def status_fields(spec: str | None = None, long: bool = False) -> tuple[Field, ...]:
+def status_fields(spec: str | None = None, long: bool = False, tree: bool = False) -> tuple[Field, ...]:
     """The columns: -o/--format's comma-separated names in any case (as sshare -o; it wins over
-    -l), else -l's long set, else the default set. An unknown name is a ConfigError (exit 2)."""
+    -l), else -l's long set, else the default set (the tree's: Account first, as sshare's). An
+    unknown name is a ConfigError (exit 2)."""
     if spec is None:
-        return tuple(_FIELDS_BY_NAME[n.lower()] for n in (LONG_FIELDS if long else DEFAULT_FIELDS))
+        names = LONG_FIELDS if long else DEFAULT_FIELDS
+        if tree:
+            names = ("Account", "User", *names[2:])
+        return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
     names = [n.strip() for n in spec.split(",") if n.strip()]
     unknown = [n for n in names if n.lower() not in _FIELDS_BY_NAME]
     if unknown or not names:
