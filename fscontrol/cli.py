@@ -15,7 +15,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from . import _typer_fast
 from .errors import ConfigError, FscontrolError
+
+_typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
 
 app = typer.Typer(
     name="fscontrol",
@@ -147,17 +150,34 @@ def status(
     config_path: ConfigOpt = None,
     users: Annotated[Optional[str], typer.Option("--users", "-u", help="Only these users' rows (comma-separated, as sshare -u).")] = None,
     accounts: Annotated[Optional[str], typer.Option("--accounts", "-A", help="Only the rows under these accounts (comma-separated, as sshare -A).")] = None,
+    tree: Annotated[bool, typer.Option("--tree", help="The account tree, as sshare shows it: account rows, indented one space a level, "
+                                       "with their users under them.")] = False,
+    parsable: Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|', no padding "
+                                           "(as sshare -P); warnings go to stderr.")] = False,
+    noheader: Annotated[bool, typer.Option("--noheader", "-n", help="The table's rows alone, no header lines (as sshare -n).")] = False,
+    fields: Annotated[Optional[str], typer.Option("--format", "-o", help="The table's fields, comma-separated, in any case (as sshare -o; "
+                                                  "--helpformat lists them).")] = None,
+    long: Annotated[bool, typer.Option("--long", "-l", help="More fields: RawShares, RawUsage, NormUsage (as sshare -l).")] = False,
+    helpformat: Annotated[bool, typer.Option("--helpformat", help="List the fields -o takes, and exit.")] = False,
 ) -> None:
     """Where fair-share stands: priority settings, total usage, halving usage, and a per-user table
     (RawUsage in core-hours, NormShares, EffectvUsage, F by fscontrol and by Slurm, implied
-    halving u / -log2 F), from the latest snapshot in the history."""
+    halving u / -log2 F), from the latest snapshot in the history.
+
+    Slurm's conventions for the table: -P pipe-separated, -n no header, -o the fields, -l more
+    of them, --tree the account tree. -P and -n print the table alone (what scripts read);
+    --json prints everything, whatever the table's options."""
     import math
 
     from . import config, pipeline, report, store
 
+    if helpformat:
+        typer.echo(report.format_fields_help())
+        return
     if ustar is not None and not (math.isfinite(ustar) and ustar > 0):
         raise _fail(ConfigError(f"--target must be a number of core-hours > 0, got {ustar:g}"))
     try:
+        columns = report.status_fields(fields, long=long, tree=tree)
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
         if source is not None:
@@ -172,10 +192,41 @@ def status(
             control_history=store.decision_history(database, snap.cluster, 60),
             only_users=[x for x in (users or "").split(",") if x],
             only_accounts=[x for x in (accounts or "").split(",") if x],
+            tree=tree,
         )
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else report.format_status(data))
+    if data["priority_mode"] == "fair_tree":  # Fair Tree's columns: rank and LevelFS, no halving
+        columns = report.status_fields(fields, long=long, tree=tree, fair_tree=True)
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+    elif parsable or noheader:
+        for w in data["warnings"]:
+            typer.echo(f"fscontrol: warning: {w}", err=True)
+        _print_lines(report.table_lines(data["table"], columns, parsable=parsable, header=not noheader, tree=tree))
+    else:
+        _print_lines(report.status_lines(data, columns))
+
+
+def _print_lines(lines, chunk: int = 4096) -> None:
+    """Write a report line by line in chunks (100,000 rows are never one string); a reader that
+    stops early (`| head`) ends the output quietly, as it does for sshare."""
+    import itertools
+    import os
+
+    out = sys.stdout
+    try:
+        it = iter(lines)
+        while block := list(itertools.islice(it, chunk)):
+            out.write("\n".join(block))
+            out.write("\n")
+        out.flush()
+    except BrokenPipeError:
+        try:  # the interpreter's own flush at exit would fail again: point stdout at /dev/null
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+        except (OSError, ValueError):
+            pass
+        raise typer.Exit(0) from None
 
 
 @app.command()
@@ -419,7 +470,7 @@ def run(
 def metrics(
     config_path: ConfigOpt = None,
     db: DbOpt = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the file atomically (default: print; the config's agent.metrics is what tick and run write).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the file atomically (default: print; the config's agent.metrics is what tick and run write).")] = None,
 ) -> None:
     """Prometheus text exposition of the history (usage, d, halving vs target, padding, per-user F
     and implied halving, agent holds, tick durations and failures), for node_exporter's textfile
@@ -504,7 +555,7 @@ def publish(
     cluster: ClusterOpt = None,
     out: Annotated[
         Optional[Path],
-        typer.Option("--out", "-o", help="File to write. Default: <publish_dir>/<cluster>.json ($FSCONTROL_PUBLISHED, the config's agent.publish_dir, or /var/lib/fscontrol/public)."),
+        typer.Option("--out", help="File to write. Default: <publish_dir>/<cluster>.json ($FSCONTROL_PUBLISHED, the config's agent.publish_dir, or /var/lib/fscontrol/public)."),
     ] = None,
     admin: Annotated[
         Optional[list[str]], typer.Option("--admin", help="A user who may ask `forecast --user` for anyone (repeatable; root always may).")

@@ -109,7 +109,7 @@ def build_tree(rows: Iterable[ShareRow]) -> Tree:
     direct parents, fs parents (FairShare=parent links skipped) and each level's shares."""
     by_key: dict[Key, ShareRow] = {}
     for r in rows:
-        k = _key(r)
+        k = (r.account, r.user)  # _key(r), inline: this loop runs once per association
         if r.raw_usage < 0:
             raise TreeError(f"association {k[0]}/{k[1] or '-'} has negative RawUsage {r.raw_usage!r}")
         if k in by_key:
@@ -123,7 +123,7 @@ def build_tree(rows: Iterable[ShareRow]) -> Tree:
     for k, r in by_key.items():
         if k == ROOT:
             continue
-        p = _parent_key(r)
+        p = (r.account, "") if r.user else (r.parent, "")  # _parent_key(r)
         if p not in by_key:
             raise TreeError(f"association {k[0]}/{k[1] or '-'} has no parent row {p[0]!r}")
         parent[k] = p
@@ -162,18 +162,19 @@ def norm_shares(rows: Iterable[ShareRow]) -> dict[Key, float]:
 
 def _norm_shares(t: Tree) -> dict[Key, float]:
     out: dict[Key, float] = {ROOT: 1.0}
+    # path[k]: the product of RawShares / level shares from root down to k, FairShare=parent
+    # links counting 1; breadth-first order has every parent's before its children's
+    path: dict[Key, float] = {ROOT: 1.0}
+    rows, parent, level, fs_parent = t.rows, t.parent, t.level_shares, t.fs_parent
     for k in t.order[1:]:
-        r = t.rows[k]
+        r = rows[k]
+        above = path[parent[k]]
         if r.shares_parent:
-            out[k] = out[t.fs_parent[k]]
+            path[k] = above
+            out[k] = out[fs_parent[k]]
             continue
-        s, a = 1.0, k
-        while a != ROOT:
-            ra = t.rows[a]
-            if not ra.shares_parent:
-                ls = t.level_shares[a]
-                s = s * (ra.raw_shares or 0) / ls if ls else 0.0
-            a = t.parent[a]
+        ls = level[k]
+        path[k] = s = above * (r.raw_shares or 0) / ls if ls else 0.0
         out[k] = s
     return out
 
@@ -324,6 +325,7 @@ def choose_reference_share(
     damping: float | None = None,
     dummy: Key | None = None,
     reference: str | float = "median",
+    exact: Mapping[Key, float] | None = None,
 ) -> tuple[float | None, str]:
     """S_ref, the share of the user the admin's target u* is stated for (H = S_ref * d * U_total),
     and a phrase saying how it was chosen.
@@ -334,7 +336,8 @@ def choose_reference_share(
     share: H is then the strictest user's) or "max". NormShares are recomputed from RawShares;
     when the rows do not form a whole tree (sshare without -a, PrivateData) sshare's printed
     NormShares are used. `damping` does not change shares; it is accepted so callers can pass a
-    snapshot's settings as they are. (None, reason) when no user has shares.
+    snapshot's settings as they are. (None, reason) when no user has shares. `exact`: the rows'
+    norm_shares(), when the caller has them already (a large tree costs a pass to build).
     """
     del damping  # NormShares do not depend on d
     if not isinstance(reference, str):
@@ -345,15 +348,16 @@ def choose_reference_share(
     if reference not in REFERENCE_RULES:
         raise ValueError(f"reference share rule must be one of {', '.join(REFERENCE_RULES)} or a number, got {reference!r}")
     try:
-        shares_by_key = norm_shares(rows)
+        shares_by_key = norm_shares(rows) if exact is None else exact
         source = ""
     except TreeError:
         shares_by_key = {_key(r): r.norm_shares or 0.0 for r in rows}
         source = " (sshare's values: incomplete tree)"
+    get = shares_by_key.get
     shares = [
-        shares_by_key[_key(r)]
+        s
         for r in rows
-        if r.is_user and r.user != "root" and r.key != dummy and shares_by_key.get(_key(r), 0.0) > 0
+        if r.user and r.user != "root" and (s := get((r.account, r.user), 0.0)) > 0 and (r.account, r.user) != dummy
     ]
     if not shares:
         return None, "no user with shares"

@@ -13,18 +13,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import sqlite_utils
-
 from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
+from .historydb import Database
 from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
 
 
-def _record_failure(db: sqlite_utils.Database, cluster: str | None, stage: str, started: float, e: Exception,
+def _record_failure(db: Database, cluster: str | None, stage: str, started: float, e: Exception,
                     tick_id: int | None = None) -> None:
     """A failed tick is recorded in its own transaction; nothing else of the tick was written."""
     try:
@@ -98,7 +97,7 @@ def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | 
     )
 
 
-def collect(source: SlurmSource, db: sqlite_utils.Database, name: str | None = None, now: float | None = None) -> CollectResult:
+def collect(source: SlurmSource, db: Database, name: str | None = None, now: float | None = None) -> CollectResult:
     """One snapshot into the history (a tick with no stage that acts)."""
     res = run_tick(source, db, None, apply=False, stages=Stages(), now=now, name=name)
     return res.collected
@@ -116,26 +115,34 @@ def thin_to_period(times: list[float], period_s: float) -> list[int]:
     return keep
 
 
-def fit_history(db: sqlite_utils.Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
+def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
     """Fit the decay rate to the stored history of a cluster and record the fit.
 
     Uses user associations only (account rows are sums of them) and the sacct charge between
     snapshots; snapshots are thinned to one per decay pass at most."""
-    import numpy as np
-
-    from . import fit as fitmod
-
     if cluster is None:
         names = store.clusters(db)
         if len(names) != 1:
             raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
         cluster = names[0]
     latest = store.load_snapshot(db, cluster=cluster)
+    taken = [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
+    if len(thin_to_period(taken[-last:] if last else taken, max(latest.config.calc_period_s, 1))) < 3:
+        # said before numpy and scipy load: a young history, every tick
+        raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
+                            "(one decay pass apart at least; 2 needed)")
+    import numpy as np
+
+    from . import fit as fitmod
+
     hist = store.usage_history(db, cluster)  # numpy arrays: no Python object per sample
     times, ids, usage_all = hist.times, hist.ids, hist.usage
     if last:
         times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
     keep = thin_to_period(times.tolist(), max(latest.config.calc_period_s, 1))
+    if len(keep) < 3:  # the fit needs 2 pairs at least
+        raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
+                            f"({max(len(keep) - 1, 0)}, one decay pass apart at least; 2 needed)")
     first = int(ids[0]) if len(ids) else None
     charge = store.inflow_history(db, cluster, hist, first_id=first)[:, len(hist.ids) - len(ids):]
     all_kept = keep == list(range(len(times)))
@@ -200,13 +207,13 @@ def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_q
     return None
 
 
-def control_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+def control_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: float | None = None,
                  name: str | None = None) -> ControlResult:
     """A tick that runs control (`fscontrol control`)."""
     return run_tick(source, db, cfg, apply=apply, stages=Stages(control=True), now=now, name=name).control
 
 
-def gate_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, release_all: bool = False,
+def gate_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, release_all: bool = False,
               name: str | None = None, now: float | None = None) -> GateResult:
     """A tick that runs the SFS gate, or undoes every hold of the agent (`fscontrol gate`)."""
     return run_tick(source, db, cfg, apply=apply, stages=Stages(gate=True, release_all=release_all), now=now, name=name).gate
@@ -251,12 +258,12 @@ class TickResult:
         return self.collected.snapshot_id
 
 
-def due(db: sqlite_utils.Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
+def due(db: Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
     last = store.last_ok(db, cluster, stage)
     return last is None or now - last >= every_s * DUE_SLACK
 
 
-def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float) -> bool:
+def fit_due(db: Database, cluster: str, every_s: float, now: float) -> bool:
     """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
     little history (so a young history does not load numpy and scipy at every tick)."""
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
@@ -265,7 +272,7 @@ def fit_due(db: sqlite_utils.Database, cluster: str, every_s: float, now: float)
     return not times or now - max(times) >= every_s * DUE_SLACK
 
 
-def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, now: float | None = None,
+def agent_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: float | None = None,
                force_control: bool = True, gate: bool = True, control: bool = True,
                deadline: float | None = None) -> TickResult:
     """The agent's cycle for one cluster (cron's `fscontrol tick`, the loop's job): which stages
@@ -281,7 +288,7 @@ def agent_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bo
     return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
 
 
-def run_tick(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, stages: Stages,
+def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Stages,
              now: float | None = None, name: str | None = None, deadline: float | None = None) -> TickResult:
     """One tick for one cluster; every command of fscontrol that reads Slurm comes through here.
 
@@ -415,7 +422,7 @@ class _Settled:
     changes: tuple
 
 
-def _settle(db: sqlite_utils.Database, snap: Snapshot) -> _Settled:
+def _settle(db: Database, snap: Snapshot) -> _Settled:
     """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
     from . import gate
 
@@ -468,7 +475,7 @@ def _ledger_intent(rec, plan, snap: Snapshot) -> dict:
     return entries
 
 
-def _apply(db: sqlite_utils.Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
+def _apply(db: Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
     """Run the planned commands in order, each outcome recorded as soon as it is known (with the
     ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
     build on each other); the gate's are independent. A command that times out may have acted:
@@ -528,7 +535,7 @@ def _settle_ledger_row(db, cluster: str, a, status: str) -> None:
         store.set_ledger_state(db, cluster, a.job_id, None)
 
 
-def _one_action_tick(db: sqlite_utils.Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
+def _one_action_tick(db: Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
                      started: float, budget_s: float):
     """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
     with store.transaction(db):
@@ -544,7 +551,7 @@ def _one_action_tick(db: sqlite_utils.Database, source: SlurmSource, cluster: st
     return done
 
 
-def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
+def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
     """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
     not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
     again at once, recorded like any action (intent first). Returns the action, or None when
@@ -567,7 +574,7 @@ def watch_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply:
     return _one_action_tick(db, source, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
 
 
-def trim_damping(source: SlurmSource, db: sqlite_utils.Database, cfg, *, apply: bool, name: str | None = None):
+def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
     """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
     pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
     and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
@@ -618,7 +625,7 @@ def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple
     return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
 
 
-def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
+def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
     """The halving Slurm's priorities used at the decay pass between the previous decision and
     this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
     saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
@@ -637,7 +644,7 @@ def _halving_slurm_used(db: sqlite_utils.Database, previous: dict, snap: Snapsho
     return previous["s_ref"] * snap.config.damping_factor * float(root.raw_usage), snap.taken_at
 
 
-def _record_originals(db: sqlite_utils.Database, cluster: str, snap: Snapshot, plan) -> None:
+def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
     """Before the agent first changes a setting, what Slurm held (for `control off`)."""
     for a in plan:
         if a.kind == "set_damping":
@@ -648,7 +655,7 @@ def _record_originals(db: sqlite_utils.Database, cluster: str, snap: Snapshot, p
             store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
 
 
-def _decide_off(db: sqlite_utils.Database, snap: Snapshot, cc):
+def _decide_off(db: Database, snap: Snapshot, cc):
     """`control off`: the commands that put back what the agent changed (no decision)."""
     from . import actions as act
 
@@ -665,7 +672,7 @@ def _decide_off(db: sqlite_utils.Database, snap: Snapshot, cc):
     return None, plan
 
 
-def _decide_control(db: sqlite_utils.Database, snap: Snapshot, cc, off=None):
+def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     """The control decision and the commands that carry it out (pure given the snapshot)."""
     from . import actions as act
     from . import control, fairshare
@@ -778,11 +785,11 @@ def _persist_and_verify(db, source, run, cc, dec, did, done, tick_id):
     return done, verified
 
 
-def dec_cluster(db: sqlite_utils.Database, decision_id: int) -> str:
+def dec_cluster(db: Database, decision_id: int) -> str:
     return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
 
 
-def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
+def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
                    source: SlurmSource | None = None):
     """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic).
     With the live `source`, the next decay pass after the snapshot goes with it (the Fair Tree
@@ -818,7 +825,7 @@ def publish_latest(db: sqlite_utils.Database, cfg, cluster: str | None, out=None
         raise OutputError(f"cannot write the published snapshot: {e}") from None
 
 
-def metrics_text(db: sqlite_utils.Database, cfg, clusters: list[str] | None = None) -> str:
+def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
     """The Prometheus textfile for every cluster in the history (or the named ones)."""
     from . import metrics, report
 
@@ -836,7 +843,7 @@ def metrics_text(db: sqlite_utils.Database, cfg, clusters: list[str] | None = No
     return metrics.render(metrics.families(state, store.tick_stats(db)))
 
 
-def write_metrics(db: sqlite_utils.Database, cfg, path=None) -> str | None:
+def write_metrics(db: Database, cfg, path=None) -> str | None:
     from . import metrics
 
     target = path or cfg.metrics

@@ -1,12 +1,12 @@
-"""Reports: plain data first (for --json), then text (tabulate). Pure: no Slurm, no clock."""
+"""Reports: plain data first (for --json), then text (own table layout for the large status table, tabulate for small ones). Pure: no Slurm, no clock."""
 
 from __future__ import annotations
 
+import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
-
-from tabulate import tabulate
 
 from . import fairshare
 from .fairshare import UNDERFLOW
@@ -27,91 +27,113 @@ def status_data(
     control_history: list[dict] | None = None,
     only_users: Sequence[str] = (),
     only_accounts: Sequence[str] = (),
+    tree: bool = False,
 ) -> dict:
     """Everything `fscontrol status` shows, as plain data. `only_users`/`only_accounts` (-u/-A,
     as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
-    figures stay the cluster's.
+    figures stay the cluster's. `tree` (--tree) adds the account rows (user "", F and the
+    halving figures None) in sshare's order, each row with its depth below root; with -u, the
+    accounts above the users shown.
 
     F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
     RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
     force in slurmctld. The dummy (padding) association is shown but not counted as a user.
     Under Fair Tree, status_data_fair_tree."""
     if snap.config.mode == "fair_tree":
-        return status_data_fair_tree(snap, dummy, only_users, only_accounts)
+        return status_data_fair_tree(snap, dummy, only_users, only_accounts, tree=tree)
     cfg = snap.config
     d = cfg.damping_factor
-    root = next((r for r in snap.shares if r.depth == 0), None)
+    shares = snap.shares
+    root = next((r for r in shares if r.depth == 0), None)
     total = float(root.raw_usage) if root else 0.0
-    keys = {r.key for r in snap.shares}
+    keys = {r.key for r in shares}
     dummy = dummy if dummy in keys else None
-    dummy_usage = float(next(r.raw_usage for r in snap.shares if r.key == dummy)) if dummy else 0.0
-    users = [r for r in snap.shares if r.is_user and r.user != "root"]
+    dummy_usage = float(next(r.raw_usage for r in shares if r.key == dummy)) if dummy else 0.0
+    users = [r for r in shares if r.user and r.user != "root"]
     real_users = [u for u in users if u.key != dummy]
     active = [u for u in real_users if u.raw_usage > 0]
-    s_ref, rule = fairshare.choose_reference_share(snap.shares, d, dummy, reference)
-    halving = s_ref * d * total if s_ref is not None else None
     # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
     # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
     # RawUsage by one pass exactly as the factor slurmctld schedules with)
     try:
-        exact = fairshare.norm_shares(snap.shares)
+        exact = fairshare.norm_shares(shares)
     except fairshare.TreeError:
         exact = {}
+    s_ref, rule = fairshare.choose_reference_share(shares, d, dummy, reference, exact=exact or None)
+    halving = s_ref * d * total if s_ref is not None else None
     kids: dict[str, int] = {}
     first_tier: set[str] = set()
-    for r in snap.shares:
+    for r in shares:
         if r.depth == 0:
             continue
-        kids[r.account if r.user else r.parent] = kids.get(r.account if r.user else r.parent, 0) + 1
+        p = r.account if r.user else r.parent
+        kids[p] = kids.get(p, 0) + 1
         if not r.user and r.parent == "root":
             first_tier.add(r.account)
+    alone_in = {a for a in first_tier if kids.get(a) == 1}
     shown = users
+    accounts_shown: set[str] | None = None  # tree: the account rows to show (None: all)
     if only_users or only_accounts:
         from .errors import NotFoundError
 
-        parent = {r.account: r.parent for r in snap.shares if not r.user}
+        parent = {r.account: r.parent for r in shares if not r.user}
 
-        def under(account: str) -> bool:
-            a, hops = account, 0
+        def ancestors(account: str) -> list[str]:
+            out, a, hops = [], account, 0
             while a and hops < 64:
-                if a in only_accounts:
-                    return True
+                out.append(a)
                 a, hops = parent.get(a, ""), hops + 1
-            return False
+            return out
 
         known_users = {u.user for u in users}
         unknown = [x for x in only_users if x not in known_users] + [a for a in only_accounts if a not in parent]
         if unknown:
             raise NotFoundError(f"not in the snapshot of {snap.cluster}: {', '.join(unknown)}")
-        shown = [u for u in users if (not only_users or u.user in only_users) and (not only_accounts or under(u.account))]
+        wanted = set(only_accounts)
+        under = {a for a in parent if wanted.intersection(ancestors(a))} if wanted else set(parent)
+        shown = [u for u in users if (not only_users or u.user in only_users) and u.account in under]
+        accounts_shown = under
+        if only_users:  # the path down to each user shown, within the accounts asked for
+            accounts_shown = {a for u in shown for a in ancestors(u.account)} & under
     rows = []
-    for u in shown:
-        s_u = exact.get(u.key, u.norm_shares)
-        f = fairshare.fairshare_factor(u.effective_usage, s_u, d) if u.effective_usage is not None and s_u is not None else None
+    add = rows.append
+    log2 = math.log2
+    prio = snap.prio_fairshare
+    get_exact = exact.get
+    shown_ids = {id(u) for u in shown}
+    for u in shares if tree else shown:
+        if not u.user:
+            if accounts_shown is not None and u.account not in accounts_shown:
+                continue
+        elif id(u) not in shown_ids:
+            continue
+        key = (u.account, u.user)
+        s_u = get_exact(key, u.norm_shares)
+        ue = u.effective_usage
+        raw = u.raw_usage
+        if not u.user:  # an account row (--tree): what sshare shows of it
+            add({"user": "", "account": u.account, "raw_usage": raw, "usage_core_hours": raw / HOUR, "norm_shares": s_u,
+                 "effective_usage": ue, "fairshare": None, "fairshare_sshare": u.fairshare, "fairshare_sprio": None,
+                 "usage_to_halve_core_hours": None, "alone_at_first_tier": False, "implied_halving_core_hours": None,
+                 "underflow": False, "dummy": False, "depth": u.depth, "raw_shares": u.raw_shares, "norm_usage": u.norm_usage})
+            continue
+        # F and the usage that halves it (fairshare.fairshare_factor and usage_to_halve, inline:
+        # at 100,000 associations the calls are a good part of the report)
+        f = to_halve = None
+        if ue is not None and s_u is not None:
+            f = 2.0 ** (-(ue / s_u) / d) if s_u > 0 else 0.0
+            if s_u > 0 and total > 0:
+                room = 1.0 - ue - d * s_u
+                to_halve = d * s_u * total / room / HOUR if room > 0 else None
         # Yalim's u / -log2 F is the halving usage only where UE = u/U: a user alone in a
         # first-tier account; everywhere else the account's usage and the siblings' shares count
-        alone = u.account in first_tier and kids.get(u.account) == 1
-        ih = fairshare.implied_halving(float(u.raw_usage), f) if f is not None and alone else None
-        to_halve = (fairshare.usage_to_halve(u.effective_usage, s_u, d, total)
-                    if u.effective_usage is not None and s_u is not None else None)
-        rows.append(
-            {
-                "user": u.user,
-                "account": u.account,
-                "raw_usage": u.raw_usage,
-                "usage_core_hours": u.raw_usage / HOUR,
-                "norm_shares": s_u,
-                "effective_usage": u.effective_usage,
-                "fairshare": f,
-                "fairshare_sshare": u.fairshare,
-                "fairshare_sprio": snap.prio_fairshare.get(u.key),
-                "usage_to_halve_core_hours": to_halve / HOUR if to_halve is not None else None,
-                "alone_at_first_tier": alone,
-                "implied_halving_core_hours": ih / HOUR if ih is not None else None,
-                "underflow": f is not None and f < UNDERFLOW,
-                "dummy": u.key == dummy,
-            }
-        )
+        alone = u.account in alone_in
+        ih = raw / -log2(f) / HOUR if alone and f is not None and raw > 0 and 0.0 < f < 1.0 else None
+        add({"user": u.user, "account": u.account, "raw_usage": raw, "usage_core_hours": raw / HOUR, "norm_shares": s_u,
+             "effective_usage": ue, "fairshare": f, "fairshare_sshare": u.fairshare, "fairshare_sprio": prio.get(key),
+             "usage_to_halve_core_hours": to_halve, "alone_at_first_tier": alone, "implied_halving_core_hours": ih,
+             "underflow": f is not None and f < UNDERFLOW, "dummy": key == dummy,
+             "depth": u.depth, "raw_shares": u.raw_shares, "norm_usage": u.norm_usage})
     warnings = []
     if cfg.mode == "fair_tree":
         warnings.append("Fair Tree is in use: it never reads FairShareDampeningFactor, so fscontrol can only advise.")
@@ -148,6 +170,7 @@ def status_data(
         "halving_error": (halving / HOUR / target_core_hours - 1) if halving is not None and target_core_hours else None,
         "model_comparison": _comparison(snap, d, target_core_hours, dummy, s_ref),
         "underflow_users": [f"{r['user']}@{r['account']}" for r in rows if r["underflow"] and not r["dummy"]],
+        "tree": tree,
         "warnings": warnings,
         "table": rows,
         "control": _control_history(control_history or []),
@@ -218,9 +241,146 @@ def _duration(s: float) -> str:
     return f"{s / 60:g} min"
 
 
-def format_status(data: dict) -> str:
+# ---------------------------------------------------------------------------- the status table
+@dataclass(frozen=True)
+class Field:
+    """One column of the status table: `name` is what -o/--format takes (any case) and what -P's
+    header line prints, `header` the plain table's heading, `key` the row's key in status_data."""
+
+    name: str
+    header: str
+    key: str
+    spec: str | None  # format() spec for numbers (-P drops the thousands separator); None: text
+    right: bool
+    help: str
+    idle_key: str | None = None  # the row's flag for an infinite value (Fair Tree's LevelFS with no usage)
+
+
+STATUS_FIELDS: tuple[Field, ...] = (
+    Field("User", "user", "user", None, False, "the user (empty on an account row of --tree)"),
+    Field("Account", "account", "account", None, False, "the account (with --tree, indented one space a level, as sshare)"),
+    Field("RawShares", "RawShares", "raw_shares", "d", True, "RawShares as sshare prints them (- for root and FairShare=parent)"),
+    Field("NormShares", "NormShares", "norm_shares", ".6f", True, "NormShares recomputed from RawShares over the whole tree"),
+    Field("RawUsage", "RawUsage", "raw_usage", "d", True, "decayed usage in CPU-seconds, as sshare's RawUsage"),
+    Field("Usage", "usage (core-h)", "usage_core_hours", ",.3f", True, "RawUsage in core-hours"),
+    Field("NormUsage", "NormUsage", "norm_usage", ".6f", True, "sshare's NormUsage"),
+    Field("EffectvUsage", "EffectvUsage", "effective_usage", ".6f", True, "sshare's EffectvUsage (Slurm's own)"),
+    Field("F", "F", "fairshare", ".6f", True, "F = 2^(-(EffectvUsage/NormShares)/d) with the d slurmctld holds"),
+    Field("FairShare", "F sshare", "fairshare_sshare", ".6f", True, "F as sshare printed it (with sshare's own d)"),
+    Field("FSprio", "F sprio", "fairshare_sprio", ".6f", True, "F as sprio reports it for the user's pending jobs"),
+    Field("HalvesAfter", "halves after +(core-h)", "usage_to_halve_core_hours", ",.3f", True,
+          "the extra usage of this user alone that halves its F"),
+    Field("ImpliedHalving", "u/-log2 F", "implied_halving_core_hours", ",.3f", True,
+          "Yalim's u / -log2 F, only for a user alone in a first-tier account"),
+    Field("Rank", "rank", "rank", "d", True, "Fair Tree: the user association's rank, N the first; F = rank / N"),
+    Field("LevelFS", "LevelFS", "level_fs", ".6f", True,
+          "Fair Tree: NormShares / EffectvUsage among its siblings (inf: no usage)", "level_fs_idle"),
+    Field("AccountLevelFS", "account LevelFS", "account_level_fs", ".6f", True,
+          "Fair Tree: the LevelFS of the account the user competes under", "account_level_fs_idle"),
+)
+_FIELDS_BY_NAME = {f.name.lower(): f for f in STATUS_FIELDS}
+DEFAULT_FIELDS = ("User", "Account", "Usage", "NormShares", "EffectvUsage", "F", "FairShare", "FSprio", "HalvesAfter",
+                  "ImpliedHalving")
+LONG_FIELDS = ("User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "NormUsage", "EffectvUsage", "F",
+               "FairShare", "FSprio", "HalvesAfter", "ImpliedHalving")
+FAIR_TREE_FIELDS = ("Rank", "User", "Account", "Usage", "NormShares", "EffectvUsage", "LevelFS", "AccountLevelFS", "F",
+                    "FairShare", "FSprio")
+FAIR_TREE_LONG_FIELDS = ("Rank", "User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "EffectvUsage",
+                         "LevelFS", "AccountLevelFS", "F", "FairShare", "FSprio")
+
+
+def status_fields(spec: str | None = None, long: bool = False, tree: bool = False, fair_tree: bool = False) -> tuple[Field, ...]:
+    """The columns: -o/--format's comma-separated names in any case (as sshare -o; it wins over
+    -l), else -l's long set, else the default set (the tree's: Account first, as sshare's; Fair
+    Tree's: rank and LevelFS instead of the halving). An unknown name is a ConfigError (exit 2)."""
+    if spec is None:
+        if fair_tree:
+            names = FAIR_TREE_LONG_FIELDS if long else FAIR_TREE_FIELDS
+            if tree:
+                names = ("Account", "User", *(n for n in names if n not in ("Account", "User")))
+            return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+        names = LONG_FIELDS if long else DEFAULT_FIELDS
+        if tree:
+            names = ("Account", "User", *names[2:])
+        return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in names if n.lower() not in _FIELDS_BY_NAME]
+    if unknown or not names:
+        from .errors import ConfigError
+
+        what = f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}" if unknown else "no field"
+        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in STATUS_FIELDS)}")
+    return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+
+
+def format_fields_help() -> str:
+    """--helpformat: every field -o takes, as sshare --helpformat lists them."""
+    width = max(len(f.name) for f in STATUS_FIELDS)
+    return "\n".join(f"{f.name:<{width}}  {f.help}" for f in STATUS_FIELDS)
+
+
+def _cells(rows: list[dict], f: Field, parsable: bool, tree: bool) -> list[str]:
+    """One column's texts, built a column at a time (one comprehension per column, no call per
+    cell): None is "-" in the plain table ("" on --tree's account rows, as sshare leaves them
+    blank) and "" with -P."""
+    key = f.key
+    if f.name == "Account" and tree:
+        return [" " * r["depth"] + r["account"] for r in rows]
+    values = [r.get(key) for r in rows]
+    if f.idle_key is not None:
+        values = [float("inf") if r.get(f.idle_key) else v for r, v in zip(rows, values)]  # prints "inf"
+    spec = f.spec
+    if spec is None:
+        return ["" if v is None else v for v in values]
+    if parsable:
+        spec = spec.replace(",", "")
+        return ["" if v is None else format(v, spec) for v in values]
+    if tree:
+        return [("-" if r["user"] else "") if v is None else format(v, spec) for r, v in zip(rows, values)]
+    return ["-" if v is None else format(v, spec) for v in values]
+
+
+def table_lines(rows: list[dict], fields: Sequence[Field], *, parsable: bool = False, header: bool = True,
+                tree: bool = False) -> Iterator[str]:
+    """The status table, line by line. Plain: tabulate's "simple" layout (two spaces between
+    columns, a column as wide as its longest cell or its heading plus two, a line of dashes),
+    built here because tabulate's per-cell type detection took 70% of `status` on 100,000
+    associations. -P (`parsable`): sshare -P's form, every field delimited by |, no padding,
+    the field names as the header line. `header=False` (-n) leaves the header lines out."""
+    cols = [_cells(rows, f, parsable, tree) for f in fields]
+    if parsable:
+        if header:
+            yield "|".join(f.name for f in fields)
+        yield from map("|".join, zip(*cols))
+        return
+    widths = [max(len(f.header) + 2, max(map(len, c), default=0)) for f, c in zip(fields, cols)]
+    last = len(fields) - 1
+    padded = []
+    for i, (f, c, w) in enumerate(zip(fields, cols, widths)):
+        if f.right:
+            padded.append([x.rjust(w) for x in c])
+        elif i < last:  # no trailing blanks after a left-aligned last column
+            padded.append([x.ljust(w) for x in c])
+        else:
+            padded.append(c)
+    if header:
+        yield "  ".join(f.header.rjust(w) if f.right else (f.header.ljust(w) if i < last else f.header)
+                        for i, (f, w) in enumerate(zip(fields, widths)))
+        yield "  ".join("-" * w for w in widths)
+    lines = map("  ".join, zip(*padded))
+    yield from (map(str.rstrip, lines) if tree else lines)  # an account row's blank last cells
+
+
+def format_status(data: dict, fields: Sequence[Field] | None = None) -> str:
+    return "\n".join(status_lines(data, fields))
+
+
+def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[str]:
+    """`fscontrol status` as text, line by line (the table's lines are made as they are written:
+    on 100,000 associations the report is never one string)."""
     if data["priority_mode"] == "fair_tree":
-        return format_status_fair_tree(data)
+        yield from status_lines_fair_tree(data, fields)
+        return
     head = [
         ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
         ("priority", f"{data['priority_mode']} ({','.join(data['priority_flags']) or 'no flags'}), "
@@ -237,65 +397,42 @@ def format_status(data: dict) -> str:
     if data.get("dummy"):
         head.append(("padding (dummy)", f"{data['dummy']}: {data['dummy_usage_core_hours']:,.2f} core-hours "
                      f"(real usage {data['real_usage_core_hours']:,.2f})"))
-    lines = [f"{k + ':':<25}{v}" for k, v in head]
-    table = [
-        [
-            r["user"],
-            r["account"],
-            _fmt(r["usage_core_hours"], ",.3f"),
-            _fmt(r["norm_shares"], ".6f"),
-            _fmt(r["effective_usage"], ".6f"),
-            _fmt(r["fairshare"], ".6f"),
-            _fmt(r["fairshare_sshare"], ".6f"),
-            _fmt(r["fairshare_sprio"], ".6f"),
-            _fmt(r["usage_to_halve_core_hours"], ",.3f"),
-            _fmt(r["implied_halving_core_hours"], ",.3f"),
-        ]
-        for r in data["table"]
-    ]
-    lines.append("")
-    lines.append(
-        tabulate(
-            table,
-            headers=["user", "account", "usage (core-h)", "NormShares", "EffectvUsage", "F", "F sshare", "F sprio",
-                     "halves after +(core-h)", "u/-log2 F"],
-            disable_numparse=True,
-            colalign=("left", "left", "right", "right", "right", "right", "right", "right", "right", "right"),
-        )
-    )
-    lines.append("")
-    lines.append("F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;")
-    lines.append("halves after +: the extra usage of this user alone that halves its F, exact for shared accounts")
-    lines.append("(d S U / (1 - EffectvUsage - d S)); u/-log2 F (Yalim) only for a user alone in a first-tier account.")
+    for k, v in head:
+        yield f"{k + ':':<25}{v}"
+    yield ""
+    yield from table_lines(data["table"], fields or status_fields(), tree=bool(data.get("tree")))
+    yield ""
+    yield "F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;"
+    yield "halves after +: the extra usage of this user alone that halves its F, exact for shared accounts"
+    yield "(d S U / (1 - EffectvUsage - d S)); u/-log2 F (Yalim) only for a user alone in a first-tier account."
     hist = data.get("control") or []
     if hist:
         errs = [h["error"] for h in hist]
         last = hist[-1]
         known = [abs(e) for e in errs if e is not None]
-        lines.append("")
-        lines.append(
+        yield ""
+        yield (
             f"control ({last['method']}, last {len(hist)} ticks): halving {_fmt(last['halving_core_hours'], ',.2f')} "
             f"vs target {last['target_core_hours']:,.2f} core-hours, error now "
             f"{'-' if last['error'] is None else format(last['error'], '+.2%')}, worst "
             f"{'-' if not known else format(max(known), '.2%')}; d={last['damping']}, padding "
             f"{last['padding_core_hours']:,.2f} core-hours"
         )
-        lines.append(f"  error over time  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})")
+        yield f"  error over time  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})"
     if data.get("model_comparison"):
-        lines.append("")
-        lines.append("model comparison (Yalim fig. 2): users with F < 1e-6 (underflow) and F <= 0.5")
-        lines.append(
-            tabulate(
-                [[m["model"], f"{m['damping']:.4g}", m["underflow"], m["f_le_half"]] for m in data["model_comparison"]],
-                headers=["model", "d", "underflow", "F <= 0.5"],
-                disable_numparse=True,
-            )
+        from tabulate import tabulate  # a few rows: tabulate pays here
+
+        yield ""
+        yield "model comparison (Yalim fig. 2): users with F < 1e-6 (underflow) and F <= 0.5"
+        yield tabulate(
+            [[m["model"], f"{m['damping']:.4g}", m["underflow"], m["f_le_half"]] for m in data["model_comparison"]],
+            headers=["model", "d", "underflow", "F <= 0.5"],
+            disable_numparse=True,
         )
     under = data["underflow_users"]
-    lines.append(f"underflow (F < 1e-6): {', '.join(under) if under else 'none'}")
+    yield f"underflow (F < 1e-6): {', '.join(under) if under else 'none'}"
     for w in data["warnings"]:
-        lines.append(f"warning: {w}")
-    return "\n".join(lines)
+        yield f"warning: {w}"
 
 
 FAIR_TREE_ADVICE = (
@@ -393,6 +530,8 @@ def format_control(data: dict) -> str:
     if not data["actions"]:
         lines.append("plan: none (advice only)" if data["advise_only"] else "plan: nothing to do")
     else:
+        from tabulate import tabulate
+
         lines.append("")
         lines.append(
             tabulate(
@@ -543,6 +682,7 @@ def status_data_fair_tree(
     dummy: tuple[str, str] | None = None,
     only_users: Sequence[str] = (),
     only_accounts: Sequence[str] = (),
+    tree: bool = False,
 ) -> dict:
     """`status` on a cluster that runs Fair Tree: every user association's rank, F = rank / N,
     its Level FS and its account's, recomputed from RawShares and RawUsage as slurmctld does
@@ -563,7 +703,8 @@ def status_data_fair_tree(
     sshare_f = {r.key: r.fairshare for r in snap.shares}
     real_users = [a for a in ft.assocs if a.is_user and a.user != "root" and a.key != dummy]
     active = [a for a in real_users if a.raw_usage > 0]
-    shown = [by[k] for k in ft.ranking]
+    # rank order, best first; --tree: sshare's order with the accounts (their users' fields blank)
+    shown = [a for a in ft.assocs if a.key != fairshare.ROOT] if tree else [by[k] for k in ft.ranking]
     if only_users or only_accounts:
         from .errors import NotFoundError
 
@@ -581,7 +722,11 @@ def status_data_fair_tree(
                 a, hops = parent.get(a, ""), hops + 1
             return False
 
-        shown = [a for a in shown if (not only_users or a.user in only_users) and (not only_accounts or under(a.account))]
+        keep_acc = {a.account for a in shown if a.is_user and (not only_users or a.user in only_users)
+                    and (not only_accounts or under(a.account))}
+        shown = [a for a in shown if (a.is_user and (not only_users or a.user in only_users)
+                                      and (not only_accounts or under(a.account)))
+                 or (not a.is_user and (under(a.account) if only_accounts else a.account in keep_acc))]
 
     def finite(x: float) -> float | None:
         return None if x == fairtree.NO_VAL else x  # JSON has no inf: None there, "inf" in the text
@@ -593,6 +738,8 @@ def status_data_fair_tree(
             {
                 "user": a.user,
                 "account": a.account,
+                "depth": a.depth,
+                "raw_shares": a.raw_shares,
                 "raw_usage": a.raw_usage,
                 "usage_core_hours": a.raw_usage / HOUR,
                 "norm_shares": a.norm_shares,
@@ -644,15 +791,12 @@ def status_data_fair_tree(
         "underflow_users": [],
         "warnings": warnings,
         "table": rows,
+        "tree": tree,
         "control": [],
     }
 
 
-def _lfs(v, idle: bool = False) -> str:
-    return "inf" if idle else _fmt(v, ".6f")
-
-
-def format_status_fair_tree(data: dict) -> str:
+def status_lines_fair_tree(data: dict, fields: Sequence[Field] | None = None) -> Iterator[str]:
     head = [
         ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
         ("priority", f"Fair Tree ({','.join(data['priority_flags']) or 'no flags'}), half-life "
@@ -661,37 +805,14 @@ def format_status_fair_tree(data: dict) -> str:
         ("users", f"N={data['user_associations']} user associations ranked, {data['users']} users, "
          f"active M={data['active_users']}"),
     ]
-    lines = [f"{k + ':':<25}{v}" for k, v in head]
-    table = [
-        [
-            r["rank"],
-            r["user"],
-            r["account"],
-            _fmt(r["usage_core_hours"], ",.3f"),
-            _fmt(r["norm_shares"], ".6f"),
-            _fmt(r["effective_usage"], ".6f"),
-            _lfs(r["level_fs"], r["level_fs_idle"]),
-            _lfs(r["account_level_fs"], r["account_level_fs_idle"]),
-            _fmt(r["fairshare"], ".6f"),
-            _fmt(r["fairshare_sshare"], ".6f"),
-            _fmt(r["fairshare_sprio"], ".6f"),
-        ]
-        for r in data["table"]
-    ]
-    lines.append("")
-    lines.append(
-        tabulate(
-            table,
-            headers=["rank", "user", "account", "usage (core-h)", "NormShares", "EffectvUsage", "LevelFS",
-                     "account LevelFS", "F", "F sshare", "F sprio"],
-            disable_numparse=True,
-            colalign=("right", "left", "left", "right", "right", "right", "right", "right", "right", "right", "right"),
-        )
-    )
-    lines.append("")
-    lines.append("Fair Tree: F = rank / N, users ranked by LevelFS = NormShares / EffectvUsage level by level from")
-    lines.append("root (NormShares and EffectvUsage among siblings); a user ranks above every user of any account")
-    lines.append("whose LevelFS is lower than their own account's at the level where the two meet. inf: no usage.")
+    for k, v in head:
+        yield f"{k + ':':<25}{v}"
+    yield ""
+    yield from table_lines(data["table"], fields or status_fields(fair_tree=True, tree=bool(data.get("tree"))),
+                           tree=bool(data.get("tree")))
+    yield ""
+    yield "Fair Tree: F = rank / N, users ranked by LevelFS = NormShares / EffectvUsage level by level from"
+    yield "root (NormShares and EffectvUsage among siblings); a user ranks above every user of any account"
+    yield "whose LevelFS is lower than their own account's at the level where the two meet. inf: no usage."
     for w in data["warnings"]:
-        lines.append(f"warning: {w}")
-    return "\n".join(lines)
+        yield f"warning: {w}"

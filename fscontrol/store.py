@@ -1,4 +1,4 @@
-"""The history: SQLite through sqlite-utils, with numbered migrations and one transaction a tick.
+"""The history: SQLite, with numbered migrations (through sqlite-utils) and one transaction a tick.
 
 Associations cost little when they do not change: `assoc_samples` holds a row only when an
 association's values changed since its previous sample (or it appeared or vanished), and
@@ -15,15 +15,18 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .errors import NotFoundError, StoreError
 from .parse import gc_paused
+from .historydb import Database
 from .records import ShareRow, Snapshot, SlurmConfig
 
+if TYPE_CHECKING:  # the migrations get a real one; every other function here takes a historydb.Database
+    import sqlite_utils
+
 # ---------------------------------------------------------------------------- migrations
-Migration = Callable[[sqlite_utils.Database], None]
+Migration = Callable[["sqlite_utils.Database"], None]
 
 
 def _m001_history(db: sqlite_utils.Database) -> None:
@@ -291,6 +294,12 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
     unknown = done - known
     if unknown:
         raise StoreError(f"database has migrations this fscontrol does not know: {sorted(unknown)} (newer version?)")
+    if known <= done:
+        return []
+    if isinstance(db, Database):  # sqlite-utils (and the numpy it imports) only when there is a migration to run
+        import sqlite_utils
+
+        db = sqlite_utils.Database(db.conn)
     applied = []
     for name, fn in MIGRATIONS:
         if name in done:
@@ -341,7 +350,7 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
     try:
         _private(path)
         conn = sqlite3.connect(str(path), timeout=timeout_s)
-        db = sqlite_utils.Database(conn)
+        db = Database(conn)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
@@ -361,8 +370,8 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
 def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
-        db = sqlite_utils.Database(conn)
-        names = {r[0] for r in db.execute("SELECT name FROM _migrations")} if db["_migrations"].exists() else set()
+        db = Database(conn)
+        names = {r[0] for r in db.execute("SELECT name FROM _migrations")} if db.table_exists("_migrations") else set()
     except sqlite3.DatabaseError as e:
         raise StoreError(f"history database {path} is unreadable: {e}") from None
     known = [n for n, _ in MIGRATIONS]

@@ -21,7 +21,7 @@ echo "== fscontrol fit  (the decay rate fitted to the $(ls -d "$series"/*/ | wc 
 "$fsc" fit --db "$db"
 echo
 echo "== fscontrol forecast -u carol -A chem --plan 8cpus:10m  (a user's view, as of the last snapshot)"
-"$fsc" publish --db "$db" -o .demo/public/tbcluster.json >/dev/null
+"$fsc" publish --db "$db" --out .demo/public/tbcluster.json >/dev/null
 "$fsc" forecast --published .demo/public -u carol -A chem --source "$last" --plan 8cpus:10m
 echo
 echo "The history is in .demo/history.db. Next, for example:"

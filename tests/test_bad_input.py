@@ -49,8 +49,8 @@ def test_a_typo_in_db_starts_no_history_anywhere(tmp_path):
 
 
 def test_metrics_and_publish_out_never_make_folders(history, tmp_path):
-    one_line_error(invoke("metrics", "--db", str(history), "-o", str(tmp_path / "nodir" / "x.prom")), 1, "does not exist")
-    one_line_error(invoke("publish", "--db", str(history), "-o", str(tmp_path / "nodir" / "x.json")), 1, "published")
+    one_line_error(invoke("metrics", "--db", str(history), "--out", str(tmp_path / "nodir" / "x.prom")), 1, "does not exist")
+    one_line_error(invoke("publish", "--db", str(history), "--out", str(tmp_path / "nodir" / "x.json")), 1, "published")
     assert not (tmp_path / "nodir").exists()
 
 
@@ -187,7 +187,7 @@ def test_png_outputs_in_a_missing_folder_are_one_line_and_make_no_folder(tmp_pat
                    "Gantt chart", "does not exist")
     db = tmp_path / "h.db"
     assert invoke("collect", "--source", str(SAMPLE), "--db", str(db)).exit_code == 0
-    assert invoke("publish", "--db", str(db), "-o", str(tmp_path / "tbcluster.json")).exit_code == 0
+    assert invoke("publish", "--db", str(db), "--out", str(tmp_path / "tbcluster.json")).exit_code == 0
     code = forecast_main(["--published", str(tmp_path), "--source", str(SAMPLE), "-u", "carol", "-A", "chem",
                           "--plan", "8cpus:1h", "--plot", str(tmp_path / "no" / "f.png")])
     err = capsys.readouterr().err

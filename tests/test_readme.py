@@ -56,7 +56,7 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys):
     fit = json.loads(r.output)
     assert fit["converged"] and abs(fit["half_life_s"] / fit["expected_half_life_s"] - 1) < 0.05, fit
     (tmp_path / "public").mkdir()
-    assert CliRunner().invoke(app, ["publish", "--db", str(db), "-o", str(tmp_path / "public" / "tbcluster.json")]).exit_code == 0
+    assert CliRunner().invoke(app, ["publish", "--db", str(db), "--out", str(tmp_path / "public" / "tbcluster.json")]).exit_code == 0
     code = forecast_main(["--published", str(tmp_path / "public"), "-u", "carol", "-A", "chem", "--source", str(series[-1]),
                           "--plan", "8cpus:10m", "--json"])
     out = capsys.readouterr().out

@@ -38,7 +38,7 @@ def test_a_plain_user_runs_the_site_install(slurm, tmp_path_factory):
         subprocess.run(["cp", "-r", str(series[-1]), str(sample)], check=True)
         subprocess.run([str(prefix / "bin" / "fscontrol"), "collect", "--source", str(sample), "--db", str(db)], check=True,
                        capture_output=True, timeout=120)
-        subprocess.run([str(prefix / "bin" / "fscontrol"), "publish", "--db", str(db), "-o", str(public / "tbcluster.json")],
+        subprocess.run([str(prefix / "bin" / "fscontrol"), "publish", "--db", str(db), "--out", str(public / "tbcluster.json")],
                        check=True, capture_output=True, timeout=120)
         subprocess.run(["chmod", "-R", "a+rX", str(sample), str(public)], check=True)
         f = subprocess.run([*as_carol, "env", f"PATH={path}:/usr/bin:/bin", "fscontrol", "forecast", "--published", str(public),

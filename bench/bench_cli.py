@@ -1,0 +1,143 @@
+"""Benchmark the report commands as an admin runs them: whole fresh processes, wall clock.
+
+Two parts, in one run:
+
+* start-up: `status`, `collect` and `tick` on the bundled samples (samples/testbed-basic, 9
+  users; samples/synthetic-agave, 2,500 users, SYNTHETIC), each against `python -c 'import
+  typer'` (the least any typer command costs), with `fscontrol --help` for reference;
+* scale: `status` on a SYNTHETIC snapshot of ~100,000 associations (scripts/gen_synthetic.py,
+  93,238 users), plain and -P, against two floors measured in the same run: reading the bytes of
+  the same snapshot's `sshare -a -l -P` text, and a plain join (a Python process that selects the
+  association rows from the same history and writes them '|'-joined).
+
+Processes run interleaved round-robin after a warm-up round; the median of --runs is reported.
+Children get a private PYTHONPYCACHEPREFIX (bytecode cached, as in an installed package).
+--compare DIR runs the same fscontrol commands from another checkout too (e.g. a `git worktree`
+of an older commit), in the same rounds, so a before/after is measured on the same machine state.
+
+Run:  .venv/bin/python bench/bench_cli.py [--runs 10] [--users 93238] [--compare DIR] [--skip-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+PLAIN_JOIN = (
+    "import sqlite3, sys; c = sqlite3.connect(f'file:{sys.argv[1]}?mode=ro', uri=True); "
+    "out = sys.stdout; "
+    "out.writelines('|'.join('' if v is None else str(v) for v in r) + '\\n' for r in c.execute("
+    "'SELECT a.account, a.user, s.raw_shares, s.norm_shares, s.raw_usage, s.norm_usage, s.effective_usage, s.fairshare "
+    "FROM assocs a JOIN assoc_current s ON s.assoc_id = a.id WHERE s.present = 1 ORDER BY a.path'))"
+)
+READ_BYTES = "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())"
+
+
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd, check=False)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.decode()[-500:]}")
+    return dt
+
+
+def _rounds(commands: dict[str, tuple[list[str], Path]], env, runs: int, warmup: int = 1) -> dict[str, list[float]]:
+    for _ in range(warmup):
+        for argv, cwd in commands.values():
+            _timed(argv, env, cwd)
+    times: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(runs):
+        for name, (argv, cwd) in commands.items():
+            times[name].append(_timed(argv, env, cwd))
+    return times
+
+
+def _table(times: dict[str, list[float]], base: str) -> None:
+    b = statistics.median(times[base])
+    print(f"{'command':<44}{'median':>10}{'min':>10}{'max':>10}{'x base':>12}   (base: {base})")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"{name:<44}{med * 1000:>8.0f}ms{min(ts) * 1000:>8.0f}ms{max(ts) * 1000:>8.0f}ms{med / b:>11.2f}x")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--scale-runs", type=int, default=5)
+    ap.add_argument("--users", type=int, default=93238, help="users of the scale snapshot (93,238: ~100,000 associations)")
+    ap.add_argument("--compare", type=Path, help="another checkout of fscontrol to time beside this one")
+    ap.add_argument("--skip-scale", action="store_true")
+    ap.add_argument("--skip-startup", action="store_true")
+    args = ap.parse_args()
+
+    py = sys.executable
+    tmp = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    trees = {"": ROOT} | ({"before: ": args.compare.resolve()} if args.compare else {})
+    try:
+        def fsc(tag: str, checkout: Path, *argv: str) -> tuple[list[str], Path]:
+            return [py, "-m", "fscontrol", *argv], checkout
+
+        print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} at start")
+        if not args.skip_startup:
+            commands: dict[str, tuple[list[str], Path]] = {"python -c 'import typer'": ([py, "-c", "import typer"], ROOT)}
+            for tag, checkout in trees.items():
+                env_db = tmp / f"db{len(tag)}"
+                env_db.mkdir()
+                for sample in ("testbed-basic", "synthetic-agave"):
+                    for name in ("status", "tick"):
+                        subprocess.run([py, "-m", "fscontrol", "collect", "--source", str(SAMPLES / sample), "--db",
+                                        str(env_db / f"{name}-{sample}.db")], cwd=checkout, env=env, check=True,
+                                       stdout=subprocess.DEVNULL)
+                commands[f"{tag}fscontrol --help"] = fsc(tag, checkout, "--help")
+                for sample in ("testbed-basic", "synthetic-agave"):
+                    src = str(SAMPLES / sample)
+                    commands[f"{tag}status ({sample})"] = fsc(tag, checkout, "status", "--db", str(env_db / f"status-{sample}.db"))
+                    commands[f"{tag}collect ({sample})"] = fsc(tag, checkout, "collect", "--source", src, "--db",
+                                                               str(env_db / f"collect-{sample}.db"))
+                    commands[f"{tag}tick ({sample})"] = fsc(tag, checkout, "tick", "--source", src, "--db",
+                                                            str(env_db / f"tick-{sample}.db"))
+            times = _rounds(commands, env, args.runs)
+            print(f"\nstart-up: fresh processes, median of {args.runs} interleaved runs after a warm-up round")
+            _table(times, "python -c 'import typer'")
+        if not args.skip_scale:
+            sample = tmp / "scale"
+            subprocess.run([py, str(ROOT / "scripts" / "gen_synthetic.py"), "--users", str(args.users), "--jobs", "2000",
+                            "--seed", "1", "--out", str(sample)], check=True, stdout=subprocess.DEVNULL, env=env)
+            commands = {"read the bytes of sshare -a -l -P": ([py, "-c", READ_BYTES, str(sample / "sshare.txt")], ROOT)}
+            for tag, checkout in trees.items():
+                db = tmp / f"scale{len(tag)}.db"
+                subprocess.run([py, "-m", "fscontrol", "collect", "--source", str(sample), "--db", str(db)], cwd=checkout,
+                               env=env, check=True, stdout=subprocess.DEVNULL)
+                if not tag:
+                    commands["plain join of the history's rows"] = ([py, "-c", PLAIN_JOIN, str(db)], ROOT)
+                commands[f"{tag}status"] = fsc(tag, checkout, "status", "--db", str(db))
+                if not tag:
+                    commands["status -P"] = fsc(tag, checkout, "status", "-P", "--db", str(db))
+                    commands["status --tree -l"] = fsc(tag, checkout, "status", "--tree", "-l", "--db", str(db))
+            n = sum(1 for _ in open(sample / "sshare.txt")) - 1
+            times = _rounds(commands, env, args.scale_runs)
+            print(f"\nscale: status on {n:,} associations (SYNTHETIC), median of {args.scale_runs} interleaved runs")
+            _table(times, "read the bytes of sshare -a -l -P")
+            join = statistics.median(times["plain join of the history's rows"])
+            print(f"status / plain join: {statistics.median(times['status']) / join:.2f}x; "
+                  f"status -P / plain join: {statistics.median(times['status -P']) / join:.2f}x")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
