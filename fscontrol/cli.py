@@ -230,6 +230,25 @@ def _print_lines(lines, chunk: int = 4096) -> None:
 
 
 @app.command()
+def why(
+    job_id: Annotated[str, typer.Argument(help="The pending job's id (as squeue shows it).", metavar="JOBID")],
+    cluster: ClusterOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Why is my job waiting? Its priority term by term (age, fair-share, job size, partition, QOS,
+    each its factor times its weight, from sprio), what dominates, how many pending jobs in its
+    partition rank above it, and what would change each term. Any user may run it; classic
+    fair-share and Fair Tree alike (under Fair Tree, with the user's rank)."""
+    from . import why as whymod
+
+    try:
+        data = whymod.why_job(_source("live", cluster), job_id)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(data, indent=2) if json_out else whymod.format_why(data))
+
+
+@app.command()
 def history(
     db: DbOpt = None,
     cluster: ClusterOpt = None,

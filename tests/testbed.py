@@ -149,15 +149,18 @@ class Testbed:
         if p.returncode != 0:
             raise RuntimeError(f"slurmctld did not come back: {p.stderr.strip()[-1000:]}")
 
-    def set_priority_flags(self, flags: str) -> None:
-        """Rewrite slurm.conf's PriorityFlags ("" = Fair Tree) and `scontrol reconfigure`:
-        slurmctld switches algorithm at once and ranks (or computes classic F) at its next pass."""
+    def set_conf(self, **settings: str) -> None:
+        """Rewrite slurm.conf's lines for these keys ("" removes the line) and `scontrol reconfigure`."""
         conf = self.conf
-        lines = [ln for ln in conf.read_text().splitlines() if not ln.startswith("PriorityFlags=")]
-        if flags:
-            lines.append(f"PriorityFlags={flags}")
+        lines = [ln for ln in conf.read_text().splitlines() if ln.split("=", 1)[0] not in settings]
+        lines += [f"{k}={v}" for k, v in settings.items() if v != ""]
         conf.write_text("\n".join(lines) + "\n")
         self.scontrol("reconfigure")
+
+    def set_priority_flags(self, flags: str) -> None:
+        """PriorityFlags ("" = Fair Tree): slurmctld switches algorithm at once and ranks (or
+        computes classic F) at its next pass."""
+        self.set_conf(PriorityFlags=flags)
 
     def damping(self) -> int:
         line = next(ln for ln in self.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
