@@ -69,6 +69,11 @@ def parse_sprio_why(text: str, job_id: str, command: str = "sprio") -> PrioLine 
     return None
 
 
+# squeue reasons under which a job is not eligible: its age does not grow
+NOT_ELIGIBLE = frozenset({"PartitionDown", "PartitionInactive", "BeginTime", "Dependency", "DependencyNeverSatisfied",
+                          "JobHeldUser", "JobHeldAdmin", "PartitionTimeLimit", "PartitionNodeLimit", "AssocGrpCPUMinutesLimit"})
+
+
 def _per_hour_of_age(weight: int, max_age_s: float) -> float | None:
     return None if not weight or max_age_s <= 0 else weight / (max_age_s / 3600.0)
 
@@ -108,7 +113,9 @@ def explain(
         left = age_w - line.weighted["age"]
         if left > 0.5 and rate:
             levers.append(f"age: +{rate:,.1f} an hour of waiting, {left:,.0f} more until it caps at "
-                          f"{age_w:,} after PriorityMaxAge ({max_age_s / 86400:g} days of eligibility)")
+                          f"{age_w:,} after PriorityMaxAge ({max_age_s / 86400:g} days of eligibility)"
+                          + (f"; it counts only while the job is eligible, and now it waits for {reason}"
+                             if reason in NOT_ELIGIBLE else ""))
         else:
             levers.append(f"age: at its cap ({age_w:,}): waiting longer adds nothing")
     else:

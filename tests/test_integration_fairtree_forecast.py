@@ -30,12 +30,8 @@ WHO = ("flat", "dave")
 
 
 def _sprio_f(slurm) -> float:
-    snap_prio = {}
-    for line in slurm.run("sprio", "-n", "-o", "%i|%u|%f").splitlines():
-        jid, user, f = line.split("|")
-        snap_prio[jid.strip()] = (user.strip(), float(f))
-    ((_, f),) = [v for k, v in snap_prio.items() if k == slurm.dave_probe]
-    return f
+    """sprio's fair-share factor of dave's pending probe job (sprio -h: no header)."""
+    return float(slurm.run("sprio", "-h", "-j", slurm.dave_probe, "-o", "%f").strip())
 
 
 def test_fair_tree_forecast_of_an_idle_user_matches_sprio(slurm, tmp_path):
