@@ -68,7 +68,9 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
         "error": Family("halving_error_ratio", "Achieved halving / target - 1."),
         "s_ref": Family("reference_share", "The reference share S_ref the halving is computed for."),
         "users": Family("active_users", "Users with usage."),
-        "f": Family("user_fairshare", "Classic fair-share factor F of the association (0..1)."),
+        "f": Family("user_fairshare", "Fair-share factor F of the association (0..1): classic 2^(-UE/(S d)), or Fair Tree's rank / N."),
+        "rank": Family("user_fairtree_rank", "Fair Tree: the user association's rank (N is the first; F = rank / N)."),
+        "lfs": Family("user_level_fs", "Fair Tree: LevelFS of the user association among its siblings (+Inf: no usage)."),
         "ih": Family("user_implied_halving_core_hours",
                      "Yalim's usage / -log2 F, core-hours: only for a user alone in a first-tier account, where it is the halving usage."),
         "halve": Family("user_usage_to_halve_core_hours",
@@ -99,6 +101,9 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
                 fam["ih"].add(r["implied_halving_core_hours"], **who)
                 fam["halve"].add(r["usage_to_halve_core_hours"], **who)
                 fam["usage"].add(r["usage_core_hours"], **who)
+                if r.get("rank") is not None:
+                    fam["rank"].add(r["rank"], **who)
+                    fam["lfs"].add(float("inf") if r.get("level_fs_idle") else r.get("level_fs"), **who)
         dec = st.get("decision")
         if dec is not None:
             fam["d_target"].add(dec["d_target"], **c)

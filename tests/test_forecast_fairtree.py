@@ -133,3 +133,21 @@ def test_forecast_command_on_the_sample(tmp_path):
     bad = subprocess.run(fsc + ["forecast", "--published", str(pub), "--source", str(SAMPLE), "-u", "dave",
                                 "--run", "8cpus:1h"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2 and "Fair Tree" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_metrics_under_fair_tree_carry_rank_and_level_fs(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from fscontrol import config
+
+    db = store.open_db(tmp_path / "h.db")
+    pipeline.collect(RecordedSlurm(SAMPLE), db)
+    text = pipeline.metrics_text(db, config.from_dict({}))
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    ft = compute_fair_tree(store.load_snapshot(db).shares).by_key()
+    f = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_fairshare"].samples}
+    rank = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_fairtree_rank"].samples}
+    assert f[("flat", "dave")] == pytest.approx(ft[("flat", "dave")].fairshare) == pytest.approx(3 / 9)
+    assert rank[("flat", "dave")] == 3
+    lfs = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_level_fs"].samples}
+    assert lfs[("flat", "carol")] == float("inf") and lfs[("flat", "dave")] == pytest.approx(ft[("flat", "dave")].level_fs)

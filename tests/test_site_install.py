@@ -1,6 +1,7 @@
 """The site install every Unix user can run (scripts/install-site.sh), tested as a user: the
-testbed's carol (a plain Unix user, not root) runs `fscontrol --version` and her own forecast
-from the install, through the BINDIR link and through the module file's PATH."""
+testbed's carol (a plain Unix user, not root) runs `fscontrol --version`, her own forecast and
+`fscontrol why` on her pending job from the install, through the BINDIR link and through the
+module file's PATH."""
 
 from __future__ import annotations
 
@@ -46,5 +47,11 @@ def test_a_plain_user_runs_the_site_install(slurm, tmp_path_factory):
                            capture_output=True, text=True, timeout=120)
         assert f.returncode == 0, f.stderr
         assert '"user": "carol"' in f.stdout
+        # "why is my job waiting?", as carol, on the live testbed, from the same install
+        job = slurm.probe("carol", "chem")
+        w = subprocess.run([*as_carol, "env", f"PATH={path}:/usr/bin:/bin", f"SLURM_CONF={slurm.conf}", "fscontrol", "why",
+                            job], capture_output=True, text=True, timeout=120)
+        assert w.returncode == 0, w.stderr
+        assert f"job {job} (carol, account chem" in w.stdout and "fair-share" in w.stdout
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=False)
