@@ -93,7 +93,7 @@ def _level_fs(s: float, u: float, row: ShareRow) -> float:
     return math.inf if u == 0.0 else s / u
 
 
-def _children(t: Tree) -> dict[Key, list[Key]]:
+def children_lists(t: Tree) -> dict[Key, list[Key]]:
     """Each fs parent's children in sshare's (depth-first) order. slurmctld's lists are in the
     order the associations were created; the two differ only in which of two accounts with
     exactly equal LevelFS is walked first."""
@@ -104,8 +104,10 @@ def _children(t: Tree) -> dict[Key, list[Key]]:
     return kids
 
 
-def level_values(t: Tree) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
-    """S, U and LevelFS of every association but root (`_calc_assoc_fs`)."""
+def level_values(t: Tree, usage: Mapping[Key, float] | None = None) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
+    """S, U and LevelFS of every association but root (`_calc_assoc_fs`); `usage` replaces the
+    rows' RawUsage (a projection re-ranks one tree under new usage)."""
+    raw = usage if usage is not None else {k: float(r.raw_usage) for k, r in t.rows.items()}
     s: dict[Key, float] = {}
     u: dict[Key, float] = {}
     lf: dict[Key, float] = {}
@@ -118,15 +120,16 @@ def level_values(t: Tree) -> tuple[dict[Key, float], dict[Key, float], dict[Key,
         else:
             ls = t.level_shares[src]
             s[k] = (t.rows[src].raw_shares or 0) / ls if ls else 0.0
-        parent_usage = float(t.rows[fs].raw_usage)
-        u[k] = float(r.raw_usage) / parent_usage if parent_usage > 0 else 0.0
+        parent_usage = raw[fs]
+        u[k] = raw[k] / parent_usage if parent_usage > 0 else 0.0
         lf[k] = _level_fs(s[k], u[k], r)
     return s, u, lf
 
 
-def rank_users(t: Tree, lf: Mapping[Key, float]) -> tuple[dict[Key, int], list[Key]]:
-    """Slurm's ranking walk (`_calc_tree_fs`): each user association's rank, and the walk order."""
-    kids = _children(t)
+def rank_users(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] | None = None) -> tuple[dict[Key, int], list[Key]]:
+    """Slurm's ranking walk (`_calc_tree_fs`): each user association's rank, and the walk order.
+    `kids`: children_lists(t), when the caller ranks the same tree many times."""
+    kids = children_lists(t) if kids is None else kids
     n = sum(1 for k in t.order if k[1])
     rank = {"rank": n, "rnt": n}  # rnt: the rank with no ties
     out: dict[Key, int] = {}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from fscontrol.decay import decay_factor_per_second
 from fscontrol.fairshare import ROOT, Key, build_tree
@@ -175,7 +175,11 @@ def project_ranks(
     rate x dt x f^dt for its run time dt since the last pass (decay.py: Slurm's step), to the
     association and every ancestor; the snapshot's usage is taken as of the pass before the
     first one. Nobody starts a new job."""
+    from fscontrol.fairtree import children_lists, level_values, rank_users
+
     t = build_tree(rows)
+    kids = children_lists(t)
+    n_users = sum(1 for k in t.rows if k[1])
     f = decay_factor_per_second(half_life_s)
     usage = {k: float(r.raw_usage) for k, r in t.rows.items()}
     out: dict[Key, list[RankPoint]] = {k: [] for k in watch}
@@ -197,10 +201,9 @@ def project_ranks(
             while a is not None:
                 usage[a] += charge
                 a = t.parent.get(a)
-        ft = compute_fair_tree([replace(r, raw_usage=usage[k]) for k, r in t.rows.items()])
-        by = ft.by_key()
+        ranks, _ = rank_users(t, level_values(t, usage)[2], kids)  # one tree, re-ranked under the new usage
         for k in watch:
-            out[k].append(RankPoint(at, by[k].rank or 0, by[k].fairshare or 0.0))
+            out[k].append(RankPoint(at, ranks[k], ranks[k] / n_users))
         prev = at
     return out
 
@@ -220,7 +223,11 @@ def inf_or(x: float) -> float | None:
 
 
 # ---------------------------------------------------------------------------- the user's forecast
-MAX_POINTS = 120  # tree rankings per forecast (a 100k-association tree ranks in about a second)
+MAX_POINTS = 120  # tree rankings per forecast, fewer on big trees (bench/bench_parse.py: ~0.3 s a ranking at 100k)
+
+
+def max_points(n_assocs: int) -> int:
+    return max(12, min(MAX_POINTS, int(3_000_000 / max(1, n_assocs))))
 
 
 def tree_from_published(published: Mapping) -> tuple[ShareRow, ...]:
@@ -303,7 +310,7 @@ def forecast_data(
     horizon = horizon_s if horizon_s is not None else min(86400.0, max(12 * period, 2 * max(jobs_left, default=0.0)))
     horizon = max(horizon, now - taken + period)  # reach past now
     passes = 0 if period <= 0 else max(1, int((horizon - first_in) // period) + 1)
-    step = max(1, math.ceil(passes / MAX_POINTS))
+    step = max(1, math.ceil(passes / max_points(len(rows))))
     projection: dict[Key, list[RankPoint]] = {}
     if running is not None and passes:
         # every `step`-th pass, charged in between as one interval of step passes
