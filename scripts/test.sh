@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/install-slurm.sh
 scripts/bootstrap.sh test,plot   # plot: the PNG tests run here, never skip
 export FSCONTROL_REQUIRE_SLURM=1
-# Four workers: each group of testbed tests gets its own Slurm (tests/conftest.py), and the
+# Five workers: each group of testbed tests gets its own Slurm (tests/conftest.py), and the
 # groups run side by side; the fast tests fill the gaps. FSCONTROL_TEST_WORKERS=0 runs serially.
-workers=${FSCONTROL_TEST_WORKERS:-4}
+workers=${FSCONTROL_TEST_WORKERS:-5}
 par=(); [[ $workers != 0 ]] && par=(-n "$workers" --dist loadgroup)
 set +e
 .venv/bin/python -m pytest "${par[@]}" --durations=25 "$@"
