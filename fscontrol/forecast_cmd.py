@@ -156,6 +156,8 @@ def _forecast(args: argparse.Namespace) -> dict:
         if segments:
             raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
                               "shows your rank, what moves it, and your budget before anyone passes you")
+        if args.now is None and args.source not in ("live", "published"):  # a recording: as of when it was made
+            args.now = float(data_pub.get("taken_at") or 0)
         now = time.time() if args.now is None else args.now
         data = ftf.forecast_data(data_pub, user=who, now=now, account=args.account, requester=requester,
                                  is_admin=admin, max_age_s=max_age_s, stale_ok=args.stale_ok, horizon_s=horizon_s)

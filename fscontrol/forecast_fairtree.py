@@ -307,8 +307,8 @@ def forecast_data(
     while period > 0 and first_in <= 0:
         first_in += period
     jobs_left = [left for jobs in (running or {}).values() for left, _ in jobs if left is not None]
-    horizon = horizon_s if horizon_s is not None else min(86400.0, max(12 * period, 2 * max(jobs_left, default=0.0)))
-    horizon = max(horizon, now - taken + period)  # reach past now
+    ahead = horizon_s if horizon_s is not None else min(86400.0, max(12 * period, 2 * max(jobs_left, default=0.0)))
+    horizon = max(0.0, now - taken) + ahead  # from the snapshot: the passes since it, then `ahead` past now
     passes = 0 if period <= 0 else max(1, int((horizon - first_in) // period) + 1)
     step = max(1, math.ceil(passes / max_points(len(rows))))
     projection: dict[Key, list[RankPoint]] = {}
@@ -423,17 +423,9 @@ def format_forecast(data: Mapping) -> str:
 
 def plot_png(data: Mapping, path: str) -> None:
     """F = rank / N after each coming decay pass, per account, as steps (matplotlib)."""
-    from pathlib import Path
+    from fscontrol.userforecast import pyplot, save_plot
 
-    from fscontrol.errors import ConfigError, OutputError
-
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError("--plot needs matplotlib, which is not installed (pip install '.[plot]' in the checkout)") from None
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for a in data["associations"]:
         pts = [(0.0, a["fairshare"])] + [(max(0.0, p["in_s"]) / 60, p["fairshare"]) for p in a["projection"]]
@@ -444,12 +436,4 @@ def plot_png(data: Mapping, path: str) -> None:
     ax.set_title(f"Fair Tree forecast, {data['cluster']}: the jobs running now go on, nobody starts another")
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    try:
-        if not Path(path).parent.is_dir():
-            raise FileNotFoundError(f"folder {Path(path).parent} does not exist")
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        raise OutputError(f"cannot write the --plot file {path}: {e}") from None
-    finally:
-        plt.close(fig)
+    save_plot(fig, path)

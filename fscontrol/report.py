@@ -19,6 +19,23 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _snapshot_head(snap: StoredSnapshot) -> dict:
+    """What every status says first: the snapshot and the cluster's priority settings."""
+    cfg = snap.config
+    return {
+        "cluster": snap.cluster,
+        "snapshot_id": snap.id,
+        "taken_at": _iso(snap.taken_at),
+        "source": snap.source,
+        "slurm_version": cfg.slurm_version,
+        "priority_mode": cfg.mode,
+        "priority_flags": list(cfg.priority_flags),
+        "damping_factor": cfg.damping_factor,
+        "half_life_s": cfg.half_life_s,
+        "calc_period_s": cfg.calc_period_s,
+    }
+
+
 def status_data(
     snap: StoredSnapshot,
     target_core_hours: float | None = None,
@@ -147,16 +164,7 @@ def status_data(
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {
-        "cluster": snap.cluster,
-        "snapshot_id": snap.id,
-        "taken_at": _iso(snap.taken_at),
-        "source": snap.source,
-        "slurm_version": cfg.slurm_version,
-        "priority_mode": cfg.mode,
-        "priority_flags": list(cfg.priority_flags),
-        "damping_factor": d,
-        "half_life_s": cfg.half_life_s,
-        "calc_period_s": cfg.calc_period_s,
+        **_snapshot_head(snap),
         "total_usage_core_hours": total / HOUR,
         "users": len(real_users),
         "active_users": len(active),
@@ -765,16 +773,7 @@ def status_data_fair_tree(
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {
-        "cluster": snap.cluster,
-        "snapshot_id": snap.id,
-        "taken_at": _iso(snap.taken_at),
-        "source": snap.source,
-        "slurm_version": cfg.slurm_version,
-        "priority_mode": cfg.mode,
-        "priority_flags": list(cfg.priority_flags),
-        "damping_factor": cfg.damping_factor,
-        "half_life_s": cfg.half_life_s,
-        "calc_period_s": cfg.calc_period_s,
+        **_snapshot_head(snap),
         "total_usage_core_hours": total / HOUR,
         "users": len(real_users),
         "user_associations": ft.n_users,

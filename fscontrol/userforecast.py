@@ -603,16 +603,7 @@ def format_forecast(data: dict[str, Any]) -> str:
 
 def plot_png(data: dict[str, Any], path: str) -> None:
     """F over time per account into a PNG (matplotlib, the optional extra `plot`)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError(
-            "--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) "
-            "(or use the text chart / --json)"
-        ) from None
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for a in data["associations"]:
         tr = a["trajectory"]
@@ -630,6 +621,28 @@ def plot_png(data: dict[str, Any], path: str) -> None:
     ax.set_title(f"fair-share forecast, {data['cluster']} (d={data['damping_factor']})")
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
+    save_plot(fig, path)
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, or the one-line ConfigError when it is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ConfigError(
+            "--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) "
+            "(or use the text chart / --json)"
+        ) from None
+    return plt
+
+
+def save_plot(fig, path: str) -> None:
+    """Write the --plot PNG (never making its folder) and close the figure."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     try:
         if not Path(path).parent.is_dir():
