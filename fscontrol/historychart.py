@@ -264,10 +264,15 @@ def _time_label(t: float, span: float) -> str:
     return d.strftime("%m-%d") if span > 3 * 86400 else d.strftime("%m-%d %H:%M") if span > 86400 else d.strftime("%H:%M")
 
 
+def _attr(v: Any) -> str:
+    """A value as the data-value attribute: exact (repr of a float reads back to the same float)."""
+    return "" if v is None else html.escape(v if isinstance(v, str) else repr(v), quote=True)
+
+
 def _table(caption: str, columns: list[tuple[str, str]], rows: list[dict], tid: str) -> str:
     head = "".join(f"<th scope=\"col\">{html.escape(label)}</th>" for _, label in columns)
     body = "".join(
-        "<tr>" + "".join(f'<td data-key="{k}" data-value="{"" if r[k] is None else repr(r[k])}">'
+        "<tr>" + "".join(f'<td data-key="{k}" data-value="{_attr(r[k])}">'
                          f'{"-" if r[k] is None else html.escape(str(r[k]) if isinstance(r[k], str) else _fmt(r[k]))}</td>'
                          for k, _ in columns) + "</tr>" for r in rows)
     return (f'<details><summary>{html.escape(caption)}</summary><table id="{tid}"><thead><tr>{head}</tr></thead>'
