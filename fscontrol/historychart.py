@@ -292,14 +292,14 @@ svg { width: 100%; height: auto; display: block; }
 polyline { fill: none; stroke-width: 1.8; vector-effect: non-scaling-stroke; } .dash { stroke-dasharray: 6 4; }
 .target { stroke: #000; } .slurm { stroke: #1f5fbf; } .agent { stroke: #c4580a; }
 .dnow { stroke: #1b7a2e; } .dwant { stroke: #6b6b00; } .pad { stroke: #6a3d9a; }
-rect.hold { fill: #b3261e; } rect.release { fill: #0b7c8c; } rect.tok { fill: #8a8a8a; } rect.tfail { fill: #b3261e; }
+rect.hold { fill: #b3261e; } rect.release { fill: #0b7c8c; } rect.tok { fill: #767676; } rect.tfail { fill: #b3261e; }
 circle.dot { stroke: none; } circle.target { fill: #000; } circle.slurm { fill: #1f5fbf; } circle.agent { fill: #c4580a; }
 circle.dnow { fill: #1b7a2e; } circle.dwant { fill: #6b6b00; } circle.pad { fill: #6a3d9a; }
 .legend { font-size: 13px; } .key { margin-right: 1rem; white-space: nowrap; }
 .key::before { content: ""; display: inline-block; width: 1.4em; height: 0.3em; vertical-align: middle; margin-right: 0.3em; background: currentColor; }
 .key.target { color: #000; } .key.slurm { color: #1f5fbf; } .key.agent { color: #c4580a; } .key.dnow { color: #1b7a2e; }
 .key.dwant { color: #6b6b00; } .key.pad { color: #6a3d9a; } .key.hold, .key.tfail { color: #b3261e; } .key.release { color: #0b7c8c; }
-.key.tok { color: #8a8a8a; }
+.key.tok { color: #666; }
 details { margin: 0.2rem 0 1rem; } summary { cursor: pointer; color: #1f4f99; }
 table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.1rem 0.6rem; text-align: right; } th:first-child, td:first-child { text-align: left; }
