@@ -221,3 +221,48 @@ def test_every_panel_query_returns_its_series(tmp_path):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=5)
+
+
+def test_the_dashboard_follows_grafanas_model():
+    """Without Prometheus: the JSON is a Grafana dashboard (schemaVersion, unique panel ids,
+    a 24-column grid, every target a PromQL expr on the templated data source) with the panels
+    the issue asks for."""
+    dash = json.loads(DASHBOARD.read_text())
+    assert isinstance(dash["schemaVersion"], int) and dash["uid"] and dash["title"]
+    names = {v["name"]: v for v in dash["templating"]["list"]}
+    assert names["DS_PROMETHEUS"]["type"] == "datasource" and names["DS_PROMETHEUS"]["query"] == "prometheus"
+    assert names["cluster"]["type"] == "query" and names["cluster"]["query"]["query"].startswith("label_values(")
+    assert [i["name"] for i in dash["__inputs"]] == ["DS_PROMETHEUS"]
+    ids = [p["id"] for p in dash["panels"]]
+    assert len(ids) == len(set(ids))
+    for p in dash["panels"]:
+        g = p["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24 and g["h"] > 0
+    exprs = []
+    for p in _panels(dash):
+        assert p["datasource"] == {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+        refs = [t["refId"] for t in p["targets"]]
+        assert len(refs) == len(set(refs))
+        exprs += [t["expr"] for t in p["targets"]]
+    joined = "\n".join(exprs)
+    for metric in ("fscontrol_halving_core_hours", "fscontrol_halving_target_core_hours", "fscontrol_damping_factor",
+                   "fscontrol_padding_core_hours", "fscontrol_user_fairshare", "fscontrol_agent_holds", "fscontrol_ticks_total",
+                   "fscontrol_last_tick_timestamp_seconds", "fscontrol_tick_duration_seconds"):
+        assert metric in joined, metric
+    # every fscontrol metric a panel names is one the agent writes
+    from fscontrol import metrics
+
+    written = {metrics.PREFIX + f.name for f in metrics.families({}, [])}
+    assert set(re.findall(r"fscontrol_\w+", joined)) <= written
+    assert {p["type"] for p in _panels(dash)} >= {"timeseries", "stat", "histogram"}
+
+
+def test_missing_prometheus_skips_here_and_fails_in_ci(monkeypatch):
+    mod = sys.modules[__name__]
+    monkeypatch.setattr(mod, "_binary", lambda *names: None)
+    monkeypatch.setattr(mod, "REQUIRED", False)
+    with pytest.raises(pytest.skip.Exception):
+        _need_binaries()
+    monkeypatch.setattr(mod, "REQUIRED", True)
+    with pytest.raises(pytest.fail.Exception, match="must run here"):
+        _need_binaries()
