@@ -77,6 +77,28 @@ def series(data: dict) -> dict[str, list[tuple[float, float | None]]]:
     return {k: [(t, d[k]) for t, d in dec] for k in keys}
 
 
+def gaps(times: list[float]) -> list[tuple[float, float]]:
+    """The holes in the record (no decision for over 3 times the usual interval: the agent or
+    Slurm was down), as (last time before, first time after): the lines break there."""
+    if len(times) < 3:
+        return []
+    steps = sorted(b - a for a, b in zip(times, times[1:]))
+    usual = steps[len(steps) // 2]
+    return [(a, b) for a, b in zip(times, times[1:]) if b - a > 3 * usual and b - a > 60]
+
+
+def _broken(points: list[tuple[float, float | None]], holes: list[tuple[float, float]]) -> list[tuple[float, float | None]]:
+    """The points with a (t, None) inserted across every hole."""
+    if not holes:
+        return points
+    out: list[tuple[float, float | None]] = []
+    for i, p in enumerate(points):
+        if i and any(points[i - 1][0] <= a and b <= p[0] for a, b in holes):
+            out.append((points[i - 1][0] + 1.0, None))  # just after the last point: a step line stops there
+        out.append(p)
+    return out
+
+
 # ------------------------------------------------------------------------------------ PNG
 def plot_png(data: dict, path: str | Path) -> None:
     """The five panels into a PNG of a fixed size (10 x 11 inches at 100 dpi: 1000 x 1100 px)."""
@@ -96,9 +118,11 @@ def plot_png(data: dict, path: str | Path) -> None:
     def dt(t: float) -> datetime:
         return datetime.fromtimestamp(t, tz=timezone.utc)
 
+    holes = gaps([t for t, _ in s["target_core_hours"]])
+
     def line(ax, key: str, **kw) -> None:
-        pts = [(dt(t), v) for t, v in s[key] if v is not None]
-        if pts:
+        pts = [(dt(t), math.nan if v is None else v) for t, v in _broken(s[key], holes)]
+        if any(not math.isnan(v) for _, v in pts):  # NaN: a break in the line
             ax.plot([p[0] for p in pts], [p[1] for p in pts], **kw)
 
     fig, axes = plt.subplots(5, 1, figsize=(10, 11), sharex=True, gridspec_kw={"height_ratios": [3, 2, 2, 1.6, 1.6]})
@@ -231,24 +255,36 @@ def _panel(title: str, t0: float, t1: float, lines: list[dict], bars: list[dict]
             out.append(f'<rect class="{b["cls"]}" x="{x(t):.1f}" width="{max(x(t + w) - x(t) - 0.5, 0.8):.1f}" '
                        f'y="{y(top):.1f}" height="{max(y(bottom) - y(top), 0.5):.1f}"/>')
     for ln in lines:
-        pts = [(t, v) for t, v in ln["points"] if v is not None]
-        if not pts:
-            continue
-        if ln.get("step"):
-            coords = []
-            for i, (t, v) in enumerate(pts):
-                if i:
-                    coords.append(f"{x(t):.1f},{y(pts[i - 1][1]):.1f}")
-                coords.append(f"{x(t):.1f},{y(v):.1f}")
-        else:
-            coords = [f"{x(t):.1f},{y(v):.1f}" for t, v in pts]
-        if len(pts) == 1:
-            out.append(f'<circle class="{ln["cls"]} dot" cx="{x(pts[0][0]):.1f}" cy="{y(pts[0][1]):.1f}" r="3"/>')
-        out.append(f'<polyline class="{ln["cls"]}{" dash" if ln.get("dash") else ""}" points="{" ".join(coords)}"/>')
+        segments: list[list[tuple[float, float]]] = [[]]  # a None (unknown, or a hole) breaks the line
+        for t, v in ln["points"]:
+            if v is None:
+                if segments[-1]:
+                    segments.append([])
+            else:
+                segments[-1].append((t, v))
+        for pts in segments:
+            if pts:
+                out.append(_polyline(ln, pts, x, y))
     out.append("</svg>")
     legend = "".join(f'<span class="key {s["cls"]}">{html.escape(s["label"])}</span>' for s in [*lines, *(bars or [])])
     return f'<figure><figcaption>{html.escape(title)}{" (" + unit + ")" if unit else ""}</figcaption>' \
            f'<div class="legend">{legend}</div>{"".join(out)}</figure>'
+
+
+def _polyline(ln: dict, pts: list[tuple[float, float]], x, y) -> str:
+    out = []
+    if ln.get("step"):
+        coords = []
+        for i, (t, v) in enumerate(pts):
+            if i:
+                coords.append(f"{x(t):.1f},{y(pts[i - 1][1]):.1f}")
+            coords.append(f"{x(t):.1f},{y(v):.1f}")
+    else:
+        coords = [f"{x(t):.1f},{y(v):.1f}" for t, v in pts]
+    if len(pts) == 1:
+        out.append(f'<circle class="{ln["cls"]} dot" cx="{x(pts[0][0]):.1f}" cy="{y(pts[0][1]):.1f}" r="3"/>')
+    out.append(f'<polyline class="{ln["cls"]}{" dash" if ln.get("dash") else ""}" points="{" ".join(coords)}"/>')
+    return "".join(out)
 
 
 def _time_ticks(t0: float, t1: float) -> list[float]:
@@ -315,8 +351,10 @@ def render_html(data: dict) -> str:
     picked = _thin(list(range(len(data["decisions"]))), HTML_POINTS)
     dec = [data["decisions"][i] for i in picked]
 
+    holes = gaps([t for t, _ in s["target_core_hours"]])
+
     def pts(key: str) -> list[tuple[float, float | None]]:
-        return [s[key][i] for i in picked]
+        return _broken([s[key][i] for i in picked], holes)
 
     w = tl["bucket_seconds"]
     bt = [(_t(b["start"]), b) for b in tl["buckets"]]

@@ -177,3 +177,12 @@ def test_a_long_history_is_thinned_in_the_html(tmp_path):
     assert page.stat().st_size < 400_000
     assert sum(b["ticks_failed"] for b in data["timeline"]["buckets"]) == sum(1 for i in range(n) if i % 1000 == 0)
     assert _png_size(png) == (1000, 1100) and png.stat().st_size < 1_000_000
+
+
+def test_lines_break_across_a_hole_in_the_record():
+    times = [0.0, 60.0, 120.0, 180.0, 3000.0, 3060.0]
+    assert historychart.gaps(times) == [(180.0, 3000.0)]
+    pts = historychart._broken([(t, 1.0) for t in times], historychart.gaps(times))
+    assert pts[4] == (181.0, None) and len(pts) == len(times) + 1
+    html = historychart._panel("x", 0, 3060, [{"label": "l", "cls": "pad", "points": pts}])
+    assert html.count("<polyline") == 2
