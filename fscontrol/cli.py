@@ -255,16 +255,22 @@ def history(
     since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m) or a POSIX time.")] = "7d",
     json_out: JsonOpt = False,
     config_path: ConfigOpt = None,
+    png: Annotated[Optional[Path], typer.Option("--png", help="Also draw the record over time into this PNG (needs the 'plot' extra: matplotlib).")] = None,
+    html_out: Annotated[Optional[Path], typer.Option("--html", help="Also draw it into this self-contained HTML page (inline SVG, no external request).")] = None,
 ) -> None:
     """The agent's record over a period: the halving against u* at each decision (as the agent
     saw it and as Slurm used it at the next pass), d and the padding over time, the actions by
-    kind and outcome, failed ticks with their errors."""
+    kind and outcome, failed ticks with their errors; --json adds the ticks and the gate's holds
+    per time bucket (the `timeline` that --png and --html draw)."""
     import time
 
-    from . import config, report, store
+    from . import config, historychart, report, store
     from .allocations import parse_period
 
     try:
+        for path, opt in ((png, "--png"), (html_out, "--html")):
+            if path is not None:
+                historychart.check_output(path, opt)
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
         now = time.time()
@@ -276,6 +282,12 @@ def history(
             start = now - parse_period(since, where="--since")
         name = cluster or _only_cluster(database)
         data = report.history_data(name, start, now, store.history(database, name, start, now))
+        if json_out or png or html_out:
+            data["timeline"] = historychart.timeline(database, name, start, now)
+        if png is not None:
+            historychart.plot_png(data, png)
+        if html_out is not None:
+            historychart.write_html(data, html_out)
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(json.dumps(data, indent=2) if json_out else report.format_history(data))
