@@ -41,12 +41,12 @@ def _headers(ctype: str, extra: Iterable[tuple[str, str]] = ()) -> list[tuple[st
 
 
 def make_app(published: str | None = None, source: str | None = None, cluster: str | None = None,
-             identity: str = "process", token: str | None = None) -> Callable:
+             identity: str = "process", token: str | None = None, now: float | None = None) -> Callable:
     """A WSGI app. `published`/`source`/`cluster` as `fscontrol forecast --published/--source/-M`;
     unset, they come from the request's environ or the process's environment (FSCONTROL_PUBLISHED,
     FSCONTROL_SOURCE, FSCONTROL_CLUSTER), else the CLI's defaults. `token`: required (as ?token=,
     then a cookie) on every request, so other users on a shared login node cannot read a page served
-    on its loopback."""
+    on its loopback. `now`: pretend it is this POSIX time (as `forecast --now`: tests, demos of old samples)."""
     if identity not in ("process", "remote_user"):
         raise ValueError(f"identity must be 'process' or 'remote_user', not {identity!r}")
 
@@ -93,6 +93,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
         pub = setting(environ, "FSCONTROL_PUBLISHED", published)
         clu = setting(environ, "FSCONTROL_CLUSTER", cluster)
         base += (["--published", pub] if pub else []) + (["--cluster", clu] if clu else [])
+        base += [f"--now={now!r}"] if now is not None else []
         base += [f"--user={query['user']}"] if query.get("user") else []
         base += [f"--account={query['account']}"] if query.get("account") else []
         try:

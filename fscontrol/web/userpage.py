@@ -219,7 +219,7 @@ def _fairtree_summary(data: Mapping, a: Mapping, i: int) -> str:
     parts.append('<h3>Why: your path, level by level</h3><p>At each level your account (or you) is compared with its '
                  'siblings by LevelFS = share of the level\'s shares / share of the parent\'s usage. Idle time alone '
                  'changes no rank: everyone\'s usage decays alike.</p>'
-                 '<div class="scroll"><table><thead><tr><th scope="col">under</th><th scope="col">node</th>'
+                 '<div class="scroll"><table class="path"><thead><tr><th scope="col">under</th><th scope="col">node</th>'
                  f'<th class="n" scope="col">LevelFS</th><th class="n" scope="col">place</th></tr></thead><tbody>{rows}</tbody></table></div>')
     if a["projection"]:
         pts = [(0.0, a["fairshare"])] + [(max(0.0, p["in_s"]), p["fairshare"]) for p in a["projection"]]
