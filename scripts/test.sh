@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-slurm.sh
+# the web pages' browser tests drive Debian's Chromium (no browser download at run time)
+if ! command -v chromium >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+fi
 scripts/bootstrap.sh test,plot   # plot: the PNG tests run here, never skip
 export FSCONTROL_REQUIRE_SLURM=1
 # Five workers: each group of testbed tests gets its own Slurm (tests/conftest.py), and the

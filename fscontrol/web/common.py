@@ -49,6 +49,7 @@ th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid var(--grid)}td
 details{margin:.4rem 0}summary{cursor:pointer;color:var(--accent)}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 footer{color:var(--muted);font-size:.85rem;margin:2rem 0 1rem}
+@media (max-width:40rem){svg.chart text{font-size:22px}main{padding:.6rem}.big{font-size:2rem}}
 """
 
 
