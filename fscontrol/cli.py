@@ -614,6 +614,31 @@ def publish(
 
 
 @app.command()
+def web(
+    port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8080,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on. Default loopback only.")] = "127.0.0.1",
+    published: Annotated[Optional[Path], typer.Option("--published", help="As `fscontrol forecast --published`.")] = None,
+    source: Annotated[str, typer.Option("--source", "-s", help="As `fscontrol forecast --source`: live, published, or a sample folder.")] = "live",
+    cluster: ClusterOpt = None,
+    no_token: Annotated[bool, typer.Option("--no-token", help="Serve without the secret ?token= (anyone who can reach the port sees your page).")] = False,
+) -> None:
+    """Your fair-share forecast as a web page, served as you (loopback only by default): F now and why,
+    the recovery curve, and a campaign planner. Prints the address to open (with a secret token, so other
+    users of a shared login node cannot read it). Sites mount fscontrol.web.wsgi or run it in Open OnDemand."""
+    import secrets
+
+    from .web.app import serve
+
+    try:
+        serve(host, port, published=str(published) if published else None, source=source, cluster=cluster,
+              token=None if no_token else secrets.token_urlsafe(18), ready=lambda url: typer.echo(f"serving {url}", err=True))
+    except OSError as e:
+        raise _fail(FscontrolError(f"cannot serve on {host}:{port}: {e.strerror or e}")) from None
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
 def gate(
     config_path: ConfigOpt = None,
     source: SourceOpt = "live",

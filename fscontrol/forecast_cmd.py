@@ -107,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _forecast(args: argparse.Namespace) -> dict:
+def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) -> dict:
+    """The forecast `args` ask for, as plain data. `asker` (name, uid): who asks when it is not the
+    process's own user, e.g. the web page's REMOTE_USER (fscontrol.webpage); then no uid makes
+    them root and a recorded sample's snapshot grants no admin rights."""
     import importlib.util
     import os
     import time
@@ -142,13 +145,14 @@ def _forecast(args: argparse.Namespace) -> dict:
             raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
     max_age_s = fc.parse_duration(args.max_age)
     horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
-    requester, uid = uf.invoker()
+    process_user, _ = uf.invoker()
+    requester, uid = asker or uf.invoker()
     who = args.user or requester
     data_pub, path = pub.read_published(args.published or pub.default_path(args.cluster), args.cluster)
     trusted = os.stat(path).st_uid == 0
     # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
     # to anyone but what the reader can already read; root's published file keeps the check
-    admin = uf.is_admin(requester, uid, data_pub, trusted) or (args.source not in ("live", "published") and not trusted)
+    admin = uf.is_admin(requester, uid, data_pub, trusted) or (asker is None and args.source not in ("live", "published") and not trusted)
     uf.check_access(who, requester, admin)
     if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
         from . import forecast_fairtree as ftf
@@ -170,7 +174,7 @@ def _forecast(args: argparse.Namespace) -> dict:
     elif args.source == "live":
         from .source import LiveSlurm
 
-        argv = ("sshare", "-l", "-P") + (("-u", who) if who != requester else ())
+        argv = ("sshare", "-l", "-P") + (("-u", who) if who != process_user else ())
         live = LiveSlurm(cluster=args.cluster)
         rows = uf.parse_own_sshare(live.run(argv).stdout)
         if args.job is None:

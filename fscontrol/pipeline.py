@@ -820,7 +820,11 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
             target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         else:
             target = out
-        return pub.write_published(data, target), data
+        path = pub.write_published(data, target)
+        from .web.public import write_public
+
+        write_public(data, path)  # <cluster>.html next to it: the public page
+        return path, data
     except OSError as e:
         raise OutputError(f"cannot write the published snapshot: {e}") from None
 

@@ -1,0 +1,154 @@
+"""The user's forecast page as a WSGI application (PEP 3333; runs under wsgiref, Passenger,
+mod_wsgi, CGI).
+
+Who the page is for:
+* identity "process" (Open OnDemand, where Passenger runs the app as the logged-in user, and
+  `fscontrol web` run by the user): the process's own Unix user, exactly as `fscontrol forecast`;
+* identity "remote_user" (a site's web server that authenticates users and mounts this app,
+  possibly as one service account): the REMOTE_USER the server sets; no REMOTE_USER is refused.
+Either way the page shows only that user's own forecast; `?user=NAME` works only for those
+`fscontrol forecast --user` allows (root, or an admin listed in a root-owned snapshot).
+
+It calls the CLI's own code (forecast_cmd._forecast: the same options, sources and checks), so
+the page and its JSON endpoint show the numbers `fscontrol forecast --json` prints.
+
+Routes: GET /  the page (the planner's fields in the query string work without JavaScript);
+GET /api/forecast?cpus=&days=&runs=&gap=&target=[&account=]  the planner's forecast as JSON
+{"forecast": <forecast --json>, "html": <the planner's panel>}; the page's inline script calls it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+from collections.abc import Callable, Iterable
+from http.cookies import SimpleCookie
+from urllib.parse import parse_qs
+
+from ..errors import FscontrolError
+from . import userpage
+
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+       "img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'self'")
+STATUS = {2: "400 Bad Request", 6: "404 Not Found", 7: "403 Forbidden", 3: "502 Bad Gateway"}
+COOKIE = "fscontrol_token"
+
+
+def _headers(ctype: str, extra: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    return [("Content-Type", ctype), ("Cache-Control", "no-store"), ("Content-Security-Policy", CSP),
+            ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), *extra]
+
+
+def make_app(published: str | None = None, source: str | None = None, cluster: str | None = None,
+             identity: str = "process", token: str | None = None, now: float | None = None) -> Callable:
+    """A WSGI app. `published`/`source`/`cluster` as `fscontrol forecast --published/--source/-M`;
+    unset, they come from the request's environ or the process's environment (FSCONTROL_PUBLISHED,
+    FSCONTROL_SOURCE, FSCONTROL_CLUSTER), else the CLI's defaults. `token`: required (as ?token=,
+    then a cookie) on every request, so other users on a shared login node cannot read a page served
+    on its loopback. `now`: pretend it is this POSIX time (as `forecast --now`: tests, demos of old samples)."""
+    if identity not in ("process", "remote_user"):
+        raise ValueError(f"identity must be 'process' or 'remote_user', not {identity!r}")
+
+    def setting(environ: dict, name: str, given: str | None) -> str | None:
+        return given if given is not None else (environ.get(name) or os.environ.get(name) or None)
+
+    def app(environ: dict, start_response: Callable):
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO") or "/"
+        query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True).items()}
+        is_api = path.rstrip("/") == "/api/forecast"
+
+        def reply(status: str, body: str, ctype: str, extra: Iterable[tuple[str, str]] = ()):
+            raw = body.encode()
+            start_response(status, _headers(ctype, extra) + [("Content-Length", str(len(raw)))])
+            return [b"" if method == "HEAD" else raw]
+
+        def fail(status: str, message: str):
+            if is_api:
+                return reply(status, json.dumps({"error": message}), "application/json")
+            return reply(status, userpage.render_error(message, status), "text/html; charset=utf-8")
+
+        if method not in ("GET", "HEAD"):
+            return fail("405 Method Not Allowed", f"method {method} is not allowed: this page only reads")
+        extra: list[tuple[str, str]] = []
+        if token is not None:
+            jar = SimpleCookie(environ.get("HTTP_COOKIE", ""))
+            given = query.pop("token", None)
+            have = jar[COOKIE].value if COOKIE in jar else None
+            if given is not None and hmac.compare_digest(given, token):
+                extra.append(("Set-Cookie", f"{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict"))
+            elif have is None or not hmac.compare_digest(have, token):
+                return fail("403 Forbidden", "this page needs the address `fscontrol web` printed (with its ?token=)")
+        if path not in ("/", "") and not is_api:
+            return fail("404 Not Found", f"no page {path}")
+        if identity == "remote_user":
+            name = environ.get("REMOTE_USER")
+            if not name:
+                return fail("401 Unauthorized", "no REMOTE_USER: the web server must authenticate users before this page")
+            asker: tuple[str, int] | None = (name, -1)  # never root: a web login is not a uid
+        else:
+            asker = None
+        base = ["--source", setting(environ, "FSCONTROL_SOURCE", source) or "live"]
+        pub = setting(environ, "FSCONTROL_PUBLISHED", published)
+        clu = setting(environ, "FSCONTROL_CLUSTER", cluster)
+        base += (["--published", pub] if pub else []) + (["--cluster", clu] if clu else [])
+        base += [f"--now={now!r}"] if now is not None else []
+        base += [f"--user={query['user']}"] if query.get("user") else []
+        base += [f"--account={query['account']}"] if query.get("account") else []
+        try:
+            plan, target = userpage.plan_from(query)
+            plan_error = None
+        except ValueError as e:
+            plan, target, plan_error = None, 0.5, str(e)
+        try:
+            if is_api:
+                if plan_error:
+                    return fail("400 Bad Request", plan_error)
+                data = forecast(base + [f"--plan={plan}", f"--target={target!r}"], asker)
+                body = json.dumps({"forecast": data, "html": userpage.render_plan(data)}, allow_nan=False)
+                return reply("200 OK", body, "application/json", extra)
+            data = forecast(base, asker)
+            plan_data = None
+            if data.get("priority_mode") != "fair_tree" and plan is not None:
+                try:
+                    plan_data = forecast(base + [f"--plan={plan}", f"--target={target!r}"], asker)
+                except FscontrolError as e:
+                    plan_error = str(e)
+            api = (environ.get("SCRIPT_NAME") or "").rstrip("/") + "/api/forecast"
+            html = userpage.render_page(data, plan_data, query, api_url=api, plan_error=plan_error)
+            return reply("200 OK", html, "text/html; charset=utf-8", extra)
+        except FscontrolError as e:
+            return fail(STATUS.get(e.exit_code, "500 Internal Server Error"), str(e))
+
+    return app
+
+
+def forecast(argv: list[str], asker: tuple[str, int] | None) -> dict:
+    """`fscontrol forecast --json ARGV` as data, asked by `asker` (None: the process's user)."""
+    from ..forecast_cmd import _forecast, parser
+
+    return _forecast(parser().parse_args(argv), asker)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = None, source: str | None = None,
+          cluster: str | None = None, token: str | None = None, ready: Callable[[str], None] | None = None) -> None:
+    """Serve the page as the process's user with wsgiref until interrupted (`fscontrol web`)."""
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, fmt, *args):  # no access log on stderr: the query string names nobody, but keep quiet
+            pass
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    app = make_app(published, source, cluster, identity="process", token=token)
+    with make_server(host, port, app, server_class=Server, handler_class=Quiet) as httpd:
+        shown = f"[{host}]" if ":" in host else host
+        url = f"http://{shown}:{httpd.server_port}/" + (f"?token={token}" if token else "")
+        (ready or print)(url)
+        httpd.serve_forever()
+
+
