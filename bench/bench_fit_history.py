@@ -140,7 +140,8 @@ def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
                "w = time.perf_counter() - t\n"
                "sys.stderr.buffer.write(r.stderr)\n"
                "sys.stdout.buffer.write(r.stdout)\n"
-               "print(f'\\n@@{w} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}')\n"
+               "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+               "print(f'\\n@@{w} {u.ru_maxrss} {u.ru_utime + u.ru_stime}')\n"
                "sys.exit(r.returncode)\n")
     # cwd: not the source tree, whose fscontrol `python -m` would import before PYTHONPATH's
     p = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True, env=env, cwd=cwd)
@@ -148,8 +149,12 @@ def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
     text = p.stdout.decode()
     body, _, tail = text.rpartition("\n@@")
-    wall, kib = tail.split()
+    wall, kib, cpu = tail.split()
+    CPU[tuple(argv)] = CPU.get(tuple(argv), []) + [float(cpu)]
     return float(wall), int(kib) / 1024.0, body
+
+
+CPU: dict[tuple, list[float]] = {}  # CPU seconds (user + system) of each child, by command line
 
 
 def export_rev(rev: str, into: Path) -> Path:
@@ -189,21 +194,28 @@ def main() -> None:
             old = export_rev(a.before, tmp / "before")
             cases[f"fit@{a.before}"] = (fit_argv, {**os.environ, "PYTHONPATH": str(old)})
         res: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+        cpu: dict[str, list[float]] = {k: [] for k in cases}
         outputs: dict[str, str] = {}
         for r in range(a.repeat):
             for name, (argv, env) in cases.items():
                 wall, rss, out = measured(argv, env, cwd=tmp)
                 res[name].append((wall, rss))
+                cpu[name].append(CPU[tuple(argv)][-1])
                 if name.startswith("fit"):
                     outputs[name] = out
-                print(f"  round {r + 1} {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
+                print(f"  round {r + 1} {name}: {wall:.2f} s, CPU {cpu[name][-1]:.2f} s, {rss:.0f} MiB", flush=True)
         base = statistics.median(w for w, _ in res["read"])
-        print(f"\n{'run':<16} {'wall (median)':>14} {'/ read':>8} {'peak RSS':>10}   all walls")
+        print(f"\n{'run':<16} {'wall (median)':>14} {'/ read':>8} {'best':>7} {'CPU (median)':>13} {'peak RSS':>10}   all walls")
         for name, vals in res.items():
             med = statistics.median(w for w, _ in vals)
             rss = max(m for _, m in vals)
-            print(f"{name:<16} {med:>12.2f} s {med / base:>7.1f}x {rss:>7.0f} MiB   "
-                  + ", ".join(f"{w:.2f}" for w, _ in vals))
+            print(f"{name:<16} {med:>12.2f} s {med / base:>7.1f}x {min(w for w, _ in vals):>6.2f}s "
+                  f"{statistics.median(cpu[name]):>11.2f} s {rss:>7.0f} MiB   " + ", ".join(f"{w:.2f}" for w, _ in vals))
+        if a.before:
+            ref = f"fit@{a.before}"
+            print(f"fit / {ref}: wall (median) {statistics.median(w for w, _ in res['fit']) / statistics.median(w for w, _ in res[ref]):.2f}, "
+                  f"best {min(w for w, _ in res['fit']) / min(w for w, _ in res[ref]):.2f}, "
+                  f"CPU {statistics.median(cpu['fit']) / statistics.median(cpu[ref]):.2f}")
         fits = {k: json.loads(v) for k, v in outputs.items()}
         for k, v in fits.items():
             print(f"{k}: half-life {v['half_life_s'] / 86400:.6f} d +- {v['half_life_se_s'] / 86400:.6f}, "
@@ -211,6 +223,16 @@ def main() -> None:
         if len(fits) > 1:
             same = len({json.dumps(v, sort_keys=True) for v in fits.values()}) == 1
             print("fits identical (every field of the JSON):", same)
+            if not same:  # the Gauss-Newton fit against MINPACK's: counts equal, numbers to rounding
+                ref = fits[next(k for k in fits if k != "fit")]
+                now = fits["fit"]
+                diff = {k: (abs(now[k] - ref[k]) / abs(ref[k]) if ref[k] else abs(now[k]))
+                        for k in now if isinstance(now[k], float) and isinstance(ref[k], float)}
+                exact = {k: now[k] == ref[k] for k in now if not isinstance(now[k], float)}
+                print("  fields that are not floats equal:", all(exact.values()), {k for k, v in exact.items() if not v} or "")
+                print("  largest relative difference of the floats:",
+                      ", ".join(f"{k} {v:.1e}" for k, v in sorted(diff.items(), key=lambda kv: -kv[1])[:4]))
+                assert all(exact.values()) and diff["half_life_s"] <= 1e-9, "the fit changed"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

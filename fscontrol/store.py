@@ -553,37 +553,24 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
     running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
     billing: dict[str, int] = {}
     if snap.jobs:
-        # a generator, not a list: at a million jobs the rows are bound one by one, never all held
-        # (and snap.jobs may be a spool.SacctJobs, parsed from its file as it is iterated)
+        # a generator, not a list: at a million jobs the rows are bound one by one, never all held;
+        # snap.jobs may be a spool.SacctJobs: then its records come as plain tuples, a list at a
+        # time, unpickled from the spool its one parse wrote (JobRecord is a tuple: same indices)
         assoc_id = {key: v[0] for key, v in ids.items()}.get
+        chunks = snap.jobs.rows_chunks() if hasattr(snap.jobs, "rows_chunks") else (snap.jobs,)
 
-        def seen(j):
-            if j.job_id in running_ids:
-                billing[j.job_id] = j.billing
-            return j
+        def rows():
+            for chunk in chunks:
+                for j in chunk:
+                    job_id = j[0]
+                    if job_id in running_ids:
+                        billing[job_id] = j[7]
+                    # (snapshot, job_id, assoc_id, user, account, partition, qos, state, alloc_cpus,
+                    #  billing, nnodes, start, end, elapsed_s) from JobRecord's order
+                    yield (sid, job_id, assoc_id((j[2], j[1])), j[1], j[2], j[3], j[4], j[5], j[6], j[7], j[8],
+                           j[10], j[11], j[12])
 
-        conn.executemany(
-            "INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                (
-                    sid,
-                    j.job_id,
-                    assoc_id((j.account, j.user)),
-                    j.user,
-                    j.account,
-                    j.partition,
-                    j.qos,
-                    j.state,
-                    j.alloc_cpus,
-                    j.billing,
-                    j.nnodes,
-                    j.start,
-                    j.end,
-                    j.elapsed_s,
-                )
-                for j in map(seen, snap.jobs)
-            ),
-        )
+        conn.executemany("INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows())
     if snap.prio:
         account_of = {q.job_id: q.account for q in snap.queue}
         conn.executemany(
