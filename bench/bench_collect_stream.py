@@ -16,12 +16,15 @@ imports included), one after the other:
 * materialized: what collect did before: the text read whole, parse_sacct into a tuple of
             JobRecords, the same Snapshot and write_snapshot (this tree's);
 * materialized@REV (`--before REV`): the same with fscontrol as of git revision REV (exported
-            with `git archive`), e.g. b59d5cf, the last one before collect streamed.
+            with `git archive`), e.g. b59d5cf, the last one before collect streamed;
+* streamed@REV (`--streamed-before REV`): the streamed path as of REV (c01d118 parsed sacct
+            twice).
 
 Each child also reports its CPU time (user + system): on a machine shared with other work the
 wall time of one child can double; CPU time moves much less.
 
 Run:  .venv/bin/python bench/bench_collect_stream.py [--sizes 250000,500000,1000000] [--keep DIR] [--repeat N]
+      [--before b59d5cf] [--streamed-before c01d118]
 """
 
 from __future__ import annotations
@@ -106,6 +109,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="rounds (medians are reported)")
     ap.add_argument("--before", help="also time the materialized path with fscontrol as of this git revision "
                                      "(e.g. b59d5cf, before streaming), exported with git archive")
+    ap.add_argument("--streamed-before", help="also time the streamed path as of this revision (e.g. c01d118: sacct "
+                                              "parsed twice)")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -120,10 +125,12 @@ def main() -> None:
     base = a.keep or Path(tempfile.mkdtemp(prefix="bench-collect-stream-"))
     rows = []
     old = Path(tempfile.mkdtemp(prefix="bench-collect-before-"))
-    if a.before:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", a.before, "fscontrol"], capture_output=True,
-                                 check=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    old_streamed = Path(tempfile.mkdtemp(prefix="bench-collect-before-streamed-"))
+    for rev, into in ((a.before, old), (a.streamed_before, old_streamed)):
+        if rev:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "fscontrol"], capture_output=True,
+                                     check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     try:
         for n in [int(x) for x in a.sizes.split(",")]:
             folder = base / f"jobs-{n}"
@@ -132,11 +139,13 @@ def main() -> None:
                 info = run_child(f"gen={n}", folder)
                 print(f"generated {info['associations']:,} associations, {n:,} jobs "
                       f"({info['sacct_bytes'] / 2**20:.1f} MiB sacct) in {time.perf_counter() - t:.0f} s", flush=True)
-            kinds = ["read", "streamed", "materialized"] + ([f"materialized@{a.before}"] if a.before else [])
+            kinds = ["read", "streamed", "materialized"] + ([f"materialized@{a.before}"] if a.before else []) + (
+                [f"streamed@{a.streamed_before}"] if a.streamed_before else [])
             runs: dict[str, list[dict]] = {k: [] for k in kinds}
             for _ in range(a.repeat):  # rounds interleave the kinds: a busy machine slows all alike
                 for k in runs:
-                    runs[k].append(run_child(k, folder, old if "@" in k else ROOT))
+                    code = old if k.startswith("materialized@") else old_streamed if "@" in k else ROOT
+                    runs[k].append(run_child(k, folder, code))
             res = {}
             for k, v in runs.items():  # the median round by wall time; peak RSS the highest seen
                 med = sorted(v, key=lambda r: r["total_s"])[len(v) // 2]
@@ -148,7 +157,7 @@ def main() -> None:
                       flush=True)
             if a.before:
                 ref = f"materialized@{a.before}"
-                for k in ("streamed", "materialized"):
+                for k in ("streamed", "materialized") + ((f"streamed@{a.streamed_before}",) if a.streamed_before else ()):
                     print(f"  {k} / {ref}: wall (best) {min(r['total_s'] for r in runs[k]) / min(r['total_s'] for r in runs[ref]):.2f}, "
                           f"CPU (median) {statistics.median(r['cpu_s'] for r in runs[k]) / statistics.median(r['cpu_s'] for r in runs[ref]):.2f}")
             print("  child RSS at start (imports only):", {k: round(v["base_mib"]) for k, v in res.items()})
@@ -170,6 +179,7 @@ def main() -> None:
               f"(median {statistics.median(peaks):.0f}); flat = roughly constant")
     finally:
         shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(old_streamed, ignore_errors=True)
         if not a.keep:
             shutil.rmtree(base, ignore_errors=True)
 

@@ -16,8 +16,13 @@ ru_maxrss, the kernel's high-water mark, interpreter and imports included):
             generation, so from the page cache) and does nothing with them;
 * startup:  `python -m fscontrol --help` (the floor of any command of the typer app);
 * fit:      `python -m fscontrol fit --db FILE --json` with this tree's fscontrol;
-* fit@REV:  the same with fscontrol as of git revision REV (`--before REV`, exported with
-            `git archive` into a temporary folder put first on PYTHONPATH): before/after in one run.
+* fit@REV:  the same with fscontrol as of git revision REV (`--before REV[,REV...]`, exported
+            with `git archive` into a temporary folder put first on PYTHONPATH): before/after in
+            one run.
+
+Besides wall time and peak RSS, each child's CPU time (user + system; the fit reads on two
+threads, so it can exceed the wall time): on a machine shared with other work, wall times of
+one child can double between rounds while CPU times move much less.
 
 The rounds interleave the children; the table gives each one's median and the ratios to the
 read baseline. Both fits must print the same JSON (same half-life, breaks, residuals).
@@ -167,7 +172,7 @@ def export_rev(rev: str, into: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", help="also time fscontrol as of this git revision (e.g. a21e7f3)")
+    ap.add_argument("--before", help="also time fscontrol as of these git revisions (comma-separated, e.g. a21e7f3,c01d118)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="database file to reuse (generated if missing)")
     ap.add_argument("--quick", action="store_true", help="500 users x 400 snapshots")
@@ -190,9 +195,9 @@ def main() -> None:
         cases = {"read": ([py, "-c", READ_CHILD, str(db)], env_now),
                  "startup": ([py, "-m", "fscontrol", "--help"], env_now),
                  "fit": (fit_argv, env_now)}
-        if a.before:
-            old = export_rev(a.before, tmp / "before")
-            cases[f"fit@{a.before}"] = (fit_argv, {**os.environ, "PYTHONPATH": str(old)})
+        for rev in (a.before or "").split(",") if a.before else []:
+            old = export_rev(rev, tmp / f"before-{rev}")
+            cases[f"fit@{rev}"] = (fit_argv, {**os.environ, "PYTHONPATH": str(old)})
         res: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
         cpu: dict[str, list[float]] = {k: [] for k in cases}
         outputs: dict[str, str] = {}
@@ -211,8 +216,8 @@ def main() -> None:
             rss = max(m for _, m in vals)
             print(f"{name:<16} {med:>12.2f} s {med / base:>7.1f}x {min(w for w, _ in vals):>6.2f}s "
                   f"{statistics.median(cpu[name]):>11.2f} s {rss:>7.0f} MiB   " + ", ".join(f"{w:.2f}" for w, _ in vals))
-        if a.before:
-            ref = f"fit@{a.before}"
+        for rev in (a.before or "").split(",") if a.before else []:
+            ref = f"fit@{rev}"
             print(f"fit / {ref}: wall (median) {statistics.median(w for w, _ in res['fit']) / statistics.median(w for w, _ in res[ref]):.2f}, "
                   f"best {min(w for w, _ in res['fit']) / min(w for w, _ in res[ref]):.2f}, "
                   f"CPU {statistics.median(cpu['fit']) / statistics.median(cpu[ref]):.2f}")
@@ -223,8 +228,10 @@ def main() -> None:
         if len(fits) > 1:
             same = len({json.dumps(v, sort_keys=True) for v in fits.values()}) == 1
             print("fits identical (every field of the JSON):", same)
-            if not same:  # the Gauss-Newton fit against MINPACK's: counts equal, numbers to rounding
-                ref = fits[next(k for k in fits if k != "fit")]
+            for name in (k for k in fits if k != "fit" and not same):
+                # the Gauss-Newton fit against MINPACK's: counts equal, numbers to rounding
+                print(f"fit against {name}:")
+                ref = fits[name]
                 now = fits["fit"]
                 diff = {k: (abs(now[k] - ref[k]) / abs(ref[k]) if ref[k] else abs(now[k]))
                         for k in now if isinstance(now[k], float) and isinstance(ref[k], float)}
