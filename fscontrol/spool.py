@@ -17,11 +17,9 @@ from __future__ import annotations
 import codecs
 import os
 import pickle
-import queue
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timezone, tzinfo
@@ -33,7 +31,7 @@ from .errors import ParseError, SlurmCommandError, SlurmTimeoutError
 from .records import JobRecord
 
 CHUNK = 1 << 20
-ROWS_PER_PICKLE = 1024  # records a pickle: ~0.3 MiB in memory, three at most at a time
+ROWS_PER_PICKLE = 1024  # records a pickle: ~0.3 MiB in memory at a time
 
 
 def file_lines(fh: BinaryIO) -> Iterator[str]:
@@ -104,37 +102,12 @@ class SacctJobs:
             while chunk := [tuple(j) for _, j in zip(range(ROWS_PER_PICKLE), it)]:
                 yield chunk
             return
-        # a thread unpickles the next list while the caller works on this one (SQLite, binding
-        # the rows, lets it run): two lists at most are held
+        # (a thread unpickling the next list while SQLite inserted this one was tried: no gain)
         fh = self._rows
         fh.seek(0)
         size = struct.Struct("<Q")
-        ready: queue.Queue = queue.Queue(maxsize=1)
-        stop = threading.Event()
-
-        def load() -> None:
-            try:
-                while not stop.is_set() and (head := fh.read(size.size)):
-                    ready.put(pickle.loads(fh.read(size.unpack(head)[0])))
-                ready.put(None)
-            except BaseException as e:  # noqa: BLE001 - handed to the consumer
-                ready.put(e)
-
-        worker = threading.Thread(target=load, name="sacct-spool", daemon=True)
-        worker.start()
-        try:
-            while (chunk := ready.get()) is not None:
-                if isinstance(chunk, BaseException):
-                    raise chunk
-                yield chunk
-        finally:
-            stop.set()
-            while worker.is_alive():  # let a loader blocked on a full queue finish
-                try:
-                    ready.get(timeout=0.05)
-                except queue.Empty:
-                    pass
-            worker.join()
+        while head := fh.read(size.size):
+            yield pickle.loads(fh.read(size.unpack(head)[0]))
 
     def count(self) -> int:
         """Parse every line (raising what parse_sacct raises) and count the records; the
