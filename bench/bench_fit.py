@@ -8,7 +8,8 @@ missing and a few users are reset to 0 (breaks).
 
 Run:  .venv/bin/python bench/bench_fit.py
 It prints the data-generation time, the baseline (one numpy pass over the same pair arrays:
-the model evaluated once) and the fit's wall time, their ratio, and the fitted half-life.
+the model evaluated once) and the fit's wall time, their ratio, and the fitted half-life; then
+fit_decay_matrix on the same history (what `fscontrol fit` runs: no pair arrays built).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 import numpy as np
 
 from fscontrol.decay import decay_lambda
-from fscontrol.fit import fit_decay, pairs_from_matrix
+from fscontrol.fit import fit_decay, fit_decay_matrix, pairs_from_matrix
 
 N_USERS, N_SNAP, STEP_S = 2500, 2000, 900.0
 HALF_LIFE_S = 7 * 86400
@@ -77,11 +78,20 @@ def main() -> None:
     res = fit_decay(pairs, HALF_LIFE_S)
     t_fit = time.perf_counter() - t0
 
+    n_pairs = len(pairs)
+    del pairs
+    t0 = time.perf_counter()  # what `fscontrol fit` runs: the pairs read from the matrices in blocks
+    res_m = fit_decay_matrix(times, usage, inflow, HALF_LIFE_S)
+    t_matrix = time.perf_counter() - t0
+
     h_true = math.log(2) / lam_true
-    print(f"synthetic history: {N_USERS} users x {N_SNAP} snapshots ({len(pairs):,} pairs), generated in {t_gen:.2f} s")
+    print(f"synthetic history: {N_USERS} users x {N_SNAP} snapshots ({n_pairs:,} pairs), generated in {t_gen:.2f} s")
     print(f"pairs_from_matrix (gaps joined): {t_pairs:.3f} s")
     print(f"baseline, one numpy pass of the model: {t_base * 1000:.1f} ms")
     print(f"fit_decay: {t_fit:.2f} s wall  (= {t_fit / t_base:.0f} x baseline; pairs + fit {t_pairs + t_fit:.2f} s)")
+    print(f"fit_decay_matrix (no pairs built, e^-lambda dt per column): {t_matrix:.2f} s wall  (= {t_matrix / t_base:.0f} x baseline);"
+          f" half-life {res_m.half_life_s / 86400:.6f} d against fit_decay's {res.half_life_s / 86400:.6f} d "
+          f"(relative difference {abs(res_m.half_life_s / res.half_life_s - 1):.1e})")
     print(
         f"half-life fitted {res.half_life_s / 86400:.4f} d +- {res.half_life_se_s / 86400:.4f} d, true {h_true / 86400:.4f} d,"
         f" error {100 * (res.half_life_s / h_true - 1):+.3f}%; residuals {res.n_residuals:,}, breaks {res.n_breaks},"

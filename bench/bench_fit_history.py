@@ -16,8 +16,13 @@ ru_maxrss, the kernel's high-water mark, interpreter and imports included):
             generation, so from the page cache) and does nothing with them;
 * startup:  `python -m fscontrol --help` (the floor of any command of the typer app);
 * fit:      `python -m fscontrol fit --db FILE --json` with this tree's fscontrol;
-* fit@REV:  the same with fscontrol as of git revision REV (`--before REV`, exported with
-            `git archive` into a temporary folder put first on PYTHONPATH): before/after in one run.
+* fit@REV:  the same with fscontrol as of git revision REV (`--before REV[,REV...]`, exported
+            with `git archive` into a temporary folder put first on PYTHONPATH): before/after in
+            one run.
+
+Besides wall time and peak RSS, each child's CPU time (user + system; the fit reads on two
+threads, so it can exceed the wall time): on a machine shared with other work, wall times of
+one child can double between rounds while CPU times move much less.
 
 The rounds interleave the children; the table gives each one's median and the ratios to the
 read baseline. Both fits must print the same JSON (same half-life, breaks, residuals).
@@ -140,7 +145,8 @@ def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
                "w = time.perf_counter() - t\n"
                "sys.stderr.buffer.write(r.stderr)\n"
                "sys.stdout.buffer.write(r.stdout)\n"
-               "print(f'\\n@@{w} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}')\n"
+               "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+               "print(f'\\n@@{w} {u.ru_maxrss} {u.ru_utime + u.ru_stime}')\n"
                "sys.exit(r.returncode)\n")
     # cwd: not the source tree, whose fscontrol `python -m` would import before PYTHONPATH's
     p = subprocess.run([sys.executable, "-c", wrapper, *argv], capture_output=True, env=env, cwd=cwd)
@@ -148,8 +154,12 @@ def measured(argv: list[str], env: dict | None = None, cwd: Path | None = None) 
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-2000:]}")
     text = p.stdout.decode()
     body, _, tail = text.rpartition("\n@@")
-    wall, kib = tail.split()
+    wall, kib, cpu = tail.split()
+    CPU[tuple(argv)] = CPU.get(tuple(argv), []) + [float(cpu)]
     return float(wall), int(kib) / 1024.0, body
+
+
+CPU: dict[tuple, list[float]] = {}  # CPU seconds (user + system) of each child, by command line
 
 
 def export_rev(rev: str, into: Path) -> Path:
@@ -162,7 +172,7 @@ def export_rev(rev: str, into: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", help="also time fscontrol as of this git revision (e.g. a21e7f3)")
+    ap.add_argument("--before", help="also time fscontrol as of these git revisions (comma-separated, e.g. a21e7f3,c01d118)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="database file to reuse (generated if missing)")
     ap.add_argument("--quick", action="store_true", help="500 users x 400 snapshots")
@@ -185,25 +195,32 @@ def main() -> None:
         cases = {"read": ([py, "-c", READ_CHILD, str(db)], env_now),
                  "startup": ([py, "-m", "fscontrol", "--help"], env_now),
                  "fit": (fit_argv, env_now)}
-        if a.before:
-            old = export_rev(a.before, tmp / "before")
-            cases[f"fit@{a.before}"] = (fit_argv, {**os.environ, "PYTHONPATH": str(old)})
+        for rev in (a.before or "").split(",") if a.before else []:
+            old = export_rev(rev, tmp / f"before-{rev}")
+            cases[f"fit@{rev}"] = (fit_argv, {**os.environ, "PYTHONPATH": str(old)})
         res: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+        cpu: dict[str, list[float]] = {k: [] for k in cases}
         outputs: dict[str, str] = {}
         for r in range(a.repeat):
             for name, (argv, env) in cases.items():
                 wall, rss, out = measured(argv, env, cwd=tmp)
                 res[name].append((wall, rss))
+                cpu[name].append(CPU[tuple(argv)][-1])
                 if name.startswith("fit"):
                     outputs[name] = out
-                print(f"  round {r + 1} {name}: {wall:.2f} s, {rss:.0f} MiB", flush=True)
+                print(f"  round {r + 1} {name}: {wall:.2f} s, CPU {cpu[name][-1]:.2f} s, {rss:.0f} MiB", flush=True)
         base = statistics.median(w for w, _ in res["read"])
-        print(f"\n{'run':<16} {'wall (median)':>14} {'/ read':>8} {'peak RSS':>10}   all walls")
+        print(f"\n{'run':<16} {'wall (median)':>14} {'/ read':>8} {'best':>7} {'CPU (median)':>13} {'peak RSS':>10}   all walls")
         for name, vals in res.items():
             med = statistics.median(w for w, _ in vals)
             rss = max(m for _, m in vals)
-            print(f"{name:<16} {med:>12.2f} s {med / base:>7.1f}x {rss:>7.0f} MiB   "
-                  + ", ".join(f"{w:.2f}" for w, _ in vals))
+            print(f"{name:<16} {med:>12.2f} s {med / base:>7.1f}x {min(w for w, _ in vals):>6.2f}s "
+                  f"{statistics.median(cpu[name]):>11.2f} s {rss:>7.0f} MiB   " + ", ".join(f"{w:.2f}" for w, _ in vals))
+        for rev in (a.before or "").split(",") if a.before else []:
+            ref = f"fit@{rev}"
+            print(f"fit / {ref}: wall (median) {statistics.median(w for w, _ in res['fit']) / statistics.median(w for w, _ in res[ref]):.2f}, "
+                  f"best {min(w for w, _ in res['fit']) / min(w for w, _ in res[ref]):.2f}, "
+                  f"CPU {statistics.median(cpu['fit']) / statistics.median(cpu[ref]):.2f}")
         fits = {k: json.loads(v) for k, v in outputs.items()}
         for k, v in fits.items():
             print(f"{k}: half-life {v['half_life_s'] / 86400:.6f} d +- {v['half_life_se_s'] / 86400:.6f}, "
@@ -211,6 +228,18 @@ def main() -> None:
         if len(fits) > 1:
             same = len({json.dumps(v, sort_keys=True) for v in fits.values()}) == 1
             print("fits identical (every field of the JSON):", same)
+            for name in (k for k in fits if k != "fit" and not same):
+                # the Gauss-Newton fit against MINPACK's: counts equal, numbers to rounding
+                print(f"fit against {name}:")
+                ref = fits[name]
+                now = fits["fit"]
+                diff = {k: (abs(now[k] - ref[k]) / abs(ref[k]) if ref[k] else abs(now[k]))
+                        for k in now if isinstance(now[k], float) and isinstance(ref[k], float)}
+                exact = {k: now[k] == ref[k] for k in now if not isinstance(now[k], float)}
+                print("  fields that are not floats equal:", all(exact.values()), {k for k, v in exact.items() if not v} or "")
+                print("  largest relative difference of the floats:",
+                      ", ".join(f"{k} {v:.1e}" for k, v in sorted(diff.items(), key=lambda kv: -kv[1])[:4]))
+                assert all(exact.values()) and diff["half_life_s"] <= 1e-9, "the fit changed"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

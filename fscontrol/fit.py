@@ -38,7 +38,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from fscontrol.decay import decay_lambda, effective_half_life
 
@@ -165,12 +164,225 @@ def predict(pairs: Pairs, lam: float, calc_period_s: float = 0.0) -> np.ndarray:
 def find_breaks(pairs: Pairs, lam_max: float, abs_noise: float = 1.0, margin: float = 0.05) -> np.ndarray:
     """True for pairs that drop further than decay at `lam_max` allows (inflow only adds),
     by more than a relative `margin` (noise) and `abs_noise` (truncation)."""
-    floor = pairs.u1 * np.exp(-lam_max * pairs.dt) * (1.0 - margin) - abs_noise
-    return (pairs.u2 < floor) | ((pairs.u2 <= 0) & (pairs.u1 > abs_noise))
+    return _breaks(pairs.u1, pairs.u2, np.exp(-lam_max * pairs.dt), abs_noise, margin)
 
 
-def fit_decay(
-    pairs: Pairs,
+def _breaks(u1: np.ndarray, u2: np.ndarray, decay: np.ndarray, abs_noise: float, margin: float) -> np.ndarray:
+    floor = u1 * decay * (1.0 - margin) - abs_noise
+    return (u2 < floor) | ((u2 <= 0) & (u1 > abs_noise))
+
+
+# Pairs are visited in blocks of about this many: the temporaries of one block stay in the CPU's
+# cache and the fit never holds more than a few arrays the size of the pairs (issue #14).
+BLOCK_PAIRS = 1 << 15
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """Some pairs, as arrays of one shape (u1, u2, c) and dt broadcastable to it; `slots` is
+    where they sit in the fit's flat per-pair arrays (weights, mask, residuals)."""
+
+    slots: slice
+    u1: np.ndarray
+    u2: np.ndarray
+    c: np.ndarray
+    dt: np.ndarray
+
+
+class _PairSource:
+    """The pairs of a fit, visited block by block (several times: once a Gauss-Newton step)."""
+
+    n_slots: int
+
+    def blocks(self) -> Iterable[_Block]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class _FlatSource(_PairSource):
+    """Explicit 1-D pair arrays (Pairs): blocks are slices, no copy."""
+
+    def __init__(self, pairs: Pairs) -> None:
+        self.pairs = pairs
+        self.n_slots = len(pairs)
+
+    def blocks(self) -> Iterable[_Block]:
+        p = self.pairs
+        for a in range(0, self.n_slots, BLOCK_PAIRS):
+            s = slice(a, min(a + BLOCK_PAIRS, self.n_slots))
+            yield _Block(s, p.u1[s], p.u2[s], p.c[s], p.dt[s])
+
+
+class _MatrixSource(_PairSource):
+    """The pairs of an (n_assoc, n_snap) history without building them: the consecutive
+    snapshots of a block of rows are views into the matrices (u[:, :-1], u[:, 1:], c[:, 1:]),
+    their dt one row of differences when the times are shared; a consecutive pair touching a
+    missing snapshot or an unknown inflow (NaN) is no pair (its slot stays unused). The pairs that
+    join snapshots across a gap (few) follow as one more explicit block."""
+
+    def __init__(self, times: np.ndarray, u: np.ndarray, c: np.ndarray) -> None:
+        self.u, self.c = u, c
+        n_rows, n_snap = u.shape
+        self.shared = times.ndim == 1
+        self.t = times
+        self.dt_row = np.diff(times) if self.shared else None
+        self.n_cols = n_snap - 1
+        self.n_cells = n_rows * self.n_cols
+        self.rows_per_block = max(1, BLOCK_PAIRS // max(self.n_cols, 1))
+        self.bridges = self._bridges()
+        self.n_slots = self.n_cells + len(self.bridges)
+
+    def _bridges(self) -> Pairs:
+        """Pairs across runs of missing snapshots (p last valid before, q first valid after, in one
+        row), with the inflow summed over (p, q]; dropped if any of it is unknown."""
+        u, n_snap = self.u, self.u.shape[1]
+        empty = np.empty(0)
+        if n_snap < 3:
+            return Pairs(empty, empty, empty, empty)
+        nan_at = np.flatnonzero(np.isnan(u).ravel())
+        if not nan_at.size:
+            return Pairs(empty, empty, empty, empty)
+        new_run = np.ones(nan_at.size, dtype=bool)
+        new_run[1:] = nan_at[1:] != nan_at[:-1] + 1
+        starts = nan_at[new_run]
+        ends = nan_at[np.append(np.flatnonzero(new_run)[1:] - 1, nan_at.size - 1)]
+        # runs cut where a row ends: a run spanning rows is split at each row boundary
+        row_s, row_e = starts // n_snap, ends // n_snap
+        if (row_s != row_e).any():
+            pieces_s, pieces_e = [], []
+            for s, e in zip(starts.tolist(), ends.tolist()):
+                while s // n_snap != e // n_snap:
+                    end_row = (s // n_snap + 1) * n_snap - 1
+                    pieces_s.append(s)
+                    pieces_e.append(end_row)
+                    s = end_row + 1
+                pieces_s.append(s)
+                pieces_e.append(e)
+            starts, ends = np.array(pieces_s, dtype=np.int64), np.array(pieces_e, dtype=np.int64)
+        p, q = starts - 1, ends + 1
+        inside = (starts % n_snap != 0) & (ends % n_snap != n_snap - 1)  # valid neighbours both sides
+        p, q = p[inside], q[inside]
+        row, pc, qc = p // n_snap, p % n_snap, q % n_snap  # (no ravel: the matrices may be views)
+        length = qc - pc
+        flow = self.c[row, pc + 1]
+        for off in range(2, int(length.max()) + 1 if length.size else 0):
+            more = length >= off
+            flow[more] += self.c[row[more], pc[more] + off]
+        if self.shared:
+            tp, tq = self.t[pc], self.t[qc]
+        else:
+            tp, tq = self.t[row, pc], self.t[row, qc]
+        return Pairs(self.u[row, pc], self.u[row, qc], tq - tp, flow)  # NaN flow: unknown inflow, never used
+
+    def blocks(self) -> Iterable[_Block]:
+        n_rows = self.u.shape[0]
+        step = self.rows_per_block
+        for a in range(0, n_rows if self.n_cols > 0 else 0, step):
+            b = min(a + step, n_rows)
+            ub, cb = self.u[a:b], self.c[a:b]
+            if self.shared:
+                dt = self.dt_row
+            else:
+                tb = self.t[a:b]
+                dt = tb[:, 1:] - tb[:, :-1]
+            yield _Block(slice(a * self.n_cols, b * self.n_cols), ub[:, :-1], ub[:, 1:], cb[:, 1:], dt)
+        if len(self.bridges):
+            br = self.bridges
+            yield _Block(slice(self.n_cells, self.n_slots), br.u1, br.u2, br.c, br.dt)
+
+
+class _Memo:
+    """f(dt) computed once per distinct dt array (the shared row of a matrix: once a pass)."""
+
+    def __init__(self, f) -> None:
+        self.f, self.key, self.val = f, None, None
+
+    def __call__(self, dt: np.ndarray):
+        if self.key is not dt:
+            self.key, self.val = dt, self.f(dt)
+        return self.val
+
+
+def _evaluate(src: _PairSource, w: np.ndarray, use: np.ndarray, r_out: np.ndarray, theta: float, scale: float,
+              calc_period_s: float) -> tuple[float, float, float]:
+    """One pass over the pairs at theta = lambda / scale: the weighted residuals
+    r = w (u2 - u1 e - c g q) into r_out (0 for slots not in `use`) and r.r, J.r, J.J."""
+    lam = theta * scale
+    q, dq = _q(lam * calc_period_s)
+    pq = dq * calc_period_s
+
+    def per_dt(dt: np.ndarray):  # e, g q, dr/dtheta's factors of u1 and c (per column of a matrix)
+        e, g, dg = _g(lam * dt)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = (dg * q + g * (pq / dt)) if calc_period_s else dg * q
+        return e, g * q, e * dt * scale, b * dt * scale
+
+    terms = _Memo(per_dt)
+    rr = jr = jj = 0.0
+    for blk in src.blocks():
+        e, gq, a, b = terms(blk.dt)
+        shape = blk.u1.shape
+        wb, off = w[blk.slots].reshape(shape), ~use[blk.slots].reshape(shape)
+        r = blk.u1 * e
+        np.subtract(blk.u2, r, out=r)
+        t = blk.c * gq
+        r -= t
+        r *= wb
+        np.copyto(r, 0.0, where=off)  # (a missing snapshot's NaN times a weight of 0 is NaN)
+        jac = blk.u1 * a
+        np.multiply(blk.c, b, out=t)
+        jac -= t
+        jac *= wb
+        np.copyto(jac, 0.0, where=off)
+        rf, jf = r.reshape(-1), jac.reshape(-1)
+        r_out[blk.slots] = rf
+        rr += float(rf @ rf)
+        jr += float(jf @ rf)
+        jj += float(jf @ jf)
+    return rr, jr, jj
+
+
+def _solve(src: _PairSource, w: np.ndarray, use: np.ndarray, r_out: np.ndarray, x0: float, scale: float,
+           calc_period_s: float) -> tuple[float, float, float, bool, int]:
+    """Gauss-Newton on theta = lambda / scale, minimising the sum of squared weighted residuals
+    over the pairs in `use`; block by block (_evaluate), so the Jacobian (m x 1) is never held
+    whole: each pass adds up r.r, J.r and J.J. A step that does not lower r.r is halved. Stops
+    when the step is below 1e-10 of theta (or no step of at most 1e-8 of theta lowers the sum).
+    Leaves the residuals at the returned theta in r_out (0 for unused slots). Returns theta,
+    r.r and J.J there, converged, passes."""
+
+    def evaluate(theta: float) -> tuple[float, float, float]:
+        return _evaluate(src, w, use, r_out, theta, scale, calc_period_s)
+
+    theta = float(x0)
+    rr, jr, jj = evaluate(theta)
+    passes, converged = 1, False
+    for _ in range(100):
+        if not (jj > 0 and math.isfinite(jr)):
+            break
+        step = -jr / jj
+        if abs(step) <= 1e-10 * abs(theta):  # the sums' rounding moves it about 1e-12
+            converged = True
+            break
+        for _halve in range(60):
+            cand = theta + step
+            rr2, jr2, jj2 = evaluate(cand)
+            passes += 1
+            if rr2 < rr or not math.isfinite(rr):
+                break
+            if abs(step) <= 1e-8 * abs(theta):  # no lower sum this close: at the minimum
+                converged = True
+                break
+            step /= 2
+        if converged:  # r_out holds the rejected trial: back to theta
+            rr, jr, jj = evaluate(theta)
+            passes += 1
+            break
+        theta, rr, jr, jj = cand, rr2, jr2, jj2
+    return theta, rr, jj, converged, passes
+
+
+def _fit(
+    src: _PairSource,
     configured_half_life_s: float,
     *,
     calc_period_s: float = 0.0,
@@ -182,72 +394,87 @@ def fit_decay(
     drift_threshold: float = 0.02,
     drift_sigmas: float = 3.0,
 ) -> FitResult:
-    """Least-squares lambda (scipy.optimize.least_squares) over all pairs; see module doc."""
     lam_cfg = decay_lambda(configured_half_life_s) if configured_half_life_s else 0.0
     scale = lam_cfg or _DEFAULT_LAMBDA
-    n_all = len(pairs)
-    brk = find_breaks(pairs, break_speedup * scale, abs_noise, break_margin)
-    informative = ((pairs.u1 > 0) | (pairs.c > 0) | (pairs.u2 > 0)) & (pairs.dt > 0)
-    use = ~brk & informative
-    n_breaks = int(brk.sum())
-    if int(use.sum()) < 2:
-        raise ValueError(f"too few usable snapshot pairs to fit ({int(use.sum())} of {n_all})")
+    lam_max = break_speedup * scale
+    n = src.n_slots
+    use = np.zeros(n, dtype=bool)
+    w = np.zeros(n)
+    n_all = n_breaks = 0
+    decays = _Memo(lambda dt: (np.exp(-lam_max * dt), np.exp(-scale * dt)))
+    for blk in src.blocks():  # one pass: which pairs, their weights
+        shape = blk.u1.shape
+        valid = ~(np.isnan(blk.u1) | np.isnan(blk.u2) | np.isnan(blk.c))
+        d_max, d_scale = decays(blk.dt)
+        with np.errstate(invalid="ignore"):
+            brk = _breaks(blk.u1, blk.u2, d_max, abs_noise, break_margin) & valid
+            informative = ((blk.u1 > 0) | (blk.c > 0) | (blk.u2 > 0)) & np.broadcast_to(blk.dt > 0, shape)
+            size = np.maximum(blk.u1 * d_scale + blk.c, blk.u2)
+        n_all += int(np.count_nonzero(valid))
+        n_breaks += int(np.count_nonzero(brk))
+        ok = valid & ~brk & informative
+        use[blk.slots] = ok.ravel()
+        size *= rel_noise
+        size *= size
+        size += abs_noise**2
+        np.sqrt(size, out=size)
+        np.divide(1.0, size, out=size)
+        size[~ok] = 0.0
+        w[blk.slots] = size.ravel()
+    n_use = int(np.count_nonzero(use))
+    if n_use < 2:
+        raise ValueError(f"too few usable snapshot pairs to fit ({n_use} of {n_all})")
 
-    def solve(p: Pairs, x0: float):
-        size = np.maximum(p.u1 * np.exp(-scale * p.dt) + p.c, p.u2)
-        w = 1.0 / np.sqrt((rel_noise * size) ** 2 + abs_noise**2)
-        wu1, wu2, wc, dt = w * p.u1, w * p.u2, w * p.c, p.dt
-        cache: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    r = np.zeros(n)
 
-        def terms(th: np.ndarray):  # resid and jac are asked at the same point: compute once
-            key = float(th[0])
-            if key not in cache:
-                cache.clear()
-                cache[key] = _g(key * scale * dt)
-            return key * scale, cache[key]
+    def solve(x0: float):
+        out = _solve(src, w, use, r, x0, scale, calc_period_s)
+        if not out[0] > 0:
+            raise ValueError(f"the fit found no decay (lambda = {out[0] * scale:.3g}/s): is usage being reset?")
+        return out
 
-        def resid(th: np.ndarray) -> np.ndarray:
-            lam, (e, g, _) = terms(th)
-            q, _ = _q(lam * calc_period_s)
-            return wu2 - wu1 * e - wc * (g * q)
-
-        def jac(th: np.ndarray) -> np.ndarray:
-            lam, (e, g, dg) = terms(th)
-            q, dq = _q(lam * calc_period_s)
-            d = (wu1 * e - wc * (dg * q + g * (dq * calc_period_s / dt))) * dt
-            return (d * scale)[:, None]
-
-        # one parameter, lambda / scale; 'lm' (MINPACK) has the least overhead per iteration
-        sol = least_squares(resid, [x0], jac=jac, method="lm", x_scale=[1.0])
-        if not sol.x[0] > 0:
-            raise ValueError(f"the fit found no decay (lambda = {sol.x[0] * scale:.3g}/s): is usage being reset?")
-        return sol
-
-    def subset(m: np.ndarray) -> Pairs:
-        return Pairs(pairs.u1[m], pairs.u2[m], pairs.dt[m], pairs.c[m])
-
-    sol = solve(subset(use), 1.0)
+    theta, rr, jj, converged, _ = solve(1.0)
     # second pass: drop gross outliers (robust scale), count the drops among them as breaks
-    r = sol.fun
-    mad = float(np.median(np.abs(r - np.median(r)))) * 1.4826
+    # the robust scale from the used residuals, packed into the front of r (a block at a time:
+    # writes never pass reads), so no second array of them is needed; they are reordered by the
+    # medians, so r is filled again (one more pass) only if some residual is beyond the limit
+    at, big = 0, 0.0
+    for a in range(0, n, BLOCK_PAIRS):
+        part = r[a:a + BLOCK_PAIRS][use[a:a + BLOCK_PAIRS]]
+        if part.size:
+            big = max(big, float(np.max(np.abs(part))))
+        r[at:at + part.size] = part
+        at += part.size
+    ru = r[:n_use]
+    med = float(np.median(ru, overwrite_input=True))
+    ru -= med
+    np.abs(ru, out=ru)
+    mad = float(np.median(ru, overwrite_input=True)) * 1.4826
+    del ru
     n_outliers = 0
-    if r.size:
-        # never below the assumed noise: a weighted residual of 1 is one assumed sigma
-        bad = np.abs(r) > outlier_z * max(mad, 1.0)
-        if bad.any() and int(use.sum()) - int(bad.sum()) >= 2:
-            idx = np.flatnonzero(use)[bad]
-            drops = r[bad] < 0
-            n_breaks += int(drops.sum())
-            n_outliers = int((~drops).sum())
-            use[idx] = False
-            sol = solve(subset(use), float(sol.x[0]))
+    # never below the assumed noise: a weighted residual of 1 is one assumed sigma
+    limit = outlier_z * max(mad, 1.0)
+    bad = np.zeros(n, dtype=bool)
+    if big > limit:
+        _evaluate(src, w, use, r, theta, scale, calc_period_s)
+        for a in range(0, n, BLOCK_PAIRS):
+            s = slice(a, a + BLOCK_PAIRS)
+            np.greater(np.abs(r[s]), limit, out=bad[s])
+            bad[s] &= use[s]
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad and n_use - n_bad >= 2:
+        drops = int(np.count_nonzero(bad & (r < 0)))
+        n_breaks += drops
+        n_outliers = n_bad - drops
+        use &= ~bad
+        w[bad] = 0.0
+        theta, rr, jj, converged, _ = solve(theta)
+    del bad
 
-    n = int(use.sum())
-    lam = float(sol.x[0]) * scale
-    jt = sol.jac[:, 0]
-    jtj = float(jt @ jt)
-    s2 = float(sol.fun @ sol.fun) / max(n - 1, 1)
-    lam_se = math.sqrt(s2 / jtj) * scale if jtj > 0 else math.inf
+    n = int(np.count_nonzero(use))
+    lam = theta * scale
+    s2 = rr / max(n - 1, 1)
+    lam_se = math.sqrt(s2 / jj) * scale if jj > 0 else math.inf
     h = LN2 / lam
     h_se = LN2 / lam**2 * lam_se
     expected = effective_half_life(configured_half_life_s) if configured_half_life_s else math.inf
@@ -271,16 +498,36 @@ def fit_decay(
         n_residuals=n,
         n_breaks=n_breaks,
         n_outliers=n_outliers,
-        rms_weighted=math.sqrt(float(sol.fun @ sol.fun) / max(n, 1)),
-        converged=bool(sol.success),
+        rms_weighted=math.sqrt(rr / max(n, 1)),
+        converged=converged,
     )
+
+
+def fit_decay(pairs: Pairs, configured_half_life_s: float, **kw: float) -> FitResult:
+    """Least-squares lambda over all pairs (Gauss-Newton on the one parameter, block by block);
+    see module doc. Keywords: calc_period_s, rel_noise, abs_noise, break_speedup, break_margin,
+    outlier_z, drift_threshold, drift_sigmas."""
+    return _fit(_FlatSource(pairs), configured_half_life_s, **kw)
 
 
 def fit_decay_matrix(
     times: Sequence[float] | np.ndarray, usage: np.ndarray, inflow: np.ndarray, configured_half_life_s: float, **kw: float
 ) -> FitResult:
-    """fit_decay on an (n_assoc, n_snap) history (see pairs_from_matrix)."""
-    return fit_decay(pairs_from_matrix(times, usage, inflow), configured_half_life_s, **kw)
+    """fit_decay on an (n_assoc, n_snap) history (the pairs of pairs_from_matrix), read from
+    the matrices in blocks without building the pairs: besides the matrices the fit holds two
+    float and one bool array per pair (weights, residuals, which pairs)."""
+    u = np.asarray(usage, dtype=float)
+    if u.ndim != 2:
+        raise ValueError(f"usage must be (n_assoc, n_snap), got shape {u.shape}")
+    c = np.asarray(inflow, dtype=float)
+    if c.shape != u.shape:
+        c = np.ascontiguousarray(np.broadcast_to(c, u.shape))
+    t = np.asarray(times, dtype=float)
+    if t.ndim != 1 and t.shape != u.shape:
+        t = np.ascontiguousarray(np.broadcast_to(t, u.shape))
+    if t.ndim == 1 and t.shape != (u.shape[1],):
+        raise ValueError(f"times must be ({u.shape[1]},) or {u.shape}, got {t.shape}")
+    return _fit(_MatrixSource(t, u, c), configured_half_life_s, **kw)
 
 
 def fit_decay_series(

@@ -115,6 +115,51 @@ def thin_to_period(times: list[float], period_s: float) -> list[int]:
     return keep
 
 
+def _read_fit_history(db: Database, cluster: str, last: int | None):
+    """The usage history and the charged jobs the fit needs. The jobs (each crosses into Python)
+    are read on a second, read-only connection in a thread while this one reads the usage
+    (SQLite joins those into strings without holding Python's lock): on two cores the two reads
+    overlap. An in-memory history (no file) is read in turn. The jobs are those of the snapshots
+    up to the last one the usage has (a collect committing meanwhile adds only later ones)."""
+    import sqlite3
+    import threading
+
+    ids = store.snapshot_ids(db, cluster)
+    if last:
+        ids = ids[-last:]
+    if not ids:
+        return store.usage_history(db, cluster), None
+    lo, hi = ids[0], ids[-1]
+    path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
+    if not path:
+        hist = store.usage_history(db, cluster)
+        return hist, store.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi)
+    box: dict = {}
+
+    def read_jobs() -> None:
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+            try:
+                box["jobs"] = store.read_job_charges(conn, lo, hi)
+            finally:
+                conn.close()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            box["error"] = e
+
+    worker = threading.Thread(target=read_jobs, name="fit-jobs", daemon=True)
+    worker.start()
+    try:
+        hist = store.usage_history(db, cluster)
+    finally:
+        worker.join()
+    now_ids = hist.ids[-last:] if last else hist.ids
+    if "error" in box or not now_ids.size or (int(now_ids[0]), int(now_ids[-1])) != (lo, hi):
+        # the read-only connection failed (a locked or vanished file), or a collect added a
+        # snapshot in between: inflow_history reads the jobs on this connection
+        return hist, None
+    return hist, box["jobs"]
+
+
 def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
     """Fit the decay rate to the stored history of a cluster and record the fit.
 
@@ -125,42 +170,44 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
         if len(names) != 1:
             raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
         cluster = names[0]
-    latest = store.load_snapshot(db, cluster=cluster)
+    config = store.latest_config(db, cluster)
     taken = [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
-    if len(thin_to_period(taken[-last:] if last else taken, max(latest.config.calc_period_s, 1))) < 3:
-        # said before numpy and scipy load: a young history, every tick
+    if len(thin_to_period(taken[-last:] if last else taken, max(config.calc_period_s, 1))) < 3:
+        # said before numpy loads: a young history, every tick
         raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
                             "(one decay pass apart at least; 2 needed)")
     import numpy as np
 
     from . import fit as fitmod
 
-    hist = store.usage_history(db, cluster)  # numpy arrays: no Python object per sample
+    hist, jobs = _read_fit_history(db, cluster, last)
     times, ids, usage_all = hist.times, hist.ids, hist.usage
     if last:
         times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
-    keep = thin_to_period(times.tolist(), max(latest.config.calc_period_s, 1))
-    if len(keep) < 3:  # the fit needs 2 pairs at least
-        raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
-                            f"({max(len(keep) - 1, 0)}, one decay pass apart at least; 2 needed)")
+    keep = thin_to_period(times.tolist(), max(config.calc_period_s, 1))
     first = int(ids[0]) if len(ids) else None
-    charge = store.inflow_history(db, cluster, hist, first_id=first)[:, len(hist.ids) - len(ids):]
+    charge = store.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
+    del jobs
     all_kept = keep == list(range(len(times)))
     usage = usage_all if all_kept else usage_all[:, keep]
     del hist, usage_all
-    flow = np.zeros_like(usage)
-    # the charge between two kept snapshots is the sum of the windows ending after the first,
-    # added one window after the other (as Python's sum did, so the same floats)
-    starts = np.array(keep[:-1], dtype=np.int64) + 1
-    lens = np.diff(np.array(keep, dtype=np.int64))
-    for off in range(int(lens.max()) if lens.size else 0):
-        cols = np.flatnonzero(lens > off)
-        flow[:, cols + 1] += charge[:, starts[cols] + off]
+    if all_kept:  # each kept snapshot's own window (column 0: before the history, unused)
+        flow = charge
+        flow[:, :1] = 0.0
+    else:
+        flow = np.zeros_like(usage)
+        # the charge between two kept snapshots is the sum of the windows ending after the first,
+        # added one window after the other (as Python's sum did, so the same floats)
+        starts = np.array(keep[:-1], dtype=np.int64) + 1
+        lens = np.diff(np.array(keep, dtype=np.int64))
+        for off in range(int(lens.max()) if lens.size else 0):
+            cols = np.flatnonzero(lens > off)
+            flow[:, cols + 1] += charge[:, starts[cols] + off]
     del charge
     kept_times = times[keep]
     try:
         result = fitmod.fit_decay_matrix(
-            kept_times, usage, flow, latest.config.half_life_s, calc_period_s=latest.config.calc_period_s
+            kept_times, usage, flow, config.half_life_s, calc_period_s=config.calc_period_s
         )
     except ValueError as e:
         raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None

@@ -562,37 +562,24 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
     running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
     billing: dict[str, int] = {}
     if snap.jobs:
-        # a generator, not a list: at a million jobs the rows are bound one by one, never all held
-        # (and snap.jobs may be a spool.SacctJobs, parsed from its file as it is iterated)
+        # a generator, not a list: at a million jobs the rows are bound one by one, never all held;
+        # snap.jobs may be a spool.SacctJobs: then its records come as plain tuples, a list at a
+        # time, unpickled from the spool its one parse wrote (JobRecord is a tuple: same indices)
         assoc_id = {key: v[0] for key, v in ids.items()}.get
+        chunks = snap.jobs.rows_chunks() if hasattr(snap.jobs, "rows_chunks") else (snap.jobs,)
 
-        def seen(j):
-            if j.job_id in running_ids:
-                billing[j.job_id] = j.billing
-            return j
+        def rows():
+            for chunk in chunks:
+                for j in chunk:
+                    job_id = j[0]
+                    if job_id in running_ids:
+                        billing[job_id] = j[7]
+                    # (snapshot, job_id, assoc_id, user, account, partition, qos, state, alloc_cpus,
+                    #  billing, nnodes, start, end, elapsed_s) from JobRecord's order
+                    yield (sid, job_id, assoc_id((j[2], j[1])), j[1], j[2], j[3], j[4], j[5], j[6], j[7], j[8],
+                           j[10], j[11], j[12])
 
-        conn.executemany(
-            "INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                (
-                    sid,
-                    j.job_id,
-                    assoc_id((j.account, j.user)),
-                    j.user,
-                    j.account,
-                    j.partition,
-                    j.qos,
-                    j.state,
-                    j.alloc_cpus,
-                    j.billing,
-                    j.nnodes,
-                    j.start,
-                    j.end,
-                    j.elapsed_s,
-                )
-                for j in map(seen, snap.jobs)
-            ),
-        )
+        conn.executemany("INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows())
     if snap.prio:
         account_of = {q.job_id: q.account for q in snap.queue}
         conn.executemany(
@@ -701,6 +688,22 @@ def previous_snapshot_time(db: sqlite_utils.Database, cluster: str) -> float | N
     return row[0] if row else None
 
 
+def _config_from_json(blob: dict) -> SlurmConfig:
+    c = blob["config"]
+    return SlurmConfig(**{**c, "priority_flags": tuple(c["priority_flags"]), "private_data": tuple(c["private_data"]),
+                          "enforce": tuple(c["enforce"])})
+
+
+def latest_config(db: sqlite_utils.Database, cluster: str) -> SlurmConfig:
+    """The Slurm configuration stored with the latest snapshot of a cluster (load_snapshot's
+    .config without reading the snapshot's associations)."""
+    snapshot_id = latest_snapshot_id(db, cluster)
+    if snapshot_id is None:
+        raise NotFoundError(f"no snapshot in the history for cluster {cluster}: run `fscontrol collect` first")
+    (cfg_json,) = db.execute("SELECT config_json FROM snapshots WHERE id = ?", [snapshot_id]).fetchone()
+    return _config_from_json(json.loads(cfg_json))
+
+
 def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None) -> StoredSnapshot:
     """A stored snapshot with its association rows in tree order (latest if no id)."""
     if snapshot_id is None:
@@ -715,8 +718,7 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
         raise NotFoundError(f"no snapshot {snapshot_id}")
     sid, cl, taken_at, cfg_json, source = row
     blob = json.loads(cfg_json)
-    c = blob["config"]
-    cfg = SlurmConfig(**{**c, "priority_flags": tuple(c["priority_flags"]), "private_data": tuple(c["private_data"]), "enforce": tuple(c["enforce"])})
+    cfg = _config_from_json(blob)
     cols = ", ".join("s." + c for c in _SAMPLE_COLS)
     rows = db.execute(
         f"""SELECT a.account, a.user, a.parent, a.depth, {cols}
@@ -827,55 +829,214 @@ class UsageHistory:
 def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
     """usage_series for the user associations, straight into numpy: the same values (RawUsage as
     float, NaN where usage_series has None) in the same row order, without a Python object per
-    sample. SQLite joins each association's change-only samples into two strings (snapshot ids,
-    values) that numpy parses; the change-only rows are then carried forward with one
-    maximum.accumulate over a matrix of sample indices."""
+    sample.
+
+    SQLite joins each association's change-only samples, in snapshot order, into one string of
+    integers (an absent sample is INT64_MIN) that numpy parses (integers parse several times
+    faster than floats); with them come the samples' count and first and last snapshot: when the
+    count is every snapshot of the cluster in between (an association whose usage moves at every
+    snapshot), the samples are those snapshots and their ids are not read at all. Any other
+    association (sparse samples, a value stored as other than an integer) is read row by row."""
     import numpy as np
 
     snaps = db.execute("SELECT id, taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster]).fetchall()
     ids = np.array([r[0] for r in snaps], dtype=np.int64)
     times = np.array([r[1] for r in snaps], dtype=float)
     n_snap = ids.size
+    # each association's first and last sample: two look-ups in the primary key, no scan
+    users = db.execute(
+        """SELECT id, account, user, (SELECT min(snapshot_id) FROM assoc_samples WHERE assoc_id = a.id),
+                  (SELECT max(snapshot_id) FROM assoc_samples WHERE assoc_id = a.id)
+           FROM assocs a WHERE cluster = ? AND user != '' ORDER BY id""",
+        [cluster],
+    ).fetchall()
+    if not users or not n_snap:
+        return UsageHistory(ids, times, [], np.zeros(0, dtype=np.int64), np.full((0, n_snap), np.nan))
+    usage = np.full((len(users), n_snap), np.nan)
+    who = {aid: (account, user, lo, hi) for aid, account, user, lo, hi in users}
+    # the samples in primary-key order (assoc_id, snapshot_id): SQLite walks the key for the
+    # GROUP BY, so group_concat sees them in snapshot order (checked: the count must be every
+    # snapshot from the first to the last sample, else the association is read row by row)
     rows = db.execute(
-        """SELECT a.id, a.account, a.user, group_concat(s.snapshot_id, ' '),
-                  group_concat(CASE WHEN s.present = 1 AND s.raw_usage IS NOT NULL THEN s.raw_usage ELSE 'nan' END, ' ')
-           FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
-           WHERE a.cluster = ? AND a.user != '' GROUP BY a.id ORDER BY a.id""",
+        f"""SELECT assoc_id, count(*), group_concat(CASE WHEN present = 1 AND raw_usage IS NOT NULL THEN raw_usage
+                                                   ELSE {_ABSENT} END, ' ')
+            FROM assoc_samples WHERE assoc_id IN (SELECT id FROM assocs WHERE cluster = ? AND user != '')
+            GROUP BY assoc_id ORDER BY assoc_id""",
         [cluster],
     )
-    keys: list[tuple[str, str]] = []
-    aids: list[int] = []
-    n_max = db.execute("SELECT count(*) FROM assocs WHERE cluster = ? AND user != ''", [cluster]).fetchone()[0]
-    usage = np.full((n_max, n_snap), np.nan)
-    for aid, account, user, sid_text, val_text in rows:
-        sids = np.fromstring(sid_text, dtype=np.int64, sep=" ")
-        vals = np.fromstring(val_text, dtype=float, sep=" ")
-        if sids.size != vals.size:  # a value that did not parse: never from this schema
-            raise StoreError(f"history of {account}/{user}: {sids.size} samples but {vals.size} values")
-        if sids.size > 1 and not (sids[1:] > sids[:-1]).all():  # group_concat promises no order
-            order = np.argsort(sids, kind="stable")
-            sids, vals = sids[order], vals[order]
-        col = np.searchsorted(ids, sids)
-        ok = col < n_snap
-        ok[ok] = ids[col[ok]] == sids[ok]  # samples of snapshots of this cluster only
-        if not ok.all():
-            col, vals = col[ok], vals[ok]
-        if not col.size:
-            continue
-        # each sample holds until the next one of its association
-        usage[len(keys), col[0]:] = np.repeat(vals, np.diff(np.append(col, n_snap)))
-        keys.append((account, user))
-        aids.append(aid)
-    usage = usage[: len(keys)]
-    return UsageHistory(ids, times, keys, np.array(aids, dtype=np.int64), usage)
+    import warnings
+
+    filled = np.zeros(len(users), dtype=bool)
+    sparse: dict[int, tuple[int, object]] = {}  # assoc id -> (row, values): snapshot ids read next
+    slow: list[tuple[int, int]] = []  # (assoc id, row): read row by row
+    order = {aid: i for i, (aid, *_) in enumerate(users)}
+    with warnings.catch_warnings():  # a value that is no integer ends the parse early: read slowly
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for aid, count, text in rows:
+            i = order[aid]
+            vals = np.fromstring(text, dtype=np.int64, sep=" ")
+            if vals.size != count:
+                slow.append((aid, i))
+                continue
+            _, _, lo, hi = who[aid]
+            a, b = np.searchsorted(ids, [lo, hi])
+            if b < n_snap and ids[a] == lo and ids[b] == hi and b - a + 1 == count:  # one sample a snapshot
+                row = usage[i]
+                row[a:b + 1] = vals
+                absent = vals == _ABSENT
+                if absent.any():
+                    row[a:b + 1][absent] = np.nan
+                row[b + 1:] = row[b]  # the last sample holds to the end
+                filled[i] = True
+            else:
+                sparse[aid] = (i, vals)
+    todo = list(sparse)
+    for k in range(0, len(todo), 500):
+        chunk = todo[k:k + 500]
+        for aid, text in db.execute(
+                f"""SELECT assoc_id, group_concat(snapshot_id, ' ') FROM assoc_samples
+                    WHERE assoc_id IN ({','.join('?' * len(chunk))}) GROUP BY assoc_id""", chunk):
+            i, vals = sparse[aid]
+            sids = np.fromstring(text, dtype=np.int64, sep=" ")
+            if sids.size != vals.size or (sids.size > 1 and not (sids[1:] > sids[:-1]).all()):
+                slow.append((aid, i))  # never with this schema: read it row by row
+                continue
+            v = vals.astype(float)
+            v[vals == _ABSENT] = np.nan
+            filled[i] = _fill(usage[i], ids, sids, v)
+    for aid, i in slow:
+        filled[i] = _fill_row(db, aid, ids, usage[i])
+    keys = [(account, user) for (_, account, user, _, _), f in zip(users, filled) if f]
+    aids = np.array([u[0] for u in users], dtype=np.int64)
+    if not filled.all():
+        usage, aids = usage[filled], aids[filled]
+    return UsageHistory(ids, times, keys, aids, usage)
 
 
-def inflow_history(db: sqlite_utils.Database, cluster: str, hist: UsageHistory, first_id: int | None = None) -> "np.ndarray":
+def _fill(row, ids, sids, vals) -> bool:
+    """Samples (snapshot ids ascending, values) into one row of the usage matrix: each holds until
+    the association's next sample; samples of snapshots not in `ids` are left out. False if none
+    is left."""
+    import numpy as np
+
+    col = np.searchsorted(ids, sids)
+    ok = col < ids.size
+    ok[ok] = ids[col[ok]] == sids[ok]  # samples of snapshots of this cluster only
+    if not ok.all():
+        col, vals = col[ok], vals[ok]
+    if not col.size:
+        return False
+    row[col[0]:] = np.repeat(vals, np.diff(np.append(col, ids.size)))
+    return True
+
+
+def _fill_row(db: sqlite_utils.Database, aid: int, ids, row) -> bool:
+    """One association's samples read row by row (as usage_series does) into `row`."""
+    import numpy as np
+
+    got = db.execute("SELECT snapshot_id, present, raw_usage FROM assoc_samples WHERE assoc_id = ? ORDER BY snapshot_id",
+                     [aid]).fetchall()
+    sids = np.array([r[0] for r in got], dtype=np.int64)
+    vals = np.array([float(raw) if present and raw is not None else np.nan for _, present, raw in got], dtype=float)
+    return _fill(row, ids, sids, vals)
+
+
+_ABSENT = -(2**63)  # usage_history's mark of an absent sample (RawUsage is never negative)
+
+
+@dataclass(frozen=True)
+class JobCharges:
+    """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
+    SQLite returns them: the jobs with an association id, then those without (by name)."""
+
+    qos_names: list  # in SQLite's GROUP BY order (NULL first, then by bytes)
+    sid: "np.ndarray"  # snapshot id of each job
+    aid: "np.ndarray"  # its association id (-1: none)
+    q: "np.ndarray"  # index of its QOS in qos_names
+    charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
+    orphans: list  # (account, user) of the jobs without an association id, in order
+
+
+def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int) -> JobCharges:
+    """The jobs of snapshots lo..hi for inflow_history. Takes a plain connection: the fit reads
+    them on a second (read-only) connection in a thread while the usage is read on the first;
+    SQLite lets the other thread run while it steps. Two numbers a job cross into Python (the
+    snapshot, association and QOS packed into one integer, and the charge)."""
+    import numpy as np
+
+    # the QOS the snapshots list (no scan of the jobs); a job of another QOS: read again with all
+    listed = {None}
+    for (cfg,) in conn.execute("SELECT config_json FROM snapshots WHERE id BETWEEN ? AND ?", [lo, hi]):
+        listed.update(json.loads(cfg or "{}").get("qos", {}))
+    got = _read_job_charges(conn, lo, hi, sorted(listed, key=_qos_order), unknown_ok=False)
+    if got is None:
+        names = [q for (q,) in conn.execute("SELECT DISTINCT qos FROM job_usage WHERE snapshot_id BETWEEN ? AND ?", [lo, hi])]
+        got = _read_job_charges(conn, lo, hi, sorted(names, key=_qos_order), unknown_ok=True)
+    return got
+
+
+def _qos_order(q):
+    return (q is not None, q or "")  # SQLite's GROUP BY order: NULL first, then by bytes
+
+
+def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: list, unknown_ok: bool) -> JobCharges | None:
+    import numpy as np
+
+    empty = np.zeros(0, dtype=np.int64)
+    if not qos_names:
+        return JobCharges(qos_names, empty, empty, empty, np.zeros(0), [])
+    case = " ".join("WHEN ? THEN " + str(i) for i, q in enumerate(qos_names) if q is not None)
+    null_code = qos_names.index(None) if None in qos_names else -1
+    params = [q for q in qos_names if q is not None]
+    n_q = len(qos_names)  # code n_q: a QOS not in the list
+    qcode = f"CASE WHEN qos IS NULL THEN {null_code} ELSE {f'CASE qos {case} ELSE {n_q} END' if case else n_q} END"
+    n_q += 1
+    n_a = (conn.execute("SELECT max(id) FROM assocs").fetchone()[0] or 0) + 1
+    where = "FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NOT NULL"
+    n = conn.execute(f"SELECT count(*) {where}", [lo, hi]).fetchone()[0]  # sized once: fromiter does not grow
+    # ids in 4 bytes and the QOS in 1 when they fit: 17 bytes a job once read
+    id_type = np.int32 if max(hi, n_a) < 2**31 else np.int64
+    q_type = np.int8 if n_q < 128 else np.int64
+    sid, aid, q = np.empty(n, dtype=id_type), np.empty(n, dtype=id_type), np.empty(n, dtype=q_type)
+    if (hi + 1) * n_a * n_q < 2**62:  # (snapshot, association, QOS) in one integer: two numbers a job
+        packed = np.fromiter(conn.execute(
+            f"SELECT (snapshot_id * {n_a} + assoc_id) * {n_q} + {qcode}, coalesce(billing * elapsed_s, 0.0) {where}",
+            [*params, lo, hi]), dtype=[("k", np.int64), ("c", float)], count=n)
+        for a in range(0, n, 1 << 18):  # unpacked a slice at a time: small temporaries
+            k = packed["k"][a:a + (1 << 18)]
+            q[a:a + k.size] = k % n_q
+            k = k // n_q
+            aid[a:a + k.size] = k % n_a
+            sid[a:a + k.size] = k // n_a
+    else:
+        packed = np.fromiter(conn.execute(f"SELECT snapshot_id, assoc_id, {qcode}, coalesce(billing * elapsed_s, 0.0) {where}",
+                                          [*params, lo, hi]),
+                             dtype=[("sid", np.int64), ("aid", np.int64), ("q", np.int64), ("c", float)], count=n)
+        sid[:], aid[:], q[:] = packed["sid"], packed["aid"], packed["q"]
+    charge = np.ascontiguousarray(packed["c"])
+    del packed
+    # jobs whose association id was not known when they were written (NULL): by account and user
+    orphan = conn.execute(
+        f"""SELECT snapshot_id, account, user, {qcode}, coalesce(billing * elapsed_s, 0.0)
+            FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NULL""", [*params, lo, hi]).fetchall()
+    if orphan:
+        sid = np.concatenate([sid, np.array([r[0] for r in orphan], dtype=sid.dtype)])
+        aid = np.concatenate([aid, np.full(len(orphan), -1, dtype=aid.dtype)])
+        q = np.concatenate([q, np.array([r[3] for r in orphan], dtype=q.dtype)])
+        charge = np.concatenate([charge, np.array([r[4] for r in orphan], dtype=float)])
+    if not unknown_ok and (q == n_q - 1).any():
+        return None
+    return JobCharges(qos_names, sid, aid, q, charge, [(r[1], r[2]) for r in orphan])
+
+
+def inflow_history(db: sqlite_utils.Database, cluster: str, hist: UsageHistory, first_id: int | None = None,
+                   jobs: JobCharges | None = None) -> "np.ndarray":
     """inflow_series laid out like hist.usage: (n_rows, n_snap), each association's charge of the
     sacct window ending at each snapshot (0 where none). The same sums in the same order as
     inflow_series (jobs summed per snapshot, account, user and QOS in the order SQLite feeds
     them to its sum, times the QOS UsageFactor, then the QOS in name order), so the same floats.
-    Jobs of snapshots before `first_id` are not read (their columns stay 0)."""
+    Jobs of snapshots before `first_id` are not read (their columns stay 0). `jobs`: those
+    jobs already read (read_job_charges from first_id, or the first snapshot, to the last)."""
     import numpy as np
 
     n_rows, n_snap = hist.usage.shape
@@ -884,75 +1045,85 @@ def inflow_history(db: sqlite_utils.Database, cluster: str, hist: UsageHistory, 
         return out
     lo = int(hist.ids[0]) if first_id is None else int(first_id)
     hi = int(hist.ids[-1])
+    if jobs is None:
+        jobs = read_job_charges(db.conn, lo, hi)
+    qos_names = jobs.qos_names
+    if not qos_names or not jobs.sid.size:
+        return out
     factors = {
         sid: json.loads(cfg).get("qos", {})
         for sid, cfg in db.execute("SELECT id, config_json FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ?",
                                    [cluster, lo, hi])
     }
-    qos_names = [q for (q,) in db.execute(
-        "SELECT DISTINCT qos FROM job_usage WHERE snapshot_id BETWEEN ? AND ?", [lo, hi])]
-    if not qos_names:
-        return out
-    # SQLite's GROUP BY order: NULL first, then by bytes (= code points for UTF-8)
-    qos_names.sort(key=lambda q: (q is not None, q or ""))
-    case = " ".join("WHEN ? THEN " + str(i) for i, q in enumerate(qos_names) if q is not None)
-    null_code = qos_names.index(None) if None in qos_names else -1
-    params = [q for q in qos_names if q is not None]
-    by_key = {k: i for i, k in enumerate(hist.keys)}
-    aid_max = int(hist.assoc_ids.max()) + 1
-    row_lut = np.full(aid_max, -1, dtype=np.int64)
-    row_lut[hist.assoc_ids] = np.arange(n_rows)
-    # jobs whose association id was not known when they were written (NULL): by account and user
-    orphan = db.execute(
-        f"""SELECT snapshot_id, account, user, CASE WHEN qos IS NULL THEN {null_code} ELSE CASE qos {case} END END,
-                   coalesce(billing * elapsed_s, 0.0)
-            FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NULL""",
-        [*params, lo, hi],
-    ).fetchall()
-    dtype = [("sid", np.int64), ("aid", np.int64), ("q", np.int64), ("c", float)]
-    jobs = np.fromiter(
-        db.execute(
-            f"""SELECT snapshot_id, assoc_id, CASE WHEN qos IS NULL THEN {null_code} ELSE CASE qos {case} END END,
-                       coalesce(billing * elapsed_s, 0.0)
-                FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NOT NULL""",
-            [*params, lo, hi],
-        ),
-        dtype=dtype,
-    )
-    if orphan:  # encoded as -(2 + row) when the key is a row, else -1 (dropped)
-        extra = np.array([(sid, -(2 + by_key[(a, u)]) if (a, u) in by_key else -1, q, c) for sid, a, u, q, c in orphan],
-                         dtype=dtype)
-        jobs = np.concatenate([jobs, extra])  # one snapshot never mixes the two for one key: order kept
-    aid = jobs["aid"]
-    row = np.full(aid.size, -1, dtype=np.int64)
-    known = (aid >= 0) & (aid < aid_max)
-    row[known] = row_lut[aid[known]]
-    neg = aid <= -2  # orphans matched by (account, user): -(2 + row)
-    row[neg] = -aid[neg] - 2
-    col = np.searchsorted(hist.ids, jobs["sid"])
-    col[col >= n_snap] = 0
-    keep = (row >= 0) & (hist.ids[col] == jobs["sid"])
-    row, col, q, charge, sid = row[keep], col[keep], jobs["q"][keep], jobs["c"][keep], jobs["sid"][keep]
     n_q = len(qos_names)
-    # 1. per (snapshot, association, QOS): the jobs summed in the order SQLite's sum saw them
-    group = (col * n_rows + row) * n_q + q
-    uniq, inv = np.unique(group, return_inverse=True)
-    sums = np.zeros(uniq.size)
-    np.add.at(sums, inv, charge)
-    # 2. times the QOS UsageFactor of that snapshot (1.0 for a QOS it does not list)
-    g_q = uniq % n_q
-    g_cell = uniq // n_q
-    g_col, g_row = g_cell // n_rows, g_cell % n_rows
-    uf_tab = np.ones((n_snap, n_q))
+    uf_tab = np.ones((n_snap, n_q))  # the QOS UsageFactor of each snapshot (1.0 for a QOS it does not list)
     for s_id, per in factors.items():
         k = int(np.searchsorted(hist.ids, s_id))
         if k < n_snap and hist.ids[k] == s_id:
             for qi, name in enumerate(qos_names):
                 if name in per:
                     uf_tab[k, qi] = per[name]
-    uf = uf_tab[g_col, g_q]
-    # 3. the QOS of one cell added in name order (uniq is sorted: QOS last in the key)
-    np.add.at(out, (g_row, g_col), sums * uf)
+    # the cell (row, column) of each job: its row by association id, or by (account, user) for
+    # the orphans; -1 for a job of no row or of a snapshot not in the history
+    aid_max = int(max(hist.assoc_ids.max(), jobs.aid.max(initial=0))) + 1
+    row_lut = np.full(aid_max, -1, dtype=np.int64)
+    row_lut[hist.assoc_ids] = np.arange(n_rows)
+    n_jobs = jobs.aid.size
+    n_known = n_jobs - len(jobs.orphans)
+    orphan_rows = None
+    if jobs.orphans:
+        by_key = {k: i for i, k in enumerate(hist.keys)}
+        orphan_rows = np.array([by_key.get(k, -1) for k in jobs.orphans], dtype=np.int64)
+    cell = np.empty(n_jobs, dtype=np.int64)
+    for a in range(0, n_jobs, 1 << 18):  # a slice at a time: small temporaries
+        b = min(a + (1 << 18), n_jobs)
+        row = row_lut[np.maximum(jobs.aid[a:b], 0)]
+        if b > n_known:
+            row[max(n_known - a, 0):] = orphan_rows[max(a - n_known, 0):b - n_known]
+        sid = jobs.sid[a:b]
+        col = np.searchsorted(hist.ids, sid)
+        col[col >= n_snap] = 0
+        bad = (row < 0) | (hist.ids[col] != sid)
+        c = row * n_snap + col
+        c[bad] = -1
+        cell[a:b] = c
+    del row_lut
+    keep = cell >= 0
+    if not np.isfinite(uf_tab).all():  # 0 x inf: keep the exact sums of the groups that exist
+        return _inflow_sparse(out, cell[keep], jobs.q[keep], jobs.charge[keep], uf_tab, n_snap)
+    del out
+    np.maximum(cell, 0, out=cell)  # (a dropped job weighs 0 below)
+    # per QOS: each cell's jobs summed in the order SQLite gave them (bincount adds in input
+    # order, as the sum of the old GROUP BY did), times that snapshot's UsageFactor; the QOS
+    # added in name order. A job of another QOS (or dropped) adds 0.0, which changes no sum.
+    total = None
+    for qi in range(n_q):
+        m = keep & (jobs.q == qi) if n_q > 1 else keep
+        if not m.any():
+            continue
+        weights = np.where(m, jobs.charge, 0.0)
+        del m
+        sums = np.bincount(cell, weights=weights, minlength=n_rows * n_snap).reshape(n_rows, n_snap)
+        del weights
+        sums *= uf_tab[:, qi]
+        if total is None:
+            total = sums
+        else:
+            total += sums
+            del sums
+    return total if total is not None else np.zeros((n_rows, n_snap))
+
+
+def _inflow_sparse(out, cell, q, charge, uf_tab, n_snap):
+    """inflow_history's sums group by group (np.add.at), for UsageFactors that are not finite."""
+    import numpy as np
+
+    n_q = uf_tab.shape[1]
+    uniq, inv = np.unique(cell * n_q + q, return_inverse=True)
+    sums = np.zeros(uniq.size)
+    np.add.at(sums, inv, charge)
+    g_q, g_cell = uniq % n_q, uniq // n_q
+    np.add.at(out.reshape(-1), g_cell, sums * uf_tab[g_cell % n_snap, g_q])
     return out
 
 
