@@ -160,6 +160,11 @@ def norm_shares(rows: Iterable[ShareRow]) -> dict[Key, float]:
     return _norm_shares(build_tree(rows))
 
 
+def norm_shares_of(t: Tree) -> dict[Key, float]:
+    """norm_shares of a tree already built."""
+    return _norm_shares(t)
+
+
 def _norm_shares(t: Tree) -> dict[Key, float]:
     out: dict[Key, float] = {ROOT: 1.0}
     # path[k]: the product of RawShares / level shares from root down to k, FairShare=parent

@@ -80,6 +80,11 @@ class FairTree:
     assocs: tuple[AssocFairTree, ...]
     n_users: int  # N: user associations (slurmctld's g_user_assoc_count)
     ranking: tuple[Key, ...]  # user associations, best first, in slurmctld's walk order
+    shares_form: str = "fair_tree"  # the NormShares slurmctld ranks with (fairtree.shares_form)
+
+    @property
+    def stale_shares(self) -> bool:
+        return self.shares_form == "classic"
 
     def by_key(self) -> dict[Key, AssocFairTree]:
         return {a.key: a for a in self.assocs}
@@ -104,22 +109,53 @@ def children_lists(t: Tree) -> dict[Key, list[Key]]:
     return kids
 
 
-def level_values(t: Tree, usage: Mapping[Key, float] | None = None) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
-    """S, U and LevelFS of every association but root (`_calc_assoc_fs`); `usage` replaces the
-    rows' RawUsage (a projection re-ranks one tree under new usage)."""
-    raw = usage if usage is not None else {k: float(r.raw_usage) for k, r in t.rows.items()}
+def fair_tree_shares(t: Tree) -> dict[Key, float]:
+    """S of every association but root, as `_normalize_assoc_shares_fair_tree` sets it: RawShares
+    over the level's shares (a FairShare=parent association: its fs parent's)."""
     s: dict[Key, float] = {}
-    u: dict[Key, float] = {}
-    lf: dict[Key, float] = {}
     for k in t.order[1:]:
-        r = t.rows[k]
-        fs = t.fs_parent[k]
-        src = fs if r.shares_parent else k  # `_normalize_assoc_shares_fair_tree`
+        src = t.fs_parent[k] if t.rows[k].shares_parent else k
         if src == ROOT:
             s[k] = 0.0  # root sits in no level: its level_shares stay 0
         else:
             ls = t.level_shares[src]
             s[k] = (t.rows[src].raw_shares or 0) / ls if ls else 0.0
+    return s
+
+
+SHARES_FORMS = ("fair_tree", "classic")
+_SSHARE_DECIMALS = 1.5e-6  # sshare prints NormShares with 6 decimals
+
+
+def shares_form(t: Tree) -> str:
+    """Which NormShares slurmctld holds, read off sshare's own NormShares column: "fair_tree"
+    (each level's), "classic" (products down the tree: left over after PriorityFlags switched to
+    Fair Tree with `scontrol reconfigure`; Slurm 22.05 and 24.11 test the switch after
+    `_internal_setup` has already taken the new flags, so they never renormalise then; a restart
+    or a change to an association does), or "unknown" (no column, or neither fits)."""
+    from fscontrol.fairshare import norm_shares_of
+
+    printed = {k: r.norm_shares for k, r in t.rows.items() if k != ROOT and r.norm_shares is not None}
+    if not printed:
+        return "unknown"
+    for form, values in (("fair_tree", fair_tree_shares(t)), ("classic", norm_shares_of(t))):
+        if all(abs(values[k] - v) <= _SSHARE_DECIMALS for k, v in printed.items()):
+            return form
+    return "unknown"
+
+
+def level_values(t: Tree, usage: Mapping[Key, float] | None = None,
+                 shares: Mapping[Key, float] | None = None) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
+    """S, U and LevelFS of every association but root (`_calc_assoc_fs`); `usage` replaces the
+    rows' RawUsage (a projection re-ranks one tree under new usage); `shares` the S slurmctld
+    holds when it is not Fair Tree's own (see shares_form)."""
+    raw = usage if usage is not None else {k: float(r.raw_usage) for k, r in t.rows.items()}
+    s: dict[Key, float] = dict(shares) if shares is not None else fair_tree_shares(t)
+    u: dict[Key, float] = {}
+    lf: dict[Key, float] = {}
+    for k in t.order[1:]:
+        r = t.rows[k]
+        fs = t.fs_parent[k]
         parent_usage = raw[fs]
         u[k] = raw[k] / parent_usage if parent_usage > 0 else 0.0
         lf[k] = _level_fs(s[k], u[k], r)
@@ -181,10 +217,21 @@ def _count_tied_accounts(sibs: list[Key], i: int, lf: Mapping[Key, float]) -> in
     return count
 
 
+def slurm_shares(t: Tree) -> tuple[str, dict[Key, float] | None]:
+    """(the form of the NormShares slurmctld holds, the S to rank with: None for Fair Tree's own)."""
+    from fscontrol.fairshare import norm_shares_of
+
+    form = shares_form(t)
+    return form, (norm_shares_of(t) if form == "classic" else None)
+
+
 def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
-    """Every association's Fair Tree values, and every user association's rank and F."""
+    """Every association's Fair Tree values, and every user association's rank and F. S is
+    Fair Tree's own unless sshare's NormShares column shows slurmctld still holds classic ones
+    (FairTree.shares_form): then slurmctld ranks with those, and so does this."""
     t = build_tree(rows)
-    s, u, lf = level_values(t)
+    form, held = slurm_shares(t)
+    s, u, lf = level_values(t, shares=held)
     ranks, walk = rank_users(t, lf)
     n = len(ranks)
     out = []
@@ -208,4 +255,4 @@ def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
                 fairshare=None if rk is None else rk / n,
             )
         )
-    return FairTree(tuple(out), n, tuple(walk))
+    return FairTree(tuple(out), n, tuple(walk), form)

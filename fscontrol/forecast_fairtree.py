@@ -175,9 +175,10 @@ def project_ranks(
     rate x dt x f^dt for its run time dt since the last pass (decay.py: Slurm's step), to the
     association and every ancestor; the snapshot's usage is taken as of the pass before the
     first one. Nobody starts a new job."""
-    from fscontrol.fairtree import children_lists, level_values, rank_users
+    from fscontrol.fairtree import children_lists, level_values, rank_users, slurm_shares
 
     t = build_tree(rows)
+    held = slurm_shares(t)[1]  # the NormShares slurmctld ranks with
     kids = children_lists(t)
     n_users = sum(1 for k in t.rows if k[1])
     f = decay_factor_per_second(half_life_s)
@@ -201,7 +202,7 @@ def project_ranks(
             while a is not None:
                 usage[a] += charge
                 a = t.parent.get(a)
-        ranks, _ = rank_users(t, level_values(t, usage)[2], kids)  # one tree, re-ranked under the new usage
+        ranks, _ = rank_users(t, level_values(t, usage, held)[2], kids)  # one tree, re-ranked under the new usage
         for k in watch:
             out[k].append(RankPoint(at, ranks[k], ranks[k] / n_users))
         prev = at

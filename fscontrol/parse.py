@@ -364,13 +364,15 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
         shared = [k.norm_shares for k in kids if not k.shares_parent and k.norm_shares is not None]
         if parent is None or parent.norm_shares is None or not shared or all(k.shares_parent for k in kids):
             continue
-        if parent.depth == 0 or fair_tree:
-            want = 1.0
-        else:
-            want = parent.norm_shares
+        wants = [1.0] if parent.depth == 0 else [parent.norm_shares]
+        if fair_tree and parent.depth > 0:
+            # Fair Tree's own NormShares add up to 1 at each level; slurmctld may still hold the
+            # classic ones after PriorityFlags was switched by reconfigure (fairtree.shares_form)
+            wants.insert(0, 1.0)
         total = sum(shared)
         if any(k.shares_parent for k in kids) or (fair_tree and parent.shares_parent):
             continue  # FairShare=parent: shares taken from, or lifted to, the level above
+        want = min(wants, key=lambda w: abs(total - w))
         if abs(total - want) > 1e-6 * (len(shared) + 1) + 1e-9:
             raise ParseError(command, f"the NormShares under {name} add up to {total:.6f}, not {want:.6f}: "
                              "output cut short or rows missing")

@@ -770,6 +770,8 @@ def status_data_fair_tree(
         )
     warnings = ["Fair Tree ranks users, it has no halving usage and ignores FairShareDampeningFactor: "
                 "`control` has nothing to set here (PriorityFlags=NO_FAIR_TREE selects classic fair-share)."]
+    if ft.stale_shares:
+        warnings.append(STALE_SHARES)
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {
@@ -777,6 +779,7 @@ def status_data_fair_tree(
         "total_usage_core_hours": total / HOUR,
         "users": len(real_users),
         "user_associations": ft.n_users,
+        "fair_tree_shares": ft.shares_form,
         "active_users": len(active),
         "dummy": "/".join(dummy) if dummy else None,
         "dummy_usage_core_hours": dummy_usage / HOUR,
@@ -793,6 +796,12 @@ def status_data_fair_tree(
         "tree": tree,
         "control": [],
     }
+
+
+STALE_SHARES = ("slurmctld still holds classic NormShares (products down the tree; sshare shows them): PriorityFlags "
+                "was switched to Fair Tree by `scontrol reconfigure`, which does not renormalise them in Slurm 22.05. "
+                "The ranks are the same (every sibling's share is scaled alike) and fscontrol ranks as slurmctld does; "
+                "restarting slurmctld (or changing any association) gives Fair Tree's own.")
 
 
 def status_lines_fair_tree(data: dict, fields: Sequence[Field] | None = None) -> Iterator[str]:

@@ -220,3 +220,38 @@ def test_the_best_user_has_one_and_accounts_order_their_users(spec):
                 lo_x = min(a.fairshare for a in ft.assocs if a.is_user and a.account == x.account)
                 hi_y = max(a.fairshare for a in ft.assocs if a.is_user and a.account == y.account)
                 assert lo_x >= hi_y, (x.account, y.account, by)
+
+
+def test_classic_norm_shares_left_by_a_reconfigure_are_recognised_and_rank_alike():
+    """Slurm 22.05 does not renormalise shares when `scontrol reconfigure` switches to Fair Tree
+    (priority_p_reconfig compares the flags after _internal_setup has taken the new ones): sshare
+    then prints classic NormShares. Seen on the testbed (CI, 2026-11-23). fscontrol recognises
+    the form and ranks with it, as slurmctld does; every sibling's S is scaled alike, so the
+    ranks are Fair Tree's own."""
+    from dataclasses import replace
+
+    from fscontrol import fairshare
+
+    rows = tree("""
+        0 root - 1 0
+        1 A - 1 0
+        2 A a1 1 30
+        2 A a2 3 10
+        1 B - 3 0
+        2 B b1 1 50
+        2 B b2 1 0
+    """)
+    classic = fairshare.norm_shares(rows)
+    stale = tuple(replace(r, norm_shares=classic[r.key]) for r in rows)
+    own = compute_fair_tree(rows)
+    ft_form = {a.key: a.norm_shares for a in own.assocs}
+    fresh = tuple(replace(r, norm_shares=(1.0 if r.depth == 0 else ft_form[r.key])) for r in rows)
+    assert compute_fair_tree(fresh).shares_form == "fair_tree"
+    got = compute_fair_tree(stale)
+    assert got.shares_form == "classic" and got.stale_shares
+    assert got.by_key()[("A", "a2")].norm_shares == pytest.approx(0.25 * 0.75)  # classic: A's 1/4 x 3/4
+    assert factors(stale) == factors(rows)
+    from fscontrol.parse import check_share_tree
+
+    check_share_tree(stale, fair_tree=True)  # not taken for a cut output
+    check_share_tree(fresh, fair_tree=True)

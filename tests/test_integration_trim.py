@@ -5,6 +5,8 @@ nothing moved it does nothing."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fscontrol import config, pipeline, store
@@ -28,8 +30,14 @@ def test_trim_sets_d_for_the_usage_the_pass_will_read(slurm, tmp_path):
         d_set = res.decision.d_target
         assert res.decision.s_ref and slurm.damping() == d_set
         assert pipeline.trim_damping(slurm.source(), db, cfg, apply=True) is None  # nothing moved since
-        slurm.submit("bob", "flat", 64, 600)  # root's usage about doubles at the next passes
-        slurm.wait_for_pass()
+        bob = slurm.submit("bob", "flat", 64, 600)  # root's usage about doubles at the next pass
+        for _ in range(40):
+            if "RUNNING" in slurm.run("squeue", "-h", "-j", bob, "-o", "%T"):
+                break
+            time.sleep(0.5)
+        time.sleep(20)  # so the next pass charges bob 20 s at least (64 x 20 CPU-s on ~1,000)
+        # one pass, not two: the trim acts on a decision at most 120 s old (the control tick just
+        # before the pass); two passes can take longer than that on a loaded machine
         slurm.wait_for_pass()
         done = pipeline.trim_damping(slurm.source(), db, cfg, apply=True)
         assert done is not None and done.status == "ok" and "trim before the pass" in done.reason, done
