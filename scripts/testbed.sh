@@ -325,7 +325,8 @@ write_wrappers() {
 
 # in_root CMD ARGS... : run CMD (a path inside the root) chrooted in the 24.11 root, in a private
 # mount namespace made for it: its bind mounts live and die with the daemon, none reach the host
-in_root() { unshare --mount --propagation private -- "$0" _inroot "$D" "$@"; }
+SELF=$(readlink -f "$0")
+in_root() { unshare --mount --propagation private -- "$SELF" _inroot "$D" "$@"; }
 
 # (inside that namespace) the mounts, then exec the command in the chroot
 inroot_exec() {
