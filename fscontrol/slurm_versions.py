@@ -47,6 +47,14 @@ class Release:
     # PartitionConfig); 24.11 refuses the submission (sbatch fails) yet leaves a FAILED job with no
     # allocation and Submit=Start=End in accounting, which parse_sacct charges 0 for 0 s.
     refused_submission_in_sacct: bool
+    # `scontrol reconfigure`: 24.11 starts a new slurmctld (new pid, new BOOT_TIME; the old one
+    # hands over and exits), which runs a decay pass at once, and the passes keep that new phase
+    # (one PriorityCalcPeriod apart from the restart); 22.05 rereads slurm.conf in the same process
+    # and the passes keep their phase (scripts/record-reconfigure.py). fscontrol reconfigures when
+    # it persists d (persist = true) and on `control off`: on 24.11 that brings a pass forward, to
+    # the moment of the reconfigure, so the loop's trim before "the next pass" misses that one pass
+    # (agent.py reads the pass times afresh every cycle, so only that one).
+    reconfigure_restarts_slurmctld: bool
 
 
 RELEASES: dict[str, Release] = {
@@ -58,6 +66,7 @@ RELEASES: dict[str, Release] = {
         sacct_planned_field="Reserved",
         pending_alloc_cpus="requested",
         refused_submission_in_sacct=False,
+        reconfigure_restarts_slurmctld=False,
     ),
     "24.11": Release(
         name="24.11",
@@ -67,6 +76,7 @@ RELEASES: dict[str, Release] = {
         sacct_planned_field="Planned",
         pending_alloc_cpus="zero",
         refused_submission_in_sacct=True,
+        reconfigure_restarts_slurmctld=True,
     ),
 }
 

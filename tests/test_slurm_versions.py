@@ -72,6 +72,21 @@ def test_jobs_that_never_started(name):
         assert jobs[f[0]].billing == 0 and jobs[f[0]].elapsed_s == 0
 
 
+@by_release
+def test_reconfigure(name):
+    """scripts/record-reconfigure.py: a decay pass at +0, `scontrol reconfigure` at +20 s."""
+    rel = slurm_versions.RELEASES[name]
+    lines = (CAPTURES[name] / "reconfigure.txt").read_text().splitlines()
+    assert lines[1].startswith(f"SLURM_VERSION {rel.tested}, PriorityCalcPeriod 00:01:00")
+    before = dict(kv.rsplit(" ", 1) for kv in lines[2].split("; ")[1:])
+    after = dict(kv.rsplit(" ", 1) for kv in lines[4].removeprefix("after it: ").split("; "))
+    assert lines[3] == "scontrol reconfigure at +20 s"
+    restarted = before["BOOT_TIME"] != after["BOOT_TIME"]
+    assert restarted == (before["slurmctld pid"] != after["slurmctld pid"]) == rel.reconfigure_restarts_slurmctld
+    # a restart runs a pass at once and the passes keep its phase; otherwise they keep their own
+    assert lines[5] == ("next decay passes at +20 s and +80 s" if restarted else "next decay passes at +60 s and +120 s")
+
+
 def test_release_of():
     assert slurm_versions.release_of("24.11.5") == "24.11"
     assert slurm_versions.release_of("slurm-wlm 24.11.5") == "24.11"  # sinfo --version
