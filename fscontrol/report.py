@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import fairshare
+from . import fairshare, slurm_versions
 from .fairshare import UNDERFLOW
 from .store import StoredSnapshot
 
@@ -158,9 +158,12 @@ def status_data(
         warnings.append(f"priority mode {cfg.mode}: fscontrol's classic maths are an approximation here.")
     if "limits" not in cfg.enforce:
         warnings.append(
-            "AccountingStorageEnforce lacks 'limits': Slurm 22.05 then never charges the end of a job, "
+            "AccountingStorageEnforce lacks 'limits': Slurm (22.05 and 24.11 alike) then never charges the end of a job, "
             "so usage (and control) is under-counted."
         )
+    untested = slurm_versions.untested_warning(cfg.slurm_version)
+    if untested:
+        warnings.append(untested)
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {

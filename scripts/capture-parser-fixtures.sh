@@ -7,11 +7,14 @@ set -euo pipefail
 TB=${1:-/tmp/fscontrol-testbed}
 OUT=${2:-tests/data/captures/tb}
 export SLURM_CONF=$TB/etc/slurm.conf
+# a Slurm 24.11 testbed's clients are wrappers in TB/bin: its env.sh puts them first on PATH
+[[ -s $TB/env.sh ]] && . "$TB/env.sh"
+VER=$(sinfo --version)
 mkdir -p "$OUT"
 rec() {  # rec NAME [ENV=VAL ...] -- CMD ARGS...
   local name=$1; shift; local -a envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
-  { echo "# captured $(date -u +%FT%TZ), as $(id -un), env SLURM_CONF=$SLURM_CONF ${envs[*]}"; printf '%q ' "$@"; echo; } > "$OUT/$name.cmd"
+  { echo "# captured $(date -u +%FT%TZ) from $VER, as $(id -un), env SLURM_CONF=$SLURM_CONF ${envs[*]}"; printf '%q ' "$@"; echo; } > "$OUT/$name.cmd"
   env "${envs[@]}" "$@" > "$OUT/$name.txt" 2>&1 || echo "(exit $?)" >> "$OUT/$name.cmd"
 }
 C=$(scontrol show config | awk '$1=="ClusterName"{print $3}')
@@ -23,6 +26,10 @@ rec sshare_as_user -- runuser -u alice -- sshare -l -P
 rec show_config -- scontrol show config
 rec squeue_fmt SLURM_TIME_FORMAT=%s -- squeue -a -o '%i|%u|%a|%P|%q|%T|%D|%C|%Q|%y|%r|%V|%S|%l'
 rec sprio_fmt -- sprio -n -o '%i|%u|%r|%y|%f'
+# what fscontrol itself runs (fscontrol/parse.py): squeue's long-name format, root's usage alone
+SQ='JobID:0|,UserName:0|,Account:0|,Partition:0|,QOS:0|,State:0|,NumNodes:0|,NumCPUs:0|,PriorityLong:0|,Nice:0|,Reason:0|,SubmitTime:0|,StartTime:0|,TimeLimit:0|,admin_comment:0'
+rec squeue_long SLURM_TIME_FORMAT=%s -- squeue -a -O "$SQ"
+rec sshare_root -- sshare -n -P -A root -o Account,User,RawUsage
 rec qos -- sacctmgr -P show qos format=Name,UsageFactor
 S=$(date -d '-30 min' +%FT%T); E=$(date +%FT%T)
 rec sacct_fmt SLURM_TIME_FORMAT=%s -- sacct -a -X -T -P -S "$S" -E "$E" -o JobID,User,Account,Partition,QOS,State,AllocCPUS,AllocTRES,NNodes,ElapsedRaw,Submit,Start,End

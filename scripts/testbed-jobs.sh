@@ -2,6 +2,8 @@
 # Needs TB set; defines SLURM_CONF, FSC (the fscontrol to run), sub() and probes().
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export SLURM_CONF=$TB/etc/slurm.conf
+# a Slurm 24.11 testbed's clients are wrappers in TB/bin: its env.sh puts them first on PATH
+[[ -s $TB/env.sh ]] && . "$TB/env.sh"
 FSC=${FSCONTROL:-$HERE/.venv/bin/fscontrol}
 J=$TB/jobs
 sub() { local user=$1; shift; runuser -u "$user" -- sbatch --parsable --chdir="$J" -o /dev/null "$@"; }

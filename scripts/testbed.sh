@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# testbed.sh - fscontrol's throwaway single-host Slurm 22.05 cluster WITH accounting
+# testbed.sh - fscontrol's throwaway single-host Slurm cluster WITH accounting
 #              (munged + MariaDB + slurmdbd + slurmctld + slurmd), loopback only,
 #              everything under ONE state directory, no systemd, no /etc/slurm.
+#              Slurm 22.05 (Debian 12's, the host's) or 24.11 (Debian 13's, TB_SLURM=24.11).
 #
 # Usage (as root):
 #   testbed.sh start  DIR   # create (first time) or restart the testbed in DIR
 #   testbed.sh stop   DIR   # cancel jobs, stop the daemons this script started (by PID)
 #   testbed.sh status DIR   # show which daemons are alive, node/partition state
-#   testbed.sh env    DIR   # print "export SLURM_CONF=..." for eval in a shell
+#   testbed.sh env    DIR   # print "export SLURM_CONF=..." (24.11: and PATH) for eval in a shell
 #   testbed.sh ctld-stop|ctld-start DIR  # only slurmctld (fault tests: a controller outage)
 #
-# Prerequisites (Debian 12 "bookworm", Slurm 22.05.8):
+# Prerequisites (Debian 12 "bookworm", Slurm 22.05.8): scripts/install-slurm.sh, i.e.
 #   apt-get install -y slurm-wlm slurmdbd munge mariadb-server
+# Slurm 24.11 (TB_SLURM=24.11): scripts/install-slurm.sh 24.11 builds a Debian 13 root with its
+#   Slurm 24.11.5 in $FSCONTROL_TRIXIE_ROOT [/var/cache/fscontrol/trixie]. munged and MariaDB stay
+#   the host's (their wire protocols do not depend on the version). slurmdbd, slurmctld and slurmd
+#   run chrooted in that root, each in a private mount namespace of its own (unshare) holding the
+#   bind mounts it needs (DIR at the same path, /proc, /dev, /sys, the host's passwd/group/hosts),
+#   so no mount is ever left on the host. The client commands run on the host through the root's
+#   dynamic loader: DIR/bin/sshare etc. are small wrappers; put DIR/bin first on PATH (the "env"
+#   subcommand prints that). A testbed keeps the version it was made with (DIR/etc/tb-slurm);
+#   the version's default ports are 1000 above 22.05's, so both can run side by side.
 #   (in containers a /usr/sbin/policy-rc.d that exits 101 stops apt from starting services;
 #    this script never uses the packaged services, /etc/munge, /etc/slurm or /etc/mysql)
 #
@@ -24,7 +34,8 @@
 #   TB_CALC      PriorityCalcPeriod                [1]   (minutes; Slurm's minimum is 1)
 #   TB_DAMP      FairShareDampeningFactor          [1]   (integer, uint16)
 #   TB_PRIORITY_FLAGS  PriorityFlags; empty = Fair Tree (Slurm's default)  [NO_FAIR_TREE]
-#   TB_CTLD_PORT/TB_SLURMD_PORT/TB_DBD_PORT/TB_DB_PORT  [16817/16818/16819/16306]
+#   TB_CTLD_PORT/TB_SLURMD_PORT/TB_DBD_PORT/TB_DB_PORT  [16817/16818/16819/16306; 24.11: +1000]
+#   TB_SLURM     Slurm version of a NEW testbed: 22.05 or 24.11 (an existing DIR keeps its own) [22.05]
 #   TB_SEED      1 = create unix users + accounting tree (idempotent)  [1]
 #   TB_CTLD_DEBUG / TB_DEBUGFLAGS  SlurmctldDebug / DebugFlags   [info / none]
 #   TB_REGEN     1 = regenerate DIR/etc/*.conf on start; default: written on the first start
@@ -34,7 +45,7 @@
 # Safety rules this script follows:
 #   * every TCP listener is on 127.0.0.1 (checked with ss after start; start fails otherwise)
 #   * it only ever signals PIDs read from its own pid files in DIR, after checking that
-#     /proc/PID/exe is the expected binary (never pkill/killall)
+#     /proc/PID/exe is the expected binary (never pkill/killall); for 24.11 the binary in the root
 set -euo pipefail
 
 # ----------------------------------------------------------------------------- helpers
@@ -50,6 +61,34 @@ D=$2
 if [[ $CMD == start ]]; then mkdir -p "$D"; else [[ -d $D ]] || die "no testbed directory $D"; fi
 D=$(cd "$D" && pwd -P)          # absolute, symlink-free
 
+# Slurm version: a testbed keeps the one it was made with (DIR/etc/tb-slurm; a DIR made before
+# that file existed is 22.05); TB_SLURM chooses it for a new one and must agree with an old one.
+SLURM_VER=${TB_SLURM:-22.05}
+if [[ -s $D/etc/tb-slurm ]]; then
+  made=$(< "$D/etc/tb-slurm")
+elif [[ -s $D/etc/slurm.conf ]]; then
+  made=22.05
+else
+  made=
+fi
+if [[ -n $made ]]; then
+  [[ -z ${TB_SLURM:-} || $TB_SLURM == "$made" ]] \
+    || die "$D holds a Slurm $made testbed, not $TB_SLURM (Slurm's state does not move between them; use another DIR)"
+  SLURM_VER=$made
+fi
+case $SLURM_VER in 22.05|24.11) ;; *) die "unknown TB_SLURM '$SLURM_VER' (22.05 or 24.11)" ;; esac
+TROOT=                          # 24.11: the Debian 13 root its Slurm is installed in
+PORT_SHIFT=0
+if [[ $SLURM_VER == 24.11 ]]; then
+  TROOT=${FSCONTROL_TRIXIE_ROOT:-/var/cache/fscontrol/trixie}
+  TROOT=$(cd "$TROOT" 2>/dev/null && pwd -P) \
+    || die "no Slurm 24.11 root at ${FSCONTROL_TRIXIE_ROOT:-/var/cache/fscontrol/trixie}: run scripts/install-slurm.sh 24.11"
+  [[ -s $TROOT/.fscontrol-ready ]] || die "the Slurm 24.11 root $TROOT is unfinished: run scripts/install-slurm.sh 24.11"
+  PORT_SHIFT=1000
+  # this script's own client calls (sacctmgr, scontrol, sinfo, squeue, scancel) are 24.11's too
+  export PATH=$D/bin:$PATH
+fi
+
 CLUSTER=${TB_CLUSTER:-tbcluster}
 NODE=${TB_NODE:-tbnode1}
 CPUS=${TB_CPUS:-128}
@@ -57,10 +96,10 @@ HALFLIFE=${TB_HALFLIFE:-00:05:00}
 CALC=${TB_CALC:-1}
 DAMP=${TB_DAMP:-1}
 PRIO_FLAGS=${TB_PRIORITY_FLAGS-NO_FAIR_TREE}   # set but empty -> Fair Tree
-CTLD_PORT=${TB_CTLD_PORT:-16817}
-SLURMD_PORT=${TB_SLURMD_PORT:-16818}
-DBD_PORT=${TB_DBD_PORT:-16819}
-DB_PORT=${TB_DB_PORT:-16306}
+CTLD_PORT=${TB_CTLD_PORT:-$((16817 + PORT_SHIFT))}
+SLURMD_PORT=${TB_SLURMD_PORT:-$((16818 + PORT_SHIFT))}
+DBD_PORT=${TB_DBD_PORT:-$((16819 + PORT_SHIFT))}
+DB_PORT=${TB_DB_PORT:-$((16306 + PORT_SHIFT))}
 SEED=${TB_SEED:-1}
 CTLD_DEBUG=${TB_CTLD_DEBUG:-info}   # 'verbose' is needed to see DebugFlags=Priority decay lines
 DEBUGFLAGS=${TB_DEBUGFLAGS:-}       # e.g. Priority
@@ -76,10 +115,10 @@ MUNGE_SOCK=$MUNGE/munge.socket.2
 # than the one slurmdbd.conf names (slurmdbd then waits for a database that never comes).
 conf_val() { [[ -s $ETC/$2 ]] && sed -n "s/^$1=\([0-9]*\).*/\1/p" "$ETC/$2" | head -1; }
 if [[ $REGEN != 1 && -s $ETC/slurm.conf && -s $ETC/slurmdbd.conf ]]; then
-  CTLD_PORT=$(conf_val SlurmctldPort slurm.conf || true); CTLD_PORT=${CTLD_PORT:-16817}
-  SLURMD_PORT=$(conf_val SlurmdPort slurm.conf || true); SLURMD_PORT=${SLURMD_PORT:-16818}
-  DBD_PORT=$(conf_val DbdPort slurmdbd.conf || true); DBD_PORT=${DBD_PORT:-16819}
-  DB_PORT=$(conf_val StoragePort slurmdbd.conf || true); DB_PORT=${DB_PORT:-16306}
+  CTLD_PORT=$(conf_val SlurmctldPort slurm.conf || true); CTLD_PORT=${CTLD_PORT:-$((16817 + PORT_SHIFT))}
+  SLURMD_PORT=$(conf_val SlurmdPort slurm.conf || true); SLURMD_PORT=${SLURMD_PORT:-$((16818 + PORT_SHIFT))}
+  DBD_PORT=$(conf_val DbdPort slurmdbd.conf || true); DBD_PORT=${DBD_PORT:-$((16819 + PORT_SHIFT))}
+  DB_PORT=$(conf_val StoragePort slurmdbd.conf || true); DB_PORT=${DB_PORT:-$((16306 + PORT_SHIFT))}
 fi
 MY_SOCK=$MY/run/mysqld.sock
 HOST=$(hostname -s)
@@ -91,6 +130,16 @@ declare -A PIDF=(
 declare -A EXE=(
   [munged]=/usr/sbin/munged  [mariadbd]=/usr/sbin/mariadbd  [slurmdbd]=/usr/sbin/slurmdbd
   [slurmctld]=/usr/sbin/slurmctld  [slurmd]=/usr/sbin/slurmd )
+# Debian installs /usr/sbin/slurmctld as an alternatives symlink (-> slurmctld-wlm): resolve it
+for n in "${!EXE[@]}"; do EXE[$n]=$(readlink -f "${EXE[$n]}"); done
+if [[ -n $TROOT ]]; then
+  # the Slurm daemons are the root's, their alternatives symlinks resolved inside the root
+  for n in slurmdbd slurmctld slurmd; do
+    p=/usr/sbin/$n
+    for _ in 1 2 3 4; do [[ -L $TROOT$p ]] || break; p=$(readlink "$TROOT$p"); done
+    EXE[$n]=$TROOT$p
+  done
+fi
 
 # pid_of NAME -> prints the PID if the pid file exists AND that PID is the expected binary
 pid_of() {
@@ -99,8 +148,9 @@ pid_of() {
   pid=$(tr -dc '0-9' < "$f")
   [[ -n $pid && -d /proc/$pid ]] || return 1
   exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
-  # Debian installs /usr/sbin/slurmctld as an alternatives symlink (-> slurmctld-wlm): resolve it
-  [[ ${exe% (deleted)} == "$(readlink -f "${EXE[$1]}")" ]] || return 1
+  # the path (a binary replaced by an upgrade reads "PATH (deleted)"), or the same file (a
+  # chrooted daemon in a mount namespace of its own may show its path otherwise)
+  [[ ${exe% (deleted)} == "${EXE[$1]}" || /proc/$pid/exe -ef ${EXE[$1]} ]] || return 1
   echo "$pid"
 }
 
@@ -148,6 +198,7 @@ write_configs() {
   chmod 755 "$SPOOL" "$SPOOL/slurmd"
   chmod 700 "$MY" "$SPOOL/ctld"
 
+  echo "$SLURM_VER" > "$ETC/tb-slurm"; chmod 644 "$ETC/tb-slurm"
   cat > "$ETC/slurm.conf" <<EOF
 # generated by testbed.sh - single host, loopback only
 ClusterName=$CLUSTER
@@ -219,6 +270,11 @@ PartitionName=fsadmin Nodes=$NODE Default=NO MaxTime=INFINITE DefaultTime=00:10:
 # fairshare factor (sprio hides held jobs and jobs whose --begin is in the future)
 PartitionName=parked  Nodes=$NODE Default=NO MaxTime=INFINITE DefaultTime=00:01:00 State=DOWN
 EOF
+  if [[ -n $TROOT ]]; then
+    # 24.11: the daemons run chrooted in the root, where its own path is bind-mounted too, and the
+    # clients run on the host through the root's loader (DIR/bin): this one path serves both
+    printf '# Slurm 24.11 from %s\nPluginDir=%s\n' "$TROOT" "$TROOT/usr/lib/x86_64-linux-gnu/slurm-wlm" >> "$ETC/slurm.conf"
+  fi
   chmod 644 "$ETC/slurm.conf"
 
   cat > "$ETC/slurmdbd.conf" <<EOF
@@ -244,8 +300,48 @@ EOF
 
   cat > "$D/env.sh" <<EOF
 export SLURM_CONF=$ETC/slurm.conf
+${TROOT:+export PATH=$D/bin:\$PATH}
 EOF
   chmod 644 "$D/env.sh"
+}
+
+# ----------------------------------------------------------------------------- Slurm 24.11 root
+# client wrappers DIR/bin/NAME: the root's NAME run by the root's dynamic loader with the root's
+# libraries (no chroot, so any user can run them); its plugins come from PluginDir (slurm.conf)
+write_wrappers() {
+  [[ -n $TROOT ]] || return 0
+  local lib=$TROOT/usr/lib/x86_64-linux-gnu ld=$TROOT/usr/lib64/ld-linux-x86-64.so.2 f name
+  [[ -x $ld ]] || die "no dynamic loader $ld in the Slurm 24.11 root"
+  mkdir -p "$D/bin"; chmod 755 "$D/bin"
+  while read -r f; do
+    [[ $f == /usr/bin/* && -x $TROOT$f ]] || continue
+    name=${f##*/}
+    printf '#!/bin/sh\n# generated by testbed.sh: Slurm 24.11 %s from %s\nexec %s --library-path %s --argv0 %s %s "$@"\n' \
+      "$name" "$TROOT" "$ld" "$lib/slurm-wlm:$lib" "$name" "$TROOT$f" > "$D/bin/$name.new"
+    chmod 755 "$D/bin/$name.new"; mv -f "$D/bin/$name.new" "$D/bin/$name"
+  done < "$TROOT/var/lib/dpkg/info/slurm-client.list"
+  [[ -x $D/bin/sacctmgr && -x $D/bin/sshare ]] || die "no Slurm clients in $TROOT (slurm-client.list)"
+}
+
+# in_root CMD ARGS... : run CMD (a path inside the root) chrooted in the 24.11 root, in a private
+# mount namespace made for it: its bind mounts live and die with the daemon, none reach the host
+SELF=$(readlink -f "$0")
+in_root() { unshare --mount --propagation private -- "$SELF" _inroot "$D" "$@"; }
+
+# (inside that namespace) the mounts, then exec the command in the chroot
+inroot_exec() {
+  local m
+  # the root's own path inside itself, so PluginDir (written for the host's clients) holds there too
+  mkdir -p "$TROOT$TROOT" "$TROOT$D"
+  mount --bind "$TROOT" "$TROOT$TROOT"
+  mount --bind "$D" "$TROOT$D"
+  for m in /proc /dev /sys; do mount --rbind "$m" "$TROOT$m"; done
+  # the host's users (job owners, alice...) and names (the hostname must resolve to 127.x)
+  for m in /etc/passwd /etc/group /etc/hosts; do
+    [[ -e $TROOT$m ]] || touch "$TROOT$m"   # (a minbase root has no /etc/hosts)
+    mount --bind "$m" "$TROOT$m"; mount -o remount,bind,ro "$TROOT$m"
+  done
+  exec chroot "$TROOT" "$@"
 }
 
 # ----------------------------------------------------------------------------- daemons
@@ -278,25 +374,30 @@ start_mariadb() {
   mariadb --no-defaults -S "$MY_SOCK" -u root -e \
     "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
      GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+  # 24.11's slurmdbd, creating the database itself, fails its first connection against this
+  # MariaDB without TLS ("SSL is required, but the server does not support it": Debian 13's client
+  # library asks for TLS on that path) and retries 5 s later; an existing database skips that path
+  [[ -z $TROOT ]] || mariadb --no-defaults -S "$MY_SOCK" -u root -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db;"
 }
 
 start_slurmdbd() {
   pid_of slurmdbd >/dev/null && { log "slurmdbd: already running"; return; }
-  slurmdbd          # daemonizes, writes PidFile; reads $ETC/slurmdbd.conf via SLURM_CONF's dir
+  # daemonizes, writes PidFile; reads $ETC/slurmdbd.conf via SLURM_CONF's dir
+  if [[ -n $TROOT ]]; then in_root /usr/sbin/slurmdbd; else slurmdbd; fi
   wait_for "slurmdbd" 60 sacctmgr -n show cluster
   wait_for "slurmdbd pid file" 10 pid_of slurmdbd
 }
 
 start_slurmctld() {
   pid_of slurmctld >/dev/null && { log "slurmctld: already running"; return; }
-  slurmctld -f "$SLURM_CONF"
+  if [[ -n $TROOT ]]; then in_root /usr/sbin/slurmctld -f "$SLURM_CONF"; else slurmctld -f "$SLURM_CONF"; fi
   wait_for "slurmctld" 60 scontrol ping
   wait_for "slurmctld pid file" 10 pid_of slurmctld
 }
 
 start_slurmd() {
   pid_of slurmd >/dev/null && { log "slurmd: already running"; return; }
-  slurmd -f "$SLURM_CONF" -N "$NODE"
+  if [[ -n $TROOT ]]; then in_root /usr/sbin/slurmd -f "$SLURM_CONF" -N "$NODE"; else slurmd -f "$SLURM_CONF" -N "$NODE"; fi
   wait_for "slurmd pid file" 20 pid_of slurmd
   # node must register and become usable (idle/mixed/allocated), not down/drained
   wait_for "node $NODE to become idle" 60 bash -c \
@@ -360,14 +461,17 @@ do_start() {
   # daemons bind to whatever the hostname resolves to (NoInAddrAny) -> must be loopback
   local haddr; haddr=$(getent ahostsv4 "$HOST" | awk 'NR==1{print $1}')
   [[ $haddr == 127.* ]] || die "hostname $HOST resolves to '$haddr', not 127.x; add '127.0.1.1 $HOST' to /etc/hosts"
-  for b in munged mungekey mariadbd mariadb-install-db slurmdbd slurmctld slurmd sacctmgr; do
-    command -v "$b" >/dev/null || die "missing $b; apt-get install -y slurm-wlm slurmdbd munge mariadb-server"
+  local -a need=(munged mungekey mariadbd mariadb-install-db)
+  [[ -n $TROOT ]] || need+=(slurmdbd slurmctld slurmd sacctmgr)
+  for b in "${need[@]}"; do
+    command -v "$b" >/dev/null || die "missing $b; run scripts/install-slurm.sh${TROOT:+ 24.11}"
   done
   if [[ ! -s $ETC/slurm.conf || $REGEN == 1 ]]; then
     write_configs
   else
     log "reusing existing $ETC/slurm.conf and slurmdbd.conf (TB_REGEN=1 to rewrite)"
   fi
+  write_wrappers
   [[ $SEED == 1 ]] && seed_unix_users
   start_munged;    log "munged up     (pid $(pid_of munged))"
   start_mariadb;   log "mariadbd up   (pid $(pid_of mariadbd))"
@@ -377,7 +481,7 @@ do_start() {
   start_slurmctld; log "slurmctld up  (pid $(pid_of slurmctld))"
   start_slurmd;    log "slurmd up     (pid $(pid_of slurmd))"
   check_loopback
-  log "testbed ready in $((SECONDS - t0)) s.  Use:  export SLURM_CONF=$SLURM_CONF"
+  log "testbed (Slurm $SLURM_VER) ready in $((SECONDS - t0)) s.  Use:  export SLURM_CONF=$SLURM_CONF${TROOT:+ PATH=$D/bin:\$PATH}"
 }
 
 do_stop() {
@@ -414,8 +518,9 @@ case $CMD in
   start)  do_start ;;
   stop)   do_stop ;;
   status) do_status ;;
-  env)    echo "export SLURM_CONF=$SLURM_CONF" ;;
+  env)    echo "export SLURM_CONF=$SLURM_CONF"; [[ -z $TROOT ]] || echo "export PATH=$D/bin:\$PATH" ;;
   ctld-stop)  stop_group slurmctld ;;
   ctld-start) start_slurmctld ;;
+  _inroot)    [[ -n $TROOT ]] || die "_inroot: not a Slurm 24.11 testbed"; shift 2; inroot_exec "$@" ;;
   *)      usage ;;
 esac

@@ -60,7 +60,8 @@ def _user_package(slurm) -> Path:
 
 def _forecast_as(slurm, user: str, published: Path, *args: str) -> subprocess.CompletedProcess:
     py, pkg = _user_python(slurm, user), _user_package(slurm)
-    argv = ["runuser", "-u", user, "--", "env", f"PYTHONPATH={pkg}", f"SLURM_CONF={slurm.conf}",
+    # PATH as the testbed's clients need it (a 24.11 testbed's clients are wrappers in DIR/bin)
+    argv = ["runuser", "-u", user, "--", "env", f"PYTHONPATH={pkg}", f"SLURM_CONF={slurm.conf}", f"PATH={slurm.env['PATH']}",
             py, "-m", "fscontrol", "forecast", "--published", str(published), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 

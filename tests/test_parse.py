@@ -149,8 +149,20 @@ def test_split_clusters():
 
 
 # ---------------------------------------------------------------------------- our own testbed captures
-def test_sshare_cluster_line_and_parent_shares():
-    rows = {r.key: r for r in parse.parse_sshare(text("tb/sshare_parent_M"))}
+# The same recording (scripts/capture-parser-fixtures.sh) from each Slurm the testbed runs: tb/ from
+# 22.05.8 (Debian 12), tb-24.11/ from 24.11.5 (Debian 13); every NAME.cmd names the version.
+TB_CAPTURES = {"tb": "22.05.8", "tb-24.11": "24.11.5"}
+tb_versions = pytest.mark.parametrize("tb", sorted(TB_CAPTURES))
+
+
+def test_24_11_captures_name_their_slurm():
+    for cmd in sorted((DATA / "tb-24.11").glob("*.cmd")):
+        assert "from slurm-wlm 24.11.5," in cmd.read_text(), cmd.name
+
+
+@tb_versions
+def test_sshare_cluster_line_and_parent_shares(tb):
+    rows = {r.key: r for r in parse.parse_sshare(text(f"{tb}/sshare_parent_M"))}
     dave = rows[("flat", "dave")]
     assert dave.shares_parent and dave.raw_shares is None
     assert dave.norm_shares == 0.2  # a `parent` user takes its account's NormShares
@@ -159,14 +171,27 @@ def test_sshare_cluster_line_and_parent_shares():
     assert rows[("science", "")].raw_shares == 2
 
 
-def test_sshare_as_a_normal_user_shows_only_own_user_rows():
-    rows = parse.parse_sshare(text("tb/sshare_as_user"))
+@tb_versions
+def test_sshare_long_is_a_consistent_tree(tb):
+    rows = parse.parse_sshare(text(f"{tb}/sshare_long"))
+    parse.check_share_tree(rows)
+    by = {r.key: r for r in rows}
+    assert by[("chem", "carol")].parent == "chem" and by[("science", "")].norm_shares == 0.4
+    # root's RawUsage is its children's sum (each printed truncated to an integer)
+    top = [r.raw_usage for r in rows if r.depth == 1]
+    assert 0 <= next(r.raw_usage for r in rows if r.depth == 0) - sum(top) < len(top)
+
+
+@tb_versions
+def test_sshare_as_a_normal_user_shows_only_own_user_rows(tb):
+    rows = parse.parse_sshare(text(f"{tb}/sshare_as_user"))
     assert {r.user for r in rows if r.is_user} == {"alice"}
 
 
-def test_epoch_and_iso_times_agree():
-    epoch = {j.job_id: j for j in parse.parse_sacct(text("tb/sacct_fmt"))}
-    iso = {j.job_id: j for j in parse.parse_sacct(text("tb/sacct_fmt_iso"))}  # this machine runs in UTC
+@tb_versions
+def test_epoch_and_iso_times_agree(tb):
+    epoch = {j.job_id: j for j in parse.parse_sacct(text(f"{tb}/sacct_fmt"))}
+    iso = {j.job_id: j for j in parse.parse_sacct(text(f"{tb}/sacct_fmt_iso"))}  # this machine runs in UTC
     assert epoch.keys() == iso.keys() and len(epoch) >= 10
     for k in epoch:
         assert (epoch[k].start, epoch[k].end, epoch[k].elapsed_s) == (iso[k].start, iso[k].end, iso[k].elapsed_s)
@@ -175,20 +200,40 @@ def test_epoch_and_iso_times_agree():
     assert all(j.billing == 0 and j.start is None for j in epoch.values() if j.state == "PENDING")
 
 
-def test_full_show_config():
-    cfg = parse.parse_config(text("tb/show_config"))
-    assert (cfg.cluster, cfg.slurm_version, cfg.mode) == ("tbcluster", "22.05.8", "classic")
+@tb_versions
+def test_full_show_config(tb):
+    cfg = parse.parse_config(text(f"{tb}/show_config"))
+    assert (cfg.cluster, cfg.slurm_version, cfg.mode) == ("tbcluster", TB_CAPTURES[tb], "classic")
     assert cfg.enforce == ("associations", "limits", "qos") and cfg.private_data == ()
     assert cfg.half_life_s == 300 and cfg.calc_period_s == 60
 
 
-def test_squeue_sprio_qos_formats():
-    q = parse.parse_squeue(text("tb/squeue_fmt"))
+@tb_versions
+def test_squeue_sprio_qos_formats(tb):
+    q = parse.parse_squeue(text(f"{tb}/squeue_fmt"))
     assert all(j.submit and j.submit > 1.7e9 for j in q)
     assert any(j.state == "RUNNING" and j.start for j in q) and any(j.reason == "PartitionDown" for j in q)
-    p = parse.parse_sprio(text("tb/sprio_fmt"))
+    p = parse.parse_sprio(text(f"{tb}/sprio_fmt"))
     assert p and all(0 <= r.fairshare_norm <= 1 for r in p)
-    assert {r.name: r.usage_factor for r in parse.parse_qos(text("tb/qos"))} == {"normal": 1.0, "fspad": 1.0}
+    assert {r.name: r.usage_factor for r in parse.parse_qos(text(f"{tb}/qos"))} == {"normal": 1.0, "fspad": 1.0}
+
+
+def test_squeue_long_names_24_11():
+    """The -O format fscontrol runs (parse.SQUEUE_ARGS), from 24.11: the agent's marks in
+    AdminComment come back whole, a "|" inside one too; Nice and a held job's Priority=0."""
+    q = {j.job_id: j for j in parse.parse_squeue(text("tb-24.11/squeue_long"))}
+    assert "-O " + parse.SQUEUE_FORMAT.replace("|", "\\|").replace(",", "\\,") in (DATA / "tb-24.11/squeue_long.cmd").read_text()
+    held = q["340"]
+    assert (held.state, held.reason, held.priority, held.admin_comment) == ("PENDING", "JobHeldAdmin", 0, "fscontrol:held|x y")
+    assert (q["341"].nice, q["341"].admin_comment) == (100, "fscontrol:nice=100")
+    assert q["337"].state == "RUNNING" and q["337"].start and q["337"].admin_comment == ""
+    assert q["326"].start is None and q["326"].time_limit_s == 60
+
+
+def test_root_usage_24_11():
+    assert parse.parse_root_usage(text("tb-24.11/sshare_root")) == 29671
+    long_root = next(r for r in parse.parse_sshare(text("tb-24.11/sshare_long")) if r.depth == 0)
+    assert long_root.raw_usage == 29671  # the same moment's full tree agrees
 
 
 def test_root_usage_from_sshare_root_only():

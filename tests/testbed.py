@@ -23,11 +23,24 @@ SCRIPT = ROOT / "scripts" / "testbed.sh"
 # gets a testbed of its own, in its own folder and on its own loopback ports, so the groups never
 # see each other's jobs, usage or slurm.conf edits. FSCONTROL_TESTBED_PORT_OFFSET moves a whole
 # test session (e.g. a second checkout's) off the default ports.
+#
+# FSCONTROL_SLURM chooses the Slurm the testbed runs: 22.05 (Debian 12's, the host's; default) or
+# 24.11 (Debian 13's, from the root scripts/install-slurm.sh 24.11 builds). A 24.11 testbed has its
+# own default folder and sits 1000 ports higher, so the two can run side by side; its client
+# commands are wrappers in DIR/bin, put first on the tests' PATH.
+SLURM_VERSIONS = ("22.05", "24.11")
+SLURM_VERSION = os.environ.get("FSCONTROL_SLURM", "22.05")
+if SLURM_VERSION not in SLURM_VERSIONS:
+    raise RuntimeError(f"FSCONTROL_SLURM={SLURM_VERSION!r}: the testbed runs Slurm {' or '.join(SLURM_VERSIONS)}")
+VERSION_PORT_SHIFT = {"22.05": 0, "24.11": 1000}[SLURM_VERSION]
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 WORKER_INDEX = int(WORKER[2:]) if WORKER.startswith("gw") and WORKER[2:].isdigit() else 0
-_BASE_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR", "/tmp/fscontrol-testbed"))
+_BASE_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR")
+                 or ("/tmp/fscontrol-testbed" if SLURM_VERSION == "22.05" else f"/tmp/fscontrol-testbed-{SLURM_VERSION}"))
 DEFAULT_DIR = _BASE_DIR.with_name(f"{_BASE_DIR.name}-{WORKER}") if WORKER else _BASE_DIR
-PORT_OFFSET = int(os.environ.get("FSCONTROL_TESTBED_PORT_OFFSET", "0")) + (10 * (WORKER_INDEX + 1) if WORKER else 0)
+PORT_OFFSET = (int(os.environ.get("FSCONTROL_TESTBED_PORT_OFFSET", "0")) + VERSION_PORT_SHIFT
+               + (10 * (WORKER_INDEX + 1) if WORKER else 0))
+TRIXIE_ROOT = Path(os.environ.get("FSCONTROL_TRIXIE_ROOT", "/var/cache/fscontrol/trixie"))
 START_LOCK = Path("/tmp/fscontrol-testbed-start.lock")  # one start at a time: useradd, seeding
 
 
@@ -171,9 +184,12 @@ def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
     """Start (or reuse) the testbed in `directory`. Raises TestbedUnavailable with the reason."""
     if os.geteuid() != 0:
         raise TestbedUnavailable("the Slurm testbed needs root (it starts daemons and switches job users)")
-    for b in ("slurmctld", "slurmd", "slurmdbd", "mariadbd", "munged"):
+    slurm = ("slurmctld", "slurmd", "slurmdbd") if SLURM_VERSION == "22.05" else ()
+    for b in (*slurm, "mariadbd", "munged"):
         if shutil.which(b) is None and not Path(f"/usr/sbin/{b}").exists():
             raise TestbedUnavailable(f"{b} is not installed: run scripts/install-slurm.sh")
+    if SLURM_VERSION != "22.05" and not (TRIXIE_ROOT / ".fscontrol-ready").is_file():
+        raise TestbedUnavailable(f"no Slurm {SLURM_VERSION} root in {TRIXIE_ROOT}: run scripts/install-slurm.sh {SLURM_VERSION}")
     running = directory.exists() and subprocess.run(
         [str(SCRIPT), "status", str(directory)], capture_output=True, text=True, timeout=60).returncode == 0
     if not running:
@@ -182,12 +198,20 @@ def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
         with open(START_LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # starts one after another; the testbeds then run side by side
             p = subprocess.run([str(SCRIPT), "start", str(directory)], capture_output=True, text=True, timeout=300,
-                               env={**os.environ, **testbed_env()})
+                               env={**os.environ, **testbed_env(), "TB_SLURM": SLURM_VERSION})
         if p.returncode != 0:
             raise TestbedUnavailable(f"scripts/testbed.sh start failed: {p.stderr.strip()[-2000:]}")
+    return Testbed(dir=directory, started_here=not running, env=testbed_client_env(directory))
+
+
+def testbed_client_env(directory: Path) -> dict[str, str]:
+    """The environment the Slurm clients of the testbed in `directory` run with: its slurm.conf
+    and, for 24.11, its client wrappers (DIR/bin) first on PATH."""
     env = dict(os.environ)
     env["SLURM_CONF"] = str(directory / "etc" / "slurm.conf")
-    return Testbed(dir=directory, started_here=not running, env=env)
+    if SLURM_VERSION != "22.05":
+        env["PATH"] = f"{directory / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
+    return env
 
 
 def stop_testbed(tb: Testbed) -> None:

@@ -1,0 +1,3 @@
+# captured 2026-11-23T15:37:06Z from slurm-wlm 24.11.5, as root, env SLURM_CONF=/tmp/fscontrol-testbed-tb2411/etc/slurm.conf
+sacct -a -X -P -o JobID\,Reserved 
+(exit 1)

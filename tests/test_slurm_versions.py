@@ -1,0 +1,118 @@
+"""fscontrol/slurm_versions.py: each release's entry, checked against the output recorded from that
+release on the project's testbed (tests/data/captures/tb: 22.05.8, tb-24.11: 24.11.5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol import parse, slurm_versions
+from fscontrol.cli import app
+
+DATA = Path(__file__).parent / "data" / "captures"
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = {"22.05": DATA / "tb", "24.11": DATA / "tb-24.11"}
+by_release = pytest.mark.parametrize("name", sorted(CAPTURES))
+
+
+def test_every_release_in_the_table_has_recordings():
+    assert set(slurm_versions.RELEASES) == set(CAPTURES) == set(slurm_versions.TESTED)
+
+
+@by_release
+def test_the_recordings_are_of_that_release(name):
+    rel = slurm_versions.RELEASES[name]
+    cfg = parse.parse_config((CAPTURES[name] / "show_config.txt").read_text())
+    assert cfg.slurm_version == rel.tested
+    assert slurm_versions.release(cfg.slurm_version) is rel
+    # the recordings made for this table name the version that printed them
+    for f in ("sprio_long", "sacct_planned", "sacct_reserved"):
+        assert f"from slurm-wlm {rel.tested}," in (CAPTURES[name] / f"{f}.cmd").read_text()
+
+
+@by_release
+def test_sprio_long_columns(name):
+    header = (CAPTURES[name] / "sprio_long.txt").read_text().splitlines()[0].split()
+    assert tuple(header) == slurm_versions.RELEASES[name].sprio_long_columns
+    # fscontrol's own -o prints the same header on both
+    assert (CAPTURES[name] / "sprio_fmt.txt").read_text().splitlines()[0] == "JOBID|USER|PARTITION|PRIORITY|FAIRSHARE"
+
+
+@by_release
+def test_sacct_planned_field(name):
+    rel = slurm_versions.RELEASES[name]
+    other = {"Reserved": "Planned", "Planned": "Reserved"}[rel.sacct_planned_field]
+    assert (CAPTURES[name] / f"sacct_{rel.sacct_planned_field.lower()}.txt").read_text().startswith(
+        f"JobID|{rel.sacct_planned_field}\n")
+    assert (CAPTURES[name] / f"sacct_{other.lower()}.txt").read_text().strip() == \
+        f'sacct: error: Invalid field requested: "{other}"'
+    assert rel.sacct_planned_field not in parse.SACCT_FIELDS.split(",") and other not in parse.SACCT_FIELDS.split(",")
+
+
+@by_release
+def test_jobs_that_never_started(name):
+    rel = slurm_versions.RELEASES[name]
+    text = (CAPTURES[name] / "sacct_fmt.txt").read_text()
+    raw = [line.split("|") for line in text.splitlines()[1:] if line]
+    pending = [f for f in raw if f[5] == "PENDING"]
+    assert pending and all(f[7] == "" for f in pending)  # no AllocTRES
+    if rel.pending_alloc_cpus == "zero":
+        assert all(f[6] == "0" for f in pending)
+    else:
+        assert all(int(f[6]) >= 1 for f in pending)
+    refused = [f for f in raw if f[5] == "FAILED" and f[6] == "0" and f[7] == "" and f[10] == f[11] == f[12]]
+    assert bool(refused) == rel.refused_submission_in_sacct
+    # charged nothing either way
+    jobs = {j.job_id: j for j in parse.parse_sacct(text)}
+    for f in pending + refused:
+        assert jobs[f[0]].billing == 0 and jobs[f[0]].elapsed_s == 0
+
+
+@by_release
+def test_reconfigure(name):
+    """scripts/record-reconfigure.py: a decay pass at +0, `scontrol reconfigure` at +20 s."""
+    rel = slurm_versions.RELEASES[name]
+    lines = (CAPTURES[name] / "reconfigure.txt").read_text().splitlines()
+    assert lines[1].startswith(f"SLURM_VERSION {rel.tested}, PriorityCalcPeriod 00:01:00")
+    before = dict(kv.rsplit(" ", 1) for kv in lines[2].split("; ")[1:])
+    after = dict(kv.rsplit(" ", 1) for kv in lines[4].removeprefix("after it: ").split("; "))
+    assert lines[3] == "scontrol reconfigure at +20 s"
+    restarted = before["BOOT_TIME"] != after["BOOT_TIME"]
+    assert restarted == (before["slurmctld pid"] != after["slurmctld pid"]) == rel.reconfigure_restarts_slurmctld
+    # a restart runs a pass at once and the passes keep its phase; otherwise they keep their own
+    assert lines[5] == ("next decay passes at +20 s and +80 s" if restarted else "next decay passes at +60 s and +120 s")
+
+
+def test_release_of():
+    assert slurm_versions.release_of("24.11.5") == "24.11"
+    assert slurm_versions.release_of("slurm-wlm 24.11.5") == "24.11"  # sinfo --version
+    assert slurm_versions.release_of("slurm 22.05.8") == "22.05"
+    assert slurm_versions.release_of("25.05") == "25.05"
+    assert slurm_versions.release_of("unknown") is None and slurm_versions.release_of("") is None
+    assert slurm_versions.release("23.11.10") is None
+
+
+def _status_warnings(tmp_path, version: str | None) -> list[str]:
+    sample = tmp_path / "sample"
+    shutil.copytree(ROOT / "samples" / "testbed-basic", sample)
+    if version is not None:
+        cfg = sample / "config.txt"
+        cfg.write_text(cfg.read_text().replace("SLURM_VERSION           = 22.05.8", f"SLURM_VERSION           = {version}"))
+    db = tmp_path / "h.db"
+    r = CliRunner().invoke(app, ["collect", "--source", str(sample), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["status", "--db", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)["warnings"]
+
+
+def test_status_warns_on_an_untested_release_only(tmp_path):
+    assert not any("tested on" in w for w in _status_warnings(tmp_path / "a", None))
+    assert not any("tested on" in w for w in _status_warnings(tmp_path / "b", "24.11.5"))
+    warned = [w for w in _status_warnings(tmp_path / "c", "25.05.2") if "tested on" in w]
+    assert warned == ["Slurm 25.05.2: fscontrol is tested on Slurm 22.05 and 24.11 only; "
+                      "its readings of this release's output are unchecked."]
