@@ -48,7 +48,7 @@ if [[ $second != 0 ]]; then
   cat "$out/2411.log"
 fi
 set -e
-# one closing line for both runs
+# one closing line for both runs (both Slurm versions)
 .venv/bin/python - "$out"/*.xml <<'PY'
 import sys
 import xml.etree.ElementTree as ET
@@ -63,7 +63,7 @@ for path in sys.argv[1:]:
         p += n - fail - err - skip
         f += fail + err
         s += skip
-print(f"both Slurm versions: {p} passed, {f} failed" + (f", {s} skipped" if s else ""))
+print(f"total: {p} passed, {f} failed" + (f", {s} skipped" if s else ""))
 PY
 (( rc != 0 )) && exit $rc
 exit $rc2
