@@ -47,7 +47,8 @@ def whole(text: str):
 def test_streamed_jobs_equal_parse_sacct_on_every_capture(path):
     text = path.read_text()
     assert len(CAPTURES) >= 5
-    assert streamed(text) == parse.parse_sacct(text)
+    # the same records, or (a capture of sacct refusing a field of the other Slurm version) the same error
+    assert outcome(streamed, text) == outcome(parse.parse_sacct, text)
 
 
 def test_streamed_and_whole_agree_on_mutations_of_the_capture():
