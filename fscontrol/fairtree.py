@@ -80,11 +80,11 @@ class FairTree:
     assocs: tuple[AssocFairTree, ...]
     n_users: int  # N: user associations (slurmctld's g_user_assoc_count)
     ranking: tuple[Key, ...]  # user associations, best first, in slurmctld's walk order
-    shares_form: str = "fair_tree"  # the NormShares slurmctld ranks with (fairtree.shares_form)
+    shares_form: str = "fair_tree"  # the NormShares slurmctld ranks with (fairtree.held_shares)
 
     @property
     def stale_shares(self) -> bool:
-        return self.shares_form == "classic"
+        return self.shares_form != "fair_tree"
 
     def by_key(self) -> dict[Key, AssocFairTree]:
         return {a.key: a for a in self.assocs}
@@ -123,32 +123,54 @@ def fair_tree_shares(t: Tree) -> dict[Key, float]:
     return s
 
 
-SHARES_FORMS = ("fair_tree", "classic")
+SHARES_FORMS = ("fair_tree", "classic", "mixed")
 _SSHARE_DECIMALS = 1.5e-6  # sshare prints NormShares with 6 decimals
 
 
-def shares_form(t: Tree) -> str:
-    """Which NormShares slurmctld holds, read off sshare's own NormShares column: "fair_tree"
-    (each level's), "classic" (products down the tree: left over after PriorityFlags switched to
-    Fair Tree with `scontrol reconfigure`; Slurm 22.05 and 24.11 test the switch after
-    `_internal_setup` has already taken the new flags, so they never renormalise then; a restart
-    or a change to an association does), or "unknown" (no column, or neither fits)."""
+def held_shares(t: Tree, mode: str) -> tuple[dict[Key, float], str]:
+    """The NormShares slurmctld holds for every association but root, read off sshare's own
+    NormShares column, and their form: "fair_tree" (each level's own), "classic" (products down the
+    tree) or "mixed".
+
+    slurmctld normalises an association's shares under the algorithm in force when it loads or
+    changes it. Switching PriorityFlags by `scontrol reconfigure` renormalises nothing on Slurm
+    22.05 (priority_p_reconfig compares the flags after _internal_setup has already taken the new
+    ones), so the other algorithm's shares stay until a restart, and associations added since have
+    the new form: both forms can be in one tree, and slurmctld computes with what it holds. Each
+    association's value is the exact form its printed one matches; a printed value neither form
+    gives is taken as printed. `mode` ("fair_tree" or "classic") is the algorithm in force: its own
+    form where sshare printed no NormShares."""
     from fscontrol.fairshare import norm_shares_of
 
-    printed = {k: r.norm_shares for k, r in t.rows.items() if k != ROOT and r.norm_shares is not None}
-    if not printed:
-        return "unknown"
-    for form, values in (("fair_tree", fair_tree_shares(t)), ("classic", norm_shares_of(t))):
-        if all(abs(values[k] - v) <= _SSHARE_DECIMALS for k, v in printed.items()):
-            return form
-    return "unknown"
+    ft, cl = fair_tree_shares(t), norm_shares_of(t)
+    own, other = (ft, cl) if mode == "fair_tree" else (cl, ft)
+    out: dict[Key, float] = {}
+    seen: set[str] = set()
+    for k, r in t.rows.items():
+        if k == ROOT:
+            continue
+        v = r.norm_shares
+        if v is None or abs(own[k] - v) <= _SSHARE_DECIMALS:
+            out[k] = own[k]
+        elif abs(other[k] - v) <= _SSHARE_DECIMALS:
+            out[k] = other[k]
+            seen.add("other")
+        else:
+            out[k] = v
+            seen.add("printed")
+    own_name, other_name = ("fair_tree", "classic") if mode == "fair_tree" else ("classic", "fair_tree")
+    if not seen:
+        return out, own_name
+    if seen == {"other"} and all(abs(out[k] - other[k]) <= _SSHARE_DECIMALS for k in out):
+        return out, other_name
+    return out, "mixed"
 
 
 def level_values(t: Tree, usage: Mapping[Key, float] | None = None,
                  shares: Mapping[Key, float] | None = None) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
     """S, U and LevelFS of every association but root (`_calc_assoc_fs`); `usage` replaces the
     rows' RawUsage (a projection re-ranks one tree under new usage); `shares` the S slurmctld
-    holds when it is not Fair Tree's own (see shares_form)."""
+    holds when it is not Fair Tree's own (see held_shares)."""
     raw = usage if usage is not None else {k: float(r.raw_usage) for k, r in t.rows.items()}
     s: dict[Key, float] = dict(shares) if shares is not None else fair_tree_shares(t)
     u: dict[Key, float] = {}
@@ -217,20 +239,12 @@ def _count_tied_accounts(sibs: list[Key], i: int, lf: Mapping[Key, float]) -> in
     return count
 
 
-def slurm_shares(t: Tree) -> tuple[str, dict[Key, float] | None]:
-    """(the form of the NormShares slurmctld holds, the S to rank with: None for Fair Tree's own)."""
-    from fscontrol.fairshare import norm_shares_of
-
-    form = shares_form(t)
-    return form, (norm_shares_of(t) if form == "classic" else None)
-
-
 def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
-    """Every association's Fair Tree values, and every user association's rank and F. S is
-    Fair Tree's own unless sshare's NormShares column shows slurmctld still holds classic ones
-    (FairTree.shares_form): then slurmctld ranks with those, and so does this."""
+    """Every association's Fair Tree values, and every user association's rank and F. S is what
+    slurmctld holds (held_shares): Fair Tree's own, unless sshare's NormShares column shows it
+    still holds classic ones for some associations; slurmctld ranks with those, and so does this."""
     t = build_tree(rows)
-    form, held = slurm_shares(t)
+    held, form = held_shares(t, "fair_tree")
     s, u, lf = level_values(t, shares=held)
     ranks, walk = rank_users(t, lf)
     n = len(ranks)

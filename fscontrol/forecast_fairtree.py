@@ -175,10 +175,10 @@ def project_ranks(
     rate x dt x f^dt for its run time dt since the last pass (decay.py: Slurm's step), to the
     association and every ancestor; the snapshot's usage is taken as of the pass before the
     first one. Nobody starts a new job."""
-    from fscontrol.fairtree import children_lists, level_values, rank_users, slurm_shares
+    from fscontrol.fairtree import children_lists, held_shares, level_values, rank_users
 
     t = build_tree(rows)
-    held = slurm_shares(t)[1]  # the NormShares slurmctld ranks with
+    held = held_shares(t, "fair_tree")[0]  # the NormShares slurmctld ranks with
     kids = children_lists(t)
     n_users = sum(1 for k in t.rows if k[1])
     f = decay_factor_per_second(half_life_s)

@@ -72,8 +72,14 @@ def status_data(
     # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
     # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
     # RawUsage by one pass exactly as the factor slurmctld schedules with)
+    # -- as slurmctld holds them: after a reconfigure switched Fair Tree off, Slurm 22.05 keeps
+    # Fair Tree's NormShares until a restart (fairtree.held_shares), and computes F with those
+    from . import fairtree
+
+    held_form = "classic"
     try:
-        exact = fairshare.norm_shares(shares)
+        exact, held_form = fairtree.held_shares(fairshare.build_tree(shares), "classic")
+        exact[fairshare.ROOT] = 1.0
     except fairshare.TreeError:
         exact = {}
     s_ref, rule = fairshare.choose_reference_share(shares, d, dummy, reference, exact=exact or None)
@@ -166,8 +172,11 @@ def status_data(
         warnings.append(untested)
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
+    if held_form != "classic":
+        warnings.append(stale_shares_warning("classic", held_form))
     return {
         **_snapshot_head(snap),
+        "shares_form": held_form,
         "total_usage_core_hours": total / HOUR,
         "users": len(real_users),
         "active_users": len(active),
@@ -774,15 +783,15 @@ def status_data_fair_tree(
     warnings = ["Fair Tree ranks users, it has no halving usage and ignores FairShareDampeningFactor: "
                 "`control` has nothing to set here (PriorityFlags=NO_FAIR_TREE selects classic fair-share)."]
     if ft.stale_shares:
-        warnings.append(STALE_SHARES)
+        warnings.append(stale_shares_warning("fair_tree", ft.shares_form))
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {
         **_snapshot_head(snap),
+        "shares_form": ft.shares_form,
         "total_usage_core_hours": total / HOUR,
         "users": len(real_users),
         "user_associations": ft.n_users,
-        "fair_tree_shares": ft.shares_form,
         "active_users": len(active),
         "dummy": "/".join(dummy) if dummy else None,
         "dummy_usage_core_hours": dummy_usage / HOUR,
@@ -801,10 +810,15 @@ def status_data_fair_tree(
     }
 
 
-STALE_SHARES = ("slurmctld still holds classic NormShares (products down the tree; sshare shows them): PriorityFlags "
-                "was switched to Fair Tree by `scontrol reconfigure`, which does not renormalise them in Slurm 22.05. "
-                "The ranks are the same (every sibling's share is scaled alike) and fscontrol ranks as slurmctld does; "
-                "restarting slurmctld (or changing any association) gives Fair Tree's own.")
+def stale_shares_warning(mode: str, form: str) -> str:
+    """Why the NormShares slurmctld holds are not `mode`'s own (fairtree.held_shares)."""
+    held = {"classic": "classic (products down the tree)", "fair_tree": "Fair Tree's (each level's)",
+            "mixed": "both algorithms'"}[form]
+    effect = ("the ranks are the same (every sibling's share is scaled alike)" if (mode, form) == ("fair_tree", "classic")
+              else "F differs from the algorithm's own" if mode == "classic" else "the ranks can differ")
+    return (f"slurmctld holds {held} NormShares, as sshare shows: PriorityFlags was switched by `scontrol reconfigure`, "
+            f"which renormalises nothing in Slurm 22.05; {effect}, and fscontrol computes what slurmctld does. "
+            "Restarting slurmctld renormalises them.")
 
 
 def status_lines_fair_tree(data: dict, fields: Sequence[Field] | None = None) -> Iterator[str]:

@@ -88,7 +88,7 @@ def test_fair_tree_forecast_of_an_idle_user_matches_sprio(slurm, tmp_path):
         assert abs(change["in_s"] - first_seen) <= 60 + 30 + 5, (change, first_seen, observed)
     finally:
         slurm.cancel_all()
-        slurm.set_priority_flags("NO_FAIR_TREE")
+        slurm.set_priority_flags("NO_FAIR_TREE", restart=True)
     print(f"Fair Tree forecast for dave@flat: F {f0:.4f} -> {change['fairshare']:.4f} predicted "
           f"{change['in_s'] / 60:.1f} min after the forecast, seen at {first_seen / 60:.1f} min; "
           f"|forecast - sprio| at +5 min {errors[5]:.1e}, at +10 min {errors[10]:.1e}")

@@ -170,10 +170,15 @@ class Testbed:
         conf.write_text("\n".join(lines) + "\n")
         self.scontrol("reconfigure")
 
-    def set_priority_flags(self, flags: str) -> None:
+    def set_priority_flags(self, flags: str, restart: bool = False) -> None:
         """PriorityFlags ("" = Fair Tree): slurmctld switches algorithm at once and ranks (or
-        computes classic F) at its next pass."""
+        computes classic F) at its next pass. A reconfigure leaves the other algorithm's
+        NormShares in place on 22.05 (fairtree.held_shares); `restart` restarts slurmctld after it,
+        which renormalises them (the tests leave the testbed so for the tests after them)."""
         self.set_conf(PriorityFlags=flags)
+        if restart:
+            self.stop_controller()
+            self.start_controller()
 
     def damping(self) -> int:
         line = next(ln for ln in self.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
