@@ -53,5 +53,33 @@ def test_a_plain_user_runs_the_site_install(slurm, tmp_path_factory):
                             job], capture_output=True, text=True, timeout=120)
         assert w.returncode == 0, w.stderr
         assert f"job {job} (carol, account chem" in w.stdout and "fair-share" in w.stdout
+        # her own page, served as her (`fscontrol web`, loopback, a secret token), with her live sshare
+        # row; and the public page `publish` wrote beside the JSON matches it
+        web = subprocess.Popen([*as_carol, "env", f"PATH={path}:/usr/bin:/bin", f"SLURM_CONF={slurm.conf}", "fscontrol",
+                                "web", "--port", "0", "--published", str(public)], stderr=subprocess.PIPE, text=True)
+        try:
+            line = web.stderr.readline()
+            assert line.startswith("serving http://127.0.0.1:"), line
+            url = line.split()[1]
+            import json
+            import urllib.request
+
+            with urllib.request.urlopen(url, timeout=60) as r:
+                page = r.read().decode()
+            api = url.replace("/?token=", "/api/forecast?token=") + "&cpus=8&length=1&unit=h"
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+            opener.open(url, timeout=60).read()
+            with opener.open(api, timeout=60) as r:
+                fc = json.loads(r.read().decode())["forecast"]
+            # her own forecast (the browser tests check the page's numbers against the CLI's)
+            assert fc["user"] == "carol" and "carol" in page and "alice" not in page
+            chem = next(a for a in fc["associations"] if a["account"] == "chem")
+            assert 0 < chem["fairshare"] <= 1 and chem["fairshare_sshare"] is not None  # her live sshare row
+        finally:
+            web.terminate()
+            web.wait(timeout=30)
+        pub_json = json.loads((public / "tbcluster.json").read_text())
+        html = (public / "tbcluster.html").read_text()
+        assert pub_json["cluster"] in html and "<script" not in html
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=False)
