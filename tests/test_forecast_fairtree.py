@@ -151,3 +151,21 @@ def test_metrics_under_fair_tree_carry_rank_and_level_fs(tmp_path):
     assert rank[("flat", "dave")] == 3
     lfs = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_level_fs"].samples}
     assert lfs[("flat", "carol")] == float("inf") and lfs[("flat", "dave")] == pytest.approx(ft[("flat", "dave")].level_fs)
+
+
+@pytest.mark.parametrize("name", ["testbed-fairtree", "testbed-2411-fairtree", "testbed-2411-classic"])
+def test_recordings_of_both_versions_match_slurm_own_factors(name, tmp_path):
+    """The recordings of 22.05 and 24.11 (samples/*/meta.json: command, version, note): F for
+    every probe job equals sprio's (and, under Fair Tree, every user association's sshare's),
+    Fair Tree's F from the ranking walk, classic's from 2^(-UE/(S d)) at the d in force."""
+    db = store.open_db(tmp_path / "h.db")
+    sid = pipeline.collect(RecordedSlurm(ROOT / "samples" / name), db).snapshot_id
+    snap = store.load_snapshot(db, sid)
+    data = report.status_data(snap)
+    assert data["priority_mode"] == ("classic" if name.endswith("classic") else "fair_tree")
+    rows = [r for r in data["table"] if r["fairshare_sprio"] is not None]
+    assert len(rows) >= 7
+    for r in rows:
+        assert abs(r["fairshare"] - r["fairshare_sprio"]) <= 5e-6, r
+    if data["priority_mode"] == "fair_tree":
+        assert all(abs(r["fairshare"] - r["fairshare_sshare"]) <= 5e-6 for r in data["table"])
