@@ -72,12 +72,7 @@ def val(key: str, v: float | int | None, spec: str = ",.1f", none: str = "-") ->
     return f'<span data-k="{esc(key)}" data-v="{esc(raw)}">{esc(num(v, spec, none))}</span>'
 
 
-def duration_text(seconds: float) -> str:
-    if seconds < 2 * HOUR:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * DAY:
-        return f"{seconds / HOUR:.1f} hours"
-    return f"{seconds / DAY:.1f} days"
+from fscontrol.userforecast import duration_text  # noqa: E402  (the CLI's own wording)
 
 
 def _ticks(span: float, steps: Sequence[float]) -> float:
