@@ -26,7 +26,7 @@ DEEP_USERS = [("dave", "bio", "1"), ("dave", "genomics", "2"), ("carol", "genomi
               ("alice", "lab", "1"), ("bob", "lab", "5")]
 
 
-def _compare(snap) -> float:
+def _compare(snap, detail=None) -> float:
     assert snap.config.mode == "fair_tree", snap.config.priority_flags
     ft = fairtree.compute_fair_tree(snap.shares)
     by = ft.by_key()
@@ -36,7 +36,9 @@ def _compare(snap) -> float:
     for key, f_sprio in snap.prio_fairshare.items():
         f = by[key].fairshare
         worst = max(worst, abs(f - f_sprio))
-        assert abs(f - f_sprio) <= TOL, (key, f, f_sprio, ft.ranking)
+        assert abs(f - f_sprio) <= TOL, (key, f, f_sprio, ft.ranking, ft.shares_form,
+                                         [(a.key, a.norm_shares, a.raw_usage, a.level_fs, a.rank) for a in ft.assocs],
+                                         sorted(snap.prio_fairshare.items()), detail)
     for a in ft.assocs:
         if a.is_user:
             assert abs(a.fairshare - sshare[a.key]) <= TOL, (a.key, a.fairshare, sshare[a.key])
@@ -109,7 +111,7 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
         assert shares[("bio", "")].shares_parent and shares[("genomics", "carol")].shares_parent
         assert max(r.depth for r in snap2.shares) >= 5
         assert all(shares[(a, u)].raw_usage > 0 for u, a, _ in DEEP_USERS)
-        worst2 = _compare(snap2)
+        worst2 = _compare(snap2, detail=snap2.shares)
         form2 = fairtree.compute_fair_tree(snap2.shares).shares_form
         ft = fairtree.compute_fair_tree(snap2.shares)
         # FairShare=parent lifts bio's users and genomics to science's level
