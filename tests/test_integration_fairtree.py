@@ -75,7 +75,7 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
         # 1. the testbed's tree: usage in flat and in physics, unequal
         for (user, account), cpus in zip([("alice", "flat"), ("bob", "flat"), ("dave", "flat"), ("bob", "physics"),
                                           ("carol", "chem")], (16, 6, 3, 24, 5)):
-            slurm.submit(user, account, cpus, 300)
+            slurm.submit(user, account, cpus, 1500)  # none ends mid-test: an end charges usage between passes
         _probe_all(slurm, slurm.sshare())
         slurm.wait_for_pass()
         slurm.wait_for_pass()
@@ -102,7 +102,7 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
             slurm.run("sacctmgr", "-i", "add", "user", user, f"account={account}", f"fairshare={shares}")
         for (user, account), cpus in zip([("dave", "bio"), ("dave", "genomics"), ("carol", "genomics"),
                                           ("alice", "lab"), ("bob", "lab")], (10, 16, 4, 6, 2)):
-            slurm.submit(user, account, cpus, 300)
+            slurm.submit(user, account, cpus, 1500)  # none ends mid-test: an end charges usage between passes
         _probe_all(slurm, [(a, u) for u, a, _ in DEEP_USERS])
         slurm.wait_for_pass()
         slurm.wait_for_pass()
