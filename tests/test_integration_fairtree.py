@@ -1,12 +1,14 @@
 """Against the real testbed running Fair Tree: fscontrol's F (fscontrol.fairtree, recomputed
 from RawShares and RawUsage) equals the factor slurmctld schedules with (sprio's %f) and sshare's
 FairShare column, to 5e-6, for every user association: first on the testbed's own tree (a flat
-account and a two-level one, users in two accounts), then with a deep unequal subtree added:
-FairShare=parent on an account and on a user, five levels, one user in four accounts.
+account and a two-level one, users in two accounts) right after `scontrol reconfigure` switched
+the algorithm (22.05 keeps the classic NormShares then: fairtree.held_shares), then, on a
+restarted slurmctld, with a deep unequal subtree added: FairShare=parent on an account and on a
+user, five levels, one user in four accounts.
 
 The testbed is classic (NO_FAIR_TREE) for the other tests: this one switches slurm.conf's
-PriorityFlags and `scontrol reconfigure`s (slurmctld re-normalises the shares for the new
-algorithm), and switches back, removing the associations it added, whatever happens."""
+PriorityFlags and back (restarting slurmctld, so the tests after it see classic shares again),
+removing the associations it added, whatever happens."""
 
 from __future__ import annotations
 
@@ -95,7 +97,13 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
         assert {(r["account"], r["user"]): r["fairshare"] for r in data["table"]} == {
             a.key: a.fairshare for a in fairtree.compute_fair_tree(snap.shares).assocs if a.is_user}
 
-        # 2. the deep unequal subtree, with usage at every level
+        # 2. the deep unequal subtree, with usage at every level, on a slurmctld restarted under Fair
+        # Tree (as an admin's switch ends: a restart renormalises the shares). Associations added to a
+        # 22.05 slurmctld still holding the other algorithm's shares leave a state sshare does not
+        # fully show: in one CI run dave@genomics ranked 4/14 in sprio and 6/14 here (issue #17's note)
+        if snap.config.slurm_version.startswith("22."):
+            slurm.stop_controller()
+            slurm.start_controller()
         for account, parent, shares in DEEP_ACCOUNTS:
             slurm.run("sacctmgr", "-i", "add", "account", account, f"parent={parent}", f"fairshare={shares}")
         for user, account, shares in DEEP_USERS:
