@@ -36,6 +36,35 @@ def _snapshot_head(snap: StoredSnapshot) -> dict:
     }
 
 
+def _select(rows, users, only_users: Sequence[str], only_accounts: Sequence[str], cluster: str) -> tuple[set, set[str]]:
+    """-u/-A as sshare takes them: the keys of the user rows shown (those users, under those
+    accounts' subtrees) and the account rows a --tree shows (the path down to each user shown,
+    within the accounts asked for). `rows`/`users`: anything with account, user and parent.
+    NotFoundError names what the snapshot does not have."""
+    from .errors import NotFoundError
+
+    parent = {r.account: r.parent for r in rows if not r.user}
+
+    def ancestors(account: str) -> list[str]:
+        out, a, hops = [], account, 0
+        while a and hops < 64:
+            out.append(a)
+            a, hops = parent.get(a, ""), hops + 1
+        return out
+
+    known_users = {u.user for u in users}
+    unknown = [x for x in only_users if x not in known_users] + [a for a in only_accounts if a not in parent]
+    if unknown:
+        raise NotFoundError(f"not in the snapshot of {cluster}: {', '.join(unknown)}")
+    wanted = set(only_accounts)
+    under = {a for a in parent if wanted.intersection(ancestors(a))} if wanted else set(parent)
+    keys = {u.key for u in users if (not only_users or u.user in only_users) and u.account in under}
+    accounts = under
+    if only_users:
+        accounts = {a for u in users if u.key in keys for a in ancestors(u.account)} & under
+    return keys, accounts
+
+
 def status_data(
     snap: StoredSnapshot,
     target_core_hours: float | None = None,
@@ -97,27 +126,8 @@ def status_data(
     shown = users
     accounts_shown: set[str] | None = None  # tree: the account rows to show (None: all)
     if only_users or only_accounts:
-        from .errors import NotFoundError
-
-        parent = {r.account: r.parent for r in shares if not r.user}
-
-        def ancestors(account: str) -> list[str]:
-            out, a, hops = [], account, 0
-            while a and hops < 64:
-                out.append(a)
-                a, hops = parent.get(a, ""), hops + 1
-            return out
-
-        known_users = {u.user for u in users}
-        unknown = [x for x in only_users if x not in known_users] + [a for a in only_accounts if a not in parent]
-        if unknown:
-            raise NotFoundError(f"not in the snapshot of {snap.cluster}: {', '.join(unknown)}")
-        wanted = set(only_accounts)
-        under = {a for a in parent if wanted.intersection(ancestors(a))} if wanted else set(parent)
-        shown = [u for u in users if (not only_users or u.user in only_users) and u.account in under]
-        accounts_shown = under
-        if only_users:  # the path down to each user shown, within the accounts asked for
-            accounts_shown = {a for u in shown for a in ancestors(u.account)} & under
+        keys, accounts_shown = _select(shares, users, only_users, only_accounts, snap.cluster)
+        shown = [u for u in users if u.key in keys]
     rows = []
     add = rows.append
     log2 = math.log2
@@ -726,27 +736,9 @@ def status_data_fair_tree(
     # rank order, best first; --tree: sshare's order with the accounts (their users' fields blank)
     shown = [a for a in ft.assocs if a.key != fairshare.ROOT] if tree else [by[k] for k in ft.ranking]
     if only_users or only_accounts:
-        from .errors import NotFoundError
-
-        parent = {a.account: a.parent for a in ft.assocs if not a.is_user}
-        unknown = [x for x in only_users if x not in {a.user for a in real_users}] + [
-            a for a in only_accounts if a not in parent]
-        if unknown:
-            raise NotFoundError(f"not in the snapshot of {snap.cluster}: {', '.join(unknown)}")
-
-        def under(account: str) -> bool:
-            a, hops = account, 0
-            while a and hops < 64:
-                if a in only_accounts:
-                    return True
-                a, hops = parent.get(a, ""), hops + 1
-            return False
-
-        keep_acc = {a.account for a in shown if a.is_user and (not only_users or a.user in only_users)
-                    and (not only_accounts or under(a.account))}
-        shown = [a for a in shown if (a.is_user and (not only_users or a.user in only_users)
-                                      and (not only_accounts or under(a.account)))
-                 or (not a.is_user and (under(a.account) if only_accounts else a.account in keep_acc))]
+        keys, accounts = _select(ft.assocs, [a for a in ft.assocs if a.is_user and a.user != "root"], only_users,
+                                 only_accounts, snap.cluster)
+        shown = [a for a in shown if (a.key in keys if a.is_user else a.account in accounts)]
 
     def finite(x: float) -> float | None:
         return None if x == fairtree.NO_VAL else x  # JSON has no inf: None there, "inf" in the text
