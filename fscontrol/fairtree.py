@@ -35,7 +35,7 @@ Fair Tree a user's factor moves only as usage is charged (theirs, or others').
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from fscontrol.fairshare import ROOT, Key, Tree, TreeError, build_tree
@@ -184,10 +184,101 @@ def level_values(t: Tree, usage: Mapping[Key, float] | None = None,
     return s, u, lf
 
 
-def rank_users(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] | None = None) -> tuple[dict[Key, int], list[Key]]:
-    """Slurm's ranking walk (`_calc_tree_fs`): each user association's rank, and the walk order.
-    `kids`: children_lists(t), when the caller ranks the same tree many times."""
+def _span(t: Tree, k: Key, v: float) -> tuple[float, float]:
+    """The LevelFS an association may truly have, sshare having truncated its RawUsage r:
+    [S·R/(r+1), S·R/r] (v = S·R/r)."""
+    r = float(t.rows[k].raw_usage)
+    if t.rows[k].shares_parent or r <= 0 or not 0.0 < v < math.inf or v == NO_VAL:
+        return v, v
+    return v * r / (r + 1.0), v
+
+
+def _group_overlapping(members: list[Key], span: Mapping[Key, tuple[float, float]], p: float,
+                       out: dict[Key, tuple[float, float]]) -> None:
+    """Keys whose ranges overlap (transitively) share one key: (p, the group's top)."""
+    spans = sorted(members, key=lambda k: -span[k][1])
+    group: list[Key] = []
+    low = top = math.nan
+    for k in spans:
+        lo, hi = span[k]
+        if group and hi >= low:
+            group.append(k)
+            low = min(low, lo)
+            continue
+        for m in group:
+            out[m] = (p, top)
+        group, low, top = [k], lo, hi
+    for m in group:
+        out[m] = (p, top)
+
+
+def ranking_keys(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] | None = None) -> dict[Key, tuple[float, float]]:
+    """What slurmctld's walk compares, as well as sshare lets it be known: per association
+    (printed LevelFS, LevelFS of its tie group).
+
+    sshare truncates RawUsage to an integer, so a LevelFS recomputed from it is S·R/r with the
+    true r anywhere in [r, r+1) (R, the parent's, is common to the siblings and cancels): two
+    siblings slurmctld holds exactly tied (jobs sized to their shares that started in the same
+    second) come out a hair apart, and the walk would split them. sshare's LevelFS column is
+    slurmctld's own value to 6 decimals: siblings ordered by it are ordered so in slurmctld; where
+    it prints two equal and their recomputed ranges [S·R/(r+1), S·R/r] overlap, they are taken as
+    tied (slurmctld's exact tie; a true gap under 5e-7 would print the same and rank as a tie
+    here). With no printed LevelFS (a projection, a classic recording) this is (LevelFS, LevelFS)."""
     kids = children_lists(t) if kids is None else kids
+    out: dict[Key, tuple[float, float]] = {}
+    for sibs in kids.values():
+        printed = {k: t.rows[k].level_fs for k in sibs}
+        if all(v is None for v in printed.values()):
+            out.update({k: (lf[k], lf[k]) for k in sibs})
+            continue
+        by_primary: dict[float, list[Key]] = {}
+        for k in sibs:
+            p = lf[k] if printed[k] is None or t.rows[k].shares_parent else printed[k]
+            by_primary.setdefault(p, []).append(k)
+        for p, group in by_primary.items():
+            _group_overlapping(group, {k: _span(t, k, lf[k]) for k in group}, p, out)
+    return out
+
+
+def tie_groups(keys: Mapping[Key, tuple[float, ...]], kids: Mapping[Key, list[Key]]) -> list[list[Key]]:
+    """Siblings that share one ranking key (ranking_keys) with finite LevelFS: slurmctld's exact
+    ties that integer usage hides."""
+    out = []
+    for sibs in kids.values():
+        by: dict[tuple[float, ...], list[Key]] = {}
+        for k in sibs:
+            by.setdefault(keys[k], []).append(k)
+        out += [g for key, g in by.items() if len(g) > 1 and 0.0 < key[-1] < math.inf and key[-1] != NO_VAL]
+    return out
+
+
+def projected_keys(lf: Mapping[Key, float], usage: Mapping[Key, float], slack: float,
+                   groups: Sequence[list[Key]]) -> dict[Key, tuple[float, float]]:
+    """Ranking keys for a projected tree: each association by its LevelFS, except that the
+    snapshot's tie groups stay tied while their ranges overlap (each usage is known to within
+    `slack` below the truth: the snapshot's truncation, decayed since)."""
+    out = {k: (v, v) for k, v in lf.items()}
+    for g in groups:
+        span = {}
+        for k in g:
+            v, r = lf[k], usage[k]
+            span[k] = (v * r / (r + slack), v) if r > 0 and 0.0 < v < math.inf else (v, v)
+        sub: dict[Key, tuple[float, float]] = {}
+        _group_overlapping(g, span, 0.0, sub)
+        for k, (_, top) in sub.items():
+            out[k] = (top, top)
+    return out
+
+
+def rank_users(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] | None = None,
+               keys: Mapping[Key, tuple[float, ...]] | None = None) -> tuple[dict[Key, int], list[Key]]:
+    """Slurm's ranking walk (`_calc_tree_fs`): each user association's rank, and the walk order.
+    `kids`: children_lists(t), when the caller ranks the same tree many times; `keys`: what the
+    walk compares (ranking_keys), when it is not the recomputed LevelFS alone."""
+    kids = children_lists(t) if kids is None else kids
+    cmp: Mapping[Key, tuple[float, ...]] = keys if keys is not None else {k: (v,) for k, v in lf.items()}
+    width = len(next(iter(cmp.values()))) if cmp else 1
+    start = (NO_VAL,) * width  # slurmctld's prev_level_fs starts at NO_VAL
     n = sum(1 for k in t.order if k[1])
     rank = {"rank": n, "rnt": n}  # rnt: the rank with no ties
     out: dict[Key, int] = {}
@@ -198,12 +289,12 @@ def rank_users(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] |
 
     def calc(siblings: list[Key], account_tied: bool) -> None:
         # sort: higher LevelFS first, users before accounts on a tie; stable otherwise
-        sibs = sorted(siblings, key=lambda k: (-lf[k], 0 if is_user(k) else 1))
-        prev = NO_VAL
+        sibs = sorted(siblings, key=lambda k: (tuple(-x for x in cmp[k]), 0 if is_user(k) else 1))
+        prev = start
         i = 0
         while i < len(sibs):
             k = sibs[i]
-            tied = True if (i == 0 and account_tied) else (prev == lf[k])
+            tied = True if (i == 0 and account_tied) else (prev == cmp[k])
             if is_user(k):
                 if not tied:
                     rank["rank"] = rank["rnt"]
@@ -211,20 +302,20 @@ def rank_users(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] |
                 walk.append(k)
                 rank["rnt"] -= 1
             else:
-                merge = _count_tied_accounts(sibs, i, lf)
+                merge = _count_tied_accounts(sibs, i, cmp)
                 merged: list[Key] = []
                 for j in range(i, i + merge + 1):
                     merged.extend(kids.get(sibs[j], ()))
                 calc(merged, tied)
                 i += merge
-            prev = lf[k]
+            prev = cmp[k]
             i += 1
 
     calc(list(kids.get(ROOT, ())), False)
     return out, walk
 
 
-def _count_tied_accounts(sibs: list[Key], i: int, lf: Mapping[Key, float]) -> int:
+def _count_tied_accounts(sibs: list[Key], i: int, lf: Mapping[Key, object]) -> int:
     """As Slurm's: counts the following siblings that are users (!) with the same LevelFS.
 
     Users sort before accounts on a tie, so after an account no user ties with it: the count is
@@ -246,7 +337,8 @@ def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
     t = build_tree(rows)
     held, form = held_shares(t, "fair_tree")
     s, u, lf = level_values(t, shares=held)
-    ranks, walk = rank_users(t, lf)
+    kids = children_lists(t)
+    ranks, walk = rank_users(t, lf, kids, ranking_keys(t, lf, kids))
     n = len(ranks)
     out = []
     for k, r in t.rows.items():  # sshare's order

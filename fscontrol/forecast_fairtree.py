@@ -175,11 +175,15 @@ def project_ranks(
     rate x dt x f^dt for its run time dt since the last pass (decay.py: Slurm's step), to the
     association and every ancestor; the snapshot's usage is taken as of the pass before the
     first one. Nobody starts a new job."""
-    from fscontrol.fairtree import children_lists, held_shares, level_values, rank_users
+    from fscontrol.fairtree import (children_lists, held_shares, level_values, projected_keys, rank_users,
+                                    ranking_keys, tie_groups)
 
     t = build_tree(rows)
     held = held_shares(t, "fair_tree")[0]  # the NormShares slurmctld ranks with
     kids = children_lists(t)
+    # siblings slurmctld holds exactly tied now (sshare's LevelFS) stay tied while usage grows alike
+    ties = tie_groups(ranking_keys(t, level_values(t, shares=held)[2], kids), kids)
+    slack = 1.0  # each usage is known to within one unit (sshare truncates), decaying with it
     n_users = sum(1 for k in t.rows if k[1])
     f = decay_factor_per_second(half_life_s)
     usage = {k: float(r.raw_usage) for k, r in t.rows.items()}
@@ -191,6 +195,7 @@ def project_ranks(
         decay = f**dt
         for k in usage:
             usage[k] *= decay
+        slack *= decay
         for key, jobs in running.items():
             if key not in t.rows:
                 continue
@@ -202,7 +207,9 @@ def project_ranks(
             while a is not None:
                 usage[a] += charge
                 a = t.parent.get(a)
-        ranks, _ = rank_users(t, level_values(t, usage, held)[2], kids)  # one tree, re-ranked under the new usage
+        lf = level_values(t, usage, held)[2]
+        keys = projected_keys(lf, usage, slack, ties) if ties else None
+        ranks, _ = rank_users(t, lf, kids, keys)  # one tree, re-ranked under the new usage
         for k in watch:
             out[k].append(RankPoint(at, ranks[k], ranks[k] / n_users))
         prev = at

@@ -254,6 +254,15 @@ def split_clusters(text: str) -> dict[str | None, str]:
     return {k: "\n".join(v) for k, v in out.items() if any(x.strip() for x in v)}
 
 
+def _level_fs(v: str, command: str, no: int, line: str) -> float | None:
+    """sshare's LevelFS: slurmctld's value printed "%f"; "inf" for no usage; empty where it has none
+    (root, FairShare=parent, classic)."""
+    v = v.strip()
+    if v == "inf":
+        return math.inf
+    return _flt(v, command, "LevelFS", no, line, allow_empty=True)
+
+
 def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[ShareRow, ...]:
     """`sshare -a -l -P` (or `-a -P`): associations in tree order, depth from the indentation."""
     header, lines, first = _header(text, command, ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage"))
@@ -263,6 +272,7 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
         ix[c] for c in ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage")
     )
     i_nu, i_fs, i_run = ix.get("NormUsage"), ix.get("FairShare"), ix.get("TRESRunMins")
+    i_lfs = ix.get("LevelFS")
     out: list[ShareRow] = []
     append = out.append
     stack: list[str] = []  # account names by depth
@@ -312,12 +322,13 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                 norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
                 effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
                 fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
+                level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
                 if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
                     raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
                 append(
                     ShareRow(
                         account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
-                        effective_usage, fairshare, run_mins,
+                        effective_usage, fairshare, run_mins, level_fs,
                     )
                 )
         except Exception:

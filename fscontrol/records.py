@@ -73,6 +73,7 @@ class ShareRow:
     effective_usage: float | None
     fairshare: float | None
     billing_run_mins: int | None = None  # TRESRunMins billing=N: billing-minutes still to run
+    level_fs: float | None = None  # LevelFS: slurmctld's own Fair Tree value, 6 decimals (None: not printed)
 
     @property
     def is_user(self) -> bool:

@@ -275,6 +275,15 @@ def _m006_tick_story(db: sqlite_utils.Database) -> None:
                   set_at REAL NOT NULL, PRIMARY KEY (cluster, key))""")
 
 
+def _m007_level_fs(db: sqlite_utils.Database) -> None:
+    # sshare's LevelFS: slurmctld's own Fair Tree value (6 decimals). RawUsage is printed truncated
+    # to an integer, so two siblings slurmctld holds exactly tied (e.g. jobs sized to their shares,
+    # started in the same second) look a unit apart in it; the printed LevelFS shows the tie
+    # (fairtree.ranking_keys)
+    for table in ("assoc_samples", "assoc_current"):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN level_fs REAL")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
@@ -282,6 +291,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("004_gate_ledger", _m004_gate_ledger),
     ("005_tick_stage", _m005_tick_stage),
     ("006_tick_story", _m006_tick_story),
+    ("007_level_fs", _m007_level_fs),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -434,6 +444,7 @@ _SAMPLE_COLS = (
     "effective_usage",
     "fairshare",
     "billing_run_mins",
+    "level_fs",
 )
 
 
@@ -464,6 +475,7 @@ def _sample_values(r: ShareRow) -> tuple:
         r.effective_usage,
         r.fairshare,
         r.billing_run_mins,
+        r.level_fs,
     )
 
 
@@ -744,6 +756,7 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
             effective_usage=r[10],
             fairshare=r[11],
             billing_run_mins=r[12],
+            level_fs=r[13],
         )
         for r in rows
     )

@@ -62,8 +62,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_fit.py": "testbed-c",  # 9.0
     "test_integration_gate.py": "testbed-c",  # 5.0
     "test_integration_fairshare.py": "testbed-c",  # 3.0
-    # switches the testbed to Fair Tree and back: on a slurmctld of its own, first (after the classic
-    # fair-share test's reconfigures on the same 22.05 slurmctld, the deep tree disagreed once: see #17)
+    # switches the testbed to Fair Tree and back (restarting slurmctld): on a slurmctld of its own
     "test_integration_fairtree.py": "testbed-e",  # 4-7
     "test_integration_agent.py": "testbed-d",  # 4.9
     "test_integration_faults.py": "testbed-d",  # 4.5

@@ -255,3 +255,31 @@ def test_classic_norm_shares_left_by_a_reconfigure_are_recognised_and_rank_alike
 
     check_share_tree(stale, fair_tree=True)  # not taken for a cut output
     check_share_tree(fresh, fair_tree=True)
+
+
+def test_printed_levelfs_restores_an_exact_tie_that_integer_usage_splits():
+    """Hand-worked: P has user u (2 shares) and account A (1 share, user a). slurmctld holds
+    u = 1999.8, A = 999.9, P = 2999.7: LevelFS (2/3)/(1999.8/2999.7) = (1/3)/(999.9/2999.7) = 1
+    exactly, a tie (u first, a shares its rank: both rank 2 of 2). sshare prints 1999, 999, 2998
+    and LevelFS 1.000000 for both. From the integers alone A leads (1.00033 vs 0.99983)."""
+    from dataclasses import replace
+
+    from fscontrol.fairtree import compute_fair_tree
+
+    rows = tree("""
+        0 root - 1 0
+        1 P - 1 0
+        2 P u 2 1999
+        2 A - 1 0
+        3 A a 1 999
+    """)
+    blind = compute_fair_tree(rows).by_key()
+    assert (blind[("P", "u")].rank, blind[("A", "a")].rank) == (1, 2)
+    printed = {("P", "u"): 1.0, ("A", ""): 1.0}
+    seen = tuple(replace(r, level_fs=printed.get(r.key, r.level_fs)) for r in rows)
+    ft = compute_fair_tree(seen).by_key()
+    assert (ft[("P", "u")].rank, ft[("A", "a")].rank) == (2, 2)
+    # the same printed value but integers no truncation can reconcile (u 1999 vs A 400): ordered by them
+    far = tuple(replace(r, raw_usage=400) if r.key in (("A", ""), ("A", "a")) else r for r in seen)
+    ft = compute_fair_tree(far).by_key()
+    assert (ft[("P", "u")].rank, ft[("A", "a")].rank) == (1, 2)

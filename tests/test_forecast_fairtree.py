@@ -153,7 +153,7 @@ def test_metrics_under_fair_tree_carry_rank_and_level_fs(tmp_path):
     assert lfs[("flat", "carol")] == float("inf") and lfs[("flat", "dave")] == pytest.approx(ft[("flat", "dave")].level_fs)
 
 
-@pytest.mark.parametrize("name", ["testbed-fairtree", "testbed-2411-fairtree", "testbed-2411-classic"])
+@pytest.mark.parametrize("name", ["testbed-fairtree", "testbed-fairtree-tie", "testbed-2411-fairtree", "testbed-2411-classic"])
 def test_recordings_of_both_versions_match_slurm_own_factors(name, tmp_path):
     """The recordings of 22.05 and 24.11 (samples/*/meta.json: command, version, note): F for
     every probe job equals sprio's (and, under Fair Tree, every user association's sshare's),
@@ -169,3 +169,45 @@ def test_recordings_of_both_versions_match_slurm_own_factors(name, tmp_path):
         assert abs(r["fairshare"] - r["fairshare_sprio"]) <= 5e-6, r
     if data["priority_mode"] == "fair_tree":
         assert all(abs(r["fairshare"] - r["fairshare_sshare"]) <= 5e-6 for r in data["table"])
+
+
+TIE = ROOT / "samples" / "testbed-fairtree-tie"
+
+
+def test_an_exact_tie_that_truncated_usage_hides_is_read_off_sshare_levelfs(tmp_path):
+    """samples/testbed-fairtree-tie (22.05, meta.json): dave@genomics (16 CPUs, 2 shares) and the
+    account lab (8 CPUs, 1 share) started in the same second, so slurmctld holds their LevelFS
+    exactly equal (sshare prints 1.166667 for both) and ranks bob@lab with dave (rule 3 of Fair
+    Tree's ties). sshare's RawUsage is truncated (3607 and 1803, not 2:1): recomputed from it
+    alone, dave sorts ahead of lab by a hair and the tie is lost. sprio is the check."""
+    from dataclasses import replace as dc_replace
+
+    db = store.open_db(tmp_path / "h.db")
+    snap = store.load_snapshot(db, pipeline.collect(RecordedSlurm(TIE), db).snapshot_id)  # LevelFS kept in the history
+    prio = snap.prio_fairshare
+    assert len(prio) == 12
+    rows = {r.key: r for r in snap.shares}
+    assert rows[("genomics", "dave")].level_fs == rows[("lab", "")].level_fs == pytest.approx(1.166667)
+    assert rows[("genomics", "dave")].raw_usage != 2 * rows[("lab", "")].raw_usage  # the truncation shows
+    ft = compute_fair_tree(snap.shares).by_key()
+    for k, f in prio.items():
+        assert abs(ft[k].fairshare - f) <= 5e-6, (k, ft[k].fairshare, f)
+    assert ft[("genomics", "dave")].rank == ft[("lab", "bob")].rank == 6 and ft[("lab", "alice")].rank == 4
+    blind = compute_fair_tree([dc_replace(r, level_fs=None) for r in snap.shares]).by_key()
+    assert abs(blind[("genomics", "dave")].fairshare - prio[("genomics", "dave")]) > 0.1  # what #17 saw
+
+
+def test_a_tie_stays_while_the_tied_keep_running_alike():
+    """Projected: the tied pair keeps running 2:1 (as its shares), so slurmctld keeps them tied
+    at every pass; the projection keeps the tie while the truncation's slack can explain it."""
+    snap = pipeline.read_snapshot(RecordedSlurm(TIE))
+    running = {("genomics", "dave"): [(None, 16.0)], ("lab", "alice"): [(None, 6.0)], ("lab", "bob"): [(None, 2.0)]}
+    watch = [("genomics", "dave"), ("lab", "bob")]
+    pts = ftf.project_ranks(snap.shares, running, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
+    dave, bob = ([p.rank for p in pts[k]] for k in watch)
+    assert dave == bob  # tied at every pass (dave@bio, idle here, passes both: they move together)
+    assert dave == [5] * 5
+    # lab running faster than its share: the tie breaks at the first pass, dave ahead of lab
+    faster = {**running, ("lab", "bob"): [(None, 6.0)]}
+    pts = ftf.project_ranks(snap.shares, faster, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
+    assert all(d.rank > b.rank for d, b in zip(pts[watch[0]], pts[watch[1]]))

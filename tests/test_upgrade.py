@@ -26,7 +26,8 @@ def _fscontrol(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "fscontrol", *args], capture_output=True, text=True, timeout=120)
 
 
-RELEASED = [("history-004.db", "004_gate_ledger"), ("history-005.db", "005_tick_stage")]
+RELEASED = [("history-004.db", "004_gate_ledger"), ("history-005.db", "005_tick_stage"),
+            ("history-006.db", "006_tick_story")]
 
 
 @pytest.mark.parametrize("fixture,schema", RELEASED)
