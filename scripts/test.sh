@@ -9,7 +9,7 @@
 #
 # Both Slurm versions run, side by side: the whole suite on 22.05 (five testbed groups, each on a
 # Slurm of its own: tests/conftest.py), and at the same time the testbed tests that need no
-# classic-only control on 24.11 (two groups, their own folders, ports +1000). The last line adds
+# classic-only control on 24.11 (three groups, their own folders, ports +1000). The last line adds
 # the two runs up. FSCONTROL_SLURM=24.11 runs the whole suite on 24.11 instead;
 # FSCONTROL_BOTH=0 runs only the one version.
 set -euo pipefail
@@ -29,11 +29,14 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 second=0
 if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
-  # Slurm 24.11: collection, classic F and Fair Tree against sprio, the gate, why, the agent and its
-  # fault matrix, control off (the long control, forecast and fit experiments run on 22.05 here)
+  # Slurm 24.11: every testbed test that does not need classic control (collection, classic F and
+  # Fair Tree against sprio, the Fair Tree forecast, the fit, the gate, why, the agent and its fault
+  # matrix, control off, the site install as a user); the classic control experiments (control
+  # holds, the classic forecast, halving, padding, trim) run on 22.05 here
   FSCONTROL_SLURM=24.11 FSCONTROL_TESTBED_DIR="${FSCONTROL_TESTBED_DIR:-/tmp/fscontrol-testbed}-24.11" \
-    .venv/bin/python -m pytest -n 2 --dist loadgroup -m slurm --durations=10 --junitxml="$out/2411.xml" \
+    .venv/bin/python -m pytest -n 3 --dist loadgroup -m slurm --durations=10 --junitxml="$out/2411.xml" \
     tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py \
+    tests/test_integration_fairtree_forecast.py tests/test_integration_fit.py tests/test_site_install.py \
     tests/test_integration_gate.py tests/test_integration_why.py tests/test_integration_agent.py \
     tests/test_integration_faults.py tests/test_integration_off.py > "$out/2411.log" 2>&1 &
   second=$!

@@ -30,6 +30,8 @@ def test_a_plain_user_runs_the_site_install(slurm, tmp_path_factory):
         assert v.returncode == 0 and v.stdout.startswith("fscontrol "), v.stderr
         module = next((prefix / "modulefiles" / "fscontrol").glob("*.lua"))
         path = re.search(r'prepend_path\("PATH", "([^"]+)"\)', module.read_text()).group(1)
+        if (slurm.dir / "bin").is_dir():  # Slurm 24.11: the testbed's client wrappers, before the host's 22.05 ones
+            path = f"{path}:{slurm.dir / 'bin'}"
         # carol's own forecast, from the recorded series (as of its time), as the module's PATH gives it
         public = base / "public"
         public.mkdir()
