@@ -153,6 +153,14 @@ def test_random_operations_match_the_brute_force_reference(seq, cap):
             got = p.earliest(s, d, t)
             if got != INF:
                 assert p.fits(got, d, s)
+            if held:
+                a, e, sz = held[t % len(held)]
+                if e != INF and a >= b.origin:
+                    q = Profile(cap, 0)  # a copy: give the reservation back, search, compare
+                    q.T, q.F = list(p.T), list(p.F)
+                    q.release(a, e, sz)
+                    want = q.earliest(sz, e - a, t, by=a)
+                    assert p.improve(sz, e - a, a, t) == want
             by = t + 3
             assert p.earliest(s, d, t, by=by) == (by if max(t, b.origin) >= by else min(b.earliest(s, d, t), by))
         assert p.steps() == b.steps()  # canonical: the same function, the same list

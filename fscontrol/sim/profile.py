@@ -12,6 +12,7 @@ API (times are floats, ``math.inf`` allowed as an end; sizes are ints, processor
     p.earliest(size, duration, after)    # earliest t >= after with `size` free on [t, t+duration)
     p.reserve(start, end, size)          # take `size` on [start, end)  (ProfileError if not free)
     p.release(start, end, size)          # give them back (a job ended early, a re-plan)
+    p.improve(size, duration, held, after)  # a held reservation's earliest earlier start (compression)
     p.free_at(t); p.min_free(a, b); p.fits(start, duration, size)
     p.advance(now)                       # drop the past: the profile now starts at ``now``
     p.steps()                            # [(T[k], F[k]), ...] for tests and display
@@ -119,6 +120,45 @@ class Profile:
                 if cand >= by:
                     return by
                 end = cand + duration
+            elif k + 1 == n or T[k + 1] >= end:
+                return cand
+            else:
+                k += 1
+
+    def improve(self, size: int, duration: float, held: float, after: float) -> float:
+        """For a job that holds ``[held, held + duration)`` with ``size`` processors: the earliest
+        start ``>= after`` it could move to once it gives that back, or ``held`` if there is none
+        earlier. Changes nothing (the caller releases and reserves only when the job moves).
+
+        Same answer as ``release(held, held + duration, size)``, ``earliest(size, duration,
+        after, by=held)``, ``reserve`` back, without the three edits: a window ``[c, c + duration)``
+        with ``c < held`` ends inside the held one, where the freed processors are at least
+        ``size``, so only ``[c, held)`` needs checking against the profile as it is.
+        """
+        T, F = self.T, self.F
+        n = len(T)
+        if after <= T[0]:
+            after = T[0]
+            k = 0
+        else:
+            k = bisect_right(T, after) - 1
+        cand = after
+        if cand >= held:
+            return held
+        end = cand + duration
+        if end > held:
+            end = held
+        while True:
+            if F[k] < size:
+                k += 1
+                if k == n:
+                    return held
+                cand = T[k]
+                if cand >= held:
+                    return held
+                end = cand + duration
+                if end > held:
+                    end = held
             elif k + 1 == n or T[k + 1] >= end:
                 return cand
             else:
