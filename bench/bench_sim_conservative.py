@@ -1,0 +1,156 @@
+"""Conservative backfilling: fscontrol.sim against CQSim's conservative mode, same logs, same run.
+
+Run:  .venv/bin/python bench/bench_sim_conservative.py --cqsim /tmp/cqsim [--jobs 10000] [--logs kth,sdsc]
+
+--cqsim: a checkout of SPEAR-UIC/CQSim (the folder holding ``src/cqsim.py``; it is not on the
+package index). The script copies its ``src/`` into a temporary folder, points ``cqsim_path`` at
+the copy, writes the first --jobs jobs with a run time of each log there, and runs
+``python cqsim.py -j X.swf -n X.swf -b 2 -w 0 -R N`` (``-b 2``: its ``backfill_cons``; ``-b 1``
+with --cqsim-easy too) with this interpreter, standard output to /dev/null, timed end to end
+(its own reading of the log included). Then fscontrol.sim on the same jobs (read from the same
+file): conservative and EASY, timed the same way (reading the file included).
+
+Prints per log: wall time, jobs/s, mean wait (min) and mean bounded slowdown (10 s) of each
+schedule (CQSim's from its ``.rst`` output: ``id;reqProc;proc;reqTime;run;wait;submit;start;end``)
+and the speed ratio ours / CQSim's. Without --cqsim only our side runs. --json for the rows.
+
+Logs (samples/traces): KTH-SP2 (100 nodes of 1 processor) and SDSC-BLUE (144 nodes of 8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from fscontrol.sim import read_swf, run_simulation  # noqa: E402
+
+LOGS = {
+    "kth": (ROOT / "samples" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz", 1),
+    "sdsc": (ROOT / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz", 8),
+}
+
+
+def prefix(src: Path, dst: Path, jobs: int) -> int:
+    """The header and the first `jobs` records with a run time (field 4 >= 0): what both simulators read."""
+    kept = 0
+    with gzip.open(src, "rt") as f, dst.open("w") as out:
+        for line in f:
+            if line.startswith(";"):
+                out.write(line)
+                continue
+            fields = line.split()
+            if len(fields) < 5 or float(fields[3]) < 0:
+                continue
+            if kept == jobs:
+                break
+            out.write(line)
+            kept += 1
+    return kept
+
+
+def bsld(wait: float, run: float, tau: float = 10.0) -> float:
+    b = (wait + run) / max(run, tau)
+    return b if b > 1.0 else 1.0
+
+
+def run_cqsim(src: Path, work: Path, swf: Path, mode: int, n: int) -> dict:
+    tree = work / "cqsim"
+    if not tree.exists():
+        shutil.copytree(src / "src", tree / "src")
+        for d in ("InputFiles", "Results", "Fmt", "Debug"):
+            (tree / "data" / d).mkdir(parents=True)
+        p = tree / "src" / "cqsim_path.py"
+        text = p.read_text()
+        p.write_text(text.replace(text.split("\n")[1], f'path_cqsim="{tree}/"'))
+    shutil.copy(swf, tree / "data" / "InputFiles" / swf.name)
+    out = f"{swf.stem}-b{mode}"
+    cmd = [sys.executable, "cqsim.py", "-j", swf.name, "-n", swf.name, "-b", str(mode), "-w", "0", "-R", str(n), "-o", out]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=tree / "src", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = time.perf_counter() - t0
+    rows = [ln.strip().split(";") for ln in (tree / "data" / "Results" / f"{out}.rst").read_text().splitlines() if ln.strip()]
+    waits = [float(r[5]) for r in rows]
+    runs = [float(r[4]) for r in rows]
+    return {
+        "wall_s": wall,
+        "jobs": len(rows),
+        "mean_wait_min": sum(waits) / len(waits) / 60,
+        "mean_bsld": sum(bsld(w, r) for w, r in zip(waits, runs)) / len(rows),
+        "command": " ".join(cmd[1:]),
+    }
+
+
+def run_ours(swf: Path, ppn: int, policy: str) -> dict:
+    t0 = time.perf_counter()
+    w = read_swf(swf, procs_per_node=ppn)
+    r = run_simulation(w, policy, per_user=False)
+    wall = time.perf_counter() - t0
+    o = r.overall
+    out = {
+        "wall_s": wall,
+        "engine_s": r.wall_s,
+        "jobs": o["finished"],
+        "mean_wait_min": o["mean_wait_s"] / 60,
+        "mean_bsld": o["mean_bsld"],
+    }
+    if r.reservation:
+        out["started_after_reservation"] = sum(1 for s, f in zip(r.start, r.reservation) if s > f)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cqsim", type=Path, help="a CQSim checkout (the folder with src/cqsim.py)")
+    ap.add_argument("--jobs", type=int, default=10000, help="the first N jobs with a run time of each log")
+    ap.add_argument("--logs", default="kth,sdsc", help="comma-separated: kth, sdsc")
+    ap.add_argument("--cqsim-easy", action="store_true", help="also run CQSim's EASY (-b 1)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-cons-") as tmp:
+        work = Path(tmp)
+        for name in a.logs.split(","):
+            src, ppn = LOGS[name]
+            swf = work / f"{name}-first{a.jobs}.swf"
+            n = prefix(src, swf, a.jobs)
+            res = {"log": src.name, "jobs": n}
+            res["ours_conservative"] = run_ours(swf, ppn, "conservative")
+            res["ours_easy"] = run_ours(swf, ppn, "easy")
+            if a.cqsim:
+                res["cqsim_conservative"] = run_cqsim(a.cqsim, work, swf, 2, n)
+                if a.cqsim_easy:
+                    res["cqsim_easy"] = run_cqsim(a.cqsim, work, swf, 1, n)
+                res["speed_ratio"] = res["cqsim_conservative"]["wall_s"] / res["ours_conservative"]["wall_s"]
+            rows.append(res)
+            if not a.json:
+                print(f"{src.name}: the first {n:,} jobs with a run time")
+                for k in ("ours_conservative", "ours_easy", "cqsim_conservative", "cqsim_easy"):
+                    if k in res:
+                        v = res[k]
+                        print(
+                            f"  {k:<20}{v['wall_s']:9.2f} s {v['jobs'] / v['wall_s']:10,.0f} jobs/s"
+                            f"   mean wait {v['mean_wait_min']:8.1f} min   mean bsld {v['mean_bsld']:7.2f}"
+                            f"   ({v['jobs']:,} jobs)"
+                        )
+                c = res["ours_conservative"]
+                print(f"  our conservative: {c['started_after_reservation']} jobs started after their arrival reservation")
+                if "speed_ratio" in res:
+                    print(f"  speed: ours {res['speed_ratio']:.1f}x CQSim's conservative mode (target >= 10x)")
+                print()
+    if a.json:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
