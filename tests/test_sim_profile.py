@@ -161,9 +161,16 @@ def test_random_operations_match_the_brute_force_reference(seq, cap):
                     q.release(a, e, sz)
                     want = q.earliest(sz, e - a, t, by=a)
                     assert p.improve(sz, e - a, a, t) == want
+                    if want < a and want >= b.origin:  # and move there, as the compression does
+                        p.move(a, want, e - a, sz)
+                        b.release(a, e, sz)
+                        b.reserve(want, want + e - a, sz)
+                        held[t % len(held)] = (want, want + e - a, sz)
             by = t + 3
             assert p.earliest(s, d, t, by=by) == (by if max(t, b.origin) >= by else min(b.earliest(s, d, t), by))
         assert p.steps() == b.steps()  # canonical: the same function, the same list
         for x in range(0, 45, 3):
             assert p.free_at(x) == b.free_at(x)
+            assert p.min_free(x, x + d) == b.min_free(x, x + d)
+            assert p.max_free(x, x + d) == max(b.free_at(y) for y in [max(x, b.origin)] + [q for q in b.points() if x < q < x + d])
         assert all(0 <= f <= cap for _, f in p.steps())

@@ -98,6 +98,7 @@ def simulate_conservative(
     reserve = prof.reserve
     release = prof.release
     improve = prof.improve
+    move = prof.move
     earliest = prof.earliest
     heappush, heappop = heapq.heappush, heapq.heappop
 
@@ -131,8 +132,7 @@ def simulate_conservative(
                 d = est[i]
                 nr = improve(s, d, r, t)
                 if nr < r:
-                    release(r, r + d, s)
-                    reserve(nr, nr + d, s)
+                    move(r, nr, d, s)
                     res[i] = nr
                     heappush(starts, (nr, i))
                     moves += 1

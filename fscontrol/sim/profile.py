@@ -13,7 +13,8 @@ API (times are floats, ``math.inf`` allowed as an end; sizes are ints, processor
     p.reserve(start, end, size)          # take `size` on [start, end)  (ProfileError if not free)
     p.release(start, end, size)          # give them back (a job ended early, a re-plan)
     p.improve(size, duration, held, after)  # a held reservation's earliest earlier start (compression)
-    p.free_at(t); p.min_free(a, b); p.fits(start, duration, size)
+    p.move(held, start, duration, size)  # ... and the move there (trusts improve's answer)
+    p.free_at(t); p.min_free(a, b); p.max_free(a, b); p.fits(start, duration, size)
     p.advance(now)                       # drop the past: the profile now starts at ``now``
     p.steps()                            # [(T[k], F[k]), ...] for tests and display
 
@@ -80,6 +81,21 @@ class Profile:
         n = len(T)
         while k < n and T[k] < end:
             if F[k] < m:  # noqa: PLR1730 - hot loop: a comparison is cheaper than min()
+                m = F[k]
+            k += 1
+        return m
+
+    def max_free(self, start: float, end: float) -> int:
+        """The most processors free at any instant of ``[start, end)`` (``free_at(start)`` if empty)."""
+        T, F = self.T, self.F
+        k = bisect_right(T, start) - 1
+        if k < 0:
+            k = 0
+        m = F[k]
+        k += 1
+        n = len(T)
+        while k < n and T[k] < end:
+            if F[k] > m:  # noqa: PLR1730
                 m = F[k]
             k += 1
         return m
@@ -197,6 +213,11 @@ class Profile:
             raise ProfileError(f"cannot reserve {-delta} on [{start:g}, {end:g}): only {lo} free at some instant")
         if hi + delta > self.capacity:
             raise ProfileError(f"cannot release {delta} on [{start:g}, {end:g}): {hi} of {self.capacity} already free at some instant")
+        self._apply(start, end, delta)
+
+    def _apply(self, start: float, end: float, delta: int) -> None:
+        """Add ``delta`` on ``[start, end)`` (start at or after the origin, end > start), unchecked."""
+        T, F = self.T, self.F
         i = self._split(start)
         j = self._split(end) if end != INF else len(T)
         for k in range(i, j):
@@ -219,6 +240,18 @@ class Profile:
         if size < 0:
             raise ProfileError(f"cannot release a negative size ({size})")
         self._add(start, end, size)
+
+    def move(self, held: float, start: float, duration: float, size: int) -> None:
+        """Move a reservation of ``size`` from ``[held, held + duration)`` to ``[start, start +
+        duration)`` with ``start = improve(size, duration, held, now)`` (the compression step).
+
+        Not checked again (``improve`` found the room): two edits instead of release and reserve
+        with their checks. ``start`` must be at or after the origin.
+        """
+        if start == held or size == 0 or duration <= 0:
+            return
+        self._apply(held if held > self.T[0] else self.T[0], held + duration, size)
+        self._apply(start, start + duration, -size)
 
     def advance(self, now: float) -> None:
         """Forget the profile before ``now`` (a no-op for times at or before the origin)."""
