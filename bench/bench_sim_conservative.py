@@ -12,7 +12,10 @@ file): conservative and EASY, timed the same way (reading the file included).
 
 Prints per log: wall time, jobs/s, mean wait (min) and mean bounded slowdown (10 s) of each
 schedule (CQSim's from its ``.rst`` output: ``id;reqProc;proc;reqTime;run;wait;submit;start;end``)
-and the speed ratio ours / CQSim's. Without --cqsim only our side runs. --json for the rows.
+and the speed ratio ours / CQSim's. Also a replica of what CQSim's conservative mode does
+(tests/peer_models.py ``cqsim_conservative``: waiting jobs placed by their actual run time,
+re-planned from scratch at every pass), its figures and how many of CQSim's jobs it starts at
+the same second. Without --cqsim only our side and the replica run. --json for the rows.
 
 Logs (samples/traces): KTH-SP2 (100 nodes of 1 processor) and SDSC-BLUE (144 nodes of 8).
 """
@@ -31,6 +34,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from peer_models import cqsim_conservative, schedule_metrics  # noqa: E402
 
 from fscontrol.sim import read_swf, run_simulation  # noqa: E402
 
@@ -87,7 +93,24 @@ def run_cqsim(src: Path, work: Path, swf: Path, mode: int, n: int) -> dict:
         "mean_wait_min": sum(waits) / len(waits) / 60,
         "mean_bsld": sum(bsld(w, r) for w, r in zip(waits, runs)) / len(rows),
         "command": " ".join(cmd[1:]),
+        "starts": {r[0]: float(r[7]) for r in rows},  # SWF job id -> start, from the first submission
     }
+
+
+def same_starts(w, starts: list[float], peer: dict[str, float]) -> float:
+    """The fraction of the peer's jobs that start at the same second in `starts`."""
+    t0 = w.jobs[0].submit
+    ours = {j.job_id: s - t0 for j, s in zip(w.jobs, starts)}
+    return sum(1 for k, v in peer.items() if ours.get(k) == v) / len(peer)
+
+
+def run_replica(swf: Path, ppn: int) -> tuple[dict, list[float]]:
+    w = read_swf(swf, procs_per_node=ppn)
+    t0 = time.perf_counter()
+    st = cqsim_conservative(w.jobs, w.nodes)
+    wall = time.perf_counter() - t0
+    m = schedule_metrics(w, st)
+    return {"wall_s": wall, "jobs": m["finished"], "mean_wait_min": m["mean_wait_s"] / 60, "mean_bsld": m["mean_bsld"]}, st
 
 
 def run_ours(swf: Path, ppn: int, policy: str) -> dict:
@@ -126,15 +149,21 @@ def main() -> int:
             res = {"log": src.name, "jobs": n}
             res["ours_conservative"] = run_ours(swf, ppn, "conservative")
             res["ours_easy"] = run_ours(swf, ppn, "easy")
+            res["replica_cqsim_conservative"], rep = run_replica(swf, ppn)
             if a.cqsim:
-                res["cqsim_conservative"] = run_cqsim(a.cqsim, work, swf, 2, n)
+                cq = res["cqsim_conservative"] = run_cqsim(a.cqsim, work, swf, 2, n)
                 if a.cqsim_easy:
                     res["cqsim_easy"] = run_cqsim(a.cqsim, work, swf, 1, n)
-                res["speed_ratio"] = res["cqsim_conservative"]["wall_s"] / res["ours_conservative"]["wall_s"]
+                res["speed_ratio"] = cq["wall_s"] / res["ours_conservative"]["wall_s"]
+                w = read_swf(swf, procs_per_node=ppn)
+                res["replica_same_start_as_cqsim"] = same_starts(w, rep, cq["starts"])
+                res["ours_same_start_as_cqsim"] = same_starts(w, run_simulation(w, "conservative", per_user=False).start, cq["starts"])
+                del cq["starts"]
+                res.get("cqsim_easy", {}).pop("starts", None)
             rows.append(res)
             if not a.json:
                 print(f"{src.name}: the first {n:,} jobs with a run time")
-                for k in ("ours_conservative", "ours_easy", "cqsim_conservative", "cqsim_easy"):
+                for k in ("ours_conservative", "ours_easy", "cqsim_conservative", "cqsim_easy", "replica_cqsim_conservative"):
                     if k in res:
                         v = res[k]
                         print(
@@ -145,6 +174,10 @@ def main() -> int:
                 c = res["ours_conservative"]
                 print(f"  our conservative: {c['started_after_reservation']} jobs started after their arrival reservation")
                 if "speed_ratio" in res:
+                    print(
+                        f"  same start as CQSim's conservative: the replica {res['replica_same_start_as_cqsim']:.1%}, "
+                        f"our conservative {res['ours_same_start_as_cqsim']:.1%} of its jobs"
+                    )
                     print(f"  speed: ours {res['speed_ratio']:.1f}x CQSim's conservative mode (target >= 10x)")
                 print()
     if a.json:
