@@ -167,7 +167,7 @@ def main() -> int:
                     if k in res:
                         v = res[k]
                         print(
-                            f"  {k:<20}{v['wall_s']:9.2f} s {v['jobs'] / v['wall_s']:10,.0f} jobs/s"
+                            f"  {k:<28}{v['wall_s']:9.2f} s {v['jobs'] / v['wall_s']:10,.0f} jobs/s"
                             f"   mean wait {v['mean_wait_min']:8.1f} min   mean bsld {v['mean_bsld']:7.2f}"
                             f"   ({v['jobs']:,} jobs)"
                         )

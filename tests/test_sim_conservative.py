@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from fscontrol.errors import ConfigError
 from fscontrol.sim import Policy, SimJob, Workload, get_policy, read_swf, run_simulation
 from fscontrol.sim.conservative import simulate_conservative
-from peer_models import naive_conservative
+from peer_models import cqsim_conservative, naive_conservative
 
 EXCERPT = Path(__file__).resolve().parents[1] / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln-first2000.swf"
 # linear priority with an exact binary key: age weight 3600/h = 1 point per second, 1 per node
@@ -79,6 +79,28 @@ def test_the_sdsc_excerpt_matches_the_naive_reference_start_for_start():
     assert r.start == ref and r.reservation == first
     assert all(s <= f for s, f in zip(r.start, r.reservation))
     assert r.stats["unfinished"] == 0
+
+
+def test_the_kth_log_start_matches_the_naive_reference_and_linear_order_too():
+    kth = read_swf(EXCERPT.parent / "KTH-SP2-1996-2.1-cln.swf.gz", limit=2000)
+    assert kth.nodes == 100 and kth.meta["procs_per_node"] == 1
+    r = run_simulation(kth, "conservative", per_user=False)
+    assert (r.start, r.reservation) == naive_conservative(kth.jobs, kth.nodes)
+    sdsc = read_swf(EXCERPT)
+    r = simulate_conservative(sdsc, LINEAR_EXACT)
+    key = lambda i: (sdsc.jobs[i].submit - sdsc.jobs[i].size, sdsc.jobs[i].submit, i)  # noqa: E731
+    assert (r.start, r.reservation) == naive_conservative(sdsc.jobs, sdsc.nodes, key=key)
+    assert r.start != run_simulation(sdsc, "conservative").start  # the order mattered
+
+
+def test_cqsims_conservative_places_waiting_jobs_by_their_actual_run_time():
+    # 4 nodes. A (2 nodes) runs to 10; B (4 nodes) is reserved [10, 20). C (2 nodes) asks for 100 s
+    # and runs 5: by its request it crosses B's reservation and waits for B (20); CQSim's
+    # conservative mode places it by the 5 s it will really run and starts it at once.
+    w = W(4, ("A", 0, 10, 10, 2), ("B", 1, 10, 10, 4), ("C", 2, 5, 100, 2))
+    assert by_id(run_simulation(w, "conservative")) == {"A": 0, "B": 10, "C": 20}
+    assert cqsim_conservative(w.jobs, w.nodes) == [0, 10, 2]
+    assert cqsim_conservative(w.jobs, w.nodes, by_run_time=False) == [0, 10, 20]
 
 
 jobs_st = st.lists(
