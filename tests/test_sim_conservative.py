@@ -141,3 +141,13 @@ def test_no_job_starts_later_than_its_reservation_at_arrival(nodes, raw, linear)
     else:
         ref = naive_conservative(w.jobs, w.nodes)
     assert (start, first) == ref
+
+
+def test_max_time_stops_early_and_progress_reports():
+    w = read_swf(EXCERPT)
+    seen = []
+    r = run_simulation(w, "conservative", max_time=86400.0, progress=lambda done, total: seen.append((done, total)))
+    t0 = w.jobs[0].submit
+    assert all(s <= t0 + 86400.0 for s in r.start if s != math.inf)
+    assert 0 < r.stats["unfinished"] < len(w.jobs)
+    assert seen and seen[-1][1] == len(w.jobs) and seen[-1][0] < len(w.jobs)
