@@ -77,6 +77,9 @@ def test_a_hand_worked_profile():
     assert p.min_free(1, 6) == 3 and p.fits(5, 3, 7) and not p.fits(4, 3, 7)
     p.release(0, 5, 4)
     assert p.steps() == [(0, 10), (2, 7), (8, 10)]
+    q = p.copy()
+    q.reserve(0, 1, 10)
+    assert p.free_at(0) == 10 and q.free_at(0) == 0  # the copy is independent
     p.advance(6)
     assert p.steps() == [(6, 7), (8, 10)] and p.origin == 6
     p.release(2, 8, 3)  # a reservation that began before the origin: its past is gone
@@ -156,8 +159,7 @@ def test_random_operations_match_the_brute_force_reference(seq, cap):
             if held:
                 a, e, sz = held[t % len(held)]
                 if e != INF and a >= b.origin:
-                    q = Profile(cap, 0)  # a copy: give the reservation back, search, compare
-                    q.T, q.F = list(p.T), list(p.F)
+                    q = p.copy()  # give the reservation back on a copy, search, compare
                     q.release(a, e, sz)
                     want = q.earliest(sz, e - a, t, by=a)
                     assert p.improve(sz, e - a, a, t) == want

@@ -17,6 +17,7 @@ API (times are floats, ``math.inf`` allowed as an end; sizes are ints, processor
     p.free_at(t); p.min_free(a, b); p.max_free(a, b); p.fits(start, duration, size)
     p.advance(now)                       # drop the past: the profile now starts at ``now``
     p.steps()                            # [(T[k], F[k]), ...] for tests and display
+    p.copy()                             # an independent copy, to try placements
 
 Conventions: intervals are half-open ``[start, end)``; a zero-length interval ``[t, t)`` asks
 for (or takes) nothing except that ``earliest`` and ``fits`` with duration 0 need ``size`` free
@@ -48,6 +49,12 @@ class Profile:
         self.capacity = capacity
         self.T: list[float] = [now]
         self.F: list[int] = [capacity]
+
+    def copy(self) -> Profile:
+        """An independent copy (to try placements without touching this one)."""
+        q = Profile.__new__(Profile)
+        q.capacity, q.T, q.F = self.capacity, list(self.T), list(self.F)
+        return q
 
     # --- reading -----------------------------------------------------------------------
     @property
