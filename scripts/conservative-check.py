@@ -43,6 +43,7 @@ def main() -> int:
                 "jobs": o["finished"],
                 "mean wait_min": round(o["mean_wait_s"] / 60, 2),
                 "mean response_min": round(o["mean_response_s"] / 60, 2),
+                "max wait_h": round(o["max_wait_s"] / 3600, 1),
                 "mean slowdown": round(o["mean_slowdown"], 2),
                 "mean bsld": round(o["mean_bsld"], 2),
                 "utilization": round(o["utilization"], 4),

@@ -170,7 +170,7 @@ def simulate_conservative(
     out.events = events
     out.passes = compressions
     out.unfinished = sum(1 for x in end if x == INF)
-    out.notes.append(f"{compressions} compressions moved {moves} reservations earlier")
+    out.notes.append(f"{compressions:,} compressions moved {moves:,} reservations earlier")
     if progress is not None:
         progress(done, n)
     return out
