@@ -110,6 +110,15 @@ jobs_st = st.lists(
 )
 
 
+# jobs of a few shapes (size, limit), as real logs have (users resubmit the same job): the
+# compression's shortcut for a shape that already found nothing earlier gets exercised
+shaped_st = st.lists(
+    st.tuples(st.integers(0, 60), st.sampled_from([(1, 10), (2, 10), (2, 20), (4, 20), (1, 40)]), st.integers(0, 40)),
+    min_size=1,
+    max_size=30,
+)
+
+
 def workload(nodes, raw):
     # (submit, run, extra limit beyond the run, size); a few sizes above the machine are clipped
     return W(nodes, *[(f"j{k}", s, r, r + x, min(z, nodes)) for k, (s, r, x, z) in enumerate(raw)])
@@ -151,3 +160,16 @@ def test_max_time_stops_early_and_progress_reports():
     assert all(s <= t0 + 86400.0 for s in r.start if s != math.inf)
     assert 0 < r.stats["unfinished"] < len(w.jobs)
     assert seen and seen[-1][1] == len(w.jobs) and seen[-1][0] < len(w.jobs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(4, 6), shaped_st, st.booleans())
+def test_the_guarantee_and_the_reference_with_jobs_of_a_few_shapes(nodes, raw, linear):
+    # (submit, (size, limit), run as a percentage of the limit)
+    w = W(nodes, *[(f"j{k}", sub, lim * pct // 40, lim, min(z, nodes)) for k, (sub, (z, lim), pct) in enumerate(raw)])
+    pol = LINEAR_EXACT if linear else get_policy("conservative")
+    r = simulate_conservative(w, pol)
+    assert all(s <= f for s, f in zip(r.start, r.reservation))
+    check_schedule(w, r.start, r.end)
+    key = (lambda i: (w.jobs[i].submit - w.jobs[i].size, w.jobs[i].submit, i)) if linear else None
+    assert (r.start, r.reservation) == naive_conservative(w.jobs, w.nodes, key=key)
