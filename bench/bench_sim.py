@@ -7,6 +7,7 @@ Prints, best of --repeat runs each:
   * fcfs: a trivial FCFS pass, no backfill (baseline 2: the event loop with the cheapest policy);
   * easy: EASY backfill (the measured figure), in jobs/second and as ratios to both baselines;
   * linear-eligible (reservation depth 2, the general pass with an availability profile), once;
+  * conservative backfilling (a reservation for every job), once (against CQSim: bench_sim_conservative.py);
 and the mean wait / bounded slowdown, so a speed-up that changed the answer is visible.
 Peers measured on this machine (see docs/benchmarks.md): CQSim ~1,300 jobs/s, AccaSim ~400
 jobs/s on this log; the target is >= 10x the faster peer, i.e. >= 13,000 jobs/s.
@@ -62,6 +63,11 @@ def main() -> None:
     print(
         f"{'linear, depth 2':<18}{t:7.2f} s  {n / t:10,.0f} jobs/s   mean wait {r.overall['mean_wait_s'] / 60:8.1f} min"
         f"   mean bsld {r.overall['mean_bsld']:8.2f}   (general pass: availability profile, 1 run)"
+    )
+    r, t = best(lambda: run_simulation(w, "conservative", per_user=False), 1)
+    print(
+        f"{'conservative':<18}{t:7.2f} s  {n / t:10,.0f} jobs/s   mean wait {r.overall['mean_wait_s'] / 60:8.1f} min"
+        f"   mean bsld {r.overall['mean_bsld']:8.2f}   (every job reserved, fscontrol.sim.profile; 1 run)"
     )
     t_fcfs = rows[0][2]
     t_easy = rows[1][2]

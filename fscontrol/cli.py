@@ -690,10 +690,14 @@ def simulate(
     ],
     policy: Annotated[
         list[str],
-        typer.Option("--policy", "-p", help="fcfs, easy, linear-{eligible,size}, sfs-{eligible,size}, gate-{hold,nice}-{eligible,size}; "
-                     "+nobf turns backfill off. Repeat to compare."),
+        typer.Option("--policy", "-p", help="fcfs, easy, linear-{eligible,size}, sfs-{eligible,size}, gate-{hold,nice}-{eligible,size}, "
+                     "conservative, conservative-linear-{eligible,size}; +nobf turns backfill off, +cons makes it "
+                     "conservative (fcfs and linear orders). Repeat to compare."),
     ] = ["easy"],  # noqa: B006
-    procs_per_node: Annotated[int, typer.Option(help="SWF: processors per node (nodes = processors / this).")] = 8,
+    procs_per_node: Annotated[
+        Optional[int],
+        typer.Option(help="SWF: processors per node (nodes = processors / this); default MaxProcs / MaxNodes from the log's header, else 8."),
+    ] = None,
     overrun: Annotated[
         str,
         typer.Option(help="SWF: jobs that ran past their request: 'extend' the request to the run time, or 'kill' "
@@ -710,10 +714,10 @@ def simulate(
     progress: Annotated[bool, typer.Option(help="A progress bar on stderr (only on a terminal).")] = True,
     json_out: JsonOpt = False,
 ) -> None:
-    """Simulate a scheduler on a workload: EASY backfill, multifactor linear priority with a
-    reservation depth, Simultaneous Fair-Share's two passes, or linear priority gated by
-    fscontrol's SFS gate (hold or nice). Reports wait, first-start latency, slowdown,
-    throughput and utilization per account or user."""
+    """Simulate a scheduler on a workload: EASY or conservative backfill, multifactor linear
+    priority with a reservation depth, Simultaneous Fair-Share's two passes, or linear priority
+    gated by fscontrol's SFS gate (hold or nice). Reports wait, response, first-start latency,
+    slowdown, throughput, utilization and makespan per account or user."""
     from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
 
     if limit is not None and limit < 1:

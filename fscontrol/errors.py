@@ -73,3 +73,10 @@ class InternalError(FscontrolError):
     """A fault inside fscontrol itself (a bug): the tick is recorded as failed, other clusters go on."""
 
     exit_code = 1
+
+
+class ProfileError(FscontrolError):
+    """An availability profile was asked for the impossible: more processors than are free, giving back
+    more than was taken, a job wider than the machine, a negative size or an interval that ends first."""
+
+    exit_code = 2

@@ -192,3 +192,115 @@ def accasim_ebf(jobs: list[SimJob], nodes: int) -> list[float]:
         if started:
             m.queue = [i for i in m.queue if i not in started]
     return m.start
+
+
+def naive_conservative(jobs: list[SimJob], nodes: int, key=None) -> tuple[list[float], list[float]]:
+    """A slow, obvious conservative backfilling (reference for fscontrol.sim.conservative).
+
+    The reservations are a plain list of (start, end, size); free nodes at an instant are counted
+    by summing over it; the earliest start is tried at every point where something ends. Same
+    rules as the engine: at each event time, ends (an early end gives back the rest of its
+    limit), then one compression in priority order if anything ended early (each waiting job
+    drops its reservation and takes the earliest start from now, which is never later), then
+    arrivals in priority order get the earliest start, then every job whose reservation is now
+    starts. Jobs run at most their limit. key(i): priority order (default: submit time).
+    Returns (start times, reservations at arrival).
+    """
+    n = len(jobs)
+    key = key or (lambda i: (jobs[i].submit, i))
+    run = [min(j.run, j.estimate) for j in jobs]
+    start = [math.inf] * n
+    first = [math.inf] * n
+    booked: dict[int, tuple[float, float, int]] = {}  # job -> (start, end, size): running or reserved
+    waiting: list[int] = []
+    arrivals = sorted(range(n), key=lambda i: (jobs[i].submit, i))
+    a = 0
+    ended: set[int] = set()
+
+    def free_at(t, skip=None):
+        return nodes - sum(s for j, (b, e, s) in booked.items() if j != skip and b <= t < e)
+
+    def earliest(i, t):
+        j = jobs[i]
+        points = sorted({t} | {e for b, e, _ in booked.values() if e > t} | {b for b, _, _ in booked.values() if b > t})
+        for c in points:
+            inside = [c] + [p for p in points if c < p < c + j.estimate]
+            if all(free_at(p, skip=i) >= j.size for p in inside):
+                return c
+        raise AssertionError("no start found")
+
+    while True:
+        cands = [jobs[arrivals[a]].submit] if a < n else []
+        cands += [start[i] + run[i] for i in booked if start[i] != math.inf and i not in ended]
+        cands += [booked[i][0] for i in waiting]
+        if not cands:
+            break
+        t = min(cands)
+        early = False
+        for i in [i for i in booked if start[i] != math.inf and i not in ended and start[i] + run[i] <= t]:
+            ended.add(i)
+            del booked[i]
+            early |= start[i] + jobs[i].estimate > t
+        if early:
+            for i in sorted(waiting, key=key):
+                b = earliest(i, t)
+                booked[i] = (b, b + jobs[i].estimate, jobs[i].size)
+        new = []
+        while a < n and jobs[arrivals[a]].submit <= t:
+            new.append(arrivals[a])
+            a += 1
+        for i in sorted(new, key=key):
+            if jobs[i].size > nodes:
+                continue
+            b = earliest(i, t)
+            booked[i] = (b, b + jobs[i].estimate, jobs[i].size)
+            first[i] = b
+            waiting.append(i)
+        for i in [i for i in waiting if booked[i][0] <= t]:
+            assert booked[i][0] == t
+            start[i] = t
+            waiting.remove(i)
+    return start, first
+
+
+def cqsim_conservative(jobs: list[SimJob], nodes: int, *, by_run_time: bool = True) -> list[float]:
+    """Conservative backfilling as CQSim (SPEAR-UIC/CQSim master, ``-b 2``) decides it; returns start times.
+
+    ``Backfill.backfill_cons``: at every scheduling pass, once the queue's head does not fit, the
+    profile is rebuilt from the running jobs (their ends predicted from their requests) and every
+    waiting job, in queue order (FCFS), gets a reservation at the earliest time it fits; a job
+    that fits from now on starts now. Two differences from conservative backfilling as the
+    papers define it (and as fscontrol.sim.conservative does it): the waiting jobs are placed by
+    their *actual* run time (SWF field 4, ``'run'``), an oracle, as in CQSim's EASY; and nothing
+    is kept between passes, so a job has no reservation to hold: each pass re-plans from scratch
+    in queue order (which can put a job later than the previous pass did). CQSim's per-event
+    (rather than per-instant) passes are not replicated. by_run_time=False: the same passes with
+    the requests (to tell the two differences apart).
+    """
+    from fscontrol.sim.profile import Profile
+
+    m = _Machine(jobs, nodes)
+    while m.busy():
+        t = m.advance()
+        q = m.queue
+        started: set[int] = set()
+        k = 0
+        while k < len(q) and jobs[q[k]].size <= m.free:
+            m.launch(q[k], t)
+            started.add(q[k])
+            k += 1
+        if k < len(q):
+            prof = Profile(nodes, t)
+            for est_end, s in m.running.values():  # the ones just started too
+                prof.reserve(t, est_end, s)
+            for n, i in enumerate(q[k:]):
+                j = jobs[i]
+                d = j.run if by_run_time else j.estimate
+                r = prof.earliest(j.size, d, t)
+                prof.reserve(r, r + d, j.size)
+                if n and r == t:
+                    m.launch(i, t)
+                    started.add(i)
+        if started:
+            m.queue = [i for i in m.queue if i not in started]
+    return m.start

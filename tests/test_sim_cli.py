@@ -50,8 +50,25 @@ def test_simulate_errors_are_one_line_and_exit_2(tmp_path):
         ([str(EXCERPT), "--overrun", "maybe"], "SWF overrun handling must be 'extend' or 'kill', not 'maybe'"),
         ([str(tmp_path / "none.swf")], "no such file"),
         ([str(SECTION5), "-p", "nosuch"], "nosuch"),
+        ([str(SECTION5), "-p", "sfs-size+cons"], "conservative backfilling takes a priority order (fcfs or linear), not 'sfs'"),
+        ([str(SECTION5), "-p", "easy+nosuch"], "unknown policy suffix 'nosuch' (use +nobf, +bf or +cons)"),
     ]:
         r = _run(*args)
         assert r.exit_code == 2, (args, r.output)
         lines = r.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("fscontrol: error:") and msg in lines[0], r.output
+
+
+def test_simulate_conservative_json_and_the_kth_log_read_with_one_processor_per_node():
+    kth = ROOT / "samples" / "traces" / "KTH-SP2-1996-2.1-cln.swf.gz"
+    r = _run(str(kth), "--limit", "300", "-p", "conservative", "-p", "easy", "--json")
+    assert r.exit_code == 0, r.output
+    cons, easy = json.loads(r.output)
+    assert cons["policy"]["backfill"] == "conservative" and cons["policy"]["label"] == "conservative"
+    assert cons["workload"]["nodes"] == 100 and cons["workload"]["meta"]["procs_per_node"] == 1  # MaxProcs / MaxNodes
+    same = run_simulation(read_swf(kth, limit=300), "conservative", per_user=False)
+    for k in ("mean_wait_s", "mean_response_s", "mean_bsld", "makespan_s"):
+        assert cons["overall"][k] == same.overall[k], k
+    o = cons["overall"]
+    assert o["mean_response_s"] > o["mean_wait_s"] > 0 and o["makespan_s"] > 0
+    assert easy["policy"]["backfill"] == "easy"

@@ -46,6 +46,8 @@ class RawRun:
     events: int = 0
     unfinished: int = 0
     notes: list[str] = field(default_factory=list)
+    reservation: list[float] = field(default_factory=list)  # conservative: each job's reservation at arrival
+    ran: list[float] | None = None  # run times as simulated, when the engine cut some (else the workload's)
 
 
 class _Profile:

@@ -1,6 +1,6 @@
 """Metrics of a simulated run, per group (account or user) and overall.
 
-wait = start - submit; slowdown = (wait + run) / run (run floored at 1 s); bounded slowdown
+wait = start - submit; response = end - submit (wait + run); slowdown = (wait + run) / run (run floored at 1 s); bounded slowdown
 (Feitelson) = max(1, (wait + run) / max(run, tau)) with tau = 10 s; first-start latency = the
 group's first start - the group's first submission; throughput = finished jobs per hour over the
 span from the first submission to the last end; utilization = node-seconds used / (nodes x the
@@ -33,7 +33,7 @@ def group_metrics(
 ) -> dict[str, Any]:
     n = len(idx)
     waits: list[float] = []
-    sw = sd = bsd = 0.0
+    sw = sd = bsd = sr = 0.0
     node_s = 0.0
     first_submit = math.inf
     first_start = math.inf
@@ -50,6 +50,7 @@ def group_metrics(
         r = run[i]
         waits.append(w)
         sw += w
+        sr += w + r
         sd += (w + r) / (r if r > 1.0 else 1.0)  # noqa: FURB136
         b = (w + r) / (r if r > tau else tau)  # noqa: FURB136
         bsd += b if b > 1.0 else 1.0  # noqa: FURB136
@@ -62,7 +63,7 @@ def group_metrics(
     done = len(waits)
     out: dict[str, Any] = {"jobs": n, "finished": done}
     if not done:
-        out.update(mean_wait_s=None, median_wait_s=None, max_wait_s=None, mean_slowdown=None,
+        out.update(mean_wait_s=None, median_wait_s=None, max_wait_s=None, mean_response_s=None, mean_slowdown=None,
                    mean_bsld=None, first_start_latency_s=None, node_hours=0.0, throughput_per_h=None)
         return out
     waits.sort()
@@ -73,6 +74,7 @@ def group_metrics(
         mean_wait_s=sw / done,
         median_wait_s=median,
         max_wait_s=waits[-1],
+        mean_response_s=sr / done,
         mean_slowdown=sd / done,
         mean_bsld=bsd / done,
         first_start_latency_s=first_start - first_submit,

@@ -14,7 +14,10 @@ kinds:
 
 backfill: "easy" - a job behind the reserved ones may start now if it does not delay any
 reservation (for depth 1 this is exactly EASY: shadow time and extra nodes of the head job);
-"none" - the pass stops at the ``depth``-th job that does not fit.
+"none" - the pass stops at the ``depth``-th job that does not fit; "conservative" - every job
+gets a reservation on arrival and backfills only where it violates none, the queue order
+(fcfs or linear) deciding the order of re-planning (:mod:`fscontrol.sim.conservative`; depth
+does not apply).
 """
 
 from __future__ import annotations
@@ -32,10 +35,14 @@ ELIGIBLE_DOMINANT = (100.0, 1.0)  # 1 h of age outweighs ~100 nodes: age decides
 SIZE_DOMINANT = (6.0, 1.0)  # ~31 h of age make up Bob's 185-node deficit; 500 nodes (Chris) ~ 3.5 days
 
 
+BACKFILLS = ("easy", "none", "conservative")
+SUFFIXES = {"nobf": "none", "bf": "easy", "cons": "conservative"}
+
+
 @dataclass(frozen=True, slots=True)
 class Policy:
     kind: Kind = "fcfs"
-    backfill: Literal["easy", "none"] = "easy"
+    backfill: Literal["easy", "none", "conservative"] = "easy"
     depth: int = 1
     age_weight: float = 0.0
     size_weight: float = 0.0
@@ -49,8 +56,15 @@ class Policy:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ConfigError(f"policy kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
-        if self.backfill not in ("easy", "none"):
-            raise ConfigError(f"backfill must be 'easy' or 'none', not {self.backfill!r}")
+        if self.backfill not in BACKFILLS:
+            raise ConfigError(f"backfill must be one of {', '.join(BACKFILLS)}, not {self.backfill!r}")
+        if self.backfill == "conservative" and self.kind not in ("fcfs", "linear"):
+            raise ConfigError(
+                f"conservative backfilling takes a priority order (fcfs or linear), not {self.kind!r}: "
+                "SFS's first pass and the gate's holds start or stop jobs outside the reservations"
+            )
+        if self.backfill == "conservative" and self.schedule_interval_s:
+            raise ConfigError("conservative backfilling decides at every event: schedule_interval_s must be 0")
         if not isinstance(self.depth, int) or self.depth < 1:
             raise ConfigError(f"reservation depth must be an integer >= 1, not {self.depth!r}")
         if self.gate_action not in ("hold", "nice"):
@@ -77,6 +91,10 @@ class Policy:
 
 
 def describe(p: Policy) -> str:
+    if p.backfill == "conservative":
+        if p.kind == "fcfs":
+            return "conservative"
+        return f"conservative-{p.kind}(age={p.age_weight:g}/h,size={p.size_weight:g}/node)"
     if p.kind == "fcfs":
         return "easy" if p.backfill == "easy" and p.depth == 1 else f"fcfs(bf={p.backfill},depth={p.depth})"
     w = f"age={p.age_weight:g}/h,size={p.size_weight:g}/node"
@@ -97,13 +115,17 @@ PRESETS: dict[str, Policy] = {
     "gate-nice-eligible": Policy("gate", depth=2, age_weight=ELIGIBLE_DOMINANT[0], size_weight=ELIGIBLE_DOMINANT[1], gate_action="nice", name="gate-nice-eligible"),
     "gate-hold-size": Policy("gate", depth=2, age_weight=SIZE_DOMINANT[0], size_weight=SIZE_DOMINANT[1], gate_action="hold", name="gate-hold-size"),
     "gate-nice-size": Policy("gate", depth=2, age_weight=SIZE_DOMINANT[0], size_weight=SIZE_DOMINANT[1], gate_action="nice", name="gate-nice-size"),
+    "conservative": Policy("fcfs", backfill="conservative", name="conservative"),
+    "conservative-linear-eligible": Policy("linear", backfill="conservative", age_weight=ELIGIBLE_DOMINANT[0], size_weight=ELIGIBLE_DOMINANT[1], name="conservative-linear-eligible"),
+    "conservative-linear-size": Policy("linear", backfill="conservative", age_weight=SIZE_DOMINANT[0], size_weight=SIZE_DOMINANT[1], name="conservative-linear-size"),
 }
 
 
 def get_policy(preset: str, /, **overrides: Any) -> Policy:
     """A preset by name (see PRESETS), with fields overridden (e.g. ``backfill="none"``, ``depth=4``).
 
-    A suffix ``+nobf`` / ``+bf`` sets backfill "none" / "easy" (e.g. "linear-eligible+nobf").
+    A suffix ``+nobf`` / ``+bf`` / ``+cons`` sets backfill "none" / "easy" / "conservative" (e.g.
+    "linear-eligible+nobf", "easy+cons" is "conservative").
     The label is the preset name when nothing else changed, else ``name=`` or a description.
     """
     base, _, suffix = preset.partition("+")
@@ -111,9 +133,9 @@ def get_policy(preset: str, /, **overrides: Any) -> Policy:
         raise ConfigError(f"unknown policy {base!r}: choose one of {', '.join(PRESETS)}")
     p = PRESETS[base]
     if suffix:
-        if suffix not in ("nobf", "bf"):
-            raise ConfigError(f"unknown policy suffix {suffix!r} (use +nobf or +bf)")
-        overrides.setdefault("backfill", "none" if suffix == "nobf" else "easy")
+        if suffix not in SUFFIXES:
+            raise ConfigError(f"unknown policy suffix {suffix!r} (use +nobf, +bf or +cons)")
+        overrides.setdefault("backfill", SUFFIXES[suffix])
     overrides = {k: v for k, v in overrides.items() if v is not None}
     name = overrides.pop("name", None)
     try:

@@ -47,6 +47,7 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         ["mean wait (h)", _h(o["mean_wait_s"])],
         ["median wait (h)", _h(o["median_wait_s"])],
         ["max wait (h)", _h(o["max_wait_s"])],
+        ["mean response (h)", _h(o.get("mean_response_s"))],
         ["mean slowdown", _f(o["mean_slowdown"])],
         ["mean bounded slowdown (10 s)", _f(o["mean_bsld"])],
         ["utilization", "-" if o.get("utilization") is None else f"{o['utilization'] * 100:.1f}%"],

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .conservative import simulate_conservative
 from .engine import simulate
 from .metrics import group_metrics, utilization
 from .policies import Policy, get_policy
@@ -31,15 +32,18 @@ class SimResult:
     wall_s: float
     stats: dict[str, Any] = field(default_factory=dict)
     start_order: list[int] = field(default_factory=list)  # job indices in the order they started
+    reservation: list[float] = field(default_factory=list)  # conservative: each job's reservation at arrival
 
     @property
     def jobs_per_second(self) -> float:
         return len(self.workload.jobs) / self.wall_s if self.wall_s > 0 else math.inf
 
     def job_rows(self) -> list[dict[str, Any]]:
-        """One dict per job; times in seconds from the workload's origin (``*_s``)."""
+        """One dict per job; times in seconds from the workload's origin (``*_s``); under
+        conservative backfilling also ``reservation_s``, the reservation the job got at arrival."""
         rows = []
-        for j, s, e in zip(self.workload.jobs, self.start, self.end):
+        res = self.reservation
+        for k, (j, s, e) in enumerate(zip(self.workload.jobs, self.start, self.end)):
             ok = s != math.inf
             rows.append(
                 {
@@ -51,10 +55,13 @@ class SimResult:
                     "start_s": s if ok else None,
                     "end_s": e if ok else None,
                     "wait_s": s - j.submit if ok else None,
-                    "run_s": j.run,
+                    "run_s": e - s if ok else j.run,
                     "limit_s": j.estimate,
                 }
             )
+            if res:
+                r = res[k]
+                rows[-1]["reservation_s"] = r if r != math.inf else None
         return rows
 
     def to_dict(self, *, jobs: bool = False) -> dict[str, Any]:
@@ -114,14 +121,15 @@ def run_simulation(
         cb = None
     t0 = time.perf_counter()
     try:
-        raw = simulate(workload, pol, progress=cb, max_time=max_time)
+        engine = simulate_conservative if pol.backfill == "conservative" else simulate
+        raw = engine(workload, pol, progress=cb, max_time=max_time)
     finally:
         if bar is not None:
             bar.close()
     wall = time.perf_counter() - t0
     jobs = workload.jobs
     submit = [j.submit for j in jobs]
-    run = [j.run for j in jobs]
+    run = raw.ran if raw.ran is not None else [j.run for j in jobs]
     size = [j.size for j in jobs]
     everyone = range(len(jobs))
     overall = group_metrics(everyone, submit, raw.start, raw.end, run, size)
@@ -147,4 +155,4 @@ def run_simulation(
         "unnices": raw.unnices,
         "notes": raw.notes,
     }
-    return SimResult(workload, pol, raw.start, raw.end, overall, by_account, by_user, wall, stats, raw.order)
+    return SimResult(workload, pol, raw.start, raw.end, overall, by_account, by_user, wall, stats, raw.order, raw.reservation)

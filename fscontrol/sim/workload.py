@@ -67,7 +67,7 @@ class SwfStats:
 def read_swf(
     path: str | Path,
     *,
-    procs_per_node: int = 8,
+    procs_per_node: int | None = None,
     nodes: int | None = None,
     overrun: str = "extend",
     processors: str = "allocated",
@@ -86,6 +86,8 @@ def read_swf(
     overrun: what to do with jobs that ran longer than requested: "extend" (the estimate is
     raised to the run time: the scheduler is never surprised, the usual choice in simulation
     studies) or "kill" (the run time is cut at the request, as a Slurm time limit would).
+    procs_per_node: default MaxProcs / MaxNodes from the header when both are given and divide
+      (SDSC Blue Horizon: 1152 / 144 = 8; KTH SP2: 100 / 100 = 1), else 8.
     nodes: machine size; default from the header's MaxNodes (else MaxProcs / procs_per_node).
     limit: read at most this many job records (for quick tests).
     """
@@ -104,10 +106,18 @@ def read_swf(
         )
 
 
+def _header_ppn(header: Mapping[str, str]) -> int:
+    """Processors per node from the header (MaxProcs / MaxNodes when both divide), else 8."""
+    max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
+    if max_nodes and max_procs and max_procs % max_nodes == 0:
+        return max_procs // max_nodes
+    return 8
+
+
 def parse_swf(
     lines: Iterable[str],
     *,
-    procs_per_node: int = 8,
+    procs_per_node: int | None = None,
     nodes: int | None = None,
     overrun: str = "extend",
     processors: str = "allocated",
@@ -119,14 +129,14 @@ def parse_swf(
     if processors not in ("allocated", "requested"):
         raise ConfigError(f"SWF processors must be 'allocated' or 'requested', not {processors!r}")
     first, second = (4, 7) if processors == "allocated" else (7, 4)
-    if procs_per_node < 1:
+    if procs_per_node is not None and procs_per_node < 1:
         raise ConfigError("procs_per_node must be >= 1")
     header: dict[str, str] = {}
     jobs: list[SimJob] = []
     append = jobs.append
     records = no_rt = no_p = overruns = 0
     kill = overrun == "kill"
-    ppn = procs_per_node
+    ppn = procs_per_node or 0  # 0: decided from the header at the first job record
     for line_no, line in enumerate(lines, 1):
         if not line or line[0] == ";":
             if line.startswith(";") and ":" in line:
@@ -139,6 +149,8 @@ def parse_swf(
         if len(f) < SWF_FIELDS:
             raise ConfigError(f"{name}: line {line_no}: {len(f)} fields, SWF has {SWF_FIELDS}")
         records += 1
+        if not ppn:
+            ppn = _header_ppn(header)
         run = float(f[3])
         procs = int(f[first])
         if procs <= 0:
@@ -172,6 +184,8 @@ def parse_swf(
             )
         if limit is not None and records >= limit:
             break
+    if not ppn:
+        ppn = _header_ppn(header)
     if nodes is None:
         max_nodes, max_procs = _header_int(header, "MaxNodes"), _header_int(header, "MaxProcs")
         if max_nodes:
@@ -386,7 +400,7 @@ def excerpt_swf(src: str | Path, dst: str | Path, n: int) -> None:
 def load_workload(
     spec: str | Path,
     *,
-    procs_per_node: int = 8,
+    procs_per_node: int | None = None,
     overrun: str = "extend",
     processors: str = "allocated",
     limit: int | None = None,
