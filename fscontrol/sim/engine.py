@@ -11,6 +11,16 @@ sorts behind the blocked head, only the new job needs checking: everything alrea
 failed the same test (free nodes, shadow and extra are unchanged, and "ends before the
 shadow" only gets harder as time passes). Otherwise a general pass runs with an availability
 profile (reservations for the top ``depth`` blocked jobs).
+
+Overload (issue #15): when arrivals outpace the machine the queue grows without bound, and a
+backfill pass that walks the whole queue makes the cost per job grow with it. When the queue
+order is static for the whole run (FCFS/EASY, and linear priority without a gate: no hold,
+release or nice ever re-keys a job), the fast path keeps the pending jobs in a segment tree over
+their rank in that order, each node holding the smallest size and the smallest time limit below
+it. A backfill pass then descends only into subtrees that can hold a job that fits now (size <=
+free nodes) and either ends before the shadow time (t + limit <= shadow) or fits in the extra
+nodes; the test at a leaf is the old test itself, so the schedule is the same (checked against a
+verbatim copy of the former engine, ``tests/sim_engine_reference.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ from .policies import Policy
 from .workload import Workload
 
 INF = math.inf
+TREE_ON = 128  # the indexed fast path keeps more pending jobs than this in its segment tree ...
+TREE_OFF = 32  # ... and goes back to a sorted list below this many
 ProgressFn = Callable[[int, int], None]
 
 
@@ -101,6 +113,11 @@ class _Profile:
         return INF  # pragma: no cover - the last step is the whole machine
 
 
+def _size_class(s: int) -> int:
+    """1, 2, 3 -> 0, 1, 2; 4-7 -> 3; 8-15 -> 4; ...; class c >= 3 starts at size 2^(c-1)."""
+    return s - 1 if s < 4 else s.bit_length()
+
+
 def simulate(
     workload: Workload,
     policy: Policy,
@@ -144,6 +161,172 @@ def simulate(
 
     queue: list[int] = []
     qkeys: list[tuple] = []
+
+    # the indexed fast path: static queue order -> a segment tree over ranks (see the module doc)
+    # (without backfill the old pass looks only at the head: nothing to index)
+    indexed = fast and backfill and kind in ("fcfs", "linear") and n > 0
+    if indexed:
+        if kind == "fcfs" and all(submit[k] <= submit[k + 1] for k in range(n - 1)):
+            at_rank = list(range(n))  # key (submit, i) is the index order (jobs sorted by submit)
+            rank = at_rank
+        else:
+            at_rank = sorted(range(n), key=key_of)
+            rank = [0] * n
+            for r_, i_ in enumerate(at_rank):
+                rank[i_] = r_
+        NL = 1 << max(1, (n - 1).bit_length())
+        ms: list[float] = [INF] * (2 * NL)  # smallest size of a pending job below the node
+        # smallest time limit below the node, one array per size class (1, 2, 3, then [2^b, 2^(b+1))
+        # from 4 up): a backfill test "size <= f and ends before the shadow" then looks only at the
+        # classes that start at or below f, exactly so for f <= 3
+        meb: list[list[float]] = [[INF] * (2 * NL) for _ in range(_size_class(max(size, default=1)) + 1)]
+    else:  # pragma: no branch
+        at_rank = rank = []
+        NL = 0
+        ms = []
+        meb = []
+    qn = 0  # pending jobs in the tree
+    cls = [_size_class(s_) for s_ in size] if indexed else []  # size class of each job
+
+    def ix_add(r: int, s: int, e: float, b: int) -> None:
+        """Job of rank r (size s, limit e, size class b) joins: the minima above it can only drop."""
+        me = meb[b]
+        p = r + NL
+        ms[p] = s
+        me[p] = e
+        p >>= 1
+        while p:
+            if s < ms[p]:
+                ms[p] = s
+                if e < me[p]:
+                    me[p] = e
+            elif e < me[p]:
+                me[p] = e
+            else:
+                break
+            p >>= 1
+
+    def ix_del(r: int, b: int) -> None:
+        """Job of rank r (size class b) leaves: recompute the minima above it, while they change."""
+        me = meb[b]
+        p = r + NL
+        ms[p] = INF
+        me[p] = INF
+        while p > 1:
+            q = p ^ 1
+            x = ms[p]
+            y = ms[q]
+            v = x if x < y else y
+            x = me[p]
+            y = me[q]
+            w = x if x < y else y
+            p >>= 1
+            if ms[p] == v and me[p] == w:
+                break
+            ms[p] = v
+            me[p] = w
+
+    def ix_first() -> int:
+        """The rank of the first pending job, -1 when none."""
+        if ms[1] == INF:
+            return -1
+        p = 1
+        while p < NL:
+            p <<= 1
+            if ms[p] == INF:
+                p += 1
+        return p - NL
+
+    def ix_next(f: int, extra: int, t: float, shadow: float) -> int:
+        """The first pending rank whose job fits now (size <= f) and either fits in the extra
+        nodes or ends before the shadow time; -1 when none. Searched from the root: every
+        pending job before the one a backfill pass looks for fails this test (the head does not
+        fit, the others failed it with at least as many free and extra nodes), so no lower bound
+        is needed, and a pass that can start nothing costs one look at the root. A subtree is
+        entered only if its smallest size fits in min(f, extra) (then it holds such a job) or
+        one of the size classes that start at or below f has a limit short enough; the test at
+        a leaf is exact."""
+        p = 1
+        nb = f if f < 4 else f.bit_length() + 1  # the classes whose smallest size is <= f
+        if nb > len(meb):
+            nb = len(meb)
+        # internal nodes only prune, so they may use a bound that is looser than the exact test
+        # t + limit <= shadow: limit <= lim, lim a hair above shadow - t (rounding either way)
+        d = shadow - t
+        lim = d + 1e-9 * (abs(d) + abs(t) + 1.0)
+        # f <= 3: the classes are single sizes, so a node passes exactly when a job below it
+        # passes (up to the hair in lim): descend without backtracking, one look a level (a
+        # passing node whose left child fails has a passing right child). If the leaf reached
+        # fails the exact test (that hair), the general search below decides.
+        if nb == 1:  # f == 1, the usual case when the machine is full: size-1 jobs only
+            # a size-1 job fits in the extra nodes (extra >= 1): any will do; else a short one
+            arr, bound = (ms, 1) if extra >= 1 else (meb[0], lim)
+            if arr[1] > bound:
+                return -1
+            while p < NL:
+                p <<= 1
+                if arr[p] > bound:
+                    p += 1
+        elif nb <= 3:  # f = 2 or 3
+            m0 = meb[0]
+            m1 = meb[1]
+            m2 = meb[2] if nb == 3 else m1
+            x = ms[1]
+            if not (x <= f and (x <= extra or m0[1] <= lim or m1[1] <= lim or m2[1] <= lim)):
+                return -1
+            while p < NL:
+                p <<= 1
+                x = ms[p]
+                if not (x <= f and (x <= extra or m0[p] <= lim or m1[p] <= lim or m2[p] <= lim)):
+                    p += 1
+        if p >= NL:
+            i = at_rank[p - NL]
+            if size[i] <= f and (t + est[i] <= shadow or size[i] <= extra):
+                return p - NL
+            p = 1  # pragma: no cover - the hair: search again, with backtracking
+        if 4 <= nb <= 5:  # f = 4..15: the classes unrolled (the last one holds sizes above f too)
+            m0, m1, m2, m3 = meb[0], meb[1], meb[2], meb[3]
+            m4 = meb[4] if nb == 5 else m3
+            while True:
+                x = ms[p]
+                if x <= f and (x <= extra or m0[p] <= lim or m1[p] <= lim or m2[p] <= lim or m3[p] <= lim
+                               or m4[p] <= lim):
+                    if p < NL:
+                        p <<= 1
+                        continue
+                    i = at_rank[p - NL]
+                    if t + est[i] <= shadow or size[i] <= extra:
+                        return p - NL
+                while p & 1:
+                    p >>= 1
+                if p == 0:
+                    return -1
+                p += 1
+        classes = meb[:nb]
+        while True:
+            x = ms[p]
+            ok = False
+            if x <= f:
+                if x <= extra:
+                    ok = True
+                else:
+                    for me in classes:
+                        if me[p] <= lim:
+                            ok = True
+                            break
+            if ok:
+                if p < NL:
+                    p <<= 1
+                    continue
+                i = at_rank[p - NL]
+                if t + est[i] <= shadow or size[i] <= extra:
+                    return p - NL
+            while p & 1:
+                p >>= 1
+            if p == 0:
+                return -1
+            p += 1
+
     running: list[tuple[float, int]] = []  # sorted (predicted end, idx)
     heap: list[tuple[float, int]] = []  # (actual end, idx)
     free = total
@@ -184,6 +367,7 @@ def simulate(
     easy_shadow = 0.0
     easy_extra = 0
     easy_headkey: tuple = ()
+    easy_headrank = -1
 
     def shadow_of(hsize: int) -> tuple[float, int]:
         """The head job's shadow time and the nodes it leaves spare then ("extra")."""
@@ -245,6 +429,180 @@ def simulate(
         easy_valid = True
         easy_shadow, easy_extra = shadow, extra
         easy_headkey = qkeys[0]
+
+    # Short queues stay in a sorted list of ranks scanned as before (the tree's upkeep costs more
+    # than a short scan); past TREE_ON pending jobs they move into the tree, and back below TREE_OFF.
+    small: list[int] = []
+    use_tree = False
+    first_hint = -1  # in the tree: the first pending rank when known (nothing pending before it)
+
+    def ix_after(r: int) -> int:
+        """The first pending rank after r, when r was the first pending one (so nothing before
+        r is pending): a few leaves to the right in a dense queue, else a descent."""
+        if ms[1] == INF:
+            return -1
+        lim = r + 17
+        if lim > NL:
+            lim = NL
+        p = NL + r + 1
+        e = NL + lim
+        while p < e:
+            if ms[p] != INF:
+                return p - NL
+            p += 1
+        return ix_first()
+
+    def ix_next_pending(lo: int) -> int:
+        """The first pending rank > lo, -1 when none."""
+        p = lo + 1 + NL
+        if p >= 2 * NL:
+            return -1
+        while True:
+            if ms[p] != INF:
+                if p >= NL:
+                    return p - NL
+                p <<= 1
+                continue
+            while p & 1:
+                p >>= 1
+            if p == 0:
+                return -1
+            p += 1
+
+    def q_add(i: int) -> None:
+        nonlocal qn, use_tree, first_hint
+        qn += 1
+        r = rank[i]
+        if r < first_hint:
+            first_hint = -1  # no longer the first pending job (linear priority: a new job sorts first)
+        if use_tree:
+            ix_add(r, size[i], est[i], cls[i])
+            return
+        if not small or r > small[-1]:
+            small.append(r)
+        else:
+            insort(small, r)
+        if qn > TREE_ON:
+            for r in small:
+                j = at_rank[r]
+                ix_add(r, size[j], est[j], cls[j])
+            small.clear()
+            use_tree = True
+
+    def tree_off() -> None:
+        nonlocal use_tree
+        r = ix_next_pending(-1)
+        while r >= 0:
+            small.append(r)
+            r = ix_next_pending(r)
+        for r in small:
+            ix_del(r, cls[at_rank[r]])
+        use_tree = False
+
+    def pass_fast_ix(t: float) -> None:
+        """pass_fast on ranks: the same jobs start, in the same order (see the module doc)."""
+        nonlocal qn, easy_valid, easy_shadow, easy_extra, easy_headrank, first_hint
+        if not use_tree:
+            q = small
+            nq = len(q)
+            k = 0
+            while k < nq and size[at_rank[q[k]]] <= free:
+                start_job(at_rank[q[k]], t)
+                k += 1
+            if k == nq:
+                small.clear()
+                qn = 0
+                easy_valid = False
+                return
+            r = q[k]
+            easy_valid = True
+            easy_headrank = r
+            if not backfill:
+                del small[:k]
+                qn -= k
+                easy_shadow, easy_extra = -INF, -1
+                return
+            shadow, extra = shadow_of(size[at_rank[r]])
+            started: list[int] = []
+            f = free
+            if f > 0:
+                for p in range(k + 1, nq):
+                    i = at_rank[q[p]]
+                    s = size[i]
+                    if s <= f:
+                        if t + est[i] <= shadow:
+                            pass
+                        elif s <= extra:
+                            extra -= s
+                        else:
+                            continue
+                        start_job(i, t)
+                        f -= s
+                        started.append(p)
+                        if f == 0:
+                            break
+            for p in reversed(started):
+                del small[p]
+            del small[:k]
+            qn -= k + len(started)
+            easy_shadow, easy_extra = shadow, extra
+            return
+        r = first_hint if first_hint >= 0 and ms[NL + first_hint] != INF else ix_first()
+        while r >= 0 and size[at_rank[r]] <= free:
+            start_job(at_rank[r], t)
+            ix_del(r, cls[at_rank[r]])
+            qn -= 1
+            r = ix_after(r)
+        if r < 0:
+            easy_valid = False
+            tree_off()
+            return
+        easy_valid = True
+        easy_headrank = first_hint = r
+        if not backfill or free == 0:
+            # free == 0: nothing can start before the next end, and an end brings a full pass
+            easy_shadow, easy_extra = -INF, -1
+        else:
+            shadow, extra = shadow_of(size[at_rank[r]])
+            f = free
+            while f > 0:
+                p = ix_next(f, extra, t, shadow)
+                if p < 0:
+                    break
+                i = at_rank[p]
+                s = size[i]
+                if t + est[i] > shadow:
+                    extra -= s  # started on the extra nodes (the leaf test: s <= extra)
+                start_job(i, t)
+                ix_del(p, cls[i])
+                qn -= 1
+                f -= s
+            easy_shadow, easy_extra = shadow, extra
+        if qn < TREE_OFF:
+            tree_off()
+
+    def arrivals_fast_ix(t: float, new: list[int]) -> bool:
+        nonlocal qn, easy_extra
+        for i in new:
+            if rank[i] < easy_headrank:
+                return False
+        for i in new:
+            s = size[i]
+            if s <= free:
+                if t + est[i] <= easy_shadow:
+                    pass
+                elif s <= easy_extra:
+                    easy_extra -= s
+                else:
+                    continue
+                r = rank[i]
+                if use_tree:
+                    ix_del(r, cls[i])
+                else:
+                    del small[bisect_left(small, r)]
+                qn -= 1
+                start_job(i, t)
+        return True
 
     def arrivals_fast(t: float, new: list[int]) -> bool:
         """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
@@ -406,10 +764,16 @@ def simulate(
             ended = True
             done += 1
         new: list[int] = []
-        while ai < n and submit[ai] <= t:
-            enqueue(ai)
-            new.append(ai)
-            ai += 1
+        if indexed:
+            while ai < n and submit[ai] <= t:
+                q_add(ai)
+                new.append(ai)
+                ai += 1
+        else:
+            while ai < n and submit[ai] <= t:
+                enqueue(ai)
+                new.append(ai)
+                ai += 1
         acted = False
         if next_gate <= t:
             if gate_dirty or new or ended:
@@ -429,11 +793,14 @@ def simulate(
                 next_sched = INF
         else:
             run_pass = changed
-        if not queue:
+        if not (qn if indexed else queue):
             easy_valid = False
         elif run_pass:
             out.passes += 1
-            if not fast:
+            if indexed:
+                if ended or acted or sched_iv > 0 or not easy_valid or not arrivals_fast_ix(t, new):
+                    pass_fast_ix(t)
+            elif not fast:
                 pass_general(t)
             elif ended or acted or sched_iv > 0 or not easy_valid or not arrivals_fast(t, new):
                 pass_fast(t)
