@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import _typer_fast
-from .errors import ConfigError, FscontrolError
+from .errors import ConfigError, FscontrolError, NotFoundError, OutputError
 
 _typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
 
@@ -553,15 +553,24 @@ def capture(
     note: Annotated[str, typer.Option(help="A line saying what the cluster was doing.")] = "",
     since: Annotated[Optional[float], typer.Option(help="sacct from this POSIX time instead (a series of captures: "
                                                      "the previous one's end, so their windows tile).")] = None,
+    history: Annotated[Optional[str], typer.Option(
+        "--history", help="Also record what `fscontrol simulate FOLDER` needs to replay this long a period "
+        "(e.g. 30d): the jobs with their eligible times, limits, CPUs and nodes, and the nodes.")] = None,
 ) -> None:
     """Record a live cluster into a sample folder (outputs, exact commands, Slurm version, time),
-    which --source can replay without Slurm."""
+    which --source can replay without Slurm; with --history, a period the simulator can replay.
+    The folder is private (0700, files 0600)."""
+    from .allocations import parse_period
     from .source import LiveSlurm, capture as do_capture
 
     try:
-        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note, since=since)
+        history_s = None if history is None else parse_period(history, where="--history")
+        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note, since=since, history_s=history_s)
     except FscontrolError as e:
         raise _fail(e) from None
+    except OSError as e:
+        typer.echo(f"fscontrol: error: {folder}: {e.strerror or e}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")
 
 
@@ -686,14 +695,15 @@ def gate(
 def simulate(
     workload: Annotated[
         str,
-        typer.Argument(help="An SWF log (.swf, .swf.gz), a scenario (.toml, .json), or section9[:SEED] (Steffen's experiment)."),
+        typer.Argument(help="An SWF log (.swf, .swf.gz), a scenario (.toml, .json), section9[:SEED] (Steffen's experiment), "
+                       "or a folder recorded by `fscontrol capture --history` (your own cluster's jobs)."),
     ],
     policy: Annotated[
-        list[str],
+        Optional[list[str]],
         typer.Option("--policy", "-p", help="fcfs, easy, linear-{eligible,size}, sfs-{eligible,size}, gate-{hold,nice}-{eligible,size}, "
                      "conservative, conservative-linear-{eligible,size}; +nobf turns backfill off, +cons makes it "
-                     "conservative (fcfs and linear orders). Repeat to compare."),
-    ] = ["easy"],  # noqa: B006
+                     "conservative (fcfs and linear orders). Repeat to compare. Default easy (none with --sweep)."),
+    ] = None,
     procs_per_node: Annotated[
         Optional[int],
         typer.Option(help="SWF: processors per node (nodes = processors / this); default MaxProcs / MaxNodes from the log's header, else 8."),
@@ -708,32 +718,71 @@ def simulate(
         typer.Option(help="SWF: processor count from field 5 'allocated' (field 8 when unknown) or field 8 'requested'."),
     ] = "allocated",
     limit: Annotated[Optional[int], typer.Option(help="Only the first N jobs.")] = None,
+    unit: Annotated[str, typer.Option(help="Captured folder: schedule 'cpus' (the machine = the nodes' CPUs) or 'nodes'.")] = "cpus",
+    machine: Annotated[Optional[int], typer.Option(help="Captured folder: the machine's size in --unit (default: from its nodes.txt).")] = None,
     by: Annotated[str, typer.Option(help="Report per 'account' or 'user'.")] = "account",
     gantt: Annotated[bool, typer.Option("--gantt", help="Print a Gantt chart of the first policy's schedule.")] = False,
     png: Annotated[Optional[Path], typer.Option("--png", help="Write the Gantt chart as PNG (needs matplotlib: the 'plot' extra).")] = None,
+    sweep: Annotated[Optional[Path], typer.Option("--sweep", help="A sweep file (TOML: [[runs]], each a preset plus overrides), "
+                                                  "run beside the -p ones; prints one comparison line per run.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Run the configurations in this many processes side by side.")] = 1,
+    chart: Annotated[Optional[Path], typer.Option("--chart", help="Draw the runs' comparison into this PNG (needs matplotlib).")] = None,
+    sbatch: Annotated[Optional[Path], typer.Option("--sbatch", help="Do not run: write a Slurm job array into this new folder "
+                                                   "(one task per configuration); `fscontrol simulate-merge DIR` reads the results.")] = None,
     progress: Annotated[bool, typer.Option(help="A progress bar on stderr (only on a terminal).")] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a scheduler on a workload: EASY or conservative backfill, multifactor linear
     priority with a reservation depth, Simultaneous Fair-Share's two passes, or linear priority
     gated by fscontrol's SFS gate (hold or nice). Reports wait, response, first-start latency,
-    slowdown, throughput, utilization and makespan per account or user."""
+    slowdown, throughput, utilization and makespan per account or user. Several configurations
+    (--sweep, --jobs, --chart, --sbatch) print one comparison line each."""
     from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
+    from .sim import sweep as sw
 
     if limit is not None and limit < 1:
         raise _fail(ConfigError(f"--limit must be at least 1 job, got {limit}"))
     if by not in ("account", "user"):
         raise _fail(ConfigError(f"--by must be 'account' or 'user', got {by!r}"))
+    if jobs < 1:
+        raise _fail(ConfigError(f"--jobs must be at least 1, got {jobs}"))
+    sweeping = sweep is not None or jobs > 1 or chart is not None or sbatch is not None
+    if sweeping and (gantt or png is not None):
+        raise _fail(ConfigError("--gantt and --png draw one run: not with --sweep, --jobs, --chart or --sbatch"))
+    options = {"procs_per_node": procs_per_node, "overrun": overrun, "processors": processors, "limit": limit}
+    if Path(workload).is_dir():
+        options["history"] = {"unit": unit, "machine": machine}
     try:
-        wl = load_workload(workload, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
-        results = [run_simulation(wl, p, progress=progress, per_user=(by == "user")) for p in policy]
-        if png is not None:
-            render_gantt_png(results[0], png)
+        if chart is not None and not chart.parent.is_dir():
+            raise OutputError(f"cannot write the chart {chart}: folder {chart.parent} does not exist")
+        specs = [sw.RunSpec(p) for p in (policy or ([] if sweep is not None else ["easy"]))]
+        if sweep is not None:
+            specs += sw.load_sweep(sweep)
+        for s_ in specs:
+            s_.policy()  # a bad -p fails here, before the workload is read
+        wspec = sw.WorkloadSpec(workload, options)
+        wl = load_workload(workload, **options)
+        if sbatch is not None:
+            script = sw.write_sbatch(sbatch, wspec, specs, per_user=(by == "user"))
+            typer.echo(f"wrote {script} ({len(specs)} array tasks, one per run)\n"
+                       f"submit:  sbatch {script}\nthen:    fscontrol simulate-merge {script.parent}")
+            return
+        if sweeping:
+            res = sw.run_sweep(wspec, specs, jobs=jobs, per_user=(by == "user"), progress=progress, workload=wl)
+            if chart is not None:
+                sw.write_chart(res, chart)
+        else:
+            results = [run_simulation(wl, s_.policy(), progress=progress, per_user=(by == "user")) for s_ in specs]
+            if png is not None:
+                render_gantt_png(results[0], png)
     except FscontrolError as e:
         raise _fail(e) from None
     except (ValueError, OSError) as e:
         typer.echo(f"fscontrol: error: {e}", err=True)
         raise typer.Exit(2) from None
+    if sweeping:
+        typer.echo(json.dumps(res, indent=2) if json_out else sw.format_sweep(res))
+        return
     if json_out:
         typer.echo(json.dumps([r.to_dict() for r in results], indent=2))
         return
@@ -744,6 +793,43 @@ def simulate(
         typer.echo(format_comparison(results))
     if gantt:
         typer.echo(render_gantt_text(results[0]))
+
+
+@app.command("simulate-merge")
+def simulate_merge(
+    folder: Annotated[Path, typer.Argument(help="The folder `fscontrol simulate ... --sbatch DIR` wrote.")],
+    chart: Annotated[Optional[Path], typer.Option("--chart", help="Draw the runs' comparison into this PNG (needs matplotlib).")] = None,
+    partial: Annotated[bool, typer.Option("--partial", help="Show the runs that have a result, leave the others out.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """The results of a sweep run as a Slurm job array (`simulate --sbatch`): the same table,
+    --json and chart as the sweep run here."""
+    from .sim import sweep as sw
+
+    try:
+        res = sw.merge_results(folder, partial=partial)
+        if not res:
+            raise NotFoundError(f"no run of the sweep in {folder} has a result yet")
+        if chart is not None:
+            sw.write_chart(res, chart)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(res, indent=2) if json_out else sw.format_sweep(res))
+
+
+@app.command("simulate-task", hidden=True)
+def simulate_task(
+    folder: Annotated[Path, typer.Argument(help="The sweep folder.")],
+    index: Annotated[int, typer.Argument(help="The run's index ($SLURM_ARRAY_TASK_ID).")],
+) -> None:
+    """One array task of `simulate --sbatch`: run one configuration, write results/INDEX.json."""
+    from .sim import sweep as sw
+
+    try:
+        path = sw.run_task(folder, index)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    typer.echo(f"wrote {path}")
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m fscontrol`

@@ -43,6 +43,18 @@ def sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
     return ("sacct", "-a", "-X", "-T", "-P", "-S", start_iso, "-E", end_iso, "-o", SACCT_FIELDS)
 
 
+# `fscontrol capture --history`: what the simulator needs to replay a period (fscontrol.sim.history)
+HISTORY_FIELDS = ("JobID,User,Account,Partition,QOS,State,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
+                  "ReqCPUS,AllocCPUS,ReqNodes,NNodes")
+NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P|%c|%T")
+
+
+def history_sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
+    """sacct over [start, end) for a replay: allocations only (-X), times NOT clipped (no -T), with
+    each job's eligible time, time limit and requested/allocated CPUs and nodes."""
+    return ("sacct", "-a", "-X", "-P", "-S", start_iso, "-E", end_iso, "-o", HISTORY_FIELDS)
+
+
 # ---------------------------------------------------------------------------- helpers
 _EMPTY = {"", "N/A", "None", "(null)"}
 

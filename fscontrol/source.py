@@ -242,13 +242,22 @@ class RecordedSlurm:
         return f"recorded sample {self.folder.name} (captured {self.meta.get('captured_at', '?')})"
 
 
-def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "", since: float | None = None) -> dict:
+def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "", since: float | None = None,
+            history_s: float | None = None) -> dict:
     """Record a live cluster into `folder`: each command's output, argv and time, the Slurm
     version, and the sacct window (the last `window_s` seconds, or from `since`: a series of
     captures whose windows tile, each from where the previous one ended), so RecordedSlurm can
-    replay it."""
+    replay it.
+
+    history_s: also record what the simulator needs to replay the last `history_s` seconds
+    (``fscontrol simulate FOLDER``, fscontrol.sim.history): `jobs` (sacct with eligible times,
+    time limits, CPUs and nodes, times not clipped) and `nodes` (sinfo: each node's CPUs and
+    partitions); the association tree with its shares is the sshare output every capture has.
+
+    The folder is made private (0700) and every file in it 0600: they name users and accounts."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
     outputs: dict[str, CommandOutput] = {}
     outputs["config"] = source.config()
     outputs["sshare"] = source.sshare()
@@ -258,6 +267,11 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
     end = time.time()
     start = since if since is not None else end - window_s
     outputs["sacct"] = source.sacct(start, end)
+    hist_start = None
+    if history_s is not None:
+        hist_start = end - history_s
+        outputs["jobs"] = source.run(parse.history_sacct_args(_iso_local(hist_start), _iso_local(end)))
+        outputs["nodes"] = source.run(parse.NODES_ARGS)
     cfg = parse.parse_config(outputs["config"].stdout)
     meta = {
         "cluster": source.cluster or cfg.cluster,
@@ -272,7 +286,17 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
             for name, o in outputs.items()
         },
     }
+    if hist_start is not None:
+        meta["history_window"] = [hist_start, end]
     for name, o in outputs.items():
-        (folder / f"{name}.txt").write_text(o.stdout)
-    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        _write_private(folder / f"{name}.txt", o.stdout)
+    _write_private(folder / "meta.json", json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by its owner only (0600, also when the file was there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(text)

@@ -27,8 +27,9 @@ def _f(x: float | None, nd: int = 2) -> str:
 def format_report(result: SimResult, *, by: str = "account", top: int | None = 20) -> str:
     """Overall metrics, then one line per account (or user), busiest first when truncated."""
     w, o = result.workload, result.overall
+    cpus = w.meta.get("unit") == "cpus"  # a cluster's history replayed in CPUs (fscontrol.sim.history)
     lines = [
-        f"workload {w.name}: {len(w.jobs):,} jobs on {w.nodes:,} nodes; policy {result.policy.label}",
+        f"workload {w.name}: {len(w.jobs):,} jobs on {w.nodes:,} {'CPUs' if cpus else 'nodes'}; policy {result.policy.label}",
         (
             f"simulated in {result.wall_s:.2f} s ({result.jobs_per_second:,.0f} jobs/s), "
             f"{result.stats.get('events', 0):,} event times, {result.stats.get('passes', 0):,} passes"
@@ -75,7 +76,7 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         lines.append(
             tabulate(
                 rows,
-                headers=[by, "jobs", "mean wait (h)", "first start (h)", "mean bsld", "node-hours"],
+                headers=[by, "jobs", "mean wait (h)", "first start (h)", "mean bsld", "CPU-hours" if cpus else "node-hours"],
                 tablefmt="simple",
                 disable_numparse=True,
             )

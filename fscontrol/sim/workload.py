@@ -17,6 +17,7 @@ from typing import Any
 
 from ..allocations import Allocation, parse_allocations
 from ..errors import ConfigError
+from ..records import ShareRow
 
 DAY = 86400.0
 HOUR = 3600.0
@@ -30,9 +31,15 @@ class SimJob:
     submit: float
     run: float  # actual run time
     estimate: float  # the user's time limit (what the scheduler sees)
-    size: int  # nodes
+    size: int  # nodes (or CPUs: a workload replayed from sacct in CPU units, Workload.meta["unit"])
     user: str = ""
     account: str = ""
+    # from a site's own history (fscontrol.sim.history); SWF and scenarios leave them empty
+    partition: str = ""
+    qos: str = ""
+    cpus: int = 0  # CPUs the job had (allocated, else requested)
+    nodes: int = 0  # nodes the job had
+    submitted: float | None = None  # the real submit time when ``submit`` is the eligible time
 
 
 @dataclass(slots=True)
@@ -42,6 +49,9 @@ class Workload:
     jobs: list[SimJob]
     allocations: dict[str, Allocation] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    # the association tree with its shares (sshare -a -l -P, in tree order), for a fair-share
+    # engine; empty unless the workload was recorded from a cluster (fscontrol.sim.history)
+    shares: tuple[ShareRow, ...] = ()
 
     def __post_init__(self) -> None:
         if self.nodes < 1:
@@ -404,9 +414,12 @@ def load_workload(
     overrun: str = "extend",
     processors: str = "allocated",
     limit: int | None = None,
+    history: Mapping[str, Any] | None = None,
 ) -> Workload:
     """A workload from a command-line spec: an SWF log (``.swf``, ``.swf.gz``), a scenario
-    (``.toml``, ``.json``), or ``section9`` / ``section9:SEED`` (Steffen's generator)."""
+    (``.toml``, ``.json``), ``section9`` / ``section9:SEED`` (Steffen's generator), or a folder
+    recorded by ``fscontrol capture`` (a site's own history: :func:`fscontrol.sim.history.read_history`,
+    ``history`` its keyword arguments)."""
     s = str(spec)
     if s == "section9" or s.startswith("section9:"):
         seed_text = s.partition(":")[2] or "0"
@@ -418,8 +431,12 @@ def load_workload(
     p = Path(s)
     if not p.exists():
         raise ConfigError(f"workload {s!r}: no such file (or use section9[:SEED])")
+    if p.is_dir():
+        from .history import read_history
+
+        return read_history(p, **(history or {}))
     if p.suffix in (".toml", ".json"):
         return load_scenario(p)
     if p.name.endswith((".swf", ".swf.gz")):
         return read_swf(p, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
-    raise ConfigError(f"workload {s!r}: expected .swf, .swf.gz, .toml, .json or section9[:SEED]")
+    raise ConfigError(f"workload {s!r}: expected .swf, .swf.gz, .toml, .json, a captured folder or section9[:SEED]")

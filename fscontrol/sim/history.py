@@ -1,0 +1,252 @@
+"""A site's own history as a simulator workload: "replay my last month".
+
+``fscontrol capture FOLDER --history 30d`` records, beside the usual sample, what a replay needs
+(fscontrol.parse: ``HISTORY_FIELDS``, ``NODES_ARGS``):
+
+- ``jobs.txt``: ``sacct -a -X -P -S .. -E .. -o JobID,User,Account,Partition,QOS,State,Submit,
+  Eligible,Start,End,ElapsedRaw,TimelimitRaw,ReqCPUS,AllocCPUS,ReqNodes,NNodes`` (times not
+  clipped to the window, POSIX seconds);
+- ``nodes.txt``: ``sinfo -h -N -o %N|%P|%c|%T`` (each node's partitions and CPUs: the machine);
+- ``sshare.txt`` (every capture has it): the association tree with its shares, carried on the
+  workload (``Workload.shares``) for a fair-share engine.
+
+:func:`read_history` turns such a folder into a :class:`~fscontrol.sim.workload.Workload`. A
+plain sample (no ``jobs.txt``) works too: its ``sacct.txt`` (``-T``: times clipped to a short
+window, no time limits) gives the jobs, each with its run time as its limit.
+
+The rules, each counted in ``meta["stats"]``:
+
+- The simulator's arrival (``SimJob.submit``) is the job's **eligible** time (after ``--begin``,
+  a dependency or a hold; Slurm's ``Eligible``), the real submit time is kept in
+  ``SimJob.submitted``: dependencies replay at their recorded times, not the simulated ones.
+- A job that never started (no ``Start``, still PENDING, or CANCELLED with no elapsed time) is
+  left out. A job still RUNNING at the capture runs for what it had run so far.
+- Size: CPUs (``unit="cpus"``, the default: allocated, else requested; the machine is the sum of
+  the nodes' CPUs) or nodes (``unit="nodes"``: the machine is the node count).
+- Limit: ``TimelimitRaw`` (minutes); none recorded (UNLIMITED, or a plain sample): the run time.
+  A job that ran past its limit (Slurm's ``OverTimeLimit``) has its limit raised to its run time.
+- Jobs larger than the machine (a partition subset, ``partitions=``) are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .. import parse
+from ..errors import ConfigError, ParseError
+from ..records import ShareRow
+from .workload import SimJob, Workload
+
+UNITS = ("cpus", "nodes")
+_NEED = ("JobID", "User", "Account", "State", "Submit", "Start", "ElapsedRaw")
+_NONE = {"", "Unknown", "None", "N/A", "(null)"}
+
+
+def _time(v: str) -> float | None:
+    v = v.strip()
+    if v in _NONE:
+        return None
+    return float(int(v))
+
+
+def _count(v: str) -> int:
+    """ReqCPUS, AllocCPUS, NNodes, ReqNodes: an integer (a range "2-4" counts its first)."""
+    v = v.strip()
+    if v in _NONE:
+        return 0
+    head = v.split("-", 1)[0]
+    if head.endswith(("K", "k")):
+        return int(float(head[:-1]) * 1024)
+    return int(head)
+
+
+def _limit_s(v: str) -> float | None:
+    v = v.strip()
+    if v in _NONE or not v.isdigit():  # UNLIMITED, Partition_Limit
+        return None
+    return float(int(v)) * 60.0
+
+
+def parse_nodes(text: str, command: str = " ".join(parse.NODES_ARGS)) -> dict[str, tuple[int, frozenset[str]]]:
+    """`sinfo -h -N -o %N|%P|%c|%T`: node -> (CPUs, partitions). A node shows once per partition."""
+    out: dict[str, tuple[int, set[str]]] = {}
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        f = line.split("|")
+        if len(f) != 4:
+            raise ParseError(command, f"{len(f)} fields, expected 4 (node|partition|cpus|state)", no, line)
+        try:
+            cpus = int(f[2])
+        except ValueError:
+            raise ParseError(command, f"CPUs {f[2]!r} is not an integer", no, line) from None
+        node, part = f[0].strip(), f[1].strip().rstrip("*")
+        prev = out.setdefault(node, (cpus, set()))
+        prev[1].add(part)
+    return {k: (c, frozenset(p)) for k, (c, p) in out.items()}
+
+
+def jobs_from_sacct(
+    lines: Iterable[str],
+    command: str,
+    *,
+    unit: str = "cpus",
+    partitions: frozenset[str] | None = None,
+) -> tuple[list[SimJob], dict[str, int]]:
+    """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS)."""
+    if unit not in UNITS:
+        raise ConfigError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
+    it = iter(enumerate(lines, 1))
+    header: list[str] | None = None
+    for no, line in it:
+        if not line.strip() or line.startswith("CLUSTER: "):
+            continue
+        header = [h.strip() for h in line.split("|")]
+        missing = [c for c in _NEED if c not in header]
+        if missing:
+            raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
+        break
+    stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "running_at_capture": 0,
+             "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0}
+    if header is None:
+        return [], stats
+    ix = {h: i for i, h in enumerate(header)}
+    n = len(header)
+
+    def col(f: list[str], name: str) -> str:
+        k = ix.get(name)
+        return f[k] if k is not None else ""
+
+    jobs: list[SimJob] = []
+    for no, line in it:
+        if not line.strip() or line.startswith("CLUSTER: "):
+            continue
+        f = line.split("|")
+        if len(f) != n:
+            raise ParseError(command, f"{len(f)} fields, header has {n}", no, line)
+        stats["records"] += 1
+        try:
+            state = col(f, "State").split(" ", 1)[0]
+            start = _time(col(f, "Start"))
+            elapsed = float(int(col(f, "ElapsedRaw") or 0))
+            submit = _time(col(f, "Submit"))
+            eligible = _time(col(f, "Eligible"))
+            limit = _limit_s(col(f, "TimelimitRaw"))
+            cpus = _count(col(f, "AllocCPUS")) or _count(col(f, "ReqCPUS"))
+            nodes = _count(col(f, "NNodes")) or _count(col(f, "ReqNodes"))
+        except ValueError as e:
+            raise ParseError(command, f"bad value ({e})", no, line) from None
+        if state == "PENDING":
+            stats["pending"] += 1
+            continue
+        if start is None or submit is None or (elapsed == 0 and state == "CANCELLED"):
+            stats["never_started"] += 1
+            continue
+        part = col(f, "Partition")
+        if partitions is not None and not (set(part.split(",")) & partitions):
+            stats["other_partition"] += 1
+            continue
+        if state == "RUNNING":
+            stats["running_at_capture"] += 1
+        size = cpus if unit == "cpus" else nodes
+        if size <= 0:
+            stats["zero_size"] += 1
+            continue
+        arrival = submit if eligible is None or eligible < submit else eligible
+        if arrival > start:  # clocks: never arrive after the recorded start
+            arrival = start
+        if limit is None:
+            stats["no_limit"] += 1
+            est = elapsed
+        elif elapsed > limit:
+            stats["overrun"] += 1
+            est = elapsed
+        else:
+            est = limit
+        jobs.append(SimJob(col(f, "JobID"), arrival, elapsed, est, size, col(f, "User"), col(f, "Account"),
+                           part, col(f, "QOS"), cpus, nodes, submit))
+        stats["kept"] += 1
+    return jobs, stats
+
+
+def read_history(
+    folder: str | Path,
+    *,
+    unit: str = "cpus",
+    machine: int | None = None,
+    partitions: Iterable[str] | None = None,
+) -> Workload:
+    """A folder recorded by ``fscontrol capture`` (best with ``--history``) as a Workload.
+
+    machine: the machine's size in ``unit`` (default: from ``nodes.txt``; a folder without it
+    needs it given). partitions: only jobs (and nodes) of these partitions.
+    """
+    d = Path(folder)
+    meta_path = d / "meta.json"
+    if not meta_path.is_file():
+        raise ConfigError(f"{d} is not a folder recorded by `fscontrol capture` (no meta.json)")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{meta_path}: unreadable ({e})") from None
+    commands = meta.get("commands", {})
+    parts = frozenset(partitions) if partitions else None
+    source = "jobs" if (d / "jobs.txt").is_file() else "sacct"
+    path = d / f"{source}.txt"
+    if not path.is_file():
+        raise ConfigError(f"{d} has neither jobs.txt (capture --history) nor sacct.txt")
+    argv = commands.get(source, {}).get("argv") or [source]
+    command = " ".join(argv)
+    with open(path, encoding="utf-8", errors="strict") as fh:
+        try:
+            jobs, stats = jobs_from_sacct((ln.rstrip("\n") for ln in fh), command, unit=unit, partitions=parts)
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path} holds bytes that are not UTF-8 (at byte {e.start})") from None
+    node_info: dict[str, Any] = {}
+    if (d / "nodes.txt").is_file():
+        nodes = parse_nodes((d / "nodes.txt").read_text(), " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
+        if parts is not None:
+            nodes = {k: v for k, v in nodes.items() if v[1] & parts}
+        node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values())}
+        size = node_info["cpus"] if unit == "cpus" else node_info["nodes"]
+    else:
+        size = None
+    if machine is not None:
+        if machine < 1:
+            raise ConfigError(f"machine size must be >= 1 {unit}, not {machine}")
+        size = machine
+    if not size:
+        raise ConfigError(f"{d} has no nodes.txt (`fscontrol capture --history` records it): give the machine's size "
+                          f"in {unit} (--machine N)")
+    too_big = [j for j in jobs if j.size > size]
+    if too_big:
+        jobs = [j for j in jobs if j.size <= size]
+    stats["too_big"] = len(too_big)
+    stats["kept"] = len(jobs)
+    shares: tuple[ShareRow, ...] = ()
+    if (d / "sshare.txt").is_file():
+        shares = parse.parse_sshare((d / "sshare.txt").read_text(), " ".join(commands.get("sshare", {}).get("argv") or ["sshare"]))
+    window = meta.get("history_window") if source == "jobs" else meta.get("sacct_window")
+    return Workload(
+        name=d.name,
+        nodes=size,
+        jobs=jobs,
+        shares=shares,
+        meta={
+            "source": "slurm",
+            "folder": str(d),
+            "cluster": meta.get("cluster"),
+            "slurm_version": meta.get("slurm_version"),
+            "captured_at": meta.get("captured_at"),
+            "jobs_from": f"{source}.txt",
+            "command": command,
+            "window": window,
+            "unit": unit,
+            "machine": node_info,
+            "partitions": sorted(parts) if parts else None,
+            "stats": stats,
+        },
+    )

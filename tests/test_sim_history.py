@@ -1,0 +1,148 @@
+"""A site's own history as a simulator workload (issue #15), on the samples recorded from the
+testbed. The independent checks add up sacct's own columns here, by another route than the
+reader: CPUs from AllocTRES' cpu= (the reader takes AllocCPUS), run time as End - Start (the
+reader takes ElapsedRaw)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol.cli import app
+from fscontrol.errors import ConfigError, ParseError
+from fscontrol.sim import load_workload, run_simulation
+from fscontrol.sim.history import jobs_from_sacct, parse_nodes, read_history
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+PLAIN = ["testbed-basic", "testbed-fairtree", "testbed-2411-classic", "testbed-2411-fairtree",
+         *[f"testbed-series/{k:02d}" for k in range(10)]]
+HISTORY = SAMPLES / "testbed-history"
+
+
+def by_hand(folder: Path, name: str) -> tuple[int, float]:
+    """Jobs that ran and their core-seconds, from the raw text: CPUs from AllocTRES (or AllocCPUS
+    when the history fields have no AllocTRES), seconds as End - Start (Start-only: still running,
+    up to the capture)."""
+    lines = [ln for ln in (folder / f"{name}.txt").read_text().splitlines() if ln.strip()]
+    head = lines[0].split("|")
+    captured = json.loads((folder / "meta.json").read_text())["commands"][name]["finished_at"]
+    count, core_s = 0, 0.0
+    for ln in lines[1:]:
+        row = dict(zip(head, ln.split("|")))
+        if row["State"] == "PENDING" or row["Start"] in ("Unknown", "None", ""):
+            continue
+        start = int(row["Start"])
+        end = int(row["End"]) if row["End"] not in ("Unknown", "None", "") else None
+        secs = (end if end is not None else captured) - start
+        if row["State"].startswith("CANCELLED") and secs == 0:
+            continue  # cancelled before it ran
+        tres = row.get("AllocTRES")
+        cpus = int(dict(kv.split("=") for kv in tres.split(","))["cpu"]) if tres else int(row["AllocCPUS"])
+        count += 1
+        core_s += cpus * secs
+    return count, core_s
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_plain_samples_replay_with_sacct_totals(name):
+    folder = SAMPLES / name
+    w = read_history(folder, machine=128)
+    count, core_s = by_hand(folder, "sacct")
+    assert len(w.jobs) == count > 0
+    running = w.meta["stats"]["running_at_capture"]
+    # ElapsedRaw of a job still running is taken a moment before the capture's end: allow 2 s each
+    assert abs(sum(j.size * j.run for j in w.jobs) - core_s) <= 2 * 128 * running + 1e-6
+    assert w.meta["jobs_from"] == "sacct.txt" and w.meta["stats"]["no_limit"] == count  # -T sample: no limits
+    assert {r.account for r in w.shares} >= {"flat", "fsadmin"}
+    r = run_simulation(w, "easy")
+    assert r.overall["finished"] == count
+    assert abs(sum(e - s for s, e in zip(r.start, r.end)) - sum(j.run for j in w.jobs)) < 1e-6
+
+
+@pytest.mark.skipif(not HISTORY.is_dir(), reason="samples/testbed-history not recorded")
+def test_recorded_history_sample_has_every_job_with_limits_and_eligible_times():
+    w = read_history(HISTORY)
+    meta = json.loads((HISTORY / "meta.json").read_text())
+    assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128}  # TB_CPUS on one node
+    count, core_s = by_hand(HISTORY, "jobs")
+    mine = [j for j in w.jobs if j.user in ("alice", "bob", "carol", "dave")]
+    assert len(w.jobs) == count
+    assert len(mine) == 10  # scripts/record-history.sh submits 10 jobs and waits for them all to end
+    assert sum(j.size * j.run for j in w.jobs) == core_s
+    assert sorted(j.cpus for j in mine) == [4, 4, 8, 12, 16, 24, 32, 48, 64, 96]
+    limits = {j.cpus: j.estimate for j in mine}
+    assert limits[64] == 180 and limits[12] == 300 and limits[96] == 120  # -t 3, -t 5, -t 2 minutes
+    assert all(j.run <= j.estimate for j in mine)
+    begin = next(j for j in mine if j.cpus == 24)  # --begin=now+50
+    assert begin.submit - begin.submitted >= 50
+    dep = next(j for j in mine if j.cpus == 8)  # afterok on the 16-CPU job: eligible once it ended
+    first = next(j for j in mine if j.cpus == 16)
+    rows = [ln.split("|") for ln in (HISTORY / "jobs.txt").read_text().splitlines()[1:]]
+    first_end = next(int(r[9]) for r in rows if r[0] == first.job_id)  # End, read here from the raw line
+    assert first_end <= dep.submit <= first_end + 2 and dep.submitted < first_end
+    assert meta["history_window"][1] - meta["history_window"][0] == 3600
+    r = run_simulation(w, "easy")
+    assert r.overall["finished"] == len(w.jobs)
+    assert all(s >= j.submit for s, j in zip(r.start, w.jobs))  # nothing starts before it was eligible
+
+
+def test_load_workload_and_cli_take_a_folder():
+    w = load_workload(SAMPLES / "testbed-basic", history={"machine": 128, "unit": "cpus"})
+    assert w.meta["source"] == "slurm" and w.nodes == 128
+    r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "workload testbed-basic: 8 jobs on 128 CPUs; policy easy" in r.output and "CPU-hours" in r.output
+    r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--unit", "nodes", "--machine", "1",
+                                 "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    (d,) = json.loads(r.output)
+    assert d["workload"]["nodes"] == 1 and d["workload"]["meta"]["unit"] == "nodes"
+
+
+@pytest.mark.parametrize("args, msg", [
+    ([], "has no nodes.txt"),
+    (["--machine", "0"], "machine size must be >= 1"),
+    (["--machine", "8", "--unit", "cores"], "unit must be one of cpus, nodes"),
+])
+def test_cli_bad_history_input_one_line(args, msg):
+    r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), *args, "--no-progress"])
+    assert r.exit_code != 0 and msg in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_reader_rules_on_hand_made_lines():
+    head = "JobID|User|Account|Partition|QOS|State|Submit|Eligible|Start|End|ElapsedRaw|TimelimitRaw|ReqCPUS|AllocCPUS|ReqNodes|NNodes"
+    rows = [
+        "1|a|x|p1|normal|COMPLETED|100|100|110|170|60|2|4|4|1|1",
+        "2|a|x|p1|normal|COMPLETED|100|150|160|400|240|2|4|4|1|1",          # overran its 2 min: limit = run
+        "3|b|y|p2|normal|CANCELLED by 0|100|100|Unknown|200|0|5|2|0|1|0",  # never started
+        "4|b|y|p1|normal|PENDING|100|100|Unknown|Unknown|0|5|2|0|1|0",
+        "5|b|y|p1|high|RUNNING|120|130|140|Unknown|30|UNLIMITED|8|8|2|2",   # no limit: the run so far
+        "6|c|z|p2|normal|TIMEOUT|100|90|300|420|120|2|16|16|1|1",          # Eligible before Submit: Submit
+    ]
+    jobs, st = jobs_from_sacct([head, *rows], "sacct")
+    assert [j.job_id for j in jobs] == ["1", "2", "5", "6"]
+    assert st["never_started"] == 1 and st["pending"] == 1 and st["running_at_capture"] == 1
+    assert st["overrun"] == 1 and st["no_limit"] == 1
+    j2, j5, j6 = jobs[1], jobs[2], jobs[3]
+    assert (j2.submit, j2.submitted, j2.estimate, j2.run) == (150, 100, 240, 240)
+    assert (j5.size, j5.nodes, j5.qos, j5.estimate) == (8, 2, "high", 30)
+    assert j6.submit == 100 and j6.estimate == 120
+    jobs, st = jobs_from_sacct([head, *rows], "sacct", unit="nodes", partitions=frozenset({"p1"}))
+    assert [j.size for j in jobs] == [1, 1, 2] and st["other_partition"] == 1  # job 3 never started
+    with pytest.raises(ParseError, match="missing column"):
+        jobs_from_sacct(["JobID|User", "1|a"], "sacct")
+    with pytest.raises(ParseError, match="fields, header has"):
+        jobs_from_sacct([head, "1|a"], "sacct")
+    with pytest.raises(ParseError, match="bad value"):
+        jobs_from_sacct([head, "1|a|x|p1|normal|COMPLETED|soon|100|110|170|60|2|4|4|1|1"], "sacct")
+    assert parse_nodes("n1|normal*|128|idle\nn1|debug|128|idle\nn2|normal*|64|mixed\n") == {
+        "n1": (128, frozenset({"normal", "debug"})), "n2": (64, frozenset({"normal"}))}
+    with pytest.raises(ParseError):
+        parse_nodes("n1|normal|many|idle")
+    with pytest.raises(ConfigError, match="unit must be"):
+        jobs_from_sacct([head], "sacct", unit="gpus")
