@@ -114,8 +114,8 @@ class _Profile:
 
 
 def _size_class(s: int) -> int:
-    """1, 2, 3 -> 0, 1, 2; 4-7 -> 3; 8-15 -> 4; ...; class c >= 3 starts at size 2^(c-1)."""
-    return s - 1 if s < 4 else s.bit_length()
+    """1..8 -> 0..7 (one size each); 9-15 -> 8; 16-31 -> 9; ...; class c >= 8 starts at 2^(c-5)."""
+    return s - 1 if s <= 8 else s.bit_length() + 4
 
 
 def simulate(
@@ -176,9 +176,9 @@ def simulate(
                 rank[i_] = r_
         NL = 1 << max(1, (n - 1).bit_length())
         ms: list[float] = [INF] * (2 * NL)  # smallest size of a pending job below the node
-        # smallest time limit below the node, one array per size class (1, 2, 3, then [2^b, 2^(b+1))
-        # from 4 up): a backfill test "size <= f and ends before the shadow" then looks only at the
-        # classes that start at or below f, exactly so for f <= 3
+        # smallest time limit below the node, one array per size class (1, 2, ..., 8 nodes one
+        # each, then [9, 15], [16, 31], ...): a backfill test "size <= f and ends before the
+        # shadow" looks only at the classes that start at or below f, exactly so for f <= 8
         meb: list[list[float]] = [[INF] * (2 * NL) for _ in range(_size_class(max(size, default=1)) + 1)]
     else:  # pragma: no branch
         at_rank = rank = []
@@ -247,14 +247,14 @@ def simulate(
         one of the size classes that start at or below f has a limit short enough; the test at
         a leaf is exact."""
         p = 1
-        nb = f if f < 4 else f.bit_length() + 1  # the classes whose smallest size is <= f
+        nb = f if f <= 8 else f.bit_length() + 5  # the classes whose smallest size is <= f
         if nb > len(meb):
             nb = len(meb)
         # internal nodes only prune, so they may use a bound that is looser than the exact test
         # t + limit <= shadow: limit <= lim, lim a hair above shadow - t (rounding either way)
         d = shadow - t
         lim = d + 1e-9 * (abs(d) + abs(t) + 1.0)
-        # f <= 3: the classes are single sizes, so a node passes exactly when a job below it
+        # f <= 8: the classes are single sizes, so a node passes exactly when a job below it
         # passes (up to the hair in lim): descend without backtracking, one look a level (a
         # passing node whose left child fails has a passing right child). If the leaf reached
         # fails the exact test (that hair), the general search below decides.
@@ -279,29 +279,27 @@ def simulate(
                 x = ms[p]
                 if not (x <= f and (x <= extra or m0[p] <= lim or m1[p] <= lim or m2[p] <= lim)):
                     p += 1
+        elif nb <= 8 and f <= 8:  # f = 4..8: still one size a class, unrolled (missing ones repeat class 0)
+            m0, m1, m2, m3 = meb[0], meb[1], meb[2], meb[3]
+            m4 = meb[4] if nb > 4 else m0
+            m5 = meb[5] if nb > 5 else m0
+            m6 = meb[6] if nb > 6 else m0
+            m7 = meb[7] if nb > 7 else m0
+            x = ms[1]
+            if not (x <= f and (x <= extra or m0[1] <= lim or m1[1] <= lim or m2[1] <= lim or m3[1] <= lim
+                                or m4[1] <= lim or m5[1] <= lim or m6[1] <= lim or m7[1] <= lim)):
+                return -1
+            while p < NL:
+                p <<= 1
+                x = ms[p]
+                if not (x <= f and (x <= extra or m0[p] <= lim or m1[p] <= lim or m2[p] <= lim or m3[p] <= lim
+                                    or m4[p] <= lim or m5[p] <= lim or m6[p] <= lim or m7[p] <= lim)):
+                    p += 1
         if p >= NL:
             i = at_rank[p - NL]
             if size[i] <= f and (t + est[i] <= shadow or size[i] <= extra):
                 return p - NL
             p = 1  # pragma: no cover - the hair: search again, with backtracking
-        if 4 <= nb <= 5:  # f = 4..15: the classes unrolled (the last one holds sizes above f too)
-            m0, m1, m2, m3 = meb[0], meb[1], meb[2], meb[3]
-            m4 = meb[4] if nb == 5 else m3
-            while True:
-                x = ms[p]
-                if x <= f and (x <= extra or m0[p] <= lim or m1[p] <= lim or m2[p] <= lim or m3[p] <= lim
-                               or m4[p] <= lim):
-                    if p < NL:
-                        p <<= 1
-                        continue
-                    i = at_rank[p - NL]
-                    if t + est[i] <= shadow or size[i] <= extra:
-                        return p - NL
-                while p & 1:
-                    p >>= 1
-                if p == 0:
-                    return -1
-                p += 1
         classes = meb[:nb]
         while True:
             x = ms[p]
