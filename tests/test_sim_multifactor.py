@@ -250,11 +250,12 @@ def test_reconfigure_costs_at_most_the_passes_before_the_next_tick_and_agent_dow
 def test_pulse_padding_lands_near_u_star_on_a_long_half_life():
     w = steady_load(4, 72)
     pc = PriorityConfig(weight_fairshare=10000, calc_period_s=300, half_life_s=7 * 86400, fair_tree=False)
-    u_star = 64 * 3600.0
+    u_star = 2000 * 3600.0  # padding about 15 times the real usage
     r = simulate_multifactor(w, pc, control_spec=ControlSpec(method="padding", u_star=u_star, padding_mode="pulse"))
     errs = halving_errors(r, u_star, 24 * 3600)
     assert r.pulses > 0
-    assert max(abs(e) for e in errs) < 0.05, max(abs(e) for e in errs)
+    # the threshold (2%) plus what one pass decays (0.03%) and the pulse landing over two passes
+    assert max(abs(e) for e in errs) < 0.025, max(abs(e) for e in errs)
 
 
 def test_share_tree_and_bad_association():
