@@ -54,7 +54,6 @@ from ..decay import decay_factor_per_second
 from ..errors import ConfigError
 from ..parse import parse_duration
 from ..records import QueueJob, ShareRow
-from .engine import _Profile
 from .workload import Workload
 
 INF = math.inf
@@ -287,6 +286,8 @@ def simulate_multifactor(
     `first_pass`: the time of a pass (passes fall every PriorityCalcPeriod from it; default the
     first submission). `trace`: record RawUsage and F of `trace_keys` (default all users) at every
     pass, as sshare and sprio would show them just after it."""
+    from .engine import _Profile  # (engine imports policies, which import this module)
+
     jobs = workload.jobs
     n = len(jobs)
     cs = control_spec
@@ -797,4 +798,75 @@ def simulate_multifactor(
     out.final_usage = {k: S[i] * G for i, k in enumerate(keys)}
     if progress is not None:
         progress(done, n)
+    return out
+
+
+# --------------------------------------------------------------------------- summaries
+SIZE_CLASSES = ("1", "2-4", "5-16", "17-64", "65+")
+
+
+def size_class(size: int) -> str:
+    """The job's size class in the simulator's unit (nodes): 1, 2-4, 5-16, 17-64, 65 and more."""
+    if size <= 1:
+        return "1"
+    if size <= 4:
+        return "2-4"
+    if size <= 16:
+        return "5-16"
+    if size <= 64:
+        return "17-64"
+    return "65+"
+
+
+def halving_errors(run: MFRun, u_star: float) -> list[tuple[float, float]]:
+    """(seconds from the first submission, H/u* - 1) at every pass with usage: H = S_ref x the d
+    the pass used x root's RawUsage as the pass started (the usage its EffectvUsage came from)."""
+    if not run.s_ref or u_star <= 0:
+        return []
+    k = run.s_ref / u_star
+    return [(p.t, k * p.d * p.u_total - 1.0) for p in run.records if p.u_total > 0]
+
+
+def halving_summary(run: MFRun, u_star: float, *, warmup_s: float | None = None, tol: float = 0.01) -> dict[str, Any]:
+    """The halving H against u*: the error's distribution after the warm-up (default: the first
+    tenth of the run, at least one day... or none for runs under 10 days), and the time to settle:
+    from the first pass to the first pass after which |H/u* - 1| stays <= `tol` (None if it never does)."""
+    errs = halving_errors(run, u_star)
+    out: dict[str, Any] = {"u_star": u_star, "s_ref": run.s_ref, "tol": tol, "passes": len(errs)}
+    if not errs:
+        return out
+    span = errs[-1][0] - errs[0][0]
+    if warmup_s is None:
+        warmup_s = max(86400.0, span / 10) if span > 10 * 86400 else 0.0
+    settled = [abs(e) for t, e in errs if t >= errs[0][0] + warmup_s]
+    settle_s = None
+    for k in range(len(errs) - 1, -1, -1):
+        if abs(errs[k][1]) > tol:
+            settle_s = errs[k + 1][0] - errs[0][0] if k + 1 < len(errs) else None
+            break
+    else:
+        settle_s = 0.0
+    a = sorted(settled)
+    signed = [e for t, e in errs if t >= errs[0][0] + warmup_s]
+
+    def q(p: float) -> float:
+        return a[min(len(a) - 1, int(p * len(a)))]
+
+    ds = [p.d for p in run.records]
+    out.update(
+        warmup_s=warmup_s,
+        settled_passes=len(a),
+        mean_error=sum(signed) / len(signed) if signed else None,
+        median_abs_error=q(0.5) if a else None,
+        p95_abs_error=q(0.95) if a else None,
+        p99_abs_error=q(0.99) if a else None,
+        max_abs_error=a[-1] if a else None,
+        within_1pct=sum(1 for x in a if x <= 0.01) / len(a) if a else None,
+        within_2pct=sum(1 for x in a if x <= 0.02) / len(a) if a else None,
+        settle_s=settle_s,
+        d_min=min(ds),
+        d_max=max(ds),
+        d_changes=run.d_changes,
+        pulses=run.pulses,
+    )
     return out
