@@ -265,3 +265,81 @@ def test_share_tree_and_bad_association():
     with pytest.raises(ConfigError, match="not in the share tree"):
         simulate_multifactor(w, PriorityConfig(), tree=tree2())
     assert decay_factor_per_second(100) == pytest.approx(0.99307)
+
+
+# --------------------------------------------------------------------------- `fscontrol simulate` and the experiment
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from fscontrol.cli import app
+
+    return CliRunner().invoke(app, ["simulate", *args, "--no-progress"])
+
+
+EXCERPT = "samples/traces/SDSC-BLUE-2000-4.2-cln-first2000.swf"
+
+
+def test_simulate_with_control_reports_the_halving_and_writes_json_and_png(tmp_path):
+    import json
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("PriorityFlags=NO_FAIR_TREE\nPriorityWeightFairshare=10000\nPriorityWeightAge=1000\n"
+                    "PriorityDecayHalfLife=1-0\nPriorityCalcPeriod=5\n")
+    r = _cli(EXCERPT, "--slurm-conf", str(conf), "--control", "padding", "--control", "damping", "--u-star", "400")
+    assert r.exit_code == 0, r.output
+    assert "mf-classic padding u*=400" in r.output and "median |err|" in r.output and "H/u* - 1" in r.output
+    r = _cli(EXCERPT, "--slurm-conf", str(conf), "--control", "padding", "--u-star", "400", "--json")
+    assert r.exit_code == 0, r.output
+    (d,) = json.loads(r.output)
+    h = d["halving"]
+    assert d["policy"]["priority"]["half_life_s"] == 86400 and not d["policy"]["priority"]["fair_tree"]
+    # steady padding at d = 1 holds H on u* once usage exists (the excerpt spans about 10 days)
+    assert h["passes"] > 1000 and h["median_abs_error"] < 0.001, h
+    assert d["halving_hourly"] and set(d["by_size"]) <= {"1", "2-4", "5-16", "17-64", "65+"}
+    png = tmp_path / "h.png"
+    r = _cli(EXCERPT, "--control", "hybrid", "--u-star", "400", "--halving-png", str(png), "--half-life", "1-0")
+    assert r.exit_code == 0, r.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_simulate_multifactor_bad_input_is_one_line():
+    for args, msg in [(("--control", "damping"), "--control needs --u-star"),
+                      (("--u-star", "5", "--half-life", "soon"), "--half-life 'soon'"),
+                      (("--control", "magic", "--u-star", "5"), "--control 'magic'"),
+                      (("--agent-down", "x"), "--agent-down 'x'"),
+                      (("--fairshare", "tree"), "--fairshare must be"),
+                      (("--fairshare", "fairtree", "--control", "hybrid", "--u-star", "5"), "NO_FAIR_TREE")]:
+        r = _cli(EXCERPT, *args)
+        assert r.exit_code != 0, args
+        assert msg in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_static_runs_and_disturbances_through_the_cli():
+    r = _cli(EXCERPT, "--damping", "3", "-p", "easy")
+    assert r.exit_code == 0, r.output
+    assert "mf-classic d=3" in r.output and "policy easy" in r.output
+    r = _cli(EXCERPT, "--control", "damping", "--u-star", "400", "--reconfigure-at", "100", "--agent-down", "50:10")
+    assert r.exit_code == 0, r.output
+    assert "reconfigure at 100.0 h" in r.output
+
+
+def test_control_experiment_tables_and_text_chart():
+    from fscontrol.sim import load_workload
+    from fscontrol.sim.controlexp import accounts_table, halving_table, render_halving_text, run_configs, waits_table
+
+    w = load_workload(EXCERPT)
+    prio = PriorityConfig(weight_age=1000, weight_fairshare=10000, fair_tree=False, half_life_s=86400)
+    res = run_configs(w, prio, [400 * 3600.0], ["padding-steady", "hybrid"])
+    labels = [r.policy.label for r in res]
+    assert labels[0] == "static d=1" and labels[1].startswith("static d=") and labels[2:] == ["padding-steady (u*=400)", "hybrid (u*=400)"]
+    d_admin = res[1].policy.priority.damping
+    assert d_admin > 1  # the admin's static d: u* / (S_ref x the mean usage at d = 1)
+    assert "padding-steady (u*=400)" in halving_table(res) and "65+ nodes" in waits_table(res)
+    assert "node-hours" in accounts_table(res, res[1])
+    chart = render_halving_text(res[2:])
+    assert "A = padding-steady (u*=400)" in chart and len(chart.splitlines()) == 15 + 3
+    # steady padding holds H at u*: its letter (A) sits on the 0% row (where B, drawn after it, may
+    # cover it) but for the first hours without usage
+    rows = chart.splitlines()[:15]
+    assert sum(line.split("|", 1)[1].count("A") for line in rows if not line.startswith("  +0.0%")) <= 3
+    assert rows[7].startswith("  +0.0%") and rows[7].split("|", 1)[1].strip(" AB") == ""

@@ -366,32 +366,38 @@ def simulate_multifactor(
             ue_acct[c] = v
         return v
 
+    f_cache: dict[int, float] = {}  # F by association, until the next pass or a change of d
+
     def user_fs(a: int) -> float:
         """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
+        f = f_cache.get(a)
+        if f is not None:
+            return f
         if shares_parent[a]:
             fa = fsp_ix[a]
-            return fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
-        v = ue_user.get(a)
-        if v is None:
-            root = S[0]
-            un = min(1.0, S[a] / root) if root > 0 else 0.0
-            v = fairshare.effective_usage_step(rule[a], un, acct_ue(fsp_ix[a]))
-            ue_user[a] = v
-        return fairshare.fairshare_factor(v, norm_s[a], damp[0])
-
-    ft_factor: dict[int, float] = {}
+            f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
+        else:
+            v = ue_user.get(a)
+            if v is None:
+                root = S[0]
+                un = min(1.0, S[a] / root) if root > 0 else 0.0
+                v = fairshare.effective_usage_step(rule[a], un, acct_ue(fsp_ix[a]))
+                ue_user[a] = v
+            f = fairshare.fairshare_factor(v, norm_s[a], damp[0])
+        f_cache[a] = f
+        return f
 
     def fair_tree_rank() -> None:
         usage = {k: S[i] for i, k in enumerate(keys)}
         _, _, lf = fairtree.level_values(t_tree, usage, shares=ft_shares)
         ranks, _ = fairtree.rank_users(t_tree, lf, ft_kids)
-        ft_factor.clear()
+        f_cache.clear()
         for k, r in ranks.items():
-            ft_factor[kix[k]] = r / n_users
+            f_cache[kix[k]] = r / n_users
 
     def fs_of(a: int) -> float:
         if fair_tree:
-            return ft_factor.get(a, 0.0)
+            return f_cache.get(a, 0.0)
         return user_fs(a)
 
     # job attributes
@@ -612,6 +618,8 @@ def simulate_multifactor(
             return
         if dec.d_target != damp[0]:
             damp[0] = dec.d_target
+            if not fair_tree:
+                f_cache.clear()
             out.d_changes += 1
         d_last = dec.d_target
         if cs.padding_mode == "steady":
@@ -652,6 +660,8 @@ def simulate_multifactor(
         pass_no += 1
         ue_acct.clear()
         ue_user.clear()
+        if not fair_tree:
+            f_cache.clear()
         dt = t - last_pass
         if dt > 0:
             G *= f1**dt
@@ -680,7 +690,7 @@ def simulate_multifactor(
                 r = runs[ri]
                 while pi < np_ and pend[pi] < r:
                     a = job_assoc[pend[pi]]
-                    if a not in ue_user and not shares_parent[a]:
+                    if a not in f_cache:
                         user_fs(a)
                     pi += 1
                 d = t - (lp if start[r] < lp else start[r])
@@ -688,7 +698,7 @@ def simulate_multifactor(
                 ri += 1
             while pi < np_:
                 a = job_assoc[pend[pi]]
-                if a not in ue_user and not shares_parent[a]:
+                if a not in f_cache:
                     user_fs(a)
                 pi += 1
             last_pass = t
@@ -699,8 +709,21 @@ def simulate_multifactor(
                               {keys[a]: fs_of(a) for a in trace_ix}))
 
     def reprioritise(t: float) -> None:
+        """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
+        get = f_cache.get
         for p, (_, i) in enumerate(qkeys):
-            pr = priority(i, t)
+            pr = static[i]
+            if wa:
+                if max_age > 0:
+                    age = t - eligible[i]
+                    pr += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+                else:
+                    pr += wa
+            if wf:
+                a = job_assoc[i]
+                f = get(a)
+                pr += wf * (f if f is not None else fs_of(a))
+            pr = int(pr) if pr >= 1 else 1
             prio_of[i] = pr
             qkeys[p] = (-pr, i)
         qkeys.sort()
@@ -780,6 +803,8 @@ def simulate_multifactor(
             if damp[0] != d_conf:
                 out.notes.append(f"reconfigure at {(t - t0) / 3600:.1f} h: d {damp[0]} -> {d_conf} (slurm.conf)")
             damp[0] = d_conf
+            if not fair_tree:
+                f_cache.clear()
         if next_ctl <= t:
             if not any(a <= t < b for a, b in down):
                 control_tick(t)
