@@ -180,18 +180,26 @@ def render_halving_png(results: Sequence[SimResult], path: str | Path, *, clip: 
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("the PNG chart needs matplotlib: pip install 'fscontrol[plot]'") from None
-    fig, ax = plt.subplots(figsize=(12, 5), dpi=120)
-    for r in results:
+    n = max(1, len(results))
+    cols = 2 if n > 3 else 1
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(12, 1.9 * rows + 0.8), dpi=120, sharex=True, sharey=True, squeeze=False)
+    for k, r in enumerate(results):
+        ax = axes[k % rows][k // rows]
         s = _series(r, 3600.0)
         if s:
-            ax.plot([t / 86400 for t, _ in s], [max(-clip, min(clip, e)) * 100 for _, e in s], lw=0.8, label=r.policy.label)
-    ax.axhline(0, color="black", lw=0.5)
-    for y in (-2, 2):
-        ax.axhline(y, color="grey", lw=0.5, ls="--")
-    ax.set_xlabel("days from the first submission")
-    ax.set_ylabel(f"H / u* - 1 (%), clipped to +-{clip * 100:.0f}%")
-    ax.set_title("The halving S_ref x d x U used at each decay pass, against u* (hourly samples)")
-    ax.legend(fontsize=7, loc="upper right")
+            ax.plot([t / 86400 for t, _ in s], [max(-clip, min(clip, e)) * 100 for _, e in s], lw=0.6)
+        ax.axhline(0, color="black", lw=0.5)
+        for y in (-2, 2):
+            ax.axhline(y, color="grey", lw=0.5, ls="--")
+        ax.set_title(r.policy.label, fontsize=9)
+        ax.set_ylim(-6, 6)
+    for ax in axes[-1]:
+        ax.set_xlabel("days from the first submission")
+    for row in axes:
+        row[0].set_ylabel("H/u* - 1 (%)")
+    fig.suptitle("The halving S_ref x d x U each decay pass used, against u* (hourly samples; +-2% dashed; axis +-6%)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -176,6 +176,7 @@ class ControlSpec:
     padding_mode: str = "steady"
     lead_s: float = 3.0
     interval_s: float | None = None
+    interval_phase_s: float = 0.0  # with interval_s: the ticks fall at a pass time + this + k * interval_s
     hysteresis: float = 0.25
     padding_threshold: float = 0.02
     reference: str | float = "median"
@@ -237,6 +238,7 @@ class PassRecord:
     d: int  # the d the pass used
     u_total: float  # root's RawUsage at the start of the pass (what EffectvUsage was computed from)
     w: float  # the dummy's RawUsage then
+    u_read: float | None = None  # root's RawUsage as the agent's last control tick read it (sshare's integer)
 
 
 @dataclass
@@ -258,6 +260,7 @@ class MFRun:
     notes: list[str] = field(default_factory=list)
     records: list[PassRecord] = field(default_factory=list)
     s_ref: float | None = None
+    t0: float = 0.0  # the first submission: PassRecord.t and the trace's times count from it
     # per pass, when `trace` is set: (t, {(account, user): RawUsage}, {(account, user): F})
     trace: list[tuple[float, dict, dict]] = field(default_factory=list)
     final_usage: dict[tuple[str, str], float] = field(default_factory=dict)
@@ -590,6 +593,8 @@ def simulate_multifactor(
         s_ref, _ = fairshare.choose_reference_share(rows, prio.damping, dummy, cs.reference)
         out.s_ref = s_ref
 
+    last_read: list[float | None] = [None]
+
     def root_row(u: float) -> ShareRow:
         return ShareRow("root", "", "", 0, None, False, 1.0, int(u), None, 1.0, None)
 
@@ -597,6 +602,7 @@ def simulate_multifactor(
         nonlocal pad_rate, pulse_end, pulse_rate, pulse_start, d_last
         out.control_ticks += 1
         u_tot = S[0] * G
+        last_read[0] = float(int(u_tot))
         w = S[dummy_ix] * G if dummy_ix is not None else 0.0
         snap = [root_row(u_tot)]
         if dummy is not None:
@@ -656,7 +662,8 @@ def simulate_multifactor(
         nonlocal_easy_invalidate()
         out.passes += 1
         if record_passes and cs is not None:
-            out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0))
+            out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0,
+                                          last_read[0]))
         pass_no += 1
         ue_acct.clear()
         ue_user.clear()
@@ -733,7 +740,7 @@ def simulate_multifactor(
         easy_valid = False
 
     # ------------------------------------------------------------ main loop
-    t0 = submit[0] if n else 0.0
+    t0 = out.t0 = submit[0] if n else 0.0
     horizon = INF if max_time is None else t0 + max_time
     next_pass = last_pass + P
     while next_pass <= t0:
@@ -741,7 +748,7 @@ def simulate_multifactor(
     lead = cs.lead_s if cs is not None else 0.0
     next_ctl = INF
     if cs is not None:
-        next_ctl = (next_pass - lead) if cs.interval_s is None else t0
+        next_ctl = (next_pass - lead) if cs.interval_s is None else last_pass + cs.interval_phase_s
         while next_ctl < t0:
             next_ctl += P if cs.interval_s is None else cs.interval_s
     down: list[tuple[float, float]] = []
