@@ -242,7 +242,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"mean real usage (static d=1): {mean_usage(res[0]) / HOUR:,.0f} node-hours\n")
     print(halving_table(res) + "\n")
     print(waits_table(res) + "\n")
-    print(accounts_table(res, res[1] if len(res) > 1 and not a.no_static else res[0]) + "\n")
+    if a.no_static:
+        print(accounts_table(res, res[0]) + "\n")
+    else:
+        for k, us in enumerate(u_stars):  # each u*'s controllers against the admin's static d for it
+            tag = f"(u*={us / HOUR:,.0f})"
+            group = [r for r in res if r.policy.label.endswith(tag)]
+            base = next(r for r in group if r.policy.label.startswith("static"))
+            print(f"The busiest accounts at u* = {us / HOUR:,.0f} node-hours: mean wait (h) (change against "
+                  f"{base.policy.label}) / mean bounded slowdown")
+            print(accounts_table([res[0], *group], base) + "\n")
     print(render_halving_text([r for r in res if r.policy.control and r.policy.control.method != "none"] or res))
     for r in res:
         print(f"{r.policy.label}: simulated in {r.wall_s:.1f} s ({r.jobs_per_second:,.0f} jobs/s)")
