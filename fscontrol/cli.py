@@ -725,6 +725,8 @@ def simulate(
     reconfigure_at: Annotated[Optional[list[float]], typer.Option("--reconfigure-at", help="Hours from the start: a reconfigure "
                               "puts slurm.conf's d back. Repeat.")] = None,
     agent_down: Annotated[Optional[list[str]], typer.Option("--agent-down", help="START_H:HOURS: the agent is down (no control). Repeat.")] = None,
+    gate: Annotated[Optional[str], typer.Option("--gate", help="Multifactor runs with the agent's gate on top: hold or nice "
+                    "(needs the workload's allocations: a scenario file or section9).")] = None,
     halving_png: Annotated[Optional[Path], typer.Option("--halving-png", help="Write H/u* over time as PNG (matplotlib: the 'plot' extra).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -743,7 +745,7 @@ def simulate(
     if fairshare not in (None, "classic", "fairtree"):
         raise _fail(ConfigError(f"--fairshare must be 'classic' or 'fairtree', got {fairshare!r}"))
     mf_asked = any(x is not None for x in (slurm_conf, control, u_star, half_life, calc_period, damping, fairshare,
-                                            reconfigure_at, agent_down, halving_png))
+                                            reconfigure_at, agent_down, halving_png, gate))
     try:
         policies: list = list(policy) if policy else ([] if mf_asked else ["easy"])
         if mf_asked:
@@ -753,7 +755,7 @@ def simulate(
                 slurm_conf_text=slurm_conf.read_text() if slurm_conf is not None else None,
                 fair_tree=None if fairshare is None else fairshare == "fairtree", damping=damping, half_life=half_life,
                 calc_period=calc_period, u_star_node_hours=u_star, controls=control or (), reconfigure_at_h=reconfigure_at or (),
-                agent_down=agent_down or ())
+                agent_down=agent_down or (), gate=gate)
         wl = load_workload(workload, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
         results = [run_simulation(wl, p, progress=progress, per_user=(by == "user")) for p in policies]
         if png is not None:

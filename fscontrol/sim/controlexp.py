@@ -270,7 +270,7 @@ if __name__ == "__main__":  # pragma: no cover
 def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool | None = None, damping: int | None = None,
                          half_life: str | None = None, calc_period: str | None = None, u_star_node_hours: float | None = None,
                          controls: Sequence[str] = (), reconfigure_at_h: Sequence[float] = (),
-                         agent_down: Sequence[str] = ()) -> list[Policy]:
+                         agent_down: Sequence[str] = (), gate: str | None = None) -> list[Policy]:
     """The multifactor runs `fscontrol simulate` asks for: slurm.conf's priority settings (or the
     mf-classic preset's), overridden by the options, one run per control method ('none' = static
     d). Raises ConfigError with one line on bad input."""
@@ -312,6 +312,8 @@ def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool 
     if u_star_node_hours is not None and u_star_node_hours <= 0:
         raise ConfigError("--u-star must be > 0 node-hours")
     us = (u_star_node_hours or 0.0) * HOUR
+    if gate not in (None, "hold", "nice"):
+        raise ConfigError(f"--gate must be 'hold' or 'nice', not {gate!r}")
     out = []
     algo = "fairtree" if prio.fair_tree else "classic"
     for c in names:
@@ -321,5 +323,8 @@ def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool 
             raise ConfigError("control acts on classic fair-share's damping factor: use PriorityFlags=NO_FAIR_TREE (--classic)")
         cs = control_spec(c, us) if c != "none" else (ControlSpec("none", u_star=us) if us else None)
         label = f"mf-{algo} d={prio.damping}" if c == "none" else f"mf-{algo} {c} u*={u_star_node_hours:g}"
-        out.append(policy(prio, label=label, control=cs, disturbances=dist if c != "none" else ()))
+        p = policy(prio, label=label, control=cs, disturbances=dist if c != "none" else ())
+        if gate is not None:
+            p = replace(p, gate=True, gate_action=gate, name=f"{label} gate-{gate}")
+        out.append(p)
     return out

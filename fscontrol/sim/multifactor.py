@@ -281,6 +281,8 @@ def simulate_multifactor(
     trace: bool = False,
     trace_keys: Sequence[tuple[str, str]] = (),
     record_passes: bool = True,
+    gate: Any = None,
+    gate_interval_s: float = 300.0,
     progress: ProgressFn | None = None,
     max_time: float | None = None,
 ) -> MFRun:
@@ -288,7 +290,10 @@ def simulate_multifactor(
     RawUsage is the usage at the start unless `initial_usage` is given); default share_tree().
     `first_pass`: the time of a pass (passes fall every PriorityCalcPeriod from it; default the
     first submission). `trace`: record RawUsage and F of `trace_keys` (default all users) at every
-    pass, as sshare and sprio would show them just after it."""
+    pass, as sshare and sprio would show them just after it. `gate`: a `gate.GateOptions`: the
+    agent's gate (`gate.plan_gate`, on the workload's allocations) every `gate_interval_s`; a hold
+    takes the job out of the queue and its release makes it eligible anew (age from then, as
+    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority."""
     from .engine import _Profile  # (engine imports policies, which import this module)
 
     jobs = workload.jobs
@@ -427,6 +432,7 @@ def simulate_multifactor(
         for i, j in enumerate(jobs):
             static[i] += wq * qf.get(getattr(j, "qos", "") or "normal", 0) / qmax
     eligible = list(submit)
+    nice = [0] * n
     start = [INF] * n
     end = [INF] * n
     prio_of = [0] * n
@@ -441,6 +447,8 @@ def simulate_multifactor(
             p += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) if max_age > 0 else wa
         if wf:
             p += wf * fs_of(job_assoc[i])
+        if nice[i]:
+            p -= nice[i]
         return int(p) if p >= 1 else 1
 
     # queue: sorted keys (-priority, index); running: sorted (predicted end, index)
@@ -654,6 +662,61 @@ def simulate_multifactor(
             if d > 0:
                 charge(dummy_ix, d * pulse_rate * f1**d)
 
+    # ------------------------------------------------------------ the gate
+    held: set[int] = set()
+    ledger: set[int] = set()
+    id_ix = {j.job_id: i for i, j in enumerate(jobs)}
+    allocs = workload.allocations
+
+    def _qjob(i: int, state: str, reason: str) -> QueueJob:
+        j = jobs[i]
+        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i],
+                        prio_of[i] if state == "PENDING" and i not in held else 0, nice[i], reason, submit[i],
+                        start[i] if state == "RUNNING" else None, int(est[i]))
+
+    def requeue(i: int, t: float) -> None:
+        pr = priority(i, t)
+        prio_of[i] = pr
+        insort(qkeys, (-pr, i))
+
+    def gate_tick(t: float) -> bool:
+        from ..gate import plan_gate
+
+        out.gate_ticks += 1
+        qj = [_qjob(i, "RUNNING", "None") for i in run_set]
+        qj += [_qjob(i, "PENDING", "Priority") for _, i in qkeys]
+        qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
+        plan = plan_gate(qj, allocs, {jobs[i].job_id: 0 for i in ledger}, gate, now=t)
+        for jid in plan.stale_ledger:
+            ledger.discard(id_ix[jid])
+        for a in plan.actions:
+            i = id_ix[a.job_id]
+            if a.kind == "hold":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                held.add(i)
+                ledger.add(i)
+                out.holds += 1
+            elif a.kind == "release":
+                held.discard(i)
+                ledger.discard(i)
+                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
+                requeue(i, t)
+                out.releases += 1
+            elif a.kind == "nice":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                nice[i] = gate.nice_value
+                ledger.add(i)
+                requeue(i, t)
+                out.nices += 1
+            elif a.kind == "unnice":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                nice[i] = 0
+                ledger.discard(i)
+                requeue(i, t)
+                out.unnices += 1
+            # "unmark" clears the agent's AdminComment: nothing the scheduler sees
+        return bool(plan.actions)
+
     # ------------------------------------------------------------ passes
     trace_ix = [kix[k] for k in trace_keys] if trace_keys else [i for i in range(na) if is_user[i]]
 
@@ -730,6 +793,8 @@ def simulate_multifactor(
                 a = job_assoc[i]
                 f = get(a)
                 pr += wf * (f if f is not None else fs_of(a))
+            if nice[i]:
+                pr -= nice[i]
             pr = int(pr) if pr >= 1 else 1
             prio_of[i] = pr
             qkeys[p] = (-pr, i)
@@ -759,6 +824,8 @@ def simulate_multifactor(
         else:
             reconf.append(t0 + dist.at_s)
     reconf.sort()
+    next_gate = t0 if gate is not None else INF
+    stall = 0
     ai = 0
     done = 0
     events = 0
@@ -766,8 +833,10 @@ def simulate_multifactor(
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
             t = heap[0][0]
-        busy = ai < n or heap or qkeys
+        busy = ai < n or heap or qkeys or held
         if busy:
+            if next_gate < t:
+                t = next_gate
             if next_pass < t:
                 t = next_pass
             if next_ctl < t:
@@ -816,7 +885,19 @@ def simulate_multifactor(
             if not any(a <= t < b for a, b in down):
                 control_tick(t)
             next_ctl += P if cs.interval_s is None else cs.interval_s
-        reordered = False
+        gated = False
+        if next_gate <= t:
+            gated = gate_tick(t)
+            next_gate = t + gate_interval_s
+            # a gate that holds everything on an empty machine would never end: stop it
+            if not heap and ai >= n and held and not qkeys and not gated:
+                stall += 1
+                if stall > 3:
+                    out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
+                    break
+            else:
+                stall = 0
+        reordered = gated
         if next_pass <= t:
             do_pass(t)
             next_pass += P

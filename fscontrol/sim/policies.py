@@ -57,6 +57,7 @@ class Policy:
     priority: Any = None
     control: Any = None
     disturbances: tuple = ()
+    gate: bool = False  # multifactor: the agent's gate on top (gate_action, gate_interval_s, ...)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -102,6 +103,7 @@ def describe(p: Policy) -> str:
         pc = p.priority
         algo = "fairtree" if pc.fair_tree else f"classic,d={pc.damping}"
         ctl = f",{p.control.label}" if p.control is not None else ""
+        ctl += f",gate-{p.gate_action}/{p.gate_interval_s / 60:g}min" if p.gate else ""
         return f"multifactor({algo}{ctl},hl={pc.half_life_s / 86400:g}d,depth={p.depth},bf={p.backfill})"
     if p.backfill == "conservative":
         if p.kind == "fcfs":

@@ -132,9 +132,15 @@ def run_simulation(
         if pol.kind == "multifactor":
             from .multifactor import simulate_multifactor
 
+            gate = None
+            if pol.gate:
+                from ..gate import GateOptions
+
+                gate = GateOptions(action=pol.gate_action, nice_value=pol.gate_nice, max_actions=pol.gate_max_actions)
             raw = mf = simulate_multifactor(workload, pol.priority, control_spec=pol.control,
                                             disturbances=pol.disturbances, depth=pol.depth,
-                                            backfill=pol.backfill == "easy", progress=cb, max_time=max_time)
+                                            backfill=pol.backfill == "easy", gate=gate,
+                                            gate_interval_s=pol.gate_interval_s, progress=cb, max_time=max_time)
         else:
             engine = simulate_conservative if pol.backfill == "conservative" else simulate
             raw = engine(workload, pol, progress=cb, max_time=max_time)
