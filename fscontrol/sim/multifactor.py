@@ -370,7 +370,8 @@ def simulate_multifactor(
         if v is None:
             root = at_pass_start(0)
             un = min(1.0, at_pass_start(c) / root) if root > 0 else 0.0
-            v = fairshare.effective_usage_step(rule[c], un, acct_ue(fsp_ix[c]))
+            fc = fsp_ix[c]
+            v = fairshare.effective_usage_step(rule[c], un, 1.0 if fc == 0 else acct_ue(fc))
             ue_acct[c] = v
         return v
 
@@ -389,7 +390,11 @@ def simulate_multifactor(
             if v is None:
                 root = S[0]
                 un = min(1.0, S[a] / root) if root > 0 else 0.0
-                v = fairshare.effective_usage_step(rule[a], un, acct_ue(fsp_ix[a]))
+                fa = fsp_ix[a]
+                ue_fs = ue_acct.get(fa)
+                if ue_fs is None:
+                    ue_fs = acct_ue(fa)
+                v = fairshare.effective_usage_step(rule[a], un, ue_fs)
                 ue_user[a] = v
             f = fairshare.fairshare_factor(v, norm_s[a], damp[0])
         f_cache[a] = f
@@ -750,26 +755,28 @@ def simulate_multifactor(
             if qkeys:
                 reprioritise(t)
         else:
-            pend = sorted(k[1] for k in qkeys)
+            # each pending user's first pending job in the list: where the walk computes their UE
+            first: dict[int, int] = {}
+            for _, i in qkeys:
+                a = job_assoc[i]
+                if i < first.get(a, n):
+                    first[a] = i
+            pend = sorted((i, a) for a, i in first.items())
             runs = sorted(run_set)
             pi = ri = 0
             np_, nr = len(pend), len(runs)
             lp = last_pass
             while ri < nr:
-                # pending jobs before the next running job: their users' UE from the usage now
+                # pending users whose first job comes before the next running job: UE from the usage now
                 r = runs[ri]
-                while pi < np_ and pend[pi] < r:
-                    a = job_assoc[pend[pi]]
-                    if a not in f_cache:
-                        user_fs(a)
+                while pi < np_ and pend[pi][0] < r:
+                    user_fs(pend[pi][1])
                     pi += 1
                 d = t - (lp if start[r] < lp else start[r])
                 charge(job_assoc[r], d * size[r] * f1**d)
                 ri += 1
             while pi < np_:
-                a = job_assoc[pend[pi]]
-                if a not in f_cache:
-                    user_fs(a)
+                user_fs(pend[pi][1])
                 pi += 1
             last_pass = t
             if qkeys:
@@ -781,7 +788,9 @@ def simulate_multifactor(
     def reprioritise(t: float) -> None:
         """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
         get = f_cache.get
-        for p, (_, i) in enumerate(qkeys):
+        new: list[tuple[int, int]] = []
+        append = new.append
+        for _, i in qkeys:
             pr = static[i]
             if wa:
                 if max_age > 0:
@@ -797,8 +806,9 @@ def simulate_multifactor(
                 pr -= nice[i]
             pr = int(pr) if pr >= 1 else 1
             prio_of[i] = pr
-            qkeys[p] = (-pr, i)
-        qkeys.sort()
+            append((-pr, i))
+        new.sort()
+        qkeys[:] = new
 
     def nonlocal_easy_invalidate() -> None:
         nonlocal easy_valid
