@@ -226,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--half-life-days", type=float, default=7.0)
     ap.add_argument("--calc-period-min", type=float, default=5.0)
     ap.add_argument("--no-static", action="store_true")
+    ap.add_argument("--reconfigure-every-days", type=float, help="a reconfigure (slurm.conf's d back) every N days")
+    ap.add_argument("--down-every-days", help="DAYS:HOURS: the agent down for HOURS every DAYS")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--png", help="write the halving chart here")
     a = ap.parse_args(argv)
@@ -235,11 +237,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     prio = PriorityConfig(weight_age=1000, weight_fairshare=10000, fair_tree=False, half_life_s=a.half_life_days * 86400,
                           calc_period_s=a.calc_period_min * 60)
     u_stars = [u * HOUR for u in (a.u_star or [1344.0])]
-    res = run_configs(w, prio, u_stars, a.control or list(CONTROLS), static=not a.no_static, progress=True)
+    dist: list[Disturbance] = []
+    span = a.days * 86400
+    if a.reconfigure_every_days:
+        k = 1
+        while k * a.reconfigure_every_days * 86400 < span:
+            # at an arbitrary phase of the 5-minute pass cycle: 1 h 12 min 17 s into the day
+            dist.append(Disturbance("reconfigure", k * a.reconfigure_every_days * 86400 + 4337.0))
+            k += 1
+    if a.down_every_days:
+        every, _, hours = a.down_every_days.partition(":")
+        k = 1
+        while k * float(every) * 86400 < span:
+            dist.append(Disturbance("agent_down", k * float(every) * 86400, float(hours) * HOUR))
+            k += 1
+    res = run_configs(w, prio, u_stars, a.control or list(CONTROLS), static=not a.no_static, progress=True,
+                      disturbances=dist)
     cmd = "python -m fscontrol.sim.controlexp " + " ".join(sys.argv[1:] if argv is None else argv)
     print(f"{cmd}\n{w.name}: {len(w.jobs):,} jobs over {a.days:g} days, {w.nodes} nodes; classic fair-share, "
           f"half-life {a.half_life_days:g} d, passes every {a.calc_period_min:g} min, S_ref = {res[0].mf.s_ref:.6f}")
-    print(f"mean real usage (static d=1): {mean_usage(res[0]) / HOUR:,.0f} node-hours\n")
+    for r in res:
+        for note in r.stats.get("notes", [])[:3]:
+            print(f"{r.policy.label}: {note}")
+    if not a.no_static:
+        print(f"mean real usage (static d=1): {mean_usage(res[0]) / HOUR:,.0f} node-hours")
+    if dist:
+        print(f"disturbances: {sum(d.kind == 'reconfigure' for d in dist)} reconfigures, "
+              f"{sum(d.kind == 'agent_down' for d in dist)} agent outages")
+    print()
     print(halving_table(res) + "\n")
     print(waits_table(res) + "\n")
     if a.no_static:
