@@ -246,6 +246,7 @@ class MFRun:
     start: list[float]
     end: list[float]
     order: list[int] = field(default_factory=list)
+    ran: list[float] | None = None  # (engine.RawRun's field: the workload's run times are simulated as they are)
     passes: int = 0
     events: int = 0
     unfinished: int = 0
