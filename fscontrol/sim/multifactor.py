@@ -350,6 +350,8 @@ def simulate_multifactor(
     snap_pass = [-1] * na
     snap_val = [0.0] * na
 
+    ups = [tuple(c for c in chains[a] if not is_user[c]) for a in range(na)]  # the non-user ancestors
+
     def charge(a: int, x: float) -> None:
         xs = x / G
         for c in chains[a]:
@@ -767,14 +769,28 @@ def simulate_multifactor(
             pi = ri = 0
             np_, nr = len(pend), len(runs)
             lp = last_pass
+            d_full = t - lp
+            f_full = f1**d_full
             while ri < nr:
                 # pending users whose first job comes before the next running job: UE from the usage now
                 r = runs[ri]
                 while pi < np_ and pend[pi][0] < r:
                     user_fs(pend[pi][1])
                     pi += 1
-                d = t - (lp if start[r] < lp else start[r])
-                charge(job_assoc[r], d * size[r] * f1**d)
+                # charge(job_assoc[r], ...), inlined: the hot loop of the pass (a job's association is a user's)
+                st = start[r]
+                if st < lp:
+                    xs = d_full * size[r] * f_full / G
+                else:
+                    d = t - st
+                    xs = d * size[r] * f1**d / G
+                a = job_assoc[r]
+                S[a] += xs
+                for c in ups[a]:
+                    if snap_pass[c] != pass_no:
+                        snap_pass[c] = pass_no
+                        snap_val[c] = S[c]
+                    S[c] += xs
                 ri += 1
             while pi < np_:
                 user_fs(pend[pi][1])
