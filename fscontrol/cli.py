@@ -701,8 +701,9 @@ def simulate(
     policy: Annotated[
         Optional[list[str]],
         typer.Option("--policy", "-p", help="fcfs, easy, linear-{eligible,size}, sfs-{eligible,size}, gate-{hold,nice}-{eligible,size}, "
-                     "conservative, conservative-linear-{eligible,size}; +nobf turns backfill off, +cons makes it "
-                     "conservative (fcfs and linear orders). Repeat to compare. Default easy (none with --sweep)."),
+                     "conservative, conservative-linear-{eligible,size}, mf-classic, mf-fairtree; +nobf turns backfill off, +cons "
+                     "makes it conservative (fcfs and linear orders). Repeat to compare. Default: easy, or the multifactor runs "
+                     "the options below ask for."),
     ] = None,
     procs_per_node: Annotated[
         Optional[int],
@@ -730,13 +731,30 @@ def simulate(
     sbatch: Annotated[Optional[Path], typer.Option("--sbatch", help="Do not run: write a Slurm job array into this new folder "
                                                    "(one task per configuration); `fscontrol simulate-merge DIR` reads the results.")] = None,
     progress: Annotated[bool, typer.Option(help="A progress bar on stderr (only on a terminal).")] = True,
+    slurm_conf: Annotated[Optional[Path], typer.Option("--slurm-conf", help="Slurm's priority/multifactor with this slurm.conf's "
+                          "Priority* settings (weights, PriorityMaxAge, half-life, PriorityCalcPeriod, d, PriorityFlags).")] = None,
+    control: Annotated[Optional[list[str]], typer.Option("--control", help="The agent's controller in the loop: none (static d), "
+                       "damping, padding, padding-pulse, hybrid, hybrid-pulse. Repeat to compare. Multifactor, classic.")] = None,
+    u_star: Annotated[Optional[float], typer.Option("--u-star", help="u*: the node-hours that halve a reference user's F.")] = None,
+    half_life: Annotated[Optional[str], typer.Option("--half-life", help="PriorityDecayHalfLife, e.g. 7-0 (overrides slurm.conf).")] = None,
+    calc_period: Annotated[Optional[str], typer.Option("--calc-period", help="PriorityCalcPeriod, e.g. 5 (minutes).")] = None,
+    damping: Annotated[Optional[int], typer.Option("--damping", help="FairShareDampeningFactor d (static, or where control starts).")] = None,
+    fairshare: Annotated[Optional[str], typer.Option("--fairshare", help="classic or fairtree (overrides PriorityFlags).")] = None,
+    reconfigure_at: Annotated[Optional[list[float]], typer.Option("--reconfigure-at", help="Hours from the start: a reconfigure "
+                              "puts slurm.conf's d back. Repeat.")] = None,
+    agent_down: Annotated[Optional[list[str]], typer.Option("--agent-down", help="START_H:HOURS: the agent is down (no control). Repeat.")] = None,
+    gate: Annotated[Optional[str], typer.Option("--gate", help="Multifactor runs with the agent's gate on top: hold or nice "
+                    "(needs the workload's allocations: a scenario file or section9).")] = None,
+    halving_png: Annotated[Optional[Path], typer.Option("--halving-png", help="Write H/u* over time as PNG (matplotlib: the 'plot' extra).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a scheduler on a workload: EASY or conservative backfill, multifactor linear
-    priority with a reservation depth, Simultaneous Fair-Share's two passes, or linear priority
-    gated by fscontrol's SFS gate (hold or nice). Reports wait, response, first-start latency,
-    slowdown, throughput, utilization and makespan per account or user. Several configurations
-    (--sweep, --jobs, --chart, --sbatch) print one comparison line each."""
+    priority with a reservation depth, Simultaneous Fair-Share's two passes, linear priority
+    gated by fscontrol's SFS gate (hold or nice), or Slurm's priority/multifactor with fair-share,
+    decay passes and the agent's controller in the loop. Reports wait, response, first-start
+    latency, slowdown, throughput, utilization and makespan per account or user; under control,
+    the halving H against u*. Several configurations (--sweep, --jobs, --chart, --sbatch) print
+    one comparison line each."""
     from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
     from .sim import sweep as sw
 
@@ -746,16 +764,26 @@ def simulate(
         raise _fail(ConfigError(f"--by must be 'account' or 'user', got {by!r}"))
     if jobs < 1:
         raise _fail(ConfigError(f"--jobs must be at least 1, got {jobs}"))
+    if fairshare not in (None, "classic", "fairtree"):
+        raise _fail(ConfigError(f"--fairshare must be 'classic' or 'fairtree', got {fairshare!r}"))
+    mf_asked = any(x is not None for x in (slurm_conf, control, u_star, half_life, calc_period, damping, fairshare,
+                                            reconfigure_at, agent_down, halving_png, gate))
     sweeping = sweep is not None or jobs > 1 or chart is not None or sbatch is not None
-    if sweeping and (gantt or png is not None):
-        raise _fail(ConfigError("--gantt and --png draw one run: not with --sweep, --jobs, --chart or --sbatch"))
+    if sweeping and (gantt or png is not None or halving_png is not None):
+        raise _fail(ConfigError("--gantt and --png draw one run, --halving-png the runs here: not with --sweep, --jobs, --chart or --sbatch"))
     options = {"procs_per_node": procs_per_node, "overrun": overrun, "processors": processors, "limit": limit}
     if Path(workload).is_dir():
         options["history"] = {"unit": unit, "machine": machine}
+    controlled: list = []
     try:
         if chart is not None and not chart.parent.is_dir():
             raise OutputError(f"cannot write the chart {chart}: folder {chart.parent} does not exist")
-        specs = [sw.RunSpec(p) for p in (policy or ([] if sweep is not None else ["easy"]))]
+        specs = [sw.RunSpec(p) for p in (policy or ([] if sweep is not None or mf_asked else ["easy"]))]
+        if mf_asked:  # one run per control method, each a spec the sweep, its processes and --sbatch can carry
+            specs += sw.multifactor_specs(
+                slurm_conf=slurm_conf, fair_tree=None if fairshare is None else fairshare == "fairtree", damping=damping,
+                half_life=half_life, calc_period=calc_period, u_star_node_hours=u_star, controls=control or (),
+                reconfigure_at_h=reconfigure_at or (), agent_down=agent_down or (), gate=gate)
         if sweep is not None:
             specs += sw.load_sweep(sweep)
         for s_ in specs:
@@ -775,6 +803,11 @@ def simulate(
             results = [run_simulation(wl, s_.policy(), progress=progress, per_user=(by == "user")) for s_ in specs]
             if png is not None:
                 render_gantt_png(results[0], png)
+            controlled = [r for r in results if r.halving is not None]
+            if halving_png is not None:
+                from .sim.controlexp import render_halving_png
+
+                render_halving_png(controlled or results, halving_png)
     except FscontrolError as e:
         raise _fail(e) from None
     except (ValueError, OSError) as e:
@@ -784,13 +817,24 @@ def simulate(
         typer.echo(json.dumps(res, indent=2) if json_out else sw.format_sweep(res))
         return
     if json_out:
-        typer.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        from .sim.controlexp import summary
+
+        typer.echo(json.dumps([summary([r])[0] if r.mf is not None else r.to_dict() for r in results], indent=2))
         return
     for r in results:
         typer.echo(format_report(r, by=by))
         typer.echo("")
     if len(results) > 1:
         typer.echo(format_comparison(results))
+    if controlled:
+        from .sim.controlexp import halving_table, render_halving_text, waits_table
+
+        typer.echo("")
+        typer.echo(halving_table(controlled))
+        typer.echo("")
+        typer.echo(waits_table(results))
+        typer.echo("")
+        typer.echo(render_halving_text(controlled))
     if gantt:
         typer.echo(render_gantt_text(results[0]))
 

@@ -206,18 +206,41 @@ def effective_usage(rows: Iterable[ShareRow], norm: Mapping[Key, float] | None =
     return _effective_usage(t, dict(norm) if norm is not None else _norm_usage(t))
 
 
+# The classic EffectvUsage rule of one association (`_set_assoc_usage_efctv`), given its fs
+# parent's: the one implementation the agent's compute_fairshare and the simulator's decay passes
+# (fscontrol.sim.multifactor) both call. `rule` is effective_usage_rule(tree, key).
+FS_ROOT, FS_PARENT, FS_LEVEL, FS_NO_LEVEL = 0, 1, 2, 3
+
+
+def effective_usage_rule(t: Tree, k: Key) -> tuple[int, float]:
+    """How association k's EffectvUsage follows from its NormUsage and its fs parent's
+    EffectvUsage: (kind, weight), weight = RawShares / level shares for FS_LEVEL."""
+    fs = t.fs_parent[k]
+    r = t.rows[k]
+    if fs == ROOT:
+        return FS_ROOT, 0.0
+    if r.shares_parent:
+        return FS_PARENT, 0.0
+    ls = t.level_shares[k]
+    return (FS_LEVEL, (r.raw_shares or 0) / ls) if ls else (FS_NO_LEVEL, 0.0)
+
+
+def effective_usage_step(rule: tuple[int, float], un: float, ue_fs: float) -> float:
+    """UE from NormUsage `un` and the fs parent's UE `ue_fs`: UN at the first tier, the fs parent's
+    UE for FairShare=parent (and when the level has no shares), else UN + (UE_fs - UN) s/S_level."""
+    kind, w = rule
+    if kind == FS_ROOT:
+        return un
+    if kind == FS_LEVEL:
+        return un + (ue_fs - un) * w
+    return ue_fs
+
+
 def _effective_usage(t: Tree, un: Mapping[Key, float]) -> dict[Key, float]:
     ue: dict[Key, float] = {ROOT: 1.0}
+    fs_parent = t.fs_parent
     for k in t.order[1:]:
-        fs = t.fs_parent[k]
-        r = t.rows[k]
-        if fs == ROOT:
-            ue[k] = un[k]
-        elif r.shares_parent:
-            ue[k] = ue[fs]
-        else:
-            ls = t.level_shares[k]
-            ue[k] = un[k] + (ue[fs] - un[k]) * (r.raw_shares or 0) / ls if ls else ue[fs]
+        ue[k] = effective_usage_step(effective_usage_rule(t, k), un[k], ue[fs_parent[k]])
     return ue
 
 

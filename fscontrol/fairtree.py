@@ -287,9 +287,16 @@ def rank_users(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]] |
     def is_user(k: Key) -> bool:
         return k[1] != ""
 
+    if keys is None:  # one value per key: the same order without building a tuple per comparison key
+        def sort_key(k: Key) -> tuple:
+            return (-lf[k], 0 if k[1] else 1)
+    else:
+        def sort_key(k: Key) -> tuple:
+            return (tuple(-x for x in cmp[k]), 0 if k[1] else 1)
+
     def calc(siblings: list[Key], account_tied: bool) -> None:
         # sort: higher LevelFS first, users before accounts on a tie; stable otherwise
-        sibs = sorted(siblings, key=lambda k: (tuple(-x for x in cmp[k]), 0 if is_user(k) else 1))
+        sibs = sorted(siblings, key=sort_key)
         prev = start
         i = 0
         while i < len(sibs):

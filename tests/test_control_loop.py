@@ -1,11 +1,14 @@
-"""The hybrid controller in a closed loop against a model of slurmctld's decay pass (classic).
+"""The hybrid controller in a closed loop against slurmctld's decay passes (classic), as the
+multifactor simulator models them (fscontrol.sim.multifactor: one model of the pass for the
+simulator and this test).
 
-The model follows priority_multifactor.c's `_decay_thread`: a pass computes the factors from the
+The pass follows priority_multifactor.c's `_decay_thread`: it computes the factors from the
 usage as it stands when the pass starts, with the d in force then, and only after that decays
 all usage and charges the running jobs (`run_delta * f^run_delta * billing * UsageFactor`); a job
-that ends between passes has its last stretch charged when it ends. The agent's control runs
-`lead` seconds before each pass (the loop's pass-aligned job, agent.pass_lead), or every 15 s
-(`lead=None`: a tick at an arbitrary phase, as cron's).
+that ends between passes has its last stretch charged when it ends. The agent's control
+(`control.plan_control`, on root's and the dummy's RawUsage as sshare's integers and the running
+jobs) runs `lead` seconds before each pass (the loop's pass-aligned job, agent.pass_lead), or
+every 15 s (`lead=None`: a tick at an arbitrary phase, as cron's).
 
 What this pins down (the busy-cluster issue's bounds, on a load like the testbed's): settled, H
 is exact; a burst that fills the machine costs at most d's rounding (0.5 / d_ideal) at each pass
@@ -16,62 +19,43 @@ from __future__ import annotations
 
 import random
 
-from fscontrol import control
-from fscontrol.decay import decay_factor_per_second
-from fscontrol.records import QueueJob, ShareRow
+from fscontrol.records import ShareRow
+from fscontrol.sim.multifactor import ControlSpec, PriorityConfig, simulate_multifactor
+from fscontrol.sim.workload import SimJob, Workload
 
 HL, P = 300.0, 60.0
 DUMMY = ("fsadmin", "fsdummy")
 S_REF = 0.05
-
-
-def rows(u_total: float, w: float) -> tuple[ShareRow, ...]:
-    root = ShareRow("root", "", "", 0, None, False, 1.0, int(u_total), None, 1.0, 0.5)
-    dummy = ShareRow("fsadmin", "fsdummy", "fsadmin", 2, 1, False, 0.01, int(w), None, 0.0, 1.0)
-    return (root, dummy)
+TREE = (
+    ShareRow("root", "", "", 0, None, False, 1.0, 0, None, 1.0, None),
+    ShareRow("a", "", "root", 1, 1, False, None, 0, None, None, None),
+    ShareRow("a", "u", "a", 2, 1, False, None, 0, None, None, None),
+    ShareRow("fsadmin", "", "root", 1, 1, False, None, 0, None, None, None),
+    ShareRow("fsadmin", "fsdummy", "fsadmin", 2, 1, False, None, 0, None, None, None),
+)
 
 
 def run(u_star_ch: float, seed: int, minutes: int = 60, bursts=(20, 40), lead: float | None = 1.5):
-    """Half-second by half-second: arrivals (about 40 CPUs busy, jobs of 60-300 s), bursts (128 CPUs for
-    90 s), the passes, and the agent. Returns, at every pass: (minute, H/u* - 1, d_ideal on the
-    usage the pass read, H/u* - 1 on the usage the agent read last)."""
+    """Arrivals every half second with probability 0.03 (about 40 CPUs busy, jobs of 60-300 s),
+    bursts (4 x 32 CPUs for 90 s), on a machine that never fills (every job starts at once), passes
+    every minute from t = 0, and the agent. Returns, at every pass: (minute, H/u* - 1, d_ideal on
+    the usage the pass read, H/u* - 1 on the usage the agent read last)."""
     rng = random.Random(seed)
-    df = 1 - 0.693 / HL  # slurmctld's per-second decay factor (its first-order series)
-    f = decay_factor_per_second(HL) ** P
-    jobs: list[list[float]] = []  # [start, end, cpus]
-    u_real, w, d, k, u_read = 0.0, 0.0, 1, 0.0, 0.0
-    last_pass = 0.0
-    out = []
+    jobs: list[SimJob] = []
     for step in range(1, minutes * 120):  # half-second steps
         t = step / 2
         if rng.random() < 0.03:
-            jobs.append([t, t + rng.uniform(60, 300), rng.choice([1, 2, 4, 8])])
+            jobs.append(SimJob(str(len(jobs)), t, rng.uniform(60, 300), 10**6, rng.choice([1, 2, 4, 8]), "u", "a"))
         if t in {b * 60 for b in bursts}:
-            jobs.extend([[t, t + 90, 32] for _ in range(4)])
-        for j in [j for j in jobs if j[1] <= t]:  # ended: the stretch since the last pass is charged now
-            run_s = j[1] - max(j[0], last_pass)
-            u_real += max(0.0, run_s) * df ** max(0.0, run_s) * j[2]
-            jobs.remove(j)
-        if t % P == 0:
-            # the pass: factors from the usage as it stands, with the d in force; then decay, charge
-            u_pre = u_real + w
-            if u_pre > 0:
-                out.append((t / 60, S_REF * d * u_pre / (u_star_ch * 3600) - 1, u_star_ch * 3600 / (S_REF * u_pre),
-                            S_REF * d * u_read / (u_star_ch * 3600) - 1))
-            u_real *= f
-            w *= f
-            for j in jobs:
-                run_s = t - max(j[0], last_pass)
-                u_real += run_s * df**run_s * j[2]
-            w += P * df**P * k  # the 1-CPU padding job at UsageFactor k
-            last_pass = t
-        if (t + lead) % P == 0 if lead is not None else t % 15 == 7.5:
-            running = [QueueJob(str(i), "u", "a", "p", "normal", "RUNNING", 1, int(j[2]), 0, 0, "", None, j[0], None)
-                       for i, j in enumerate(jobs)]
-            dec = control.plan_control(rows(u_real + w, w), method="hybrid", u_star=u_star_ch * 3600, d_now=d, d_last=d,
-                                       half_life_s=HL, calc_period_s=P, dummy=DUMMY, s_ref=S_REF, running_real=running)
-            d, k, u_read = dec.d_target, dec.usage_factor or 0.0, u_real + w
-    return out
+            jobs.extend(SimJob(str(len(jobs) + k), t, 90, 90, 32, "u", "a") for k in range(4))
+    w = Workload("loop", 10**6, jobs)
+    prio = PriorityConfig(weight_fairshare=1000, calc_period_s=P, half_life_s=HL, fair_tree=False)
+    cs = ControlSpec("hybrid", u_star=u_star_ch * 3600, lead_s=lead or 0.0, interval_s=None if lead is not None else 15.0,
+                     interval_phase_s=7.5, reference=S_REF, dummy=DUMMY)
+    r = simulate_multifactor(w, prio, tree=TREE, control_spec=cs, first_pass=0.0, max_time=minutes * 60 - jobs[0].submit)
+    u = u_star_ch * 3600
+    return [((p.t + r.t0) / 60, S_REF * p.d * p.u_total / u - 1, u / (S_REF * p.u_total),
+             S_REF * p.d * (p.u_read or 0.0) / u - 1) for p in r.records if p.u_total > 0]
 
 
 def test_hybrid_before_each_pass_errs_only_by_rounding_and_what_ends_after_its_read():

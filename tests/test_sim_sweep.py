@@ -165,3 +165,39 @@ def test_cli_bad_sweep_input_one_line(tmp_path, args, msg):
 def test_merge_of_a_folder_that_is_no_sweep(tmp_path):
     r = CliRunner().invoke(app, ["simulate-merge", str(tmp_path)])
     assert r.exit_code == 6 and "is not a sweep folder" in r.output
+
+
+MF_SWEEP = """
+[[runs]]
+preset = "mf-classic"
+name = "hybrid"
+multifactor = {controls = ["hybrid"], u_star_node_hours = 2000, half_life = "1-0", damping = 1}
+[[runs]]
+preset = "mf-classic"
+name = "static"
+multifactor = {damping = 1, half_life = "1-0"}
+"""
+
+
+def test_multifactor_runs_with_the_agent_in_the_loop_sweep_like_any_preset(tmp_path):
+    """The controller's runs are plain JSON specs: processes and --sbatch carry them, and each gives
+    what controlexp.multifactor_policies + run_simulation give in this process."""
+    from fscontrol.sim.controlexp import multifactor_policies
+
+    f = tmp_path / "mf.toml"
+    f.write_text(MF_SWEEP)
+    specs = sw.load_sweep(f)
+    assert [sw.RunSpec.from_dict(json.loads(json.dumps(s.to_dict()))) for s in specs] == specs
+    ws = sw.WorkloadSpec(str(EXCERPT), {"limit": 600})
+    two = sw.run_sweep(ws, specs, jobs=2, progress=False)
+    w = ws.load()
+    (direct,) = multifactor_policies(controls=["hybrid"], u_star_node_hours=2000, half_life="1-0", damping=1)
+    ref = run_simulation(w, direct, per_user=False).to_dict()
+    assert two[0]["overall"] == ref["overall"] and two[0]["halving"] == ref["halving"]
+    rows = sw.sweep_rows(two)
+    assert rows[0]["halving_p95_error"] is not None and rows[1]["halving_p95_error"] is None
+    assert "|H/u*-1| p95" in sw.format_sweep(two)
+    with pytest.raises(ConfigError, match="mf-\\* preset"):
+        sw.RunSpec("easy", {"multifactor": {"damping": 2}}).policy()
+    with pytest.raises(ConfigError, match="multifactor takes"):
+        sw.RunSpec("mf-classic", {"multifactor": {"dampnig": 2}}).policy()

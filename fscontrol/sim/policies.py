@@ -27,8 +27,8 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 
-Kind = Literal["fcfs", "linear", "sfs", "gate"]
-KINDS = ("fcfs", "linear", "sfs", "gate")
+Kind = Literal["fcfs", "linear", "sfs", "gate", "multifactor"]
+KINDS = ("fcfs", "linear", "sfs", "gate", "multifactor")
 
 # Priority weights (points per hour of eligible age, points per node).
 ELIGIBLE_DOMINANT = (100.0, 1.0)  # 1 h of age outweighs ~100 nodes: age decides (Blue Waters-like)
@@ -52,6 +52,12 @@ class Policy:
     gate_max_actions: int = 1000
     schedule_interval_s: float = 0.0  # 0: schedule on every event; > 0: only on this tick
     name: str = ""
+    # multifactor only (fscontrol.sim.multifactor): slurm.conf's priority settings, the agent's
+    # control in the loop (None: d stays as configured), disturbances
+    priority: Any = None
+    control: Any = None
+    disturbances: tuple = ()
+    gate: bool = False  # multifactor: the agent's gate on top (gate_action, gate_interval_s, ...)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -75,6 +81,8 @@ class Policy:
             raise ConfigError("schedule interval must be >= 0 seconds")
         if self.kind == "fcfs" and (self.age_weight or self.size_weight):
             raise ConfigError("fcfs orders by submit time: it takes no priority weights")
+        if self.kind == "multifactor" and self.priority is None:
+            raise ConfigError("a multifactor policy needs its priority settings (PriorityConfig)")
 
     @property
     def label(self) -> str:
@@ -91,6 +99,12 @@ class Policy:
 
 
 def describe(p: Policy) -> str:
+    if p.kind == "multifactor":
+        pc = p.priority
+        algo = "fairtree" if pc.fair_tree else f"classic,d={pc.damping}"
+        ctl = f",{p.control.label}" if p.control is not None else ""
+        ctl += f",gate-{p.gate_action}/{p.gate_interval_s / 60:g}min" if p.gate else ""
+        return f"multifactor({algo}{ctl},hl={pc.half_life_s / 86400:g}d,depth={p.depth},bf={p.backfill})"
     if p.backfill == "conservative":
         if p.kind == "fcfs":
             return "conservative"
@@ -102,6 +116,14 @@ def describe(p: Policy) -> str:
     if p.kind == "gate":
         base += f",{p.gate_action}/{p.gate_interval_s / 60:g}min"
     return base + ")"
+
+
+def _mf(fair_tree: bool) -> Any:
+    from .multifactor import PriorityConfig
+
+    # fair-share dominant, an age term that breaks ties within a week (PriorityMaxAge 7 days), and
+    # Slurm's defaults for the rest: 5-minute passes, a one-week half-life, d = 1
+    return PriorityConfig(weight_age=1000, weight_fairshare=10000, fair_tree=fair_tree)
 
 
 PRESETS: dict[str, Policy] = {
@@ -118,6 +140,8 @@ PRESETS: dict[str, Policy] = {
     "conservative": Policy("fcfs", backfill="conservative", name="conservative"),
     "conservative-linear-eligible": Policy("linear", backfill="conservative", age_weight=ELIGIBLE_DOMINANT[0], size_weight=ELIGIBLE_DOMINANT[1], name="conservative-linear-eligible"),
     "conservative-linear-size": Policy("linear", backfill="conservative", age_weight=SIZE_DOMINANT[0], size_weight=SIZE_DOMINANT[1], name="conservative-linear-size"),
+    "mf-classic": Policy("multifactor", priority=_mf(False), name="mf-classic"),
+    "mf-fairtree": Policy("multifactor", priority=_mf(True), name="mf-fairtree"),
 }
 
 

@@ -33,6 +33,9 @@ class SimResult:
     stats: dict[str, Any] = field(default_factory=dict)
     start_order: list[int] = field(default_factory=list)  # job indices in the order they started
     reservation: list[float] = field(default_factory=list)  # conservative: each job's reservation at arrival
+    by_size: dict[str, dict[str, Any]] = field(default_factory=dict)  # multifactor runs: per size class
+    halving: dict[str, Any] | None = None  # multifactor runs under control: H vs u* (multifactor.halving_summary)
+    mf: Any = None  # the multifactor engine's raw run (its per-pass records), for the charts
 
     @property
     def jobs_per_second(self) -> float:
@@ -79,6 +82,10 @@ class SimResult:
             "jobs_per_second": self.jobs_per_second,
             "stats": self.stats,
         }
+        if self.by_size:
+            d["by_size"] = self.by_size
+        if self.halving is not None:
+            d["halving"] = self.halving
         if jobs:
             d["jobs"] = self.job_rows()
         return _clean(d)
@@ -120,9 +127,23 @@ def run_simulation(
     else:
         cb = None
     t0 = time.perf_counter()
+    mf = None
     try:
-        engine = simulate_conservative if pol.backfill == "conservative" else simulate
-        raw = engine(workload, pol, progress=cb, max_time=max_time)
+        if pol.kind == "multifactor":
+            from .multifactor import simulate_multifactor
+
+            gate = None
+            if pol.gate:
+                from ..gate import GateOptions
+
+                gate = GateOptions(action=pol.gate_action, nice_value=pol.gate_nice, max_actions=pol.gate_max_actions)
+            raw = mf = simulate_multifactor(workload, pol.priority, control_spec=pol.control,
+                                            disturbances=pol.disturbances, depth=pol.depth,
+                                            backfill=pol.backfill == "easy", gate=gate,
+                                            gate_interval_s=pol.gate_interval_s, progress=cb, max_time=max_time)
+        else:
+            engine = simulate_conservative if pol.backfill == "conservative" else simulate
+            raw = engine(workload, pol, progress=cb, max_time=max_time)
     finally:
         if bar is not None:
             bar.close()
@@ -155,4 +176,17 @@ def run_simulation(
         "unnices": raw.unnices,
         "notes": raw.notes,
     }
-    return SimResult(workload, pol, raw.start, raw.end, overall, by_account, by_user, wall, stats, raw.order, raw.reservation)
+    res = SimResult(workload, pol, raw.start, raw.end, overall, by_account, by_user, wall, stats, raw.order,
+                    raw.reservation if mf is None else [])
+    if mf is not None:
+        from .multifactor import SIZE_CLASSES, halving_summary, size_class
+
+        groups: dict[str, list[int]] = {c: [] for c in SIZE_CLASSES}
+        for i, j in enumerate(jobs):
+            groups[size_class(j.size)].append(i)
+        res.by_size = {c: group_metrics(ix, submit, raw.start, raw.end, run, size) for c, ix in groups.items() if ix}
+        stats.update(passes=mf.passes, control_ticks=mf.control_ticks, d_changes=mf.d_changes, pulses=mf.pulses)
+        if pol.control is not None and pol.control.u_star > 0:
+            res.halving = halving_summary(mf, pol.control.u_star)
+        res.mf = mf
+    return res

@@ -45,7 +45,12 @@ SWEEP_VERSION = 1
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One configuration: a preset (``policies.PRESETS``, ``+nobf`` allowed) and field overrides."""
+    """One configuration: a preset (``policies.PRESETS``, ``+nobf`` allowed) and field overrides.
+
+    A multifactor run with the agent in the loop carries ``overrides = {"multifactor": {...}}``:
+    the keyword arguments of ``controlexp.multifactor_policies`` for one control method
+    (``controls = [METHOD]``, ``u_star_node_hours``, ``slurm_conf`` as a path, ...), so it is
+    plain JSON like any other run (processes, ``--sbatch``, a sweep file)."""
 
     preset: str
     overrides: Mapping[str, Any] = field(default_factory=dict)
@@ -53,6 +58,9 @@ class RunSpec:
 
     def policy(self) -> Policy:
         kw = dict(self.overrides)
+        mf = kw.pop("multifactor", None)
+        if mf is not None:
+            return _multifactor_policy(self.preset, mf, kw, self.name)
         if self.name:
             kw["name"] = self.name
         return get_policy(self.preset, **kw)
@@ -137,6 +145,44 @@ class WorkloadSpec:
         """The spec with a file path made absolute (an array task starts elsewhere)."""
         p = Path(self.spec)
         return WorkloadSpec(str(p.resolve()), self.options) if p.exists() else self
+
+
+MF_ARGS = ("slurm_conf", "fair_tree", "damping", "half_life", "calc_period", "u_star_node_hours", "controls",
+           "reconfigure_at_h", "agent_down", "gate")
+
+
+def _multifactor_policy(preset: str, mf: Any, rest: Mapping[str, Any], name: str | None) -> Policy:
+    from dataclasses import replace
+
+    from .controlexp import multifactor_policies
+
+    if not isinstance(mf, Mapping) or set(mf) - set(MF_ARGS):
+        bad = sorted(set(mf) - set(MF_ARGS)) if isinstance(mf, Mapping) else mf
+        raise ConfigError(f"run {preset!r}: multifactor takes {', '.join(MF_ARGS)}; not {bad}")
+    if not preset.startswith("mf-") or rest:
+        raise ConfigError(f"run {preset!r}: multifactor settings go with an mf-* preset and nothing else")
+    args = dict(mf)
+    conf = args.pop("slurm_conf", None)
+    if conf is not None:
+        try:
+            args["slurm_conf_text"] = Path(conf).read_text()
+        except OSError as e:
+            raise ConfigError(f"cannot read the slurm.conf {conf}: {e.strerror or e}") from None
+    if args.get("fair_tree") is None:
+        args["fair_tree"] = preset == "mf-fairtree" or None
+    if len(args.get("controls") or ["none"]) != 1:
+        raise ConfigError(f"run {preset!r}: one control method per run")
+    (p,) = multifactor_policies(**args)
+    return replace(p, name=name) if name else p
+
+
+def multifactor_specs(*, slurm_conf: Path | None, controls: Sequence[str], **kw: Any) -> list[RunSpec]:
+    """The runs `fscontrol simulate`'s multifactor options ask for: one per control method."""
+    common = {k: (list(v) if isinstance(v, (tuple, list)) else v) for k, v in kw.items() if v is not None}
+    if slurm_conf is not None:
+        common["slurm_conf"] = str(Path(slurm_conf).resolve())
+    preset = "mf-fairtree" if common.get("fair_tree") else "mf-classic"
+    return [RunSpec(preset, {"multifactor": {**common, "controls": [c]}}) for c in (controls or ["none"])]
 
 
 # ------------------------------------------------------------------------------ running
@@ -402,6 +448,9 @@ def sweep_rows(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "mean_bsld": o["mean_bsld"],
             "utilization": o.get("utilization"),
             "makespan_s": o.get("makespan_s"),
+            # multifactor under control: |H/u* - 1| after the warm-up (multifactor.halving_summary)
+            "halving_p95_error": (r.get("halving") or {}).get("p95_abs_error"),
+            "halving_max_error": (r.get("halving") or {}).get("max_abs_error"),
         })
     return rows
 
@@ -411,17 +460,25 @@ def format_sweep(results: Sequence[Mapping[str, Any]]) -> str:
     from tabulate import tabulate
 
     table = []
-    for row in sweep_rows(results):
+    rows = sweep_rows(results)
+    controlled = any(row["halving_p95_error"] is not None for row in rows)
+    for row in rows:
         util = row["utilization"]
         table.append([
             row["run"], f"{row['finished']:,}/{row['jobs']:,}", _h(row["mean_wait_s"]), _h(row["median_wait_s"]),
             _h(row["max_wait_s"]), "-" if row["mean_bsld"] is None else f"{row['mean_bsld']:,.2f}",
             "-" if util is None else f"{util * 100:.1f}%", _h(row["makespan_s"]),
-        ])
+        ] + ([_pct(row["halving_p95_error"]), _pct(row["halving_max_error"])] if controlled else []))
     head = ["run", "finished", "mean wait (h)", "median wait (h)", "max wait (h)", "mean bsld", "utilization", "makespan (h)"]
+    if controlled:
+        head += ["|H/u*-1| p95", "|H/u*-1| max"]
     w = results[0]["workload"] if results else {}
     title = f"workload {w.get('name', '?')}: {w.get('jobs', 0):,} jobs on {w.get('nodes', 0):,} {_unit(w)}; {len(results)} runs"
     return title + "\n\n" + tabulate(table, headers=head, tablefmt="simple", disable_numparse=True)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.2f}%"
 
 
 def _unit(w: Mapping[str, Any]) -> str:

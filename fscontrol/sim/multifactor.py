@@ -1,0 +1,1013 @@
+"""Slurm's priority/multifactor in the simulator: decay passes, fair-share, and the controller.
+
+The engine in engine.py keeps a static priority order. Here priorities are recomputed at every
+decay pass (every PriorityCalcPeriod), as slurmctld's decay thread does (`_decay_thread`,
+priority_multifactor.c, 22.05 and 24.11):
+
+* **A pass** at time t (classic, PriorityFlags=NO_FAIR_TREE): the accounts' EffectvUsage from the
+  usage as it stands; then every usage decays by f^(t - last pass), f = 1 - 0.693/half-life; then,
+  walking slurmctld's job list in creation order (here: the workload's order), each running job
+  is charged `dt * billing * UsageFactor * f^dt` (dt = t - max(last pass, its start)) and each
+  pending job's priority recomputed. A user's own EffectvUsage is computed at their first pending
+  job in that walk, from the usage then (so running jobs earlier in the list are in it), and
+  kept until the next pass. Under Fair Tree the pass decays, charges every running job, then
+  ranks the whole tree (fscontrol.fairtree) and sets every pending job's priority.
+* **A job's end** charges its last stretch at once (`priority_p_job_end`, with `limits` in
+  AccountingStorageEnforce): `dt * billing * f^dt`, dt = end - max(last pass, start).
+* **A new job** gets its priority at submission: age 0, F from its user's EffectvUsage (the one
+  the last pass computed, else computed now from the usage as it stands).
+* **Priority** = w_age * min(1, age/PriorityMaxAge) + w_fs * F + w_js * JS + w_part * part/max
+  + w_qos * qos/max - nice, floored at 1 and truncated to an integer (`_get_priority_internal`,
+  `set_priority_factors`). JS favours large jobs (size / machine) or, with PriorityFavorSmall,
+  small ones (1 - size / machine); the simulator's unit (node or CPU) is both Slurm's node and
+  CPU count, so its two halves are equal.
+
+Fair-share comes from the project's own model, the one the agent uses: classic EffectvUsage by
+`fairshare.effective_usage_step` on the tree `fairshare.build_tree` builds, F by
+`fairshare.fairshare_factor`; Fair Tree by `fairtree.level_values` and `fairtree.rank_users`.
+
+Usage is held scaled by the decay so far (`G`): a pass's decay is one multiplication, and only
+the running jobs are touched. Scheduling between passes is EASY backfill (or a depth-N
+reservation pass) over the queue in priority order; priorities only change at a pass.
+
+The controller: `ControlSpec` runs `control.plan_control`, the function the agent's tick calls,
+`lead_s` before each pass (the agent's pass-aligned job) on the snapshot the agent would read
+(root's and the dummy's RawUsage as sshare's integers, the running jobs), and carries the
+decision out as the agent's commands do: the runtime d (in force at once), the padding QOS's
+UsageFactor for the steady dummy job, or a pulse job of one PriorityCalcPeriod. Disturbances: a
+reconfigure puts slurm.conf's d back; the agent down for a while (no ticks; the steady padding
+job keeps its last UsageFactor).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from bisect import bisect_left, insort
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .. import control, fairshare, fairtree
+from ..decay import decay_factor_per_second
+from ..errors import ConfigError
+from ..parse import parse_duration
+from ..records import QueueJob, ShareRow
+from .workload import Workload
+
+INF = math.inf
+DUMMY: tuple[str, str] = ("fsadmin", "fsdummy")
+ProgressFn = Callable[[int, int], None]
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class PriorityConfig:
+    """The priority settings of slurm.conf the simulator uses (defaults: Slurm's)."""
+
+    weight_age: float = 0.0
+    weight_fairshare: float = 0.0
+    weight_jobsize: float = 0.0
+    weight_partition: float = 0.0
+    weight_qos: float = 0.0
+    max_age_s: float = 7 * 86400.0
+    calc_period_s: float = 300.0
+    half_life_s: float = 7 * 86400.0
+    damping: int = 1
+    fair_tree: bool = True  # Slurm's default since 19.05; PriorityFlags=NO_FAIR_TREE: classic
+    favor_small: bool = False
+    partition_factor: tuple[tuple[str, int], ...] = ()  # PartitionName -> PriorityJobFactor
+    qos_priority: tuple[tuple[str, int], ...] = ()
+    limits: bool = True  # AccountingStorageEnforce has `limits`: a job's end charges its last stretch
+
+    def __post_init__(self) -> None:
+        if self.calc_period_s <= 0:
+            raise ConfigError(f"PriorityCalcPeriod must be positive, not {self.calc_period_s!r}")
+        if not 1 <= self.damping <= control.D_MAX:
+            raise ConfigError(f"FairShareDampeningFactor must be in 1..{control.D_MAX}, not {self.damping!r}")
+        if self.max_age_s < 0 or self.half_life_s < 0:
+            raise ConfigError("PriorityMaxAge and PriorityDecayHalfLife must be >= 0")
+        decay_factor_per_second(self.half_life_s)  # raises on a half-life Slurm cannot decay by
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_CONF_LINE = re.compile(r"^\s*([A-Za-z]+)\s*=\s*(.*?)\s*$")
+
+
+def _conf_duration(key: str, value: str) -> float:
+    try:
+        v = parse_duration(value)
+    except ValueError:
+        raise ConfigError(f"slurm.conf: {key}={value!r} is not a Slurm time ([D-]HH:MM:SS or minutes)") from None
+    return float(v or 0)
+
+
+def priority_config_from_slurm_conf(text: str, **overrides: Any) -> PriorityConfig:
+    """PriorityConfig from slurm.conf's text: the Priority* weights, PriorityMaxAge,
+    PriorityCalcPeriod, PriorityDecayHalfLife, FairShareDampeningFactor, PriorityFavorSmall,
+    PriorityFlags (NO_FAIR_TREE), AccountingStorageEnforce (limits), the partitions'
+    PriorityJobFactor. Keys are case-insensitive, as Slurm's; later lines win."""
+    kv: dict[str, str] = {}
+    parts: list[tuple[str, int]] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.lower().startswith("partitionname="):
+            fields = dict(x.split("=", 1) for x in line.split() if "=" in x)
+            low = {k.lower(): v for k, v in fields.items()}
+            try:
+                parts.append((low["partitionname"], int(low.get("priorityjobfactor", low.get("priority", "1")))))
+            except ValueError:
+                raise ConfigError(f"slurm.conf: bad PriorityJobFactor in {line!r}") from None
+            continue
+        m = _CONF_LINE.match(line)
+        if m:
+            kv[m.group(1).lower()] = m.group(2)
+    args: dict[str, Any] = {}
+
+    def num(key: str, name: str) -> None:
+        if key in kv:
+            try:
+                args[name] = float(int(kv[key]))
+            except ValueError:
+                raise ConfigError(f"slurm.conf: {key} must be an integer, not {kv[key]!r}") from None
+
+    num("priorityweightage", "weight_age")
+    num("priorityweightfairshare", "weight_fairshare")
+    num("priorityweightjobsize", "weight_jobsize")
+    num("priorityweightpartition", "weight_partition")
+    num("priorityweightqos", "weight_qos")
+    if "prioritymaxage" in kv:
+        args["max_age_s"] = _conf_duration("PriorityMaxAge", kv["prioritymaxage"])
+    if "prioritycalcperiod" in kv:
+        args["calc_period_s"] = _conf_duration("PriorityCalcPeriod", kv["prioritycalcperiod"])
+    if "prioritydecayhalflife" in kv:
+        args["half_life_s"] = _conf_duration("PriorityDecayHalfLife", kv["prioritydecayhalflife"])
+    if "fairsharedampeningfactor" in kv:
+        try:
+            args["damping"] = int(kv["fairsharedampeningfactor"])
+        except ValueError:
+            raise ConfigError(f"slurm.conf: FairShareDampeningFactor must be an integer, not {kv['fairsharedampeningfactor']!r}") from None
+    flags = {x.strip().upper() for x in kv.get("priorityflags", "").split(",") if x.strip()}
+    args["fair_tree"] = "NO_FAIR_TREE" not in flags
+    args["favor_small"] = kv.get("priorityfavorsmall", "no").lower() in ("yes", "1", "true")
+    if "accountingstorageenforce" in kv:
+        args["limits"] = "limits" in kv["accountingstorageenforce"].lower()
+    if parts:
+        args["partition_factor"] = tuple(parts)
+    args.update({k: v for k, v in overrides.items() if v is not None})
+    return PriorityConfig(**args)
+
+
+METHODS = ("none", "damping", "padding", "hybrid")
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """The agent in the loop: `control.plan_control` `lead_s` before every pass (or every
+    `interval_s` at an arbitrary phase when given), with the agent's defaults."""
+
+    method: str = "hybrid"
+    u_star: float = 0.0  # usage units (the workload's node- or CPU-seconds), for S_ref
+    padding_mode: str = "steady"
+    lead_s: float = 3.0
+    interval_s: float | None = None
+    interval_phase_s: float = 0.0  # with interval_s: the ticks fall at a pass time + this + k * interval_s
+    hysteresis: float = 0.25
+    padding_threshold: float = 0.02
+    reference: str | float = "median"
+    dummy: tuple[str, str] = DUMMY
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"control method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        if self.padding_mode not in ("steady", "pulse"):
+            raise ConfigError(f"padding mode must be steady or pulse, not {self.padding_mode!r}")
+        if self.u_star < 0:
+            raise ConfigError("u* must be >= 0")
+        if self.interval_s is not None and self.interval_s <= 0:
+            raise ConfigError("control interval must be > 0 seconds")
+
+    @property
+    def label(self) -> str:
+        if self.method == "none":
+            return "static d"
+        return f"{self.method}" + (f"-{self.padding_mode}" if self.method in ("padding", "hybrid") else "")
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """`reconfigure` at `at_s` (seconds from the first submission): slurm.conf's d comes back;
+    `agent_down` from `at_s` for `duration_s`: no control ticks."""
+
+    kind: str
+    at_s: float
+    duration_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("reconfigure", "agent_down"):
+            raise ConfigError(f"disturbance must be reconfigure or agent_down, not {self.kind!r}")
+
+
+def share_tree(workload: Workload, *, dummy: tuple[str, str] | None = DUMMY,
+               account_shares: Mapping[str, int] | None = None) -> tuple[ShareRow, ...]:
+    """An association tree for a workload: root, one account per workload account (RawShares 1,
+    or `account_shares`), one user association per (account, user) with RawShares 1, and the
+    controller's dummy account and user (RawShares 1)."""
+    root = ShareRow("root", "", "", 0, None, False, 1.0, 0, None, 1.0, None)
+    accts: dict[str, set[str]] = {}
+    for j in workload.jobs:
+        accts.setdefault(j.account or "default", set()).add(j.user or "user")
+    if dummy is not None:
+        accts.setdefault(dummy[0], set()).add(dummy[1])
+    rows = [root]
+    for a in sorted(accts):
+        rows.append(ShareRow(a, "", "root", 1, int((account_shares or {}).get(a, 1)), False, None, 0, None, None, None))
+        rows.extend(ShareRow(a, u, a, 2, 1, False, None, 0, None, None, None) for u in sorted(accts[a]))
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- results
+@dataclass
+class PassRecord:
+    t: float  # seconds from the first submission
+    d: int  # the d the pass used
+    u_total: float  # root's RawUsage at the start of the pass (what EffectvUsage was computed from)
+    w: float  # the dummy's RawUsage then
+    u_read: float | None = None  # root's RawUsage as the agent's last control tick read it (sshare's integer)
+
+
+@dataclass
+class MFRun:
+    start: list[float]
+    end: list[float]
+    order: list[int] = field(default_factory=list)
+    ran: list[float] | None = None  # (engine.RawRun's field: the workload's run times are simulated as they are)
+    passes: int = 0
+    events: int = 0
+    unfinished: int = 0
+    control_ticks: int = 0
+    d_changes: int = 0
+    pulses: int = 0
+    holds: int = 0
+    releases: int = 0
+    nices: int = 0
+    unnices: int = 0
+    gate_ticks: int = 0
+    notes: list[str] = field(default_factory=list)
+    records: list[PassRecord] = field(default_factory=list)
+    s_ref: float | None = None
+    t0: float = 0.0  # the first submission: PassRecord.t and the trace's times count from it
+    # per pass, when `trace` is set: (t, {(account, user): RawUsage}, {(account, user): F})
+    trace: list[tuple[float, dict, dict]] = field(default_factory=list)
+    final_usage: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- the engine
+def simulate_multifactor(
+    workload: Workload,
+    prio: PriorityConfig,
+    *,
+    tree: Sequence[ShareRow] | None = None,
+    control_spec: ControlSpec | None = None,
+    disturbances: Sequence[Disturbance] = (),
+    depth: int = 1,
+    backfill: bool = True,
+    first_pass: float | None = None,
+    initial_usage: Mapping[tuple[str, str], float] | None = None,
+    trace: bool = False,
+    trace_keys: Sequence[tuple[str, str]] = (),
+    record_passes: bool = True,
+    gate: Any = None,
+    gate_interval_s: float = 300.0,
+    progress: ProgressFn | None = None,
+    max_time: float | None = None,
+) -> MFRun:
+    """Run the workload under priority/multifactor. `tree`: the associations (sshare rows; their
+    RawUsage is the usage at the start unless `initial_usage` is given); default share_tree().
+    `first_pass`: the time of a pass (passes fall every PriorityCalcPeriod from it; default the
+    first submission). `trace`: record RawUsage and F of `trace_keys` (default all users) at every
+    pass, as sshare and sprio would show them just after it. `gate`: a `gate.GateOptions`: the
+    agent's gate (`gate.plan_gate`, on the workload's allocations) every `gate_interval_s`; a hold
+    takes the job out of the queue and its release makes it eligible anew (age from then, as
+    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority."""
+    from .engine import _Profile  # (engine imports policies, which import this module)
+
+    jobs = workload.jobs
+    n = len(jobs)
+    cs = control_spec
+    dummy = cs.dummy if cs is not None else None
+    rows = tuple(tree) if tree is not None else share_tree(workload, dummy=DUMMY if cs is not None else None)
+    t_tree = fairshare.build_tree(rows)
+    keys = list(t_tree.order)
+    kix = {k: i for i, k in enumerate(keys)}
+    na = len(keys)
+    parent_ix = [-1] + [kix[t_tree.parent[k]] for k in keys[1:]]
+    fsp_ix = [-1] + [kix[t_tree.fs_parent[k]] for k in keys[1:]]
+    rule = [(fairshare.FS_ROOT, 0.0)] + [fairshare.effective_usage_rule(t_tree, k) for k in keys[1:]]
+    nshares = fairshare.norm_shares_of(t_tree)
+    norm_s = [nshares[k] for k in keys]
+    is_user = [bool(k[1]) for k in keys]
+    shares_parent = [t_tree.rows[k].shares_parent for k in keys]
+    chains: list[tuple[int, ...]] = []
+    for i in range(na):
+        c = [i]
+        while parent_ix[c[-1]] >= 0:
+            c.append(parent_ix[c[-1]])
+        chains.append(tuple(c))
+    # a job's association: (account, user); a job whose pair is not in the tree is an error
+    job_assoc = [0] * n
+    for i, j in enumerate(jobs):
+        k = (j.account or "default", j.user or "user")
+        if k not in kix:
+            raise ConfigError(f"job {j.job_id}: association {k[0]}/{k[1]} is not in the share tree")
+        job_assoc[i] = kix[k]
+
+    fair_tree = prio.fair_tree
+    if fair_tree:
+        ft_kids = fairtree.children_lists(t_tree)
+        ft_shares = fairtree.fair_tree_shares(t_tree)
+        n_users = sum(1 for k in keys if k[1])
+
+    # usage, scaled: true usage = S[a] * G
+    S = [0.0] * na
+    init = initial_usage if initial_usage is not None else {k: float(t_tree.rows[k].raw_usage) for k in keys}
+    for k, v in init.items():
+        if k in kix:
+            S[kix[k]] = float(v)
+    G = 1.0
+    f1 = decay_factor_per_second(prio.half_life_s)
+    P = prio.calc_period_s
+    fP = f1**P
+    limits = prio.limits
+
+    # copy-on-write snapshot of the non-user associations' usage at the start of the pass
+    pass_no = 0
+    snap_pass = [-1] * na
+    snap_val = [0.0] * na
+
+    ups = [tuple(c for c in chains[a] if not is_user[c]) for a in range(na)]  # the non-user ancestors
+
+    def charge(a: int, x: float) -> None:
+        xs = x / G
+        for c in chains[a]:
+            if not is_user[c] and snap_pass[c] != pass_no:
+                snap_pass[c] = pass_no
+                snap_val[c] = S[c]
+            S[c] += xs
+
+    def at_pass_start(c: int) -> float:
+        return snap_val[c] if snap_pass[c] == pass_no else S[c]
+
+    ue_acct: dict[int, float] = {}  # this pass's account UEs (memo)
+    ue_user: dict[int, float] = {}  # users' UE, kept until the next pass
+
+    def acct_ue(c: int) -> float:
+        if c == 0:
+            return 1.0
+        v = ue_acct.get(c)
+        if v is None:
+            root = at_pass_start(0)
+            un = min(1.0, at_pass_start(c) / root) if root > 0 else 0.0
+            fc = fsp_ix[c]
+            v = fairshare.effective_usage_step(rule[c], un, 1.0 if fc == 0 else acct_ue(fc))
+            ue_acct[c] = v
+        return v
+
+    f_cache: dict[int, float] = {}  # F by association, until the next pass or a change of d
+
+    def user_fs(a: int) -> float:
+        """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
+        f = f_cache.get(a)
+        if f is not None:
+            return f
+        if shares_parent[a]:
+            fa = fsp_ix[a]
+            f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
+        else:
+            v = ue_user.get(a)
+            if v is None:
+                root = S[0]
+                un = min(1.0, S[a] / root) if root > 0 else 0.0
+                fa = fsp_ix[a]
+                ue_fs = ue_acct.get(fa)
+                if ue_fs is None:
+                    ue_fs = acct_ue(fa)
+                v = fairshare.effective_usage_step(rule[a], un, ue_fs)
+                ue_user[a] = v
+            f = fairshare.fairshare_factor(v, norm_s[a], damp[0])
+        f_cache[a] = f
+        return f
+
+    def fair_tree_rank() -> None:
+        usage = {k: S[i] for i, k in enumerate(keys)}
+        _, _, lf = fairtree.level_values(t_tree, usage, shares=ft_shares)
+        ranks, _ = fairtree.rank_users(t_tree, lf, ft_kids)
+        f_cache.clear()
+        for k, r in ranks.items():
+            f_cache[kix[k]] = r / n_users
+
+    def fs_of(a: int) -> float:
+        if fair_tree:
+            return f_cache.get(a, 0.0)
+        return user_fs(a)
+
+    # job attributes
+    submit = [j.submit for j in jobs]
+    run = [j.run for j in jobs]
+    est = [j.estimate for j in jobs]
+    size = [j.size for j in jobs]
+    total = workload.nodes
+    wa, wf, wj, wp, wq = prio.weight_age, prio.weight_fairshare, prio.weight_jobsize, prio.weight_partition, prio.weight_qos
+    max_age = prio.max_age_s
+    if wj:
+        js = [(1.0 - min(1.0, s / total)) if prio.favor_small else min(1.0, s / total) for s in size]
+    else:
+        js = [0.0] * n
+    static = [wj * x for x in js]
+    if wp and prio.partition_factor:
+        pf = dict(prio.partition_factor)
+        pmax = max(pf.values()) or 1
+        for i, j in enumerate(jobs):
+            static[i] += wp * pf.get(getattr(j, "partition", "") or next(iter(pf)), 0) / pmax
+    if wq and prio.qos_priority:
+        qf = dict(prio.qos_priority)
+        qmax = max(qf.values()) or 1
+        for i, j in enumerate(jobs):
+            static[i] += wq * qf.get(getattr(j, "qos", "") or "normal", 0) / qmax
+    eligible = list(submit)
+    nice = [0] * n
+    start = [INF] * n
+    end = [INF] * n
+    prio_of = [0] * n
+    out = MFRun(start, end)
+    order = out.order
+    damp = [prio.damping]  # the runtime d (a list: closures set it)
+
+    def priority(i: int, t: float) -> int:
+        p = static[i]
+        if wa:
+            age = t - eligible[i]
+            p += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) if max_age > 0 else wa
+        if wf:
+            p += wf * fs_of(job_assoc[i])
+        if nice[i]:
+            p -= nice[i]
+        return int(p) if p >= 1 else 1
+
+    # queue: sorted keys (-priority, index); running: sorted (predicted end, index)
+    qkeys: list[tuple[int, int]] = []
+    running: list[tuple[float, int]] = []
+    run_set: set[int] = set()
+    heap: list[tuple[float, int]] = []
+    free = total
+    last_pass = submit[0] if n else 0.0
+    if first_pass is not None:
+        last_pass = first_pass
+
+    def start_job(i: int, t: float) -> None:
+        nonlocal free
+        start[i] = t
+        order.append(i)
+        e = t + run[i]
+        end[i] = e
+        free -= size[i]
+        heapq.heappush(heap, (e, i))
+        insort(running, (t + est[i], i))
+        run_set.add(i)
+
+    easy_valid = False
+    easy_shadow = 0.0
+    easy_extra = 0
+    easy_head: tuple[int, int] = (0, 0)
+
+    def shadow_of(hsize: int) -> tuple[float, int]:
+        avail = free
+        m = len(running)
+        for k, (e, i) in enumerate(running):
+            avail += size[i]
+            if avail >= hsize:
+                k += 1
+                while k < m and running[k][0] == e:
+                    avail += size[running[k][1]]
+                    k += 1
+                return e, avail - hsize
+        return INF, 0
+
+    def pass_easy(t: float) -> None:
+        nonlocal easy_valid, easy_shadow, easy_extra, easy_head
+        q = qkeys
+        nq = len(q)
+        k = 0
+        while k < nq and size[q[k][1]] <= free:
+            start_job(q[k][1], t)
+            k += 1
+        if k == nq:
+            del qkeys[:]
+            easy_valid = False
+            return
+        head = q[k][1]
+        if not backfill:
+            del qkeys[:k]
+            easy_valid = True
+            easy_head = qkeys[0]
+            easy_shadow, easy_extra = -INF, -1
+            return
+        shadow, extra = shadow_of(size[head])
+        started: list[int] = []
+        f = free
+        if f > 0:
+            for p in range(k + 1, nq):
+                i = q[p][1]
+                s = size[i]
+                if s <= f:
+                    if t + est[i] <= shadow:
+                        pass
+                    elif s <= extra:
+                        extra -= s
+                    else:
+                        continue
+                    start_job(i, t)
+                    f -= s
+                    started.append(p)
+                    if f == 0:
+                        break
+        for p in reversed(started):
+            del q[p]
+        del q[:k]
+        easy_valid = True
+        easy_shadow, easy_extra = shadow, extra
+        easy_head = q[0]
+
+    def arrivals_easy(t: float, new: list[tuple[int, int]]) -> bool:
+        nonlocal easy_extra
+        for kq in new:
+            if kq < easy_head:
+                return False
+        for kq in new:
+            i = kq[1]
+            s = size[i]
+            if s <= free:
+                if t + est[i] <= easy_shadow:
+                    pass
+                elif s <= easy_extra:
+                    easy_extra -= s
+                else:
+                    continue
+                del qkeys[bisect_left(qkeys, kq)]
+                start_job(i, t)
+        return True
+
+    def pass_general(t: float) -> None:
+        prof = _Profile(t, free, [(e, size[i]) for e, i in running])
+        reserved = 0
+        started: list[int] = []
+        for p, (_, i) in enumerate(qkeys):
+            s = size[i]
+            d = est[i]
+            if s <= free and prof.min_free(t, t + d) >= s:
+                start_job(i, t)
+                prof.reserve(t, t + d, s)
+                started.append(p)
+                continue
+            if reserved < depth:
+                r = prof.earliest(s, d)
+                prof.reserve(r, r + d, s)
+                reserved += 1
+                if reserved == depth and not backfill:
+                    break
+            elif free == 0:
+                break
+        for p in reversed(started):
+            del qkeys[p]
+
+    def schedule(t: float, ended: bool, new: list[tuple[int, int]], reordered: bool) -> None:
+        if not qkeys:
+            return
+        if depth > 1:
+            pass_general(t)
+        elif ended or reordered or not easy_valid or not arrivals_easy(t, new):
+            pass_easy(t)
+
+    # ------------------------------------------------------------ the controller
+    pad_rate = 0.0  # the steady padding job: billing 1 x UsageFactor k, charged at every pass
+    pulse_end = -INF
+    pulse_rate = 0.0
+    pulse_start = 0.0
+    dummy_ix = kix.get(dummy) if dummy is not None else None
+    if cs is not None and cs.method in ("padding", "hybrid") and dummy_ix is None:
+        raise ConfigError(f"padding needs the dummy association {dummy[0]}/{dummy[1]} in the share tree")
+    s_ref = None
+    d_conf = prio.damping  # what slurm.conf says (a reconfigure puts it back)
+    d_last: int | None = None
+    qjob_cache: dict[int, QueueJob] = {}
+    if cs is not None:
+        s_ref, _ = fairshare.choose_reference_share(rows, prio.damping, dummy, cs.reference)
+        out.s_ref = s_ref
+
+    last_read: list[float | None] = [None]
+
+    def root_row(u: float) -> ShareRow:
+        return ShareRow("root", "", "", 0, None, False, 1.0, int(u), None, 1.0, None)
+
+    def control_tick(t: float) -> None:
+        nonlocal pad_rate, pulse_end, pulse_rate, pulse_start, d_last
+        out.control_ticks += 1
+        u_tot = S[0] * G
+        last_read[0] = float(int(u_tot))
+        w = S[dummy_ix] * G if dummy_ix is not None else 0.0
+        snap = [root_row(u_tot)]
+        if dummy is not None:
+            snap.append(ShareRow(dummy[0], dummy[1], dummy[0], 2, 1, False, None, int(w), None, None, None))
+        real = []
+        for i in run_set:
+            q = qjob_cache.get(i)
+            if q is None:
+                j = jobs[i]
+                q = qjob_cache[i] = QueueJob(j.job_id, j.user, j.account, "sim", "normal", "RUNNING", size[i],
+                                             size[i], 0, 0, "None", submit[i], start[i], int(est[i]))
+            real.append(q)
+        dec = control.plan_control(
+            snap, method=cs.method, u_star=cs.u_star, d_now=damp[0], d_last=d_last, half_life_s=prio.half_life_s,
+            calc_period_s=P, dummy=dummy, s_ref=s_ref, running_real=real, usage_factors={},
+            hysteresis=cs.hysteresis, padding_mode=cs.padding_mode, padding_threshold=cs.padding_threshold,
+        )
+        if dec.advise_only:
+            return
+        if dec.d_target != damp[0]:
+            damp[0] = dec.d_target
+            if not fair_tree:
+                f_cache.clear()
+            out.d_changes += 1
+        d_last = dec.d_target
+        if cs.padding_mode == "steady":
+            if dec.usage_factor is not None:
+                set_pad_rate(dec.usage_factor)
+        elif dec.pulse_usage_factor is not None and t >= pulse_end:
+            # the pulse job: 1 CPU for one PriorityCalcPeriod at the pulse UsageFactor (actions.submit_dummy)
+            pulse_start, pulse_end, pulse_rate = t, t + P, dec.pulse_usage_factor
+            out.pulses += 1
+
+    def set_pad_rate(k: float) -> None:
+        nonlocal pad_rate
+        pad_rate = k
+
+    def dummy_charges(t: float) -> None:
+        """The padding jobs' charge at a pass at t (steady: the dummy job runs all along; Slurm
+        reads its QOS's UsageFactor at the pass)."""
+        if dummy_ix is None:
+            return
+        if pad_rate > 0:
+            d = t - last_pass
+            if d > 0:
+                charge(dummy_ix, d * pad_rate * f1**d)
+        if pulse_rate > 0 and pulse_start < t < pulse_end:
+            d = t - max(last_pass, pulse_start)
+            if d > 0:
+                charge(dummy_ix, d * pulse_rate * f1**d)
+
+    # ------------------------------------------------------------ the gate
+    held: set[int] = set()
+    ledger: set[int] = set()
+    id_ix = {j.job_id: i for i, j in enumerate(jobs)}
+    allocs = workload.allocations
+
+    def _qjob(i: int, state: str, reason: str) -> QueueJob:
+        j = jobs[i]
+        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i],
+                        prio_of[i] if state == "PENDING" and i not in held else 0, nice[i], reason, submit[i],
+                        start[i] if state == "RUNNING" else None, int(est[i]))
+
+    def requeue(i: int, t: float) -> None:
+        pr = priority(i, t)
+        prio_of[i] = pr
+        insort(qkeys, (-pr, i))
+
+    def gate_tick(t: float) -> bool:
+        from ..gate import plan_gate
+
+        out.gate_ticks += 1
+        qj = [_qjob(i, "RUNNING", "None") for i in run_set]
+        qj += [_qjob(i, "PENDING", "Priority") for _, i in qkeys]
+        qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
+        plan = plan_gate(qj, allocs, {jobs[i].job_id: 0 for i in ledger}, gate, now=t)
+        for jid in plan.stale_ledger:
+            ledger.discard(id_ix[jid])
+        for a in plan.actions:
+            i = id_ix[a.job_id]
+            if a.kind == "hold":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                held.add(i)
+                ledger.add(i)
+                out.holds += 1
+            elif a.kind == "release":
+                held.discard(i)
+                ledger.discard(i)
+                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
+                requeue(i, t)
+                out.releases += 1
+            elif a.kind == "nice":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                nice[i] = gate.nice_value
+                ledger.add(i)
+                requeue(i, t)
+                out.nices += 1
+            elif a.kind == "unnice":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                nice[i] = 0
+                ledger.discard(i)
+                requeue(i, t)
+                out.unnices += 1
+            # "unmark" clears the agent's AdminComment: nothing the scheduler sees
+        return bool(plan.actions)
+
+    # ------------------------------------------------------------ passes
+    trace_ix = [kix[k] for k in trace_keys] if trace_keys else [i for i in range(na) if is_user[i]]
+
+    def do_pass(t: float) -> None:
+        nonlocal G, last_pass, pass_no, pulse_rate
+        nonlocal_easy_invalidate()
+        out.passes += 1
+        if record_passes and cs is not None:
+            out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0,
+                                          last_read[0]))
+        pass_no += 1
+        ue_acct.clear()
+        ue_user.clear()
+        if not fair_tree:
+            f_cache.clear()
+        dt = t - last_pass
+        if dt > 0:
+            G *= f1**dt
+            if G < 1e-200:  # renormalise before it underflows (long runs, short half-lives)
+                for a in range(na):
+                    S[a] *= G
+                G = 1.0
+        dummy_charges(t)
+        if fair_tree:
+            for i in run_set:
+                d = t - (last_pass if start[i] < last_pass else start[i])
+                charge(job_assoc[i], d * size[i] * f1**d)
+            last_pass = t
+            if qkeys or trace:  # (Slurm ranks at every pass; only pending jobs read it)
+                fair_tree_rank()
+            if qkeys:
+                reprioritise(t)
+        else:
+            # each pending user's first pending job in the list: where the walk computes their UE
+            first: dict[int, int] = {}
+            for _, i in qkeys:
+                a = job_assoc[i]
+                if i < first.get(a, n):
+                    first[a] = i
+            pend = sorted((i, a) for a, i in first.items())
+            runs = sorted(run_set)
+            pi = ri = 0
+            np_, nr = len(pend), len(runs)
+            lp = last_pass
+            d_full = t - lp
+            f_full = f1**d_full
+            while ri < nr:
+                # pending users whose first job comes before the next running job: UE from the usage now
+                r = runs[ri]
+                while pi < np_ and pend[pi][0] < r:
+                    user_fs(pend[pi][1])
+                    pi += 1
+                # charge(job_assoc[r], ...), inlined: the hot loop of the pass (a job's association is a user's)
+                st = start[r]
+                if st < lp:
+                    xs = d_full * size[r] * f_full / G
+                else:
+                    d = t - st
+                    xs = d * size[r] * f1**d / G
+                a = job_assoc[r]
+                S[a] += xs
+                for c in ups[a]:
+                    if snap_pass[c] != pass_no:
+                        snap_pass[c] = pass_no
+                        snap_val[c] = S[c]
+                    S[c] += xs
+                ri += 1
+            while pi < np_:
+                user_fs(pend[pi][1])
+                pi += 1
+            last_pass = t
+            if qkeys:
+                reprioritise(t)
+        if trace:
+            out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
+                              {keys[a]: fs_of(a) for a in trace_ix}))
+
+    def reprioritise(t: float) -> None:
+        """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
+        get = f_cache.get
+        new: list[tuple[int, int]] = []
+        append = new.append
+        for _, i in qkeys:
+            pr = static[i]
+            if wa:
+                if max_age > 0:
+                    age = t - eligible[i]
+                    pr += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+                else:
+                    pr += wa
+            if wf:
+                a = job_assoc[i]
+                f = get(a)
+                pr += wf * (f if f is not None else fs_of(a))
+            if nice[i]:
+                pr -= nice[i]
+            pr = int(pr) if pr >= 1 else 1
+            prio_of[i] = pr
+            append((-pr, i))
+        new.sort()
+        qkeys[:] = new
+
+    def nonlocal_easy_invalidate() -> None:
+        nonlocal easy_valid
+        easy_valid = False
+
+    # ------------------------------------------------------------ main loop
+    t0 = out.t0 = submit[0] if n else 0.0
+    horizon = INF if max_time is None else t0 + max_time
+    next_pass = last_pass + P
+    while next_pass <= t0:
+        next_pass += P
+    lead = cs.lead_s if cs is not None else 0.0
+    next_ctl = INF
+    if cs is not None:
+        next_ctl = (next_pass - lead) if cs.interval_s is None else last_pass + cs.interval_phase_s
+        while next_ctl < t0:
+            next_ctl += P if cs.interval_s is None else cs.interval_s
+    down: list[tuple[float, float]] = []
+    reconf: list[float] = []
+    for dist in disturbances:
+        if dist.kind == "agent_down":
+            down.append((t0 + dist.at_s, t0 + dist.at_s + dist.duration_s))
+        else:
+            reconf.append(t0 + dist.at_s)
+    reconf.sort()
+    next_gate = t0 if gate is not None else INF
+    stall = 0
+    ai = 0
+    done = 0
+    events = 0
+    while True:
+        t = submit[ai] if ai < n else INF
+        if heap and heap[0][0] < t:
+            t = heap[0][0]
+        busy = ai < n or heap or qkeys or held
+        if busy:
+            if next_gate < t:
+                t = next_gate
+            if next_pass < t:
+                t = next_pass
+            if next_ctl < t:
+                t = next_ctl
+            if reconf and reconf[0] < t:
+                t = reconf[0]
+            if pulse_rate > 0 and pulse_end < t:
+                t = pulse_end
+        if t == INF or t > horizon:
+            break
+        events += 1
+        ended = False
+        while heap and heap[0][0] <= t:
+            e, i = heapq.heappop(heap)
+            free += size[i]
+            del running[bisect_left(running, (start[i] + est[i], i))]
+            run_set.discard(i)
+            qjob_cache.pop(i, None)
+            if limits:
+                d = e - (last_pass if start[i] < last_pass else start[i])
+                if d > 0:
+                    charge(job_assoc[i], d * size[i] * f1**d)
+            ended = True
+            done += 1
+        if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
+            d = pulse_end - max(last_pass, pulse_start)
+            if limits and d > 0:
+                charge(dummy_ix, d * pulse_rate * f1**d)
+            pulse_rate = 0.0
+        new: list[tuple[int, int]] = []
+        while ai < n and submit[ai] <= t:
+            pr = priority(ai, t)
+            prio_of[ai] = pr
+            kq = (-pr, ai)
+            insort(qkeys, kq)
+            new.append(kq)
+            ai += 1
+        while reconf and reconf[0] <= t:
+            reconf.pop(0)
+            if damp[0] != d_conf:
+                out.notes.append(f"reconfigure at {(t - t0) / 3600:.1f} h: d {damp[0]} -> {d_conf} (slurm.conf)")
+            damp[0] = d_conf
+            if not fair_tree:
+                f_cache.clear()
+        if next_ctl <= t:
+            if not any(a <= t < b for a, b in down):
+                control_tick(t)
+            next_ctl += P if cs.interval_s is None else cs.interval_s
+        gated = False
+        if next_gate <= t:
+            gated = gate_tick(t)
+            next_gate = t + gate_interval_s
+            # a gate that holds everything on an empty machine would never end: stop it
+            if not heap and ai >= n and held and not qkeys and not gated:
+                stall += 1
+                if stall > 3:
+                    out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
+                    break
+            else:
+                stall = 0
+        reordered = gated
+        if next_pass <= t:
+            do_pass(t)
+            next_pass += P
+            reordered = True
+        if ended or new or reordered:
+            schedule(t, ended, new, reordered)
+        if progress is not None and events % 4096 == 0:
+            progress(done, n)
+    out.events = events
+    out.unfinished = sum(1 for x in end if x == INF)
+    out.final_usage = {k: S[i] * G for i, k in enumerate(keys)}
+    if progress is not None:
+        progress(done, n)
+    return out
+
+
+# --------------------------------------------------------------------------- summaries
+SIZE_CLASSES = ("1", "2-4", "5-16", "17-64", "65+")
+
+
+def size_class(size: int) -> str:
+    """The job's size class in the simulator's unit (nodes): 1, 2-4, 5-16, 17-64, 65 and more."""
+    if size <= 1:
+        return "1"
+    if size <= 4:
+        return "2-4"
+    if size <= 16:
+        return "5-16"
+    if size <= 64:
+        return "17-64"
+    return "65+"
+
+
+def halving_errors(run: MFRun, u_star: float) -> list[tuple[float, float]]:
+    """(seconds from the first submission, H/u* - 1) at every pass with usage: H = S_ref x the d
+    the pass used x root's RawUsage as the pass started (the usage its EffectvUsage came from)."""
+    if not run.s_ref or u_star <= 0:
+        return []
+    k = run.s_ref / u_star
+    return [(p.t, k * p.d * p.u_total - 1.0) for p in run.records if p.u_total > 0]
+
+
+def halving_summary(run: MFRun, u_star: float, *, warmup_s: float | None = None, tol: float = 0.01) -> dict[str, Any]:
+    """The halving H against u*: the error's distribution after the warm-up (default: the first
+    tenth of the run, at least one day... or none for runs under 10 days), and the time to settle:
+    from the first pass to the first pass after which |H/u* - 1| stays <= `tol` (None if it never does)."""
+    errs = halving_errors(run, u_star)
+    out: dict[str, Any] = {"u_star": u_star, "s_ref": run.s_ref, "tol": tol, "passes": len(errs)}
+    if not errs:
+        return out
+    span = errs[-1][0] - errs[0][0]
+    if warmup_s is None:
+        warmup_s = max(86400.0, span / 10) if span > 10 * 86400 else 0.0
+    settled = [abs(e) for t, e in errs if t >= errs[0][0] + warmup_s]
+    settle_s = None
+    for k in range(len(errs) - 1, -1, -1):
+        if abs(errs[k][1]) > tol:
+            settle_s = errs[k + 1][0] - errs[0][0] if k + 1 < len(errs) else None
+            break
+    else:
+        settle_s = 0.0
+    a = sorted(settled)
+    signed = [e for t, e in errs if t >= errs[0][0] + warmup_s]
+
+    def q(p: float) -> float:
+        return a[min(len(a) - 1, int(p * len(a)))]
+
+    ds = [p.d for p in run.records]
+    out.update(
+        warmup_s=warmup_s,
+        settled_passes=len(a),
+        mean_error=sum(signed) / len(signed) if signed else None,
+        median_abs_error=q(0.5) if a else None,
+        p95_abs_error=q(0.95) if a else None,
+        p99_abs_error=q(0.99) if a else None,
+        max_abs_error=a[-1] if a else None,
+        within_1pct=sum(1 for x in a if x <= 0.01) / len(a) if a else None,
+        within_2pct=sum(1 for x in a if x <= 0.02) / len(a) if a else None,
+        passes_over_5pct=sum(1 for x in a if x > 0.05),
+        settle_s=settle_s,
+        d_min=min(ds),
+        d_max=max(ds),
+        d_changes=run.d_changes,
+        pulses=run.pulses,
+    )
+    return out
