@@ -732,7 +732,8 @@ def simulate(
                                                    "(one task per configuration); `fscontrol simulate-merge DIR` reads the results.")] = None,
     progress: Annotated[bool, typer.Option(help="A progress bar on stderr (only on a terminal).")] = True,
     slurm_conf: Annotated[Optional[Path], typer.Option("--slurm-conf", help="Slurm's priority/multifactor with this slurm.conf's "
-                          "Priority* settings (weights, PriorityMaxAge, half-life, PriorityCalcPeriod, d, PriorityFlags).")] = None,
+                          "Priority* settings (weights, PriorityMaxAge, half-life, PriorityCalcPeriod, d, PriorityFlags); `scontrol show "
+                          "config` output too. Default for a captured folder: its own config.txt.")] = None,
     control: Annotated[Optional[list[str]], typer.Option("--control", help="The agent's controller in the loop: none (static d), "
                        "damping, padding, padding-pulse, hybrid, hybrid-pulse. Repeat to compare. Multifactor, classic.")] = None,
     u_star: Annotated[Optional[float], typer.Option("--u-star", help="u*: the node-hours that halve a reference user's F.")] = None,
@@ -779,6 +780,8 @@ def simulate(
         if chart is not None and not chart.parent.is_dir():
             raise OutputError(f"cannot write the chart {chart}: folder {chart.parent} does not exist")
         specs = [sw.RunSpec(p) for p in (policy or ([] if sweep is not None or mf_asked else ["easy"]))]
+        if mf_asked and slurm_conf is None and (Path(workload) / "config.txt").is_file():
+            slurm_conf = Path(workload) / "config.txt"  # a captured cluster: its own `scontrol show config`
         if mf_asked:  # one run per control method, each a spec the sweep, its processes and --sbatch can carry
             specs += sw.multifactor_specs(
                 slurm_conf=slurm_conf, fair_tree=None if fairshare is None else fairshare == "fairtree", damping=damping,

@@ -63,3 +63,20 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys):
     assert code == 0, out
     data = json.loads(out)
     assert data["associations"][0]["account"] == "chem" and not any("old" in w for w in data["warnings"])
+
+
+def test_readme_replay_example_is_real_output():
+    """The worked example "replay your last month": its command, run on the bundled capture, prints
+    the README's block line for line; and the controlled run is the one that meets u*."""
+    import shlex
+
+    section = (ROOT / "README.md").read_text().split("### Worked example: replay your last month", 1)[1]
+    block = re.search(r"```\n(\$ fscontrol .*?)```", section, re.S).group(1).rstrip("\n").splitlines()
+    assert block[0].startswith("$ fscontrol simulate samples/testbed-history")
+    argv = shlex.split(block[0][2:])[1:]
+    r = CliRunner().invoke(app, [*argv, "--no-progress"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert r.output.rstrip("\n").splitlines() == block[1:]
+    hybrid = next(line for line in block if line.startswith("mf-classic hybrid"))
+    static = next(line for line in block if line.startswith("mf-classic d=1"))
+    assert float(hybrid.split()[-1].rstrip("%")) < 2.0 < float(static.split()[-1].rstrip("%"))

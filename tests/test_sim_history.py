@@ -146,3 +146,25 @@ def test_reader_rules_on_hand_made_lines():
         parse_nodes("n1|normal|many|idle")
     with pytest.raises(ConfigError, match="unit must be"):
         jobs_from_sacct([head], "sacct", unit="gpus")
+
+
+def test_a_replay_under_multifactor_uses_the_captured_tree_and_settings():
+    """The multifactor engine takes the capture's own association tree (RawShares as sshare printed
+    them, usage reset to 0: the capture's usage is the period's end) and adds the controller's
+    dummy; the CLI reads the capture's config.txt (scontrol show config) for the weights."""
+    from fscontrol.parse import parse_sshare
+    from fscontrol.sim.multifactor import DUMMY, captured_tree, priority_config_from_slurm_conf
+
+    folder = ROOT / "samples" / "testbed-history"
+    w = load_workload(str(folder))
+    printed = {r.key: r.raw_shares for r in parse_sshare((folder / "sshare.txt").read_text())}
+    rows = captured_tree(w)
+    assert {r.key: r.raw_shares for r in rows if r.key in printed} == printed
+    assert all(r.raw_usage == 0 for r in rows) and DUMMY in {r.key for r in rows}
+    assert {(j.account, j.user) for j in w.jobs} <= {r.key for r in rows}
+    prio = priority_config_from_slurm_conf((folder / "config.txt").read_text())
+    assert (prio.half_life_s, prio.calc_period_s, prio.weight_fairshare) == (300.0, 60.0, 100000.0)  # the testbed's
+    r = CliRunner().invoke(app, ["simulate", str(folder), "--control", "hybrid", "--u-star", "0.5", "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    (run,) = json.loads(r.output)
+    assert run["policy"]["priority"]["half_life_s"] == 300.0 and run["halving"]["u_star"] == 1800.0

@@ -231,6 +231,38 @@ def share_tree(workload: Workload, *, dummy: tuple[str, str] | None = DUMMY,
     return tuple(rows)
 
 
+def captured_tree(workload: Workload, *, dummy: tuple[str, str] | None = DUMMY) -> tuple[ShareRow, ...]:
+    """The association tree a capture recorded (`Workload.shares`, sshare's rows: the site's real
+    RawShares, FairShare=parent and depth), with every RawUsage set to 0 (sshare gives the usage at
+    the end of the period, not at its start: a replay starts from none, its first half-lives are
+    warm-up), plus an association for each job's (account, user) the tree lacks (RawShares 1; an
+    account missing too goes under root) and the controller's dummy account and user."""
+    from dataclasses import replace as _replace
+
+    rows = [_replace(r, raw_usage=0, norm_usage=None, effective_usage=None, fairshare=None, level_fs=None)
+            for r in workload.shares]
+    have = {r.key for r in rows}
+    accounts = {r.account for r in rows if not r.user}
+    want: dict[str, set[str]] = {}
+    for j in workload.jobs:
+        key = (j.account or "default", j.user or "user")
+        if key not in have:
+            want.setdefault(key[0], set()).add(key[1])
+    if dummy is not None and dummy not in have:
+        want.setdefault(dummy[0], set()).add(dummy[1])
+    for a in sorted(want):
+        if a in accounts:
+            i = max(k for k, r in enumerate(rows) if r.account == a)  # after the account's last row
+            depth = next(r.depth for r in rows if r.key == (a, "")) + 1
+            for u in sorted(want[a]):
+                i += 1
+                rows.insert(i, ShareRow(a, u, a, depth, 1, False, None, 0, None, None, None))
+        else:
+            rows.append(ShareRow(a, "", "root", 1, 1, False, None, 0, None, None, None))
+            rows.extend(ShareRow(a, u, a, 2, 1, False, None, 0, None, None, None) for u in sorted(want[a]))
+    return tuple(rows)
+
+
 # --------------------------------------------------------------------------- results
 @dataclass
 class PassRecord:
@@ -288,7 +320,8 @@ def simulate_multifactor(
     max_time: float | None = None,
 ) -> MFRun:
     """Run the workload under priority/multifactor. `tree`: the associations (sshare rows; their
-    RawUsage is the usage at the start unless `initial_usage` is given); default share_tree().
+    RawUsage is the usage at the start unless `initial_usage` is given); default the workload's
+    captured tree (captured_tree) if it has one, else share_tree().
     `first_pass`: the time of a pass (passes fall every PriorityCalcPeriod from it; default the
     first submission). `trace`: record RawUsage and F of `trace_keys` (default all users) at every
     pass, as sshare and sprio would show them just after it. `gate`: a `gate.GateOptions`: the
@@ -301,7 +334,12 @@ def simulate_multifactor(
     n = len(jobs)
     cs = control_spec
     dummy = cs.dummy if cs is not None else None
-    rows = tuple(tree) if tree is not None else share_tree(workload, dummy=DUMMY if cs is not None else None)
+    if tree is not None:
+        rows = tuple(tree)
+    elif workload.shares:  # a captured cluster: its own association tree and shares
+        rows = captured_tree(workload, dummy=DUMMY if cs is not None else None)
+    else:
+        rows = share_tree(workload, dummy=DUMMY if cs is not None else None)
     t_tree = fairshare.build_tree(rows)
     keys = list(t_tree.order)
     kix = {k: i for i, k in enumerate(keys)}
