@@ -193,6 +193,7 @@ def status(
             only_users=[x for x in (users or "").split(",") if x],
             only_accounts=[x for x in (accounts or "").split(",") if x],
             tree=tree,
+            columns=not json_out,  # the text reads the table a column at a time; --json prints its rows
         )
     except FscontrolError as e:
         raise _fail(e) from None

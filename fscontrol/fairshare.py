@@ -387,11 +387,18 @@ def choose_reference_share(
         for r in rows
         if r.user and r.user != "root" and (s := get((r.account, r.user), 0.0)) > 0 and (r.account, r.user) != dummy
     ]
+    return pick_reference_share(shares, reference, dummy_left_out=bool(dummy), source=source)
+
+
+def pick_reference_share(shares: Sequence[float], reference: str, dummy_left_out: bool = False,
+                         source: str = "") -> tuple[float | None, str]:
+    """choose_reference_share's rule over the users' NormShares already chosen (those > 0 of the
+    user associations, dummy and users named root left out), and its phrase."""
     if not shares:
         return None, "no user with shares"
     pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
     return float(pick(shares)), f"{reference} NormShares of the user associations" + (
-        " (dummy left out)" if dummy else ""
+        " (dummy left out)" if dummy_left_out else ""
     ) + source
 
 
