@@ -415,6 +415,36 @@ def _cells(table: StatusTable, f: Field, parsable: bool, tree: bool) -> list[str
     return ["-" if v is None else format(v, spec) for v in values]
 
 
+def _inline_number(table: StatusTable, f: Field, tree: bool) -> tuple[str, int] | None:
+    """For a column of fixed-point numbers, the %-conversion (".6f") that prints every value as
+    format(value, f.spec) does, and the widest value's length; None when a value needs format()
+    (a None, not finite, thousands separators, a negative zero among zeros). The length of a
+    fixed-point number never shrinks as its magnitude grows, so the widest is the largest or the
+    most negative."""
+    spec = f.spec
+    if spec is None or not f.right or f.idle_key is not None or (tree and f.name == "Account"):
+        return None
+    plain = spec.lstrip(",")
+    if not (plain[:1] == "." and plain[-1:] == "f" and plain[1:-1].isdigit()):
+        return None
+    values = table.column(f.key)
+    if not values or None in values:
+        return None
+    try:
+        if not math.isfinite(sum(values)):
+            return None
+        hi, lo = max(values), min(values)
+    except (TypeError, OverflowError):
+        return None
+    conv = plain
+    widest = max(len(format(hi, spec)), len(format(lo, spec)))
+    if spec != plain and "," in format(hi, spec) + format(lo, spec):
+        return None  # a thousands separator somewhere: format() it is
+    if lo == 0 and any(math.copysign(1.0, v) < 0 for v in values if v == 0):
+        return None  # "-0.000000" is wider than its neighbours
+    return conv, widest
+
+
 def table_lines(rows: list[dict] | StatusTable, fields: Sequence[Field], *, parsable: bool = False, header: bool = True,
                 tree: bool = False) -> Iterator[str]:
     """The status table, line by line, from status_data's rows or its StatusTable. Plain:
@@ -424,18 +454,32 @@ def table_lines(rows: list[dict] | StatusTable, fields: Sequence[Field], *, pars
     every field delimited by |, no padding, the field names as the header line. `header=False`
     (-n) leaves the header lines out."""
     table = rows if isinstance(rows, StatusTable) else StatusTable.from_rows(rows)
-    cols = [_cells(table, f, parsable, tree) for f in fields]
     if parsable:
+        cols = [_cells(table, f, parsable, tree) for f in fields]
         if header:
             yield "|".join(f.name for f in fields)
         yield from map("|".join, zip(*cols))
         return
-    widths = [max(len(f.header) + 2, max(map(len, c), default=0)) for f, c in zip(fields, cols)]
+    cols, widths, convs = [], [], []
+    for f in fields:
+        inline = _inline_number(table, f, tree)
+        if inline is None:  # texts: %s, padded
+            c = _cells(table, f, parsable, tree)
+            cols.append(c)
+            widths.append(max(len(f.header) + 2, max(map(len, c), default=0)))
+            convs.append("s")
+        else:  # the numbers themselves, converted by the line's own %-format
+            conv, w = inline
+            cols.append(table.column(f.key))
+            widths.append(max(len(f.header) + 2, w))
+            convs.append(conv)
     last = len(fields) - 1
     # one %-format a line pads every cell (right: %Ws, left: %-Ws, a left last column unpadded)
-    specs = [f"%{w}s" if f.right else (f"%-{w}s" if i < last else "%s") for i, (f, w) in enumerate(zip(fields, widths))]
+    specs = [f"%{w}{cv}" if f.right else (f"%-{w}{cv}" if i < last else f"%{cv}")
+             for i, (f, w, cv) in enumerate(zip(fields, widths, convs))]
     if header:
-        yield "  ".join(specs) % tuple(f.header for f in fields)
+        yield "  ".join(f.header.rjust(w) if f.right else (f.header.ljust(w) if i < last else f.header)
+                        for i, (f, w) in enumerate(zip(fields, widths)))
         yield "  ".join("-" * w for w in widths)
     lines = map("  ".join(specs).__mod__, zip(*cols))
     yield from (map(str.rstrip, lines) if tree else lines)  # an account row's blank last cells
