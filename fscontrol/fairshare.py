@@ -29,7 +29,6 @@ The rules follow Slurm 22.05 (`assoc_mgr.c`: `_find_assoc_parent`,
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -342,6 +341,8 @@ def reference_share(results: Iterable[AssocFairShare], exclude: Collection[Key] 
     ]
     if not shares:
         raise TreeError("no user association with shares > 0: cannot choose a reference share")
+    import statistics
+
     return statistics.median(shares)
 
 
@@ -396,6 +397,8 @@ def pick_reference_share(shares: Sequence[float], reference: str, dummy_left_out
     user associations, dummy and users named root left out), and its phrase."""
     if not shares:
         return None, "no user with shares"
+    import statistics  # here: its import (fractions, decimal, random) is most of this module's
+
     pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
     return float(pick(shares)), f"{reference} NormShares of the user associations" + (
         " (dummy left out)" if dummy_left_out else ""
