@@ -169,47 +169,24 @@ def held_shares(t: Tree, mode: str) -> tuple[dict[Key, float], str]:
 def held_shares_in_order(rows, mode: str) -> tuple[list[float], str, dict[Key, int]] | None:
     """held_shares(build_tree(rows), mode) for rows in tree order (each association after its
     parent: sshare's order, and the history's), without building a Tree: lists indexed as the
-    rows, two passes. Returns the NormShares aligned with `rows` (root's 1.0), their form, and
-    each association's index; the same floats as held_shares (the same operations in the same
-    order). None when the rows are not such a tree (root not first, a parent missing or after its
-    child, an association twice, negative RawUsage): the caller builds the Tree, which says why."""
+    rows (fairshare.tree_in_order). Returns the NormShares aligned with `rows` (root's 1.0), their
+    form, and each association's index; the same floats as held_shares (the same operations in
+    the same order). None when the rows are not such a tree: the caller builds the Tree, which
+    says why."""
+    from fscontrol.fairshare import classic_shares_in_order, tree_in_order
+
+    tl = tree_in_order(rows)
+    if tl is None:
+        return None
+    index, par, fsp, lvl, sp, rs = tl
     n = len(rows)
-    if not n or (rows[0].account, rows[0].user) != ROOT or rows[0].depth != 0:
-        return None
-    acc = [r.account for r in rows]
-    usr = [r.user for r in rows]
-    index = dict(zip(zip(acc, usr), range(n)))
-    if len(index) != n or min(r.raw_usage for r in rows) < 0:
-        return None
-    get = index.get
-    par = [get((a, "") if u else (r.parent, ""), -1) for a, u, r in zip(acc, usr, rows)]
-    par[0] = 0
-    if any(p < 0 or p >= i for i, p in enumerate(par) if i):
-        return None
-    sp = [r.shares_parent for r in rows]
-    rs = [r.raw_shares or 0 for r in rows]
-    fsp = [0] * n  # the fs parent: the first ancestor that is not FairShare=parent (or root)
-    lvl = [0] * n  # each fs parent's level shares: its non-parent children's RawShares
+    cl = classic_shares_in_order(tl)
+    ft = [0.0] * n  # Fair Tree's: RawShares over the level's shares (FairShare=parent: the fs parent's)
     for i in range(1, n):
-        p = par[i]
-        f = fsp[i] = fsp[p] if p and sp[p] else p
-        if not sp[i]:
-            lvl[f] += rs[i]
-    path = [1.0] * n  # classic: the product of RawShares / level shares from root down
-    cl = [1.0] * n
-    ft = [0.0] * n
-    for i in range(1, n):
-        f = fsp[i]
-        if sp[i]:
-            path[i] = path[par[i]]
-            cl[i] = cl[f]
-            if f:
-                ls = lvl[fsp[f]]
-                ft[i] = rs[f] / ls if ls else 0.0
-        else:
-            ls = lvl[f]
-            cl[i] = path[i] = path[par[i]] * rs[i] / ls if ls else 0.0
-            ft[i] = rs[i] / ls if ls else 0.0
+        src = fsp[i] if sp[i] else i
+        if src:
+            ls = lvl[fsp[src]]
+            ft[i] = rs[src] / ls if ls else 0.0
     own, other = (ft, cl) if mode == "fair_tree" else (cl, ft)
     out = own[:]
     out[0] = 1.0

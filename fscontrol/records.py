@@ -84,45 +84,38 @@ class ShareRow:
         return (self.account, self.user)
 
 
-@dataclass(slots=True)
-class _ShareRowBuilder:
-    """ShareRow's twin: the same slots in the same order, not frozen. A frozen dataclass's
-    __init__ sets each field through object.__setattr__, which at 100,000 associations is most of
-    reading a snapshot; this one's plain __init__ fills the same slots, and share_rows() then
-    gives each object ShareRow's class (the layouts are the same, so Python allows it)."""
+def _twin(cls: type) -> type:
+    """A frozen slots dataclass's twin: the same slots in the same order, not frozen. A frozen
+    dataclass's __init__ sets each field through object.__setattr__, which at 100,000
+    associations is most of reading a snapshot; the twin's plain __init__ fills the same slots,
+    and the object then takes the frozen class (the layouts are the same, so Python allows it):
+    equal, hashable and frozen as cls(*values) is. None when the layouts differ."""
+    import dataclasses
 
-    account: str
-    user: str
-    parent: str
-    depth: int
-    raw_shares: int | None
-    shares_parent: bool
-    norm_shares: float | None
-    raw_usage: int
-    norm_usage: float | None
-    effective_usage: float | None
-    fairshare: float | None
-    billing_run_mins: int | None = None
-
-
-def _twin_ok() -> bool:
-    try:  # Python refuses a __class__ whose layout differs: then share_rows takes ShareRow's own __init__
-        _ShareRowBuilder("", "", "", 0, None, False, None, 0, None, None, None).__class__ = ShareRow
-    except TypeError:  # pragma: no cover
-        return False
-    return _ShareRowBuilder.__slots__ == ShareRow.__slots__
+    fields = dataclasses.fields(cls)
+    twin = dataclasses.make_dataclass(
+        f"_{cls.__name__}Twin",
+        [(f.name, f.type, dataclasses.field(default=f.default) if f.default is not dataclasses.MISSING else dataclasses.field())
+         for f in fields],
+        slots=True,
+    )
+    try:
+        twin(*(None for f in fields if f.default is dataclasses.MISSING)).__class__ = cls
+    except TypeError:  # pragma: no cover - a layout Python will not swap
+        return None
+    return twin if twin.__slots__ == cls.__slots__ else None
 
 
-_TWIN_OK = _twin_ok()
+_SHARE_TWIN = _twin(ShareRow)
 
 
 def share_rows(values) -> tuple[ShareRow, ...]:
     """ShareRows from tuples in ShareRow's field order (shares_parent as 0/1 or a bool), as
-    ShareRow(*v) would make them (equal, frozen, hashable), at about a third of the cost."""
-    if not _TWIN_OK:  # pragma: no cover - a ShareRow whose layout no longer matches the twin's
+    ShareRow(*v) would make them, at about a third of the cost (_twin)."""
+    if _SHARE_TWIN is None:  # pragma: no cover - a ShareRow whose layout no longer matches the twin's
         return tuple(ShareRow(*v[:5], bool(v[5]), *v[6:]) for v in values)
     cls = ShareRow
-    twin = _ShareRowBuilder
+    twin = _SHARE_TWIN
     out = []
     add = out.append
     for v in values:
@@ -176,6 +169,18 @@ class QueueJob:
     start: float | None
     time_limit_s: int | None  # None = UNLIMITED
     admin_comment: str = ""  # where the agent marks the jobs it holds or demotes (gate.MARK)
+
+
+_QUEUE_TWIN = _twin(QueueJob)
+
+
+def new_queue_job(*values) -> QueueJob:
+    """QueueJob(*values) (positional, in its field order) through its twin (see _twin)."""
+    if _QUEUE_TWIN is None:  # pragma: no cover
+        return QueueJob(*values)
+    o = _QUEUE_TWIN(*values)
+    o.__class__ = QueueJob
+    return o
 
 
 @dataclass(frozen=True, slots=True)
