@@ -344,20 +344,30 @@ def status_fields(spec: str | None = None, long: bool = False, tree: bool = Fals
         if tree:
             names = ("Account", "User", *names[2:])
         return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+    return pick_fields(spec, STATUS_FIELDS, ())
+
+
+def pick_fields(spec: str | None, table: Sequence[Field], default: Sequence[str]) -> tuple[Field, ...]:
+    """-o/--format for any of the reports' tables: `spec`'s comma-separated field names in any
+    case (as sshare -o and sacct -o take them), else the `default` names. An unknown name is a
+    ConfigError (exit 2) listing the valid ones."""
+    by_name = {f.name.lower(): f for f in table}
+    if spec is None:
+        return tuple(by_name[n.lower()] for n in default)
     names = [n.strip() for n in spec.split(",") if n.strip()]
-    unknown = [n for n in names if n.lower() not in _FIELDS_BY_NAME]
+    unknown = [n for n in names if n.lower() not in by_name]
     if unknown or not names:
         from .errors import ConfigError
 
         what = f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}" if unknown else "no field"
-        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in STATUS_FIELDS)}")
-    return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in table)}")
+    return tuple(by_name[n.lower()] for n in names)
 
 
-def format_fields_help() -> str:
+def format_fields_help(table: Sequence[Field] = STATUS_FIELDS) -> str:
     """--helpformat: every field -o takes, as sshare --helpformat lists them."""
-    width = max(len(f.name) for f in STATUS_FIELDS)
-    return "\n".join(f"{f.name:<{width}}  {f.help}" for f in STATUS_FIELDS)
+    width = max(len(f.name) for f in table)
+    return "\n".join(f"{f.name:<{width}}  {f.help}" for f in table)
 
 
 class StatusTable:
@@ -406,7 +416,7 @@ def _cells(table: StatusTable, f: Field, parsable: bool, tree: bool) -> list[str
         values = [float("inf") if idle else v for idle, v in zip(table.column(f.idle_key), values)]  # prints "inf"
     spec = f.spec
     if spec is None:
-        return ["" if v is None else v for v in values]
+        return [("" if parsable else "-") if v is None else v for v in values]
     if parsable:
         spec = spec.replace(",", "")
         return ["" if v is None else format(v, spec) for v in values]
@@ -616,7 +626,35 @@ def _control_data_fair_tree(res) -> dict:
     }
 
 
-def format_control(data: dict) -> str:
+CONTROL_FIELDS: tuple[Field, ...] = (
+    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown or skipped"),
+    Field("Kind", "kind", "kind", None, False, "what the command does (set_damping, set_usage_factor, submit_dummy, ...)"),
+    Field("Command", "command", "command_line", None, False, "the Slurm command, quoted as a shell would take it"),
+    Field("Reason", "reason", "reason", None, False, "why the plan has it"),
+    Field("Output", "output", "output", None, False, "what the command printed (after --apply)"),
+)
+CONTROL_DEFAULT_FIELDS = ("Status", "Command", "Reason")
+
+
+def control_rows(data: dict) -> list[dict]:
+    """The control plan's commands as the table's rows (one line each: -P reads a line a row)."""
+    def one_line(v) -> str | None:
+        return None if v is None else " ".join(str(v).split("\n"))
+
+    return [{"status": a["status"], "kind": a["kind"], "command_line": shlex.join(a["command"]),
+             "reason": one_line(a["reason"]), "output": one_line(a.get("output"))} for a in data["actions"]]
+
+
+def control_notes(data: dict) -> list[str]:
+    """What the control report says besides its table (for -P/-n, which print the table alone)."""
+    if data.get("priority_mode") == "fair_tree":
+        return [f"{data['cluster']} runs Fair Tree: advice only, no plan (fscontrol control without -P/-n shows the advice)"]
+    advice = [n[len("advice only: "):] for n in data["notes"] if n.startswith("advice only: ")]
+    return [f"ADVICE ONLY, nothing can be done here: {a}" for a in advice[:1]] + \
+        [n for n in data["notes"] if not n.startswith("advice only: ")]
+
+
+def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
     if data.get("priority_mode") == "fair_tree":
         lines = [f"ADVICE ONLY, nothing can be done here: {data['cluster']} runs Fair Tree, where a halving "
                  f"target u* does not exist"]
@@ -646,18 +684,85 @@ def format_control(data: dict) -> str:
     else:
         from tabulate import tabulate
 
+        fields = fields or pick_fields(None, CONTROL_FIELDS, CONTROL_DEFAULT_FIELDS)
         lines.append("")
         lines.append(
             tabulate(
-                [[a["status"], shlex.join(a["command"]), a["reason"]] for a in data["actions"]],
-                headers=["status", "command", "reason"],
+                [["-" if r[f.key] is None else r[f.key] for f in fields] for r in control_rows(data)],
+                headers=[f.header for f in fields],
                 disable_numparse=True,
-                maxcolwidths=[None, 60, 60],  # a terminal's width, not 350 columns
+                maxcolwidths=[60 if f.name in ("Command", "Reason", "Output") else None for f in fields],  # not 350 columns
             )
         )
         if data["mode"] == "dry-run":
             lines.append("(dry run: nothing was changed; --apply carries the plan out)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the gate's tables
+GATE_FIELDS: tuple[Field, ...] = (
+    Field("Account", "account", "account", None, False, "the account"),
+    Field("State", "state", "state", None, False, "over, at or under its target, or unmanaged (no allocation)"),
+    Field("Occupancy", "occupancy", "occupancy", None, True, "what its running jobs hold now, in the allocations' unit"),
+    Field("Ideal", "ideal", "ideal", None, True, "its award over its period: the occupancy it is due"),
+    Field("Target", "target", "target", None, True, "factor x ideal: above this it is over"),
+    Field("OverBy", "over by", "over_by", None, True, "occupancy - target"),
+    Field("Running", "running", "running_jobs", "d", True, "its running jobs"),
+    Field("Pending", "pending", "pending_jobs", "d", True, "its pending jobs"),
+    Field("PendingDemand", "pending demand", "pending_demand", None, True, "what its pending jobs ask for"),
+    Field("Waiting", "waiting", "waiting_jobs", "d", True, "pending jobs that could start (not held, no dependency)"),
+    Field("WaitingDemand", "waiting demand", "waiting_demand", None, True, "what the waiting jobs ask for"),
+    Field("AgentHeld", "agent held", "agent_held", "d", True, "its jobs the agent holds (or demotes) now"),
+)
+GATE_DEFAULT_FIELDS = ("Account", "State", "Occupancy", "Ideal", "Target", "Running", "Pending", "PendingDemand",
+                       "Waiting", "AgentHeld")
+GATE_ACTION_FIELDS: tuple[Field, ...] = (
+    Field("Kind", "kind", "kind", None, False, "hold, release, nice or unnice"),
+    Field("JobId", "job", "job_id", None, False, "the job"),
+    Field("Account", "account", "account", None, False, "its account"),
+    Field("Nice", "nice", "nice", "d", True, "the Nice a demotion sets"),
+    Field("Reason", "reason", "reason", None, False, "why"),
+)
+GATE_ACTION_DEFAULT_FIELDS = ("Kind", "JobId", "Account", "Reason")
+
+
+def gate_fields(plan, spec: str | None, actions: bool = False) -> tuple[Field, ...]:
+    """-o for `fscontrol gate`: the accounts table's fields (headers naming the plan's unit and
+    its action, as the plain report does), or with --actions the actions table's."""
+    from dataclasses import replace as with_
+
+    if actions:
+        return pick_fields(spec, GATE_ACTION_FIELDS, GATE_ACTION_DEFAULT_FIELDS)
+    heads = {"Occupancy": f"occupancy ({plan.unit})", "AgentHeld": f"agent {'held' if plan.action == 'hold' else 'demoted'}"}
+    return tuple(with_(f, header=heads[f.name]) if f.name in heads else f
+                 for f in pick_fields(spec, GATE_FIELDS, GATE_DEFAULT_FIELDS))
+
+
+def gate_rows(plan, actions: bool = False) -> list[dict]:
+    """The gate's accounts (or actions) as the table's rows; sizes as the plain report prints them."""
+    from .gate import _fmt
+
+    if actions:
+        return [{"kind": a.kind, "job_id": a.job_id, "account": a.account, "nice": a.nice, "reason": a.reason}
+                for a in plan.actions]
+    out = []
+    for a in plan.accounts:
+        row = a.to_dict()
+        for k in ("occupancy", "ideal", "target", "over_by", "pending_demand", "waiting_demand"):
+            row[k] = None if row[k] is None else _fmt(row[k])
+        out.append(row)
+    return out
+
+
+def format_gate(plan, fields: Sequence[Field]) -> str:
+    """The gate's report with -o's fields in its accounts table (the rest as the plain report)."""
+    from tabulate import tabulate
+
+    from .gate import format_gate_plan
+
+    table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
+                     headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
+    return format_gate_plan(plan, table=table)
 
 
 # ---------------------------------------------------------------------------- tick
