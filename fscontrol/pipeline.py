@@ -349,8 +349,6 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
        deadline (agent.tick_deadline): what is not run by then is recorded as skipped;
     6. the tick's outcome; then the fit and the published file when asked.
     A kill at any point leaves the history consistent, and the next tick settles the rest."""
-    from . import actions as act
-
     started = time.time() if now is None else now
     if deadline is None:  # time.monotonic() past which no command starts (several clusters share one)
         deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)

@@ -106,16 +106,23 @@ def _twin(cls: type) -> type:
     return twin if twin.__slots__ == cls.__slots__ else None
 
 
-_SHARE_TWIN = _twin(ShareRow)
+_TWINS: dict[type, type | None] = {}
+
+
+def twin_of(cls: type) -> type | None:
+    """_twin(cls), made the first time a command needs it (each costs a class build at import)."""
+    if cls not in _TWINS:
+        _TWINS[cls] = _twin(cls)
+    return _TWINS[cls]
 
 
 def share_rows(values) -> tuple[ShareRow, ...]:
     """ShareRows from tuples in ShareRow's field order (shares_parent as 0/1 or a bool), as
     ShareRow(*v) would make them, at about a third of the cost (_twin)."""
-    if _SHARE_TWIN is None:  # pragma: no cover - a ShareRow whose layout no longer matches the twin's
+    twin = twin_of(ShareRow)
+    if twin is None:  # pragma: no cover - a ShareRow whose layout no longer matches the twin's
         return tuple(ShareRow(*v[:5], bool(v[5]), *v[6:]) for v in values)
     cls = ShareRow
-    twin = _SHARE_TWIN
     out = []
     add = out.append
     for v in values:
@@ -171,14 +178,12 @@ class QueueJob:
     admin_comment: str = ""  # where the agent marks the jobs it holds or demotes (gate.MARK)
 
 
-_QUEUE_TWIN = _twin(QueueJob)
-
-
 def new_queue_job(*values) -> QueueJob:
     """QueueJob(*values) (positional, in its field order) through its twin (see _twin)."""
-    if _QUEUE_TWIN is None:  # pragma: no cover
+    twin = _TWINS.get(QueueJob) if QueueJob in _TWINS else twin_of(QueueJob)
+    if twin is None:  # pragma: no cover
         return QueueJob(*values)
-    o = _QUEUE_TWIN(*values)
+    o = twin(*values)
     o.__class__ = QueueJob
     return o
 
