@@ -391,9 +391,7 @@ def reference_share(results: Iterable[AssocFairShare], exclude: Collection[Key] 
     ]
     if not shares:
         raise TreeError("no user association with shares > 0: cannot choose a reference share")
-    import statistics
-
-    return statistics.median(shares)
+    return _median(shares)
 
 
 REFERENCE_RULES = ("median", "mean", "min", "max")
@@ -447,15 +445,27 @@ def choose_reference_share(
     return pick_reference_share(shares, reference, dummy_left_out=bool(dummy), source=source)
 
 
+def _median(xs: Sequence[float]) -> float:
+    """statistics.median (the same sort, the same middle, the same mean of the two middles),
+    without importing statistics (fractions, decimal, random) on every tick."""
+    s = sorted(xs)
+    n = len(s)
+    i = n // 2
+    return s[i] if n % 2 else (s[i - 1] + s[i]) / 2
+
+
+def _fmean(xs: Sequence[float]) -> float:
+    """statistics.fmean: fsum over the count."""
+    return math.fsum(xs) / len(xs)
+
+
 def pick_reference_share(shares: Sequence[float], reference: str, dummy_left_out: bool = False,
                          source: str = "") -> tuple[float | None, str]:
     """choose_reference_share's rule over the users' NormShares already chosen (those > 0 of the
     user associations, dummy and users named root left out), and its phrase."""
     if not shares:
         return None, "no user with shares"
-    import statistics  # here: its import (fractions, decimal, random) is most of this module's
-
-    pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
+    pick = {"median": _median, "mean": _fmean, "min": min, "max": max}[reference]
     return float(pick(shares)), f"{reference} NormShares of the user associations" + (
         " (dummy left out)" if dummy_left_out else ""
     ) + source

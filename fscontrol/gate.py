@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from .allocations import Allocation, allocations_unit
 from .errors import ConfigError, UnsafeActionError
-from .records import QueueJob
+from .records import MARK_PREFIX, QueueJob
 
 ActionKind = Literal["hold", "release", "nice", "unnice", "unmark"]
 GateMode = Literal["hold", "nice"]
@@ -51,7 +51,6 @@ RUNNING_STATES = frozenset({"RUNNING", "R", "CONFIGURING", "CF"})
 PENDING_STATES = frozenset({"PENDING", "PD"})
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 AGENT_HOLD_REASON = "JobHeldAdmin"  # what an operator's hold leaves: no owner is recorded
-MARK_PREFIX = "fscontrol:"
 HOLD_MARK = "fscontrol:hold"
 
 

@@ -157,6 +157,9 @@ class JobRecord(NamedTuple):
     elapsed_s: float
 
 
+MARK_PREFIX = "fscontrol:"  # the AdminComment the gate marks its holds and demotions with (gate.HOLD_MARK, ...)
+
+
 @dataclass(frozen=True, slots=True)
 class QueueJob:
     """One job from `squeue` (pending or running)."""

@@ -280,3 +280,31 @@ def test_numbers_printed_by_the_line_format_are_tabulates(label, values):
     if label == "thousands":
         assert report._inline_number(report.StatusTable.from_rows(rows), fields[2], False) is None
         assert report._inline_number(report.StatusTable.from_rows(rows), fields[1], False) == (".6f", len("999.999600"))
+
+
+def test_the_halving_slurm_used_is_read_from_the_previous_snapshots_rows(tmp_path):
+    """A tick reads the previous snapshot's rows (not the whole snapshot) for the halving Slurm's
+    priorities used at a decay pass between two decisions: S_ref of the previous decision x the d
+    in force now x the previous snapshot's root RawUsage, when some user's EffectvUsage moved.
+    Checked over the recorded series (one of its intervals holds a decay pass) against the
+    snapshots as load_snapshot reads them."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "damping"\n')
+    db = tmp_path / "h.db"
+    for snap_dir in sorted(p for p in SERIES.iterdir() if p.is_dir()):
+        r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(snap_dir), "--db", str(db)])
+        assert r.exit_code == 0, r.output
+    h = store.open_db(db, readonly=True)
+    decisions = h.execute("SELECT snapshot_id, s_ref, h_slurm, pass_seen_at FROM decisions ORDER BY id").fetchall()
+    assert len(decisions) == 10
+    seen = 0
+    for (sid0, s_ref0, h_slurm0, _), (sid1, _, _, _) in zip(decisions, decisions[1:]):
+        before, now = store.load_snapshot(h, sid0), store.load_snapshot(h, sid1)
+        moved = {r.key: r.effective_usage for r in before.shares if r.user} != {r.key: r.effective_usage for r in now.shares if r.user}
+        if moved:
+            root = next(r for r in before.shares if r.depth == 0)
+            assert h_slurm0 == pytest.approx(s_ref0 * now.config.damping_factor * root.raw_usage, rel=1e-12)
+            seen += 1
+        else:
+            assert h_slurm0 is None
+    assert seen >= 1
