@@ -897,11 +897,11 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
 
 
 def write_metrics(db: Database, cfg, path=None) -> str | None:
-    from . import metrics
-
     target = path or cfg.metrics
     if not target:
         return None
+    from . import metrics
+
     try:
         return str(metrics.write_textfile(target, metrics_text(db, cfg)))
     except OSError as e:

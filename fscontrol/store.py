@@ -1238,10 +1238,12 @@ def gate_ledger(db: sqlite_utils.Database, cluster: str) -> dict[str, int]:
 
 def ledger_entries(db: sqlite_utils.Database, cluster: str) -> dict:
     """The whole ledger of a cluster: job id -> gate.LedgerEntry."""
+    rows = db.execute("SELECT job_id, kind, restore_nice, set_nice, state FROM gate_ledger WHERE cluster = ?", [cluster]).fetchall()
+    if not rows:  # no hold: the gate's module is not needed (a tick without the gate)
+        return {}
     from .gate import LedgerEntry
 
-    return {j: LedgerEntry(kind, n, s_nice, state) for j, kind, n, s_nice, state in db.execute(
-        "SELECT job_id, kind, restore_nice, set_nice, state FROM gate_ledger WHERE cluster = ?", [cluster])}
+    return {j: LedgerEntry(kind, n, s_nice, state) for j, kind, n, s_nice, state in rows}
 
 
 def write_ledger(db: sqlite_utils.Database, cluster: str, entries: dict, reasons: dict[str, str], at: float) -> None:
