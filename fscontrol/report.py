@@ -412,6 +412,8 @@ def _cells(table: StatusTable, f: Field, parsable: bool, tree: bool) -> list[str
     if f.name == "Account" and tree:
         return [" " * dp + a for dp, a in zip(table.column("depth"), table.column("account"))]
     values = table.column(key)
+    if f.spec == "d":  # an integer field (Fair Tree's RawUsage comes as an integral float)
+        values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
     if f.idle_key is not None:
         values = [float("inf") if idle else v for idle, v in zip(table.column(f.idle_key), values)]  # prints "inf"
     spec = f.spec

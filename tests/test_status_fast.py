@@ -308,3 +308,20 @@ def test_the_halving_slurm_used_is_read_from_the_previous_snapshots_rows(tmp_pat
         else:
             assert h_slurm0 is None
     assert seen >= 1
+
+
+@pytest.mark.parametrize("sample", ["testbed-fairtree", "testbed-2411-fairtree"])
+def test_long_fields_under_fair_tree(sample, tmp_path):
+    """`status -l` under Fair Tree printed a traceback (its RawUsage is an integral float and the
+    field's format is an integer's): every long field now prints, RawUsage as sshare's own."""
+    db = tmp_path / "h.db"
+    folder = ROOT / "samples" / sample
+    assert CliRunner().invoke(app, ["collect", "--source", str(folder), "--db", str(db)]).exit_code == 0
+    for extra in ([], ["--tree"]):
+        plain = _run(db, "-l", *extra)
+        assert "RawUsage" in plain and "Traceback" not in plain
+    lines = _run(db, "-l", "-P").splitlines()
+    cols = lines[0].split("|")
+    printed = {(f[0].strip(), f[1]): f[4] for f in (ln.split("|") for ln in (folder / "sshare.txt").read_text().splitlines()[1:])}
+    rows = [dict(zip(cols, ln.split("|"))) for ln in lines[1:]]
+    assert rows and all(r["RawUsage"] == printed[(r["Account"], r["User"])] for r in rows)
