@@ -48,7 +48,7 @@ def synth(tmp_path_factory):
 def _run(db: Path, *args: str) -> str:
     r = CliRunner().invoke(app, ["status", "--db", str(db), *args])
     assert r.exit_code == 0, r.output
-    return r.output
+    return r.stdout
 
 
 def _cell(v, spec: str | None, parsable: bool) -> str:
