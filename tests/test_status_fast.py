@@ -325,3 +325,13 @@ def test_long_fields_under_fair_tree(sample, tmp_path):
     printed = {(f[0].strip(), f[1]): f[4] for f in (ln.split("|") for ln in (folder / "sshare.txt").read_text().splitlines()[1:])}
     rows = [dict(zip(cols, ln.split("|"))) for ln in lines[1:]]
     assert rows and all(r["RawUsage"] == printed[(r["Account"], r["User"])] for r in rows)
+
+
+def test_median_and_mean_are_statistics_own():
+    """S_ref's median and mean without importing statistics: the same floats, on 300 lists."""
+    import statistics
+
+    rng = random.Random(1)
+    for n in range(1, 301):
+        xs = [rng.random() ** 3 for _ in range(n)]
+        assert fairshare._median(xs) == statistics.median(xs) and fairshare._fmean(xs) == statistics.fmean(xs)
