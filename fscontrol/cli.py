@@ -742,6 +742,8 @@ def gate(
         notes = ([] if actions_table else [f"{len(plan.actions)} action(s) planned (--actions lists them)"]) + gate_notes(plan)
         if res.applied:
             notes += [f"{a.status} {' '.join(a.argv)}  {a.output}" for a in res.actions]
+        elif res.actions:
+            notes.append("dry run: nothing was changed; --apply carries the plan out")
         _table_alone(report.gate_rows(plan, actions_table), report.gate_fields(plan, fields, actions_table), parsable,
                      noheader, notes)
     else:

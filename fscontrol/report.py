@@ -652,8 +652,9 @@ def control_notes(data: dict) -> list[str]:
     if data.get("priority_mode") == "fair_tree":
         return [f"{data['cluster']} runs Fair Tree: advice only, no plan (fscontrol control without -P/-n shows the advice)"]
     advice = [n[len("advice only: "):] for n in data["notes"] if n.startswith("advice only: ")]
+    dry = ["dry run: nothing was changed; --apply carries the plan out"] if data["mode"] == "dry-run" and data["actions"] else []
     return [f"ADVICE ONLY, nothing can be done here: {a}" for a in advice[:1]] + \
-        [n for n in data["notes"] if not n.startswith("advice only: ")]
+        [n for n in data["notes"] if not n.startswith("advice only: ")] + dry
 
 
 def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:

@@ -58,6 +58,7 @@ def test_control_parsable_is_the_plans_commands(run):
     assert lines[0] == "Status|Command|Reason"
     assert [ln.split("|") for ln in lines[1:]] == [[a["status"], shlex.join(a["command"]), a["reason"]] for a in plan["actions"]]
     assert all(n in r.stderr for n in plan["notes"])  # the decision's notes: stderr, not the table
+    assert "dry run: nothing was changed" in r.stderr
     # -o in any case, and every field
     r = _ok(run("control", "-P", "-o", "kind,STATUS,Output"))
     assert r.stdout.splitlines() == ["Kind|Status|Output"] + [f"{a['kind']}|{a['status']}|{a['output'] or ''}" for a in plan["actions"]]
