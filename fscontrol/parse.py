@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
 from .errors import ParseError
-from .records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job
+from .records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job, share_rows
 
 # ---------------------------------------------------------------------------- commands
 # The exact argument lists fscontrol runs (without the leading `-M cluster`), shared by the
@@ -337,18 +337,14 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                 level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
                 if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
                     raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
-                append(
-                    ShareRow(
-                        account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
-                        effective_usage, fairshare, run_mins, level_fs,
-                    )
-                )
+                append((account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
+                        effective_usage, fairshare, run_mins, level_fs))
         except Exception:
             _count_error(lines, i, n, command)
             raise
-    if not out or out[0].depth != 0:
+    if not out or out[0][3] != 0:
         raise ParseError(command, "no root row: is this `sshare -a` as an admin (PrivateData may hide it)?")
-    return tuple(out)
+    return share_rows(out)  # ShareRow(*values) each, through its twin
 
 
 def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS), fair_tree: bool = False) -> None:
