@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import fairshare, slurm_versions
+from . import fairshare
 from .fairshare import UNDERFLOW
 from .store import StoredSnapshot
 
@@ -187,6 +187,8 @@ def status_data(
             "AccountingStorageEnforce lacks 'limits': Slurm (22.05 and 24.11 alike) then never charges the end of a job, "
             "so usage (and control) is under-counted."
         )
+    from . import slurm_versions
+
     untested = slurm_versions.untested_warning(cfg.slurm_version)
     if untested:
         warnings.append(untested)
