@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,32 +43,45 @@ PLAIN_JOIN = (
 READ_BYTES = "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())"
 
 
-def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """Wall clock and CPU time (user + system) of one child: on a machine shared with other work
+    the wall clock also counts the time the child waited for a CPU, its CPU time does not."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd, check=False)
     dt = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {p.returncode}: {p.stderr.decode()[-500:]}")
-    return dt
+    return dt, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
-def _rounds(commands: dict[str, tuple[list[str], Path]], env, runs: int, warmup: int = 1) -> dict[str, list[float]]:
+def _rounds(commands: dict[str, tuple[list[str], Path]], env, runs: int, warmup: int = 1):
     for _ in range(warmup):
         for argv, cwd in commands.values():
             _timed(argv, env, cwd)
     times: dict[str, list[float]] = {k: [] for k in commands}
+    cpu: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(runs):
         for name, (argv, cwd) in commands.items():
-            times[name].append(_timed(argv, env, cwd))
-    return times
+            wall, used = _timed(argv, env, cwd)
+            times[name].append(wall)
+            cpu[name].append(used)
+    return times, cpu
 
 
-def _table(times: dict[str, list[float]], base: str) -> None:
+def _table(times: dict[str, list[float]], base: str, cpu: dict[str, list[float]] | None = None) -> None:
     b = statistics.median(times[base])
-    print(f"{'command':<44}{'median':>10}{'min':>10}{'max':>10}{'x base':>12}   (base: {base})")
+    cb = statistics.median(cpu[base]) if cpu else None
+    print(f"{'command':<44}{'median':>10}{'min':>10}{'max':>10}{'x base':>12}" + (f"{'CPU':>10}{'x base':>10}" if cpu else "")
+          + f"   (base: {base})")
     for name, ts in times.items():
         med = statistics.median(ts)
-        print(f"{name:<44}{med * 1000:>8.0f}ms{min(ts) * 1000:>8.0f}ms{max(ts) * 1000:>8.0f}ms{med / b:>11.2f}x")
+        line = f"{name:<44}{med * 1000:>8.0f}ms{min(ts) * 1000:>8.0f}ms{max(ts) * 1000:>8.0f}ms{med / b:>11.2f}x"
+        if cpu:
+            c = statistics.median(cpu[name])
+            line += f"{c * 1000:>8.0f}ms{c / cb:>9.2f}x"
+        print(line)
 
 
 def main() -> int:
@@ -109,9 +123,10 @@ def main() -> int:
                                                                str(env_db / f"collect-{sample}.db"))
                     commands[f"{tag}tick ({sample})"] = fsc(tag, checkout, "tick", "--source", src, "--db",
                                                             str(env_db / f"tick-{sample}.db"))
-            times = _rounds(commands, env, args.runs)
-            print(f"\nstart-up: fresh processes, median of {args.runs} interleaved runs after a warm-up round")
-            _table(times, "python -c 'import typer'")
+            times, cpu = _rounds(commands, env, args.runs)
+            print(f"\nstart-up: fresh processes, median of {args.runs} interleaved runs after a warm-up round "
+                  f"(wall clock; CPU: user + system of the child)")
+            _table(times, "python -c 'import typer'", cpu)
         if not args.skip_scale:
             sample = tmp / "scale"
             subprocess.run([py, str(ROOT / "scripts" / "gen_synthetic.py"), "--users", str(args.users), "--jobs", "2000",
@@ -128,12 +143,14 @@ def main() -> int:
                     commands["status -P"] = fsc(tag, checkout, "status", "-P", "--db", str(db))
                     commands["status --tree -l"] = fsc(tag, checkout, "status", "--tree", "-l", "--db", str(db))
             n = sum(1 for _ in open(sample / "sshare.txt")) - 1
-            times = _rounds(commands, env, args.scale_runs)
-            print(f"\nscale: status on {n:,} associations (SYNTHETIC), median of {args.scale_runs} interleaved runs")
-            _table(times, "read the bytes of sshare -a -l -P")
+            times, cpu = _rounds(commands, env, args.scale_runs)
+            print(f"\nscale: status on {n:,} associations (SYNTHETIC), median of {args.scale_runs} interleaved runs "
+                  f"(wall clock; CPU: user + system of the child)")
+            _table(times, "read the bytes of sshare -a -l -P", cpu)
             join = statistics.median(times["plain join of the history's rows"])
             print(f"status / plain join: {statistics.median(times['status']) / join:.2f}x; "
-                  f"status -P / plain join: {statistics.median(times['status -P']) / join:.2f}x")
+                  f"status -P / plain join: {statistics.median(times['status -P']) / join:.2f}x (wall clock)")
+            print(f"load average {os.getloadavg()[0]:.2f} at the end")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -9,7 +9,6 @@ loop skips a run whose lock is held (and says so), cron's second tick exits 5.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +21,17 @@ from .errors import FscontrolError, InternalError, LockedError
 from .lock import agent_lock
 from .source import SlurmSource
 
-log = logging.getLogger("fscontrol.agent")
+
+class _Log:
+    """The agent's logger, made when the service first logs (cron's tick never does: no logging import)."""
+
+    def __getattr__(self, name: str):
+        import logging
+
+        return getattr(logging.getLogger("fscontrol.agent"), name)
+
+
+log = _Log()
 
 SourceFactory = Callable[[str | None], SlurmSource]
 
@@ -174,8 +183,8 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
                     db.close()
             if done is not None:
                 note(stage, [ClusterOutcome(name)])
-                # a reverted d is news; a trim before a pass is routine
-                log.log(logging.WARNING if stage == "watch" else logging.INFO, "%s %s: %s (%s)", stage,
+                # a reverted d is news; a trim before a pass is routine (logging.WARNING, logging.INFO)
+                log.log(30 if stage == "watch" else 20, "%s %s: %s (%s)", stage,
                         name or "(default cluster)", done.reason, done.status)
         except LockedError:
             pass

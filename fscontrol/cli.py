@@ -79,6 +79,23 @@ def _main(
     """Fair-share control agent for Slurm clusters."""
 
 
+ParsableOpt = Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|', no padding "
+                                           "(as sshare -P); the rest of the report goes to stderr.")]
+NoHeaderOpt = Annotated[bool, typer.Option("--noheader", "-n", help="The table's rows alone, no header lines (as sshare -n).")]
+FieldsOpt = Annotated[Optional[str], typer.Option("--format", "-o", help="The table's fields, comma-separated, in any case "
+                                                 "(as sshare -o; --helpformat lists them).")]
+HelpFormatOpt = Annotated[bool, typer.Option("--helpformat", help="List the fields -o takes, and exit.")]
+
+
+def _table_alone(rows, fields, parsable: bool, noheader: bool, notes=()) -> None:
+    """-P/-n: the table alone on stdout (what scripts read), the report's other lines on stderr."""
+    from . import report
+
+    for n in notes:
+        typer.echo(f"fscontrol: note: {n}", err=True)
+    _print_lines(report.table_lines(rows, fields, parsable=parsable, header=not noheader))
+
+
 AgentApplyOpt = Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")]
 
 
@@ -169,7 +186,7 @@ def status(
     --json prints everything, whatever the table's options."""
     import math
 
-    from . import config, pipeline, report, store
+    from . import config, report, store
 
     if helpformat:
         typer.echo(report.format_fields_help())
@@ -181,6 +198,8 @@ def status(
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
         if source is not None:
+            from . import pipeline
+
             pipeline.collect(_source(source, cluster), database)
         snap = store.load_snapshot(database, cluster=cluster)
         cc = cfg.cluster(snap.cluster)
@@ -193,6 +212,7 @@ def status(
             only_users=[x for x in (users or "").split(",") if x],
             only_accounts=[x for x in (accounts or "").split(",") if x],
             tree=tree,
+            columns=not json_out,  # the text reads the table a column at a time; --json prints its rows
         )
     except FscontrolError as e:
         raise _fail(e) from None
@@ -361,6 +381,10 @@ def control(
         bool, typer.Option("--apply", help="Carry the plan out (default: dry run, nothing in Slurm changes).")
     ] = False,
     json_out: JsonOpt = False,
+    parsable: ParsableOpt = False,
+    noheader: NoHeaderOpt = False,
+    fields: FieldsOpt = None,
+    helpformat: HelpFormatOpt = False,
 ) -> None:
     """Plan (and with --apply, carry out) what keeps fair-share halving at the target u*:
     the damping factor (scontrol fsdampeningfactor), padding by the dummy association's jobs,
@@ -370,12 +394,22 @@ def control(
     `control off --apply` turns it all back: cancels the padding jobs, puts the padding QOS's
     UsageFactor, slurm.conf's d line and the runtime d back to what they were before the agent
     first changed them (from the history), releases the agent's holds, and keeps the agent from
-    acting on the cluster (control and gate) until `control on`."""
+    acting on the cluster (control and gate) until `control on`.
+
+    Slurm's conventions for the table of commands: -P pipe-separated, -n no header, -o the
+    fields (--helpformat lists them); -P and -n print the table alone, the decision's notes go to
+    stderr; --json prints everything."""
     from . import agent, pipeline, report
 
+    if helpformat:
+        typer.echo(report.format_fields_help(report.CONTROL_FIELDS))
+        return
     if switch not in (None, "off", "on"):
         raise _fail(ConfigError(f"`fscontrol control {switch}`: the only words after control are off and on"))
     try:
+        columns = report.pick_fields(fields, report.CONTROL_FIELDS, report.CONTROL_DEFAULT_FIELDS)
+        if switch is not None and (parsable or noheader or fields):
+            raise ConfigError(f"-P, -n and -o are for the plan's table; `control {switch}` has none (--json for scripts)")
         cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
         if switch == "on":
             name = agent.set_acting(cfg, path, cluster, by=None)
@@ -393,7 +427,12 @@ def control(
             raise typer.Exit(3)
         return
     data = report.control_data(tick.control)
-    typer.echo(json.dumps(data, indent=2) if json_out else report.format_control(data))
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+    elif parsable or noheader:
+        _table_alone(report.control_rows(data), columns, parsable, noheader, report.control_notes(data))
+    else:
+        typer.echo(report.format_control(data, columns))
     if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
         raise typer.Exit(3)
     if data["advise_only"] and (apply or cfg.apply):  # asked to act, and it cannot: say so to scripts too
@@ -656,6 +695,12 @@ def gate(
     apply: Annotated[bool, typer.Option("--apply", help="Hold/release (or nice) for real (default: dry run).")] = False,
     release_all: Annotated[bool, typer.Option("--release-all", help="Undo every hold the agent placed (and only those).")] = False,
     json_out: JsonOpt = False,
+    parsable: ParsableOpt = False,
+    noheader: NoHeaderOpt = False,
+    fields: FieldsOpt = None,
+    helpformat: HelpFormatOpt = False,
+    actions_table: Annotated[bool, typer.Option("--actions", help="With -P/-n/-o: the table of planned actions instead "
+                                                "of the accounts'.")] = False,
 ) -> None:
     """Simultaneous Fair-Share gate: per account, occupancy now vs target (factor x award/period);
     hold (or demote by nice) the pending jobs of accounts over target while accounts at or under
@@ -665,11 +710,23 @@ def gate(
     AdminComment=fscontrol:hold` (the mark in the same RPC); a release is `scontrol release N`
     and clearing that mark. It releases only jobs whose ledger row, mark and hold all agree; jobs
     held by users or admins, and jobs with anyone's AdminComment, are never touched. See the
-    marks with `squeue -O JobID,Reason,admin_comment`; docs/agent.md has the whole list."""
-    from . import agent, pipeline
-    from .gate import format_gate_plan
+    marks with `squeue -O JobID,Reason,admin_comment`; docs/agent.md has the whole list.
 
+    Slurm's conventions for the accounts table (--actions: the actions'): -P pipe-separated, -n
+    no header, -o the fields (--helpformat lists them); -P and -n print the table alone, the
+    rest of the report goes to stderr; --json prints everything."""
+    from . import agent, pipeline, report
+    from .gate import format_gate_plan, gate_notes
+
+    if helpformat:
+        typer.echo("accounts table:\n" + report.format_fields_help(report.GATE_FIELDS) + "\n\nwith --actions:\n"
+                   + report.format_fields_help(report.GATE_ACTION_FIELDS))
+        return
     try:
+        if actions_table and not (parsable or noheader or fields):
+            raise ConfigError("--actions picks the table -P, -n or -o print; give one of them (the plain report shows both)")
+        report.pick_fields(fields, report.GATE_ACTION_FIELDS if actions_table else report.GATE_FIELDS,
+                           report.GATE_ACTION_DEFAULT_FIELDS if actions_table else report.GATE_DEFAULT_FIELDS)  # before any tick
         cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
         res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
                              stages=pipeline.Stages(gate=True, release_all=release_all), metrics=False).gate
@@ -680,8 +737,20 @@ def gate(
         data["mode"] = "apply" if res.applied else "dry-run"
         data["results"] = [{"job_id": a.job_id, "kind": a.kind, "status": a.status, "output": a.output} for a in res.actions]
         typer.echo(json.dumps(data, indent=2))
+    elif parsable or noheader:
+        plan = res.plan
+        notes = ([] if actions_table else [f"{len(plan.actions)} action(s) planned (--actions lists them)"]) + gate_notes(plan)
+        if res.applied:
+            notes += [f"{a.status} {' '.join(a.argv)}  {a.output}" for a in res.actions]
+        elif res.actions:
+            notes.append("dry run: nothing was changed; --apply carries the plan out")
+        _table_alone(report.gate_rows(plan, actions_table), report.gate_fields(plan, fields, actions_table), parsable,
+                     noheader, notes)
     else:
-        typer.echo(format_gate_plan(res.plan))
+        if actions_table:  # -o with --actions: the actions table alone, padded
+            _print_lines(report.table_lines(report.gate_rows(res.plan, True), report.gate_fields(res.plan, fields, True)))
+        else:
+            typer.echo(format_gate_plan(res.plan) if fields is None else report.format_gate(res.plan, report.gate_fields(res.plan, fields)))
         if res.applied:
             for a in res.actions:
                 typer.echo(f"{a.status:8} {' '.join(a.argv)}  {a.output}")
@@ -877,6 +946,22 @@ def simulate_task(
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(f"wrote {path}")
+
+
+def only(name: str | None) -> None:
+    """Keep only the command (or group) `name` in the app, when it is one: typer turns every
+    registered command into a click command (signature, options, help) before it runs any, about
+    10 ms a process at fscontrol's size, for the one the console script is asked. Anything else
+    (no argument, --help, an unknown or mistyped name) keeps the whole app, so help and errors
+    list every command as before."""
+    def command_name(c) -> str:
+        return c.name or c.callback.__name__.lower().replace("_", "-")
+
+    commands = [c for c in app.registered_commands if command_name(c) == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if commands or groups:
+        app.registered_commands = commands
+        app.registered_groups = groups
 
 
 def main() -> None:  # pragma: no cover - console entry for `python -m fscontrol`

@@ -35,8 +35,6 @@ from __future__ import annotations
 
 import math
 
-import difflib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -120,6 +118,8 @@ class AgentConfig:
 def _unknown(section: str, got: Mapping[str, Any], known: set[str]) -> None:
     for k in got:
         if k not in known:
+            import difflib
+
             near = difflib.get_close_matches(k, sorted(known), n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(sorted(known))})"
             raise ConfigError(f"config: unknown key '{section}{k}'{hint}")
@@ -273,6 +273,8 @@ def load(path: Path | str | None) -> AgentConfig:
     """Read and validate the config file; None (no file given) means all defaults."""
     if path is None:
         return AgentConfig()
+    import tomllib  # here: a command given no config file never parses TOML
+
     p = Path(path)
     try:
         raw = tomllib.loads(p.read_text())

@@ -29,7 +29,6 @@ The rules follow Slurm 22.05 (`assoc_mgr.c`: `_find_assoc_parent`,
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -152,6 +151,56 @@ def build_tree(rows: Iterable[ShareRow]) -> Tree:
             level[p] = level.get(p, 0) + (r.raw_shares or 0)
     level_shares = {k: level.get(p, 0) for k, p in fs_parent.items()}
     return Tree(by_key, tuple(order), parent, fs_parent, level_shares)
+
+
+def tree_in_order(rows: Sequence[ShareRow]) -> tuple[dict[Key, int], list[int], list[int], list[int], list[bool], list[int]] | None:
+    """build_tree's links as lists indexed as the rows, for rows in tree order (root first, each
+    association after its parent: sshare's order, and the history's): (index of each key, parent,
+    fs parent, level shares of each fs parent, FairShare=parent, RawShares or 0). None when the
+    rows are not such a tree (root not first, a parent missing or after its child, an association
+    twice, negative RawUsage): build_tree says what is wrong. At 100,000 associations this is a
+    few list passes where the Tree is several dicts keyed by (account, user)."""
+    n = len(rows)
+    if not n or (rows[0].account, rows[0].user) != ROOT or rows[0].depth != 0:
+        return None
+    acc = [r.account for r in rows]
+    usr = [r.user for r in rows]
+    index = dict(zip(zip(acc, usr), range(n)))
+    if len(index) != n or min(r.raw_usage for r in rows) < 0:
+        return None
+    get = index.get
+    par = [get((a, "") if u else (r.parent, ""), -1) for a, u, r in zip(acc, usr, rows)]
+    par[0] = 0
+    if any(p < 0 or p >= i for i, p in enumerate(par) if i):
+        return None
+    sp = [r.shares_parent for r in rows]
+    rs = [r.raw_shares or 0 for r in rows]
+    fsp = [0] * n  # the fs parent: the first ancestor that is not FairShare=parent (or root)
+    lvl = [0] * n  # each fs parent's level shares: its non-parent children's RawShares
+    for i in range(1, n):
+        p = par[i]
+        f = fsp[i] = fsp[p] if p and sp[p] else p
+        if not sp[i]:
+            lvl[f] += rs[i]
+    return index, par, fsp, lvl, sp, rs
+
+
+def classic_shares_in_order(tl) -> list[float]:
+    """_norm_shares over tree_in_order's lists: classic NormShares aligned with the rows (root
+    1.0), the same floats (the same products in the same order)."""
+    _, par, fsp, lvl, sp, rs = tl
+    n = len(par)
+    path = [1.0] * n  # the product of RawShares / level shares from root down
+    cl = [1.0] * n
+    for i in range(1, n):
+        f = fsp[i]
+        if sp[i]:
+            path[i] = path[par[i]]
+            cl[i] = cl[f]
+        else:
+            ls = lvl[f]
+            cl[i] = path[i] = path[par[i]] * rs[i] / ls if ls else 0.0
+    return cl
 
 
 # ---------------------------------------------------------------------------- the pieces
@@ -342,7 +391,7 @@ def reference_share(results: Iterable[AssocFairShare], exclude: Collection[Key] 
     ]
     if not shares:
         raise TreeError("no user association with shares > 0: cannot choose a reference share")
-    return statistics.median(shares)
+    return _median(shares)
 
 
 REFERENCE_RULES = ("median", "mean", "min", "max")
@@ -375,6 +424,12 @@ def choose_reference_share(
         return value, "set in the config"
     if reference not in REFERENCE_RULES:
         raise ValueError(f"reference share rule must be one of {', '.join(REFERENCE_RULES)} or a number, got {reference!r}")
+    tl = tree_in_order(rows) if exact is None and isinstance(rows, (list, tuple)) else None
+    if tl is not None:  # rows in tree order: classic NormShares from lists, no Tree
+        return pick_reference_share(
+            [s for r, s in zip(rows, classic_shares_in_order(tl))
+             if r.user and r.user != "root" and s > 0 and (r.account, r.user) != dummy],
+            reference, dummy_left_out=bool(dummy))
     try:
         shares_by_key = norm_shares(rows) if exact is None else exact
         source = ""
@@ -387,11 +442,32 @@ def choose_reference_share(
         for r in rows
         if r.user and r.user != "root" and (s := get((r.account, r.user), 0.0)) > 0 and (r.account, r.user) != dummy
     ]
+    return pick_reference_share(shares, reference, dummy_left_out=bool(dummy), source=source)
+
+
+def _median(xs: Sequence[float]) -> float:
+    """statistics.median (the same sort, the same middle, the same mean of the two middles),
+    without importing statistics (fractions, decimal, random) on every tick."""
+    s = sorted(xs)
+    n = len(s)
+    i = n // 2
+    return s[i] if n % 2 else (s[i - 1] + s[i]) / 2
+
+
+def _fmean(xs: Sequence[float]) -> float:
+    """statistics.fmean: fsum over the count."""
+    return math.fsum(xs) / len(xs)
+
+
+def pick_reference_share(shares: Sequence[float], reference: str, dummy_left_out: bool = False,
+                         source: str = "") -> tuple[float | None, str]:
+    """choose_reference_share's rule over the users' NormShares already chosen (those > 0 of the
+    user associations, dummy and users named root left out), and its phrase."""
     if not shares:
         return None, "no user with shares"
-    pick = {"median": statistics.median, "mean": statistics.fmean, "min": min, "max": max}[reference]
+    pick = {"median": _median, "mean": _fmean, "min": min, "max": max}[reference]
     return float(pick(shares)), f"{reference} NormShares of the user associations" + (
-        " (dummy left out)" if dummy else ""
+        " (dummy left out)" if dummy_left_out else ""
     ) + source
 
 

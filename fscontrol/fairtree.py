@@ -166,6 +166,47 @@ def held_shares(t: Tree, mode: str) -> tuple[dict[Key, float], str]:
     return out, "mixed"
 
 
+def held_shares_in_order(rows, mode: str) -> tuple[list[float], str, dict[Key, int]] | None:
+    """held_shares(build_tree(rows), mode) for rows in tree order (each association after its
+    parent: sshare's order, and the history's), without building a Tree: lists indexed as the
+    rows (fairshare.tree_in_order). Returns the NormShares aligned with `rows` (root's 1.0), their
+    form, and each association's index; the same floats as held_shares (the same operations in
+    the same order). None when the rows are not such a tree: the caller builds the Tree, which
+    says why."""
+    from fscontrol.fairshare import classic_shares_in_order, tree_in_order
+
+    tl = tree_in_order(rows)
+    if tl is None:
+        return None
+    index, par, fsp, lvl, sp, rs = tl
+    n = len(rows)
+    cl = classic_shares_in_order(tl)
+    ft = [0.0] * n  # Fair Tree's: RawShares over the level's shares (FairShare=parent: the fs parent's)
+    for i in range(1, n):
+        src = fsp[i] if sp[i] else i
+        if src:
+            ls = lvl[fsp[src]]
+            ft[i] = rs[src] / ls if ls else 0.0
+    own, other = (ft, cl) if mode == "fair_tree" else (cl, ft)
+    out = own[:]
+    out[0] = 1.0
+    seen: set[str] = set()
+    for i in [i for i in range(1, n) if (v := rows[i].norm_shares) is not None and abs(own[i] - v) > _SSHARE_DECIMALS]:
+        v = rows[i].norm_shares
+        if abs(other[i] - v) <= _SSHARE_DECIMALS:
+            out[i] = other[i]
+            seen.add("other")
+        else:
+            out[i] = v
+            seen.add("printed")
+    own_name, other_name = ("fair_tree", "classic") if mode == "fair_tree" else ("classic", "fair_tree")
+    if not seen:
+        return out, own_name, index
+    if seen == {"other"} and all(abs(out[i] - other[i]) <= _SSHARE_DECIMALS for i in range(1, n)):
+        return out, other_name, index
+    return out, "mixed", index
+
+
 def level_values(t: Tree, usage: Mapping[Key, float] | None = None,
                  shares: Mapping[Key, float] | None = None) -> tuple[dict[Key, float], dict[Key, float], dict[Key, float]]:
     """S, U and LevelFS of every association but root (`_calc_assoc_fs`); `usage` replaces the

@@ -148,8 +148,15 @@ def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) ->
     process_user, _ = uf.invoker()
     requester, uid = asker or uf.invoker()
     who = args.user or requester
-    data_pub, path = pub.read_published(args.published or pub.default_path(args.cluster), args.cluster)
-    trusted = os.stat(path).st_uid == 0
+    target = args.published or pub.default_path(args.cluster)
+    own = None
+    if args.published is None and not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target):
+        own = _unpublished_snapshot(args)  # nothing published: the sample (--source) or the history is the snapshot
+    if own is not None:
+        data_pub, trusted = own, False
+    else:
+        data_pub, path = pub.read_published(target, args.cluster)
+        trusted = os.stat(path).st_uid == 0
     # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
     # to anyone but what the reader can already read; root's published file keeps the check
     admin = uf.is_admin(requester, uid, data_pub, trusted) or (asker is None and args.source not in ("live", "published") and not trusted)
@@ -212,3 +219,54 @@ def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) ->
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
     return data
+
+
+def _published_there(target: Path) -> bool:
+    """Something is published at `target` (a file, or a folder holding a .json file)."""
+    try:
+        return target.is_file() or (target.is_dir() and any(target.glob("*.json")))
+    except OSError:
+        return True  # unreadable: read_published says so
+
+
+def _unpublished_snapshot(args: argparse.Namespace) -> dict | None:
+    """When nothing is published, what `fscontrol publish` would write, built in memory from a
+    recorded sample (--source FOLDER: collected into a temporary history) or else from the history
+    $FSCONTROL_DB names (its latest snapshot): the forecast runs from either without a publish
+    step first. None when there is neither (the caller reports the missing published file). A
+    snapshot that came from a recording is forecast as of when it was recorded."""
+    import os
+    import time
+
+    from . import config
+    from . import publish as pub
+    from . import store
+
+    if args.source not in ("live", "published"):
+        import tempfile
+
+        from . import pipeline
+        from .source import RecordedSlurm
+
+        with tempfile.TemporaryDirectory(prefix="fscontrol-forecast-") as tmp:
+            db = store.open_db(Path(tmp) / "history.db")
+            try:
+                pipeline.collect(RecordedSlurm(Path(args.source), cluster=args.cluster), db)
+                snap = store.load_snapshot(db, cluster=args.cluster)
+            finally:
+                db.close()
+    else:
+        path = os.environ.get("FSCONTROL_DB")
+        if not path or not Path(path).is_file():
+            return None
+        db = store.open_db(path, create=False, readonly=True)
+        try:
+            snap = store.load_snapshot(db, cluster=args.cluster)
+        finally:
+            db.close()
+        if args.now is None and snap.source.startswith("recorded sample"):
+            args.now = snap.taken_at  # a recording: as of when it was made, as with --source FOLDER
+    cc = config.load(os.environ.get("FSCONTROL_CONFIG")).cluster(snap.cluster)
+    return pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
+                               target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
+                               method=cc.method)

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from .allocations import Allocation, allocations_unit
 from .errors import ConfigError, UnsafeActionError
-from .records import QueueJob
+from .records import MARK_PREFIX, QueueJob
 
 ActionKind = Literal["hold", "release", "nice", "unnice", "unmark"]
 GateMode = Literal["hold", "nice"]
@@ -51,7 +51,6 @@ RUNNING_STATES = frozenset({"RUNNING", "R", "CONFIGURING", "CF"})
 PENDING_STATES = frozenset({"PENDING", "PD"})
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 AGENT_HOLD_REASON = "JobHeldAdmin"  # what an operator's hold leaves: no owner is recorded
-MARK_PREFIX = "fscontrol:"
 HOLD_MARK = "fscontrol:hold"
 
 
@@ -582,30 +581,40 @@ def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, 
     return GatePlan(now=now, action=mode, unit="cpus", accounts=(), actions=tuple(rec.cleanup) + tuple(acts))
 
 
-def format_gate_plan(plan: GatePlan) -> str:
-    """The plan as text: the per-account table, then the actions with their reasons."""
-    from tabulate import tabulate
+def format_gate_plan(plan: GatePlan, table: str | None = None) -> str:
+    """The plan as text: the per-account table (`table`: another rendering of it, -o's fields),
+    then the actions with their reasons."""
+    if table is None:
+        from tabulate import tabulate
 
-    def num(x: float | None) -> str:
-        return "-" if x is None else _fmt(x)
+        def num(x: float | None) -> str:
+            return "-" if x is None else _fmt(x)
 
-    rows = [
-        [a.account, a.state, num(a.occupancy), num(a.ideal), num(a.target), a.running_jobs, a.pending_jobs,
-         num(a.pending_demand), a.waiting_jobs, a.agent_held]
-        for a in plan.accounts
-    ]
-    headers = ["account", "state", f"occupancy ({plan.unit})", "ideal", "target", "running", "pending",
-               "pending demand", "waiting", f"agent {'held' if plan.action == 'hold' else 'demoted'}"]
-    out = [tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True), ""]
+        rows = [
+            [a.account, a.state, num(a.occupancy), num(a.ideal), num(a.target), a.running_jobs, a.pending_jobs,
+             num(a.pending_demand), a.waiting_jobs, a.agent_held]
+            for a in plan.accounts
+        ]
+        headers = ["account", "state", f"occupancy ({plan.unit})", "ideal", "target", "running", "pending",
+                   "pending demand", "waiting", f"agent {'held' if plan.action == 'hold' else 'demoted'}"]
+        table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    out = [table, ""]
     if plan.actions:
         out.append(f"{len(plan.actions)} action(s):")
         out.extend(f"  {a.kind:<8} {a.job_id:<12} {a.account:<12} {a.reason}" for a in plan.actions)
     else:
         out.append("no action")
+    out.extend(gate_notes(plan))
+    return "\n".join(out)
+
+
+def gate_notes(plan: GatePlan) -> list[str]:
+    """What the gate report says after its tables: deferred actions, the ledger, others' holds."""
+    out = []
     if plan.deferred:
         out.append(f"{plan.deferred} more action(s) deferred to the next tick (max actions per tick)")
     if plan.stale_ledger:
         out.append(f"ledger entries no longer ours (drop): {', '.join(plan.stale_ledger)}")
     if plan.foreign_held:
         out.append(f"held by users/admins, left alone: {', '.join(plan.foreign_held)}")
-    return "\n".join(out)
+    return out

@@ -11,11 +11,14 @@ history, or one an older fscontrol wrote).
 
 from __future__ import annotations
 
-import secrets
+import itertools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+
+_SAVEPOINTS = itertools.count(1)
+
 
 class Database:
     """A sqlite3 connection in autocommit mode (a write outside `atomic()` commits at once, as
@@ -41,7 +44,7 @@ class Database:
     @contextmanager
     def atomic(self) -> Iterator[Database]:
         if self.conn.in_transaction:
-            savepoint = f"fscontrol_{secrets.token_hex(8)}"
+            savepoint = f"fscontrol_{next(_SAVEPOINTS)}"  # unique in this process, as nesting needs
             self.conn.execute(f"SAVEPOINT {savepoint}")
             try:
                 yield self

@@ -12,8 +12,9 @@ def main(argv: list[str] | None = None) -> None:
         from .forecast_cmd import main as forecast
 
         sys.exit(forecast(args[1:]))
-    from .cli import app
+    from .cli import app, only
 
+    only(args[0] if args else None)  # typer builds the command it runs, not all of them
     app(args=args, prog_name="fscontrol")
 
 

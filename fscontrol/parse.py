@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
 from .errors import ParseError
-from .records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig
+from .records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job, share_rows
 
 # ---------------------------------------------------------------------------- commands
 # The exact argument lists fscontrol runs (without the leading `-M cluster`), shared by the
@@ -337,18 +337,14 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                 level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
                 if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
                     raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
-                append(
-                    ShareRow(
-                        account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
-                        effective_usage, fairshare, run_mins, level_fs,
-                    )
-                )
+                append((account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
+                        effective_usage, fairshare, run_mins, level_fs))
         except Exception:
             _count_error(lines, i, n, command)
             raise
-    if not out or out[0].depth != 0:
+    if not out or out[0][3] != 0:
         raise ParseError(command, "no root row: is this `sshare -a` as an admin (PrivateData may hide it)?")
-    return tuple(out)
+    return share_rows(out)  # ShareRow(*values) each, through its twin
 
 
 def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS), fair_tree: bool = False) -> None:
@@ -538,40 +534,50 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
     comment_last = text.lstrip().split("\n", 1)[0].rstrip().endswith("|ADMIN_COMMENT")
     header, rows = _table(text, command, need, free_last=comment_last)
     ix = {name: i for i, name in enumerate(header)}
+    i_id, i_user, i_acct, i_part, i_state, i_nodes, i_cpus, i_prio, i_reason = (ix[c] for c in need)
+    i_comment, i_submit, i_start, i_limit, i_qos, i_nice = (
+        ix.get(c) for c in ("ADMIN_COMMENT", "SUBMIT_TIME", "START_TIME", "TIME_LIMIT", "QOS", "NICE"))
+
+    def count(v: str, col: str, no: int, f: list[str], minimum: int | None = 0) -> int:
+        # _num's result, and its error (with the line), for what is not plain ASCII digits
+        if v.isdigit() and v.isascii():
+            return int(v)
+        return _num(v, int, command, col, no, "|".join(f), minimum=minimum)
+
     out: list[QueueJob] = []
     seen: set[str] = set()
+    make = new_queue_job
     for no, f in rows:
-        line = "|".join(f)
-        comment = f[ix["ADMIN_COMMENT"]].strip() if "ADMIN_COMMENT" in ix else ""
-        job_id = f[ix["JOBID"]].strip()
+        comment = f[i_comment].strip() if i_comment is not None else ""
+        job_id = f[i_id].strip()
         if not JOB_ID.fullmatch(job_id):
-            raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, line)
+            raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
         if job_id in seen:
-            raise ParseError(command, f"job {job_id} listed twice", no, line)
+            raise ParseError(command, f"job {job_id} listed twice", no, "|".join(f))
         seen.add(job_id)
         try:
-            submit = parse_time(f[ix["SUBMIT_TIME"]], tz) if "SUBMIT_TIME" in ix else None
-            start = parse_time(f[ix["START_TIME"]], tz) if "START_TIME" in ix else None
-            limit = parse_duration(f[ix["TIME_LIMIT"]]) if "TIME_LIMIT" in ix else None
+            submit = parse_time(f[i_submit], tz) if i_submit is not None else None
+            start = parse_time(f[i_start], tz) if i_start is not None else None
+            limit = parse_duration(f[i_limit]) if i_limit is not None else None
         except ValueError as e:
-            raise ParseError(command, str(e), no, line) from None
+            raise ParseError(command, str(e), no, "|".join(f)) from None
         out.append(
-            QueueJob(
-                job_id=job_id,
-                user=f[ix["USER"]].strip(),
-                account=f[ix["ACCOUNT"]].strip(),
-                partition=f[ix["PARTITION"]].strip(),
-                qos=f[ix["QOS"]].strip() if "QOS" in ix else "",
-                state=f[ix["STATE"]].strip(),
-                nodes=_num(f[ix["NODES"]], int, command, "NODES", no, line, minimum=0),
-                cpus=_num(f[ix["CPUS"]], int, command, "CPUS", no, line, minimum=0),
-                priority=_num(f[ix["PRIORITY"]], int, command, "PRIORITY", no, line, minimum=0),
-                nice=_num(f[ix["NICE"]], int, command, "NICE", no, line) if "NICE" in ix else 0,
-                reason=f[ix["REASON"]].strip(),
-                submit=submit,
-                start=start,
-                time_limit_s=limit,
-                admin_comment="" if comment == "(null)" else comment,
+            make(
+                job_id,
+                f[i_user].strip(),
+                f[i_acct].strip(),
+                f[i_part].strip(),
+                f[i_qos].strip() if i_qos is not None else "",
+                f[i_state].strip(),
+                count(f[i_nodes], "NODES", no, f),
+                count(f[i_cpus], "CPUS", no, f),
+                count(f[i_prio], "PRIORITY", no, f),
+                count(f[i_nice], "NICE", no, f, minimum=None) if i_nice is not None else 0,
+                f[i_reason].strip(),
+                submit,
+                start,
+                limit,
+                "" if comment == "(null)" else comment,
             )
         )
     return tuple(out)

@@ -17,10 +17,11 @@ from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from .historydb import Database
-from .records import Snapshot
+from .records import ShareRow, Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
+SHARE_FIELDS = tuple(ShareRow.__dataclass_fields__)  # store._share_values's columns
 
 
 def _record_failure(db: Database, cluster: str | None, stage: str, started: float, e: Exception,
@@ -349,8 +350,6 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
        deadline (agent.tick_deadline): what is not run by then is recorded as skipped;
     6. the tick's outcome; then the fit and the published file when asked.
     A kill at any point leaves the history consistent, and the next tick settles the rest."""
-    from . import actions as act
-
     started = time.time() if now is None else now
     if deadline is None:  # time.monotonic() past which no command starts (several clusters share one)
         deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)
@@ -471,11 +470,14 @@ class _Settled:
 
 def _settle(db: Database, snap: Snapshot) -> _Settled:
     """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
-    from . import gate
+    from .records import MARK_PREFIX
 
     entries = store.ledger_entries(db, snap.cluster)
-    rec = gate.reconcile_ledger(snap.queue, entries) if entries or any(
-        j.admin_comment.startswith(gate.MARK_PREFIX) for j in snap.queue) else None
+    rec = None
+    if entries or any(j.admin_comment.startswith(MARK_PREFIX) for j in snap.queue):  # the gate's: its module then
+        from . import gate
+
+        rec = gate.reconcile_ledger(snap.queue, entries)
     changes = tuple(("job " + j, old, new, why) for j, old, new, why in (rec.changes if rec else ()))
     out = []
     qos = {q.name: q.usage_factor for q in snap.qos}
@@ -677,18 +679,18 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot) -> tuple[f
     this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
     saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
     any user's EffectvUsage moving. (None, None) when no pass ran in between."""
-    try:
-        before = store.load_snapshot(db, previous["snapshot_id"])
-    except FscontrolError:
+    row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
+    if row is None:
         return None, None
-    ue_before = {r.key: r.effective_usage for r in before.shares if r.user}
+    before = [dict(zip(SHARE_FIELDS, v)) for v in store._share_values(db, row[0], previous["snapshot_id"], latest=False)]
+    ue_before = {(r["account"], r["user"]): r["effective_usage"] for r in before if r["user"]}
     ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
     if ue_before == ue_now or previous.get("s_ref") is None:
         return None, None
-    root = next((r for r in before.shares if r.depth == 0), None)
+    root = next((r for r in before if r["depth"] == 0), None)
     if root is None:
         return None, None
-    return previous["s_ref"] * snap.config.damping_factor * float(root.raw_usage), snap.taken_at
+    return previous["s_ref"] * snap.config.damping_factor * float(root["raw_usage"]), snap.taken_at
 
 
 def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
@@ -895,11 +897,11 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
 
 
 def write_metrics(db: Database, cfg, path=None) -> str | None:
-    from . import metrics
-
     target = path or cfg.metrics
     if not target:
         return None
+    from . import metrics
+
     try:
         return str(metrics.write_textfile(target, metrics_text(db, cfg)))
     except OSError as e:

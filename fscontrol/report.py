@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import fairshare, slurm_versions
+from . import fairshare
 from .fairshare import UNDERFLOW
 from .store import StoredSnapshot
 
@@ -74,6 +75,7 @@ def status_data(
     only_users: Sequence[str] = (),
     only_accounts: Sequence[str] = (),
     tree: bool = False,
+    columns: bool = False,
 ) -> dict:
     """Everything `fscontrol status` shows, as plain data. `only_users`/`only_accounts` (-u/-A,
     as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
@@ -84,20 +86,19 @@ def status_data(
     F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
     RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
     force in slurmctld. The dummy (padding) association is shown but not counted as a user.
-    Under Fair Tree, status_data_fair_tree."""
+    Under Fair Tree, status_data_fair_tree.
+
+    The table is a list of dicts, one a row (what --json prints); `columns`: a StatusTable
+    instead, the same values a column at a time (what the text needs: no dict per row)."""
     if snap.config.mode == "fair_tree":
-        return status_data_fair_tree(snap, dummy, only_users, only_accounts, tree=tree)
+        data = status_data_fair_tree(snap, dummy, only_users, only_accounts, tree=tree)
+        if columns:
+            data["table"] = StatusTable.from_rows(data["table"])
+        return data
     cfg = snap.config
     d = cfg.damping_factor
     shares = snap.shares
-    root = next((r for r in shares if r.depth == 0), None)
-    total = float(root.raw_usage) if root else 0.0
-    keys = {r.key for r in shares}
-    dummy = dummy if dummy in keys else None
-    dummy_usage = float(next(r.raw_usage for r in shares if r.key == dummy)) if dummy else 0.0
-    users = [r for r in shares if r.user and r.user != "root"]
-    real_users = [u for u in users if u.key != dummy]
-    active = [u for u in real_users if u.raw_usage > 0]
+    n = len(shares)
     # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
     # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
     # RawUsage by one pass exactly as the factor slurmctld schedules with)
@@ -105,68 +106,77 @@ def status_data(
     # Fair Tree's NormShares until a restart (fairtree.held_shares), and computes F with those
     from . import fairtree
 
-    held_form = "classic"
-    try:
-        exact, held_form = fairtree.held_shares(fairshare.build_tree(shares), "classic")
-        exact[fairshare.ROOT] = 1.0
-    except fairshare.TreeError:
-        exact = {}
-    s_ref, rule = fairshare.choose_reference_share(shares, d, dummy, reference, exact=exact or None)
+    fast = fairtree.held_shares_in_order(shares, "classic")
+    if fast is not None:  # rows in tree order (the history's): lists, no Tree
+        held, held_form, index = fast
+        exact = None
+    else:
+        held_form = "classic"
+        try:
+            exact, held_form = fairtree.held_shares(fairshare.build_tree(shares), "classic")
+            exact[fairshare.ROOT] = 1.0
+        except fairshare.TreeError:
+            exact = {}
+        index = {(r.account, r.user): i for i, r in enumerate(shares)}
+        held = [exact.get((r.account, r.user), r.norm_shares) for r in shares]
+    acc = [r.account for r in shares]
+    usr = [r.user for r in shares]
+    raw = [r.raw_usage for r in shares]
+    root = next((r for r in shares if r.depth == 0), None)
+    total = float(root.raw_usage) if root else 0.0
+    dummy = dummy if dummy in index else None
+    dummy_i = index[dummy] if dummy else -1
+    dummy_usage = float(raw[dummy_i]) if dummy else 0.0
+    uidx = [i for i, u in enumerate(usr) if u and u != "root"]  # the user associations
+    real = [i for i in uidx if i != dummy_i]
+    n_active = sum(1 for i in real if raw[i] > 0)
+    if exact is None and isinstance(reference, str) and reference in fairshare.REFERENCE_RULES:
+        s_ref, rule = fairshare.pick_reference_share([s for i in real if (s := held[i]) > 0], reference, bool(dummy))
+    else:
+        s_ref, rule = fairshare.choose_reference_share(shares, d, dummy, reference, exact=exact or None)
     halving = s_ref * d * total if s_ref is not None else None
-    kids: dict[str, int] = {}
-    first_tier: set[str] = set()
-    for r in shares:
-        if r.depth == 0:
-            continue
-        p = r.account if r.user else r.parent
-        kids[p] = kids.get(p, 0) + 1
-        if not r.user and r.parent == "root":
-            first_tier.add(r.account)
-    alone_in = {a for a in first_tier if kids.get(a) == 1}
-    shown = users
-    accounts_shown: set[str] | None = None  # tree: the account rows to show (None: all)
+    # a user alone in a first-tier account: Yalim's u / -log2 F is its halving usage
+    depth = [r.depth for r in shares]
+    kids = Counter(a if u else r.parent for a, u, r, dp in zip(acc, usr, shares, depth) if dp != 0)
+    alone_in = {a for a, u, r, dp in zip(acc, usr, shares, depth) if dp != 0 and not u and r.parent == "root" and kids[a] == 1}
     if only_users or only_accounts:
-        keys, accounts_shown = _select(shares, users, only_users, only_accounts, snap.cluster)
-        shown = [u for u in users if u.key in keys]
-    rows = []
-    add = rows.append
+        keys, accounts_shown = _select(shares, [shares[i] for i in uidx], only_users, only_accounts, snap.cluster)
+        shown = {i for i in uidx if (acc[i], usr[i]) in keys}
+        sel = ([i for i in range(n) if ((i in shown) if usr[i] else (acc[i] in accounts_shown))] if tree
+               else [i for i in uidx if i in shown])
+    else:
+        sel = [i for i in range(n) if usr[i] != "root"] if tree else uidx  # --tree: every account row too
+    # the table a column at a time (a comprehension per column, no dict per row: at 100,000
+    # associations that was a third of the report); an account row (--tree) has the user "" and
+    # no F or halving figures
+    rows_ = [shares[i] for i in sel]
+    U = [usr[i] for i in sel]
+    A = [acc[i] for i in sel]
+    R = [raw[i] for i in sel]
+    S = [held[i] for i in sel]
+    E = [r.effective_usage for r in rows_]
     log2 = math.log2
+    F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
+         for u, e, s_u in zip(U, E, S)]
+    if total > 0:
+        halve = [d * s_u * total / room / HOUR if u and e is not None and s_u is not None and s_u > 0
+                 and (room := 1.0 - e - d * s_u) > 0 else None for u, e, s_u in zip(U, E, S)]
+    else:
+        halve = [None] * len(sel)
+    alone = [bool(u) and a in alone_in for u, a in zip(U, A)]
+    implied = [raw_u / -log2(f) / HOUR if al and f is not None and raw_u > 0 and 0.0 < f < 1.0 else None
+               for al, f, raw_u in zip(alone, F, R)]
     prio = snap.prio_fairshare
-    get_exact = exact.get
-    shown_ids = {id(u) for u in shown}
-    for u in shares if tree else shown:
-        if not u.user:
-            if accounts_shown is not None and u.account not in accounts_shown:
-                continue
-        elif id(u) not in shown_ids:
-            continue
-        key = (u.account, u.user)
-        s_u = get_exact(key, u.norm_shares)
-        ue = u.effective_usage
-        raw = u.raw_usage
-        if not u.user:  # an account row (--tree): what sshare shows of it
-            add({"user": "", "account": u.account, "raw_usage": raw, "usage_core_hours": raw / HOUR, "norm_shares": s_u,
-                 "effective_usage": ue, "fairshare": None, "fairshare_sshare": u.fairshare, "fairshare_sprio": None,
-                 "usage_to_halve_core_hours": None, "alone_at_first_tier": False, "implied_halving_core_hours": None,
-                 "underflow": False, "dummy": False, "depth": u.depth, "raw_shares": u.raw_shares, "norm_usage": u.norm_usage})
-            continue
-        # F and the usage that halves it (fairshare.fairshare_factor and usage_to_halve, inline:
-        # at 100,000 associations the calls are a good part of the report)
-        f = to_halve = None
-        if ue is not None and s_u is not None:
-            f = 2.0 ** (-(ue / s_u) / d) if s_u > 0 else 0.0
-            if s_u > 0 and total > 0:
-                room = 1.0 - ue - d * s_u
-                to_halve = d * s_u * total / room / HOUR if room > 0 else None
-        # Yalim's u / -log2 F is the halving usage only where UE = u/U: a user alone in a
-        # first-tier account; everywhere else the account's usage and the siblings' shares count
-        alone = u.account in alone_in
-        ih = raw / -log2(f) / HOUR if alone and f is not None and raw > 0 and 0.0 < f < 1.0 else None
-        add({"user": u.user, "account": u.account, "raw_usage": raw, "usage_core_hours": raw / HOUR, "norm_shares": s_u,
-             "effective_usage": ue, "fairshare": f, "fairshare_sshare": u.fairshare, "fairshare_sprio": prio.get(key),
-             "usage_to_halve_core_hours": to_halve, "alone_at_first_tier": alone, "implied_halving_core_hours": ih,
-             "underflow": f is not None and f < UNDERFLOW, "dummy": key == dummy,
-             "depth": u.depth, "raw_shares": u.raw_shares, "norm_usage": u.norm_usage})
+    table = StatusTable({
+        "user": U, "account": A, "raw_usage": R, "usage_core_hours": [x / HOUR for x in R], "norm_shares": S,
+        "effective_usage": E, "fairshare": F, "fairshare_sshare": [r.fairshare for r in rows_],
+        "fairshare_sprio": ([prio.get((a, u)) if u else None for a, u in zip(A, U)] if prio else [None] * len(sel)),
+        "usage_to_halve_core_hours": halve, "alone_at_first_tier": alone, "implied_halving_core_hours": implied,
+        "underflow": [f is not None and f < UNDERFLOW for f in F],
+        "dummy": [i == dummy_i and u != "" for i, u in zip(sel, U)] if dummy else [False] * len(sel),
+        "depth": [depth[i] for i in sel], "raw_shares": [r.raw_shares for r in rows_],
+        "norm_usage": [r.norm_usage for r in rows_],
+    })
     warnings = []
     if cfg.mode == "fair_tree":
         warnings.append("Fair Tree is in use: it never reads FairShareDampeningFactor, so fscontrol can only advise.")
@@ -177,6 +187,8 @@ def status_data(
             "AccountingStorageEnforce lacks 'limits': Slurm (22.05 and 24.11 alike) then never charges the end of a job, "
             "so usage (and control) is under-counted."
         )
+    from . import slurm_versions
+
     untested = slurm_versions.untested_warning(cfg.slurm_version)
     if untested:
         warnings.append(untested)
@@ -188,8 +200,8 @@ def status_data(
         **_snapshot_head(snap),
         "shares_form": held_form,
         "total_usage_core_hours": total / HOUR,
-        "users": len(real_users),
-        "active_users": len(active),
+        "users": len(real),
+        "active_users": n_active,
         "dummy": "/".join(dummy) if dummy else None,
         "dummy_usage_core_hours": dummy_usage / HOUR,
         "real_usage_core_hours": (total - dummy_usage) / HOUR,
@@ -199,10 +211,11 @@ def status_data(
         "target_core_hours": target_core_hours,
         "halving_error": (halving / HOUR / target_core_hours - 1) if halving is not None and target_core_hours else None,
         "model_comparison": _comparison(snap, d, target_core_hours, dummy, s_ref),
-        "underflow_users": [f"{r['user']}@{r['account']}" for r in rows if r["underflow"] and not r["dummy"]],
+        "underflow_users": [f"{u}@{a}" for u, a, uf, dm in zip(U, A, table.columns["underflow"], table.columns["dummy"])
+                            if uf and not dm],
         "tree": tree,
         "warnings": warnings,
-        "table": rows,
+        "table": table if columns else table.rows(),
         "control": _control_history(control_history or []),
     }
 
@@ -333,71 +346,156 @@ def status_fields(spec: str | None = None, long: bool = False, tree: bool = Fals
         if tree:
             names = ("Account", "User", *names[2:])
         return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+    return pick_fields(spec, STATUS_FIELDS, ())
+
+
+def pick_fields(spec: str | None, table: Sequence[Field], default: Sequence[str]) -> tuple[Field, ...]:
+    """-o/--format for any of the reports' tables: `spec`'s comma-separated field names in any
+    case (as sshare -o and sacct -o take them), else the `default` names. An unknown name is a
+    ConfigError (exit 2) listing the valid ones."""
+    by_name = {f.name.lower(): f for f in table}
+    if spec is None:
+        return tuple(by_name[n.lower()] for n in default)
     names = [n.strip() for n in spec.split(",") if n.strip()]
-    unknown = [n for n in names if n.lower() not in _FIELDS_BY_NAME]
+    unknown = [n for n in names if n.lower() not in by_name]
     if unknown or not names:
         from .errors import ConfigError
 
         what = f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}" if unknown else "no field"
-        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in STATUS_FIELDS)}")
-    return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in table)}")
+    return tuple(by_name[n.lower()] for n in names)
 
 
-def format_fields_help() -> str:
+def format_fields_help(table: Sequence[Field] = STATUS_FIELDS) -> str:
     """--helpformat: every field -o takes, as sshare --helpformat lists them."""
-    width = max(len(f.name) for f in STATUS_FIELDS)
-    return "\n".join(f"{f.name:<{width}}  {f.help}" for f in STATUS_FIELDS)
+    width = max(len(f.name) for f in table)
+    return "\n".join(f"{f.name:<{width}}  {f.help}" for f in table)
 
 
-def _cells(rows: list[dict], f: Field, parsable: bool, tree: bool) -> list[str]:
+class StatusTable:
+    """The status table as columns: `columns` maps each row key of status_data's table to a list,
+    one entry a row. The text is made a column at a time from it; `rows()` gives the list of
+    dicts --json prints (the same keys in the same order, the same values)."""
+
+    __slots__ = ("columns", "_rows")
+
+    def __init__(self, columns: dict[str, list], rows: list[dict] | None = None) -> None:
+        self.columns = columns
+        self._rows = rows
+
+    @classmethod
+    def from_rows(cls, rows: list[dict]) -> StatusTable:
+        """A table of row dicts (Fair Tree's), its columns made when asked."""
+        return cls({}, rows)
+
+    def __len__(self) -> int:
+        if self._rows is not None:
+            return len(self._rows)
+        return len(next(iter(self.columns.values()), ()))
+
+    def column(self, key: str) -> list:
+        col = self.columns.get(key)
+        if col is None:
+            col = [r.get(key) for r in self._rows] if self._rows is not None else [None] * len(self)
+        return col
+
+    def rows(self) -> list[dict]:
+        if self._rows is not None:
+            return self._rows
+        keys = tuple(self.columns)
+        return [dict(zip(keys, values)) for values in zip(*self.columns.values())]
+
+
+def _cells(table: StatusTable, f: Field, parsable: bool, tree: bool) -> list[str]:
     """One column's texts, built a column at a time (one comprehension per column, no call per
     cell): None is "-" in the plain table ("" on --tree's account rows, as sshare leaves them
     blank) and "" with -P."""
     key = f.key
     if f.name == "Account" and tree:
-        return [" " * r["depth"] + r["account"] for r in rows]
-    values = [r.get(key) for r in rows]
+        return [" " * dp + a for dp, a in zip(table.column("depth"), table.column("account"))]
+    values = table.column(key)
+    if f.spec == "d":  # an integer field (Fair Tree's RawUsage comes as an integral float)
+        values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
     if f.idle_key is not None:
-        values = [float("inf") if r.get(f.idle_key) else v for r, v in zip(rows, values)]  # prints "inf"
+        values = [float("inf") if idle else v for idle, v in zip(table.column(f.idle_key), values)]  # prints "inf"
     spec = f.spec
     if spec is None:
-        return ["" if v is None else v for v in values]
+        return [("" if parsable else "-") if v is None else v for v in values]
     if parsable:
         spec = spec.replace(",", "")
         return ["" if v is None else format(v, spec) for v in values]
     if tree:
-        return [("-" if r["user"] else "") if v is None else format(v, spec) for r, v in zip(rows, values)]
+        return [("-" if u else "") if v is None else format(v, spec) for u, v in zip(table.column("user"), values)]
     return ["-" if v is None else format(v, spec) for v in values]
 
 
-def table_lines(rows: list[dict], fields: Sequence[Field], *, parsable: bool = False, header: bool = True,
+def _inline_number(table: StatusTable, f: Field, tree: bool) -> tuple[str, int] | None:
+    """For a column of fixed-point numbers, the %-conversion (".6f") that prints every value as
+    format(value, f.spec) does, and the widest value's length; None when a value needs format()
+    (a None, not finite, thousands separators, a negative zero among zeros). The length of a
+    fixed-point number never shrinks as its magnitude grows, so the widest is the largest or the
+    most negative."""
+    spec = f.spec
+    if spec is None or not f.right or f.idle_key is not None or (tree and f.name == "Account"):
+        return None
+    plain = spec.lstrip(",")
+    if not (plain[:1] == "." and plain[-1:] == "f" and plain[1:-1].isdigit()):
+        return None
+    values = table.column(f.key)
+    if not values or None in values:
+        return None
+    try:
+        if not math.isfinite(sum(values)):
+            return None
+        hi, lo = max(values), min(values)
+    except (TypeError, OverflowError):
+        return None
+    conv = plain
+    widest = max(len(format(hi, spec)), len(format(lo, spec)))
+    if spec != plain and "," in format(hi, spec) + format(lo, spec):
+        return None  # a thousands separator somewhere: format() it is
+    if lo == 0 and any(math.copysign(1.0, v) < 0 for v in values if v == 0):
+        return None  # "-0.000000" is wider than its neighbours
+    return conv, widest
+
+
+def table_lines(rows: list[dict] | StatusTable, fields: Sequence[Field], *, parsable: bool = False, header: bool = True,
                 tree: bool = False) -> Iterator[str]:
-    """The status table, line by line. Plain: tabulate's "simple" layout (two spaces between
-    columns, a column as wide as its longest cell or its heading plus two, a line of dashes),
-    built here because tabulate's per-cell type detection took 70% of `status` on 100,000
-    associations. -P (`parsable`): sshare -P's form, every field delimited by |, no padding,
-    the field names as the header line. `header=False` (-n) leaves the header lines out."""
-    cols = [_cells(rows, f, parsable, tree) for f in fields]
+    """The status table, line by line, from status_data's rows or its StatusTable. Plain:
+    tabulate's "simple" layout (two spaces between columns, a column as wide as its longest cell
+    or its heading plus two, a line of dashes), built here because tabulate's per-cell type
+    detection took 70% of `status` on 100,000 associations. -P (`parsable`): sshare -P's form,
+    every field delimited by |, no padding, the field names as the header line. `header=False`
+    (-n) leaves the header lines out."""
+    table = rows if isinstance(rows, StatusTable) else StatusTable.from_rows(rows)
     if parsable:
+        cols = [_cells(table, f, parsable, tree) for f in fields]
         if header:
             yield "|".join(f.name for f in fields)
         yield from map("|".join, zip(*cols))
         return
-    widths = [max(len(f.header) + 2, max(map(len, c), default=0)) for f, c in zip(fields, cols)]
+    cols, widths, convs = [], [], []
+    for f in fields:
+        inline = _inline_number(table, f, tree)
+        if inline is None:  # texts: %s, padded
+            c = _cells(table, f, parsable, tree)
+            cols.append(c)
+            widths.append(max(len(f.header) + 2, max(map(len, c), default=0)))
+            convs.append("s")
+        else:  # the numbers themselves, converted by the line's own %-format
+            conv, w = inline
+            cols.append(table.column(f.key))
+            widths.append(max(len(f.header) + 2, w))
+            convs.append(conv)
     last = len(fields) - 1
-    padded = []
-    for i, (f, c, w) in enumerate(zip(fields, cols, widths)):
-        if f.right:
-            padded.append([x.rjust(w) for x in c])
-        elif i < last:  # no trailing blanks after a left-aligned last column
-            padded.append([x.ljust(w) for x in c])
-        else:
-            padded.append(c)
+    # one %-format a line pads every cell (right: %Ws, left: %-Ws, a left last column unpadded)
+    specs = [f"%{w}{cv}" if f.right else (f"%-{w}{cv}" if i < last else f"%{cv}")
+             for i, (f, w, cv) in enumerate(zip(fields, widths, convs))]
     if header:
         yield "  ".join(f.header.rjust(w) if f.right else (f.header.ljust(w) if i < last else f.header)
                         for i, (f, w) in enumerate(zip(fields, widths)))
         yield "  ".join("-" * w for w in widths)
-    lines = map("  ".join, zip(*padded))
+    lines = map("  ".join(specs).__mod__, zip(*cols))
     yield from (map(str.rstrip, lines) if tree else lines)  # an account row's blank last cells
 
 
@@ -532,7 +630,36 @@ def _control_data_fair_tree(res) -> dict:
     }
 
 
-def format_control(data: dict) -> str:
+CONTROL_FIELDS: tuple[Field, ...] = (
+    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown or skipped"),
+    Field("Kind", "kind", "kind", None, False, "what the command does (set_damping, set_usage_factor, submit_dummy, ...)"),
+    Field("Command", "command", "command_line", None, False, "the Slurm command, quoted as a shell would take it"),
+    Field("Reason", "reason", "reason", None, False, "why the plan has it"),
+    Field("Output", "output", "output", None, False, "what the command printed (after --apply)"),
+)
+CONTROL_DEFAULT_FIELDS = ("Status", "Command", "Reason")
+
+
+def control_rows(data: dict) -> list[dict]:
+    """The control plan's commands as the table's rows (one line each: -P reads a line a row)."""
+    def one_line(v) -> str | None:
+        return None if v is None else " ".join(str(v).split("\n"))
+
+    return [{"status": a["status"], "kind": a["kind"], "command_line": shlex.join(a["command"]),
+             "reason": one_line(a["reason"]), "output": one_line(a.get("output"))} for a in data["actions"]]
+
+
+def control_notes(data: dict) -> list[str]:
+    """What the control report says besides its table (for -P/-n, which print the table alone)."""
+    if data.get("priority_mode") == "fair_tree":
+        return [f"{data['cluster']} runs Fair Tree: advice only, no plan (fscontrol control without -P/-n shows the advice)"]
+    advice = [n[len("advice only: "):] for n in data["notes"] if n.startswith("advice only: ")]
+    dry = ["dry run: nothing was changed; --apply carries the plan out"] if data["mode"] == "dry-run" and data["actions"] else []
+    return [f"ADVICE ONLY, nothing can be done here: {a}" for a in advice[:1]] + \
+        [n for n in data["notes"] if not n.startswith("advice only: ")] + dry
+
+
+def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
     if data.get("priority_mode") == "fair_tree":
         lines = [f"ADVICE ONLY, nothing can be done here: {data['cluster']} runs Fair Tree, where a halving "
                  f"target u* does not exist"]
@@ -562,18 +689,85 @@ def format_control(data: dict) -> str:
     else:
         from tabulate import tabulate
 
+        fields = fields or pick_fields(None, CONTROL_FIELDS, CONTROL_DEFAULT_FIELDS)
         lines.append("")
         lines.append(
             tabulate(
-                [[a["status"], shlex.join(a["command"]), a["reason"]] for a in data["actions"]],
-                headers=["status", "command", "reason"],
+                [["-" if r[f.key] is None else r[f.key] for f in fields] for r in control_rows(data)],
+                headers=[f.header for f in fields],
                 disable_numparse=True,
-                maxcolwidths=[None, 60, 60],  # a terminal's width, not 350 columns
+                maxcolwidths=[60 if f.name in ("Command", "Reason", "Output") else None for f in fields],  # not 350 columns
             )
         )
         if data["mode"] == "dry-run":
             lines.append("(dry run: nothing was changed; --apply carries the plan out)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the gate's tables
+GATE_FIELDS: tuple[Field, ...] = (
+    Field("Account", "account", "account", None, False, "the account"),
+    Field("State", "state", "state", None, False, "over, at or under its target, or unmanaged (no allocation)"),
+    Field("Occupancy", "occupancy", "occupancy", None, True, "what its running jobs hold now, in the allocations' unit"),
+    Field("Ideal", "ideal", "ideal", None, True, "its award over its period: the occupancy it is due"),
+    Field("Target", "target", "target", None, True, "factor x ideal: above this it is over"),
+    Field("OverBy", "over by", "over_by", None, True, "occupancy - target"),
+    Field("Running", "running", "running_jobs", "d", True, "its running jobs"),
+    Field("Pending", "pending", "pending_jobs", "d", True, "its pending jobs"),
+    Field("PendingDemand", "pending demand", "pending_demand", None, True, "what its pending jobs ask for"),
+    Field("Waiting", "waiting", "waiting_jobs", "d", True, "pending jobs that could start (not held, no dependency)"),
+    Field("WaitingDemand", "waiting demand", "waiting_demand", None, True, "what the waiting jobs ask for"),
+    Field("AgentHeld", "agent held", "agent_held", "d", True, "its jobs the agent holds (or demotes) now"),
+)
+GATE_DEFAULT_FIELDS = ("Account", "State", "Occupancy", "Ideal", "Target", "Running", "Pending", "PendingDemand",
+                       "Waiting", "AgentHeld")
+GATE_ACTION_FIELDS: tuple[Field, ...] = (
+    Field("Kind", "kind", "kind", None, False, "hold, release, nice or unnice"),
+    Field("JobId", "job", "job_id", None, False, "the job"),
+    Field("Account", "account", "account", None, False, "its account"),
+    Field("Nice", "nice", "nice", "d", True, "the Nice a demotion sets"),
+    Field("Reason", "reason", "reason", None, False, "why"),
+)
+GATE_ACTION_DEFAULT_FIELDS = ("Kind", "JobId", "Account", "Reason")
+
+
+def gate_fields(plan, spec: str | None, actions: bool = False) -> tuple[Field, ...]:
+    """-o for `fscontrol gate`: the accounts table's fields (headers naming the plan's unit and
+    its action, as the plain report does), or with --actions the actions table's."""
+    from dataclasses import replace as with_
+
+    if actions:
+        return pick_fields(spec, GATE_ACTION_FIELDS, GATE_ACTION_DEFAULT_FIELDS)
+    heads = {"Occupancy": f"occupancy ({plan.unit})", "AgentHeld": f"agent {'held' if plan.action == 'hold' else 'demoted'}"}
+    return tuple(with_(f, header=heads[f.name]) if f.name in heads else f
+                 for f in pick_fields(spec, GATE_FIELDS, GATE_DEFAULT_FIELDS))
+
+
+def gate_rows(plan, actions: bool = False) -> list[dict]:
+    """The gate's accounts (or actions) as the table's rows; sizes as the plain report prints them."""
+    from .gate import _fmt
+
+    if actions:
+        return [{"kind": a.kind, "job_id": a.job_id, "account": a.account, "nice": a.nice, "reason": a.reason}
+                for a in plan.actions]
+    out = []
+    for a in plan.accounts:
+        row = a.to_dict()
+        for k in ("occupancy", "ideal", "target", "over_by", "pending_demand", "waiting_demand"):
+            row[k] = None if row[k] is None else _fmt(row[k])
+        out.append(row)
+    return out
+
+
+def format_gate(plan, fields: Sequence[Field]) -> str:
+    """The gate's report with -o's fields in its accounts table (the rest as the plain report)."""
+    from tabulate import tabulate
+
+    from .gate import format_gate_plan
+
+    table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
+                     headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
+    return format_gate_plan(plan, table=table)
 
 
 # ---------------------------------------------------------------------------- tick

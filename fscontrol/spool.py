@@ -6,20 +6,19 @@ and timeout); a recorded sample is read from its own file. `SacctJobs` is the wi
 throughout, a final newline (else "cut short?"), and one parse of every line (so garbled output
 raises the same named ParseError as parse_sacct, before the snapshot is stored).
 
-That one parse is the only one: as it goes, the records are pickled, a few thousand at a time,
-into a second temporary file, and iterating the jobs afterwards (write_snapshot) unpickles them
-instead of parsing the text again (issue #14: parsing twice made a streamed collect 1.4-1.7x
-slower than the materialized one). No list of a million records is ever held.
+That one parse is the only one: as it goes, the records are kept, a thousand to a list, in
+memory for a usual window (up to IN_MEMORY_CHUNKS lists) and beyond that pickled into a second
+temporary file; iterating the jobs afterwards (write_snapshot) reads those lists instead of
+parsing the text again (issue #14: parsing twice made a streamed collect 1.4-1.7x slower than
+the materialized one). No list of a million records is ever held.
 """
 
 from __future__ import annotations
 
 import codecs
 import os
-import pickle
 import struct
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import timezone, tzinfo
@@ -32,6 +31,7 @@ from .records import JobRecord
 
 CHUNK = 1 << 20
 ROWS_PER_PICKLE = 1024  # records a pickle: ~0.3 MiB in memory at a time
+_SIZE = struct.Struct("<Q")
 
 
 def file_lines(fh: BinaryIO) -> Iterator[str]:
@@ -72,6 +72,23 @@ def check_whole(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception]
         raise ParseError(command, "output does not end with a newline: cut short?")
 
 
+IN_MEMORY_CHUNKS = 6  # up to 6 lists of ROWS_PER_PICKLE records (6,144 jobs, ~1.7 MiB) stay in memory
+
+
+def _spill_file():
+    import tempfile
+
+    return tempfile.TemporaryFile()
+
+
+def _spill(fh: BinaryIO, chunk: list[tuple]) -> None:
+    import pickle
+
+    blob = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+    fh.write(_SIZE.pack(len(blob)))
+    fh.write(blob)
+
+
 class SacctJobs:
     """The jobs of one sacct window, from `fh` (a binary file): parsed line by line until
     count() (read_sacct) has read it through, then unpickled from the records it spooled.
@@ -102,33 +119,45 @@ class SacctJobs:
             while chunk := [tuple(j) for _, j in zip(range(ROWS_PER_PICKLE), it)]:
                 yield chunk
             return
+        if isinstance(self._rows, list):  # kept in memory
+            yield from self._rows
+            return
         # (a thread unpickling the next list while SQLite inserted this one was tried: no gain)
+        import pickle
+
         fh = self._rows
         fh.seek(0)
-        size = struct.Struct("<Q")
-        while head := fh.read(size.size):
-            yield pickle.loads(fh.read(size.unpack(head)[0]))
+        size = _SIZE.size
+        unpack = _SIZE.unpack
+        while head := fh.read(size):
+            yield pickle.loads(fh.read(unpack(head)[0]))
 
     def count(self) -> int:
         """Parse every line (raising what parse_sacct raises) and count the records; the
-        records are kept, pickled, for the next iterations."""
-        rows = tempfile.TemporaryFile()
-        size = struct.Struct("<Q")
+        records are kept for the next iterations: in memory up to IN_MEMORY_CHUNKS lists (a
+        usual window: no temporary file, no pickling), pickled into a temporary file beyond."""
+        kept: list[list[tuple]] = []
+        rows = None
         n = 0
         try:
             with parse.gc_paused():  # a tuple a record: nothing for the collector to find
                 it = parse.iter_sacct(file_lines(self._fh), self.command, self.tz)
                 while chunk := [tuple(j) for _, j in zip(range(ROWS_PER_PICKLE), it)]:
-                    blob = pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
-                    rows.write(size.pack(len(blob)))
-                    rows.write(blob)
                     n += len(chunk)
+                    kept.append(chunk)
+                    if len(kept) > IN_MEMORY_CHUNKS or rows is not None:  # a large window: memory stays flat
+                        if rows is None:
+                            rows = _spill_file()
+                        for c in kept:
+                            _spill(rows, c)
+                        kept = []
         except BaseException:
-            rows.close()
+            if rows is not None:
+                rows.close()
             raise
-        if self._rows is not None:
+        if self._rows is not None and not isinstance(self._rows, list):
             self._rows.close()
-        self._rows, self._n = rows, n
+        self._rows, self._n = (kept if rows is None else rows), n
         return n
 
     def __len__(self) -> int:
@@ -140,7 +169,7 @@ class SacctJobs:
     def close(self) -> None:
         if self._owned:
             self._fh.close()
-        if self._rows is not None:
+        if self._rows is not None and not isinstance(self._rows, list):
             self._rows.close()
 
     def __del__(self) -> None:
@@ -184,6 +213,8 @@ def read_sacct(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception],
 
 def from_text(text: str, command: str, tz: tzinfo = timezone.utc) -> SacctJobs:
     """SacctJobs over text already in memory (a sample whose output a test replaced)."""
+    import tempfile
+
     fh = tempfile.TemporaryFile()
     fh.write(text.encode())
     return read_sacct(fh, command, lambda at: SlurmCommandError(f"`{command}` printed bytes that are not UTF-8 (at byte {at})"), tz)
@@ -199,6 +230,8 @@ def run_sacct(argv: tuple[str, ...], timeout_s: float, env: dict[str, str]) -> t
     """Run sacct (an argument list, never a shell) with its output into an anonymous temporary
     file, under `timeout_s`; (its jobs, started, finished). The errors of LiveSlurm.run: a
     missing command, the timeout, bytes that are not UTF-8, a non-zero exit, only an error."""
+    import tempfile
+
     cmd = " ".join(argv)
     fh = tempfile.TemporaryFile()
     t0 = time.time()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .errors import NotFoundError, StoreError
 from .parse import gc_paused
 from .historydb import Database
-from .records import ShareRow, Snapshot, SlurmConfig
+from .records import ShareRow, Snapshot, SlurmConfig, share_rows
 
 if TYPE_CHECKING:  # the migrations get a real one; every other function here takes a historydb.Database
     import sqlite_utils
@@ -716,6 +716,33 @@ def latest_config(db: sqlite_utils.Database, cluster: str) -> SlurmConfig:
     return _config_from_json(json.loads(cfg_json))
 
 
+_SHARE_COLS = ", ".join(("a." if f in ("account", "user", "parent", "depth") else "s.") + f
+                        for f in ShareRow.__dataclass_fields__)  # ShareRow's fields, in its order
+
+
+def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, latest: bool) -> list[tuple]:
+    """A snapshot's association rows in tree order, as tuples in ShareRow's field order. The
+    latest snapshot of a cluster (what the reports read) is assoc_current as it stands: no
+    look-up of each association's latest sample (`latest`: the caller knows it is)."""
+    cols = _SHARE_COLS
+    if latest:
+        return db.execute(
+            f"""SELECT {cols} FROM assocs a JOIN assoc_current s ON s.assoc_id = a.id
+                WHERE a.cluster = ? AND s.present = 1 AND s.snapshot_id <= ? ORDER BY a.path""",
+            [cluster, snapshot_id],
+        ).fetchall()
+    return db.execute(
+        f"""SELECT {cols}
+            FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
+            WHERE a.cluster = ?
+              AND s.snapshot_id = (SELECT max(snapshot_id) FROM assoc_samples
+                                   WHERE assoc_id = a.id AND snapshot_id <= ?)
+              AND s.present = 1
+            ORDER BY a.path""",
+        [cluster, snapshot_id],
+    ).fetchall()
+
+
 def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None) -> StoredSnapshot:
     """A stored snapshot with its association rows in tree order (latest if no id)."""
     if snapshot_id is None:
@@ -731,35 +758,7 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
     sid, cl, taken_at, cfg_json, source = row
     blob = json.loads(cfg_json)
     cfg = _config_from_json(blob)
-    cols = ", ".join("s." + c for c in _SAMPLE_COLS)
-    rows = db.execute(
-        f"""SELECT a.account, a.user, a.parent, a.depth, {cols}
-            FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
-            WHERE a.cluster = ?
-              AND s.snapshot_id = (SELECT max(snapshot_id) FROM assoc_samples
-                                   WHERE assoc_id = a.id AND snapshot_id <= ?)
-              AND s.present = 1
-            ORDER BY a.path""",
-        [cl, sid],
-    ).fetchall()
-    shares = tuple(
-        ShareRow(
-            account=r[0],
-            user=r[1],
-            parent=r[2],
-            depth=r[3],
-            raw_shares=r[5],
-            shares_parent=bool(r[6]),
-            norm_shares=r[7],
-            raw_usage=r[8],
-            norm_usage=r[9],
-            effective_usage=r[10],
-            fairshare=r[11],
-            billing_run_mins=r[12],
-            level_fs=r[13],
-        )
-        for r in rows
-    )
+    shares = share_rows(_share_values(db, cl, sid, latest=sid == latest_snapshot_id(db, cl)))
     prio = {
         (account, user): f
         for account, user, f in db.execute(
@@ -1239,10 +1238,12 @@ def gate_ledger(db: sqlite_utils.Database, cluster: str) -> dict[str, int]:
 
 def ledger_entries(db: sqlite_utils.Database, cluster: str) -> dict:
     """The whole ledger of a cluster: job id -> gate.LedgerEntry."""
+    rows = db.execute("SELECT job_id, kind, restore_nice, set_nice, state FROM gate_ledger WHERE cluster = ?", [cluster]).fetchall()
+    if not rows:  # no hold: the gate's module is not needed (a tick without the gate)
+        return {}
     from .gate import LedgerEntry
 
-    return {j: LedgerEntry(kind, n, s_nice, state) for j, kind, n, s_nice, state in db.execute(
-        "SELECT job_id, kind, restore_nice, set_nice, state FROM gate_ledger WHERE cluster = ?", [cluster])}
+    return {j: LedgerEntry(kind, n, s_nice, state) for j, kind, n, s_nice, state in rows}
 
 
 def write_ledger(db: sqlite_utils.Database, cluster: str, entries: dict, reasons: dict[str, str], at: float) -> None:

@@ -8,7 +8,7 @@ scripts/bootstrap.sh >&2
 series=${1:-samples/testbed-series}
 fsc=.venv/bin/fscontrol
 rm -rf .demo
-mkdir -p .demo/public
+mkdir -p .demo
 db=.demo/history.db
 for snap in "$series"/*/; do
   "$fsc" collect --source "$snap" --db "$db" >/dev/null
@@ -20,11 +20,11 @@ echo
 echo "== fscontrol fit  (the decay rate fitted to the $(ls -d "$series"/*/ | wc -l) snapshots)"
 "$fsc" fit --db "$db"
 echo
-echo "== fscontrol forecast -u carol -A chem --plan 8cpus:10m  (a user's view, as of the last snapshot)"
-"$fsc" publish --db "$db" --out .demo/public/tbcluster.json >/dev/null
-"$fsc" forecast --published .demo/public -u carol -A chem --source "$last" --plan 8cpus:10m
+echo "== fscontrol forecast -u carol -A chem --source $last --plan 8cpus:10m  (a user's view, as of that snapshot)"
+"$fsc" forecast -u carol -A chem --source "$last" --plan 8cpus:10m
 echo
 echo "The history is in .demo/history.db. Next, for example:"
 echo "  export FSCONTROL_DB=\$PWD/.demo/history.db PATH=\$PWD/.venv/bin:\$PATH"
 echo "  fscontrol status -A science      # one account's subtree"
 echo "  fscontrol status --json          # for scripts"
+echo "  fscontrol forecast -u dave --source published   # a forecast from the history's latest snapshot"

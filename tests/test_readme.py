@@ -34,11 +34,11 @@ def test_the_demo_has_what_it_needs():
     demo = (ROOT / "scripts" / "demo.sh").read_text()
     series = sorted(p for p in (ROOT / "samples" / "testbed-series").iterdir() if p.is_dir())
     assert len(series) >= 5 and all((p / "meta.json").is_file() for p in series)
-    for command in ("collect", "status", "fit", "publish", "forecast"):
+    for command in ("collect", "status", "fit", "forecast"):
         assert f'"$fsc" {command}' in demo
 
 
-def test_the_demo_commands_on_the_series(tmp_path, capsys):
+def test_the_demo_commands_on_the_series(tmp_path, capsys, monkeypatch):
     """What demo.sh runs, in-process: a history of the recorded series, status, a converged decay
     fit, and carol's forecast as of the last snapshot (no staleness error from a recording)."""
     import json
@@ -55,10 +55,10 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys):
     assert r.exit_code == 0, r.output
     fit = json.loads(r.output)
     assert fit["converged"] and abs(fit["half_life_s"] / fit["expected_half_life_s"] - 1) < 0.05, fit
-    (tmp_path / "public").mkdir()
-    assert CliRunner().invoke(app, ["publish", "--db", str(db), "--out", str(tmp_path / "public" / "tbcluster.json")]).exit_code == 0
-    code = forecast_main(["--published", str(tmp_path / "public"), "-u", "carol", "-A", "chem", "--source", str(series[-1]),
-                          "--plan", "8cpus:10m", "--json"])
+    (tmp_path / "public").mkdir()  # nothing published (the demo publishes nothing): the sample is the snapshot
+    monkeypatch.setattr("fscontrol.publish.DEFAULT_DIR", str(tmp_path / "public"))
+    monkeypatch.delenv("FSCONTROL_PUBLISHED", raising=False)
+    code = forecast_main(["-u", "carol", "-A", "chem", "--source", str(series[-1]), "--plan", "8cpus:10m", "--json"])
     out = capsys.readouterr().out
     assert code == 0, out
     data = json.loads(out)

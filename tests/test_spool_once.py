@@ -48,11 +48,19 @@ def test_records_come_from_the_spool_not_the_file(tmp_path):
     assert [list(c) for c in jobs.rows_chunks()] and sum(len(c) for c in jobs.rows_chunks()) == len(jobs)
 
 
+@pytest.mark.parametrize("kept", [0, 1, spool.IN_MEMORY_CHUNKS])
 @pytest.mark.parametrize("n", [0, 1, spool.ROWS_PER_PICKLE - 1, spool.ROWS_PER_PICKLE, 2 * spool.ROWS_PER_PICKLE + 3])
-def test_chunk_edges(n):
+def test_chunk_edges(n, kept, monkeypatch):
+    """The records read back are parse_sacct's, kept in memory or spilled to the temporary file
+    (`kept`: the lists held in memory before the spill)."""
+    monkeypatch.setattr(spool, "IN_MEMORY_CHUNKS", kept)
     header, *rows = (SAMPLE / "sacct.txt").read_text().splitlines()
     text = header + "\n" + "".join(f"{7000 + i}|{rows[i % len(rows)].split('|', 1)[1]}\n" for i in range(n))
-    assert tuple(spool.from_text(text, "sacct")) == parse.parse_sacct(text)
+    jobs = spool.from_text(text, "sacct")
+    chunks = -(-n // spool.ROWS_PER_PICKLE)
+    assert isinstance(jobs._rows, list) == (chunks <= kept)  # spilled exactly when there are more lists
+    assert tuple(jobs) == parse.parse_sacct(text) and tuple(jobs) == parse.parse_sacct(text)  # read twice alike
+    assert [len(c) for c in jobs.rows_chunks()] == [min(spool.ROWS_PER_PICKLE, n - i) for i in range(0, n, spool.ROWS_PER_PICKLE)]
 
 
 def test_whole_output_errors_win_over_a_parse_error():
