@@ -160,6 +160,12 @@ class MoldParams:
       default: the slides' "sigma = 0 => S(n) = n"), "trace" (A = the job's trace size), or a
       number (the same A for every job).
     xfactor: the Xfactor-reservation threshold, (ESRT + wait) / ESRT.
+    estimates: what the scheduler plans with: "user" (the log's requests, moved to each size by
+      the model) or "exact" (the actual run times: a perfect-estimate world).
+    backfill: schedule-time strategies, a job without a reservation: "best" (the default) - it
+      starts only if its earliest-completion size starts now (else it waits for a wider
+      partition that no reservation guarantees); "now" - it starts if any allowed size fits now
+      without touching a reservation, on the largest such size.
     """
 
     sigma: float = 0.0
@@ -167,8 +173,14 @@ class MoldParams:
     lf: float = 1.0
     avg_par: str | float = "machine"
     xfactor: float = 2.0
+    estimates: str = "user"
+    backfill: str = "best"
 
     def __post_init__(self) -> None:
+        if self.backfill not in ("now", "best"):
+            raise ConfigError(f"backfill must be 'now' or 'best', not {self.backfill!r}")
+        if self.estimates not in ("user", "exact"):
+            raise ConfigError(f"estimates must be 'user' or 'exact', not {self.estimates!r}")
         if not (isinstance(self.sigma, (int, float)) and self.sigma >= 0 and math.isfinite(self.sigma)):
             raise ConfigError(f"sigma must be a number >= 0, not {self.sigma!r}")
         if not (isinstance(self.rf, (int, float)) and self.rf >= 1 and math.isfinite(self.rf)):

@@ -75,7 +75,7 @@ class _Jobs:
         self.submit = [j.submit for j in jobs]
         self.n0 = [j.size for j in jobs]
         self.run0 = [j.run * lf for j in jobs]
-        self.est0 = [j.estimate * lf for j in jobs]
+        self.est0 = [(j.estimate if params.estimates == "user" else j.run) * lf for j in jobs]
         self.A = [params.A_for(j.size, N) for j in jobs]
         self.sigma = params.sigma
         if strategy.moldable:
@@ -130,6 +130,25 @@ def _best(J: _Jobs, i: int, cap: int, prof: Profile, t: float) -> tuple[float, i
             best_c = st + d
             best = (st, s, d)
     return best
+
+
+def _fit_now(J: _Jobs, i: int, cap: int, free_now: int, prof: Profile, t: float) -> tuple[float, int, float]:
+    """A backfill candidate: the largest size (candidates, plus the most that is free or allowed)
+    that fits now without touching a reservation: (t, size, duration), or (inf, ..) if none."""
+    lo = J.lo[i]
+    if cap < lo:
+        cap = lo
+    m = min(cap, free_now, J.hi[i])
+    if m < lo:
+        return INF, lo, 0.0
+    sizes = [s for s in J.cands[i] if s <= m]
+    if not sizes or sizes[-1] != m:
+        sizes.append(m)
+    for s in reversed(sizes):
+        d = J.est_at(i, s)
+        if prof.min_free(t, t + d) >= s:
+            return t, s, d
+    return INF, lo, 0.0
 
 
 def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams | None = None) -> MoldRun:
@@ -238,6 +257,7 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
     else:
         head, use_cat, use_xf = strategy.head, strategy.category, strategy.xfactor
         thr = params.xfactor
+        backfill_now = params.backfill == "now"
         esrt = J.esrt
         wcat = J.wcat
         while ai < n or heap:
@@ -281,7 +301,11 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
                 )
                 if not entitled and J.lo[i] > free_now:
                     continue
-                st, s, d = _best(J, i, limit_of(i), prof, t)
+                cap = limit_of(i)
+                if entitled or not backfill_now:
+                    st, s, d = _best(J, i, cap, prof, t)
+                else:
+                    st, s, d = _fit_now(J, i, cap, free_now, prof, t)
                 if st <= t:
                     begin(i, t, s, d, False)
                     started.add(i)

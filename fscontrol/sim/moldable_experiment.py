@@ -1,0 +1,85 @@
+"""Srinivasan, Krishnamoorthy and Sadayappan's moldable experiment on the SDSC Blue Horizon log.
+
+Regenerate the tables and charts of docs/moldable.md (opt-in, several minutes on the whole log)::
+
+    .venv/bin/python -m fscontrol.sim.moldable_experiment --sigma 0 --png docs/img/moldable-sigma0.png
+    .venv/bin/python -m fscontrol.sim.moldable_experiment --sigma 1 --png docs/img/moldable-sigma1.png
+
+Per job category (trace processor-seconds, decade bins): the mean turnaround time under each
+strategy and its change against rigid scheduling with conservative backfill (the first row).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import FscontrolError
+from .moldable import MoldParams
+from .moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable
+from .workload import read_swf
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_LOG = ROOT / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"
+
+# the paper's comparison: rigid, greedy, WPFS, sqrt-FS, sqrt-FS + both reservation kinds
+DEFAULT_STRATEGIES = ("rigid-cons", "rigid-easy", "greedy", "wpfs-cons", "wpfs", "sqrtfs", "sqrtfs-cat-xf")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log", default=str(DEFAULT_LOG), help="SWF log (default: the bundled SDSC Blue Horizon log)")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N job records")
+    ap.add_argument("--sigma", type=float, default=0.0, help="Downey's sigma (0: perfect scalability)")
+    ap.add_argument("--rf", type=float, default=1.0, help="range factor (1: any size)")
+    ap.add_argument("--lf", type=float, default=1.0, help="load factor (1.25 = LF 125%%)")
+    ap.add_argument("--avg-par", default="machine", help="Downey's A: machine, trace, or a number")
+    ap.add_argument("--xfactor", type=float, default=2.0, help="Xfactor reservation threshold")
+    ap.add_argument("--estimates", default="user", help="user (the log's requests) or exact (actual run times)")
+    ap.add_argument("--backfill", default="best", help="schedule-time jobs without a reservation: now or best")
+    ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated; the first is the baseline")
+    ap.add_argument("--png", default=None, help="write the chart (needs matplotlib)")
+    ap.add_argument("--json", default=None, help="write the per-category figures as JSON")
+    ap.add_argument("--format", default="github", help="tabulate format")
+    a = ap.parse_args(argv)
+    try:
+        params = MoldParams(sigma=a.sigma, rf=a.rf, lf=a.lf, avg_par=a.avg_par, xfactor=a.xfactor,
+                            estimates=a.estimates, backfill=a.backfill)
+        w = read_swf(a.log, limit=a.limit)
+        results = []
+        for name in a.strategies.split(","):
+            r = run_moldable(w, name.strip(), params)
+            print(f"# {name}: {r.wall_s:.1f} s", file=sys.stderr, flush=True)
+            results.append(r)
+        title = f"{w.name}: sigma={a.sigma:g}, RF={a.rf:g}, LF={a.lf * 100:g}%, A={params.avg_par}, {a.estimates} estimates"
+        print(f"{title}; {len(w.jobs):,} jobs on {w.nodes} nodes; mean turnaround (h) per category, "
+              f"change against {results[0].policy.label.removeprefix('mold-')}\n")
+        print(format_categories(results, fmt=a.format))
+        print()
+        print(render_categories_text(results))
+        print()
+        for r in results:
+            o = r.overall
+            print(f"{r.policy.label.removeprefix('mold-'):14} utilization {o['utilization'] * 100:5.1f}%  "
+                  f"mean wait {o['mean_wait_s'] / 3600:6.2f} h  mean turnaround {o['mean_turnaround_s'] / 3600:6.2f} h  "
+                  f"simulated in {r.wall_s:.1f} s")
+        if a.png:
+            render_categories_png(results, a.png, title=title)
+        if a.json:
+            Path(a.json).write_text(json.dumps({
+                "title": title,
+                "params": params.to_dict(),
+                "results": [{"strategy": r.policy.label, "overall": r.overall, "categories": r.stats["moldable"]["categories"]}
+                            for r in results],
+            }, indent=2))
+    except FscontrolError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
