@@ -771,8 +771,9 @@ def simulate(
         Optional[list[str]],
         typer.Option("--policy", "-p", help="fcfs, easy, linear-{eligible,size}, sfs-{eligible,size}, gate-{hold,nice}-{eligible,size}, "
                      "conservative, conservative-linear-{eligible,size}, mf-classic, mf-fairtree; +nobf turns backfill off, +cons "
-                     "makes it conservative (fcfs and linear orders). Repeat to compare. Default: easy, or the multifactor runs "
-                     "the options below ask for."),
+                     "makes it conservative (fcfs and linear orders); moldable jobs: mold-{rigid-cons,rigid-easy,greedy,wpfs-cons,"
+                     "wpfs,wpfs-cat-xf,sqrtfs,sqrtfs-par,sqrtfs-cat,sqrtfs-xf,sqrtfs-cat-xf} (docs/moldable.md). Repeat to compare. "
+                     "Default: easy, or the multifactor runs the options below ask for."),
     ] = None,
     procs_per_node: Annotated[
         Optional[int],
@@ -816,6 +817,18 @@ def simulate(
     gate: Annotated[Optional[str], typer.Option("--gate", help="Multifactor runs with the agent's gate on top: hold or nice "
                     "(needs the workload's allocations: a scenario file or section9).")] = None,
     halving_png: Annotated[Optional[Path], typer.Option("--halving-png", help="Write H/u* over time as PNG (matplotlib: the 'plot' extra).")] = None,
+    sigma: Annotated[float, typer.Option(help="mold-*: Downey's sigma (0: perfect scalability).")] = 0.0,
+    rf: Annotated[float, typer.Option("--rf", help="mold-*: range factor (1: any size 1..N; 2: half the range around the trace size).")] = 1.0,
+    lf: Annotated[float, typer.Option("--lf", help="mold-*: load factor (run times x LF; 1.25 = LF 125%).")] = 1.0,
+    avg_par: Annotated[str, typer.Option(help="mold-*: Downey's A: 'machine', 'trace' (the job's size) or a number.")] = "machine",
+    xfactor: Annotated[float, typer.Option(help="mold-*: Xfactor reservation threshold, (ESRT + wait) / ESRT.")] = 2.0,
+    estimates: Annotated[str, typer.Option(help="mold-*: plan with the log's 'user' requests or 'exact' run times.")] = "user",
+    mold_backfill: Annotated[
+        str, typer.Option(help="mold-* schedule-time: a job without reservation starts if its 'best' size starts now, or on any size that fits 'now'.")
+    ] = "best",
+    categories_png: Annotated[
+        Optional[Path], typer.Option("--categories-png", help="mold-*: write the per-category chart (needs matplotlib).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Simulate a scheduler on a workload: EASY or conservative backfill, multifactor linear
@@ -824,9 +837,12 @@ def simulate(
     decay passes and the agent's controller in the loop. Reports wait, response, first-start
     latency, slowdown, throughput, utilization and makespan per account or user; under control,
     the halving H against u*. Several configurations (--sweep, --jobs, --chart, --sbatch) print
-    one comparison line each."""
+    one comparison line each. The mold-* policies let the scheduler pick each job's size
+    (Srinivasan et al.'s moldable strategies) and add a per-category table (processor-seconds)
+    against the first mold-* policy; they run on their own (not in a sweep)."""
     from .sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
     from .sim import sweep as sw
+    from .sim.moldable import MoldParams, get_strategy
 
     if limit is not None and limit < 1:
         raise _fail(ConfigError(f"--limit must be at least 1 job, got {limit}"))
@@ -845,10 +861,20 @@ def simulate(
     if Path(workload).is_dir():
         options["history"] = {"unit": unit, "machine": machine}
     controlled: list = []
+    molds: list = []
     try:
         if chart is not None and not chart.parent.is_dir():
             raise OutputError(f"cannot write the chart {chart}: folder {chart.parent} does not exist")
-        specs = [sw.RunSpec(p) for p in (policy or ([] if sweep is not None or mf_asked else ["easy"]))]
+        names = policy or ([] if sweep is not None or mf_asked else ["easy"])
+        mold_names = [p for p in names if p.startswith("mold-")]
+        mold = MoldParams(sigma=sigma, rf=rf, lf=lf, avg_par=avg_par, xfactor=xfactor, estimates=estimates, backfill=mold_backfill)
+        for p in mold_names:
+            get_strategy(p)  # a bad mold-* fails here too
+        if mold_names and (sweeping or mf_asked):
+            raise ConfigError("mold-* policies run on their own: not with --sweep, --jobs, --chart, --sbatch or the multifactor options")
+        if categories_png is not None and not mold_names:
+            raise ConfigError("--categories-png needs at least one mold-* policy")
+        specs = [sw.RunSpec(p) for p in names if not p.startswith("mold-")]
         if mf_asked and slurm_conf is None and (Path(workload) / "config.txt").is_file():
             slurm_conf = Path(workload) / "config.txt"  # a captured cluster: its own `scontrol show config`
         if mf_asked:  # one run per control method, each a spec the sweep, its processes and --sbatch can carry
@@ -872,7 +898,19 @@ def simulate(
             if chart is not None:
                 sw.write_chart(res, chart)
         else:
-            results = [run_simulation(wl, s_.policy(), progress=progress, per_user=(by == "user")) for s_ in specs]
+            if mold_names:  # in -p order; no sweep or multifactor specs with them (refused above)
+                results = [
+                    run_simulation(wl, p, progress=progress, per_user=(by == "user"), mold=mold) if p.startswith("mold-")
+                    else run_simulation(wl, sw.RunSpec(p).policy(), progress=progress, per_user=(by == "user"))
+                    for p in names
+                ]
+            else:
+                results = [run_simulation(wl, s_.policy(), progress=progress, per_user=(by == "user")) for s_ in specs]
+            molds = [r for r in results if "moldable" in r.stats]
+            if categories_png is not None:
+                from .sim.moldable_report import render_categories_png
+
+                render_categories_png(molds, categories_png)
             if png is not None:
                 render_gantt_png(results[0], png)
             controlled = [r for r in results if r.halving is not None]
@@ -898,6 +936,12 @@ def simulate(
         typer.echo("")
     if len(results) > 1:
         typer.echo(format_comparison(results))
+    if molds:
+        from .sim.moldable_report import format_categories
+
+        typer.echo("")
+        typer.echo(f"mean turnaround (h) per category of trace processor-seconds; change against {molds[0].policy.label}")
+        typer.echo(format_categories(molds, fmt="simple"))
     if controlled:
         from .sim.controlexp import halving_table, render_halving_text, waits_table
 

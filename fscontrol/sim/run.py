@@ -108,6 +108,7 @@ def run_simulation(
     progress: ProgressArg = None,
     max_time: float | None = None,
     per_user: bool = True,
+    mold: Any = None,
 ) -> SimResult:
     """Simulate ``workload`` under ``policy`` (a Policy or a preset name, see ``policies.PRESETS``).
 
@@ -115,7 +116,13 @@ def run_simulation(
       ``f(done_jobs, total_jobs)``.
     max_time: stop after this much simulated time (seconds from the first submission).
     per_user: also compute per-user metrics (the SWF log has hundreds of users).
+    mold: a :class:`fscontrol.sim.moldable.MoldParams` for the moldable presets ``mold-*``
+      (``moldable.STRATEGIES``: the scheduler picks each job's size; see docs/moldable.md).
     """
+    if isinstance(policy, str) and policy.startswith("mold-"):
+        from .moldable_report import run_moldable
+
+        return run_moldable(workload, policy, mold)
     pol = get_policy(policy) if isinstance(policy, str) else policy
     bar: TextProgress | None = None
     cb: Callable[[int, int], None] | None
