@@ -91,7 +91,9 @@ class _Jobs:
         self.parallel = [s > 1 for s in self.n0]
         # expected sequential run time (from the request): est0 * S(n0) / S(1)
         self.esrt = [e * downey_speedup(s, a, self.sigma) for e, s, a in zip(self.est0, self.n0, self.A)]
-        self.wcat = [category_of(x) for x in self.weight]  # reservation categories (node-seconds requested)
+        # reservation categories: the requested processor-seconds, in the report's decade bins
+        ppn = int(w.meta.get("procs_per_node", 1) or 1)
+        self.wcat = [category_of(x * ppn) for x in self.weight]
         self._sp: dict[tuple[float, int], float] = {}
         self.n = n
 
