@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import FscontrolError
 from .moldable import MoldParams
-from .moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable
+from .moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable, size_profile
 from .workload import read_swf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--estimates", default="user", help="user (the log's requests) or exact (actual run times)")
     ap.add_argument("--backfill", default="best", help="schedule-time jobs without a reservation: now or best")
     ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated; the first is the baseline")
+    ap.add_argument("--sizes", action="store_true", help="also print the share of jobs per partition size")
     ap.add_argument("--png", default=None, help="write the chart (needs matplotlib)")
     ap.add_argument("--json", default=None, help="write the per-category figures as JSON")
     ap.add_argument("--format", default="github", help="tabulate format")
@@ -66,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{r.policy.label.removeprefix('mold-'):14} utilization {o['utilization'] * 100:5.1f}%  "
                   f"mean wait {o['mean_wait_s'] / 3600:6.2f} h  mean turnaround {o['mean_turnaround_s'] / 3600:6.2f} h  "
                   f"simulated in {r.wall_s:.1f} s")
+        if a.sizes:
+            print()
+            print(size_profile(results))
         if a.png:
             render_categories_png(results, a.png, title=title)
         if a.json:

@@ -219,3 +219,30 @@ def render_categories_png(results: list[SimResult], path: str | Path, *, baselin
     finally:
         plt.close(fig)
     return p
+
+
+def size_profile(results: list[SimResult]) -> str:
+    """The share of jobs per partition size (nodes, power-of-two bins) under each strategy: the
+    paper's "job profile" slide (rigid vs greedy on CTC)."""
+    if not results:
+        return ""
+    N = results[0].workload.nodes
+    edges = [1]
+    while edges[-1] < N:
+        edges.append(min(N, edges[-1] * 2))
+    labels = ["1"] + [f"{a + 1}-{b}" if b > a + 1 else f"{b}" for a, b in zip(edges, edges[1:])]
+
+    def col(r: SimResult) -> list[str]:
+        counts = [0] * len(edges)
+        for j in r.workload.jobs:
+            k = 0
+            while edges[k] < j.size:
+                k += 1
+            counts[k] += 1
+        n = len(r.workload.jobs) or 1
+        return [f"{c / n * 100:.2f}" for c in counts]
+
+    cols = [col(r) for r in results]
+    rows = [[lab, *(c[k] for c in cols)] for k, lab in enumerate(labels)]
+    heads = ["size (nodes)"] + [f"% jobs, {r.policy.label.removeprefix('mold-')}" for r in results]
+    return tabulate(rows, headers=heads, tablefmt="github", disable_numparse=True)
