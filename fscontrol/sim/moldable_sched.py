@@ -222,12 +222,12 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
             ended = False
             while heap and heap[0][0] <= t:
                 e, i = heapq.heappop(heap)
-                if e < start[i] + est[i]:
+                if e < start[i] + est[i]:  # ended early: its unused time is free again
                     prof.release(e, start[i] + est[i], size[i])
+                    ended = True
                 sys_w -= J.weight[i]
-                ended = True
             prof.advance(t)
-            if ended and queue:  # compression, in arrival order
+            if ended and queue:  # compression after an early end, in arrival order
                 passes += 1
                 for i in queue:
                     s, d, r0 = size[i], res_dur[i], res_start[i]
