@@ -826,6 +826,9 @@ def simulate(
     mold_backfill: Annotated[
         str, typer.Option(help="mold-* schedule-time: a job without reservation starts if its 'best' size starts now, or on any size that fits 'now'.")
     ] = "best",
+    share_over: Annotated[
+        str, typer.Option(help="mold-*: a fair-share limit's sum runs over the 'system' (waiting and running jobs) or the 'queue'.")
+    ] = "system",
     categories_png: Annotated[
         Optional[Path], typer.Option("--categories-png", help="mold-*: write the per-category chart (needs matplotlib).")
     ] = None,
@@ -867,7 +870,8 @@ def simulate(
             raise OutputError(f"cannot write the chart {chart}: folder {chart.parent} does not exist")
         names = policy or ([] if sweep is not None or mf_asked else ["easy"])
         mold_names = [p for p in names if p.startswith("mold-")]
-        mold = MoldParams(sigma=sigma, rf=rf, lf=lf, avg_par=avg_par, xfactor=xfactor, estimates=estimates, backfill=mold_backfill)
+        mold = MoldParams(sigma=sigma, rf=rf, lf=lf, avg_par=avg_par, xfactor=xfactor, estimates=estimates, backfill=mold_backfill,
+                          share_over=share_over)
         for p in mold_names:
             get_strategy(p)  # a bad mold-* fails here too
         if mold_names and (sweeping or mf_asked):

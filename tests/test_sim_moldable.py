@@ -123,7 +123,7 @@ def test_categories_are_decades_of_processor_seconds():
 
 
 def test_params_and_strategy_errors_are_config_errors():
-    for kw in ({"sigma": -1}, {"rf": 0.5}, {"lf": 0}, {"avg_par": "wide"}, {"xfactor": 1}, {"estimates": "x"}, {"backfill": "x"}):
+    for kw in ({"sigma": -1}, {"rf": 0.5}, {"lf": 0}, {"avg_par": "wide"}, {"xfactor": 1}, {"estimates": "x"}, {"backfill": "x"}, {"share_over": "x"}):
         with pytest.raises(ConfigError):
             MoldParams(**kw)
     assert MoldParams(avg_par="16").A_for(4, 144) == 16.0
@@ -189,6 +189,16 @@ def test_schedule_time_sqrt_vs_wpfs_limits_by_hand():
     assert r.size == [9, 8, 1]
     assert r.start == [0, pytest.approx(t1), 1]
     assert r.end[1:] == [pytest.approx(t1 + 50), 101]
+
+
+def test_share_over_the_queue_only_by_hand():
+    # The case above with the sums over the waiting jobs only: at t=1 j0 runs and does not count
+    # (roots 20 + 10): j1 6 nodes from 11.1 (reserved), j2 3 -> waits. At 11.1 j1 starts on 6 and
+    # leaves the sum: j2 alone, limit 9, 4 nodes free now (25 s) beats 8 after j1 (77.8 + 12.5).
+    w = _w(10, [(0, 1, 100), (1, 1, 400), (1, 1, 100)])
+    r = simulate_moldable(w, get_strategy("sqrtfs"), MoldParams(share_over="queue"))
+    assert r.size == [9, 6, 4]
+    assert r.end[2] == pytest.approx(100 / 9 + 25)
 
 
 def _blocking_case() -> Workload:

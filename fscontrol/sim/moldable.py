@@ -166,6 +166,8 @@ class MoldParams:
       starts only if its earliest-completion size starts now (else it waits for a wider
       partition that no reservation guarantees); "now" - it starts if any allowed size fits now
       without touching a reservation, on the largest such size.
+    share_over: the jobs a fair-share limit's sum runs over: "system" (waiting and running, the
+      default) or "queue" (the waiting jobs, the job itself included).
     """
 
     sigma: float = 0.0
@@ -175,8 +177,11 @@ class MoldParams:
     xfactor: float = 2.0
     estimates: str = "user"
     backfill: str = "best"
+    share_over: str = "system"
 
     def __post_init__(self) -> None:
+        if self.share_over not in ("system", "queue"):
+            raise ConfigError(f"share_over must be 'system' or 'queue', not {self.share_over!r}")
         if self.backfill not in ("now", "best"):
             raise ConfigError(f"backfill must be 'now' or 'best', not {self.backfill!r}")
         if self.estimates not in ("user", "exact"):

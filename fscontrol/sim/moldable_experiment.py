@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--xfactor", type=float, default=2.0, help="Xfactor reservation threshold")
     ap.add_argument("--estimates", default="user", help="user (the log's requests) or exact (actual run times)")
     ap.add_argument("--backfill", default="best", help="schedule-time jobs without a reservation: now or best")
+    ap.add_argument("--share-over", default="system", help="fair-share sums over the 'system' (waiting and running) or the 'queue'")
     ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated; the first is the baseline")
     ap.add_argument("--sizes", action="store_true", help="also print the share of jobs per partition size")
     ap.add_argument("--png", default=None, help="write the chart (needs matplotlib)")
@@ -48,14 +49,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         params = MoldParams(sigma=a.sigma, rf=a.rf, lf=a.lf, avg_par=a.avg_par, xfactor=a.xfactor,
-                            estimates=a.estimates, backfill=a.backfill)
+                            estimates=a.estimates, backfill=a.backfill,
+                            share_over=a.share_over)
         w = read_swf(a.log, limit=a.limit)
         results = []
         for name in a.strategies.split(","):
             r = run_moldable(w, name.strip(), params)
             print(f"# {name}: {r.wall_s:.1f} s", file=sys.stderr, flush=True)
             results.append(r)
-        title = f"{w.name}: sigma={a.sigma:g}, RF={a.rf:g}, LF={a.lf * 100:g}%, A={params.avg_par}, {a.estimates} estimates"
+        title = f"{w.name}: sigma={a.sigma:g}, RF={a.rf:g}, LF={a.lf * 100:g}%, A={params.avg_par}, {a.estimates} estimates, "
+        title += f"Xfactor>{a.xfactor:g}, backfill {a.backfill}, shares over the {a.share_over}"
         print(f"{title}; {len(w.jobs):,} jobs on {w.nodes} nodes; mean turnaround (h) per category, "
               f"change against {results[0].policy.label.removeprefix('mold-')}\n")
         print(format_categories(results, fmt=a.format))

@@ -174,19 +174,26 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
     queue: list[int] = []  # waiting jobs, arrival order
     limit_kind = strategy.limit
     # sums over the jobs in the system (waiting and running) for the fair-share limits
-    sys_w = 0.0
-    sys_sqrt = 0.0
-    sys_sqrt_par = 0.0
+    # (weights, their roots, the roots of the parallel jobs) over the jobs the limits count: in the
+    # system (waiting and running: params.share_over == "system") or waiting only ("queue")
+    sums = [0.0, 0.0, 0.0]
+    leave_at_start = params.share_over == "queue"
+
+    def count(i: int, sign: float) -> None:
+        sums[0] += sign * J.weight[i]
+        sums[1] += sign * J.sqrtw[i]
+        if J.parallel[i]:
+            sums[2] += sign * J.sqrtw[i]
 
     def limit_of(i: int) -> int:
         if limit_kind == "none":
             return J.hi[i]
         if limit_kind == "wpfs":
-            return wpfs_limit(J.weight[i], sys_w, N)
+            return wpfs_limit(J.weight[i], sums[0], N)
         if limit_kind == "sqrt":
-            return sqrt_limit(J.weight[i], sys_sqrt, N)
+            return sqrt_limit(J.weight[i], sums[1], N)
         # parallel jobs only in the sum; a serial job is counted with them for its own limit
-        return sqrt_limit(J.weight[i], sys_sqrt_par if J.parallel[i] else sys_sqrt_par + J.sqrtw[i], N)
+        return sqrt_limit(J.weight[i], sums[2] if J.parallel[i] else sums[2] + J.sqrtw[i], N)
 
     def begin(i: int, t: float, s: int, d: float, reserved: bool) -> None:
         """Start job i at t on s nodes; ``reserved``: its [t, t+d) is already taken in the profile."""
@@ -199,6 +206,8 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
         if not reserved:
             prof.reserve(t, t + d, s)
         heapq.heappush(heap, (t + r, i))
+        if leave_at_start:
+            count(i, -1.0)
 
     ai = 0
     events = passes = 0
@@ -225,7 +234,8 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
                 if e < start[i] + est[i]:  # ended early: its unused time is free again
                     prof.release(e, start[i] + est[i], size[i])
                     ended = True
-                sys_w -= J.weight[i]
+                if not leave_at_start:
+                    count(i, -1.0)
             prof.advance(t)
             if ended and queue:  # compression after an early end, in arrival order
                 passes += 1
@@ -239,7 +249,7 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
             while ai < n and submit[ai] <= t:
                 i = ai
                 ai += 1
-                sys_w += J.weight[i]
+                count(i, 1.0)
                 cap = limit_of(i) if limit_kind != "none" else J.hi[i]
                 st, s, d = _best(J, i, cap, prof, t)
                 size[i] = s
@@ -273,19 +283,14 @@ def simulate_moldable(workload: Workload, strategy: Strategy, params: MoldParams
                 e, i = heapq.heappop(heap)
                 if e < start[i] + est[i]:
                     prof.release(e, start[i] + est[i], size[i])
-                sys_w -= J.weight[i]
-                sys_sqrt -= J.sqrtw[i]
-                if J.parallel[i]:
-                    sys_sqrt_par -= J.sqrtw[i]
+                if not leave_at_start:
+                    count(i, -1.0)
             prof.advance(t)
             while ai < n and submit[ai] <= t:
                 i = ai
                 ai += 1
                 queue.append(i)
-                sys_w += J.weight[i]
-                sys_sqrt += J.sqrtw[i]
-                if J.parallel[i]:
-                    sys_sqrt_par += J.sqrtw[i]
+                count(i, 1.0)
             if not queue:
                 continue
             passes += 1
