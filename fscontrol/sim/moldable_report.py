@@ -182,8 +182,9 @@ def render_categories_text(results: list[SimResult], *, baseline: int = 0, width
 
 
 def render_categories_png(results: list[SimResult], path: str | Path, *, baseline: int = 0, title: str = "") -> Path:
-    """A grouped bar chart (PNG) of the change of mean turnaround per category against the
-    baseline, one bar per strategy (matplotlib, the ``plot`` extra, imported here)."""
+    """A grouped bar chart (PNG): per category, each strategy's mean turnaround divided by the
+    baseline's, on a log axis (0.5 and 2 equally far from 1), one bar per strategy (matplotlib,
+    the ``plot`` extra, imported here)."""
     try:
         import matplotlib
 
@@ -200,16 +201,17 @@ def render_categories_png(results: list[SimResult], path: str | Path, *, baselin
     width = 0.8 / nb
     for k, nm in enumerate(names):
         xs = [c + (k - (nb - 1) / 2) * width for c in range(len(labels))]
-        ys = [(v * 100 if v is not None else 0.0) for v in imp[nm]]
-        ax.bar(xs, ys, width=width, label=nm)
-    ax.axhline(0, color="black", linewidth=0.8)
+        ys = [(1.0 + v if v is not None else 1.0) for v in imp[nm]]
+        ax.bar(xs, [y - 1.0 for y in ys], bottom=1.0, width=width, label=nm)
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels)
     ax.set_xlabel("category (processor-seconds of the trace job)")
-    ax.set_ylabel(f"mean turnaround vs {base_name} (%), lower is better")
+    ax.set_ylabel(f"mean turnaround / {base_name}'s (log scale; below 1 is better)")
     ax.set_title(title or f"moldable strategies against {base_name}")
     ax.legend(fontsize=8, ncol=2)
-    ax.grid(axis="y", alpha=0.3)
+    ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     p = Path(path)
     try:
