@@ -369,3 +369,18 @@ def test_category_text_chart_and_png(tmp_path):
     pytest.importorskip("matplotlib")
     p = render_categories_png(rs, tmp_path / "c.png")
     assert p.stat().st_size > 1000
+
+
+def test_experiment_json_and_redraw(tmp_path, capsys):
+    from fscontrol.sim.moldable_experiment import main
+
+    js = tmp_path / "r.json"
+    assert main(["--log", str(EXCERPT), "--limit", "200", "--strategies", "rigid-cons,greedy", "--json", str(js)]) == 0
+    first = capsys.readouterr().out
+    assert main(["--from-json", str(js), "--only", "rigid-cons,greedy"]) == 0
+    again = capsys.readouterr().out
+    # the same table, from the stored numbers
+    table = [ln for ln in first.splitlines() if ln.startswith("| ")]
+    assert table and table == [ln for ln in again.splitlines() if ln.startswith("| ")]
+    assert main(["--from-json", str(js), "--only", "nosuch"]) == 2
+    assert main(["--log", str(EXCERPT), "--sigma", "-1"]) == 2

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import FscontrolError
 from .moldable import MoldParams
-from .moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable, size_profile
+from .moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable, size_profile, summarize
 from .workload import read_swf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,10 +43,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--share-over", default="system", help="fair-share sums over the 'system' (waiting and running) or the 'queue'")
     ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated; the first is the baseline")
     ap.add_argument("--sizes", action="store_true", help="also print the share of jobs per partition size")
+    ap.add_argument("--from-json", default=None, help="redraw the table and charts from a --json file (no simulation)")
+    ap.add_argument("--only", default=None, help="with --from-json: the comma-separated strategies to show (the first is the baseline)")
     ap.add_argument("--png", default=None, help="write the chart (needs matplotlib)")
     ap.add_argument("--json", default=None, help="write the per-category figures as JSON")
     ap.add_argument("--format", default="github", help="tabulate format")
     a = ap.parse_args(argv)
+    if a.from_json:
+        return _redraw(a)
     try:
         params = MoldParams(sigma=a.sigma, rf=a.rf, lf=a.lf, avg_par=a.avg_par, xfactor=a.xfactor,
                             estimates=a.estimates, backfill=a.backfill,
@@ -79,12 +83,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(a.json).write_text(json.dumps({
                 "title": title,
                 "params": params.to_dict(),
-                "results": [{"strategy": r.policy.label, "overall": r.overall, "categories": r.stats["moldable"]["categories"]}
-                            for r in results],
+                "results": [summarize(r) for r in results],
             }, indent=2))
     except FscontrolError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _redraw(a: argparse.Namespace) -> int:
+    try:
+        d = json.loads(Path(a.from_json).read_text())
+    except (OSError, ValueError) as e:
+        print(f"error: cannot read {a.from_json}: {e}", file=sys.stderr)
+        return 2
+    res = [{**r, "strategy": r["strategy"].removeprefix("mold-")} for r in d["results"]]
+    if a.only:
+        by = {r["strategy"]: r for r in res}
+        want = [x.strip() for x in a.only.split(",")]
+        missing = [x for x in want if x not in by]
+        if missing:
+            print(f"error: not in {a.from_json}: {', '.join(missing)}", file=sys.stderr)
+            return 2
+        res = [by[x] for x in want]
+    print(f"{d['title']}; mean turnaround (h) per category, change against {res[0]['strategy']}\n")
+    print(format_categories(res, fmt=a.format))
+    print()
+    print(render_categories_text(res))
+    if a.png:
+        try:
+            render_categories_png(res, a.png, title=d["title"])
+        except FscontrolError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -107,22 +107,35 @@ def run_moldable(workload: Workload, strategy: Strategy | str, params: MoldParam
 
 # --------------------------------------------------------------------------- the per-category table
 
+Summary = dict[str, Any]  # {"strategy": label, "overall": {...}, "categories": [...]}
 
-def format_categories(results: list[SimResult], *, baseline: int = 0, fmt: str = "github") -> str:
+
+def summarize(r: SimResult | Summary) -> Summary:
+    """What the tables and charts need from a run (also what the experiment's --json stores,
+    so they can be redrawn from it)."""
+    if isinstance(r, dict):
+        return r
+    return {"strategy": r.policy.label.removeprefix("mold-"), "overall": r.overall,
+            "categories": r.stats["moldable"]["categories"]}
+
+
+
+def format_categories(results: list[SimResult] | list[Summary], *, baseline: int = 0, fmt: str = "github") -> str:
     """Mean turnaround (h) per category for each result, and its change against ``results[baseline]`` (%)."""
     if not results:
         return ""
-    cats0 = results[0].stats["moldable"]["categories"]
-    base = results[baseline].stats["moldable"]["categories"]
+    results = [summarize(r) for r in results]
+    cats0 = results[0]["categories"]
+    base = results[baseline]["categories"]
     headers = ["category (proc-s)", "jobs"]
     for k, r in enumerate(results):
-        headers.append(r.policy.label.removeprefix("mold-") + (" (h)" if k == baseline else ""))
+        headers.append(r["strategy"] + (" (h)" if k == baseline else ""))
     rows = []
     for c, row0 in enumerate(cats0):
         line = [row0["label"], f"{row0['jobs']:,}"]
         b = base[c]["mean_turnaround_s"]
         for k, r in enumerate(results):
-            x = r.stats["moldable"]["categories"][c]["mean_turnaround_s"]
+            x = r["categories"][c]["mean_turnaround_s"]
             if x is None:
                 line.append("-")
             elif k == baseline:
@@ -130,10 +143,10 @@ def format_categories(results: list[SimResult], *, baseline: int = 0, fmt: str =
             else:
                 line.append(f"{x / HOUR:,.2f} ({_pct(x, b)})")
         rows.append(line)
-    line = ["all", f"{len(results[0].workload.jobs):,}"]
-    b = results[baseline].overall["mean_turnaround_s"]
+    line = ["all", f"{results[0]['overall']['jobs']:,}"]
+    b = results[baseline]["overall"]["mean_turnaround_s"]
     for k, r in enumerate(results):
-        x = r.overall["mean_turnaround_s"]
+        x = r["overall"]["mean_turnaround_s"]
         line.append(f"{x / HOUR:,.2f}" if k == baseline else f"{x / HOUR:,.2f} ({_pct(x, b)})")
     rows.append(line)
     return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
@@ -145,25 +158,26 @@ def _pct(x: float, b: float | None) -> str:
     return f"{(x - b) / b * 100:+.0f}%"
 
 
-def improvement_table(results: list[SimResult], *, baseline: int = 0) -> dict[str, list[float | None]]:
+def improvement_table(results: list[SimResult] | list[Summary], *, baseline: int = 0) -> dict[str, list[float | None]]:
     """Per strategy (label): per category, the relative change of mean turnaround against the
     baseline (negative = better), as fractions."""
-    base = results[baseline].stats["moldable"]["categories"]
+    results = [summarize(r) for r in results]
+    base = results[baseline]["categories"]
     out: dict[str, list[float | None]] = {}
     for r in results:
         vals: list[float | None] = []
-        for c, row in enumerate(r.stats["moldable"]["categories"]):
+        for c, row in enumerate(r["categories"]):
             x, b = row["mean_turnaround_s"], base[c]["mean_turnaround_s"]
             vals.append(None if x is None or not b else (x - b) / b)
-        out[r.policy.label.removeprefix("mold-")] = vals
+        out[r["strategy"]] = vals
     return out
 
 
-def render_categories_text(results: list[SimResult], *, baseline: int = 0, width: int = 30) -> str:
+def render_categories_text(results: list[SimResult] | list[Summary], *, baseline: int = 0, width: int = 30) -> str:
     """The chart as text: one bar per category and strategy, the change of mean turnaround
     against the baseline ('<' better, '>' worse; one mark per 10 %, capped at ``width``)."""
     imp = improvement_table(results, baseline=baseline)
-    labels = [row["label"] for row in results[0].stats["moldable"]["categories"]]
+    labels = [row["label"] for row in summarize(results[0])["categories"]]
     names = [n for k, n in enumerate(imp) if k != baseline]
     base_name = list(imp)[baseline]
     w = max(len(n) for n in names) if names else 0
@@ -181,7 +195,7 @@ def render_categories_text(results: list[SimResult], *, baseline: int = 0, width
     return "\n".join(lines)
 
 
-def render_categories_png(results: list[SimResult], path: str | Path, *, baseline: int = 0, title: str = "") -> Path:
+def render_categories_png(results: list[SimResult] | list[Summary], path: str | Path, *, baseline: int = 0, title: str = "") -> Path:
     """A grouped bar chart (PNG): per category, each strategy's mean turnaround divided by the
     baseline's, on a log axis (0.5 and 2 equally far from 1), one bar per strategy (matplotlib,
     the ``plot`` extra, imported here)."""
@@ -193,7 +207,7 @@ def render_categories_png(results: list[SimResult], path: str | Path, *, baselin
     except ImportError:
         raise ConfigError("the PNG chart needs matplotlib: pip install 'fscontrol[plot]'") from None
     imp = improvement_table(results, baseline=baseline)
-    labels = [row["label"] for row in results[0].stats["moldable"]["categories"]]
+    labels = [row["label"] for row in summarize(results[0])["categories"]]
     names = [n for k, n in enumerate(imp) if k != baseline]
     base_name = list(imp)[baseline]
     fig, ax = plt.subplots(figsize=(12, 5.5), dpi=110)
