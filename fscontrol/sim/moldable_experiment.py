@@ -2,8 +2,8 @@
 
 Regenerate the tables and charts of docs/moldable.md (opt-in, several minutes on the whole log)::
 
-    .venv/bin/python -m fscontrol.sim.moldable_experiment --sigma 0 --png docs/img/moldable-sigma0.png
-    .venv/bin/python -m fscontrol.sim.moldable_experiment --sigma 1 --png docs/img/moldable-sigma1.png
+    .venv/bin/python -m fscontrol.sim.moldable_experiment --sigma 0 --png docs/moldable-sigma0.png
+    .venv/bin/python -m fscontrol.sim.moldable_experiment --sigma 1 --png docs/moldable-sigma1.png
 
 Per job category (trace processor-seconds, decade bins): the mean turnaround time under each
 strategy and its change against rigid scheduling with conservative backfill (the first row).

@@ -218,12 +218,19 @@ def render_categories_png(results: list[SimResult] | list[Summary], path: str | 
         ys = [(1.0 + v if v is not None else 1.0) for v in imp[nm]]
         ax.bar(xs, [y - 1.0 for y in ys], bottom=1.0, width=width, label=nm)
     ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    ticks = [x for x in (0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0) if lo <= x <= hi]
+    ax.set_yticks(ticks)
+    ax.set_yticklabels([f"{x:g}x" for x in ticks])
+    ax.minorticks_off()
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels)
     ax.set_xlabel("category (processor-seconds of the trace job)")
     ax.set_ylabel(f"mean turnaround / {base_name}'s (log scale; below 1 is better)")
-    ax.set_title(title or f"moldable strategies against {base_name}")
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(title or f"moldable strategies against {base_name}", 110)), fontsize=10)
     ax.legend(fontsize=8, ncol=2)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
