@@ -201,6 +201,18 @@ def test_share_over_the_queue_only_by_hand():
     assert r.end[2] == pytest.approx(100 / 9 + 25)
 
 
+def test_backfill_best_waits_for_its_size_backfill_now_takes_what_fits():
+    # 4 nodes, A = the trace size (no gain beyond it). j0 (2 nodes, 100 s) runs [0, 100); j1
+    # (3 nodes, 300 s; on the 2 free nodes now it would end at 451) is the head, reserved on 3
+    # nodes [100, 400), 1 node spare. j2 (2 nodes, 500 s): 2 nodes cannot start before 400 (ends
+    # 900); 1 node fits now beside j1's reservation (1000 s, ends 1002).
+    w = _w(4, [(0, 2, 100), (1, 3, 300), (2, 2, 500)])
+    best = simulate_moldable(w, Strategy("b", "schedule"), MoldParams(avg_par="trace"))
+    assert best.size == [2, 3, 2] and best.start == [0, 100, 400] and best.end[2] == 900
+    now = simulate_moldable(w, Strategy("n", "schedule"), MoldParams(avg_par="trace", backfill="now"))
+    assert now.size == [2, 3, 1] and now.start == [0, 100, 2] and now.end[2] == 1002
+
+
 def _blocking_case() -> Workload:
     """4 nodes, rigid. j0 (t=0, 2 nodes, 100 s); j1 (t=1, 3 nodes, 100 s): the head, reserved at
     [100, 200) with 1 node spare; j2 (t=2, 4 nodes, 1000 s, weight 4000: category 1e3-1e4);
