@@ -231,7 +231,8 @@ def render_categories_png(results: list[SimResult] | list[Summary], path: str | 
     import textwrap
 
     ax.set_title("\n".join(textwrap.wrap(title or f"moldable strategies against {base_name}", 110)), fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+    if names:
+        ax.legend(fontsize=8, ncol=2)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
     p = Path(path)
