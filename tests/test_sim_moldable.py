@@ -360,6 +360,7 @@ def test_cli_moldable_table_json_and_errors(tmp_path):
         (["-p", "mold-nosuch"], "unknown moldable strategy"),
         (["-p", "mold-greedy", "--rf", "0.5"], "range factor must be a number >= 1"),
         (["-p", "easy", "--categories-png", str(tmp_path / "c.png")], "needs at least one mold-* policy"),
+        (["-p", "mold-greedy", "--jobs", "2"], "mold-* policies run on their own"),
     ]:
         r = run(*args)
         assert r.exit_code == 2, (args, r.output)
