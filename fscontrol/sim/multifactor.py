@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import control, fairshare, fairtree
+from ..fairshare import FS_LEVEL, FS_ROOT
 from ..decay import decay_factor_per_second
 from ..errors import ConfigError
 from ..parse import parse_duration
@@ -785,6 +786,7 @@ def simulate_multifactor(
                 for a in range(na):
                     S[a] *= G
                 G = 1.0
+        root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
         dummy_charges(t)
         if fair_tree:
             for i in run_set:
@@ -797,24 +799,59 @@ def simulate_multifactor(
                 reprioritise(t)
         else:
             # each pending user's first pending job in the list: where the walk computes their UE
-            first: dict[int, int] = {}
-            for _, i in qkeys:
-                a = job_assoc[i]
-                if i < first.get(a, n):
-                    first[a] = i
-            pend = sorted((i, a) for a, i in first.items())
+            # (a dict from the indices in decreasing order keeps each association's smallest)
+            ja = job_assoc
+            first = {ja[i]: i for i in sorted([i for _, i in qkeys], reverse=True)}
+            pend = sorted([(i, a) for a, i in first.items()])
             runs = sorted(run_set)
             pi = ri = 0
             np_, nr = len(pend), len(runs)
             lp = last_pass
             d_full = t - lp
             f_full = f1**d_full
-            while ri < nr:
+            d_now = damp[0]
+            while True:
                 # pending users whose first job comes before the next running job: UE from the usage now
-                r = runs[ri]
+                r = runs[ri] if ri < nr else n
                 while pi < np_ and pend[pi][0] < r:
-                    user_fs(pend[pi][1])
+                    # user_fs(a), inlined for a user of its own FairShare (the same operations)
+                    a = pend[pi][1]
                     pi += 1
+                    if shares_parent[a]:
+                        user_fs(a)
+                        continue
+                    fa = fsp_ix[a]
+                    ue_fs = ue_acct.get(fa)
+                    if ue_fs is None:
+                        if fa == 0:
+                            ue_fs = 1.0
+                        elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
+                            x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
+                            if root0 > 0:
+                                un = x / root0
+                                if not un < 1.0:
+                                    un = 1.0
+                            else:
+                                un = 0.0
+                            kind, w = rule[fa]
+                            ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
+                            ue_acct[fa] = ue_fs
+                        else:
+                            ue_fs = acct_ue(fa)
+                    root = S[0]
+                    if root > 0:
+                        un = S[a] / root
+                        if not un < 1.0:
+                            un = 1.0
+                    else:
+                        un = 0.0
+                    kind, w = rule[a]
+                    v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+                    ue_user[a] = v
+                    ns = norm_s[a]
+                    f_cache[a] = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
+                if ri == nr:
+                    break
                 # charge(job_assoc[r], ...), inlined: the hot loop of the pass (a job's association is a user's)
                 st = start[r]
                 if st < lp:
@@ -830,9 +867,6 @@ def simulate_multifactor(
                         snap_val[c] = S[c]
                     S[c] += xs
                 ri += 1
-            while pi < np_:
-                user_fs(pend[pi][1])
-                pi += 1
             last_pass = t
             if qkeys:
                 reprioritise(t)
