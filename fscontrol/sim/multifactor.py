@@ -390,6 +390,7 @@ def simulate_multifactor(
     snap_val = [0.0] * na
 
     ups = [tuple(c for c in chains[a] if not is_user[c]) for a in range(na)]  # the non-user ancestors
+    mids = [tuple(c for c in u if c != 0) for u in ups]  # the same but root
 
     def charge(a: int, x: float) -> None:
         xs = x / G
@@ -768,8 +769,8 @@ def simulate_multifactor(
     trace_ix = [kix[k] for k in trace_keys] if trace_keys else [i for i in range(na) if is_user[i]]
 
     def do_pass(t: float) -> None:
-        nonlocal G, last_pass, pass_no, pulse_rate
-        nonlocal_easy_invalidate()
+        nonlocal G, last_pass, pass_no, pulse_rate, easy_valid
+        easy_valid = False
         out.passes += 1
         if record_passes and cs is not None:
             out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0,
@@ -787,7 +788,8 @@ def simulate_multifactor(
                     S[a] *= G
                 G = 1.0
         root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
-        dummy_charges(t)
+        if dummy_ix is not None:
+            dummy_charges(t)
         if fair_tree:
             for i in run_set:
                 d = t - (last_pass if start[i] < last_pass else start[i])
@@ -801,72 +803,83 @@ def simulate_multifactor(
             # each pending user's first pending job in the list: where the walk computes their UE
             # (a dict from the indices in decreasing order keeps each association's smallest)
             ja = job_assoc
-            first = {ja[i]: i for i in sorted([i for _, i in qkeys], reverse=True)}
-            pend = sorted([(i, a) for a, i in first.items()])
+            if qkeys:
+                first = {ja[i]: i for i in sorted([i for _, i in qkeys], reverse=True)}
+                pend = sorted([(i, a) for a, i in first.items()])
+                pend.append((n, -1))
+            else:
+                pend = [(n, -1)]
             runs = sorted(run_set)
-            pi = ri = 0
-            np_, nr = len(pend), len(runs)
             lp = last_pass
             d_full = t - lp
             f_full = f1**d_full
             d_now = damp[0]
-            while True:
-                # pending users whose first job comes before the next running job: UE from the usage now
-                r = runs[ri] if ri < nr else n
-                while pi < np_ and pend[pi][0] < r:
-                    # user_fs(a), inlined for a user of its own FairShare (the same operations)
-                    a = pend[pi][1]
-                    pi += 1
-                    if shares_parent[a]:
-                        user_fs(a)
-                        continue
-                    fa = fsp_ix[a]
-                    ue_fs = ue_acct.get(fa)
-                    if ue_fs is None:
-                        if fa == 0:
-                            ue_fs = 1.0
-                        elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
-                            x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
-                            if root0 > 0:
-                                un = x / root0
-                                if not un < 1.0:
-                                    un = 1.0
-                            else:
-                                un = 0.0
-                            kind, w = rule[fa]
-                            ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
-                            ue_acct[fa] = ue_fs
-                        else:
-                            ue_fs = acct_ue(fa)
-                    root = S[0]
-                    if root > 0:
-                        un = S[a] / root
-                        if not un < 1.0:
-                            un = 1.0
+            # root is charged by every job: its sum is kept in `root` through the walk (the same
+            # additions in the same order); its value as the pass started is snapshot first
+            if snap_pass[0] != pass_no:
+                snap_pass[0] = pass_no
+                snap_val[0] = S[0]
+            root = S[0]
+            prev = 0
+            for p, a in pend:
+                # charge(job_assoc[r], ...) for the running jobs before p in the list, inlined: the
+                # hot loop of the pass (a job's association is a user's)
+                k = bisect_left(runs, p, prev) if p < n else len(runs)
+                for ri in range(prev, k):
+                    r = runs[ri]
+                    st = start[r]
+                    if st < lp:
+                        xs = d_full * size[r] * f_full / G
                     else:
-                        un = 0.0
-                    kind, w = rule[a]
-                    v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-                    ue_user[a] = v
-                    ns = norm_s[a]
-                    f_cache[a] = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
-                if ri == nr:
+                        d = t - st
+                        xs = d * size[r] * f1**d / G
+                    b = ja[r]
+                    S[b] += xs
+                    for c in mids[b]:
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] += xs
+                    root += xs
+                prev = k
+                if a < 0:
                     break
-                # charge(job_assoc[r], ...), inlined: the hot loop of the pass (a job's association is a user's)
-                st = start[r]
-                if st < lp:
-                    xs = d_full * size[r] * f_full / G
+                # the pending user's UE from the usage now: user_fs(a), inlined for a user of its
+                # own FairShare (the same operations)
+                if shares_parent[a]:
+                    S[0] = root
+                    user_fs(a)
+                    continue
+                fa = fsp_ix[a]
+                ue_fs = ue_acct.get(fa)
+                if ue_fs is None:
+                    if fa == 0:
+                        ue_fs = 1.0
+                    elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
+                        x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
+                        if root0 > 0:
+                            un = x / root0
+                            if not un < 1.0:
+                                un = 1.0
+                        else:
+                            un = 0.0
+                        kind, w = rule[fa]
+                        ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
+                        ue_acct[fa] = ue_fs
+                    else:
+                        ue_fs = acct_ue(fa)
+                if root > 0:
+                    un = S[a] / root
+                    if not un < 1.0:
+                        un = 1.0
                 else:
-                    d = t - st
-                    xs = d * size[r] * f1**d / G
-                a = job_assoc[r]
-                S[a] += xs
-                for c in ups[a]:
-                    if snap_pass[c] != pass_no:
-                        snap_pass[c] = pass_no
-                        snap_val[c] = S[c]
-                    S[c] += xs
-                ri += 1
+                    un = 0.0
+                kind, w = rule[a]
+                v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+                ue_user[a] = v
+                ns = norm_s[a]
+                f_cache[a] = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
+            S[0] = root
             last_pass = t
             if qkeys:
                 reprioritise(t)
@@ -876,21 +889,28 @@ def simulate_multifactor(
 
     def reprioritise(t: float) -> None:
         """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
-        get = f_cache.get
+        # wf x F per association, once per pass (the same product priority() forms per job)
+        wff: dict[int, float] = {}
+        if wf:
+            for a, f in f_cache.items():
+                wff[a] = wf * f
         new: list[tuple[int, int]] = []
         append = new.append
+        ja = job_assoc
+        age_on = wa and max_age > 0
         for _, i in qkeys:
             pr = static[i]
-            if wa:
-                if max_age > 0:
-                    age = t - eligible[i]
-                    pr += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
-                else:
-                    pr += wa
+            if age_on:
+                age = t - eligible[i]
+                pr += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+            elif wa:
+                pr += wa
             if wf:
-                a = job_assoc[i]
-                f = get(a)
-                pr += wf * (f if f is not None else fs_of(a))
+                a = ja[i]
+                x = wff.get(a)
+                if x is None:
+                    x = wff[a] = wf * fs_of(a)
+                pr += x
             if nice[i]:
                 pr -= nice[i]
             pr = int(pr) if pr >= 1 else 1
