@@ -781,8 +781,9 @@ def simulate_multifactor(
         if not fair_tree:
             f_cache.clear()
         dt = t - last_pass
+        f_dt = f1**dt
         if dt > 0:
-            G *= f1**dt
+            G *= f_dt
             if G < 1e-200:  # renormalise before it underflows (long runs, short half-lives)
                 for a in range(na):
                     S[a] *= G
@@ -811,8 +812,8 @@ def simulate_multifactor(
                 pend = [(n, -1)]
             runs = sorted(run_set)
             lp = last_pass
-            d_full = t - lp
-            f_full = f1**d_full
+            d_full = dt
+            f_full = f_dt  # f1**d_full
             d_now = damp[0]
             # root is charged by every job: its sum is kept in `root` through the walk (the same
             # additions in the same order); its value as the pass started is snapshot first
@@ -887,8 +888,30 @@ def simulate_multifactor(
             out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
                               {keys[a]: fs_of(a) for a in trace_ix}))
 
+    class _WF(dict):
+        """wf x F by association, computed at the first look (the same product priority() forms)."""
+
+        def __missing__(self, a: int) -> float:
+            x = self[a] = wf * fs_of(a)
+            return x
+
     def reprioritise(t: float) -> None:
         """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
+        ja = job_assoc
+        if wa and max_age > 0 and wf and gate is None:
+            # the presets' case, in one comprehension: static + wa x age factor + wf x F, floored
+            # at 1 and truncated (nice is only ever set by the gate)
+            wff = _WF()
+            for a, f in f_cache.items():
+                wff[a] = wf * f
+            prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
+                   + wff[ja[i]] for _, i in qkeys]
+            new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, qkeys)]
+            new.sort()
+            for k, i in new:
+                prio_of[i] = -k
+            qkeys[:] = new
+            return
         # wf x F per association, once per pass (the same product priority() forms per job)
         wff: dict[int, float] = {}
         if wf:
@@ -896,7 +919,6 @@ def simulate_multifactor(
                 wff[a] = wf * f
         new: list[tuple[int, int]] = []
         append = new.append
-        ja = job_assoc
         age_on = wa and max_age > 0
         for _, i in qkeys:
             pr = static[i]
