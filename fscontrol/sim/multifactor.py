@@ -391,6 +391,7 @@ def simulate_multifactor(
 
     ups = [tuple(c for c in chains[a] if not is_user[c]) for a in range(na)]  # the non-user ancestors
     mids = [tuple(c for c in u if c != 0) for u in ups]  # the same but root
+    mid1 = [m[0] if len(m) == 1 else -1 for m in mids]  # the one, when there is one
 
     def charge(a: int, x: float) -> None:
         xs = x / G
@@ -822,25 +823,35 @@ def simulate_multifactor(
                 snap_val[0] = S[0]
             root = S[0]
             prev = 0
+            xfull: dict[int, float] = {}  # a full interval's charge by job size (the same product)
             for p, a in pend:
                 # charge(job_assoc[r], ...) for the running jobs before p in the list, inlined: the
                 # hot loop of the pass (a job's association is a user's)
                 k = bisect_left(runs, p, prev) if p < n else len(runs)
-                for ri in range(prev, k):
-                    r = runs[ri]
+                for r in runs[prev:k]:
                     st = start[r]
                     if st < lp:
-                        xs = d_full * size[r] * f_full / G
+                        sz = size[r]
+                        xs = xfull.get(sz)
+                        if xs is None:
+                            xs = xfull[sz] = d_full * sz * f_full / G
                     else:
                         d = t - st
                         xs = d * size[r] * f1**d / G
                     b = ja[r]
                     S[b] += xs
-                    for c in mids[b]:
+                    c = mid1[b]
+                    if c >= 0:  # the user's one account below root
                         if snap_pass[c] != pass_no:
                             snap_pass[c] = pass_no
                             snap_val[c] = S[c]
                         S[c] += xs
+                    else:
+                        for c in mids[b]:
+                            if snap_pass[c] != pass_no:
+                                snap_pass[c] = pass_no
+                                snap_val[c] = S[c]
+                            S[c] += xs
                     root += xs
                 prev = k
                 if a < 0:
