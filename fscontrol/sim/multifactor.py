@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from operator import itemgetter
 import re
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
@@ -60,6 +61,7 @@ from .workload import Workload
 INF = math.inf
 DUMMY: tuple[str, str] = ("fsadmin", "fsdummy")
 ProgressFn = Callable[[int, int], None]
+_second = itemgetter(1)
 
 
 # --------------------------------------------------------------------------- configuration
@@ -806,8 +808,9 @@ def simulate_multifactor(
             # (a dict from the indices in decreasing order keeps each association's smallest)
             ja = job_assoc
             if qkeys:
-                first = {ja[i]: i for i in sorted([i for _, i in qkeys], reverse=True)}
-                pend = sorted([(i, a) for a, i in first.items()])
+                idx = sorted(map(_second, qkeys), reverse=True)
+                first = dict(zip(map(ja.__getitem__, idx), idx))
+                pend = sorted(zip(first.values(), first.keys()))
                 pend.append((n, -1))
             else:
                 pend = [(n, -1)]
