@@ -629,12 +629,20 @@ def simulate_multifactor(
             del qkeys[p]
 
     def schedule(t: float, ended: bool, new: list[tuple[int, int]], reordered: bool) -> None:
+        nonlocal easy_valid
         if not qkeys:
             return
         if depth > 1:
             pass_general(t)
-        elif ended or reordered or not easy_valid or not arrivals_easy(t, new):
-            pass_easy(t)
+        elif free <= 0:
+            # a full machine starts nothing, whatever the order (EASY's pass would only note the
+            # head's shadow, which the next pass, after a job's end, computes anew)
+            easy_valid = False
+        else:
+            if lazy[0] is not None:
+                materialise()
+            if ended or reordered or not easy_valid or not arrivals_easy(t, new):
+                pass_easy(t)
 
     # ------------------------------------------------------------ the controller
     pad_rate = 0.0  # the steady padding job: billing 1 x UsageFactor k, charged at every pass
@@ -802,7 +810,7 @@ def simulate_multifactor(
             if qkeys or trace:  # (Slurm ranks at every pass; only pending jobs read it)
                 fair_tree_rank()
             if qkeys:
-                reprioritise(t)
+                reprioritise_at_pass(t)
         else:
             # each pending user's first pending job in the list: where the walk computes their UE
             # (a dict from the indices in decreasing order keeps each association's smallest)
@@ -897,10 +905,43 @@ def simulate_multifactor(
             S[0] = root
             last_pass = t
             if qkeys:
-                reprioritise(t)
+                reprioritise_at_pass(t)
         if trace:
             out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
                               {keys[a]: fs_of(a) for a in trace_ix}))
+
+    # A pass on a full machine (EASY, no gate): the priorities it sets are read only when a job can
+    # start, after a job's end, or replaced by the next pass; they are computed then, from the
+    # pass's time and wf x F (`lazy`: the pass's time, wf x F, how many queue entries are the
+    # pass's; later arrivals are appended with their own priority and sorted in then).
+    lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
+    lazy: list[Any] = [None, None, 0]
+
+    def reprioritise_at_pass(t: float) -> None:
+        if lazy_ok and free <= 0:
+            wff = _WF()
+            for a, f in f_cache.items():
+                wff[a] = wf * f
+            lazy[0], lazy[1], lazy[2] = t, wff, len(qkeys)
+        else:
+            lazy[0] = None
+            reprioritise(t)
+
+    def materialise() -> None:
+        """The last pass's priorities (reprioritise() at its time and F) for the jobs queued then,
+        the later arrivals with theirs, in order."""
+        t, wff, m = lazy
+        lazy[0] = None
+        ja = job_assoc
+        stale = qkeys[:m]
+        prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
+               + wff[ja[i]] for _, i in stale]
+        new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, stale)]
+        for k, i in new:
+            prio_of[i] = -k
+        new += qkeys[m:]
+        new.sort()
+        qkeys[:] = new
 
     class _WF(dict):
         """wf x F by association, computed at the first look (the same product priority() forms)."""
@@ -1026,7 +1067,10 @@ def simulate_multifactor(
             pr = priority(ai, t)
             prio_of[ai] = pr
             kq = (-pr, ai)
-            insort(qkeys, kq)
+            if lazy[0] is None:
+                insort(qkeys, kq)
+            else:
+                qkeys.append(kq)  # (sorted in with the pass's priorities)
             new.append(kq)
             ai += 1
         while reconf and reconf[0] <= t:
