@@ -13,12 +13,18 @@ and, when --accasim names a Python with AccaSim 1.1.3 installed (`pip install ac
 throwaway venv), AccaSim's EASYBackfilling + FirstFit on the same jobs, in a child process: its
 jobs/second is the base of the ratios. AccaSim's whole-log run takes about 500 s here, hence the
 prefix by default; the multifactor rows are also run on the whole log with --full.
+
+The machine may be shared: each row gives wall time (the ratio's base is AccaSim's wall time) and
+CPU time (time.process_time), both best of --repeat. `--before REV` also runs the multifactor
+engine (fscontrol/sim/multifactor.py) as it was at git revision REV, interleaved with the current
+one in this process, and prints the CPU-time ratio (and checks the start times are the same).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import subprocess
 import sys
@@ -93,14 +99,52 @@ def run_accasim(python: str, n: int) -> dict:
 
 
 def best(fn, repeat: int):
-    out, t = None, float("inf")
+    """(result, best wall time, best CPU time) over `repeat` runs."""
+    out, t, c = None, float("inf"), float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         r = fn()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         if dt < t:
             out, t = r, dt
-    return out, t
+        c = min(c, dc)
+    return out, t, c
+
+
+def engine_at(rev: str):
+    """fscontrol/sim/multifactor.py as of git revision `rev`, imported beside the current one."""
+    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:fscontrol/sim/multifactor.py"],
+                         capture_output=True, text=True, check=True).stdout
+    d = Path(tempfile.mkdtemp())
+    path = d / "multifactor_before.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("fscontrol.sim._multifactor_before", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def compare_engines(before, w: Workload, rows, repeat: int, rev: str) -> None:
+    """CPU time of the engine at `rev` and the current one on the same jobs, runs interleaved."""
+    from fscontrol.sim import multifactor as now
+
+    n = len(w.jobs)
+    for label, pol in rows:
+        if pol.kind != "multifactor":
+            continue
+        kw = dict(control_spec=pol.control, depth=pol.depth, backfill=pol.backfill == "easy")
+        cpu = {"before": float("inf"), "now": float("inf")}
+        res = {}
+        for _ in range(repeat):
+            for name, mod in (("before", before), ("now", now)):
+                c0 = time.process_time()
+                res[name] = mod.simulate_multifactor(w, pol.priority, **kw)
+                cpu[name] = min(cpu[name], time.process_time() - c0)
+        same = res["before"].start == res["now"].start
+        print(f"{label:<28}CPU {cpu['before']:7.2f} s ({n / cpu['before']:8,.0f} jobs/s) at {rev} -> "
+              f"{cpu['now']:7.2f} s ({n / cpu['now']:8,.0f} jobs/s) now: {cpu['before'] / cpu['now']:5.2f}x"
+              f"   start times {'the same' if same else 'DIFFER'}")
 
 
 def main() -> None:
@@ -109,6 +153,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--accasim", help="a Python with AccaSim 1.1.3 installed (the base of the ratios)")
     ap.add_argument("--full", action="store_true", help="also run the multifactor rows on the whole log, once")
+    ap.add_argument("--before", metavar="REV", help="also time the multifactor engine at git revision REV (CPU-time ratio)")
     a = ap.parse_args()
 
     whole = read_swf(SWF)
@@ -131,16 +176,23 @@ def main() -> None:
         ("mf-fairtree", get_policy("mf-fairtree")),
     ]
     for label, pol in rows:
-        r, t = best(lambda pol=pol: run_simulation(w, pol, per_user=False), a.repeat)
+        r, t, c = best(lambda pol=pol: run_simulation(w, pol, per_user=False), a.repeat)
         ratio = f"{n / t / base:8.1f}x AccaSim" if base else ""
-        print(f"{label:<28}{t:8.2f} s  {n / t:10,.0f} jobs/s {ratio}   mean wait {r.overall['mean_wait_s'] / 60:8.1f} min"
-              f"   mean bsld {r.overall['mean_bsld']:8.2f}")
+        print(f"{label:<28}{t:8.2f} s  {n / t:10,.0f} jobs/s {ratio}   CPU {c:7.2f} s {n / c:10,.0f} jobs/s"
+              f"   mean wait {r.overall['mean_wait_s'] / 60:8.1f} min   mean bsld {r.overall['mean_bsld']:8.2f}")
+    before = engine_at(a.before) if a.before else None
+    if before is not None:
+        print(f"the multifactor engine at {a.before} and now (simulate_multifactor alone, best of {a.repeat}):")
+        compare_engines(before, w, rows[1:], a.repeat, a.before)
     if a.full and a.jobs:
         print(f"whole log: {len(whole.jobs):,} jobs")
         for label, pol in rows[1:3]:
-            r, t = best(lambda pol=pol: run_simulation(whole, pol, per_user=False), 1)
-            print(f"{label:<28}{t:8.2f} s  {len(whole.jobs) / t:10,.0f} jobs/s   mean wait "
-                  f"{r.overall['mean_wait_s'] / 60:8.1f} min   mean bsld {r.overall['mean_bsld']:8.2f}")
+            r, t, c = best(lambda pol=pol: run_simulation(whole, pol, per_user=False), 1)
+            print(f"{label:<28}{t:8.2f} s  {len(whole.jobs) / t:10,.0f} jobs/s   CPU {c:7.2f} s "
+                  f"{len(whole.jobs) / c:10,.0f} jobs/s   mean wait {r.overall['mean_wait_s'] / 60:8.1f} min"
+                  f"   mean bsld {r.overall['mean_bsld']:8.2f}")
+        if before is not None:
+            compare_engines(before, whole, rows[1:3], 1, a.before)
 
 
 if __name__ == "__main__":
