@@ -920,8 +920,10 @@ def simulate_multifactor(
     def reprioritise_at_pass(t: float) -> None:
         if lazy_ok and free <= 0:
             wff = _WF()
-            for a, f in f_cache.items():
-                wff[a] = wf * f
+            if not fair_tree:  # (classic: F may change before the priorities are computed; Fair
+                # Tree's F, every user's, stays until the next pass: read at the first look)
+                for a, f in f_cache.items():
+                    wff[a] = wf * f
             lazy[0], lazy[1], lazy[2] = t, wff, len(qkeys)
         else:
             lazy[0] = None
@@ -956,9 +958,7 @@ def simulate_multifactor(
         if wa and max_age > 0 and wf and gate is None:
             # the presets' case, in one comprehension: static + wa x age factor + wf x F, floored
             # at 1 and truncated (nice is only ever set by the gate)
-            wff = _WF()
-            for a, f in f_cache.items():
-                wff[a] = wf * f
+            wff = _WF()  # (at the first look: Fair Tree's f_cache holds every user)
             prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
                    + wff[ja[i]] for _, i in qkeys]
             new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, qkeys)]
@@ -969,9 +969,6 @@ def simulate_multifactor(
             return
         # wf x F per association, once per pass (the same product priority() forms per job)
         wff: dict[int, float] = {}
-        if wf:
-            for a, f in f_cache.items():
-                wff[a] = wf * f
         new: list[tuple[int, int]] = []
         append = new.append
         age_on = wa and max_age > 0
