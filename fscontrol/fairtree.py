@@ -81,6 +81,11 @@ class FairTree:
     n_users: int  # N: user associations (slurmctld's g_user_assoc_count)
     ranking: tuple[Key, ...]  # user associations, best first, in slurmctld's walk order
     shares_form: str = "fair_tree"  # the NormShares slurmctld ranks with (fairtree.held_shares)
+    # siblings sshare cannot order (equal printed LevelFS, usage ranges that overlap: ranking_keys),
+    # and every rank each user association can have as slurmctld's arithmetic orders them
+    # (rank_alternatives); empty when the tree has none
+    undecided: tuple[tuple[Key, ...], ...] = ()
+    rank_choices: Mapping[Key, tuple[int, ...]] | None = None
 
     @property
     def stale_shares(self) -> bool:
@@ -378,6 +383,40 @@ def _count_tied_accounts(sibs: list[Key], i: int, lf: Mapping[Key, object]) -> i
     return count
 
 
+MAX_ALTERNATIVES = 64  # rankings tried for undecided groups (3 each for a pair), at most
+
+
+def rank_alternatives(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]],
+                      keys: Mapping[Key, tuple[float, ...]], groups: Sequence[list[Key]]) -> dict[Key, tuple[int, ...]]:
+    """Every rank a user association can take when each undecided group is resolved each way
+    slurmctld's long-double arithmetic can resolve it: all tied, or any strict order of its members.
+
+    Such a group is mathematically tied (jobs sized to their shares): slurmctld computes S/U in long
+    double from a usage sshare prints truncated, and the last bits decide. Seen on the testbed:
+    Slurm 22.05 held dave@genomics and lab bit-equal (a tie), Slurm 24.11 held lab 1.2e-17 ahead."""
+    from itertools import permutations, product
+
+    options: list[list[dict[Key, tuple[float, float, float]]]] = []
+    for g in groups:
+        p, top = keys[g[0]]
+        opts = [{k: (p, top, 0.0) for k in g}]  # all tied (what compute_fair_tree reports)
+        for order in permutations(g):
+            opts.append({k: (p, top, float(len(g) - i)) for i, k in enumerate(order)})
+        options.append(opts)
+    base = {k: (*v, 0.0) for k, v in keys.items()}
+    out: dict[Key, set[int]] = {}
+    for n, combo in enumerate(product(*options)):
+        if n >= MAX_ALTERNATIVES:
+            break
+        k2 = dict(base)
+        for o in combo:
+            k2.update(o)
+        ranks, _ = rank_users(t, lf, kids, k2)
+        for k, r in ranks.items():
+            out.setdefault(k, set()).add(r)
+    return {k: tuple(sorted(v)) for k, v in out.items() if len(v) > 1}
+
+
 def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
     """Every association's Fair Tree values, and every user association's rank and F. S is what
     slurmctld holds (held_shares): Fair Tree's own, unless sshare's NormShares column shows it
@@ -386,7 +425,10 @@ def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
     held, form = held_shares(t, "fair_tree")
     s, u, lf = level_values(t, shares=held)
     kids = children_lists(t)
-    ranks, walk = rank_users(t, lf, kids, ranking_keys(t, lf, kids))
+    keys = ranking_keys(t, lf, kids)
+    ranks, walk = rank_users(t, lf, kids, keys)
+    groups = tie_groups(keys, kids)
+    choices = rank_alternatives(t, lf, kids, keys, groups) if groups else {}
     n = len(ranks)
     out = []
     for k, r in t.rows.items():  # sshare's order
@@ -409,4 +451,4 @@ def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
                 fairshare=None if rk is None else rk / n,
             )
         )
-    return FairTree(tuple(out), n, tuple(walk), form)
+    return FairTree(tuple(out), n, tuple(walk), form, tuple(tuple(g) for g in groups), choices)

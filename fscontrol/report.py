@@ -970,6 +970,11 @@ def status_data_fair_tree(
                 "`control` has nothing to set here (PriorityFlags=NO_FAIR_TREE selects classic fair-share)."]
     if ft.stale_shares:
         warnings.append(stale_shares_warning("fair_tree", ft.shares_form))
+    for group in ft.undecided:
+        names = " and ".join(f"{u}@{a}" if u else a for a, u in group)
+        affected = ", ".join(f"{u}@{a} {'/'.join(map(str, r))}" for (a, u), r in sorted((ft.rank_choices or {}).items()))
+        warnings.append(f"sshare cannot order {names}: equal LevelFS to its 6 decimals, a tie slurmctld's rounding "
+                        f"breaks either way or not at all; the ranks shown take the tie (possible ranks: {affected}).")
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {

@@ -211,3 +211,27 @@ def test_a_tie_stays_while_the_tied_keep_running_alike():
     faster = {**running, ("lab", "bob"): [(None, 6.0)]}
     pts = ftf.project_ranks(snap.shares, faster, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
     assert all(d.rank > b.rank for d, b in zip(pts[watch[0]], pts[watch[1]]))
+
+
+def test_a_tie_slurmctld_arithmetic_breaks_is_among_the_alternatives(tmp_path):
+    """samples/testbed-2411-fairtree-tie (24.11.5, meta.json): the same mathematical tie, but
+    slurmctld's long double held lab 1.2e-17 ahead of dave@genomics (its Priority debug log), so
+    sprio ranks alice@lab above dave. sshare prints 1.166667 for both: fscontrol reports the pair as
+    undecided and sprio's F is one of the ranks its resolutions give (tie, either order)."""
+    folder = ROOT / "samples" / "testbed-2411-fairtree-tie"
+    db = store.open_db(tmp_path / "h.db")
+    snap = store.load_snapshot(db, pipeline.collect(RecordedSlurm(folder), db).snapshot_id)
+    ft = compute_fair_tree(snap.shares)
+    assert ft.undecided == ((("genomics", "dave"), ("lab", "")),)
+    by = ft.by_key()
+    off = {k for k, f in snap.prio_fairshare.items() if abs(by[k].fairshare - f) > 5e-6}
+    assert off == {("genomics", "dave"), ("lab", "alice")}  # the tie is not what 24.11 held here
+    for k, f in snap.prio_fairshare.items():
+        ranks = ft.rank_choices.get(k, (by[k].rank,))
+        assert any(abs(r / ft.n_users - f) <= 5e-6 for r in ranks), (k, ranks, f)
+    assert ft.rank_choices[("genomics", "dave")] == (4, 6)
+    # and the 22.05 recording, where slurmctld held the pair bit-equal: the tie is the rank sprio shows
+    tie22 = compute_fair_tree(pipeline.read_snapshot(RecordedSlurm(TIE)).shares)
+    assert tie22.by_key()[("genomics", "dave")].rank == 6 and 6 in tie22.rank_choices[("genomics", "dave")]
+    data = report.status_data(snap)
+    assert any("cannot order" in w for w in data["warnings"])

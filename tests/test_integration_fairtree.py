@@ -29,20 +29,27 @@ DEEP_USERS = [("dave", "bio", "1"), ("dave", "genomics", "2"), ("carol", "genomi
 
 
 def _compare(snap, detail=None) -> float:
+    """max |F - sprio| over the probes. Where sshare cannot order two siblings (equal printed
+    LevelFS, overlapping usage ranges: a mathematical tie that slurmctld's long-double arithmetic
+    resolves one way or another, fairtree.rank_alternatives), sprio's F must be one of the ranks
+    those resolutions give; everywhere else, fscontrol's F itself."""
     assert snap.config.mode == "fair_tree", snap.config.priority_flags
     ft = fairtree.compute_fair_tree(snap.shares)
     by = ft.by_key()
+    choices = ft.rank_choices or {}
     sshare = {r.key: r.fairshare for r in snap.shares}
     worst = 0.0
     assert snap.prio_fairshare, "no pending probe seen by sprio"
     for key, f_sprio in snap.prio_fairshare.items():
         f = by[key].fairshare
+        if key in choices:
+            f = min((r / ft.n_users for r in choices[key]), key=lambda x: abs(x - f_sprio))
         worst = max(worst, abs(f - f_sprio))
-        assert abs(f - f_sprio) <= TOL, (key, f, f_sprio, ft.ranking, ft.shares_form,
+        assert abs(f - f_sprio) <= TOL, (key, f, f_sprio, ft.ranking, ft.shares_form, ft.undecided, choices,
                                          [(a.key, a.norm_shares, a.raw_usage, a.level_fs, a.rank) for a in ft.assocs],
                                          sorted(snap.prio_fairshare.items()), detail)
     for a in ft.assocs:
-        if a.is_user:
+        if a.is_user and a.key not in choices:
             assert abs(a.fairshare - sshare[a.key]) <= TOL, (a.key, a.fairshare, sshare[a.key])
     return worst
 
@@ -120,7 +127,8 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
         assert max(r.depth for r in snap2.shares) >= 5
         assert all(shares[(a, u)].raw_usage > 0 for u, a, _ in DEEP_USERS)
         worst2 = _compare(snap2, detail=snap2.shares)
-        tied = shares[("genomics", "dave")].level_fs == shares[("lab", "")].level_fs  # slurmctld's exact tie, seen
+        ft2 = fairtree.compute_fair_tree(snap2.shares)
+        tied = (("genomics", "dave"), ("lab", "")) in ft2.undecided  # sshare cannot order them: see _compare
         form2 = fairtree.compute_fair_tree(snap2.shares).shares_form
         ft = fairtree.compute_fair_tree(snap2.shares)
         # FairShare=parent lifts bio's users and genomics to science's level
@@ -136,5 +144,5 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
     parse.check_share_tree(rows)
     assert fairtree.held_shares(fairshare.build_tree(rows), "classic")[1] == "classic"
     print(f"Fair Tree: max |F - sprio| {worst1:.1e} over {n1} associations (testbed tree, slurmctld's NormShares "
-          f"{form1}), {worst2:.1e} over {len(snap2.prio_fairshare)} (deep tree, NormShares {form2}; dave@genomics and lab tied: {tied}); N = {ft.n_users}")
+          f"{form1}), {worst2:.1e} over {len(snap2.prio_fairshare)} (deep tree, NormShares {form2}; dave@genomics and lab undecided by sshare: {tied}); N = {ft.n_users}")
 

@@ -301,7 +301,10 @@ def test_full_disk_and_clock_step_back_act_on_nothing(slurm, tmp_path):
         again = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=slurm.env,
                                capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr
-        assert slurm.damping() == d_before > 1
+        # it set d again: the d its own decision chose (usage moved since the first tick, and on
+        # 24.11 the reconfigure restarted slurmctld, which runs a decay pass: d may differ by a step)
+        (d_again,) = db.execute("SELECT d_target FROM decisions ORDER BY id DESC LIMIT 1").fetchone()
+        assert slurm.damping() == d_again > 1 and abs(d_again - d_before) <= max(2, d_before // 10), (d_again, d_before)
         assert slurm.conf.read_text() == original
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
