@@ -63,7 +63,6 @@ def test_plain_samples_replay_with_sacct_totals(name):
     assert abs(sum(e - s for s, e in zip(r.start, r.end)) - sum(j.run for j in w.jobs)) < 1e-6
 
 
-@pytest.mark.skipif(not HISTORY.is_dir(), reason="samples/testbed-history not recorded")
 def test_recorded_history_sample_has_every_job_with_limits_and_eligible_times():
     w = read_history(HISTORY)
     meta = json.loads((HISTORY / "meta.json").read_text())

@@ -92,7 +92,6 @@ def test_the_overloaded_excerpt_reaches_the_tree():
     assert waiting > engine.TREE_ON
 
 
-@pytest.mark.skipif(not FULL.exists(), reason="the full SDSC log is not in this checkout")
 def test_full_log_overloaded_prefix_same_start_times():
     """The first 6,000 records of the whole log with arrivals 2.5 times faster (the queue grows to
     thousands: the former engine takes a few seconds here)."""
