@@ -149,15 +149,21 @@ def held_shares(t: Tree, mode: str) -> tuple[dict[Key, float], str]:
 
     ft, cl = fair_tree_shares(t), norm_shares_of(t)
     own, other = (ft, cl) if mode == "fair_tree" else (cl, ft)
-    out: dict[Key, float] = {}
+    keys = [k for k in t.rows if k != ROOT]
+    out = {k: own[k] for k in keys}
+    form = _hold(own, other, ((k, t.rows[k].norm_shares) for k in keys), out, keys, mode)
+    return out, form
+
+
+def _hold(own, other, printed, out, keys, mode: str) -> str:
+    """held_shares' rule, on dicts or lists alike: `out` starts as `own` and takes, for each printed
+    (key, NormShares) that is not own's, the other form's value it matches, else the printed one.
+    Returns the form: the mode's own, the other's, or "mixed"."""
     seen: set[str] = set()
-    for k, r in t.rows.items():
-        if k == ROOT:
-            continue
-        v = r.norm_shares
+    for k, v in printed:
         if v is None or abs(own[k] - v) <= _SSHARE_DECIMALS:
-            out[k] = own[k]
-        elif abs(other[k] - v) <= _SSHARE_DECIMALS:
+            continue
+        if abs(other[k] - v) <= _SSHARE_DECIMALS:
             out[k] = other[k]
             seen.add("other")
         else:
@@ -165,10 +171,10 @@ def held_shares(t: Tree, mode: str) -> tuple[dict[Key, float], str]:
             seen.add("printed")
     own_name, other_name = ("fair_tree", "classic") if mode == "fair_tree" else ("classic", "fair_tree")
     if not seen:
-        return out, own_name
-    if seen == {"other"} and all(abs(out[k] - other[k]) <= _SSHARE_DECIMALS for k in out):
-        return out, other_name
-    return out, "mixed"
+        return own_name
+    if seen == {"other"} and all(abs(out[k] - other[k]) <= _SSHARE_DECIMALS for k in keys):
+        return other_name
+    return "mixed"
 
 
 def held_shares_in_order(rows, mode: str) -> tuple[list[float], str, dict[Key, int]] | None:
@@ -195,21 +201,8 @@ def held_shares_in_order(rows, mode: str) -> tuple[list[float], str, dict[Key, i
     own, other = (ft, cl) if mode == "fair_tree" else (cl, ft)
     out = own[:]
     out[0] = 1.0
-    seen: set[str] = set()
-    for i in [i for i in range(1, n) if (v := rows[i].norm_shares) is not None and abs(own[i] - v) > _SSHARE_DECIMALS]:
-        v = rows[i].norm_shares
-        if abs(other[i] - v) <= _SSHARE_DECIMALS:
-            out[i] = other[i]
-            seen.add("other")
-        else:
-            out[i] = v
-            seen.add("printed")
-    own_name, other_name = ("fair_tree", "classic") if mode == "fair_tree" else ("classic", "fair_tree")
-    if not seen:
-        return out, own_name, index
-    if seen == {"other"} and all(abs(out[i] - other[i]) <= _SSHARE_DECIMALS for i in range(1, n)):
-        return out, other_name, index
-    return out, "mixed", index
+    form = _hold(own, other, ((i, rows[i].norm_shares) for i in range(1, n)), out, range(1, n), mode)
+    return out, form, index
 
 
 def level_values(t: Tree, usage: Mapping[Key, float] | None = None,
@@ -230,13 +223,13 @@ def level_values(t: Tree, usage: Mapping[Key, float] | None = None,
     return s, u, lf
 
 
-def _span(t: Tree, k: Key, v: float) -> tuple[float, float]:
-    """The LevelFS an association may truly have, sshare having truncated its RawUsage r:
-    [S·R/(r+1), S·R/r] (v = S·R/r)."""
-    r = float(t.rows[k].raw_usage)
-    if t.rows[k].shares_parent or r <= 0 or not 0.0 < v < math.inf or v == NO_VAL:
+def _span(v: float, r: float, slack: float = 1.0, shares_parent: bool = False) -> tuple[float, float]:
+    """The LevelFS v = S·R/r an association may truly have when its usage r is known to within
+    `slack` below the truth (sshare truncates RawUsage: slack 1; decayed since in a projection):
+    [S·R/(r+slack), S·R/r]. Infinite, zero, NO_VAL and FairShare=parent values are exact."""
+    if shares_parent or r <= 0 or not 0.0 < v < math.inf or v == NO_VAL:
         return v, v
-    return v * r / (r + 1.0), v
+    return v * r / (r + slack), v
 
 
 def _group_overlapping(members: list[Key], span: Mapping[Key, tuple[float, float]], p: float,
@@ -282,7 +275,8 @@ def ranking_keys(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[Key]]
             p = lf[k] if printed[k] is None or t.rows[k].shares_parent else printed[k]
             by_primary.setdefault(p, []).append(k)
         for p, group in by_primary.items():
-            _group_overlapping(group, {k: _span(t, k, lf[k]) for k in group}, p, out)
+            _group_overlapping(group, {k: _span(lf[k], float(t.rows[k].raw_usage), 1.0, t.rows[k].shares_parent)
+                                       for k in group}, p, out)
     return out
 
 
@@ -305,12 +299,8 @@ def projected_keys(lf: Mapping[Key, float], usage: Mapping[Key, float], slack: f
     `slack` below the truth: the snapshot's truncation, decayed since)."""
     out = {k: (v, v) for k, v in lf.items()}
     for g in groups:
-        span = {}
-        for k in g:
-            v, r = lf[k], usage[k]
-            span[k] = (v * r / (r + slack), v) if r > 0 and 0.0 < v < math.inf else (v, v)
         sub: dict[Key, tuple[float, float]] = {}
-        _group_overlapping(g, span, 0.0, sub)
+        _group_overlapping(g, {k: _span(lf[k], usage[k], slack) for k in g}, 0.0, sub)
         for k, (_, top) in sub.items():
             out[k] = (top, top)
     return out
