@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, NotFoundError, OutputError, UnsafeActionError
+from .errors import ConfigError, NotFoundError, UnsafeActionError
 from .forecast import Segment, idle_time_to_fairshare, trajectory, usage_to_fairshare
 from .records import ShareRow
 
@@ -625,33 +624,18 @@ def plot_png(data: dict[str, Any], path: str) -> None:
 
 
 def pyplot():
-    """matplotlib's pyplot on the Agg backend, or the one-line ConfigError when it is missing."""
-    try:
-        import matplotlib
+    """matplotlib's pyplot for --plot (fscontrol.plotting)."""
+    from .plotting import pyplot as _pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError(
-            "--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) "
-            "(or use the text chart / --json)"
-        ) from None
-    return plt
+    return _pyplot("--plot", instead="the text chart / --json")
 
 
 def save_plot(fig, path: str) -> None:
     """Write the --plot PNG (never making its folder) and close the figure."""
-    import matplotlib.pyplot as plt
+    from .plotting import save
 
     fig.tight_layout()
-    try:
-        if not Path(path).parent.is_dir():
-            raise FileNotFoundError(f"folder {Path(path).parent} does not exist")
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        raise OutputError(f"cannot write the --plot file {path}: {e}") from None
-    finally:
-        plt.close(fig)
+    save(fig, path, "the --plot file", dpi=120)
 
 
 def invoker() -> tuple[str, int]:

@@ -173,13 +173,9 @@ def render_halving_png(results: Sequence[SimResult], path: str | Path, *, clip: 
     """H/u* - 1 over time, one line per configuration (matplotlib: the `plot` extra, imported here)."""
     from ..errors import ConfigError
 
-    try:
-        import matplotlib
+    from ..plotting import pyplot, save
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError("the PNG chart needs matplotlib: pip install 'fscontrol[plot]'") from None
+    plt = pyplot("--halving-png")
     n = max(1, len(results))
     cols = 2 if n > 3 else 1
     rows = math.ceil(n / cols)
@@ -201,8 +197,7 @@ def render_halving_png(results: Sequence[SimResult], path: str | Path, *, clip: 
     fig.suptitle("The halving S_ref x d x U each decay pass used, against u* (hourly samples; +-2% dashed; axis +-6%)",
                  fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path, "the halving chart")
 
 
 def summary(results: Sequence[SimResult]) -> list[dict[str, Any]]:

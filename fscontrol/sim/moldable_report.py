@@ -19,7 +19,6 @@ from typing import Any
 
 from tabulate import tabulate
 
-from ..errors import ConfigError, OutputError
 from .metrics import group_metrics, utilization
 from .moldable import CATEGORY_EDGES, MoldParams, Strategy, category_labels, category_of, get_strategy
 from .moldable_sched import MoldRun, simulate_moldable
@@ -199,13 +198,9 @@ def render_categories_png(results: list[SimResult] | list[Summary], path: str | 
     """A grouped bar chart (PNG): per category, each strategy's mean turnaround divided by the
     baseline's, on a log axis (0.5 and 2 equally far from 1), one bar per strategy (matplotlib,
     the ``plot`` extra, imported here)."""
-    try:
-        import matplotlib
+    from ..plotting import pyplot, save
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ConfigError("the PNG chart needs matplotlib: pip install 'fscontrol[plot]'") from None
+    plt = pyplot("the PNG chart")
     imp = improvement_table(results, baseline=baseline)
     labels = [row["label"] for row in summarize(results[0])["categories"]]
     names = [n for k, n in enumerate(imp) if k != baseline]
@@ -235,14 +230,7 @@ def render_categories_png(results: list[SimResult] | list[Summary], path: str | 
         ax.legend(fontsize=8, ncol=2)
     ax.grid(axis="y", which="both", alpha=0.3)
     fig.tight_layout()
-    p = Path(path)
-    try:
-        fig.savefig(p)
-    except OSError as e:
-        raise OutputError(f"cannot write {p}: {e}") from None
-    finally:
-        plt.close(fig)
-    return p
+    return save(fig, path, "the chart")
 
 
 def size_profile(results: list[SimResult]) -> str:

@@ -487,14 +487,9 @@ def _unit(w: Mapping[str, Any]) -> str:
 
 def write_chart(results: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """Bars side by side per run: mean wait (h), mean bounded slowdown, utilization (%). Needs matplotlib."""
-    try:
-        import matplotlib
+    from ..plotting import pyplot, save
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ConfigError("the sweep chart needs matplotlib: install matplotlib into fscontrol's environment "
-                          "(.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout)") from e
+    plt = pyplot("the sweep chart")
     rows = sweep_rows(results)
     labels = [r["run"] for r in rows]
     panels = (
@@ -516,13 +511,4 @@ def write_chart(results: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     w = results[0]["workload"] if results else {}
     fig.suptitle(f"{w.get('name', '')}: {len(rows)} runs", fontsize=11)
     fig.tight_layout()
-    out = Path(path)
-    try:
-        if not out.parent.is_dir():
-            raise FileNotFoundError(f"folder {out.parent} does not exist")
-        fig.savefig(out)
-    except OSError as e:
-        raise OutputError(f"cannot write the chart {out}: {e}") from None
-    finally:
-        plt.close(fig)
-    return out
+    return save(fig, path, "the chart")
