@@ -414,10 +414,14 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
 _SACCT_NEED = ("JobID", "User", "Account", "Partition", "State", "AllocCPUS", "AllocTRES", "Start", "End")
 
 
-def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzinfo = timezone.utc) -> Iterator[JobRecord]:
+def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzinfo = timezone.utc, *,
+               plain: bool = False) -> Iterator[JobRecord]:
     """parse_sacct one line at a time: `lines` as str.splitlines gives them (a file read line by
     line: collect streams a million jobs without holding them). The same records and the same
-    errors: a bad value is reported only after the rest is checked for a wrong field count."""
+    errors: a bad value is reported only after the rest is checked for a wrong field count.
+    `plain`: each record as a plain tuple in JobRecord's field order (what the spool keeps and
+    write_snapshot binds), not a JobRecord."""
+    new = tuple.__new__  # JobRecord is a NamedTuple: JobRecord(*t) is tuple.__new__(JobRecord, t)
     need = _SACCT_NEED
     it = iter(lines)
     header = None
@@ -464,10 +468,13 @@ def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzi
             except ValueError as e:
                 raise ParseError(command, f"bad time: {e}", no, line) from None
             v = f[i_cpus]
-            try:
-                cpus = _int(v, command, "AllocCPUS", no, line)
-            except ValueError:
-                cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
+            if v.isdigit() and v.isascii():  # _int's fast path, inline
+                cpus = int(v)
+            else:
+                try:
+                    cpus = _int(v, command, "AllocCPUS", no, line)
+                except ValueError:
+                    cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
             v = f[i_tres]
             if v in bills:
                 billing = bills[v]
@@ -490,29 +497,31 @@ def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzi
             nnodes = 1
             if i_nn is not None:
                 v = f[i_nn]
-                try:
-                    nnodes = _int(v, command, "NNodes", no, line)
-                except ValueError:
-                    nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
+                if v.isdigit() and v.isascii():
+                    nnodes = int(v)
+                else:
+                    try:
+                        nnodes = _int(v, command, "NNodes", no, line)
+                    except ValueError:
+                        nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
             user, account, partition = f[i_user], f[i_acc], f[i_part]
             qos = f[i_qos] if i_qos is not None else ""
-            yield (
-                JobRecord(
-                    f[i_id].strip(),
-                    names.get(user) or names.setdefault(user, user.strip()),
-                    names.get(account) or names.setdefault(account, account.strip()),
-                    names.get(partition) or names.setdefault(partition, partition.strip()),
-                    names.get(qos) or names.setdefault(qos, qos.strip()),
-                    state,
-                    cpus,
-                    billing if billing is not None else (0 if state == "PENDING" else cpus),
-                    nnodes,
-                    submit,
-                    start,
-                    end,
-                    elapsed,
-                )
+            t = (
+                f[i_id].strip(),
+                names.get(user) or names.setdefault(user, user.strip()),
+                names.get(account) or names.setdefault(account, account.strip()),
+                names.get(partition) or names.setdefault(partition, partition.strip()),
+                names.get(qos) or names.setdefault(qos, qos.strip()),
+                state,
+                cpus,
+                billing if billing is not None else (0 if state == "PENDING" else cpus),
+                nnodes,
+                submit,
+                start,
+                end,
+                elapsed,
             )
+            yield t if plain else new(JobRecord, t)
     except Exception:
         _count_error_iter(itertools.chain((line,), it), no, n, command)
         raise
@@ -547,39 +556,62 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
     out: list[QueueJob] = []
     seen: set[str] = set()
     make = new_queue_job
-    for no, f in rows:
-        comment = f[i_comment].strip() if i_comment is not None else ""
-        job_id = f[i_id].strip()
-        if not JOB_ID.fullmatch(job_id):
-            raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
-        if job_id in seen:
-            raise ParseError(command, f"job {job_id} listed twice", no, "|".join(f))
-        seen.add(job_id)
-        try:
-            submit = parse_time(f[i_submit], tz) if i_submit is not None else None
-            start = parse_time(f[i_start], tz) if i_start is not None else None
-            limit = parse_duration(f[i_limit]) if i_limit is not None else None
-        except ValueError as e:
-            raise ParseError(command, str(e), no, "|".join(f)) from None
-        out.append(
-            make(
-                job_id,
-                f[i_user].strip(),
-                f[i_acct].strip(),
-                f[i_part].strip(),
-                f[i_qos].strip() if i_qos is not None else "",
-                f[i_state].strip(),
-                count(f[i_nodes], "NODES", no, f),
-                count(f[i_cpus], "CPUS", no, f),
-                count(f[i_prio], "PRIORITY", no, f),
-                count(f[i_nice], "NICE", no, f, minimum=None) if i_nice is not None else 0,
-                f[i_reason].strip(),
-                submit,
-                start,
-                limit,
-                "" if comment == "(null)" else comment,
+    limits: dict[str, int | None] = {}  # parse_duration of each distinct TimeLimit text (a few per queue)
+    # the fast paths of parse_time and count inline: plain ASCII digits (what %s and the counts print)
+    with gc_paused():  # a record a job, no reference cycles (as parse_sshare)
+        for no, f in rows:
+            comment = f[i_comment].strip() if i_comment is not None else ""
+            job_id = f[i_id].strip()
+            if not JOB_ID.fullmatch(job_id):
+                raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
+            if job_id in seen:
+                raise ParseError(command, f"job {job_id} listed twice", no, "|".join(f))
+            seen.add(job_id)
+            try:
+                submit = start = limit = None
+                if i_submit is not None:
+                    v = f[i_submit]
+                    submit = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+                if i_start is not None:
+                    v = f[i_start]
+                    start = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+                if i_limit is not None:
+                    v = f[i_limit]
+                    if v in limits:
+                        limit = limits[v]
+                    else:
+                        limit = limits[v] = parse_duration(v)
+            except ValueError as e:
+                raise ParseError(command, str(e), no, "|".join(f)) from None
+            v = f[i_nodes]
+            nodes = int(v) if v.isdigit() and v.isascii() else count(v, "NODES", no, f)
+            v = f[i_cpus]
+            cpus = int(v) if v.isdigit() and v.isascii() else count(v, "CPUS", no, f)
+            v = f[i_prio]
+            prio = int(v) if v.isdigit() and v.isascii() else count(v, "PRIORITY", no, f)
+            nice = 0
+            if i_nice is not None:
+                v = f[i_nice]
+                nice = int(v) if v.isdigit() and v.isascii() else count(v, "NICE", no, f, minimum=None)
+            out.append(
+                make(
+                    job_id,
+                    f[i_user].strip(),
+                    f[i_acct].strip(),
+                    f[i_part].strip(),
+                    f[i_qos].strip() if i_qos is not None else "",
+                    f[i_state].strip(),
+                    nodes,
+                    cpus,
+                    prio,
+                    nice,
+                    f[i_reason].strip(),
+                    submit,
+                    start,
+                    limit,
+                    "" if comment == "(null)" else comment,
+                )
             )
-        )
     return tuple(out)
 
 

@@ -46,7 +46,14 @@ class CollectResult:
 def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None] = lambda c: None) -> Snapshot:
     """Run every read command and parse it. Raises on the first failure; nothing is written.
 
-    `window_start_of(cluster)` gives the start of the sacct window: the previous snapshot."""
+    `window_start_of(cluster)` gives the start of the sacct window: the previous snapshot.
+    The cyclic garbage collector is paused throughout (parse.gc_paused): the parsers make a record
+    a row and no reference cycle, so each collection during the read only re-scanned them."""
+    with parse.gc_paused():
+        return _read_snapshot(source, window_start_of)
+
+
+def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None]) -> Snapshot:
     def whole(out):
         """Slurm's commands end their output with a newline: without it the output was cut short."""
         if out.stdout and not out.stdout.endswith("\n"):

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -464,21 +464,6 @@ def _paths(rows: Iterable[ShareRow]) -> dict[tuple[str, str], str]:
     return out
 
 
-def _sample_values(r: ShareRow) -> tuple:
-    return (
-        1,
-        r.raw_shares,
-        int(r.shares_parent),
-        r.norm_shares,
-        r.raw_usage,
-        r.norm_usage,
-        r.effective_usage,
-        r.fairshare,
-        r.billing_run_mins,
-        r.level_fs,
-    )
-
-
 def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
     """Write one snapshot and all it carries. The caller holds the transaction."""
     with gc_paused():  # a tick holds the parsed snapshot: collections would re-scan it all
@@ -518,22 +503,30 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
     sid = cur.lastrowid
     conn = db.conn
 
-    # associations: ids, then change-only samples
-    ids = {
-        (a, u): (i, parent, depth)
-        for i, a, u, parent, depth in conn.execute(
-            "SELECT id, account, user, parent, depth FROM assocs WHERE cluster = ?", [snap.cluster]
-        )
-    }
+    # associations: ids and the latest values (one read of both), then change-only samples
+    ids = {}
+    current = {}
+    for row in conn.execute(
+        f"SELECT a.id, a.account, a.user, a.parent, a.depth, {', '.join('c.' + c for c in _SAMPLE_COLS)} FROM assocs a "
+        "LEFT JOIN assoc_current c ON c.assoc_id = a.id WHERE a.cluster = ?",
+        [snap.cluster],
+    ):
+        aid = row[0]
+        ids[(row[1], row[2])] = (aid, row[3], row[4])
+        if row[5] is not None:  # present is NOT NULL in assoc_current: NULL here is no row there
+            current[aid] = row[5:]
     # (account, user) built once per row: at 100k associations the `key` property adds up
     keyed = [((r.account, r.user), r) for r in snap.shares]
-    paths = _paths(snap.shares)
-    new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in keyed if k not in ids]
+    new_assocs = [k for k, r in keyed if k not in ids]
     moved = [
-        (r.parent, r.depth, paths[k], ids[k][0])
+        (k, r)
         for k, r in keyed
         if k in ids and (ids[k][1], ids[k][2]) != (r.parent, r.depth)
     ]
+    if new_assocs or moved:  # the tree paths only when an association is new or has moved
+        paths = _paths(snap.shares)
+        new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in keyed if k not in ids]
+        moved = [(r.parent, r.depth, paths[k], ids[k][0]) for k, r in moved]
     if new_assocs:
         conn.executemany(
             "INSERT INTO assocs (cluster, account, user, parent, depth, path) VALUES (?,?,?,?,?,?)", new_assocs
@@ -546,21 +539,15 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         }
     if moved:
         conn.executemany("UPDATE assocs SET parent = ?, depth = ?, path = ? WHERE id = ?", moved)
-    current = {
-        row[0]: row[1:]
-        for row in conn.execute(
-            f"SELECT c.assoc_id, {', '.join('c.' + c for c in _SAMPLE_COLS)} FROM assoc_current c "
-            "JOIN assocs a ON a.id = c.assoc_id WHERE a.cluster = ?",
-            [snap.cluster],
-        )
-    }
     changed = []
     seen = set()
+    get = current.get
     for k, r in keyed:
         aid = ids[k][0]
         seen.add(aid)
-        vals = _sample_values(r)
-        if current.get(aid) != vals:
+        vals = (1, r.raw_shares, int(r.shares_parent), r.norm_shares, r.raw_usage, r.norm_usage, r.effective_usage,
+                r.fairshare, r.billing_run_mins, r.level_fs)  # in _SAMPLE_COLS' order
+        if get(aid) != vals:
             changed.append((aid, sid, *vals))
     for aid, vals in current.items():
         if aid not in seen and vals[0] == 1:  # vanished: a tombstone sample
@@ -626,9 +613,9 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
 
 
 def _config_json(cfg: SlurmConfig) -> dict:
-    d = asdict(cfg)
-    d.pop("raw", None)
-    return d
+    """asdict(cfg) without `raw` (the whole `scontrol show config`, not stored): the fields
+    themselves (tuples of str, a dict of int), not deep copies, for json.dumps."""
+    return {name: getattr(cfg, name) for name in cfg.__dataclass_fields__ if name != "raw"}
 
 
 def record_tick(
