@@ -21,7 +21,6 @@ from .records import ShareRow, Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
-SHARE_FIELDS = tuple(ShareRow.__dataclass_fields__)  # store._share_values's columns
 
 
 def _record_failure(db: Database, cluster: str | None, stage: str, started: float, e: Exception,
@@ -689,15 +688,15 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot) -> tuple[f
     row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
     if row is None:
         return None, None
-    before = [dict(zip(SHARE_FIELDS, v)) for v in store._share_values(db, row[0], previous["snapshot_id"], latest=False)]
-    ue_before = {(r["account"], r["user"]): r["effective_usage"] for r in before if r["user"]}
+    before = store.usage_values(db, row[0], previous["snapshot_id"])  # (account, user, depth, raw_usage, effective_usage)
+    ue_before = {(a, u): eff for a, u, _, _, eff in before if u}
     ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
     if ue_before == ue_now or previous.get("s_ref") is None:
         return None, None
-    root = next((r for r in before if r["depth"] == 0), None)
+    root = next((r for r in before if r[2] == 0), None)  # one root a cluster (parse_sshare: depth 0 is root alone)
     if root is None:
         return None, None
-    return previous["s_ref"] * snap.config.damping_factor * float(root["raw_usage"]), snap.taken_at
+    return previous["s_ref"] * snap.config.damping_factor * float(root[3]), snap.taken_at
 
 
 def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:

@@ -730,6 +730,20 @@ def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, lat
     ).fetchall()
 
 
+def usage_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int) -> list[tuple]:
+    """(account, user, depth, raw_usage, effective_usage) of each association of a snapshot: the
+    rows _share_values(latest=False) reads, five of their columns, in no particular order."""
+    return db.execute(
+        """SELECT a.account, a.user, a.depth, s.raw_usage, s.effective_usage
+            FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
+            WHERE a.cluster = ?
+              AND s.snapshot_id = (SELECT max(snapshot_id) FROM assoc_samples
+                                   WHERE assoc_id = a.id AND snapshot_id <= ?)
+              AND s.present = 1""",
+        [cluster, snapshot_id],
+    ).fetchall()
+
+
 def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None) -> StoredSnapshot:
     """A stored snapshot with its association rows in tree order (latest if no id)."""
     if snapshot_id is None:
