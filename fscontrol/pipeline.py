@@ -385,6 +385,9 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
         status = "pending" if apply else "planned"
         with store.transaction(db):
+            # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read
+            # from assoc_current before this snapshot's values replace them
+            latest_usage = store.latest_usage_values(db, snap.cluster) if ctl is not None and ctl[0] is not None else None
             sid = store.write_snapshot(db, snap, source=source.describe())
             if acting:  # a tick killed mid-run left its row 'running': it ended without an outcome
                 db.execute("UPDATE ticks SET status = 'failed', error = 'ended without recording its outcome (killed?)' "
@@ -401,7 +404,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                 if dec is not None:
                     previous = store.last_decision(db, cluster)
                     if previous is not None:
-                        store.set_measured_effect(db, previous["id"], dec.h_now, *_halving_slurm_used(db, previous, snap))
+                        store.set_measured_effect(db, previous["id"], dec.h_now,
+                                                *_halving_slurm_used(db, previous, snap, latest_usage))
                     did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
                 c_ids = store.write_actions(db, cluster, did, "off" if stages.off else "control",
                                             [replace(a, status=status) for a in c_plan], snap.taken_at, tick_id)
@@ -680,15 +684,21 @@ def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple
     return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
 
 
-def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
+def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
+                        latest_usage: tuple[int | None, list[tuple]] | None = None) -> tuple[float | None, float | None]:
     """The halving Slurm's priorities used at the decay pass between the previous decision and
     this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
     saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
-    any user's EffectvUsage moving. (None, None) when no pass ran in between."""
-    row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
-    if row is None:
-        return None, None
-    before = store.usage_values(db, row[0], previous["snapshot_id"])  # (account, user, depth, raw_usage, effective_usage)
+    any user's EffectvUsage moving. (None, None) when no pass ran in between. `latest_usage`:
+    store.latest_usage_values read before this snapshot was written (used when the previous
+    decision's snapshot is that one, as at every tick after a tick)."""
+    if latest_usage is not None and latest_usage[0] == previous["snapshot_id"]:
+        before = latest_usage[1]
+    else:
+        row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
+        if row is None:
+            return None, None
+        before = store.usage_values(db, row[0], previous["snapshot_id"])  # (account, user, depth, raw_usage, effective_usage)
     ue_before = {(a, u): eff for a, u, _, _, eff in before if u}
     ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
     if ue_before == ue_now or previous.get("s_ref") is None:

@@ -155,3 +155,22 @@ def test_config_json_is_asdict_without_raw():
         del want["raw"]
         assert json.dumps(store._config_json(cfg)) == json.dumps(want)
         assert store._config_from_json({"config": json.loads(json.dumps(store._config_json(cfg)))}) == cfg
+
+
+def test_latest_usage_values_are_the_previous_snapshots(tmp_path):
+    """What a tick reads from assoc_current before writing (store.latest_usage_values) is the
+    previous snapshot's usage as usage_values reads it from the samples, at every step of the
+    recorded series and of two samples alternating (associations appearing and vanishing)."""
+    series = sorted(p for p in (SAMPLES / "testbed-series").iterdir() if p.is_dir())
+    for folders in (series, [BASIC, SAMPLES / "testbed-history", BASIC, SAMPLES / "testbed-history"]):
+        db = store.open_db(tmp_path / f"{len(folders)}-{folders[0].name}.db")
+        seen = 0
+        for f in folders:
+            snap = pipeline.read_snapshot(RecordedSlurm(f))
+            sid, rows = store.latest_usage_values(db, snap.cluster)
+            if sid is not None:
+                assert sorted(rows) == sorted(store.usage_values(db, snap.cluster, sid)) and rows
+                seen += 1
+            with store.transaction(db):
+                store.write_snapshot(db, snap)
+        assert seen == len(folders) - 1
