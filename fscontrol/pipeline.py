@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
@@ -471,8 +472,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                       settled.changes)
 
 
-@dataclass(frozen=True)
-class _Settled:
+class _Settled(NamedTuple):  # (a NamedTuple: a frozen dataclass costs ~0.5 ms to build at import)
     actions: list  # (action id, new status, note)
     ledger: object | None  # gate.Reconciled
     changes: tuple
@@ -744,9 +744,10 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
 
     d_now = snap.config.damping_factor
     d_last = store.last_applied_damping(db, snap.cluster)
-    s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, cc.dummy_key, cc.reference_share)
-    dummy_jobs = [q for q in snap.queue if (q.account, q.user) == cc.dummy_key]
-    real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != cc.dummy_key]
+    dummy = cc.dummy_key  # (a property: computed once, not once a queued job)
+    s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, dummy, cc.reference_share)
+    dummy_jobs = [q for q in snap.queue if (q.account, q.user) == dummy]
+    real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != dummy]
     dec = control.plan_control(
         snap.shares,
         method=cc.method,

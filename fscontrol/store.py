@@ -843,15 +843,44 @@ def inflow_series(db: sqlite_utils.Database, cluster: str) -> dict[tuple[str, st
     return out
 
 
-@dataclass(frozen=True)
-class UsageHistory:
-    """A cluster's user associations over its snapshots, as numpy arrays (see usage_history)."""
+def _fit_classes() -> None:
+    """UsageHistory and JobCharges, made the first time the fit needs them: a collect, a tick or
+    a report never does, and a frozen dataclass costs about half a millisecond to build at import
+    (store.UsageHistory, store.JobCharges resolve through the module's __getattr__)."""
+    global UsageHistory, JobCharges
+    if "JobCharges" in globals():
+        return
 
-    ids: "np.ndarray"  # (n_snap,) snapshot ids, ascending
-    times: "np.ndarray"  # (n_snap,) their taken_at
-    keys: list[tuple[str, str]]  # (account, user) of each row, by association id
-    assoc_ids: "np.ndarray"  # (n_rows,) association id of each row
-    usage: "np.ndarray"  # (n_rows, n_snap) RawUsage at each snapshot, NaN where absent
+    @dataclass(frozen=True)
+    class UsageHistory:
+        """A cluster's user associations over its snapshots, as numpy arrays (see usage_history)."""
+
+        ids: "np.ndarray"  # (n_snap,) snapshot ids, ascending
+        times: "np.ndarray"  # (n_snap,) their taken_at
+        keys: list[tuple[str, str]]  # (account, user) of each row, by association id
+        assoc_ids: "np.ndarray"  # (n_rows,) association id of each row
+        usage: "np.ndarray"  # (n_rows, n_snap) RawUsage at each snapshot, NaN where absent
+
+    @dataclass(frozen=True)
+    class JobCharges:
+        """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
+        SQLite returns them: the jobs with an association id, then those without (by name)."""
+
+        qos_names: list  # in SQLite's GROUP BY order (NULL first, then by bytes)
+        sid: "np.ndarray"  # snapshot id of each job
+        aid: "np.ndarray"  # its association id (-1: none)
+        q: "np.ndarray"  # index of its QOS in qos_names
+        charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
+        orphans: list  # (account, user) of the jobs without an association id, in order
+
+    UsageHistory.__qualname__, JobCharges.__qualname__ = "UsageHistory", "JobCharges"  # as at module level (repr, pickle)
+
+
+def __getattr__(name: str):
+    if name in ("UsageHistory", "JobCharges"):
+        _fit_classes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
@@ -866,6 +895,8 @@ def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
     snapshot), the samples are those snapshots and their ids are not read at all. Any other
     association (sparse samples, a value stored as other than an integer) is read row by row."""
     import numpy as np
+
+    _fit_classes()
 
     snaps = db.execute("SELECT id, taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster]).fetchall()
     ids = np.array([r[0] for r in snaps], dtype=np.int64)
@@ -972,19 +1003,6 @@ def _fill_row(db: sqlite_utils.Database, aid: int, ids, row) -> bool:
 _ABSENT = -(2**63)  # usage_history's mark of an absent sample (RawUsage is never negative)
 
 
-@dataclass(frozen=True)
-class JobCharges:
-    """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
-    SQLite returns them: the jobs with an association id, then those without (by name)."""
-
-    qos_names: list  # in SQLite's GROUP BY order (NULL first, then by bytes)
-    sid: "np.ndarray"  # snapshot id of each job
-    aid: "np.ndarray"  # its association id (-1: none)
-    q: "np.ndarray"  # index of its QOS in qos_names
-    charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
-    orphans: list  # (account, user) of the jobs without an association id, in order
-
-
 def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int) -> JobCharges:
     """The jobs of snapshots lo..hi for inflow_history. Takes a plain connection: the fit reads
     them on a second (read-only) connection in a thread while the usage is read on the first;
@@ -1009,6 +1027,8 @@ def _qos_order(q):
 
 def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: list, unknown_ok: bool) -> JobCharges | None:
     import numpy as np
+
+    _fit_classes()
 
     empty = np.zeros(0, dtype=np.int64)
     if not qos_names:
