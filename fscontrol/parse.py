@@ -288,6 +288,7 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
     out: list[ShareRow] = []
     append = out.append
     stack: list[str] = []  # account names by depth
+    runs: dict[str, int | None] = {}  # _billing of each distinct TRESRunMins text (idle associations print the same)
     with gc_paused():
         i = first
         try:
@@ -325,10 +326,16 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                     raw_shares = None
                 else:
                     raw_shares = _int(shares_txt, command, "RawShares", no, line, allow_empty=True)
-                try:
-                    run_mins = _billing(f[i_run]) if i_run is not None else None
-                except ValueError as e:
-                    raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
+                run_mins = None
+                if i_run is not None:
+                    v = f[i_run]
+                    if v in runs:
+                        run_mins = runs[v]
+                    else:
+                        try:
+                            run_mins = runs[v] = _billing(v)
+                        except ValueError as e:
+                            raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
                 norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
                 raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
                 norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
