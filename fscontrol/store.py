@@ -517,15 +517,17 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
             current[aid] = row[5:]
     # (account, user) built once per row: at 100k associations the `key` property adds up
     keyed = [((r.account, r.user), r) for r in snap.shares]
-    new_assocs = [k for k, r in keyed if k not in ids]
-    moved = [
-        (k, r)
-        for k, r in keyed
-        if k in ids and (ids[k][1], ids[k][2]) != (r.parent, r.depth)
-    ]
+    new_assocs = []
+    moved = []
+    for k, r in keyed:
+        known = ids.get(k)
+        if known is None:
+            new_assocs.append((k, r))
+        elif (known[1], known[2]) != (r.parent, r.depth):
+            moved.append((k, r))
     if new_assocs or moved:  # the tree paths only when an association is new or has moved
         paths = _paths(snap.shares)
-        new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in keyed if k not in ids]
+        new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in new_assocs]
         moved = [(r.parent, r.depth, paths[k], ids[k][0]) for k, r in moved]
     if new_assocs:
         conn.executemany(
