@@ -385,10 +385,11 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             ctl = _decide_control(db, snap, cc, off) if stages.control else None
             gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
         status = "pending" if apply else "planned"
+        # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read from
+        # assoc_current before this snapshot's values replace them (used only if it is the
+        # snapshot of the previous decision, which the transaction below reads)
+        latest_usage = store.latest_usage_values(db, snap.cluster) if ctl is not None and ctl[0] is not None else None
         with store.transaction(db):
-            # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read
-            # from assoc_current before this snapshot's values replace them
-            latest_usage = store.latest_usage_values(db, snap.cluster) if ctl is not None and ctl[0] is not None else None
             sid = store.write_snapshot(db, snap, source=source.describe())
             if acting:  # a tick killed mid-run left its row 'running': it ended without an outcome
                 db.execute("UPDATE ticks SET status = 'failed', error = 'ended without recording its outcome (killed?)' "

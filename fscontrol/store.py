@@ -735,16 +735,19 @@ def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, lat
 def latest_usage_values(db: sqlite_utils.Database, cluster: str) -> tuple[int | None, list[tuple]]:
     """(the cluster's latest snapshot id, usage_values of it), read from assoc_current: no look-up
     of each association's latest sample. Read before a new snapshot is written, it is the
-    snapshot before that one (assoc_current then holds its values)."""
-    sid = latest_snapshot_id(db, cluster)
-    if sid is None:
-        return None, []
-    return sid, db.execute(
-        """SELECT a.account, a.user, a.depth, c.raw_usage, c.effective_usage
-            FROM assocs a JOIN assoc_current c ON c.assoc_id = a.id
-            WHERE a.cluster = ? AND c.present = 1""",
-        [cluster],
-    ).fetchall()
+    snapshot before that one (assoc_current then holds its values). Both reads in one read
+    transaction (one view of the history, whatever another process commits meanwhile); called
+    outside the tick's write transaction, so that one still begins with its first write."""
+    with transaction(db):
+        sid = latest_snapshot_id(db, cluster)
+        if sid is None:
+            return None, []
+        return sid, db.execute(
+            """SELECT a.account, a.user, a.depth, c.raw_usage, c.effective_usage
+                FROM assocs a JOIN assoc_current c ON c.assoc_id = a.id
+                WHERE a.cluster = ? AND c.present = 1""",
+            [cluster],
+        ).fetchall()
 
 
 def usage_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int) -> list[tuple]:

@@ -174,3 +174,44 @@ def test_latest_usage_values_are_the_previous_snapshots(tmp_path):
             with store.transaction(db):
                 store.write_snapshot(db, snap)
         assert seen == len(folders) - 1
+
+
+@pytest.mark.parametrize("when", ["after the read", "before the read"])
+def test_halving_slurm_used_alike_with_a_collect_committed_in_between(tmp_path, monkeypatch, when):
+    """The previous snapshot's usage is read before the tick's transaction: a collect another
+    process commits after that read (the read is then still the previous decision's snapshot) or
+    before it (then it is not, and the samples are read) changes nothing; each decision's h_slurm
+    is what the samples give (the read disabled)."""
+    from fscontrol import config
+
+    cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 1, "method": "damping"}}})
+    series = sorted(p for p in (SAMPLES / "testbed-series").iterdir() if p.is_dir())
+    real = store.latest_usage_values
+
+    def run(name, interleave):
+        path = tmp_path / f"{name}.db"
+        db = store.open_db(path)
+        other = store.open_db(path)
+
+        def read_then_collect(d, cluster):
+            if interleave and when == "before the read":
+                pipeline.collect(RecordedSlurm(series[0]), other)
+            got = real(d, cluster) if interleave else (None, [])
+            if interleave and when == "after the read":  # another process commits a snapshot
+                pipeline.collect(RecordedSlurm(series[0]), other)
+            used.append(got[0] is not None and got[0] == store.last_decision(d, cluster)["snapshot_id"]
+                        if interleave and store.last_decision(d, cluster) else None)
+            return got
+
+        monkeypatch.setattr(store, "latest_usage_values", read_then_collect)
+        for f in series:
+            pipeline.control_tick(RecordedSlurm(f), db, cfg, apply=False)
+        return db.execute("SELECT s.taken_at, d.h_slurm FROM decisions d JOIN snapshots s ON s.id = d.snapshot_id "
+                          "ORDER BY d.id").fetchall()
+
+    used: list = []
+    fast = run("fast", True)
+    assert set(used[1:]) == {when == "after the read"}  # the read used, or not, at every tick after the first
+    slow = run("slow", False)
+    assert len(fast) == len(slow) == len(series) and fast == slow
+    assert any(h is not None for _, h in fast)
