@@ -336,11 +336,40 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                             run_mins = runs[v] = _billing(v)
                         except ValueError as e:
                             raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
-                norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
+                # _flt(v, ..., allow_empty=True), its fast path inline (the same test), else _flt itself
+                v = f[i_norm]
+                try:
+                    norm_shares = float(v)
+                    if not (norm_shares - norm_shares == 0 and norm_shares >= 0.0 and v.isascii() and "_" not in v):
+                        raise ValueError
+                except ValueError:
+                    norm_shares = _flt(v, command, "NormShares", no, line, allow_empty=True)
                 raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
-                norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
-                effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
-                fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
+                norm_usage = None
+                if i_nu is not None:
+                    v = f[i_nu]
+                    try:
+                        norm_usage = float(v)
+                        if not (norm_usage - norm_usage == 0 and norm_usage >= 0.0 and v.isascii() and "_" not in v):
+                            raise ValueError
+                    except ValueError:
+                        norm_usage = _flt(v, command, "NormUsage", no, line, allow_empty=True)
+                v = f[i_eff]
+                try:
+                    effective_usage = float(v)
+                    if not (effective_usage - effective_usage == 0 and effective_usage >= 0.0 and v.isascii() and "_" not in v):
+                        raise ValueError
+                except ValueError:
+                    effective_usage = _flt(v, command, "EffectvUsage", no, line, allow_empty=True)
+                fairshare = None
+                if i_fs is not None:
+                    v = f[i_fs]
+                    try:
+                        fairshare = float(v)
+                        if not (fairshare - fairshare == 0 and fairshare >= 0.0 and v.isascii() and "_" not in v):
+                            raise ValueError
+                    except ValueError:
+                        fairshare = _flt(v, command, "FairShare", no, line, allow_empty=True)
                 level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
                 if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
                     raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
@@ -640,16 +669,27 @@ def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow
         return ()
     header, rows = _table(text, command, ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
     ix = {name: i for i, name in enumerate(header)}
-    return tuple(
-        PrioRow(
-            job_id=f[ix["JOBID"]].strip(),
-            user=f[ix["USER"]].strip(),
-            partition=f[ix["PARTITION"]].strip(),
-            priority_norm=_num(f[ix["PRIORITY"]], float, command, "PRIORITY", no, "|".join(f), minimum=0),
-            fairshare_norm=_unit(_num(f[ix["FAIRSHARE"]], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f)),
-        )
-        for no, f in rows
-    )
+    i_id, i_user, i_part, i_prio, i_fs = (ix[c] for c in ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
+    out = []
+    for no, f in rows:
+        # _num's value where it has one (_plain_num), else _num itself raises its error with the line
+        prio = _plain_num(f[i_prio], 0)
+        if prio is None:
+            prio = _num(f[i_prio], float, command, "PRIORITY", no, "|".join(f), minimum=0)
+        fs = _plain_num(f[i_fs], None)
+        if fs is None or not 0 <= fs <= 1:
+            fs = _unit(_num(f[i_fs], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f))
+        out.append(PrioRow(f[i_id].strip(), f[i_user].strip(), f[i_part].strip(), prio, fs))
+    return tuple(out)
+
+
+def _plain_num(value: str, minimum: float | None) -> float | None:
+    """_num(value, float, ..., minimum=minimum)'s value when it returns one; None where it raises."""
+    v = value.strip()
+    if v in _EMPTY or not _FLOAT_TEXT.fullmatch(v):
+        return None
+    x = float(v)
+    return None if minimum is not None and x < minimum else x
 
 
 def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...]:
