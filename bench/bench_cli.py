@@ -4,7 +4,9 @@ Two parts, in one run:
 
 * start-up: `status`, `collect` and `tick` on the bundled samples (samples/testbed-basic, 9
   users; samples/synthetic-agave, 2,500 users, SYNTHETIC), each against `python -c 'import
-  typer'` (the least any typer command costs), with `fscontrol --help` for reference;
+  typer'` (the least any typer command costs), with `fscontrol --help` for reference. `collect`
+  and `tick` add a snapshot of the same sample to the same history each round (no association
+  value changes); --first-collect also times `collect` into a new, empty history each round;
 * scale: `status` on a SYNTHETIC snapshot of ~100,000 associations (scripts/gen_synthetic.py,
   93,238 users), plain and -P, against two floors measured in the same run: reading the bytes of
   the same snapshot's `sshare -a -l -P` text, and a plain join (a Python process that selects the
@@ -57,14 +59,15 @@ def _timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, floa
 
 
 def _rounds(commands: dict[str, tuple[list[str], Path]], env, runs: int, warmup: int = 1):
+    """"{run}" in an argument is replaced by the round's number (a new history each round)."""
     for _ in range(warmup):
         for argv, cwd in commands.values():
-            _timed(argv, env, cwd)
+            _timed([a.replace("{run}", "warmup") for a in argv], env, cwd)
     times: dict[str, list[float]] = {k: [] for k in commands}
     cpu: dict[str, list[float]] = {k: [] for k in commands}
-    for _ in range(runs):
+    for r in range(runs):
         for name, (argv, cwd) in commands.items():
-            wall, used = _timed(argv, env, cwd)
+            wall, used = _timed([a.replace("{run}", str(r)) for a in argv], env, cwd)
             times[name].append(wall)
             cpu[name].append(used)
     return times, cpu
@@ -92,6 +95,8 @@ def main() -> int:
     ap.add_argument("--compare", type=Path, help="another checkout of fscontrol to time beside this one")
     ap.add_argument("--skip-scale", action="store_true")
     ap.add_argument("--skip-startup", action="store_true")
+    ap.add_argument("--first-collect", action="store_true",
+                    help="also time `collect` into a new, empty history each round (it creates the schema: sqlite-utils)")
     args = ap.parse_args()
 
     py = sys.executable
@@ -123,6 +128,9 @@ def main() -> int:
                                                                str(env_db / f"collect-{sample}.db"))
                     commands[f"{tag}tick ({sample})"] = fsc(tag, checkout, "tick", "--source", src, "--db",
                                                             str(env_db / f"tick-{sample}.db"))
+                    if args.first_collect:
+                        commands[f"{tag}first collect ({sample})"] = fsc(tag, checkout, "collect", "--source", src, "--db",
+                                                                         str(env_db / f"first-{sample}-{{run}}.db"))
             times, cpu = _rounds(commands, env, args.runs)
             print(f"\nstart-up: fresh processes, median of {args.runs} interleaved runs after a warm-up round "
                   f"(wall clock; CPU: user + system of the child)")

@@ -1,6 +1,8 @@
 """Where a `collect` of the 2,500-user sample spends its CPU, step by step: each Slurm output's
 parse (scontrol show config, sshare + the tree check, squeue, sprio, sacct as collect reads it)
-and write_snapshot into a history that already holds one snapshot of it. time.process_time in a
+and write_snapshot into a history that already holds one snapshot of it (the same values
+again: no association sample changes), with the usage of every association that has any moved
+(~1,000 changed samples, as after a decay pass), and into an empty history (a first collect). time.process_time in a
 fresh process, best of --runs; --compare DIR times another checkout's code the same way in the
 same run (e.g. `git archive COMMIT fscontrol | tar -x -C DIR`).
 
@@ -48,6 +50,27 @@ def write():
     with store.transaction(db):
         store.write_snapshot(db, snap, source=src.describe())
 best("write_snapshot", write)
+# the same snapshot with every association that has usage moved (RawUsage + 1, as after a decay
+# pass), written alternately with the sample's own: each write stores ~1,000 changed samples
+import dataclasses
+moved = dataclasses.replace(snap, shares=tuple(dataclasses.replace(r, raw_usage=r.raw_usage + 1) if r.raw_usage else r
+                                               for r in snap.shares))
+flip = [snap, moved]
+def write_moved():
+    flip.reverse()
+    with store.transaction(db):
+        store.write_snapshot(db, flip[0], source=src.describe())
+best("write_usage_moved", write_moved)
+# the first collect into an empty history: every association and sample is new
+fresh = [0]
+def write_empty():
+    fresh[0] += 1
+    d = store.open_db(f"{sys.argv[2]}.empty{fresh[0]}")
+    t = T()
+    with store.transaction(d):
+        store.write_snapshot(d, snap, source=src.describe())
+    return T() - t
+steps["write_empty_history"] = min(write_empty() for _ in range(runs))
 print(" ".join(f"{k}={v}" for k, v in steps.items()).replace(" check", "_check"))
 """
 
@@ -71,9 +94,9 @@ def main() -> int:
             results[name] = {k: float(v) for k, v in (x.split("=") for x in out)}
         steps = list(next(iter(results.values())))
         print(f"CPU (process_time) of each step, best of {args.runs}; load average {os.getloadavg()[0]:.2f}")
-        print(f"{'step':<16}" + "".join(f"{n:>16}" for n in results))
+        print(f"{'step':<22}" + "".join(f"{n:>16}" for n in results))
         for step in steps:
-            print(f"{step.replace('_', ' '):<16}" + "".join(f"{r[step] * 1000:>14.1f}ms" for r in results.values()))
+            print(f"{step.replace('_', ' '):<22}" + "".join(f"{r[step] * 1000:>14.1f}ms" for r in results.values()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -288,6 +288,7 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
     out: list[ShareRow] = []
     append = out.append
     stack: list[str] = []  # account names by depth
+    runs: dict[str, int | None] = {}  # _billing of each distinct TRESRunMins text (idle associations print the same)
     with gc_paused():
         i = first
         try:
@@ -325,15 +326,50 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                     raw_shares = None
                 else:
                     raw_shares = _int(shares_txt, command, "RawShares", no, line, allow_empty=True)
+                run_mins = None
+                if i_run is not None:
+                    v = f[i_run]
+                    if v in runs:
+                        run_mins = runs[v]
+                    else:
+                        try:
+                            run_mins = runs[v] = _billing(v)
+                        except ValueError as e:
+                            raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
+                # _flt(v, ..., allow_empty=True), its fast path inline (the same test), else _flt itself
+                v = f[i_norm]
                 try:
-                    run_mins = _billing(f[i_run]) if i_run is not None else None
-                except ValueError as e:
-                    raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
-                norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
+                    norm_shares = float(v)
+                    if not (norm_shares - norm_shares == 0 and norm_shares >= 0.0 and v.isascii() and "_" not in v):
+                        raise ValueError
+                except ValueError:
+                    norm_shares = _flt(v, command, "NormShares", no, line, allow_empty=True)
                 raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
-                norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
-                effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
-                fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
+                norm_usage = None
+                if i_nu is not None:
+                    v = f[i_nu]
+                    try:
+                        norm_usage = float(v)
+                        if not (norm_usage - norm_usage == 0 and norm_usage >= 0.0 and v.isascii() and "_" not in v):
+                            raise ValueError
+                    except ValueError:
+                        norm_usage = _flt(v, command, "NormUsage", no, line, allow_empty=True)
+                v = f[i_eff]
+                try:
+                    effective_usage = float(v)
+                    if not (effective_usage - effective_usage == 0 and effective_usage >= 0.0 and v.isascii() and "_" not in v):
+                        raise ValueError
+                except ValueError:
+                    effective_usage = _flt(v, command, "EffectvUsage", no, line, allow_empty=True)
+                fairshare = None
+                if i_fs is not None:
+                    v = f[i_fs]
+                    try:
+                        fairshare = float(v)
+                        if not (fairshare - fairshare == 0 and fairshare >= 0.0 and v.isascii() and "_" not in v):
+                            raise ValueError
+                    except ValueError:
+                        fairshare = _flt(v, command, "FairShare", no, line, allow_empty=True)
                 level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
                 if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
                     raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
@@ -414,10 +450,14 @@ def parse_sacct(text: str, command: str = "sacct -a -X -T -P", tz: tzinfo = time
 _SACCT_NEED = ("JobID", "User", "Account", "Partition", "State", "AllocCPUS", "AllocTRES", "Start", "End")
 
 
-def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzinfo = timezone.utc) -> Iterator[JobRecord]:
+def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzinfo = timezone.utc, *,
+               plain: bool = False) -> Iterator[JobRecord]:
     """parse_sacct one line at a time: `lines` as str.splitlines gives them (a file read line by
     line: collect streams a million jobs without holding them). The same records and the same
-    errors: a bad value is reported only after the rest is checked for a wrong field count."""
+    errors: a bad value is reported only after the rest is checked for a wrong field count.
+    `plain`: each record as a plain tuple in JobRecord's field order (what the spool keeps and
+    write_snapshot binds), not a JobRecord."""
+    new = tuple.__new__  # JobRecord is a NamedTuple: JobRecord(*t) is tuple.__new__(JobRecord, t)
     need = _SACCT_NEED
     it = iter(lines)
     header = None
@@ -464,10 +504,13 @@ def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzi
             except ValueError as e:
                 raise ParseError(command, f"bad time: {e}", no, line) from None
             v = f[i_cpus]
-            try:
-                cpus = _int(v, command, "AllocCPUS", no, line)
-            except ValueError:
-                cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
+            if v.isdigit() and v.isascii():  # _int's fast path, inline
+                cpus = int(v)
+            else:
+                try:
+                    cpus = _int(v, command, "AllocCPUS", no, line)
+                except ValueError:
+                    cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
             v = f[i_tres]
             if v in bills:
                 billing = bills[v]
@@ -490,29 +533,31 @@ def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzi
             nnodes = 1
             if i_nn is not None:
                 v = f[i_nn]
-                try:
-                    nnodes = _int(v, command, "NNodes", no, line)
-                except ValueError:
-                    nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
+                if v.isdigit() and v.isascii():
+                    nnodes = int(v)
+                else:
+                    try:
+                        nnodes = _int(v, command, "NNodes", no, line)
+                    except ValueError:
+                        nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
             user, account, partition = f[i_user], f[i_acc], f[i_part]
             qos = f[i_qos] if i_qos is not None else ""
-            yield (
-                JobRecord(
-                    f[i_id].strip(),
-                    names.get(user) or names.setdefault(user, user.strip()),
-                    names.get(account) or names.setdefault(account, account.strip()),
-                    names.get(partition) or names.setdefault(partition, partition.strip()),
-                    names.get(qos) or names.setdefault(qos, qos.strip()),
-                    state,
-                    cpus,
-                    billing if billing is not None else (0 if state == "PENDING" else cpus),
-                    nnodes,
-                    submit,
-                    start,
-                    end,
-                    elapsed,
-                )
+            t = (
+                f[i_id].strip(),
+                names.get(user) or names.setdefault(user, user.strip()),
+                names.get(account) or names.setdefault(account, account.strip()),
+                names.get(partition) or names.setdefault(partition, partition.strip()),
+                names.get(qos) or names.setdefault(qos, qos.strip()),
+                state,
+                cpus,
+                billing if billing is not None else (0 if state == "PENDING" else cpus),
+                nnodes,
+                submit,
+                start,
+                end,
+                elapsed,
             )
+            yield t if plain else new(JobRecord, t)
     except Exception:
         _count_error_iter(itertools.chain((line,), it), no, n, command)
         raise
@@ -547,39 +592,62 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
     out: list[QueueJob] = []
     seen: set[str] = set()
     make = new_queue_job
-    for no, f in rows:
-        comment = f[i_comment].strip() if i_comment is not None else ""
-        job_id = f[i_id].strip()
-        if not JOB_ID.fullmatch(job_id):
-            raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
-        if job_id in seen:
-            raise ParseError(command, f"job {job_id} listed twice", no, "|".join(f))
-        seen.add(job_id)
-        try:
-            submit = parse_time(f[i_submit], tz) if i_submit is not None else None
-            start = parse_time(f[i_start], tz) if i_start is not None else None
-            limit = parse_duration(f[i_limit]) if i_limit is not None else None
-        except ValueError as e:
-            raise ParseError(command, str(e), no, "|".join(f)) from None
-        out.append(
-            make(
-                job_id,
-                f[i_user].strip(),
-                f[i_acct].strip(),
-                f[i_part].strip(),
-                f[i_qos].strip() if i_qos is not None else "",
-                f[i_state].strip(),
-                count(f[i_nodes], "NODES", no, f),
-                count(f[i_cpus], "CPUS", no, f),
-                count(f[i_prio], "PRIORITY", no, f),
-                count(f[i_nice], "NICE", no, f, minimum=None) if i_nice is not None else 0,
-                f[i_reason].strip(),
-                submit,
-                start,
-                limit,
-                "" if comment == "(null)" else comment,
+    limits: dict[str, int | None] = {}  # parse_duration of each distinct TimeLimit text (a few per queue)
+    # the fast paths of parse_time and count inline: plain ASCII digits (what %s and the counts print)
+    with gc_paused():  # a record a job, no reference cycles (as parse_sshare)
+        for no, f in rows:
+            comment = f[i_comment].strip() if i_comment is not None else ""
+            job_id = f[i_id].strip()
+            if not JOB_ID.fullmatch(job_id):
+                raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
+            if job_id in seen:
+                raise ParseError(command, f"job {job_id} listed twice", no, "|".join(f))
+            seen.add(job_id)
+            try:
+                submit = start = limit = None
+                if i_submit is not None:
+                    v = f[i_submit]
+                    submit = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+                if i_start is not None:
+                    v = f[i_start]
+                    start = float(v) if v.isdigit() and v.isascii() else parse_time(v, tz)
+                if i_limit is not None:
+                    v = f[i_limit]
+                    if v in limits:
+                        limit = limits[v]
+                    else:
+                        limit = limits[v] = parse_duration(v)
+            except ValueError as e:
+                raise ParseError(command, str(e), no, "|".join(f)) from None
+            v = f[i_nodes]
+            nodes = int(v) if v.isdigit() and v.isascii() else count(v, "NODES", no, f)
+            v = f[i_cpus]
+            cpus = int(v) if v.isdigit() and v.isascii() else count(v, "CPUS", no, f)
+            v = f[i_prio]
+            prio = int(v) if v.isdigit() and v.isascii() else count(v, "PRIORITY", no, f)
+            nice = 0
+            if i_nice is not None:
+                v = f[i_nice]
+                nice = int(v) if v.isdigit() and v.isascii() else count(v, "NICE", no, f, minimum=None)
+            out.append(
+                make(
+                    job_id,
+                    f[i_user].strip(),
+                    f[i_acct].strip(),
+                    f[i_part].strip(),
+                    f[i_qos].strip() if i_qos is not None else "",
+                    f[i_state].strip(),
+                    nodes,
+                    cpus,
+                    prio,
+                    nice,
+                    f[i_reason].strip(),
+                    submit,
+                    start,
+                    limit,
+                    "" if comment == "(null)" else comment,
+                )
             )
-        )
     return tuple(out)
 
 
@@ -601,16 +669,27 @@ def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow
         return ()
     header, rows = _table(text, command, ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
     ix = {name: i for i, name in enumerate(header)}
-    return tuple(
-        PrioRow(
-            job_id=f[ix["JOBID"]].strip(),
-            user=f[ix["USER"]].strip(),
-            partition=f[ix["PARTITION"]].strip(),
-            priority_norm=_num(f[ix["PRIORITY"]], float, command, "PRIORITY", no, "|".join(f), minimum=0),
-            fairshare_norm=_unit(_num(f[ix["FAIRSHARE"]], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f)),
-        )
-        for no, f in rows
-    )
+    i_id, i_user, i_part, i_prio, i_fs = (ix[c] for c in ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
+    out = []
+    for no, f in rows:
+        # _num's value where it has one (_plain_num), else _num itself raises its error with the line
+        prio = _plain_num(f[i_prio], 0)
+        if prio is None:
+            prio = _num(f[i_prio], float, command, "PRIORITY", no, "|".join(f), minimum=0)
+        fs = _plain_num(f[i_fs], None)
+        if fs is None or not 0 <= fs <= 1:
+            fs = _unit(_num(f[i_fs], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f))
+        out.append(PrioRow(f[i_id].strip(), f[i_user].strip(), f[i_part].strip(), prio, fs))
+    return tuple(out)
+
+
+def _plain_num(value: str, minimum: float | None) -> float | None:
+    """_num(value, float, ..., minimum=minimum)'s value when it returns one; None where it raises."""
+    v = value.strip()
+    if v in _EMPTY or not _FLOAT_TEXT.fullmatch(v):
+        return None
+    x = float(v)
+    return None if minimum is not None and x < minimum else x
 
 
 def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...]:

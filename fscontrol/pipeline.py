@@ -12,16 +12,16 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from .historydb import Database
-from .records import ShareRow, Snapshot
+from .records import Snapshot
 from .source import RecordedSlurm, SlurmSource
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
-SHARE_FIELDS = tuple(ShareRow.__dataclass_fields__)  # store._share_values's columns
 
 
 def _record_failure(db: Database, cluster: str | None, stage: str, started: float, e: Exception,
@@ -46,7 +46,14 @@ class CollectResult:
 def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None] = lambda c: None) -> Snapshot:
     """Run every read command and parse it. Raises on the first failure; nothing is written.
 
-    `window_start_of(cluster)` gives the start of the sacct window: the previous snapshot."""
+    `window_start_of(cluster)` gives the start of the sacct window: the previous snapshot.
+    The cyclic garbage collector is paused throughout (parse.gc_paused): the parsers make a record
+    a row and no reference cycle, so each collection during the read only re-scanned them."""
+    with parse.gc_paused():
+        return _read_snapshot(source, window_start_of)
+
+
+def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None]) -> Snapshot:
     def whole(out):
         """Slurm's commands end their output with a newline: without it the output was cut short."""
         if out.stdout and not out.stdout.endswith("\n"):
@@ -378,6 +385,10 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             ctl = _decide_control(db, snap, cc, off) if stages.control else None
             gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
         status = "pending" if apply else "planned"
+        # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read from
+        # assoc_current before this snapshot's values replace them (used only if it is the
+        # snapshot of the previous decision, which the transaction below reads)
+        latest_usage = store.latest_usage_values(db, snap.cluster) if ctl is not None and ctl[0] is not None else None
         with store.transaction(db):
             sid = store.write_snapshot(db, snap, source=source.describe())
             if acting:  # a tick killed mid-run left its row 'running': it ended without an outcome
@@ -395,7 +406,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                 if dec is not None:
                     previous = store.last_decision(db, cluster)
                     if previous is not None:
-                        store.set_measured_effect(db, previous["id"], dec.h_now, *_halving_slurm_used(db, previous, snap))
+                        store.set_measured_effect(db, previous["id"], dec.h_now,
+                                                *_halving_slurm_used(db, previous, snap, latest_usage))
                     did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
                 c_ids = store.write_actions(db, cluster, did, "off" if stages.off else "control",
                                             [replace(a, status=status) for a in c_plan], snap.taken_at, tick_id)
@@ -461,8 +473,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                       settled.changes)
 
 
-@dataclass(frozen=True)
-class _Settled:
+class _Settled(NamedTuple):  # (a NamedTuple: a frozen dataclass costs ~0.5 ms to build at import)
     actions: list  # (action id, new status, note)
     ledger: object | None  # gate.Reconciled
     changes: tuple
@@ -674,23 +685,29 @@ def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple
     return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
 
 
-def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot) -> tuple[float | None, float | None]:
+def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
+                        latest_usage: tuple[int | None, list[tuple]] | None = None) -> tuple[float | None, float | None]:
     """The halving Slurm's priorities used at the decay pass between the previous decision and
     this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
     saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
-    any user's EffectvUsage moving. (None, None) when no pass ran in between."""
-    row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
-    if row is None:
-        return None, None
-    before = [dict(zip(SHARE_FIELDS, v)) for v in store._share_values(db, row[0], previous["snapshot_id"], latest=False)]
-    ue_before = {(r["account"], r["user"]): r["effective_usage"] for r in before if r["user"]}
+    any user's EffectvUsage moving. (None, None) when no pass ran in between. `latest_usage`:
+    store.latest_usage_values read before this snapshot was written (used when the previous
+    decision's snapshot is that one, as at every tick after a tick)."""
+    if latest_usage is not None and latest_usage[0] == previous["snapshot_id"]:
+        before = latest_usage[1]
+    else:
+        row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
+        if row is None:
+            return None, None
+        before = store.usage_values(db, row[0], previous["snapshot_id"])  # (account, user, depth, raw_usage, effective_usage)
+    ue_before = {(a, u): eff for a, u, _, _, eff in before if u}
     ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
     if ue_before == ue_now or previous.get("s_ref") is None:
         return None, None
-    root = next((r for r in before if r["depth"] == 0), None)
+    root = next((r for r in before if r[2] == 0), None)  # one root a cluster (parse_sshare: depth 0 is root alone)
     if root is None:
         return None, None
-    return previous["s_ref"] * snap.config.damping_factor * float(root["raw_usage"]), snap.taken_at
+    return previous["s_ref"] * snap.config.damping_factor * float(root[3]), snap.taken_at
 
 
 def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
@@ -728,9 +745,10 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
 
     d_now = snap.config.damping_factor
     d_last = store.last_applied_damping(db, snap.cluster)
-    s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, cc.dummy_key, cc.reference_share)
-    dummy_jobs = [q for q in snap.queue if (q.account, q.user) == cc.dummy_key]
-    real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != cc.dummy_key]
+    dummy = cc.dummy_key  # (a property: computed once, not once a queued job)
+    s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, dummy, cc.reference_share)
+    dummy_jobs = [q for q in snap.queue if (q.account, q.user) == dummy]
+    real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != dummy]
     dec = control.plan_control(
         snap.shares,
         method=cc.method,

@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -464,21 +464,6 @@ def _paths(rows: Iterable[ShareRow]) -> dict[tuple[str, str], str]:
     return out
 
 
-def _sample_values(r: ShareRow) -> tuple:
-    return (
-        1,
-        r.raw_shares,
-        int(r.shares_parent),
-        r.norm_shares,
-        r.raw_usage,
-        r.norm_usage,
-        r.effective_usage,
-        r.fairshare,
-        r.billing_run_mins,
-        r.level_fs,
-    )
-
-
 def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
     """Write one snapshot and all it carries. The caller holds the transaction."""
     with gc_paused():  # a tick holds the parsed snapshot: collections would re-scan it all
@@ -518,22 +503,32 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
     sid = cur.lastrowid
     conn = db.conn
 
-    # associations: ids, then change-only samples
-    ids = {
-        (a, u): (i, parent, depth)
-        for i, a, u, parent, depth in conn.execute(
-            "SELECT id, account, user, parent, depth FROM assocs WHERE cluster = ?", [snap.cluster]
-        )
-    }
+    # associations: ids and the latest values (one read of both), then change-only samples
+    ids = {}
+    current = {}
+    for row in conn.execute(
+        f"SELECT a.id, a.account, a.user, a.parent, a.depth, {', '.join('c.' + c for c in _SAMPLE_COLS)} FROM assocs a "
+        "LEFT JOIN assoc_current c ON c.assoc_id = a.id WHERE a.cluster = ?",
+        [snap.cluster],
+    ):
+        aid = row[0]
+        ids[(row[1], row[2])] = (aid, row[3], row[4])
+        if row[5] is not None:  # present is NOT NULL in assoc_current: NULL here is no row there
+            current[aid] = row[5:]
     # (account, user) built once per row: at 100k associations the `key` property adds up
     keyed = [((r.account, r.user), r) for r in snap.shares]
-    paths = _paths(snap.shares)
-    new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in keyed if k not in ids]
-    moved = [
-        (r.parent, r.depth, paths[k], ids[k][0])
-        for k, r in keyed
-        if k in ids and (ids[k][1], ids[k][2]) != (r.parent, r.depth)
-    ]
+    new_assocs = []
+    moved = []
+    for k, r in keyed:
+        known = ids.get(k)
+        if known is None:
+            new_assocs.append((k, r))
+        elif (known[1], known[2]) != (r.parent, r.depth):
+            moved.append((k, r))
+    if new_assocs or moved:  # the tree paths only when an association is new or has moved
+        paths = _paths(snap.shares)
+        new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in new_assocs]
+        moved = [(r.parent, r.depth, paths[k], ids[k][0]) for k, r in moved]
     if new_assocs:
         conn.executemany(
             "INSERT INTO assocs (cluster, account, user, parent, depth, path) VALUES (?,?,?,?,?,?)", new_assocs
@@ -546,21 +541,15 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         }
     if moved:
         conn.executemany("UPDATE assocs SET parent = ?, depth = ?, path = ? WHERE id = ?", moved)
-    current = {
-        row[0]: row[1:]
-        for row in conn.execute(
-            f"SELECT c.assoc_id, {', '.join('c.' + c for c in _SAMPLE_COLS)} FROM assoc_current c "
-            "JOIN assocs a ON a.id = c.assoc_id WHERE a.cluster = ?",
-            [snap.cluster],
-        )
-    }
     changed = []
     seen = set()
+    get = current.get
     for k, r in keyed:
         aid = ids[k][0]
         seen.add(aid)
-        vals = _sample_values(r)
-        if current.get(aid) != vals:
+        vals = (1, r.raw_shares, int(r.shares_parent), r.norm_shares, r.raw_usage, r.norm_usage, r.effective_usage,
+                r.fairshare, r.billing_run_mins, r.level_fs)  # in _SAMPLE_COLS' order
+        if get(aid) != vals:
             changed.append((aid, sid, *vals))
     for aid, vals in current.items():
         if aid not in seen and vals[0] == 1:  # vanished: a tombstone sample
@@ -626,9 +615,9 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
 
 
 def _config_json(cfg: SlurmConfig) -> dict:
-    d = asdict(cfg)
-    d.pop("raw", None)
-    return d
+    """asdict(cfg) without `raw` (the whole `scontrol show config`, not stored): the fields
+    themselves (tuples of str, a dict of int), not deep copies, for json.dumps."""
+    return {name: getattr(cfg, name) for name in cfg.__dataclass_fields__ if name != "raw"}
 
 
 def record_tick(
@@ -743,6 +732,38 @@ def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, lat
     ).fetchall()
 
 
+def latest_usage_values(db: sqlite_utils.Database, cluster: str) -> tuple[int | None, list[tuple]]:
+    """(the cluster's latest snapshot id, usage_values of it), read from assoc_current: no look-up
+    of each association's latest sample. Read before a new snapshot is written, it is the
+    snapshot before that one (assoc_current then holds its values). Both reads in one read
+    transaction (one view of the history, whatever another process commits meanwhile); called
+    outside the tick's write transaction, so that one still begins with its first write."""
+    with transaction(db):
+        sid = latest_snapshot_id(db, cluster)
+        if sid is None:
+            return None, []
+        return sid, db.execute(
+            """SELECT a.account, a.user, a.depth, c.raw_usage, c.effective_usage
+                FROM assocs a JOIN assoc_current c ON c.assoc_id = a.id
+                WHERE a.cluster = ? AND c.present = 1""",
+            [cluster],
+        ).fetchall()
+
+
+def usage_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int) -> list[tuple]:
+    """(account, user, depth, raw_usage, effective_usage) of each association of a snapshot: the
+    rows _share_values(latest=False) reads, five of their columns, in no particular order."""
+    return db.execute(
+        """SELECT a.account, a.user, a.depth, s.raw_usage, s.effective_usage
+            FROM assocs a JOIN assoc_samples s ON s.assoc_id = a.id
+            WHERE a.cluster = ?
+              AND s.snapshot_id = (SELECT max(snapshot_id) FROM assoc_samples
+                                   WHERE assoc_id = a.id AND snapshot_id <= ?)
+              AND s.present = 1""",
+        [cluster, snapshot_id],
+    ).fetchall()
+
+
 def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None) -> StoredSnapshot:
     """A stored snapshot with its association rows in tree order (latest if no id)."""
     if snapshot_id is None:
@@ -827,15 +848,44 @@ def inflow_series(db: sqlite_utils.Database, cluster: str) -> dict[tuple[str, st
     return out
 
 
-@dataclass(frozen=True)
-class UsageHistory:
-    """A cluster's user associations over its snapshots, as numpy arrays (see usage_history)."""
+def _fit_classes() -> None:
+    """UsageHistory and JobCharges, made the first time the fit needs them: a collect, a tick or
+    a report never does, and a frozen dataclass costs about half a millisecond to build at import
+    (store.UsageHistory, store.JobCharges resolve through the module's __getattr__)."""
+    global UsageHistory, JobCharges
+    if "JobCharges" in globals():
+        return
 
-    ids: "np.ndarray"  # (n_snap,) snapshot ids, ascending
-    times: "np.ndarray"  # (n_snap,) their taken_at
-    keys: list[tuple[str, str]]  # (account, user) of each row, by association id
-    assoc_ids: "np.ndarray"  # (n_rows,) association id of each row
-    usage: "np.ndarray"  # (n_rows, n_snap) RawUsage at each snapshot, NaN where absent
+    @dataclass(frozen=True)
+    class UsageHistory:
+        """A cluster's user associations over its snapshots, as numpy arrays (see usage_history)."""
+
+        ids: "np.ndarray"  # (n_snap,) snapshot ids, ascending
+        times: "np.ndarray"  # (n_snap,) their taken_at
+        keys: list[tuple[str, str]]  # (account, user) of each row, by association id
+        assoc_ids: "np.ndarray"  # (n_rows,) association id of each row
+        usage: "np.ndarray"  # (n_rows, n_snap) RawUsage at each snapshot, NaN where absent
+
+    @dataclass(frozen=True)
+    class JobCharges:
+        """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
+        SQLite returns them: the jobs with an association id, then those without (by name)."""
+
+        qos_names: list  # in SQLite's GROUP BY order (NULL first, then by bytes)
+        sid: "np.ndarray"  # snapshot id of each job
+        aid: "np.ndarray"  # its association id (-1: none)
+        q: "np.ndarray"  # index of its QOS in qos_names
+        charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
+        orphans: list  # (account, user) of the jobs without an association id, in order
+
+    UsageHistory.__qualname__, JobCharges.__qualname__ = "UsageHistory", "JobCharges"  # as at module level (repr, pickle)
+
+
+def __getattr__(name: str):
+    if name in ("UsageHistory", "JobCharges"):
+        _fit_classes()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
@@ -850,6 +900,8 @@ def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
     snapshot), the samples are those snapshots and their ids are not read at all. Any other
     association (sparse samples, a value stored as other than an integer) is read row by row."""
     import numpy as np
+
+    _fit_classes()
 
     snaps = db.execute("SELECT id, taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster]).fetchall()
     ids = np.array([r[0] for r in snaps], dtype=np.int64)
@@ -956,19 +1008,6 @@ def _fill_row(db: sqlite_utils.Database, aid: int, ids, row) -> bool:
 _ABSENT = -(2**63)  # usage_history's mark of an absent sample (RawUsage is never negative)
 
 
-@dataclass(frozen=True)
-class JobCharges:
-    """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
-    SQLite returns them: the jobs with an association id, then those without (by name)."""
-
-    qos_names: list  # in SQLite's GROUP BY order (NULL first, then by bytes)
-    sid: "np.ndarray"  # snapshot id of each job
-    aid: "np.ndarray"  # its association id (-1: none)
-    q: "np.ndarray"  # index of its QOS in qos_names
-    charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
-    orphans: list  # (account, user) of the jobs without an association id, in order
-
-
 def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int) -> JobCharges:
     """The jobs of snapshots lo..hi for inflow_history. Takes a plain connection: the fit reads
     them on a second (read-only) connection in a thread while the usage is read on the first;
@@ -993,6 +1032,8 @@ def _qos_order(q):
 
 def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: list, unknown_ok: bool) -> JobCharges | None:
     import numpy as np
+
+    _fit_classes()
 
     empty = np.zeros(0, dtype=np.int64)
     if not qos_names:
