@@ -508,22 +508,51 @@ def simulate_multifactor(
     run_set: set[int] = set()
     heap: list[tuple[float, int]] = []
     free = total
+    # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
+    # while free < q_min nothing can start, whatever the order
+    q_none = (max(size) if n else 0) + 1
+    q_cnt = [0] * (q_none + 1)
+    q_min = q_none
+
+    def q_drop(s: int) -> None:
+        nonlocal q_min
+        c = q_cnt[s] = q_cnt[s] - 1
+        if c == 0 and s == q_min:
+            m = s + 1
+            while m < q_none and not q_cnt[m]:
+                m += 1
+            q_min = m
+
+    def q_add(s: int) -> None:
+        nonlocal q_min
+        q_cnt[s] += 1
+        if s < q_min:
+            q_min = s
+
     last_pass = submit[0] if n else 0.0
     if first_pass is not None:
         last_pass = first_pass
 
     def start_job(i: int, t: float) -> None:
-        nonlocal free
+        nonlocal free, q_min
         start[i] = t
         order.append(i)
         e = t + run[i]
         end[i] = e
-        free -= size[i]
+        s = size[i]
+        free -= s
+        c = q_cnt[s] = q_cnt[s] - 1  # q_drop(s), inlined
+        if c == 0 and s == q_min:
+            m = s + 1
+            while m < q_none and not q_cnt[m]:
+                m += 1
+            q_min = m
         heapq.heappush(heap, (e, i))
         insort(running, (t + est[i], i))
         run_set.add(i)
 
     easy_valid = False
+    easy_stale = False  # skipped (nothing could start): the state is that of the queue before the next arrivals
     easy_shadow = 0.0
     easy_extra = 0
     easy_head: tuple[int, int] = (0, 0)
@@ -542,7 +571,8 @@ def simulate_multifactor(
         return INF, 0
 
     def pass_easy(t: float) -> None:
-        nonlocal easy_valid, easy_shadow, easy_extra, easy_head
+        nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
+        easy_stale = False
         q = qkeys
         nq = len(q)
         k = 0
@@ -629,19 +659,44 @@ def simulate_multifactor(
             del qkeys[p]
 
     def schedule(t: float, ended: bool, new: list[tuple[int, int]], reordered: bool) -> None:
-        nonlocal easy_valid
+        nonlocal easy_valid, easy_stale, easy_head, easy_shadow, easy_extra
         if not qkeys:
             return
         if depth > 1:
             pass_general(t)
-        elif free <= 0:
-            # a full machine starts nothing, whatever the order (EASY's pass would only note the
-            # head's shadow, which the next pass, after a job's end, computes anew)
+        elif free < q_min or free <= 0:
+            # nothing fits in the free nodes (a full machine, or every queued job too large): nothing
+            # starts, whatever the order. EASY's pass would only note the head and its shadow; that
+            # state is formed when a job can next start (`easy_stale`)
             easy_valid = False
+            easy_stale = True
         else:
             if lazy[0] is not None:
                 materialise()
-            if ended or reordered or not easy_valid or not arrivals_easy(t, new):
+            if ended or reordered:
+                pass_easy(t)
+            elif easy_valid:
+                if not arrivals_easy(t, new):
+                    pass_easy(t)
+            elif easy_stale:
+                # the state the skipped passes would have left (they start nothing: every job queued
+                # before these arrivals is larger than the free nodes): the head is the first of those
+                # in the order, with its shadow; then the arrivals are tried against it as they would
+                # have been (in arrival order)
+                fresh = set(new)
+                for kq in qkeys:
+                    if kq not in fresh:
+                        break
+                easy_head = kq
+                if backfill:
+                    easy_shadow, easy_extra = shadow_of(size[kq[1]])
+                else:
+                    easy_shadow, easy_extra = -INF, -1
+                easy_valid = True
+                easy_stale = False
+                if not arrivals_easy(t, new):
+                    pass_easy(t)
+            else:
                 pass_easy(t)
 
     # ------------------------------------------------------------ the controller
@@ -737,6 +792,7 @@ def simulate_multifactor(
         pr = priority(i, t)
         prio_of[i] = pr
         insort(qkeys, (-pr, i))
+        q_add(size[i])
 
     def gate_tick(t: float) -> bool:
         from ..gate import plan_gate
@@ -752,6 +808,7 @@ def simulate_multifactor(
             i = id_ix[a.job_id]
             if a.kind == "hold":
                 del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
                 held.add(i)
                 ledger.add(i)
                 out.holds += 1
@@ -763,12 +820,14 @@ def simulate_multifactor(
                 out.releases += 1
             elif a.kind == "nice":
                 del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
                 nice[i] = gate.nice_value
                 ledger.add(i)
                 requeue(i, t)
                 out.nices += 1
             elif a.kind == "unnice":
                 del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
                 nice[i] = 0
                 ledger.discard(i)
                 requeue(i, t)
@@ -910,15 +969,17 @@ def simulate_multifactor(
             out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
                               {keys[a]: fs_of(a) for a in trace_ix}))
 
-    # A pass on a full machine (EASY, no gate): the priorities it sets are read only when a job can
-    # start, after a job's end, or replaced by the next pass; they are computed then, from the
+    # A pass where nothing can start (EASY, no gate; free < the smallest queued job: a full machine,
+    # or only jobs too large for the free nodes): the priorities it sets are read only when a job
+    # can start (after a job's end or a small job's arrival), or replaced by the next pass; they are
+    # computed then, from the
     # pass's time and wf x F (`lazy`: the pass's time, wf x F, how many queue entries are the
     # pass's; later arrivals are appended with their own priority and sorted in then).
     lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
 
     def reprioritise_at_pass(t: float) -> None:
-        if lazy_ok and free <= 0:
+        if lazy_ok and free < q_min:
             wff = _WF()
             if not fair_tree:  # (classic: F may change before the priorities are computed; Fair
                 # Tree's F, every user's, stays until the next pass: read at the first look)
@@ -1064,6 +1125,10 @@ def simulate_multifactor(
             pr = priority(ai, t)
             prio_of[ai] = pr
             kq = (-pr, ai)
+            s = size[ai]
+            q_cnt[s] += 1  # q_add(s), inlined
+            if s < q_min:
+                q_min = s
             if lazy[0] is None:
                 insort(qkeys, kq)
             else:
