@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from operator import itemgetter
+from itertools import repeat
+from operator import itemgetter, mul
 import re
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
@@ -506,6 +507,12 @@ def simulate_multifactor(
     qkeys: list[tuple[int, int]] = []
     running: list[tuple[float, int]] = []
     run_set: set[int] = set()
+    runs_l: list[int] = []  # the running jobs, in the list's order (the classic pass's walk)
+    # the pending users by their first pending job in the list (no gate: a job leaves the queue
+    # only by starting): (first, association) sorted, and each association's pending jobs in order
+    track = gate is None
+    pend_l: list[tuple[int, int]] = []
+    user_q: list[list[int]] = [[] for _ in range(na)]
     heap: list[tuple[float, int]] = []
     free = total
     # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
@@ -550,6 +557,17 @@ def simulate_multifactor(
         heapq.heappush(heap, (e, i))
         insort(running, (t + est[i], i))
         run_set.add(i)
+        insort(runs_l, i)
+        if track:
+            a = job_assoc[i]
+            uq = user_q[a]
+            if uq[0] == i:
+                del uq[0]
+                del pend_l[bisect_left(pend_l, (i, a))]
+                if uq:
+                    insort(pend_l, (uq[0], a))
+            else:
+                del uq[bisect_left(uq, i)]
 
     easy_valid = False
     easy_stale = False  # skipped (nothing could start): the state is that of the queue before the next arrivals
@@ -874,14 +892,16 @@ def simulate_multifactor(
             # each pending user's first pending job in the list: where the walk computes their UE
             # (a dict from the indices in decreasing order keeps each association's smallest)
             ja = job_assoc
-            if qkeys:
+            if track:
+                pend = pend_l + [(n, -1)]
+            elif qkeys:
                 idx = sorted(map(_second, qkeys), reverse=True)
                 first = dict(zip(map(ja.__getitem__, idx), idx))
                 pend = sorted(zip(first.values(), first.keys()))
                 pend.append((n, -1))
             else:
                 pend = [(n, -1)]
-            runs = sorted(run_set)
+            runs = runs_l
             lp = last_pass
             d_full = dt
             f_full = f_dt  # f1**d_full
@@ -980,11 +1000,10 @@ def simulate_multifactor(
 
     def reprioritise_at_pass(t: float) -> None:
         if lazy_ok and free < q_min:
-            wff = _WF()
-            if not fair_tree:  # (classic: F may change before the priorities are computed; Fair
-                # Tree's F, every user's, stays until the next pass: read at the first look)
-                for a, f in f_cache.items():
-                    wff[a] = wf * f
+            if fair_tree:  # (Fair Tree's F, every user's, stays until the next pass: read at the first look)
+                wff = _WF()
+            else:  # (classic: F may change before the priorities are computed: wf x F now)
+                wff = _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
             lazy[0], lazy[1], lazy[2] = t, wff, len(qkeys)
         else:
             lazy[0] = None
@@ -1108,6 +1127,7 @@ def simulate_multifactor(
             free += size[i]
             del running[bisect_left(running, (start[i] + est[i], i))]
             run_set.discard(i)
+            del runs_l[bisect_left(runs_l, i)]
             qjob_cache.pop(i, None)
             if limits:
                 d = e - (last_pass if start[i] < last_pass else start[i])
@@ -1129,6 +1149,11 @@ def simulate_multifactor(
             q_cnt[s] += 1  # q_add(s), inlined
             if s < q_min:
                 q_min = s
+            if track:
+                uq = user_q[job_assoc[ai]]
+                if not uq:
+                    pend_l.append((ai, job_assoc[ai]))  # (the largest index so far)
+                uq.append(ai)
             if lazy[0] is None:
                 insort(qkeys, kq)
             else:
