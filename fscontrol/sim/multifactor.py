@@ -1038,7 +1038,9 @@ def simulate_multifactor(
         if wa and max_age > 0 and wf and gate is None:
             # the presets' case, in one comprehension: static + wa x age factor + wf x F, floored
             # at 1 and truncated (nice is only ever set by the gate)
-            wff = _WF()  # (at the first look: Fair Tree's f_cache holds every user)
+            # (Fair Tree's f_cache holds every user: at the first look; classic: the pending users'
+            # F the pass computed, the same product per association)
+            wff = _WF() if fair_tree else _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
             prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
                    + wff[ja[i]] for _, i in qkeys]
             new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, qkeys)]
@@ -1102,12 +1104,17 @@ def simulate_multifactor(
     ai = 0
     done = 0
     events = 0
+    arr_fast = bool(wa) and max_age > 0 and bool(wf) and gate is None
+    # no controller, gate or disturbance: the only timed events are arrivals, ends and passes
+    plain = cs is None and gate is None and not reconf and not down
     while True:
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
             t = heap[0][0]
-        busy = ai < n or heap or qkeys or held
-        if busy:
+        if plain:
+            if next_pass < t and (ai < n or heap or qkeys):
+                t = next_pass
+        elif ai < n or heap or qkeys or held:
             if next_gate < t:
                 t = next_gate
             if next_pass < t:
@@ -1142,7 +1149,16 @@ def simulate_multifactor(
             pulse_rate = 0.0
         new: list[tuple[int, int]] = []
         while ai < n and submit[ai] <= t:
-            pr = priority(ai, t)
+            if arr_fast:  # priority(ai, t), inlined for the presets' case (the same operations)
+                a = job_assoc[ai]
+                f = f_cache.get(a)
+                if f is None:
+                    f = 0.0 if fair_tree else user_fs(a)
+                age = t - eligible[ai]
+                p = static[ai] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
+                pr = int(p) if p >= 1 else 1
+            else:
+                pr = priority(ai, t)
             prio_of[ai] = pr
             kq = (-pr, ai)
             s = size[ai]
