@@ -608,9 +608,14 @@ def simulate_multifactor(
             easy_head = qkeys[0]
             easy_shadow, easy_extra = -INF, -1
             return
+        f = free
+        if f < q_min:  # nothing else fits: the head's shadow is found when a job can next start
+            del q[:k]
+            easy_valid = False
+            easy_stale = True
+            return
         shadow, extra = shadow_of(size[head])
         started: list[int] = []
-        f = free
         if f > 0:
             for p in range(k + 1, nq):
                 i = q[p][1]
@@ -625,7 +630,7 @@ def simulate_multifactor(
                     start_job(i, t)
                     f -= s
                     started.append(p)
-                    if f == 0:
+                    if f < q_min:  # (q_min: the smallest job still queued)
                         break
         for p in reversed(started):
             del q[p]
@@ -1138,8 +1143,15 @@ def simulate_multifactor(
             qjob_cache.pop(i, None)
             if limits:
                 d = e - (last_pass if start[i] < last_pass else start[i])
-                if d > 0:
-                    charge(job_assoc[i], d * size[i] * f1**d)
+                if d > 0:  # charge(job_assoc[i], d * size[i] * f1**d), inlined (a user's association)
+                    xs = d * size[i] * f1**d / G
+                    b = job_assoc[i]
+                    S[b] += xs
+                    for c in ups[b]:
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] += xs
             ended = True
             done += 1
         if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
