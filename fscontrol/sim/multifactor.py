@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from itertools import repeat
+from itertools import islice, repeat
 from operator import itemgetter, mul
 import re
 from bisect import bisect_left, insort
@@ -1020,12 +1020,10 @@ def simulate_multifactor(
         t, wff, m = lazy
         lazy[0] = None
         ja = job_assoc
-        stale = qkeys[:m]
-        prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
-               + wff[ja[i]] for _, i in stale]
-        new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, stale)]
-        for k, i in new:
-            prio_of[i] = -k
+        # (prio_of, read by the gate only, is not kept: no gate here)
+        new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
+                                                 (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
+               for _, i in islice(qkeys, m)]
         new += qkeys[m:]
         new.sort()
         qkeys[:] = new
@@ -1046,12 +1044,11 @@ def simulate_multifactor(
             # (Fair Tree's f_cache holds every user: at the first look; classic: the pending users'
             # F the pass computed, the same product per association)
             wff = _WF() if fair_tree else _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
-            prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
-                   + wff[ja[i]] for _, i in qkeys]
-            new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, qkeys)]
+            # (prio_of, read by the gate only, is not kept: no gate here)
+            new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
+                                                     (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
+                   for _, i in qkeys]
             new.sort()
-            for k, i in new:
-                prio_of[i] = -k
             qkeys[:] = new
             return
         # wf x F per association, once per pass (the same product priority() forms per job)
