@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from operator import itemgetter
+from itertools import islice, repeat
+from operator import itemgetter, mul
 import re
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
@@ -506,24 +507,70 @@ def simulate_multifactor(
     qkeys: list[tuple[int, int]] = []
     running: list[tuple[float, int]] = []
     run_set: set[int] = set()
+    runs_l: list[int] = []  # the running jobs, in the list's order (the classic pass's walk)
+    # the pending users by their first pending job in the list (no gate: a job leaves the queue
+    # only by starting): (first, association) sorted, and each association's pending jobs in order
+    track = gate is None
+    pend_l: list[tuple[int, int]] = []
+    user_q: list[list[int]] = [[] for _ in range(na)]
     heap: list[tuple[float, int]] = []
     free = total
+    # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
+    # while free < q_min nothing can start, whatever the order
+    q_none = (max(size) if n else 0) + 1
+    q_cnt = [0] * (q_none + 1)
+    q_min = q_none
+
+    def q_drop(s: int) -> None:
+        nonlocal q_min
+        c = q_cnt[s] = q_cnt[s] - 1
+        if c == 0 and s == q_min:
+            m = s + 1
+            while m < q_none and not q_cnt[m]:
+                m += 1
+            q_min = m
+
+    def q_add(s: int) -> None:
+        nonlocal q_min
+        q_cnt[s] += 1
+        if s < q_min:
+            q_min = s
+
     last_pass = submit[0] if n else 0.0
     if first_pass is not None:
         last_pass = first_pass
 
     def start_job(i: int, t: float) -> None:
-        nonlocal free
+        nonlocal free, q_min
         start[i] = t
         order.append(i)
         e = t + run[i]
         end[i] = e
-        free -= size[i]
+        s = size[i]
+        free -= s
+        c = q_cnt[s] = q_cnt[s] - 1  # q_drop(s), inlined
+        if c == 0 and s == q_min:
+            m = s + 1
+            while m < q_none and not q_cnt[m]:
+                m += 1
+            q_min = m
         heapq.heappush(heap, (e, i))
         insort(running, (t + est[i], i))
         run_set.add(i)
+        insort(runs_l, i)
+        if track:
+            a = job_assoc[i]
+            uq = user_q[a]
+            if uq[0] == i:
+                del uq[0]
+                del pend_l[bisect_left(pend_l, (i, a))]
+                if uq:
+                    insort(pend_l, (uq[0], a))
+            else:
+                del uq[bisect_left(uq, i)]
 
     easy_valid = False
+    easy_stale = False  # skipped (nothing could start): the state is that of the queue before the next arrivals
     easy_shadow = 0.0
     easy_extra = 0
     easy_head: tuple[int, int] = (0, 0)
@@ -542,7 +589,8 @@ def simulate_multifactor(
         return INF, 0
 
     def pass_easy(t: float) -> None:
-        nonlocal easy_valid, easy_shadow, easy_extra, easy_head
+        nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
+        easy_stale = False
         q = qkeys
         nq = len(q)
         k = 0
@@ -560,9 +608,14 @@ def simulate_multifactor(
             easy_head = qkeys[0]
             easy_shadow, easy_extra = -INF, -1
             return
+        f = free
+        if f < q_min:  # nothing else fits: the head's shadow is found when a job can next start
+            del q[:k]
+            easy_valid = False
+            easy_stale = True
+            return
         shadow, extra = shadow_of(size[head])
         started: list[int] = []
-        f = free
         if f > 0:
             for p in range(k + 1, nq):
                 i = q[p][1]
@@ -577,7 +630,7 @@ def simulate_multifactor(
                     start_job(i, t)
                     f -= s
                     started.append(p)
-                    if f == 0:
+                    if f < q_min:  # (q_min: the smallest job still queued)
                         break
         for p in reversed(started):
             del q[p]
@@ -629,19 +682,44 @@ def simulate_multifactor(
             del qkeys[p]
 
     def schedule(t: float, ended: bool, new: list[tuple[int, int]], reordered: bool) -> None:
-        nonlocal easy_valid
+        nonlocal easy_valid, easy_stale, easy_head, easy_shadow, easy_extra
         if not qkeys:
             return
         if depth > 1:
             pass_general(t)
-        elif free <= 0:
-            # a full machine starts nothing, whatever the order (EASY's pass would only note the
-            # head's shadow, which the next pass, after a job's end, computes anew)
+        elif free < q_min or free <= 0:
+            # nothing fits in the free nodes (a full machine, or every queued job too large): nothing
+            # starts, whatever the order. EASY's pass would only note the head and its shadow; that
+            # state is formed when a job can next start (`easy_stale`)
             easy_valid = False
+            easy_stale = True
         else:
             if lazy[0] is not None:
                 materialise()
-            if ended or reordered or not easy_valid or not arrivals_easy(t, new):
+            if ended or reordered:
+                pass_easy(t)
+            elif easy_valid:
+                if not arrivals_easy(t, new):
+                    pass_easy(t)
+            elif easy_stale:
+                # the state the skipped passes would have left (they start nothing: every job queued
+                # before these arrivals is larger than the free nodes): the head is the first of those
+                # in the order, with its shadow; then the arrivals are tried against it as they would
+                # have been (in arrival order)
+                fresh = set(new)
+                for kq in qkeys:
+                    if kq not in fresh:
+                        break
+                easy_head = kq
+                if backfill:
+                    easy_shadow, easy_extra = shadow_of(size[kq[1]])
+                else:
+                    easy_shadow, easy_extra = -INF, -1
+                easy_valid = True
+                easy_stale = False
+                if not arrivals_easy(t, new):
+                    pass_easy(t)
+            else:
                 pass_easy(t)
 
     # ------------------------------------------------------------ the controller
@@ -737,6 +815,7 @@ def simulate_multifactor(
         pr = priority(i, t)
         prio_of[i] = pr
         insort(qkeys, (-pr, i))
+        q_add(size[i])
 
     def gate_tick(t: float) -> bool:
         from ..gate import plan_gate
@@ -752,6 +831,7 @@ def simulate_multifactor(
             i = id_ix[a.job_id]
             if a.kind == "hold":
                 del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
                 held.add(i)
                 ledger.add(i)
                 out.holds += 1
@@ -763,12 +843,14 @@ def simulate_multifactor(
                 out.releases += 1
             elif a.kind == "nice":
                 del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
                 nice[i] = gate.nice_value
                 ledger.add(i)
                 requeue(i, t)
                 out.nices += 1
             elif a.kind == "unnice":
                 del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
                 nice[i] = 0
                 ledger.discard(i)
                 requeue(i, t)
@@ -815,14 +897,16 @@ def simulate_multifactor(
             # each pending user's first pending job in the list: where the walk computes their UE
             # (a dict from the indices in decreasing order keeps each association's smallest)
             ja = job_assoc
-            if qkeys:
+            if track:
+                pend = pend_l + [(n, -1)]
+            elif qkeys:
                 idx = sorted(map(_second, qkeys), reverse=True)
                 first = dict(zip(map(ja.__getitem__, idx), idx))
                 pend = sorted(zip(first.values(), first.keys()))
                 pend.append((n, -1))
             else:
                 pend = [(n, -1)]
-            runs = sorted(run_set)
+            runs = runs_l
             lp = last_pass
             d_full = dt
             f_full = f_dt  # f1**d_full
@@ -910,20 +994,21 @@ def simulate_multifactor(
             out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
                               {keys[a]: fs_of(a) for a in trace_ix}))
 
-    # A pass on a full machine (EASY, no gate): the priorities it sets are read only when a job can
-    # start, after a job's end, or replaced by the next pass; they are computed then, from the
+    # A pass where nothing can start (EASY, no gate; free < the smallest queued job: a full machine,
+    # or only jobs too large for the free nodes): the priorities it sets are read only when a job
+    # can start (after a job's end or a small job's arrival), or replaced by the next pass; they are
+    # computed then, from the
     # pass's time and wf x F (`lazy`: the pass's time, wf x F, how many queue entries are the
     # pass's; later arrivals are appended with their own priority and sorted in then).
     lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
 
     def reprioritise_at_pass(t: float) -> None:
-        if lazy_ok and free <= 0:
-            wff = _WF()
-            if not fair_tree:  # (classic: F may change before the priorities are computed; Fair
-                # Tree's F, every user's, stays until the next pass: read at the first look)
-                for a, f in f_cache.items():
-                    wff[a] = wf * f
+        if lazy_ok and free < q_min:
+            if fair_tree:  # (Fair Tree's F, every user's, stays until the next pass: read at the first look)
+                wff = _WF()
+            else:  # (classic: F may change before the priorities are computed: wf x F now)
+                wff = _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
             lazy[0], lazy[1], lazy[2] = t, wff, len(qkeys)
         else:
             lazy[0] = None
@@ -935,12 +1020,10 @@ def simulate_multifactor(
         t, wff, m = lazy
         lazy[0] = None
         ja = job_assoc
-        stale = qkeys[:m]
-        prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
-               + wff[ja[i]] for _, i in stale]
-        new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, stale)]
-        for k, i in new:
-            prio_of[i] = -k
+        # (prio_of, read by the gate only, is not kept: no gate here)
+        new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
+                                                 (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
+               for _, i in islice(qkeys, m)]
         new += qkeys[m:]
         new.sort()
         qkeys[:] = new
@@ -958,13 +1041,14 @@ def simulate_multifactor(
         if wa and max_age > 0 and wf and gate is None:
             # the presets' case, in one comprehension: static + wa x age factor + wf x F, floored
             # at 1 and truncated (nice is only ever set by the gate)
-            wff = _WF()  # (at the first look: Fair Tree's f_cache holds every user)
-            prs = [static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else (age / max_age if age > 0 else 0.0))
-                   + wff[ja[i]] for _, i in qkeys]
-            new = [(-(int(p) if p >= 1 else 1), k[1]) for p, k in zip(prs, qkeys)]
+            # (Fair Tree's f_cache holds every user: at the first look; classic: the pending users'
+            # F the pass computed, the same product per association)
+            wff = _WF() if fair_tree else _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
+            # (prio_of, read by the gate only, is not kept: no gate here)
+            new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
+                                                     (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
+                   for _, i in qkeys]
             new.sort()
-            for k, i in new:
-                prio_of[i] = -k
             qkeys[:] = new
             return
         # wf x F per association, once per pass (the same product priority() forms per job)
@@ -1022,12 +1106,17 @@ def simulate_multifactor(
     ai = 0
     done = 0
     events = 0
+    arr_fast = bool(wa) and max_age > 0 and bool(wf) and gate is None
+    # no controller, gate or disturbance: the only timed events are arrivals, ends and passes
+    plain = cs is None and gate is None and not reconf and not down
     while True:
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
             t = heap[0][0]
-        busy = ai < n or heap or qkeys or held
-        if busy:
+        if plain:
+            if next_pass < t and (ai < n or heap or qkeys):
+                t = next_pass
+        elif ai < n or heap or qkeys or held:
             if next_gate < t:
                 t = next_gate
             if next_pass < t:
@@ -1047,11 +1136,19 @@ def simulate_multifactor(
             free += size[i]
             del running[bisect_left(running, (start[i] + est[i], i))]
             run_set.discard(i)
+            del runs_l[bisect_left(runs_l, i)]
             qjob_cache.pop(i, None)
             if limits:
                 d = e - (last_pass if start[i] < last_pass else start[i])
-                if d > 0:
-                    charge(job_assoc[i], d * size[i] * f1**d)
+                if d > 0:  # charge(job_assoc[i], d * size[i] * f1**d), inlined (a user's association)
+                    xs = d * size[i] * f1**d / G
+                    b = job_assoc[i]
+                    S[b] += xs
+                    for c in ups[b]:
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] += xs
             ended = True
             done += 1
         if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
@@ -1061,9 +1158,27 @@ def simulate_multifactor(
             pulse_rate = 0.0
         new: list[tuple[int, int]] = []
         while ai < n and submit[ai] <= t:
-            pr = priority(ai, t)
+            if arr_fast:  # priority(ai, t), inlined for the presets' case (the same operations)
+                a = job_assoc[ai]
+                f = f_cache.get(a)
+                if f is None:
+                    f = 0.0 if fair_tree else user_fs(a)
+                age = t - eligible[ai]
+                p = static[ai] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
+                pr = int(p) if p >= 1 else 1
+            else:
+                pr = priority(ai, t)
             prio_of[ai] = pr
             kq = (-pr, ai)
+            s = size[ai]
+            q_cnt[s] += 1  # q_add(s), inlined
+            if s < q_min:
+                q_min = s
+            if track:
+                uq = user_q[job_assoc[ai]]
+                if not uq:
+                    pend_l.append((ai, job_assoc[ai]))  # (the largest index so far)
+                uq.append(ai)
             if lazy[0] is None:
                 insort(qkeys, kq)
             else:
