@@ -447,16 +447,29 @@ def simulate_multifactor(
         f_cache[a] = f
         return f
 
-    def fair_tree_rank() -> None:
-        usage = {k: S[i] for i, k in enumerate(keys)}
+    # A Fair Tree pass whose priorities are left lazy (nothing can start) keeps its usage here, and
+    # the tree is ranked from it when an F is first read (by then the usage may have moved on: job
+    # ends top it up), or never, when the next pass comes first: the same ranks from the same values.
+    ft_due: list[list[float] | None] = [None]
+
+    def fair_tree_rank(vals: list[float] | None = None) -> None:
+        src = S if vals is None else vals
+        usage = {k: src[i] for i, k in enumerate(keys)}
         _, _, lf = fairtree.level_values(t_tree, usage, shares=ft_shares)
         ranks, _ = fairtree.rank_users(t_tree, lf, ft_kids)
         f_cache.clear()
         for k, r in ranks.items():
             f_cache[kix[k]] = r / n_users
 
+    def ft_settle() -> None:
+        vals = ft_due[0]
+        ft_due[0] = None
+        fair_tree_rank(vals)
+
     def fs_of(a: int) -> float:
         if fair_tree:
+            if ft_due[0] is not None:
+                ft_settle()
             return f_cache.get(a, 0.0)
         return user_fs(a)
 
@@ -890,7 +903,11 @@ def simulate_multifactor(
                 charge(job_assoc[i], d * size[i] * f1**d)
             last_pass = t
             if qkeys or trace:  # (Slurm ranks at every pass; only pending jobs read it)
-                fair_tree_rank()
+                if not trace and lazy_ok and free < q_min:  # (reprioritise_at_pass's lazy case)
+                    ft_due[0] = S[:]
+                else:
+                    ft_due[0] = None
+                    fair_tree_rank()
             if qkeys:
                 reprioritise_at_pass(t)
         else:
@@ -1159,6 +1176,8 @@ def simulate_multifactor(
         new: list[tuple[int, int]] = []
         while ai < n and submit[ai] <= t:
             if arr_fast:  # priority(ai, t), inlined for the presets' case (the same operations)
+                if ft_due[0] is not None:
+                    ft_settle()
                 a = job_assoc[ai]
                 f = f_cache.get(a)
                 if f is None:
