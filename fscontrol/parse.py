@@ -336,40 +336,11 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
                             run_mins = runs[v] = _billing(v)
                         except ValueError as e:
                             raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
-                # _flt(v, ..., allow_empty=True), its fast path inline (the same test), else _flt itself
-                v = f[i_norm]
-                try:
-                    norm_shares = float(v)
-                    if not (norm_shares - norm_shares == 0 and norm_shares >= 0.0 and v.isascii() and "_" not in v):
-                        raise ValueError
-                except ValueError:
-                    norm_shares = _flt(v, command, "NormShares", no, line, allow_empty=True)
+                norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
                 raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
-                norm_usage = None
-                if i_nu is not None:
-                    v = f[i_nu]
-                    try:
-                        norm_usage = float(v)
-                        if not (norm_usage - norm_usage == 0 and norm_usage >= 0.0 and v.isascii() and "_" not in v):
-                            raise ValueError
-                    except ValueError:
-                        norm_usage = _flt(v, command, "NormUsage", no, line, allow_empty=True)
-                v = f[i_eff]
-                try:
-                    effective_usage = float(v)
-                    if not (effective_usage - effective_usage == 0 and effective_usage >= 0.0 and v.isascii() and "_" not in v):
-                        raise ValueError
-                except ValueError:
-                    effective_usage = _flt(v, command, "EffectvUsage", no, line, allow_empty=True)
-                fairshare = None
-                if i_fs is not None:
-                    v = f[i_fs]
-                    try:
-                        fairshare = float(v)
-                        if not (fairshare - fairshare == 0 and fairshare >= 0.0 and v.isascii() and "_" not in v):
-                            raise ValueError
-                    except ValueError:
-                        fairshare = _flt(v, command, "FairShare", no, line, allow_empty=True)
+                norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
+                effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
+                fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
                 level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
                 if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
                     raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
