@@ -35,20 +35,6 @@ ROWS_PER_PICKLE = 1024  # records a pickle: ~0.3 MiB in memory at a time
 _SIZE = struct.Struct("<Q")
 
 
-def file_lines(fh: BinaryIO) -> Iterator[str]:
-    """The lines of a UTF-8 file exactly as str.splitlines gives them for its whole text (the
-    file is read one b"\\n"-ended line at a time; the other line breaks splitlines knows, \\r,
-    \\x1c, \\u2028..., are split inside each)."""
-    fh.seek(0)
-    for raw in fh:
-        line = raw.decode()
-        body = line[:-1] if line.endswith("\n") else line
-        if body.isprintable():  # the usual line: every break splitlines knows is unprintable
-            yield body
-        else:
-            yield from line.splitlines()
-
-
 def check_whole(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception]) -> None:
     """What collect checked on the whole text before parsing: UTF-8 throughout (not_utf8(byte
     offset) is raised), and a final newline unless empty (else ParseError "cut short?")."""
@@ -73,13 +59,13 @@ def check_whole(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception]
         raise ParseError(command, "output does not end with a newline: cut short?")
 
 
-def block_lines(fh: BinaryIO, block: int = 1 << 16) -> Iterator[str]:
-    """file_lines(fh), decoded and split a block at a time (64 KiB cut after its last b"\n"),
-    not a line at a time: the same lines (a piece ending in "\n" splits on its own as inside
-    the whole text, and "\n" is never part of a multi-byte UTF-8 character), a third of the
-    cost, and memory bounded by the block (a line longer than it is read whole). A byte that is
-    not UTF-8 raises UnicodeDecodeError, possibly some lines earlier than file_lines would:
-    read_sacct's check_whole then names it, as before."""
+def file_lines(fh: BinaryIO, block: int = 1 << 16) -> Iterator[str]:
+    """The lines of a UTF-8 file exactly as str.splitlines gives them for its whole text, decoded
+    and split a block at a time (64 KiB cut after its last b"\n"; a piece ending in "\n" splits
+    on its own as inside the whole text, and "\n" is never part of a multi-byte UTF-8
+    character): memory bounded by the block (a line longer than it is read whole), a third of the
+    cost of a decode a line. A byte that is not UTF-8 raises UnicodeDecodeError, possibly some
+    lines before the parse reaches it: read_sacct's check_whole then names it."""
     fh.seek(0)
     buf = bytearray()
     while data := fh.read(block):
@@ -163,7 +149,7 @@ class SacctJobs:
         n = 0
         try:
             with parse.gc_paused():  # a tuple a record: nothing for the collector to find
-                it = parse.iter_sacct(block_lines(self._fh), self.command, self.tz, plain=True)
+                it = parse.iter_sacct(file_lines(self._fh), self.command, self.tz, plain=True)
                 while chunk := list(islice(it, ROWS_PER_PICKLE)):
                     n += len(chunk)
                     kept.append(chunk)

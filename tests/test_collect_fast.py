@@ -21,7 +21,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 BASIC = SAMPLES / "testbed-basic"
 
 
-# ---------------------------------------------------------------------------- block_lines
+# ---------------------------------------------------------------------------- file_lines
 TRICKY = [
     b"",
     b"\n",
@@ -40,16 +40,16 @@ TRICKY = [
 
 @pytest.mark.parametrize("data", TRICKY)
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 1 << 16])
-def test_block_lines_are_the_whole_texts_lines(data, block):
+def test_file_lines_are_the_whole_texts_lines(data, block):
     fh = io.BytesIO(data)
-    assert list(spool.block_lines(fh, block)) == data.decode().splitlines() == list(spool.file_lines(fh))
+    assert list(spool.file_lines(fh, block)) == data.decode().splitlines()
 
 
 @pytest.mark.parametrize("block", [1, 5, 64, 1 << 16])
-def test_block_lines_raise_on_bytes_that_are_not_utf8(block):
+def test_file_lines_raise_on_bytes_that_are_not_utf8(block):
     for data in (b"ab\xff\ncd\n", b"ab\ncd\xe9\n", b"ok\n" * 100 + b"\xc3", b"\xe6\x97\n"):
         with pytest.raises(UnicodeDecodeError):
-            list(spool.block_lines(io.BytesIO(data), block))
+            list(spool.file_lines(io.BytesIO(data), block))
 
 
 def test_random_cuts_of_a_sample_split_alike():
@@ -57,7 +57,7 @@ def test_random_cuts_of_a_sample_split_alike():
     rng = random.Random(14)
     for _ in range(50):
         block = rng.randrange(1, 200)
-        assert list(spool.block_lines(io.BytesIO(text), block)) == text.decode().splitlines()
+        assert list(spool.file_lines(io.BytesIO(text), block)) == text.decode().splitlines()
 
 
 # ---------------------------------------------------------------------------- iter_sacct(plain=True)
