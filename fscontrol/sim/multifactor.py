@@ -1014,9 +1014,9 @@ def simulate_multifactor(
     # A pass where nothing can start (EASY, no gate; free < the smallest queued job: a full machine,
     # or only jobs too large for the free nodes): the priorities it sets are read only when a job
     # can start (after a job's end or a small job's arrival), or replaced by the next pass; they are
-    # computed then, from the
-    # pass's time and wf x F (`lazy`: the pass's time, wf x F, how many queue entries are the
-    # pass's; later arrivals are appended with their own priority and sorted in then).
+    # computed then, from the pass's time and wf x F (`lazy`: the pass's time, wf x F, how many
+    # queue entries are the pass's; later arrivals are appended with their own priority and sorted
+    # in then).
     lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
 
