@@ -207,6 +207,14 @@ def _int(v: str, command: str, col: str, no: int, line: str, allow_empty: bool =
     return _num(v, int, command, col, no, line, allow_empty=allow_empty, minimum=minimum)
 
 
+def _count_field(v: str, command: str, col: str, no: int, line: str) -> int:
+    """A count (AllocCPUS, NNodes) that is not plain digits: _int's, then _num's reading."""
+    try:
+        return _int(v, command, col, no, line)
+    except ValueError:
+        return _num(v, int, command, col, no, line, minimum=0)
+
+
 def parse_time(value: str, tz: tzinfo = timezone.utc) -> float | None:
     """POSIX seconds from Slurm's `%s` format or its zone-less ISO format; None for Unknown/N/A."""
     v = value.strip()
@@ -478,10 +486,7 @@ def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzi
             if v.isdigit() and v.isascii():  # _int's fast path, inline
                 cpus = int(v)
             else:
-                try:
-                    cpus = _int(v, command, "AllocCPUS", no, line)
-                except ValueError:
-                    cpus = _num(v, int, command, "AllocCPUS", no, line, minimum=0)
+                cpus = _count_field(v, command, "AllocCPUS", no, line)
             v = f[i_tres]
             if v in bills:
                 billing = bills[v]
@@ -507,10 +512,7 @@ def iter_sacct(lines: Iterable[str], command: str = "sacct -a -X -T -P", tz: tzi
                 if v.isdigit() and v.isascii():
                     nnodes = int(v)
                 else:
-                    try:
-                        nnodes = _int(v, command, "NNodes", no, line)
-                    except ValueError:
-                        nnodes = _num(v, int, command, "NNodes", no, line, minimum=0)
+                    nnodes = _count_field(v, command, "NNodes", no, line)
             user, account, partition = f[i_user], f[i_acc], f[i_part]
             qos = f[i_qos] if i_qos is not None else ""
             t = (
