@@ -160,6 +160,19 @@ def predict(pairs: Pairs, lam: float, calc_period_s: float = 0.0) -> np.ndarray:
     return pairs.u1 * e + pairs.c * g * q
 
 
+def at_the_passes(times: np.ndarray, usage_at: np.ndarray, charge: np.ndarray, tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A history's times and windows moved to the decay passes whose RawUsage the snapshots hold.
+
+    RawUsage moves only at passes: a snapshot taken s seconds after its pass (usage_at, NaN where
+    unknown) holds no decay of those s seconds and none of the charge running jobs made in them
+    (`tail`, per association and snapshot: Slurm adds it at the next pass). So the time becomes
+    the pass's and the tail moves to the next window. (n_snap,) times and usage_at, (n_rows,
+    n_snap) charge and tail (each column the window ending at that snapshot); new arrays out."""
+    charge = charge - tail
+    charge[:, 1:] += tail[:, :-1]
+    return np.where(np.isnan(usage_at), times, usage_at), charge
+
+
 # ---------------------------------------------------------------------------- the fit
 def find_breaks(pairs: Pairs, lam_max: float, abs_noise: float = 1.0, margin: float = 0.05) -> np.ndarray:
     """True for pairs that drop further than decay at `lam_max` allows (inflow only adds),

@@ -19,7 +19,7 @@ from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, 
                      UnsafeActionError)
 from .historydb import Database
 from .records import Snapshot
-from .source import RecordedSlurm, SlurmSource
+from .source import RecordedSlurm, SlurmSource, last_decay_pass
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
 
@@ -66,7 +66,11 @@ def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float |
         raise NotFoundError(f"{source.describe()} is cluster {config.cluster}, not {source.cluster} (-M)")
     cluster = source.cluster or config.cluster
     window_start = window_start_of(cluster)
+    pass_file = _local_pass_record(source, config)
+    pass_before = last_decay_pass(pass_file) if pass_file else None
     sshare_out = whole(source.sshare())
+    usage_at = usage_time(pass_before, last_decay_pass(pass_file) if pass_file else None,
+                          sshare_out.started_at, sshare_out.finished_at, config.calc_period_s)
     shares = parse.parse_sshare(sshare_out.stdout, " ".join(sshare_out.argv))
     parse.check_share_tree(shares, " ".join(sshare_out.argv), fair_tree=config.mode == "fair_tree")
     taken_at = sshare_out.finished_at
@@ -102,7 +106,34 @@ def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float |
         queue=queue,
         prio=prio,
         qos=qos,
+        usage_at=usage_at,
     )
+
+
+def _local_pass_record(source: SlurmSource, config) -> str | None:
+    """The StateSaveLocation whose priority_last_decay_ran is this cluster's: only for a live
+    cluster read without -M (another cluster's StateSaveLocation names a path on its own
+    controller, which may exist here for the local one) under priority/multifactor."""
+    if isinstance(source, RecordedSlurm) or getattr(source, "cluster", None):
+        return None
+    if config.priority_type != "priority/multifactor" or config.calc_period_s <= 0:
+        return None
+    return config.raw.get("StateSaveLocation")
+
+
+def usage_time(before: float | None, after: float | None, started_at: float, finished_at: float,
+               calc_period_s: float, margin_s: float = 2.0) -> float | None:
+    """When the decay pass whose RawUsage sshare printed ran, from slurmctld's record of its last
+    pass read just before and just after sshare (`source.last_decay_pass`), or None when that is
+    in doubt: unreadable, changed during the read (a pass ran meanwhile), or a pass due (the
+    passes fall every PriorityCalcPeriod from the last, decay.next_pass) before sshare finished,
+    `margin_s` allowing for the pass's own start and for its record being written at its end.
+    Pure."""
+    if before is None or after != before or before > started_at:
+        return None
+    if finished_at >= before + calc_period_s - margin_s:
+        return None
+    return before
 
 
 def collect(source: SlurmSource, db: Database, name: str | None = None, now: float | None = None) -> CollectResult:
@@ -168,6 +199,25 @@ def _read_fit_history(db: Database, cluster: str, last: int | None):
     return hist, box["jobs"]
 
 
+def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge):
+    """fit.at_the_passes for the snapshots whose collect could tell when their pass ran
+    (snapshots.usage_at); the others keep their times. Under load a collect's timing wanders by
+    seconds against the passes: at a half-life of a few passes that biased the fitted half-life
+    by a few percent."""
+    import numpy as np
+
+    from .fit import at_the_passes
+
+    at = np.array([np.nan if v is None else v for (v,) in db.execute(
+        "SELECT usage_at FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
+        [cluster, int(ids[0]), int(ids[-1])])] if len(ids) else [], dtype=float)
+    if at.shape != times.shape or not np.isfinite(at).any():
+        return times, charge
+    tails = store.read_job_charges(db.conn, int(ids[0]), int(ids[-1]), pass_tails=True)
+    tail = store.inflow_history(db, cluster, hist, first_id=int(ids[0]), jobs=tails)[:, len(hist.ids) - len(ids):]
+    return at_the_passes(times, at, charge, tail)
+
+
 def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
     """Fit the decay rate to the stored history of a cluster and record the fit.
 
@@ -192,10 +242,11 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
     times, ids, usage_all = hist.times, hist.ids, hist.usage
     if last:
         times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
-    keep = thin_to_period(times.tolist(), max(config.calc_period_s, 1))
     first = int(ids[0]) if len(ids) else None
     charge = store.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
     del jobs
+    times, charge = _at_the_passes(db, cluster, hist, ids, times, charge)
+    keep = thin_to_period(times.tolist(), max(config.calc_period_s, 1))
     all_kept = keep == list(range(len(times)))
     usage = usage_all if all_kept else usage_all[:, keep]
     del hist, usage_all
@@ -673,7 +724,6 @@ def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple
     config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where
     that record cannot be read or the cluster runs no decay passes we know of."""
     from .decay import next_pass
-    from .source import last_decay_pass
 
     if isinstance(source, RecordedSlurm):  # a recording has no passes to come
         return None

@@ -232,6 +232,9 @@ class Snapshot:
     queue: tuple[QueueJob, ...] = ()
     prio: tuple[PrioRow, ...] = ()
     qos: tuple[QosRow, ...] = ()
+    # when the decay pass whose RawUsage sshare printed ran (slurmctld's own record of it), or
+    # None where it cannot be read: RawUsage moves only at passes (pipeline.usage_time)
+    usage_at: float | None = None
 
     @property
     def root(self) -> ShareRow | None:

@@ -284,6 +284,13 @@ def _m007_level_fs(db: sqlite_utils.Database) -> None:
         db.execute(f"ALTER TABLE {table} ADD COLUMN level_fs REAL")
 
 
+def _m008_usage_at(db: sqlite_utils.Database) -> None:
+    # when the decay pass whose RawUsage a snapshot holds ran (slurmctld's priority_last_decay_ran,
+    # readable by root or SlurmUser on the controller's host), NULL where it could not be read:
+    # RawUsage moves only at passes, so the fit times the usage by its pass, not by the snapshot
+    db.execute("ALTER TABLE snapshots ADD COLUMN usage_at REAL")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
@@ -292,6 +299,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("005_tick_stage", _m005_tick_stage),
     ("006_tick_story", _m006_tick_story),
     ("007_level_fs", _m007_level_fs),
+    ("008_usage_at", _m008_usage_at),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -477,8 +485,8 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
     cur = db.execute(
         """INSERT INTO snapshots (cluster, taken_at, slurm_version, priority_mode, priority_flags,
              damping_factor, half_life_s, calc_period_s, usage_reset_period, private_data, enforce,
-             total_raw_usage, n_users, n_active_users, window_start, window_end, source, config_json)
-           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+             total_raw_usage, n_users, n_active_users, window_start, window_end, source, config_json, usage_at)
+           VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
         [
             snap.cluster,
             snap.taken_at,
@@ -498,6 +506,7 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
             snap.window[1] if snap.window else None,
             source,
             json.dumps({"config": _config_json(cfg), "qos": {q.name: q.usage_factor for q in snap.qos}}),
+            snap.usage_at,
         ],
     )
     sid = cur.lastrowid
@@ -990,21 +999,33 @@ def _fill_row(db: sqlite_utils.Database, aid: int, ids, row) -> bool:
 _ABSENT = -(2**63)  # usage_history's mark of an absent sample (RawUsage is never negative)
 
 
-def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int) -> JobCharges:
+def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, *, pass_tails: bool = False) -> JobCharges:
     """The jobs of snapshots lo..hi for inflow_history. Takes a plain connection: the fit reads
     them on a second (read-only) connection in a thread while the usage is read on the first;
     SQLite lets the other thread run while it steps. Two numbers a job cross into Python (the
-    snapshot, association and QOS packed into one integer, and the charge)."""
+    snapshot, association and QOS packed into one integer, and the charge).
+
+    pass_tails: instead of each job's charge in its window, the part of it after the decay pass
+    whose RawUsage its snapshot holds (snapshots.usage_at), for the jobs still running at the
+    snapshot: Slurm charges that part at the next pass, so it belongs to the next window. Jobs
+    that ended after the pass are left whole (with `limits` Slurm charges a job's tail when it
+    ends). Snapshots with no usage_at give no tails."""
     import numpy as np
 
     # the QOS the snapshots list (no scan of the jobs); a job of another QOS: read again with all
     listed = {None}
     for (cfg,) in conn.execute("SELECT config_json FROM snapshots WHERE id BETWEEN ? AND ?", [lo, hi]):
         listed.update(json.loads(cfg or "{}").get("qos", {}))
-    got = _read_job_charges(conn, lo, hi, sorted(listed, key=_qos_order), unknown_ok=False)
+    if pass_tails:
+        rows = ("job_usage JOIN snapshots s ON s.id = snapshot_id WHERE snapshot_id BETWEEN ? AND ? "
+                "AND state = 'RUNNING' AND s.usage_at IS NOT NULL")
+        charge = 'coalesce(billing * max(0.0, "end" - max(start, s.usage_at)), 0.0)'
+    else:
+        rows, charge = "job_usage WHERE snapshot_id BETWEEN ? AND ?", "coalesce(billing * elapsed_s, 0.0)"
+    got = _read_job_charges(conn, lo, hi, sorted(listed, key=_qos_order), False, rows, charge)
     if got is None:
-        names = [q for (q,) in conn.execute("SELECT DISTINCT qos FROM job_usage WHERE snapshot_id BETWEEN ? AND ?", [lo, hi])]
-        got = _read_job_charges(conn, lo, hi, sorted(names, key=_qos_order), unknown_ok=True)
+        names = [q for (q,) in conn.execute(f"SELECT DISTINCT qos FROM {rows}", [lo, hi])]
+        got = _read_job_charges(conn, lo, hi, sorted(names, key=_qos_order), True, rows, charge)
     return got
 
 
@@ -1012,7 +1033,8 @@ def _qos_order(q):
     return (q is not None, q or "")  # SQLite's GROUP BY order: NULL first, then by bytes
 
 
-def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: list, unknown_ok: bool) -> JobCharges | None:
+def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: list, unknown_ok: bool,
+                      rows: str, charge_sql: str) -> JobCharges | None:
     import numpy as np
 
     empty = np.zeros(0, dtype=np.int64)
@@ -1025,7 +1047,7 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
     qcode = f"CASE WHEN qos IS NULL THEN {null_code} ELSE {f'CASE qos {case} ELSE {n_q} END' if case else n_q} END"
     n_q += 1
     n_a = (conn.execute("SELECT max(id) FROM assocs").fetchone()[0] or 0) + 1
-    where = "FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NOT NULL"
+    where = f"FROM {rows} AND assoc_id IS NOT NULL"
     n = conn.execute(f"SELECT count(*) {where}", [lo, hi]).fetchone()[0]  # sized once: fromiter does not grow
     # ids in 4 bytes and the QOS in 1 when they fit: 17 bytes a job once read
     id_type = np.int32 if max(hi, n_a) < 2**31 else np.int64
@@ -1033,7 +1055,7 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
     sid, aid, q = np.empty(n, dtype=id_type), np.empty(n, dtype=id_type), np.empty(n, dtype=q_type)
     if (hi + 1) * n_a * n_q < 2**62:  # (snapshot, association, QOS) in one integer: two numbers a job
         packed = np.fromiter(conn.execute(
-            f"SELECT (snapshot_id * {n_a} + assoc_id) * {n_q} + {qcode}, coalesce(billing * elapsed_s, 0.0) {where}",
+            f"SELECT (snapshot_id * {n_a} + assoc_id) * {n_q} + {qcode}, {charge_sql} {where}",
             [*params, lo, hi]), dtype=[("k", np.int64), ("c", float)], count=n)
         for a in range(0, n, 1 << 18):  # unpacked a slice at a time: small temporaries
             k = packed["k"][a:a + (1 << 18)]
@@ -1042,7 +1064,7 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
             aid[a:a + k.size] = k % n_a
             sid[a:a + k.size] = k // n_a
     else:
-        packed = np.fromiter(conn.execute(f"SELECT snapshot_id, assoc_id, {qcode}, coalesce(billing * elapsed_s, 0.0) {where}",
+        packed = np.fromiter(conn.execute(f"SELECT snapshot_id, assoc_id, {qcode}, {charge_sql} {where}",
                                           [*params, lo, hi]),
                              dtype=[("sid", np.int64), ("aid", np.int64), ("q", np.int64), ("c", float)], count=n)
         sid[:], aid[:], q[:] = packed["sid"], packed["aid"], packed["q"]
@@ -1050,8 +1072,7 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
     del packed
     # jobs whose association id was not known when they were written (NULL): by account and user
     orphan = conn.execute(
-        f"""SELECT snapshot_id, account, user, {qcode}, coalesce(billing * elapsed_s, 0.0)
-            FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NULL""", [*params, lo, hi]).fetchall()
+        f"SELECT snapshot_id, account, user, {qcode}, {charge_sql} FROM {rows} AND assoc_id IS NULL", [*params, lo, hi]).fetchall()
     if orphan:
         sid = np.concatenate([sid, np.array([r[0] for r in orphan], dtype=sid.dtype)])
         aid = np.concatenate([aid, np.full(len(orphan), -1, dtype=aid.dtype)])

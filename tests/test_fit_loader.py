@@ -125,3 +125,60 @@ def test_several_jobs_qos_factors_orphans_gaps_and_thinning(series_db, tmp_path)
                    [sids[6], sids[7]])
     assert_same(db, "tbcluster")
     assert_same(db, "tbcluster", last=7)
+
+
+def test_snapshots_timed_by_their_pass_move_the_times_and_the_running_jobs_tails(series_db, tmp_path):
+    """Snapshots whose collect read when their decay pass ran (usage_at): fit_history times them by
+    the pass and moves the charge the still-running jobs made after it to the next window, as a
+    plain Python walk over the stored rows computes it (jobs with and without an association id,
+    a QOS with a UsageFactor, a job that ended after the pass: left whole); the rest as before."""
+    import shutil
+
+    path = tmp_path / "h.db"
+    shutil.copy(series_db, path)
+    db = store.open_db(path)
+    rng = np.random.default_rng(11)
+    sids = store.snapshot_ids(db, "tbcluster")
+    users = db.execute("SELECT id, account, user FROM assocs WHERE cluster = 'tbcluster' AND user != ''").fetchall()
+    taken = dict(db.execute("SELECT id, taken_at FROM snapshots").fetchall())
+    with store.transaction(db):
+        for sid, cfg in db.execute("SELECT id, config_json FROM snapshots").fetchall():
+            blob = json.loads(cfg)
+            blob["qos"]["scaled"] = 0.37
+            db.execute("UPDATE snapshots SET config_json = ? WHERE id = ?", [json.dumps(blob), sid])
+        rows = []
+        for sid in sids[1:]:
+            t = taken[sid]
+            for aid, account, user in users:
+                for j, (state, qos) in enumerate([("RUNNING", "normal"), ("RUNNING", "scaled"), ("COMPLETED", "normal")]):
+                    start = t - float(rng.uniform(1, 90))
+                    end = t if state == "RUNNING" else t - float(rng.uniform(0, 1))  # -T clips a running job's End
+                    rows.append((sid, f"r{sid}-{aid}-{j}", aid if sid % 3 else None, user, account, "debug", qos, state,
+                                 2, int(rng.integers(1, 9)), 1, start, end, max(0.0, end - max(start, taken.get(sid - 1, start)))))
+        db.conn.executemany("INSERT INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        for sid in sids[::2]:  # every other snapshot knows its pass: 0 to 20 s before it was taken
+            db.execute("UPDATE snapshots SET usage_at = taken_at - ? WHERE id = ?", [float(rng.uniform(0, 20)), sid])
+    # by hand: times, each window's charge, each snapshot's tails, moved, thinned, summed
+    at = dict(db.execute("SELECT id, usage_at FROM snapshots").fetchall())
+    times = [at[s] if at[s] is not None else taken[s] for s in sids]
+    factors = {sid: json.loads(cfg).get("qos", {}) for sid, cfg in db.execute("SELECT id, config_json FROM snapshots")}
+    inflow = store.inflow_series(db, "tbcluster")
+    tails: dict = {}
+    for sid, account, user, qos, billing, start, end in db.execute(
+            "SELECT snapshot_id, account, user, qos, billing, start, \"end\" FROM job_usage WHERE state = 'RUNNING'"):
+        if at[sid] is not None:
+            d = tails.setdefault((account, user), {})
+            d[sid] = d.get(sid, 0.0) + billing * max(0.0, end - max(start, at[sid])) * factors[sid].get(qos, 1.0)
+    keep = pipeline.thin_to_period(times, 60)
+    hist = store.usage_history(db, "tbcluster")
+    flow = np.zeros((len(hist.keys), len(keep)))
+    for r, k in enumerate(hist.keys):
+        per, tail = inflow.get(k, {}), tails.get(k, {})
+        moved = [per.get(s, 0.0) - tail.get(s, 0.0) + (tail.get(sids[i - 1], 0.0) if i else 0.0) for i, s in enumerate(sids)]
+        for c in range(1, len(keep)):
+            flow[r, c] = sum(moved[keep[c - 1] + 1:keep[c] + 1])
+    seen, result = new_matrices(db, "tbcluster")
+    assert np.array_equal(seen["times"], np.array([times[i] for i in keep]))
+    assert np.allclose(seen["flow"], flow, rtol=1e-12, atol=1e-9)
+    assert sum(sum(d.values()) for d in tails.values()) > 1000  # there were tails to move
+    assert result.n_residuals > 0

@@ -27,7 +27,7 @@ def _fscontrol(*args: str) -> subprocess.CompletedProcess:
 
 
 RELEASED = [("history-004.db", "004_gate_ledger"), ("history-005.db", "005_tick_stage"),
-            ("history-006.db", "006_tick_story")]
+            ("history-006.db", "006_tick_story"), ("history-007.db", "007_level_fs")]
 
 
 @pytest.mark.parametrize("fixture,schema", RELEASED)
