@@ -92,21 +92,27 @@ def test_the_real_series_loads_to_the_same_arrays_and_fit(series_db):
     assert_same(db, "tbcluster", last=6)
 
 
-def test_several_jobs_qos_factors_orphans_gaps_and_thinning(series_db, tmp_path):
+def _copy_with_scaled_qos(series_db, tmp_path):
+    """A copy of the series whose every snapshot lists a QOS `scaled` charged at 0.37 (jobs of a
+    QOS no snapshot lists are the tests' own); the copy, its snapshot ids and user associations."""
     import shutil
 
     path = tmp_path / "h.db"
     shutil.copy(series_db, path)
     db = store.open_db(path)
-    rng = np.random.default_rng(5)
-    sids = store.snapshot_ids(db, "tbcluster")
-    users = db.execute("SELECT id, account, user FROM assocs WHERE cluster = 'tbcluster' AND user != ''").fetchall()
     with store.transaction(db):
-        # a QOS charged at 0.37 in every snapshot's config, another one no snapshot lists
         for sid, cfg in db.execute("SELECT id, config_json FROM snapshots").fetchall():
             blob = json.loads(cfg)
             blob["qos"]["scaled"] = 0.37
             db.execute("UPDATE snapshots SET config_json = ? WHERE id = ?", [json.dumps(blob), sid])
+    users = db.execute("SELECT id, account, user FROM assocs WHERE cluster = 'tbcluster' AND user != ''").fetchall()
+    return db, store.snapshot_ids(db, "tbcluster"), users
+
+
+def test_several_jobs_qos_factors_orphans_gaps_and_thinning(series_db, tmp_path):
+    db, sids, users = _copy_with_scaled_qos(series_db, tmp_path)
+    rng = np.random.default_rng(5)
+    with store.transaction(db):
         rows = []
         for sid in sids[1:]:
             for aid, account, user in users:
@@ -132,20 +138,10 @@ def test_snapshots_timed_by_their_pass_move_the_times_and_the_running_jobs_tails
     the pass and moves the charge the still-running jobs made after it to the next window, as a
     plain Python walk over the stored rows computes it (jobs with and without an association id,
     a QOS with a UsageFactor, a job that ended after the pass: left whole); the rest as before."""
-    import shutil
-
-    path = tmp_path / "h.db"
-    shutil.copy(series_db, path)
-    db = store.open_db(path)
+    db, sids, users = _copy_with_scaled_qos(series_db, tmp_path)
     rng = np.random.default_rng(11)
-    sids = store.snapshot_ids(db, "tbcluster")
-    users = db.execute("SELECT id, account, user FROM assocs WHERE cluster = 'tbcluster' AND user != ''").fetchall()
     taken = dict(db.execute("SELECT id, taken_at FROM snapshots").fetchall())
     with store.transaction(db):
-        for sid, cfg in db.execute("SELECT id, config_json FROM snapshots").fetchall():
-            blob = json.loads(cfg)
-            blob["qos"]["scaled"] = 0.37
-            db.execute("UPDATE snapshots SET config_json = ? WHERE id = ?", [json.dumps(blob), sid])
         rows = []
         for sid in sids[1:]:
             t = taken[sid]
