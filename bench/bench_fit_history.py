@@ -109,7 +109,9 @@ def build_history(path: Path, n_users: int, n_snap: int, seed: int = 1) -> dict:
             for aid in range(1, first_user_id):
                 yield (aid, 1, 1, 1, 0, 1.0, 0, None, None, 0.5, 0)
 
-        conn.executemany("INSERT INTO assoc_samples VALUES (?,?,?,?,?,?,?,?,?,?,?)", samples())
+        conn.executemany("INSERT INTO assoc_samples (assoc_id, snapshot_id, present, raw_shares, shares_parent, norm_shares, "
+                         "raw_usage, norm_usage, effective_usage, fairshare, billing_run_mins) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                         samples())
 
         def jobs():
             for k in range(1, n_snap):

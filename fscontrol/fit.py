@@ -153,6 +153,8 @@ def _q(y: float) -> tuple[float, float]:
     """Slurm's pre-decay of a pass's charge: q(y) = y/(e^y - 1), and q'(y)."""
     if y < 1e-6:
         return 1.0 - y / 2, -0.5 + y / 6
+    if y > 700:  # e^y overflows a float; q and q' are below 1e-300 there (a wild Gauss-Newton step)
+        return 0.0, 0.0
     em = math.expm1(y)
     return y / em, (em - y * math.exp(y)) / (em * em)
 

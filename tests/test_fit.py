@@ -229,3 +229,15 @@ def test_usage_time_is_the_pass_only_when_no_pass_can_have_run_during_the_read()
     assert usage_time(1000.0, 1060.0, 1059.0, 1061.0, 60) is None  # a pass ran during the read
     assert usage_time(1000.0, 1000.0, 1057.0, 1058.5, 60) is None  # one was due: its record may lag
     assert usage_time(1000.0, 1000.0, 999.0, 1001.0, 60) is None  # a record later than the read began
+
+
+def test_an_absurd_history_is_reported_unconverged_not_an_overflow():
+    """A charge of -1e12 in one window (no Slurm gives that; a wrong stored job could) sends
+    Gauss-Newton to a huge lambda, where Slurm's pre-decay e^(lambda P) overflows a float: the fit
+    says it did not converge instead of raising OverflowError."""
+    t = np.arange(10) * 60.0
+    u = np.array([[1000.0 * 0.9**k for k in range(10)]] * 3)
+    c = np.zeros_like(u)
+    c[:, 5] = -1e12
+    r = fit_decay_matrix(t, u, c, 300, calc_period_s=60)
+    assert not r.converged
