@@ -13,7 +13,7 @@ b.build_history(db0, int(sys.argv[1]), int(sys.argv[2]))
 db1 = tmp / "b.db"; shutil.copy(db0, db1)
 d = store.open_db(db1)
 with store.transaction(d):
-    d.execute("UPDATE snapshots SET usage_at = taken_at - 10")
+    d.execute("UPDATE snapshots SET usage_at = taken_at - 10, window_end = taken_at")
     d.execute("UPDATE job_usage SET state = 'RUNNING', start = coalesce(start, 0), \"end\" = (SELECT taken_at FROM snapshots s WHERE s.id = snapshot_id) WHERE abs(random()) % 3 = 0")
 d.conn.close()
 def best(path):

@@ -154,7 +154,7 @@ def thin_to_period(times: list[float], period_s: float) -> list[int]:
     return keep
 
 
-def _read_fit_history(db: Database, cluster: str, last: int | None):
+def _read_fit_history(db: Database, cluster: str, last: int | None, running: bool = False):
     """The usage history and the charged jobs the fit needs. The jobs (each crosses into Python)
     are read on a second, read-only connection in a thread while this one reads the usage
     (SQLite joins those into strings without holding Python's lock): on two cores the two reads
@@ -172,14 +172,14 @@ def _read_fit_history(db: Database, cluster: str, last: int | None):
     path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
     if not path:
         hist = store.usage_history(db, cluster)
-        return hist, store.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi)
+        return hist, store.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi, running=running)
     box: dict = {}
 
     def read_jobs() -> None:
         try:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
             try:
-                box["jobs"] = store.read_job_charges(conn, lo, hi)
+                box["jobs"] = store.read_job_charges(conn, lo, hi, running=running)
             finally:
                 conn.close()
         except BaseException as e:  # noqa: BLE001 - handed to the caller below
@@ -199,21 +199,22 @@ def _read_fit_history(db: Database, cluster: str, last: int | None):
     return hist, box["jobs"]
 
 
-def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge):
+def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge, jobs):
     """fit.at_the_passes for the snapshots whose collect could tell when their pass ran
     (snapshots.usage_at); the others keep their times. Under load a collect's timing wanders by
     seconds against the passes: at a half-life of a few passes that biased the fitted half-life
-    by a few percent."""
+    by a few percent. `jobs`: read_job_charges(running=True) of those snapshots."""
     import numpy as np
 
     from .fit import at_the_passes
 
-    at = np.array([np.nan if v is None else v for (v,) in db.execute(
-        "SELECT usage_at FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
-        [cluster, int(ids[0]), int(ids[-1])])] if len(ids) else [], dtype=float)
+    rows = db.execute("SELECT usage_at, window_end FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
+                      [cluster, int(ids[0]), int(ids[-1])]).fetchall()
+    at = np.array([np.nan if a is None else a for a, _ in rows], dtype=float)
     if at.shape != times.shape or not np.isfinite(at).any():
         return times, charge
-    tails = store.read_job_charges(db.conn, int(ids[0]), int(ids[-1]), pass_tails=True)
+    after = np.array([np.nan if a is None or w is None else w - a for a, w in rows], dtype=float)
+    tails = store.pass_tails(jobs, np.asarray(ids), after)
     tail = store.inflow_history(db, cluster, hist, first_id=int(ids[0]), jobs=tails)[:, len(hist.ids) - len(ids):]
     return at_the_passes(times, at, charge, tail)
 
@@ -238,14 +239,19 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
 
     from . import fit as fitmod
 
-    hist, jobs = _read_fit_history(db, cluster, last)
+    # snapshots that know their pass (usage_at): the jobs are read with their running billing too
+    timed = db.execute("SELECT count(usage_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()[0] > 0
+    hist, jobs = _read_fit_history(db, cluster, last, running=timed)
     times, ids, usage_all = hist.times, hist.ids, hist.usage
     if last:
         times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
     first = int(ids[0]) if len(ids) else None
+    if jobs is None and timed and len(ids):  # (inflow_history would read them without the billing)
+        jobs = store.read_job_charges(db.conn, first, int(hist.ids[-1]), running=True)
     charge = store.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
+    if timed and len(ids):
+        times, charge = _at_the_passes(db, cluster, hist, ids, times, charge, jobs)
     del jobs
-    times, charge = _at_the_passes(db, cluster, hist, ids, times, charge)
     keep = thin_to_period(times.tolist(), max(config.calc_period_s, 1))
     all_kept = keep == list(range(len(times)))
     usage = usage_all if all_kept else usage_all[:, keep]

@@ -879,6 +879,7 @@ class JobCharges(NamedTuple):
     q: "np.ndarray"  # index of its QOS in qos_names
     charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
     orphans: list  # (account, user) of the jobs without an association id, in order
+    running: "np.ndarray | None" = None  # billing of the jobs running at their snapshot, else 0 (read_job_charges(running=True))
 
 
 def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
@@ -999,34 +1000,38 @@ def _fill_row(db: sqlite_utils.Database, aid: int, ids, row) -> bool:
 _ABSENT = -(2**63)  # usage_history's mark of an absent sample (RawUsage is never negative)
 
 
-def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, *, pass_tails: bool = False) -> JobCharges:
+def read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, *, running: bool = False) -> JobCharges:
     """The jobs of snapshots lo..hi for inflow_history. Takes a plain connection: the fit reads
     them on a second (read-only) connection in a thread while the usage is read on the first;
     SQLite lets the other thread run while it steps. Two numbers a job cross into Python (the
-    snapshot, association and QOS packed into one integer, and the charge).
-
-    pass_tails: instead of each job's charge in its window, the part of it after the decay pass
-    whose RawUsage its snapshot holds (snapshots.usage_at), for the jobs still running at the
-    snapshot: Slurm charges that part at the next pass, so it belongs to the next window. Jobs
-    that ended after the pass are left whole (with `limits` Slurm charges a job's tail when it
-    ends). Snapshots with no usage_at give no tails."""
-    import numpy as np
-
+    snapshot, association and QOS packed into one integer, and the charge); `running`: a third,
+    the billing of each job still running at its snapshot (0 for the others), for pass_tails."""
     # the QOS the snapshots list (no scan of the jobs); a job of another QOS: read again with all
     listed = {None}
     for (cfg,) in conn.execute("SELECT config_json FROM snapshots WHERE id BETWEEN ? AND ?", [lo, hi]):
         listed.update(json.loads(cfg or "{}").get("qos", {}))
-    if pass_tails:
-        rows = ("job_usage JOIN snapshots s ON s.id = snapshot_id WHERE snapshot_id BETWEEN ? AND ? "
-                "AND state = 'RUNNING' AND s.usage_at IS NOT NULL")
-        charge = 'coalesce(billing * max(0.0, "end" - max(start, s.usage_at)), 0.0)'
-    else:
-        rows, charge = "job_usage WHERE snapshot_id BETWEEN ? AND ?", "coalesce(billing * elapsed_s, 0.0)"
-    got = _read_job_charges(conn, lo, hi, sorted(listed, key=_qos_order), False, rows, charge)
+    got = _read_job_charges(conn, lo, hi, sorted(listed, key=_qos_order), unknown_ok=False, running=running)
     if got is None:
-        names = [q for (q,) in conn.execute(f"SELECT DISTINCT qos FROM {rows}", [lo, hi])]
-        got = _read_job_charges(conn, lo, hi, sorted(names, key=_qos_order), True, rows, charge)
+        names = [q for (q,) in conn.execute("SELECT DISTINCT qos FROM job_usage WHERE snapshot_id BETWEEN ? AND ?", [lo, hi])]
+        got = _read_job_charges(conn, lo, hi, sorted(names, key=_qos_order), unknown_ok=True, running=running)
     return got
+
+
+def pass_tails(jobs: JobCharges, snap_ids: "np.ndarray", after_pass: "np.ndarray") -> JobCharges:
+    """The jobs with, as their charge, the part of it after the decay pass whose RawUsage their
+    snapshot holds: for a job still running at the snapshot, billing x the seconds from the pass
+    to the window's end (`after_pass`, per snapshot of `snap_ids`: window end - usage_at, NaN
+    where the pass is unknown), at most its charge in the window; 0 for the others. Slurm charges
+    that part at the next pass, so it belongs to the next window. A job that ended after the
+    pass is left whole (with `limits` Slurm charges a job's tail when it ends). `jobs` must have
+    been read with running=True."""
+    import numpy as np
+
+    if not len(snap_ids):
+        return jobs._replace(charge=np.zeros_like(jobs.charge))
+    col = np.minimum(np.searchsorted(snap_ids, jobs.sid), len(snap_ids) - 1)
+    secs = np.where(snap_ids[col] == jobs.sid, np.maximum(np.nan_to_num(after_pass, nan=0.0), 0.0)[col], 0.0)
+    return jobs._replace(charge=np.minimum(jobs.charge, jobs.running * secs))
 
 
 def _qos_order(q):
@@ -1034,12 +1039,12 @@ def _qos_order(q):
 
 
 def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: list, unknown_ok: bool,
-                      rows: str, charge_sql: str) -> JobCharges | None:
+                      running: bool = False) -> JobCharges | None:
     import numpy as np
 
     empty = np.zeros(0, dtype=np.int64)
     if not qos_names:
-        return JobCharges(qos_names, empty, empty, empty, np.zeros(0), [])
+        return JobCharges(qos_names, empty, empty, empty, np.zeros(0), [], np.zeros(0) if running else None)
     case = " ".join("WHEN ? THEN " + str(i) for i, q in enumerate(qos_names) if q is not None)
     null_code = qos_names.index(None) if None in qos_names else -1
     params = [q for q in qos_names if q is not None]
@@ -1047,7 +1052,11 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
     qcode = f"CASE WHEN qos IS NULL THEN {null_code} ELSE {f'CASE qos {case} ELSE {n_q} END' if case else n_q} END"
     n_q += 1
     n_a = (conn.execute("SELECT max(id) FROM assocs").fetchone()[0] or 0) + 1
-    where = f"FROM {rows} AND assoc_id IS NOT NULL"
+    where = "FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NOT NULL"
+    charge_sql = "coalesce(billing * elapsed_s, 0.0)"
+    if running:  # a third number a job: its billing if it was running at its snapshot
+        charge_sql += ", CASE WHEN state = 'RUNNING' THEN coalesce(billing, 0.0) ELSE 0.0 END"
+    cf = [("c", float)] + ([("r", float)] if running else [])
     n = conn.execute(f"SELECT count(*) {where}", [lo, hi]).fetchone()[0]  # sized once: fromiter does not grow
     # ids in 4 bytes and the QOS in 1 when they fit: 17 bytes a job once read
     id_type = np.int32 if max(hi, n_a) < 2**31 else np.int64
@@ -1056,7 +1065,7 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
     if (hi + 1) * n_a * n_q < 2**62:  # (snapshot, association, QOS) in one integer: two numbers a job
         packed = np.fromiter(conn.execute(
             f"SELECT (snapshot_id * {n_a} + assoc_id) * {n_q} + {qcode}, {charge_sql} {where}",
-            [*params, lo, hi]), dtype=[("k", np.int64), ("c", float)], count=n)
+            [*params, lo, hi]), dtype=[("k", np.int64), *cf], count=n)
         for a in range(0, n, 1 << 18):  # unpacked a slice at a time: small temporaries
             k = packed["k"][a:a + (1 << 18)]
             q[a:a + k.size] = k % n_q
@@ -1066,21 +1075,25 @@ def _read_job_charges(conn: sqlite3.Connection, lo: int, hi: int, qos_names: lis
     else:
         packed = np.fromiter(conn.execute(f"SELECT snapshot_id, assoc_id, {qcode}, {charge_sql} {where}",
                                           [*params, lo, hi]),
-                             dtype=[("sid", np.int64), ("aid", np.int64), ("q", np.int64), ("c", float)], count=n)
+                             dtype=[("sid", np.int64), ("aid", np.int64), ("q", np.int64), *cf], count=n)
         sid[:], aid[:], q[:] = packed["sid"], packed["aid"], packed["q"]
     charge = np.ascontiguousarray(packed["c"])
+    rate = np.ascontiguousarray(packed["r"]) if running else None
     del packed
     # jobs whose association id was not known when they were written (NULL): by account and user
     orphan = conn.execute(
-        f"SELECT snapshot_id, account, user, {qcode}, {charge_sql} FROM {rows} AND assoc_id IS NULL", [*params, lo, hi]).fetchall()
+        f"""SELECT snapshot_id, account, user, {qcode}, {charge_sql}
+            FROM job_usage WHERE snapshot_id BETWEEN ? AND ? AND assoc_id IS NULL""", [*params, lo, hi]).fetchall()
     if orphan:
         sid = np.concatenate([sid, np.array([r[0] for r in orphan], dtype=sid.dtype)])
         aid = np.concatenate([aid, np.full(len(orphan), -1, dtype=aid.dtype)])
         q = np.concatenate([q, np.array([r[3] for r in orphan], dtype=q.dtype)])
         charge = np.concatenate([charge, np.array([r[4] for r in orphan], dtype=float)])
+        if running:
+            rate = np.concatenate([rate, np.array([r[5] for r in orphan], dtype=float)])
     if not unknown_ok and (q == n_q - 1).any():
         return None
-    return JobCharges(qos_names, sid, aid, q, charge, [(r[1], r[2]) for r in orphan])
+    return JobCharges(qos_names, sid, aid, q, charge, [(r[1], r[2]) for r in orphan], rate)
 
 
 def inflow_history(db: sqlite_utils.Database, cluster: str, hist: UsageHistory, first_id: int | None = None,

@@ -159,7 +159,7 @@ def late_collects(seed: int, late_s: float):
     with collects that start on the minute but finish late by an exponential delay (a loaded
     machine). Returns the snapshot times, the pass each one's RawUsage is from, RawUsage
     truncated as sshare prints it, each window's sacct charge, and the charge after the pass of
-    the jobs still running at each snapshot (store.read_job_charges(pass_tails=True))."""
+    the jobs still running at each snapshot (store.pass_tails)."""
     from fscontrol.decay import Charge, slurm_usage
 
     rng = np.random.default_rng(seed)

@@ -156,15 +156,16 @@ def test_snapshots_timed_by_their_pass_move_the_times_and_the_running_jobs_tails
             db.execute("UPDATE snapshots SET usage_at = taken_at - ? WHERE id = ?", [float(rng.uniform(0, 20)), sid])
     # by hand: times, each window's charge, each snapshot's tails, moved, thinned, summed
     at = dict(db.execute("SELECT id, usage_at FROM snapshots").fetchall())
+    window_end = dict(db.execute("SELECT id, window_end FROM snapshots").fetchall())
     times = [at[s] if at[s] is not None else taken[s] for s in sids]
     factors = {sid: json.loads(cfg).get("qos", {}) for sid, cfg in db.execute("SELECT id, config_json FROM snapshots")}
     inflow = store.inflow_series(db, "tbcluster")
     tails: dict = {}
-    for sid, account, user, qos, billing, start, end in db.execute(
-            "SELECT snapshot_id, account, user, qos, billing, start, \"end\" FROM job_usage WHERE state = 'RUNNING'"):
-        if at[sid] is not None:
+    for sid, account, user, qos, billing, elapsed in db.execute(
+            "SELECT snapshot_id, account, user, qos, billing, elapsed_s FROM job_usage WHERE state = 'RUNNING'"):
+        if at[sid] is not None:  # from the pass to the window's end, at most the job's time in the window
             d = tails.setdefault((account, user), {})
-            d[sid] = d.get(sid, 0.0) + billing * max(0.0, end - max(start, at[sid])) * factors[sid].get(qos, 1.0)
+            d[sid] = d.get(sid, 0.0) + billing * min(elapsed, max(0.0, window_end[sid] - at[sid])) * factors[sid].get(qos, 1.0)
     keep = pipeline.thin_to_period(times, 60)
     hist = store.usage_history(db, "tbcluster")
     flow = np.zeros((len(hist.keys), len(keep)))
