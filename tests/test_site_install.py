@@ -56,9 +56,19 @@ def test_a_plain_user_runs_the_site_install(slurm, tmp_path_factory):
         assert w.returncode == 0, w.stderr
         assert f"job {job} (carol, account chem" in w.stdout and "fair-share" in w.stdout
         # her own page, served as her (`fscontrol web`, loopback, a secret token), with her live sshare
-        # row; and the public page `publish` wrote beside the JSON matches it
+        # row, from a snapshot of the live testbed that root collects and publishes with the install
+        # (the page forecasts as of now: a recorded snapshot older than a day is refused, as it should
+        # be); and the public page `publish` wrote beside the JSON matches it
+        live = base / "live"
+        live.mkdir()
+        for cmd in (["collect", "--db", str(base / "live.db")],
+                    ["publish", "--db", str(base / "live.db"), "--out", str(live / "tbcluster.json")]):
+            p = subprocess.run([str(prefix / "bin" / "fscontrol"), *cmd], capture_output=True, text=True, timeout=120,
+                               env=slurm.env)
+            assert p.returncode == 0, (cmd, p.stderr)
+        subprocess.run(["chmod", "-R", "a+rX", str(live)], check=True)
         web = subprocess.Popen([*as_carol, "env", f"PATH={path}:/usr/bin:/bin", f"SLURM_CONF={slurm.conf}", "fscontrol",
-                                "web", "--port", "0", "--published", str(public)], stderr=subprocess.PIPE, text=True)
+                                "web", "--port", "0", "--published", str(live)], stderr=subprocess.PIPE, text=True)
         try:
             line = web.stderr.readline()
             assert line.startswith("serving http://127.0.0.1:"), line
