@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import _typer_fast
+from . import collect_cmd as _help  # the shared options' help texts (collect runs without typer)
 from .errors import ConfigError, FscontrolError, NotFoundError, OutputError
 
 _typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
@@ -36,27 +37,10 @@ app = typer.Typer(
     rich_markup_mode=None,  # docstrings wrap as paragraphs instead of keeping their line breaks
 )
 
-SourceOpt = Annotated[
-    str,
-    typer.Option(
-        "--source",
-        "-s",
-        help="Where to read Slurm from: 'live' (run the Slurm commands) or a recorded sample folder "
-        "(e.g. samples/testbed-basic).",
-    ),
-]
-DbOpt = Annotated[
-    Optional[Path],
-    typer.Option(
-        "--db",
-        help="History database. Default: $FSCONTROL_DB, else /var/lib/fscontrol/history.db for root, "
-        "~/.local/state/fscontrol/history.db for other users.",
-    ),
-]
-ClusterOpt = Annotated[
-    Optional[str], typer.Option("--cluster", "-M", help="Slurm cluster name (passed to Slurm as -M).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+SourceOpt = Annotated[str, typer.Option("--source", "-s", help=_help.SOURCE_HELP)]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", help=_help.DB_HELP)]
+ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-M", help=_help.CLUSTER_HELP)]
+JsonOpt = Annotated[bool, typer.Option("--json", help=_help.JSON_HELP)]
 ConfigOpt = Annotated[
     Optional[Path],
     typer.Option("--config", "-c", help="The agent's TOML config (target u*, method, dummy, allocations...).", envvar="FSCONTROL_CONFIG"),
@@ -105,11 +89,9 @@ def _fail(e: FscontrolError) -> typer.Exit:
 
 
 def _source(spec: str, cluster: str | None, timeout_s: float = 60.0):
-    from .source import LiveSlurm, RecordedSlurm
+    from .source import from_spec
 
-    if spec == "live":
-        return LiveSlurm(cluster=cluster, timeout_s=timeout_s)
-    return RecordedSlurm(Path(spec), cluster=cluster)
+    return from_spec(spec, cluster, timeout_s)
 
 
 def _db(path: Path | None, create: bool = True, readonly: bool | None = None):
@@ -119,36 +101,17 @@ def _db(path: Path | None, create: bool = True, readonly: bool | None = None):
     return store.open_db(path or store.default_db_path(), create=create, readonly=not create if readonly is None else readonly)
 
 
-@app.command()
-def collect(source: SourceOpt = "live", db: DbOpt = None, cluster: ClusterOpt = None, json_out: JsonOpt = False) -> None:
-    """Take one snapshot of the cluster (sshare, sacct, squeue, sprio, config) into the history.
-
-    Everything is read and parsed before anything is written; a failed Slurm command writes
-    nothing but a failed-tick record, and exits 3."""
-    from . import pipeline
-
-    try:
-        res = pipeline.collect(_source(source, cluster), _db(db))
-    except FscontrolError as e:
-        raise _fail(e) from None
-    snap = res.snapshot
-    info = {
-        "snapshot_id": res.snapshot_id,
-        "cluster": snap.cluster,
-        "taken_at": snap.taken_at,
-        "associations": len(snap.shares),
-        "users": len(snap.users),
-        "jobs_in_window": len(snap.jobs),
-        "queued_jobs": len(snap.queue),
-    }
-    if json_out:
-        typer.echo(json.dumps(info))
-    else:
-        typer.echo(
-            f"snapshot {res.snapshot_id} of {snap.cluster}: {info['associations']} associations "
-            f"({info['users']} users), {info['jobs_in_window']} jobs in the sacct window, "
-            f"{info['queued_jobs']} in the queue"
-        )
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    add_help_option=False,
+)
+def collect(ctx: typer.Context) -> None:
+    """Take one snapshot of the cluster (sshare, sacct, squeue, sprio, config) into the history. See `fscontrol collect --help`."""
+    # The options live in collect_cmd (argparse): the console script runs it without importing
+    # typer (as forecast). This pass-through serves `python -m` and tests.
+    code = _help.main(list(ctx.args))
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

@@ -1,5 +1,6 @@
-"""The console script. `fscontrol forecast` is the command every user types, so it is dispatched
-before typer is imported (see forecast_cmd); everything else goes to the typer app."""
+"""The console script. `fscontrol forecast` (the command every user types) and `fscontrol collect`
+are dispatched before typer is imported (forecast_cmd, collect_cmd: argparse); everything else goes
+to the typer app."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ def main(argv: list[str] | None = None) -> None:
         from .forecast_cmd import main as forecast
 
         sys.exit(forecast(args[1:]))
+    if args[:1] == ["collect"]:
+        from .collect_cmd import main as collect
+
+        sys.exit(collect(args[1:]))
     from .cli import app, only
 
     only(args[0] if args else None)  # typer builds the command it runs, not all of them

@@ -25,6 +25,14 @@ DEFAULT_TIMEOUT_S = 60.0
 COMMANDS = ("config", "sshare", "squeue", "sprio", "qos", "sacct")
 
 
+def from_spec(spec: str, cluster: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> "SlurmSource":
+    """The source a command's --source names: 'live' (the Slurm commands, each with `timeout_s`)
+    or a recorded sample folder; `cluster` is Slurm's -M."""
+    if spec == "live":
+        return LiveSlurm(cluster=cluster, timeout_s=timeout_s)
+    return RecordedSlurm(Path(spec), cluster=cluster)
+
+
 class SlurmSource(Protocol):
     """What the collector reads. Each call returns the command's text and when it ran."""
 
