@@ -1,6 +1,7 @@
 """The command line: each command reads its options, calls one library function, prints.
 
-This is the only place where errors become messages and exit codes:
+This is the only place where errors become messages and exit codes (with forecast_cmd and
+collect_cmd, the two commands the console script runs on argparse, before typer loads):
   0 ok · 1 error · 2 bad configuration or usage · 3 Slurm command failed or unreadable ·
   4 history database locked/unreadable · 5 another tick is running · 6 not found (no snapshot,
   unknown user) · 7 refused as unsafe.
