@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import _typer_fast
-from . import collect_cmd as _help  # the shared options' help texts (collect runs without typer)
+from . import collect_cmd  # collect runs without typer; its module holds the shared options' help texts
 from .errors import ConfigError, FscontrolError, NotFoundError, OutputError
 
 _typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
@@ -38,10 +38,10 @@ app = typer.Typer(
     rich_markup_mode=None,  # docstrings wrap as paragraphs instead of keeping their line breaks
 )
 
-SourceOpt = Annotated[str, typer.Option("--source", "-s", help=_help.SOURCE_HELP)]
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help=_help.DB_HELP)]
-ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-M", help=_help.CLUSTER_HELP)]
-JsonOpt = Annotated[bool, typer.Option("--json", help=_help.JSON_HELP)]
+SourceOpt = Annotated[str, typer.Option("--source", "-s", help=collect_cmd.SOURCE_HELP)]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", help=collect_cmd.DB_HELP)]
+ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-M", help=collect_cmd.CLUSTER_HELP)]
+JsonOpt = Annotated[bool, typer.Option("--json", help=collect_cmd.JSON_HELP)]
 ConfigOpt = Annotated[
     Optional[Path],
     typer.Option("--config", "-c", help="The agent's TOML config (target u*, method, dummy, allocations...).", envvar="FSCONTROL_CONFIG"),
@@ -110,7 +110,7 @@ def collect(ctx: typer.Context) -> None:
     """Take one snapshot of the cluster (sshare, sacct, squeue, sprio, config) into the history. See `fscontrol collect --help`."""
     # The options live in collect_cmd (argparse): the console script runs it without importing
     # typer (as forecast). This pass-through serves `python -m` and tests.
-    code = _help.main(list(ctx.args))
+    code = collect_cmd.main(list(ctx.args))
     if code:
         raise typer.Exit(code)
 

@@ -246,8 +246,6 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
     if last:
         times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
     first = int(ids[0]) if len(ids) else None
-    if jobs is None and timed and len(ids):  # (inflow_history would read them without the billing)
-        jobs = store.read_job_charges(db.conn, first, int(hist.ids[-1]), running=True)
     charge = store.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
     if timed and len(ids):
         times, charge = _at_the_passes(db, cluster, hist, ids, times, charge, jobs)
