@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cmdline import HelpFormatter
 from .errors import FscontrolError
 
 SOURCE_HELP = ("Where to read Slurm from: 'live' (run the Slurm commands) or a recorded sample folder "
@@ -29,10 +30,8 @@ EPILOG = ("exit codes: 0 ok, 2 bad option or configuration, 3 a Slurm command fa
 
 
 def parser() -> argparse.ArgumentParser:
-    import textwrap
-
-    p = argparse.ArgumentParser(prog="fscontrol collect", description=textwrap.fill(DESCRIPTION, 79), epilog=EPILOG,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="fscontrol collect", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=HelpFormatter)
     p.add_argument("--source", "-s", default="live", help=SOURCE_HELP + " Default: live.")
     p.add_argument("--db", type=Path, help=DB_HELP)
     p.add_argument("--cluster", "-M", help=CLUSTER_HELP)

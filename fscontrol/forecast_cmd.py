@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from pathlib import Path
 
+from .cmdline import HelpFormatter
 from .errors import FscontrolError
 
 DESCRIPTION = (
@@ -34,7 +34,7 @@ EPILOG = (
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="fscontrol forecast", description=textwrap.fill(DESCRIPTION, 79), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="fscontrol forecast", description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter
     )
     from . import __version__
 

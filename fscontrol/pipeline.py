@@ -11,14 +11,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from .historydb import Database
-from .records import Snapshot
+from .records import Snapshot, _set, record
 from .source import RecordedSlurm, SlurmSource, last_decay_pass
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
@@ -37,10 +36,23 @@ def _record_failure(db: Database, cluster: str | None, stage: str, started: floa
         pass  # the database itself is the problem: the original error says more
 
 
-@dataclass(frozen=True)
+@record
 class CollectResult:
+    __slots__ = ("snapshot_id", "snapshot")
     snapshot_id: int
     snapshot: Snapshot
+
+    def __init__(self, snapshot_id: int, snapshot: Snapshot) -> None:
+        _set(self, "snapshot_id", snapshot_id)
+        _set(self, "snapshot", snapshot)
+
+
+def replace(obj, /, **changes):
+    """dataclasses.replace, imported when a tick first needs it (its actions and decisions are
+    dataclasses; a collect never does: the module would cost it ~15 ms, records.record)."""
+    from dataclasses import replace as dataclass_replace
+
+    return dataclass_replace(obj, **changes)
 
 
 def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None] = lambda c: None) -> Snapshot:
@@ -280,8 +292,10 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
 
 
 # ---------------------------------------------------------------------------- control
-@dataclass(frozen=True)
+@record
 class ControlResult:
+    __slots__ = ("cluster", "snapshot_id", "decision_id", "decision", "actions", "applied", "verified_damping",
+                 "priority_mode", "user_associations")
     cluster: str
     snapshot_id: int
     decision_id: int
@@ -289,8 +303,20 @@ class ControlResult:
     actions: tuple  # actions.Action, with their status after apply
     applied: bool
     verified_damping: int | None  # d read back from `scontrol show config` after applying
-    priority_mode: str = "classic"  # the cluster's algorithm (SlurmConfig.mode)
-    user_associations: int = 0  # N, the user associations (Fair Tree's advice names it)
+    priority_mode: str  # the cluster's algorithm (SlurmConfig.mode); default classic
+    user_associations: int  # N, the user associations (Fair Tree's advice names it); default 0
+
+    def __init__(self, cluster: str, snapshot_id: int, decision_id: int, decision: object, actions: tuple, applied: bool,
+                 verified_damping: int | None, priority_mode: str = "classic", user_associations: int = 0) -> None:
+        _set(self, "cluster", cluster)
+        _set(self, "snapshot_id", snapshot_id)
+        _set(self, "decision_id", decision_id)
+        _set(self, "decision", decision)
+        _set(self, "actions", actions)
+        _set(self, "applied", applied)
+        _set(self, "verified_damping", verified_damping)
+        _set(self, "priority_mode", priority_mode)
+        _set(self, "user_associations", user_associations)
 
 
 def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_qos: str) -> str | None:
@@ -334,16 +360,26 @@ DUE_SLACK = 0.9  # a stage is due at 90% of its interval, so cron's jitter never
 CLOCK_SLACK_S = 60.0  # a snapshot this far before the last one means the clock stepped back
 
 
-@dataclass(frozen=True)
+@record
 class Stages:
     """What one tick does beyond reading and storing a snapshot."""
 
-    control: bool = False
-    gate: bool = False
-    release_all: bool = False  # with gate: undo every hold and demotion of the agent
-    fit: bool = False
-    publish: bool = False
-    off: str | None = None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
+    __slots__ = ("control", "gate", "release_all", "fit", "publish", "off")
+    control: bool
+    gate: bool
+    release_all: bool  # with gate: undo every hold and demotion of the agent
+    fit: bool
+    publish: bool
+    off: str | None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
+
+    def __init__(self, control: bool = False, gate: bool = False, release_all: bool = False, fit: bool = False,
+                 publish: bool = False, off: str | None = None) -> None:
+        _set(self, "control", control)
+        _set(self, "gate", gate)
+        _set(self, "release_all", release_all)
+        _set(self, "fit", fit)
+        _set(self, "publish", publish)
+        _set(self, "off", off)
 
     @property
     def label(self) -> str:  # the ticks table's `stage`
@@ -352,8 +388,9 @@ class Stages:
         return "+".join(n for n, on in (("control", self.control), ("gate", self.gate)) if on) or "collect"
 
 
-@dataclass(frozen=True)
+@record
 class TickResult:
+    __slots__ = ("cluster", "tick_id", "collected", "control", "fit", "gate", "published", "reconciled")
     cluster: str
     tick_id: int
     collected: CollectResult
@@ -361,7 +398,18 @@ class TickResult:
     fit: object | None  # fit.Fit when a fit was due and there was enough history
     gate: GateResult | None
     published: str | None  # path of the published snapshot
-    reconciled: tuple = ()  # (what, old, new, why) settled against Slurm at the start of the tick
+    reconciled: tuple  # (what, old, new, why) settled against Slurm at the start of the tick; default ()
+
+    def __init__(self, cluster: str, tick_id: int, collected: CollectResult, control: ControlResult | None,
+                 fit: object | None, gate: GateResult | None, published: str | None, reconciled: tuple = ()) -> None:
+        _set(self, "cluster", cluster)
+        _set(self, "tick_id", tick_id)
+        _set(self, "collected", collected)
+        _set(self, "control", control)
+        _set(self, "fit", fit)
+        _set(self, "gate", gate)
+        _set(self, "published", published)
+        _set(self, "reconciled", reconciled)
 
     @property
     def snapshot_id(self) -> int:
@@ -981,10 +1029,18 @@ def write_metrics(db: Database, cfg, path=None) -> str | None:
 
 
 # ---------------------------------------------------------------------------- the SFS gate
-@dataclass(frozen=True)
+@record
 class GateResult:
+    __slots__ = ("cluster", "snapshot_id", "plan", "actions", "applied")
     cluster: str
     snapshot_id: int
     plan: object  # gate.GatePlan
     actions: tuple  # actions.Action with statuses
     applied: bool
+
+    def __init__(self, cluster: str, snapshot_id: int, plan: object, actions: tuple, applied: bool) -> None:
+        _set(self, "cluster", cluster)
+        _set(self, "snapshot_id", snapshot_id)
+        _set(self, "plan", plan)
+        _set(self, "actions", actions)
+        _set(self, "applied", applied)

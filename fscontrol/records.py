@@ -7,26 +7,122 @@ them. Times are POSIX seconds (float, UTC); usage is Slurm's RawUsage unit, bill
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Literal, NamedTuple
 
 PriorityMode = Literal["classic", "fair_tree", "depth_oblivious", "basic", "unknown"]
 
+_set = object.__setattr__  # a frozen record's __init__ fills its slots past its own __setattr__
 
-@dataclass(frozen=True, slots=True)
+
+class _DataclassFields:
+    """A record class's (@record) `__dataclass_fields__`, made by the dataclasses module itself (from a
+    dataclass of the same fields, defaults, types and compare/repr flags) the first time something
+    asks: dataclasses.replace, fields, asdict and is_dataclass then treat the record as the frozen
+    dataclass it was. Nothing on the collect path asks."""
+
+    def __get__(self, obj: object, cls: type) -> dict:
+        made = cls.__dict__.get("_dataclass_fields")
+        if made is None:
+            import dataclasses
+
+            init = cls.__init__
+            defaults = dict(zip(reversed(cls.__slots__), reversed(init.__defaults__ or ())))
+            specs = [(name, cls.__annotations__.get(name, "object"),
+                      dataclasses.field(default=defaults.get(name, dataclasses.MISSING),
+                                        compare=name not in cls._not_compared, repr=name not in cls._not_compared))
+                     for name in cls.__slots__]
+            made = dataclasses.make_dataclass(cls.__name__, specs, frozen=True).__dataclass_fields__
+            cls._dataclass_fields = made
+        return made
+
+
+def _frozen_setattr(self, name: str, value: object) -> None:
+    from dataclasses import FrozenInstanceError
+
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self, name: str) -> None:
+    from dataclasses import FrozenInstanceError
+
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _eq(self, other: object) -> bool:
+    if other.__class__ is self.__class__:
+        return self._compared(self) == self._compared(other)
+    return NotImplemented
+
+
+def _hash(self) -> int:
+    return hash(self._compared(self))
+
+
+def _repr(self) -> str:
+    shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__ if n not in self._not_compared)
+    return f"{self.__class__.__qualname__}({shown})"
+
+
+def _reduce(self) -> tuple:
+    return (self.__class__, self._values(self))
+
+
+def record(cls: type) -> type:
+    """What `@dataclass(frozen=True, slots=True)` gave the records, written once instead of
+    generated at every import: a dataclass compiles its methods from source text when its module
+    is imported (about 1 ms a class on a slow machine), and `dataclasses` imports `inspect` (about
+    13 ms), so the records cost a `fscontrol collect` about a tenth of its run before it read
+    anything (docs/benchmarks.md).
+
+    The class declares `__slots__` (its fields, in order), an `__init__` taking them in that order
+    and setting each through `_set` (object.__setattr__, as a frozen dataclass's does), and in
+    `_not_compared` the fields that equality, hashing and repr leave out. This adds what the
+    dataclass did: equality by class and fields, the fields' hash, a repr, assigning or deleting
+    raises dataclasses.FrozenInstanceError, pickling and copying through __init__, and
+    `__dataclass_fields__` (_DataclassFields) for the dataclasses module's functions. The class
+    stays a direct subclass of object, as the dataclass was, so its twin (_twin) can take it."""
+    names = cls.__slots__
+    not_compared = cls.__dict__.get("_not_compared", ())
+    compared = tuple(n for n in names if n not in not_compared)
+    cls._not_compared = not_compared
+    cls._values = staticmethod(attrgetter(*names))  # every record has two fields or more: a tuple
+    cls._compared = staticmethod(attrgetter(*compared))
+    cls.__match_args__ = names
+    cls.__setattr__ = _frozen_setattr
+    cls.__delattr__ = _frozen_delattr
+    cls.__eq__ = _eq
+    cls.__hash__ = _hash
+    cls.__repr__ = _repr
+    cls.__reduce__ = _reduce
+    cls.__dataclass_fields__ = _DataclassFields()
+    return cls
+
+
+@record
 class CommandOutput:
     """What one Slurm command printed, with how and when it was asked."""
 
+    __slots__ = ("argv", "stdout", "started_at", "finished_at")
     argv: tuple[str, ...]
     stdout: str
     started_at: float
     finished_at: float
 
+    def __init__(self, argv: tuple[str, ...], stdout: str, started_at: float, finished_at: float) -> None:
+        _set(self, "argv", argv)
+        _set(self, "stdout", stdout)
+        _set(self, "started_at", started_at)
+        _set(self, "finished_at", finished_at)
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class SlurmConfig:
     """The priority-related part of `scontrol show config`."""
 
+    __slots__ = ("cluster", "slurm_version", "priority_type", "priority_flags", "damping_factor", "half_life_s",
+                 "calc_period_s", "usage_reset_period", "private_data", "enforce", "weights", "raw")
+    _not_compared = ("raw",)
     cluster: str
     slurm_version: str
     priority_type: str  # e.g. "priority/multifactor"
@@ -37,8 +133,25 @@ class SlurmConfig:
     usage_reset_period: str  # PriorityUsageResetPeriod, e.g. "NONE"
     private_data: tuple[str, ...]  # PrivateData flags, lower case
     enforce: tuple[str, ...]  # AccountingStorageEnforce flags, lower case
-    weights: dict[str, int] = field(default_factory=dict)  # PriorityWeight* by factor name
-    raw: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    weights: dict[str, int]  # PriorityWeight* by factor name (default: none)
+    raw: dict[str, str]  # every line of `scontrol show config` (default: none); not compared, not shown
+
+    def __init__(self, cluster: str, slurm_version: str, priority_type: str, priority_flags: tuple[str, ...],
+                 damping_factor: int, half_life_s: int, calc_period_s: int, usage_reset_period: str,
+                 private_data: tuple[str, ...], enforce: tuple[str, ...], weights: dict[str, int] | None = None,
+                 raw: dict[str, str] | None = None) -> None:
+        _set(self, "cluster", cluster)
+        _set(self, "slurm_version", slurm_version)
+        _set(self, "priority_type", priority_type)
+        _set(self, "priority_flags", priority_flags)
+        _set(self, "damping_factor", damping_factor)
+        _set(self, "half_life_s", half_life_s)
+        _set(self, "calc_period_s", calc_period_s)
+        _set(self, "usage_reset_period", usage_reset_period)
+        _set(self, "private_data", private_data)
+        _set(self, "enforce", enforce)
+        _set(self, "weights", {} if weights is None else weights)
+        _set(self, "raw", {} if raw is None else raw)
 
     @property
     def mode(self) -> PriorityMode:
@@ -52,7 +165,7 @@ class SlurmConfig:
         return "fair_tree"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ShareRow:
     """One association as `sshare -a -l -P` prints it.
 
@@ -61,6 +174,8 @@ class ShareRow:
     sshare truncates RawUsage to an integer.
     """
 
+    __slots__ = ("account", "user", "parent", "depth", "raw_shares", "shares_parent", "norm_shares", "raw_usage",
+                 "norm_usage", "effective_usage", "fairshare", "billing_run_mins", "level_fs")
     account: str
     user: str
     parent: str
@@ -72,8 +187,25 @@ class ShareRow:
     norm_usage: float | None
     effective_usage: float | None
     fairshare: float | None
-    billing_run_mins: int | None = None  # TRESRunMins billing=N: billing-minutes still to run
-    level_fs: float | None = None  # LevelFS: slurmctld's own Fair Tree value, 6 decimals (None: not printed)
+    billing_run_mins: int | None  # TRESRunMins billing=N: billing-minutes still to run
+    level_fs: float | None  # LevelFS: slurmctld's own Fair Tree value, 6 decimals (None: not printed)
+
+    def __init__(self, account: str, user: str, parent: str, depth: int, raw_shares: int | None, shares_parent: bool,
+                 norm_shares: float | None, raw_usage: int, norm_usage: float | None, effective_usage: float | None,
+                 fairshare: float | None, billing_run_mins: int | None = None, level_fs: float | None = None) -> None:
+        _set(self, "account", account)
+        _set(self, "user", user)
+        _set(self, "parent", parent)
+        _set(self, "depth", depth)
+        _set(self, "raw_shares", raw_shares)
+        _set(self, "shares_parent", shares_parent)
+        _set(self, "norm_shares", norm_shares)
+        _set(self, "raw_usage", raw_usage)
+        _set(self, "norm_usage", norm_usage)
+        _set(self, "effective_usage", effective_usage)
+        _set(self, "fairshare", fairshare)
+        _set(self, "billing_run_mins", billing_run_mins)
+        _set(self, "level_fs", level_fs)
 
     @property
     def is_user(self) -> bool:
@@ -84,37 +216,28 @@ class ShareRow:
         return (self.account, self.user)
 
 
-def _twin(cls: type) -> type:
-    """A frozen slots dataclass's twin: the same slots in the same order, not frozen. A frozen
-    dataclass's __init__ sets each field through object.__setattr__, which at 100,000
-    associations is most of reading a snapshot; the twin's plain __init__ fills the same slots,
-    and the object then takes the frozen class (the layouts are the same, so Python allows it):
-    equal, hashable and frozen as cls(*values) is. None when the layouts differ.
+def _twin(cls: type) -> type | None:
+    """A frozen record's twin: the same slots in the same order, not frozen. A frozen record's
+    __init__ sets each field through object.__setattr__, which at 100,000 associations is most of
+    reading a snapshot; the twin's plain __init__ fills the same slots, and the object then takes
+    the frozen class (the layouts are the same, so Python allows it): equal, hashable and frozen
+    as cls(*values) is. None when the layouts differ.
 
-    The twin is a plain class with only an __init__ (the dataclass's parameters, defaults
-    included): a whole dataclass (make_dataclass: six generated methods) cost about half a
-    millisecond a class."""
-    import dataclasses
-
-    fields = dataclasses.fields(cls)
-    names = [f.name for f in fields]
-    ns: dict = {}
-    params = []
-    for f in fields:
-        if f.default is dataclasses.MISSING:
-            params.append(f.name)
-        else:
-            ns[f"_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_default_{f.name}")
+    The twin is a plain class with only an __init__ (the record's parameters, defaults included),
+    compiled when a command first needs it."""
+    names = cls.__slots__
+    defaults = cls.__init__.__defaults__ or ()
+    required = len(names) - len(defaults)
+    ns: dict = {f"_default_{n}": d for n, d in zip(names[required:], defaults)}
+    params = [*names[:required], *(f"{n}=_default_{n}" for n in names[required:])]
     body = "".join(f"\n    self.{n} = {n}" for n in names) or "\n    pass"
     exec(f"def __init__(self, {', '.join(params)}):{body}", ns)  # noqa: S102 - field names only
-    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": cls.__slots__, "__init__": ns["__init__"],
-                                               "__module__": cls.__module__})
+    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": names, "__init__": ns["__init__"], "__module__": cls.__module__})
     try:
-        twin(*(None for f in fields if f.default is dataclasses.MISSING)).__class__ = cls
+        twin(*(None for _ in range(required))).__class__ = cls
     except TypeError:  # pragma: no cover - a layout Python will not swap
         return None
-    return twin if twin.__slots__ == cls.__slots__ else None
+    return twin
 
 
 _TWINS: dict[type, type | None] = {}
@@ -171,10 +294,14 @@ class JobRecord(NamedTuple):
 MARK_PREFIX = "fscontrol:"  # the AdminComment the gate marks its holds and demotions with (gate.HOLD_MARK, ...)
 
 
-@dataclass(frozen=True, slots=True)
+
+
+@record
 class QueueJob:
     """One job from `squeue` (pending or running)."""
 
+    __slots__ = ("job_id", "user", "account", "partition", "qos", "state", "nodes", "cpus", "priority", "nice",
+                 "reason", "submit", "start", "time_limit_s", "admin_comment")
     job_id: str
     user: str
     account: str
@@ -189,7 +316,26 @@ class QueueJob:
     submit: float | None
     start: float | None
     time_limit_s: int | None  # None = UNLIMITED
-    admin_comment: str = ""  # where the agent marks the jobs it holds or demotes (gate.MARK)
+    admin_comment: str  # where the agent marks the jobs it holds or demotes (gate.MARK); default ""
+
+    def __init__(self, job_id: str, user: str, account: str, partition: str, qos: str, state: str, nodes: int,
+                 cpus: int, priority: int, nice: int, reason: str, submit: float | None, start: float | None,
+                 time_limit_s: int | None, admin_comment: str = "") -> None:
+        _set(self, "job_id", job_id)
+        _set(self, "user", user)
+        _set(self, "account", account)
+        _set(self, "partition", partition)
+        _set(self, "qos", qos)
+        _set(self, "state", state)
+        _set(self, "nodes", nodes)
+        _set(self, "cpus", cpus)
+        _set(self, "priority", priority)
+        _set(self, "nice", nice)
+        _set(self, "reason", reason)
+        _set(self, "submit", submit)
+        _set(self, "start", start)
+        _set(self, "time_limit_s", time_limit_s)
+        _set(self, "admin_comment", admin_comment)
 
 
 def new_queue_job(*values) -> QueueJob:
@@ -202,39 +348,70 @@ def new_queue_job(*values) -> QueueJob:
     return o
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PrioRow:
     """One pending job from `sprio`: its normalized priority and fair-share factor."""
 
+    __slots__ = ("job_id", "user", "partition", "priority_norm", "fairshare_norm")
     job_id: str
     user: str
     partition: str
     priority_norm: float
     fairshare_norm: float
 
+    def __init__(self, job_id: str, user: str, partition: str, priority_norm: float, fairshare_norm: float) -> None:
+        _set(self, "job_id", job_id)
+        _set(self, "user", user)
+        _set(self, "partition", partition)
+        _set(self, "priority_norm", priority_norm)
+        _set(self, "fairshare_norm", fairshare_norm)
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class QosRow:
+    """One QOS from `sacctmgr show qos`: its name and UsageFactor."""
+
+    __slots__ = ("name", "usage_factor")
     name: str
     usage_factor: float
 
+    def __init__(self, name: str, usage_factor: float) -> None:
+        _set(self, "name", name)
+        _set(self, "usage_factor", usage_factor)
 
-@dataclass(frozen=True, slots=True)
+
+@record
 class Snapshot:
     """Everything one collection read from a cluster, parsed, at time `taken_at`."""
 
+    __slots__ = ("cluster", "taken_at", "config", "shares", "jobs", "window", "queue", "prio", "qos", "usage_at")
     cluster: str
     taken_at: float
     config: SlurmConfig
     shares: tuple[ShareRow, ...]
-    jobs: tuple[JobRecord, ...] = ()
-    window: tuple[float, float] | None = None  # sacct window the jobs cover
-    queue: tuple[QueueJob, ...] = ()
-    prio: tuple[PrioRow, ...] = ()
-    qos: tuple[QosRow, ...] = ()
+    jobs: tuple[JobRecord, ...]  # default ()
+    window: tuple[float, float] | None  # sacct window the jobs cover
+    queue: tuple[QueueJob, ...]
+    prio: tuple[PrioRow, ...]
+    qos: tuple[QosRow, ...]
     # when the decay pass whose RawUsage sshare printed ran (slurmctld's own record of it), or
     # None where it cannot be read: RawUsage moves only at passes (pipeline.usage_time)
-    usage_at: float | None = None
+    usage_at: float | None
+
+    def __init__(self, cluster: str, taken_at: float, config: SlurmConfig, shares: tuple[ShareRow, ...],
+                 jobs: tuple[JobRecord, ...] = (), window: tuple[float, float] | None = None,
+                 queue: tuple[QueueJob, ...] = (), prio: tuple[PrioRow, ...] = (), qos: tuple[QosRow, ...] = (),
+                 usage_at: float | None = None) -> None:
+        _set(self, "cluster", cluster)
+        _set(self, "taken_at", taken_at)
+        _set(self, "config", config)
+        _set(self, "shares", shares)
+        _set(self, "jobs", jobs)
+        _set(self, "window", window)
+        _set(self, "queue", queue)
+        _set(self, "prio", prio)
+        _set(self, "qos", qos)
+        _set(self, "usage_at", usage_at)
 
     @property
     def root(self) -> ShareRow | None:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
@@ -52,18 +51,24 @@ def _iso_local(t: float) -> str:
     return datetime.fromtimestamp(t).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-@dataclass
 class LiveSlurm:
     """Runs Slurm's clients as argument lists (never a shell) with a timeout.
 
     `cluster` adds `-M cluster` (sshare, squeue, sprio, sacct, scontrol, sbatch); never to
     sacctmgr, which has no -M (QOS live in slurmdbd, shared by every cluster it serves).
-    SLURM_TIME_FORMAT=%s makes every time POSIX seconds: no time-zone guessing."""
+    SLURM_TIME_FORMAT=%s makes every time POSIX seconds: no time-zone guessing.
+    (A plain class, not a dataclass: records.record says why.)"""
 
-    cluster: str | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    env: dict[str, str] | None = None
-    deadline: float | None = None  # time.monotonic() past which no command starts (a tick's deadline)
+    def __init__(self, cluster: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 env: dict[str, str] | None = None, deadline: float | None = None) -> None:
+        self.cluster = cluster
+        self.timeout_s = timeout_s
+        self.env = env
+        self.deadline = deadline  # time.monotonic() past which no command starts (a tick's deadline)
+
+    def __repr__(self) -> str:
+        return (f"LiveSlurm(cluster={self.cluster!r}, timeout_s={self.timeout_s!r}, env={self.env!r}, "
+                f"deadline={self.deadline!r})")
 
     def _cluster_args(self, command: str) -> tuple[str, ...]:
         return ("-M", self.cluster) if self.cluster and command != "sacctmgr" else ()
@@ -173,16 +178,13 @@ def last_decay_pass(state_save_location: str | None) -> float | None:
     return float(t) if 0 < t < 2**40 else None
 
 
-@dataclass
 class RecordedSlurm:
     """A `samples/<scenario>/` folder: `<name>.txt` outputs plus `meta.json` (commands, times,
     Slurm version). sacct returns the recorded window whatever window is asked for."""
 
-    folder: Path
-    cluster: str | None = None
-
-    def __post_init__(self) -> None:
-        self.folder = Path(self.folder)
+    def __init__(self, folder: Path | str, cluster: str | None = None) -> None:
+        self.cluster = cluster
+        self.folder = Path(folder)
         meta_path = self.folder / "meta.json"
         if not meta_path.is_file():
             raise NotFoundError(f"{self.folder} is not a recorded sample (no meta.json)")

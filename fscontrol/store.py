@@ -13,14 +13,13 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import NotFoundError, StoreError
 from .parse import gc_paused
 from .historydb import Database
-from .records import ShareRow, Snapshot, SlurmConfig, share_rows
+from .records import ShareRow, Snapshot, SlurmConfig, _set, record, share_rows
 
 if TYPE_CHECKING:  # the migrations get a real one; every other function here takes a historydb.Database
     import sqlite_utils
@@ -626,7 +625,7 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
 def _config_json(cfg: SlurmConfig) -> dict:
     """asdict(cfg) without `raw` (the whole `scontrol show config`, not stored): the fields
     themselves (tuples of str, a dict of int), not deep copies, for json.dumps."""
-    return {name: getattr(cfg, name) for name in cfg.__dataclass_fields__ if name != "raw"}
+    return {name: getattr(cfg, name) for name in cfg.__slots__ if name != "raw"}
 
 
 def record_tick(
@@ -668,8 +667,9 @@ def tick_stats(db: sqlite_utils.Database) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- reading
-@dataclass(frozen=True, slots=True)
+@record
 class StoredSnapshot:
+    __slots__ = ("id", "cluster", "taken_at", "config", "shares", "usage_factors", "source", "prio_fairshare", "running")
     id: int
     cluster: str
     taken_at: float
@@ -677,8 +677,21 @@ class StoredSnapshot:
     shares: tuple[ShareRow, ...]
     usage_factors: dict[str, float]
     source: str
-    prio_fairshare: dict[tuple[str, str], float] = field(default_factory=dict)  # sprio's F by association
-    running: tuple = ()  # (job_id, account, user, rate per second, ends_at or None) of the running jobs
+    prio_fairshare: dict[tuple[str, str], float]  # sprio's F by association (default: none)
+    running: tuple  # (job_id, account, user, rate per second, ends_at or None) of the running jobs; default ()
+
+    def __init__(self, id: int, cluster: str, taken_at: float, config: SlurmConfig, shares: tuple[ShareRow, ...],  # noqa: A002
+                 usage_factors: dict[str, float], source: str, prio_fairshare: dict[tuple[str, str], float] | None = None,
+                 running: tuple = ()) -> None:
+        _set(self, "id", id)
+        _set(self, "cluster", cluster)
+        _set(self, "taken_at", taken_at)
+        _set(self, "config", config)
+        _set(self, "shares", shares)
+        _set(self, "usage_factors", usage_factors)
+        _set(self, "source", source)
+        _set(self, "prio_fairshare", {} if prio_fairshare is None else prio_fairshare)
+        _set(self, "running", running)
 
 
 def clusters(db: sqlite_utils.Database) -> list[str]:
@@ -715,7 +728,7 @@ def latest_config(db: sqlite_utils.Database, cluster: str) -> SlurmConfig:
 
 
 _SHARE_COLS = ", ".join(("a." if f in ("account", "user", "parent", "depth") else "s.") + f
-                        for f in ShareRow.__dataclass_fields__)  # ShareRow's fields, in its order
+                        for f in ShareRow.__slots__)  # ShareRow's fields, in its order
 
 
 def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, latest: bool) -> list[tuple]:

@@ -15,8 +15,8 @@ from fscontrol.cli import app
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "testbed-basic"
 
 
-def _heavy_after(code: str) -> list[str]:
-    heavy = "{'typer', 'pydantic', 'rich', 'scipy'}"  # (sqlite-utils brings click when it makes a new history)
+def _heavy_after(code: str, heavy: str = "{'typer', 'pydantic', 'rich', 'scipy'}") -> list[str]:
+    # (sqlite-utils brings click when it makes a new history)
     run = f"import sys\n{code}\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {heavy}))"
     out = subprocess.run([sys.executable, "-c", run], check=True, capture_output=True, text=True).stdout
     return eval(out.strip().splitlines()[-1])  # noqa: S307 - our own repr of a list of names
@@ -28,6 +28,17 @@ def test_the_console_scripts_collect_imports_no_typer(tmp_path):
             "except SystemExit as e:\n    assert e.code == 0, e.code")
     assert _heavy_after(code) == []
     assert db.exists()
+
+
+def test_a_collect_into_a_history_imports_no_dataclasses_inspect_or_shutil(tmp_path):
+    """What a collect into an existing history loads is fscontrol's readers and writers, not the
+    dataclass machinery (records.record: ~30 ms of a 2,500-user collect) nor argparse's shutil
+    (cmdline.HelpFormatter: ~6 ms): docs/benchmarks.md, "Fifth pass"."""
+    db = tmp_path / "h.db"
+    code = (f"from fscontrol.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
+            "except SystemExit as e:\n    assert e.code == 0, e.code")
+    assert _heavy_after(code) == []  # the first collect makes the history (sqlite-utils)
+    assert _heavy_after(code, "{'typer', 'dataclasses', 'inspect', 'shutil', 'textwrap'}") == []
 
 
 def test_console_and_typer_paths_give_the_same_snapshot_and_exit_codes(tmp_path, capsys):
