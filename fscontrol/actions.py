@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 
 from .control import D_MAX, Decision
 from .errors import SlurmCommandError, UnsafeActionError
-from .records import QueueJob
+from .records import QueueJob, record, replace, set_field
 
 DUMMY_JOB_NAME = "fscontrol-padding"
 PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half, never UNLIMITED
@@ -21,14 +20,24 @@ PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half,
 PULSE_JOB_NAME = "fscontrol-pulse"
 
 
-@dataclass(frozen=True)
+@record
 class Action:
+    __slots__ = ("kind", "argv", "reason", "job_id", "status", "output")
     kind: str  # set_damping | set_usage_factor | submit_dummy | cancel_dummy | hold | release | nice
     argv: tuple[str, ...]
     reason: str
-    job_id: str | None = None
-    status: str = "planned"  # planned | ok | failed | skipped
-    output: str = ""
+    job_id: str | None
+    status: str  # planned | ok | failed | skipped
+    output: str
+
+    def __init__(self, kind: str, argv: tuple[str, ...], reason: str, job_id: str | None = None,
+                 status: str = "planned", output: str = "") -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "argv", argv)
+        set_field(self, "reason", reason)
+        set_field(self, "job_id", job_id)
+        set_field(self, "status", status)
+        set_field(self, "output", output)
 
 
 def set_damping(d: int, reason: str) -> Action:

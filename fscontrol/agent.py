@@ -12,13 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from . import pipeline, store
 from .errors import FscontrolError, InternalError, LockedError
 from .lock import agent_lock
+from .records import record, set_field
 from .source import SlurmSource
 
 
@@ -36,11 +36,18 @@ log = _Log()
 SourceFactory = Callable[[str | None], SlurmSource]
 
 
-@dataclass(frozen=True)
+@record
 class ClusterOutcome:
+    __slots__ = ("cluster", "result", "error")
     cluster: str | None
-    result: pipeline.TickResult | None = None
-    error: FscontrolError | None = None
+    result: pipeline.TickResult | None
+    error: FscontrolError | None
+
+    def __init__(self, cluster: str | None, result: pipeline.TickResult | None = None,
+                 error: FscontrolError | None = None) -> None:
+        set_field(self, "cluster", cluster)
+        set_field(self, "result", result)
+        set_field(self, "error", error)
 
 
 def clusters_to_serve(cfg, cluster: str | None, live: bool) -> list[str | None]:

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
-from fscontrol.records import JobRecord, QosRow
+from fscontrol.records import JobRecord, QosRow, record, set_field
 
 LN2 = math.log(2.0)
 
@@ -58,13 +57,19 @@ def effective_half_life(half_life_s: float) -> float:
 
 
 # ---------------------------------------------------------------------------- Slurm's passes
-@dataclass(frozen=True, slots=True)
+@record
 class Charge:
     """A job charging `rate` (billing x UsageFactor per second) while it runs in [start, end)."""
 
+    __slots__ = ("start", "end", "rate")
     start: float
     end: float
     rate: float
+
+    def __init__(self, start: float, end: float, rate: float) -> None:
+        set_field(self, "start", start)
+        set_field(self, "end", end)
+        set_field(self, "rate", rate)
 
 
 def slurm_pass(usage: float, dt: float, charges: Iterable[tuple[float, float]], half_life_s: float) -> float:

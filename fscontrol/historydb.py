@@ -15,7 +15,10 @@ import itertools
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 _SAVEPOINTS = itertools.count(1)
 

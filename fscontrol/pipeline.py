@@ -11,13 +11,13 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from collections import namedtuple
 
 from . import parse, store
 from .errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from .historydb import Database
-from .records import Snapshot, _set, record
+from .records import Snapshot, record, replace, set_field
 from .source import RecordedSlurm, SlurmSource, last_decay_pass
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
@@ -43,16 +43,8 @@ class CollectResult:
     snapshot: Snapshot
 
     def __init__(self, snapshot_id: int, snapshot: Snapshot) -> None:
-        _set(self, "snapshot_id", snapshot_id)
-        _set(self, "snapshot", snapshot)
-
-
-def replace(obj, /, **changes):
-    """dataclasses.replace, imported when a tick first needs it (its actions and decisions are
-    dataclasses; a collect never does: the module would cost it ~15 ms, records.record)."""
-    from dataclasses import replace as dataclass_replace
-
-    return dataclass_replace(obj, **changes)
+        set_field(self, "snapshot_id", snapshot_id)
+        set_field(self, "snapshot", snapshot)
 
 
 def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None] = lambda c: None) -> Snapshot:
@@ -308,15 +300,15 @@ class ControlResult:
 
     def __init__(self, cluster: str, snapshot_id: int, decision_id: int, decision: object, actions: tuple, applied: bool,
                  verified_damping: int | None, priority_mode: str = "classic", user_associations: int = 0) -> None:
-        _set(self, "cluster", cluster)
-        _set(self, "snapshot_id", snapshot_id)
-        _set(self, "decision_id", decision_id)
-        _set(self, "decision", decision)
-        _set(self, "actions", actions)
-        _set(self, "applied", applied)
-        _set(self, "verified_damping", verified_damping)
-        _set(self, "priority_mode", priority_mode)
-        _set(self, "user_associations", user_associations)
+        set_field(self, "cluster", cluster)
+        set_field(self, "snapshot_id", snapshot_id)
+        set_field(self, "decision_id", decision_id)
+        set_field(self, "decision", decision)
+        set_field(self, "actions", actions)
+        set_field(self, "applied", applied)
+        set_field(self, "verified_damping", verified_damping)
+        set_field(self, "priority_mode", priority_mode)
+        set_field(self, "user_associations", user_associations)
 
 
 def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_qos: str) -> str | None:
@@ -374,12 +366,12 @@ class Stages:
 
     def __init__(self, control: bool = False, gate: bool = False, release_all: bool = False, fit: bool = False,
                  publish: bool = False, off: str | None = None) -> None:
-        _set(self, "control", control)
-        _set(self, "gate", gate)
-        _set(self, "release_all", release_all)
-        _set(self, "fit", fit)
-        _set(self, "publish", publish)
-        _set(self, "off", off)
+        set_field(self, "control", control)
+        set_field(self, "gate", gate)
+        set_field(self, "release_all", release_all)
+        set_field(self, "fit", fit)
+        set_field(self, "publish", publish)
+        set_field(self, "off", off)
 
     @property
     def label(self) -> str:  # the ticks table's `stage`
@@ -402,14 +394,14 @@ class TickResult:
 
     def __init__(self, cluster: str, tick_id: int, collected: CollectResult, control: ControlResult | None,
                  fit: object | None, gate: GateResult | None, published: str | None, reconciled: tuple = ()) -> None:
-        _set(self, "cluster", cluster)
-        _set(self, "tick_id", tick_id)
-        _set(self, "collected", collected)
-        _set(self, "control", control)
-        _set(self, "fit", fit)
-        _set(self, "gate", gate)
-        _set(self, "published", published)
-        _set(self, "reconciled", reconciled)
+        set_field(self, "cluster", cluster)
+        set_field(self, "tick_id", tick_id)
+        set_field(self, "collected", collected)
+        set_field(self, "control", control)
+        set_field(self, "fit", fit)
+        set_field(self, "gate", gate)
+        set_field(self, "published", published)
+        set_field(self, "reconciled", reconciled)
 
     @property
     def snapshot_id(self) -> int:
@@ -576,10 +568,12 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                       settled.changes)
 
 
-class _Settled(NamedTuple):  # (a NamedTuple: a frozen dataclass costs ~0.5 ms to build at import)
-    actions: list  # (action id, new status, note)
-    ledger: object | None  # gate.Reconciled
-    changes: tuple
+# (a named tuple: a frozen dataclass costs ~0.5 ms to build at import)
+_Settled = namedtuple("_Settled", (
+    "actions",  # list: (action id, new status, note)
+    "ledger",  # gate.Reconciled or None
+    "changes",  # tuple
+))
 
 
 def _settle(db: Database, snap: Snapshot) -> _Settled:
@@ -1039,8 +1033,8 @@ class GateResult:
     applied: bool
 
     def __init__(self, cluster: str, snapshot_id: int, plan: object, actions: tuple, applied: bool) -> None:
-        _set(self, "cluster", cluster)
-        _set(self, "snapshot_id", snapshot_id)
-        _set(self, "plan", plan)
-        _set(self, "actions", actions)
-        _set(self, "applied", applied)
+        set_field(self, "cluster", cluster)
+        set_field(self, "snapshot_id", snapshot_id)
+        set_field(self, "plan", plan)
+        set_field(self, "actions", actions)
+        set_field(self, "applied", applied)

@@ -7,12 +7,17 @@ them. Times are POSIX seconds (float, UTC); usage is Slurm's RawUsage unit, bill
 
 from __future__ import annotations
 
+from collections import namedtuple
 from operator import attrgetter
-from typing import Literal, NamedTuple
 
-PriorityMode = Literal["classic", "fair_tree", "depth_oblivious", "basic", "unknown"]
+# `typing` is for type checkers only on the collect path: importing it costs a collect ~5 ms
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
 
-_set = object.__setattr__  # a frozen record's __init__ fills its slots past its own __setattr__
+    PriorityMode = Literal["classic", "fair_tree", "depth_oblivious", "basic", "unknown"]
+
+set_field = object.__setattr__  # a frozen record's __init__ fills its slots past its own __setattr__
 
 
 class _DataclassFields:
@@ -68,6 +73,20 @@ def _reduce(self) -> tuple:
     return (self.__class__, self._values(self))
 
 
+def replace(obj, /, **changes):
+    """dataclasses.replace for a record (a new one with `changes`), without building the record's
+    __dataclass_fields__; a real dataclass goes to dataclasses.replace."""
+    cls = obj.__class__
+    if cls.__dict__.get("__reduce__") is _reduce:
+        unknown = changes.keys() - set(cls.__slots__)
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field(s) {', '.join(sorted(unknown))}")
+        return cls(**{**dict(zip(cls.__slots__, cls._values(obj))), **changes})
+    from dataclasses import replace as dataclass_replace
+
+    return dataclass_replace(obj, **changes)
+
+
 def record(cls: type) -> type:
     """What `@dataclass(frozen=True, slots=True)` gave the records, written once instead of
     generated at every import: a dataclass compiles its methods from source text when its module
@@ -76,7 +95,7 @@ def record(cls: type) -> type:
     anything (docs/benchmarks.md).
 
     The class declares `__slots__` (its fields, in order), an `__init__` taking them in that order
-    and setting each through `_set` (object.__setattr__, as a frozen dataclass's does), and in
+    and setting each through `set_field` (object.__setattr__, as a frozen dataclass's does), and in
     `_not_compared` the fields that equality, hashing and repr leave out. This adds what the
     dataclass did: equality by class and fields, the fields' hash, a repr, assigning or deleting
     raises dataclasses.FrozenInstanceError, pickling and copying through __init__, and
@@ -110,10 +129,10 @@ class CommandOutput:
     finished_at: float
 
     def __init__(self, argv: tuple[str, ...], stdout: str, started_at: float, finished_at: float) -> None:
-        _set(self, "argv", argv)
-        _set(self, "stdout", stdout)
-        _set(self, "started_at", started_at)
-        _set(self, "finished_at", finished_at)
+        set_field(self, "argv", argv)
+        set_field(self, "stdout", stdout)
+        set_field(self, "started_at", started_at)
+        set_field(self, "finished_at", finished_at)
 
 
 @record
@@ -140,18 +159,18 @@ class SlurmConfig:
                  damping_factor: int, half_life_s: int, calc_period_s: int, usage_reset_period: str,
                  private_data: tuple[str, ...], enforce: tuple[str, ...], weights: dict[str, int] | None = None,
                  raw: dict[str, str] | None = None) -> None:
-        _set(self, "cluster", cluster)
-        _set(self, "slurm_version", slurm_version)
-        _set(self, "priority_type", priority_type)
-        _set(self, "priority_flags", priority_flags)
-        _set(self, "damping_factor", damping_factor)
-        _set(self, "half_life_s", half_life_s)
-        _set(self, "calc_period_s", calc_period_s)
-        _set(self, "usage_reset_period", usage_reset_period)
-        _set(self, "private_data", private_data)
-        _set(self, "enforce", enforce)
-        _set(self, "weights", {} if weights is None else weights)
-        _set(self, "raw", {} if raw is None else raw)
+        set_field(self, "cluster", cluster)
+        set_field(self, "slurm_version", slurm_version)
+        set_field(self, "priority_type", priority_type)
+        set_field(self, "priority_flags", priority_flags)
+        set_field(self, "damping_factor", damping_factor)
+        set_field(self, "half_life_s", half_life_s)
+        set_field(self, "calc_period_s", calc_period_s)
+        set_field(self, "usage_reset_period", usage_reset_period)
+        set_field(self, "private_data", private_data)
+        set_field(self, "enforce", enforce)
+        set_field(self, "weights", {} if weights is None else weights)
+        set_field(self, "raw", {} if raw is None else raw)
 
     @property
     def mode(self) -> PriorityMode:
@@ -193,19 +212,19 @@ class ShareRow:
     def __init__(self, account: str, user: str, parent: str, depth: int, raw_shares: int | None, shares_parent: bool,
                  norm_shares: float | None, raw_usage: int, norm_usage: float | None, effective_usage: float | None,
                  fairshare: float | None, billing_run_mins: int | None = None, level_fs: float | None = None) -> None:
-        _set(self, "account", account)
-        _set(self, "user", user)
-        _set(self, "parent", parent)
-        _set(self, "depth", depth)
-        _set(self, "raw_shares", raw_shares)
-        _set(self, "shares_parent", shares_parent)
-        _set(self, "norm_shares", norm_shares)
-        _set(self, "raw_usage", raw_usage)
-        _set(self, "norm_usage", norm_usage)
-        _set(self, "effective_usage", effective_usage)
-        _set(self, "fairshare", fairshare)
-        _set(self, "billing_run_mins", billing_run_mins)
-        _set(self, "level_fs", level_fs)
+        set_field(self, "account", account)
+        set_field(self, "user", user)
+        set_field(self, "parent", parent)
+        set_field(self, "depth", depth)
+        set_field(self, "raw_shares", raw_shares)
+        set_field(self, "shares_parent", shares_parent)
+        set_field(self, "norm_shares", norm_shares)
+        set_field(self, "raw_usage", raw_usage)
+        set_field(self, "norm_usage", norm_usage)
+        set_field(self, "effective_usage", effective_usage)
+        set_field(self, "fairshare", fairshare)
+        set_field(self, "billing_run_mins", billing_run_mins)
+        set_field(self, "level_fs", level_fs)
 
     @property
     def is_user(self) -> bool:
@@ -267,28 +286,29 @@ def share_rows(values) -> tuple[ShareRow, ...]:
     return tuple(out)
 
 
-class JobRecord(NamedTuple):
-    """One allocation from `sacct -a -X -T -P` over a window [start, end).
+JobRecord = namedtuple("JobRecord", (
+    "job_id",  # str
+    "user",  # str
+    "account",  # str
+    "partition",  # str
+    "qos",  # str
+    "state",  # str
+    "alloc_cpus",  # int
+    "billing",  # int
+    "nnodes",  # int
+    "submit",  # float | None
+    "start",  # float | None
+    "end",  # float | None
+    "elapsed_s",  # float
+), module=__name__)
+JobRecord.__doc__ = """One allocation from `sacct -a -X -T -P` over a window [start, end).
 
     With -T Slurm clips start/end to the window; `elapsed_s` is the clipped run time inside it
     (0 for a job that never started). `billing` comes from AllocTRES (`billing=N`).
-    A NamedTuple, not a frozen dataclass: a window can hold a million jobs, and a frozen
-    dataclass's __init__ (one object.__setattr__ per field) was a quarter of parsing them.
+    A named tuple, not a frozen record: a window can hold a million jobs, and a frozen record's
+    __init__ (one object.__setattr__ per field) was a quarter of parsing them. (collections'
+    namedtuple, not typing's NamedTuple: the same class, without importing typing.)
     """
-
-    job_id: str
-    user: str
-    account: str
-    partition: str
-    qos: str
-    state: str
-    alloc_cpus: int
-    billing: int
-    nnodes: int
-    submit: float | None
-    start: float | None
-    end: float | None
-    elapsed_s: float
 
 
 MARK_PREFIX = "fscontrol:"  # the AdminComment the gate marks its holds and demotions with (gate.HOLD_MARK, ...)
@@ -321,21 +341,21 @@ class QueueJob:
     def __init__(self, job_id: str, user: str, account: str, partition: str, qos: str, state: str, nodes: int,
                  cpus: int, priority: int, nice: int, reason: str, submit: float | None, start: float | None,
                  time_limit_s: int | None, admin_comment: str = "") -> None:
-        _set(self, "job_id", job_id)
-        _set(self, "user", user)
-        _set(self, "account", account)
-        _set(self, "partition", partition)
-        _set(self, "qos", qos)
-        _set(self, "state", state)
-        _set(self, "nodes", nodes)
-        _set(self, "cpus", cpus)
-        _set(self, "priority", priority)
-        _set(self, "nice", nice)
-        _set(self, "reason", reason)
-        _set(self, "submit", submit)
-        _set(self, "start", start)
-        _set(self, "time_limit_s", time_limit_s)
-        _set(self, "admin_comment", admin_comment)
+        set_field(self, "job_id", job_id)
+        set_field(self, "user", user)
+        set_field(self, "account", account)
+        set_field(self, "partition", partition)
+        set_field(self, "qos", qos)
+        set_field(self, "state", state)
+        set_field(self, "nodes", nodes)
+        set_field(self, "cpus", cpus)
+        set_field(self, "priority", priority)
+        set_field(self, "nice", nice)
+        set_field(self, "reason", reason)
+        set_field(self, "submit", submit)
+        set_field(self, "start", start)
+        set_field(self, "time_limit_s", time_limit_s)
+        set_field(self, "admin_comment", admin_comment)
 
 
 def new_queue_job(*values) -> QueueJob:
@@ -360,11 +380,11 @@ class PrioRow:
     fairshare_norm: float
 
     def __init__(self, job_id: str, user: str, partition: str, priority_norm: float, fairshare_norm: float) -> None:
-        _set(self, "job_id", job_id)
-        _set(self, "user", user)
-        _set(self, "partition", partition)
-        _set(self, "priority_norm", priority_norm)
-        _set(self, "fairshare_norm", fairshare_norm)
+        set_field(self, "job_id", job_id)
+        set_field(self, "user", user)
+        set_field(self, "partition", partition)
+        set_field(self, "priority_norm", priority_norm)
+        set_field(self, "fairshare_norm", fairshare_norm)
 
 
 @record
@@ -376,8 +396,8 @@ class QosRow:
     usage_factor: float
 
     def __init__(self, name: str, usage_factor: float) -> None:
-        _set(self, "name", name)
-        _set(self, "usage_factor", usage_factor)
+        set_field(self, "name", name)
+        set_field(self, "usage_factor", usage_factor)
 
 
 @record
@@ -402,16 +422,16 @@ class Snapshot:
                  jobs: tuple[JobRecord, ...] = (), window: tuple[float, float] | None = None,
                  queue: tuple[QueueJob, ...] = (), prio: tuple[PrioRow, ...] = (), qos: tuple[QosRow, ...] = (),
                  usage_at: float | None = None) -> None:
-        _set(self, "cluster", cluster)
-        _set(self, "taken_at", taken_at)
-        _set(self, "config", config)
-        _set(self, "shares", shares)
-        _set(self, "jobs", jobs)
-        _set(self, "window", window)
-        _set(self, "queue", queue)
-        _set(self, "prio", prio)
-        _set(self, "qos", qos)
-        _set(self, "usage_at", usage_at)
+        set_field(self, "cluster", cluster)
+        set_field(self, "taken_at", taken_at)
+        set_field(self, "config", config)
+        set_field(self, "shares", shares)
+        set_field(self, "jobs", jobs)
+        set_field(self, "window", window)
+        set_field(self, "queue", queue)
+        set_field(self, "prio", prio)
+        set_field(self, "qos", qos)
+        set_field(self, "usage_at", usage_at)
 
     @property
     def root(self) -> ShareRow | None:

@@ -12,11 +12,16 @@ import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
 
 from . import parse
 from .errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
 from .records import CommandOutput
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:  # SlurmSource is a Protocol for type checkers; at run time nothing checks it against a class
+    Protocol = object
 
 DEFAULT_TIMEOUT_S = 60.0
 

@@ -24,10 +24,13 @@ from collections.abc import Callable, Iterator
 from itertools import islice
 from datetime import timezone, tzinfo
 from pathlib import Path
-from typing import BinaryIO
 
 from . import parse
 from .errors import ParseError, SlurmCommandError, SlurmTimeoutError
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 from .records import JobRecord
 
 CHUNK = 1 << 20

@@ -14,13 +14,14 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from collections import namedtuple
 
 from .errors import NotFoundError, StoreError
 from .parse import gc_paused
 from .historydb import Database
-from .records import ShareRow, Snapshot, SlurmConfig, _set, record, share_rows
+from .records import ShareRow, Snapshot, SlurmConfig, record, set_field, share_rows
 
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
 if TYPE_CHECKING:  # the migrations get a real one; every other function here takes a historydb.Database
     import sqlite_utils
 
@@ -683,15 +684,15 @@ class StoredSnapshot:
     def __init__(self, id: int, cluster: str, taken_at: float, config: SlurmConfig, shares: tuple[ShareRow, ...],  # noqa: A002
                  usage_factors: dict[str, float], source: str, prio_fairshare: dict[tuple[str, str], float] | None = None,
                  running: tuple = ()) -> None:
-        _set(self, "id", id)
-        _set(self, "cluster", cluster)
-        _set(self, "taken_at", taken_at)
-        _set(self, "config", config)
-        _set(self, "shares", shares)
-        _set(self, "usage_factors", usage_factors)
-        _set(self, "source", source)
-        _set(self, "prio_fairshare", {} if prio_fairshare is None else prio_fairshare)
-        _set(self, "running", running)
+        set_field(self, "id", id)
+        set_field(self, "cluster", cluster)
+        set_field(self, "taken_at", taken_at)
+        set_field(self, "config", config)
+        set_field(self, "shares", shares)
+        set_field(self, "usage_factors", usage_factors)
+        set_field(self, "source", source)
+        set_field(self, "prio_fairshare", {} if prio_fairshare is None else prio_fairshare)
+        set_field(self, "running", running)
 
 
 def clusters(db: sqlite_utils.Database) -> list[str]:
@@ -870,29 +871,28 @@ def inflow_series(db: sqlite_utils.Database, cluster: str) -> dict[tuple[str, st
     return out
 
 
-class UsageHistory(NamedTuple):
-    """A cluster's user associations over its snapshots, as numpy arrays (see usage_history).
-    (A NamedTuple: built at import in 0.05 ms where a frozen dataclass takes 0.4, and only the
+UsageHistory = namedtuple("UsageHistory", (
+    "ids",  # np.ndarray (n_snap,): snapshot ids, ascending
+    "times",  # np.ndarray (n_snap,): their taken_at
+    "keys",  # list[tuple[str, str]]: (account, user) of each row, by association id
+    "assoc_ids",  # np.ndarray (n_rows,): association id of each row
+    "usage",  # np.ndarray (n_rows, n_snap): RawUsage at each snapshot, NaN where absent
+), module=__name__)
+UsageHistory.__doc__ = """A cluster's user associations over its snapshots, as numpy arrays (see usage_history).
+    (A named tuple: built at import in 0.05 ms where a frozen dataclass takes 0.4, and only the
     fit makes one.)"""
 
-    ids: "np.ndarray"  # (n_snap,) snapshot ids, ascending
-    times: "np.ndarray"  # (n_snap,) their taken_at
-    keys: list[tuple[str, str]]  # (account, user) of each row, by association id
-    assoc_ids: "np.ndarray"  # (n_rows,) association id of each row
-    usage: "np.ndarray"  # (n_rows, n_snap) RawUsage at each snapshot, NaN where absent
-
-
-class JobCharges(NamedTuple):
-    """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
+JobCharges = namedtuple("JobCharges", (
+    "qos_names",  # list: in SQLite's GROUP BY order (NULL first, then by bytes)
+    "sid",  # np.ndarray: snapshot id of each job
+    "aid",  # np.ndarray: its association id (-1: none)
+    "q",  # np.ndarray: index of its QOS in qos_names
+    "charge",  # np.ndarray: billing x elapsed_s (0 where unknown)
+    "orphans",  # list: (account, user) of the jobs without an association id, in order
+    "running",  # np.ndarray | None: billing of the jobs running at their snapshot, else 0 (read_job_charges(running=True))
+), defaults=(None,), module=__name__)
+JobCharges.__doc__ = """The charged jobs of a range of snapshots (read_job_charges), as numpy arrays in the order
     SQLite returns them: the jobs with an association id, then those without (by name)."""
-
-    qos_names: list  # in SQLite's GROUP BY order (NULL first, then by bytes)
-    sid: "np.ndarray"  # snapshot id of each job
-    aid: "np.ndarray"  # its association id (-1: none)
-    q: "np.ndarray"  # index of its QOS in qos_names
-    charge: "np.ndarray"  # billing x elapsed_s (0 where unknown)
-    orphans: list  # (account, user) of the jobs without an association id, in order
-    running: "np.ndarray | None" = None  # billing of the jobs running at their snapshot, else 0 (read_job_charges(running=True))
 
 
 def usage_history(db: sqlite_utils.Database, cluster: str) -> UsageHistory:
