@@ -472,6 +472,34 @@ def _paths(rows: Iterable[ShareRow]) -> dict[tuple[str, str], str]:
     return out
 
 
+ROWS_PER_INSERT = 1000
+
+
+def insert_rows(conn: sqlite3.Connection, head: str, width: int, rows: Iterable[tuple]) -> None:
+    """conn.executemany(f"{head} VALUES (?, ...)", rows), `width` values a row, as multi-row
+    INSERTs of up to ROWS_PER_INSERT rows each (fewer where SQLite allows fewer variables a
+    statement): executemany runs the statement once a row, and at 5,000 jobs that took twice as
+    long (docs/benchmarks.md, "Fifth pass"). Rows are inserted in order, so INSERT OR REPLACE
+    keeps the last of two rows with one key, as executemany does; `rows` may be a generator (a
+    million jobs are never all held: one statement's rows at a time)."""
+    per = max(1, min(ROWS_PER_INSERT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+    one = "(" + ",".join("?" * width) + ")"
+    full = f"{head} VALUES {','.join([one] * per)}"
+    values: list = []
+    add = values.extend
+    n = 0
+    for r in rows:
+        add(r)
+        n += 1
+        if n == per:
+            conn.execute(full, values)
+            values = []
+            add = values.extend
+            n = 0
+    if n:
+        conn.execute(f"{head} VALUES {','.join([one] * n)}", values)
+
+
 def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
     """Write one snapshot and all it carries. The caller holds the transaction."""
     with gc_paused():  # a tick holds the parsed snapshot: collections would re-scan it all
@@ -539,9 +567,7 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in new_assocs]
         moved = [(r.parent, r.depth, paths[k], ids[k][0]) for k, r in moved]
     if new_assocs:
-        conn.executemany(
-            "INSERT INTO assocs (cluster, account, user, parent, depth, path) VALUES (?,?,?,?,?,?)", new_assocs
-        )
+        insert_rows(conn, "INSERT INTO assocs (cluster, account, user, parent, depth, path)", 6, new_assocs)
         ids = {
             (a, u): (i, p, d)
             for i, a, u, p, d in conn.execute(
@@ -565,8 +591,9 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
             changed.append((aid, sid, 0, *([None] * (len(_SAMPLE_COLS) - 1))))
     if changed:
         ph = ",".join("?" * (2 + len(_SAMPLE_COLS)))
-        conn.executemany(f"INSERT INTO assoc_samples VALUES ({ph})", changed)
-        conn.executemany(f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)}) VALUES ({ph})", changed)
+        width = 2 + len(_SAMPLE_COLS)
+        insert_rows(conn, "INSERT INTO assoc_samples", width, changed)
+        insert_rows(conn, f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)})", width, changed)
 
     # sacct's billing of the running jobs, taken as the jobs stream past (they are read once)
     running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
@@ -589,16 +616,12 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
                     yield (sid, job_id, assoc_id((j[2], j[1])), j[1], j[2], j[3], j[4], j[5], j[6], j[7], j[8],
                            j[10], j[11], j[12])
 
-        conn.executemany("INSERT OR REPLACE INTO job_usage VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows())
+        insert_rows(conn, "INSERT OR REPLACE INTO job_usage", 14, rows())
     if snap.prio:
         account_of = {q.job_id: q.account for q in snap.queue}
-        conn.executemany(
-            "INSERT OR REPLACE INTO prio VALUES (?,?,?,?,?,?,?)",
-            [
-                (sid, p.job_id, p.user, account_of.get(p.job_id), p.partition, p.priority_norm, p.fairshare_norm)
-                for p in snap.prio
-            ],
-        )
+        insert_rows(conn, "INSERT OR REPLACE INTO prio", 7, [
+            (sid, p.job_id, p.user, account_of.get(p.job_id), p.partition, p.priority_norm, p.fairshare_norm)
+            for p in snap.prio])
     if snap.queue:
         occ: dict[str, list[int]] = {}
         for q in snap.queue:
@@ -612,11 +635,9 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
                 o[4] += q.cpus
                 if q.reason.startswith("JobHeld"):
                     o[5] += 1
-        conn.executemany(
-            "INSERT INTO occupancy VALUES (?,?,?,?,?,?,?,?)", [(sid, a, *v) for a, v in sorted(occ.items())]
-        )
+        insert_rows(conn, "INSERT INTO occupancy", 8, [(sid, a, *v) for a, v in sorted(occ.items())])
         factor = {q.name: q.usage_factor for q in snap.qos}
-        conn.executemany("INSERT OR REPLACE INTO running_jobs VALUES (?,?,?,?,?,?)", [
+        insert_rows(conn, "INSERT OR REPLACE INTO running_jobs", 6, [
             (sid, q.job_id, q.account, q.user, float(billing.get(q.job_id) or q.cpus) * factor.get(q.qos, 1.0),
              None if q.start is None or q.time_limit_s is None else q.start + q.time_limit_s)
             for q in snap.queue if q.state == "RUNNING"])
