@@ -24,11 +24,13 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: the forecast's start, records.record)
 
 from .errors import NotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .records import ShareRow
     from .store import StoredSnapshot
 

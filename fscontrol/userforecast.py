@@ -21,11 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
-
 from .errors import ConfigError, NotFoundError, UnsafeActionError
 from .forecast import Segment, idle_time_to_fairshare, trajectory, usage_to_fairshare
 from .records import ShareRow
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: the forecast's start, records.record)
+if TYPE_CHECKING:
+    from typing import Any
 
 HOUR = 3600.0
 DAY = 86400.0

@@ -449,9 +449,8 @@ def test_cold_start_imports_no_scipy_or_numpy():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def _heavy_imports_after(run: str) -> list[str]:
+def _heavy_imports_after(run: str, heavy: str = "{'typer', 'pydantic', 'rich', 'scipy', 'numpy', 'sqlite_utils'}") -> list[str]:
     """Top-level modules among the heavy ones that a fresh process imported while running `run`."""
-    heavy = "{'typer', 'pydantic', 'rich', 'scipy', 'numpy', 'sqlite_utils'}"
     code = f"import sys\n{run}\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {heavy}))"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return eval(out.strip().splitlines()[-1])  # noqa: S307 - our own repr of a list of names
@@ -472,6 +471,8 @@ def test_console_script_forecast_path_imports_no_typer(agave):
     """The command users type is dispatched before typer (and the pydantic it pulls in) loads."""
     run = f"from fscontrol.forecast_cmd import main\nassert main({_forecast_args(agave)}) == 0"
     assert _heavy_imports_after(run) == []
+    # nor the dataclass machinery, typing or argparse's shutil (records.record, cmdline.HelpFormatter)
+    assert _heavy_imports_after(run, "{'dataclasses', 'inspect', 'typing', 'shutil', 'textwrap'}") == []
 
 
 def test_python_m_and_console_script_agree(agave):
