@@ -80,6 +80,7 @@ def main() -> int:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
         db, published = tmp / "h.db", tmp / "public" / "tbcluster.json"
+        published.parent.mkdir()  # publish writes into a folder that exists (it makes none: issue #14)
         for argv in (
             [str(script), "collect", "--source", args.source, "--db", str(db)],
             [str(script), "publish", "--db", str(db), "--out", str(published)],
