@@ -68,6 +68,7 @@ def main() -> int:
         sys.exit(f"soak: testbed did not start: {p.stderr.strip()[-500:]}")
     env = dict(os.environ, SLURM_CONF=str(tb / "etc" / "slurm.conf"))
     work = Path(tempfile.mkdtemp(prefix="fscontrol-soak-"))
+    (work / "public").mkdir()  # publish_dir: the agent writes into a folder that exists, it makes none
     db = work / "history.db"
     cfg = work / "fscontrol.toml"
     cfg.write_text(f"""[agent]
