@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import parse
+from .lock import held_fds
 from .errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
 from .records import CommandOutput
 
@@ -91,7 +92,8 @@ class LiveSlurm:
             limit = min(limit, left)
         t0 = time.time()
         try:
-            raw = subprocess.run(list(full), capture_output=True, timeout=limit, env=env, check=False)
+            # (the agent lock's file goes with the command: a tick killed meanwhile stays locked until it ends)
+            raw = subprocess.run(list(full), capture_output=True, timeout=limit, env=env, check=False, pass_fds=held_fds())
         except FileNotFoundError:
             raise SlurmCommandError(f"`{full[0]}` not found: is the Slurm client installed and on PATH?") from None
         except subprocess.TimeoutExpired:

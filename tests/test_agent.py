@@ -159,3 +159,36 @@ def test_a_young_history_is_not_fitted_at_every_tick(tmp_path):
     t = time.time()
     assert not pipeline.fit_due(db, "tbcluster", 3600.0, t + 60)
     assert pipeline.fit_due(db, "tbcluster", 3600.0, t + 3600)
+
+
+def test_a_command_the_tick_started_keeps_the_lock_after_the_tick_is_gone(tmp_path):
+    """A tick killed while its command runs must stay locked until the command has ended (lock.py):
+    here the command leaves a process behind that lives 1.5 s after the lock's holder let go."""
+    import fcntl
+    import threading
+    import time
+
+    from fscontrol.lock import held_fds
+    from fscontrol.source import LiveSlurm
+
+    path = tmp_path / "agent.lock"
+    with agent_lock(path):
+        assert len(held_fds()) == 1
+        seen_by_other_thread = []
+        t = threading.Thread(target=lambda: seen_by_other_thread.append(held_fds()))
+        t.start()
+        t.join()
+        assert seen_by_other_thread == [()]  # the loop's other jobs do not pass this thread's lock on
+        LiveSlurm().run(("sh", "-c", "sleep 1.5 >/dev/null 2>&1 </dev/null &"))
+    assert held_fds() == ()
+    with open(path) as fh:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the lock outlived its command"
+                time.sleep(0.05)

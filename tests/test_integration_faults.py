@@ -15,6 +15,7 @@ between two of its commands. Whatever the moment of the kill:
 from __future__ import annotations
 
 import os
+import fcntl
 import signal
 import subprocess
 import sys
@@ -57,6 +58,11 @@ def _gate(slurm, tmp_path, *args: str, env: dict | None = None, wait: bool = Tru
     return p
 
 
+def _in_flight(shim: Path) -> bool:
+    """A command of the agent's is running through the test's slow scontrol shim."""
+    return subprocess.run(["pgrep", "-f", str(shim)], capture_output=True).returncode == 0
+
+
 def _stranded(slurm, db) -> list[str]:
     """Jobs Slurm shows held with the agent's mark that no ledger row owns."""
     ledger = store.ledger_entries(db, "tbcluster")
@@ -92,11 +98,29 @@ def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(s
         deadline = time.time() + 120
         while time.time() < deadline:
             marked = [j for j, (_, _, c) in _queue(slurm).items() if c == gate.HOLD_MARK]
-            if len(marked) >= 3:
+            if len(marked) >= 3 and _in_flight(shim):  # and the next command started (in its 1 s sleep)
                 break
             time.sleep(0.2)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
+        # the command in flight outlives the kill (each sleeps 1 s in the shim, then runs): it keeps
+        # the agent lock, so no tick can act until it has landed (lock.py). Before, the next ticks
+        # ran at once, and the hold that landed after them was left in place.
+        lock_file = open(tmp_path / "h.lock")  # noqa: SIM115 - closed below
+        assert _in_flight(shim)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("the agent lock was still held a minute after the tick was killed")
+        lock_file.close()
+        assert not _in_flight(shim)  # the lock was free only once the command had ended
         marked = [j for j, (_, _, c) in _queue(slurm).items() if c == gate.HOLD_MARK]
         print(f"killed with {len(marked)} of {len(queued)} holds placed")
         assert 3 <= len(marked) < len(queued)
