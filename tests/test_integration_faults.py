@@ -58,6 +58,23 @@ def _gate(slurm, tmp_path, *args: str, env: dict | None = None, wait: bool = Tru
     return p
 
 
+def _lock_held(path: Path) -> bool:
+    with open(path) as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        return False
+
+
+def _wait_unlocked(path: Path, timeout: float = 60.0) -> None:
+    """Until no command of a killed tick holds the agent lock any more (lock.py)."""
+    deadline = time.time() + timeout
+    while _lock_held(path):
+        assert time.time() < deadline, f"the agent lock {path} was still held after {timeout:.0f} s"
+        time.sleep(0.1)
+
+
 def _in_flight(shim: Path) -> bool:
     """A command of the agent's is running through the test's slow scontrol shim."""
     return subprocess.run(["pgrep", "-f", str(shim)], capture_output=True).returncode == 0
@@ -106,20 +123,8 @@ def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(s
         # the command in flight outlives the kill (each sleeps 1 s in the shim, then runs): it keeps
         # the agent lock, so no tick can act until it has landed (lock.py). Before, the next ticks
         # ran at once, and the hold that landed after them was left in place.
-        lock_file = open(tmp_path / "h.lock")  # noqa: SIM115 - closed below
-        assert _in_flight(shim)
-        with pytest.raises(BlockingIOError):
-            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("the agent lock was still held a minute after the tick was killed")
-        lock_file.close()
+        assert _in_flight(shim) and _lock_held(tmp_path / "h.lock")
+        _wait_unlocked(tmp_path / "h.lock")
         assert not _in_flight(shim)  # the lock was free only once the command had ended
         marked = [j for j, (_, _, c) in _queue(slurm).items() if c == gate.HOLD_MARK]
         print(f"killed with {len(marked)} of {len(queued)} holds placed")
@@ -242,6 +247,9 @@ def test_control_fault_matrix(slurm, tmp_path):
                    "FAULT_WHEN": when, "FAULT_REAL": real}
             faulty = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=env,
                                     capture_output=True, text=True, timeout=120)
+            if when in ("before", "after"):  # the killed tick's command (the shim, 5 s more) keeps the lock
+                assert _lock_held(tmp_path / f"{name}.lock"), case
+            _wait_unlocked(tmp_path / f"{name}.lock")  # (cron's next tick comes a minute later)
             db = store.open_db(tmp_path / f"{name}.db")
             left = dict(db.execute("SELECT status, count(*) FROM actions GROUP BY status").fetchall())
             faulty_ticks = db.execute("SELECT coalesce(max(id), 0) FROM ticks").fetchone()[0]

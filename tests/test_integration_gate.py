@@ -89,13 +89,16 @@ def test_queue_stuffing_with_and_without_the_gate(slurm, tmp_path):
         assert not older_pending  # she waited for every job queued before hers
         slurm.cancel_all()
 
-        # ---- with the gate, plus two holds that are not the agent's
+        # ---- with the gate, plus two holds that are not the agent's (placed once the machine is full:
+        # on an empty one a job can start between its sbatch and its hold, then end and leave the queue)
+        stuffed = _stuff(slurm, seed=2)
+        _fill(slurm, stuffed)
         foreign_admin = slurm.submit("dave", "flat", 2, 60)
         slurm.scontrol("hold", foreign_admin)
         foreign_user = slurm.submit("bob", "flat", 2, 60)
         slurm.run("scontrol", "hold", foreign_user, user="bob")
-        stuffed = _stuff(slurm, seed=2)
-        _fill(slurm, stuffed)
+        states = _states(slurm)
+        assert (states[foreign_admin], states[foreign_user]) == (("PENDING", "JobHeldAdmin"), ("PENDING", "JobHeldUser"))
         db = store.open_db(tmp_path / "gate.db")
         stop = threading.Event()
         errors: list[BaseException] = []
