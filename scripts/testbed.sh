@@ -164,8 +164,26 @@ wait_for() {
   done
 }
 
+# own_pids NAME -> the PIDs of NAME started with this testbed's slurm.conf (`-f $SLURM_CONF` in
+# the command line, the expected binary), whatever the pid file says. Slurm 23.11+ restarts
+# slurmctld on `scontrol reconfigure`: the daemon execs a new one, which rewrites the pid
+# file a moment later; a stop in that moment would kill the old PID, remove the file the new
+# one had just written and leave the new daemon running with no pid file (found by CI on 24.11).
+own_pids() {
+  local d a
+  local -a args
+  [[ $1 == slurmctld || $1 == slurmd ]] || return 0
+  for d in /proc/[0-9]*; do
+    [[ $d/exe -ef ${EXE[$1]} ]] || continue
+    mapfile -d '' -t args < "$d/cmdline" 2>/dev/null || continue
+    for a in "${args[@]}"; do [[ $a == "$SLURM_CONF" ]] && { echo "${d#/proc/}"; break; }; done
+  done
+  return 0
+}
+
 # stop_group NAME... : SIGTERM the recorded PIDs (only those, only if /proc/PID/exe is the
-# expected binary), wait up to 30 s for all of them, then SIGKILL the same PIDs if needed
+# expected binary) and, for the Slurm daemons, any other of this testbed's (own_pids); wait up
+# to 30 s for all of them, looking again for a daemon a restart started meanwhile, then SIGKILL
 stop_group() {
   local name pid i alive
   local -a pids=()
@@ -177,11 +195,19 @@ stop_group() {
     fi
   done
   for i in $(seq 1 300); do
-    alive=0; for pid in "${pids[@]}"; do [[ -d /proc/$pid ]] && alive=1; done
+    alive=0
+    for name in "$@"; do
+      for pid in $(own_pids "$name"); do
+        [[ " ${pids[*]} " == *" $pid "* ]] && continue
+        log "$name: SIGTERM pid $pid (no pid file names it)"; kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid")
+      done
+    done
+    # a zombie (the daemon's own child, not yet reaped) has stopped: only a readable exe is alive
+    for pid in "${pids[@]}"; do [[ -e /proc/$pid/exe ]] && alive=1; done
     (( alive )) || break; sleep 0.1
   done
   for pid in "${pids[@]}"; do
-    [[ -d /proc/$pid ]] && { log "pid $pid still alive after 30 s, SIGKILL"; kill -KILL "$pid" || true; }
+    [[ -e /proc/$pid/exe ]] && { log "pid $pid still alive after 30 s, SIGKILL"; kill -KILL "$pid" || true; }
   done
   for name in "$@"; do rm -f "${PIDF[$name]}"; done
 }
@@ -392,7 +418,7 @@ start_slurmctld() {
   pid_of slurmctld >/dev/null && { log "slurmctld: already running"; return; }
   if [[ -n $TROOT ]]; then in_root /usr/sbin/slurmctld -f "$SLURM_CONF"; else slurmctld -f "$SLURM_CONF"; fi
   wait_for "slurmctld" 60 scontrol ping
-  wait_for "slurmctld pid file" 10 pid_of slurmctld
+  wait_for "slurmctld pid file" 30 pid_of slurmctld
 }
 
 start_slurmd() {

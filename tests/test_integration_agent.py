@@ -113,6 +113,27 @@ def test_controller_outage_fails_cleanly_and_recovery_reapplies_d(slurm, tmp_pat
     slurm.scontrol("reconfigure")
 
 
+def test_the_testbed_stops_a_slurmctld_just_restarted_or_without_its_pid_file(slurm):
+    """The outage tests need slurmctld really down. Slurm 23.11+ restarts slurmctld on `scontrol
+    reconfigure` (a new process, which rewrites the pid file a moment later): a stop right after a
+    reconfigure once killed the old pid only and left the new slurmctld running with no pid file,
+    so the next "outage" had a controller (CI on 24.11). `ctld-stop` also stops every slurmctld
+    started with this testbed's slurm.conf."""
+    pidfile = slurm.dir / "run" / "slurmctld.pid"
+    try:
+        for _ in range(3):
+            slurm.scontrol("reconfigure")
+            slurm.stop_controller()  # raises if a slurmctld still answers
+            slurm.start_controller()
+        assert slurm.controller_up()
+        pidfile.unlink()  # as that race left it: running, no pid file
+        slurm.stop_controller()
+        assert not slurm.controller_up()
+    finally:
+        slurm.start_controller()
+    assert slurm.controller_up() and pidfile.is_file()
+
+
 def test_kill_9_mid_tick_leaves_a_consistent_history(slurm, tmp_path):
     _with_usage(slurm)
     cfg = _cfg(tmp_path)

@@ -151,9 +151,17 @@ class Testbed:
     def scontrol(self, *args: str) -> str:
         return self.run("scontrol", *args)
 
+    def controller_up(self) -> bool:
+        """`scontrol ping`: does a slurmctld answer on this testbed's port?"""
+        p = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True, text=True, timeout=60)
+        return p.returncode == 0 and " is UP" in p.stdout
+
     def stop_controller(self) -> None:
-        """Only slurmctld (SIGTERM to its recorded pid): jobs keep running under slurmd."""
+        """Only slurmctld (SIGTERM to its recorded pid and to any other slurmctld of this testbed,
+        as one a 24.11 reconfigure has just started): jobs keep running under slurmd."""
         subprocess.run([str(SCRIPT), "ctld-stop", str(self.dir)], capture_output=True, text=True, timeout=120, check=True)
+        if self.controller_up():
+            raise RuntimeError("slurmctld still answers after scripts/testbed.sh ctld-stop")
 
     def start_controller(self) -> None:
         """slurmctld again, recovering its saved state; FairShareDampeningFactor comes back from
