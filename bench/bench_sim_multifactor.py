@@ -19,7 +19,10 @@ CPU time (time.process_time), both best of --repeat. `--before REV` also runs th
 engine (fscontrol/sim/multifactor.py) as it was at git revision REV, interleaved with the current
 one in this process, and prints the CPU-time ratio (and how many jobs start at a different time:
 none, for a change meant to be exact). `--full-fairtree` adds mf-fairtree to the whole-log rows
-(about 5 minutes a run).
+(about 5 minutes a run). The rows run the engine `fscontrol.sim.accel` chooses (printed first: the
+compiled one once `python -m fscontrol.sim.accel build` has made it); `--python-vs-compiled`
+times the Python engine against the compiled one, interleaved, on the same rows (and the whole
+log with --full).
 """
 
 from __future__ import annotations
@@ -114,22 +117,42 @@ def best(fn, repeat: int):
 
 
 def engine_at(rev: str):
-    """fscontrol/sim/multifactor.py as of git revision `rev`, imported beside the current one."""
-    src = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:fscontrol/sim/multifactor.py"],
-                         capture_output=True, text=True, check=True).stdout
+    """The multifactor engine as of git revision `rev` (fscontrol/sim/mfcore.py, or multifactor.py
+    before the engine had its own module), imported beside the current one: a module with
+    `simulate_multifactor`."""
+    def show(path: str) -> str | None:
+        p = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True)
+        return p.stdout if p.returncode == 0 else None
+
+    src = show("fscontrol/sim/mfcore.py")
+    name = "mfcore" if src is not None else "multifactor"
+    if src is None:
+        src = show("fscontrol/sim/multifactor.py")
+        if src is None:
+            raise SystemExit(f"no multifactor engine at {rev}")
     d = Path(tempfile.mkdtemp())
-    path = d / "multifactor_before.py"
+    path = d / f"{name}_before.py"
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location("fscontrol.sim._multifactor_before", path)
+    spec = importlib.util.spec_from_file_location(f"fscontrol.sim._{name}_before", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
+    if name == "mfcore":
+        mod.simulate_multifactor = mod.simulate
     return mod
 
 
-def compare_engines(before, w: Workload, rows, repeat: int, rev: str) -> None:
+class _Engine:
+    """A module's `simulate` as `simulate_multifactor` (the engines of fscontrol.sim.accel)."""
+
+    def __init__(self, mod) -> None:
+        self.simulate_multifactor = mod.simulate
+
+
+def compare_engines(before, w: Workload, rows, repeat: int, rev: str, now=None) -> None:
     """CPU time of the engine at `rev` and the current one on the same jobs, runs interleaved."""
-    from fscontrol.sim import multifactor as now
+    if now is None:
+        from fscontrol.sim import multifactor as now
 
     n = len(w.jobs)
     for label, pol in rows:
@@ -157,7 +180,12 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="also run the multifactor rows on the whole log, once")
     ap.add_argument("--full-fairtree", action="store_true", help="with --full: mf-fairtree on the whole log too (slow)")
     ap.add_argument("--before", metavar="REV", help="also time the multifactor engine at git revision REV (CPU-time ratio)")
+    ap.add_argument("--python-vs-compiled", action="store_true",
+                    help="also time the Python engine (mfcore) against the compiled one (fscontrol.sim.accel), interleaved")
     a = ap.parse_args()
+    from fscontrol.sim import accel
+
+    print(f"multifactor engine: {accel.status()}")
 
     whole = read_swf(SWF)
     jobs = whole.jobs[: a.jobs] if a.jobs else whole.jobs
@@ -187,6 +215,12 @@ def main() -> None:
     if before is not None:
         print(f"the multifactor engine at {a.before} and now (simulate_multifactor alone, best of {a.repeat}):")
         compare_engines(before, w, rows[1:], a.repeat, a.before)
+    compiled = accel.compiled_engine() if a.python_vs_compiled else None
+    if a.python_vs_compiled:
+        if compiled is None:
+            raise SystemExit(f"--python-vs-compiled: {accel.status()}")
+        print(f"the Python engine (before) and the compiled one (now), simulate_multifactor alone, best of {a.repeat}:")
+        compare_engines(_Engine(accel.python_engine()), w, rows[1:], a.repeat, "python", now=_Engine(compiled))
     if a.full and a.jobs:
         print(f"whole log: {len(whole.jobs):,} jobs")
         full_rows = rows[1:] if a.full_fairtree else rows[1:3]
@@ -197,6 +231,8 @@ def main() -> None:
                   f"   mean bsld {r.overall['mean_bsld']:8.2f}")
         if before is not None:
             compare_engines(before, whole, full_rows, 1, a.before)
+        if compiled is not None:
+            compare_engines(_Engine(accel.python_engine()), whole, full_rows, 1, "python", now=_Engine(compiled))
 
 
 if __name__ == "__main__":

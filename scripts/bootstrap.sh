@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make .venv with fscontrol installed (editable). Usage: scripts/bootstrap.sh [EXTRAS]
-#   EXTRAS: e.g. "test" -> pip install -e '.[test]'
+#   EXTRAS: e.g. "test" -> pip install -e '.[test]'; with "accel", the compiled multifactor engine
+#   is built too (python -m fscontrol.sim.accel build: mypyc, gcc and Python's headers)
 # On Debian, `python3 -m venv` needs the python3-venv package: installed here when run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +23,7 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 spec=.; [[ -n $extras ]] && spec=".[$extras]"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
+if [[ ,$extras, == *,accel,* ]]; then
+  .venv/bin/python -m fscontrol.sim.accel build >/dev/null
+  .venv/bin/python -m fscontrol.sim.accel status
+fi

@@ -21,7 +21,8 @@ scripts/install-prometheus.sh   # the dashboard's queries against a real Prometh
 if ! command -v chromium >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 fi
-scripts/bootstrap.sh test,plot   # plot: the PNG tests run here, never skip
+scripts/bootstrap.sh test,plot,accel   # plot: the PNG tests run here, never skip; accel: the compiled engine
+export FSCONTROL_REQUIRE_ACCEL=1   # tests/test_sim_accel.py compares it with the Python engine: built, never skipped
 export FSCONTROL_REQUIRE_SLURM=1
 workers=${FSCONTROL_TEST_WORKERS:-5}   # FSCONTROL_TEST_WORKERS=0 runs serially
 par=(); [[ $workers != 0 ]] && par=(-n "$workers" --dist loadgroup)

@@ -1,0 +1,152 @@
+"""The multifactor engine, compiled (optional): mypyc's build of `mfcore`, beside the plain Python.
+
+`python -m fscontrol.sim.accel build` compiles a copy of mfcore.py with mypyc (the `accel` extra:
+mypy, a C compiler and Python's headers) into `fscontrol/sim/_mfcore_accel*.so`. The copy carries
+the SHA-256 of the mfcore.py it was made from; `engine()` uses it only while that is still the
+file beside it, so an edited mfcore.py is never shadowed by an old build. The same operations in
+the same order, in C doubles: the compiled engine gives the same start times and usage as the
+Python one (tests/test_sim_accel.py runs both). `FSCONTROL_SIM_ENGINE=python` forces the Python one.
+
+`python -m fscontrol.sim.accel status` says which engine runs and why; `build` does nothing when
+the compiled engine is up to date (`build --force` rebuilds it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from collections.abc import Iterator
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+SOURCE = HERE / "mfcore.py"
+MODULE = "_mfcore_accel"
+_cache: dict[str, tuple[ModuleType, str]] = {}
+
+
+def source_sha() -> str:
+    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+
+
+def _load() -> tuple[ModuleType, str]:
+    """(the engine module, why it is that one)."""
+    from . import mfcore
+
+    if os.environ.get("FSCONTROL_SIM_ENGINE", "") == "python":
+        return mfcore, "python (FSCONTROL_SIM_ENGINE=python)"
+    try:
+        mod = importlib.import_module(f"{__package__}.{MODULE}")
+    except ImportError:
+        return mfcore, "python (no compiled engine: python -m fscontrol.sim.accel build)"
+    if not getattr(mod, "__file__", "").endswith(".so"):
+        return mfcore, f"python ({mod.__file__} is not a compiled module)"
+    if getattr(mod, "ACCEL_SOURCE_SHA", None) != source_sha():
+        return mfcore, "python (the compiled engine was built from another mfcore.py: rebuild it)"
+    return mod, f"compiled ({Path(mod.__file__).name})"
+
+
+def engine() -> ModuleType:
+    """The module whose `simulate` runs the multifactor simulation: the compiled one when it is
+    built from the mfcore.py beside it, else mfcore itself."""
+    if "e" not in _cache:
+        _cache["e"] = _load()
+    return _cache["e"][0]
+
+
+def status() -> str:
+    engine()
+    return _cache["e"][1]
+
+
+def python_engine() -> ModuleType:
+    from . import mfcore
+
+    return mfcore
+
+
+def compiled_engine() -> ModuleType | None:
+    """The compiled engine when it is built from the mfcore.py beside it, else None."""
+    saved = os.environ.pop("FSCONTROL_SIM_ENGINE", None)
+    try:
+        mod, _ = _load()
+    finally:
+        if saved is not None:
+            os.environ["FSCONTROL_SIM_ENGINE"] = saved
+    return None if mod is python_engine() else mod
+
+
+@contextlib.contextmanager
+def using(mod: ModuleType) -> Iterator[None]:
+    """simulate_multifactor runs `mod`'s engine inside the block (the tests run both engines)."""
+    saved = _cache.get("e")
+    _cache["e"] = (mod, f"{mod.__name__} (chosen)")
+    try:
+        yield
+    finally:
+        if saved is None:
+            _cache.pop("e", None)
+        else:
+            _cache["e"] = saved
+
+
+def build(*, quiet: bool = False) -> Path:
+    """Compile a copy of mfcore.py with mypyc, in a scratch copy of the package, and put the
+    extension modules beside mfcore.py. Returns the compiled module's path. Raises RuntimeError
+    with mypyc's last lines when it fails (no mypyc, no compiler, a type error)."""
+    pkg_root = HERE.parent.parent  # the folder holding the fscontrol package
+    sha = source_sha()
+    with tempfile.TemporaryDirectory(prefix="fscontrol-accel-") as tmp:
+        work = Path(tmp)
+        shutil.copytree(pkg_root / "fscontrol", work / "fscontrol",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        src = work / "fscontrol" / "sim" / f"{MODULE}.py"
+        src.write_text(SOURCE.read_text() + f'\n\nACCEL_SOURCE_SHA = "{sha}"\n')
+        mypyc = [sys.executable, "-m", "mypyc"]
+        p = subprocess.run([*mypyc, "--ignore-missing-imports", f"fscontrol/sim/{MODULE}.py"], cwd=work,
+                           capture_output=True, text=True, timeout=1800,
+                           env={**os.environ, "MYPYC_OPT_LEVEL": os.environ.get("MYPYC_OPT_LEVEL", "3")})
+        if p.returncode != 0:
+            tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-12:])
+            raise RuntimeError(f"mypyc failed (exit {p.returncode}):\n{tail}")
+        built = sorted((work / "fscontrol" / "sim").glob(f"{MODULE}*.so"))
+        if not any(b.name.startswith(f"{MODULE}.") for b in built):
+            raise RuntimeError(f"mypyc left no {MODULE} extension in {work / 'fscontrol' / 'sim'}")
+        for old in HERE.glob(f"{MODULE}*.so"):
+            old.unlink()
+        for b in built:
+            shutil.copy2(b, HERE / b.name)
+            if not quiet:
+                print(f"built {HERE / b.name}")
+    _cache.clear()
+    return next(HERE / b.name for b in built if b.name.startswith(f"{MODULE}."))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["build"], ["build", "--force"]):
+        if "--force" not in args and compiled_engine() is not None:
+            print(f"multifactor engine: {status()} (up to date; --force rebuilds it)")
+            return 0
+        try:
+            build()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
+            print(f"fscontrol.sim.accel: error: {e}", file=sys.stderr)
+            return 1
+        print(f"multifactor engine: {status()}")
+        return 0
+    if args == ["status"]:
+        print(f"multifactor engine: {status()}")
+        return 0
+    print("usage: python -m fscontrol.sim.accel build [--force] | status", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

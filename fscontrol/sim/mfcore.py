@@ -1,0 +1,978 @@
+"""The multifactor engine: `simulate`, the loop behind `multifactor.simulate_multifactor` (see
+multifactor.py for what it simulates and how).
+
+This module is plain Python and is the reference. `fscontrol.sim.accel` can compile a copy of it
+with mypyc (`python -m fscontrol.sim.accel build`); the copy is used only while it was built from
+this very file (its SHA-256 is compiled in), and the tests run both on the same jobs.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, insort
+from collections.abc import Mapping, Sequence
+from itertools import islice, repeat
+from operator import mul
+from typing import Any
+
+from .. import control, fairshare, fairtree
+from ..decay import decay_factor_per_second
+from ..errors import ConfigError
+from ..fairshare import FS_LEVEL, FS_ROOT
+from ..records import QueueJob, ShareRow
+from .multifactor import (
+    DUMMY,
+    INF,
+    ControlSpec,
+    Disturbance,
+    MFRun,
+    PassRecord,
+    PriorityConfig,
+    ProgressFn,
+    _second,
+    _WFD,
+    captured_tree,
+    share_tree,
+)
+from .workload import Workload
+
+
+def simulate(
+    workload: Workload,
+    prio: PriorityConfig,
+    *,
+    tree: Sequence[ShareRow] | None = None,
+    control_spec: ControlSpec | None = None,
+    disturbances: Sequence[Disturbance] = (),
+    depth: int = 1,
+    backfill: bool = True,
+    first_pass: float | None = None,
+    initial_usage: Mapping[tuple[str, str], float] | None = None,
+    trace: bool = False,
+    trace_keys: Sequence[tuple[str, str]] = (),
+    record_passes: bool = True,
+    gate: Any = None,
+    gate_interval_s: float = 300.0,
+    progress: ProgressFn | None = None,
+    max_time: float | None = None,
+) -> MFRun:
+    """Run the workload under priority/multifactor. `tree`: the associations (sshare rows; their
+    RawUsage is the usage at the start unless `initial_usage` is given); default the workload's
+    captured tree (captured_tree) if it has one, else share_tree().
+    `first_pass`: the time of a pass (passes fall every PriorityCalcPeriod from it; default the
+    first submission). `trace`: record RawUsage and F of `trace_keys` (default all users) at every
+    pass, as sshare and sprio would show them just after it. `gate`: a `gate.GateOptions`: the
+    agent's gate (`gate.plan_gate`, on the workload's allocations) every `gate_interval_s`; a hold
+    takes the job out of the queue and its release makes it eligible anew (age from then, as
+    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority."""
+    from .engine import _Profile  # (engine imports policies, which import this module)
+
+    jobs = workload.jobs
+    # (the jobs' ids, users and accounts as given: read without the declared types, which a
+    # compiled build would check; a test workload may number its jobs)
+    anyjobs: Sequence[Any] = jobs
+    n = len(jobs)
+    cs = control_spec
+    dummy = cs.dummy if cs is not None else None
+    if tree is not None:
+        rows = tuple(tree)
+    elif workload.shares:  # a captured cluster: its own association tree and shares
+        rows = captured_tree(workload, dummy=DUMMY if cs is not None else None)
+    else:
+        rows = share_tree(workload, dummy=DUMMY if cs is not None else None)
+    t_tree = fairshare.build_tree(rows)
+    keys = list(t_tree.order)
+    kix = {k: i for i, k in enumerate(keys)}
+    na = len(keys)
+    parent_ix = [-1] + [kix[t_tree.parent[k]] for k in keys[1:]]
+    fsp_ix = [-1] + [kix[t_tree.fs_parent[k]] for k in keys[1:]]
+    rule = [(fairshare.FS_ROOT, 0.0)] + [fairshare.effective_usage_rule(t_tree, k) for k in keys[1:]]
+    nshares = fairshare.norm_shares_of(t_tree)
+    norm_s = [nshares[k] for k in keys]
+    is_user = [bool(k[1]) for k in keys]
+    shares_parent = [t_tree.rows[k].shares_parent for k in keys]
+    chains: list[tuple[int, ...]] = []
+    for i in range(na):
+        ch = [i]
+        while parent_ix[ch[-1]] >= 0:
+            ch.append(parent_ix[ch[-1]])
+        chains.append(tuple(ch))
+    # a job's association: (account, user); a job whose pair is not in the tree is an error
+    job_assoc = [0] * n
+    for i, j in enumerate(anyjobs):
+        k = (j.account or "default", j.user or "user")
+        if k not in kix:
+            raise ConfigError(f"job {j.job_id}: association {k[0]}/{k[1]} is not in the share tree")
+        job_assoc[i] = kix[k]
+
+    fair_tree = prio.fair_tree
+    if fair_tree:
+        ft_kids = fairtree.children_lists(t_tree)
+        ft_shares = fairtree.fair_tree_shares(t_tree)
+        n_users = sum(1 for k in keys if k[1])
+
+    # usage, scaled: true usage = S[a] * G
+    S = [0.0] * na
+    init = initial_usage if initial_usage is not None else {k: float(t_tree.rows[k].raw_usage) for k in keys}
+    for k, v in init.items():
+        if k in kix:
+            S[kix[k]] = float(v)
+    G = 1.0
+    f1 = decay_factor_per_second(prio.half_life_s)
+    P = prio.calc_period_s
+    fP = f1**P
+    limits = prio.limits
+
+    # copy-on-write snapshot of the non-user associations' usage at the start of the pass
+    pass_no = 0
+    snap_pass = [-1] * na
+    snap_val = [0.0] * na
+
+    ups = [tuple(c for c in chains[a] if not is_user[c]) for a in range(na)]  # the non-user ancestors
+    mids = [tuple(c for c in u if c != 0) for u in ups]  # the same but root
+    mid1 = [m[0] if len(m) == 1 else -1 for m in mids]  # the one, when there is one
+
+    def charge(a: int, x: float) -> None:
+        xs = x / G
+        for c in chains[a]:
+            if not is_user[c] and snap_pass[c] != pass_no:
+                snap_pass[c] = pass_no
+                snap_val[c] = S[c]
+            S[c] += xs
+
+    def at_pass_start(c: int) -> float:
+        return snap_val[c] if snap_pass[c] == pass_no else S[c]
+
+    ue_acct: dict[int, float] = {}  # this pass's account UEs (memo)
+    ue_user: dict[int, float] = {}  # users' UE, kept until the next pass
+
+    def acct_ue(c: int) -> float:
+        if c == 0:
+            return 1.0
+        v = ue_acct.get(c)
+        if v is None:
+            root = at_pass_start(0)
+            un = min(1.0, at_pass_start(c) / root) if root > 0 else 0.0
+            fc = fsp_ix[c]
+            v = fairshare.effective_usage_step(rule[c], un, 1.0 if fc == 0 else acct_ue(fc))
+            ue_acct[c] = v
+        return v
+
+    f_cache: dict[int, float] = {}  # F by association, until the next pass or a change of d
+
+    def user_fs(a: int) -> float:
+        """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
+        f = f_cache.get(a)
+        if f is not None:
+            return f
+        if shares_parent[a]:
+            fa = fsp_ix[a]
+            f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
+        else:
+            v = ue_user.get(a)
+            if v is None:
+                root = S[0]
+                un = min(1.0, S[a] / root) if root > 0 else 0.0
+                fa = fsp_ix[a]
+                ue_fs = ue_acct.get(fa)
+                if ue_fs is None:
+                    ue_fs = acct_ue(fa)
+                v = fairshare.effective_usage_step(rule[a], un, ue_fs)
+                ue_user[a] = v
+            f = fairshare.fairshare_factor(v, norm_s[a], damp[0])
+        f_cache[a] = f
+        return f
+
+    # A Fair Tree pass whose priorities are left lazy (nothing can start) keeps its usage here, and
+    # the tree is ranked from it when an F is first read (by then the usage may have moved on: job
+    # ends top it up), or never, when the next pass comes first: the same ranks from the same values.
+    ft_due: list[list[float] | None] = [None]
+
+    def fair_tree_rank(vals: list[float] | None = None) -> None:
+        src = S if vals is None else vals
+        usage = {k: src[i] for i, k in enumerate(keys)}
+        _, _, lf = fairtree.level_values(t_tree, usage, shares=ft_shares)
+        ranks, _ = fairtree.rank_users(t_tree, lf, ft_kids)
+        f_cache.clear()
+        for k, r in ranks.items():
+            f_cache[kix[k]] = r / n_users
+
+    def ft_settle() -> None:
+        vals = ft_due[0]
+        ft_due[0] = None
+        fair_tree_rank(vals)
+
+    def fs_of(a: int) -> float:
+        if fair_tree:
+            if ft_due[0] is not None:
+                ft_settle()
+            return f_cache.get(a, 0.0)
+        return user_fs(a)
+
+    # job attributes
+    submit = [j.submit for j in jobs]
+    run = [j.run for j in jobs]
+    est = [j.estimate for j in jobs]
+    size = [j.size for j in jobs]
+    total = workload.nodes
+    wa, wf, wj, wp, wq = prio.weight_age, prio.weight_fairshare, prio.weight_jobsize, prio.weight_partition, prio.weight_qos
+    max_age = prio.max_age_s
+    if wj:
+        js = [(1.0 - min(1.0, s / total)) if prio.favor_small else min(1.0, s / total) for s in size]
+    else:
+        js = [0.0] * n
+    static = [wj * x for x in js]
+    if wp and prio.partition_factor:
+        pf = dict(prio.partition_factor)
+        pmax = max(pf.values()) or 1
+        for i, j in enumerate(jobs):
+            static[i] += wp * pf.get(getattr(j, "partition", "") or next(iter(pf)), 0) / pmax
+    if wq and prio.qos_priority:
+        qf = dict(prio.qos_priority)
+        qmax = max(qf.values()) or 1
+        for i, j in enumerate(jobs):
+            static[i] += wq * qf.get(getattr(j, "qos", "") or "normal", 0) / qmax
+    eligible = list(submit)
+    nice = [0] * n
+    start = [INF] * n
+    end = [INF] * n
+    prio_of = [0] * n
+    out = MFRun(start, end)
+    order = out.order
+    damp = [prio.damping]  # the runtime d (a list: closures set it)
+
+    def priority(i: int, t: float) -> int:
+        p = static[i]
+        if wa:
+            age = t - eligible[i]
+            p += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) if max_age > 0 else wa
+        if wf:
+            p += wf * fs_of(job_assoc[i])
+        if nice[i]:
+            p -= nice[i]
+        return int(p) if p >= 1 else 1
+
+    # queue: sorted keys (-priority, index); running: sorted (predicted end, index)
+    qkeys: list[tuple[int, int]] = []
+    running: list[tuple[float, int]] = []
+    run_set: set[int] = set()
+    runs_l: list[int] = []  # the running jobs, in the list's order (the classic pass's walk)
+    # the pending users by their first pending job in the list (no gate: a job leaves the queue
+    # only by starting): (first, association) sorted, and each association's pending jobs in order
+    track = gate is None
+    pend_l: list[tuple[int, int]] = []
+    user_q: list[list[int]] = [[] for _ in range(na)]
+    heap: list[tuple[float, int]] = []
+    free = total
+    # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
+    # while free < q_min nothing can start, whatever the order
+    q_none = (max(size) if n else 0) + 1
+    q_cnt = [0] * (q_none + 1)
+    q_min = q_none
+
+    def q_drop(s: int) -> None:
+        nonlocal q_min
+        c = q_cnt[s] = q_cnt[s] - 1
+        if c == 0 and s == q_min:
+            m = s + 1
+            while m < q_none and not q_cnt[m]:
+                m += 1
+            q_min = m
+
+    def q_add(s: int) -> None:
+        nonlocal q_min
+        q_cnt[s] += 1
+        if s < q_min:
+            q_min = s
+
+    last_pass = submit[0] if n else 0.0
+    if first_pass is not None:
+        last_pass = first_pass
+
+    def start_job(i: int, t: float) -> None:
+        nonlocal free, q_min
+        start[i] = t
+        order.append(i)
+        e = t + run[i]
+        end[i] = e
+        s = size[i]
+        free -= s
+        c = q_cnt[s] = q_cnt[s] - 1  # q_drop(s), inlined
+        if c == 0 and s == q_min:
+            m = s + 1
+            while m < q_none and not q_cnt[m]:
+                m += 1
+            q_min = m
+        heapq.heappush(heap, (e, i))
+        insort(running, (t + est[i], i))
+        run_set.add(i)
+        insort(runs_l, i)
+        if track:
+            a = job_assoc[i]
+            uq = user_q[a]
+            if uq[0] == i:
+                del uq[0]
+                del pend_l[bisect_left(pend_l, (i, a))]
+                if uq:
+                    insort(pend_l, (uq[0], a))
+            else:
+                del uq[bisect_left(uq, i)]
+
+    easy_valid = False
+    easy_stale = False  # skipped (nothing could start): the state is that of the queue before the next arrivals
+    easy_shadow = 0.0
+    easy_extra = 0
+    easy_head: tuple[int, int] = (0, 0)
+
+    def shadow_of(hsize: int) -> tuple[float, int]:
+        avail = free
+        m = len(running)
+        for k, (e, i) in enumerate(running):
+            avail += size[i]
+            if avail >= hsize:
+                k += 1
+                while k < m and running[k][0] == e:
+                    avail += size[running[k][1]]
+                    k += 1
+                return e, avail - hsize
+        return INF, 0
+
+    def pass_easy(t: float) -> None:
+        nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
+        easy_stale = False
+        q = qkeys
+        nq = len(q)
+        k = 0
+        while k < nq and size[q[k][1]] <= free:
+            start_job(q[k][1], t)
+            k += 1
+        if k == nq:
+            del qkeys[:]
+            easy_valid = False
+            return
+        head = q[k][1]
+        if not backfill:
+            del qkeys[:k]
+            easy_valid = True
+            easy_head = qkeys[0]
+            easy_shadow, easy_extra = -INF, -1
+            return
+        f = free
+        if f < q_min:  # nothing else fits: the head's shadow is found when a job can next start
+            del q[:k]
+            easy_valid = False
+            easy_stale = True
+            return
+        shadow, extra = shadow_of(size[head])
+        started: list[int] = []
+        if f > 0:
+            for p in range(k + 1, nq):
+                i = q[p][1]
+                s = size[i]
+                if s <= f:
+                    if t + est[i] <= shadow:
+                        pass
+                    elif s <= extra:
+                        extra -= s
+                    else:
+                        continue
+                    start_job(i, t)
+                    f -= s
+                    started.append(p)
+                    if f < q_min:  # (q_min: the smallest job still queued)
+                        break
+        for p in reversed(started):
+            del q[p]
+        del q[:k]
+        easy_valid = True
+        easy_shadow, easy_extra = shadow, extra
+        easy_head = q[0]
+
+    def arrivals_easy(t: float, new: list[tuple[int, int]]) -> bool:
+        nonlocal easy_extra
+        for kq in new:
+            if kq < easy_head:
+                return False
+        for kq in new:
+            i = kq[1]
+            s = size[i]
+            if s <= free:
+                if t + est[i] <= easy_shadow:
+                    pass
+                elif s <= easy_extra:
+                    easy_extra -= s
+                else:
+                    continue
+                del qkeys[bisect_left(qkeys, kq)]
+                start_job(i, t)
+        return True
+
+    def pass_general(t: float) -> None:
+        prof = _Profile(t, free, [(e, size[i]) for e, i in running])
+        reserved = 0
+        started: list[int] = []
+        for p, (_, i) in enumerate(qkeys):
+            s = size[i]
+            d = est[i]
+            if s <= free and prof.min_free(t, t + d) >= s:
+                start_job(i, t)
+                prof.reserve(t, t + d, s)
+                started.append(p)
+                continue
+            if reserved < depth:
+                r = prof.earliest(s, d)
+                prof.reserve(r, r + d, s)
+                reserved += 1
+                if reserved == depth and not backfill:
+                    break
+            elif free == 0:
+                break
+        for p in reversed(started):
+            del qkeys[p]
+
+    def schedule(t: float, ended: bool, new: list[tuple[int, int]], reordered: bool) -> None:
+        nonlocal easy_valid, easy_stale, easy_head, easy_shadow, easy_extra
+        if not qkeys:
+            return
+        if depth > 1:
+            pass_general(t)
+        elif free < q_min or free <= 0:
+            # nothing fits in the free nodes (a full machine, or every queued job too large): nothing
+            # starts, whatever the order. EASY's pass would only note the head and its shadow; that
+            # state is formed when a job can next start (`easy_stale`)
+            easy_valid = False
+            easy_stale = True
+        else:
+            if lazy[0] is not None:
+                materialise()
+            if ended or reordered:
+                pass_easy(t)
+            elif easy_valid:
+                if not arrivals_easy(t, new):
+                    pass_easy(t)
+            elif easy_stale:
+                # the state the skipped passes would have left (they start nothing: every job queued
+                # before these arrivals is larger than the free nodes): the head is the first of those
+                # in the order, with its shadow; then the arrivals are tried against it as they would
+                # have been (in arrival order)
+                fresh = set(new)
+                for kq in qkeys:
+                    if kq not in fresh:
+                        break
+                easy_head = kq
+                if backfill:
+                    easy_shadow, easy_extra = shadow_of(size[kq[1]])
+                else:
+                    easy_shadow, easy_extra = -INF, -1
+                easy_valid = True
+                easy_stale = False
+                if not arrivals_easy(t, new):
+                    pass_easy(t)
+            else:
+                pass_easy(t)
+
+    # ------------------------------------------------------------ the controller
+    pad_rate = 0.0  # the steady padding job: billing 1 x UsageFactor k, charged at every pass
+    pulse_end = -INF
+    pulse_rate = 0.0
+    pulse_start = 0.0
+    dummy_ix = kix.get(dummy) if dummy is not None else None
+    if cs is not None and cs.method in ("padding", "hybrid") and dummy_ix is None:
+        dm = dummy if dummy is not None else ("?", "?")
+        raise ConfigError(f"padding needs the dummy association {dm[0]}/{dm[1]} in the share tree")
+    s_ref = None
+    d_conf = prio.damping  # what slurm.conf says (a reconfigure puts it back)
+    d_last: int | None = None
+    qjob_cache: dict[int, QueueJob] = {}
+    if cs is not None:
+        s_ref, _ = fairshare.choose_reference_share(rows, prio.damping, dummy, cs.reference)
+        out.s_ref = s_ref
+
+    last_read: list[float | None] = [None]
+
+    def root_row(u: float) -> ShareRow:
+        return ShareRow("root", "", "", 0, None, False, 1.0, int(u), None, 1.0, None)
+
+    def control_tick(t: float) -> None:
+        nonlocal pad_rate, pulse_end, pulse_rate, pulse_start, d_last
+        assert cs is not None  # (ticks are scheduled only with a ControlSpec)
+        out.control_ticks += 1
+        u_tot = S[0] * G
+        last_read[0] = float(int(u_tot))
+        w = S[dummy_ix] * G if dummy_ix is not None else 0.0
+        snap = [root_row(u_tot)]
+        if dummy is not None:
+            snap.append(ShareRow(dummy[0], dummy[1], dummy[0], 2, 1, False, None, int(w), None, None, None))
+        real = []
+        for i in run_set:
+            q = qjob_cache.get(i)
+            if q is None:
+                j = anyjobs[i]
+                q = qjob_cache[i] = QueueJob(j.job_id, j.user, j.account, "sim", "normal", "RUNNING", size[i],
+                                             size[i], 0, 0, "None", submit[i], start[i], int(est[i]))
+            real.append(q)
+        dec = control.plan_control(
+            snap, method=cs.method, u_star=cs.u_star, d_now=damp[0], d_last=d_last, half_life_s=prio.half_life_s,
+            calc_period_s=P, dummy=dummy, s_ref=s_ref, running_real=real, usage_factors={},
+            hysteresis=cs.hysteresis, padding_mode=cs.padding_mode, padding_threshold=cs.padding_threshold,
+        )
+        if dec.advise_only:
+            return
+        if dec.d_target != damp[0]:
+            damp[0] = dec.d_target
+            if not fair_tree:
+                f_cache.clear()
+            out.d_changes += 1
+        d_last = dec.d_target
+        if cs.padding_mode == "steady":
+            if dec.usage_factor is not None:
+                set_pad_rate(dec.usage_factor)
+        elif dec.pulse_usage_factor is not None and t >= pulse_end:
+            # the pulse job: 1 CPU for one PriorityCalcPeriod at the pulse UsageFactor (actions.submit_dummy)
+            pulse_start, pulse_end, pulse_rate = t, t + P, dec.pulse_usage_factor
+            out.pulses += 1
+
+    def set_pad_rate(k: float) -> None:
+        nonlocal pad_rate
+        pad_rate = k
+
+    def dummy_charges(t: float) -> None:
+        """The padding jobs' charge at a pass at t (steady: the dummy job runs all along; Slurm
+        reads its QOS's UsageFactor at the pass)."""
+        if dummy_ix is None:
+            return
+        if pad_rate > 0:
+            d = t - last_pass
+            if d > 0:
+                charge(dummy_ix, d * pad_rate * f1**d)
+        if pulse_rate > 0 and pulse_start < t < pulse_end:
+            d = t - max(last_pass, pulse_start)
+            if d > 0:
+                charge(dummy_ix, d * pulse_rate * f1**d)
+
+    # ------------------------------------------------------------ the gate
+    held: set[int] = set()
+    ledger: set[int] = set()
+    id_ix = {j.job_id: i for i, j in enumerate(anyjobs)}
+    allocs = workload.allocations
+
+    def _qjob(i: int, state: str, reason: str) -> QueueJob:
+        j = anyjobs[i]
+        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i],
+                        prio_of[i] if state == "PENDING" and i not in held else 0, nice[i], reason, submit[i],
+                        start[i] if state == "RUNNING" else None, int(est[i]))
+
+    def requeue(i: int, t: float) -> None:
+        pr = priority(i, t)
+        prio_of[i] = pr
+        insort(qkeys, (-pr, i))
+        q_add(size[i])
+
+    def gate_tick(t: float) -> bool:
+        from ..gate import plan_gate
+
+        out.gate_ticks += 1
+        qj = [_qjob(i, "RUNNING", "None") for i in run_set]
+        qj += [_qjob(i, "PENDING", "Priority") for _, i in qkeys]
+        qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
+        plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
+        for jid in plan.stale_ledger:
+            ledger.discard(id_ix[jid])
+        for a in plan.actions:
+            i = id_ix[a.job_id]
+            if a.kind == "hold":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
+                held.add(i)
+                ledger.add(i)
+                out.holds += 1
+            elif a.kind == "release":
+                held.discard(i)
+                ledger.discard(i)
+                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
+                requeue(i, t)
+                out.releases += 1
+            elif a.kind == "nice":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
+                nice[i] = gate.nice_value
+                ledger.add(i)
+                requeue(i, t)
+                out.nices += 1
+            elif a.kind == "unnice":
+                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                q_drop(size[i])
+                nice[i] = 0
+                ledger.discard(i)
+                requeue(i, t)
+                out.unnices += 1
+            # "unmark" clears the agent's AdminComment: nothing the scheduler sees
+        return bool(plan.actions)
+
+    # ------------------------------------------------------------ passes
+    trace_ix = [kix[k] for k in trace_keys] if trace_keys else [i for i in range(na) if is_user[i]]
+
+    def do_pass(t: float) -> None:
+        nonlocal G, last_pass, pass_no, pulse_rate, easy_valid
+        easy_valid = False
+        out.passes += 1
+        if record_passes and cs is not None:
+            out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0,
+                                          last_read[0]))
+        pass_no += 1
+        ue_acct.clear()
+        ue_user.clear()
+        if not fair_tree:
+            f_cache.clear()
+        dt = t - last_pass
+        f_dt = f1**dt
+        if dt > 0:
+            G *= f_dt
+            if G < 1e-200:  # renormalise before it underflows (long runs, short half-lives)
+                for a in range(na):
+                    S[a] *= G
+                G = 1.0
+        root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
+        if dummy_ix is not None:
+            dummy_charges(t)
+        if fair_tree:
+            for i in run_set:
+                d = t - (last_pass if start[i] < last_pass else start[i])
+                charge(job_assoc[i], d * size[i] * f1**d)
+            last_pass = t
+            if qkeys or trace:  # (Slurm ranks at every pass; only pending jobs read it)
+                if not trace and lazy_ok and free < q_min:  # (reprioritise_at_pass's lazy case)
+                    ft_due[0] = S[:]
+                else:
+                    ft_due[0] = None
+                    fair_tree_rank()
+            if qkeys:
+                reprioritise_at_pass(t)
+        else:
+            # each pending user's first pending job in the list: where the walk computes their UE
+            # (a dict from the indices in decreasing order keeps each association's smallest)
+            ja = job_assoc
+            if track:
+                pend = pend_l + [(n, -1)]
+            elif qkeys:
+                idx = sorted(map(_second, qkeys), reverse=True)
+                first = dict(zip(map(ja.__getitem__, idx), idx))
+                pend = sorted(zip(first.values(), first.keys()))
+                pend.append((n, -1))
+            else:
+                pend = [(n, -1)]
+            runs = runs_l
+            lp = last_pass
+            d_full = dt
+            f_full = f_dt  # f1**d_full
+            d_now = damp[0]
+            # root is charged by every job: its sum is kept in `root` through the walk (the same
+            # additions in the same order); its value as the pass started is snapshot first
+            if snap_pass[0] != pass_no:
+                snap_pass[0] = pass_no
+                snap_val[0] = S[0]
+            root = S[0]
+            prev = 0
+            xfull: dict[int, float] = {}  # a full interval's charge by job size (the same product)
+            for p, a in pend:
+                # charge(job_assoc[r], ...) for the running jobs before p in the list, inlined: the
+                # hot loop of the pass (a job's association is a user's)
+                k = bisect_left(runs, p, prev) if p < n else len(runs)
+                for r in runs[prev:k]:
+                    st = start[r]
+                    if st < lp:
+                        sz = size[r]
+                        xs = xfull.get(sz)
+                        if xs is None:
+                            xs = xfull[sz] = d_full * sz * f_full / G
+                    else:
+                        d = t - st
+                        xs = d * size[r] * f1**d / G
+                    b = ja[r]
+                    S[b] += xs
+                    c = mid1[b]
+                    if c >= 0:  # the user's one account below root
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] += xs
+                    else:
+                        for c in mids[b]:
+                            if snap_pass[c] != pass_no:
+                                snap_pass[c] = pass_no
+                                snap_val[c] = S[c]
+                            S[c] += xs
+                    root += xs
+                prev = k
+                if a < 0:
+                    break
+                # the pending user's UE from the usage now: user_fs(a), inlined for a user of its
+                # own FairShare (the same operations)
+                if shares_parent[a]:
+                    S[0] = root
+                    user_fs(a)
+                    continue
+                fa = fsp_ix[a]
+                ue_fs = ue_acct.get(fa)
+                if ue_fs is None:
+                    if fa == 0:
+                        ue_fs = 1.0
+                    elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
+                        x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
+                        if root0 > 0:
+                            un = x / root0
+                            if not un < 1.0:
+                                un = 1.0
+                        else:
+                            un = 0.0
+                        kind, w = rule[fa]
+                        ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
+                        ue_acct[fa] = ue_fs
+                    else:
+                        ue_fs = acct_ue(fa)
+                if root > 0:
+                    un = S[a] / root
+                    if not un < 1.0:
+                        un = 1.0
+                else:
+                    un = 0.0
+                kind, w = rule[a]
+                v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+                ue_user[a] = v
+                ns = norm_s[a]
+                f_cache[a] = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
+            S[0] = root
+            last_pass = t
+            if qkeys:
+                reprioritise_at_pass(t)
+        if trace:
+            out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
+                              {keys[a]: fs_of(a) for a in trace_ix}))
+
+    # A pass where nothing can start (EASY, no gate; free < the smallest queued job: a full machine,
+    # or only jobs too large for the free nodes): the priorities it sets are read only when a job
+    # can start (after a job's end or a small job's arrival), or replaced by the next pass; they are
+    # computed then, from the pass's time and wf x F (`lazy`: the pass's time, wf x F, how many
+    # queue entries are the pass's; later arrivals are appended with their own priority and sorted
+    # in then).
+    lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
+    lazy: list[Any] = [None, None, 0]
+
+    def reprioritise_at_pass(t: float) -> None:
+        if lazy_ok and free < q_min:
+            if fair_tree:  # (Fair Tree's F, every user's, stays until the next pass: read at the first look)
+                wff = _WF()
+            else:  # (classic: F may change before the priorities are computed: wf x F now)
+                wff = _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
+            lazy[0], lazy[1], lazy[2] = t, wff, len(qkeys)
+        else:
+            lazy[0] = None
+            reprioritise(t)
+
+    def materialise() -> None:
+        """The last pass's priorities (reprioritise() at its time and F) for the jobs queued then,
+        the later arrivals with theirs, in order."""
+        t, wff, m = lazy
+        lazy[0] = None
+        ja = job_assoc
+        # (prio_of, read by the gate only, is not kept: no gate here)
+        new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
+                                                 (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
+               for _, i in islice(qkeys, m)]
+        new += qkeys[m:]
+        new.sort()
+        qkeys[:] = new
+
+    def _WF(items: Any = ()) -> _WFD:
+        return _WFD(wf, fs_of, items)
+
+    def reprioritise(t: float) -> None:
+        """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
+        ja = job_assoc
+        if wa and max_age > 0 and wf and gate is None:
+            # the presets' case, in one comprehension: static + wa x age factor + wf x F, floored
+            # at 1 and truncated (nice is only ever set by the gate)
+            # (Fair Tree's f_cache holds every user: at the first look; classic: the pending users'
+            # F the pass computed, the same product per association)
+            wff = _WF() if fair_tree else _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
+            # (prio_of, read by the gate only, is not kept: no gate here)
+            new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
+                                                     (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
+                   for _, i in qkeys]
+            new.sort()
+            qkeys[:] = new
+            return
+        # wf x F per association, once per pass (the same product priority() forms per job)
+        wfd: dict[int, float] = {}
+        new = []
+        append = new.append
+        age_on = wa and max_age > 0
+        for _, i in qkeys:
+            pr = static[i]
+            if age_on:
+                age = t - eligible[i]
+                pr += wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0))
+            elif wa:
+                pr += wa
+            if wf:
+                a = ja[i]
+                x = wfd.get(a)
+                if x is None:
+                    x = wfd[a] = wf * fs_of(a)
+                pr += x
+            if nice[i]:
+                pr -= nice[i]
+            ipr = int(pr) if pr >= 1 else 1
+            prio_of[i] = ipr
+            append((-ipr, i))
+        new.sort()
+        qkeys[:] = new
+
+    def nonlocal_easy_invalidate() -> None:
+        nonlocal easy_valid
+        easy_valid = False
+
+    # ------------------------------------------------------------ main loop
+    t0 = out.t0 = submit[0] if n else 0.0
+    horizon = INF if max_time is None else t0 + max_time
+    next_pass = last_pass + P
+    while next_pass <= t0:
+        next_pass += P
+    lead = cs.lead_s if cs is not None else 0.0
+    next_ctl = INF
+    if cs is not None:
+        next_ctl = (next_pass - lead) if cs.interval_s is None else last_pass + cs.interval_phase_s
+        while next_ctl < t0:
+            next_ctl += P if cs.interval_s is None else cs.interval_s
+    down: list[tuple[float, float]] = []
+    reconf: list[float] = []
+    for dist in disturbances:
+        if dist.kind == "agent_down":
+            down.append((t0 + dist.at_s, t0 + dist.at_s + dist.duration_s))
+        else:
+            reconf.append(t0 + dist.at_s)
+    reconf.sort()
+    next_gate = t0 if gate is not None else INF
+    stall = 0
+    ai = 0
+    done = 0
+    events = 0
+    arr_fast = bool(wa) and max_age > 0 and bool(wf) and gate is None
+    # no controller, gate or disturbance: the only timed events are arrivals, ends and passes
+    plain = cs is None and gate is None and not reconf and not down
+    while True:
+        t = submit[ai] if ai < n else INF
+        if heap and heap[0][0] < t:
+            t = heap[0][0]
+        if plain:
+            if next_pass < t and (ai < n or heap or qkeys):
+                t = next_pass
+        elif ai < n or heap or qkeys or held:
+            if next_gate < t:
+                t = next_gate
+            if next_pass < t:
+                t = next_pass
+            if next_ctl < t:
+                t = next_ctl
+            if reconf and reconf[0] < t:
+                t = reconf[0]
+            if pulse_rate > 0 and pulse_end < t:
+                t = pulse_end
+        if t == INF or t > horizon:
+            break
+        events += 1
+        ended = False
+        while heap and heap[0][0] <= t:
+            e, i = heapq.heappop(heap)
+            free += size[i]
+            del running[bisect_left(running, (start[i] + est[i], i))]
+            run_set.discard(i)
+            del runs_l[bisect_left(runs_l, i)]
+            qjob_cache.pop(i, None)
+            if limits:
+                d = e - (last_pass if start[i] < last_pass else start[i])
+                if d > 0:  # charge(job_assoc[i], d * size[i] * f1**d), inlined (a user's association)
+                    xs = d * size[i] * f1**d / G
+                    b = job_assoc[i]
+                    S[b] += xs
+                    for c in ups[b]:
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] += xs
+            ended = True
+            done += 1
+        if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
+            d = pulse_end - max(last_pass, pulse_start)
+            if limits and d > 0 and dummy_ix is not None:  # (a pulse runs only with the dummy)
+                charge(dummy_ix, d * pulse_rate * f1**d)
+            pulse_rate = 0.0
+        new: list[tuple[int, int]] = []
+        while ai < n and submit[ai] <= t:
+            if arr_fast:  # priority(ai, t), inlined for the presets' case (the same operations)
+                if ft_due[0] is not None:
+                    ft_settle()
+                a = job_assoc[ai]
+                f = f_cache.get(a)
+                if f is None:
+                    f = 0.0 if fair_tree else user_fs(a)
+                age = t - eligible[ai]
+                p = static[ai] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
+                pr = int(p) if p >= 1 else 1
+            else:
+                pr = priority(ai, t)
+            prio_of[ai] = pr
+            kq = (-pr, ai)
+            s = size[ai]
+            q_cnt[s] += 1  # q_add(s), inlined
+            if s < q_min:
+                q_min = s
+            if track:
+                uq = user_q[job_assoc[ai]]
+                if not uq:
+                    pend_l.append((ai, job_assoc[ai]))  # (the largest index so far)
+                uq.append(ai)
+            if lazy[0] is None:
+                insort(qkeys, kq)
+            else:
+                qkeys.append(kq)  # (sorted in with the pass's priorities)
+            new.append(kq)
+            ai += 1
+        while reconf and reconf[0] <= t:
+            reconf.pop(0)
+            if damp[0] != d_conf:
+                out.notes.append(f"reconfigure at {(t - t0) / 3600:.1f} h: d {damp[0]} -> {d_conf} (slurm.conf)")
+            damp[0] = d_conf
+            if not fair_tree:
+                f_cache.clear()
+        if next_ctl <= t:
+            if not any(a <= t < b for a, b in down):
+                control_tick(t)
+            next_ctl += P if cs is None or cs.interval_s is None else cs.interval_s
+        gated = False
+        if next_gate <= t:
+            gated = gate_tick(t)
+            next_gate = t + gate_interval_s
+            # a gate that holds everything on an empty machine would never end: stop it
+            if not heap and ai >= n and held and not qkeys and not gated:
+                stall += 1
+                if stall > 3:
+                    out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
+                    break
+            else:
+                stall = 0
+        reordered = gated
+        if next_pass <= t:
+            do_pass(t)
+            next_pass += P
+            reordered = True
+        if ended or new or reordered:
+            schedule(t, ended, new, reordered)
+        if progress is not None and events % 4096 == 0:
+            progress(done, n)
+    out.events = events
+    out.unfinished = sum(1 for x in end if x == INF)
+    out.final_usage = {k: S[i] * G for i, k in enumerate(keys)}
+    if progress is not None:
+        progress(done, n)
+    return out

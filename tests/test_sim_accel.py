@@ -1,0 +1,82 @@
+"""The compiled multifactor engine (fscontrol.sim.accel: mypyc's build of mfcore.py) against the
+Python one, on the same jobs: every field of the run identical, to the last bit of every float and
+the type of every value (repr of the whole run), on the engine's reference cases (classic at d 1
+and 5, depth 3, each control method, a disturbance, Fair Tree, the gate, the deep tree) and on the
+first 3,000 jobs of the SDSC-BLUE log under mf-classic, the hybrid controller and Fair Tree.
+
+CI builds the compiled engine (scripts/test.sh: `python -m fscontrol.sim.accel build`) and sets
+FSCONTROL_REQUIRE_ACCEL=1: there, a missing or stale build fails these tests."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from fscontrol.sim import accel, get_policy, read_swf
+from fscontrol.sim.multifactor import ControlSpec, simulate_multifactor
+from fscontrol.sim.workload import Workload
+from tests.mf_golden_cases import cases
+
+ROOT = Path(__file__).resolve().parents[1]
+SWF = ROOT / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    mod = accel.compiled_engine()
+    if mod is None:
+        if os.environ.get("FSCONTROL_REQUIRE_ACCEL") == "1":
+            pytest.fail(f"FSCONTROL_REQUIRE_ACCEL=1 but {accel.status()}")
+        pytest.skip(f"no compiled engine: {accel.status()}")
+    return mod
+
+
+def _both(compiled, thunk):
+    with accel.using(accel.python_engine()):
+        py = thunk()
+    with accel.using(compiled):
+        c = thunk()
+    return py, c
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+def test_compiled_engine_matches_python_on_the_reference_cases(compiled, name):
+    py, c = _both(compiled, cases()[name])
+    assert py.passes > 0 and len(py.order) > 0
+    assert repr(asdict(py)) == repr(asdict(c))
+
+
+@pytest.mark.parametrize("policy", ["mf-classic", "mf-classic+hybrid", "mf-fairtree"])
+def test_compiled_engine_matches_python_on_sdsc_blue(compiled, policy):
+    whole = read_swf(SWF)
+    w = Workload(whole.name, whole.nodes, list(whole.jobs[:3000]), meta=whole.meta)
+    name, _, ctl = policy.partition("+")
+    pol = get_policy(name, control=ControlSpec(ctl, u_star=20000 * 3600.0) if ctl else None)
+
+    def run():
+        return simulate_multifactor(w, pol.priority, control_spec=pol.control, depth=pol.depth,
+                                    backfill=pol.backfill == "easy")
+
+    py, c = _both(compiled, run)
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+
+
+def test_a_stale_build_is_not_used(compiled, monkeypatch):
+    """An mfcore.py edited after the build: the Python engine runs, and status says why."""
+    monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)
+    monkeypatch.setattr(accel, "_cache", {})
+    assert accel.engine() is accel.python_engine()
+    assert "rebuild" in accel.status()
+    assert accel.compiled_engine() is None
+
+
+def test_the_environment_can_force_the_python_engine(compiled, monkeypatch):
+    monkeypatch.setattr(accel, "_cache", {})
+    monkeypatch.setenv("FSCONTROL_SIM_ENGINE", "python")
+    assert accel.engine() is accel.python_engine()
+    assert accel.status().startswith("python (FSCONTROL_SIM_ENGINE=python)")
+    assert accel.compiled_engine() is compiled
