@@ -80,3 +80,15 @@ def test_the_environment_can_force_the_python_engine(compiled, monkeypatch):
     assert accel.engine() is accel.python_engine()
     assert accel.status().startswith("python (FSCONTROL_SIM_ENGINE=python)")
     assert accel.compiled_engine() is compiled
+
+
+def test_build_checks_the_file_without_importing_it(compiled, monkeypatch, capsys):
+    """`build` is a no-op while the file on disk was built from this mfcore.py (the check reads the
+    file: an imported extension cannot be reloaded, so importing it would report the old build)."""
+    assert accel.built_file() is not None and accel.built_file().name.startswith("_mfcore_accel.")
+    assert accel.main(["build"]) == 0
+    assert "up to date" in capsys.readouterr().out
+    monkeypatch.setattr(accel, "source_sha", lambda: "f" * 64)
+    assert accel.built_file() is None
+    assert accel.main(["nonsense"]) == 2
+    assert capsys.readouterr().err.startswith("usage: python -m fscontrol.sim.accel")

@@ -128,18 +128,29 @@ def build(*, quiet: bool = False) -> Path:
     return next(HERE / b.name for b in built if b.name.startswith(f"{MODULE}."))
 
 
+def built_file() -> Path | None:
+    """The compiled engine's file when it was built from the mfcore.py beside it (read from the
+    file: a module already imported cannot be reloaded, so a build checks without importing)."""
+    sha = source_sha().encode()
+    main = sorted(HERE.glob(f"{MODULE}.*.so"))
+    # (the literal is in mypyc's library beside the module, _mfcore_accel__mypyc...so)
+    if main and any(sha in so.read_bytes() for so in HERE.glob(f"{MODULE}*.so")):
+        return main[0]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args in (["build"], ["build", "--force"]):
-        if "--force" not in args and compiled_engine() is not None:
-            print(f"multifactor engine: {status()} (up to date; --force rebuilds it)")
+        if "--force" not in args and (so := built_file()) is not None:
+            print(f"multifactor engine: compiled ({so.name}; up to date, --force rebuilds it)")
             return 0
         try:
-            build()
+            so = build()
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
             print(f"fscontrol.sim.accel: error: {e}", file=sys.stderr)
             return 1
-        print(f"multifactor engine: {status()}")
+        print(f"multifactor engine: compiled ({so.name}, built from {SOURCE})")
         return 0
     if args == ["status"]:
         print(f"multifactor engine: {status()}")
