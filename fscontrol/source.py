@@ -13,7 +13,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from . import parse
+from . import command, parse
 from .lock import held_fds
 from .errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
 from .records import CommandOutput
@@ -93,7 +93,7 @@ class LiveSlurm:
         t0 = time.time()
         try:
             # (the agent lock's file goes with the command: a tick killed meanwhile stays locked until it ends)
-            raw = subprocess.run(list(full), capture_output=True, timeout=limit, env=env, check=False, pass_fds=held_fds())
+            raw = command.run(list(full), timeout=limit, env=env, pass_fds=held_fds())
         except FileNotFoundError:
             raise SlurmCommandError(f"`{full[0]}` not found: is the Slurm client installed and on PATH?") from None
         except subprocess.TimeoutExpired:

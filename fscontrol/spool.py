@@ -25,7 +25,7 @@ from itertools import islice
 from datetime import timezone, tzinfo
 from pathlib import Path
 
-from . import parse
+from . import command, parse
 from .errors import ParseError, SlurmCommandError, SlurmTimeoutError
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
@@ -248,7 +248,7 @@ def run_sacct(argv: tuple[str, ...], timeout_s: float, env: dict[str, str]) -> t
     t0 = time.time()
     try:
         try:
-            proc = subprocess.run(list(argv), stdout=fh, stderr=subprocess.PIPE, timeout=timeout_s, env=env, check=False)
+            proc = command.run(list(argv), stdout=fh, timeout=timeout_s, env=env)
         except FileNotFoundError:
             raise SlurmCommandError(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
         except subprocess.TimeoutExpired:

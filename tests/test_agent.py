@@ -192,3 +192,37 @@ def test_a_command_the_tick_started_keeps_the_lock_after_the_tick_is_gone(tmp_pa
             except BlockingIOError:
                 assert time.monotonic() < deadline, "the lock outlived its command"
                 time.sleep(0.05)
+
+
+def test_a_timed_out_command_is_killed_with_its_children(tmp_path):
+    """A command that outlives its timeout is killed with every process it started (a site's
+    wrapper around a Slurm client, say): subprocess.run killed the wrapper only, and its child lived
+    on with the agent lock's file (the next ticks locked out while it lived; this test failed so).
+    Here the timeout holds and the child is gone."""
+    import os
+    import time
+
+    from fscontrol.errors import SlurmTimeoutError
+    from fscontrol.source import LiveSlurm
+
+    pidfile = tmp_path / "child.pid"
+    # the wrapper starts a child that keeps stdout open, then waits for it
+    script = f"sleep 30 & echo $! > {pidfile}; wait"
+    t0 = time.monotonic()
+    with pytest.raises(SlurmTimeoutError, match="timed out after 1 s"):
+        LiveSlurm(timeout_s=1.0).run(("sh", "-c", script))
+    took = time.monotonic() - t0
+    assert took < 10, took
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        # (a zombie until its parent, the killed wrapper, is reaped by init: gone from ps soon)
+        with open(f"/proc/{child}/stat") as f:
+            if f.read().split(")")[-1].split()[0] == "Z":
+                break
+        assert time.monotonic() < deadline, "the wrapper's child outlived the timeout"
+        time.sleep(0.05)
