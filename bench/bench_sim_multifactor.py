@@ -137,9 +137,7 @@ def engine_at(rev: str):
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
-    if name == "mfcore":
-        mod.simulate_multifactor = mod.simulate
-    return mod
+    return _Engine(mod) if name == "mfcore" else mod
 
 
 class _Engine:

@@ -35,21 +35,25 @@ def source_sha() -> str:
     return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
 
 
-def _load() -> tuple[ModuleType, str]:
-    """(the engine module, why it is that one)."""
-    from . import mfcore
-
-    if os.environ.get("FSCONTROL_SIM_ENGINE", "") == "python":
-        return mfcore, "python (FSCONTROL_SIM_ENGINE=python)"
+def _compiled() -> tuple[ModuleType | None, str]:
+    """(the compiled engine when it is built from the mfcore.py beside it, else None; why)."""
     try:
         mod = importlib.import_module(f"{__package__}.{MODULE}")
     except ImportError:
-        return mfcore, "python (no compiled engine: python -m fscontrol.sim.accel build)"
+        return None, "python (no compiled engine: python -m fscontrol.sim.accel build)"
     if not getattr(mod, "__file__", "").endswith(".so"):
-        return mfcore, f"python ({mod.__file__} is not a compiled module)"
+        return None, f"python ({mod.__file__} is not a compiled module)"
     if getattr(mod, "ACCEL_SOURCE_SHA", None) != source_sha():
-        return mfcore, "python (the compiled engine was built from another mfcore.py: rebuild it)"
+        return None, "python (the compiled engine was built from another mfcore.py: rebuild it)"
     return mod, f"compiled ({Path(mod.__file__).name})"
+
+
+def _load() -> tuple[ModuleType, str]:
+    """(the engine module, why it is that one)."""
+    if os.environ.get("FSCONTROL_SIM_ENGINE", "") == "python":
+        return python_engine(), "python (FSCONTROL_SIM_ENGINE=python)"
+    mod, why = _compiled()
+    return (python_engine() if mod is None else mod), why
 
 
 def engine() -> ModuleType:
@@ -72,14 +76,9 @@ def python_engine() -> ModuleType:
 
 
 def compiled_engine() -> ModuleType | None:
-    """The compiled engine when it is built from the mfcore.py beside it, else None."""
-    saved = os.environ.pop("FSCONTROL_SIM_ENGINE", None)
-    try:
-        mod, _ = _load()
-    finally:
-        if saved is not None:
-            os.environ["FSCONTROL_SIM_ENGINE"] = saved
-    return None if mod is python_engine() else mod
+    """The compiled engine when it is built from the mfcore.py beside it (whatever
+    FSCONTROL_SIM_ENGINE says), else None."""
+    return _compiled()[0]
 
 
 @contextlib.contextmanager
