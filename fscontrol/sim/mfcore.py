@@ -11,8 +11,6 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
-from itertools import islice, repeat
-from operator import mul
 from typing import Any
 
 from .. import control, fairshare, fairtree
@@ -29,8 +27,6 @@ from .multifactor import (
     PassRecord,
     PriorityConfig,
     ProgressFn,
-    _second,
-    _WFD,
     captured_tree,
     share_tree,
 )
@@ -252,8 +248,11 @@ def simulate(
             p -= nice[i]
         return int(p) if p >= 1 else 1
 
-    # queue: sorted keys (-priority, index); running: sorted (predicted end, index)
-    qkeys: list[tuple[int, int]] = []
+    # queue: sorted keys -priority x QK + index (the order of (-priority, index): an int compares and
+    # sorts faster than a tuple; index = key & QM); running: sorted (predicted end, index)
+    QK = 1 << max(1, n.bit_length())
+    QM = QK - 1
+    qkeys: list[int] = []
     running: list[tuple[float, int]] = []
     run_set: set[int] = set()
     runs_l: list[int] = []  # the running jobs, in the list's order (the classic pass's walk)
@@ -322,7 +321,7 @@ def simulate(
     easy_stale = False  # skipped (nothing could start): the state is that of the queue before the next arrivals
     easy_shadow = 0.0
     easy_extra = 0
-    easy_head: tuple[int, int] = (0, 0)
+    easy_head = 0
 
     def shadow_of(hsize: int) -> tuple[float, int]:
         avail = free
@@ -343,14 +342,14 @@ def simulate(
         q = qkeys
         nq = len(q)
         k = 0
-        while k < nq and size[q[k][1]] <= free:
-            start_job(q[k][1], t)
+        while k < nq and size[q[k] & QM] <= free:
+            start_job(q[k] & QM, t)
             k += 1
         if k == nq:
             del qkeys[:]
             easy_valid = False
             return
-        head = q[k][1]
+        head = q[k] & QM
         if not backfill:
             del qkeys[:k]
             easy_valid = True
@@ -367,7 +366,7 @@ def simulate(
         started: list[int] = []
         if f > 0:
             for p in range(k + 1, nq):
-                i = q[p][1]
+                i = q[p] & QM
                 s = size[i]
                 if s <= f:
                     if t + est[i] <= shadow:
@@ -388,13 +387,13 @@ def simulate(
         easy_shadow, easy_extra = shadow, extra
         easy_head = q[0]
 
-    def arrivals_easy(t: float, new: list[tuple[int, int]]) -> bool:
+    def arrivals_easy(t: float, new: list[int]) -> bool:
         nonlocal easy_extra
         for kq in new:
             if kq < easy_head:
                 return False
         for kq in new:
-            i = kq[1]
+            i = kq & QM
             s = size[i]
             if s <= free:
                 if t + est[i] <= easy_shadow:
@@ -411,7 +410,8 @@ def simulate(
         prof = _Profile(t, free, [(e, size[i]) for e, i in running])
         reserved = 0
         started: list[int] = []
-        for p, (_, i) in enumerate(qkeys):
+        for p, kq in enumerate(qkeys):
+            i = kq & QM
             s = size[i]
             d = est[i]
             if s <= free and prof.min_free(t, t + d) >= s:
@@ -430,7 +430,7 @@ def simulate(
         for p in reversed(started):
             del qkeys[p]
 
-    def schedule(t: float, ended: bool, new: list[tuple[int, int]], reordered: bool) -> None:
+    def schedule(t: float, ended: bool, new: list[int], reordered: bool) -> None:
         nonlocal easy_valid, easy_stale, easy_head, easy_shadow, easy_extra
         if not qkeys:
             return
@@ -461,7 +461,7 @@ def simulate(
                         break
                 easy_head = kq
                 if backfill:
-                    easy_shadow, easy_extra = shadow_of(size[kq[1]])
+                    easy_shadow, easy_extra = shadow_of(size[kq & QM])
                 else:
                     easy_shadow, easy_extra = -INF, -1
                 easy_valid = True
@@ -565,7 +565,7 @@ def simulate(
     def requeue(i: int, t: float) -> None:
         pr = priority(i, t)
         prio_of[i] = pr
-        insort(qkeys, (-pr, i))
+        insort(qkeys, -pr * QK + i)
         q_add(size[i])
 
     def gate_tick(t: float) -> bool:
@@ -573,7 +573,7 @@ def simulate(
 
         out.gate_ticks += 1
         qj = [_qjob(i, "RUNNING", "None") for i in run_set]
-        qj += [_qjob(i, "PENDING", "Priority") for _, i in qkeys]
+        qj += [_qjob(kq & QM, "PENDING", "Priority") for kq in qkeys]
         qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
         plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
         for jid in plan.stale_ledger:
@@ -581,7 +581,7 @@ def simulate(
         for a in plan.actions:
             i = id_ix[a.job_id]
             if a.kind == "hold":
-                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
                 q_drop(size[i])
                 held.add(i)
                 ledger.add(i)
@@ -593,14 +593,14 @@ def simulate(
                 requeue(i, t)
                 out.releases += 1
             elif a.kind == "nice":
-                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
                 q_drop(size[i])
                 nice[i] = gate.nice_value
                 ledger.add(i)
                 requeue(i, t)
                 out.nices += 1
             elif a.kind == "unnice":
-                del qkeys[bisect_left(qkeys, (-prio_of[i], i))]
+                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
                 q_drop(size[i])
                 nice[i] = 0
                 ledger.discard(i)
@@ -612,7 +612,7 @@ def simulate(
     # ------------------------------------------------------------ passes
     trace_ix = [kix[k] for k in trace_keys] if trace_keys else [i for i in range(na) if is_user[i]]
 
-    def do_pass(t: float) -> None:
+    def do_pass(t: float, quiet: bool = False) -> None:
         nonlocal G, last_pass, pass_no, pulse_rate, easy_valid
         easy_valid = False
         out.passes += 1
@@ -625,7 +625,7 @@ def simulate(
         if not fair_tree:
             f_cache.clear()
         dt = t - last_pass
-        f_dt = f1**dt
+        f_dt = fP if dt == P else f1**dt  # (the same power)
         if dt > 0:
             G *= f_dt
             if G < 1e-200:  # renormalise before it underflows (long runs, short half-lives)
@@ -652,10 +652,12 @@ def simulate(
             # each pending user's first pending job in the list: where the walk computes their UE
             # (a dict from the indices in decreasing order keeps each association's smallest)
             ja = job_assoc
-            if track:
+            if quiet:  # (nothing reads this pass's F: the walk only charges)
+                pend = [(n, -1)]
+            elif track:
                 pend = pend_l + [(n, -1)]
             elif qkeys:
-                idx = sorted(map(_second, qkeys), reverse=True)
+                idx = sorted([kq & QM for kq in qkeys], reverse=True)
                 first = dict(zip(map(ja.__getitem__, idx), idx))
                 pend = sorted(zip(first.values(), first.keys()))
                 pend.append((n, -1))
@@ -682,8 +684,9 @@ def simulate(
                     st = start[r]
                     if st < lp:
                         sz = size[r]
-                        xs = xfull.get(sz)
-                        if xs is None:
+                        if sz in xfull:
+                            xs = xfull[sz]
+                        else:
                             xs = xfull[sz] = d_full * sz * f_full / G
                     else:
                         d = t - st
@@ -743,7 +746,7 @@ def simulate(
                 f_cache[a] = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
             S[0] = root
             last_pass = t
-            if qkeys:
+            if qkeys and not quiet:
                 reprioritise_at_pass(t)
         if trace:
             out.trace.append((t - t0, {keys[a]: S[a] * G for a in trace_ix},
@@ -752,19 +755,18 @@ def simulate(
     # A pass where nothing can start (EASY, no gate; free < the smallest queued job: a full machine,
     # or only jobs too large for the free nodes): the priorities it sets are read only when a job
     # can start (after a job's end or a small job's arrival), or replaced by the next pass; they are
-    # computed then, from the pass's time and wf x F (`lazy`: the pass's time, wf x F, how many
-    # queue entries are the pass's; later arrivals are appended with their own priority and sorted
-    # in then).
+    # computed then, from the pass's time and F (`lazy`: the pass's time, classic F by association
+    # (None for Fair Tree: its F stays until the next pass), how many queue entries are the pass's;
+    # later arrivals are appended with their own priority and sorted in then).
     lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
 
     def reprioritise_at_pass(t: float) -> None:
         if lazy_ok and free < q_min:
-            if fair_tree:  # (Fair Tree's F, every user's, stays until the next pass: read at the first look)
-                wff = _WF()
-            else:  # (classic: F may change before the priorities are computed: wf x F now)
-                wff = _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
-            lazy[0], lazy[1], lazy[2] = t, wff, len(qkeys)
+            # Fair Tree's F, every user's, stays until the next pass: read at the first look; classic:
+            # F may change before the priorities are computed: this pass's F, kept (wf x F is formed
+            # only if they are: most such passes are followed by another before anything can start)
+            lazy[0], lazy[1], lazy[2] = t, None if fair_tree else f_cache.copy(), len(qkeys)
         else:
             lazy[0] = None
             reprioritise(t)
@@ -772,33 +774,41 @@ def simulate(
     def materialise() -> None:
         """The last pass's priorities (reprioritise() at its time and F) for the jobs queued then,
         the later arrivals with theirs, in order."""
-        t, wff, m = lazy
+        t, fc, m = lazy
         lazy[0] = None
-        ja = job_assoc
-        # (prio_of, read by the gate only, is not kept: no gate here)
-        new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
-                                                 (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
-               for _, i in islice(qkeys, m)]
+        new = preset_keys(t, qkeys[:m], {} if fc is None else fc)
         new += qkeys[m:]
         new.sort()
         qkeys[:] = new
 
-    def _WF(items: Any = ()) -> _WFD:
-        return _WFD(wf, fs_of, items)
+    def preset_keys(t: float, ks: list[int], fc: dict[int, float]) -> list[int]:
+        """The queue keys of the jobs keyed in `ks` with the presets' priorities at t: static + wa x
+        age factor + wf x F, floored at 1 and truncated (priority(), inlined: this runs at every
+        pass; nice is only ever set by the gate). F: `fc`'s (the pass's), else fs_of at the first
+        look; wf x F is formed once per association (the same product)."""
+        ja = job_assoc
+        wfx: dict[int, float] = {}
+        keys_: list[int] = []
+        for kq in ks:
+            i = kq & QM
+            a = ja[i]
+            if a in wfx:
+                x = wfx[a]
+            else:
+                x = wf * (fc[a] if a in fc else fs_of(a))
+                wfx[a] = x
+            age = t - eligible[i]
+            p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
+            keys_.append(-(int(p) if p >= 1 else 1) * QK + i)
+        return keys_
 
     def reprioritise(t: float) -> None:
         """Every pending job's priority at a pass (priority(), inlined: this runs at every pass)."""
         ja = job_assoc
         if wa and max_age > 0 and wf and gate is None:
-            # the presets' case, in one comprehension: static + wa x age factor + wf x F, floored
-            # at 1 and truncated (nice is only ever set by the gate)
-            # (Fair Tree's f_cache holds every user: at the first look; classic: the pending users'
-            # F the pass computed, the same product per association)
-            wff = _WF() if fair_tree else _WF(zip(f_cache.keys(), map(mul, repeat(wf), f_cache.values())))
-            # (prio_of, read by the gate only, is not kept: no gate here)
-            new = [(-(int(p) if (p := static[i] + wa * (1.0 if (age := t - eligible[i]) >= max_age else
-                                                     (age / max_age if age > 0 else 0.0)) + wff[ja[i]]) >= 1 else 1), i)
-                   for _, i in qkeys]
+            # the presets' case (Fair Tree's F, every user's, at the first look; classic: the pending
+            # users' F the pass computed) (prio_of, read by the gate only, is not kept: no gate here)
+            new = preset_keys(t, qkeys, {} if fair_tree else f_cache)
             new.sort()
             qkeys[:] = new
             return
@@ -807,7 +817,8 @@ def simulate(
         new = []
         append = new.append
         age_on = wa and max_age > 0
-        for _, i in qkeys:
+        for kq in qkeys:
+            i = kq & QM
             pr = static[i]
             if age_on:
                 age = t - eligible[i]
@@ -824,7 +835,7 @@ def simulate(
                 pr -= nice[i]
             ipr = int(pr) if pr >= 1 else 1
             prio_of[i] = ipr
-            append((-ipr, i))
+            append(-ipr * QK + i)
         new.sort()
         qkeys[:] = new
 
@@ -860,6 +871,7 @@ def simulate(
     arr_fast = bool(wa) and max_age > 0 and bool(wf) and gate is None
     # no controller, gate or disturbance: the only timed events are arrivals, ends and passes
     plain = cs is None and gate is None and not reconf and not down
+    quiet_ok = plain and lazy_ok and not fair_tree and not trace
     while True:
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
@@ -907,7 +919,7 @@ def simulate(
             if limits and d > 0 and dummy_ix is not None:  # (a pulse runs only with the dummy)
                 charge(dummy_ix, d * pulse_rate * f1**d)
             pulse_rate = 0.0
-        new: list[tuple[int, int]] = []
+        new: list[int] = []
         while ai < n and submit[ai] <= t:
             if arr_fast:  # priority(ai, t), inlined for the presets' case (the same operations)
                 if ft_due[0] is not None:
@@ -922,7 +934,7 @@ def simulate(
             else:
                 pr = priority(ai, t)
             prio_of[ai] = pr
-            kq = (-pr, ai)
+            kq = -pr * QK + ai
             s = size[ai]
             q_cnt[s] += 1  # q_add(s), inlined
             if s < q_min:
@@ -963,7 +975,11 @@ def simulate(
                 stall = 0
         reordered = gated
         if next_pass <= t:
-            do_pass(t)
+            # a quiet pass (classic, plain, nothing can start): when nothing happens before the next
+            # pass, which replaces its F and priorities before anything reads them, it only charges
+            # the usage (the same charges)
+            do_pass(t, quiet_ok and (free < q_min or not qkeys) and
+                    (submit[ai] if ai < n else INF) > next_pass + P and (heap[0][0] if heap else INF) > next_pass + P)
             next_pass += P
             reordered = True
         if ended or new or reordered:

@@ -337,19 +337,6 @@ def simulate_multifactor(
         record_passes=record_passes, gate=gate, gate_interval_s=gate_interval_s, progress=progress, max_time=max_time)
 
 
-class _WFD(dict):
-    """wf x F by association, computed at the first look (the same product priority() forms)."""
-
-    def __init__(self, wf: float, fs_of: Callable[[int], float], items: Any = ()) -> None:
-        super().__init__(items)
-        self.wf = wf
-        self.fs_of = fs_of
-
-    def __missing__(self, a: int) -> float:
-        x = self[a] = self.wf * self.fs_of(a)
-        return x
-
-
 # --------------------------------------------------------------------------- summaries
 SIZE_CLASSES = ("1", "2-4", "5-16", "17-64", "65+")
 
