@@ -116,7 +116,7 @@ def simulate(
     G = 1.0
     f1 = decay_factor_per_second(prio.half_life_s)
     P = prio.calc_period_s
-    fP = f1**P
+    fP: float = f1**P
     limits = prio.limits
 
     # copy-on-write snapshot of the non-user associations' usage at the start of the pass
@@ -134,7 +134,7 @@ def simulate(
             if not is_user[c] and snap_pass[c] != pass_no:
                 snap_pass[c] = pass_no
                 snap_val[c] = S[c]
-            S[c] += xs
+            S[c] = S[c] + xs
 
     def at_pass_start(c: int) -> float:
         return snap_val[c] if snap_pass[c] == pass_no else S[c]
@@ -145,37 +145,45 @@ def simulate(
     def acct_ue(c: int) -> float:
         if c == 0:
             return 1.0
-        v = ue_acct.get(c)
-        if v is None:
-            root = at_pass_start(0)
-            un = min(1.0, at_pass_start(c) / root) if root > 0 else 0.0
-            fc = fsp_ix[c]
-            v = fairshare.effective_usage_step(rule[c], un, 1.0 if fc == 0 else acct_ue(fc))
-            ue_acct[c] = v
+        if c in ue_acct:
+            return ue_acct[c]
+        root = at_pass_start(0)
+        un = min(1.0, at_pass_start(c) / root) if root > 0 else 0.0
+        fc = fsp_ix[c]
+        ue_fs = 1.0 if fc == 0 else acct_ue(fc)
+        # fairshare.effective_usage_step(rule[c], un, ue_fs), inlined (the same operations)
+        kind, w = rule[c]
+        v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+        ue_acct[c] = v
         return v
 
     f_cache: dict[int, float] = {}  # F by association, until the next pass or a change of d
 
     def user_fs(a: int) -> float:
         """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
-        f = f_cache.get(a)
-        if f is not None:
-            return f
+        if a in f_cache:
+            return f_cache[a]
         if shares_parent[a]:
             fa = fsp_ix[a]
             f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
         else:
-            v = ue_user.get(a)
-            if v is None:
+            if a in ue_user:
+                v = ue_user[a]
+            else:
                 root = S[0]
                 un = min(1.0, S[a] / root) if root > 0 else 0.0
                 fa = fsp_ix[a]
-                ue_fs = ue_acct.get(fa)
-                if ue_fs is None:
-                    ue_fs = acct_ue(fa)
-                v = fairshare.effective_usage_step(rule[a], un, ue_fs)
+                ue_fs = ue_acct[fa] if fa in ue_acct else acct_ue(fa)
+                # fairshare.effective_usage_step(rule[a], un, ue_fs), inlined (the same operations)
+                kind, w = rule[a]
+                v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
                 ue_user[a] = v
-            f = fairshare.fairshare_factor(v, norm_s[a], damp[0])
+            # fairshare.fairshare_factor(v, norm_s[a], damp[0]), inlined (the same operations)
+            d_now = damp[0]
+            if d_now <= 0:
+                raise ValueError(f"damping factor must be > 0, got {d_now!r}")
+            ns = norm_s[a]
+            f = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
         f_cache[a] = f
         return f
 
@@ -280,7 +288,7 @@ def simulate(
 
     def q_add(s: int) -> None:
         nonlocal q_min
-        q_cnt[s] += 1
+        q_cnt[s] = q_cnt[s] + 1
         if s < q_min:
             q_min = s
 
@@ -625,12 +633,12 @@ def simulate(
         if not fair_tree:
             f_cache.clear()
         dt = t - last_pass
-        f_dt = fP if dt == P else f1**dt  # (the same power)
+        f_dt: float = fP if dt == P else f1**dt  # (the same power)
         if dt > 0:
             G *= f_dt
             if G < 1e-200:  # renormalise before it underflows (long runs, short half-lives)
                 for a in range(na):
-                    S[a] *= G
+                    S[a] = S[a] * G
                 G = 1.0
         root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
         if dummy_ix is not None:
@@ -690,21 +698,22 @@ def simulate(
                             xs = xfull[sz] = d_full * sz * f_full / G
                     else:
                         d = t - st
-                        xs = d * size[r] * f1**d / G
+                        fd: float = f1**d
+                        xs = d * size[r] * fd / G
                     b = ja[r]
-                    S[b] += xs
+                    S[b] = S[b] + xs
                     c = mid1[b]
                     if c >= 0:  # the user's one account below root
                         if snap_pass[c] != pass_no:
                             snap_pass[c] = pass_no
                             snap_val[c] = S[c]
-                        S[c] += xs
+                        S[c] = S[c] + xs
                     else:
                         for c in mids[b]:
                             if snap_pass[c] != pass_no:
                                 snap_pass[c] = pass_no
                                 snap_val[c] = S[c]
-                            S[c] += xs
+                            S[c] = S[c] + xs
                     root += xs
                 prev = k
                 if a < 0:
@@ -904,14 +913,15 @@ def simulate(
             if limits:
                 d = e - (last_pass if start[i] < last_pass else start[i])
                 if d > 0:  # charge(job_assoc[i], d * size[i] * f1**d), inlined (a user's association)
-                    xs = d * size[i] * f1**d / G
+                    fe: float = f1**d
+                    xs = d * size[i] * fe / G
                     b = job_assoc[i]
-                    S[b] += xs
+                    S[b] = S[b] + xs
                     for c in ups[b]:
                         if snap_pass[c] != pass_no:
                             snap_pass[c] = pass_no
                             snap_val[c] = S[c]
-                        S[c] += xs
+                        S[c] = S[c] + xs
             ended = True
             done += 1
         if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
@@ -936,7 +946,7 @@ def simulate(
             prio_of[ai] = pr
             kq = -pr * QK + ai
             s = size[ai]
-            q_cnt[s] += 1  # q_add(s), inlined
+            q_cnt[s] = q_cnt[s] + 1  # q_add(s), inlined
             if s < q_min:
                 q_min = s
             if track:
