@@ -10,7 +10,7 @@ from typing import Any
 
 from .conservative import simulate_conservative
 from .engine import simulate
-from .metrics import group_metrics, utilization
+from .metrics import metrics_by_group, utilization
 from .policies import Policy, get_policy
 from .progress import TextProgress
 from .workload import Workload
@@ -159,19 +159,23 @@ def run_simulation(
     submit = [j.submit for j in jobs]
     run = raw.ran if raw.ran is not None else [j.run for j in jobs]
     size = [j.size for j in jobs]
-    everyone = range(len(jobs))
-    overall = group_metrics(everyone, submit, raw.start, raw.end, run, size)
+
+    def metrics_by(label: Callable[[Any], str], names: Any = None) -> dict[str, dict[str, Any]]:
+        """The metrics per group of jobs (label(job): its group), the groups in `names`' order
+        (default: sorted); a group of `names` with no job is left out."""
+        labels = [label(j) for j in jobs]
+        present = set(labels)
+        ordered = sorted(present) if names is None else [x for x in names if x in present]
+        code = {x: k for k, x in enumerate(ordered)}
+        rows = metrics_by_group([code[x] for x in labels], len(ordered), submit, raw.start, raw.end, run, size)
+        return dict(zip(ordered, rows))
+
+    overall = metrics_by_group([0] * len(jobs), 1, submit, raw.start, raw.end, run, size)[0]
     overall["utilization"] = utilization(submit, raw.end, run, size, workload.nodes)
     overall["makespan_s"] = (max((e for e in raw.end if e != math.inf), default=math.nan) - min(submit)) if jobs else None
 
-    def by(attr: str) -> dict[str, dict[str, Any]]:
-        groups: dict[str, list[int]] = {}
-        for i, j in enumerate(jobs):
-            groups.setdefault(getattr(j, attr), []).append(i)
-        return {g: group_metrics(ix, submit, raw.start, raw.end, run, size) for g, ix in sorted(groups.items())}
-
-    by_account = by("account")
-    by_user = by("user") if per_user else {}
+    by_account = metrics_by(lambda j: j.account)
+    by_user = metrics_by(lambda j: j.user) if per_user else {}
     stats = {
         "events": raw.events,
         "passes": raw.passes,
@@ -188,10 +192,7 @@ def run_simulation(
     if mf is not None:
         from .multifactor import SIZE_CLASSES, halving_summary, size_class
 
-        groups: dict[str, list[int]] = {c: [] for c in SIZE_CLASSES}
-        for i, j in enumerate(jobs):
-            groups[size_class(j.size)].append(i)
-        res.by_size = {c: group_metrics(ix, submit, raw.start, raw.end, run, size) for c, ix in groups.items() if ix}
+        res.by_size = metrics_by(lambda j: size_class(j.size), SIZE_CLASSES)
         stats.update(passes=mf.passes, control_ticks=mf.control_ticks, d_changes=mf.d_changes, pulses=mf.pulses)
         if pol.control is not None and pol.control.u_star > 0:
             res.halving = halving_summary(mf, pol.control.u_star)

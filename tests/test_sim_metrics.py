@@ -1,0 +1,65 @@
+"""metrics_by_group (numpy, every group at once, what run_simulation reports) gives the same values,
+bit for bit, as group_metrics (a plain loop per group) on each group's jobs, including unfinished
+jobs, empty groups, equal waits and runs under the floors of the slowdowns."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fscontrol.sim.metrics import group_metrics, metrics_by_group
+
+_job = st.tuples(
+    st.integers(0, 3),  # group
+    st.floats(0, 1e7, allow_nan=False),  # submit
+    st.one_of(st.none(), st.floats(0, 1e5, allow_nan=False)),  # wait (None: never started)
+    st.floats(0, 5e4, allow_nan=False),  # run (under 1 s and under tau included)
+    st.integers(1, 1024),  # size
+)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return a == b and type(a) is type(b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_job, max_size=60))
+def test_metrics_by_group_equals_group_metrics_on_each_group(jobs):
+    groups = 4
+    codes = [j[0] for j in jobs]
+    submit = [j[1] for j in jobs]
+    start = [math.inf if j[2] is None else j[1] + j[2] for j in jobs]
+    run = [j[3] for j in jobs]
+    end = [math.inf if s == math.inf else s + r for s, r in zip(start, run)]
+    size = [j[4] for j in jobs]
+    got = metrics_by_group(codes, groups, submit, start, end, run, size)
+    assert len(got) == groups
+    for k in range(groups):
+        idx = [i for i, c in enumerate(codes) if c == k]
+        want = group_metrics(idx, submit, start, end, run, size)
+        assert want.keys() == got[k].keys()
+        for key in want:
+            assert _same(want[key], got[k][key]), (k, key, want[key], got[k][key])
+
+
+def test_a_hand_worked_group():
+    # two jobs of group 0 (one waits 10 s, one 0 s; runs 100 s and 5 s, under tau), one unfinished
+    # job of group 1
+    got = metrics_by_group([0, 0, 1], 2, [0.0, 20.0, 5.0], [10.0, 20.0, math.inf], [110.0, 25.0, math.inf],
+                           [100.0, 5.0, 50.0], [4, 2, 1])
+    g0, g1 = got
+    assert g0["jobs"] == 2 and g0["finished"] == 2
+    assert g0["mean_wait_s"] == 5.0 and g0["median_wait_s"] == 5.0 and g0["max_wait_s"] == 10.0
+    assert g0["mean_response_s"] == (110.0 + 5.0) / 2
+    assert g0["mean_slowdown"] == (110 / 100 + 5 / 5) / 2
+    assert g0["mean_bsld"] == (1.1 + 1.0) / 2  # (5 s under tau = 10 s: 5/10, floored at 1)
+    assert g0["node_hours"] == (400 + 10) / 3600
+    assert g0["first_start_latency_s"] == 10.0
+    assert g0["throughput_per_h"] == 2 / (110 / 3600)
+    assert g1 == {"jobs": 1, "finished": 0, "mean_wait_s": None, "median_wait_s": None, "max_wait_s": None,
+                  "mean_response_s": None, "mean_slowdown": None, "mean_bsld": None,
+                  "first_start_latency_s": None, "node_hours": 0.0, "throughput_per_h": None}
