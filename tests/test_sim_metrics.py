@@ -63,3 +63,13 @@ def test_a_hand_worked_group():
     assert g1 == {"jobs": 1, "finished": 0, "mean_wait_s": None, "median_wait_s": None, "max_wait_s": None,
                   "mean_response_s": None, "mean_slowdown": None, "mean_bsld": None,
                   "first_start_latency_s": None, "node_hours": 0.0, "throughput_per_h": None}
+
+
+def test_utilization_hand_worked():
+    from fscontrol.sim.metrics import utilization
+
+    # 4 nodes; jobs: 100 s x 2 nodes and 50 s x 4 nodes finish, one never starts; span 0 .. 200 s
+    u = utilization([0.0, 10.0, 20.0], [100.0, 200.0, math.inf], [100.0, 50.0, 30.0], [2, 4, 1], 4)
+    assert u == (200 + 200) / (4 * 200)
+    assert utilization([], [], [], [], 4) is None
+    assert utilization([5.0], [math.inf], [10.0], [1], 4) is None

@@ -155,10 +155,14 @@ def run_simulation(
         if bar is not None:
             bar.close()
     wall = time.perf_counter() - t0
+    import numpy as np
+
     jobs = workload.jobs
-    submit = [j.submit for j in jobs]
-    run = raw.ran if raw.ran is not None else [j.run for j in jobs]
-    size = [j.size for j in jobs]
+    # (as arrays once: every metric reads them)
+    submit = np.array([j.submit for j in jobs], dtype=float)
+    run = np.array(raw.ran if raw.ran is not None else [j.run for j in jobs], dtype=float)
+    size = np.array([j.size for j in jobs], dtype=float)
+    start, end = np.array(raw.start, dtype=float), np.array(raw.end, dtype=float)
 
     def metrics_by(label: Callable[[Any], str], names: Any = None) -> dict[str, dict[str, Any]]:
         """The metrics per group of jobs (label(job): its group), the groups in `names`' order
@@ -167,12 +171,13 @@ def run_simulation(
         present = set(labels)
         ordered = sorted(present) if names is None else [x for x in names if x in present]
         code = {x: k for k, x in enumerate(ordered)}
-        rows = metrics_by_group([code[x] for x in labels], len(ordered), submit, raw.start, raw.end, run, size)
+        rows = metrics_by_group([code[x] for x in labels], len(ordered), submit, start, end, run, size)
         return dict(zip(ordered, rows))
 
-    overall = metrics_by_group([0] * len(jobs), 1, submit, raw.start, raw.end, run, size)[0]
-    overall["utilization"] = utilization(submit, raw.end, run, size, workload.nodes)
-    overall["makespan_s"] = (max((e for e in raw.end if e != math.inf), default=math.nan) - min(submit)) if jobs else None
+    overall = metrics_by_group(np.zeros(len(jobs), dtype=np.intp), 1, submit, start, end, run, size)[0]
+    overall["utilization"] = utilization(submit, end, run, size, workload.nodes)
+    ended = end[end != math.inf]
+    overall["makespan_s"] = (float(ended.max()) if len(ended) else math.nan) - float(submit.min()) if jobs else None
 
     by_account = metrics_by(lambda j: j.account)
     by_user = metrics_by(lambda j: j.user) if per_user else {}
