@@ -131,12 +131,20 @@ def engine_at(rev: str):
         if src is None:
             raise SystemExit(f"no multifactor engine at {rev}")
     d = Path(tempfile.mkdtemp())
-    path = d / f"{name}_before.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(f"fscontrol.sim._{name}_before", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
+
+    def load(modname: str, text: str):
+        path = d / f"{modname}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"fscontrol.sim.{modname}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+    if name == "mfcore":  # (with that revision's multifactor.py, whose names it imports)
+        load("_multifactor_before", show("fscontrol/sim/multifactor.py") or "")
+        src = src.replace("from .multifactor import", "from ._multifactor_before import")
+    mod = load(f"_{name}_before", src)
     return _Engine(mod) if name == "mfcore" else mod
 
 
