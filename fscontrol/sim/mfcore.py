@@ -9,18 +9,19 @@ this very file (its SHA-256 is compiled in), and the tests run both on the same 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
+from bisect import bisect_left as _bisect_left
+from bisect import insort as _insort
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from .. import control, fairshare, fairtree
 from ..decay import decay_factor_per_second
 from ..errors import ConfigError
-from ..fairshare import FS_LEVEL, FS_ROOT
+from ..fairshare import FS_LEVEL as _FS_LEVEL
+from ..fairshare import FS_ROOT as _FS_ROOT
 from ..records import QueueJob, ShareRow
 from .multifactor import (
     DUMMY,
-    INF,
     ControlSpec,
     Disturbance,
     MFRun,
@@ -30,7 +31,17 @@ from .multifactor import (
     captured_tree,
     share_tree,
 )
+from .multifactor import INF as _INF
 from .workload import Workload
+
+# (Final: a compiled build reads these from C statics, not from the module's dict at every use)
+INF: Final = _INF
+FS_ROOT: Final = _FS_ROOT
+FS_LEVEL: Final = _FS_LEVEL
+bisect_left: Final = _bisect_left
+insort: Final = _insort
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
 
 
 def simulate(
@@ -265,9 +276,12 @@ def simulate(
     run_set: set[int] = set()
     runs_l: list[int] = []  # the running jobs, in the list's order (the classic pass's walk)
     # the pending users by their first pending job in the list (no gate: a job leaves the queue
-    # only by starting): (first, association) sorted, and each association's pending jobs in order
+    # only by starting): keys first x PK + association (the order of (first, association)), sorted,
+    # and each association's pending jobs in order
     track = gate is None
-    pend_l: list[tuple[int, int]] = []
+    PS = max(1, na.bit_length())
+    PM = (1 << PS) - 1
+    pend_l: list[int] = []
     user_q: list[list[int]] = [[] for _ in range(na)]
     heap: list[tuple[float, int]] = []
     free = total
@@ -310,7 +324,7 @@ def simulate(
             while m < q_none and not q_cnt[m]:
                 m += 1
             q_min = m
-        heapq.heappush(heap, (e, i))
+        heappush(heap, (e, i))
         insort(running, (t + est[i], i))
         run_set.add(i)
         insort(runs_l, i)
@@ -319,9 +333,9 @@ def simulate(
             uq = user_q[a]
             if uq[0] == i:
                 del uq[0]
-                del pend_l[bisect_left(pend_l, (i, a))]
+                del pend_l[bisect_left(pend_l, (i << PS) | a)]
                 if uq:
-                    insort(pend_l, (uq[0], a))
+                    insort(pend_l, (uq[0] << PS) | a)
             else:
                 del uq[bisect_left(uq, i)]
 
@@ -623,7 +637,6 @@ def simulate(
     def do_pass(t: float, quiet: bool = False) -> None:
         nonlocal G, last_pass, pass_no, pulse_rate, easy_valid
         easy_valid = False
-        out.passes += 1
         if record_passes and cs is not None:
             out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0,
                                           last_read[0]))
@@ -660,17 +673,18 @@ def simulate(
             # each pending user's first pending job in the list: where the walk computes their UE
             # (a dict from the indices in decreasing order keeps each association's smallest)
             ja = job_assoc
+            # (keys as pend_l's; the last, n x PK, ends the walk)
             if quiet:  # (nothing reads this pass's F: the walk only charges)
-                pend = [(n, -1)]
+                pend = [n << PS]
             elif track:
-                pend = pend_l + [(n, -1)]
+                pend = pend_l + [n << PS]
             elif qkeys:
                 idx = sorted([kq & QM for kq in qkeys], reverse=True)
                 first = dict(zip(map(ja.__getitem__, idx), idx))
-                pend = sorted(zip(first.values(), first.keys()))
-                pend.append((n, -1))
+                pend = sorted([(p << PS) | a for a, p in first.items()])
+                pend.append(n << PS)
             else:
-                pend = [(n, -1)]
+                pend = [n << PS]
             runs = runs_l
             lp = last_pass
             d_full = dt
@@ -683,19 +697,16 @@ def simulate(
                 snap_val[0] = S[0]
             root = S[0]
             prev = 0
-            xfull: dict[int, float] = {}  # a full interval's charge by job size (the same product)
-            for p, a in pend:
+            for kp in pend:
+                p = kp >> PS
+                a = kp & PM
                 # charge(job_assoc[r], ...) for the running jobs before p in the list, inlined: the
                 # hot loop of the pass (a job's association is a user's)
                 k = bisect_left(runs, p, prev) if p < n else len(runs)
                 for r in runs[prev:k]:
                     st = start[r]
-                    if st < lp:
-                        sz = size[r]
-                        if sz in xfull:
-                            xs = xfull[sz]
-                        else:
-                            xs = xfull[sz] = d_full * sz * f_full / G
+                    if st < lp:  # (a full interval)
+                        xs = d_full * size[r] * f_full / G
                     else:
                         d = t - st
                         fd: float = f1**d
@@ -716,7 +727,7 @@ def simulate(
                             S[c] = S[c] + xs
                     root += xs
                 prev = k
-                if a < 0:
+                if p >= n:
                     break
                 # the pending user's UE from the usage now: user_fs(a), inlined for a user of its
                 # own FairShare (the same operations)
@@ -904,7 +915,7 @@ def simulate(
         events += 1
         ended = False
         while heap and heap[0][0] <= t:
-            e, i = heapq.heappop(heap)
+            e, i = heappop(heap)
             free += size[i]
             del running[bisect_left(running, (start[i] + est[i], i))]
             run_set.discard(i)
@@ -952,7 +963,7 @@ def simulate(
             if track:
                 uq = user_q[job_assoc[ai]]
                 if not uq:
-                    pend_l.append((ai, job_assoc[ai]))  # (the largest index so far)
+                    pend_l.append((ai << PS) | job_assoc[ai])  # (the largest index so far)
                 uq.append(ai)
             if lazy[0] is None:
                 insort(qkeys, kq)
@@ -997,6 +1008,7 @@ def simulate(
         if progress is not None and events % 4096 == 0:
             progress(done, n)
     out.events = events
+    out.passes = pass_no  # (one a pass)
     out.unfinished = sum(1 for x in end if x == INF)
     out.final_usage = {k: S[i] * G for i, k in enumerate(keys)}
     if progress is not None:
