@@ -9,6 +9,7 @@ this very file (its SHA-256 is compiled in), and the tests run both on the same 
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left as _bisect_left
 from bisect import insort as _insort
 from collections.abc import Mapping, Sequence
@@ -127,7 +128,7 @@ def simulate(
     G = 1.0
     f1 = decay_factor_per_second(prio.half_life_s)
     P = prio.calc_period_s
-    fP: float = f1**P
+    fP = math.pow(f1, P)  # (math.pow: the same libm pow as **, native in the compiled build)
     limits = prio.limits
 
     # copy-on-write snapshot of the non-user associations' usage at the start of the pass
@@ -194,7 +195,7 @@ def simulate(
             if d_now <= 0:
                 raise ValueError(f"damping factor must be > 0, got {d_now!r}")
             ns = norm_s[a]
-            f = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
+            f = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
         f_cache[a] = f
         return f
 
@@ -575,7 +576,7 @@ def simulate(
     # ------------------------------------------------------------ the gate
     held: set[int] = set()
     ledger: set[int] = set()
-    id_ix = {j.job_id: i for i, j in enumerate(anyjobs)}
+    id_ix = {j.job_id: i for i, j in enumerate(anyjobs)} if gate is not None else {}  # (read by the gate only)
     allocs = workload.allocations
 
     def _qjob(i: int, state: str, reason: str) -> QueueJob:
@@ -646,7 +647,7 @@ def simulate(
         if not fair_tree:
             f_cache.clear()
         dt = t - last_pass
-        f_dt: float = fP if dt == P else f1**dt  # (the same power)
+        f_dt = fP if dt == P else math.pow(f1, dt)
         if dt > 0:
             G *= f_dt
             if G < 1e-200:  # renormalise before it underflows (long runs, short half-lives)
@@ -696,21 +697,25 @@ def simulate(
                 snap_pass[0] = pass_no
                 snap_val[0] = S[0]
             root = S[0]
-            prev = 0
+            k = 0
+            nr = len(runs)
             for kp in pend:
                 p = kp >> PS
                 a = kp & PM
-                # charge(job_assoc[r], ...) for the running jobs before p in the list, inlined: the
-                # hot loop of the pass (a job's association is a user's)
-                k = bisect_left(runs, p, prev) if p < n else len(runs)
-                for r in runs[prev:k]:
+                # charge(job_assoc[r], ...) for the running jobs before p in the list (all of them
+                # for the last key, p = n), inlined: the hot loop of the pass (a job's association
+                # is a user's)
+                while k < nr:
+                    r = runs[k]
+                    if r >= p:
+                        break
+                    k += 1
                     st = start[r]
                     if st < lp:  # (a full interval)
                         xs = d_full * size[r] * f_full / G
                     else:
                         d = t - st
-                        fd: float = f1**d
-                        xs = d * size[r] * fd / G
+                        xs = d * size[r] * math.pow(f1, d) / G
                     b = ja[r]
                     S[b] = S[b] + xs
                     c = mid1[b]
@@ -726,7 +731,6 @@ def simulate(
                                 snap_val[c] = S[c]
                             S[c] = S[c] + xs
                     root += xs
-                prev = k
                 if p >= n:
                     break
                 # the pending user's UE from the usage now: user_fs(a), inlined for a user of its
@@ -763,7 +767,7 @@ def simulate(
                 v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
                 ue_user[a] = v
                 ns = norm_s[a]
-                f_cache[a] = 2.0 ** (-(v / ns) / d_now) if ns > 0 else 0.0
+                f_cache[a] = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
             S[0] = root
             last_pass = t
             if qkeys and not quiet:
@@ -924,8 +928,7 @@ def simulate(
             if limits:
                 d = e - (last_pass if start[i] < last_pass else start[i])
                 if d > 0:  # charge(job_assoc[i], d * size[i] * f1**d), inlined (a user's association)
-                    fe: float = f1**d
-                    xs = d * size[i] * fe / G
+                    xs = d * size[i] * math.pow(f1, d) / G
                     b = job_assoc[i]
                     S[b] = S[b] + xs
                     for c in ups[b]:
