@@ -164,10 +164,9 @@ def run_simulation(
     size = np.array([j.size for j in jobs], dtype=float)
     start, end = np.array(raw.start, dtype=float), np.array(raw.end, dtype=float)
 
-    def metrics_by(label: Callable[[Any], str], names: Any = None) -> dict[str, dict[str, Any]]:
-        """The metrics per group of jobs (label(job): its group), the groups in `names`' order
+    def metrics_by(labels: list[Any], names: Any = None) -> dict[str, dict[str, Any]]:
+        """The metrics per group of jobs (labels[i]: job i's group), the groups in `names`' order
         (default: sorted); a group of `names` with no job is left out."""
-        labels = [label(j) for j in jobs]
         present = set(labels)
         ordered = sorted(present) if names is None else [x for x in names if x in present]
         code = {x: k for k, x in enumerate(ordered)}
@@ -179,8 +178,8 @@ def run_simulation(
     ended = end[end != math.inf]
     overall["makespan_s"] = (float(ended.max()) if len(ended) else math.nan) - float(submit.min()) if jobs else None
 
-    by_account = metrics_by(lambda j: j.account)
-    by_user = metrics_by(lambda j: j.user) if per_user else {}
+    by_account = metrics_by([j.account for j in jobs])
+    by_user = metrics_by([j.user for j in jobs]) if per_user else {}
     stats = {
         "events": raw.events,
         "passes": raw.passes,
@@ -197,7 +196,9 @@ def run_simulation(
     if mf is not None:
         from .multifactor import SIZE_CLASSES, halving_summary, size_class
 
-        res.by_size = metrics_by(lambda j: size_class(j.size), SIZE_CLASSES)
+        sizes = [j.size for j in jobs]
+        cls = {x: size_class(x) for x in set(sizes)}  # (once per distinct size)
+        res.by_size = metrics_by([cls[x] for x in sizes], SIZE_CLASSES)
         stats.update(passes=mf.passes, control_ticks=mf.control_ticks, d_changes=mf.d_changes, pulses=mf.pulses)
         if pol.control is not None and pol.control.u_star > 0:
             res.halving = halving_summary(mf, pol.control.u_star)
