@@ -12,7 +12,8 @@ Prints jobs/second, best of --repeat, on the first --jobs jobs of the log (0: th
 and, when --accasim names a Python with AccaSim 1.1.3 installed (`pip install accasim` into a
 throwaway venv), AccaSim's EASYBackfilling + FirstFit on the same jobs, in a child process: its
 jobs/second is the base of the ratios. AccaSim's whole-log run takes about 500 s here, hence the
-prefix by default; the multifactor rows are also run on the whole log with --full.
+prefix by default; the multifactor rows are also run on the whole log with --full (once, or best
+of --full-repeat).
 
 The machine may be shared: each row gives wall time (the ratio's base is AccaSim's wall time) and
 CPU time (time.process_time), both best of --repeat. `--before REV` also runs the multifactor
@@ -185,6 +186,7 @@ def main() -> None:
     ap.add_argument("--accasim", help="a Python with AccaSim 1.1.3 installed (the base of the ratios)")
     ap.add_argument("--full", action="store_true", help="also run the multifactor rows on the whole log, once")
     ap.add_argument("--full-fairtree", action="store_true", help="with --full: mf-fairtree on the whole log too (slow)")
+    ap.add_argument("--full-repeat", type=int, default=1, help="with --full: best of N on the whole log (default 1)")
     ap.add_argument("--before", metavar="REV", help="also time the multifactor engine at git revision REV (CPU-time ratio)")
     ap.add_argument("--python-vs-compiled", action="store_true",
                     help="also time the Python engine (mfcore) against the compiled one (fscontrol.sim.accel), interleaved")
@@ -228,17 +230,17 @@ def main() -> None:
         print(f"the Python engine (before) and the compiled one (now), simulate_multifactor alone, best of {a.repeat}:")
         compare_engines(_Engine(accel.python_engine()), w, rows[1:], a.repeat, "python", now=_Engine(compiled))
     if a.full and a.jobs:
-        print(f"whole log: {len(whole.jobs):,} jobs")
+        print(f"whole log: {len(whole.jobs):,} jobs, best of {a.full_repeat}")
         full_rows = rows[1:] if a.full_fairtree else rows[1:3]
         for label, pol in full_rows:
-            r, t, c = best(lambda pol=pol: run_simulation(whole, pol, per_user=False), 1)
+            r, t, c = best(lambda pol=pol: run_simulation(whole, pol, per_user=False), a.full_repeat)
             print(f"{label:<28}{t:8.2f} s  {len(whole.jobs) / t:10,.0f} jobs/s   CPU {c:7.2f} s "
                   f"{len(whole.jobs) / c:10,.0f} jobs/s   mean wait {r.overall['mean_wait_s'] / 60:8.1f} min"
                   f"   mean bsld {r.overall['mean_bsld']:8.2f}")
         if before is not None:
-            compare_engines(before, whole, full_rows, 1, a.before)
+            compare_engines(before, whole, full_rows, a.full_repeat, a.before)
         if compiled is not None:
-            compare_engines(_Engine(accel.python_engine()), whole, full_rows, 1, "python", now=_Engine(compiled))
+            compare_engines(_Engine(accel.python_engine()), whole, full_rows, a.full_repeat, "python", now=_Engine(compiled))
 
 
 if __name__ == "__main__":
