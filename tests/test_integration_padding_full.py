@@ -38,11 +38,26 @@ def _padding_job(slurm, db, cfg) -> str:
     return sub[0].output.strip().split(";")[0]
 
 
+def _reserve_a_core(slurm, timeout: float = 90) -> None:
+    """Create the reservation once the node is free: the jobs cancelled just before may still be
+    completing ("Requested nodes are busy", seen in CI on a loaded machine)."""
+    argv = ("scontrol", "create", "reservation", "ReservationName=fspad_full", "Users=fsdummy", "CoreCnt=1",
+            "Nodes=tbnode1", "PartitionName=fsadmin", "StartTime=now", "Duration=UNLIMITED")
+    deadline = time.time() + timeout
+    while True:
+        try:
+            slurm.run(*argv)
+            return
+        except RuntimeError as e:
+            if "busy" not in str(e) or time.time() > deadline:
+                raise
+        time.sleep(1)
+
+
 def test_a_reserved_core_keeps_the_padding_running_on_a_full_cluster(slurm, tmp_path):
     slurm.cancel_all()
     slurm.run("scontrol", "delete", "reservation=fspad_full", check=False)
-    slurm.run("scontrol", "create", "reservation", "ReservationName=fspad_full", "Users=fsdummy", "CoreCnt=1",
-              "Nodes=tbnode1", "PartitionName=fsadmin", "StartTime=now", "Duration=UNLIMITED")
+    _reserve_a_core(slurm)
     try:
         # the real users take every core there is to take, and more wait
         for user, cpus in (("alice", 64), ("bob", 63)):

@@ -94,7 +94,7 @@ class Testbed:
         ids = self.run("squeue", "-h", "-o", "%A").split()
         if ids:
             self.run("scancel", *ids)
-            for _ in range(100):
+            for _ in range(300):  # (up to a minute: a loaded machine completes them slowly)
                 if not self.run("squeue", "-h", "-o", "%A").strip():
                     break
                 time.sleep(0.2)
