@@ -107,7 +107,8 @@ def child_floor(folder: Path, gc_off: bool = False) -> dict:
 
 
 def child_measured(folder: Path) -> dict:
-    from fscontrol import parse, store
+    from fscontrol.slurm import parse
+    from fscontrol.store import history as store
     from fscontrol.records import Snapshot
 
     info = json.loads((folder / "info.json").read_text())
@@ -157,7 +158,8 @@ def child_storage(folder: Path, n_snap: int = 10, change_frac: float = 0.10, see
     import dataclasses
     import random
 
-    from fscontrol import parse, store
+    from fscontrol.slurm import parse
+    from fscontrol.store import history as store
     from fscontrol.records import Snapshot
 
     config = parse.parse_config((folder / "config.txt").read_text())

@@ -27,8 +27,10 @@ CHILD = """
 import sys, time
 from pathlib import Path
 T = time.process_time
-from fscontrol import parse, pipeline, store
-from fscontrol.source import RecordedSlurm
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.slurm.source import RecordedSlurm
 src = RecordedSlurm(Path(sys.argv[1]))
 db = store.open_db(sys.argv[2])
 runs = int(sys.argv[3])

@@ -62,14 +62,15 @@ def child(kind: str, folder: Path) -> dict:
                     n += len(b)
         out["bytes"] = n
     else:
-        from fscontrol import parse, store
+        from fscontrol.slurm import parse
+        from fscontrol.store import history as store
         from fscontrol.records import Snapshot
 
         info = json.loads((folder / "info.json").read_text())
         config = parse.parse_config((folder / "config.txt").read_text())
         shares = parse.parse_sshare((folder / "sshare.txt").read_text())
         if kind == "streamed":
-            from fscontrol import spool
+            from fscontrol.slurm import spool
 
             jobs = spool.from_file(folder / "sacct.txt", "sacct")
         else:

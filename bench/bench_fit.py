@@ -1,4 +1,4 @@
-"""Benchmark fscontrol.fit on a synthetic history: 2,500 users x 2,000 snapshots.
+"""Benchmark fscontrol.model.fit on a synthetic history: 2,500 users x 2,000 snapshots.
 
 The history is SYNTHETIC, generated here: each user switches jobs on and off at random
 instants inside the 15-minute snapshot intervals (so the model's "charge spread evenly" is
@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from fscontrol.decay import decay_lambda
-from fscontrol.fit import fit_decay, fit_decay_matrix, pairs_from_matrix
+from fscontrol.model.decay import decay_lambda
+from fscontrol.model.fit import fit_decay, fit_decay_matrix, pairs_from_matrix
 
 N_USERS, N_SNAP, STEP_S = 2500, 2000, 900.0
 HALF_LIFE_S = 7 * 86400

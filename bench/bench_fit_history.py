@@ -59,7 +59,8 @@ def build_history(path: Path, n_users: int, n_snap: int, seed: int = 1) -> dict:
     """Write the synthetic history into a new fscontrol database at `path`."""
     import dataclasses
 
-    from fscontrol import parse, store
+    from fscontrol.slurm import parse
+    from fscontrol.store import history as store
 
     bench_fit.N_USERS, bench_fit.N_SNAP = n_users, n_snap
     times, observed, inflow, lam = bench_fit.synthetic_history(seed)

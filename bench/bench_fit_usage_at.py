@@ -6,7 +6,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "bench"))
 import bench_fit_history as b
-from fscontrol import pipeline, store
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
 tmp = Path(tempfile.mkdtemp())
 db0 = tmp / "a.db"
 b.build_history(db0, int(sys.argv[1]), int(sys.argv[2]))

@@ -8,7 +8,7 @@ of --runs is reported. In the same run:
 * forecast: the `fscontrol` console script, `forecast --published FILE --source SAMPLE
   --user alice --plan ...` (the published file is made first from the recorded sample
   samples/testbed-basic: `collect` into a temporary history, then `publish`); the console
-  script dispatches it to argparse (fscontrol/forecast_cmd.py) without importing typer;
+  script dispatches it to argparse (fscontrol/cli/forecast.py) without importing typer;
 * help:     `fscontrol --help`, for reference: the floor of any command that goes through the
             typer app (typer 0.2x coerces every parameter through a pydantic TypeAdapter);
 * library:  the same forecast as a plain `python -c` calling fscontrol's functions, without
@@ -45,7 +45,7 @@ PLAN = "8cpus:1h,idle:30m,4cpus:2h"
 # the same forecast without typer: what fscontrol's own modules and work cost
 LIBRARY_ONLY = (
     "import sys, time; from fscontrol import forecast as fc, publish as pub, userforecast as uf; "
-    "from fscontrol.source import RecordedSlurm; "
+    "from fscontrol.slurm.source import RecordedSlurm; "
     "p, src, user, plan = sys.argv[1:]; d, _ = pub.read_published(p); "
     "rows = uf.parse_own_sshare(RecordedSlurm(src).sshare().stdout); "
     "print(uf.format_forecast(uf.forecast_data(d, rows, user=user, now=time.time(), plan=fc.parse_plan(plan), "

@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fscontrol import report, store
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
 
 DAYS, EVERY_S = 30, 60.0
 

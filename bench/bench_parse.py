@@ -7,7 +7,7 @@ under 10 top-level accounts, 99 users each, random shares and usage.
 
 Run:  .venv/bin/python bench/bench_parse.py [--json FILE]
 `--json FILE` also times a `sshare --json` document (Slurm 24.11, data_parser v0.0.42) when a
-reader for it exists (fscontrol.parse.parse_sshare_json); without one it says so.
+reader for it exists (fscontrol.slurm.parse.parse_sshare_json); without one it says so.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from fscontrol import fairshare, fairtree, parse
+from fscontrol.model import fairshare
+from fscontrol.model import fairtree
+from fscontrol.slurm import parse
 
 HEADER = "Account|User|RawShares|NormShares|RawUsage|NormUsage|EffectvUsage|FairShare|LevelFS|GrpTRESMins|TRESRunMins"
 TRES = "cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0"
@@ -76,7 +78,7 @@ def main() -> None:
         t_check, _ = timed(parse.check_share_tree, rows, fair_tree=True)
         t_ft, ft = timed(fairtree.compute_fair_tree, rows, repeat=1)
         t_cl, _ = timed(fairshare.compute_fairshare, rows, 1.0, repeat=1)
-        from fscontrol.forecast_fairtree import project_ranks
+        from fscontrol.forecast.fairtree import project_ranks
 
         user = next(r.key for r in rows if r.user)
         running = {r.key: [(None, 64.0)] for r in rows[:5000] if r.user}
@@ -92,7 +94,7 @@ def main() -> None:
     if args.json is not None:
         reader = getattr(parse, "parse_sshare_json", None)
         if reader is None:
-            print("  sshare --json: no reader in fscontrol.parse (the text path is what fscontrol reads)")
+            print("  sshare --json: no reader in fscontrol.slurm.parse (the text path is what fscontrol reads)")
         else:
             t_jr, doc = timed(args.json.read_text)
             t_j, jrows = timed(reader, doc)

@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import inspect, sys, time
 T = time.process_time
-from fscontrol import config, report, store
+from fscontrol.agent import config
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
 db = store.open_db(sys.argv[1], create=False, readonly=True)
 t0 = T()
 snap = store.load_snapshot(db)

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fscontrol import store
+from fscontrol.store import history as store
 
 HERE = Path(__file__).resolve().parent
 HOUR = 3600.0

@@ -1,3 +1,3 @@
-from .main import main
+from fscontrol.cli.main import main
 
 main()

@@ -41,7 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 from testbed import ensure_testbed  # noqa: E402
 
-from fscontrol import agent, config, parse, store  # noqa: E402
+from fscontrol.agent import loop as agent  # noqa: E402
+from fscontrol.agent import config  # noqa: E402
+from fscontrol.slurm import parse  # noqa: E402
+from fscontrol.store import history as store  # noqa: E402
 
 ASSOCS = [("alice", "flat"), ("bob", "flat"), ("carol", "flat"), ("dave", "flat"), ("alice", "physics"), ("bob", "physics"),
           ("carol", "chem")]

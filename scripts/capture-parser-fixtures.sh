@@ -26,7 +26,7 @@ rec sshare_as_user -- runuser -u alice -- sshare -l -P
 rec show_config -- scontrol show config
 rec squeue_fmt SLURM_TIME_FORMAT=%s -- squeue -a -o '%i|%u|%a|%P|%q|%T|%D|%C|%Q|%y|%r|%V|%S|%l'
 rec sprio_fmt -- sprio -n -o '%i|%u|%r|%y|%f'
-# what fscontrol itself runs (fscontrol/parse.py): squeue's long-name format, root's usage alone
+# what fscontrol itself runs (fscontrol/slurm/parse.py): squeue's long-name format, root's usage alone
 SQ='JobID:0|,UserName:0|,Account:0|,Partition:0|,QOS:0|,State:0|,NumNodes:0|,NumCPUs:0|,PriorityLong:0|,Nice:0|,Reason:0|,SubmitTime:0|,StartTime:0|,TimeLimit:0|,admin_comment:0'
 rec squeue_long SLURM_TIME_FORMAT=%s -- squeue -a -O "$SQ"
 rec sshare_root -- sshare -n -P -A root -o Account,User,RawUsage

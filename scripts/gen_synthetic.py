@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate a SYNTHETIC sample folder in the format `fscontrol.source.RecordedSlurm` reads.
+"""Generate a SYNTHETIC sample folder in the format `fscontrol.slurm.source.RecordedSlurm` reads.
 
 Nothing here comes from a real Slurm. The generator writes the same files `fscontrol capture`
 records (config.txt, sshare.txt, squeue.txt, sprio.txt, qos.txt, sacct.txt, meta.json) in the
@@ -56,7 +56,7 @@ SPRIO_HEADER = "JOBID|USER|PARTITION|PRIORITY|FAIRSHARE"
 QOS = (("normal", 1.0), ("debug", 1.0), ("wildfire", 0.5))
 PARTITIONS = ("serial", "parallel", "htc", "gpu")
 
-# the argv fscontrol runs (fscontrol.parse), repeated here so the generator needs no fscontrol
+# the argv fscontrol runs (fscontrol.slurm.parse), repeated here so the generator needs no fscontrol
 ARGV = {
     "config": ["scontrol", "show", "config"],
     "sshare": ["sshare", "-a", "-l", "-P"],

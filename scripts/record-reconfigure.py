@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from fscontrol.source import last_decay_pass  # noqa: E402
+from fscontrol.slurm.source import last_decay_pass  # noqa: E402
 
 d = Path(sys.argv[1])
 state = str(d / "spool" / "ctld")

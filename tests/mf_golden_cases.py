@@ -51,7 +51,7 @@ def deep_tree_case():
 
 def cases() -> dict:
     """name -> a thunk running simulate_multifactor."""
-    from fscontrol.gate import GateOptions
+    from fscontrol.act.gate import GateOptions
     from fscontrol.sim import get_policy, read_swf, section9_workload
     from fscontrol.sim.multifactor import ControlSpec, Disturbance, share_tree, simulate_multifactor
 

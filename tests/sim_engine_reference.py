@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fscontrol.gate import GateOptions, plan_gate
+from fscontrol.act.gate import GateOptions, plan_gate
 from fscontrol.records import QueueJob
 from fscontrol.sim.policies import Policy
 from fscontrol.sim.workload import Workload

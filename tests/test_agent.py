@@ -8,9 +8,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from fscontrol import store
-from fscontrol.cli import app
-from fscontrol.lock import agent_lock
+from fscontrol.store import history as store
+from fscontrol.cli.app import app
+from fscontrol.act.lock import agent_lock
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
 
@@ -115,7 +115,7 @@ def test_history_and_its_wal_are_private_whatever_the_umask(tmp_path):
     import os
     import stat
 
-    from fscontrol import store
+    from fscontrol.store import history as store
 
     old = os.umask(0o022)
     try:
@@ -137,7 +137,7 @@ def test_history_and_its_wal_are_private_whatever_the_umask(tmp_path):
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "0", "-5"])
 def test_a_target_that_is_not_a_finite_positive_number_is_refused_naming_the_key(bad):
-    from fscontrol import config
+    from fscontrol.agent import config
     from fscontrol.errors import ConfigError
 
     with pytest.raises(ConfigError, match="target_core_hours"):
@@ -147,8 +147,10 @@ def test_a_target_that_is_not_a_finite_positive_number_is_refused_naming_the_key
 def test_a_young_history_is_not_fitted_at_every_tick(tmp_path):
     """A fit that finds too little history is tried again after schedule.fit, not at every tick
     (each try loads numpy and scipy)."""
-    from fscontrol import config, pipeline, store
-    from fscontrol.source import RecordedSlurm
+    from fscontrol.agent import config
+    from fscontrol.agent import pipeline
+    from fscontrol.store import history as store
+    from fscontrol.slurm.source import RecordedSlurm
 
     cfg = config.from_dict({"clusters": {"tbcluster": {}}})
     db = store.open_db(tmp_path / "h.db")
@@ -168,8 +170,8 @@ def test_a_command_the_tick_started_keeps_the_lock_after_the_tick_is_gone(tmp_pa
     import threading
     import time
 
-    from fscontrol.lock import held_fds
-    from fscontrol.source import LiveSlurm
+    from fscontrol.act.lock import held_fds
+    from fscontrol.slurm.source import LiveSlurm
 
     path = tmp_path / "agent.lock"
     with agent_lock(path):
@@ -203,7 +205,7 @@ def test_a_timed_out_command_is_killed_with_its_children(tmp_path):
     import time
 
     from fscontrol.errors import SlurmTimeoutError
-    from fscontrol.source import LiveSlurm
+    from fscontrol.slurm.source import LiveSlurm
 
     pidfile = tmp_path / "child.pid"
     # the wrapper starts a child that keeps stdout open, then waits for it

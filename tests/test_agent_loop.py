@@ -18,10 +18,14 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from fscontrol import agent, config, metrics, parse, store
+from fscontrol.agent import loop as agent
+from fscontrol.agent import config
+from fscontrol.export import metrics
+from fscontrol.slurm import parse
+from fscontrol.store import history as store
 from fscontrol.errors import ConfigError, ParseError
-from fscontrol.lock import agent_lock
-from fscontrol.source import RecordedSlurm
+from fscontrol.act.lock import agent_lock
+from fscontrol.slurm.source import RecordedSlurm
 
 ROOT = Path(__file__).resolve().parent.parent
 BASIC = ROOT / "samples" / "testbed-basic"
@@ -84,7 +88,8 @@ def test_metrics_parse_with_prometheus_clients_parser_and_match_the_history(tmp_
     cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10, "method": "hybrid"}}})
     agent.tick(cfg, _sources({"tbcluster": BASIC}), tmp_path / "h.db", ["tbcluster"], apply=False)
     db = store.open_db(tmp_path / "h.db")
-    from fscontrol import pipeline, report
+    from fscontrol.agent import pipeline
+    from fscontrol.report import admin as report
 
     text = pipeline.metrics_text(db, cfg)
     fams = _families(text)
@@ -180,7 +185,7 @@ def test_run_ends_cleanly_on_sigterm(tmp_path):
 def test_run_refuses_a_bad_duration_and_a_bad_schedule(tmp_path):
     from typer.testing import CliRunner
 
-    from fscontrol.cli import app
+    from fscontrol.cli.app import app
 
     r = CliRunner().invoke(app, ["run", "-s", str(BASIC), "--db", str(tmp_path / "h.db"), "--for", "soon"])
     assert r.exit_code == 2 and "--for" in r.output

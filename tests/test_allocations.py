@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from fscontrol.allocations import (
+from fscontrol.model.allocations import (
     Allocation,
     allocations_unit,
     make_allocation,

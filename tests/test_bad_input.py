@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.allocations import parse_allocations
-from fscontrol.cli import app
-from fscontrol.forecast_cmd import main as forecast_main
-from fscontrol.gate import plan_gate
+from fscontrol.model.allocations import parse_allocations
+from fscontrol.cli.app import app
+from fscontrol.cli.forecast import main as forecast_main
+from fscontrol.act.gate import plan_gate
 from fscontrol.records import QueueJob
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import main as console
-from fscontrol.cli import app
+from fscontrol.cli import main as console
+from fscontrol.cli.app import app
 
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "testbed-basic"
 
@@ -24,7 +24,7 @@ def _heavy_after(code: str, heavy: str = "{'typer', 'pydantic', 'rich', 'scipy'}
 
 def test_the_console_scripts_collect_imports_no_typer(tmp_path):
     db = tmp_path / "h.db"
-    code = (f"from fscontrol.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
+    code = (f"from fscontrol.cli.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
             "except SystemExit as e:\n    assert e.code == 0, e.code")
     assert _heavy_after(code) == []
     assert db.exists()
@@ -35,7 +35,7 @@ def test_a_collect_into_a_history_imports_no_typing_dataclasses_or_shutil(tmp_pa
     dataclass machinery (records.record: ~30 ms of a 2,500-user collect), typing (~5 ms) nor
     argparse's shutil (cmdline.HelpFormatter: ~6 ms): docs/benchmarks.md, "Fifth pass"."""
     db = tmp_path / "h.db"
-    code = (f"from fscontrol.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
+    code = (f"from fscontrol.cli.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
             "except SystemExit as e:\n    assert e.code == 0, e.code")
     assert _heavy_after(code) == []  # the first collect makes the history (sqlite-utils)
     assert _heavy_after(code, "{'typer', 'typing', 'dataclasses', 'inspect', 'shutil', 'textwrap'}") == []

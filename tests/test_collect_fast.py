@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import parse, pipeline, spool, store
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.slurm import spool
+from fscontrol.store import history as store
 from fscontrol.records import JobRecord, QueueJob, ShareRow, new_queue_job, share_rows, twin_of
-from fscontrol.source import RecordedSlurm
+from fscontrol.slurm.source import RecordedSlurm
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 BASIC = SAMPLES / "testbed-basic"
@@ -182,7 +185,7 @@ def test_halving_slurm_used_alike_with_a_collect_committed_in_between(tmp_path, 
     process commits after that read (the read is then still the previous decision's snapshot) or
     before it (then it is not, and the samples are read) changes nothing; each decision's h_slurm
     is what the samples give (the read disabled)."""
-    from fscontrol import config
+    from fscontrol.agent import config
 
     cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 1, "method": "damping"}}})
     series = sorted(p for p in (SAMPLES / "testbed-series").iterdir() if p.is_dir())

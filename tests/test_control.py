@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fscontrol import actions, control, parse
-from fscontrol.decay import decay_factor_per_second
+from fscontrol.act import actions
+from fscontrol.act import control
+from fscontrol.slurm import parse
+from fscontrol.model.decay import decay_factor_per_second
 from fscontrol.errors import UnsafeActionError
 from fscontrol.records import QueueJob, ShareRow
 
@@ -244,8 +246,8 @@ def test_persist_on_a_full_disk_leaves_slurm_conf_byte_identical(tmp_path):
 
 
 def test_the_steady_padding_job_has_a_day_and_is_renewed_at_half():
-    from fscontrol.actions import PADDING_LIMIT_S, control_plan
-    from fscontrol.control import Decision
+    from fscontrol.act.actions import PADDING_LIMIT_S, control_plan
+    from fscontrol.act.control import Decision
 
     dec = Decision(method="padding", u_star=3600.0, s_ref=0.1, u_real=1.0, u_real_next=1.0, w_now=0.0, d_now=1, d_target=1,
                    d_ideal=None, w_target=10.0, usage_factor=2.0, pulse_usage_factor=None, h_now=None, h_planned=None,
@@ -262,7 +264,7 @@ def test_the_steady_padding_job_has_a_day_and_is_renewed_at_half():
 
 
 def test_control_off_plans_back_to_the_originals_only():
-    from fscontrol.actions import off_plan
+    from fscontrol.act.actions import off_plan
 
     pad = QueueJob("9", "fsdummy", "fsadmin", "fsadmin", "fspad", "RUNNING", 1, 1, 1, 0, "None", 0, 0, 86400)
     other = QueueJob("10", "alice", "flat", "normal", "normal", "RUNNING", 1, 4, 1, 0, "None", 0, 0, 600)

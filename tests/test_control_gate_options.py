@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import report
-from fscontrol.cli import app
-from fscontrol.gate import GateOptions, plan_gate
+from fscontrol.report import admin as report
+from fscontrol.cli.app import app
+from fscontrol.act.gate import GateOptions, plan_gate
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "testbed-basic"

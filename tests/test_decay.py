@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import quad, solve_ivp
 
-from fscontrol.decay import (
+from fscontrol.model.decay import (
     Charge,
     decay_factor_per_second,
     decay_lambda,
@@ -224,8 +224,8 @@ def test_next_pass_and_slurmctlds_record_of_its_last_pass(tmp_path):
     """The pass schedule the loop's control aligns to: slurmctld writes the time of its last pass
     as 8 big-endian bytes (then the last reset) into StateSaveLocation/priority_last_decay_ran
     (checked on the testbed: 0x6b042da6 = the pass time, mtime the same second)."""
-    from fscontrol.decay import next_pass
-    from fscontrol.source import last_decay_pass
+    from fscontrol.model.decay import next_pass
+    from fscontrol.slurm.source import last_decay_pass
 
     assert next_pass(1000.0, 60.0, 1000.0) == 1060.0
     assert next_pass(1000.0, 60.0, 1059.9) == 1060.0

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fscontrol.decay import Charge, slurm_usage
-from fscontrol.fairshare import (
+from fscontrol.model.decay import Charge, slurm_usage
+from fscontrol.model.fairshare import (
     ROOT,
     TreeError,
     choose_reference_share,
@@ -476,7 +476,7 @@ def _charge(rows, key, x):
 
 
 def _check_halving(rows, d):
-    from fscontrol.fairshare import usage_to_halve
+    from fscontrol.model.fairshare import usage_to_halve
 
     base = {r.key: r for r in compute_fairshare(rows, d)}
     total = float(next(r.raw_usage for r in rows if r.depth == 0))
@@ -520,7 +520,7 @@ def test_usage_to_halve_in_a_deep_shared_tree_by_hand():
     # S = 2/3 * 1/2 * 1/2 = 1/6; x = (1/6)(100) / (1 - 0.35 - 1/6) = 34.48...
     assert r[("physics", "alice")].effective_usage == pytest.approx(0.35)
     assert r[("physics", "alice")].norm_shares == pytest.approx(1 / 6)
-    from fscontrol.fairshare import usage_to_halve
+    from fscontrol.model.fairshare import usage_to_halve
 
     assert usage_to_halve(0.35, 1 / 6, 1, 100.0) == pytest.approx(100 / 6 / (1 - 0.35 - 1 / 6))
     assert _check_halving(rows, 1) == 4  # dave, alice, bob and carol (FairShare=parent) all checked
@@ -535,7 +535,7 @@ def test_usage_to_halve_in_a_deep_shared_tree_by_hand():
 def test_path_weights_rebuild_effective_usage_and_add_up_to_one(rows):
     """The forecast's weights (from NormShares alone, as a user's own sshare shows them) give
     back the model's EffectvUsage as sum_j w_j NormUsage_j, for every user."""
-    from fscontrol.forecast import path_weights
+    from fscontrol.forecast.classic import path_weights
 
     res = compute_fairshare(rows, 1)
     ns = {q.key: q.norm_shares for q in res}
@@ -553,8 +553,8 @@ def test_path_weights_rebuild_effective_usage_and_add_up_to_one(rows):
 
 def test_projection_charges_account_mates_with_their_weight_by_hand():
     """One pass, 60 s, T = 300 s: u' = u f^60 + w rate 60 f^60 for a job that runs through."""
-    from fscontrol.decay import decay_factor_per_second
-    from fscontrol.forecast import project_running
+    from fscontrol.model.decay import decay_factor_per_second
+    from fscontrol.forecast.classic import project_running
 
     f = decay_factor_per_second(300) ** 60
     out = project_running(1000.0, 5000.0, passes=2, period_s=60, half_life_s=300, weighted_jobs=[(None, 4.0, 0.25)],

@@ -1,6 +1,6 @@
 """Fair Tree recomputed from raw values: hand-worked trees, Slurm's tie rules, and properties.
 
-The hand-worked figures follow slurmctld's fair_tree.c step by step (see fscontrol/fairtree.py);
+The hand-worked figures follow slurmctld's fair_tree.c step by step (see fscontrol/model/fairtree.py);
 the real-Slurm check is tests/test_integration_fairtree.py (sprio's FairShare to 5e-6)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fscontrol.fairtree import NO_VAL, compute_fair_tree
+from fscontrol.model.fairtree import NO_VAL, compute_fair_tree
 from fscontrol.records import ShareRow
 
 
@@ -230,7 +230,7 @@ def test_classic_norm_shares_left_by_a_reconfigure_are_recognised_and_rank_alike
     ranks are Fair Tree's own."""
     from dataclasses import replace
 
-    from fscontrol import fairshare
+    from fscontrol.model import fairshare
 
     rows = tree("""
         0 root - 1 0
@@ -251,7 +251,7 @@ def test_classic_norm_shares_left_by_a_reconfigure_are_recognised_and_rank_alike
     assert got.shares_form == "classic" and got.stale_shares
     assert got.by_key()[("A", "a2")].norm_shares == pytest.approx(0.25 * 0.75)  # classic: A's 1/4 x 3/4
     assert factors(stale) == factors(rows)
-    from fscontrol.parse import check_share_tree
+    from fscontrol.slurm.parse import check_share_tree
 
     check_share_tree(stale, fair_tree=True)  # not taken for a cut output
     check_share_tree(fresh, fair_tree=True)
@@ -264,7 +264,7 @@ def test_printed_levelfs_restores_an_exact_tie_that_integer_usage_splits():
     and LevelFS 1.000000 for both. From the integers alone A leads (1.00033 vs 0.99983)."""
     from dataclasses import replace
 
-    from fscontrol.fairtree import compute_fair_tree
+    from fscontrol.model.fairtree import compute_fair_tree
 
     rows = tree("""
         0 root - 1 0

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fscontrol.decay import decay_lambda, effective_half_life
-from fscontrol.fit import (
+from fscontrol.model.decay import decay_lambda, effective_half_life
+from fscontrol.model.fit import (
     Pairs,
     fit_decay_matrix,
     fit_decay_series,
@@ -160,7 +160,7 @@ def late_collects(seed: int, late_s: float):
     machine). Returns the snapshot times, the pass each one's RawUsage is from, RawUsage
     truncated as sshare prints it, each window's sacct charge, and the charge after the pass of
     the jobs still running at each snapshot (store.pass_tails)."""
-    from fscontrol.decay import Charge, slurm_usage
+    from fscontrol.model.decay import Charge, slurm_usage
 
     rng = np.random.default_rng(seed)
     passes = np.floor(rng.uniform(0, PASS_P) - 3 * PASS_P + PASS_P * np.arange(16)) + (rng.random(16) < 0.2)
@@ -180,7 +180,7 @@ def late_collects(seed: int, late_s: float):
 
 def _thinned_fit(times, usage, charge):
     """fit_history's thinning (one snapshot per pass at most, the windows between summed)."""
-    from fscontrol.pipeline import thin_to_period
+    from fscontrol.agent.pipeline import thin_to_period
 
     keep = thin_to_period(list(times), PASS_P)
     total = np.cumsum(charge, axis=1)
@@ -195,7 +195,7 @@ def test_snapshots_timed_by_their_pass_fit_a_short_half_life_whatever_the_collec
     """The testbed's case (a 5-minute half-life, passes every minute, jobs starting and ending
     inside the windows): timed by the snapshot, the fit misses by over 2% in many runs; timed by
     the pass its RawUsage is from (at_the_passes), it is within 2% in every one of 60 runs."""
-    from fscontrol.fit import at_the_passes
+    from fscontrol.model.fit import at_the_passes
 
     expected = effective_half_life(PASS_HL)
     by_snapshot, by_pass = [], []
@@ -209,7 +209,7 @@ def test_snapshots_timed_by_their_pass_fit_a_short_half_life_whatever_the_collec
 
 
 def test_at_the_passes_moves_times_and_tails_and_leaves_unknown_snapshots_alone():
-    from fscontrol.fit import at_the_passes
+    from fscontrol.model.fit import at_the_passes
 
     times = np.array([0.0, 65.0, 130.0, 190.0])
     at = np.array([np.nan, 61.0, np.nan, 181.0])
@@ -222,7 +222,7 @@ def test_at_the_passes_moves_times_and_tails_and_leaves_unknown_snapshots_alone(
 
 
 def test_usage_time_is_the_pass_only_when_no_pass_can_have_run_during_the_read():
-    from fscontrol.pipeline import usage_time
+    from fscontrol.agent.pipeline import usage_time
 
     assert usage_time(1000.0, 1000.0, 1010.0, 1011.5, 60) == 1000.0
     assert usage_time(None, None, 1010.0, 1011.5, 60) is None  # unreadable (not root, another host)

@@ -2,7 +2,7 @@
 without building them, Gauss-Newton adds up r.r, J.r and J.J per block. It must give what the
 former fit gave (scipy's least_squares, MINPACK, on the whole residual vector and Jacobian): the
 same pairs, breaks and outliers, and lambda to 1e-9 relative. `reference_fit` below is that
-former code (commit c01d118, fscontrol/fit.py fit_decay), kept here as the oracle."""
+former code (commit c01d118, fscontrol/model/fit.py fit_decay), kept here as the oracle."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from scipy.optimize import least_squares
 
-from fscontrol import fit as fitmod
-from fscontrol.decay import decay_lambda
-from fscontrol.fit import Pairs, _g, _q, find_breaks, fit_decay, fit_decay_matrix, pairs_from_matrix
+from fscontrol.model import fit as fitmod
+from fscontrol.model.decay import decay_lambda
+from fscontrol.model.fit import Pairs, _g, _q, find_breaks, fit_decay, fit_decay_matrix, pairs_from_matrix
 
 from test_fit import history
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fscontrol import fit as fitmod
-from fscontrol import pipeline, store
-from fscontrol.source import RecordedSlurm
+from fscontrol.model import fit as fitmod
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.slurm.source import RecordedSlurm
 
 SERIES = Path(__file__).resolve().parent.parent / "samples" / "testbed-series"
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
 from fscontrol.errors import ConfigError
-from fscontrol.forecast import (
+from fscontrol.forecast.classic import (
     PlanError,
     Segment,
     campaign_segment,
@@ -36,7 +36,7 @@ H = 3.6e7  # 10,000 core-hours in core-seconds
 
 
 def test_cold_start_imports_neither_numpy_nor_scipy():
-    code = "import sys, fscontrol.forecast; bad = {'numpy', 'scipy'} & set(sys.modules); assert not bad, bad"
+    code = "import sys, fscontrol.forecast.classic; bad = {'numpy', 'scipy'} & set(sys.modules); assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -166,7 +166,7 @@ def test_project_running_reads_a_pass_as_slurmctld_does_job_by_job():
     1:3, so A's weights are 0.75 own and 0.25 X's); A runs 2 CPUs (listed before A's pending job),
     B runs 8 (listed before), another account runs 4 (listed after); padding listed last holds
     the total. project_running must follow it to 1e-9 over 10 passes."""
-    from fscontrol.decay import decay_factor_per_second
+    from fscontrol.model.decay import decay_factor_per_second
 
     P, HL = 60.0, 300.0
     f = decay_factor_per_second(HL)
@@ -186,7 +186,7 @@ def test_project_running_reads_a_pass_as_slurmctld_does_job_by_job():
         ua = (a * fp + 2 * c) / (total * fp + 10 * c)
         ref.append((1 - s_self) * ua + s_self * ue_x)
         a, b, other = a * fp + 2 * c, b * fp + 8 * c, other * fp + 4 * c
-    from fscontrol.forecast import project_running
+    from fscontrol.forecast.classic import project_running
 
     got = project_running(
         ue0 * 30000.0, 30000.0, passes=10, period_s=P, half_life_s=HL,
@@ -199,7 +199,7 @@ def test_project_running_reads_a_pass_as_slurmctld_does_job_by_job():
 
 
 def test_durations_in_slurms_time_format():
-    from fscontrol.forecast import parse_duration, parse_plan
+    from fscontrol.forecast.classic import parse_duration, parse_plan
 
     assert parse_duration("14-0") == 14 * 86400  # days-hours, as sbatch -t
     assert parse_duration("1-12:30") == 86400 + 12 * 3600 + 30 * 60

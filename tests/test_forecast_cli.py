@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import publish as pub
-from fscontrol import userforecast as uf
-from fscontrol.cli import app
+from fscontrol.export import publish as pub
+from fscontrol.forecast import service as uf
+from fscontrol.cli.app import app
 from fscontrol.errors import NotFoundError, UnsafeActionError
-from fscontrol.forecast import parse_plan
+from fscontrol.forecast.classic import parse_plan
 from fscontrol.records import ShareRow, SlurmConfig
-from fscontrol.store import StoredSnapshot
+from fscontrol.store.history import StoredSnapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -195,7 +195,7 @@ def test_idle_recovery_and_budget_for_a_heavy_user():
     assert a["fairshare"] == pytest.approx(2 ** (-u / 10_000), rel=1e-5)
     import math
 
-    from fscontrol.decay import decay_lambda
+    from fscontrol.model.decay import decay_lambda
     expect = math.log(u / (-10_000 * math.log2(0.9))) / decay_lambda(WEEK) / 86400
     assert a["idle_days_to_target"] == pytest.approx(expect, rel=1e-4)
     assert a["core_hours_to_halve"] == pytest.approx(10_000)
@@ -442,7 +442,7 @@ def test_chart_is_readable():
 # ---------------------------------------------------------------------------- cold start
 def test_cold_start_imports_no_scipy_or_numpy():
     code = (
-        "import fscontrol.cli, fscontrol.userforecast, fscontrol.publish; import sys; "
+        "import fscontrol.cli.app, fscontrol.forecast.service, fscontrol.export.publish; import sys; "
         "assert 'scipy' not in sys.modules and 'numpy' not in sys.modules, "
         "sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'numpy'))"
     )
@@ -462,14 +462,14 @@ def _forecast_args(agave) -> str:
 
 
 def test_forecast_inside_the_typer_app_imports_no_scipy_numpy_or_sqlite_utils(agave):
-    run = ("from typer.testing import CliRunner; from fscontrol.cli import app\n"
+    run = ("from typer.testing import CliRunner; from fscontrol.cli.app import app\n"
            f"r = CliRunner().invoke(app, ['forecast'] + {_forecast_args(agave)}); assert r.exit_code == 0, r.output")
     assert set(_heavy_imports_after(run)) <= {"typer", "rich", "pydantic"}
 
 
 def test_console_script_forecast_path_imports_no_typer(agave):
     """The command users type is dispatched before typer (and the pydantic it pulls in) loads."""
-    run = f"from fscontrol.forecast_cmd import main\nassert main({_forecast_args(agave)}) == 0"
+    run = f"from fscontrol.cli.forecast import main\nassert main({_forecast_args(agave)}) == 0"
     assert _heavy_imports_after(run) == []
     # nor the dataclass machinery, typing or argparse's shutil (records.record, cmdline.HelpFormatter)
     assert _heavy_imports_after(run, "{'dataclasses', 'inspect', 'typing', 'shutil', 'textwrap'}") == []

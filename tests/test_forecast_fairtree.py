@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import forecast_fairtree as ftf
-from fscontrol import pipeline, report, store
-from fscontrol.fairtree import compute_fair_tree
-from fscontrol.source import RecordedSlurm
+from fscontrol.forecast import fairtree as ftf
+from fscontrol.agent import pipeline
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
+from fscontrol.model.fairtree import compute_fair_tree
+from fscontrol.slurm.source import RecordedSlurm
 from test_fairtree import tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +140,7 @@ def test_forecast_command_on_the_sample(tmp_path):
 def test_metrics_under_fair_tree_carry_rank_and_level_fs(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from fscontrol import config
+    from fscontrol.agent import config
 
     db = store.open_db(tmp_path / "h.db")
     pipeline.collect(RecordedSlurm(SAMPLE), db)

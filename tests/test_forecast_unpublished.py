@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import forecast_cmd, store
-from fscontrol import publish as pub
-from fscontrol.cli import app
+from fscontrol.cli import forecast as forecast_cmd
+from fscontrol.store import history as store
+from fscontrol.export import publish as pub
+from fscontrol.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 SERIES = ROOT / "samples" / "testbed-series"

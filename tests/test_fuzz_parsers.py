@@ -22,9 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import parse, pipeline, report, store
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
 from fscontrol.errors import FscontrolError
-from fscontrol.source import RecordedSlurm
+from fscontrol.slurm.source import RecordedSlurm
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
 NAMES = ("config", "sshare", "squeue", "sprio", "qos", "sacct")

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fscontrol.allocations import parse_allocations
+from fscontrol.model.allocations import parse_allocations
 from dataclasses import replace
 
 from fscontrol.errors import ConfigError, UnsafeActionError
-from fscontrol.gate import (HOLD_MARK, GateAction, GateOptions, LedgerEntry, apply_to_ledger, is_waiting, job_size,
+from fscontrol.act.gate import (HOLD_MARK, GateAction, GateOptions, LedgerEntry, apply_to_ledger, is_waiting, job_size,
                             plan_gate, plan_release_all, reconcile_ledger)
 from fscontrol.records import QueueJob
 
@@ -312,7 +312,7 @@ def test_gate_safety_properties(rows, ledger, bound, mode):
 
 
 def test_format_gate_plan():
-    from fscontrol.gate import format_gate_plan
+    from fscontrol.act.gate import format_gate_plan
 
     text = format_gate_plan(plan_gate(base_queue(), ALLOCS, {"9"}, GateOptions(max_actions=2), now=NOW))
     assert "occupancy (nodes)" in text and "alice" in text and "over" in text
@@ -393,8 +393,9 @@ def test_a_failed_release_keeps_its_mark(tmp_path):
     answer; what it checks is fscontrol's own order of commands."""
     import time as _time
 
-    from fscontrol import actions as act
-    from fscontrol import pipeline, store
+    from fscontrol.act import actions as act
+    from fscontrol.agent import pipeline
+    from fscontrol.store import history as store
     from fscontrol.errors import SlurmCommandError
 
     db = store.open_db(tmp_path / "h.db")

@@ -250,7 +250,7 @@ def test_the_dashboard_follows_grafanas_model():
                    "fscontrol_last_tick_timestamp_seconds", "fscontrol_tick_duration_seconds"):
         assert metric in joined, metric
     # every fscontrol metric a panel names is one the agent writes
-    from fscontrol import metrics
+    from fscontrol.export import metrics
 
     written = {metrics.PREFIX + f.name for f in metrics.families({}, [])}
     assert set(re.findall(r"fscontrol_\w+", joined)) <= written

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from fscontrol import config, pipeline, store
-from fscontrol.cli import app
-from fscontrol.source import RecordedSlurm
+from fscontrol.agent import config
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.cli.app import app
+from fscontrol.slurm.source import RecordedSlurm
 
 SERIES = Path(__file__).resolve().parent.parent / "samples" / "testbed-series"
 

@@ -1,4 +1,4 @@
-"""`fscontrol history --png / --html`: the record drawn over time (fscontrol/historychart.py).
+"""`fscontrol history --png / --html`: the record drawn over time (fscontrol/report/historychart.py).
 
 A history built by real control ticks on the recorded series, plus the gate's holds and a failed
 tick written as the agent writes them; the files are written, of a bounded size, the HTML
@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import config, historychart, pipeline, store
-from fscontrol.cli import app
-from fscontrol.source import RecordedSlurm
+from fscontrol.agent import config
+from fscontrol.report import historychart
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.cli.app import app
+from fscontrol.slurm.source import RecordedSlurm
 
 SERIES = Path(__file__).resolve().parent.parent / "samples" / "testbed-series"
 

@@ -233,7 +233,7 @@ def test_several_clusters_by_M_one_unreachable(slurm, tmp_path):
     assert _one(db, "SELECT group_concat(DISTINCT cluster) FROM decisions") == "tbcluster"
     assert _one(db, "SELECT count(*) FROM ticks WHERE cluster = 'nosuch' AND status = 'failed'") == 1
     # the -M path reads the same association tree as the plain one
-    from fscontrol import store
+    from fscontrol.store import history as store
 
     via_m = {r.key: r.raw_shares for r in store.load_snapshot(store.open_db(db), cluster="tbcluster").shares}
     assert via_m == {k: r.raw_shares for k, r in slurm.sshare().items()}

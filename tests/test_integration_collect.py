@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from fscontrol import pipeline, report, store
+from fscontrol.agent import pipeline
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import config, pipeline, store
+from fscontrol.agent import config
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from fscontrol import fairshare, store
+from fscontrol.model import fairshare
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 

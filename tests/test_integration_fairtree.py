@@ -1,4 +1,4 @@
-"""Against the real testbed running Fair Tree: fscontrol's F (fscontrol.fairtree, recomputed
+"""Against the real testbed running Fair Tree: fscontrol's F (fscontrol.model.fairtree, recomputed
 from RawShares and RawUsage) equals the factor slurmctld schedules with (sprio's %f) and sshare's
 FairShare column, to 5e-6, for every user association: first on the testbed's own tree (a flat
 account and a two-level one, users in two accounts) right after `scontrol reconfigure` switched
@@ -16,7 +16,9 @@ import time
 
 import pytest
 
-from fscontrol import fairtree, report, store
+from fscontrol.model import fairtree
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 
@@ -138,7 +140,8 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
         _cleanup(slurm)
     assert "PriorityFlags=NO_FAIR_TREE" in slurm.conf.read_text()
     # restarted after the switch back: classic NormShares again, as the tests after this one expect
-    from fscontrol import fairshare, parse
+    from fscontrol.model import fairshare
+    from fscontrol.slurm import parse
 
     rows = tuple(slurm.sshare().values())
     parse.check_share_tree(rows)

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import config, pipeline, store
-from fscontrol.decay import next_pass
-from fscontrol.source import last_decay_pass
+from fscontrol.agent import config
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.model.decay import next_pass
+from fscontrol.slurm.source import last_decay_pass
 
 pytestmark = pytest.mark.slurm
 

@@ -27,7 +27,10 @@ from pathlib import Path
 import pytest
 from test_integration_control import PROBES, _measure
 
-from fscontrol import config, parse, pipeline, store
+from fscontrol.agent import config
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from fscontrol import fairshare, store
+from fscontrol.model import fairshare
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 

@@ -16,11 +16,11 @@ import time
 
 import pytest
 
-from fscontrol import parse
+from fscontrol.slurm import parse
 from fscontrol.records import ShareRow
 from fscontrol.sim.multifactor import priority_config_from_slurm_conf, simulate_multifactor
 from fscontrol.sim.workload import SimJob, Workload
-from fscontrol.source import last_decay_pass
+from fscontrol.slurm.source import last_decay_pass
 
 pytestmark = pytest.mark.slurm
 

@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-from fscontrol import config, pipeline, store
+from fscontrol.agent import config
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
 

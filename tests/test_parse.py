@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import parse
+from fscontrol.slurm import parse
 from fscontrol.errors import ParseError
 
 DATA = Path(__file__).parent / "data" / "captures"
@@ -237,7 +237,7 @@ def test_root_usage_24_11():
 
 
 def test_root_usage_from_sshare_root_only():
-    from fscontrol.parse import parse_root_usage
+    from fscontrol.slurm.parse import parse_root_usage
 
     assert parse_root_usage("root||6636\n root|root|0\n") == 6636
     with pytest.raises(ParseError):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from fscontrol.cli import app
+from fscontrol.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,7 +43,7 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys, monkeypatch):
     fit, and carol's forecast as of the last snapshot (no staleness error from a recording)."""
     import json
 
-    from fscontrol.forecast_cmd import main as forecast_main
+    from fscontrol.cli.forecast import main as forecast_main
 
     db = tmp_path / "h.db"
     series = sorted(p for p in (ROOT / "samples" / "testbed-series").iterdir() if p.is_dir())
@@ -56,7 +56,7 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys, monkeypatch):
     fit = json.loads(r.output)
     assert fit["converged"] and abs(fit["half_life_s"] / fit["expected_half_life_s"] - 1) < 0.05, fit
     (tmp_path / "public").mkdir()  # nothing published (the demo publishes nothing): the sample is the snapshot
-    monkeypatch.setattr("fscontrol.publish.DEFAULT_DIR", str(tmp_path / "public"))
+    monkeypatch.setattr("fscontrol.export.publish.DEFAULT_DIR", str(tmp_path / "public"))
     monkeypatch.delenv("FSCONTROL_PUBLISHED", raising=False)
     code = forecast_main(["-u", "carol", "-A", "chem", "--source", str(series[-1]), "--plan", "8cpus:10m", "--json"])
     out = capsys.readouterr().out

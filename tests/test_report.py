@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.cli import app
+from fscontrol.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -70,7 +70,7 @@ def test_garbled_sample_writes_nothing(tmp_path):
     r = CliRunner().invoke(app, ["collect", "--source", str(bad), "--db", str(tmp_path / "h.db")])
     assert r.exit_code == 3
     assert "RawUsage is not a number: '16x3'" in r.output
-    from fscontrol import store
+    from fscontrol.store import history as store
 
     db = store.open_db(tmp_path / "h.db")
     assert db.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from fscontrol.cli import app
+from fscontrol.cli.app import app
 from fscontrol.sim import read_swf, run_simulation
 
 ROOT = Path(__file__).resolve().parent.parent

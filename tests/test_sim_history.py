@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.cli import app
+from fscontrol.cli.app import app
 from fscontrol.errors import ConfigError, ParseError
 from fscontrol.sim import load_workload, run_simulation
 from fscontrol.sim.history import jobs_from_sacct, parse_nodes, read_history
@@ -151,7 +151,7 @@ def test_a_replay_under_multifactor_uses_the_captured_tree_and_settings():
     """The multifactor engine takes the capture's own association tree (RawShares as sshare printed
     them, usage reset to 0: the capture's usage is the period's end) and adds the controller's
     dummy; the CLI reads the capture's config.txt (scontrol show config) for the weights."""
-    from fscontrol.parse import parse_sshare
+    from fscontrol.slurm.parse import parse_sshare
     from fscontrol.sim.multifactor import DUMMY, captured_tree, priority_config_from_slurm_conf
 
     folder = ROOT / "samples" / "testbed-history"

@@ -343,7 +343,7 @@ def test_cli_moldable_table_json_and_errors(tmp_path):
 
     from typer.testing import CliRunner
 
-    from fscontrol.cli import app
+    from fscontrol.cli.app import app
 
     def run(*args):
         return CliRunner().invoke(app, ["simulate", str(EXCERPT), "--limit", "300", "--no-progress", *args])

@@ -7,8 +7,9 @@ import random
 
 import pytest
 
-from fscontrol import fairshare, fairtree
-from fscontrol.decay import Charge, decay_factor_per_second, slurm_usage
+from fscontrol.model import fairshare
+from fscontrol.model import fairtree
+from fscontrol.model.decay import Charge, decay_factor_per_second, slurm_usage
 from fscontrol.errors import ConfigError
 from fscontrol.records import ShareRow
 from fscontrol.sim.multifactor import (
@@ -271,7 +272,7 @@ def test_share_tree_and_bad_association():
 def _cli(*args: str):
     from typer.testing import CliRunner
 
-    from fscontrol.cli import app
+    from fscontrol.cli.app import app
 
     return CliRunner().invoke(app, ["simulate", *args, "--no-progress"])
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.cli import app
+from fscontrol.cli.app import app
 from fscontrol.sim import (
     SimJob,
     Workload,

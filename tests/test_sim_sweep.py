@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.cli import app
+from fscontrol.cli.app import app
 from fscontrol.errors import ConfigError, NotFoundError, OutputError
 from fscontrol.sim import get_policy, read_swf, run_simulation
 from fscontrol.sim import sweep as sw

@@ -1,4 +1,4 @@
-"""fscontrol/slurm_versions.py: each release's entry, checked against the output recorded from that
+"""fscontrol/slurm/versions.py: each release's entry, checked against the output recorded from that
 release on the project's testbed (tests/data/captures/tb: 22.05.8, tb-24.11: 24.11.5)."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import parse, slurm_versions
-from fscontrol.cli import app
+from fscontrol.slurm import parse
+from fscontrol.slurm import versions as slurm_versions
+from fscontrol.cli.app import app
 
 DATA = Path(__file__).parent / "data" / "captures"
 ROOT = Path(__file__).resolve().parent.parent

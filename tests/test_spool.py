@@ -1,4 +1,4 @@
-"""collect streams sacct (fscontrol.spool): the records and errors of parse_sacct, from a file
+"""collect streams sacct (fscontrol.slurm.spool): the records and errors of parse_sacct, from a file
 read line by line, with memory that does not grow with the number of jobs; the live command
 keeps its argument list, timeout and errors."""
 
@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import parse, pipeline, spool, store
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.slurm import spool
+from fscontrol.store import history as store
 from fscontrol.errors import FscontrolError, SlurmCommandError, SlurmTimeoutError
-from fscontrol.source import RecordedSlurm
+from fscontrol.slurm.source import RecordedSlurm
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "testbed-basic"

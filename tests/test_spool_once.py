@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import parse, pipeline, spool, store
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.slurm import spool
+from fscontrol.store import history as store
 from fscontrol.errors import ParseError, SlurmCommandError
-from fscontrol.source import RecordedSlurm
+from fscontrol.slurm.source import RecordedSlurm
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
 

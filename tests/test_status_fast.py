@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import fairshare, fairtree, report, store
-from fscontrol.cli import app
+from fscontrol.model import fairshare
+from fscontrol.model import fairtree
+from fscontrol.report import admin as report
+from fscontrol.store import history as store
+from fscontrol.cli.app import app
 from fscontrol.records import ShareRow, share_rows
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol import report
-from fscontrol.cli import app
+from fscontrol.report import admin as report
+from fscontrol.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -156,7 +156,7 @@ def test_plain_table_is_tabulates_simple_layout(tmp_path):
     the default and the long fields, it is still exactly tabulate's output."""
     from tabulate import tabulate
 
-    from fscontrol import store
+    from fscontrol.store import history as store
 
     db = _history(tmp_path, AGAVE)
     data = report.status_data(store.load_snapshot(store.open_db(db, readonly=True)))

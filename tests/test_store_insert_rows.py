@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from fscontrol import store
+from fscontrol.store import history as store
 
 SCHEMA = "CREATE TABLE t (k INTEGER NOT NULL, name TEXT, x REAL, PRIMARY KEY (k)) WITHOUT ROWID"
 

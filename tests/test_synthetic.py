@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import fairshare, parse, pipeline, store
-from fscontrol.source import RecordedSlurm
+from fscontrol.model import fairshare
+from fscontrol.slurm import parse
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.slurm.source import RecordedSlurm
 
 ROOT = Path(__file__).resolve().parent.parent
 

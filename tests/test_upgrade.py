@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import pipeline, store
-from fscontrol.source import RecordedSlurm
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.slurm.source import RecordedSlurm
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "upgrade"
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"

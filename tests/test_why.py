@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol import why
+from fscontrol.forecast import why
 from fscontrol.errors import ParseError
 
 DATA = Path(__file__).parent / "data" / "why" / "sprio-22.05.txt"

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fscontrol import parse
+from fscontrol.slurm import parse
 from fscontrol.records import ShareRow
-from fscontrol.source import LiveSlurm
+from fscontrol.slurm.source import LiveSlurm
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "testbed.sh"
@@ -113,7 +113,7 @@ class Testbed:
         Slurm runs a pass every PriorityCalcPeriod (60 s here) at a fixed phase; sshare's RawUsage
         moves only then. Not root's alone: under control with d fixed, the agent holds root's
         RawUsage constant (padding makes up what real usage loses), by design."""
-        from fscontrol.source import last_decay_pass
+        from fscontrol.slurm.source import last_decay_pass
 
         state = self.dir / "spool" / "ctld"  # slurmctld's own record of its last pass (root reads it)
         last = last_decay_pass(str(state))
@@ -139,7 +139,8 @@ class Testbed:
     def stable_snapshot(self, db):
         """A snapshot (collected into `db`) with no decay pass between its sshare and sprio:
         retried until sshare reads the same before and after."""
-        from fscontrol import pipeline, store
+        from fscontrol.agent import pipeline
+        from fscontrol.store import history as store
 
         for _ in range(5):
             before = self.sshare()

@@ -2,7 +2,7 @@
 
 Policies: FCFS, EASY backfill, multifactor linear priority with reservation depth and
 backfill, Steffen's Simultaneous Fair-Share (two passes), and linear priority gated by
-fscontrol's own gate (:mod:`fscontrol.gate`) every N minutes (hold or nice). Workloads: SWF
+fscontrol's own gate (:mod:`fscontrol.act.gate`) every N minutes (hold or nice). Workloads: SWF
 logs, hand-made scenarios (TOML/JSON), and the SFS paper's section-9 generator.
 
     from fscontrol.sim import read_swf, run_simulation, format_report

@@ -173,7 +173,7 @@ def render_halving_png(results: Sequence[SimResult], path: str | Path, *, clip: 
     """H/u* - 1 over time, one line per configuration (matplotlib: the `plot` extra, imported here)."""
     from ..errors import ConfigError
 
-    from ..plotting import pyplot, save
+    from fscontrol.report.plotting import pyplot, save
 
     plt = pyplot("--halving-png")
     n = max(1, len(results))
@@ -295,7 +295,7 @@ def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool 
     mf-classic preset's), overridden by the options, one run per control method ('none' = static
     d). Raises ConfigError with one line on bad input."""
     from ..errors import ConfigError
-    from ..parse import parse_duration
+    from fscontrol.slurm.parse import parse_duration
     from .multifactor import priority_config_from_slurm_conf
     from .policies import PRESETS
 

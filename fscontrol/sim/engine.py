@@ -31,7 +31,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..gate import GateOptions, plan_gate
+from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
 from .policies import Policy
 from .workload import Workload

@@ -1,7 +1,7 @@
 """A site's own history as a simulator workload: "replay my last month".
 
 ``fscontrol capture FOLDER --history 30d`` records, beside the usual sample, what a replay needs
-(fscontrol.parse: ``HISTORY_FIELDS``, ``NODES_ARGS``):
+(fscontrol.slurm.parse: ``HISTORY_FIELDS``, ``NODES_ARGS``):
 
 - ``jobs.txt``: ``sacct -a -X -P -S .. -E .. -o JobID,User,Account,Partition,QOS,State,Submit,
   Eligible,Start,End,ElapsedRaw,TimelimitRaw,ReqCPUS,AllocCPUS,ReqNodes,NNodes`` (times not
@@ -35,7 +35,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import parse
+from fscontrol.slurm import parse
 from ..errors import ConfigError, ParseError
 from ..records import ShareRow
 from .workload import SimJob, Workload

@@ -15,11 +15,13 @@ from bisect import insort as _insort
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .. import control, fairshare, fairtree
-from ..decay import decay_factor_per_second
+from fscontrol.act import control
+from fscontrol.model import fairshare
+from fscontrol.model import fairtree
+from fscontrol.model.decay import decay_factor_per_second
 from ..errors import ConfigError
-from ..fairshare import FS_LEVEL as _FS_LEVEL
-from ..fairshare import FS_ROOT as _FS_ROOT
+from fscontrol.model.fairshare import FS_LEVEL as _FS_LEVEL
+from fscontrol.model.fairshare import FS_ROOT as _FS_ROOT
 from ..records import QueueJob, ShareRow
 from .multifactor import (
     DUMMY,
@@ -592,7 +594,7 @@ def simulate(
         q_add(size[i])
 
     def gate_tick(t: float) -> bool:
-        from ..gate import plan_gate
+        from fscontrol.act.gate import plan_gate
 
         out.gate_ticks += 1
         qj = [_qjob(i, "RUNNING", "None") for i in run_set]

@@ -11,7 +11,7 @@ priority_multifactor.c, 22.05 and 24.11):
   pending job's priority recomputed. A user's own EffectvUsage is computed at their first pending
   job in that walk, from the usage then (so running jobs earlier in the list are in it), and
   kept until the next pass. Under Fair Tree the pass decays, charges every running job, then
-  ranks the whole tree (fscontrol.fairtree) and sets every pending job's priority.
+  ranks the whole tree (fscontrol.model.fairtree) and sets every pending job's priority.
 * **A job's end** charges its last stretch at once (`priority_p_job_end`, with `limits` in
   AccountingStorageEnforce): `dt * billing * f^dt`, dt = end - max(last pass, start).
 * **A new job** gets its priority at submission: age 0, F from its user's EffectvUsage (the one
@@ -48,10 +48,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .. import control
-from ..decay import decay_factor_per_second
+from fscontrol.act import control
+from fscontrol.model.decay import decay_factor_per_second
 from ..errors import ConfigError
-from ..parse import parse_duration
+from fscontrol.slurm.parse import parse_duration
 from ..records import ShareRow
 from .workload import Workload
 

@@ -8,7 +8,7 @@ kinds:
   sfs     Steffen's Simultaneous Fair-Share: pass 1 places, in priority order, only jobs of
           accounts at/under target occupancy, re-checking after each placement (no
           reservations); pass 2 is the ``linear`` pass over the full list.
-  gate    ``linear`` plus fscontrol's gate (:func:`fscontrol.gate.plan_gate`) every
+  gate    ``linear`` plus fscontrol's gate (:func:`fscontrol.act.gate.plan_gate`) every
           ``gate_interval_s``: hold (held jobs lose their accrued age, as in Slurm without
           ACCRUE_ALWAYS) or nice (demote by ``gate_nice`` priority points).
 

@@ -141,7 +141,7 @@ def run_simulation(
 
             gate = None
             if pol.gate:
-                from ..gate import GateOptions
+                from fscontrol.act.gate import GateOptions
 
                 gate = GateOptions(action=pol.gate_action, nice_value=pol.gate_nice, max_actions=pol.gate_max_actions)
             raw = mf = simulate_multifactor(workload, pol.priority, control_spec=pol.control,

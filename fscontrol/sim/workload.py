@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..allocations import Allocation, parse_allocations
+from fscontrol.model.allocations import Allocation, parse_allocations
 from ..errors import ConfigError
 from ..records import ShareRow
 
@@ -252,7 +252,7 @@ def load_scenario(path: str | Path) -> Workload:
 
 
 def _dur(v: Any, where: str) -> float:
-    from ..allocations import parse_period
+    from fscontrol.model.allocations import parse_period
 
     if isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0:
         return 0.0

@@ -126,7 +126,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
 
 def forecast(argv: list[str], asker: tuple[str, int] | None) -> dict:
     """`fscontrol forecast --json ARGV` as data, asked by `asker` (None: the process's user)."""
-    from ..forecast_cmd import _forecast, parser
+    from fscontrol.cli.forecast import _forecast, parser
 
     return _forecast(parser().parse_args(argv), asker)
 

@@ -72,7 +72,7 @@ def val(key: str, v: float | int | None, spec: str = ",.1f", none: str = "-") ->
     return f'<span data-k="{esc(key)}" data-v="{esc(raw)}">{esc(num(v, spec, none))}</span>'
 
 
-from fscontrol.userforecast import duration_text  # noqa: E402  (the CLI's own wording)
+from fscontrol.forecast.service import duration_text  # noqa: E402  (the CLI's own wording)
 
 
 def _ticks(span: float, steps: Sequence[float]) -> float:

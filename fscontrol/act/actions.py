@@ -1,0 +1,304 @@
+"""Plans and their application. A plan is a list of commands, each with its reason; building it
+is pure, applying it is separate and happens only when the admin asks (--apply).
+
+Every command is an argument list run with a timeout, never through a shell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from fscontrol.act.control import D_MAX, Decision
+from fscontrol.errors import SlurmCommandError, UnsafeActionError
+from fscontrol.records import QueueJob, record, replace, set_field
+
+DUMMY_JOB_NAME = "fscontrol-padding"
+PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half, never UNLIMITED
+# (an unlimited job shows billions of TRESRunMins on root and the dummy account, which would trip
+# any GrpTRESRunMins limit there; a day shows 1,440)
+PULSE_JOB_NAME = "fscontrol-pulse"
+
+
+@record
+class Action:
+    __slots__ = ("kind", "argv", "reason", "job_id", "status", "output")
+    kind: str  # set_damping | set_usage_factor | submit_dummy | cancel_dummy | hold | release | nice
+    argv: tuple[str, ...]
+    reason: str
+    job_id: str | None
+    status: str  # planned | ok | failed | skipped
+    output: str
+
+    def __init__(self, kind: str, argv: tuple[str, ...], reason: str, job_id: str | None = None,
+                 status: str = "planned", output: str = "") -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "argv", argv)
+        set_field(self, "reason", reason)
+        set_field(self, "job_id", job_id)
+        set_field(self, "status", status)
+        set_field(self, "output", output)
+
+
+def set_damping(d: int, reason: str) -> Action:
+    if not isinstance(d, int) or not 1 <= d <= D_MAX:
+        # Slurm wraps values over 65535 and divides by zero on 0: never send either
+        raise UnsafeActionError(f"refusing FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
+    return Action("set_damping", ("scontrol", "fsdampeningfactor", str(d)), reason)
+
+
+def set_usage_factor(qos: str, k: float, reason: str) -> Action:
+    if not (k >= 0 and math.isfinite(k)):
+        raise UnsafeActionError(f"refusing UsageFactor={k!r} for QOS {qos}")
+    return Action(
+        "set_usage_factor",
+        ("sacctmgr", "-i", "modify", "qos", "where", f"name={qos}", "set", f"usagefactor={k:.6f}"),
+        reason,
+    )
+
+
+def submit_dummy(user: str, account: str, partition: str, qos: str, seconds: int | None, name: str, reason: str,
+                 reservation: str | None = None) -> Action:
+    """A 1-CPU job of the dummy user (root submits it with --uid/--gid); in `reservation` when the
+    admin keeps a core for it (a full cluster would otherwise leave it pending)."""
+    time_arg = "UNLIMITED" if seconds is None else str(max(1, math.ceil(seconds / 60)))
+    script = "exec sleep infinity" if seconds is None or name == DUMMY_JOB_NAME else f"exec sleep {int(seconds)}"
+    return Action(
+        "submit_dummy",
+        (
+            "sbatch", "--parsable", f"--uid={user}", f"--gid={user}", "-A", account, "-p", partition,
+            "--qos", qos, "-n", "1", "-t", time_arg, "-J", name, "-o", "/dev/null", "--chdir=/tmp",
+            *((f"--reservation={reservation}",) if reservation else ()), "--wrap", script,
+        ),
+        reason,
+    )
+
+
+def control_plan(
+    dec: Decision,
+    *,
+    dummy: tuple[str, str],
+    dummy_partition: str,
+    padding_qos: str,
+    padding_mode: str,
+    dummy_jobs: Sequence[QueueJob],
+    calc_period_s: float,
+    now: float | None = None,
+    reservation: str | None = None,
+) -> list[Action]:
+    """The commands that carry a decision out, each with its reason. `now` (the snapshot's time)
+    renews the steady padding job's time limit once less than half of it is left; `reservation`
+    (config padding_reservation) is where the padding jobs run."""
+    if dec.advise_only:
+        return []
+    plan: list[Action] = []
+    if dec.d_target != dec.d_now:
+        why = (
+            f"{dec.method}: ideal d = {dec.d_ideal:.3f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+            f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours"
+            if dec.d_ideal is not None
+            else f"{dec.method}: d {dec.d_now} -> {dec.d_target}"
+        )
+        plan.append(set_damping(dec.d_target, why))
+    account, user = dummy
+    running = [j for j in dummy_jobs if j.state in ("RUNNING", "PENDING") and j.account == account and j.user == user]
+    if dec.usage_factor is not None and padding_mode == "steady":
+        plan.append(
+            set_usage_factor(
+                padding_qos,
+                dec.usage_factor,
+                f"steady padding: w {dec.w_now / 3600:,.2f} -> target {dec.w_target / 3600:,.2f} core-hours after the next pass",
+            )
+        )
+        if not running:
+            plan.append(
+                submit_dummy(user, account, dummy_partition, padding_qos, PADDING_LIMIT_S, DUMMY_JOB_NAME,
+                             "steady padding needs its long-running 1-CPU dummy job", reservation)
+            )
+        elif now is not None:
+            for j in running:
+                if j.state == "RUNNING" and j.start is not None and j.time_limit_s is not None:
+                    left = j.start + j.time_limit_s - now
+                    if left < PADDING_LIMIT_S / 2:
+                        minutes = math.ceil((now - j.start + PADDING_LIMIT_S) / 60)
+                        plan.append(Action("extend_dummy", ("scontrol", "update", f"JobId={j.job_id}", f"TimeLimit={minutes}"),
+                                           f"steady padding job {j.job_id} has {left / 3600:.1f} h left: a day more",
+                                           job_id=j.job_id))
+    if dec.pulse_usage_factor is not None and padding_mode == "pulse" and not running:
+        plan.append(
+            set_usage_factor(padding_qos, dec.pulse_usage_factor,
+                             f"pulse: deliver {max(0.0, dec.w_target - dec.w_now) / 3600:,.2f} core-hours of padding")
+        )
+        plan.append(
+            submit_dummy(user, account, dummy_partition, padding_qos, int(calc_period_s), PULSE_JOB_NAME,
+                         f"pulse: padding {dec.w_now / 3600:,.2f} fell below target {dec.w_target / 3600:,.2f} core-hours")
+        )
+    return plan
+
+
+Runner = Callable[[tuple[str, ...]], str]
+
+
+def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, float], originals: dict,
+             dummy: tuple[str, str], conf_value: str | None) -> list[Action]:
+    """`fscontrol control off`: undo what control did, from what Slurm held before the agent
+    first changed it (`originals`). Pure. The gate's holds are released by the same tick.
+
+    Order: the padding jobs go first (no more padding charged), then the QOS UsageFactor, then
+    slurm.conf's d line (its reconfigure resets the runtime d to it), then the runtime d."""
+    plan: list[Action] = []
+    account, user = dummy
+    for j in queue:
+        if (j.account, j.user) == (account, user) and j.state in ("RUNNING", "PENDING"):
+            plan.append(Action("cancel_dummy", ("scancel", j.job_id), "control off: the padding job goes", job_id=j.job_id))
+    for what, value in sorted(originals.items()):
+        if what.startswith("usage_factor:") and value is not None:
+            qos = what.split(":", 1)[1]
+            if abs(usage_factors.get(qos, value) - value) > 1e-9:
+                plan.append(set_usage_factor(qos, float(value), f"control off: QOS {qos} UsageFactor back to {value:g}, "
+                                                                 "as before the agent first changed it"))
+    conf = originals.get("slurm_conf_damping")
+    reconfigured_to = None
+    if conf is not None and conf.get("value") != conf_value:
+        want = conf.get("value")
+        line = f"FairShareDampeningFactor={want}" if want is not None else "no FairShareDampeningFactor line"
+        plan.append(Action("restore_conf_damping", ("edit", conf["path"], line, "scontrol reconfigure"),
+                           "control off: slurm.conf's d line back as before the agent first wrote it"))
+        reconfigured_to = int(want) if want is not None else 1
+    d_orig = originals.get("damping")
+    if d_orig is not None and (reconfigured_to if reconfigured_to is not None else d_now) != int(d_orig):
+        plan.append(set_damping(int(d_orig), f"control off: d back to {d_orig}, as before the agent first changed it"))
+    return plan
+
+
+def conf_damping_value(text: str) -> str | None:
+    """The value of slurm.conf's FairShareDampeningFactor line (the last one), or None."""
+    value = None
+    for line in text.splitlines():
+        key, _, v = line.split("#", 1)[0].strip().partition("=")
+        if key.strip().lower() == "fairsharedampeningfactor":
+            value = v.strip()
+    return value
+
+
+def restore_damping_line(conf_path: str, value: str | None, run: Runner) -> str:
+    """slurm.conf's d line back to `value` (None: no such line), written as persist writes it,
+    then `scontrol reconfigure`."""
+    import os
+
+    with open(conf_path) as fh:
+        text = fh.read()
+    if value is None:
+        lines = [ln for ln in text.splitlines(keepends=True)
+                 if ln.split("#", 1)[0].strip().partition("=")[0].strip().lower() != "fairsharedampeningfactor"]
+        new = "".join(lines)
+    else:
+        new = rewrite_damping(text, int(value))
+    _write_like(conf_path, new, os.stat(conf_path))
+    run(("scontrol", "reconfigure"))
+    return f"{conf_path}: FairShareDampeningFactor {'removed' if value is None else '= ' + str(value)}; reconfigured"
+
+
+def apply_plan(plan: Sequence[Action], run: Runner) -> list[Action]:
+    """Run each action in order; stop at the first failure (later actions depend on earlier ones)."""
+    done: list[Action] = []
+    failed = False
+    for a in plan:
+        if failed:
+            done.append(replace(a, status="skipped", output="not run: an earlier action failed"))
+            continue
+        try:
+            out = run(a.argv)
+            job = out.strip().split(";")[0] if a.kind == "submit_dummy" else a.job_id
+            done.append(replace(a, status="ok", output=out.strip()[:2000], job_id=job))
+        except SlurmCommandError as e:
+            failed = True
+            done.append(replace(a, status="failed", output=str(e)[:2000]))
+    return done
+
+
+
+# ---------------------------------------------------------------------------- persist d in slurm.conf
+def rewrite_damping(conf_text: str, d: int) -> str:
+    """slurm.conf with FairShareDampeningFactor=d (the line replaced, or added). Pure.
+
+    Only a validated integer is ever written: Slurm's clients die on a non-integer, and
+    `scontrol reconfigure` with one killed slurmctld on the testbed (losing usage since its
+    last state save)."""
+    if not isinstance(d, int) or isinstance(d, bool) or not 1 <= d <= D_MAX:
+        raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
+    out, done = [], False
+    for line in conf_text.splitlines(keepends=True):
+        key = line.split("#", 1)[0].strip().split("=", 1)[0].strip().lower()
+        if key == "fairsharedampeningfactor":
+            if not done:
+                out.append(f"FairShareDampeningFactor={d}\n")
+                done = True
+            continue  # a duplicate line would be ambiguous: keep one
+        out.append(line)
+    if not done:
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+        out.append(f"FairShareDampeningFactor={d}\n")
+    return "".join(out)
+
+
+MAX_BACKUPS = 5  # slurm.conf.fscontrol-<stamp> files kept; older ones of ours are removed
+
+
+def _write_like(path: str, text: str, st) -> None:
+    """Write `text` to `path` atomically with the mode and owner of `st` (the file it replaces):
+    a temporary file in the same folder, fsync, rename. The temporary file never outlives a failure."""
+    import os
+
+    tmp = f"{path}.fscontrol-tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, st.st_mode & 0o7777)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, st.st_mode & 0o7777)
+        if os.geteuid() == 0:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def persist_damping(conf_path: str, d: int, run: Runner, stamp: str) -> str:
+    """Write d into slurm.conf atomically (backup, temp file + rename, mode and owner kept), then
+    `scontrol reconfigure`; if that fails, put the old text back the same way and reconfigure
+    again. Refuses a slurm.conf that uses Include (the setting may live in another file), and one
+    that changed while it was being rewritten. Keeps the last MAX_BACKUPS backups. Returns the
+    backup's path."""
+    import glob
+    import os
+    import re
+
+    with open(conf_path) as fh:
+        text = fh.read()
+    if re.search(r"^\s*include\s", text, re.IGNORECASE | re.MULTILINE):
+        raise UnsafeActionError(f"{conf_path} uses Include: fscontrol does not edit a split slurm.conf; "
+                                "set FairShareDampeningFactor there yourself, or keep persist = false")
+    new = rewrite_damping(text, d)
+    st = os.stat(conf_path)
+    backup = f"{conf_path}.fscontrol-{stamp}"
+    _write_like(backup, text, st)
+    with open(conf_path) as fh:
+        if fh.read() != text:  # someone edited it meanwhile: theirs wins, nothing written
+            raise UnsafeActionError(f"{conf_path} changed while fscontrol was rewriting it: not written (try again)")
+    _write_like(conf_path, new, st)
+    ours = sorted(glob.glob(glob.escape(conf_path) + ".fscontrol-[0-9]*"))
+    for old in ours[:-MAX_BACKUPS]:
+        os.unlink(old)
+    try:
+        run(("scontrol", "reconfigure"))
+    except SlurmCommandError as e:
+        _write_like(conf_path, text, st)
+        try:
+            run(("scontrol", "reconfigure"))
+        finally:
+            raise SlurmCommandError(f"scontrol reconfigure failed after writing d={d} to {conf_path}; the old file is back: {e}") from None
+    return backup

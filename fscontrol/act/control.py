@@ -1,0 +1,245 @@
+"""Keep fair-share halving at the admin's target u* (Yalim, PEARC'20, section 2). Pure.
+
+For a user of share S the factor halves every H = S * d * U of usage, U being root's RawUsage
+(real usage plus the dummy's padding w). The admin states u* for a reference share S_ref; the
+controller picks d and/or w so that S_ref * d * (U_real + w) = u*:
+
+* damping: d = round(u* / (S_ref * U_real)) in 1..65535, with hysteresis (d moves only when the
+  ideal is more than 0.5 + hysteresis steps away), so H misses u* by at most (0.5 + h) / d_ideal;
+* padding: w = u* / (S_ref * d) - U_real at the d in force (w >= 0: padding can only soften);
+* hybrid: d = floor of the ideal (so w >= 0) for the coarse step, padding for the rest: exact.
+
+When each part of a decision takes effect (classic, slurmctld's decay thread, read from
+priority_multifactor.c): a pass computes the factors from the usage as it stands when the pass
+starts (the accounts' EffectvUsage first; a user's at their first pending job, a ratio that decay
+leaves alone) and the d in force at that moment, then decays and charges the running jobs. So:
+
+* d set now acts at the coming pass, on the usage there is now (U_now: real + padding, all known):
+  d is chosen for U_now, and a burst that has just been charged costs only d's rounding,
+  at most 0.5 / d_ideal, at its first pass;
+* padding charged at the coming pass is in the usage the pass after it reads: it is planned for
+  the usage after the next pass (real usage decays by f^P, running jobs add P * billing * f^P;
+  decay.py) and for the d that pass will want (`d_next`).
+
+Padding is delivered by real jobs of the dummy association (RawUsage can only be reset to 0):
+* steady: one long 1-CPU dummy job in a QOS whose UsageFactor k is set each tick so that the
+  next pass brings w to its target: w_next = w f^P + P b k f^P (closed loop on the measured w);
+* pulse (Yalim): when w has decayed more than a threshold below target, a short dummy job whose
+  UsageFactor delivers the deficit in about one pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from fscontrol.model.decay import decay_factor_per_second
+from fscontrol.records import QueueJob, ShareRow, record, set_field
+
+D_MAX = 65535  # FairShareDampeningFactor is a uint16 in Slurm
+
+
+@record
+class Decision:
+    """What the controller wants, why, and what it expects."""
+
+    __slots__ = ("method", "u_star", "s_ref", "u_real", "u_real_next", "w_now", "d_now", "d_target", "d_ideal",
+                 "w_target", "usage_factor", "pulse_usage_factor", "h_now", "h_planned", "bound", "advise_only",
+                 "notes", "d_next")
+    method: str
+    u_star: float  # billing-seconds
+    s_ref: float | None
+    u_real: float  # root RawUsage minus the dummy's
+    u_real_next: float  # predicted after the next decay pass
+    w_now: float  # the dummy's RawUsage
+    d_now: int  # in force in slurmctld
+    d_target: int
+    d_ideal: float | None
+    w_target: float  # padding wanted after the next pass
+    usage_factor: float | None  # steady: QOS UsageFactor for the dummy job
+    pulse_usage_factor: float | None  # pulse: UsageFactor for a short dummy job, None = no pulse
+    h_now: float | None  # S_ref * d_now * (U_real + w_now)
+    h_planned: float | None  # S_ref * d_target * (U_real_next + w_target)
+    bound: float | None  # damping: the relative error integer d (and hysteresis) may leave
+    advise_only: bool
+    notes: tuple[str, ...]
+    d_next: int | None  # the d the padding is planned for (the pass after the coming one)
+
+    def __init__(self, method: str, u_star: float, s_ref: float | None, u_real: float, u_real_next: float,
+                 w_now: float, d_now: int, d_target: int, d_ideal: float | None, w_target: float,
+                 usage_factor: float | None, pulse_usage_factor: float | None, h_now: float | None,
+                 h_planned: float | None, bound: float | None, advise_only: bool,
+                 notes: tuple[str, ...] | None = None, d_next: int | None = None) -> None:
+        set_field(self, "method", method)
+        set_field(self, "u_star", u_star)
+        set_field(self, "s_ref", s_ref)
+        set_field(self, "u_real", u_real)
+        set_field(self, "u_real_next", u_real_next)
+        set_field(self, "w_now", w_now)
+        set_field(self, "d_now", d_now)
+        set_field(self, "d_target", d_target)
+        set_field(self, "d_ideal", d_ideal)
+        set_field(self, "w_target", w_target)
+        set_field(self, "usage_factor", usage_factor)
+        set_field(self, "pulse_usage_factor", pulse_usage_factor)
+        set_field(self, "h_now", h_now)
+        set_field(self, "h_planned", h_planned)
+        set_field(self, "bound", bound)
+        set_field(self, "advise_only", advise_only)
+        set_field(self, "notes", tuple() if notes is None else notes)
+        set_field(self, "d_next", d_next)
+
+    @property
+    def error_now(self) -> float | None:
+        return None if self.h_now is None or not self.u_star else self.h_now / self.u_star - 1
+
+    @property
+    def error_planned(self) -> float | None:
+        return None if self.h_planned is None or not self.u_star else self.h_planned / self.u_star - 1
+
+
+def clamp_d(d: float) -> int:
+    return int(min(D_MAX, max(1, d)))
+
+
+def choose_damping(d_ideal: float, d_now: int, hysteresis: float) -> int:
+    """Nearest integer d, kept at d_now while the ideal stays within 0.5 + hysteresis of it."""
+    if abs(d_now - d_ideal) <= 0.5 + hysteresis and 1 <= d_now <= D_MAX:
+        return d_now
+    return clamp_d(round(d_ideal))
+
+
+def choose_hybrid_damping(d_ideal: float, d_now: int, d_seamless: int) -> int:
+    """Hybrid's integer d. Down when it must (d > ideal: padding would have to be negative; added
+    padding lands at the next pass). Up only as far as the padding already there allows
+    (`d_seamless`: the largest d at which the padding left after the next pass's decay is not
+    more than that d needs), because padding cannot be taken back, it only decays: a step up
+    past it makes H overshoot u* for as long as the surplus takes to decay (measured on the
+    testbed: 100% over u*, still 27% five passes later). So d rises when real usage grows into
+    the padding, and otherwise padding keeps making up the rest, exactly."""
+    if d_ideal < d_now:
+        return clamp_d(math.floor(d_ideal))
+    return clamp_d(max(d_now, min(math.floor(d_ideal), d_seamless)))
+
+
+def predict_real_usage(u_real: float, running: Iterable[QueueJob], period_s: float, half_life_s: float, usage_factors: dict[str, float]) -> float:
+    """Real usage after the next pass: decay, plus each running job's charge for one period.
+    Billing is taken as the job's CPUs (no TRESBillingWeights on the real partitions)."""
+    if half_life_s <= 0 or period_s <= 0:
+        return u_real
+    fp = decay_factor_per_second(half_life_s) ** period_s
+    charge = sum(j.cpus * usage_factors.get(j.qos, 1.0) for j in running) * period_s * fp
+    return u_real * fp + charge
+
+
+def plan_control(
+    shares: Sequence[ShareRow],
+    *,
+    method: str,
+    u_star: float,
+    d_now: int,
+    d_last: int | None = None,
+    half_life_s: float,
+    calc_period_s: float,
+    dummy: tuple[str, str] | None,
+    s_ref: float | None,
+    running_real: Sequence[QueueJob] = (),
+    usage_factors: dict[str, float] | None = None,
+    hysteresis: float = 0.25,
+    padding_mode: str = "steady",
+    padding_threshold: float = 0.02,
+    dummy_billing: float = 1.0,
+    advise_reason: str | None = None,
+) -> Decision:
+    """The controller: from one snapshot, the d and padding that keep S_ref * d * U at u*.
+
+    `d_now` is the d slurmctld holds; `d_last` the d the agent set last (hysteresis is kept
+    around it, and a d_now that differs from it was reverted by a reconfigure or restart)."""
+    notes: list[str] = []
+    d_hold = d_last if d_last is not None else d_now
+    if d_last is not None and d_last != d_now:
+        notes.append(f"d in slurmctld is {d_now}, the agent had set {d_last}: reverted (reconfigure or restart?)")
+    root = next((r for r in shares if r.depth == 0), None)
+    total = float(root.raw_usage) if root else 0.0
+    w_now = float(next((r.raw_usage for r in shares if r.key == dummy), 0.0)) if dummy else 0.0
+    u_real = max(0.0, total - w_now)
+    uf = usage_factors or {}
+    u_next = predict_real_usage(u_real, running_real, calc_period_s, half_life_s, uf)
+    h_now = s_ref * d_now * total if s_ref else None
+
+    def decision(**kw) -> Decision:
+        base = dict(
+            method=method, u_star=u_star, s_ref=s_ref, u_real=u_real, u_real_next=u_next, w_now=w_now,
+            d_now=d_now, d_target=d_now, d_ideal=None, w_target=0.0, usage_factor=None, pulse_usage_factor=None,
+            h_now=h_now, h_planned=h_now, bound=None, advise_only=advise_reason is not None, notes=tuple(notes),
+        )
+        base.update(kw)
+        return Decision(**base)
+
+    if advise_reason:
+        notes.append(f"advice only: {advise_reason}")
+    if method == "none":
+        notes.append("method = none: reporting only")
+        return decision()
+    if not s_ref:
+        notes.append("no reference share (no user with shares): nothing to control")
+        return decision(advise_only=True)
+    if u_next <= 0:
+        notes.append("no real usage yet: H = S_ref * d * U is 0 whatever d is; waiting for usage")
+        return decision(w_target=0.0)
+
+    d_ideal = u_star / (s_ref * u_next)  # for the usage after the coming pass: what padding plans for
+    d_ideal_now = u_star / (s_ref * total) if total > 0 else d_ideal  # for the coming pass
+    if d_ideal > D_MAX:
+        notes.append(f"d would be {d_ideal:,.0f}, above Slurm's maximum {D_MAX}: capped, H falls short of u*")
+    if d_ideal < 1:
+        notes.append(
+            f"u* is below what d=1 allows (H at d=1, no padding = {s_ref * u_next / 3600:,.2f} core-hours): "
+            "padding cannot sharpen fair-share; d=1, no padding"
+        )
+
+    d_next = None
+    if method == "damping":
+        d = choose_damping(d_ideal_now, d_hold, hysteresis)
+        w_target = 0.0
+        bound = (0.5 + hysteresis) / d_ideal_now if d_ideal_now >= 1 else None
+    elif method == "padding":
+        d = d_hold
+        w_target = u_star / (s_ref * d) - u_next
+        bound = None
+    elif method == "hybrid":
+        fp = decay_factor_per_second(half_life_s) ** calc_period_s if half_life_s > 0 else 1.0
+        left = u_next + w_now * fp  # the padding there now, after the next pass's decay
+        d_seamless = clamp_d(math.floor(u_star / (s_ref * left))) if left > 0 else D_MAX
+        # the coming pass reads the usage there is now: the nearest d (padding cannot change it any more)
+        d = clamp_d(round(d_ideal_now)) if d_ideal_now >= 1 else 1
+        # the pass after it: the d the padding is planned for (never above the ideal, so padding >= 0)
+        d_next = choose_hybrid_damping(d_ideal, d, d_seamless) if d_ideal >= 1 else 1
+        if d != d_hold:
+            notes.append(f"d for the coming pass: {d} (ideal {d_ideal_now:.2f} on the usage there is now); "
+                         f"padding planned for d = {d_next} after it")
+        w_target = u_star / (s_ref * d_next) - u_next
+        bound = 0.5 / d_ideal_now if d_ideal_now >= 1 else None
+    else:
+        raise ValueError(f"unknown control method {method!r}")
+    if w_target < 0:
+        if method != "damping" and d_ideal >= 1:
+            notes.append("padding would have to be negative: real usage alone already exceeds u*/(S_ref d)")
+        w_target = 0.0
+
+    k = None
+    pulse_k = None
+    if method in ("padding", "hybrid"):
+        fp = decay_factor_per_second(half_life_s) ** calc_period_s if half_life_s > 0 else 1.0
+        needed = w_target - w_now * fp  # what the next pass must add
+        if padding_mode == "steady":
+            k = max(0.0, needed / (calc_period_s * dummy_billing * fp)) if calc_period_s > 0 else 0.0
+            if needed < 0:
+                notes.append("padding above target: the dummy job idles (UsageFactor 0) while it decays")
+        elif w_now < w_target * (1 - padding_threshold):
+            pulse_k = max(0.0, needed / (calc_period_s * dummy_billing * fp)) if calc_period_s > 0 else None
+    h_planned = s_ref * (d_next or d) * (u_next + w_target)
+    return decision(
+        d_target=d, d_ideal=d_ideal, w_target=w_target, usage_factor=k, pulse_usage_factor=pulse_k,
+        h_planned=h_planned, bound=bound, d_next=d_next,
+    )

@@ -1,0 +1,360 @@
+"""The agent's one configuration file (TOML), validated with errors that name the key.
+
+    [agent]
+    db = "/var/lib/fscontrol/history.db"
+    apply = false                      # true: act; false (default): plan only (dry run)
+    lock = "/run/fscontrol/agent.lock"
+    metrics = "/var/lib/prometheus/node-exporter/fscontrol.prom"
+    publish_dir = "/var/lib/fscontrol/public"
+    admins = ["hpcadmin"]              # may `fscontrol forecast --user` anyone (root always may)
+    release_on_stop = false            # `fscontrol run`: release the agent's holds on SIGTERM
+    on_stop = "keep"                   # `fscontrol run` on SIGTERM: keep what control set, or "restore" (= control off)
+    slurm_timeout = "60s"
+    tick_deadline = "5m"               # one tick's whole budget (keep it under the service's timeout)
+    pass_lead = "3s"                   # `run`: control this long before each decay pass ("0s": on schedule.control)
+    pass_trim = "0.5s"                 # `run`: d trimmed on root's usage this long before the pass ("0s": off)
+
+    [schedule]                         # `fscontrol run`: one interval per stage
+    collect = "5m"
+    fit = "1h"
+    control = "5m"
+    gate = "2m"
+    watch = "15s"                      # `run`: d re-applied this soon after a reconfigure or restart
+
+    [clusters.tbcluster]               # one table per cluster (-M name); the name is Slurm's
+    target_core_hours = 10000          # u*: fair-share halves every u* core-hours
+    method = "hybrid"                  # damping | padding | hybrid | none (report only)
+    reference_share = "median"         # median | mean | min | max | a number in (0, 1]
+    dummy = "fsadmin/fsdummy"          # ACCOUNT/USER of the padding association
+    ...
+
+Pure apart from `load` (which reads the file): everything else takes plain data.
+"""
+
+from __future__ import annotations
+
+import math
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fscontrol.model.allocations import Allocation, parse_allocations, parse_period
+from fscontrol.errors import ConfigError
+from fscontrol.records import record, replace, set_field
+
+METHODS = ("damping", "padding", "hybrid", "none")
+PADDING_MODES = ("pulse", "steady")
+REF_RULES = ("median", "mean", "min", "max")
+GATE_ACTIONS = ("hold", "nice")
+
+
+@record
+class GateConfig:
+    __slots__ = ("enabled", "action", "nice", "max_actions", "node_cpus")
+    enabled: bool
+    action: str  # hold | nice
+    nice: int
+    max_actions: int
+    node_cpus: int | None  # cpus per node, for allocations counted in nodes
+
+    def __init__(self, enabled: bool = False, action: str = "hold", nice: int = 10000, max_actions: int = 20,
+                 node_cpus: int | None = None) -> None:
+        set_field(self, "enabled", enabled)
+        set_field(self, "action", action)
+        set_field(self, "nice", nice)
+        set_field(self, "max_actions", max_actions)
+        set_field(self, "node_cpus", node_cpus)
+
+
+@record
+class ClusterConfig:
+    __slots__ = ("name", "target_core_hours", "method", "reference_share", "dummy", "dummy_partition",
+                 "padding_mode", "padding_qos", "padding_reservation", "padding_threshold", "hysteresis", "persist",
+                 "slurm_conf", "gate", "allocations")
+    name: str
+    target_core_hours: float | None
+    method: str
+    reference_share: str | float
+    dummy: str
+    dummy_partition: str
+    padding_mode: str
+    padding_qos: str
+    padding_reservation: str | None  # a reservation that keeps a core for the padding job on a full cluster
+    padding_threshold: float  # pulse when padding fell this fraction below its target
+    hysteresis: float  # damping: move d only when the ideal is this far past the midpoint
+    persist: bool  # damping: also write slurm.conf (atomically, validated)
+    slurm_conf: str
+    gate: GateConfig
+    allocations: dict[str, Allocation]
+
+    def __init__(self, name: str, target_core_hours: float | None = None, method: str = "none",
+                 reference_share: str | float = "median", dummy: str = "fsadmin/fsdummy",
+                 dummy_partition: str = "fsadmin", padding_mode: str = "pulse", padding_qos: str = "fspad",
+                 padding_reservation: str | None = None, padding_threshold: float = 0.02, hysteresis: float = 0.25,
+                 persist: bool = False, slurm_conf: str = "/etc/slurm/slurm.conf", gate: GateConfig | None = None,
+                 allocations: dict[str, Allocation] | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "target_core_hours", target_core_hours)
+        set_field(self, "method", method)
+        set_field(self, "reference_share", reference_share)
+        set_field(self, "dummy", dummy)
+        set_field(self, "dummy_partition", dummy_partition)
+        set_field(self, "padding_mode", padding_mode)
+        set_field(self, "padding_qos", padding_qos)
+        set_field(self, "padding_reservation", padding_reservation)
+        set_field(self, "padding_threshold", padding_threshold)
+        set_field(self, "hysteresis", hysteresis)
+        set_field(self, "persist", persist)
+        set_field(self, "slurm_conf", slurm_conf)
+        set_field(self, "gate", GateConfig() if gate is None else gate)
+        set_field(self, "allocations", dict() if allocations is None else allocations)
+
+    @property
+    def dummy_key(self) -> tuple[str, str]:
+        account, _, user = self.dummy.partition("/")
+        return (account, user)
+
+    @property
+    def target_usage(self) -> float | None:
+        """u* in RawUsage units (billing-seconds)."""
+        return None if self.target_core_hours is None else self.target_core_hours * 3600.0
+
+
+@record
+class AgentConfig:
+    __slots__ = ("db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "on_stop",
+                 "slurm_timeout_s", "tick_deadline_s", "pass_lead_s", "pass_trim_s", "schedule", "clusters")
+    db: str | None
+    apply: bool
+    lock: str | None
+    metrics: str | None
+    publish_dir: str | None
+    admins: tuple[str, ...]  # users who may `forecast --user` anyone (root always may)
+    release_on_stop: bool  # `fscontrol run`: release the agent's holds when it is stopped
+    on_stop: str  # `fscontrol run` stopped: "keep" d and padding, or "restore" (control off; on again at start)
+    slurm_timeout_s: float
+    tick_deadline_s: float  # a tick never runs a command past this (systemd's TimeoutSec is 600)
+    pass_lead_s: float  # `run`: control this long before each decay pass (0: every schedule.control)
+    pass_trim_s: float  # `run`: d trimmed on root's usage alone this long before the pass (0: off)
+    schedule: dict[str, float]
+    clusters: dict[str, ClusterConfig]
+
+    def __init__(self, db: str | None = None, apply: bool = False, lock: str | None = None,
+                 metrics: str | None = None, publish_dir: str | None = None, admins: tuple[str, ...] = (),
+                 release_on_stop: bool = False, on_stop: str = "keep", slurm_timeout_s: float = 60.0,
+                 tick_deadline_s: float = 300.0, pass_lead_s: float = 3.0, pass_trim_s: float = 0.5,
+                 schedule: dict[str, float] | None = None, clusters: dict[str, ClusterConfig] | None = None) -> None:
+        set_field(self, "db", db)
+        set_field(self, "apply", apply)
+        set_field(self, "lock", lock)
+        set_field(self, "metrics", metrics)
+        set_field(self, "publish_dir", publish_dir)
+        set_field(self, "admins", admins)
+        set_field(self, "release_on_stop", release_on_stop)
+        set_field(self, "on_stop", on_stop)
+        set_field(self, "slurm_timeout_s", slurm_timeout_s)
+        set_field(self, "tick_deadline_s", tick_deadline_s)
+        set_field(self, "pass_lead_s", pass_lead_s)
+        set_field(self, "pass_trim_s", pass_trim_s)
+        set_field(self, "schedule", {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0} if schedule is None else schedule)
+        set_field(self, "clusters", dict() if clusters is None else clusters)
+
+    def cluster(self, name: str | None) -> ClusterConfig:
+        """The named cluster's settings; defaults for a cluster the file does not name."""
+        if name is None:
+            if len(self.clusters) == 1:
+                return next(iter(self.clusters.values()))
+            return ClusterConfig(name="")
+        return self.clusters.get(name) or ClusterConfig(name=name)
+
+
+def _unknown(section: str, got: Mapping[str, Any], known: set[str]) -> None:
+    for k in got:
+        if k not in known:
+            import difflib
+
+            near = difflib.get_close_matches(k, sorted(known), n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else f" (known: {', '.join(sorted(known))})"
+            raise ConfigError(f"config: unknown key '{section}{k}'{hint}")
+
+
+def _type(section: str, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ConfigError(f"config: '{section}{key}' must be {kinds[0].__name__}, not a boolean")
+    if not isinstance(value, kinds):
+        raise ConfigError(f"config: '{section}{key}' must be {' or '.join(k.__name__ for k in kinds)}, got {value!r}")
+    return value
+
+
+def _choice(section: str, key: str, value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"config: '{section}{key}' must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _gate(section: str, raw: Mapping[str, Any]) -> GateConfig:
+    _unknown(section, raw, set(GateConfig.__slots__))
+    g = GateConfig()
+    out: dict[str, Any] = {}
+    if "enabled" in raw:
+        out["enabled"] = _type(section, "enabled", raw["enabled"], bool)
+    if "action" in raw:
+        out["action"] = _choice(section, "action", raw["action"], GATE_ACTIONS)
+    for k in ("nice", "max_actions", "node_cpus"):
+        if k in raw:
+            v = _type(section, k, raw[k], int)
+            if v < (0 if k == "nice" else 1):
+                raise ConfigError(f"config: '{section}{k}' must be positive, got {v}")
+            out[k] = v
+    return replace(g, **out)
+
+
+def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
+    sec = f"clusters.{name}."
+    known = set(ClusterConfig.__slots__) - {"name"}
+    _unknown(sec, raw, known)
+    out: dict[str, Any] = {"name": name}
+    if "target_core_hours" in raw:
+        v = float(_type(sec, "target_core_hours", raw["target_core_hours"], (int, float)))
+        if not (math.isfinite(v) and v > 0):
+            raise ConfigError(f"config: '{sec}target_core_hours' must be a finite number > 0, got {v:g}")
+        out["target_core_hours"] = v
+    if "method" in raw:
+        out["method"] = _choice(sec, "method", raw["method"], METHODS)
+    if out.get("method", "none") != "none" and "target_core_hours" not in out:
+        raise ConfigError(f"config: '{sec}method' = {out['method']!r} needs '{sec}target_core_hours'")
+    if "reference_share" in raw:
+        v = raw["reference_share"]
+        if isinstance(v, str):
+            _choice(sec, "reference_share", v, REF_RULES)
+        else:
+            v = float(_type(sec, "reference_share", v, (int, float)))
+            if not 0 < v <= 1:
+                raise ConfigError(f"config: '{sec}reference_share' must be in (0, 1], got {v:g}")
+        out["reference_share"] = v
+    if "dummy" in raw:
+        v = _type(sec, "dummy", raw["dummy"], str)
+        a, slash, u = v.partition("/")
+        if not (a and slash and u):
+            raise ConfigError(f"config: '{sec}dummy' must be ACCOUNT/USER, got {v!r}")
+        out["dummy"] = v
+    for k in ("dummy_partition", "padding_qos", "slurm_conf", "padding_reservation"):
+        if k in raw:
+            out[k] = _type(sec, k, raw[k], str)
+    if "padding_mode" in raw:
+        out["padding_mode"] = _choice(sec, "padding_mode", raw["padding_mode"], PADDING_MODES)
+    for k in ("padding_threshold", "hysteresis"):
+        if k in raw:
+            v = float(_type(sec, k, raw[k], (int, float)))
+            if not 0 <= v < 1:
+                raise ConfigError(f"config: '{sec}{k}' must be in [0, 1), got {v:g}")
+            out[k] = v
+    if "persist" in raw:
+        out["persist"] = _type(sec, "persist", raw["persist"], bool)
+    if "gate" in raw:
+        out["gate"] = _gate(sec + "gate.", _type(sec, "gate", raw["gate"], dict))
+    if "allocations" in raw:
+        out["allocations"] = parse_allocations(_type(sec, "allocations", raw["allocations"], dict))
+    return ClusterConfig(**out)
+
+
+def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
+    """Validate a parsed TOML document into an AgentConfig."""
+    _unknown("", raw, {"agent", "schedule", "clusters"})
+    agent = _type("", "agent", raw.get("agent", {}), dict)
+    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
+                               "tick_deadline", "on_stop", "pass_lead", "pass_trim"})
+    out: dict[str, Any] = {}
+    for k in ("db", "lock", "metrics", "publish_dir"):
+        if k in agent:
+            out[k] = _type("agent.", k, agent[k], str)
+    for k in ("apply", "release_on_stop"):
+        if k in agent:
+            out[k] = _type("agent.", k, agent[k], bool)
+    if "admins" in agent:
+        admins = _type("agent.", "admins", agent["admins"], list)
+        for a in admins:
+            _type("agent.", "admins", a, str)
+        out["admins"] = tuple(admins)
+    if "slurm_timeout" in agent:
+        out["slurm_timeout_s"] = parse_period(agent["slurm_timeout"], where="config: 'agent.slurm_timeout'")
+    if "on_stop" in agent:
+        out["on_stop"] = _choice("agent.", "on_stop", agent["on_stop"], ("keep", "restore"))
+    if "tick_deadline" in agent:
+        out["tick_deadline_s"] = parse_period(agent["tick_deadline"], where="config: 'agent.tick_deadline'")
+    if "pass_lead" in agent:
+        v = agent["pass_lead"]
+        lead = 0.0 if v in (0, "0", "0s") else parse_period(v, where="config: 'agent.pass_lead'")
+        if not 0 <= lead <= 60:
+            raise ConfigError(f"config: 'agent.pass_lead' must be between 0 s and 60 s, got {lead:g} s")
+        out["pass_lead_s"] = lead
+    if "pass_trim" in agent:
+        v = agent["pass_trim"]
+        trim = 0.0 if v in (0, "0", "0s") else parse_period(v, where="config: 'agent.pass_trim'")
+        out["pass_trim_s"] = trim
+    default = AgentConfig()
+    lead, trim = out.get("pass_lead_s", default.pass_lead_s), out.get("pass_trim_s", default.pass_trim_s)
+    if trim and not 0 < trim < lead:
+        raise ConfigError(f"config: 'agent.pass_trim' ({trim:g} s) must be shorter than 'agent.pass_lead' ({lead:g} s)")
+    if out.get("tick_deadline_s", default.tick_deadline_s) <= out.get("slurm_timeout_s", default.slurm_timeout_s):
+        raise ConfigError("config: 'agent.tick_deadline' must be longer than 'agent.slurm_timeout' (one command must fit in a tick)")
+    sched = _type("", "schedule", raw.get("schedule", {}), dict)
+    defaults = AgentConfig().schedule
+    _unknown("schedule.", sched, set(defaults))
+    schedule = dict(defaults)
+    for k, v in sched.items():
+        s = parse_period(v, where=f"config: 'schedule.{k}'")
+        if k == "watch":  # one RPC (scontrol show config): the reconfigure watch may run often
+            if s < 5:
+                raise ConfigError(f"config: 'schedule.watch' must be at least 5 s, got {s:g} s")
+        elif s < 60:
+            raise ConfigError(f"config: 'schedule.{k}' must be at least 60 s (every Slurm command is an RPC to slurmctld), got {s:g} s")
+        schedule[k] = s
+    for stage in ("control", "fit"):  # `fscontrol run` wakes every collect; these run at a wake-up once due
+        if schedule[stage] < schedule["collect"]:
+            raise ConfigError(
+                f"config: 'schedule.{stage}' ({schedule[stage]:g} s) is shorter than 'schedule.collect' "
+                f"({schedule['collect']:g} s): {stage} runs at a collect, so it cannot run more often"
+            )
+    out["schedule"] = schedule
+    clusters = _type("", "clusters", raw.get("clusters", {}), dict)
+    out["clusters"] = {name: _cluster(name, _type("clusters.", name, c, dict)) for name, c in clusters.items()}
+    return AgentConfig(**out)
+
+
+def load(path: Path | str | None) -> AgentConfig:
+    """Read and validate the config file; None (no file given) means all defaults."""
+    if path is None:
+        return AgentConfig()
+    import tomllib  # here: a command given no config file never parses TOML
+
+    p = Path(path)
+    try:
+        raw = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist") from None
+    except OSError as e:
+        raise ConfigError(f"config file {p} is unreadable: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
+    try:
+        return from_dict(raw)
+    except ConfigError as e:
+        raise ConfigError(f"{p}: {e}") from None
+
+
+def effective(cfg: AgentConfig) -> dict[str, Any]:
+    """The settings in force, defaults filled in, as plain data (for `fscontrol config check`)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, Allocation):
+            return v.to_dict()
+        if isinstance(v, (AgentConfig, ClusterConfig, GateConfig)):
+            return {name: plain(getattr(v, name)) for name in v.__slots__}
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return plain(cfg)

@@ -1,0 +1,313 @@
+"""The agent around the pipeline: a tick over every cluster it serves (cron), and the APScheduler
+3.x loop (`fscontrol run`). Both call pipeline.run_tick for each cluster; this module only adds
+the lock, the per-cluster isolation (one cluster's failure never stops another's tick), the
+metrics file, and a clean stop.
+
+A cluster's work happens under the agent lock, so a cron tick and the loop never overlap: the
+loop skips a run whose lock is held (and says so), cron's second tick exits 5.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from fscontrol.agent import pipeline
+from fscontrol.store import history as store
+from fscontrol.errors import FscontrolError, InternalError, LockedError
+from fscontrol.act.lock import agent_lock
+from fscontrol.records import record, set_field
+from fscontrol.slurm.source import SlurmSource
+
+
+class _Log:
+    """The agent's logger, made when the service first logs (cron's tick never does: no logging import)."""
+
+    def __getattr__(self, name: str):
+        import logging
+
+        return getattr(logging.getLogger("fscontrol.agent.loop"), name)
+
+
+log = _Log()
+
+SourceFactory = Callable[[str | None], SlurmSource]
+
+
+@record
+class ClusterOutcome:
+    __slots__ = ("cluster", "result", "error")
+    cluster: str | None
+    result: pipeline.TickResult | None
+    error: FscontrolError | None
+
+    def __init__(self, cluster: str | None, result: pipeline.TickResult | None = None,
+                 error: FscontrolError | None = None) -> None:
+        set_field(self, "cluster", cluster)
+        set_field(self, "result", result)
+        set_field(self, "error", error)
+
+
+def clusters_to_serve(cfg, cluster: str | None, live: bool) -> list[str | None]:
+    """-M NAME: that cluster. Several clusters in the config (live): each of them, by -M.
+    Otherwise the one cluster the Slurm commands reach by default (no -M)."""
+    if cluster:
+        return [cluster]
+    if live and len(cfg.clusters) > 1:
+        return sorted(cfg.clusters)
+    return [None]
+
+
+def lock_path(cfg, db_path: Path) -> Path:
+    return Path(cfg.lock) if cfg.lock else Path(db_path).with_suffix(".lock")
+
+
+def _locked(cfg, db_path: Path):
+    """The agent lock, taken only once the history's folder is known to exist (the lock sits beside
+    the history: taking it first would make the folder of a mistyped --db)."""
+    store.ensure_db_folder(db_path)
+    return agent_lock(lock_path(cfg, db_path))
+
+
+def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
+         force_control: bool = True, gate: bool = True, control: bool = True) -> list[ClusterOutcome]:
+    """One tick of every cluster, under the agent lock (LockedError when another tick holds it);
+    each cluster's failure is recorded and reported, the others go on; then the metrics file."""
+    outcomes = []
+    deadline = time.monotonic() + cfg.tick_deadline_s  # one budget for the whole tick, every cluster
+    with _locked(cfg, db_path):
+        db = store.open_db(db_path)
+        try:
+            for name in clusters:
+                try:
+                    res = pipeline.agent_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate,
+                                              control=control, deadline=deadline)
+                    outcomes.append(ClusterOutcome(res.cluster, result=res))
+                except FscontrolError as e:  # run_tick turns every other exception into InternalError
+                    outcomes.append(ClusterOutcome(name, error=e))
+                except Exception as e:  # noqa: BLE001 - a bug in one cluster's tick never stops the others
+                    outcomes.append(ClusterOutcome(name, error=InternalError(f"internal error: {type(e).__name__}: {e}")))
+            try:
+                pipeline.write_metrics(db, cfg)
+            except FscontrolError as e:
+                outcomes.append(ClusterOutcome(None, error=e))
+            except Exception as e:  # noqa: BLE001
+                outcomes.append(ClusterOutcome(None, error=InternalError(f"internal error writing the metrics: {type(e).__name__}: {e}")))
+        finally:
+            db.close()
+    return outcomes
+
+
+def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool,
+             stages: pipeline.Stages, metrics: bool = True) -> pipeline.TickResult:
+    """One tick of one cluster with the given stages, under the agent lock (`fscontrol control`,
+    `fscontrol gate`, the loop's gate job and the stop-time release)."""
+    with _locked(cfg, db_path):
+        db = store.open_db(db_path)
+        try:
+            res = pipeline.run_tick(make_source(name), db, cfg, apply=apply, stages=stages, name=name)
+            if metrics:
+                pipeline.write_metrics(db, cfg)
+            return res
+        finally:
+            db.close()
+
+
+def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
+    """`fscontrol control on` (by=None) clears the cluster's "acting off" switch; the loop's start
+    clears only the one its own stop set (by="on_stop"). Returns the cluster's name."""
+    with _locked(cfg, db_path):
+        db = store.open_db(db_path)
+        try:
+            names = [name] if name else (sorted(cfg.clusters) or store.clusters(db))
+            if len(names) != 1:
+                from fscontrol.errors import NotFoundError
+
+                raise NotFoundError(f"which cluster? pick one with -M: {', '.join(names) or 'none known'}")
+            cluster = names[0]
+            state = store.get_state(db, cluster, "acting_off")
+            if state is not None and (by is None or state.get("by") == by):
+                with store.transaction(db):
+                    store.set_state(db, cluster, "acting_off", None, time.time())
+            return cluster
+        finally:
+            db.close()
+
+
+def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False):
+    """The loop's gate job (and the stop-time release): one gate tick under the lock."""
+    return one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(gate=True, release_all=release_all)).gate
+
+
+def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
+             stop: threading.Event, on_tick: Callable[[str, list[ClusterOutcome]], None] | None = None) -> dict:
+    """Run until `stop` is set (the CLI sets it on SIGTERM/SIGINT): per cluster one job every
+    schedule.collect (collect; control, fit when due; publish) and, where the gate is enabled, one
+    every schedule.gate. One worker thread: jobs never overlap, a late job is coalesced, not
+    stacked. On stop the running job finishes; with release_on_stop the agent's holds are
+    released. Returns counts of ok / failed / skipped runs."""
+    from apscheduler.executors.pool import ThreadPoolExecutor
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    counts = {"ok": 0, "failed": 0, "skipped": 0}
+    count_lock = threading.Lock()
+
+    def note(stage: str, outcomes: list[ClusterOutcome]) -> None:
+        with count_lock:
+            for o in outcomes:
+                counts["failed" if o.error else "ok"] += 1
+        for o in outcomes:
+            if o.error:
+                log.error("%s %s failed: %s", stage, o.cluster or "(default cluster)", o.error)
+            else:
+                log.info("%s %s ok", stage, o.cluster)
+        if on_tick:
+            on_tick(stage, outcomes)
+
+    aligned: dict[str | None, bool] = {}  # clusters whose control runs just before each decay pass
+
+    def cycle_job(name: str | None) -> None:
+        try:
+            note("tick", tick(cfg, make_source, db_path, [name], apply=apply, force_control=False, gate=False,
+                              control=not aligned.get(name)))
+        except LockedError as e:
+            with count_lock:
+                counts["skipped"] += 1
+            log.warning("tick %s skipped: %s", name or "(default cluster)", e)
+        except FscontrolError as e:  # the lock or the database itself
+            note("tick", [ClusterOutcome(name, error=e)])
+
+    def d_job(stage: str, fn, name: str | None) -> None:
+        """The watch and the trim: one command on d, under the lock (a tick holding it sets d itself)."""
+        try:
+            with _locked(cfg, db_path):
+                db = store.open_db(db_path)
+                try:
+                    done = fn(make_source(name), db, cfg, apply=apply, name=name)
+                finally:
+                    db.close()
+            if done is not None:
+                note(stage, [ClusterOutcome(name)])
+                # a reverted d is news; a trim before a pass is routine (logging.WARNING, logging.INFO)
+                log.log(30 if stage == "watch" else 20, "%s %s: %s (%s)", stage,
+                        name or "(default cluster)", done.reason, done.status)
+        except LockedError:
+            pass
+        except FscontrolError as e:
+            note(stage, [ClusterOutcome(name, error=e)])
+
+    def watch_job(name: str | None) -> None:
+        d_job("watch", pipeline.watch_damping, name)
+
+    def trim_job(name: str | None) -> None:
+        d_job("trim", pipeline.trim_damping, name)
+
+    def pass_job(name: str | None) -> None:
+        """Control just before each decay pass (agent.pass_lead ahead of it): d is chosen on the
+        usage that pass will read, and the padding the pass charges is planned with every running
+        job's charge known. Reschedules itself for the next pass; where slurmctld's record of its
+        passes cannot be read, control goes back to schedule.control."""
+        if aligned.get(name):
+            try:
+                note("control", [ClusterOutcome(name, result=one_tick(cfg, make_source, db_path, name, apply=apply,
+                                                                         stages=pipeline.Stages(control=True)))])
+            except LockedError:
+                log.warning("control %s before the pass skipped: another tick holds the lock", name or "(default cluster)")
+            except FscontrolError as e:
+                note("control", [ClusterOutcome(name, error=e)])
+        try:
+            nxt = pipeline.next_decay_pass(make_source(name))  # the coming pass (the one just prepared for)
+        except FscontrolError as e:
+            nxt = None
+            log.warning("control %s: when is the next decay pass? %s", name or "(default cluster)", e)
+        if nxt is None:
+            if aligned.get(name, True):
+                log.warning("control %s runs every %gs: slurmctld's record of its decay passes (StateSaveLocation/"
+                            "priority_last_decay_ran) is not readable here", name or "(default cluster)", cfg.schedule["control"])
+            aligned[name] = False
+            sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(time.time() + cfg.schedule["control"], timezone.utc),
+                          args=[name], id=f"pass:{name}", replace_existing=True)
+            return
+        aligned[name] = True
+        coming, period = nxt
+        now = time.time()
+        if cfg.pass_trim_s > 0 and coming - cfg.pass_trim_s > now:  # the last word on d before the coming pass
+            sched.add_job(trim_job, "date", run_date=datetime.fromtimestamp(coming - cfg.pass_trim_s, timezone.utc),
+                          args=[name], id=f"trim:{name}", replace_existing=True,
+                          misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
+        # control again before the next pass: the coming one if there is still time (the loop's
+        # start), else the one after it
+        at = coming - cfg.pass_lead_s if coming - cfg.pass_lead_s > now + 0.5 else coming + period - cfg.pass_lead_s
+        sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(at, timezone.utc),
+                      args=[name], id=f"pass:{name}", replace_existing=True, misfire_grace_time=None)
+
+    def gate_job(name: str | None) -> None:
+        try:
+            gate_only(cfg, make_source, db_path, name, apply=apply)
+            note("gate", [ClusterOutcome(name)])
+        except LockedError as e:
+            with count_lock:
+                counts["skipped"] += 1
+            log.warning("gate %s skipped: %s", name or "(default cluster)", e)
+        except FscontrolError as e:
+            note("gate", [ClusterOutcome(name, error=e)])
+
+    if cfg.on_stop == "restore":  # what the last stop undid, the loop takes up again
+        for name in clusters:
+            try:
+                set_acting(cfg, db_path, name, by="on_stop")
+            except FscontrolError as e:
+                log.error("could not resume control on %s: %s", name or "(default cluster)", e)
+    sched = BackgroundScheduler(
+        executors={"default": ThreadPoolExecutor(1)},
+        job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": int(cfg.schedule["collect"])},
+        timezone="UTC",
+    )
+    first = datetime.now(timezone.utc)  # every job runs once at start, then on its interval
+    for name in clusters:
+        cc = cfg.cluster(name)
+        sched.add_job(cycle_job, "interval", seconds=cfg.schedule["collect"], args=[name], id=f"tick:{name}", next_run_time=first)
+        if cc.gate.enabled and cc.allocations:
+            sched.add_job(gate_job, "interval", seconds=cfg.schedule["gate"], args=[name], id=f"gate:{name}", next_run_time=first)
+        if cc.method in ("damping", "hybrid") and not cc.persist:  # with persist, slurm.conf holds d
+            sched.add_job(watch_job, "interval", seconds=cfg.schedule["watch"], args=[name], id=f"watch:{name}")
+        if cc.method in ("damping", "hybrid", "padding") and cfg.pass_lead_s > 0:
+            sched.add_job(pass_job, "date", run_date=first, args=[name], id=f"pass:{name}")
+    sched.start()
+    log.info("fscontrol run: %d cluster(s), collect every %gs, gate every %gs, apply=%s",
+             len(clusters), cfg.schedule["collect"], cfg.schedule["gate"], apply)
+    stop.wait()
+    log.info("stopping: letting the running job finish")
+    sched.shutdown(wait=True)
+    if cfg.on_stop == "restore":  # control off for every cluster (it releases the holds too)
+        for name in clusters:
+            try:
+                res = one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(off="on_stop"))
+                log.info("on_stop = restore: %d action(s) on %s", len(res.control.actions) + len(res.gate.actions),
+                         name or "(default cluster)")
+            except FscontrolError as e:
+                log.error("restoring %s on stop failed: %s", name or "(default cluster)", e)
+    elif cfg.release_on_stop:
+        for name in clusters:
+            if cfg.cluster(name).gate.enabled:
+                try:
+                    res = _release_when_free(cfg, make_source, db_path, name, apply)
+                    log.info("released %d agent hold(s) on %s", len(res.actions), name or "(default cluster)")
+                except FscontrolError as e:
+                    log.error("release of the agent's holds on %s failed: %s", name or "(default cluster)", e)
+    return counts
+
+
+def _release_when_free(cfg, make_source: SourceFactory, db_path: Path, name: str | None, apply: bool, wait_s: float = 60.0):
+    """On stop, the lock may be held by a cron tick for a moment: wait for it, then release."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return gate_only(cfg, make_source, db_path, name, apply=apply, release_all=True)
+        except LockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)

@@ -1,0 +1,1043 @@
+"""The one place the stages are composed, top to bottom:
+
+    source -> parse -> model -> control / gate -> plan -> apply -> store -> report
+
+`collect` reads and parses everything first and writes only when all of it parsed, in one
+transaction: a failed or garbled command leaves the history as it was and records a failed tick.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from collections import namedtuple
+
+from fscontrol.slurm import parse
+from fscontrol.store import history as store
+from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
+                     UnsafeActionError)
+from fscontrol.store.connection import Database
+from fscontrol.records import Snapshot, record, replace, set_field
+from fscontrol.slurm.source import RecordedSlurm, SlurmSource, last_decay_pass
+
+FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
+
+
+def _record_failure(db: Database, cluster: str | None, stage: str, started: float, e: Exception,
+                    tick_id: int | None = None) -> None:
+    """A failed tick is recorded in its own transaction; nothing else of the tick was written."""
+    try:
+        with store.transaction(db):
+            if tick_id is not None:  # the intent was committed: end that tick's row
+                store.update_tick(db, tick_id, "failed", time.time(), str(e))
+            else:
+                store.record_tick(db, cluster, started, time.time(), "failed", error=str(e), stage=stage)
+    except (FscontrolError, sqlite3.Error):
+        pass  # the database itself is the problem: the original error says more
+
+
+@record
+class CollectResult:
+    __slots__ = ("snapshot_id", "snapshot")
+    snapshot_id: int
+    snapshot: Snapshot
+
+    def __init__(self, snapshot_id: int, snapshot: Snapshot) -> None:
+        set_field(self, "snapshot_id", snapshot_id)
+        set_field(self, "snapshot", snapshot)
+
+
+def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None] = lambda c: None) -> Snapshot:
+    """Run every read command and parse it. Raises on the first failure; nothing is written.
+
+    `window_start_of(cluster)` gives the start of the sacct window: the previous snapshot.
+    The cyclic garbage collector is paused throughout (parse.gc_paused): the parsers make a record
+    a row and no reference cycle, so each collection during the read only re-scanned them."""
+    with parse.gc_paused():
+        return _read_snapshot(source, window_start_of)
+
+
+def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None]) -> Snapshot:
+    def whole(out):
+        """Slurm's commands end their output with a newline: without it the output was cut short."""
+        if out.stdout and not out.stdout.endswith("\n"):
+            raise ParseError(" ".join(out.argv), "output does not end with a newline: cut short?")
+        return out
+
+    cfg_out = whole(source.config())
+    config = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
+    if source.cluster and config.cluster and source.cluster != config.cluster:
+        raise NotFoundError(f"{source.describe()} is cluster {config.cluster}, not {source.cluster} (-M)")
+    cluster = source.cluster or config.cluster
+    window_start = window_start_of(cluster)
+    pass_file = _local_pass_record(source, config)
+    pass_before = last_decay_pass(pass_file) if pass_file else None
+    sshare_out = whole(source.sshare())
+    usage_at = usage_time(pass_before, last_decay_pass(pass_file) if pass_file else None,
+                          sshare_out.started_at, sshare_out.finished_at, config.calc_period_s)
+    shares = parse.parse_sshare(sshare_out.stdout, " ".join(sshare_out.argv))
+    parse.check_share_tree(shares, " ".join(sshare_out.argv), fair_tree=config.mode == "fair_tree")
+    taken_at = sshare_out.finished_at
+    squeue_out = whole(source.squeue())
+    queue = parse.parse_squeue(squeue_out.stdout, " ".join(squeue_out.argv))
+    sprio_out = whole(source.sprio())
+    prio = parse.parse_sprio(sprio_out.stdout, " ".join(sprio_out.argv))
+    waiting = [q for q in queue if q.state == "PENDING" and q.priority > 0]
+    if not prio and waiting:  # sprio lists every pending job that has a priority
+        raise ParseError(" ".join(sprio_out.argv), f"printed no job while squeue lists {len(waiting)} pending with a priority: cut short?")
+    qos_out = whole(source.qos())
+    qos = parse.parse_qos(qos_out.stdout, " ".join(qos_out.argv))
+    if isinstance(source, RecordedSlurm):
+        window = source.window
+    elif window_start is not None and taken_at < window_start - CLOCK_SLACK_S:
+        raise UnsafeActionError(f"the clock reads {window_start - taken_at:.0f} s before the last snapshot of {cluster}: "
+                                "not acting on it (did the clock step back?); ticks resume once it has caught up")
+    else:
+        start = window_start if window_start is not None else taken_at - FIRST_WINDOW_S
+        window = (start, taken_at)
+    if hasattr(source, "sacct_jobs"):  # streamed from a file: memory stays flat as jobs grow
+        jobs = source.sacct_jobs(*window)  # checked whole and parsed through once, as below
+    else:
+        sacct_out = whole(source.sacct(*window))
+        jobs = parse.parse_sacct(sacct_out.stdout, " ".join(sacct_out.argv))
+    return Snapshot(
+        cluster=cluster,
+        taken_at=taken_at,
+        config=config,
+        shares=shares,
+        jobs=jobs,
+        window=window,
+        queue=queue,
+        prio=prio,
+        qos=qos,
+        usage_at=usage_at,
+    )
+
+
+def _local_pass_record(source: SlurmSource, config) -> str | None:
+    """The StateSaveLocation whose priority_last_decay_ran is this cluster's: only for a live
+    cluster read without -M (another cluster's StateSaveLocation names a path on its own
+    controller, which may exist here for the local one) under priority/multifactor."""
+    if isinstance(source, RecordedSlurm) or getattr(source, "cluster", None):
+        return None
+    if config.priority_type != "priority/multifactor" or config.calc_period_s <= 0:
+        return None
+    return config.raw.get("StateSaveLocation")
+
+
+def usage_time(before: float | None, after: float | None, started_at: float, finished_at: float,
+               calc_period_s: float, margin_s: float = 2.0) -> float | None:
+    """When the decay pass whose RawUsage sshare printed ran, from slurmctld's record of its last
+    pass read just before and just after sshare (`source.last_decay_pass`), or None when that is
+    in doubt: unreadable, changed during the read (a pass ran meanwhile), or a pass due (the
+    passes fall every PriorityCalcPeriod from the last, decay.next_pass) before sshare finished,
+    `margin_s` allowing for the pass's own start and for its record being written at its end.
+    Pure."""
+    if before is None or after != before or before > started_at:
+        return None
+    if finished_at >= before + calc_period_s - margin_s:
+        return None
+    return before
+
+
+def collect(source: SlurmSource, db: Database, name: str | None = None, now: float | None = None) -> CollectResult:
+    """One snapshot into the history (a tick with no stage that acts)."""
+    res = run_tick(source, db, None, apply=False, stages=Stages(), now=now, name=name)
+    return res.collected
+
+
+def thin_to_period(times: list[float], period_s: float) -> list[int]:
+    """Indices of snapshots at least one PriorityCalcPeriod apart (greedy from the first).
+
+    RawUsage moves only at decay passes: a pair of snapshots closer than one pass says nothing
+    about decay, and pairs should span whole passes (see fit.py)."""
+    keep: list[int] = []
+    for i, t in enumerate(times):
+        if not keep or t - times[keep[-1]] >= period_s * 0.98:
+            keep.append(i)
+    return keep
+
+
+def _read_fit_history(db: Database, cluster: str, last: int | None, running: bool = False):
+    """The usage history and the charged jobs the fit needs. The jobs (each crosses into Python)
+    are read on a second, read-only connection in a thread while this one reads the usage
+    (SQLite joins those into strings without holding Python's lock): on two cores the two reads
+    overlap. An in-memory history (no file) is read in turn. The jobs are those of the snapshots
+    up to the last one the usage has (a collect committing meanwhile adds only later ones)."""
+    import sqlite3
+    import threading
+
+    ids = store.snapshot_ids(db, cluster)
+    if last:
+        ids = ids[-last:]
+    if not ids:
+        return store.usage_history(db, cluster), None
+    lo, hi = ids[0], ids[-1]
+    path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
+    if not path:
+        hist = store.usage_history(db, cluster)
+        return hist, store.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi, running=running)
+    box: dict = {}
+
+    def read_jobs() -> None:
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+            try:
+                box["jobs"] = store.read_job_charges(conn, lo, hi, running=running)
+            finally:
+                conn.close()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller below
+            box["error"] = e
+
+    worker = threading.Thread(target=read_jobs, name="fit-jobs", daemon=True)
+    worker.start()
+    try:
+        hist = store.usage_history(db, cluster)
+    finally:
+        worker.join()
+    now_ids = hist.ids[-last:] if last else hist.ids
+    if "error" in box or not now_ids.size or (int(now_ids[0]), int(now_ids[-1])) != (lo, hi):
+        # the read-only connection failed (a locked or vanished file), or a collect added a
+        # snapshot in between: inflow_history reads the jobs on this connection
+        return hist, None
+    return hist, box["jobs"]
+
+
+def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge, jobs):
+    """fit.at_the_passes for the snapshots whose collect could tell when their pass ran
+    (snapshots.usage_at); the others keep their times. Under load a collect's timing wanders by
+    seconds against the passes: at a half-life of a few passes that biased the fitted half-life
+    by a few percent. `jobs`: read_job_charges(running=True) of those snapshots."""
+    import numpy as np
+
+    from fscontrol.model.fit import at_the_passes
+
+    rows = db.execute("SELECT usage_at, window_end FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
+                      [cluster, int(ids[0]), int(ids[-1])]).fetchall()
+    at = np.array([np.nan if a is None else a for a, _ in rows], dtype=float)
+    if at.shape != times.shape or not np.isfinite(at).any():
+        return times, charge
+    after = np.array([np.nan if a is None or w is None else w - a for a, w in rows], dtype=float)
+    tails = store.pass_tails(jobs, np.asarray(ids), after)
+    tail = store.inflow_history(db, cluster, hist, first_id=int(ids[0]), jobs=tails)[:, len(hist.ids) - len(ids):]
+    return at_the_passes(times, at, charge, tail)
+
+
+def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
+    """Fit the decay rate to the stored history of a cluster and record the fit.
+
+    Uses user associations only (account rows are sums of them) and the sacct charge between
+    snapshots; snapshots are thinned to one per decay pass at most."""
+    if cluster is None:
+        names = store.clusters(db)
+        if len(names) != 1:
+            raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
+        cluster = names[0]
+    config = store.latest_config(db, cluster)
+    taken = [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
+    if len(thin_to_period(taken[-last:] if last else taken, max(config.calc_period_s, 1))) < 3:
+        # said before numpy loads: a young history, every tick
+        raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
+                            "(one decay pass apart at least; 2 needed)")
+    import numpy as np
+
+    from fscontrol.model import fit as fitmod
+
+    # snapshots that know their pass (usage_at): the jobs are read with their running billing too
+    timed = db.execute("SELECT count(usage_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()[0] > 0
+    hist, jobs = _read_fit_history(db, cluster, last, running=timed)
+    times, ids, usage_all = hist.times, hist.ids, hist.usage
+    if last:
+        times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
+    first = int(ids[0]) if len(ids) else None
+    charge = store.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
+    if timed and len(ids):
+        times, charge = _at_the_passes(db, cluster, hist, ids, times, charge, jobs)
+    del jobs
+    keep = thin_to_period(times.tolist(), max(config.calc_period_s, 1))
+    all_kept = keep == list(range(len(times)))
+    usage = usage_all if all_kept else usage_all[:, keep]
+    del hist, usage_all
+    if all_kept:  # each kept snapshot's own window (column 0: before the history, unused)
+        flow = charge
+        flow[:, :1] = 0.0
+    else:
+        flow = np.zeros_like(usage)
+        # the charge between two kept snapshots is the sum of the windows ending after the first,
+        # added one window after the other (as Python's sum did, so the same floats)
+        starts = np.array(keep[:-1], dtype=np.int64) + 1
+        lens = np.diff(np.array(keep, dtype=np.int64))
+        for off in range(int(lens.max()) if lens.size else 0):
+            cols = np.flatnonzero(lens > off)
+            flow[:, cols + 1] += charge[:, starts[cols] + off]
+    del charge
+    kept_times = times[keep]
+    try:
+        result = fitmod.fit_decay_matrix(
+            kept_times, usage, flow, config.half_life_s, calc_period_s=config.calc_period_s
+        )
+    except ValueError as e:
+        raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None
+    with store.transaction(db):
+        store.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
+    return cluster, len(keep), result
+
+
+# ---------------------------------------------------------------------------- control
+@record
+class ControlResult:
+    __slots__ = ("cluster", "snapshot_id", "decision_id", "decision", "actions", "applied", "verified_damping",
+                 "priority_mode", "user_associations")
+    cluster: str
+    snapshot_id: int
+    decision_id: int
+    decision: object  # control.Decision
+    actions: tuple  # actions.Action, with their status after apply
+    applied: bool
+    verified_damping: int | None  # d read back from `scontrol show config` after applying
+    priority_mode: str  # the cluster's algorithm (SlurmConfig.mode); default classic
+    user_associations: int  # N, the user associations (Fair Tree's advice names it); default 0
+
+    def __init__(self, cluster: str, snapshot_id: int, decision_id: int, decision: object, actions: tuple, applied: bool,
+                 verified_damping: int | None, priority_mode: str = "classic", user_associations: int = 0) -> None:
+        set_field(self, "cluster", cluster)
+        set_field(self, "snapshot_id", snapshot_id)
+        set_field(self, "decision_id", decision_id)
+        set_field(self, "decision", decision)
+        set_field(self, "actions", actions)
+        set_field(self, "applied", applied)
+        set_field(self, "verified_damping", verified_damping)
+        set_field(self, "priority_mode", priority_mode)
+        set_field(self, "user_associations", user_associations)
+
+
+def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_qos: str) -> str | None:
+    """Why the controller may only advise on this cluster, or None when it may act."""
+    cfg = snap.config
+    if cfg.mode == "fair_tree":
+        return ("Fair Tree (the default since Slurm 19.05) ranks users: it has no halving usage and never reads "
+                "FairShareDampeningFactor")
+    if cfg.mode != "classic":
+        return f"priority mode {cfg.mode}: the classic maths do not hold"
+    if method in ("padding", "hybrid"):
+        rows = {r.key: r for r in snap.shares}
+        account, user = dummy
+        if dummy not in rows:
+            return f"dummy association {account}/{user} does not exist (see README: padding setup)"
+        acct = rows.get((account, ""))
+        if acct is None or acct.parent != "root":
+            return f"dummy account {account} must be a top-level account (child of root)"
+        others = [r for r in snap.shares if r.parent == account and r.key != dummy]
+        if others:
+            return f"dummy account {account} must hold only {user}: classic fair-share charges siblings a share of it"
+        if padding_qos not in {q.name for q in snap.qos}:
+            return f"padding QOS {padding_qos} does not exist (sacctmgr add qos {padding_qos})"
+    return None
+
+
+def control_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: float | None = None,
+                 name: str | None = None) -> ControlResult:
+    """A tick that runs control (`fscontrol control`)."""
+    return run_tick(source, db, cfg, apply=apply, stages=Stages(control=True), now=now, name=name).control
+
+
+def gate_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, release_all: bool = False,
+              name: str | None = None, now: float | None = None) -> GateResult:
+    """A tick that runs the SFS gate, or undoes every hold of the agent (`fscontrol gate`)."""
+    return run_tick(source, db, cfg, apply=apply, stages=Stages(gate=True, release_all=release_all), now=now, name=name).gate
+
+
+# ---------------------------------------------------------------------------- the tick
+DUE_SLACK = 0.9  # a stage is due at 90% of its interval, so cron's jitter never skips a run
+CLOCK_SLACK_S = 60.0  # a snapshot this far before the last one means the clock stepped back
+
+
+@record
+class Stages:
+    """What one tick does beyond reading and storing a snapshot."""
+
+    __slots__ = ("control", "gate", "release_all", "fit", "publish", "off")
+    control: bool
+    gate: bool
+    release_all: bool  # with gate: undo every hold and demotion of the agent
+    fit: bool
+    publish: bool
+    off: str | None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
+
+    def __init__(self, control: bool = False, gate: bool = False, release_all: bool = False, fit: bool = False,
+                 publish: bool = False, off: str | None = None) -> None:
+        set_field(self, "control", control)
+        set_field(self, "gate", gate)
+        set_field(self, "release_all", release_all)
+        set_field(self, "fit", fit)
+        set_field(self, "publish", publish)
+        set_field(self, "off", off)
+
+    @property
+    def label(self) -> str:  # the ticks table's `stage`
+        if self.off:
+            return "off"
+        return "+".join(n for n, on in (("control", self.control), ("gate", self.gate)) if on) or "collect"
+
+
+@record
+class TickResult:
+    __slots__ = ("cluster", "tick_id", "collected", "control", "fit", "gate", "published", "reconciled")
+    cluster: str
+    tick_id: int
+    collected: CollectResult
+    control: ControlResult | None  # None: control was not run this tick
+    fit: object | None  # fit.Fit when a fit was due and there was enough history
+    gate: GateResult | None
+    published: str | None  # path of the published snapshot
+    reconciled: tuple  # (what, old, new, why) settled against Slurm at the start of the tick; default ()
+
+    def __init__(self, cluster: str, tick_id: int, collected: CollectResult, control: ControlResult | None,
+                 fit: object | None, gate: GateResult | None, published: str | None, reconciled: tuple = ()) -> None:
+        set_field(self, "cluster", cluster)
+        set_field(self, "tick_id", tick_id)
+        set_field(self, "collected", collected)
+        set_field(self, "control", control)
+        set_field(self, "fit", fit)
+        set_field(self, "gate", gate)
+        set_field(self, "published", published)
+        set_field(self, "reconciled", reconciled)
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.collected.snapshot_id
+
+
+def due(db: Database, cluster: str, stage: str, every_s: float, now: float) -> bool:
+    last = store.last_ok(db, cluster, stage)
+    return last is None or now - last >= every_s * DUE_SLACK
+
+
+def fit_due(db: Database, cluster: str, every_s: float, now: float) -> bool:
+    """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
+    little history (so a young history does not load numpy and scipy at every tick)."""
+    row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
+    tried = (store.get_state(db, cluster, "fit_attempt") or {}).get("at")
+    times = [t for t in (row[0], tried) if t is not None]
+    return not times or now - max(times) >= every_s * DUE_SLACK
+
+
+def agent_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: float | None = None,
+               force_control: bool = True, gate: bool = True, control: bool = True,
+               deadline: float | None = None) -> TickResult:
+    """The agent's cycle for one cluster (cron's `fscontrol tick`, the loop's job): which stages
+    are due, then the one tick. `force_control` (cron) runs control at every tick; the loop passes
+    False and lets schedule.control pace it, and runs the gate as its own job (`gate=False`);
+    `control=False` when the loop runs control just before each decay pass instead."""
+    t = time.time() if now is None else now
+    cc = cfg.cluster(source.cluster)
+    name = source.cluster or cc.name or None
+    do_control = control and (force_control or not name or due(db, name, "control", cfg.schedule["control"], t))
+    do_gate = bool(gate and name and cc.gate.enabled and cc.allocations and due(db, name, "gate", cfg.schedule["gate"], t))
+    stages = Stages(control=do_control, gate=do_gate, fit=True, publish=bool(cfg.publish_dir))
+    return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
+
+
+def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Stages,
+             now: float | None = None, name: str | None = None, deadline: float | None = None) -> TickResult:
+    """One tick for one cluster; every command of fscontrol that reads Slurm comes through here.
+
+    1. read every Slurm command once and parse it (a failure: a failed tick, nothing else written);
+    2. settle what earlier ticks left open against what Slurm shows (holds by their marks,
+       actions whose outcome was unknown);
+    3. decide (control, gate: pure functions of the snapshot);
+    4. write the snapshot, the settlement, the decision and every planned command (the intent,
+       with the ledger rows of the holds about to be placed) in one transaction;
+    5. apply when asked, recording each command's outcome as soon as it is known, all under one
+       deadline (agent.tick_deadline): what is not run by then is recorded as skipped;
+    6. the tick's outcome; then the fit and the published file when asked.
+    A kill at any point leaves the history consistent, and the next tick settles the rest."""
+    started = time.time() if now is None else now
+    if deadline is None:  # time.monotonic() past which no command starts (several clusters share one)
+        deadline = time.monotonic() + (cfg.tick_deadline_s if cfg is not None else 300.0)
+    cluster = source.cluster or name
+    run = getattr(source, "run", None)
+    acting = bool(stages.control or stages.gate or stages.off)
+    if apply and acting and run is None:
+        raise UnsafeActionError(f"cannot apply to {source.describe()}: only a live cluster can be changed")
+    if hasattr(source, "deadline"):
+        source.deadline = deadline
+    tick_id = None
+    try:
+        snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
+        cluster = snap.cluster
+        if acting and cfg is not None and cfg.clusters and cluster not in cfg.clusters:
+            raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
+                              f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
+        cc = cfg.cluster(cluster) if cfg is not None else None
+        # only a tick that may act settles (under the agent lock: never beside a tick in flight)
+        settled = _settle(db, snap) if acting else _Settled([], None, ())
+        off = store.get_state(db, cluster, "acting_off") if acting else None
+        if stages.off:
+            ctl = _decide_off(db, snap, cc)
+            gplan = _decide_gate(snap, cc, settled.ledger, True)
+        else:
+            ctl = _decide_control(db, snap, cc, off) if stages.control else None
+            gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
+        status = "pending" if apply else "planned"
+        # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read from
+        # assoc_current before this snapshot's values replace them (used only if it is the
+        # snapshot of the previous decision, which the transaction below reads)
+        latest_usage = store.latest_usage_values(db, snap.cluster) if ctl is not None and ctl[0] is not None else None
+        with store.transaction(db):
+            sid = store.write_snapshot(db, snap, source=source.describe())
+            if acting:  # a tick killed mid-run left its row 'running': it ended without an outcome
+                db.execute("UPDATE ticks SET status = 'failed', error = 'ended without recording its outcome (killed?)' "
+                           "WHERE cluster = ? AND status = 'running'", [cluster])
+            tick_id = store.record_tick(db, cluster, started, None, "running", snapshot_id=sid, stage=stages.label)
+            for aid, st, note in settled.actions:
+                store.update_action(db, aid, st, note, None, time.time())
+            if settled.ledger is not None:
+                store.write_ledger(db, cluster, settled.ledger.ledger, {}, snap.taken_at)
+            did = None
+            c_ids: list[int] = []
+            if ctl is not None:
+                dec, c_plan = ctl
+                if dec is not None:
+                    previous = store.last_decision(db, cluster)
+                    if previous is not None:
+                        store.set_measured_effect(db, previous["id"], dec.h_now,
+                                                *_halving_slurm_used(db, previous, snap, latest_usage))
+                    did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
+                c_ids = store.write_actions(db, cluster, did, "off" if stages.off else "control",
+                                            [replace(a, status=status) for a in c_plan], snap.taken_at, tick_id)
+                if apply:
+                    _record_originals(db, cluster, snap, c_plan)
+            if apply and stages.off:  # from now on this cluster's ticks act on nothing until `control on`
+                store.set_state(db, cluster, "acting_off", {"by": stages.off, "at": snap.taken_at}, snap.taken_at)
+            g_ids: list[int] = []
+            if gplan is not None:
+                g_ids = store.write_actions(db, cluster, None, "gate", [replace(a, status=status) for a in gplan[1]],
+                                            snap.taken_at, tick_id)
+                if apply:
+                    store.write_ledger(db, cluster, _ledger_intent(settled.ledger, gplan[0], snap), gplan[2], snap.taken_at)
+    except FscontrolError as e:
+        _record_failure(db, cluster, stages.label, started, e, tick_id)
+        raise
+    except Exception as e:  # a bug must not stop the other clusters or leave a tick 'running'
+        err = InternalError(f"internal error in the {stages.label} tick of {cluster or 'the cluster'}: {type(e).__name__}: {e}")
+        _record_failure(db, cluster, stages.label, started, err, tick_id)
+        raise err from e
+
+    control_res = gate_res = None
+    error: FscontrolError | None = None
+    try:
+        if ctl is not None:
+            dec, c_plan = ctl
+            done, verified = tuple(c_plan), None
+            if apply and c_plan:
+                done = tuple(_apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
+                if dec is not None:
+                    done, verified = _persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
+            control_res = ControlResult(cluster, sid, did, dec, done, apply, verified, snap.config.mode,
+                                        sum(1 for r in snap.shares if r.is_user))
+        if gplan is not None:
+            plan, g_acts, _ = gplan
+            done = tuple(g_acts)
+            if apply and g_acts:
+                done = tuple(_apply(db, run, g_acts, g_ids, deadline, dependent=False, cluster=cluster))
+            gate_res = GateResult(cluster, sid, plan, done, apply)
+    except FscontrolError as e:
+        error = e
+    except Exception as e:
+        error = InternalError(f"internal error applying the {stages.label} tick of {cluster}: {type(e).__name__}: {e}")
+    failed = error is not None or any(a.status in ("failed", "unknown") for r in (control_res, gate_res) if r for a in r.actions)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "failed" if failed else "ok", time.time(),
+                          str(error) if error else ("an action failed or timed out" if failed else None))
+    if error is not None:
+        raise error
+
+    fitted = None
+    if stages.fit and cfg is not None and fit_due(db, cluster, cfg.schedule["fit"], started):
+        try:
+            _, _, fitted = fit_history(db, cluster, now=started)
+        except NotFoundError:
+            fitted = None  # not enough history yet: not a failed tick; tried again in schedule.fit
+            with store.transaction(db):
+                store.set_state(db, cluster, "fit_attempt", {"at": started}, started)
+    published = None
+    if stages.publish and cfg is not None and cfg.publish_dir:
+        published = str(publish_latest(db, cfg, cluster, source=source)[0])
+    return TickResult(cluster, tick_id, CollectResult(sid, snap), control_res, fitted, gate_res, published,
+                      settled.changes)
+
+
+# (a named tuple: a frozen dataclass costs ~0.5 ms to build at import)
+_Settled = namedtuple("_Settled", (
+    "actions",  # list: (action id, new status, note)
+    "ledger",  # gate.Reconciled or None
+    "changes",  # tuple
+))
+
+
+def _settle(db: Database, snap: Snapshot) -> _Settled:
+    """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
+    from fscontrol.records import MARK_PREFIX
+
+    entries = store.ledger_entries(db, snap.cluster)
+    rec = None
+    if entries or any(j.admin_comment.startswith(MARK_PREFIX) for j in snap.queue):  # the gate's: its module then
+        from fscontrol.act import gate
+
+        rec = gate.reconcile_ledger(snap.queue, entries)
+    changes = tuple(("job " + j, old, new, why) for j, old, new, why in (rec.changes if rec else ()))
+    out = []
+    qos = {q.name: q.usage_factor for q in snap.qos}
+    for a in store.open_actions(db, snap.cluster):
+        argv, kind = a["argv"], a["kind"]
+        opts = dict(x.split("=", 1) for x in argv if "=" in x)
+        if kind == "set_damping":
+            ok = snap.config.damping_factor == int(argv[-1])
+        elif kind == "set_usage_factor":
+            ok = abs(qos.get(opts.get("name", ""), -1.0) - float(opts.get("usagefactor", "nan"))) <= 1e-6
+        elif kind == "submit_dummy":
+            user, account = opts.get("--uid"), argv[argv.index("-A") + 1]
+            ok = any(j.user == user and j.account == account for j in snap.queue)
+        elif kind == "persist_damping":  # ("edit", path, "FairShareDampeningFactor=d", ...): the file says
+            try:
+                with open(argv[1]) as fh:
+                    ok = any(ln.strip() == argv[2] for ln in fh)
+            except OSError:
+                ok = None
+        else:
+            ok = None
+        if ok is None:  # gate commands: their jobs' ledger rows were settled by their marks above
+            new, note = ("settled", "settled through the ledger and the job's mark") if kind in (
+                "hold", "nice", "release", "unnice", "unmark") else ("unverified", "not checkable from a snapshot")
+        else:
+            new, note = ("ok", "Slurm shows it done") if ok else ("not_done", "Slurm does not show it")
+        out.append((a["id"], new, f"settled at the next tick: {note}"))
+        changes += ((f"action {a['id']} ({kind})", a["status"], new, note),)
+    return _Settled(out, rec, changes)
+
+
+def _ledger_intent(rec, plan, snap: Snapshot) -> dict:
+    """The ledger as it will be once the planned holds and releases are done; written before any
+    of them runs, so a kill between commands never leaves a job held that no ledger row owns."""
+    from fscontrol.act import gate
+
+    entries = dict(rec.ledger) if rec is not None else {}
+    nice_of = {j.job_id: j.nice for j in snap.queue}
+    for a in plan.actions:
+        if a.kind in ("hold", "nice"):
+            entries[a.job_id] = gate.LedgerEntry(a.kind, nice_of.get(a.job_id, 0), a.nice if a.kind == "nice" else None, "holding")
+        elif a.kind in ("release", "unnice") and a.job_id in entries:
+            entries[a.job_id] = replace(entries[a.job_id], state="releasing")
+    return entries
+
+
+def _apply(db: Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
+    """Run the planned commands in order, each outcome recorded as soon as it is known (with the
+    ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
+    build on each other); the gate's are independent. A command that times out may have acted:
+    'unknown', settled by the next tick."""
+    done = []
+    blocked = None
+    not_released: set[str] = set()  # gate: a release that did not go through keeps its job's mark
+    for aid, a in zip(ids, plan):
+        left = deadline - time.monotonic()
+        if blocked:
+            res = replace(a, status="skipped", output=f"not run: {blocked}")
+        elif a.kind == "unmark" and a.job_id in not_released:
+            res = replace(a, status="skipped", output="not run: the release before it did not go through (the mark stays)")
+        elif left <= 0:
+            res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
+        else:
+            try:
+                if a.kind == "restore_conf_damping":  # ("edit", path, "FairShareDampeningFactor=v" | "no ... line", ...)
+                    from fscontrol.act.actions import restore_damping_line
+
+                    value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
+                    out = restore_damping_line(a.argv[1], value, lambda argv: run(argv, timeout=left).stdout)
+                else:
+                    out = run(a.argv, timeout=left).stdout.strip()
+                job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
+                res = replace(a, status="ok", output=out[:2000], job_id=job)
+            except SlurmTimeoutError as e:
+                res = replace(a, status="unknown", output=str(e)[:2000])
+            except (SlurmCommandError, UnsafeActionError, OSError) as e:
+                res = replace(a, status="failed", output=str(e)[:2000])
+            if dependent and res.status != "ok":
+                blocked = "an earlier action failed or timed out"
+            if a.kind == "release" and res.status != "ok":
+                not_released.add(a.job_id)
+        with store.transaction(db):
+            store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
+            if cluster is not None and a.job_id:
+                _settle_ledger_row(db, cluster, a, res.status)
+        done.append(res)
+    return done
+
+
+def _settle_ledger_row(db, cluster: str, a, status: str) -> None:
+    """The ledger row of one gate command, once its outcome is known ('unknown' leaves the intent
+    for the next tick to settle against the job's mark). One row read, one row written."""
+    state = store.ledger_state(db, cluster, a.job_id)
+    if state is None or status == "unknown":
+        return
+    if a.kind in ("hold", "nice"):
+        store.set_ledger_state(db, cluster, a.job_id, "held" if status == "ok" else None)  # a failed RPC changed nothing
+    elif a.kind in ("release", "unnice"):
+        if status != "ok":
+            store.set_ledger_state(db, cluster, a.job_id, "held")
+        elif a.kind == "unnice":
+            store.set_ledger_state(db, cluster, a.job_id, None)
+    elif a.kind == "unmark" and status == "ok" and state == "releasing":
+        store.set_ledger_state(db, cluster, a.job_id, None)
+
+
+def _one_action_tick(db: Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
+                     started: float, budget_s: float):
+    """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
+    with store.transaction(db):
+        tick_id = store.record_tick(db, cluster, started, None, "running", stage=stage)
+        (aid,) = store.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply else "planned")],
+                                     started, tick_id)
+    done = a
+    if apply:
+        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + budget_s, dependent=True)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
+                          None if done.status in ("ok", "planned") else done.output)
+    return done
+
+
+def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
+    """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
+    not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
+    again at once, recorded like any action (intent first). Returns the action, or None when
+    there is nothing to do. Bound: a decay pass uses the wrong d only when it falls within one
+    watch interval of the revert (with persist = true, never: slurm.conf holds the agent's d)."""
+    from fscontrol.act import actions as act
+
+    started = time.time()
+    conf_out = source.config()
+    conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
+    cluster = source.cluster or name or conf.cluster
+    cc = cfg.cluster(cluster)
+    if cc.method not in ("damping", "hybrid") or conf.mode != "classic" or store.get_state(db, cluster, "acting_off"):
+        return None
+    d_last = store.last_applied_damping(db, cluster)
+    if d_last is None or d_last == conf.damping_factor:
+        return None
+    a = act.set_damping(d_last, f"watch: slurmctld's d is {conf.damping_factor} (a reconfigure or a restart?), "
+                                f"the agent holds {d_last}")
+    return _one_action_tick(db, source, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
+
+
+def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
+    """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
+    pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
+    and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
+    their last stretch at once; this catches all but the last fraction of a second of them.
+    Recorded like any action (intent first). Returns the action, or None when d stays. Only d:
+    the padding for the pass was set by the control tick; with persist = true the next tick
+    writes slurm.conf if d moved."""
+    from fscontrol.act import actions as act
+    from fscontrol.act import control
+
+    started = time.time()
+    cc = cfg.cluster(source.cluster or name)
+    cluster = source.cluster or name or cc.name
+    if cc.method not in ("damping", "hybrid") or not cc.target_usage or not cluster or store.get_state(db, cluster, "acting_off"):
+        return None
+    last = store.last_decision(db, cluster)
+    d_last = store.last_applied_damping(db, cluster)
+    if (last is None or not last.get("s_ref") or last.get("advise_only") or d_last is None
+            or started - float(last.get("decided_at") or 0) > 120):
+        return None  # no fresh decision to trim (the control tick did not run just now)
+    out = source.root_usage()
+    total = parse.parse_root_usage(out.stdout, " ".join(out.argv))
+    if total <= 0:
+        return None
+    ideal = cc.target_usage / (float(last["s_ref"]) * total)
+    d = control.clamp_d(round(ideal)) if cc.method == "hybrid" else control.choose_damping(ideal, d_last, cc.hysteresis)
+    if d == d_last:
+        return None
+    a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
+                           f"(the control tick had set {d_last})")
+    return _one_action_tick(db, source, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
+
+
+def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
+    """(time of the next decay pass later than `after`, PriorityCalcPeriod), from `scontrol show
+    config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where
+    that record cannot be read or the cluster runs no decay passes we know of."""
+    from fscontrol.model.decay import next_pass
+
+    if isinstance(source, RecordedSlurm):  # a recording has no passes to come
+        return None
+    conf_out = source.config()
+    conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
+    last = last_decay_pass(conf.raw.get("StateSaveLocation"))
+    if last is None or conf.priority_type != "priority/multifactor":
+        return None
+    return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
+
+
+def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
+                        latest_usage: tuple[int | None, list[tuple]] | None = None) -> tuple[float | None, float | None]:
+    """The halving Slurm's priorities used at the decay pass between the previous decision and
+    this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
+    saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
+    any user's EffectvUsage moving. (None, None) when no pass ran in between. `latest_usage`:
+    store.latest_usage_values read before this snapshot was written (used when the previous
+    decision's snapshot is that one, as at every tick after a tick)."""
+    if latest_usage is not None and latest_usage[0] == previous["snapshot_id"]:
+        before = latest_usage[1]
+    else:
+        row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [previous["snapshot_id"]]).fetchone()
+        if row is None:
+            return None, None
+        before = store.usage_values(db, row[0], previous["snapshot_id"])  # (account, user, depth, raw_usage, effective_usage)
+    ue_before = {(a, u): eff for a, u, _, _, eff in before if u}
+    ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
+    if ue_before == ue_now or previous.get("s_ref") is None:
+        return None, None
+    root = next((r for r in before if r[2] == 0), None)  # one root a cluster (parse_sshare: depth 0 is root alone)
+    if root is None:
+        return None, None
+    return previous["s_ref"] * snap.config.damping_factor * float(root[3]), snap.taken_at
+
+
+def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
+    """Before the agent first changes a setting, what Slurm held (for `control off`)."""
+    for a in plan:
+        if a.kind == "set_damping":
+            store.record_original(db, cluster, "damping", snap.config.damping_factor, snap.taken_at)
+        elif a.kind == "set_usage_factor":
+            qos = next(x.split("=", 1)[1] for x in a.argv if x.startswith("name="))
+            uf = {q.name: q.usage_factor for q in snap.qos}.get(qos)
+            store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
+
+
+def _decide_off(db: Database, snap: Snapshot, cc):
+    """`control off`: the commands that put back what the agent changed (no decision)."""
+    from fscontrol.act import actions as act
+
+    conf_value = None
+    orig = store.originals(db, snap.cluster)
+    if orig.get("slurm_conf_damping"):
+        try:
+            with open(orig["slurm_conf_damping"]["path"]) as fh:
+                conf_value = act.conf_damping_value(fh.read())
+        except OSError as e:
+            raise UnsafeActionError(f"cannot read {orig['slurm_conf_damping']['path']} to restore its d line: {e}") from None
+    plan = act.off_plan(snap.queue, d_now=snap.config.damping_factor, usage_factors={q.name: q.usage_factor for q in snap.qos},
+                        originals=orig, dummy=cc.dummy_key, conf_value=conf_value)
+    return None, plan
+
+
+def _decide_control(db: Database, snap: Snapshot, cc, off=None):
+    """The control decision and the commands that carry it out (pure given the snapshot)."""
+    from fscontrol.act import actions as act
+    from fscontrol.act import control
+    from fscontrol.model import fairshare
+
+    d_now = snap.config.damping_factor
+    d_last = store.last_applied_damping(db, snap.cluster)
+    dummy = cc.dummy_key  # (a property: computed once, not once a queued job)
+    s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, dummy, cc.reference_share)
+    dummy_jobs = [q for q in snap.queue if (q.account, q.user) == dummy]
+    real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != dummy]
+    dec = control.plan_control(
+        snap.shares,
+        method=cc.method,
+        u_star=cc.target_usage or 0.0,
+        d_now=d_now,
+        d_last=d_last,
+        half_life_s=snap.config.half_life_s,
+        calc_period_s=snap.config.calc_period_s,
+        dummy=cc.dummy_key,
+        s_ref=s_ref,
+        running_real=real_running,
+        usage_factors={q.name: q.usage_factor for q in snap.qos},
+        hysteresis=cc.hysteresis,
+        padding_mode=cc.padding_mode,
+        padding_threshold=cc.padding_threshold,
+        advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
+                       if off else advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)),
+    )
+    stuck = [q for q in dummy_jobs if q.state == "PENDING"]
+    if stuck and dec.method in ("padding", "hybrid"):
+        dec = replace(dec, notes=dec.notes + (
+            f"the padding job {stuck[0].job_id} is pending ({stuck[0].reason or 'no reason given'}): no padding is "
+            "charged while it waits; on a full cluster keep a core for it (padding_reservation, docs/control.md)",))
+    plan = act.control_plan(
+        dec,
+        dummy=cc.dummy_key,
+        dummy_partition=cc.dummy_partition,
+        padding_qos=cc.padding_qos,
+        padding_mode=cc.padding_mode,
+        dummy_jobs=dummy_jobs,
+        calc_period_s=snap.config.calc_period_s,
+        now=snap.taken_at,
+        reservation=cc.padding_reservation,
+    )
+    return dec, plan
+
+
+def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
+    """(gate plan, its commands as actions, reasons by job) from the snapshot and the settled ledger."""
+    from fscontrol.act import actions as act
+    from fscontrol.act import gate
+
+    if rec is None:
+        rec = gate.Reconciled({}, (), (), ())
+    known = {r.account for r in snap.shares if not r.user}
+    missing = sorted(a for a in cc.allocations if known and a not in known)
+    if missing and not release_all:
+        raise ConfigError(f"allocations for account(s) Slurm does not have on {snap.cluster}: {', '.join(missing)}")
+    if release_all:
+        plan = gate.plan_release_all(snap.queue, rec, now=snap.taken_at, mode=cc.gate.action)
+    else:
+        if not cc.allocations:
+            raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
+        options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions,
+                                   node_cpus=cc.gate.node_cpus)
+        plan = gate.plan_gate(snap.queue, cc.allocations, rec.held, options, now=snap.taken_at, hands_off=rec.hands_off,
+                              parents={r.account: r.parent for r in snap.shares if not r.user and r.parent})
+        if rec.cleanup:
+            plan = replace(plan, actions=tuple(rec.cleanup) + plan.actions)
+    acts = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
+    return plan, acts, {a.job_id: a.reason for a in plan.actions}
+
+
+def _persist_and_verify(db, source, run, cc, dec, did, done, tick_id):
+    """After a new d is set: write it into slurm.conf when asked (persist), and read it back."""
+    from fscontrol.act import actions as act
+
+    verified = None
+    if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
+        # opt-in: slurm.conf too, so a reconfigure or restart keeps d
+        p_act = act.Action(
+            "persist_damping",
+            ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
+            "persist = true: keep d across reconfigure and restart",
+            status="pending",
+        )
+        cluster = dec_cluster(db, did)
+        try:
+            with open(cc.slurm_conf) as fh:
+                before = act.conf_damping_value(fh.read())
+        except OSError:
+            before = None
+        with store.transaction(db):
+            store.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
+            (pid,) = store.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
+        try:
+            backup = act.persist_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
+                                         time.strftime("%Y%m%dT%H%M%S"))
+            p_act = replace(p_act, status="ok", output=f"backup {backup}")
+        except (FscontrolError, OSError) as e:
+            p_act = replace(p_act, status="failed", output=str(e))
+        with store.transaction(db):
+            store.update_action(db, pid, p_act.status, p_act.output, None, time.time())
+        done = done + (p_act,)
+    if any(a.kind == "set_damping" and a.status == "ok" for a in done):
+        verified = parse.parse_config(source.config().stdout).damping_factor
+        if verified != dec.d_target:
+            raise SlurmCommandError(
+                f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
+            )
+    return done, verified
+
+
+def dec_cluster(db: Database, decision_id: int) -> str:
+    return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
+
+
+def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
+                   source: SlurmSource | None = None):
+    """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic).
+    With the live `source`, the next decay pass after the snapshot goes with it (the Fair Tree
+    forecast's pass times). Returns (path, what was written)."""
+    from fscontrol.export import publish as pub
+
+    snap = store.load_snapshot(db, cluster=cluster)
+    cc = cfg.cluster(snap.cluster)
+    upcoming = None
+    if source is not None:
+        try:
+            upcoming = next_decay_pass(source, after=snap.taken_at)
+        except FscontrolError:
+            upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
+    data = pub.build_published(
+        snap,
+        reference=cc.reference_share,
+        dummy=cc.dummy_key,
+        target_core_hours=cc.target_core_hours,
+        admins=tuple(admins) or tuple(cfg.admins),
+        published_at=time.time() if now is None else now,
+        method=cc.method,
+        next_pass_at=upcoming[0] if upcoming else None,
+    )
+    try:
+        if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is
+            target = pub.default_path(snap.cluster, cfg.publish_dir)
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        else:
+            target = out
+        path = pub.write_published(data, target)
+        from fscontrol.web.public import write_public
+
+        write_public(data, path)  # <cluster>.html next to it: the public page
+        return path, data
+    except OSError as e:
+        raise OutputError(f"cannot write the published snapshot: {e}") from None
+
+
+def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
+    """The Prometheus textfile for every cluster in the history (or the named ones)."""
+    from fscontrol.export import metrics
+    from fscontrol.report import admin as report
+
+    names = clusters or [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY 1")]
+    state = {}
+    for name in names:
+        try:
+            snap = store.load_snapshot(db, cluster=name)
+        except NotFoundError:
+            continue
+        cc = cfg.cluster(name)
+        status = report.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
+        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store.last_decision(db, name),
+                       "holds": len(store.gate_ledger(db, name))}
+    return metrics.render(metrics.families(state, store.tick_stats(db)))
+
+
+def write_metrics(db: Database, cfg, path=None) -> str | None:
+    target = path or cfg.metrics
+    if not target:
+        return None
+    from fscontrol.export import metrics
+
+    try:
+        return str(metrics.write_textfile(target, metrics_text(db, cfg)))
+    except OSError as e:
+        raise OutputError(f"cannot write the metrics file {target}: {e}") from None
+
+
+# ---------------------------------------------------------------------------- the SFS gate
+@record
+class GateResult:
+    __slots__ = ("cluster", "snapshot_id", "plan", "actions", "applied")
+    cluster: str
+    snapshot_id: int
+    plan: object  # gate.GatePlan
+    actions: tuple  # actions.Action with statuses
+    applied: bool
+
+    def __init__(self, cluster: str, snapshot_id: int, plan: object, actions: tuple, applied: bool) -> None:
+        set_field(self, "cluster", cluster)
+        set_field(self, "snapshot_id", snapshot_id)
+        set_field(self, "plan", plan)
+        set_field(self, "actions", actions)
+        set_field(self, "applied", applied)

@@ -1,0 +1,272 @@
+"""`fscontrol forecast`: the command users type, parsed with argparse so its cold start stays light.
+
+Every other command goes through typer (cli.py); typer 0.2x imports pydantic and rich-style
+machinery on any invocation, which alone costs more than twice `import typer`. The console script
+(fscontrol.cli.main) sends `fscontrol forecast ...` here before typer is imported; `cli.forecast` is a
+pass-through to the same function so `fscontrol --help` lists it and CliRunner tests reach it.
+Imports stay inside main(): no scipy, numpy or sqlite_utils on this path (a test checks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fscontrol.cli.argfmt import HelpFormatter
+from fscontrol.errors import FscontrolError
+
+DESCRIPTION = (
+    "Your fair-share: F now and why (usage, share, the usage that halves it), when it is back at "
+    "--target if you stop, how many core-hours halve it again, and what a planned campaign does to "
+    "it, with a chart. Reads the snapshot the agent publishes and your own sshare row; shows "
+    "nobody else's data."
+)
+EPILOG = (
+    "examples:\n"
+    "  fscontrol forecast                                  F now, recovery time, budget to halve\n"
+    "  fscontrol forecast --run 56cpus:14d --idle 3d --run 28cpus:7d\n"
+    "  fscontrol forecast --plan 56cpus:14d,idle:3d --target 0.8 --json\n\n"
+    "exit codes: 0 ok, 2 bad option or plan, 3 sshare failed, 6 no snapshot / unknown user,\n"
+    "7 asked for another user's data without being an admin"
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fscontrol forecast", description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter
+    )
+    from fscontrol import __version__
+
+    p.add_argument("--version", "-V", action="version", version=f"fscontrol {__version__}")
+    p.add_argument("--user", "-u", help="Whose forecast (default: yours). Another user's needs root or an fscontrol admin.")
+    p.add_argument("--account", "-A", help="Only this account (default: every account you have).")
+    p.add_argument(
+        "--plan",
+        help="A campaign, in order: comma-separated '<N>cpus:<duration>' and 'idle:<duration>' parts, durations "
+        "in s, m, h, d, w, e.g. '56cpus:14d,idle:3d,28cpus:7d'. The canonical form.",
+    )
+    p.add_argument(
+        "--run", "--idle", dest="steps", action="append", metavar="STEP",
+        help="One campaign step, repeatable, kept in command-line order: --run 56cpus:14d (56 cores for 14 days), "
+        "--idle 3d (nothing for 3 days). Same as --plan; do not mix the two.",
+    )
+    p.add_argument(
+        "--job", "-j", type=int,
+        help="The pending job whose priority to forecast (default: your earliest pending job in the account, from "
+        "squeue; with none, a job you submit now). It matters on small half-lives: a decay pass charges the jobs "
+        "listed before yours before it computes your fair-share.",
+    )
+    p.add_argument("--target", type=float, default=0.5, help="The fair-share to recover to (0 < F < 1). Default 0.5.")
+    p.add_argument(
+        "--published", type=Path,
+        help="The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
+        "/var/lib/fscontrol/public/<cluster>.json.",
+    )
+    p.add_argument(
+        "--source", "-s", default="live",
+        help="Where your own sshare row comes from: 'live' (runs `sshare -l -P`, the default), 'published' (the "
+        "published file's rows, when PrivateData allows), or a recorded sample folder.",
+    )
+    p.add_argument("--cluster", "-M", help="Slurm cluster name (passed to Slurm as -M).")
+    p.add_argument("--max-age", default="1h", help="Warn when the published snapshot is older than this (s, m, h, d); "
+                   "older than a day is an error. Default 1h.")
+    p.add_argument("--stale-ok", action="store_true", help="Forecast from a snapshot older than a day anyway.")
+    p.add_argument("--horizon", help="How far the chart and trajectory reach, e.g. 60d (default: plan + recovery).")
+    p.add_argument("--billing-per-core", type=float, default=1.0,
+                   help="Billing weight of one core (TRESBillingWeights), times the QOS UsageFactor. Default 1.")
+    p.add_argument("--json", dest="json_out", action="store_true", help="Print JSON for scripts instead of a table.")
+    p.add_argument("--plot", type=Path, help="Also draw F over time into this PNG (needs the 'plot' extra: matplotlib).")
+    p.add_argument("--now", type=float, help=argparse.SUPPRESS)  # pretend it is this POSIX time (tests)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the forecast; returns the exit code (argparse itself exits 2 on a bad option)."""
+    args = parser().parse_args(argv)
+    try:
+        data = _forecast(args)
+    except FscontrolError as e:
+        print(f"fscontrol: error: {e}", file=sys.stderr)
+        return e.exit_code
+    from fscontrol.forecast import service as uf
+
+    fmt = uf.format_forecast
+    if data.get("priority_mode") == "fair_tree" and "rank" in (data["associations"] or [{}])[0]:
+        from fscontrol.forecast import fairtree as ftf
+
+        fmt = ftf.format_forecast
+    if args.json_out:
+        import json
+
+        print(json.dumps(data, indent=2, allow_nan=False))
+        for w in data["warnings"]:
+            print(f"fscontrol: warning: {w}", file=sys.stderr)
+    else:
+        print(fmt(data))
+    return 0
+
+
+def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) -> dict:
+    """The forecast `args` ask for, as plain data. `asker` (name, uid): who asks when it is not the
+    process's own user, e.g. the web page's REMOTE_USER (fscontrol.webpage); then no uid makes
+    them root and a recorded sample's snapshot grants no admin rights."""
+    import importlib.util
+    import os
+    import time
+
+    from fscontrol.forecast import classic as fc
+    from fscontrol.export import publish as pub
+    from fscontrol.forecast import service as uf
+    from fscontrol.errors import ConfigError
+
+    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) (or use the text chart / --json)")
+    if args.plot is not None and not args.plot.parent.is_dir():
+        from fscontrol.errors import OutputError
+
+        raise OutputError(f"cannot write the --plot file {args.plot}: folder {args.plot.parent} does not exist")
+    if args.plan and args.steps:
+        raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
+    import math
+
+    if not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
+        raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
+    segments: list = []
+    if args.plan:
+        segments = fc.parse_plan(args.plan, args.billing_per_core)
+    for step in args.steps or ():
+        try:
+            if ":" in step:  # --run 56cpus:14d (or idle:3d)
+                segments += fc.parse_plan(step, args.billing_per_core)
+            else:  # --idle 3d
+                segments.append(fc.Segment(fc.parse_duration(step), 0.0))
+        except fc.PlanError as e:
+            raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
+    max_age_s = fc.parse_duration(args.max_age)
+    horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
+    process_user, _ = uf.invoker()
+    requester, uid = asker or uf.invoker()
+    who = args.user or requester
+    target = args.published or pub.default_path(args.cluster)
+    own = None
+    if args.published is None and not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target):
+        own = _unpublished_snapshot(args)  # nothing published: the sample (--source) or the history is the snapshot
+    if own is not None:
+        data_pub, trusted = own, False
+    else:
+        data_pub, path = pub.read_published(target, args.cluster)
+        trusted = os.stat(path).st_uid == 0
+    # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
+    # to anyone but what the reader can already read; root's published file keeps the check
+    admin = uf.is_admin(requester, uid, data_pub, trusted) or (asker is None and args.source not in ("live", "published") and not trusted)
+    uf.check_access(who, requester, admin)
+    if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
+        from fscontrol.forecast import fairtree as ftf
+
+        if segments:
+            raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
+                              "shows your rank, what moves it, and your budget before anyone passes you")
+        if args.now is None and args.source not in ("live", "published"):  # a recording: as of when it was made
+            args.now = float(data_pub.get("taken_at") or 0)
+        now = time.time() if args.now is None else args.now
+        data = ftf.forecast_data(data_pub, user=who, now=now, account=args.account, requester=requester,
+                                 is_admin=admin, max_age_s=max_age_s, stale_ok=args.stale_ok, horizon_s=horizon_s)
+        if args.plot is not None:
+            ftf.plot_png(data, str(args.plot))
+        return data
+    pending: dict[str, int] = {}
+    if args.source == "published":
+        rows = uf.rows_from_published(data_pub, who)
+    elif args.source == "live":
+        from fscontrol.slurm.source import LiveSlurm
+
+        argv = ("sshare", "-l", "-P") + (("-u", who) if who != process_user else ())
+        live = LiveSlurm(cluster=args.cluster)
+        rows = uf.parse_own_sshare(live.run(argv).stdout)
+        if args.job is None:
+            from fscontrol.errors import SlurmCommandError
+
+            try:
+                pending = uf.parse_own_pending(live.run(("squeue", "-h", "-u", who, "-t", "PD", "-o", "%i|%a")).stdout)
+            except SlurmCommandError:  # PrivateData=all can deny squeue to users: forecast a job submitted now
+                pending = {}
+    else:
+        from fscontrol.slurm.source import RecordedSlurm
+
+        recorded = RecordedSlurm(Path(args.source), cluster=args.cluster)
+        out = recorded.sshare()
+        rows = uf.parse_own_sshare(out.stdout)
+        if args.now is None:  # a recording: the forecast is as of when it was recorded, not today
+            args.now = max(out.finished_at, float(data_pub.get("taken_at") or 0))
+    if args.job is not None:
+        pending = {r.account: args.job for r in rows if r.user == who}
+    data = uf.forecast_data(
+        data_pub,
+        rows,
+        user=who,
+        now=time.time() if args.now is None else args.now,
+        plan=segments,
+        target=args.target,
+        account=args.account,
+        requester=requester,
+        is_admin=admin,
+        max_age_s=max_age_s,
+        stale_ok=args.stale_ok,
+        horizon_s=horizon_s,
+        pending=pending,
+    )
+    if args.plot is not None:
+        uf.plot_png(data, str(args.plot))
+    return data
+
+
+def _published_there(target: Path) -> bool:
+    """Something is published at `target` (a file, or a folder holding a .json file)."""
+    try:
+        return target.is_file() or (target.is_dir() and any(target.glob("*.json")))
+    except OSError:
+        return True  # unreadable: read_published says so
+
+
+def _unpublished_snapshot(args: argparse.Namespace) -> dict | None:
+    """When nothing is published, what `fscontrol publish` would write, built in memory from a
+    recorded sample (--source FOLDER: collected into a temporary history) or else from the history
+    $FSCONTROL_DB names (its latest snapshot): the forecast runs from either without a publish
+    step first. None when there is neither (the caller reports the missing published file). A
+    snapshot that came from a recording is forecast as of when it was recorded."""
+    import os
+    import time
+
+    from fscontrol.agent import config
+    from fscontrol.export import publish as pub
+    from fscontrol.store import history as store
+
+    if args.source not in ("live", "published"):
+        import tempfile
+
+        from fscontrol.agent import pipeline
+        from fscontrol.slurm.source import RecordedSlurm
+
+        with tempfile.TemporaryDirectory(prefix="fscontrol-forecast-") as tmp:
+            db = store.open_db(Path(tmp) / "history.db")
+            try:
+                pipeline.collect(RecordedSlurm(Path(args.source), cluster=args.cluster), db)
+                snap = store.load_snapshot(db, cluster=args.cluster)
+            finally:
+                db.close()
+    else:
+        path = os.environ.get("FSCONTROL_DB")
+        if not path or not Path(path).is_file():
+            return None
+        db = store.open_db(path, create=False, readonly=True)
+        try:
+            snap = store.load_snapshot(db, cluster=args.cluster)
+        finally:
+            db.close()
+        if args.now is None and snap.source.startswith("recorded sample"):
+            args.now = snap.taken_at  # a recording: as of when it was made, as with --source FOLDER
+    cc = config.load(os.environ.get("FSCONTROL_CONFIG")).cluster(snap.cluster)
+    return pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
+                               target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
+                               method=cc.method)

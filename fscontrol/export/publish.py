@@ -1,0 +1,269 @@
+"""The published snapshot: what the agent tells every user about the cluster's fair-share.
+
+`fscontrol forecast` runs as a normal user. On a cluster with `PrivateData=usage` that user's
+`sshare` shows only their own rows, and cannot show the numbers a forecast needs from the rest
+of the cluster: the total decayed usage U, the damping factor d the *controller* uses (sshare's
+FairShare column uses the client's slurm.conf d), the reference share and halving usage
+H = S_ref x d x U, and the decay rate. The agent (as root, e.g. from cron) publishes them in a
+small world-readable JSON file; the user's command reads it plus the user's own sshare row.
+
+Privacy: with `usage` in PrivateData the file holds NO per-association rows (no user, and no
+account either: an account's usage is its users' usage). Without it, the file holds the rows
+`sshare -a` shows anyone anyway.
+
+`build_published` is pure (no clock, no I/O); `write_published` writes atomically (temp file in
+the same folder + os.replace, mode 0644); `read_published` reads and checks one. Standard
+library only at import time (this module is on the forecast command's cold-start path).
+"""
+
+from __future__ import annotations
+
+import math
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: the forecast's start, records.record)
+
+from fscontrol.errors import NotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+    from fscontrol.records import ShareRow
+    from fscontrol.store.history import StoredSnapshot
+
+FORMAT = "fscontrol-published"
+VERSION = 1
+HOUR = 3600.0
+DEFAULT_DIR = "/var/lib/fscontrol/public"
+
+
+class PublishedError(NotFoundError):
+    """No published snapshot, or one that cannot be read."""
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+PRIVATE_FLAGS = frozenset({"usage", "users", "accounts", "all"})
+
+
+def is_private(private_data: tuple[str, ...] | list[str]) -> bool:
+    """True when PrivateData hides any of usage, users or accounts (or `all`): then no per-user
+    row and no name is published (Slurm itself would not show them to other users)."""
+    return bool({f.lower() for f in private_data} & PRIVATE_FLAGS)
+
+
+def admin_token(cluster: str, name: str) -> str:
+    """What is published for an fscontrol admin: a salted hash, so `forecast` can tell whether
+    the person asking is one without the file naming anyone."""
+    import hashlib
+
+    return hashlib.sha256(f"fscontrol-admin:{cluster}:{name}".encode()).hexdigest()
+
+
+def build_published(
+    snap: StoredSnapshot,
+    *,
+    reference: str | float = "median",
+    dummy: tuple[str, str] | None = None,
+    target_core_hours: float | None = None,
+    admins: tuple[str, ...] | list[str] = (),
+    published_at: float | None = None,
+    method: str | None = None,
+    next_pass_at: float | None = None,
+) -> dict[str, Any]:
+    """The published snapshot of `snap` as a JSON-able dict.
+
+    `reference`, `dummy` and `target_core_hours` are the cluster's halving settings from the
+    agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
+    user names `fscontrol forecast` lets ask for any user (root always may). `published_at`
+    defaults to the snapshot's time (pure: no clock). `next_pass_at`: slurmctld's next decay pass
+    after the snapshot, when the agent knows it (the Fair Tree forecast's pass times)."""
+    from fscontrol.model import fairshare
+    from fscontrol.model.decay import decay_lambda
+
+    cfg = snap.config
+    d = cfg.damping_factor
+    root = next((r for r in snap.shares if r.depth == 0), None)
+    total = float(root.raw_usage) if root is not None else 0.0
+    keys = {r.key for r in snap.shares}
+    dummy = dummy if dummy in keys else None
+    s_ref, rule = fairshare.choose_reference_share(snap.shares, d, dummy, reference)
+    halving = s_ref * d * total if s_ref is not None and total > 0 else None
+    private = is_private(cfg.private_data)
+    lam = decay_lambda(cfg.half_life_s)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "cluster": snap.cluster,
+        "snapshot_id": snap.id,
+        "taken_at": snap.taken_at,
+        "taken_at_iso": _iso(snap.taken_at),
+        "published_at": snap.taken_at if published_at is None else published_at,
+        "config": {
+            "slurm_version": cfg.slurm_version,
+            "priority_mode": cfg.mode,
+            "damping_factor": d,
+            "half_life_s": cfg.half_life_s,
+            "calc_period_s": cfg.calc_period_s,
+            "private_data": sorted(f.lower() for f in cfg.private_data),
+        },
+        "decay_lambda": lam,
+        "total_usage": total,
+        "total_usage_core_hours": total / HOUR,
+        "reference_share": s_ref,
+        "reference_share_rule": rule,
+        "halving_usage": halving,
+        "halving_core_hours": None if halving is None else halving / HOUR,
+        "target_core_hours": target_core_hours,
+        "dummy": "/".join(dummy) if dummy else None,
+        "admins_sha256": sorted({admin_token(snap.cluster, a) for a in admins}),
+        "control_method": method,
+        "per_association": not private,
+        "next_pass_at": next_pass_at,
+        "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
+        "running": running_aggregates(snap, {f.lower() for f in cfg.private_data}),
+    }
+
+
+def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any]:
+    """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
+    each account's whole subtree, every running job as [seconds to its time limit (None: no
+    limit), rate in billing-seconds per second, job id (its place in slurmctld's job list: a pass
+    charges the jobs in that order, see forecast.project_running)]. Keyed by salted hashes of the account (and,
+    unless PrivateData hides jobs, of account/user): a user finds their own accounts' entries,
+    the file names no one."""
+    parent = {r.account: r.parent for r in snap.shares if not r.user}
+    cluster: list[list] = []
+    accounts: dict[str, list[list]] = {}
+    users: dict[str, list[list]] = {}
+    for job_id, account, user, rate, ends_at in snap.running:
+        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(job_id)]
+        cluster.append(entry)
+        a, seen = account, set()
+        while a and a != "root" and a not in seen:
+            seen.add(a)
+            accounts.setdefault(assoc_token(snap.cluster, a), []).append(entry)
+            a = parent.get(a, "")
+        if not private & {"jobs", "all"}:
+            users.setdefault(assoc_token(snap.cluster, account, user), []).append(entry)
+    return {"as_of": snap.taken_at, "cluster": sorted(cluster, key=_end_key), "accounts":
+            {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())},
+            "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())},
+            "users_published": not private & {"jobs", "all"}}
+
+
+def job_order(job_id: str) -> int | None:
+    """A job's place in slurmctld's job list: jobs are appended as they are created, so by job id
+    (an array task by its array's id). None when the id is not a number."""
+    head = str(job_id).split("_", 1)[0].split("+", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _end_key(e: list) -> float:
+    return math.inf if e[0] is None else e[0]
+
+
+def assoc_token(cluster: str, account: str, user: str = "") -> str:
+    import hashlib
+
+    return hashlib.sha256(f"fscontrol-assoc:{cluster}:{account}:{user}".encode()).hexdigest()[:32]
+
+
+def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, str] | None,
+          fair_tree: bool = False) -> list[dict]:
+    """The rows `sshare -a -l` shows anyone (no PrivateData=usage), with F at the controller's d
+    (classic) or F = rank / N (Fair Tree, recomputed from the raw values)."""
+    from fscontrol.model.fairshare import fairshare_factor
+
+    ft = None
+    if fair_tree:
+        from fscontrol.model.fairtree import compute_fair_tree
+
+        ft = compute_fair_tree(shares).by_key()
+    out = []
+    for r in shares:
+        if ft is not None:
+            f = ft[r.key].fairshare
+        else:
+            f = (
+                fairshare_factor(r.effective_usage, r.norm_shares, d)
+                if r.effective_usage is not None and r.norm_shares is not None
+                else None
+            )
+        out.append(
+            {
+                "account": r.account,
+                "user": r.user,
+                "parent": r.parent,
+                "depth": r.depth,
+                "raw_shares": r.raw_shares,
+                "shares_parent": r.shares_parent,
+                "norm_shares": r.norm_shares,
+                "raw_usage": r.raw_usage,
+                "usage_core_hours": r.raw_usage / HOUR,
+                "norm_usage": r.norm_usage,
+                "effective_usage": r.effective_usage,
+                "fairshare": f,
+                "halving_core_hours": (r.norm_shares * d * total / HOUR) if r.norm_shares and total > 0 and ft is None
+                else None,
+                "dummy": r.key == dummy,
+            }
+        )
+    return out
+
+
+def default_path(cluster: str | None, publish_dir: str | None = None) -> Path:
+    """Where the agent publishes (and `forecast` looks): $FSCONTROL_PUBLISHED if it names a
+    file; else <dir>/<cluster>.json, dir = $FSCONTROL_PUBLISHED (a folder), `publish_dir`, or
+    /var/lib/fscontrol/public. Without a cluster name the folder itself is returned (the reader
+    takes its only .json file)."""
+    env = os.environ.get("FSCONTROL_PUBLISHED")
+    if env and not Path(env).is_dir():
+        return Path(env)
+    folder = Path(env or publish_dir or DEFAULT_DIR)
+    return folder / f"{cluster}.json" if cluster else folder
+
+
+def write_published(data: dict[str, Any], path: Path | str) -> Path:
+    """Write atomically: a temp file in the same folder, fsync, chmod 0644, os.replace.
+
+    Readers see the old file or the new one, never a half-written one."""
+    from fscontrol.atomic import write_text
+
+    return write_text(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+
+
+def read_published(path: Path | str, cluster: str | None = None) -> tuple[dict[str, Any], Path]:
+    """Read a published snapshot. `path` is the file, or a folder holding <cluster>.json (or a
+    single .json file when no cluster is named). PublishedError (exit 6) when there is none."""
+    p = Path(path)
+    hint = "the agent publishes it (`fscontrol publish`, as root, e.g. from cron): ask your admin"
+    if p.is_dir():
+        if cluster:
+            p = p / f"{cluster}.json"
+        else:
+            found = sorted(x for x in p.glob("*.json") if not x.name.startswith("."))
+            if not found:
+                raise PublishedError(f"no published snapshot yet in {p}: {hint}")
+            if len(found) > 1:
+                names = ", ".join(x.stem for x in found)
+                raise PublishedError(f"several clusters are published in {p} ({names}): choose one with -M")
+            p = found[0]
+    if not p.exists():
+        raise PublishedError(f"no published snapshot yet at {p}: {hint}")
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise PublishedError(f"{p} is not an fscontrol published snapshot (no format {FORMAT!r})")
+    if data.get("version") != VERSION:
+        raise PublishedError(f"{p} has published-snapshot version {data.get('version')!r}; this fscontrol reads {VERSION}")
+    if cluster and data.get("cluster") != cluster:
+        raise PublishedError(f"{p} is for cluster {data.get('cluster')!r}, not {cluster!r}")
+    return data, p

@@ -1,0 +1,340 @@
+"""Forecast a user's usage and fair-share: idle recovery, planned campaigns, usage budgets.
+
+On the `fscontrol` user command's cold-start path: standard library only (no numpy/scipy).
+
+Model (Yalim section 3): du/dt = c(t) - lambda*u with c piecewise constant, and with the
+halving usage H held fixed by control, F(t) = 2^(-u(t)/H). Exact for an association whose fs
+parent is root; for deeper associations pass the snapshot's UE-based numbers and treat the
+answer as an approximation (see fairshare.AssocFairShare). Usage is in RawUsage units
+(billing-seconds); rates in billing-seconds per second (1 CPU at billing 1 = 1.0).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+
+from fscontrol.model.decay import ode_step, piecewise_usage
+from fscontrol.errors import ConfigError
+from fscontrol.records import record, set_field
+
+UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+class PlanError(ConfigError, ValueError):
+    """A campaign plan string could not be read."""
+
+
+@record
+class Segment:
+    """`duration_s` seconds at `rate` billing-seconds per second (0 = idle)."""
+
+    __slots__ = ("duration_s", "rate")
+    duration_s: float
+    rate: float
+
+    def __init__(self, duration_s: float, rate: float) -> None:
+        set_field(self, "duration_s", duration_s)
+        set_field(self, "rate", rate)
+
+
+@record
+class ForecastPoint:
+    __slots__ = ("t", "usage", "fairshare")
+    t: float  # seconds since the forecast's start
+    usage: float  # billing-seconds
+    fairshare: float
+
+    def __init__(self, t: float, usage: float, fairshare: float) -> None:
+        set_field(self, "t", t)
+        set_field(self, "usage", usage)
+        set_field(self, "fairshare", fairshare)
+
+
+def fairshare_at(usage: float, halving: float) -> float:
+    """F = 2^(-u/H)."""
+    if halving <= 0:
+        raise ValueError(f"halving usage must be > 0, got {halving!r}")
+    return 2.0 ** (-usage / halving)
+
+
+def usage_for_fairshare(target: float, halving: float) -> float:
+    """The usage at which F = target: u = -H log2(target)."""
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target fair-share must be in (0, 1], got {target!r}")
+    return -halving * math.log2(target)
+
+
+def rate_from_cores(cores: float, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> float:
+    """Rate in billing-seconds per second of `cores` cores running (x billing weight x QOS factor)."""
+    if cores < 0:
+        raise ValueError(f"negative core count {cores!r}")
+    return cores * billing_per_core * usage_factor
+
+
+def campaign_segment(cores: float, duration_s: float, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> Segment:
+    """`cores` cores for `duration_s` seconds as a plan segment (0 cores = idle)."""
+    if duration_s < 0:
+        raise ValueError(f"negative duration {duration_s!r}")
+    return Segment(float(duration_s), rate_from_cores(cores, billing_per_core, usage_factor))
+
+
+def trajectory(
+    u0: float,
+    halving: float,
+    lam: float,
+    plan: Sequence[Segment | tuple[float, float]],
+    times: Iterable[float],
+) -> list[ForecastPoint]:
+    """u and F at `times` (seconds from now) for a campaign `plan` started now from usage u0.
+
+    The plan is consecutive (duration_s, rate) segments; after it ends the usage only decays.
+    """
+    segs = [(s.duration_s, s.rate) if isinstance(s, Segment) else (float(s[0]), float(s[1])) for s in plan]
+    ts = list(times)
+    us = piecewise_usage(u0, segs, lam, ts)
+    return [ForecastPoint(t, u, fairshare_at(u, halving)) for t, u in zip(ts, us)]
+
+
+def idle_time_to_fairshare(u0: float, halving: float, lam: float, target: float) -> float:
+    """Seconds of idling (u = u0 e^{-lam t}) until F reaches `target`; 0 if it already has.
+
+    inf if it never does (no decay)."""
+    u_target = usage_for_fairshare(target, halving)
+    if u0 <= u_target:
+        return 0.0
+    if lam <= 0 or u_target <= 0:
+        return math.inf  # F = 1 needs u = 0: only reached in the limit
+    return math.log(u0 / u_target) / lam
+
+
+def usage_to_halve(halving: float) -> float:
+    """Usage that halves F from now, nothing else considered: H, whatever the current usage
+    (F is exponential in u; decay during the run only makes the real figure larger)."""
+    return halving
+
+
+def usage_to_fairshare(u0: float, halving: float, target: float) -> float:
+    """Usage, with no decay, that lowers F from its current value to `target`; 0 if already
+    at or below it."""
+    return max(0.0, usage_for_fairshare(target, halving) - u0)
+
+
+def run_time_to_fairshare(u0: float, halving: float, lam: float, rate: float, target: float) -> float:
+    """Seconds of running at `rate` (with decay) until F falls to `target`: 0 if it already
+    has, inf if the steady state rate/lam never gets there."""
+    u_target = usage_for_fairshare(target, halving)
+    if u0 >= u_target:
+        return 0.0
+    if rate <= 0:
+        return math.inf
+    if lam == 0:
+        return (u_target - u0) / rate
+    steady = rate / lam
+    if steady <= u_target:
+        return math.inf
+    return math.log((steady - u0) / (steady - u_target)) / lam
+
+
+def steady_usage(rate: float, lam: float) -> float:
+    """The usage a constant rate settles at, c/lambda (Yalim: the stable solution)."""
+    return math.inf if lam == 0 else rate / lam
+
+
+def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
+    """u after dt seconds at a constant rate (closed form)."""
+    return ode_step(u0, rate, lam, dt)
+
+
+# ---------------------------------------------------------------------------- plan strings
+_WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE)
+PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>', a duration with a unit s, m, h, d, w or in Slurm's time "
+             "format (e.g. '56cpus:14d,idle:3d' or '56cpus:14-0,idle:3-0')")
+# Slurm's time formats (sbatch -t): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+# days-hours:minutes, days-hours:minutes:seconds
+_SLURM_TIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$")
+
+
+def parse_duration(text: str) -> float:
+    """'14d' -> seconds (units s, m, h, d, w), or Slurm's time format: '14-0' (days-hours),
+    '1:00:00' (hours:minutes:seconds), '90' (minutes), '1-12:30' (days-hours:minutes)."""
+    t = text.strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdwSMHDW])", t)
+    if m:
+        return float(m.group(1)) * UNITS_S[m.group(2).lower()]
+    m = _SLURM_TIME.fullmatch(t)
+    if m:
+        if m.group("d") is not None:
+            return (int(m.group("d")) * 86400 + int(m.group("dh")) * 3600 + int(m.group("dm") or 0) * 60
+                    + int(m.group("ds") or 0))
+        a, b, c = m.group("a"), m.group("b"), m.group("c")
+        if c is not None:  # hours:minutes:seconds
+            return int(a) * 3600 + int(b) * 60 + int(c)
+        if b is not None:  # minutes:seconds
+            return int(a) * 60 + int(b)
+        return int(a) * 60.0  # minutes
+    raise PlanError(f"cannot read duration {text!r}: expected a number with a unit s, m, h, d or w, or Slurm's "
+                    "time format (minutes, hours:minutes:seconds, days-hours[:minutes[:seconds]])")
+
+
+def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> list[Segment]:
+    """Read a campaign plan: segments separated by commas (or spaces), each
+    '<N>cpus:<duration>' or 'idle:<duration>', e.g. '56cpus:14d,idle:3d'."""
+    parts = re.sub(r"\s*:\s*", ":", text).replace(",", " ").split()
+    if not parts:
+        raise PlanError(f"empty plan: expected {PLAN_FORM}")
+    out = []
+    for i, part in enumerate(parts, 1):
+        what, colon, dur_text = part.partition(":")  # the first ':' (Slurm's times have more)
+        m = _WHAT.match(what) if colon else None
+        try:
+            dur = parse_duration(dur_text) if m else None
+        except PlanError:
+            dur = None
+        if m is None or dur is None:
+            raise PlanError(f"cannot read plan part {i} {part!r}{_why(part)}: expected {PLAN_FORM}")
+        rate = 0.0 if m.group("idle") else rate_from_cores(float(m.group("n")), billing_per_core, usage_factor)
+        out.append(Segment(dur, rate))
+    return out
+
+
+def _why(part: str) -> str:
+    """Which side of one plan part is wrong, for the error message."""
+    if ":" not in part:
+        return " (no single ':' between what runs and for how long)"
+    what, _, dur = part.partition(":")
+    if not _WHAT.match(what):
+        return f" ({what!r} is neither '<N>cpus' nor 'idle')"
+    try:
+        parse_duration(dur)
+    except PlanError:
+        return f" (duration {dur!r} is neither a number with a unit s, m, h, d or w nor Slurm's time format)"
+    return ""
+
+
+# ---------------------------------------------------------------------------- a cluster that keeps running
+def path_weights(rows: Sequence, key: tuple[str, str]) -> dict[tuple[str, str], float] | None:
+    """Classic EffectvUsage of association `key` as a weighted sum of the NormUsages on its path:
+    UE = sum_j w_j UA_j, the weights adding up to 1 (UE = UA + (UE_parent - UA) c, c = s/S_siblings
+    = NormShares / the fs parent's NormShares, down from the first tier where UE = UA). `rows`:
+    the association and its ancestors' rows (a user's own sshare shows them). None when a row on
+    the path is missing."""
+    by = {(r.account, r.user): r for r in rows}
+    if key not in by:
+        return None
+
+    def up(k: tuple[str, str]) -> tuple[str, str] | None:
+        r = by[k]
+        return (r.account, "") if r.user else ((r.parent, "") if r.parent else None)
+
+    def fs_parent(k):
+        p = up(k)
+        while p is not None and p in by and by[p].shares_parent:
+            p = up(p)
+        return p
+
+    weights: dict[tuple[str, str], float] = {}
+    carry, k = 1.0, key
+    while by[k].shares_parent:  # UE = the fs parent's UE
+        k = fs_parent(k)
+        if k is None or k not in by:
+            return None
+    while True:
+        p = fs_parent(k)
+        if p is None or p not in by:
+            return None
+        if by[p].depth == 0:  # k is at the first tier: UE = UA
+            weights[k] = weights.get(k, 0.0) + carry
+            return weights
+        s_k, s_p = by[k].norm_shares, by[p].norm_shares
+        if not s_k or not s_p:
+            return None
+        c = s_k / s_p
+        weights[k] = weights.get(k, 0.0) + carry * (1 - c)
+        carry *= c
+        k = p
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float | None) -> float:
+    hi = a1 if b1 is None else min(a1, b1)
+    return max(0.0, hi - max(a0, b0))
+
+
+def project_running(u0: float, total0: float, *, passes: int, period_s: float, half_life_s: float,
+                    weighted_jobs: Sequence[tuple[float | None, float, float]],
+                    cluster_jobs: Sequence[tuple[float | None, float]] | None,
+                    plan: Sequence[Segment] = (),
+                    self_weight: float = 0.0, own0: float | None = None,
+                    own_early: Sequence[tuple[float | None, float]] = (),
+                    own_jobs: Sequence[tuple[float | None, float]] = (),
+                    early_jobs: Sequence[tuple[float | None, float]] = ()) -> list[tuple[float, float]]:
+    """(effective usage, total usage) after each of the next `passes` decay passes, Slurm's way
+    (decay.slurm_pass): the forecast starts right after a pass; each pass decays everything by
+    f^P and charges each job rate x overlap x f^(pass time - overlap start).
+
+    weighted_jobs: (seconds to the job's limit or None, rate, weight on this user's effective
+    usage); cluster_jobs: the same for every running job, to move the total; None holds the total
+    (the controller keeps S_ref d U at u*). The user's plan charges both with weight 1. The first
+    pass charges the jobs for the interval just past (they were running then too) -- the
+    EffectvUsage sshare shows lags RawUsage by that one pass.
+
+    Inside a pass (priority_multifactor.c, `_decay_thread`): the accounts' EffectvUsage is
+    computed as the pass starts, but a user's own term (weight `self_weight`) only when the pass
+    reaches the user's pending job in slurmctld's job list, after the running jobs listed before
+    it (older jobs) have been charged. So that term reads this pass's charges of those jobs:
+    `own_early` (the user's own, among `own_jobs`, the user's running jobs) in its numerator, and
+    `early_jobs` (every job listed before it, on the whole cluster) in the total below it; `own0` is
+    the user's RawUsage at the snapshot. On a production half-life one pass's charge is a few
+    hundredths of a percent of the usage; on a 5-minute half-life it is several percent."""
+    from fscontrol.model.decay import decay_factor_per_second
+
+    f = decay_factor_per_second(half_life_s)
+    fp = f**period_s
+    bounds = [0.0]
+    for seg in plan:
+        bounds.append(bounds[-1] + seg.duration_s)
+
+    def charge(jobs, k: int, weighted: bool = False) -> float:
+        a0, a1 = (k - 1) * period_s, k * period_s
+        c = 0.0
+        for job in jobs:
+            left, rate = job[0], job[1]
+            ov = _overlap(a0, a1, a0 if k == 0 else 0.0, left)
+            c += (job[2] if weighted else 1.0) * rate * ov * f ** (a1 - max(a0, 0.0 if k else a0))
+        return c
+
+    def plan_charge(k: int) -> float:
+        a0, a1 = (k - 1) * period_s, k * period_s
+        c = 0.0
+        for seg, b0 in zip(plan, bounds):
+            ov = _overlap(a0, a1, b0, b0 + seg.duration_s)
+            if ov > 0 and seg.rate > 0:
+                c += seg.rate * ov * f ** (a1 - max(a0, b0))
+        return c
+
+    u, total, out = u0, total0, []
+    own = own0
+    if self_weight and own0 is not None and total0 > 0:
+        # sshare's EffectvUsage is the one the snapshot's pass computed, mid-pass: take that pass's
+        # early charges out of its own term, so `u` is the lagged weighted sum the passes advance
+        own_prev = (own0 - charge(own_jobs, 0)) / fp
+        mid0 = (own_prev * fp + charge(own_early, 0)) / (total0 * fp + charge(early_jobs, 0))
+        u = u0 - self_weight * (mid0 - own_prev / total0) * total0
+    for k in range(passes):
+        pc = plan_charge(k)
+        grow = charge(weighted_jobs, k, weighted=True) + pc
+        grow_total = charge(cluster_jobs or (), k) + pc
+        u = u * fp + grow
+        if k > 0 and own is not None:
+            own = own * fp + charge(own_jobs, k) + pc
+        total_prev = total
+        total = total if cluster_jobs is None else total * fp + grow_total
+        u_out = u
+        if self_weight and own is not None and total_prev > 0:
+            # the user's own term as the pass computes it: this pass's early charges already in
+            ue_self_lag = own / total
+            mid = (own * fp + charge(own_early, k + 1)) / (total * fp + charge(early_jobs, k + 1))
+            u_out = u + self_weight * (mid - ue_self_lag) * total
+        out.append((u_out, total))
+    return out

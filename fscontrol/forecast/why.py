@@ -1,0 +1,276 @@
+"""`fscontrol why JOBID`: why a pending job waits, from sprio's breakdown, in plain words.
+
+The question users ask most about priority. slurmctld's multifactor priority is a sum:
+priority = site + age + association + fair-share + job size + partition + QOS + TRES - nice,
+each term its factor (0..1) times its PriorityWeight*; sprio prints both for every pending,
+eligible, non-held job. This module turns one job's line into: what each term gives, which
+dominates, what would change each (age grows to its cap at PriorityMaxAge; fair-share is the
+user's classic F or Fair Tree rank; size, partition and QOS are chosen at submission), and how
+many pending jobs in the same partition rank above it.
+
+Pure: no Slurm, no clock (the caller runs sprio, squeue and scontrol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fscontrol.errors import NotFoundError, ParseError
+
+# sprio's format letters common to Slurm 22.05 .. 24.11 (24.11 adds %o account and %n QOS name)
+SPRIO_WHY_FORMAT = "%i|%u|%r|%Y|%S|%A|%a|%B|%b|%F|%f|%J|%j|%P|%p|%Q|%q|%N"
+TERMS = (  # (name in our output, sprio weighted column index, normalized column index, weight key)
+    ("age", 5, 6, "age"),
+    ("association", 7, 8, "assoc"),
+    ("fair-share", 9, 10, "fairshare"),
+    ("job size", 11, 12, "jobsize"),
+    ("partition", 13, 14, "partition"),
+    ("QOS", 15, 16, "qos"),
+)
+
+
+def sprio_args(job_id: str) -> tuple[str, ...]:
+    return ("sprio", "-j", job_id, "-o", SPRIO_WHY_FORMAT)
+
+
+@dataclass(frozen=True, slots=True)
+class PrioLine:
+    job_id: str
+    user: str
+    partition: str
+    priority: float
+    site: float
+    weighted: dict[str, float]
+    normalized: dict[str, float]
+    nice: float
+
+
+def parse_sprio_why(text: str, job_id: str, command: str = "sprio") -> PrioLine | None:
+    """The job's line of `sprio -j JOBID -o SPRIO_WHY_FORMAT` (header line first); None when sprio
+    lists no such job (running, held, not yet eligible, or gone)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return None
+    n = SPRIO_WHY_FORMAT.count("|") + 1
+    for no, line in enumerate(lines[1:], start=2):
+        f = [x.strip() for x in line.split("|")]
+        if len(f) != n:
+            raise ParseError(command, f"expected {n} fields, got {len(f)}", no, line)
+        if f[0] != job_id and f[0].split("_")[0] != job_id:
+            continue
+        try:
+            num = [float(x) if x else 0.0 for x in f[3:]]
+        except ValueError:
+            raise ParseError(command, "a priority field is not a number", no, line) from None
+        weighted = {name: num[w - 3] for name, w, _, _ in TERMS}
+        normalized = {name: num[z - 3] for name, _, z, _ in TERMS}
+        return PrioLine(f[0], f[1], f[2], num[0], num[1], weighted, normalized, num[-1])
+    return None
+
+
+# squeue reasons under which a job is not eligible: its age does not grow
+NOT_ELIGIBLE = frozenset({"PartitionDown", "PartitionInactive", "BeginTime", "Dependency", "DependencyNeverSatisfied",
+                          "JobHeldUser", "JobHeldAdmin", "PartitionTimeLimit", "PartitionNodeLimit", "AssocGrpCPUMinutesLimit"})
+
+
+def _per_hour_of_age(weight: int, max_age_s: float) -> float | None:
+    return None if not weight or max_age_s <= 0 else weight / (max_age_s / 3600.0)
+
+
+def explain(
+    line: PrioLine,
+    *,
+    weights: Mapping[str, int],
+    max_age_s: float,
+    favor_small: bool,
+    mode: str,
+    fairshare_detail: str | None = None,
+    ahead: int | None = None,
+    pending_in_partition: int | None = None,
+    reason: str | None = None,
+    account: str | None = None,
+) -> dict:
+    """The job's priority in words, as plain data. `weights`: PriorityWeight* by factor (the keys of
+    SlurmConfig.weights); `fairshare_detail`: the user's F or rank in words, from the caller;
+    `ahead`: pending jobs in the partition with a higher priority."""
+    total = line.priority
+    terms = []
+    for name, _, _, key in TERMS:
+        w = int(weights.get(key, 0) or 0)
+        got = line.weighted[name]
+        terms.append({"factor": name, "weight": w, "normalized": line.normalized[name], "points": got,
+                      "share": (got / total) if total > 0 else None})
+    if line.site:
+        terms.append({"factor": "site", "weight": None, "normalized": None, "points": line.site,
+                      "share": line.site / total if total > 0 else None})
+    counted = [t for t in terms if t["points"] > 0]
+    dominant = max(counted, key=lambda t: t["points"]) if counted else None
+    levers = []
+    age_w = int(weights.get("age", 0) or 0)
+    if age_w:
+        rate = _per_hour_of_age(age_w, max_age_s)
+        left = age_w - line.weighted["age"]
+        if left > 0.5 and rate:
+            levers.append(f"age: +{rate:,.1f} an hour of waiting, {left:,.0f} more until it caps at "
+                          f"{age_w:,} after PriorityMaxAge ({max_age_s / 86400:g} days of eligibility)"
+                          + (f"; it counts only while the job is eligible, and now it waits for {reason}"
+                             if reason in NOT_ELIGIBLE else ""))
+        else:
+            levers.append(f"age: at its cap ({age_w:,}): waiting longer adds nothing")
+    else:
+        levers.append("age: does not count here (PriorityWeightAge=0)")
+    fs_w = int(weights.get("fairshare", 0) or 0)
+    if fs_w:
+        how = ("under Fair Tree it is your rank among all user associations: it rises only as others use the "
+               "machine (decay changes no rank)") if mode == "fair_tree" else (
+               "classic fair-share: it recovers as your usage decays (half-life), falls as you run")
+        levers.append(f"fair-share: {fs_w:,} x your factor ({line.normalized['fair-share']:.4f}); {how}"
+                      + (f"; {fairshare_detail}" if fairshare_detail else "") + " - see `fscontrol forecast`")
+    js_w = int(weights.get("jobsize", 0) or 0)
+    if js_w:
+        levers.append(f"job size: {js_w:,} x size factor ({line.normalized['job size']:.4f}): "
+                      + ("smaller jobs score higher (PriorityFavorSmall)" if favor_small else "larger jobs score higher")
+                      + "; fixed at submission")
+    for name, key, what in (("partition", "partition", "a partition with a higher PriorityJobFactor"),
+                            ("QOS", "qos", "a QOS with a higher Priority")):
+        w = int(weights.get(key, 0) or 0)
+        if w:
+            levers.append(f"{name}: {w:,} x {line.normalized[name]:.4f}; only {what} raises it")
+    if line.nice:
+        levers.append(f"nice: {line.nice:+,.0f} taken off (scontrol update job nice / sbatch --nice)")
+    return {
+        "job_id": line.job_id,
+        "user": line.user,
+        "account": account,
+        "partition": line.partition,
+        "priority": total,
+        "priority_mode": mode,
+        "terms": terms,
+        "dominant": None if dominant is None else dominant["factor"],
+        "levers": levers,
+        "ahead_in_partition": ahead,
+        "pending_in_partition": pending_in_partition,
+        "reason": reason,
+    }
+
+
+def format_why(data: Mapping) -> str:
+    lines = [f"job {data['job_id']} ({data['user']}"
+             + (f", account {data['account']}" if data.get("account") else "")
+             + f", partition {data['partition']}): priority {data['priority']:,.0f}"
+             + (f", waiting for: {data['reason']}" if data.get("reason") else "")]
+    for t in data["terms"]:
+        if t["weight"] == 0 and not t["points"]:
+            continue
+        share = "" if t["share"] is None else f" ({t['share']:.0%})"
+        if t["weight"] is None:
+            lines.append(f"  {t['factor']:<12} {t['points']:>12,.0f}{share}")
+        else:
+            lines.append(f"  {t['factor']:<12} {t['points']:>12,.0f}{share}  = {t['normalized']:.4f} x weight {t['weight']:,}")
+    zero = [t["factor"] for t in data["terms"] if t["weight"] == 0]
+    if zero:
+        lines.append(f"  (weight 0 here, so they do not count: {', '.join(zero)})")
+    if data["dominant"]:
+        lines.append(f"what dominates: {data['dominant']}")
+    if data.get("ahead_in_partition") is not None:
+        lines.append(f"ahead of it: {data['ahead_in_partition']} of the {data['pending_in_partition']} other pending "
+                     f"job(s) in {data['partition']} have a higher priority (the scheduler also needs the resources free)")
+    lines.append("what would change it:")
+    lines += [f"  - {x}" for x in data["levers"]]
+    return "\n".join(lines)
+
+
+def count_ahead(squeue_text: str, job_id: str, priority: float) -> tuple[int, int]:
+    """(pending jobs with a higher priority, other pending jobs) from `squeue -h -t PD -p PART -o %i|%Q`."""
+    ahead = others = 0
+    for line in squeue_text.splitlines():
+        if not line.strip():
+            continue
+        jid, _, q = line.partition("|")
+        if jid.strip() == job_id:
+            continue
+        others += 1
+        try:
+            if float(q) > priority:
+                ahead += 1
+        except ValueError:
+            continue
+    return ahead, others
+
+
+def not_pending(job_id: str, state: str | None, reason: str | None) -> NotFoundError:
+    if state is None:
+        return NotFoundError(f"job {job_id} is not in the queue (finished, or never existed): sprio lists pending jobs only")
+    return NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason else "")
+                         + ": sprio breaks down the priority of pending, eligible, not held jobs only")
+
+
+def job_state(squeue_text: str) -> tuple[str | None, str | None, str | None, str | None]:
+    """(state, reason, account, partition) of `squeue -h -j JOBID -o %T|%r|%a|%P`."""
+    for line in squeue_text.splitlines():
+        f = line.split("|")
+        if len(f) == 4:
+            return f[0].strip(), f[1].strip() or None, f[2].strip() or None, f[3].strip() or None
+    return None, None, None, None
+
+
+def parse_max_age(text: str | None) -> float:
+    """PriorityMaxAge as `scontrol show config` prints it (7-00:00:00) in seconds (Slurm's default
+    7 days when absent)."""
+    from fscontrol.slurm.parse import parse_duration
+
+    try:
+        v = parse_duration(text) if text else None
+    except ValueError:
+        v = None
+    return float(v) if v is not None else 7 * 86400.0
+
+
+__all__: Sequence[str] = ("sprio_args", "parse_sprio_why", "explain", "format_why", "count_ahead", "job_state")
+
+
+# ---------------------------------------------------------------------------- with Slurm
+def why_job(source, job_id: str) -> dict:
+    """Run what `why` needs on `source` (a LiveSlurm: sprio, squeue, scontrol show config and,
+    under Fair Tree, sshare) and explain the job. NotFoundError when sprio does not list it."""
+    from fscontrol.slurm import parse
+    from fscontrol.errors import ConfigError, SlurmCommandError
+
+    if not job_id.replace("_", "").isdigit():
+        raise ConfigError(f"not a Slurm job id: {job_id!r}")
+    cfg_out = source.config()
+    cfg = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
+    try:  # an unknown job id makes squeue fail: the job is not in the queue
+        state, reason, account, partition = job_state(source.run(("squeue", "-h", "-j", job_id, "-o", "%T|%r|%a|%P")).stdout)
+    except SlurmCommandError:
+        state = reason = account = partition = None
+    line = None
+    if state == "PENDING":
+        try:  # sprio fails (or prints its header alone) for a job it does not list
+            line = parse_sprio_why(source.run(sprio_args(job_id)).stdout, job_id, " ".join(sprio_args(job_id)))
+        except SlurmCommandError:
+            line = None
+    if line is None:
+        raise not_pending(job_id, state, reason)
+    detail = None
+    if cfg.mode == "fair_tree" and account:
+        try:
+            from fscontrol.model.fairtree import compute_fair_tree
+
+            rows = parse.parse_sshare(source.run(("sshare", "-a", "-l", "-P")).stdout)
+            a = compute_fair_tree(rows).by_key().get((account, line.user))
+            if a is not None and a.rank is not None:
+                n = sum(1 for r in rows if r.user)
+                detail = f"rank {a.rank} of {n}"
+        except (SlurmCommandError, ParseError, ValueError):
+            detail = None  # PrivateData: the tree is not visible to this user
+    ahead = others = None
+    try:
+        ahead, others = count_ahead(source.run(("squeue", "-h", "-t", "PD", "-p", line.partition, "-o", "%i|%Q")).stdout,
+                                    line.job_id, line.priority)
+    except SlurmCommandError:
+        pass
+    return explain(line, weights=cfg.weights, max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
+                   favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
+                   fairshare_detail=detail, ahead=ahead, pending_in_partition=others, reason=reason, account=account)

@@ -1,0 +1,1045 @@
+"""Reports: plain data first (for --json), then text (own table layout for the large status table, tabulate for small ones). Pure: no Slurm, no clock."""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+
+from fscontrol.model import fairshare
+from fscontrol.model.fairshare import UNDERFLOW
+from fscontrol.records import record, set_field
+from fscontrol.store.history import StoredSnapshot
+
+HOUR = 3600.0
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _snapshot_head(snap: StoredSnapshot) -> dict:
+    """What every status says first: the snapshot and the cluster's priority settings."""
+    cfg = snap.config
+    return {
+        "cluster": snap.cluster,
+        "snapshot_id": snap.id,
+        "taken_at": _iso(snap.taken_at),
+        "source": snap.source,
+        "slurm_version": cfg.slurm_version,
+        "priority_mode": cfg.mode,
+        "priority_flags": list(cfg.priority_flags),
+        "damping_factor": cfg.damping_factor,
+        "half_life_s": cfg.half_life_s,
+        "calc_period_s": cfg.calc_period_s,
+    }
+
+
+def _select(rows, users, only_users: Sequence[str], only_accounts: Sequence[str], cluster: str) -> tuple[set, set[str]]:
+    """-u/-A as sshare takes them: the keys of the user rows shown (those users, under those
+    accounts' subtrees) and the account rows a --tree shows (the path down to each user shown,
+    within the accounts asked for). `rows`/`users`: anything with account, user and parent.
+    NotFoundError names what the snapshot does not have."""
+    from fscontrol.errors import NotFoundError
+
+    parent = {r.account: r.parent for r in rows if not r.user}
+
+    def ancestors(account: str) -> list[str]:
+        out, a, hops = [], account, 0
+        while a and hops < 64:
+            out.append(a)
+            a, hops = parent.get(a, ""), hops + 1
+        return out
+
+    known_users = {u.user for u in users}
+    unknown = [x for x in only_users if x not in known_users] + [a for a in only_accounts if a not in parent]
+    if unknown:
+        raise NotFoundError(f"not in the snapshot of {cluster}: {', '.join(unknown)}")
+    wanted = set(only_accounts)
+    under = {a for a in parent if wanted.intersection(ancestors(a))} if wanted else set(parent)
+    keys = {u.key for u in users if (not only_users or u.user in only_users) and u.account in under}
+    accounts = under
+    if only_users:
+        accounts = {a for u in users if u.key in keys for a in ancestors(u.account)} & under
+    return keys, accounts
+
+
+def status_data(
+    snap: StoredSnapshot,
+    target_core_hours: float | None = None,
+    dummy: tuple[str, str] | None = None,
+    reference: str | float = "median",
+    control_history: list[dict] | None = None,
+    only_users: Sequence[str] = (),
+    only_accounts: Sequence[str] = (),
+    tree: bool = False,
+    columns: bool = False,
+) -> dict:
+    """Everything `fscontrol status` shows, as plain data. `only_users`/`only_accounts` (-u/-A,
+    as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
+    figures stay the cluster's. `tree` (--tree) adds the account rows (user "", F and the
+    halving figures None) in sshare's order, each row with its depth below root; with -u, the
+    accounts above the users shown.
+
+    F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
+    RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
+    force in slurmctld. The dummy (padding) association is shown but not counted as a user.
+    Under Fair Tree, status_data_fair_tree.
+
+    The table is a list of dicts, one a row (what --json prints); `columns`: a StatusTable
+    instead, the same values a column at a time (what the text needs: no dict per row)."""
+    if snap.config.mode == "fair_tree":
+        data = status_data_fair_tree(snap, dummy, only_users, only_accounts, tree=tree)
+        if columns:
+            data["table"] = StatusTable.from_rows(data["table"])
+        return data
+    cfg = snap.config
+    d = cfg.damping_factor
+    shares = snap.shares
+    n = len(shares)
+    # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
+    # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
+    # RawUsage by one pass exactly as the factor slurmctld schedules with)
+    # -- as slurmctld holds them: after a reconfigure switched Fair Tree off, Slurm 22.05 keeps
+    # Fair Tree's NormShares until a restart (fairtree.held_shares), and computes F with those
+    from fscontrol.model import fairtree
+
+    fast = fairtree.held_shares_in_order(shares, "classic")
+    if fast is not None:  # rows in tree order (the history's): lists, no Tree
+        held, held_form, index = fast
+        exact = None
+    else:
+        held_form = "classic"
+        try:
+            exact, held_form = fairtree.held_shares(fairshare.build_tree(shares), "classic")
+            exact[fairshare.ROOT] = 1.0
+        except fairshare.TreeError:
+            exact = {}
+        index = {(r.account, r.user): i for i, r in enumerate(shares)}
+        held = [exact.get((r.account, r.user), r.norm_shares) for r in shares]
+    acc = [r.account for r in shares]
+    usr = [r.user for r in shares]
+    raw = [r.raw_usage for r in shares]
+    root = next((r for r in shares if r.depth == 0), None)
+    total = float(root.raw_usage) if root else 0.0
+    dummy = dummy if dummy in index else None
+    dummy_i = index[dummy] if dummy else -1
+    dummy_usage = float(raw[dummy_i]) if dummy else 0.0
+    uidx = [i for i, u in enumerate(usr) if u and u != "root"]  # the user associations
+    real = [i for i in uidx if i != dummy_i]
+    n_active = sum(1 for i in real if raw[i] > 0)
+    if exact is None and isinstance(reference, str) and reference in fairshare.REFERENCE_RULES:
+        s_ref, rule = fairshare.pick_reference_share([s for i in real if (s := held[i]) > 0], reference, bool(dummy))
+    else:
+        s_ref, rule = fairshare.choose_reference_share(shares, d, dummy, reference, exact=exact or None)
+    halving = s_ref * d * total if s_ref is not None else None
+    # a user alone in a first-tier account: Yalim's u / -log2 F is its halving usage
+    depth = [r.depth for r in shares]
+    kids = Counter(a if u else r.parent for a, u, r, dp in zip(acc, usr, shares, depth) if dp != 0)
+    alone_in = {a for a, u, r, dp in zip(acc, usr, shares, depth) if dp != 0 and not u and r.parent == "root" and kids[a] == 1}
+    if only_users or only_accounts:
+        keys, accounts_shown = _select(shares, [shares[i] for i in uidx], only_users, only_accounts, snap.cluster)
+        shown = {i for i in uidx if (acc[i], usr[i]) in keys}
+        sel = ([i for i in range(n) if ((i in shown) if usr[i] else (acc[i] in accounts_shown))] if tree
+               else [i for i in uidx if i in shown])
+    else:
+        sel = [i for i in range(n) if usr[i] != "root"] if tree else uidx  # --tree: every account row too
+    # the table a column at a time (a comprehension per column, no dict per row: at 100,000
+    # associations that was a third of the report); an account row (--tree) has the user "" and
+    # no F or halving figures
+    rows_ = [shares[i] for i in sel]
+    U = [usr[i] for i in sel]
+    A = [acc[i] for i in sel]
+    R = [raw[i] for i in sel]
+    S = [held[i] for i in sel]
+    E = [r.effective_usage for r in rows_]
+    log2 = math.log2
+    F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
+         for u, e, s_u in zip(U, E, S)]
+    if total > 0:
+        halve = [d * s_u * total / room / HOUR if u and e is not None and s_u is not None and s_u > 0
+                 and (room := 1.0 - e - d * s_u) > 0 else None for u, e, s_u in zip(U, E, S)]
+    else:
+        halve = [None] * len(sel)
+    alone = [bool(u) and a in alone_in for u, a in zip(U, A)]
+    implied = [raw_u / -log2(f) / HOUR if al and f is not None and raw_u > 0 and 0.0 < f < 1.0 else None
+               for al, f, raw_u in zip(alone, F, R)]
+    prio = snap.prio_fairshare
+    table = StatusTable({
+        "user": U, "account": A, "raw_usage": R, "usage_core_hours": [x / HOUR for x in R], "norm_shares": S,
+        "effective_usage": E, "fairshare": F, "fairshare_sshare": [r.fairshare for r in rows_],
+        "fairshare_sprio": ([prio.get((a, u)) if u else None for a, u in zip(A, U)] if prio else [None] * len(sel)),
+        "usage_to_halve_core_hours": halve, "alone_at_first_tier": alone, "implied_halving_core_hours": implied,
+        "underflow": [f is not None and f < UNDERFLOW for f in F],
+        "dummy": [i == dummy_i and u != "" for i, u in zip(sel, U)] if dummy else [False] * len(sel),
+        "depth": [depth[i] for i in sel], "raw_shares": [r.raw_shares for r in rows_],
+        "norm_usage": [r.norm_usage for r in rows_],
+    })
+    warnings = []
+    if cfg.mode == "fair_tree":
+        warnings.append("Fair Tree is in use: it never reads FairShareDampeningFactor, so fscontrol can only advise.")
+    elif cfg.mode != "classic":
+        warnings.append(f"priority mode {cfg.mode}: fscontrol's classic maths are an approximation here.")
+    if "limits" not in cfg.enforce:
+        warnings.append(
+            "AccountingStorageEnforce lacks 'limits': Slurm (22.05 and 24.11 alike) then never charges the end of a job, "
+            "so usage (and control) is under-counted."
+        )
+    from fscontrol.slurm import versions as slurm_versions
+
+    untested = slurm_versions.untested_warning(cfg.slurm_version)
+    if untested:
+        warnings.append(untested)
+    if cfg.private_data and "usage" in cfg.private_data:
+        warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
+    if held_form != "classic":
+        warnings.append(stale_shares_warning("classic", held_form))
+    return {
+        **_snapshot_head(snap),
+        "shares_form": held_form,
+        "total_usage_core_hours": total / HOUR,
+        "users": len(real),
+        "active_users": n_active,
+        "dummy": "/".join(dummy) if dummy else None,
+        "dummy_usage_core_hours": dummy_usage / HOUR,
+        "real_usage_core_hours": (total - dummy_usage) / HOUR,
+        "reference_share": s_ref,
+        "reference_share_rule": rule,
+        "halving_core_hours": halving / HOUR if halving is not None else None,
+        "target_core_hours": target_core_hours,
+        "halving_error": (halving / HOUR / target_core_hours - 1) if halving is not None and target_core_hours else None,
+        "model_comparison": _comparison(snap, d, target_core_hours, dummy, s_ref),
+        "underflow_users": [f"{u}@{a}" for u, a, uf, dm in zip(U, A, table.columns["underflow"], table.columns["dummy"])
+                            if uf and not dm],
+        "tree": tree,
+        "warnings": warnings,
+        "table": table if columns else table.rows(),
+        "control": _control_history(control_history or []),
+    }
+
+
+def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -> list[dict] | None:
+    """Yalim figure 2 on this snapshot: underflows and F <= 0.5 under several choices of d."""
+    if not target_core_hours or s_ref is None:
+        return None
+    root = next((r for r in snap.shares if r.depth == 0), None)
+    if root is None or root.raw_usage <= 0:
+        return None
+    mc = fairshare.model_comparison(snap.shares, d, target_core_hours * HOUR, exclude=[dummy] if dummy else (), s_ref=s_ref)
+    return [
+        {"model": m.name, "damping": m.damping, "underflow": m.n_underflow, "f_le_half": m.n_half, "users": mc.n_users}
+        for m in mc.models
+    ]
+
+
+def _control_history(rows: list[dict]) -> list[dict]:
+    """The controller's record: halving achieved vs target over time, d and padding."""
+    out = []
+    for r in rows:
+        h = r["h_now"]
+        out.append(
+            {
+                "time": _iso(r["taken_at"]),
+                "method": r["method"],
+                "damping": r["d_now"],
+                "padding_core_hours": (r["w_now"] or 0.0) / HOUR,
+                "halving_core_hours": None if h is None else h / HOUR,
+                "target_core_hours": (r["u_star"] or 0.0) / HOUR,
+                "error": None if h is None or not r["u_star"] else h / r["u_star"] - 1,
+                # the halving Slurm's priorities used at the next decay pass (none seen: None)
+                "halving_slurm_core_hours": None if r.get("h_slurm") is None else r["h_slurm"] / HOUR,
+                "error_slurm": None if r.get("h_slurm") is None or not r["u_star"] else r["h_slurm"] / r["u_star"] - 1,
+                "applied": bool(r["apply"]),
+            }
+        )
+    return out
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float]) -> str:
+    """A one-line chart: each value as one of eight block heights between the min and the max."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    span = hi - lo or 1.0
+    return "".join(" " if v is None else SPARK[min(7, int((v - lo) / span * 7.999))] for v in values)
+
+
+def _fmt(v, spec: str) -> str:
+    if v is None:
+        return "-"
+    return format(v, spec)
+
+
+def _duration(s: float) -> str:
+    if s % 86400 == 0:
+        return f"{s / 86400:g} d"
+    if s % 3600 == 0:
+        return f"{s / 3600:g} h"
+    return f"{s / 60:g} min"
+
+
+# ---------------------------------------------------------------------------- the status table
+@record
+class Field:
+    """One column of the status table: `name` is what -o/--format takes (any case) and what -P's
+    header line prints, `header` the plain table's heading, `key` the row's key in status_data."""
+
+    __slots__ = ("name", "header", "key", "spec", "right", "help", "idle_key")
+    name: str
+    header: str
+    key: str
+    spec: str | None  # format() spec for numbers (-P drops the thousands separator); None: text
+    right: bool
+    help: str
+    idle_key: str | None  # the row's flag for an infinite value (Fair Tree's LevelFS with no usage)
+
+    def __init__(self, name: str, header: str, key: str, spec: str | None, right: bool, help: str,
+                 idle_key: str | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "header", header)
+        set_field(self, "key", key)
+        set_field(self, "spec", spec)
+        set_field(self, "right", right)
+        set_field(self, "help", help)
+        set_field(self, "idle_key", idle_key)
+
+
+STATUS_FIELDS: tuple[Field, ...] = (
+    Field("User", "user", "user", None, False, "the user (empty on an account row of --tree)"),
+    Field("Account", "account", "account", None, False, "the account (with --tree, indented one space a level, as sshare)"),
+    Field("RawShares", "RawShares", "raw_shares", "d", True, "RawShares as sshare prints them (- for root and FairShare=parent)"),
+    Field("NormShares", "NormShares", "norm_shares", ".6f", True, "NormShares recomputed from RawShares over the whole tree"),
+    Field("RawUsage", "RawUsage", "raw_usage", "d", True, "decayed usage in CPU-seconds, as sshare's RawUsage"),
+    Field("Usage", "usage (core-h)", "usage_core_hours", ",.3f", True, "RawUsage in core-hours"),
+    Field("NormUsage", "NormUsage", "norm_usage", ".6f", True, "sshare's NormUsage"),
+    Field("EffectvUsage", "EffectvUsage", "effective_usage", ".6f", True, "sshare's EffectvUsage (Slurm's own)"),
+    Field("F", "F", "fairshare", ".6f", True, "F = 2^(-(EffectvUsage/NormShares)/d) with the d slurmctld holds"),
+    Field("FairShare", "F sshare", "fairshare_sshare", ".6f", True, "F as sshare printed it (with sshare's own d)"),
+    Field("FSprio", "F sprio", "fairshare_sprio", ".6f", True, "F as sprio reports it for the user's pending jobs"),
+    Field("HalvesAfter", "halves after +(core-h)", "usage_to_halve_core_hours", ",.3f", True,
+          "the extra usage of this user alone that halves its F"),
+    Field("ImpliedHalving", "u/-log2 F", "implied_halving_core_hours", ",.3f", True,
+          "Yalim's u / -log2 F, only for a user alone in a first-tier account"),
+    Field("Rank", "rank", "rank", "d", True, "Fair Tree: the user association's rank, N the first; F = rank / N"),
+    Field("LevelFS", "LevelFS", "level_fs", ".6f", True,
+          "Fair Tree: NormShares / EffectvUsage among its siblings (inf: no usage)", "level_fs_idle"),
+    Field("AccountLevelFS", "account LevelFS", "account_level_fs", ".6f", True,
+          "Fair Tree: the LevelFS of the account the user competes under", "account_level_fs_idle"),
+)
+_FIELDS_BY_NAME = {f.name.lower(): f for f in STATUS_FIELDS}
+DEFAULT_FIELDS = ("User", "Account", "Usage", "NormShares", "EffectvUsage", "F", "FairShare", "FSprio", "HalvesAfter",
+                  "ImpliedHalving")
+LONG_FIELDS = ("User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "NormUsage", "EffectvUsage", "F",
+               "FairShare", "FSprio", "HalvesAfter", "ImpliedHalving")
+FAIR_TREE_FIELDS = ("Rank", "User", "Account", "Usage", "NormShares", "EffectvUsage", "LevelFS", "AccountLevelFS", "F",
+                    "FairShare", "FSprio")
+FAIR_TREE_LONG_FIELDS = ("Rank", "User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "EffectvUsage",
+                         "LevelFS", "AccountLevelFS", "F", "FairShare", "FSprio")
+
+
+def status_fields(spec: str | None = None, long: bool = False, tree: bool = False, fair_tree: bool = False) -> tuple[Field, ...]:
+    """The columns: -o/--format's comma-separated names in any case (as sshare -o; it wins over
+    -l), else -l's long set, else the default set (the tree's: Account first, as sshare's; Fair
+    Tree's: rank and LevelFS instead of the halving). An unknown name is a ConfigError (exit 2)."""
+    if spec is None:
+        if fair_tree:
+            names = FAIR_TREE_LONG_FIELDS if long else FAIR_TREE_FIELDS
+            if tree:
+                names = ("Account", "User", *(n for n in names if n not in ("Account", "User")))
+            return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+        names = LONG_FIELDS if long else DEFAULT_FIELDS
+        if tree:
+            names = ("Account", "User", *names[2:])
+        return tuple(_FIELDS_BY_NAME[n.lower()] for n in names)
+    return pick_fields(spec, STATUS_FIELDS, ())
+
+
+def pick_fields(spec: str | None, table: Sequence[Field], default: Sequence[str]) -> tuple[Field, ...]:
+    """-o/--format for any of the reports' tables: `spec`'s comma-separated field names in any
+    case (as sshare -o and sacct -o take them), else the `default` names. An unknown name is a
+    ConfigError (exit 2) listing the valid ones."""
+    by_name = {f.name.lower(): f for f in table}
+    if spec is None:
+        return tuple(by_name[n.lower()] for n in default)
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in names if n.lower() not in by_name]
+    if unknown or not names:
+        from fscontrol.errors import ConfigError
+
+        what = f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}" if unknown else "no field"
+        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in table)}")
+    return tuple(by_name[n.lower()] for n in names)
+
+
+def format_fields_help(table: Sequence[Field] = STATUS_FIELDS) -> str:
+    """--helpformat: every field -o takes, as sshare --helpformat lists them."""
+    width = max(len(f.name) for f in table)
+    return "\n".join(f"{f.name:<{width}}  {f.help}" for f in table)
+
+
+class StatusTable:
+    """The status table as columns: `columns` maps each row key of status_data's table to a list,
+    one entry a row. The text is made a column at a time from it; `rows()` gives the list of
+    dicts --json prints (the same keys in the same order, the same values)."""
+
+    __slots__ = ("columns", "_rows")
+
+    def __init__(self, columns: dict[str, list], rows: list[dict] | None = None) -> None:
+        self.columns = columns
+        self._rows = rows
+
+    @classmethod
+    def from_rows(cls, rows: list[dict]) -> StatusTable:
+        """A table of row dicts (Fair Tree's), its columns made when asked."""
+        return cls({}, rows)
+
+    def __len__(self) -> int:
+        if self._rows is not None:
+            return len(self._rows)
+        return len(next(iter(self.columns.values()), ()))
+
+    def column(self, key: str) -> list:
+        col = self.columns.get(key)
+        if col is None:
+            col = [r.get(key) for r in self._rows] if self._rows is not None else [None] * len(self)
+        return col
+
+    def rows(self) -> list[dict]:
+        if self._rows is not None:
+            return self._rows
+        keys = tuple(self.columns)
+        return [dict(zip(keys, values)) for values in zip(*self.columns.values())]
+
+
+def _cells(table: StatusTable, f: Field, parsable: bool, tree: bool) -> list[str]:
+    """One column's texts, built a column at a time (one comprehension per column, no call per
+    cell): None is "-" in the plain table ("" on --tree's account rows, as sshare leaves them
+    blank) and "" with -P."""
+    key = f.key
+    if f.name == "Account" and tree:
+        return [" " * dp + a for dp, a in zip(table.column("depth"), table.column("account"))]
+    values = table.column(key)
+    if f.spec == "d":  # an integer field (Fair Tree's RawUsage comes as an integral float)
+        values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
+    if f.idle_key is not None:
+        values = [float("inf") if idle else v for idle, v in zip(table.column(f.idle_key), values)]  # prints "inf"
+    spec = f.spec
+    if spec is None:
+        return [("" if parsable else "-") if v is None else v for v in values]
+    if parsable:
+        spec = spec.replace(",", "")
+        return ["" if v is None else format(v, spec) for v in values]
+    if tree:
+        return [("-" if u else "") if v is None else format(v, spec) for u, v in zip(table.column("user"), values)]
+    return ["-" if v is None else format(v, spec) for v in values]
+
+
+def _inline_number(table: StatusTable, f: Field, tree: bool) -> tuple[str, int] | None:
+    """For a column of fixed-point numbers, the %-conversion (".6f") that prints every value as
+    format(value, f.spec) does, and the widest value's length; None when a value needs format()
+    (a None, not finite, thousands separators, a negative zero among zeros). The length of a
+    fixed-point number never shrinks as its magnitude grows, so the widest is the largest or the
+    most negative."""
+    spec = f.spec
+    if spec is None or not f.right or f.idle_key is not None or (tree and f.name == "Account"):
+        return None
+    plain = spec.lstrip(",")
+    if not (plain[:1] == "." and plain[-1:] == "f" and plain[1:-1].isdigit()):
+        return None
+    values = table.column(f.key)
+    if not values or None in values:
+        return None
+    try:
+        if not math.isfinite(sum(values)):
+            return None
+        hi, lo = max(values), min(values)
+    except (TypeError, OverflowError):
+        return None
+    conv = plain
+    widest = max(len(format(hi, spec)), len(format(lo, spec)))
+    if spec != plain and "," in format(hi, spec) + format(lo, spec):
+        return None  # a thousands separator somewhere: format() it is
+    if lo == 0 and any(math.copysign(1.0, v) < 0 for v in values if v == 0):
+        return None  # "-0.000000" is wider than its neighbours
+    return conv, widest
+
+
+def table_lines(rows: list[dict] | StatusTable, fields: Sequence[Field], *, parsable: bool = False, header: bool = True,
+                tree: bool = False) -> Iterator[str]:
+    """The status table, line by line, from status_data's rows or its StatusTable. Plain:
+    tabulate's "simple" layout (two spaces between columns, a column as wide as its longest cell
+    or its heading plus two, a line of dashes), built here because tabulate's per-cell type
+    detection took 70% of `status` on 100,000 associations. -P (`parsable`): sshare -P's form,
+    every field delimited by |, no padding, the field names as the header line. `header=False`
+    (-n) leaves the header lines out."""
+    table = rows if isinstance(rows, StatusTable) else StatusTable.from_rows(rows)
+    if parsable:
+        cols = [_cells(table, f, parsable, tree) for f in fields]
+        if header:
+            yield "|".join(f.name for f in fields)
+        yield from map("|".join, zip(*cols))
+        return
+    cols, widths, convs = [], [], []
+    for f in fields:
+        inline = _inline_number(table, f, tree)
+        if inline is None:  # texts: %s, padded
+            c = _cells(table, f, parsable, tree)
+            cols.append(c)
+            widths.append(max(len(f.header) + 2, max(map(len, c), default=0)))
+            convs.append("s")
+        else:  # the numbers themselves, converted by the line's own %-format
+            conv, w = inline
+            cols.append(table.column(f.key))
+            widths.append(max(len(f.header) + 2, w))
+            convs.append(conv)
+    last = len(fields) - 1
+    # one %-format a line pads every cell (right: %Ws, left: %-Ws, a left last column unpadded)
+    specs = [f"%{w}{cv}" if f.right else (f"%-{w}{cv}" if i < last else f"%{cv}")
+             for i, (f, w, cv) in enumerate(zip(fields, widths, convs))]
+    if header:
+        yield "  ".join(f.header.rjust(w) if f.right else (f.header.ljust(w) if i < last else f.header)
+                        for i, (f, w) in enumerate(zip(fields, widths)))
+        yield "  ".join("-" * w for w in widths)
+    lines = map("  ".join(specs).__mod__, zip(*cols))
+    yield from (map(str.rstrip, lines) if tree else lines)  # an account row's blank last cells
+
+
+def format_status(data: dict, fields: Sequence[Field] | None = None) -> str:
+    return "\n".join(status_lines(data, fields))
+
+
+def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[str]:
+    """`fscontrol status` as text, line by line (the table's lines are made as they are written:
+    on 100,000 associations the report is never one string)."""
+    if data["priority_mode"] == "fair_tree":
+        yield from status_lines_fair_tree(data, fields)
+        return
+    head = [
+        ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
+        ("priority", f"{data['priority_mode']} ({','.join(data['priority_flags']) or 'no flags'}), "
+         f"damping factor d={data['damping_factor']}, half-life {_duration(data['half_life_s'])}, "
+         f"decay every {_duration(data['calc_period_s'])}"),
+        ("total decayed usage", f"{data['total_usage_core_hours']:,.2f} core-hours"),
+        ("users", f"N={data['users']}, active M={data['active_users']}"),
+        ("reference share", f"S_ref={_fmt(data['reference_share'], '.6f')} ({data['reference_share_rule']})"),
+        ("fair-share halves every", f"{_fmt(data['halving_core_hours'], ',.2f')} core-hours (H = S_ref x d x total usage)"),
+    ]
+    if data.get("target_core_hours"):
+        head.append(("target u*", f"{data['target_core_hours']:,.2f} core-hours "
+                     f"(halving error {data['halving_error']:+.2%})" if data["halving_error"] is not None else ""))
+    if data.get("dummy"):
+        head.append(("padding (dummy)", f"{data['dummy']}: {data['dummy_usage_core_hours']:,.2f} core-hours "
+                     f"(real usage {data['real_usage_core_hours']:,.2f})"))
+    for k, v in head:
+        yield f"{k + ':':<25}{v}"
+    yield ""
+    yield from table_lines(data["table"], fields or status_fields(), tree=bool(data.get("tree")))
+    yield ""
+    yield "F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;"
+    yield "halves after +: the extra usage of this user alone that halves its F, exact for shared accounts"
+    yield "(d S U / (1 - EffectvUsage - d S)); u/-log2 F (Yalim) only for a user alone in a first-tier account."
+    hist = data.get("control") or []
+    if hist:
+        errs = [h["error"] for h in hist]
+        last = hist[-1]
+        known = [abs(e) for e in errs if e is not None]
+        yield ""
+        yield (
+            f"control ({last['method']}, last {len(hist)} ticks): halving {_fmt(last['halving_core_hours'], ',.2f')} "
+            f"vs target {last['target_core_hours']:,.2f} core-hours, error now "
+            f"{'-' if last['error'] is None else format(last['error'], '+.2%')}, worst "
+            f"{'-' if not known else format(max(known), '.2%')}; d={last['damping']}, padding "
+            f"{last['padding_core_hours']:,.2f} core-hours"
+        )
+        yield f"  error over time  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})"
+    if data.get("model_comparison"):
+        from tabulate import tabulate  # a few rows: tabulate pays here
+
+        yield ""
+        yield "model comparison (Yalim fig. 2): users with F < 1e-6 (underflow) and F <= 0.5"
+        yield tabulate(
+            [[m["model"], f"{m['damping']:.4g}", m["underflow"], m["f_le_half"]] for m in data["model_comparison"]],
+            headers=["model", "d", "underflow", "F <= 0.5"],
+            disable_numparse=True,
+        )
+    under = data["underflow_users"]
+    yield f"underflow (F < 1e-6): {', '.join(under) if under else 'none'}"
+    for w in data["warnings"]:
+        yield f"warning: {w}"
+
+
+FAIR_TREE_ADVICE = (
+    "Fair Tree ranks users (F = rank / N among the {n} user associations), so there is no usage at which "
+    "F halves and no u* to keep; it ignores FairShareDampeningFactor, so fscontrol changes nothing here.",
+    "Shape Fair Tree with the account shares (sacctmgr modify account NAME set fairshare=N): at each level "
+    "an account's LevelFS = its share of the shares / its share of the usage; `fscontrol status` shows them.",
+    "Set how long usage counts with PriorityDecayHalfLife, and weigh fair-share against age, size and QOS with "
+    "PriorityWeightFairshare (Slurm's Fair Tree page: as low as 1-2 x the number of user associations).",
+    "Or run classic fair-share (PriorityFlags=NO_FAIR_TREE, then scontrol reconfigure): there fscontrol keeps "
+    "F halving every u* core-hours with the damping factor, padding, or both.",
+)
+
+
+def control_data(res) -> dict:
+    if getattr(res, "priority_mode", "classic") == "fair_tree":
+        return _control_data_fair_tree(res)
+    d = res.decision
+    h = lambda v: None if v is None else v / HOUR  # noqa: E731
+    return {
+        "cluster": res.cluster,
+        "snapshot_id": res.snapshot_id,
+        "decision_id": res.decision_id,
+        "method": d.method,
+        "mode": "apply" if res.applied else "dry-run",
+        "advise_only": d.advise_only,
+        "target_core_hours": h(d.u_star),
+        "reference_share": d.s_ref,
+        "real_usage_core_hours": h(d.u_real),
+        "real_usage_next_core_hours": h(d.u_real_next),
+        "padding_core_hours": h(d.w_now),
+        "padding_target_core_hours": h(d.w_target),
+        "damping_now": d.d_now,
+        "damping_target": d.d_target,
+        "damping_ideal": d.d_ideal,
+        "usage_factor": d.usage_factor,
+        "pulse_usage_factor": d.pulse_usage_factor,
+        "halving_now_core_hours": h(d.h_now),
+        "halving_planned_core_hours": h(d.h_planned),
+        "error_now": d.error_now,
+        "error_planned": d.error_planned,
+        "rounding_bound": d.bound,
+        "verified_damping": res.verified_damping,
+        "notes": list(d.notes),
+        "actions": [
+            {"kind": a.kind, "command": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
+            for a in res.actions
+        ],
+    }
+
+
+def _control_data_fair_tree(res) -> dict:
+    """Control under Fair Tree: no plan, no classic figures; what an admin can do instead."""
+    d = res.decision
+    return {
+        "cluster": res.cluster,
+        "snapshot_id": res.snapshot_id,
+        "decision_id": res.decision_id,
+        "priority_mode": "fair_tree",
+        "method": d.method if d is not None else None,
+        "mode": "apply" if res.applied else "dry-run",
+        "advise_only": True,
+        "target_core_hours": None if d is None or d.u_star is None else d.u_star / HOUR,
+        "advice": [a.format(n=res.user_associations) for a in FAIR_TREE_ADVICE],
+        "notes": [],
+        "actions": [],
+    }
+
+
+CONTROL_FIELDS: tuple[Field, ...] = (
+    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown or skipped"),
+    Field("Kind", "kind", "kind", None, False, "what the command does (set_damping, set_usage_factor, submit_dummy, ...)"),
+    Field("Command", "command", "command_line", None, False, "the Slurm command, quoted as a shell would take it"),
+    Field("Reason", "reason", "reason", None, False, "why the plan has it"),
+    Field("Output", "output", "output", None, False, "what the command printed (after --apply)"),
+)
+CONTROL_DEFAULT_FIELDS = ("Status", "Command", "Reason")
+
+
+def control_rows(data: dict) -> list[dict]:
+    """The control plan's commands as the table's rows (one line each: -P reads a line a row)."""
+    def one_line(v) -> str | None:
+        return None if v is None else " ".join(str(v).split("\n"))
+
+    return [{"status": a["status"], "kind": a["kind"], "command_line": shlex.join(a["command"]),
+             "reason": one_line(a["reason"]), "output": one_line(a.get("output"))} for a in data["actions"]]
+
+
+def control_notes(data: dict) -> list[str]:
+    """What the control report says besides its table (for -P/-n, which print the table alone)."""
+    if data.get("priority_mode") == "fair_tree":
+        return [f"{data['cluster']} runs Fair Tree: advice only, no plan (fscontrol control without -P/-n shows the advice)"]
+    advice = [n[len("advice only: "):] for n in data["notes"] if n.startswith("advice only: ")]
+    dry = ["dry run: nothing was changed; --apply carries the plan out"] if data["mode"] == "dry-run" and data["actions"] else []
+    return [f"ADVICE ONLY, nothing can be done here: {a}" for a in advice[:1]] + \
+        [n for n in data["notes"] if not n.startswith("advice only: ")] + dry
+
+
+def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
+    if data.get("priority_mode") == "fair_tree":
+        lines = [f"ADVICE ONLY, nothing can be done here: {data['cluster']} runs Fair Tree, where a halving "
+                 f"target u* does not exist"]
+        lines += [f"  - {a}" for a in data["advice"]]
+        lines.append("plan: none")
+        return "\n".join(lines)
+    pct = lambda v: "-" if v is None else f"{v:+.2%}"  # noqa: E731
+    lines = [
+        f"{data['cluster']}: method {data['method']} ({data['mode']}{', advice only' if data['advise_only'] else ''}), "
+        f"target u* = {_fmt(data['target_core_hours'], ',.2f')} core-hours, S_ref = {_fmt(data['reference_share'], '.6f')}",
+        f"real usage {_fmt(data['real_usage_core_hours'], ',.2f')} core-hours "
+        f"(after the next pass ~{_fmt(data['real_usage_next_core_hours'], ',.2f')}), "
+        f"padding {_fmt(data['padding_core_hours'], ',.2f')} -> {_fmt(data['padding_target_core_hours'], ',.2f')} core-hours",
+        f"damping factor {data['damping_now']} -> {data['damping_target']} (ideal {_fmt(data['damping_ideal'], '.3f')})",
+        f"halving now {_fmt(data['halving_now_core_hours'], ',.2f')} core-hours ({pct(data['error_now'])} vs u*), "
+        f"planned {_fmt(data['halving_planned_core_hours'], ',.2f')} ({pct(data['error_planned'])})"
+        + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
+    ]
+    advice = [n for n in data["notes"] if n.startswith("advice only: ")]
+    if advice:  # first, so nobody reads the figures above as a plan: nothing will be done
+        lines.insert(0, f"ADVICE ONLY, nothing can be done here: {advice[0][len('advice only: '):]}")
+    for n in data["notes"]:
+        if n not in advice:
+            lines.append(f"note: {n}")
+    if not data["actions"]:
+        lines.append("plan: none (advice only)" if data["advise_only"] else "plan: nothing to do")
+    else:
+        from tabulate import tabulate
+
+        fields = fields or pick_fields(None, CONTROL_FIELDS, CONTROL_DEFAULT_FIELDS)
+        lines.append("")
+        lines.append(
+            tabulate(
+                [["-" if r[f.key] is None else r[f.key] for f in fields] for r in control_rows(data)],
+                headers=[f.header for f in fields],
+                disable_numparse=True,
+                maxcolwidths=[60 if f.name in ("Command", "Reason", "Output") else None for f in fields],  # not 350 columns
+            )
+        )
+        if data["mode"] == "dry-run":
+            lines.append("(dry run: nothing was changed; --apply carries the plan out)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- the gate's tables
+GATE_FIELDS: tuple[Field, ...] = (
+    Field("Account", "account", "account", None, False, "the account"),
+    Field("State", "state", "state", None, False, "over, at or under its target, or unmanaged (no allocation)"),
+    Field("Occupancy", "occupancy", "occupancy", None, True, "what its running jobs hold now, in the allocations' unit"),
+    Field("Ideal", "ideal", "ideal", None, True, "its award over its period: the occupancy it is due"),
+    Field("Target", "target", "target", None, True, "factor x ideal: above this it is over"),
+    Field("OverBy", "over by", "over_by", None, True, "occupancy - target"),
+    Field("Running", "running", "running_jobs", "d", True, "its running jobs"),
+    Field("Pending", "pending", "pending_jobs", "d", True, "its pending jobs"),
+    Field("PendingDemand", "pending demand", "pending_demand", None, True, "what its pending jobs ask for"),
+    Field("Waiting", "waiting", "waiting_jobs", "d", True, "pending jobs that could start (not held, no dependency)"),
+    Field("WaitingDemand", "waiting demand", "waiting_demand", None, True, "what the waiting jobs ask for"),
+    Field("AgentHeld", "agent held", "agent_held", "d", True, "its jobs the agent holds (or demotes) now"),
+)
+GATE_DEFAULT_FIELDS = ("Account", "State", "Occupancy", "Ideal", "Target", "Running", "Pending", "PendingDemand",
+                       "Waiting", "AgentHeld")
+GATE_ACTION_FIELDS: tuple[Field, ...] = (
+    Field("Kind", "kind", "kind", None, False, "hold, release, nice or unnice"),
+    Field("JobId", "job", "job_id", None, False, "the job"),
+    Field("Account", "account", "account", None, False, "its account"),
+    Field("Nice", "nice", "nice", "d", True, "the Nice a demotion sets"),
+    Field("Reason", "reason", "reason", None, False, "why"),
+)
+GATE_ACTION_DEFAULT_FIELDS = ("Kind", "JobId", "Account", "Reason")
+
+
+def gate_fields(plan, spec: str | None, actions: bool = False) -> tuple[Field, ...]:
+    """-o for `fscontrol gate`: the accounts table's fields (headers naming the plan's unit and
+    its action, as the plain report does), or with --actions the actions table's."""
+    from dataclasses import replace as with_
+
+    if actions:
+        return pick_fields(spec, GATE_ACTION_FIELDS, GATE_ACTION_DEFAULT_FIELDS)
+    heads = {"Occupancy": f"occupancy ({plan.unit})", "AgentHeld": f"agent {'held' if plan.action == 'hold' else 'demoted'}"}
+    return tuple(with_(f, header=heads[f.name]) if f.name in heads else f
+                 for f in pick_fields(spec, GATE_FIELDS, GATE_DEFAULT_FIELDS))
+
+
+def gate_rows(plan, actions: bool = False) -> list[dict]:
+    """The gate's accounts (or actions) as the table's rows; sizes as the plain report prints them."""
+    from fscontrol.act.gate import _fmt
+
+    if actions:
+        return [{"kind": a.kind, "job_id": a.job_id, "account": a.account, "nice": a.nice, "reason": a.reason}
+                for a in plan.actions]
+    out = []
+    for a in plan.accounts:
+        row = a.to_dict()
+        for k in ("occupancy", "ideal", "target", "over_by", "pending_demand", "waiting_demand"):
+            row[k] = None if row[k] is None else _fmt(row[k])
+        out.append(row)
+    return out
+
+
+def format_gate(plan, fields: Sequence[Field]) -> str:
+    """The gate's report with -o's fields in its accounts table (the rest as the plain report)."""
+    from tabulate import tabulate
+
+    from fscontrol.act.gate import format_gate_plan
+
+    table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
+                     headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
+    return format_gate_plan(plan, table=table)
+
+
+# ---------------------------------------------------------------------------- tick
+def tick_data(outcomes) -> dict:
+    """A tick over the agent's clusters (agent.ClusterOutcome list), as plain data."""
+    out = []
+    for o in outcomes:
+        row: dict = {"cluster": o.cluster, "ok": o.error is None,
+                     "error": str(o.error) if o.error else None, "exit_code": o.error.exit_code if o.error else 0}
+        r = o.result
+        if r is not None:
+            row["snapshot_id"] = r.snapshot_id
+            row["control"] = control_data(r.control) if r.control is not None else None
+            row["fit"] = ({"half_life_s": r.fit.half_life_s, "half_life_se_s": r.fit.half_life_se_s, "drifted": r.fit.drifted}
+                          if r.fit is not None else None)
+            row["gate"] = ({"actions": [{"job_id": a.job_id, "kind": a.kind, "status": a.status} for a in r.gate.actions],
+                            "mode": "apply" if r.gate.applied else "dry-run"} if r.gate is not None else None)
+            row["published"] = r.published
+            row["settled"] = [{"what": w, "from": a, "to": b, "why": why} for w, a, b, why in r.reconciled]
+        out.append(row)
+    return {"ok": all(r["ok"] for r in out), "clusters": out}
+
+
+def format_tick(data: dict) -> str:
+    lines = []
+    for c in data["clusters"]:
+        if not c["ok"]:
+            continue  # errors go to stderr, one line each (cli)
+        if c["control"] is not None:
+            lines.append(format_control(c["control"]))
+        else:
+            lines.append(f"{c['cluster']}: collected snapshot {c['snapshot_id']} (control not due)")
+        if c["fit"] is not None:
+            f = c["fit"]
+            lines.append(f"  fit: half-life {_fmt(f['half_life_s'], ',.1f')} s ± {_fmt(f['half_life_se_s'], '.1f')}"
+                         + (" (drifted from Slurm's setting)" if f["drifted"] else ""))
+        if c["gate"] is not None:
+            g = c["gate"]
+            done = sum(a["status"] == "ok" for a in g["actions"])
+            lines.append(f"  gate ({g['mode']}): {len(g['actions'])} action(s) planned, {done} done")
+        if c["published"]:
+            lines.append(f"  published {c['published']}")
+        for x in c.get("settled", []):  # what an earlier tick left open, settled against Slurm
+            lines.append(f"  settled {x['what']}: {x['from']} -> {x['to'] or 'dropped'} ({x['why']})")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- control off
+def off_data(tick) -> dict:
+    """`fscontrol control off`: what it undoes (or did undo), command by command."""
+    acts = list(tick.control.actions if tick.control else ()) + list(tick.gate.actions if tick.gate else ())
+    applied = bool(tick.control and tick.control.applied)
+    return {
+        "cluster": tick.cluster,
+        "mode": "apply" if applied else "dry-run",
+        "acting": not applied,
+        "actions": [{"kind": a.kind, "argv": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
+                    for a in acts],
+    }
+
+
+def format_off(data: dict) -> str:
+    lines = [f"{data['cluster']}: control off ({data['mode']})"]
+    if not data["actions"]:
+        lines.append("  nothing to undo: Slurm holds what it held before the agent first acted")
+    for a in data["actions"]:
+        lines.append(f"  {a['status']:9} {' '.join(a['argv'])}  ({a['reason']})")
+    lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
+                 if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- history
+def history_data(cluster: str, since: float, until: float, rec: dict) -> dict:
+    """`fscontrol history`: the agent's record over a period, as plain data (store.history)."""
+    decisions = []
+    for d in rec["decisions"]:
+        u = d["u_star"] or None
+        decisions.append({
+            "time": _iso(d["decided_at"]), "method": d["method"], "applied": bool(d["apply"]), "advice_only": bool(d["advise_only"]),
+            "damping_now": d["d_now"], "damping_target": d["d_target"],
+            "padding_core_hours": None if d["w_now"] is None else d["w_now"] / HOUR,
+            "halving_core_hours": None if d["h_now"] is None else d["h_now"] / HOUR,
+            "halving_slurm_core_hours": None if d["h_slurm"] is None else d["h_slurm"] / HOUR,
+            "target_core_hours": None if u is None else u / HOUR,
+            "error": None if d["h_now"] is None or not u else d["h_now"] / u - 1,
+            "error_slurm": None if d["h_slurm"] is None or not u else d["h_slurm"] / u - 1,
+        })
+    errs = [abs(x["error_slurm"]) for x in decisions if x["error_slurm"] is not None]
+    return {
+        "cluster": cluster, "since": _iso(since), "until": _iso(until), "decisions": decisions,
+        "worst_error_slurm": max(errs) if errs else None,
+        "actions": rec["actions"], "failed_actions": [dict(a, planned_at=_iso(a["planned_at"])) for a in rec["failed_actions"]],
+        "ticks": rec["ticks"], "failed_ticks": [dict(t, started_at=_iso(t["started_at"])) for t in rec["failed_ticks"]],
+    }
+
+
+def format_history(data: dict, width: int = 72) -> str:
+    def thin(values: list) -> list:  # one character per bucket: the chart fits a terminal
+        if len(values) <= width:
+            return values
+        step = len(values) / width
+        return [values[int(i * step)] for i in range(width)]
+
+    dec = data["decisions"]
+    lines = [f"{data['cluster']}: the agent's record from {data['since']} to {data['until']}"]
+    if dec:
+        def row(label: str, values: list, fmt: str) -> str:
+            vals = [v for v in values if v is not None]
+            rng = f"{format(min(vals), fmt)} .. {format(max(vals), fmt)}" if vals else "-"
+            return f"  {label:<26}{sparkline(thin(values))}  {rng}"
+
+        lines += [f"{len(dec)} decisions ({dec[0]['time']} .. {dec[-1]['time']}), method {dec[-1]['method']}",
+                  row("halving / u* - 1 (Slurm)", [d["error_slurm"] for d in dec], "+.2%"),
+                  row("halving / u* - 1 (agent)", [d["error"] for d in dec], "+.2%"),
+                  row("damping factor d", [d["damping_target"] for d in dec], "d"),
+                  row("padding (core-hours)", [d["padding_core_hours"] for d in dec], ",.2f")]
+        if data["worst_error_slurm"] is not None:
+            lines.append(f"  worst |halving / u* - 1| as Slurm used it: {data['worst_error_slurm']:.2%}")
+    else:
+        lines.append("no control decisions in this period")
+    if data["ticks"]:
+        lines.append("ticks: " + ", ".join(f"{t['stage']} {t['status']} {t['n']}" for t in data["ticks"]))
+    if data["actions"]:
+        lines.append("actions: " + ", ".join(f"{a['stage']}/{a['kind']} {a['status']} {a['n']}" for a in data["actions"]))
+    for t in data["failed_ticks"][-10:]:
+        lines.append(f"  failed tick {t['started_at']} {t['stage']}: {t['error']}")
+    for a in data["failed_actions"][-10:]:
+        lines.append(f"  {a['status']} action {a['planned_at']} {a['stage']}/{a['kind']}: {a['output'] or a['reason']}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- Fair Tree
+def status_data_fair_tree(
+    snap: StoredSnapshot,
+    dummy: tuple[str, str] | None = None,
+    only_users: Sequence[str] = (),
+    only_accounts: Sequence[str] = (),
+    tree: bool = False,
+) -> dict:
+    """`status` on a cluster that runs Fair Tree: every user association's rank, F = rank / N,
+    its Level FS and its account's, recomputed from RawShares and RawUsage as slurmctld does
+    (fscontrol.model.fairtree), beside sshare's and sprio's own F. Rows in rank order, best first.
+
+    The keys of classic's status_data are kept (halving and damping ones None: Fair Tree has no
+    halving usage and ignores FairShareDampeningFactor), so scripts and the metrics read both."""
+    from fscontrol.model import fairtree
+
+    cfg = snap.config
+    ft = fairtree.compute_fair_tree(snap.shares)
+    by = ft.by_key()
+    root = by.get(fairshare.ROOT)
+    total = root.raw_usage if root else 0.0
+    keys = set(by)
+    dummy = dummy if dummy in keys else None
+    dummy_usage = by[dummy].raw_usage if dummy else 0.0
+    sshare_f = {r.key: r.fairshare for r in snap.shares}
+    real_users = [a for a in ft.assocs if a.is_user and a.user != "root" and a.key != dummy]
+    active = [a for a in real_users if a.raw_usage > 0]
+    # rank order, best first; --tree: sshare's order with the accounts (their users' fields blank)
+    shown = [a for a in ft.assocs if a.key != fairshare.ROOT] if tree else [by[k] for k in ft.ranking]
+    if only_users or only_accounts:
+        keys, accounts = _select(ft.assocs, [a for a in ft.assocs if a.is_user and a.user != "root"], only_users,
+                                 only_accounts, snap.cluster)
+        shown = [a for a in shown if (a.key in keys if a.is_user else a.account in accounts)]
+
+    def finite(x: float) -> float | None:
+        return None if x == fairtree.NO_VAL else x  # JSON has no inf: None there, "inf" in the text
+
+    rows = []
+    for a in shown:
+        acct = by.get((a.fs_parent, ""))
+        rows.append(
+            {
+                "user": a.user,
+                "account": a.account,
+                "depth": a.depth,
+                "raw_shares": a.raw_shares,
+                "raw_usage": a.raw_usage,
+                "usage_core_hours": a.raw_usage / HOUR,
+                "norm_shares": a.norm_shares,
+                "effective_usage": a.effective_usage,
+                "level_fs": None if a.level_fs == float("inf") else finite(a.level_fs),
+                "level_fs_idle": a.level_fs == float("inf"),
+                "account_level_fs": None if acct is None or acct.key == fairshare.ROOT or acct.level_fs == float("inf")
+                else finite(acct.level_fs),
+                "account_level_fs_idle": acct is not None and acct.key != fairshare.ROOT and acct.level_fs == float("inf"),
+                "rank": a.rank,
+                "fairshare": a.fairshare,
+                "fairshare_sshare": sshare_f.get(a.key),
+                "fairshare_sprio": snap.prio_fairshare.get(a.key),
+                "usage_to_halve_core_hours": None,
+                "alone_at_first_tier": False,
+                "implied_halving_core_hours": None,
+                "underflow": False,
+                "dummy": a.key == dummy,
+            }
+        )
+    warnings = ["Fair Tree ranks users, it has no halving usage and ignores FairShareDampeningFactor: "
+                "`control` has nothing to set here (PriorityFlags=NO_FAIR_TREE selects classic fair-share)."]
+    if ft.stale_shares:
+        warnings.append(stale_shares_warning("fair_tree", ft.shares_form))
+    for group in ft.undecided:
+        names = " and ".join(f"{u}@{a}" if u else a for a, u in group)
+        affected = ", ".join(f"{u}@{a} {'/'.join(map(str, r))}" for (a, u), r in sorted((ft.rank_choices or {}).items()))
+        warnings.append(f"sshare cannot order {names}: equal LevelFS to its 6 decimals, a tie slurmctld's rounding "
+                        f"breaks either way or not at all; the ranks shown take the tie (possible ranks: {affected}).")
+    if cfg.private_data and "usage" in cfg.private_data:
+        warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
+    return {
+        **_snapshot_head(snap),
+        "shares_form": ft.shares_form,
+        "total_usage_core_hours": total / HOUR,
+        "users": len(real_users),
+        "user_associations": ft.n_users,
+        "active_users": len(active),
+        "dummy": "/".join(dummy) if dummy else None,
+        "dummy_usage_core_hours": dummy_usage / HOUR,
+        "real_usage_core_hours": (total - dummy_usage) / HOUR,
+        "reference_share": None,
+        "reference_share_rule": "none under Fair Tree",
+        "halving_core_hours": None,
+        "target_core_hours": None,
+        "halving_error": None,
+        "model_comparison": None,
+        "underflow_users": [],
+        "warnings": warnings,
+        "table": rows,
+        "tree": tree,
+        "control": [],
+    }
+
+
+def stale_shares_warning(mode: str, form: str) -> str:
+    """Why the NormShares slurmctld holds are not `mode`'s own (fairtree.held_shares)."""
+    held = {"classic": "classic (products down the tree)", "fair_tree": "Fair Tree's (each level's)",
+            "mixed": "both algorithms'"}[form]
+    effect = ("the ranks are the same (every sibling's share is scaled alike)" if (mode, form) == ("fair_tree", "classic")
+              else "F differs from the algorithm's own" if mode == "classic" else "the ranks can differ")
+    return (f"slurmctld holds {held} NormShares, as sshare shows: PriorityFlags was switched by `scontrol reconfigure`, "
+            f"which renormalises nothing in Slurm 22.05; {effect}, and fscontrol computes what slurmctld does. "
+            "Restarting slurmctld renormalises them.")
+
+
+def status_lines_fair_tree(data: dict, fields: Sequence[Field] | None = None) -> Iterator[str]:
+    head = [
+        ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
+        ("priority", f"Fair Tree ({','.join(data['priority_flags']) or 'no flags'}), half-life "
+         f"{_duration(data['half_life_s'])}, ranking every {_duration(data['calc_period_s'])}"),
+        ("total decayed usage", f"{data['total_usage_core_hours']:,.2f} core-hours"),
+        ("users", f"N={data['user_associations']} user associations ranked, {data['users']} users, "
+         f"active M={data['active_users']}"),
+    ]
+    for k, v in head:
+        yield f"{k + ':':<25}{v}"
+    yield ""
+    yield from table_lines(data["table"], fields or status_fields(fair_tree=True, tree=bool(data.get("tree"))),
+                           tree=bool(data.get("tree")))
+    yield ""
+    yield "Fair Tree: F = rank / N, users ranked by LevelFS = NormShares / EffectvUsage level by level from"
+    yield "root (NormShares and EffectvUsage among siblings); a user ranks above every user of any account"
+    yield "whose LevelFS is lower than their own account's at the level where the two meet. inf: no usage."
+    for w in data["warnings"]:
+        yield f"warning: {w}"

@@ -1,0 +1,320 @@
+"""Where Slurm's text comes from: a live cluster, or a folder recorded from one.
+
+Both give the same interface, so every later stage is tested on recorded output exactly as it
+runs on a live cluster, with no patching of subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from datetime import datetime
+from pathlib import Path
+
+from fscontrol.slurm import command
+from fscontrol.slurm import parse
+from fscontrol.act.lock import held_fds
+from fscontrol.errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
+from fscontrol.records import CommandOutput
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
+if TYPE_CHECKING:
+    from typing import Protocol
+else:  # SlurmSource is a Protocol for type checkers; at run time nothing checks it against a class
+    Protocol = object
+
+DEFAULT_TIMEOUT_S = 60.0
+
+# name in a sample folder -> what the live source runs for it
+COMMANDS = ("config", "sshare", "squeue", "sprio", "qos", "sacct")
+
+
+def from_spec(spec: str, cluster: str | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> "SlurmSource":
+    """The source a command's --source names: 'live' (the Slurm commands, each with `timeout_s`)
+    or a recorded sample folder; `cluster` is Slurm's -M."""
+    if spec == "live":
+        return LiveSlurm(cluster=cluster, timeout_s=timeout_s)
+    return RecordedSlurm(Path(spec), cluster=cluster)
+
+
+class SlurmSource(Protocol):
+    """What the collector reads. Each call returns the command's text and when it ran."""
+
+    cluster: str | None
+
+    def config(self) -> CommandOutput: ...
+    def sshare(self) -> CommandOutput: ...
+    def squeue(self) -> CommandOutput: ...
+    def sprio(self) -> CommandOutput: ...
+    def qos(self) -> CommandOutput: ...
+    def sacct(self, start: float, end: float) -> CommandOutput: ...
+    def describe(self) -> str: ...
+
+
+def _iso_local(t: float) -> str:
+    # sacct reads -S/-E in the local zone of the process; so does this
+    return datetime.fromtimestamp(t).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+class LiveSlurm:
+    """Runs Slurm's clients as argument lists (never a shell) with a timeout.
+
+    `cluster` adds `-M cluster` (sshare, squeue, sprio, sacct, scontrol, sbatch); never to
+    sacctmgr, which has no -M (QOS live in slurmdbd, shared by every cluster it serves).
+    SLURM_TIME_FORMAT=%s makes every time POSIX seconds: no time-zone guessing.
+    (A plain class, not a dataclass: records.record says why.)"""
+
+    def __init__(self, cluster: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 env: dict[str, str] | None = None, deadline: float | None = None) -> None:
+        self.cluster = cluster
+        self.timeout_s = timeout_s
+        self.env = env
+        self.deadline = deadline  # time.monotonic() past which no command starts (a tick's deadline)
+
+    def __repr__(self) -> str:
+        return (f"LiveSlurm(cluster={self.cluster!r}, timeout_s={self.timeout_s!r}, env={self.env!r}, "
+                f"deadline={self.deadline!r})")
+
+    def _cluster_args(self, command: str) -> tuple[str, ...]:
+        return ("-M", self.cluster) if self.cluster and command != "sacctmgr" else ()
+
+    def run(self, argv: tuple[str, ...], timeout: float | None = None) -> CommandOutput:
+        """Run one command; `timeout` (seconds) may shorten the source's own (a tick's deadline)."""
+        full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
+        env = dict(os.environ if self.env is None else self.env)
+        env["SLURM_TIME_FORMAT"] = "%s"
+        limit = self.timeout_s if timeout is None else max(0.1, min(self.timeout_s, timeout))
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{' '.join(full)}`")
+            limit = min(limit, left)
+        t0 = time.time()
+        try:
+            # (the agent lock's file goes with the command: a tick killed meanwhile stays locked until it ends)
+            raw = command.run(list(full), timeout=limit, env=env, pass_fds=held_fds())
+        except FileNotFoundError:
+            raise SlurmCommandError(f"`{full[0]}` not found: is the Slurm client installed and on PATH?") from None
+        except subprocess.TimeoutExpired:
+            raise SlurmTimeoutError(f"`{' '.join(full)}` timed out after {limit:g} s") from None
+        t1 = time.time()
+        try:
+            proc = subprocess.CompletedProcess(raw.args, raw.returncode, raw.stdout.decode(), raw.stderr.decode(errors="replace"))
+        except UnicodeDecodeError as e:
+            raise SlurmCommandError(f"`{' '.join(full)}` printed bytes that are not UTF-8 (at byte {e.start}): not read") from None
+        if proc.returncode != 0:
+            err = (proc.stderr or proc.stdout).strip().splitlines()
+            detail = err[-1] if err else "no message"
+            raise SlurmCommandError(f"`{' '.join(full)}` failed (exit {proc.returncode}): {detail}")
+        if proc.stderr.strip() and not proc.stdout.strip():
+            raise SlurmCommandError(f"`{' '.join(full)}` printed only an error: {proc.stderr.strip().splitlines()[-1]}")
+        return CommandOutput(argv=full, stdout=proc.stdout, started_at=t0, finished_at=t1)
+
+    def config(self) -> CommandOutput:
+        return self.run(parse.CONFIG_ARGS)
+
+    def sshare(self) -> CommandOutput:
+        return self.run(parse.SSHARE_ARGS)
+
+    def squeue(self) -> CommandOutput:
+        return self.run(parse.SQUEUE_ARGS)
+
+    def sprio(self) -> CommandOutput:
+        try:
+            return self.run(parse.SPRIO_ARGS)
+        except SlurmCommandError as e:
+            # sprio exits 1 with "You have no pending jobs" / "Unable to find jobs": that is data
+            if "no pending jobs" in str(e).lower() or "unable to find jobs" in str(e).lower():
+                now = time.time()
+                return CommandOutput(argv=parse.SPRIO_ARGS, stdout="", started_at=now, finished_at=now)
+            raise
+
+    def qos(self) -> CommandOutput:
+        return self.run(parse.QOS_ARGS)
+
+    def sacct(self, start: float, end: float) -> CommandOutput:
+        return self.run(parse.sacct_args(_iso_local(start), _iso_local(end)))
+
+    def sacct_jobs(self, start: float, end: float):
+        """sacct's jobs streamed through a temporary file (spool.SacctJobs): the output is never
+        held in memory; the same argument list, timeout, deadline and errors as run()."""
+        from fscontrol.slurm import spool
+
+        argv = parse.sacct_args(_iso_local(start), _iso_local(end))
+        full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
+        env = dict(os.environ if self.env is None else self.env)
+        env["SLURM_TIME_FORMAT"] = "%s"
+        limit = self.timeout_s
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{' '.join(full)}`")
+            limit = min(limit, left)
+        jobs, _, _ = spool.run_sacct(full, limit, env)
+        return jobs
+
+    def root_usage(self) -> CommandOutput:
+        """Root's RawUsage alone (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`."""
+        return self.run((parse.ROOT_USAGE_ARGS[0], *self._cluster_args("sshare"), *parse.ROOT_USAGE_ARGS[1:]))
+
+    def version(self) -> str:
+        out = self.run(("sinfo", "--version")).stdout.strip()
+        return out
+
+    def describe(self) -> str:
+        return f"live Slurm{' cluster ' + self.cluster if self.cluster else ''}"
+
+
+def last_decay_pass(state_save_location: str | None) -> float | None:
+    """When slurmctld's decay thread last ran: StateSaveLocation/priority_last_decay_ran, whose
+    first 8 bytes are that time, big-endian seconds (priority_multifactor.c, `pack_time` in
+    `_write_last_decay_ran`, written at the end of every pass). Readable on the controller's
+    host by root or SlurmUser (the file is 0600); None where it cannot be read (the loop's
+    control then runs on its interval, not just before each pass)."""
+    if not state_save_location:
+        return None
+    try:
+        with open(os.path.join(state_save_location, "priority_last_decay_ran"), "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    if len(head) != 8:
+        return None
+    t = int.from_bytes(head, "big")
+    return float(t) if 0 < t < 2**40 else None
+
+
+class RecordedSlurm:
+    """A `samples/<scenario>/` folder: `<name>.txt` outputs plus `meta.json` (commands, times,
+    Slurm version). sacct returns the recorded window whatever window is asked for."""
+
+    def __init__(self, folder: Path | str, cluster: str | None = None) -> None:
+        self.cluster = cluster
+        self.folder = Path(folder)
+        meta_path = self.folder / "meta.json"
+        if not meta_path.is_file():
+            raise NotFoundError(f"{self.folder} is not a recorded sample (no meta.json)")
+        try:
+            self.meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise NotFoundError(f"{meta_path}: unreadable ({e})") from None
+        if self.cluster is None:
+            self.cluster = self.meta.get("cluster")
+
+    def _get(self, name: str) -> CommandOutput:
+        info = self.meta["commands"].get(name)
+        path = self.folder / f"{name}.txt"
+        if info is None or not path.is_file():
+            raise NotFoundError(f"sample {self.folder} has no {name} output")
+        try:
+            text = path.read_bytes().decode()
+        except UnicodeDecodeError as e:
+            raise SlurmCommandError(f"sample {path} holds bytes that are not UTF-8 (at byte {e.start}): not read") from None
+        return CommandOutput(
+            argv=tuple(info["argv"]),
+            stdout=text,
+            started_at=float(info["started_at"]),
+            finished_at=float(info["finished_at"]),
+        )
+
+    def config(self) -> CommandOutput:
+        return self._get("config")
+
+    def sshare(self) -> CommandOutput:
+        return self._get("sshare")
+
+    def squeue(self) -> CommandOutput:
+        return self._get("squeue")
+
+    def sprio(self) -> CommandOutput:
+        return self._get("sprio")
+
+    def qos(self) -> CommandOutput:
+        return self._get("qos")
+
+    def sacct(self, start: float, end: float) -> CommandOutput:
+        return self._get("sacct")
+
+    def sacct_jobs(self, start: float, end: float):
+        """The recorded sacct's jobs read line by line from the file (spool.SacctJobs); through
+        _get (the text in memory) when a subclass replaces _get."""
+        from fscontrol.slurm import spool
+
+        if type(self)._get is not RecordedSlurm._get:
+            out = self._get("sacct")
+            return spool.from_text(out.stdout, " ".join(out.argv))
+        info = self.meta["commands"].get("sacct")
+        path = self.folder / "sacct.txt"
+        if info is None or not path.is_file():
+            raise NotFoundError(f"sample {self.folder} has no sacct output")
+        return spool.from_file(path, " ".join(info["argv"]))
+
+    @property
+    def window(self) -> tuple[float, float]:
+        w = self.meta["sacct_window"]
+        return float(w[0]), float(w[1])
+
+    def describe(self) -> str:
+        return f"recorded sample {self.folder.name} (captured {self.meta.get('captured_at', '?')})"
+
+
+def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "", since: float | None = None,
+            history_s: float | None = None) -> dict:
+    """Record a live cluster into `folder`: each command's output, argv and time, the Slurm
+    version, and the sacct window (the last `window_s` seconds, or from `since`: a series of
+    captures whose windows tile, each from where the previous one ended), so RecordedSlurm can
+    replay it.
+
+    history_s: also record what the simulator needs to replay the last `history_s` seconds
+    (``fscontrol simulate FOLDER``, fscontrol.sim.history): `jobs` (sacct with eligible times,
+    time limits, CPUs and nodes, times not clipped) and `nodes` (sinfo: each node's CPUs and
+    partitions); the association tree with its shares is the sshare output every capture has.
+
+    The folder is made private (0700) and every file in it 0600: they name users and accounts."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    outputs: dict[str, CommandOutput] = {}
+    outputs["config"] = source.config()
+    outputs["sshare"] = source.sshare()
+    outputs["squeue"] = source.squeue()
+    outputs["sprio"] = source.sprio()
+    outputs["qos"] = source.qos()
+    end = time.time()
+    start = since if since is not None else end - window_s
+    outputs["sacct"] = source.sacct(start, end)
+    hist_start = None
+    if history_s is not None:
+        hist_start = end - history_s
+        outputs["jobs"] = source.run(parse.history_sacct_args(_iso_local(hist_start), _iso_local(end)))
+        outputs["nodes"] = source.run(parse.NODES_ARGS)
+    cfg = parse.parse_config(outputs["config"].stdout)
+    meta = {
+        "cluster": source.cluster or cfg.cluster,
+        "slurm_version": cfg.slurm_version,
+        "captured_at": datetime.fromtimestamp(outputs["sshare"].finished_at).astimezone().isoformat(),
+        "captured_by": f"fscontrol capture (uid {os.getuid()})",
+        "environment": {"SLURM_TIME_FORMAT": "%s"},
+        "sacct_window": [start, end],
+        "note": note,
+        "commands": {
+            name: {"argv": list(o.argv), "started_at": o.started_at, "finished_at": o.finished_at}
+            for name, o in outputs.items()
+        },
+    }
+    if hist_start is not None:
+        meta["history_window"] = [hist_start, end]
+    for name, o in outputs.items():
+        _write_private(folder / f"{name}.txt", o.stdout)
+    _write_private(folder / "meta.json", json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by its owner only (0600, also when the file was there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(text)
