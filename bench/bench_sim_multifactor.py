@@ -143,10 +143,36 @@ def engine_at(rev: str):
         return mod
 
     if name == "mfcore":  # (with that revision's multifactor.py, whose names it imports)
-        load("_multifactor_before", show("fscontrol/sim/multifactor.py") or "")
+        load("_multifactor_before", _current_layout(show("fscontrol/sim/multifactor.py") or ""))
         src = src.replace("from .multifactor import", "from ._multifactor_before import")
-    mod = load(f"_{name}_before", src)
+    mod = load(f"_{name}_before", _current_layout(src))
     return _Engine(mod) if name == "mfcore" else mod
+
+
+# Revisions before the layer packages (ef8da55) import the flat modules: point them at today's.
+_OLD_LAYOUT = {
+    "from .. import control, fairshare, fairtree":
+        "from fscontrol.act import control\nfrom fscontrol.model import fairshare, fairtree",
+    "from .. import control": "from fscontrol.act import control",
+    "from ..decay import": "from fscontrol.model.decay import",
+    "from ..fairshare import": "from fscontrol.model.fairshare import",
+    "from ..parse import": "from fscontrol.slurm.parse import",
+    "from ..gate import": "from fscontrol.act.gate import",
+    "from .engine import _Profile": "from fscontrol.sim.availability import Profile as _Profile",
+}
+
+
+def _current_layout(src: str) -> str:
+    lines = src.split("\n")
+    for i, line in enumerate(lines):
+        for old, new in _OLD_LAYOUT.items():
+            stripped = line.strip()
+            rest = stripped[len(old):]
+            if stripped.startswith(old) and (not rest or rest[0] in " #") and (rest.strip()[:1] != "," ):
+                indent = line[: len(line) - len(line.lstrip())]
+                lines[i] = "\n".join(indent + part for part in (new + stripped[len(old):]).split("\n"))
+                break
+    return "\n".join(lines)
 
 
 class _Engine:

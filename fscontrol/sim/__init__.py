@@ -14,13 +14,14 @@ logs, hand-made scenarios (TOML/JSON), and the SFS paper's section-9 generator.
 from .gantt import render_gantt_png, render_gantt_text
 from .policies import PRESETS, Policy, get_policy
 from .report import format_comparison, format_report
-from .run import SimResult, run_simulation
+from .result import SimResult
+from .run import run_simulation
+from .load import load_workload
 from .workload import (
     Section9Params,
     SimJob,
     Workload,
     load_scenario,
-    load_workload,
     parse_swf,
     read_swf,
     scenario_from_dict,

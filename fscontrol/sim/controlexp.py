@@ -211,7 +211,7 @@ def summary(results: Sequence[SimResult]) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .workload import load_workload
+    from .load import load_workload
 
     ap = argparse.ArgumentParser(prog="python -m fscontrol.sim.controlexp", description=__doc__.split("\n\n")[0])
     ap.add_argument("--swf", default=str(Path(__file__).resolve().parents[2] / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"))

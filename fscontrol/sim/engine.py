@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
+from .availability import Profile
 from .policies import Policy
 from .workload import Workload
 
@@ -60,57 +61,6 @@ class RawRun:
     notes: list[str] = field(default_factory=list)
     reservation: list[float] = field(default_factory=list)  # conservative: each job's reservation at arrival
     ran: list[float] | None = None  # run times as simulated, when the engine cut some (else the workload's)
-
-
-class _Profile:
-    """Free nodes over time: F[k] on [T[k], T[k+1]), the last step lasting forever."""
-
-    __slots__ = ("F", "T")
-
-    def __init__(self, now: float, free: int, ends: list[tuple[float, int]]):
-        T = [now]
-        F = [free]
-        for e, s in ends:  # (predicted end, size), sorted
-            if e <= T[-1]:
-                F[-1] += s
-            else:
-                T.append(e)
-                F.append(F[-1] + s)
-        self.T, self.F = T, F
-
-    def _split(self, t: float) -> int:
-        T = self.T
-        k = bisect_left(T, t)
-        if k < len(T) and T[k] == t:
-            return k
-        T.insert(k, t)
-        self.F.insert(k, self.F[k - 1])
-        return k
-
-    def min_free(self, a: float, b: float) -> int:
-        T, F = self.T, self.F
-        k = bisect_right(T, a) - 1
-        m = F[k]
-        k += 1
-        n = len(T)
-        while k < n and T[k] < b:
-            if F[k] < m:  # noqa: PLR1730 - hot loop: a comparison is cheaper than a min() call
-                m = F[k]
-            k += 1
-        return m
-
-    def reserve(self, a: float, b: float, s: int) -> None:
-        i = self._split(a)
-        j = self._split(b) if b != INF else len(self.T)
-        F = self.F
-        for k in range(i, j):
-            F[k] -= s
-
-    def earliest(self, s: int, dur: float) -> float:
-        for t in self.T:
-            if self.min_free(t, t + dur) >= s:
-                return t
-        return INF  # pragma: no cover - the last step is the whole machine
 
 
 def _size_class(s: int) -> int:
@@ -631,7 +581,7 @@ def simulate(
                 if occ[a] <= target[a] and size[i] <= free:
                     start_job(i, t)  # occ re-checked at the next job (placement updates it)
                     started.add(i)
-        prof = _Profile(t, free, [(e, size[i]) for e, i in running])
+        prof = Profile(t, free, [(e, size[i]) for e, i in running])
         reserved = 0
         for i in queue:
             if i in started:

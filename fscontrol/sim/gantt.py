@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 
 from ..errors import ConfigError, OutputError
-from .run import SimResult
+from .result import SimResult
 
 MAX_CHART_JOBS = 50_000
 TOP_ACCOUNTS = 15  # accounts named in a chart's legend; the rest are drawn as "others"

@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from fscontrol.model.fairshare import FS_LEVEL as _FS_LEVEL
 from fscontrol.model.fairshare import FS_ROOT as _FS_ROOT
 from ..records import QueueJob, ShareRow
-from .multifactor import (
+from .mfconfig import (
     DUMMY,
     ControlSpec,
     Disturbance,
@@ -34,7 +34,8 @@ from .multifactor import (
     captured_tree,
     share_tree,
 )
-from .multifactor import INF as _INF
+from .mfconfig import INF as _INF
+from .availability import Profile as _Profile
 from .workload import Workload
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -75,7 +76,6 @@ def simulate(
     agent's gate (`gate.plan_gate`, on the workload's allocations) every `gate_interval_s`; a hold
     takes the job out of the queue and its release makes it eligible anew (age from then, as
     Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority."""
-    from .engine import _Profile  # (engine imports policies, which import this module)
 
     jobs = workload.jobs
     # (the jobs' ids, users and accounts as given: read without the declared types, which a

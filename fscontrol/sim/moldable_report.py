@@ -22,7 +22,7 @@ from tabulate import tabulate
 from .metrics import group_metrics, utilization
 from .moldable import CATEGORY_EDGES, MoldParams, Strategy, category_labels, category_of, get_strategy
 from .moldable_sched import MoldRun, simulate_moldable
-from .run import SimResult
+from .result import SimResult
 from .workload import Workload
 
 HOUR = 3600.0

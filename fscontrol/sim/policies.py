@@ -119,7 +119,7 @@ def describe(p: Policy) -> str:
 
 
 def _mf(fair_tree: bool) -> Any:
-    from .multifactor import PriorityConfig
+    from .mfconfig import PriorityConfig
 
     # fair-share dominant, an age term that breaks ties within a week (PriorityMaxAge 7 days), and
     # Slurm's defaults for the rest: 5-minute passes, a one-week half-life, d = 1

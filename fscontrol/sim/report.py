@@ -12,7 +12,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .run import SimResult
+from .result import SimResult
 
 
 def _h(x: float | None, nd: int = 2) -> str:

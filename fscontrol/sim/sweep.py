@@ -130,7 +130,7 @@ class WorkloadSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def load(self):
-        from .workload import load_workload
+        from .load import load_workload
 
         return load_workload(self.spec, **self.options)
 

@@ -405,38 +405,3 @@ def excerpt_swf(src: str | Path, dst: str | Path, n: int) -> None:
                 break
             fo.write(line)
             count += 1
-
-
-def load_workload(
-    spec: str | Path,
-    *,
-    procs_per_node: int | None = None,
-    overrun: str = "extend",
-    processors: str = "allocated",
-    limit: int | None = None,
-    history: Mapping[str, Any] | None = None,
-) -> Workload:
-    """A workload from a command-line spec: an SWF log (``.swf``, ``.swf.gz``), a scenario
-    (``.toml``, ``.json``), ``section9`` / ``section9:SEED`` (Steffen's generator), or a folder
-    recorded by ``fscontrol capture`` (a site's own history: :func:`fscontrol.sim.history.read_history`,
-    ``history`` its keyword arguments)."""
-    s = str(spec)
-    if s == "section9" or s.startswith("section9:"):
-        seed_text = s.partition(":")[2] or "0"
-        try:
-            seed = int(seed_text)
-        except ValueError:
-            raise ConfigError(f"section9 seed must be an integer, not {seed_text!r}") from None
-        return section9_workload(seed)
-    p = Path(s)
-    if not p.exists():
-        raise ConfigError(f"workload {s!r}: no such file (or use section9[:SEED])")
-    if p.is_dir():
-        from .history import read_history
-
-        return read_history(p, **(history or {}))
-    if p.suffix in (".toml", ".json"):
-        return load_scenario(p)
-    if p.name.endswith((".swf", ".swf.gz")):
-        return read_swf(p, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit)
-    raise ConfigError(f"workload {s!r}: expected .swf, .swf.gz, .toml, .json, a captured folder or section9[:SEED]")
