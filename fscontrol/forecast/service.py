@@ -626,15 +626,15 @@ def plot_png(data: dict[str, Any], path: str) -> None:
 
 
 def pyplot():
-    """matplotlib's pyplot for --plot (fscontrol.report.plotting)."""
-    from fscontrol.report.plotting import pyplot as _pyplot
+    """matplotlib's pyplot for --plot (fscontrol.plotting)."""
+    from fscontrol.plotting import pyplot as _pyplot
 
     return _pyplot("--plot", instead="the text chart / --json")
 
 
 def save_plot(fig, path: str) -> None:
     """Write the --plot PNG (never making its folder) and close the figure."""
-    from fscontrol.report.plotting import save
+    from fscontrol.plotting import save
 
     fig.tight_layout()
     save(fig, path, "the --plot file", dpi=120)

@@ -173,7 +173,7 @@ def render_halving_png(results: Sequence[SimResult], path: str | Path, *, clip: 
     """H/u* - 1 over time, one line per configuration (matplotlib: the `plot` extra, imported here)."""
     from ..errors import ConfigError
 
-    from fscontrol.report.plotting import pyplot, save
+    from fscontrol.plotting import pyplot, save
 
     plt = pyplot("--halving-png")
     n = max(1, len(results))

@@ -198,7 +198,7 @@ def render_categories_png(results: list[SimResult] | list[Summary], path: str | 
     """A grouped bar chart (PNG): per category, each strategy's mean turnaround divided by the
     baseline's, on a log axis (0.5 and 2 equally far from 1), one bar per strategy (matplotlib,
     the ``plot`` extra, imported here)."""
-    from fscontrol.report.plotting import pyplot, save
+    from fscontrol.plotting import pyplot, save
 
     plt = pyplot("the PNG chart")
     imp = improvement_table(results, baseline=baseline)

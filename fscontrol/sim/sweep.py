@@ -487,7 +487,7 @@ def _unit(w: Mapping[str, Any]) -> str:
 
 def write_chart(results: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """Bars side by side per run: mean wait (h), mean bounded slowdown, utilization (%). Needs matplotlib."""
-    from fscontrol.report.plotting import pyplot, save
+    from fscontrol.plotting import pyplot, save
 
     plt = pyplot("the sweep chart")
     rows = sweep_rows(results)

@@ -1,0 +1,223 @@
+"""fscontrol's import graph, from the code's own imports (the standard library's ast).
+
+    python scripts/import_graph.py                  # the layers, one line each, and any upward import
+    python scripts/import_graph.py --png FILE       # the package graph as a picture (matplotlib)
+    python scripts/import_graph.py --root DIR       # another checkout (e.g. an older revision's worktree)
+
+Every import counts, the ones inside functions too (a lazy import is still a dependency). The
+layers, lowest first, are LAYERS below: a module may import its own layer and the ones beneath it,
+never one above (tests/test_architecture.py holds the code to that, and to no import cycle).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+# lowest first; a module may import from its own layer and the layers before it
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("fscontrol.errors", "fscontrol.records", "fscontrol.atomic"),
+    ("fscontrol.slurm",),
+    ("fscontrol.model",),
+    ("fscontrol.store",),
+    ("fscontrol.act",),
+    ("fscontrol.export",),
+    ("fscontrol.forecast",),
+    ("fscontrol.report",),
+    ("fscontrol.agent", "fscontrol.sim"),
+    ("fscontrol.web",),
+    ("fscontrol.cli", "fscontrol.__main__"),
+)
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(root: Path, path: Path) -> set[str]:
+    """The fscontrol modules `path` imports (absolute names; `from pkg import mod` names pkg.mod)."""
+    me = module_name(root, path)
+    pkg = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out: set[str] = set()
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.split(".")[0] == "fscontrol")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != "fscontrol":
+                continue
+            for a in node.names:  # `from fscontrol.x import y`: y may be a module
+                sub = f"{mod}.{a.name}"
+                if (root / Path(*sub.split("."))).with_suffix(".py").exists() or (root / Path(*sub.split("."))).is_dir():
+                    out.add(sub)
+                else:
+                    out.add(mod)
+    out.discard(me)
+    return out
+
+
+def graph(root: Path) -> dict[str, set[str]]:
+    """module -> the fscontrol modules it imports, for every module under root/fscontrol."""
+    g: dict[str, set[str]] = {}
+    for path in sorted((root / "fscontrol").rglob("*.py")):
+        g[module_name(root, path)] = imports_of(root, path)
+    return g
+
+
+def layer_of(mod: str) -> int | None:
+    for i, names in enumerate(LAYERS):
+        if any(mod == n or mod.startswith(n + ".") for n in names):
+            return i
+    return None
+
+
+def upward(g: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs where the imported module sits in a higher layer."""
+    bad = []
+    for m, deps in g.items():
+        lm = layer_of(m)
+        for d in deps:
+            ld = layer_of(d)
+            if lm is not None and ld is not None and ld > lm:
+                bad.append((m, d))
+    return sorted(bad)
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+    sys.setrecursionlimit(10000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in g.get(v, ()):
+            if w not in g:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in g:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def package_of(mod: str) -> str:
+    parts = mod.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else mod
+
+
+def package_graph(g: dict[str, set[str]]) -> dict[str, dict[str, int]]:
+    """package -> {imported package: how many module imports}."""
+    pg: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for m, deps in g.items():
+        pm = package_of(m)
+        pg[pm]  # noqa: B018 - every package a node, importing or not
+        for d in deps:
+            pd = package_of(d)
+            if pd != pm:
+                pg[pm][pd] += 1
+    return pg
+
+
+def draw(g: dict[str, set[str]], path: Path, title: str) -> None:
+    """The package graph: one box a package (its line count), each at its layer's height (the
+    floors of the layering: lowest at the bottom), an arrow per import between packages; an
+    upward arrow is red."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pg = package_graph(g)
+    root = path  # (unused name kept short)
+    del root
+    floors: dict[int, list[str]] = defaultdict(list)
+    for p in sorted(pg):
+        lay = layer_of(p)
+        floors[-1 if lay is None else lay].append(p)
+    pos: dict[str, tuple[float, float]] = {}
+    for lay, names in floors.items():
+        for i, n in enumerate(names):
+            pos[n] = ((i + 1) / (len(names) + 1), lay)
+    fig, ax = plt.subplots(figsize=(10, 9))
+    for a, deps in pg.items():
+        for b in deps:
+            (x1, y1), (x2, y2) = pos[a], pos[b]
+            up = y2 > y1
+            ax.annotate("", xy=(x2, y2), xytext=(x1, y1),
+                        arrowprops=dict(arrowstyle="->", color="red" if up else "0.55", lw=0.8,
+                                        shrinkA=14, shrinkB=14, connectionstyle="arc3,rad=0.08"))
+    for n, (x, y) in pos.items():
+        ax.text(x, y, n.replace("fscontrol.", "") if n != "fscontrol" else "fscontrol",
+                ha="center", va="center", fontsize=8, bbox=dict(boxstyle="round", fc="#eef3fb", ec="#4a6fa5"))
+    ax.set_ylim(-1.7, len(LAYERS))
+    ax.set_xlim(0, 1)
+    ax.axis("off")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    ap.add_argument("--png", type=Path)
+    ap.add_argument("--title", default="fscontrol: imports between packages (lowest layer at the bottom)")
+    a = ap.parse_args(argv)
+    g = graph(a.root)
+    print(f"{len(g)} modules, {sum(len(v) for v in g.values())} imports")
+    for lay, names in enumerate(LAYERS):
+        mods = sorted(m for m in g if layer_of(m) == lay)
+        print(f"layer {lay}: {', '.join(names)} ({len(mods)} modules)")
+    unplaced = sorted(m for m in g if layer_of(m) is None)
+    if unplaced:
+        print("modules in no layer:", ", ".join(unplaced))
+    up = upward(g)
+    for m, d in up:
+        print(f"upward import: {m} -> {d}")
+    cyc = cycles(g)
+    for c in cyc:
+        print("cycle:", " -> ".join(c))
+    if a.png:
+        draw(g, a.png, a.title)
+        print(f"wrote {a.png}")
+    return 1 if up or cyc else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
