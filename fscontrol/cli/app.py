@@ -18,7 +18,7 @@ import typer
 
 from fscontrol.cli import _typer_fast
 from fscontrol.cli import collect as collect_cmd  # collect runs without typer; its module holds the shared options' help texts
-from fscontrol.errors import ConfigError, FscontrolError, NotFoundError, OutputError
+from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
 _typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
 
@@ -821,120 +821,21 @@ def simulate(
     one comparison line each. The mold-* policies let the scheduler pick each job's size
     (Srinivasan et al.'s moldable strategies) and add a per-category table (processor-seconds)
     against the first mold-* policy; they run on their own (not in a sweep)."""
-    from fscontrol.sim import format_comparison, format_report, load_workload, render_gantt_png, render_gantt_text, run_simulation
-    from fscontrol.sim import sweep as sw
-    from fscontrol.sim.moldable import MoldParams, get_strategy
+    from fscontrol.sim import command as simcmd
 
-    if limit is not None and limit < 1:
-        raise _fail(ConfigError(f"--limit must be at least 1 job, got {limit}"))
-    if by not in ("account", "user"):
-        raise _fail(ConfigError(f"--by must be 'account' or 'user', got {by!r}"))
-    if jobs < 1:
-        raise _fail(ConfigError(f"--jobs must be at least 1, got {jobs}"))
-    if fairshare not in (None, "classic", "fairtree"):
-        raise _fail(ConfigError(f"--fairshare must be 'classic' or 'fairtree', got {fairshare!r}"))
-    mf_asked = any(x is not None for x in (slurm_conf, control, u_star, half_life, calc_period, damping, fairshare,
-                                            reconfigure_at, agent_down, halving_png, gate))
-    sweeping = sweep is not None or jobs > 1 or chart is not None or sbatch is not None
-    if sweeping and (gantt or png is not None or halving_png is not None):
-        raise _fail(ConfigError("--gantt and --png draw one run, --halving-png the runs here: not with --sweep, --jobs, --chart or --sbatch"))
-    options = {"procs_per_node": procs_per_node, "overrun": overrun, "processors": processors, "limit": limit}
-    if Path(workload).is_dir():
-        options["history"] = {"unit": unit, "machine": machine}
-    controlled: list = []
-    molds: list = []
+    opts = simcmd.SimulateOptions(
+        workload, policy, procs_per_node, overrun, processors, limit, unit, machine, by, gantt, png, sweep, jobs, chart,
+        sbatch, progress, slurm_conf, control, u_star, half_life, calc_period, damping, fairshare, reconfigure_at,
+        agent_down, gate, halving_png, sigma, rf, lf, avg_par, xfactor, estimates, mold_backfill, share_over,
+        categories_png)
     try:
-        if chart is not None and not chart.parent.is_dir():
-            raise OutputError(f"cannot write the chart {chart}: folder {chart.parent} does not exist")
-        names = policy or ([] if sweep is not None or mf_asked else ["easy"])
-        mold_names = [p for p in names if p.startswith("mold-")]
-        mold = MoldParams(sigma=sigma, rf=rf, lf=lf, avg_par=avg_par, xfactor=xfactor, estimates=estimates, backfill=mold_backfill,
-                          share_over=share_over)
-        for p in mold_names:
-            get_strategy(p)  # a bad mold-* fails here too
-        if mold_names and (sweeping or mf_asked):
-            raise ConfigError("mold-* policies run on their own: not with --sweep, --jobs, --chart, --sbatch or the multifactor options")
-        if categories_png is not None and not mold_names:
-            raise ConfigError("--categories-png needs at least one mold-* policy")
-        specs = [sw.RunSpec(p) for p in names if not p.startswith("mold-")]
-        if mf_asked and slurm_conf is None and (Path(workload) / "config.txt").is_file():
-            slurm_conf = Path(workload) / "config.txt"  # a captured cluster: its own `scontrol show config`
-        if mf_asked:  # one run per control method, each a spec the sweep, its processes and --sbatch can carry
-            specs += sw.multifactor_specs(
-                slurm_conf=slurm_conf, fair_tree=None if fairshare is None else fairshare == "fairtree", damping=damping,
-                half_life=half_life, calc_period=calc_period, u_star_node_hours=u_star, controls=control or (),
-                reconfigure_at_h=reconfigure_at or (), agent_down=agent_down or (), gate=gate)
-        if sweep is not None:
-            specs += sw.load_sweep(sweep)
-        for s_ in specs:
-            s_.policy()  # a bad -p fails here, before the workload is read
-        wspec = sw.WorkloadSpec(workload, options)
-        wl = load_workload(workload, **options)
-        if sbatch is not None:
-            script = sw.write_sbatch(sbatch, wspec, specs, per_user=(by == "user"))
-            typer.echo(f"wrote {script} ({len(specs)} array tasks, one per run)\n"
-                       f"submit:  sbatch {script}\nthen:    fscontrol simulate-merge {script.parent}")
-            return
-        if sweeping:
-            res = sw.run_sweep(wspec, specs, jobs=jobs, per_user=(by == "user"), progress=progress, workload=wl)
-            if chart is not None:
-                sw.write_chart(res, chart)
-        else:
-            if mold_names:  # in -p order; no sweep or multifactor specs with them (refused above)
-                results = [
-                    run_simulation(wl, p, progress=progress, per_user=(by == "user"), mold=mold) if p.startswith("mold-")
-                    else run_simulation(wl, sw.RunSpec(p).policy(), progress=progress, per_user=(by == "user"))
-                    for p in names
-                ]
-            else:
-                results = [run_simulation(wl, s_.policy(), progress=progress, per_user=(by == "user")) for s_ in specs]
-            molds = [r for r in results if "moldable" in r.stats]
-            if categories_png is not None:
-                from fscontrol.sim.moldable_report import render_categories_png
-
-                render_categories_png(molds, categories_png)
-            if png is not None:
-                render_gantt_png(results[0], png)
-            controlled = [r for r in results if r.halving is not None]
-            if halving_png is not None:
-                from fscontrol.sim.controlexp import render_halving_png
-
-                render_halving_png(controlled or results, halving_png)
+        out = simcmd.simulate(opts)
     except FscontrolError as e:
         raise _fail(e) from None
     except (ValueError, OSError) as e:
         typer.echo(f"fscontrol: error: {e}", err=True)
         raise typer.Exit(2) from None
-    if sweeping:
-        typer.echo(json.dumps(res, indent=2) if json_out else sw.format_sweep(res))
-        return
-    if json_out:
-        from fscontrol.sim.controlexp import summary
-
-        typer.echo(json.dumps([summary([r])[0] if r.mf is not None else r.to_dict() for r in results], indent=2))
-        return
-    for r in results:
-        typer.echo(format_report(r, by=by))
-        typer.echo("")
-    if len(results) > 1:
-        typer.echo(format_comparison(results))
-    if molds:
-        from fscontrol.sim.moldable_report import format_categories
-
-        typer.echo("")
-        typer.echo(f"mean turnaround (h) per category of trace processor-seconds; change against {molds[0].policy.label}")
-        typer.echo(format_categories(molds, fmt="simple"))
-    if controlled:
-        from fscontrol.sim.controlexp import halving_table, render_halving_text, waits_table
-
-        typer.echo("")
-        typer.echo(halving_table(controlled))
-        typer.echo("")
-        typer.echo(waits_table(results))
-        typer.echo("")
-        typer.echo(render_halving_text(controlled))
-    if gantt:
-        typer.echo(render_gantt_text(results[0]))
+    typer.echo(simcmd.render(out, json_out=json_out))
 
 
 @app.command("simulate-merge")
