@@ -1,0 +1,259 @@
+"""An independent reference for the simulator's multifactor engine (fscontrol/sim/mfcore.py):
+Slurm's priority/multifactor with classic fair-share, written plainly and slowly from the
+documented algorithm, sharing none of the engine's code (only the Fair Tree ranking, which is
+fscontrol's model and is checked against sprio on the real testbed on its own).
+
+What it models, in the order slurmctld does it (priority_multifactor.c `_decay_thread` and
+`priority_p_job_end`; docs/simulator.md; ../DESIGN.md's Slurm facts):
+
+* Time moves from event to event. At one time t: the jobs that end by t end (with `limits` in
+  AccountingStorageEnforce their last stretch since the last pass is charged: d * size *
+  f^d, d = end - max(last pass, start)); then the jobs submitted by t arrive (a priority at
+  submission: age 0, F as it stands); then, if a decay pass falls at or before t, the pass; then
+  one scheduling pass if anything ended, arrived or was reprioritised.
+* A decay pass at t (every PriorityCalcPeriod from the first submission): every usage is
+  multiplied by f^(t - last pass), f = 1 - ln2/half-life (Slurm's 0.693). Classic: the accounts'
+  EffectvUsage is taken from the usage as the pass starts (decayed, nothing charged yet); then
+  slurmctld walks its job list in creation order: each running job is charged dt * size * f^dt
+  (dt = t - max(last pass, its start)) to its association and every ancestor, and at each user's
+  first pending job the user's EffectvUsage is computed from the usage as it stands then
+  (UN = own / root, UE = UN + (UE_parent - UN) * shares / level shares; at the first tier
+  UE = UN), and F = 2^(-UE/NormShares/d). Fair Tree: every running job is charged, then the
+  whole tree is ranked (F = rank / users). Every pending job's priority is then recomputed.
+* A user whose F is needed between passes and was not computed at the last pass (a new job of
+  a user who had nothing pending) gets it from the usage as it stands then, with the accounts'
+  EffectvUsage as of the pass.
+* Priority = w_age * min(1, age / PriorityMaxAge) + w_fs * F + w_js * size / machine, floored at
+  1 and truncated to an integer. The queue is ordered by priority, then by submission order.
+* Scheduling is EASY backfill: start jobs in queue order while they fit; the first that does not
+  is the head; its shadow time is when enough nodes are free by the running jobs' time limits,
+  and the extra nodes are those free then beyond the head's size; a later job starts now if it
+  fits in the free nodes and ends (by its limit) before the shadow, or fits in the extra nodes
+  (which it then uses up).
+
+Slow on purpose: everything is recomputed from the job list at every event.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from fscontrol.model import fairtree
+from fscontrol.model.fairshare import build_tree
+from fscontrol.records import ShareRow
+
+
+@dataclass
+class RefRun:
+    start: list[float]
+    end: list[float]
+    trace: list[tuple[float, dict, dict]] = field(default_factory=list)  # (t - t0, usage, F) per pass
+
+
+def _norm_shares(rows: list[ShareRow]) -> tuple[dict, dict, dict]:
+    """(parent, level shares, NormShares) by (account, user): NormShares is the product of
+    RawShares / siblings' RawShares down the tree (Slurm's classic NormShares)."""
+    parent: dict = {}
+    kids: dict = {}
+    for r in rows:
+        k = (r.account, r.user)
+        if r.depth == 0:
+            continue
+        p = (r.parent, "")
+        parent[k] = p
+        kids.setdefault(p, []).append(k)
+    raw = {(r.account, r.user): (r.raw_shares or 0) for r in rows}
+    level = {k: sum(raw[s] for s in kids[parent[k]]) for k in parent}
+    norm: dict = {("root", ""): 1.0}
+    for r in rows:  # tree order: a parent before its children
+        k = (r.account, r.user)
+        if k in parent:
+            norm[k] = norm[parent[k]] * (raw[k] / level[k] if level[k] else 0.0)
+    return parent, level, norm
+
+
+def simulate_reference(workload, prio, rows: tuple[ShareRow, ...]) -> RefRun:
+    jobs = workload.jobs
+    n = len(jobs)
+    rows = list(rows)
+    parent, level, norm = _norm_shares(rows)
+    raw = {(r.account, r.user): (r.raw_shares or 0) for r in rows}
+    keys = [(r.account, r.user) for r in rows]
+    users = [k for k in keys if k[1]]
+    root = ("root", "")
+    usage = {k: 0.0 for k in keys}
+    assoc = [(j.account, j.user) for j in jobs]
+    f = 1.0 - 0.693 / prio.half_life_s if prio.half_life_s > 0 else 1.0
+    P = prio.calc_period_s
+    machine = workload.nodes
+    t0 = jobs[0].submit if n else 0.0
+    start = [math.inf] * n
+    end = [math.inf] * n
+    pending: list[int] = []
+    running: list[int] = []
+    prio_of: dict[int, int] = {}
+    out = RefRun(start, end)
+
+    def ancestors(k):
+        chain = [k]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        return chain  # the association, its accounts, root
+
+    def charge(k, x):
+        for c in ancestors(k):
+            usage[c] += x
+
+    acct_ue: dict = {}  # the accounts' EffectvUsage as of the last pass
+    user_f: dict = {}  # F computed at the last pass (or since)
+    pass_usage: dict = {}  # the usage as the last pass started
+
+    def account_ue(a):
+        if a == root:
+            return 1.0
+        if a not in acct_ue:
+            tot = pass_usage.get(root, 0.0)
+            un = min(1.0, pass_usage.get(a, 0.0) / tot) if tot > 0 else 0.0
+            p = parent[a]
+            acct_ue[a] = un if p == root else un + (account_ue(p) - un) * (raw[a] / level[a])
+        return acct_ue[a]
+
+    def classic_f(u):
+        tot = usage[root]
+        un = min(1.0, usage[u] / tot) if tot > 0 else 0.0
+        p = parent[u]
+        ue = un if p == root else un + (account_ue(p) - un) * (raw[u] / level[u])
+        return 2.0 ** (-(ue / norm[u]) / prio.damping) if norm[u] > 0 else 0.0
+
+    def fs(u):
+        if prio.fair_tree:
+            return user_f.get(u, 0.0)
+        if u not in user_f:
+            user_f[u] = classic_f(u)
+        return user_f[u]
+
+    def priority(i, t):
+        age = t - jobs[i].submit
+        p = 0.0
+        if prio.weight_jobsize:
+            x = jobs[i].size / machine
+            p += prio.weight_jobsize * ((1.0 - min(1.0, x)) if prio.favor_small else min(1.0, x))
+        if prio.weight_age:
+            if prio.max_age_s <= 0:
+                p += prio.weight_age
+            elif age > 0:
+                p += prio.weight_age * min(1.0, age / prio.max_age_s)
+        if prio.weight_fairshare:
+            p += prio.weight_fairshare * fs(assoc[i])
+        return int(p) if p >= 1 else 1
+
+    last_pass = t0
+    next_pass = t0 + P
+
+    def do_pass(t):
+        nonlocal last_pass
+        dt = t - last_pass
+        for k in usage:
+            usage[k] *= f ** dt
+        acct_ue.clear()
+        user_f.clear()
+        pass_usage.clear()
+        pass_usage.update(usage)
+        if prio.fair_tree:
+            for r in sorted(running):
+                d = t - max(last_pass, start[r])
+                charge(assoc[r], d * jobs[r].size * f ** d)
+            tree = build_tree(tuple(rows))
+            _, _, lf = fairtree.level_values(tree, dict(usage))
+            ranks, _ = fairtree.rank_users(tree, lf)
+            for u, rank in ranks.items():
+                user_f[u] = rank / len(users)
+        else:
+            seen: set = set()
+            for i in range(n):  # the job list in creation order
+                if i in running:
+                    d = t - max(last_pass, start[i])
+                    charge(assoc[i], d * jobs[i].size * f ** d)
+                elif i in pending and assoc[i] not in seen:
+                    seen.add(assoc[i])
+                    user_f[assoc[i]] = classic_f(assoc[i])
+        last_pass = t
+        for i in pending:
+            prio_of[i] = priority(i, t)
+        out.trace.append((t - t0, {u: usage[u] for u in users}, {u: fs(u) for u in users}))
+
+    def queue():
+        return sorted(pending, key=lambda i: (-prio_of[i], i))
+
+    def free_nodes():
+        return machine - sum(jobs[i].size for i in running)
+
+    def schedule(t):
+        q = queue()
+        k = 0
+        while k < len(q) and jobs[q[k]].size <= free_nodes():
+            begin(q[k], t)
+            k += 1
+        if k == len(q):
+            return
+        head = q[k]
+        free = free_nodes()
+        ends = sorted((start[i] + jobs[i].estimate, i) for i in running)
+        avail = free
+        shadow, extra = math.inf, 0
+        for m, (e, i) in enumerate(ends):
+            avail += jobs[i].size
+            if avail >= jobs[head].size:
+                avail += sum(jobs[i2].size for e2, i2 in ends[m + 1:] if e2 == e)
+                shadow, extra = e, avail - jobs[head].size
+                break
+        for i in q[k + 1:]:
+            s = jobs[i].size
+            if s > free:
+                continue
+            if t + jobs[i].estimate <= shadow:
+                pass
+            elif s <= extra:
+                extra -= s
+            else:
+                continue
+            begin(i, t)
+            free -= s
+
+    def begin(i, t):
+        pending.remove(i)
+        running.append(i)
+        start[i] = t
+        end[i] = t + jobs[i].run
+
+    ai = 0
+    while True:
+        t = min([jobs[ai].submit] if ai < n else [math.inf])
+        if running:
+            t = min(t, min(end[i] for i in running))
+        if (ai < n or running or pending) and next_pass < t:
+            t = next_pass
+        if t == math.inf:
+            break
+        changed = False
+        for i in sorted(running, key=lambda i: (end[i], i)):
+            if end[i] <= t:
+                running.remove(i)
+                if prio.limits:
+                    d = end[i] - max(last_pass, start[i])
+                    if d > 0:
+                        charge(assoc[i], d * jobs[i].size * f ** d)
+                changed = True
+        while ai < n and jobs[ai].submit <= t:
+            pending.append(ai)
+            prio_of[ai] = priority(ai, t)
+            ai += 1
+            changed = True
+        if next_pass <= t:
+            do_pass(t)
+            next_pass += P
+            changed = True
+        if changed and pending:
+            schedule(t)
+    return out

@@ -1,0 +1,110 @@
+"""The multifactor engine against an independent reference (tests/mf_reference.py: Slurm's
+documented algorithm written plainly, none of the engine's code), pass by pass on random
+workloads: every job's start time, and every user's RawUsage and F after every decay pass.
+Both the Python engine and, where it is built, the compiled one (fscontrol.sim.accel)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fscontrol.sim import accel
+from fscontrol.sim.mfconfig import PriorityConfig, share_tree
+from fscontrol.sim.workload import SimJob, Workload
+
+from mf_reference import simulate_reference
+
+
+def _engines():
+    out = [("python", accel.python_engine())]
+    compiled = accel.compiled_engine()
+    if compiled is not None:
+        out.append(("compiled", compiled))
+    return out
+
+
+@st.composite
+def workloads(draw):
+    machine = draw(st.sampled_from([8, 16, 32]))
+    n_acct = draw(st.integers(1, 3))
+    users = [(f"a{a}", f"u{a}{u}") for a in range(n_acct) for u in range(draw(st.integers(1, 3)))]
+    n = draw(st.integers(5, 45))
+    t = 0.0
+    jobs = []
+    for i in range(n):
+        t += draw(st.sampled_from([0.0, 0.0, 7.0, 30.0, 61.0, 150.0, 400.0, 1000.0]))
+        acct, user = draw(st.sampled_from(users))
+        run = float(draw(st.integers(1, 60)) * 30 + draw(st.sampled_from([0, 7, 13])))
+        est = run + float(draw(st.sampled_from([0, 0, 60, 600, 3600])))
+        size = draw(st.integers(1, machine))
+        jobs.append(SimJob(str(i + 1), t, run, est, size, user=user, account=acct))
+    return Workload("random", machine, jobs)
+
+
+@st.composite
+def configs(draw):
+    return PriorityConfig(
+        weight_age=float(draw(st.sampled_from([0, 1000, 5000]))),
+        weight_fairshare=float(draw(st.sampled_from([10000, 100000]))),
+        weight_jobsize=float(draw(st.sampled_from([0, 0, 500]))),
+        max_age_s=float(draw(st.sampled_from([600, 3600, 86400]))),
+        calc_period_s=float(draw(st.sampled_from([60, 300]))),
+        half_life_s=float(draw(st.sampled_from([600, 3600]))),
+        damping=draw(st.sampled_from([1, 1, 3])),
+        fair_tree=draw(st.booleans()),
+        favor_small=draw(st.booleans()),
+        limits=draw(st.booleans()),
+    )
+
+
+def check_same(w: Workload, prio: PriorityConfig) -> None:
+    rows = share_tree(w, dummy=None)
+    ref = simulate_reference(w, prio, rows)
+    for name, eng in _engines():
+        run = eng.simulate(w, prio, tree=rows, trace=True)
+        assert run.start == ref.start, f"{name}: start times differ from the reference"
+        assert run.end == ref.end, name
+        assert len(run.trace) == len(ref.trace), f"{name}: {len(run.trace)} passes, the reference {len(ref.trace)}"
+        for (t1, u1, f1), (t2, u2, f2) in zip(run.trace, ref.trace):
+            assert math.isclose(t1, t2, abs_tol=1e-9), name
+            for k in u2:
+                assert math.isclose(u1[k], u2[k], rel_tol=1e-9, abs_tol=1e-6), (name, t1, k, u1[k], u2[k])
+                assert math.isclose(f1[k], f2[k], rel_tol=1e-9, abs_tol=1e-12), (name, t1, k, f1[k], f2[k])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(), configs())
+def test_the_engine_is_the_reference_pass_by_pass(w, prio):
+    check_same(w, prio)
+
+
+def test_a_hand_sized_case_has_passes_and_backfill():
+    """The comparison is not empty: this case has decay passes, waiting and a backfilled job."""
+    jobs = [
+        SimJob("1", 0.0, 1200.0, 1800.0, 12, user="u1", account="a"),
+        SimJob("2", 10.0, 600.0, 900.0, 16, user="u2", account="b"),  # waits for job 1: the head
+        SimJob("3", 20.0, 300.0, 300.0, 4, user="u2", account="b"),  # ends before the shadow: backfilled
+        SimJob("4", 30.0, 900.0, 1200.0, 8, user="u1", account="a"),
+    ]
+    w = Workload("hand", 16, jobs)
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    ref = simulate_reference(w, prio, share_tree(w, dummy=None))
+    assert ref.start[2] == 20.0 and ref.start[1] > 20.0  # 3 backfilled beside the waiting head 2
+    assert len(ref.trace) > 10
+    check_same(w, prio)
+
+
+@pytest.mark.parametrize("fair_tree", [False, True])
+def test_section9_jobs_are_the_reference(fair_tree):
+    """A slice of Steffen's section-9 workload (bursts of many users), both fair-share algorithms."""
+    from fscontrol.sim.workload import section9_workload
+
+    w = section9_workload(3)
+    w = Workload(w.name, w.nodes, w.jobs[:150])
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=100000.0, max_age_s=86400.0, calc_period_s=300.0,
+                          half_life_s=3600.0, fair_tree=fair_tree)
+    check_same(w, prio)
