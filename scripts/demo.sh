@@ -4,7 +4,7 @@
 # Leaves the history in .demo/history.db for the README's next commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh >&2
+scripts/bootstrap.sh plot >&2   # plot: matplotlib, for `history --png` and `forecast --plot`
 series=${1:-samples/testbed-series}
 fsc=.venv/bin/fscontrol
 rm -rf .demo
@@ -28,3 +28,4 @@ echo "  export FSCONTROL_DB=\$PWD/.demo/history.db PATH=\$PWD/.venv/bin:\$PATH"
 echo "  fscontrol status -A science      # one account's subtree"
 echo "  fscontrol status --json          # for scripts"
 echo "  fscontrol forecast -u dave --source published   # a forecast from the history's latest snapshot"
+echo "  fscontrol history --since 30d --png history.png   # the record over time, as a chart"

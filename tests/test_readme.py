@@ -1,6 +1,8 @@
-"""The README's example output is the program's real output: its `status` block, line for line, on
-the bundled sample it names; the quick start's demo runs as written (tests/test_demo is the slow
-half: here, the commands the demo uses exist and the sample series it collects is there)."""
+"""The README and the docs it sends a newcomer to say what is true: the example outputs (the `status`
+block of docs/reports.md, the replay of docs/gate-simulator.md) are the program's real output line
+for line; the quick start's demo runs as written; the README's deployment config is one the agent
+accepts (tests/test_site_install.py runs the whole checklist on the testbed); every page it links
+exists."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def test_readme_status_block_is_real_output(tmp_path):
     db = tmp_path / "h.db"
     assert CliRunner().invoke(app, ["collect", "--source", str(ROOT / "samples" / "testbed-basic"), "--db", str(db)]).exit_code == 0
     out = CliRunner().invoke(app, ["status", "--db", str(db)]).output.splitlines()
-    block = _block_after((ROOT / "README.md").read_text(), "### What `status` shows")
+    block = _block_after((ROOT / "docs" / "reports.md").read_text(), "## What `status` shows")
     assert block[-1] == "..."
     assert block[:-1] == out[: len(block) - 1]
 
@@ -66,11 +68,11 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys, monkeypatch):
 
 
 def test_readme_replay_example_is_real_output():
-    """The worked example "replay your last month": its command, run on the bundled capture, prints
+    """The worked example "replay your last month" (docs/gate-simulator.md): its command, run on the bundled capture, prints
     the README's block line for line; and the controlled run is the one that meets u*."""
     import shlex
 
-    section = (ROOT / "README.md").read_text().split("### Worked example: replay your last month", 1)[1]
+    section = (ROOT / "docs" / "gate-simulator.md").read_text().split("## Worked example: replay your last month", 1)[1]
     block = re.search(r"```\n(\$ fscontrol .*?)```", section, re.S).group(1).rstrip("\n").splitlines()
     assert block[0].startswith("$ fscontrol simulate samples/testbed-history")
     argv = shlex.split(block[0][2:])[1:]
@@ -80,3 +82,72 @@ def test_readme_replay_example_is_real_output():
     hybrid = next(line for line in block if line.startswith("mf-classic hybrid"))
     static = next(line for line in block if line.startswith("mf-classic d=1"))
     assert float(hybrid.split()[-1].rstrip("%")) < 2.0 < float(static.split()[-1].rstrip("%"))
+
+
+README = (ROOT / "README.md").read_text()
+
+
+def _code_after(text: str, heading: str) -> list[str]:
+    """The first fenced block (```sh, ```toml or plain) after the heading."""
+    body = text[text.index(heading):]
+    m = re.search(r"^```\w*\n(.*?)^```", body, re.S | re.M)
+    assert m, heading
+    return m.group(1).rstrip("\n").splitlines()
+
+
+def _section(heading: str) -> str:
+    body = README[README.index(heading):]
+    nxt = body.find("\n## ", 1)
+    return body if nxt < 0 else body[:nxt]
+
+
+def test_readme_is_a_newcomers_page():
+    """Under 250 lines; the problem said before any symbol is used; the two quick-start commands."""
+    assert len(README.splitlines()) < 250
+    first = README.split("\n\n")[1]  # the paragraph after the title
+    assert "Slurm" in first and "users" in first and "admins" in first
+    for jargon in ("u*", "u\\*", "LevelFS", "damping", " F ", "F is"):
+        assert jargon not in first, jargon
+    quick = _code_after(README, "## Quick start")
+    assert [ln.split("#")[0].strip() for ln in quick] == ["./scripts/demo.sh", "sudo ./scripts/test.sh"]
+
+
+def test_readme_fast_test_commands_work_after_the_demo():
+    """The fast-test commands: the extras bootstrap.sh is given bring pytest (what the demo's .venv
+    lacks), and the pytest line is the one that runs the suite without the testbed."""
+    import tomllib
+
+    lines = [ln.split("#")[0].strip() for ln in _code_after(README, "## Running the fast tests")]
+    assert lines[1] == '.venv/bin/python -m pytest -m "not slurm" -q -n 2'
+    assert lines[0].startswith("scripts/bootstrap.sh ")
+    extras = set(lines[0].split()[1].split(","))
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    brought = {d.split(">")[0].split("=")[0] for e in extras for d in deps[e]}
+    assert {"pytest", "pytest-xdist"} <= brought  # -n 2
+    demo = (ROOT / "scripts" / "demo.sh").read_text()
+    assert "scripts/bootstrap.sh plot" in demo  # the demo's README lines include history --png
+
+
+def test_readme_deployment_config_is_valid(tmp_path):
+    """The checklist's config, as written, passes `fscontrol config check` (the testbed test runs it
+    against a real Slurm) and sets what the agent needs to serve users: the history, the published
+    snapshot, a cluster with a target."""
+    import tomllib
+
+    m = re.search(r"```toml\n(.*?)```", _section("## Deploying at a site"), re.S)
+    conf = tmp_path / "fscontrol.toml"
+    conf.write_text(m.group(1))
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(conf)])
+    assert r.exit_code == 0, r.output
+    assert "valid. apply = false" in r.output
+    data = tomllib.loads(m.group(1))
+    assert {"apply", "db", "publish_dir"} <= set(data["agent"])
+    (cluster,) = data["clusters"].values()
+    assert cluster["target_core_hours"] > 0 and cluster["method"] in ("damping", "padding", "hybrid", "none")
+
+
+def test_readme_links_exist():
+    for target in re.findall(r"\]\(([^)#]+)\)", README):
+        assert (ROOT / target).exists(), target
+    for target in set(re.findall(r"\b(docs/[\w.-]+\.md)\b", README)):
+        assert (ROOT / target).is_file(), target

@@ -125,6 +125,10 @@ def plot_png(data: dict, path: str | Path) -> None:
         if any(not math.isnan(v) for _, v in pts):  # NaN: a break in the line
             ax.plot([p[0] for p in pts], [p[1] for p in pts], **kw)
 
+    def legend(ax) -> None:  # a panel with nothing in the period (no decision yet): no empty legend
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="upper left", fontsize=8)
+
     fig, axes = plt.subplots(5, 1, figsize=(10, 11), sharex=True, gridspec_kw={"height_ratios": [3, 2, 2, 1.6, 1.6]})
     ax = axes[0]
     line(ax, "target_core_hours", color="black", linestyle="--", linewidth=1.2, label="target u*", drawstyle="steps-post")
@@ -132,18 +136,18 @@ def plot_png(data: dict, path: str | Path) -> None:
     line(ax, "halving_core_hours", color="tab:orange", linewidth=1, alpha=0.8, label="halving the agent saw (S_ref d U)")
     ax.set_ylabel("core-hours")
     ax.set_title("halving usage against u*")
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax)
     ax = axes[1]
     line(ax, "damping_now", color="tab:green", linewidth=1.4, label="d in force", drawstyle="steps-post")
     line(ax, "damping_target", color="tab:olive", linestyle="--", linewidth=1, label="d wanted", drawstyle="steps-post")
     ax.set_ylabel("d")
     ax.set_title("FairShareDampeningFactor d")
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax)
     ax = axes[2]
     line(ax, "padding_core_hours", color="tab:purple", linewidth=1.4, label="padding (dummy's decayed usage)")
     ax.set_ylabel("core-hours")
     ax.set_title("padding")
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax)
     width_days = tl["bucket_seconds"] / 86400
     starts = [dt(_t(b["start"])) for b in tl["buckets"]]
     ax = axes[3]
@@ -152,7 +156,7 @@ def plot_png(data: dict, path: str | Path) -> None:
     ax.axhline(0, color="grey", linewidth=0.6)
     ax.set_ylabel("jobs")
     ax.set_title(f"the gate's holds per {_duration(tl['bucket_seconds'])} (in force now: {tl['holds_now']})")
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax)
     ax = axes[4]
     ok = [b["ticks_ok"] for b in tl["buckets"]]
     ax.bar(starts, ok, width=width_days, align="edge", color="tab:gray", label="ticks ok")
@@ -160,7 +164,7 @@ def plot_png(data: dict, path: str | Path) -> None:
            label="ticks failed")
     ax.set_ylabel("ticks")
     ax.set_title(f"ticks per {_duration(tl['bucket_seconds'])}")
-    ax.legend(loc="upper left", fontsize=8)
+    legend(ax)
     ax.set_xlim(dt(_t(data["since"])), dt(_t(data["until"])))
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(ax.xaxis.get_major_locator()))
     ax.set_xlabel("time (UTC)")
