@@ -189,3 +189,19 @@ def test_lines_break_across_a_hole_in_the_record():
     assert pts[4] == (181.0, None) and len(pts) == len(times) + 1
     html = historychart._panel("x", 0, 3060, [{"label": "l", "cls": "pad", "points": pts}])
     assert html.count("<polyline") == 2
+
+
+def test_a_history_of_collects_only_draws_without_warnings(tmp_path):
+    """After the demo (collects, no control decision yet) the README's `history --png` draws the
+    empty panels without matplotlib's "No artists with labels found to put in legend" warnings."""
+    import warnings
+
+    pytest.importorskip("matplotlib")
+    db_path = tmp_path / "h.db"
+    for f in sorted(p for p in SERIES.iterdir() if p.is_dir()):
+        assert CliRunner().invoke(app, ["collect", "--source", str(f), "--db", str(db_path)]).exit_code == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = _run("--db", str(db_path), "--since", "3650d", "--png", str(tmp_path / "h.png"))
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
