@@ -9,7 +9,7 @@ from typing import Any
 from fscontrol.errors import ConfigError, OutputError
 
 INSTALL = ("install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, "
-           "or pip install '.[plot]' in the checkout)")
+           "or pip install '.[plot]' in the checkout; a site install: scripts/install-site.sh without --no-plot)")
 
 
 def pyplot(what: str = "the PNG chart", instead: str = "") -> Any:

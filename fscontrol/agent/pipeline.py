@@ -324,7 +324,7 @@ def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_q
         rows = {r.key: r for r in snap.shares}
         account, user = dummy
         if dummy not in rows:
-            return f"dummy association {account}/{user} does not exist (see README: padding setup)"
+            return f"dummy association {account}/{user} does not exist (see docs/deploy.md: padding setup)"
         acct = rows.get((account, ""))
         if acct is None or acct.parent != "root":
             return f"dummy account {account} must be a top-level account (child of root)"

@@ -111,7 +111,8 @@ def plot_png(data: dict, path: str | Path) -> None:
     except ImportError:
         raise ConfigError(
             "--png needs matplotlib, which is not installed: install matplotlib into fscontrol's environment "
-            "(.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) (or use --html / --json)") from None
+            "(.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout; a site install: scripts/install-site.sh "
+            "without --no-plot) (or use --html / --json)") from None
     s = series(data)
     tl = data["timeline"]
 
