@@ -46,7 +46,7 @@ PY=${PYTHON:-/usr/bin/python3}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "install-site: $*" >&2; exit 1; }
 
-for p in "$PREFIX" "$BINDIR"; do
+for p in "$PREFIX" "$BINDIR" "$CONFIG" "$LOG"; do  # all checked before anything is written
   [[ $p == /* && $p =~ ^[A-Za-z0-9._/+-]+$ ]] || { echo "install-site: '$p': an absolute path of letters, digits and ._+-/ is needed" >&2; exit 2; }
 done
 PREFIX=${PREFIX%/} BINDIR=${BINDIR%/}

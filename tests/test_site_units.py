@@ -183,3 +183,11 @@ def test_an_earlier_install_is_an_upgrade(tmp_path):
     (legacy / "notes.txt").write_text("the admin's\n")  # no longer only what the script made: foreign
     p = run_install("--check", str(legacy), str(tmp_path / "bin2"))
     assert p.returncode == 1 and "refusing" in p.stderr
+
+
+def test_bad_paths_are_refused_before_anything_is_written(tmp_path):
+    for args in (["--config", "/etc/my conf.toml", str(tmp_path / "new")], ["--log", "relative.log", str(tmp_path / "new")],
+                 ["relative/prefix"]):
+        p = run_install(*args, str(tmp_path / "bin"))
+        assert p.returncode == 2 and "absolute path" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert not any(tmp_path.iterdir())
