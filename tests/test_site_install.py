@@ -323,6 +323,7 @@ def _as_a_plain_user(site: Site) -> subprocess.Popen:
     def carol(*args: str, path_env=env) -> str:
         return _ok(site.run(["fscontrol", *args], env=path_env, user="carol", timeout=120), f"carol: fscontrol {' '.join(args)}")
 
+    assert carol("--version").startswith("fscontrol ")  # the install is hers to run: world-readable, the link on her PATH
     # status: the cluster as sshare shows it to her, collected into her own history
     out = carol("status", "--source", "live")
     assert re.search(rf"^cluster:\s+{site.cluster} ", out, re.M) and re.search(r"^carol\s+chem\s", out, re.M), out
