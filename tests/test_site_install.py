@@ -335,7 +335,10 @@ def _as_a_plain_user(site: Site) -> subprocess.Popen:
     assert data["user"] == "carol" and {a["account"] for a in data["associations"]} >= {"chem", "flat"}, data
     # why: a pending job of hers, on the live testbed
     job = site.slurm.probe("carol", "chem")
-    out = carol("why", job)
+    try:
+        out = carol("why", job)
+    finally:
+        site.slurm.run("scancel", job, check=False)
     assert f"job {job} (carol, account chem" in out and "fair-share" in out, out
     # the web page, served as her on loopback, fetched over loopback
     web = subprocess.Popen(site.as_user("carol", ["fscontrol", "web", "--port", "0"], env), env=env,
