@@ -1,11 +1,20 @@
-"""Against the real testbed: `fscontrol why JOBID` explains a pending job's priority term by term,
-and its figures are sprio's: each term is its factor x its weight, the terms add up to the
-priority, the dominant term is the largest, and the count of jobs ahead is squeue's. The weights
-are set for the test (age, job size, partition beside fair-share) and put back after."""
+"""Against the real testbed: `fscontrol why JOBID` for every reason a job waits.
+
+- its priority term by term, and the figures are sprio's: each term is its factor x its weight,
+  the terms add up to the priority, the dominant term is the largest, and the count of jobs ahead
+  is squeue's (the weights are set for the test and put back after);
+- a job the SFS gate held, asked as its owner (a plain user, reading the published snapshot): the
+  hold is fscontrol's, its account, occupancy and target; the gate then lifts it when the account
+  comes down, as said; an admin's hold and a user's hold are told apart;
+- a tie: three jobs of one association with the same priority, and the order Slurm then really
+  starts them in; the agent's padding job in the higher-tier partition going first on the node;
+- other Slurm reasons (Dependency, BeginTime, AssocGrpCpuLimit, PartitionDown) in plain words."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -20,9 +29,61 @@ WEIGHTS = {"PriorityWeightAge": "1000", "PriorityWeightJobSize": "20000", "Prior
            "PriorityMaxAge": "1:00:00"}
 
 
-def _why(slurm, job: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fscontrol", "why", job, "--json"], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env=slurm.env)
+def _user_tree(slurm) -> Path:
+    """fscontrol and the packages its CLI imports (typer's), where the testbed's users can read them:
+    the checkout and the venv may sit under /root."""
+    dest = slurm.dir / "why-userpkg"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(ROOT / "fscontrol", dest / "fscontrol", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("typer", "annotated_doc", "shellingham", "click", "typing_extensions"):
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        src = Path(spec.origin)
+        if src.name == "__init__.py":
+            shutil.copytree(src.parent, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, dest / src.name)
+    for p in [dest, *dest.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dest
+
+
+def _user_python(user: str) -> str:
+    for exe in (sys.executable, "/usr/bin/python3"):
+        p = subprocess.run(["runuser", "-u", user, "--", exe, "-c", "import sys; sys.exit(sys.version_info < (3, 11))"],
+                           capture_output=True, timeout=30, check=False)
+        if p.returncode == 0:
+            return exe
+    pytest.fail(f"no Python >= 3.11 that {user} may run")
+
+
+def _why_as(slurm, user: str, job: str, *args: str) -> subprocess.CompletedProcess:
+    """`fscontrol why JOB` run as the plain user `user` (runuser), as a site's users run it."""
+    tree = slurm.dir / "why-userpkg"
+    argv = ["runuser", "-u", user, "--", "env", f"PYTHONPATH={tree}", f"SLURM_CONF={slurm.conf}", f"PATH={slurm.env['PATH']}",
+            _user_python(user), "-m", "fscontrol", "why", job, *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _states(slurm) -> dict[str, tuple[str, str]]:
+    out = slurm.run("squeue", "-h", "-o", "%A|%T|%r")
+    return {i: (st, r) for i, st, r in (ln.split("|", 2) for ln in out.splitlines() if ln)}
+
+
+def _wait(slurm, job: str, state: str, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if _states(slurm).get(job, ("", ""))[0] == state:
+            return
+        time.sleep(0.3)
+    raise TimeoutError(f"job {job} not {state} in {timeout:.0f} s: {_states(slurm).get(job)}")
+
+
+def _why(slurm, job: str, *args: str) -> subprocess.CompletedProcess:
+    """As root; --json unless other arguments are given ("--" alone: the text)."""
+    return subprocess.run([sys.executable, "-m", "fscontrol", "why", job, *(args or ("--json",))], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, env=slurm.env)
 
 
 def test_why_is_my_job_waiting(slurm):
@@ -65,3 +126,144 @@ def test_why_is_my_job_waiting(slurm):
     finally:
         slurm.cancel_all()
         slurm.set_conf(PriorityWeightAge="0", PriorityWeightJobSize="0", PriorityWeightPartition="0", PriorityMaxAge="")
+
+
+GATE_CFG = {"clusters": {"tbcluster": {
+    "gate": {"enabled": True, "action": "hold"},
+    "allocations": {"flat": {"award": 20, "period": "1h"}, "chem": {"award": 20, "period": "1h"}},
+}}}
+
+
+def test_why_a_job_the_gate_holds_and_others_hold(slurm, tmp_path):
+    """alice (flat) runs 128 CPUs against flat's target of 2 x 20 = 40; her next job waits beside
+    carol's (chem, under target): the gate holds alice's. alice asks why as herself."""
+    from fscontrol.agent import config, pipeline
+    from fscontrol.store import history as store
+
+    slurm.cancel_all()
+    _user_tree(slurm)
+    public = slurm.dir / "why-public"
+    shutil.rmtree(public, ignore_errors=True)
+    public.mkdir(mode=0o755)
+    public.chmod(0o755)
+    cfg = config.from_dict(GATE_CFG)
+    db = store.open_db(tmp_path / "gate.db")
+    try:
+        big = slurm.submit("alice", "flat", 128, 120)
+        _wait(slurm, big, "RUNNING")
+        held = slurm.submit("alice", "flat", 2, 60)
+        carol = slurm.submit("carol", "chem", 2, 60)
+        admin_held = slurm.submit("dave", "flat", 2, 60)
+        slurm.scontrol("hold", admin_held)
+        user_held = slurm.submit("bob", "flat", 2, 60)
+        slurm.run("scontrol", "hold", user_held, user="bob")
+        res = pipeline.gate_tick(slurm.source(), db, cfg, apply=True)
+        assert [a.job_id for a in res.plan.holds] == [held], res.plan.actions
+        path, _ = pipeline.publish_latest(db, cfg, "tbcluster", out=public / "tbcluster.json")
+        assert _states(slurm)[held] == ("PENDING", "JobHeldAdmin")
+
+        p = _why_as(slurm, "alice", held, "--json", "--published", str(path))
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        # what Slurm itself shows of the job and its account (independent of the gate's table)
+        mark = slurm.run("squeue", "-h", "-j", held, "-O", "admin_comment").strip()
+        running_flat = sum(int(c) for c in slurm.run("squeue", "-h", "-t", "R", "-A", "flat", "-o", "%C").split())
+        assert d["category"] == "fscontrol_hold" and d["hold"]["by"] == "fscontrol" and d["hold"]["mark"] == mark == "fscontrol:hold"
+        g = d["hold"]["gate"]
+        assert g["account"] == "flat" and g["unit"] == "cpus"
+        assert g["occupancy"] == running_flat == 128 and g["target"] == 2 * 20 and g["over_by"] == 128 - 40
+        decided = db.execute("SELECT max(started_at) FROM ticks WHERE stage = 'gate'").fetchone()[0]
+        assert abs(g["next_at"] - (g["decided_at"] + cfg.schedule["gate"])) < 1e-6 and abs(g["decided_at"] - decided) < 5
+        assert g["waiting_at_or_under"] == 1  # carol's chem
+        text = _why_as(slurm, "alice", held, "--published", str(path)).stdout
+        assert "fscontrol's fair-share gate" in text and "account flat: 128 cpus running against a target of 40" in text
+        assert "when it is lifted" in text and "no account at or under its target has jobs waiting" in text
+
+        # the holds that are not fscontrol's: told apart, with who can release them
+        d = json.loads(_why_as(slurm, "dave", admin_held, "--json", "--published", str(path)).stdout)
+        assert (d["category"], d["hold"]["by"], d["hold"]["gate"]) == ("admin_hold", "admin", None)
+        d = json.loads(_why_as(slurm, "bob", user_held, "--json", "--published", str(path)).stdout)
+        assert (d["category"], d["hold"]["by"]) == ("user_hold", "user") and f"scontrol release {user_held}" in d["hold"]["how"]
+
+        # as said: once flat's running jobs are back under its target, the next gate tick lifts the hold
+        slurm.run("scancel", big)
+        for _ in range(100):
+            if big not in _states(slurm):
+                break
+            time.sleep(0.3)
+        res = pipeline.gate_tick(slurm.source(), db, cfg, apply=True)
+        assert held in [a.job_id for a in res.plan.releases]
+        assert _states(slurm).get(held, ("", ""))[1] != "JobHeldAdmin"
+    finally:
+        slurm.cancel_all()
+
+
+def test_why_a_tie_and_the_padding_job_ahead(slurm, tmp_path):
+    """dave submits three 128-CPU jobs with the same priority while alice fills the node; the
+    agent's padding job (fsdummy in fsadmin, PriorityTier 10, as actions.submit_dummy submits it)
+    waits too. `why` says the tie, who wins it, and that the padding job goes first; then Slurm
+    does exactly that: the padding job starts when alice's job ends, and dave's jobs start in the
+    order `why` gave once it is gone."""
+    from fscontrol.act import actions as act
+
+    slurm.cancel_all()
+    try:
+        blocker = slurm.submit("alice", "flat", 128, 20)
+        _wait(slurm, blocker, "RUNNING")
+        pad_argv = act.submit_dummy("fsdummy", "fsadmin", "fsadmin", "fspad", 3600, act.DUMMY_JOB_NAME, "test").argv
+        pad_argv = tuple(a.replace("--chdir=/tmp", f"--chdir={slurm.dir / 'jobs'}") for a in pad_argv)
+        padding = slurm.run(*pad_argv).strip().split(";")[0]
+        jobs = [slurm.submit("dave", "flat", 128, 3) for _ in range(3)]
+        prio = {ln.split("|")[0]: int(ln.split("|")[1]) for ln in slurm.run("squeue", "-h", "-t", "PD", "-o", "%i|%Q").split()}
+        assert len({prio[j] for j in jobs}) == 1, prio  # one association, age weight 0: a real tie
+        d = json.loads(_why(slurm, jobs[1]).stdout)
+        o = d["order"]
+        assert (o["tied"], o["tied_ahead"], o["tied_behind"], o["tied_ahead_ids"]) == (2, 1, 1, [jobs[0]])
+        assert o["higher_priority"] == 0 and o["place"] == 2 and o["higher_tier_ahead"] == 1
+        assert "submit time" in o["tie_rule"] and "PriorityTier" in o["tie_rule"]
+        pad = d["higher_tier"]["padding"]
+        assert (pad["job_id"], pad["state"], pad["partition"], pad["reservation"]) == (padding, "PENDING", "fsadmin", None)
+        assert "padding_reservation" in pad["advice"]
+        text = _why(slurm, jobs[1], "--").stdout
+        assert "a tie, which Slurm breaks by submit time, then job id: 1 of them go first" in text
+        assert f"the agent's padding job {padding}" in text
+        # Slurm: the padding job takes the first core that frees, ahead of dave's jobs
+        _wait(slurm, padding, "RUNNING", timeout=90)
+        assert all(_states(slurm)[j][0] == "PENDING" for j in jobs)
+        d = json.loads(_why(slurm, jobs[0]).stdout)
+        assert d["higher_tier"]["padding"]["state"] == "RUNNING" and "outside any reservation" in d["higher_tier"]["padding"]["advice"]
+        slurm.run("scancel", padding)
+        started: list[str] = []
+        end = time.time() + 120
+        while len(started) < 3 and time.time() < end:
+            st = _states(slurm)
+            started += [j for j in jobs if j not in started and (j not in st or st[j][0] == "RUNNING")]
+            time.sleep(0.2)
+        assert started == jobs  # the tie broken as `why` said: earlier submit, then lower job id
+    finally:
+        slurm.cancel_all()
+
+
+def test_why_other_reasons_in_plain_words(slurm):
+    slurm.cancel_all()
+    try:
+        blocker = slurm.submit("bob", "flat", 1, 60)
+        dep = slurm.submit("bob", "flat", 1, 10, dependency=f"afterok:{blocker}")
+        begin = slurm.submit("bob", "flat", 1, 10, begin="now+1hour")
+        parked = slurm.probe("bob", "flat")
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "account=chem", "set", "GrpTRES=cpu=1")
+        limited = slurm.submit("carol", "chem", 2, 10)
+        want = {dep: ("Dependency", "dependency", "depends on"), begin: ("BeginTime", "begin_time", "--begin"),
+                parked: ("PartitionDown", "partition", "DOWN"), limited: ("AssocGrpCpuLimit", "limit", "CPUs in use")}
+        end = time.time() + 90
+        while time.time() < end and any(_states(slurm).get(j, ("", ""))[1] != r for j, (r, _, _) in want.items()):
+            time.sleep(1)
+        for job, (reason, category, words) in want.items():
+            p = _why(slurm, job)
+            assert p.returncode == 0, p.stderr
+            d = json.loads(p.stdout)
+            assert (d["reason"], d["category"]) == (reason, category), d
+            assert words in d["reason_text"]
+    finally:
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "account=chem", "set", "GrpTRES=cpu=-1", check=False)
+        slurm.cancel_all()

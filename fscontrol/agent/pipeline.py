@@ -515,6 +515,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             if gplan is not None:
                 g_ids = store.write_actions(db, cluster, None, "gate", [replace(a, status=status) for a in gplan[1]],
                                             snap.taken_at, tick_id)
+                if gplan[0].accounts:  # a gate decision (not a release-all): its table, for `why` on a held job
+                    store.set_state(db, cluster, "gate_table", gate_table(gplan[0]), snap.taken_at)
                 if apply:
                     store.write_ledger(db, cluster, _ledger_intent(settled.ledger, gplan[0], snap), gplan[2], snap.taken_at)
     except FscontrolError as e:
@@ -971,6 +973,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
             upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
     data = pub.build_published(
         snap,
+        gate=_gate_published(db, cfg, cc, snap),
         reference=cc.reference_share,
         dummy=cc.dummy_key,
         target_core_hours=cc.target_core_hours,
@@ -992,6 +995,25 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         return path, data
     except OSError as e:
         raise OutputError(f"cannot write the published snapshot: {e}") from None
+
+
+def _gate_published(db: Database, cfg, cc, snap) -> dict | None:
+    """The gate's state for the published snapshot (`fscontrol why` on a held job): its latest
+    decision's table, as the gate tick recorded it. None when the gate is off or never decided."""
+    if not (cc.gate.enabled and cc.allocations):
+        return None
+    last = store.get_state(db, snap.cluster, "gate_table")
+    if not last:
+        return None
+    from fscontrol.export import publish as pub
+
+    return pub.gate_summary(last, snap.shares, snap.cluster, cfg.schedule["gate"])
+
+
+def gate_table(plan) -> dict:
+    """What a gate tick records of its decision for `fscontrol why` (agent_state 'gate_table')."""
+    return {"decided_at": plan.now, "action": plan.action, "unit": plan.unit, "under_waiting": len(plan.under_waiting),
+            "accounts": {a.account: [a.occupancy, a.target, a.state] for a in plan.accounts if a.target is not None}}
 
 
 def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:

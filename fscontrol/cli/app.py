@@ -220,18 +220,29 @@ def why(
     job_id: Annotated[str, typer.Argument(help="The pending job's id (as squeue shows it).", metavar="JOBID")],
     cluster: ClusterOpt = None,
     json_out: JsonOpt = False,
+    published: Annotated[Optional[Path], typer.Option("--published", help="The agent's published snapshot (file, or its "
+                         "folder), for the gate's state when fscontrol holds the job. Default: $FSCONTROL_PUBLISHED, else "
+                         "/var/lib/fscontrol/public/CLUSTER.json.")] = None,
 ) -> None:
-    """Why is my job waiting? Its priority term by term (age, fair-share, job size, partition, QOS,
-    each its factor times its weight, from sprio), what dominates, how many pending jobs in its
-    partition rank above it, and what would change each term. Any user may run it; classic
-    fair-share and Fair Tree alike (under Fair Tree, with the user's rank)."""
+    """Why is my job waiting? The reason in plain words (every Slurm reason: Priority, Resources,
+    Dependency, limits such as AssocGrpCpuLimit, ...; an unknown one verbatim); whose hold it is:
+    fscontrol's fair-share gate (its mark in AdminComment; the account over its target, its
+    occupancy against the target, when the gate lifts it), an admin's or your own; its place in
+    the queue, ties included and how Slurm breaks them (partition PriorityTier, then priority,
+    then submit time, then job id); jobs of higher-tier partitions on its nodes, the agent's
+    padding job included, and what the admin's padding_reservation would change; and its
+    priority term by term (sprio). Any user may run it. --json: the same as data; its "category"
+    says the kind of wait (priority, resources, fscontrol_hold, admin_hold, user_hold, limit,
+    dependency, begin_time, partition, nodes, never, other, unknown...). Exit codes: 0 the job is
+    pending and explained; 2 not a job id; 3 a Slurm command failed; 6 the job is not pending
+    (running, finished, or unknown: one line on stderr saying which)."""
     from fscontrol.forecast import why as whymod
 
     try:
-        data = whymod.why_job(_source("live", cluster), job_id)
+        data = whymod.why_job(_source("live", cluster), job_id, None if published is None else str(published))
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else whymod.format_why(data))
+    typer.echo(json.dumps(data, indent=2) if json_out else whymod.format_all(data))
 
 
 @app.command()

@@ -75,6 +75,7 @@ def build_published(
     published_at: float | None = None,
     method: str | None = None,
     next_pass_at: float | None = None,
+    gate: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
@@ -82,7 +83,8 @@ def build_published(
     agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
     user names `fscontrol forecast` lets ask for any user (root always may). `published_at`
     defaults to the snapshot's time (pure: no clock). `next_pass_at`: slurmctld's next decay pass
-    after the snapshot, when the agent knows it (the Fair Tree forecast's pass times)."""
+    after the snapshot, when the agent knows it (the Fair Tree forecast's pass times). `gate`: the
+    SFS gate's state (:func:`gate_summary`), for `fscontrol why` on a job the gate holds."""
     from fscontrol.model import fairshare
     from fscontrol.model.decay import decay_lambda
 
@@ -127,7 +129,36 @@ def build_published(
         "next_pass_at": next_pass_at,
         "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
         "running": running_aggregates(snap, {f.lower() for f in cfg.private_data}),
+        "gate": gate,
     }
+
+
+def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: str, every_s: float) -> dict[str, Any]:
+    """What `fscontrol why` tells a user whose job the SFS gate holds, and no more: per managed
+    account, its occupancy against its target at the gate's latest decision (`table`, as the tick
+    recorded it: pipeline.gate_table), keyed by the salted hash of every account it covers (its
+    sub-accounts too: an allocation on a parent counts their jobs), so a user finds their own
+    account's entry and the file names no one; the name of the account that holds the allocation
+    only where it is a parent of the account asked for. Also when the gate decided, how often it
+    runs, and how many accounts at or under target had jobs waiting (holds last only while some
+    do). Pure."""
+    rows = table.get("accounts", {})
+    parent = {r.account: r.parent for r in shares if not r.user and r.parent}
+    names = {r.account for r in shares if not r.user} | set(rows)
+    accounts: dict[str, dict[str, Any]] = {}
+    for acct in sorted(names):
+        a, hops = acct, 0
+        while a not in rows and a in parent and hops < 64:
+            a, hops = parent[a], hops + 1
+        if a not in rows:
+            continue
+        occupancy, target, state = rows[a]
+        accounts[assoc_token(cluster, acct)] = {"occupancy": occupancy, "target": target, "state": state,
+                                                "allocation_on": a if a != acct else None}
+    decided = table.get("decided_at")
+    return {"decided_at": decided, "every_s": every_s, "next_at": None if decided is None else decided + every_s,
+            "as_of": decided, "action": table.get("action"), "unit": table.get("unit"),
+            "waiting_at_or_under": table.get("under_waiting"), "accounts": accounts}
 
 
 def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any]:

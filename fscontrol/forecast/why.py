@@ -201,9 +201,9 @@ def count_ahead(squeue_text: str, job_id: str, priority: float) -> tuple[int, in
 
 def not_pending(job_id: str, state: str | None, reason: str | None) -> NotFoundError:
     if state is None:
-        return NotFoundError(f"job {job_id} is not in the queue (finished, or never existed): sprio lists pending jobs only")
+        return NotFoundError(f"job {job_id} is not in the queue (finished, or never existed): nothing waits")
     return NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason else "")
-                         + ": sprio breaks down the priority of pending, eligible, not held jobs only")
+                         + ": it is not waiting (why explains pending jobs)")
 
 
 def job_state(squeue_text: str) -> tuple[str | None, str | None, str | None, str | None]:
@@ -227,50 +227,151 @@ def parse_max_age(text: str | None) -> float:
     return float(v) if v is not None else 7 * 86400.0
 
 
-__all__: Sequence[str] = ("sprio_args", "parse_sprio_why", "explain", "format_why", "count_ahead", "job_state")
+__all__: Sequence[str] = ("sprio_args", "parse_sprio_why", "explain", "format_why", "count_ahead", "job_state", "diagnose",
+                          "format_all", "why_job")
+
+
+def without_sprio(job, reason: str | None, account: str | None, mode: str) -> dict:
+    """The data `explain` gives, for a pending job sprio does not list (held, not yet eligible):
+    the priority squeue shows and no breakdown."""
+    return {"job_id": job.job_id, "user": job.user, "account": account, "partition": job.partition,
+            "priority": float(job.priority), "priority_mode": mode, "terms": [], "dominant": None, "levers": [],
+            "ahead_in_partition": None, "pending_in_partition": None, "reason": reason}
+
+
+def diagnose(job, queue, *, line: PrioLine | None, partitions, weights: Mapping[str, int], max_age_s: float,
+             favor_small: bool, mode: str, now: float, fairshare_detail: str | None = None, gate_pub: Mapping | None = None,
+             token: str | None = None, dummy: tuple[str, str] | None = None, names: Mapping[str, str] | None = None) -> dict:
+    """Everything `why` says about a pending job, as plain data: the priority's breakdown (when
+    sprio lists the job), the reason in plain words, whose hold it is, its place in Slurm's order
+    with ties, and the higher-tier partitions on its nodes. Pure (`now` for the times it names)."""
+    from fscontrol.forecast import reasons, waits
+
+    reason = job.reason or None
+    if line is not None:
+        d = explain(line, weights=weights, max_age_s=max_age_s, favor_small=favor_small, mode=mode,
+                    fairshare_detail=fairshare_detail, reason=reason, account=job.account)
+    else:
+        d = without_sprio(job, reason, job.account, mode)
+    category, text = reasons.plain_reason(reason)
+    hold = waits.hold_of(job, gate_pub, token, now)
+    if hold is not None:
+        category = "fscontrol_hold" if hold["by"] == "fscontrol" and hold["kind"] == "hold" else (
+            "fscontrol_demoted" if hold["by"] == "fscontrol" else category)
+    order = None if job.held else waits.queue_place(job, queue, partitions)
+    if order is not None:
+        d["ahead_in_partition"], d["pending_in_partition"] = order["higher_priority"], order["pending"]
+    tiers = None if job.held else waits.higher_tiers(job, queue, partitions, dummy, names)
+    if tiers is not None and order is not None:
+        order["higher_tier_ahead"] = sum(p["pending"] for p in tiers["partitions"])
+        if category == "nodes" and order["higher_tier_ahead"] and "higher priority partitions" in (reason or ""):
+            category = "higher_tier"
+    d.update({"state": job.state, "category": category, "reason_text": text, "hold": hold, "order": order,
+              "higher_tier": tiers, "now": now})
+    return d
+
+
+def format_all(d: Mapping) -> str:
+    """`why`'s text: the wait in words, then the priority's breakdown when sprio gave one."""
+    from fscontrol.forecast import waits
+
+    head = (f"job {d['job_id']} ({d['user']}" + (f", account {d['account']}" if d.get("account") else "")
+            + f", partition {d['partition']}): PENDING, priority {d['priority']:,.0f}")
+    out = [head, *waits.format_waits(d, d["now"])]
+    if d["terms"]:
+        body = format_why(d).splitlines()[1:]
+        if d.get("order"):  # the place line above says it with the ties
+            body = [ln for ln in body if not ln.startswith("ahead of it:")]
+        out += ["the priority, term by term (sprio):", *body]
+    elif d.get("hold"):
+        out.append("(sprio lists no held job: its priority returns when the hold is lifted)")
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------- with Slurm
-def why_job(source, job_id: str) -> dict:
-    """Run what `why` needs on `source` (a LiveSlurm: sprio, squeue, scontrol show config and,
-    under Fair Tree, sshare) and explain the job. NotFoundError when sprio does not list it."""
-    from fscontrol.slurm import parse
+def why_job(source, job_id: str, published: str | None = None, now: float | None = None) -> dict:
+    """Run what `why` needs on `source` (a LiveSlurm: squeue, scontrol show config and partition,
+    sinfo, sprio and, under Fair Tree, sshare; the published snapshot for the gate's state and the
+    padding association) and explain the job. NotFoundError (exit 6) when the job is not pending."""
+    import time
+
     from fscontrol.errors import ConfigError, SlurmCommandError
+    from fscontrol.export import publish as pub
+    from fscontrol.forecast import waits
+    from fscontrol.slurm import parse
 
     if not job_id.replace("_", "").isdigit():
         raise ConfigError(f"not a Slurm job id: {job_id!r}")
     cfg_out = source.config()
     cfg = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
-    try:  # an unknown job id makes squeue fail: the job is not in the queue
-        state, reason, account, partition = job_state(source.run(("squeue", "-h", "-j", job_id, "-o", "%T|%r|%a|%P")).stdout)
-    except SlurmCommandError:
-        state = reason = account = partition = None
+    queue = waits.parse_queue(source.run(waits.QUEUE_ARGS).stdout)
+    job = next((j for j in queue if j.job_id == job_id), None)
+    if job is None:
+        try:  # not listed with -a -t PD,R,CF: ask for it alone (a finished one is still known for a while)
+            state, reason, _, _ = job_state(source.run(("squeue", "-h", "-j", job_id, "-o", "%T|%r|%a|%P")).stdout)
+        except SlurmCommandError:
+            state = reason = None
+        raise not_pending(job_id, state, reason)
+    if job.state not in ("PENDING", "PD"):
+        raise not_pending(job_id, job.state, job.reason or None)
     line = None
-    if state == "PENDING":
+    if not job.held:
         try:  # sprio fails (or prints its header alone) for a job it does not list
             line = parse_sprio_why(source.run(sprio_args(job_id)).stdout, job_id, " ".join(sprio_args(job_id)))
         except SlurmCommandError:
             line = None
-    if line is None:
-        raise not_pending(job_id, state, reason)
+    try:
+        partitions = waits.parse_partitions(source.run(waits.PARTITION_ARGS).stdout, source.run(waits.NODES_ARGS).stdout)
+    except SlurmCommandError:
+        partitions = {}
+    gate_pub = dummy = None
+    try:
+        data, _ = pub.read_published(published or pub.default_path(cfg.cluster), cfg.cluster)
+        gate_pub = data.get("gate")
+        if data.get("dummy") and "/" in data["dummy"]:
+            a, u = data["dummy"].split("/", 1)
+            dummy = (a, u)
+    except pub.PublishedError:
+        pass
     detail = None
-    if cfg.mode == "fair_tree" and account:
+    if cfg.mode == "fair_tree" and line is not None:
         try:
             from fscontrol.model.fairtree import compute_fair_tree
 
             rows = parse.parse_sshare(source.run(("sshare", "-a", "-l", "-P")).stdout)
-            a = compute_fair_tree(rows).by_key().get((account, line.user))
+            a = compute_fair_tree(rows).by_key().get((job.account, line.user))
             if a is not None and a.rank is not None:
                 n = sum(1 for r in rows if r.user)
                 detail = f"rank {a.rank} of {n}"
         except (SlurmCommandError, ParseError, ValueError):
             detail = None  # PrivateData: the tree is not visible to this user
-    ahead = others = None
+    names = _padding_names(source, job, queue, partitions)
+    return diagnose(job, queue, line=line, partitions=partitions, weights=cfg.weights,
+                    max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
+                    favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
+                    now=time.time() if now is None else now, fairshare_detail=detail, gate_pub=gate_pub,
+                    token=pub.assoc_token(cfg.cluster, job.account), dummy=dummy, names=names)
+
+
+def _padding_names(source, job, queue, partitions) -> dict[str, str]:
+    """The names of the jobs in higher-tier partitions on the job's nodes (the padding job is known
+    by its name when nothing is published): one squeue for those jobs alone, the name last."""
+    from fscontrol.errors import SlurmCommandError
+
+    own = partitions.get(job.partition)
+    if own is None:
+        return {}
+    higher = {p.name for p in partitions.values() if p.tier > own.tier and p.nodes & own.nodes}
+    ids = [j.job_id for j in queue if j.partition in higher][:200]
+    if not ids:
+        return {}
     try:
-        ahead, others = count_ahead(source.run(("squeue", "-h", "-t", "PD", "-p", line.partition, "-o", "%i|%Q")).stdout,
-                                    line.job_id, line.priority)
+        text = source.run(("squeue", "-h", "-j", ",".join(ids), "-O", "JobID:0|,Name:0")).stdout
     except SlurmCommandError:
-        pass
-    return explain(line, weights=cfg.weights, max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
-                   favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
-                   fairshare_detail=detail, ahead=ahead, pending_in_partition=others, reason=reason, account=account)
+        return {}
+    out = {}
+    for ln in text.splitlines():
+        jid, _, name = ln.partition("|")
+        if jid.strip():
+            out[jid.strip()] = name.strip()
+    return out
