@@ -60,3 +60,167 @@ def test_no_line_for_the_job_and_garbled_lines():
         why.parse_sprio_why("H\n2|carol|parked\n", "2")
     assert why.count_ahead("1|110578\n2|118000\n3|120000\n", "2", 118000.0) == (1, 2)
     assert why.parse_max_age("7-00:00:00") == 7 * 86400 and why.parse_max_age(None) == 7 * 86400
+
+
+# ---------------------------------------------------------------------------- every reason a job waits
+from fscontrol.forecast import reasons, waits  # noqa: E402
+
+
+def _q(job_id, *, user="dave", account="flat", partition="normal", state="PENDING", cpus=1, priority=100, nice=0,
+       reason="Priority", submit="2026-11-26T10:00:00", reservation="", comment=""):
+    return waits.QJob(job_id, user, account, partition, state, cpus, priority, nice, reason, submit, reservation, comment)
+
+
+PARTS = {"normal": waits.Partition("normal", 1, "UP", frozenset({"n1", "n2"})),
+         "fsadmin": waits.Partition("fsadmin", 10, "UP", frozenset({"n2"})),
+         "gpu": waits.Partition("gpu", 20, "UP", frozenset({"g1"}))}
+
+
+def test_slurm_reasons_in_plain_words_and_unknown_ones_verbatim():
+    assert reasons.plain_reason("Resources")[0] == "resources" and reasons.plain_reason(None)[0] == "other"
+    assert reasons.plain_reason("Dependency")[0] == "dependency" and reasons.plain_reason("BeginTime")[0] == "begin_time"
+    cat, text = reasons.plain_reason("ReqNodeNotAvail, UnavailableNodes:n[1-2]")
+    assert cat == "nodes" and "UnavailableNodes:n[1-2]" in text
+    # the string 22.05 prints when a higher-tier partition's job has the node (seen on the testbed)
+    cat, text = reasons.plain_reason("Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions")
+    assert cat == "nodes" and "PriorityTier" in text
+    # limits read from their names: who, over whom, which resource
+    cat, text = reasons.plain_reason("AssocGrpCpuLimit")
+    assert cat == "limit" and text.startswith("your association") and "CPUs in use of all its jobs together" in text
+    cat, text = reasons.plain_reason("QOSMaxJobsPerUserLimit")
+    assert cat == "limit" and "the job's QOS caps the jobs running for one user" in text
+    assert reasons.plain_reason("AssocMaxWallDurationPerJobLimit")[0] == "never"
+    assert "decay" in reasons.plain_reason("AssocGrpCPUMinutesLimit")[1]
+    assert "running jobs" in reasons.plain_reason("QOSGrpCPURunMinutesLimit")[1]
+    assert reasons.plain_reason("AssocGrpGRES")[0] == "limit"  # no "Limit" suffix, as Slurm names it
+    cat, text = reasons.plain_reason("SomethingNew")
+    assert cat == "unknown" and "'SomethingNew'" in text
+
+
+def test_the_queue_read_with_a_pipe_in_the_admin_comment():
+    text = "12|dave|flat|normal|PENDING|2|3125|0|Priority|2026-11-26T10:00:00|(null)|a|b\n13|eve|x|normal|RUNNING|1|9|0|None|2026-11-26T10:00:01|resv1|(null)\n"
+    a, b = waits.parse_queue(text)
+    assert (a.job_id, a.cpus, a.priority, a.admin_comment, a.reservation) == ("12", 2, 3125, "a|b", "")
+    assert (b.state, b.reservation, b.admin_comment) == ("RUNNING", "resv1", "")
+    with pytest.raises(ParseError):
+        waits.parse_queue("12|dave|flat\n")
+    parts = waits.parse_partitions("PartitionName=normal Nodes=n[1-2] PriorityTier=1 State=UP\n"
+                                   "PartitionName=fsadmin Nodes=n2 PriorityTier=10 State=UP\n",
+                                   "n1|normal*\nn2|normal*\nn2|fsadmin\n")
+    assert parts["normal"].nodes == {"n1", "n2"} and parts["fsadmin"].tier == 10 and parts["fsadmin"].nodes == {"n2"}
+
+
+def test_a_tie_is_broken_as_slurm_breaks_it():
+    """sort_job_queue2: reservation, PriorityTier, priority, then submit time, then job id."""
+    me = _q("20", submit="2026-11-26T10:00:05")
+    queue = [me,
+             _q("30", submit="2026-11-26T10:00:01"),  # tied, submitted earlier (a higher id): ahead
+             _q("15", submit="2026-11-26T10:00:05"),  # tied, same second, lower id: ahead
+             _q("25", submit="2026-11-26T10:00:05"),  # tied, same second, higher id: behind
+             _q("40", submit="2026-11-26T10:09:00"),  # tied, later: behind
+             _q("41", priority=101),                  # higher priority: ahead
+             _q("42", priority=99),                   # lower: behind
+             _q("43", priority=100, reason="JobHeldUser"),  # held: not in the queue's order
+             _q("44", partition="other")]              # another partition
+    o = waits.queue_place(me, queue, PARTS)
+    assert (o["higher_priority"], o["tied"], o["tied_ahead"], o["tied_behind"]) == (1, 4, 2, 2)
+    assert o["tied_ahead_ids"] == ["30", "15"] and o["place"] == 4 and o["pending"] == 6
+    # a job in an advanced reservation goes first whatever its priority
+    o = waits.queue_place(me, [me, _q("50", priority=1, reservation="maint")], PARTS)
+    assert o["place"] == 2 and o["in_reservation_ahead"] == 1
+    # the ids compare as numbers, an array task by its array's id then its task
+    assert waits.order_key(_q("9"), 1) < waits.order_key(_q("10"), 1)
+    assert waits.order_key(_q("12_3"), 1) < waits.order_key(_q("12_10"), 1) < waits.order_key(_q("13"), 1)
+
+
+def test_holds_told_apart_and_the_gate_s_with_its_account_against_its_target():
+    from fscontrol.export.publish import assoc_token
+
+    tok = assoc_token("c", "flat")
+    pub = {"decided_at": 1000.0, "every_s": 120.0, "next_at": 1120.0, "as_of": 1000.0, "unit": "cpus",
+           "waiting_at_or_under": 1, "accounts": {tok: {"occupancy": 128.0, "target": 40.0, "state": "over", "allocation_on": None}}}
+    held = _q("9", reason="JobHeldAdmin", priority=0, cpus=2, comment="fscontrol:hold")
+    h = waits.hold_of(held, pub, tok, now=1030.0)
+    assert h["by"] == "fscontrol" and h["kind"] == "hold" and h["mark"] == "fscontrol:hold"
+    g = h["gate"]
+    assert (g["account"], g["occupancy"], g["target"], g["over_by"], g["next_at"]) == ("flat", 128.0, 40.0, 88.0, 1120.0)
+    assert "come down by at least 88 cpus" in h["lifted_when"] and "in 2 min" in h["lifted_when"]
+    # nothing published: said so, not guessed
+    h = waits.hold_of(held, None, tok, now=1030.0)
+    assert h["by"] == "fscontrol" and h["gate"] is None and "not published" in h["gate_unknown"]
+    # an allocation on a parent account: named as such
+    pub2 = {**pub, "accounts": {tok: {**pub["accounts"][tok], "allocation_on": "science"}}}
+    assert waits.hold_of(held, pub2, tok, 1030.0)["gate"]["account"] == "science"
+    # others' holds: an admin's (even with the agent's old mark left on it: not the agent's to release), a user's
+    assert waits.hold_of(_q("9", reason="JobHeldAdmin", priority=0), pub, tok, 0)["by"] == "admin"
+    u = waits.hold_of(_q("9", reason="JobHeldUser", priority=0, comment="fscontrol:hold"), pub, tok, 0)
+    assert u["by"] == "user" and "scontrol release 9" in u["how"] and "not the agent's any more" in u["how"]
+    # the gate's nice mode: a demotion, not a hold
+    n = waits.hold_of(_q("9", nice=10000, comment="fscontrol:nice:10000"), pub, tok, 0)
+    assert n["by"] == "fscontrol" and n["kind"] == "nice"
+    assert waits.hold_of(_q("9"), pub, tok, 0) is None
+
+
+def test_higher_tier_partitions_and_the_padding_job():
+    me = _q("20", cpus=128)
+    pad = _q("5", user="fsdummy", account="fsadmin", partition="fsadmin", reason="Resources")
+    gpu = _q("6", partition="gpu")  # a higher tier, but on other nodes: nothing to do with this job
+    t = waits.higher_tiers(me, [me, pad, gpu], PARTS, ("fsadmin", "fsdummy"))
+    assert [p["partition"] for p in t["partitions"]] == ["fsadmin"] and t["partitions"][0]["pending"] == 1
+    assert t["padding"]["job_id"] == "5" and "padding_reservation" in t["padding"]["advice"]
+    assert "before any job of normal" in t["padding"]["advice"]
+    # known by its job name when nothing is published
+    assert waits.higher_tiers(me, [me, pad], PARTS, None, {"5": "fscontrol-padding"})["padding"]["job_id"] == "5"
+    assert waits.higher_tiers(me, [me, pad], PARTS, None)["padding"] is None
+    # running in the admin's reservation: it takes nothing this job could get
+    run = _q("5", user="fsdummy", account="fsadmin", partition="fsadmin", state="RUNNING", reservation="fspad")
+    adv = waits.higher_tiers(me, [me, run], PARTS, ("fsadmin", "fsdummy"))["padding"]["advice"]
+    assert "reservation fspad" in adv and "takes nothing" in adv
+    run = _q("5", user="fsdummy", account="fsadmin", partition="fsadmin", state="RUNNING")
+    assert "would not shorten this wait" in waits.higher_tiers(me, [me, run], PARTS, ("fsadmin", "fsdummy"))["padding"]["advice"]
+    # nothing in the higher tier: nothing said
+    assert waits.higher_tiers(me, [me], PARTS, None) is None
+
+
+def test_the_whole_answer_in_json_and_text():
+    me = _q("20", reason="Priority", priority=100)
+    d = why.diagnose(me, [me, _q("19")], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    assert d["category"] == "priority" and d["order"]["tied"] == 1 and d["ahead_in_partition"] == 0
+    text = why.format_all(d)
+    assert "a tie, which Slurm breaks by submit time, then job id: 1 of them go first" in text
+    held = _q("9", reason="JobHeldAdmin", priority=0, comment="fscontrol:hold")
+    d = why.diagnose(held, [held], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    assert d["category"] == "fscontrol_hold" and d["order"] is None
+    assert "fscontrol's fair-share gate" in why.format_all(d) and "not published" in why.format_all(d)
+
+
+def test_the_gate_s_table_published_without_names():
+    """What a gate tick records (pipeline.gate_table) and what the published file then carries:
+    per account a salted hash, the sub-accounts of an allocated parent included, and the parent's
+    name only there."""
+    from fscontrol.act import gate
+    from fscontrol.agent.pipeline import gate_table
+    from fscontrol.export.publish import assoc_token, gate_summary
+    from fscontrol.model.allocations import Allocation
+    from fscontrol.records import QueueJob, ShareRow
+
+    q = [QueueJob("1", "alice", "physics", "normal", "normal", "RUNNING", 1, 96, 0, 0, "None", 0.0, 0.0, 600),
+         QueueJob("2", "alice", "physics", "normal", "normal", "PENDING", 1, 2, 10, 0, "Priority", 1.0, None, 600),
+         QueueJob("3", "dave", "flat", "normal", "normal", "PENDING", 1, 2, 10, 0, "Priority", 2.0, None, 600)]
+    allocs = {"science": Allocation("science", 20, 3600), "flat": Allocation("flat", 20, 3600)}
+    plan = gate.plan_gate(q, allocs, (), now=500.0, parents={"physics": "science"})
+    table = gate_table(plan)
+    assert table["accounts"]["science"] == [96.0, 40.0, "over"] and table["under_waiting"] == 1
+    shares = tuple(ShareRow(a, "", p, 1, 1, False, 0.5, 0, 0.0, 0.0, None) for a, p in
+                   (("root", ""), ("science", "root"), ("physics", "science"), ("flat", "root")))
+    pub = gate_summary(table, shares, "c", 120.0)
+    assert pub["next_at"] == 620.0 and pub["waiting_at_or_under"] == 1
+    acc = pub["accounts"]
+    assert acc[assoc_token("c", "physics")] == {"occupancy": 96.0, "target": 40.0, "state": "over", "allocation_on": "science"}
+    assert acc[assoc_token("c", "science")]["allocation_on"] is None
+    assert assoc_token("c", "root") not in acc
+    import json
+    blob = json.dumps(pub)
+    assert "physics" not in blob and "flat" not in blob  # names appear only as a parent holding an allocation
