@@ -234,7 +234,8 @@ def hold_of(job: QJob, gate_pub: Mapping | None, token: str | None, now: float) 
         if g["waiting_at_or_under"] is not None:
             lifted += f"; at its last decision {g['waiting_at_or_under']} such account(s) had jobs waiting"
         if g["next_at"] is not None:
-            lifted += f"; it runs every {_dur(g['every_s'])}, next {_when(g['next_at'], now)}"
+            lifted += (f"; it runs every {_dur(g['every_s'])} (schedule.gate), the next time at the earliest "
+                       f"{_when(g['next_at'], now)}")
         if g["over_by"] > 0:
             lifted += f"; {g['account']}'s running jobs must first come down by at least {_num(g['over_by'])} {g['unit']}"
     return {"by": "fscontrol", "kind": kind, "mark": mark,
