@@ -202,13 +202,13 @@ def test_why_a_tie_and_the_padding_job_ahead(slurm, tmp_path):
     """dave submits three 128-CPU jobs with the same priority while alice fills the node; the
     agent's padding job (fsdummy in fsadmin, PriorityTier 10, as actions.submit_dummy submits it)
     waits too. `why` says the tie, who wins it, and that the padding job goes first; then Slurm
-    does exactly that: the padding job starts when alice's job ends, and dave's jobs start in the
-    order `why` gave once it is gone."""
+    does exactly that: the padding job starts when alice's job is cancelled, and dave's jobs start
+    in the order `why` gave once it is gone."""
     from fscontrol.act import actions as act
 
     slurm.cancel_all()
     try:
-        blocker = slurm.submit("alice", "flat", 128, 20)
+        blocker = slurm.submit("alice", "flat", 128, 300)
         _wait(slurm, blocker, "RUNNING")
         pad_argv = act.submit_dummy("fsdummy", "fsadmin", "fsadmin", "fspad", 3600, act.DUMMY_JOB_NAME, "test").argv
         pad_argv = tuple(a.replace("--chdir=/tmp", f"--chdir={slurm.dir / 'jobs'}") for a in pad_argv)
@@ -228,6 +228,7 @@ def test_why_a_tie_and_the_padding_job_ahead(slurm, tmp_path):
         assert "a tie, which Slurm breaks by submit time, then job id: 1 of them go first" in text
         assert f"the agent's padding job {padding}" in text
         # Slurm: the padding job takes the first core that frees, ahead of dave's jobs
+        slurm.run("scancel", blocker)
         _wait(slurm, padding, "RUNNING", timeout=90)
         assert all(_states(slurm)[j][0] == "PENDING" for j in jobs)
         d = json.loads(_why(slurm, jobs[0]).stdout)

@@ -224,3 +224,10 @@ def test_the_gate_s_table_published_without_names():
     import json
     blob = json.dumps(pub)
     assert "physics" not in blob and "flat" not in blob  # names appear only as a parent holding an allocation
+
+
+def test_under_private_jobs_the_count_says_it_sees_only_the_user_s_jobs():
+    me = _q("20")
+    d = why.diagnose(me, [me], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0, jobs_private=True)
+    assert d["order"]["only_own_jobs_seen"] and "your own jobs alone" in why.format_all(d)

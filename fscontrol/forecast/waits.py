@@ -294,6 +294,8 @@ def format_waits(d: Mapping, now: float) -> list[str]:
             line += (f"; {o['tied']} with the same priority ({d['priority']:,.0f}): a tie, which Slurm breaks by submit "
                      f"time, then job id: {o['tied_ahead']} of them go first, this job before the other {o['tied_behind']}")
         out.append(line)
+        if o.get("only_own_jobs_seen"):
+            out.append("  (PrivateData=jobs: squeue shows you your own jobs alone, so only they are counted here)")
         if o.get("higher_tier_ahead"):
             out.append(f"  and before all of them: {o['higher_tier_ahead']} pending job(s) of higher-tier partitions on its nodes (below)")
         if o["tied"]:

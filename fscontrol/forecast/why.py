@@ -241,7 +241,8 @@ def without_sprio(job, reason: str | None, account: str | None, mode: str) -> di
 
 def diagnose(job, queue, *, line: PrioLine | None, partitions, weights: Mapping[str, int], max_age_s: float,
              favor_small: bool, mode: str, now: float, fairshare_detail: str | None = None, gate_pub: Mapping | None = None,
-             token: str | None = None, dummy: tuple[str, str] | None = None, names: Mapping[str, str] | None = None) -> dict:
+             token: str | None = None, dummy: tuple[str, str] | None = None, names: Mapping[str, str] | None = None,
+             jobs_private: bool = False) -> dict:
     """Everything `why` says about a pending job, as plain data: the priority's breakdown (when
     sprio lists the job), the reason in plain words, whose hold it is, its place in Slurm's order
     with ties, and the higher-tier partitions on its nodes. Pure (`now` for the times it names)."""
@@ -261,6 +262,7 @@ def diagnose(job, queue, *, line: PrioLine | None, partitions, weights: Mapping[
     order = None if job.held else waits.queue_place(job, queue, partitions)
     if order is not None:
         d["ahead_in_partition"], d["pending_in_partition"] = order["higher_priority"], order["pending"]
+        order["only_own_jobs_seen"] = jobs_private  # PrivateData=jobs: squeue shows a user their own jobs alone
     tiers = None if job.held else waits.higher_tiers(job, queue, partitions, dummy, names)
     if tiers is not None and order is not None:
         order["higher_tier_ahead"] = sum(p["pending"] for p in tiers["partitions"])
@@ -350,7 +352,16 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                     max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
                     favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
                     now=time.time() if now is None else now, fairshare_detail=detail, gate_pub=gate_pub,
-                    token=pub.assoc_token(cfg.cluster, job.account), dummy=dummy, names=names)
+                    token=pub.assoc_token(cfg.cluster, job.account), dummy=dummy, names=names,
+                    jobs_private=bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
+
+
+def _not_operator() -> bool:
+    """Not root nor SlurmUser: under PrivateData=jobs squeue then shows this user's jobs alone (an
+    operator's Slurm role is not known here: counted as a plain user, the note errs on the safe side)."""
+    import os
+
+    return os.geteuid() != 0
 
 
 def _padding_names(source, job, queue, partitions) -> dict[str, str]:
