@@ -7,7 +7,8 @@
   hold is fscontrol's, its account, occupancy and target; the gate then lifts it when the account
   comes down, as said; an admin's hold and a user's hold are told apart;
 - a tie: three jobs of one association with the same priority, and the order Slurm then really
-  starts them in; the agent's padding job in the higher-tier partition going first on the node;
+  starts them in; the agent's padding job in the higher-tier partition going first on the node,
+  and in the admin's padding reservation;
 - other Slurm reasons (Dependency, BeginTime, AssocGrpCpuLimit, PartitionDown) in plain words."""
 
 from __future__ import annotations
@@ -268,3 +269,36 @@ def test_why_other_reasons_in_plain_words(slurm):
     finally:
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "account=chem", "set", "GrpTRES=cpu=-1", check=False)
         slurm.cancel_all()
+
+
+def test_why_with_the_admin_s_padding_reservation(slurm):
+    """The padding job in the core the admin keeps for it (docs/control.md): `why` reads its
+    reservation from squeue and says it takes nothing the waiting job could get."""
+    from fscontrol.act import actions as act
+
+    slurm.cancel_all()
+    slurm.run("scontrol", "delete", "reservation=fspad_why", check=False)
+    argv = ("scontrol", "create", "reservation", "ReservationName=fspad_why", "Users=fsdummy", "CoreCnt=1",
+            "Nodes=tbnode1", "PartitionName=fsadmin", "StartTime=now", "Duration=UNLIMITED")
+    deadline = time.time() + 90
+    while True:  # the jobs just cancelled may still be completing ("Requested nodes are busy")
+        try:
+            slurm.run(*argv)
+            break
+        except RuntimeError as e:
+            if "busy" not in str(e) or time.time() > deadline:
+                raise
+        time.sleep(1)
+    try:
+        padding = slurm.run(*act.submit_dummy("fsdummy", "fsadmin", "fsadmin", "fspad", 3600, act.DUMMY_JOB_NAME, "test",
+                                              reservation="fspad_why").argv).strip().split(";")[0]
+        _wait(slurm, padding, "RUNNING")
+        waiting = slurm.submit("dave", "flat", 128, 3)  # 127 cores are left outside the reservation
+        time.sleep(1)
+        assert _states(slurm)[waiting][0] == "PENDING"
+        pad = json.loads(_why(slurm, waiting).stdout)["higher_tier"]["padding"]
+        assert (pad["job_id"], pad["state"], pad["reservation"]) == (padding, "RUNNING", "fspad_why")
+        assert "takes nothing this job could get" in pad["advice"]
+    finally:
+        slurm.cancel_all()
+        slurm.run("scontrol", "delete", "reservation=fspad_why", check=False)
