@@ -558,7 +558,7 @@ def simulate(
         for i in new:
             if key_of(i) < easy_headkey:
                 return False
-        for i in new:
+        for i in (sorted(new, key=key_of) if len(new) > 1 else new):  # in queue order, as a full pass
             s = size[i]
             if s <= free:
                 if t + est[i] <= easy_shadow:

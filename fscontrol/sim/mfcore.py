@@ -417,7 +417,9 @@ def simulate(
         for kq in new:
             if kq < easy_head:
                 return False
-        for kq in new:
+        # in queue order, as a full pass would try them (several arrivals at one time: a later
+        # one may sort first; found by the independent reference, tests/mf_reference.py)
+        for kq in (sorted(new) if len(new) > 1 else new):
             i = kq & QM
             s = size[i]
             if s <= free:
