@@ -8,9 +8,10 @@ import tempfile
 from pathlib import Path
 
 
-def write_text(path: str | Path, text: str, mode: int = 0o644) -> Path:
+def write_text(path: str | Path, text: str, mode: int = 0o644, gid: int | None = None) -> Path:
     """A temporary file in the same folder (so the rename stays on one filesystem), fsync,
-    chmod (world-readable by default), os.replace; the temporary file is removed on failure."""
+    chown to `gid` (when given) and chmod (world-readable by default) on the open file, os.replace;
+    the temporary file is removed on failure."""
     p = Path(path)
     if not p.parent.is_dir():  # never made here: a typo would otherwise create folders as root
         raise FileNotFoundError(f"folder {p.parent} does not exist")
@@ -20,7 +21,9 @@ def write_text(path: str | Path, text: str, mode: int = 0o644) -> Path:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+            if gid is not None:
+                os.fchown(fh.fileno(), -1, gid)
+            os.fchmod(fh.fileno(), mode)
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

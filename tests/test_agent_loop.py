@@ -60,8 +60,8 @@ def test_one_tick_serves_several_clusters_each_with_its_own_target_and_history(t
     assert u_star == {"tbcluster": 10 * 3600.0, "agave-synth": 10000 * 3600.0}
     methods = dict(db.execute("SELECT cluster, method FROM decisions").fetchall())
     assert methods == {"tbcluster": "hybrid", "agave-synth": "damping"}
-    assert sorted(p.name for p in (tmp_path / "pub").iterdir()) == ["agave-synth.html", "agave-synth.json",  # + the public pages
-                                                                 "tbcluster.html", "tbcluster.json"]
+    assert sorted(p.name for p in (tmp_path / "pub").iterdir()) == ["agave-synth.html", "agave-synth.json", "agave-synth.users",  # + the public pages,
+                                                                 "tbcluster.html", "tbcluster.json", "tbcluster.users"]  # own files
     fams = _families((tmp_path / "m.prom").read_text())
     usage = {s.labels["cluster"]: s.value for s in fams["fscontrol_usage_core_hours"].samples}
     for name, sample in (("tbcluster", BASIC), ("agave-synth", AGAVE)):  # what the cluster's own sshare said

@@ -295,7 +295,14 @@ def test_root_may_ask_for_anyone(agave, as_user, tmp_path):
 
 
 def test_configured_admin_in_a_root_owned_published_file(tmp_path, as_user):
-    path = pub.write_published(pub.build_published(_snapshot(), admins=["helpdesk"]), tmp_path / "agave.json")
+    from fscontrol.export import privacy
+
+    secret = privacy.load_secret(tmp_path / "secret")
+    data = pub.build_published(_snapshot(), admins=["helpdesk"], secret=secret)
+    data["own_files"] = True
+    path = pub.write_published(data, tmp_path / "agave.json")
+    privacy.write_own_files(path, pub.own_files(_snapshot(), secret=secret, admins=["helpdesk"]),
+                            names={"helpdesk": (1234, 1234), "carol": (1235, 1235)})
     sample = _sample(tmp_path / "s", _sshare_text(_agave_rows(), {"u1"}))
     as_user("helpdesk", 1234)
     r = _run("--published", str(path), "--source", str(sample), "--now", str(T0), "--user", "u1")
@@ -303,10 +310,14 @@ def test_configured_admin_in_a_root_owned_published_file(tmp_path, as_user):
         assert r.exit_code == 0, r.output
     else:  # a file a user could have written: its admins list is not trusted
         assert r.exit_code == 7
-    tokens = {"cluster": "c", "admins_sha256": [pub.admin_token("c", "helpdesk")]}
-    assert uf.is_admin("helpdesk", 1234, tokens, trusted=False) is False
-    assert uf.is_admin("helpdesk", 1234, tokens, trusted=True) is True
-    assert uf.is_admin("carol", 1234, tokens, trusted=True) is False
+    tokens = {"cluster": "agave", "admins_hmac": [privacy.admin_token(secret, "agave", "helpdesk")]}
+    own = privacy.read_own(path, "helpdesk", 1234)
+    assert own is not None and own["admin_token"] in tokens["admins_hmac"]
+    assert uf.is_admin("helpdesk", 1234, tokens, trusted=False, own=own) is False
+    assert uf.is_admin("helpdesk", 1234, tokens, trusted=True, own=own) is True
+    assert uf.is_admin("helpdesk", 1234, tokens, trusted=True, own=None) is False  # no token of one's own
+    assert uf.is_admin("carol", 1235, tokens, trusted=True, own=privacy.read_own(path, "carol", 1235)) is False
+    assert uf.is_admin("carol", 1235, tokens, trusted=True, own=own) is False  # another's file names them
     assert "helpdesk" not in json.dumps(tokens)
 
 

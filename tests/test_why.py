@@ -134,9 +134,9 @@ def test_a_tie_is_broken_as_slurm_breaks_it():
 
 
 def test_holds_told_apart_and_the_gate_s_with_its_account_against_its_target():
-    from fscontrol.export.publish import assoc_token
+    from fscontrol.export.privacy import run_key
 
-    tok = assoc_token("c", "flat")
+    tok = run_key("flat")
     pub = {"decided_at": 1000.0, "every_s": 120.0, "next_at": 1120.0, "as_of": 1000.0, "unit": "cpus",
            "waiting_at_or_under": 1, "accounts": {tok: {"occupancy": 128.0, "target": 40.0, "state": "over", "allocation_on": None}}}
     held = _q("9", reason="JobHeldAdmin", priority=0, cpus=2, comment="fscontrol:hold")
@@ -198,11 +198,12 @@ def test_the_whole_answer_in_json_and_text():
 
 def test_the_gate_s_table_published_without_names():
     """What a gate tick records (pipeline.gate_table) and what the published file then carries:
-    per account a salted hash, the sub-accounts of an allocated parent included, and the parent's
-    name only there."""
+    per account (privacy.run_key), the sub-accounts of an allocated parent included, with the
+    parent's name there. Who may read which entry is privacy's (tests/test_privacy.py)."""
     from fscontrol.act import gate
     from fscontrol.agent.pipeline import gate_table
-    from fscontrol.export.publish import assoc_token, gate_summary
+    from fscontrol.export.privacy import run_key
+    from fscontrol.export.publish import gate_summary
     from fscontrol.model.allocations import Allocation
     from fscontrol.records import QueueJob, ShareRow
 
@@ -218,12 +219,9 @@ def test_the_gate_s_table_published_without_names():
     pub = gate_summary(table, shares, "c", 120.0)
     assert pub["next_at"] == 620.0 and pub["waiting_at_or_under"] == 1
     acc = pub["accounts"]
-    assert acc[assoc_token("c", "physics")] == {"occupancy": 96.0, "target": 40.0, "state": "over", "allocation_on": "science"}
-    assert acc[assoc_token("c", "science")]["allocation_on"] is None
-    assert assoc_token("c", "root") not in acc
-    import json
-    blob = json.dumps(pub)
-    assert "physics" not in blob and "flat" not in blob  # names appear only as a parent holding an allocation
+    assert acc[run_key("physics")] == {"occupancy": 96.0, "target": 40.0, "state": "over", "allocation_on": "science"}
+    assert acc[run_key("science")]["allocation_on"] is None
+    assert run_key("root") not in acc
 
 
 def test_under_private_jobs_the_count_says_it_sees_only_the_user_s_jobs():

@@ -5,7 +5,9 @@
     apply = false                      # true: act; false (default): plan only (dry run)
     lock = "/run/fscontrol/agent.lock"
     metrics = "/var/lib/prometheus/node-exporter/fscontrol.prom"
+    metrics_group = "prometheus"       # optional: the textfile 0640 root:GROUP, with per-user series under PrivateData
     publish_dir = "/var/lib/fscontrol/public"
+    secret = "/var/lib/fscontrol/secret"  # default: beside db; made at the first publish (0600, root's alone)
     admins = ["hpcadmin"]              # may `fscontrol forecast --user` anyone (root always may)
     release_on_stop = false            # `fscontrol run`: release the agent's holds on SIGTERM
     on_stop = "keep"                   # `fscontrol run` on SIGTERM: keep what control set, or "restore" (= control off)
@@ -124,7 +126,8 @@ class ClusterConfig:
 @record
 class AgentConfig:
     __slots__ = ("db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "on_stop",
-                 "slurm_timeout_s", "tick_deadline_s", "pass_lead_s", "pass_trim_s", "schedule", "clusters")
+                 "slurm_timeout_s", "tick_deadline_s", "pass_lead_s", "pass_trim_s", "schedule", "clusters",
+                 "metrics_group", "secret")
     db: str | None
     apply: bool
     lock: str | None
@@ -139,12 +142,15 @@ class AgentConfig:
     pass_trim_s: float  # `run`: d trimmed on root's usage alone this long before the pass (0: off)
     schedule: dict[str, float]
     clusters: dict[str, ClusterConfig]
+    metrics_group: str | None  # node_exporter's group: the textfile 0640 root:GROUP (privacy.py)
+    secret: str | None  # the site secret (HMAC key); None: `secret` beside the history
 
     def __init__(self, db: str | None = None, apply: bool = False, lock: str | None = None,
                  metrics: str | None = None, publish_dir: str | None = None, admins: tuple[str, ...] = (),
                  release_on_stop: bool = False, on_stop: str = "keep", slurm_timeout_s: float = 60.0,
                  tick_deadline_s: float = 300.0, pass_lead_s: float = 3.0, pass_trim_s: float = 0.5,
-                 schedule: dict[str, float] | None = None, clusters: dict[str, ClusterConfig] | None = None) -> None:
+                 schedule: dict[str, float] | None = None, clusters: dict[str, ClusterConfig] | None = None,
+                 metrics_group: str | None = None, secret: str | None = None) -> None:
         set_field(self, "db", db)
         set_field(self, "apply", apply)
         set_field(self, "lock", lock)
@@ -159,6 +165,8 @@ class AgentConfig:
         set_field(self, "pass_trim_s", pass_trim_s)
         set_field(self, "schedule", {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0} if schedule is None else schedule)
         set_field(self, "clusters", dict() if clusters is None else clusters)
+        set_field(self, "metrics_group", metrics_group)
+        set_field(self, "secret", secret)
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The named cluster's settings; defaults for a cluster the file does not name."""
@@ -264,10 +272,10 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     """Validate a parsed TOML document into an AgentConfig."""
     _unknown("", raw, {"agent", "schedule", "clusters"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
-    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
+    _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "metrics_group", "secret", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
                                "tick_deadline", "on_stop", "pass_lead", "pass_trim"})
     out: dict[str, Any] = {}
-    for k in ("db", "lock", "metrics", "publish_dir"):
+    for k in ("db", "lock", "metrics", "metrics_group", "secret", "publish_dir"):
         if k in agent:
             out[k] = _type("agent.", k, agent[k], str)
     for k in ("apply", "release_on_stop"):

@@ -958,29 +958,36 @@ def dec_cluster(db: Database, decision_id: int) -> str:
 
 def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
                    source: SlurmSource | None = None):
-    """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic).
-    With the live `source`, the next decay pass after the snapshot goes with it (the Fair Tree
-    forecast's pass times). Returns (path, what was written)."""
+    """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic),
+    and each user's own file beside it (fscontrol.export.privacy: what only they may read, and an
+    admin's token, keyed with the site secret made at the first run). With the live `source`, the
+    next decay pass after the snapshot goes with it (the Fair Tree forecast's pass times).
+    Returns (path, what was written)."""
+    from fscontrol.export import privacy
     from fscontrol.export import publish as pub
 
     snap = store.load_snapshot(db, cluster=cluster)
     cc = cfg.cluster(snap.cluster)
+    admins = tuple(admins) or tuple(cfg.admins)
+    secret = privacy.load_secret(privacy.secret_path(_db_file(db), getattr(cfg, "secret", None)))
     upcoming = None
     if source is not None:
         try:
             upcoming = next_decay_pass(source, after=snap.taken_at)
         except FscontrolError:
             upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
+    gate = _gate_published(db, cfg, cc, snap)
     data = pub.build_published(
         snap,
-        gate=_gate_published(db, cfg, cc, snap),
+        gate=gate,
         reference=cc.reference_share,
         dummy=cc.dummy_key,
         target_core_hours=cc.target_core_hours,
-        admins=tuple(admins) or tuple(cfg.admins),
+        admins=admins,
         published_at=time.time() if now is None else now,
         method=cc.method,
         next_pass_at=upcoming[0] if upcoming else None,
+        secret=secret,
     )
     try:
         if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is
@@ -988,6 +995,10 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
             target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
         else:
             target = out
+        from pathlib import Path
+
+        privacy.write_own_files(Path(target), pub.own_files(snap, secret=secret, admins=admins, gate=gate))
+        data["own_files"] = True
         path = pub.write_published(data, target)
         from fscontrol.web.public import write_public
 
@@ -1016,9 +1027,15 @@ def gate_table(plan) -> dict:
             "accounts": {a.account: [a.occupancy, a.target, a.state] for a in plan.accounts if a.target is not None}}
 
 
+def _db_file(db: Database) -> str | None:
+    """The history's file (the site secret lives beside it), None for an in-memory one."""
+    row = db.execute("PRAGMA database_list").fetchone()
+    return row[2] if row and row[2] else None
+
+
 def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
     """The Prometheus textfile for every cluster in the history (or the named ones)."""
-    from fscontrol.export import metrics
+    from fscontrol.export import metrics, privacy
     from fscontrol.report import admin as report
 
     names = clusters or [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY 1")]
@@ -1031,7 +1048,8 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
         cc = cfg.cluster(name)
         status = report.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
         state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store.last_decision(db, name),
-                       "holds": len(store.gate_ledger(db, name))}
+                       "holds": len(store.gate_ledger(db, name)),
+                       "name_users": privacy.metrics_name_users(snap.config.private_data, getattr(cfg, "metrics_group", None))}
     return metrics.render(metrics.families(state, store.tick_stats(db)))
 
 
@@ -1042,7 +1060,7 @@ def write_metrics(db: Database, cfg, path=None) -> str | None:
     from fscontrol.export import metrics
 
     try:
-        return str(metrics.write_textfile(target, metrics_text(db, cfg)))
+        return str(metrics.write_textfile(target, metrics_text(db, cfg), group=getattr(cfg, "metrics_group", None)))
     except OSError as e:
         raise OutputError(f"cannot write the metrics file {target}: {e}") from None
 

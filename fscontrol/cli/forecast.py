@@ -151,15 +151,22 @@ def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) ->
     target = args.published or pub.default_path(args.cluster)
     own = None
     if args.published is None and not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target):
-        own = _unpublished_snapshot(args)  # nothing published: the sample (--source) or the history is the snapshot
+        own = _unpublished_snapshot(args, who)  # nothing published: the sample (--source) or the history is the snapshot
+    mine = None
     if own is not None:
         data_pub, trusted = own, False
     else:
+        from fscontrol.export import privacy
+
         data_pub, path = pub.read_published(target, args.cluster)
         trusted = os.stat(path).st_uid == 0
+        if asker is None:  # the process's own user: their own file beside it (privacy.py), theirs alone
+            mine = privacy.read_own(path, requester, uid)
+            if who == requester:
+                data_pub = privacy.merge_own(data_pub, mine)
     # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
     # to anyone but what the reader can already read; root's published file keeps the check
-    admin = uf.is_admin(requester, uid, data_pub, trusted) or (asker is None and args.source not in ("live", "published") and not trusted)
+    admin = uf.is_admin(requester, uid, data_pub, trusted, mine) or (asker is None and args.source not in ("live", "published") and not trusted)
     uf.check_access(who, requester, admin)
     if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
         from fscontrol.forecast import fairtree as ftf
@@ -229,12 +236,13 @@ def _published_there(target: Path) -> bool:
         return True  # unreadable: read_published says so
 
 
-def _unpublished_snapshot(args: argparse.Namespace) -> dict | None:
+def _unpublished_snapshot(args: argparse.Namespace, who: str | None = None) -> dict | None:
     """When nothing is published, what `fscontrol publish` would write, built in memory from a
     recorded sample (--source FOLDER: collected into a temporary history) or else from the history
     $FSCONTROL_DB names (its latest snapshot): the forecast runs from either without a publish
     step first. None when there is neither (the caller reports the missing published file). A
-    snapshot that came from a recording is forecast as of when it was recorded."""
+    snapshot that came from a recording is forecast as of when it was recorded. The reader holds the
+    whole history here, so `who`'s own running jobs (what their own file would carry) go with it."""
     import os
     import time
 
@@ -266,7 +274,11 @@ def _unpublished_snapshot(args: argparse.Namespace) -> dict | None:
             db.close()
         if args.now is None and snap.source.startswith("recorded sample"):
             args.now = snap.taken_at  # a recording: as of when it was made, as with --source FOLDER
+    from fscontrol.export import privacy
+
     cc = config.load(os.environ.get("FSCONTROL_CONFIG")).cluster(snap.cluster)
-    return pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
+    data = pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
                                target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
                                method=cc.method)
+    data["own_files"] = True
+    return privacy.merge_own(data, pub.own_files(snap, secret=None).get(who or "") or {"user": who})

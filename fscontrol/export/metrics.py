@@ -4,6 +4,12 @@
 temporary file in the same folder, fsync, rename), because the collector may read it at any
 moment and must never see half a file. Units follow Prometheus conventions: seconds, ratios;
 usage is in core-hours (billing-hours), the unit admins set u* in.
+
+Privacy (fscontrol.export.privacy): node_exporter serves this file over HTTP to anyone who can
+reach it. The per-user series (`fscontrol_user_*`, labelled by account and user) are written for a
+cluster only when its PrivateData hides no names (sshare shows them to anyone), or when the admin
+names a group for node_exporter (`[agent] metrics_group`): then the file is 0640 root:GROUP, for
+node_exporter alone. Otherwise the file is 0644 and carries the cluster's aggregate series alone.
 """
 
 from __future__ import annotations
@@ -55,7 +61,8 @@ def render(families: Iterable[Family]) -> str:
 
 def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
     """Metric families from per-cluster state: {cluster: {"status": status_data(...) or None,
-    "decision": latest decision row or None, "holds": agent holds}} and store.tick_stats rows."""
+    "decision": latest decision row or None, "holds": agent holds, "name_users": per-user series
+    allowed (privacy.metrics_name_users; absent: False)}} and store.tick_stats rows."""
     fam = {
         "total": Family("usage_core_hours", "Root RawUsage (decayed usage), core-hours, padding included."),
         "real": Family("real_usage_core_hours", "Decayed usage of real users (padding excluded), core-hours."),
@@ -93,7 +100,7 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
             fam["s_ref"].add(s["reference_share"], **c)
             fam["users"].add(s["active_users"], **c)
             fam["snap"].add(st.get("taken_at"), **c)
-            for r in s["table"]:
+            for r in s["table"] if st.get("name_users") else ():
                 if r["dummy"]:
                     continue
                 who = {**c, "account": r["account"], "user": r["user"]}
@@ -121,8 +128,19 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
     return [*fam.values(), ticks_total, duration, last]
 
 
-def write_textfile(path: str | Path, text: str) -> Path:
-    """Replace `path` atomically, world-readable (node_exporter runs as its own user)."""
+def write_textfile(path: str | Path, text: str, group: str | None = None) -> Path:
+    """Replace `path` atomically: 0640 to `group` (node_exporter's; root:GROUP) when one is named,
+    else world-readable 0644 (then it must hold nothing private: see the module's note)."""
     from fscontrol.atomic import write_text
 
-    return write_text(path, text)
+    if not group:
+        return write_text(path, text)
+    import grp
+
+    from fscontrol.errors import ConfigError
+
+    try:
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        raise ConfigError(f"config: 'agent.metrics_group' names no group: {group!r}") from None
+    return write_text(path, text, mode=0o640, gid=gid)

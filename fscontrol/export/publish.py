@@ -48,21 +48,13 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-PRIVATE_FLAGS = frozenset({"usage", "users", "accounts", "all"})
-
-
 def is_private(private_data: tuple[str, ...] | list[str]) -> bool:
     """True when PrivateData hides any of usage, users or accounts (or `all`): then no per-user
-    row and no name is published (Slurm itself would not show them to other users)."""
-    return bool({f.lower() for f in private_data} & PRIVATE_FLAGS)
+    row and no name is published (Slurm itself would not show them to other users). The policy
+    is fscontrol.export.privacy's."""
+    from fscontrol.export import privacy
 
-
-def admin_token(cluster: str, name: str) -> str:
-    """What is published for an fscontrol admin: a salted hash, so `forecast` can tell whether
-    the person asking is one without the file naming anyone."""
-    import hashlib
-
-    return hashlib.sha256(f"fscontrol-admin:{cluster}:{name}".encode()).hexdigest()
+    return not privacy.names_public(private_data)
 
 
 def build_published(
@@ -76,15 +68,18 @@ def build_published(
     method: str | None = None,
     next_pass_at: float | None = None,
     gate: dict[str, Any] | None = None,
+    secret: bytes | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
     `reference`, `dummy` and `target_core_hours` are the cluster's halving settings from the
     agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
-    user names `fscontrol forecast` lets ask for any user (root always may). `published_at`
+    user names `fscontrol forecast` lets ask for any user (root always may), published as HMAC
+    tokens under the site `secret` (privacy.admin_token; none without a secret). `published_at`
     defaults to the snapshot's time (pure: no clock). `next_pass_at`: slurmctld's next decay pass
     after the snapshot, when the agent knows it (the Fair Tree forecast's pass times). `gate`: the
     SFS gate's state (:func:`gate_summary`), for `fscontrol why` on a job the gate holds."""
+    from fscontrol.export import privacy
     from fscontrol.model import fairshare
     from fscontrol.model.decay import decay_lambda
 
@@ -123,25 +118,30 @@ def build_published(
         "halving_core_hours": None if halving is None else halving / HOUR,
         "target_core_hours": target_core_hours,
         "dummy": "/".join(dummy) if dummy else None,
-        "admins_sha256": sorted({admin_token(snap.cluster, a) for a in admins}),
+        "admins_hmac": sorted({privacy.admin_token(secret, snap.cluster, a) for a in admins}) if secret else [],
         "control_method": method,
         "per_association": not private,
         "next_pass_at": next_pass_at,
         "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
-        "running": running_aggregates(snap, {f.lower() for f in cfg.private_data}),
-        "gate": gate,
+        "running": running_aggregates(snap),
+        "gate": None if gate is None else {**gate, "accounts": gate.get("accounts", {}) if privacy.jobs_public(cfg.private_data) else {},
+                                           "accounts_published": privacy.jobs_public(cfg.private_data)},
+        "own_files": False,  # publish_latest: True once each user's own file is written beside it
     }
 
 
 def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: str, every_s: float) -> dict[str, Any]:
     """What `fscontrol why` tells a user whose job the SFS gate holds, and no more: per managed
     account, its occupancy against its target at the gate's latest decision (`table`, as the tick
-    recorded it: pipeline.gate_table), keyed by the salted hash of every account it covers (its
-    sub-accounts too: an allocation on a parent counts their jobs), so a user finds their own
-    account's entry and the file names no one; the name of the account that holds the allocation
-    only where it is a parent of the account asked for. Also when the gate decided, how often it
-    runs, and how many accounts at or under target had jobs waiting (holds last only while some
-    do). Pure."""
+    recorded it: pipeline.gate_table), keyed by every account it covers (privacy.run_key; its
+    sub-accounts too: an allocation on a parent counts their jobs), with the account that holds
+    the allocation where it is a parent. Also when the gate decided, how often it runs, and how
+    many accounts at or under target had jobs waiting (holds last only while some do). Pure, and
+    unfiltered: an account's occupancy is its running jobs, so the accounts go where running jobs
+    per account may go (build_published: the world-readable file only where privacy.jobs_public;
+    own_files: a member's own accounts, where privacy.account_jobs_to_members)."""
+    from fscontrol.export import privacy
+
     rows = table.get("accounts", {})
     parent = {r.account: r.parent for r in shares if not r.user and r.parent}
     names = {r.account for r in shares if not r.user} | set(rows)
@@ -153,7 +153,7 @@ def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: s
         if a not in rows:
             continue
         occupancy, target, state = rows[a]
-        accounts[assoc_token(cluster, acct)] = {"occupancy": occupancy, "target": target, "state": state,
+        accounts[privacy.run_key(acct)] = {"occupancy": occupancy, "target": target, "state": state,
                                                 "allocation_on": a if a != acct else None}
     decided = table.get("decided_at")
     return {"decided_at": decided, "every_s": every_s, "next_at": None if decided is None else decided + every_s,
@@ -161,31 +161,61 @@ def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: s
             "waiting_at_or_under": table.get("under_waiting"), "accounts": accounts}
 
 
-def running_aggregates(snap: StoredSnapshot, private: set[str]) -> dict[str, Any]:
+def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
     """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
     each account's whole subtree, every running job as [seconds to its time limit (None: no
     limit), rate in billing-seconds per second, job id (its place in slurmctld's job list: a pass
-    charges the jobs in that order, see forecast.project_running)]. Keyed by salted hashes of the account (and,
-    unless PrivateData hides jobs, of account/user): a user finds their own accounts' entries,
-    the file names no one."""
-    parent = {r.account: r.parent for r in snap.shares if not r.user}
-    cluster: list[list] = []
-    accounts: dict[str, list[list]] = {}
-    users: dict[str, list[list]] = {}
-    for job_id, account, user, rate, ends_at in snap.running:
-        entry = [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(job_id)]
-        cluster.append(entry)
-        a, seen = account, set()
-        while a and a != "root" and a not in seen:
-            seen.add(a)
-            accounts.setdefault(assoc_token(snap.cluster, a), []).append(entry)
-            a = parent.get(a, "")
-        if not private & {"jobs", "all"}:
-            users.setdefault(assoc_token(snap.cluster, account, user), []).append(entry)
-    return {"as_of": snap.taken_at, "cluster": sorted(cluster, key=_end_key), "accounts":
-            {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())},
-            "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())},
-            "users_published": not private & {"jobs", "all"}}
+    charges the jobs in that order, see forecast.project_running)]. The cluster's list names no
+    one and is always here; the lists keyed by account (privacy.run_key: the account, or
+    account/user) only where privacy.jobs_public allows (PrivateData hides no names and no jobs:
+    squeue and sshare show them to anyone). Otherwise each user finds their own (and, where
+    allowed, their accounts') in their own file (own_files, written by publish_latest)."""
+    from fscontrol.export import privacy
+
+    cluster, accounts, users = privacy.running_maps(snap, lambda job: _entry(snap, job))
+    public = privacy.jobs_public(snap.config.private_data)
+    return {"as_of": snap.taken_at, "cluster": sorted(cluster, key=_end_key),
+            "accounts": {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())} if public else {},
+            "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())} if public else {},
+            "users_published": public}
+
+
+def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, ...] | list[str] = (),
+              gate: dict[str, Any] | None = None) -> dict[str, dict]:
+    """Each user's own file (user -> content), beside the published snapshot: where the world-
+    readable file cannot carry them, the user's own running jobs (and their accounts', where
+    PrivateData allows: privacy.own_running) and the gate's entries (gate_summary) of the accounts
+    they have an association in (where PrivateData lets members see their accounts' jobs); for an
+    admin, their admin token."""
+    from fscontrol.export import privacy
+
+    out: dict[str, dict] = {}
+    pd = snap.config.private_data
+    if gate and gate.get("accounts") and not privacy.jobs_public(pd) and privacy.account_jobs_to_members(pd):
+        for user in sorted({r.user for r in snap.shares if r.user}):
+            mine = {privacy.run_key(r.account) for r in snap.shares if r.user == user}
+            entries = {k: v for k, v in gate["accounts"].items() if k in mine}
+            if entries:
+                out[user] = {"format": privacy.OWN_FORMAT, "user": user, "cluster": snap.cluster, "snapshot_id": snap.id,
+                             "gate_accounts": entries}
+    if not privacy.jobs_public(snap.config.private_data) and snap.running:
+        _, accounts, users = privacy.running_maps(snap, lambda job: _entry(snap, job))
+        running_users = {job[2] for job in snap.running}
+        for user in sorted({r.user for r in snap.shares if r.user}):
+            mine = privacy.own_running(snap, user, accounts, users)
+            if user in running_users or mine["accounts"]:
+                out.setdefault(user, {"format": privacy.OWN_FORMAT, "user": user, "cluster": snap.cluster,
+                                      "snapshot_id": snap.id})["running"] = {"users": {k: sorted(v, key=_end_key) for k, v in mine["users"].items()},
+                                         "accounts": {k: sorted(v, key=_end_key) for k, v in mine["accounts"].items()}}
+    if secret:
+        for a in admins:
+            out.setdefault(a, {"format": privacy.OWN_FORMAT, "user": a})["admin_token"] = privacy.admin_token(secret, snap.cluster, a)
+    return out
+
+
+def _entry(snap: StoredSnapshot, job) -> list:
+    job_id, _, _, rate, ends_at = job
+    return [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(job_id)]
 
 
 def job_order(job_id: str) -> int | None:
@@ -197,12 +227,6 @@ def job_order(job_id: str) -> int | None:
 
 def _end_key(e: list) -> float:
     return math.inf if e[0] is None else e[0]
-
-
-def assoc_token(cluster: str, account: str, user: str = "") -> str:
-    import hashlib
-
-    return hashlib.sha256(f"fscontrol-assoc:{cluster}:{account}:{user}".encode()).hexdigest()[:32]
 
 
 def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, str] | None,

@@ -280,18 +280,17 @@ def tree_from_published(published: Mapping) -> tuple[ShareRow, ...]:
 
 
 def running_from_published(published: Mapping, rows: Sequence[ShareRow]) -> dict[Key, list[tuple[float | None, float]]] | None:
-    """The running jobs by user association (the file keys them by salted hashes). None when the
-    agent could not publish them per user (PrivateData=jobs)."""
-    from fscontrol.export.publish import assoc_token
+    """The running jobs by user association (keyed by privacy.run_key). None when the agent
+    could not publish them per user (PrivateData=jobs)."""
+    from fscontrol.export.privacy import run_key
 
     run = published.get("running")
     if not run or not run.get("users_published"):
         return None
-    cluster = str(published.get("cluster", ""))
     out: dict[Key, list[tuple[float | None, float]]] = {}
     for r in rows:
         if r.user:
-            jobs = run["users"].get(assoc_token(cluster, r.account, r.user))
+            jobs = run["users"].get(run_key(r.account, r.user))
             if jobs:
                 out[r.key] = [(e[0], float(e[1])) for e in jobs]
     return out

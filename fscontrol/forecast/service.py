@@ -162,17 +162,17 @@ def check_access(user: str, requester: str, is_admin: bool) -> None:
         )
 
 
-def is_admin(requester: str, uid: int, published: dict[str, Any] | None, trusted: bool) -> bool:
-    """root, or a name whose token is in the published snapshot's `admins_sha256` when that file
-    is trusted (owned by root: a user could write any list into a file of their own). The file
-    names no admin: it holds salted hashes (publish.admin_token)."""
+def is_admin(requester: str, uid: int, published: dict[str, Any] | None, trusted: bool, own: dict[str, Any] | None = None) -> bool:
+    """root, or a requester whose own file (privacy.read_own: readable by them alone) holds a
+    token listed in the published snapshot's `admins_hmac`, when that file is trusted (owned by
+    root: a user could write any list into a file of their own). The tokens are HMACs under the
+    site secret only root can read: the file names no admin, and no one can make a token."""
     if uid == 0:
         return True
-    if not (trusted and published):
+    if not (trusted and published and own and own.get("user") == requester):
         return False
-    from fscontrol.export.publish import admin_token
-
-    return admin_token(str(published.get("cluster", "")), requester) in published.get("admins_sha256", [])
+    tok = own.get("admin_token")
+    return isinstance(tok, str) and tok in (published.get("admins_hmac") or [])
 
 
 def check_fresh(published: dict[str, Any], now: float, max_age_s: float, stale_ok: bool) -> tuple[float, str | None]:
@@ -306,7 +306,7 @@ def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dic
     weight of the account it runs under (forecast.path_weights). Under control (the agent holds
     S_ref d U at u*) the total is held; otherwise it moves with every running job."""
     from fscontrol.forecast.classic import path_weights, project_running
-    from fscontrol.export.publish import assoc_token
+    from fscontrol.export.privacy import run_key
 
     cfg = published["config"]
     period, half_life = float(cfg.get("calc_period_s") or 0), float(cfg.get("half_life_s") or 0)
@@ -314,16 +314,15 @@ def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dic
     if weights is None or period <= 0 or not r.norm_shares:
         a["running_note"] = "the jobs running now could not be projected (your account rows are not visible)"
         return
-    cluster = str(published.get("cluster", ""))
     jobs = []
     for k, w in weights.items():
-        group = running["users"].get(assoc_token(cluster, *k)) if k[1] else running["accounts"].get(assoc_token(cluster, k[0]))
+        group = (running.get("users") or {}).get(run_key(*k)) if k[1] else (running.get("accounts") or {}).get(run_key(k[0]))
         jobs += [(e[0], e[1], w) for e in group or ()]
 
     def early(e) -> bool:  # listed before the pending job the forecast is for (a new job: after all)
         return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
 
-    mine = running["users"].get(assoc_token(cluster, *r.key)) or []
+    mine = (running.get("users") or {}).get(run_key(*r.key)) or []
     cluster_all = running["cluster"]
     # the halving is held when the agent controls it (and, as before, when the file does not say)
     held = published.get("control_method") != "none" and (published.get("target_core_hours") or
@@ -340,7 +339,8 @@ def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dic
     a["after_plan"] = dict(a["after_plan"] or {}, fairshare=fs[-1], lowest_fairshare=min(fs),
                            fairshare_if_everyone_stopped=idle_world)
     n_jobs = len(running["cluster"])
-    own = "" if running.get("users_published") else " (your own running jobs are not published here: PrivateData)"
+    own = "" if running.get("users_published") or running.get("own_users_published") else \
+        " (your own running jobs are not published here: PrivateData)"
     job = f"your pending job {pending_job}" if pending_job is not None else "a job you submit now"
     a["assumed"] = (f"the {n_jobs} job(s) running at the snapshot keep running to their time limits and nobody starts "
                     f"another; {'the agent holds the total usage' if held else 'the total usage moves with them'}{own}; "

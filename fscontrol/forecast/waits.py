@@ -201,7 +201,7 @@ def padding_advice(p: Mapping, partition: str) -> str:
 
 def hold_of(job: QJob, gate_pub: Mapping | None, token: str | None, now: float) -> dict | None:
     """Whose hold or demotion it is, and for the SFS gate's: the account against its target from
-    the published snapshot (`token`: the salted hash of the job's account there), and when the
+    the published snapshot (`token`: the job's account's key there, privacy.run_key), and when the
     gate lifts it. None when the job is neither held nor demoted."""
     mark = job.admin_comment
     ours_hold = mark == HOLD_MARK and job.reason == "JobHeldAdmin"
@@ -242,8 +242,10 @@ def hold_of(job: QJob, gate_pub: Mapping | None, token: str | None, now: float) 
             "how": f"fscontrol's fair-share gate (the agent's SFS scheduler) {what} it: its account is over its target "
                    "share of the machine while accounts at or under theirs have jobs waiting",
             "gate": g, "lifted_when": lifted,
-            "gate_unknown": None if g is not None else ("the agent's latest gate decision is not published here "
-                                                        "(no published snapshot with the gate's state): ask your admin")}
+            "gate_unknown": None if g is not None else (
+                "the agent's latest gate decision is not published here (no published snapshot with the gate's state): "
+                "ask your admin" if not gate_pub or gate_pub.get("accounts_published", True) else
+                "the gate's numbers for your account are not published to you (PrivateData hides jobs or accounts)")}
 
 
 def _num(x: float) -> str:

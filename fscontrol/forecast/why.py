@@ -328,7 +328,12 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         partitions = {}
     gate_pub = dummy = None
     try:
-        data, _ = pub.read_published(published or pub.default_path(cfg.cluster), cfg.cluster)
+        from fscontrol.export import privacy
+        from fscontrol.forecast.service import invoker
+
+        data, path = pub.read_published(published or pub.default_path(cfg.cluster), cfg.cluster)
+        me, uid = invoker()
+        data = privacy.merge_own(data, privacy.read_own(path, me, uid))  # the gate's entries of one's own accounts
         gate_pub = data.get("gate")
         if data.get("dummy") and "/" in data["dummy"]:
             a, u = data["dummy"].split("/", 1)
@@ -352,8 +357,15 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                     max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
                     favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
                     now=time.time() if now is None else now, fairshare_detail=detail, gate_pub=gate_pub,
-                    token=pub.assoc_token(cfg.cluster, job.account), dummy=dummy, names=names,
+                    token=privacy_key(job.account), dummy=dummy, names=names,
                     jobs_private=bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
+
+
+def privacy_key(account: str) -> str:
+    """How the published gate entries are keyed (fscontrol.export.privacy.run_key)."""
+    from fscontrol.export.privacy import run_key
+
+    return run_key(account)
 
 
 def _not_operator() -> bool:

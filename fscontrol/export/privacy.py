@@ -1,0 +1,328 @@
+"""The one privacy policy for everything fscontrol lets a non-root user read.
+
+Three things leave root's hands: the published snapshot (`<cluster>.json` and the public page
+`<cluster>.html`, world-readable), each user's own file (`<cluster>.users/<name>/own.json`,
+readable by that user alone) and the Prometheus textfile (node_exporter serves it over HTTP, to anyone who
+can reach the port). Each consults this module, and nothing else decides what they may hold.
+
+The rule: fscontrol never shows a user more than Slurm itself would show them.
+
+* Names (a user's or an account's usage, F, rank, running jobs) reach the world-readable files
+  only when PrivateData hides none of usage, users, accounts (or `all`): then `sshare -a` shows
+  them to anyone anyway (`names_public`).
+* Running jobs by association (who runs what, until when) reach the world-readable file only when
+  names are public and PrivateData hides no jobs (`squeue` shows them to anyone anyway).
+* A user's own running jobs always reach that user's own file (squeue shows a user their own
+  jobs); the running jobs of the accounts above the user only when PrivateData hides neither
+  `jobs` nor `accounts` (`account_jobs_to_members`).
+* The metrics name a user only when names are public, or when the admin names a group for
+  node_exporter (`[agent] metrics_group`): then the textfile is written 0640 root:GROUP and
+  carries every series. Otherwise it is 0644 with the aggregate series alone.
+* Nothing world-readable is a plain hash of a name: a name's token is an HMAC-SHA256 keyed with
+  the site secret, a random 32-byte key made at the first run, readable by root alone
+  (`load_secret`). Hashing every name in passwd or sacctmgr matches none of them.
+* Admins (`[agent] admins`, who may `forecast --user` anyone) are published as HMAC tokens; each
+  admin's own file holds their token, so `forecast` recognises its own user without the file
+  naming anyone, and no one can compute another's token.
+
+Every name known to the host (`pwd.getpwall()`) gets an own folder and file, with or without
+anything in it, all rewritten at every publish, so testing whether `<cluster>.users/<name>/`
+exists, or reading its times, tells nothing; what is inside a user's folder (0500) only they can
+see.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import hmac
+import json
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from fscontrol.errors import OutputError, UnsafeActionError
+
+HIDES_NAMES = frozenset({"usage", "users", "accounts", "all"})
+HIDES_JOBS = frozenset({"jobs", "all"})
+HIDES_ACCOUNT_JOBS = frozenset({"jobs", "accounts", "all"})
+OWN_FORMAT = "fscontrol-own"
+SECRET_BYTES = 32
+
+
+def flags(private_data: Iterable[str]) -> frozenset[str]:
+    return frozenset(f.strip().lower() for f in private_data)
+
+
+def names_public(private_data: Iterable[str]) -> bool:
+    """Slurm shows every association's name and usage to anyone (`sshare -a`)."""
+    return not flags(private_data) & HIDES_NAMES
+
+
+def jobs_public(private_data: Iterable[str]) -> bool:
+    """Running jobs by association may go in the world-readable file."""
+    pd = flags(private_data)
+    return not pd & HIDES_NAMES and not pd & HIDES_JOBS
+
+
+def account_jobs_to_members(private_data: Iterable[str]) -> bool:
+    """A user may be told about the running jobs of the accounts above them (other people's jobs,
+    summed per account): only when PrivateData hides neither jobs nor accounts."""
+    return not flags(private_data) & HIDES_ACCOUNT_JOBS
+
+
+def metrics_name_users(private_data: Iterable[str], metrics_group: str | None) -> bool:
+    """Per-user series in the textfile: names are public, or the file is readable by a group alone."""
+    return bool(metrics_group) or names_public(private_data)
+
+
+# ---------------------------------------------------------------------------- the site secret
+def secret_path(db_file: str | Path | None, configured: str | None = None) -> Path:
+    """`[agent] secret`, else `secret` beside the history (/var/lib/fscontrol/secret)."""
+    if configured:
+        return Path(configured)
+    return (Path(db_file).parent if db_file else Path("/var/lib/fscontrol")) / "secret"
+
+
+def load_secret(path: str | Path, create: bool = True) -> bytes:
+    """The site secret: made at the first run (O_CREAT|O_EXCL, 0600, 32 random bytes as hex),
+    read afterwards. Refused (UnsafeActionError) when it is a symlink, not a regular file, not the
+    caller's, or readable by anyone else: a secret others can read keys nothing."""
+    p = Path(path)
+    if create:
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise OutputError(f"cannot make the site secret {p}: {e.strerror}") from None
+        else:
+            try:
+                os.write(fd, os.urandom(SECRET_BYTES).hex().encode() + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as e:
+        why = "it is a symlink" if e.errno == errno.ELOOP else e.strerror
+        raise UnsafeActionError(f"cannot use the site secret {p}: {why}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeActionError(f"refused: the site secret {p} is not a regular file")
+        if st.st_uid != os.geteuid():
+            raise UnsafeActionError(f"refused: the site secret {p} belongs to uid {st.st_uid}, not to this user ({os.geteuid()})")
+        if st.st_mode & 0o077:
+            raise UnsafeActionError(f"refused: the site secret {p} is readable by others (mode {st.st_mode & 0o777:o}; "
+                                    "it must be 0600): remove it and a new one is made")
+        raw = os.read(fd, 4096).strip()
+    finally:
+        os.close(fd)
+    try:
+        key = bytes.fromhex(raw.decode())
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise UnsafeActionError(f"refused: the site secret {p} is not {SECRET_BYTES} hex-encoded bytes: remove it and a new one is made")
+    return key
+
+
+def token(secret: bytes, kind: str, cluster: str, *names: str) -> str:
+    """HMAC-SHA256 of (kind, cluster, names) under the site secret, hex."""
+    msg = "\x1f".join((kind, cluster, *names)).encode()
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+
+
+def admin_token(secret: bytes, cluster: str, name: str) -> str:
+    return token(secret, "admin", cluster, name)
+
+
+# ---------------------------------------------------------------------------- running jobs
+def run_key(account: str, user: str = "") -> str:
+    """How running jobs are keyed, in the published file and in a user's own file: the account
+    (its whole subtree) or account/user."""
+    return f"{account}/{user}" if user else account
+
+
+def account_path(parent: Mapping[str, str], account: str) -> list[str]:
+    """The account and its ancestors, up to (without) root."""
+    out, a = [], account
+    while a and a != "root" and a not in out:
+        out.append(a)
+        a = parent.get(a, "")
+    return out
+
+
+def running_maps(snap, entry) -> tuple[list, dict[str, list], dict[str, list]]:
+    """Every running job as entry(job) in the cluster's list, under each account of its path and
+    under its account/user. Unfiltered: the callers decide (with this module) who may see which."""
+    parent = {r.account: r.parent for r in snap.shares if not r.user}
+    cluster: list[list] = []
+    accounts: dict[str, list[list]] = {}
+    users: dict[str, list[list]] = {}
+    for job in snap.running:
+        e = entry(job)
+        cluster.append(e)
+        _, account, user = job[0], job[1], job[2]
+        for a in account_path(parent, account):
+            accounts.setdefault(run_key(a), []).append(e)
+        users.setdefault(run_key(account, user), []).append(e)
+    return cluster, accounts, users
+
+
+def own_running(snap, user: str, accounts: dict[str, list], users: dict[str, list]) -> dict:
+    """What `user`'s own file carries of the running jobs: their own associations' jobs, and the
+    accounts on their paths only when PrivateData lets members see their accounts' jobs."""
+    parent = {r.account: r.parent for r in snap.shares if not r.user}
+    mine = [r.account for r in snap.shares if r.user == user]
+    own_users = {run_key(a, user): users[run_key(a, user)] for a in mine if run_key(a, user) in users}
+    own_accounts: dict[str, list] = {}
+    if account_jobs_to_members(snap.config.private_data):
+        for a in mine:
+            for x in account_path(parent, a):
+                if x in accounts:
+                    own_accounts[x] = accounts[x]
+    return {"users": own_users, "accounts": own_accounts, "accounts_published": account_jobs_to_members(snap.config.private_data)}
+
+
+# ---------------------------------------------------------------------------- own files
+def own_folder(published: Path) -> Path:
+    """`<cluster>.users/` beside `<cluster>.json`."""
+    return published.with_name(published.stem + ".users")
+
+
+def own_file(published: Path, user: str) -> Path:
+    return own_folder(published) / user / "own.json"
+
+
+def _safe_name(name: str) -> bool:
+    return bool(name) and "/" not in name and name not in (".", "..") and not name.startswith(".") and "\0" not in name
+
+
+def known_names() -> dict[str, tuple[int, int]]:
+    """Every user the host knows (name: (uid, gid)), for own files (see the module's note)."""
+    import pwd
+
+    return {p.pw_name: (p.pw_uid, p.pw_gid) for p in pwd.getpwall()}
+
+
+def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str, tuple[int, int]] | None = None) -> Path:
+    """Write each user's own file, `<cluster>.users/<user>/own.json`. The folder is root's, mode
+    0711 (not listable); `<user>/` is the user's, mode 0500 (no one else may enter it or stat what
+    it holds); own.json is the user's, 0400. Every name the host knows gets one (`own` gives the
+    content; the others get an empty one), every file is rewritten at every publish (the folders'
+    times move together), so neither a folder's existence nor its times tell anything. Not root:
+    the caller's own folders and files. Written through a temp file the writer opened (fchown and
+    fchmod on the descriptor, then rename: nothing a user puts in their folder is followed).
+    Folders of names no longer known are removed. A user whose folder cannot be written (they
+    broke it) is skipped."""
+    import shutil
+
+    folder = own_folder(published)
+    if not folder.parent.is_dir():  # never made here: a typo would otherwise create folders as root
+        raise FileNotFoundError(f"folder {folder.parent} does not exist")
+    me = os.geteuid()
+    try:
+        folder.mkdir(mode=0o711)
+    except FileExistsError:
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != me:
+            raise UnsafeActionError(f"refused: {folder} is not a folder of this user's (uid {me})") from None
+    os.chmod(folder, 0o711)
+    names = dict(known_names() if names is None else names)
+    root = me == 0
+    wanted = {n for n in set(names) | set(own) if _safe_name(n) and (n in names or not root)}
+    for name in sorted(wanted):
+        uid, gid = names.get(name, (me, os.getegid())) if root else (me, os.getegid())
+        body = own.get(name) or {"format": OWN_FORMAT, "user": name}
+        data = (json.dumps(body, sort_keys=True, allow_nan=False) + "\n").encode()
+        d = folder / name
+        try:
+            try:
+                st = os.lstat(d)
+            except FileNotFoundError:
+                os.mkdir(d, 0o500)
+                st = os.lstat(d)
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(d)
+                os.mkdir(d, 0o500)
+                st = os.lstat(d)
+            if root and (st.st_uid, st.st_gid) != (uid, gid):
+                os.chown(d, uid, gid, follow_symlinks=False)
+            os.chmod(d, 0o500)
+            _write_owned(d, d / "own.json", data, uid if root else None, gid if root else None)
+        except OSError:
+            continue
+    for d in folder.iterdir():
+        if d.name not in wanted and not d.name.startswith("."):
+            if d.is_dir() and not d.is_symlink():
+                shutil.rmtree(d, ignore_errors=True)
+            else:
+                d.unlink(missing_ok=True)
+    return folder
+
+
+def _write_owned(folder: Path, target: Path, data: bytes, uid: int | None, gid: int | None) -> None:
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".own.", suffix=".tmp", dir=folder)
+    try:
+        os.write(fd, data)
+        if uid is not None:
+            os.fchown(fd, uid, gid if gid is not None else -1)
+        os.fchmod(fd, 0o400)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_own(published_path: Path, user: str, uid: int) -> dict | None:
+    """The caller's own file beside the published snapshot: a regular file (not a symlink) owned
+    by `uid` or root, for `user`; None when there is none or it is not usable."""
+    if not _safe_name(user):
+        return None
+    p = own_file(Path(published_path), user)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid not in (uid, 0):
+            return None
+        data = json.loads(os.read(fd, 1 << 26))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict) or data.get("format") != OWN_FORMAT or data.get("user") != user:
+        return None
+    return data
+
+
+def merge_own(published: dict, own: dict | None) -> dict:
+    """The published snapshot as its reader sees it: the reader's own running jobs (and their
+    accounts', where PrivateData allows) added to the file's. An own file with running jobs of
+    another snapshot is ignored; one without any says the reader had none at the last publish."""
+    if not own or published.get("own_files") is not True:
+        return published
+    if "snapshot_id" in own and own["snapshot_id"] != published.get("snapshot_id"):
+        return published
+    out = dict(published)
+    run = published.get("running")
+    if run:
+        mine = own.get("running") or {}
+        out["running"] = {**run, "users": {**(run.get("users") or {}), **(mine.get("users") or {})},
+                          "accounts": {**(run.get("accounts") or {}), **(mine.get("accounts") or {})},
+                          "own_users_published": True}
+    gate = published.get("gate")
+    if gate and own.get("gate_accounts"):
+        out["gate"] = {**gate, "accounts": {**(gate.get("accounts") or {}), **own["gate_accounts"]}}
+    return out
