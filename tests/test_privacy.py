@@ -1,0 +1,233 @@
+"""The one privacy policy (fscontrol.export.privacy) for everything a non-root user can read: the
+published snapshot, each user's own file and the Prometheus textfile.
+
+The attacker here is a local user who knows every name in passwd and in the association tree: they
+try each name as it is, and as every hash the old files used (a fixed, public salt), against every
+string in what they can read. They must match nothing. The same attacker runs as the testbed's
+carol against root's real publish in tests/test_integration_privacy.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import stat
+from pathlib import Path
+
+import pytest
+
+from fscontrol.errors import UnsafeActionError
+from fscontrol.export import metrics
+from fscontrol.export import privacy
+from fscontrol.export import publish as pub
+from fscontrol.records import ShareRow, SlurmConfig, replace
+from fscontrol.report import admin as report
+from fscontrol.store.history import StoredSnapshot
+
+T0 = 1_790_000_000.0
+HOUR = 3600.0
+ADMIN = "helpdesk"
+
+
+def _snapshot(private: tuple[str, ...] = ()) -> StoredSnapshot:
+    """Two accounts under root: chem (carol, dave) and phys (erin); carol and erin run jobs."""
+    total = 1000 * HOUR
+    cfg = SlurmConfig(cluster="tb", slurm_version="22.05.8", priority_type="priority/multifactor",
+                      priority_flags=("NO_FAIR_TREE",), damping_factor=1, half_life_s=7 * 86400.0, calc_period_s=300,
+                      usage_reset_period="NONE", private_data=private, enforce=("associations",))
+    rows = (ShareRow("root", "", "", 0, None, False, 1.0, total, 1.0, 1.0, 0.5),
+            ShareRow("chem", "", "root", 1, 1, False, 0.5, total * 0.7, 0.7, 0.7, 0.4),
+            ShareRow("chem", "carol", "chem", 2, 1, False, 0.25, total * 0.5, 0.5, 0.6, 0.3),
+            ShareRow("chem", "dave", "chem", 2, 1, False, 0.25, total * 0.2, 0.2, 0.45, 0.5),
+            ShareRow("phys", "", "root", 1, 1, False, 0.5, total * 0.3, 0.3, 0.3, 0.6),
+            ShareRow("phys", "erin", "phys", 2, 1, False, 0.5, total * 0.3, 0.3, 0.3, 0.6))
+    running = (("101", "chem", "carol", 8.0, T0 + 3600), ("102", "chem", "dave", 4.0, T0 + 7200),
+               ("103", "phys", "erin", 16.0, None))
+    return StoredSnapshot(id=9, cluster="tb", taken_at=T0, config=cfg, shares=rows, usage_factors={"normal": 1.0},
+                          source="test", running=running)
+
+
+def _names(snap: StoredSnapshot) -> set[str]:
+    """Every name the attacker knows: passwd, the association tree, the admin."""
+    return ({p.pw_name for p in pwd.getpwall()} | {r.user for r in snap.shares if r.user}
+            | {r.account for r in snap.shares} | {ADMIN})
+
+
+def _guesses(cluster: str, names: set[str]) -> dict[str, str]:
+    """What each name could appear as: itself, and every hash of it the published files have used."""
+    out: dict[str, str] = {}
+    for n in names:
+        out[f'"{n}"'] = n
+        out[f'="{n}"'] = n
+        out[hashlib.sha256(f"fscontrol-admin:{cluster}:{n}".encode()).hexdigest()] = n
+        out[hashlib.sha256(n.encode()).hexdigest()] = n
+        out[hashlib.sha256(f"fscontrol-assoc:{cluster}:{n}:".encode()).hexdigest()[:32]] = n
+        for u in names:
+            out[hashlib.sha256(f"fscontrol-assoc:{cluster}:{n}:{u}".encode()).hexdigest()[:32]] = f"{n}/{u}"
+            out[f'"{n}/{u}"'] = f"{n}/{u}"
+    return out
+
+
+def recovered(text: str, cluster: str, names: set[str]) -> set[str]:
+    """The names (or account/user pairs) the attacker finds in `text`."""
+    return {who for g, who in _guesses(cluster, names).items() if g in text}
+
+
+HIDING = [("usage",), ("users",), ("accounts",), ("all",), ("jobs", "accounts"), ("jobs", "users")]
+
+
+@pytest.mark.parametrize("private", HIDING, ids=",".join)
+def test_a_local_user_who_knows_every_name_recovers_nothing_from_the_published_file(tmp_path, private):
+    """Fails on ef8da55: the admins' and the running jobs' keys were SHA-256 of the name with a
+    fixed, public salt, so hashing the names in passwd recovered the admins and every account's
+    and user's running jobs."""
+    snap = _snapshot(private)
+    secret = privacy.load_secret(tmp_path / "secret")
+    data = pub.build_published(snap, admins=[ADMIN], secret=secret)
+    path = pub.write_published(data, tmp_path / "tb.json")
+    text = path.read_text()
+    assert recovered(text, "tb", _names(snap)) == set()
+    assert data["admins_hmac"] and data["running"]["cluster"]  # the tokens and the anonymous aggregate are there
+
+
+@pytest.mark.parametrize("private", [("jobs", "accounts"), ("jobs",), ("accounts",), ("all",)], ids=",".join)
+def test_running_jobs_per_account_are_gated_on_private_data_jobs_and_accounts(private):
+    """Fails on ef8da55: `running.accounts` was published under PrivateData=jobs,accounts."""
+    run = pub.build_published(_snapshot(private))["running"]
+    assert run["accounts"] == {} and run["users"] == {} and run["users_published"] is False
+    assert len(run["cluster"]) == 3  # the cluster's jobs, naming no one
+    own = pub.own_files(_snapshot(private), secret=None)
+    assert own["carol"]["running"]["accounts"] == {}  # nor in a member's own file
+    assert [e[2] for e in own["carol"]["running"]["users"]["chem/carol"]] == [101]  # her own job: hers to see
+
+
+def test_without_private_data_the_running_jobs_are_published_by_name():
+    run = pub.build_published(_snapshot(()))["running"]
+    assert run["users_published"] and set(run["users"]) == {"chem/carol", "chem/dave", "phys/erin"}
+    assert {k: len(v) for k, v in run["accounts"].items()} == {"chem": 2, "phys": 1}
+
+
+def test_under_private_data_usage_members_see_their_accounts_running_jobs_in_their_own_file():
+    own = pub.own_files(_snapshot(("usage",)), secret=None)
+    assert set(own) == {"carol", "dave", "erin"}
+    assert set(own["carol"]["running"]["users"]) == {"chem/carol"}
+    assert {k: len(v) for k, v in own["carol"]["running"]["accounts"].items()} == {"chem": 2}
+    assert "phys" not in json.dumps(own["carol"]) and "erin" not in json.dumps(own["carol"])
+
+
+def test_own_files_are_readable_by_their_user_alone_and_every_known_name_has_one(tmp_path):
+    snap = _snapshot(("usage",))
+    secret = privacy.load_secret(tmp_path / "secret")
+    data = pub.build_published(snap, admins=[ADMIN], secret=secret)
+    data["own_files"] = True
+    path = pub.write_published(data, tmp_path / "tb.json")
+    names = {"carol": (4001, 4001), "dave": (4002, 4002), "erin": (4003, 4003), ADMIN: (4004, 4004), "zoe": (4005, 4005)}
+    folder = privacy.write_own_files(path, pub.own_files(snap, secret=secret, admins=[ADMIN]), names=names)
+    root = os.geteuid() == 0
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o711
+    sizes = set()
+    for name, (uid, _) in names.items():
+        d, f = folder / name, folder / name / "own.json"
+        assert stat.S_IMODE(os.lstat(d).st_mode) == 0o500 and stat.S_IMODE(os.lstat(f).st_mode) == 0o400
+        if root:
+            assert os.lstat(d).st_uid == uid and os.lstat(f).st_uid == uid
+        sizes.add(os.lstat(d).st_size)
+    assert len(sizes) == 1  # what others can stat (the user's folder) is alike for everyone
+    carol = privacy.read_own(path, "carol", 4001)
+    assert carol["snapshot_id"] == 9 and "admin_token" not in carol
+    seen = privacy.merge_own(data, carol)["running"]
+    assert seen["own_users_published"] and set(seen["users"]) == {"chem/carol"}
+    assert privacy.read_own(path, ADMIN, 4004)["admin_token"] in data["admins_hmac"]
+    assert privacy.read_own(path, "carol", 4002 if root else 99999) is None  # not hers: not read
+    # a name no longer known loses its folder; a user who breaks their folder is skipped, not followed
+    del names["zoe"]
+    (folder / "dave").chmod(0o700)
+    (folder / "dave" / "own.json").unlink()
+    (folder / "dave" / "own.json").symlink_to(tmp_path / "secret")
+    privacy.write_own_files(path, {}, names=names)
+    assert not (folder / "zoe").exists() and (folder / "dave" / "own.json").is_file()
+    assert not (folder / "dave" / "own.json").is_symlink()
+    assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
+
+
+def test_the_site_secret_is_made_once_and_refused_when_others_could_read_it(tmp_path):
+    p = tmp_path / "secret"
+    a = privacy.load_secret(p)
+    assert len(a) == 32 and stat.S_IMODE(p.stat().st_mode) == 0o600
+    assert privacy.load_secret(p) == a  # made at the first run, read afterwards
+    assert privacy.token(a, "admin", "tb", "x") != privacy.token(privacy.load_secret(tmp_path / "other"), "admin", "tb", "x")
+    p.chmod(0o640)
+    with pytest.raises(UnsafeActionError, match="readable by others"):
+        privacy.load_secret(p)
+    p.chmod(0o600)
+    link = tmp_path / "link"
+    link.symlink_to(p)
+    with pytest.raises(UnsafeActionError, match="symlink"):
+        privacy.load_secret(link)
+    if os.geteuid() == 0:
+        os.chown(p, 4001, 4001)
+        with pytest.raises(UnsafeActionError, match="belongs to uid 4001"):
+            privacy.load_secret(p)
+    assert privacy.secret_path("/var/lib/fscontrol/history.db") == Path("/var/lib/fscontrol/secret")
+
+
+def _metrics_state(private: tuple[str, ...], group: str | None) -> dict:
+    snap = _snapshot(private)
+    status = report.status_data(snap, target_core_hours=100.0, dummy=None, reference="median")
+    return {"tb": {"status": status, "taken_at": snap.taken_at, "decision": None, "holds": 0,
+                   "name_users": privacy.metrics_name_users(private, group)}}
+
+
+@pytest.mark.parametrize("private", HIDING, ids=",".join)
+def test_the_world_readable_metrics_name_no_one_under_private_data(tmp_path, private):
+    """Fails on ef8da55: every user's usage, F and rank by name, under any PrivateData, 0644."""
+    snap = _snapshot(private)
+    text = metrics.render(metrics.families(_metrics_state(private, None), []))
+    assert recovered(text, "tb", _names(snap)) == set()
+    assert "fscontrol_user_" not in text and "fscontrol_usage_core_hours{" in text  # the aggregates stay
+    path = metrics.write_textfile(tmp_path / "fscontrol.prom", text)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_metrics_name_users_for_a_named_node_exporter_group_only(tmp_path):
+    import grp
+
+    group = grp.getgrgid(os.getegid()).gr_name
+    text = metrics.render(metrics.families(_metrics_state(("usage",), group), []))
+    assert 'user="carol"' in text and "fscontrol_user_fairshare" in text
+    path = metrics.write_textfile(tmp_path / "fscontrol.prom", text, group=group)
+    st = path.stat()
+    assert stat.S_IMODE(st.st_mode) == 0o640 and st.st_gid == os.getegid()
+    # no PrivateData: the names are public anyway, the file stays world-readable
+    assert 'user="carol"' in metrics.render(metrics.families(_metrics_state((), None), []))
+
+
+def test_no_docstring_claims_the_published_file_names_no_one_while_it_hashes_names():
+    """ef8da55 said "the file names no one" of SHA-256 hashes anyone could recompute."""
+    import inspect
+
+    assert "names no one" not in inspect.getsource(pub)
+    assert not hasattr(pub, "assoc_token") and not hasattr(pub, "admin_token")
+
+
+def test_publish_makes_the_secret_beside_the_history_and_writes_own_files(tmp_path):
+    from fscontrol.agent import config, pipeline
+    from fscontrol.store import history as store
+
+    db = store.open_db(tmp_path / "h.db")
+    sample = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
+    from fscontrol.slurm.source import RecordedSlurm
+
+    pipeline.collect(RecordedSlurm(sample), db)
+    (tmp_path / "pub").mkdir()
+    cfg = config.from_dict({"agent": {"admins": [ADMIN]}})
+    path, data = pipeline.publish_latest(db, cfg, None, out=tmp_path / "pub" / "tb.json")
+    assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
+    assert data["own_files"] is True and len(data["admins_hmac"]) == 1
+    assert (tmp_path / "pub" / "tb.users").is_dir()
+    snap = store.load_snapshot(db)
+    assert ADMIN not in recovered(Path(path).read_text(), snap.cluster, _names(snap))
+    cfg2 = replace(cfg, secret=str(tmp_path / "elsewhere"))
+    pipeline.publish_latest(db, cfg2, None, out=tmp_path / "pub" / "tb.json")
+    assert (tmp_path / "elsewhere").is_file()
