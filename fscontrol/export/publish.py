@@ -117,7 +117,7 @@ def build_published(
         "halving_usage": halving,
         "halving_core_hours": None if halving is None else halving / HOUR,
         "target_core_hours": target_core_hours,
-        "dummy": "/".join(dummy) if dummy else None,
+        "dummy": "/".join(dummy) if dummy and not private else None,  # a name: only where names are public
         "admins_hmac": sorted({privacy.admin_token(secret, snap.cluster, a) for a in admins}) if secret else [],
         "control_method": method,
         "per_association": not private,
