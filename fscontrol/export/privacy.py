@@ -34,8 +34,6 @@ see.
 from __future__ import annotations
 
 import errno
-import hashlib
-import hmac
 import json
 import os
 import stat
@@ -131,6 +129,9 @@ def load_secret(path: str | Path, create: bool = True) -> bytes:
 
 def token(secret: bytes, kind: str, cluster: str, *names: str) -> str:
     """HMAC-SHA256 of (kind, cluster, names) under the site secret, hex."""
+    import hashlib
+    import hmac
+
     msg = "\x1f".join((kind, cluster, *names)).encode()
     return hmac.new(secret, msg, hashlib.sha256).hexdigest()
 
