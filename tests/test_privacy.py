@@ -231,3 +231,22 @@ def test_publish_makes_the_secret_beside_the_history_and_writes_own_files(tmp_pa
     cfg2 = replace(cfg, secret=str(tmp_path / "elsewhere"))
     pipeline.publish_latest(db, cfg2, None, out=tmp_path / "pub" / "tb.json")
     assert (tmp_path / "elsewhere").is_file()
+
+
+def test_config_names_the_metrics_group_and_the_secret():
+    from fscontrol.agent import config
+    from fscontrol.errors import ConfigError
+
+    cfg = config.from_dict({"agent": {"metrics_group": "prometheus", "secret": "/etc/fscontrol/secret"}})
+    assert cfg.metrics_group == "prometheus" and cfg.secret == "/etc/fscontrol/secret"
+    assert config.from_dict({}).metrics_group is None and config.from_dict({}).secret is None
+    with pytest.raises(ConfigError, match="'agent.metrics_group' must be str"):
+        config.from_dict({"agent": {"metrics_group": 5}})
+
+
+def test_a_metrics_group_that_does_not_exist_is_one_clear_error(tmp_path):
+    from fscontrol.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="names no group: 'no-such-group-fscontrol'"):
+        metrics.write_textfile(tmp_path / "m.prom", "x 1\n", group="no-such-group-fscontrol")
+    assert list(tmp_path.iterdir()) == []  # no partial write
