@@ -250,3 +250,45 @@ def test_a_metrics_group_that_does_not_exist_is_one_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="names no group: 'no-such-group-fscontrol'"):
         metrics.write_textfile(tmp_path / "m.prom", "x 1\n", group="no-such-group-fscontrol")
     assert list(tmp_path.iterdir()) == []  # no partial write
+
+
+def _gate(snap: StoredSnapshot) -> dict:
+    table = {"decided_at": T0, "action": "hold", "unit": "cpus", "under_waiting": 1,
+             "accounts": {"chem": [12.0, 8.0, "over"], "phys": [16.0, 20.0, "under"]}}
+    return pub.gate_summary(table, snap.shares, snap.cluster, 120.0)
+
+
+@pytest.mark.parametrize("private", HIDING, ids=",".join)
+def test_the_gate_s_accounts_follow_the_running_jobs_policy(private):
+    """main (before the merge) keyed the gate's accounts by the same fixed-salt hash: recoverable."""
+    snap = _snapshot(private)
+    data = pub.build_published(snap, gate=_gate(snap))
+    assert data["gate"]["accounts"] == {} and data["gate"]["accounts_published"] is False
+    assert data["gate"]["next_at"] == T0 + 120.0  # when it decides names no one
+    assert recovered(json.dumps(data), "tb", _names(snap)) == set()
+    own = pub.own_files(snap, secret=None, gate=_gate(snap))
+    if privacy.account_jobs_to_members(private):  # a member sees their own account's entry, not another's
+        assert set(own["carol"]["gate_accounts"]) == {"chem"} and set(own["erin"]["gate_accounts"]) == {"phys"}
+        seen = privacy.merge_own({**data, "own_files": True}, own["carol"])["gate"]["accounts"]
+        assert set(seen) == {"chem"}
+    else:
+        assert not any("gate_accounts" in o for o in own.values())
+
+
+def test_without_private_data_the_gate_s_accounts_are_published_by_name():
+    snap = _snapshot(())
+    g = pub.build_published(snap, gate=_gate(snap))["gate"]
+    assert g["accounts_published"] and g["accounts"]["chem"]["state"] == "over"
+
+
+def test_why_says_the_gate_s_numbers_are_not_published_to_the_user_under_private_data():
+    from fscontrol.forecast import waits
+
+    held = waits.QJob("9", "carol", "chem", "normal", "PENDING", 2, 0, 0, "JobHeldAdmin", "2026-11-26T10:00:00", "",
+                      "fscontrol:hold")
+    snap = _snapshot(("jobs",))
+    gate = pub.build_published(snap, gate=_gate(snap))["gate"]
+    h = waits.hold_of(held, gate, privacy.run_key("chem"), now=T0 + 30)
+    assert h["gate"] is None and "not published to you (PrivateData" in h["gate_unknown"]
+    open_gate = pub.build_published(_snapshot(()), gate=_gate(_snapshot(())))["gate"]
+    assert waits.hold_of(held, open_gate, privacy.run_key("chem"), now=T0 + 30)["gate"]["over_by"] == 4.0
