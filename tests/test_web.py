@@ -179,3 +179,13 @@ def test_public_page_names_no_one_under_private_data(tmp_path):
     for name in ("alice", "bob", "carol", "dave", "fsdummy", "physics", "chem", "science"):
         assert name not in body
     assert "Not published: this cluster" in body and "PrivateData</dt><dd>usage" in body
+
+
+def test_remote_user_admins_are_the_ones_the_site_mounts_the_app_with(pub):
+    """A service account cannot read a user's own file (where `forecast` finds an admin's token,
+    fscontrol.export.privacy): the site names the page's admins when it mounts it."""
+    app = make_app(published=str(pub), source=str(BASIC), identity="remote_user", admins=("alice",))
+    status, _, body = call(app, query="user=carol", user="alice")
+    assert status == "200 OK", body
+    status, _, body = call(app, query="user=alice", user="carol")
+    assert status == "403 Forbidden" and "may only ask for your own forecast" in body

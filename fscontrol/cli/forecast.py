@@ -107,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) -> dict:
-    """The forecast `args` ask for, as plain data. `asker` (name, uid): who asks when it is not the
-    process's own user, e.g. the web page's REMOTE_USER (fscontrol.webpage); then no uid makes
-    them root and a recorded sample's snapshot grants no admin rights."""
+def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
+    """The forecast `args` ask for, as plain data. `asker` (name, uid[, admin]): who asks when it is
+    not the process's own user, e.g. the web page's REMOTE_USER (fscontrol.web.app, with whether the
+    site named them an admin of the page); then no uid makes them root, a recorded sample's snapshot
+    grants no admin rights, and no own file is read (it is the process's user's, not theirs)."""
     import importlib.util
     import os
     import time
@@ -146,7 +147,8 @@ def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) ->
     max_age_s = fc.parse_duration(args.max_age)
     horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
     process_user, _ = uf.invoker()
-    requester, uid = asker or uf.invoker()
+    requester, uid = (asker or uf.invoker())[:2]
+    site_admin = bool(asker is not None and len(asker) > 2 and asker[2])  # the web page's admins (web.app)
     who = args.user or requester
     target = args.published or pub.default_path(args.cluster)
     own = None
@@ -166,7 +168,7 @@ def _forecast(args: argparse.Namespace, asker: tuple[str, int] | None = None) ->
                 data_pub = privacy.merge_own(data_pub, mine)
     # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
     # to anyone but what the reader can already read; root's published file keeps the check
-    admin = uf.is_admin(requester, uid, data_pub, trusted, mine) or (asker is None and args.source not in ("live", "published") and not trusted)
+    admin = site_admin or uf.is_admin(requester, uid, data_pub, trusted, mine) or (asker is None and args.source not in ("live", "published") and not trusted)
     uf.check_access(who, requester, admin)
     if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
         from fscontrol.forecast import fairtree as ftf

@@ -41,12 +41,17 @@ def _headers(ctype: str, extra: Iterable[tuple[str, str]] = ()) -> list[tuple[st
 
 
 def make_app(published: str | None = None, source: str | None = None, cluster: str | None = None,
-             identity: str = "process", token: str | None = None, now: float | None = None) -> Callable:
+             identity: str = "process", token: str | None = None, now: float | None = None,
+             admins: tuple[str, ...] = ()) -> Callable:
     """A WSGI app. `published`/`source`/`cluster` as `fscontrol forecast --published/--source/-M`;
     unset, they come from the request's environ or the process's environment (FSCONTROL_PUBLISHED,
     FSCONTROL_SOURCE, FSCONTROL_CLUSTER), else the CLI's defaults. `token`: required (as ?token=,
     then a cookie) on every request, so other users on a shared login node cannot read a page served
-    on its loopback. `now`: pretend it is this POSIX time (as `forecast --now`: tests, demos of old samples)."""
+    on its loopback. `now`: pretend it is this POSIX time (as `forecast --now`: tests, demos of old samples).
+    `admins` (identity "remote_user" only): the REMOTE_USERs who may ask for anyone (`?user=`), as the
+    site mounts the app (wsgi.py: $FSCONTROL_WEB_ADMINS of the server process, never of a request).
+    A service account cannot read a user's own file, where `forecast` finds an admin's token
+    (fscontrol.export.privacy)."""
     if identity not in ("process", "remote_user"):
         raise ValueError(f"identity must be 'process' or 'remote_user', not {identity!r}")
 
@@ -86,7 +91,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
             name = environ.get("REMOTE_USER")
             if not name:
                 return fail("401 Unauthorized", "no REMOTE_USER: the web server must authenticate users before this page")
-            asker: tuple[str, int] | None = (name, -1)  # never root: a web login is not a uid
+            asker: tuple | None = (name, -1, name in admins)  # never root: a web login is not a uid
         else:
             asker = None
         base = ["--source", setting(environ, "FSCONTROL_SOURCE", source) or "live"]
@@ -124,7 +129,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
     return app
 
 
-def forecast(argv: list[str], asker: tuple[str, int] | None) -> dict:
+def forecast(argv: list[str], asker: tuple | None) -> dict:
     """`fscontrol forecast --json ARGV` as data, asked by `asker` (None: the process's user)."""
     from fscontrol.cli.forecast import _forecast, parser
 
