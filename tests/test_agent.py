@@ -146,7 +146,7 @@ def test_a_target_that_is_not_a_finite_positive_number_is_refused_naming_the_key
 
 def test_a_young_history_is_not_fitted_at_every_tick(tmp_path):
     """A fit that finds too little history is tried again after schedule.fit, not at every tick
-    (each try loads numpy and scipy)."""
+    (each try loads numpy)."""
     from fscontrol.agent import config
     from fscontrol.agent import pipeline
     from fscontrol.store import history as store

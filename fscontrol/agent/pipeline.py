@@ -416,7 +416,7 @@ def due(db: Database, cluster: str, stage: str, every_s: float, now: float) -> b
 
 def fit_due(db: Database, cluster: str, every_s: float, now: float) -> bool:
     """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
-    little history (so a young history does not load numpy and scipy at every tick)."""
+    little history (so a young history does not load numpy at every tick)."""
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
     tried = (store.get_state(db, cluster, "fit_attempt") or {}).get("at")
     times = [t for t in (row[0], tried) if t is not None]

@@ -310,7 +310,7 @@ def fit(
     last: Annotated[Optional[int], typer.Option(help="Use only the last N snapshots.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Fit the usage decay rate to the stored history (least squares, scipy) and compare the
+    """Fit the usage decay rate to the stored history (weighted least squares) and compare the
     effective half-life with the configured PriorityDecayHalfLife. The fit is stored.
 
     Resets (RawUsage=0) and usage lost in a slurmctld crash are breaks, not data. Collect at an
