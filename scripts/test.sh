@@ -22,6 +22,7 @@ if ! command -v chromium >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 fi
 scripts/bootstrap.sh test,plot,accel   # plot: the PNG tests run here, never skip; accel: the compiled engine
+export FSCONTROL_REQUIRE_PLOT=1    # every test marked `plot` (matplotlib) runs: installed, never skipped (tests/plot_support.py)
 export FSCONTROL_REQUIRE_ACCEL=1   # tests/test_sim_accel.py compares it with the Python engine: built, never skipped
 export FSCONTROL_REQUIRE_SLURM=1
 workers=${FSCONTROL_TEST_WORKERS:-5}   # FSCONTROL_TEST_WORKERS=0 runs serially

@@ -83,3 +83,11 @@ def pytest_collection_modifyitems(config, items):
         if "slurm" in getattr(item, "fixturenames", ()):
             group = TESTBED_GROUPS.get(item.path.name, "testbed-" + item.path.stem)
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+# matplotlib: the `plot` marker and its checks (tests/plot_support.py)
+from plot_support import _matplotlib_only_where_marked, check_plot_marker  # noqa: E402,F401
+
+
+def pytest_runtest_setup(item):
+    check_plot_marker(item)

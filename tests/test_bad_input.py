@@ -179,10 +179,10 @@ def test_a_config_target_that_is_nan_or_inf_fails_config_check_and_tick(tmp_path
     one_line_error(r, 2, "target_core_hours", value)
 
 
+@pytest.mark.plot
 def test_png_outputs_in_a_missing_folder_are_one_line_and_make_no_folder(tmp_path, capsys):
     """simulate --png and forecast --plot into a missing folder: a traceback (forecast) or a raw
     errno line with the usage exit code (simulate) before; now one line, exit 1, like publish -o."""
-    pytest.importorskip("matplotlib")
     one_line_error(invoke("simulate", "section9", "--no-progress", "--png", str(tmp_path / "no" / "g.png")), 1,
                    "Gantt chart", "does not exist")
     db = tmp_path / "h.db"

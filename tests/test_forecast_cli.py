@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from plot_support import hide_matplotlib
 from typer.testing import CliRunner
 
 from fscontrol.export import publish as pub
@@ -265,15 +266,17 @@ def test_bad_target(agave, as_user):
     assert r.exit_code == 2 and "--target must be a fair-share strictly between 0 and 1" in r.output
 
 
-def test_plot_without_matplotlib_is_a_clear_message(agave, as_user, tmp_path):
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        r = _run(*_yalim_args(agave, "--plot", str(tmp_path / "f.png")))
-        assert r.exit_code == 2 and "--plot needs matplotlib" in r.output and "pip install matplotlib" in r.output and "fscontrol[plot]" not in r.output
-    else:
-        r = _run(*_yalim_args(agave, "--plan", YALIM_PLAN, "--plot", str(tmp_path / "f.png")))
-        assert r.exit_code == 0 and (tmp_path / "f.png").stat().st_size > 1000
+def test_plot_without_matplotlib_is_a_clear_message(agave, as_user, tmp_path, monkeypatch):
+    hide_matplotlib(monkeypatch)
+    r = _run(*_yalim_args(agave, "--plot", str(tmp_path / "f.png")))
+    assert r.exit_code == 2 and "--plot needs matplotlib" in r.output and "pip install matplotlib" in r.output and "fscontrol[plot]" not in r.output
+    assert not (tmp_path / "f.png").exists()
+
+
+@pytest.mark.plot
+def test_plot(agave, as_user, tmp_path):
+    r = _run(*_yalim_args(agave, "--plan", YALIM_PLAN, "--plot", str(tmp_path / "f.png")))
+    assert r.exit_code == 0 and (tmp_path / "f.png").stat().st_size > 1000
 
 
 # ---------------------------------------------------------------------------- who may see what

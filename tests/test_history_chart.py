@@ -86,7 +86,7 @@ class _Tables(HTMLParser):
             self.body = False
 
 
-def test_png_and_html_match_the_json(history_db, tmp_path):
+def test_html_matches_the_json(history_db, tmp_path):
     db_path, since = history_db
     r = _run("--db", str(db_path), "--since", since, "--json")
     assert r.exit_code == 0, r.output
@@ -97,16 +97,12 @@ def test_png_and_html_match_the_json(history_db, tmp_path):
     assert sum(b["ticks_ok"] for b in tl["buckets"]) == len(data["decisions"]) == 10
     assert len(tl["buckets"]) <= historychart.BUCKETS + 1
 
-    # the files and the JSON from one run (one "now": the same time buckets)
-    png, page = tmp_path / "h.png", tmp_path / "h.html"
-    r = _run("--db", str(db_path), "--since", since, "--json", "--png", str(png), "--html", str(page))
+    # the page and the JSON from one run (one "now": the same time buckets)
+    page = tmp_path / "h.html"
+    r = _run("--db", str(db_path), "--since", since, "--json", "--html", str(page))
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     tl = data["timeline"]
-    r = _run("--db", str(db_path), "--since", since, "--png", str(png))
-    assert r.exit_code == 0 and "10 decisions" in r.output  # the text report still prints
-    assert _png_size(png) == (1000, 1100)  # fixed: 10 x 11 inches at 100 dpi
-    assert 20_000 < png.stat().st_size < 1_000_000
     text = page.read_text()
     assert 5_000 < len(text) < 300_000
     # self-contained: no URL at all (no CDN, fonts, images), no script
@@ -130,6 +126,18 @@ def test_png_and_html_match_the_json(history_db, tmp_path):
     assert "sshare timed out" in text and "<dt>failed ticks</dt><dd>1</dd>" in text
 
 
+@pytest.mark.plot
+def test_png_with_the_json_and_the_text(history_db, tmp_path):
+    db_path, since = history_db
+    png, page = tmp_path / "h.png", tmp_path / "h.html"
+    r = _run("--db", str(db_path), "--since", since, "--json", "--png", str(png), "--html", str(page))
+    assert r.exit_code == 0 and json.loads(r.output)["decisions"] and page.stat().st_size > 5_000
+    r = _run("--db", str(db_path), "--since", since, "--png", str(png))
+    assert r.exit_code == 0 and "10 decisions" in r.output  # the text report still prints
+    assert _png_size(png) == (1000, 1100)  # fixed: 10 x 11 inches at 100 dpi
+    assert 20_000 < png.stat().st_size < 1_000_000
+
+
 def test_missing_output_folder_is_one_error_line(history_db, tmp_path):
     db_path, since = history_db
     for opt in ("--png", "--html"):
@@ -145,9 +153,8 @@ def test_missing_output_folder_is_one_error_line(history_db, tmp_path):
     assert r.exit_code == 1 and not good.exists()
 
 
-def test_a_long_history_is_thinned_in_the_html(tmp_path):
-    """A week at one decision a minute: the HTML draws at most HTML_POINTS decisions a line, every
-    one of them the JSON's, and stays small; the PNG keeps its size."""
+def _long_history(tmp_path):
+    """A week at one decision a minute: (database, number of decisions)."""
     db_path = tmp_path / "big.db"
     db = store.open_db(db_path)
     now = time.time()
@@ -163,8 +170,15 @@ def test_a_long_history_is_thinned_in_the_html(tmp_path):
                             [(t0 + i * 60, t0 + i * 60 + 1, "failed" if i % 1000 == 0 else "ok", "x" if i % 1000 == 0 else None)
                              for i in range(n)])
     db.close()
-    page, png = tmp_path / "big.html", tmp_path / "big.png"
-    r = _run("--db", str(db_path), "-M", "big", "--since", "7d", "--json", "--html", str(page), "--png", str(png))
+    return db_path, n
+
+
+def test_a_long_history_is_thinned_in_the_html(tmp_path):
+    """A week at one decision a minute: the HTML draws at most HTML_POINTS decisions a line, every
+    one of them the JSON's, and stays small."""
+    db_path, n = _long_history(tmp_path)
+    page = tmp_path / "big.html"
+    r = _run("--db", str(db_path), "-M", "big", "--since", "7d", "--json", "--html", str(page))
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert len(data["decisions"]) == n
@@ -179,6 +193,14 @@ def test_a_long_history_is_thinned_in_the_html(tmp_path):
     assert rows[-1]["time"] == data["decisions"][-1]["time"]
     assert page.stat().st_size < 400_000
     assert sum(b["ticks_failed"] for b in data["timeline"]["buckets"]) == sum(1 for i in range(n) if i % 1000 == 0)
+
+
+@pytest.mark.plot
+def test_a_long_history_keeps_the_png_size(tmp_path):
+    db_path, _ = _long_history(tmp_path)
+    png = tmp_path / "big.png"
+    r = _run("--db", str(db_path), "-M", "big", "--since", "7d", "--png", str(png))
+    assert r.exit_code == 0, r.output
     assert _png_size(png) == (1000, 1100) and png.stat().st_size < 1_000_000
 
 

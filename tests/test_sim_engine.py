@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from plot_support import hide_matplotlib
 
 from fscontrol.errors import ConfigError
 from fscontrol.sim import (
@@ -165,16 +166,18 @@ def test_gantt_text():
     assert "A=alice" in g and "B=bob" in g
 
 
-def test_gantt_png_or_clear_error(tmp_path):
-    w = W(4, ("a", 0, 100, 100, 2, "alice"))
-    r = run_simulation(w, "easy")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        with pytest.raises(ConfigError, match="matplotlib"):
-            render_gantt_png(r, tmp_path / "g.png")
-    else:  # pragma: no cover - depends on the optional extra
-        assert render_gantt_png(r, tmp_path / "g.png").stat().st_size > 0
+def test_gantt_png_without_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
+    hide_matplotlib(monkeypatch)
+    r = run_simulation(W(4, ("a", 0, 100, 100, 2, "alice")), "easy")
+    with pytest.raises(ConfigError, match="matplotlib"):
+        render_gantt_png(r, tmp_path / "g.png")
+    assert not (tmp_path / "g.png").exists()
+
+
+@pytest.mark.plot
+def test_gantt_png(tmp_path):
+    r = run_simulation(W(4, ("a", 0, 100, 100, 2, "alice")), "easy")
+    assert render_gantt_png(r, tmp_path / "g.png").stat().st_size > 0
 
 
 def test_progress_bar():

@@ -368,19 +368,30 @@ def test_cli_moldable_table_json_and_errors(tmp_path):
         assert len(lines) == 1 and lines[0].startswith("fscontrol: error:") and msg in lines[0], r.output
 
 
-def test_category_text_chart_and_png(tmp_path):
+def _category_runs():
     from fscontrol.sim import read_swf
-    from fscontrol.sim.moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable
+    from fscontrol.sim.moldable_report import run_moldable
 
     w = read_swf(EXCERPT, limit=300)
-    rs = [run_moldable(w, s) for s in ("rigid-cons", "greedy")]
+    return [run_moldable(w, s) for s in ("rigid-cons", "greedy")]
+
+
+def test_category_text_chart_and_table():
+    from fscontrol.sim.moldable_report import format_categories, render_categories_text
+
+    rs = _category_runs()
     txt = render_categories_text(rs)
     assert txt.splitlines()[0].startswith("change of mean turnaround against rigid-cons")
     assert "greedy" in txt
     table = format_categories(rs)
     assert "rigid-cons (h)" in table and "| all" in table
-    pytest.importorskip("matplotlib")
-    p = render_categories_png(rs, tmp_path / "c.png")
+
+
+@pytest.mark.plot
+def test_category_png(tmp_path):
+    from fscontrol.sim.moldable_report import render_categories_png
+
+    p = render_categories_png(_category_runs(), tmp_path / "c.png")
     assert p.stat().st_size > 1000
 
 

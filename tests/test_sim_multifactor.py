@@ -280,7 +280,7 @@ def _cli(*args: str):
 EXCERPT = "samples/traces/SDSC-BLUE-2000-4.2-cln-first2000.swf"
 
 
-def test_simulate_with_control_reports_the_halving_and_writes_json_and_png(tmp_path):
+def test_simulate_with_control_reports_the_halving_and_writes_json(tmp_path):
     import json
 
     conf = tmp_path / "slurm.conf"
@@ -297,6 +297,10 @@ def test_simulate_with_control_reports_the_halving_and_writes_json_and_png(tmp_p
     # steady padding at d = 1 holds H on u* once usage exists (the excerpt spans about 10 days)
     assert h["passes"] > 1000 and h["median_abs_error"] < 0.001, h
     assert d["halving_hourly"] and set(d["by_size"]) <= {"1", "2-4", "5-16", "17-64", "65+"}
+
+
+@pytest.mark.plot
+def test_simulate_with_control_writes_the_halving_png(tmp_path):
     png = tmp_path / "h.png"
     r = _cli(EXCERPT, "--control", "hybrid", "--u-star", "400", "--halving-png", str(png), "--half-life", "1-0")
     assert r.exit_code == 0, r.output

@@ -110,8 +110,8 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
+@pytest.mark.plot
 def test_png_size_does_not_grow_with_the_accounts(tmp_path):
-    pytest.importorskip("matplotlib")
     from fscontrol.sim import render_gantt_png
 
     def png_layout(n):  # the fixed size, spelled out so that this test runs on older code too

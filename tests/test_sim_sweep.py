@@ -138,7 +138,10 @@ def test_cli_sweep_jobs_json_and_chart(tmp_path):
     r = CliRunner().invoke(app, ["simulate", str(EXCERPT), "--sweep", str(f), "--no-progress"])
     assert r.exit_code == 0, r.output
     assert "3 runs" in r.output and "linear-size depth 1" in r.output
-    pytest.importorskip("matplotlib")
+
+
+@pytest.mark.plot
+def test_cli_sweep_chart(tmp_path):
     png = tmp_path / "c.png"
     r = CliRunner().invoke(app, ["simulate", str(EXCERPT), "-p", "easy", "-p", "fcfs", "--chart", str(png), "--no-progress"])
     assert r.exit_code == 0, r.output
