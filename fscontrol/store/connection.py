@@ -4,9 +4,10 @@ that fscontrol's store uses (execute, atomic, query, close, conn), with the same
 Why not sqlite_utils.Database itself on every open: importing sqlite_utils imports numpy (and
 pandas when installed) to map their types, and pluggy with its plugins: 80-90 ms, more than
 `import typer`, on every `status`, `collect` and cron `tick`, none of which needs it. The
-migrations (store.migrate) still run through sqlite_utils.Database on the same connection, so
-sqlite-utils stays the schema's tool; it is imported only when a migration is pending (a new
-history, or one an older fscontrol wrote).
+migrations (store.history.migrate) run through sqlite-utils' own Migrations and table helpers on
+sqlite_utils.Database over the same connection, so sqlite-utils stays the schema's tool; it is
+imported only when a migration is pending (a new history, or one an older fscontrol wrote): which
+ones are applied is read from its `_sqlite_migrations` table with plain SQL.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The history: SQLite, with numbered migrations (through sqlite-utils) and one transaction a tick.
+"""The history: SQLite, with numbered migrations (sqlite-utils' Migrations) and one transaction a tick.
 
 Associations cost little when they do not change: `assoc_samples` holds a row only when an
 association's values changed since its previous sample (or it appeared or vanished), and
@@ -246,8 +246,8 @@ def _m004_gate_ledger(db: sqlite_utils.Database) -> None:
 def _m005_tick_stage(db: sqlite_utils.Database) -> None:
     # which stage a tick ran (collect, control, gate), so the loop and cron know what is due and
     # the metrics can count failures per stage
-    db.execute("ALTER TABLE ticks ADD COLUMN stage TEXT")
-    db.execute("CREATE INDEX ticks_cluster_stage ON ticks (cluster, stage, started_at)")
+    db["ticks"].add_column("stage", str)
+    db["ticks"].create_index(["cluster", "stage", "started_at"], index_name="ticks_cluster_stage")
 
 
 def _m006_tick_story(db: sqlite_utils.Database) -> None:
@@ -255,21 +255,22 @@ def _m006_tick_story(db: sqlite_utils.Database) -> None:
     # before the command runs and settled against Slurm's marks by the next tick; actions of an
     # applying tick are 'pending' until their outcome is known ('ok', 'failed', 'unknown' when a
     # command timed out, then 'ok'/'not_done' once reconciled); a tick is 'running' until it ends
-    db.execute("ALTER TABLE gate_ledger ADD COLUMN state TEXT NOT NULL DEFAULT 'held'")
-    db.execute("ALTER TABLE gate_ledger ADD COLUMN set_nice INTEGER")
-    db.execute("ALTER TABLE actions ADD COLUMN tick_id INTEGER")
-    db.execute("CREATE INDEX actions_open ON actions (cluster, status)")
+    db["gate_ledger"].add_column("state", str, not_null_default="held")
+    db["gate_ledger"].add_column("set_nice", int)
+    db["actions"].add_column("tick_id", int)
+    db["actions"].create_index(["cluster", "status"], index_name="actions_open")
     # what Slurm held before the agent first changed it (the first value wins), for `control off`
     db.execute("""CREATE TABLE originals (cluster TEXT NOT NULL, what TEXT NOT NULL, value TEXT,
                   recorded_at REAL NOT NULL, PRIMARY KEY (cluster, what))""")
     # what runs at each snapshot, for the forecast of users whose account-mates keep running:
     # rate = billing x the QOS UsageFactor, per second; ends_at = start + time limit (NULL: none)
+    # (WITHOUT ROWID: sqlite-utils' create() has no such option)
     db.execute("""CREATE TABLE running_jobs (snapshot_id INTEGER NOT NULL, job_id TEXT NOT NULL, account TEXT NOT NULL,
                   user TEXT NOT NULL, rate REAL NOT NULL, ends_at REAL, PRIMARY KEY (snapshot_id, job_id)) WITHOUT ROWID""")
     # the halving Slurm itself used at the decay pass after a decision: S_ref x the d in force x
     # the total usage the pass started from (EffectvUsage lags RawUsage by one pass), and when
-    db.execute("ALTER TABLE decisions ADD COLUMN h_slurm REAL")
-    db.execute("ALTER TABLE decisions ADD COLUMN pass_seen_at REAL")
+    db["decisions"].add_column("h_slurm", float)
+    db["decisions"].add_column("pass_seen_at", float)
     # the agent's own switches per cluster: control_off (set by `fscontrol control off`)
     db.execute("""CREATE TABLE agent_state (cluster TEXT NOT NULL, key TEXT NOT NULL, value TEXT,
                   set_at REAL NOT NULL, PRIMARY KEY (cluster, key))""")
@@ -281,16 +282,20 @@ def _m007_level_fs(db: sqlite_utils.Database) -> None:
     # started in the same second) look a unit apart in it; the printed LevelFS shows the tie
     # (fairtree.ranking_keys)
     for table in ("assoc_samples", "assoc_current"):
-        db.execute(f"ALTER TABLE {table} ADD COLUMN level_fs REAL")
+        db[table].add_column("level_fs", float)
 
 
 def _m008_usage_at(db: sqlite_utils.Database) -> None:
     # when the decay pass whose RawUsage a snapshot holds ran (slurmctld's priority_last_decay_ran,
     # readable by root or SlurmUser on the controller's host), NULL where it could not be read:
     # RawUsage moves only at passes, so the fit times the usage by its pass, not by the snapshot
-    db.execute("ALTER TABLE snapshots ADD COLUMN usage_at REAL")
+    db["snapshots"].add_column("usage_at", float)
 
 
+# The schema's migrations, in order: sqlite-utils' own migration sets (sqlite_utils.migrations,
+# the `_sqlite_migrations` table) apply them, each in one transaction with the record of it. The
+# names are also read here without sqlite-utils (applied_migrations): it is imported only when one
+# is pending (its import pulls numpy and pluggy: store.connection says why that matters).
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("001_history", _m001_history),
     ("002_fits", _m002_fits),
@@ -302,31 +307,65 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_usage_at", _m008_usage_at),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+MIGRATION_SET = "fscontrol"  # the migration_set of our rows in _sqlite_migrations
+# Before sqlite-utils kept them, fscontrol recorded its migrations in its own `_migrations` table.
+# A history that has one is carried over once (its rows copied into _sqlite_migrations) and keeps
+# it with this row added, which an older fscontrol reads as a migration it does not know: it then
+# refuses the history ("newer version?") instead of migrating it again. A new history gets the
+# same table with only this row, for the same reason.
+LEGACY_TABLE = "_migrations"
+LEGACY_MOVED = "009_moved_to__sqlite_migrations"
+
+
+def _migration_set():
+    """sqlite_utils.migrations.Migrations holding MIGRATIONS (imports sqlite-utils)."""
+    from sqlite_utils.migrations import Migrations
+
+    migrations = Migrations(MIGRATION_SET)
+    for name, fn in MIGRATIONS:
+        migrations(name=name)(fn)
+    return migrations
+
+
+def _table_exists(db, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]).fetchone() is not None
+
+
+def applied_migrations(db) -> tuple[set[str], set[str] | None]:
+    """(names in _sqlite_migrations for our set, names in the legacy _migrations table or None when
+    there is none); read with plain SQL, no sqlite-utils."""
+    done = set()
+    if _table_exists(db, "_sqlite_migrations"):
+        done = {r[0] for r in db.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ?", [MIGRATION_SET])}
+    legacy = {r[0] for r in db.execute(f"SELECT name FROM {LEGACY_TABLE}")} if _table_exists(db, LEGACY_TABLE) else None
+    return done, legacy
 
 
 def migrate(db: sqlite_utils.Database) -> list[str]:
-    """Apply the migrations not yet applied, each in its own transaction. Returns their names."""
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-    done = {r[0] for r in db.execute("SELECT name FROM _migrations").fetchall()}
+    """Apply the migrations not yet applied (sqlite-utils' Migrations, each in its own transaction);
+    a history with the legacy _migrations table is carried over first. Returns the names applied."""
+    done, legacy = applied_migrations(db)
     known = {name for name, _ in MIGRATIONS}
-    unknown = done - known
+    unknown = (done | (legacy or set())) - known - {LEGACY_MOVED}
     if unknown:
         raise StoreError(f"database has migrations this fscontrol does not know: {sorted(unknown)} (newer version?)")
-    if known <= done:
+    if known <= done and legacy is not None and LEGACY_MOVED in legacy:
         return []
-    if isinstance(db, Database):  # sqlite-utils (and the numpy it imports) only when there is a migration to run
-        import sqlite_utils
+    import sqlite_utils  # only now: a migration (or the carry-over) is pending
 
-        db = sqlite_utils.Database(db.conn)
-    applied = []
-    for name, fn in MIGRATIONS:
-        if name in done:
-            continue
-        with db.atomic():
-            fn(db)
-            db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", [name])
-        applied.append(name)
-    return applied
+    sdb = sqlite_utils.Database(db.conn)
+    migrations = _migration_set()
+    with sdb.atomic():  # the carry-over of a legacy history, and the tombstone for older fscontrols
+        migrations.ensure_migrations_table(sdb)
+        if legacy is None:
+            sdb.execute(f"CREATE TABLE {LEGACY_TABLE} (name TEXT PRIMARY KEY, applied_at TEXT)")
+        elif LEGACY_MOVED not in legacy:
+            sdb.execute("INSERT OR IGNORE INTO _sqlite_migrations (migration_set, name, applied_at) "
+                        f"SELECT ?, name, applied_at FROM {LEGACY_TABLE}", [MIGRATION_SET])
+        sdb.execute(f"INSERT OR IGNORE INTO {LEGACY_TABLE} VALUES (?, datetime('now'))", [LEGACY_MOVED])
+    pending = [m.name for m in migrations.pending(sdb)]
+    migrations.apply(sdb)
+    return pending
 
 
 # ---------------------------------------------------------------------------- opening
@@ -389,9 +428,10 @@ def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
         db = Database(conn)
-        names = {r[0] for r in db.execute("SELECT name FROM _migrations")} if db.table_exists("_migrations") else set()
+        done, legacy = applied_migrations(db)
     except sqlite3.DatabaseError as e:
         raise StoreError(f"history database {path} is unreadable: {e}") from None
+    names = done | ((legacy or set()) - {LEGACY_MOVED})  # a legacy history that is up to date reads as it is
     known = [n for n, _ in MIGRATIONS]
     if names - set(known):
         raise StoreError(f"history database {path} was written by a newer fscontrol (schema {max(names)})")
