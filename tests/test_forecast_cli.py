@@ -485,8 +485,8 @@ def test_console_script_forecast_path_imports_no_typer(agave):
     """The command users type is dispatched before typer (and the pydantic it pulls in) loads."""
     run = f"from fscontrol.cli.forecast import main\nassert main({_forecast_args(agave)}) == 0"
     assert _heavy_imports_after(run) == []
-    # nor the dataclass machinery, typing or argparse's shutil (records.record, cmdline.HelpFormatter)
-    assert _heavy_imports_after(run, "{'dataclasses', 'inspect', 'typing', 'shutil', 'textwrap'}") == []
+    # nor typing or argparse's shutil (cmdline.HelpFormatter)
+    assert _heavy_imports_after(run, "{'typing', 'shutil', 'textwrap'}") == []
 
 
 def test_python_m_and_console_script_agree(agave):

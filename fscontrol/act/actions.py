@@ -6,12 +6,13 @@ Every command is an argument list run with a timeout, never through a shell.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 import math
 from collections.abc import Callable, Sequence
 
 from fscontrol.act.control import D_MAX, Decision
 from fscontrol.errors import SlurmCommandError, UnsafeActionError
-from fscontrol.records import QueueJob, record, replace, set_field
+from fscontrol.records import QueueJob
 
 DUMMY_JOB_NAME = "fscontrol-padding"
 PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half, never UNLIMITED
@@ -20,24 +21,14 @@ PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half,
 PULSE_JOB_NAME = "fscontrol-pulse"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Action:
-    __slots__ = ("kind", "argv", "reason", "job_id", "status", "output")
     kind: str  # set_damping | set_usage_factor | submit_dummy | cancel_dummy | hold | release | nice
     argv: tuple[str, ...]
     reason: str
-    job_id: str | None
-    status: str  # planned | ok | failed | skipped
-    output: str
-
-    def __init__(self, kind: str, argv: tuple[str, ...], reason: str, job_id: str | None = None,
-                 status: str = "planned", output: str = "") -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "argv", argv)
-        set_field(self, "reason", reason)
-        set_field(self, "job_id", job_id)
-        set_field(self, "status", status)
-        set_field(self, "output", output)
+    job_id: str | None = None
+    status: str = "planned"  # planned | ok | failed | skipped
+    output: str = ""
 
 
 def set_damping(d: int, reason: str) -> Action:
@@ -215,7 +206,6 @@ def apply_plan(plan: Sequence[Action], run: Runner) -> list[Action]:
             failed = True
             done.append(replace(a, status="failed", output=str(e)[:2000]))
     return done
-
 
 
 # ---------------------------------------------------------------------------- persist d in slurm.conf

@@ -30,22 +30,20 @@ Padding is delivered by real jobs of the dummy association (RawUsage can only be
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import math
 from collections.abc import Iterable, Sequence
 
 from fscontrol.model.decay import decay_factor_per_second
-from fscontrol.records import QueueJob, ShareRow, record, set_field
+from fscontrol.records import QueueJob, ShareRow
 
 D_MAX = 65535  # FairShareDampeningFactor is a uint16 in Slurm
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Decision:
     """What the controller wants, why, and what it expects."""
 
-    __slots__ = ("method", "u_star", "s_ref", "u_real", "u_real_next", "w_now", "d_now", "d_target", "d_ideal",
-                 "w_target", "usage_factor", "pulse_usage_factor", "h_now", "h_planned", "bound", "advise_only",
-                 "notes", "d_next")
     method: str
     u_star: float  # billing-seconds
     s_ref: float | None
@@ -62,32 +60,8 @@ class Decision:
     h_planned: float | None  # S_ref * d_target * (U_real_next + w_target)
     bound: float | None  # damping: the relative error integer d (and hysteresis) may leave
     advise_only: bool
-    notes: tuple[str, ...]
-    d_next: int | None  # the d the padding is planned for (the pass after the coming one)
-
-    def __init__(self, method: str, u_star: float, s_ref: float | None, u_real: float, u_real_next: float,
-                 w_now: float, d_now: int, d_target: int, d_ideal: float | None, w_target: float,
-                 usage_factor: float | None, pulse_usage_factor: float | None, h_now: float | None,
-                 h_planned: float | None, bound: float | None, advise_only: bool,
-                 notes: tuple[str, ...] | None = None, d_next: int | None = None) -> None:
-        set_field(self, "method", method)
-        set_field(self, "u_star", u_star)
-        set_field(self, "s_ref", s_ref)
-        set_field(self, "u_real", u_real)
-        set_field(self, "u_real_next", u_real_next)
-        set_field(self, "w_now", w_now)
-        set_field(self, "d_now", d_now)
-        set_field(self, "d_target", d_target)
-        set_field(self, "d_ideal", d_ideal)
-        set_field(self, "w_target", w_target)
-        set_field(self, "usage_factor", usage_factor)
-        set_field(self, "pulse_usage_factor", pulse_usage_factor)
-        set_field(self, "h_now", h_now)
-        set_field(self, "h_planned", h_planned)
-        set_field(self, "bound", bound)
-        set_field(self, "advise_only", advise_only)
-        set_field(self, "notes", tuple() if notes is None else notes)
-        set_field(self, "d_next", d_next)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    d_next: int | None = None  # the d the padding is planned for (the pass after the coming one)
 
     @property
     def error_now(self) -> float | None:

@@ -35,6 +35,7 @@ Pure apart from `load` (which reads the file): everything else takes plain data.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 import math
 
 from collections.abc import Mapping
@@ -43,7 +44,6 @@ from typing import Any
 
 from fscontrol.model.allocations import Allocation, parse_allocations, parse_period
 from fscontrol.errors import ConfigError
-from fscontrol.records import record, replace, set_field
 
 METHODS = ("damping", "padding", "hybrid", "none")
 PADDING_MODES = ("pulse", "steady")
@@ -51,66 +51,32 @@ REF_RULES = ("median", "mean", "min", "max")
 GATE_ACTIONS = ("hold", "nice")
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class GateConfig:
-    __slots__ = ("enabled", "action", "nice", "max_actions", "node_cpus")
-    enabled: bool
-    action: str  # hold | nice
-    nice: int
-    max_actions: int
-    node_cpus: int | None  # cpus per node, for allocations counted in nodes
-
-    def __init__(self, enabled: bool = False, action: str = "hold", nice: int = 10000, max_actions: int = 20,
-                 node_cpus: int | None = None) -> None:
-        set_field(self, "enabled", enabled)
-        set_field(self, "action", action)
-        set_field(self, "nice", nice)
-        set_field(self, "max_actions", max_actions)
-        set_field(self, "node_cpus", node_cpus)
+    enabled: bool = False
+    action: str = "hold"  # hold | nice
+    nice: int = 10000
+    max_actions: int = 20
+    node_cpus: int | None = None  # cpus per node, for allocations counted in nodes
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ClusterConfig:
-    __slots__ = ("name", "target_core_hours", "method", "reference_share", "dummy", "dummy_partition",
-                 "padding_mode", "padding_qos", "padding_reservation", "padding_threshold", "hysteresis", "persist",
-                 "slurm_conf", "gate", "allocations")
     name: str
-    target_core_hours: float | None
-    method: str
-    reference_share: str | float
-    dummy: str
-    dummy_partition: str
-    padding_mode: str
-    padding_qos: str
-    padding_reservation: str | None  # a reservation that keeps a core for the padding job on a full cluster
-    padding_threshold: float  # pulse when padding fell this fraction below its target
-    hysteresis: float  # damping: move d only when the ideal is this far past the midpoint
-    persist: bool  # damping: also write slurm.conf (atomically, validated)
-    slurm_conf: str
-    gate: GateConfig
-    allocations: dict[str, Allocation]
-
-    def __init__(self, name: str, target_core_hours: float | None = None, method: str = "none",
-                 reference_share: str | float = "median", dummy: str = "fsadmin/fsdummy",
-                 dummy_partition: str = "fsadmin", padding_mode: str = "pulse", padding_qos: str = "fspad",
-                 padding_reservation: str | None = None, padding_threshold: float = 0.02, hysteresis: float = 0.25,
-                 persist: bool = False, slurm_conf: str = "/etc/slurm/slurm.conf", gate: GateConfig | None = None,
-                 allocations: dict[str, Allocation] | None = None) -> None:
-        set_field(self, "name", name)
-        set_field(self, "target_core_hours", target_core_hours)
-        set_field(self, "method", method)
-        set_field(self, "reference_share", reference_share)
-        set_field(self, "dummy", dummy)
-        set_field(self, "dummy_partition", dummy_partition)
-        set_field(self, "padding_mode", padding_mode)
-        set_field(self, "padding_qos", padding_qos)
-        set_field(self, "padding_reservation", padding_reservation)
-        set_field(self, "padding_threshold", padding_threshold)
-        set_field(self, "hysteresis", hysteresis)
-        set_field(self, "persist", persist)
-        set_field(self, "slurm_conf", slurm_conf)
-        set_field(self, "gate", GateConfig() if gate is None else gate)
-        set_field(self, "allocations", dict() if allocations is None else allocations)
+    target_core_hours: float | None = None
+    method: str = "none"
+    reference_share: str | float = "median"
+    dummy: str = "fsadmin/fsdummy"
+    dummy_partition: str = "fsadmin"
+    padding_mode: str = "pulse"
+    padding_qos: str = "fspad"
+    padding_reservation: str | None = None  # a reservation that keeps a core for the padding job on a full cluster
+    padding_threshold: float = 0.02  # pulse when padding fell this fraction below its target
+    hysteresis: float = 0.25  # damping: move d only when the ideal is this far past the midpoint
+    persist: bool = False  # damping: also write slurm.conf (atomically, validated)
+    slurm_conf: str = "/etc/slurm/slurm.conf"
+    gate: GateConfig = field(default_factory=GateConfig)
+    allocations: dict[str, Allocation] = field(default_factory=dict)
 
     @property
     def dummy_key(self) -> tuple[str, str]:
@@ -123,50 +89,24 @@ class ClusterConfig:
         return None if self.target_core_hours is None else self.target_core_hours * 3600.0
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AgentConfig:
-    __slots__ = ("db", "apply", "lock", "metrics", "publish_dir", "admins", "release_on_stop", "on_stop",
-                 "slurm_timeout_s", "tick_deadline_s", "pass_lead_s", "pass_trim_s", "schedule", "clusters",
-                 "metrics_group", "secret")
-    db: str | None
-    apply: bool
-    lock: str | None
-    metrics: str | None
-    publish_dir: str | None
-    admins: tuple[str, ...]  # users who may `forecast --user` anyone (root always may)
-    release_on_stop: bool  # `fscontrol run`: release the agent's holds when it is stopped
-    on_stop: str  # `fscontrol run` stopped: "keep" d and padding, or "restore" (control off; on again at start)
-    slurm_timeout_s: float
-    tick_deadline_s: float  # a tick never runs a command past this (systemd's TimeoutSec is 600)
-    pass_lead_s: float  # `run`: control this long before each decay pass (0: every schedule.control)
-    pass_trim_s: float  # `run`: d trimmed on root's usage alone this long before the pass (0: off)
-    schedule: dict[str, float]
-    clusters: dict[str, ClusterConfig]
-    metrics_group: str | None  # node_exporter's group: the textfile 0640 root:GROUP (privacy.py)
-    secret: str | None  # the site secret (HMAC key); None: `secret` beside the history
-
-    def __init__(self, db: str | None = None, apply: bool = False, lock: str | None = None,
-                 metrics: str | None = None, publish_dir: str | None = None, admins: tuple[str, ...] = (),
-                 release_on_stop: bool = False, on_stop: str = "keep", slurm_timeout_s: float = 60.0,
-                 tick_deadline_s: float = 300.0, pass_lead_s: float = 3.0, pass_trim_s: float = 0.5,
-                 schedule: dict[str, float] | None = None, clusters: dict[str, ClusterConfig] | None = None,
-                 metrics_group: str | None = None, secret: str | None = None) -> None:
-        set_field(self, "db", db)
-        set_field(self, "apply", apply)
-        set_field(self, "lock", lock)
-        set_field(self, "metrics", metrics)
-        set_field(self, "publish_dir", publish_dir)
-        set_field(self, "admins", admins)
-        set_field(self, "release_on_stop", release_on_stop)
-        set_field(self, "on_stop", on_stop)
-        set_field(self, "slurm_timeout_s", slurm_timeout_s)
-        set_field(self, "tick_deadline_s", tick_deadline_s)
-        set_field(self, "pass_lead_s", pass_lead_s)
-        set_field(self, "pass_trim_s", pass_trim_s)
-        set_field(self, "schedule", {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0} if schedule is None else schedule)
-        set_field(self, "clusters", dict() if clusters is None else clusters)
-        set_field(self, "metrics_group", metrics_group)
-        set_field(self, "secret", secret)
+    db: str | None = None
+    apply: bool = False
+    lock: str | None = None
+    metrics: str | None = None
+    publish_dir: str | None = None
+    admins: tuple[str, ...] = ()  # users who may `forecast --user` anyone (root always may)
+    release_on_stop: bool = False  # `fscontrol run`: release the agent's holds when it is stopped
+    on_stop: str = "keep"  # `fscontrol run` stopped: "keep" d and padding, or "restore" (control off; on again at start)
+    slurm_timeout_s: float = 60.0
+    tick_deadline_s: float = 300.0  # a tick never runs a command past this (systemd's TimeoutSec is 600)
+    pass_lead_s: float = 3.0  # `run`: control this long before each decay pass (0: every schedule.control)
+    pass_trim_s: float = 0.5  # `run`: d trimmed on root's usage alone this long before the pass (0: off)
+    schedule: dict[str, float] = field(default_factory=lambda: {"collect": 300.0, "fit": 3600.0, "control": 300.0, "gate": 120.0, "watch": 15.0})
+    clusters: dict[str, ClusterConfig] = field(default_factory=dict)
+    metrics_group: str | None = None  # node_exporter's group: the textfile 0640 root:GROUP (privacy.py)
+    secret: str | None = None  # the site secret (HMAC key); None: `secret` beside the history
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The named cluster's settings; defaults for a cluster the file does not name."""

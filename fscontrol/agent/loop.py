@@ -9,6 +9,7 @@ loop skips a run whose lock is held (and says so), cron's second tick exits 5.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +20,6 @@ from fscontrol.agent import pipeline
 from fscontrol.store import history as store
 from fscontrol.errors import FscontrolError, InternalError, LockedError
 from fscontrol.act.lock import agent_lock
-from fscontrol.records import record, set_field
 from fscontrol.slurm.source import SlurmSource
 
 
@@ -37,18 +37,11 @@ log = _Log()
 SourceFactory = Callable[[str | None], SlurmSource]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class ClusterOutcome:
-    __slots__ = ("cluster", "result", "error")
     cluster: str | None
-    result: pipeline.TickResult | None
-    error: FscontrolError | None
-
-    def __init__(self, cluster: str | None, result: pipeline.TickResult | None = None,
-                 error: FscontrolError | None = None) -> None:
-        set_field(self, "cluster", cluster)
-        set_field(self, "result", result)
-        set_field(self, "error", error)
+    result: pipeline.TickResult | None = None
+    error: FscontrolError | None = None
 
 
 def clusters_to_serve(cfg, cluster: str | None, live: bool) -> list[str | None]:

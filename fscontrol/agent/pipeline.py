@@ -8,6 +8,7 @@ transaction: a failed or garbled command leaves the history as it was and record
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 import sqlite3
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from fscontrol.store import history as store
 from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
                      UnsafeActionError)
 from fscontrol.store.connection import Database
-from fscontrol.records import Snapshot, record, replace, set_field
+from fscontrol.records import Snapshot
 from fscontrol.slurm.source import RecordedSlurm, SlurmSource, last_decay_pass
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot
@@ -37,15 +38,10 @@ def _record_failure(db: Database, cluster: str | None, stage: str, started: floa
         pass  # the database itself is the problem: the original error says more
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class CollectResult:
-    __slots__ = ("snapshot_id", "snapshot")
     snapshot_id: int
     snapshot: Snapshot
-
-    def __init__(self, snapshot_id: int, snapshot: Snapshot) -> None:
-        set_field(self, "snapshot_id", snapshot_id)
-        set_field(self, "snapshot", snapshot)
 
 
 def read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float | None] = lambda c: None) -> Snapshot:
@@ -285,10 +281,8 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
 
 
 # ---------------------------------------------------------------------------- control
-@record
+@dataclass(frozen=True, slots=True)
 class ControlResult:
-    __slots__ = ("cluster", "snapshot_id", "decision_id", "decision", "actions", "applied", "verified_damping",
-                 "priority_mode", "user_associations")
     cluster: str
     snapshot_id: int
     decision_id: int
@@ -296,20 +290,8 @@ class ControlResult:
     actions: tuple  # actions.Action, with their status after apply
     applied: bool
     verified_damping: int | None  # d read back from `scontrol show config` after applying
-    priority_mode: str  # the cluster's algorithm (SlurmConfig.mode); default classic
-    user_associations: int  # N, the user associations (Fair Tree's advice names it); default 0
-
-    def __init__(self, cluster: str, snapshot_id: int, decision_id: int, decision: object, actions: tuple, applied: bool,
-                 verified_damping: int | None, priority_mode: str = "classic", user_associations: int = 0) -> None:
-        set_field(self, "cluster", cluster)
-        set_field(self, "snapshot_id", snapshot_id)
-        set_field(self, "decision_id", decision_id)
-        set_field(self, "decision", decision)
-        set_field(self, "actions", actions)
-        set_field(self, "applied", applied)
-        set_field(self, "verified_damping", verified_damping)
-        set_field(self, "priority_mode", priority_mode)
-        set_field(self, "user_associations", user_associations)
+    priority_mode: str = "classic"  # the cluster's algorithm (SlurmConfig.mode); default classic
+    user_associations: int = 0  # N, the user associations (Fair Tree's advice names it); default 0
 
 
 def advise_reason(snap: Snapshot, method: str, dummy: tuple[str, str], padding_qos: str) -> str | None:
@@ -353,26 +335,16 @@ DUE_SLACK = 0.9  # a stage is due at 90% of its interval, so cron's jitter never
 CLOCK_SLACK_S = 60.0  # a snapshot this far before the last one means the clock stepped back
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Stages:
     """What one tick does beyond reading and storing a snapshot."""
 
-    __slots__ = ("control", "gate", "release_all", "fit", "publish", "off")
-    control: bool
-    gate: bool
-    release_all: bool  # with gate: undo every hold and demotion of the agent
-    fit: bool
-    publish: bool
-    off: str | None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
-
-    def __init__(self, control: bool = False, gate: bool = False, release_all: bool = False, fit: bool = False,
-                 publish: bool = False, off: str | None = None) -> None:
-        set_field(self, "control", control)
-        set_field(self, "gate", gate)
-        set_field(self, "release_all", release_all)
-        set_field(self, "fit", fit)
-        set_field(self, "publish", publish)
-        set_field(self, "off", off)
+    control: bool = False
+    gate: bool = False
+    release_all: bool = False  # with gate: undo every hold and demotion of the agent
+    fit: bool = False
+    publish: bool = False
+    off: str | None = None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
 
     @property
     def label(self) -> str:  # the ticks table's `stage`
@@ -381,9 +353,8 @@ class Stages:
         return "+".join(n for n, on in (("control", self.control), ("gate", self.gate)) if on) or "collect"
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class TickResult:
-    __slots__ = ("cluster", "tick_id", "collected", "control", "fit", "gate", "published", "reconciled")
     cluster: str
     tick_id: int
     collected: CollectResult
@@ -391,18 +362,7 @@ class TickResult:
     fit: object | None  # fit.Fit when a fit was due and there was enough history
     gate: GateResult | None
     published: str | None  # path of the published snapshot
-    reconciled: tuple  # (what, old, new, why) settled against Slurm at the start of the tick; default ()
-
-    def __init__(self, cluster: str, tick_id: int, collected: CollectResult, control: ControlResult | None,
-                 fit: object | None, gate: GateResult | None, published: str | None, reconciled: tuple = ()) -> None:
-        set_field(self, "cluster", cluster)
-        set_field(self, "tick_id", tick_id)
-        set_field(self, "collected", collected)
-        set_field(self, "control", control)
-        set_field(self, "fit", fit)
-        set_field(self, "gate", gate)
-        set_field(self, "published", published)
-        set_field(self, "reconciled", reconciled)
+    reconciled: tuple = ()  # (what, old, new, why) settled against Slurm at the start of the tick; default ()
 
     @property
     def snapshot_id(self) -> int:
@@ -1066,18 +1026,11 @@ def write_metrics(db: Database, cfg, path=None) -> str | None:
 
 
 # ---------------------------------------------------------------------------- the SFS gate
-@record
+@dataclass(frozen=True, slots=True)
 class GateResult:
-    __slots__ = ("cluster", "snapshot_id", "plan", "actions", "applied")
     cluster: str
     snapshot_id: int
     plan: object  # gate.GatePlan
     actions: tuple  # actions.Action with statuses
     applied: bool
 
-    def __init__(self, cluster: str, snapshot_id: int, plan: object, actions: tuple, applied: bool) -> None:
-        set_field(self, "cluster", cluster)
-        set_field(self, "snapshot_id", snapshot_id)
-        set_field(self, "plan", plan)
-        set_field(self, "actions", actions)
-        set_field(self, "applied", applied)

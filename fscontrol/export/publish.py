@@ -24,7 +24,7 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: the forecast's start, records.record)
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms of the forecast's start)
 
 from fscontrol.errors import NotFoundError
 

@@ -11,13 +11,13 @@ answer as an approximation (see fairshare.AssocFairShare). Usage is in RawUsage 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 import re
 from collections.abc import Iterable, Sequence
 
 from fscontrol.model.decay import ode_step, piecewise_usage
 from fscontrol.errors import ConfigError
-from fscontrol.records import record, set_field
 
 UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
@@ -26,30 +26,19 @@ class PlanError(ConfigError, ValueError):
     """A campaign plan string could not be read."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Segment:
     """`duration_s` seconds at `rate` billing-seconds per second (0 = idle)."""
 
-    __slots__ = ("duration_s", "rate")
     duration_s: float
     rate: float
 
-    def __init__(self, duration_s: float, rate: float) -> None:
-        set_field(self, "duration_s", duration_s)
-        set_field(self, "rate", rate)
 
-
-@record
+@dataclass(frozen=True, slots=True)
 class ForecastPoint:
-    __slots__ = ("t", "usage", "fairshare")
     t: float  # seconds since the forecast's start
     usage: float  # billing-seconds
     fairshare: float
-
-    def __init__(self, t: float, usage: float, fairshare: float) -> None:
-        set_field(self, "t", t)
-        set_field(self, "usage", usage)
-        set_field(self, "fairshare", fairshare)
 
 
 def fairshare_at(usage: float, halving: float) -> float:

@@ -20,22 +20,22 @@ S / U (S the share of the level's shares, U the share of the parent's usage).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 from collections.abc import Mapping, Sequence
 
 from fscontrol.model.decay import decay_factor_per_second
 from fscontrol.model.fairshare import ROOT, Key, build_tree
 from fscontrol.model.fairtree import FairTree, compute_fair_tree
-from fscontrol.records import ShareRow, record, set_field
+from fscontrol.records import ShareRow
 
 HOUR = 3600.0
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Step:
     """One level of a user's path: their node there and its place among its siblings."""
 
-    __slots__ = ("level_of", "name", "is_user", "level_fs", "place", "siblings")
     level_of: str  # the account whose children compete here ("root" at the top)
     name: str  # the node: an account, or the user themselves at the last level
     is_user: bool
@@ -43,20 +43,11 @@ class Step:
     place: int  # 1 = the highest LevelFS among the siblings
     siblings: int
 
-    def __init__(self, level_of: str, name: str, is_user: bool, level_fs: float, place: int, siblings: int) -> None:
-        set_field(self, "level_of", level_of)
-        set_field(self, "name", name)
-        set_field(self, "is_user", is_user)
-        set_field(self, "level_fs", level_fs)
-        set_field(self, "place", place)
-        set_field(self, "siblings", siblings)
 
-
-@record
+@dataclass(frozen=True, slots=True)
 class Neighbour:
     """The user association ranked next above (or below) and where the two paths meet."""
 
-    __slots__ = ("key", "rank", "level_of", "mine", "theirs", "my_level_fs", "their_level_fs", "usage")
     key: Key
     rank: int
     level_of: str  # the account under which the two paths part
@@ -66,16 +57,6 @@ class Neighbour:
     their_level_fs: float
     usage: float | None  # above: their side's extra usage that lets the user pass;
 
-    def __init__(self, key: Key, rank: int, level_of: str, mine: str, theirs: str, my_level_fs: float,
-                 their_level_fs: float, usage: float | None) -> None:
-        set_field(self, "key", key)
-        set_field(self, "rank", rank)
-        set_field(self, "level_of", level_of)
-        set_field(self, "mine", mine)
-        set_field(self, "theirs", theirs)
-        set_field(self, "my_level_fs", my_level_fs)
-        set_field(self, "their_level_fs", their_level_fs)
-        set_field(self, "usage", usage)
     #                      below: the user's extra usage before they are passed (billing-seconds)
 
 
@@ -170,17 +151,11 @@ def budget(ft: FairTree, key: Key) -> float | None:
 
 
 # ---------------------------------------------------------------------------- projection
-@record
+@dataclass(frozen=True, slots=True)
 class RankPoint:
-    __slots__ = ("in_s", "rank", "fairshare")
     in_s: float  # seconds after the snapshot
     rank: int
     fairshare: float
-
-    def __init__(self, in_s: float, rank: int, fairshare: float) -> None:
-        set_field(self, "in_s", in_s)
-        set_field(self, "rank", rank)
-        set_field(self, "fairshare", fairshare)
 
 
 def project_ranks(

@@ -25,7 +25,7 @@ from fscontrol.errors import ConfigError, NotFoundError, UnsafeActionError
 from fscontrol.forecast.classic import Segment, idle_time_to_fairshare, trajectory, usage_to_fairshare
 from fscontrol.records import ShareRow
 
-TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: the forecast's start, records.record)
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms of the forecast's start)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -26,13 +26,13 @@ Pure: no I/O. Errors are :class:`~fscontrol.errors.ConfigError` naming the accou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from fscontrol.errors import ConfigError
-from fscontrol.records import record, set_field
 
 Unit = Literal["cpus", "nodes"]
 UNITS: tuple[str, ...] = ("cpus", "nodes")
@@ -44,24 +44,15 @@ _PERIOD_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 36
 _PERIOD_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdwy])", re.IGNORECASE)
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """One account's award and the occupancies that follow from it (in ``unit``)."""
 
-    __slots__ = ("account", "award", "period_s", "unit", "factor")
     account: str
     award: float  # core-hours (unit "cpus") or node-hours (unit "nodes")
     period_s: float
-    unit: Unit
-    factor: float
-
-    def __init__(self, account: str, award: float, period_s: float, unit: Unit = "cpus",
-                 factor: float = DEFAULT_FACTOR) -> None:
-        set_field(self, "account", account)
-        set_field(self, "award", award)
-        set_field(self, "period_s", period_s)
-        set_field(self, "unit", unit)
-        set_field(self, "factor", factor)
+    unit: Unit = "cpus"
+    factor: float = DEFAULT_FACTOR
 
     @property
     def period_hours(self) -> float:

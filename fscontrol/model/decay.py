@@ -14,10 +14,11 @@ Continuously this is du/dt = c(t) - lambda*u with lambda = -ln(1 - 0.693/T) (Yal
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from fscontrol.records import JobRecord, QosRow, record, set_field
+from fscontrol.records import JobRecord, QosRow
 
 LN2 = math.log(2.0)
 
@@ -57,19 +58,13 @@ def effective_half_life(half_life_s: float) -> float:
 
 
 # ---------------------------------------------------------------------------- Slurm's passes
-@record
+@dataclass(frozen=True, slots=True)
 class Charge:
     """A job charging `rate` (billing x UsageFactor per second) while it runs in [start, end)."""
 
-    __slots__ = ("start", "end", "rate")
     start: float
     end: float
     rate: float
-
-    def __init__(self, start: float, end: float, rate: float) -> None:
-        set_field(self, "start", start)
-        set_field(self, "end", end)
-        set_field(self, "rate", rate)
 
 
 def slurm_pass(usage: float, dt: float, charges: Iterable[tuple[float, float]], half_life_s: float) -> float:

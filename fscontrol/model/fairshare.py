@@ -28,11 +28,12 @@ The rules follow Slurm 22.05 (`assoc_mgr.c`: `_find_assoc_parent`,
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from fscontrol.errors import FscontrolError
-from fscontrol.records import ShareRow, record, replace, set_field
+from fscontrol.records import ShareRow
 
 Key = tuple[str, str]  # (account, user); user "" for an account row
 ROOT: Key = ("root", "")
@@ -43,7 +44,7 @@ class TreeError(FscontrolError, ValueError):
     """The sshare rows do not form one association tree (missing parent, duplicate, no root)."""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AssocFairShare:
     """Classic fair-share of one association, recomputed from raw values.
 
@@ -56,8 +57,6 @@ class AssocFairShare:
     None when undefined (no usage, F = 1, or F underflowed to 0).
     """
 
-    __slots__ = ("account", "user", "parent", "depth", "raw_shares", "shares_parent", "raw_usage", "norm_shares",
-                 "norm_usage", "effective_usage", "fairshare", "halving", "implied_halving")
     account: str
     user: str
     parent: str
@@ -71,23 +70,6 @@ class AssocFairShare:
     fairshare: float
     halving: float | None
     implied_halving: float | None
-
-    def __init__(self, account: str, user: str, parent: str, depth: int, raw_shares: int | None, shares_parent: bool,
-                 raw_usage: float, norm_shares: float, norm_usage: float, effective_usage: float, fairshare: float,
-                 halving: float | None, implied_halving: float | None) -> None:
-        set_field(self, "account", account)
-        set_field(self, "user", user)
-        set_field(self, "parent", parent)
-        set_field(self, "depth", depth)
-        set_field(self, "raw_shares", raw_shares)
-        set_field(self, "shares_parent", shares_parent)
-        set_field(self, "raw_usage", raw_usage)
-        set_field(self, "norm_shares", norm_shares)
-        set_field(self, "norm_usage", norm_usage)
-        set_field(self, "effective_usage", effective_usage)
-        set_field(self, "fairshare", fairshare)
-        set_field(self, "halving", halving)
-        set_field(self, "implied_halving", implied_halving)
 
     @property
     def key(self) -> Key:
@@ -103,22 +85,13 @@ class AssocFairShare:
 
 
 # ---------------------------------------------------------------------------- the tree
-@record
+@dataclass(frozen=True, slots=True)
 class Tree:
-    __slots__ = ("rows", "order", "parent", "fs_parent", "level_shares")
     rows: dict[Key, ShareRow]
     order: tuple[Key, ...]  # parents before children
     parent: dict[Key, Key]  # direct parent
     fs_parent: dict[Key, Key]  # Slurm's fs_assoc_ptr
     level_shares: dict[Key, int]  # per association: sum of its siblings' RawShares
-
-    def __init__(self, rows: dict[Key, ShareRow], order: tuple[Key, ...], parent: dict[Key, Key],
-                 fs_parent: dict[Key, Key], level_shares: dict[Key, int]) -> None:
-        set_field(self, "rows", rows)
-        set_field(self, "order", order)
-        set_field(self, "parent", parent)
-        set_field(self, "fs_parent", fs_parent)
-        set_field(self, "level_shares", level_shares)
 
 
 def _key(row: ShareRow) -> Key:
@@ -531,37 +504,21 @@ def remove_associations(rows: Iterable[ShareRow], keys: Collection[Key]) -> tupl
 
 
 # ---------------------------------------------------------------------------- Yalim figure 2
-@record
+@dataclass(frozen=True, slots=True)
 class ModelOutcome:
-    __slots__ = ("name", "damping", "n_underflow", "n_half")
     name: str
     damping: float
     n_underflow: int  # users with F < 1e-6 (sshare prints 0)
     n_half: int  # users with F <= 0.5
 
-    def __init__(self, name: str, damping: float, n_underflow: int, n_half: int) -> None:
-        set_field(self, "name", name)
-        set_field(self, "damping", damping)
-        set_field(self, "n_underflow", n_underflow)
-        set_field(self, "n_half", n_half)
 
-
-@record
+@dataclass(frozen=True, slots=True)
 class ModelComparison:
-    __slots__ = ("n_users", "n_active", "real_usage", "reference_share", "models")
     n_users: int  # N: user associations considered
     n_active: int  # M: those with RawUsage > 0
     real_usage: float  # root RawUsage without the excluded associations
     reference_share: float
     models: tuple[ModelOutcome, ...]
-
-    def __init__(self, n_users: int, n_active: int, real_usage: float, reference_share: float,
-                 models: tuple[ModelOutcome, ...]) -> None:
-        set_field(self, "n_users", n_users)
-        set_field(self, "n_active", n_active)
-        set_field(self, "real_usage", real_usage)
-        set_field(self, "reference_share", reference_share)
-        set_field(self, "models", models)
 
 
 def model_comparison(

@@ -34,23 +34,22 @@ Fair Tree a user's factor moves only as usage is charged (theirs, or others').
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from fscontrol.model.fairshare import ROOT, Key, Tree, TreeError, build_tree
-from fscontrol.records import ShareRow, record, set_field
+from fscontrol.records import ShareRow
 
 NO_VAL = float(0xFFFFFFFE)  # Slurm's NO_VAL as a long double: a FairShare=parent account's LevelFS
 
 __all__ = ["AssocFairTree", "FairTree", "compute_fair_tree", "TreeError", "NO_VAL"]
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class AssocFairTree:
     """One association under Fair Tree. `rank` and `fairshare` are None for accounts."""
 
-    __slots__ = ("account", "user", "parent", "fs_parent", "depth", "raw_shares", "shares_parent", "raw_usage",
-                 "norm_shares", "effective_usage", "level_fs", "rank", "fairshare")
     account: str
     user: str
     parent: str  # direct parent account ("" for root)
@@ -65,23 +64,6 @@ class AssocFairTree:
     rank: int | None
     fairshare: float | None
 
-    def __init__(self, account: str, user: str, parent: str, fs_parent: str, depth: int, raw_shares: int | None,
-                 shares_parent: bool, raw_usage: float, norm_shares: float, effective_usage: float, level_fs: float,
-                 rank: int | None, fairshare: float | None) -> None:
-        set_field(self, "account", account)
-        set_field(self, "user", user)
-        set_field(self, "parent", parent)
-        set_field(self, "fs_parent", fs_parent)
-        set_field(self, "depth", depth)
-        set_field(self, "raw_shares", raw_shares)
-        set_field(self, "shares_parent", shares_parent)
-        set_field(self, "raw_usage", raw_usage)
-        set_field(self, "norm_shares", norm_shares)
-        set_field(self, "effective_usage", effective_usage)
-        set_field(self, "level_fs", level_fs)
-        set_field(self, "rank", rank)
-        set_field(self, "fairshare", fairshare)
-
     @property
     def key(self) -> Key:
         return (self.account, self.user)
@@ -91,30 +73,19 @@ class AssocFairTree:
         return self.user != ""
 
 
-@record
+@dataclass(frozen=True, slots=True)
 class FairTree:
     """The whole tree under Fair Tree: associations in sshare's order, and the ranking."""
 
-    __slots__ = ("assocs", "n_users", "ranking", "shares_form", "undecided", "rank_choices")
     assocs: tuple[AssocFairTree, ...]
     n_users: int  # N: user associations (slurmctld's g_user_assoc_count)
     ranking: tuple[Key, ...]  # user associations, best first, in slurmctld's walk order
-    shares_form: str  # the NormShares slurmctld ranks with (fairtree.held_shares)
+    shares_form: str = "fair_tree"  # the NormShares slurmctld ranks with (fairtree.held_shares)
     # siblings sshare cannot order (equal printed LevelFS, usage ranges that overlap: ranking_keys),
     # and every rank each user association can have as slurmctld's arithmetic orders them
     # (rank_alternatives); empty when the tree has none
-    undecided: tuple[tuple[Key, ...], ...]
-    rank_choices: Mapping[Key, tuple[int, ...]] | None
-
-    def __init__(self, assocs: tuple[AssocFairTree, ...], n_users: int, ranking: tuple[Key, ...],
-                 shares_form: str = "fair_tree", undecided: tuple[tuple[Key, ...], ...] = (),
-                 rank_choices: Mapping[Key, tuple[int, ...]] | None = None) -> None:
-        set_field(self, "assocs", assocs)
-        set_field(self, "n_users", n_users)
-        set_field(self, "ranking", ranking)
-        set_field(self, "shares_form", shares_form)
-        set_field(self, "undecided", undecided)
-        set_field(self, "rank_choices", rank_choices)
+    undecided: tuple[tuple[Key, ...], ...] = ()
+    rank_choices: Mapping[Key, tuple[int, ...]] | None = None
 
     @property
     def stale_shares(self) -> bool:

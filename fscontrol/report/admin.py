@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 import shlex
 from collections import Counter
@@ -10,7 +11,6 @@ from datetime import datetime, timezone
 
 from fscontrol.model import fairshare
 from fscontrol.model.fairshare import UNDERFLOW
-from fscontrol.records import record, set_field
 from fscontrol.store.history import StoredSnapshot
 
 HOUR = 3600.0
@@ -285,29 +285,18 @@ def _duration(s: float) -> str:
 
 
 # ---------------------------------------------------------------------------- the status table
-@record
+@dataclass(frozen=True, slots=True)
 class Field:
     """One column of the status table: `name` is what -o/--format takes (any case) and what -P's
     header line prints, `header` the plain table's heading, `key` the row's key in status_data."""
 
-    __slots__ = ("name", "header", "key", "spec", "right", "help", "idle_key")
     name: str
     header: str
     key: str
     spec: str | None  # format() spec for numbers (-P drops the thousands separator); None: text
     right: bool
     help: str
-    idle_key: str | None  # the row's flag for an infinite value (Fair Tree's LevelFS with no usage)
-
-    def __init__(self, name: str, header: str, key: str, spec: str | None, right: bool, help: str,
-                 idle_key: str | None = None) -> None:
-        set_field(self, "name", name)
-        set_field(self, "header", header)
-        set_field(self, "key", key)
-        set_field(self, "spec", spec)
-        set_field(self, "right", right)
-        set_field(self, "help", help)
-        set_field(self, "idle_key", idle_key)
+    idle_key: str | None = None  # the row's flag for an infinite value (Fair Tree's LevelFS with no usage)
 
 
 STATUS_FIELDS: tuple[Field, ...] = (

@@ -64,7 +64,7 @@ class LiveSlurm:
     `cluster` adds `-M cluster` (sshare, squeue, sprio, sacct, scontrol, sbatch); never to
     sacctmgr, which has no -M (QOS live in slurmdbd, shared by every cluster it serves).
     SLURM_TIME_FORMAT=%s makes every time POSIX seconds: no time-zone guessing.
-    (A plain class, not a dataclass: records.record says why.)"""
+    (A plain class: it holds settings and runs commands, it is no record.)"""
 
     def __init__(self, cluster: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  env: dict[str, str] | None = None, deadline: float | None = None) -> None:

@@ -8,6 +8,7 @@ rows are the latest sample at or before it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import json
 import os
 import sqlite3
@@ -19,7 +20,7 @@ from collections import namedtuple
 from fscontrol.errors import NotFoundError, StoreError
 from fscontrol.slurm.parse import gc_paused
 from fscontrol.store.connection import Database
-from fscontrol.records import ShareRow, Snapshot, SlurmConfig, record, set_field, share_rows
+from fscontrol.records import ShareRow, Snapshot, SlurmConfig, share_rows
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
 if TYPE_CHECKING:  # the migrations get a real one; every other function here takes a historydb.Database
@@ -729,9 +730,8 @@ def tick_stats(db: sqlite_utils.Database) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- reading
-@record
+@dataclass(frozen=True, slots=True)
 class StoredSnapshot:
-    __slots__ = ("id", "cluster", "taken_at", "config", "shares", "usage_factors", "source", "prio_fairshare", "running")
     id: int
     cluster: str
     taken_at: float
@@ -739,21 +739,8 @@ class StoredSnapshot:
     shares: tuple[ShareRow, ...]
     usage_factors: dict[str, float]
     source: str
-    prio_fairshare: dict[tuple[str, str], float]  # sprio's F by association (default: none)
-    running: tuple  # (job_id, account, user, rate per second, ends_at or None) of the running jobs; default ()
-
-    def __init__(self, id: int, cluster: str, taken_at: float, config: SlurmConfig, shares: tuple[ShareRow, ...],  # noqa: A002
-                 usage_factors: dict[str, float], source: str, prio_fairshare: dict[tuple[str, str], float] | None = None,
-                 running: tuple = ()) -> None:
-        set_field(self, "id", id)
-        set_field(self, "cluster", cluster)
-        set_field(self, "taken_at", taken_at)
-        set_field(self, "config", config)
-        set_field(self, "shares", shares)
-        set_field(self, "usage_factors", usage_factors)
-        set_field(self, "source", source)
-        set_field(self, "prio_fairshare", {} if prio_fairshare is None else prio_fairshare)
-        set_field(self, "running", running)
+    prio_fairshare: dict[tuple[str, str], float] = field(default_factory=dict)  # sprio's F by association (default: none)
+    running: tuple = ()  # (job_id, account, user, rate per second, ends_at or None) of the running jobs; default ()
 
 
 def clusters(db: sqlite_utils.Database) -> list[str]:
