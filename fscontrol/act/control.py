@@ -30,7 +30,7 @@ Padding is delivered by real jobs of the dummy association (RawUsage can only be
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 from collections.abc import Iterable, Sequence
 
@@ -60,7 +60,7 @@ class Decision:
     h_planned: float | None  # S_ref * d_target * (U_real_next + w_target)
     bound: float | None  # damping: the relative error integer d (and hysteresis) may leave
     advise_only: bool
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     d_next: int | None = None  # the d the padding is planned for (the pass after the coming one)
 
     @property
