@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from fscontrol.errors import UnsafeActionError
 from fscontrol.export import metrics
 from fscontrol.export import privacy
 from fscontrol.export import publish as pub
-from fscontrol.records import ShareRow, SlurmConfig, replace
+from fscontrol.records import ShareRow, SlurmConfig
 from fscontrol.report import admin as report
 from fscontrol.store.history import StoredSnapshot
 
