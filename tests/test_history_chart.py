@@ -213,12 +213,12 @@ def test_lines_break_across_a_hole_in_the_record():
     assert html.count("<polyline") == 2
 
 
+@pytest.mark.plot
 def test_a_history_of_collects_only_draws_without_warnings(tmp_path):
     """After the demo (collects, no control decision yet) the README's `history --png` draws the
     empty panels without matplotlib's "No artists with labels found to put in legend" warnings."""
     import warnings
 
-    pytest.importorskip("matplotlib")
     db_path = tmp_path / "h.db"
     for f in sorted(p for p in SERIES.iterdir() if p.is_dir()):
         assert CliRunner().invoke(app, ["collect", "--source", str(f), "--db", str(db_path)]).exit_code == 0

@@ -54,3 +54,17 @@ def test_the_plot_marker_without_matplotlib(tmp_path):
     assert _run(tmp_path, installed=False, require=False) == {"unmarked": "FAILED", "marked": "SKIPPED"}
     # pytest.fail in the setup: an error, the run fails
     assert _run(tmp_path, installed=False, require=True) == {"unmarked": "FAILED", "marked": "ERROR"}
+
+
+def test_no_test_skips_itself_on_matplotlib():
+    """pytest.importorskip("matplotlib") in a test skips it wherever matplotlib is hidden (every
+    unmarked test) or missing, and CI would never see it fail: the marker is the one way."""
+    import ast
+
+    found = []
+    for path in sorted(HERE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("importorskip") and node.args
+                    and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("matplotlib")):
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == [], f"use @pytest.mark.plot instead of importorskip: {found}"
