@@ -118,3 +118,36 @@ def test_a_history_with_a_migration_this_fscontrol_does_not_know_is_refused(tmp_
         store.open_db(path)
     r = _fscontrol("status", "--db", str(path))
     assert r.returncode != 0 and "newer fscontrol" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def _open_at_once(path: Path, barrier, out) -> None:
+    barrier.wait()
+    try:
+        store.open_db(path).close()
+        out.put("ok")
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        out.put(f"{type(e).__name__}: {e}")
+
+
+@pytest.mark.parametrize("fixture", [None, "history-007.db"])
+def test_processes_opening_one_history_at_once_all_open_it_and_it_is_migrated_once(tmp_path, fixture):
+    """The agent's tick and an operator's collect may open a new (or just upgraded) history at the
+    same moment: before, every such race left all but one with 'unreadable: table ... already
+    exists' (or 'locked' from the switch to WAL); now one migrates under the write lock and the
+    others wait and find nothing left to do."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    for trial in range(4):
+        path = tmp_path / f"h{trial}.db"
+        if fixture:
+            shutil.copy(FIXTURES / fixture, path)
+        barrier, out = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=_open_at_once, args=(path, barrier, out)) for _ in range(4)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [out.get(timeout=5) for _ in procs] == ["ok"] * 4
+        rows = sqlite3.connect(path).execute("SELECT name FROM _sqlite_migrations ORDER BY id").fetchall()
+        assert [r[0] for r in rows] == [n for n, _ in store.MIGRATIONS]

@@ -356,16 +356,27 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
 
     sdb = sqlite_utils.Database(db.conn)
     migrations = _migration_set()
-    with sdb.atomic():  # the carry-over of a legacy history, and the tombstone for older fscontrols
+    # One process migrates: the write lock is taken first (BEGIN IMMEDIATE; another process opening
+    # the same history waits for it, up to the busy timeout) and what is applied is read again under
+    # it, so a second opener finds nothing left to do instead of creating the tables twice. Each
+    # migration is a savepoint inside this one transaction (sqlite-utils' atomic() nests).
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        done, legacy = applied_migrations(db)
         migrations.ensure_migrations_table(sdb)
-        if legacy is None:
+        if legacy is None:  # the tombstone for older fscontrols
             sdb.execute(f"CREATE TABLE {LEGACY_TABLE} (name TEXT PRIMARY KEY, applied_at TEXT)")
-        elif LEGACY_MOVED not in legacy:
+        elif LEGACY_MOVED not in legacy:  # the carry-over of a legacy history
             sdb.execute("INSERT OR IGNORE INTO _sqlite_migrations (migration_set, name, applied_at) "
                         f"SELECT ?, name, applied_at FROM {LEGACY_TABLE}", [MIGRATION_SET])
         sdb.execute(f"INSERT OR IGNORE INTO {LEGACY_TABLE} VALUES (?, datetime('now'))", [LEGACY_MOVED])
-    pending = [m.name for m in migrations.pending(sdb)]
-    migrations.apply(sdb)
+        pending = [m.name for m in migrations.pending(sdb)]
+        migrations.apply(sdb)
+        db.conn.execute("COMMIT")
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
     return pending
 
 
@@ -409,7 +420,7 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
         _private(path)
         conn = sqlite3.connect(str(path), timeout=timeout_s)
         db = Database(conn)
-        db.execute("PRAGMA journal_mode=WAL")
+        _wal(db, timeout_s)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
         migrate(db)
@@ -423,6 +434,24 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
     except OSError as e:
         raise StoreError(f"cannot open history database {path}: {e}") from None
     return db
+
+
+def _wal(db, timeout_s: float) -> None:
+    """PRAGMA journal_mode=WAL. Switching a new file needs it alone for a moment, and SQLite answers
+    'locked' at once (no busy wait) when another process opens it at the same time: tried again
+    until timeout_s; a history already in WAL (every one after its first open) needs no switch."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
