@@ -16,6 +16,11 @@
     pass_lead = "3s"                   # `run`: control this long before each decay pass ("0s": on schedule.control)
     pass_trim = "0.5s"                 # `run`: d trimmed on root's usage this long before the pass ("0s": off)
 
+    [forecast]                         # caps on one user's `forecast --plan` / web planner request
+    max_horizon = "60d"                # the longest plan (and --horizon) a user may forecast
+    max_cpus = 4096                    # CPUs per plan step (default: the cluster's size, from sinfo)
+    max_plan_steps = 40                # steps of one plan
+
     [schedule]                         # `fscontrol run`: one interval per stage
     collect = "5m"
     fit = "1h"
@@ -107,6 +112,8 @@ class AgentConfig:
     clusters: dict[str, ClusterConfig] = field(default_factory=dict)
     metrics_group: str | None = None  # node_exporter's group: the textfile 0640 root:GROUP (privacy.py)
     secret: str | None = None  # the site secret (HMAC key); None: `secret` beside the history
+    # [forecast]: max_horizon_s, max_cpus (None: the cluster's size), max_plan_steps
+    forecast: dict[str, Any] = field(default_factory=lambda: _forecast_defaults())
 
     def cluster(self, name: str | None) -> ClusterConfig:
         """The named cluster's settings; defaults for a cluster the file does not name."""
@@ -208,9 +215,35 @@ def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
     return ClusterConfig(**out)
 
 
+def _forecast_defaults() -> dict[str, Any]:
+    from fscontrol.forecast import limits
+
+    return {"max_horizon_s": limits.DEFAULT_MAX_HORIZON_S, "max_cpus": None, "max_plan_steps": limits.DEFAULT_MAX_PLAN_STEPS}
+
+
+def _forecast(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """[forecast]: the caps on one user's forecast request (fscontrol.forecast.limits)."""
+    from fscontrol.forecast import limits
+
+    _unknown("forecast.", raw, {"max_horizon", "max_cpus", "max_plan_steps"})
+    out = _forecast_defaults()
+    if "max_horizon" in raw:
+        h = parse_period(raw["max_horizon"], where="config: 'forecast.max_horizon'")
+        if not 3600 <= h <= limits.HARD_MAX_HORIZON_S:
+            raise ConfigError(f"config: 'forecast.max_horizon' must be between 1 h and 366 d, got {h / 86400:g} d")
+        out["max_horizon_s"] = h
+    for k, hi in (("max_cpus", 10**7), ("max_plan_steps", limits.HARD_MAX_PLAN_STEPS)):
+        if k in raw:
+            v = _type("forecast.", k, raw[k], int)
+            if not 1 <= v <= hi:
+                raise ConfigError(f"config: 'forecast.{k}' must be between 1 and {hi}, got {v}")
+            out[k] = v
+    return out
+
+
 def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
     """Validate a parsed TOML document into an AgentConfig."""
-    _unknown("", raw, {"agent", "schedule", "clusters"})
+    _unknown("", raw, {"agent", "schedule", "clusters", "forecast"})
     agent = _type("", "agent", raw.get("agent", {}), dict)
     _unknown("agent.", agent, {"db", "apply", "lock", "metrics", "metrics_group", "secret", "publish_dir", "admins", "release_on_stop", "slurm_timeout",
                                "tick_deadline", "on_stop", "pass_lead", "pass_trim"})
@@ -267,6 +300,7 @@ def from_dict(raw: Mapping[str, Any]) -> AgentConfig:
                 f"({schedule['collect']:g} s): {stage} runs at a collect, so it cannot run more often"
             )
     out["schedule"] = schedule
+    out["forecast"] = _forecast(_type("", "forecast", raw.get("forecast", {}), dict))
     clusters = _type("", "clusters", raw.get("clusters", {}), dict)
     out["clusters"] = {name: _cluster(name, _type("clusters.", name, c, dict)) for name, c in clusters.items()}
     return AgentConfig(**out)

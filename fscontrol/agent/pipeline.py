@@ -728,6 +728,17 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     return _one_action_tick(db, source, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
 
 
+def cluster_cpus(source: SlurmSource) -> int | None:
+    """The cluster's total CPUs (`sinfo -h -o %C`): the forecast's cap on a plan step. None from a
+    recording or when sinfo fails (the forecast then uses the config's or its fallback cap)."""
+    if isinstance(source, RecordedSlurm) or not hasattr(source, "run"):
+        return None
+    try:
+        return parse.parse_cpu_total(source.run(parse.CPUS_ARGS).stdout)
+    except FscontrolError:
+        return None
+
+
 def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
     """(time of the next decay pass later than `after`, PriorityCalcPeriod), from `scontrol show
     config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where
@@ -936,10 +947,16 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
             upcoming = next_decay_pass(source, after=snap.taken_at)
         except FscontrolError:
             upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
+    from fscontrol.forecast import limits as caps
+
+    fc = getattr(cfg, "forecast", None) or {}
+    size = cluster_cpus(source) if source is not None else None
     gate = _gate_published(db, cfg, cc, snap)
     data = pub.build_published(
         snap,
         gate=gate,
+        limits=caps.published_limits(size, fc.get("max_cpus"), fc.get("max_horizon_s", caps.DEFAULT_MAX_HORIZON_S),
+                                     fc.get("max_plan_steps", caps.DEFAULT_MAX_PLAN_STEPS)),
         reference=cc.reference_share,
         dummy=cc.dummy_key,
         target_core_hours=cc.target_core_hours,

@@ -117,6 +117,7 @@ def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
     import time
 
     from fscontrol.forecast import classic as fc
+    from fscontrol.forecast import limits
     from fscontrol.export import publish as pub
     from fscontrol.forecast import service as uf
     from fscontrol.errors import ConfigError
@@ -134,18 +135,6 @@ def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
     if not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
         raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
     segments: list = []
-    if args.plan:
-        segments = fc.parse_plan(args.plan, args.billing_per_core)
-    for step in args.steps or ():
-        try:
-            if ":" in step:  # --run 56cpus:14d (or idle:3d)
-                segments += fc.parse_plan(step, args.billing_per_core)
-            else:  # --idle 3d
-                segments.append(fc.Segment(fc.parse_duration(step), 0.0))
-        except fc.PlanError as e:
-            raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
-    max_age_s = fc.parse_duration(args.max_age)
-    horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
     process_user, _ = uf.invoker()
     requester, uid = (asker or uf.invoker())[:2]
     site_admin = bool(asker is not None and len(asker) > 2 and asker[2])  # the web page's admins (web.app)
@@ -160,18 +149,44 @@ def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
     else:
         from fscontrol.export import privacy
 
-        data_pub, path = pub.read_published(target, args.cluster)
+        # only the asker's own rows (and the accounts'): a big cluster's file is never held whole
+        data_pub, path = pub.read_published(target, args.cluster, users={who})
         trusted = os.stat(path).st_uid == 0
         if asker is None:  # the process's own user: their own file beside it (privacy.py), theirs alone
             mine = privacy.read_own(path, requester, uid)
             if who == requester:
                 data_pub = privacy.merge_own(data_pub, mine)
+    caps = limits.from_published(data_pub)
+    if (args.plan or args.steps or args.horizon) and caps["max_cpus"] is None and args.source == "live":
+        caps["max_cpus"] = caps["cluster_cpus"] = _live_cluster_cpus(args.cluster)
+    if args.plan:
+        limits.check_plan_text(args.plan, caps)
+    if len(args.steps or ()) > caps["max_plan_steps"]:
+        raise limits.PlanError(f"{len(args.steps)} --run/--idle steps: at most {caps['max_plan_steps']} are forecast in one request")
+    if args.plan:
+        segments = fc.parse_plan(args.plan, args.billing_per_core)
+    for step in args.steps or ():
+        try:
+            if ":" in step:  # --run 56cpus:14d (or idle:3d)
+                segments += fc.parse_plan(step, args.billing_per_core)
+            else:  # --idle 3d
+                segments.append(fc.Segment(fc.parse_duration(step), 0.0))
+        except fc.PlanError as e:
+            raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
+    max_age_s = fc.parse_duration(args.max_age)
+    horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
+    limits.check(segments, horizon_s, caps, args.billing_per_core)
     # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
     # to anyone but what the reader can already read; root's published file keeps the check
     admin = site_admin or uf.is_admin(requester, uid, data_pub, trusted, mine) or (asker is None and args.source not in ("live", "published") and not trusted)
     uf.check_access(who, requester, admin)
     if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
         from fscontrol.forecast import fairtree as ftf
+
+        if own is None:  # a rank depends on everyone's usage: every row
+            data_pub, _ = pub.read_published(path, args.cluster)
+            if asker is None and who == requester:
+                data_pub = privacy.merge_own(data_pub, mine)
 
         if segments:
             raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
@@ -228,6 +243,19 @@ def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
     return data
+
+
+def _live_cluster_cpus(cluster: str | None) -> int | None:
+    """The cluster's CPUs from `sinfo -h -o %C`, run as the user, when the snapshot does not say
+    (a snapshot published without a live source); None when sinfo fails."""
+    from fscontrol.errors import SlurmCommandError
+    from fscontrol.slurm import parse
+    from fscontrol.slurm.source import LiveSlurm
+
+    try:
+        return parse.parse_cpu_total(LiveSlurm(cluster=cluster).run(parse.CPUS_ARGS).stdout)
+    except SlurmCommandError:
+        return None
 
 
 def _published_there(target: Path) -> bool:

@@ -69,6 +69,7 @@ def build_published(
     next_pass_at: float | None = None,
     gate: dict[str, Any] | None = None,
     secret: bytes | None = None,
+    limits: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
@@ -78,7 +79,9 @@ def build_published(
     tokens under the site `secret` (privacy.admin_token; none without a secret). `published_at`
     defaults to the snapshot's time (pure: no clock). `next_pass_at`: slurmctld's next decay pass
     after the snapshot, when the agent knows it (the Fair Tree forecast's pass times). `gate`: the
-    SFS gate's state (:func:`gate_summary`), for `fscontrol why` on a job the gate holds."""
+    SFS gate's state (:func:`gate_summary`), for `fscontrol why` on a job the gate holds. `limits`: the
+    caps on one user's forecast request (forecast.limits.published_limits: the cluster's CPUs, the
+    config's [forecast] caps); the defaults when not given."""
     from fscontrol.export import privacy
     from fscontrol.model import fairshare
     from fscontrol.model.decay import decay_lambda
@@ -122,11 +125,13 @@ def build_published(
         "control_method": method,
         "per_association": not private,
         "next_pass_at": next_pass_at,
-        "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
+        "limits": limits or _default_limits(),
         "running": running_aggregates(snap),
         "gate": None if gate is None else {**gate, "accounts": gate.get("accounts", {}) if privacy.jobs_public(cfg.private_data) else {},
                                            "accounts_published": privacy.jobs_public(cfg.private_data)},
         "own_files": False,  # publish_latest: True once each user's own file is written beside it
+        # last and one row a line (write_published): a forecast reads only its own rows (read_published)
+        "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
     }
 
 
@@ -159,6 +164,12 @@ def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: s
     return {"decided_at": decided, "every_s": every_s, "next_at": None if decided is None else decided + every_s,
             "as_of": decided, "action": table.get("action"), "unit": table.get("unit"),
             "waiting_at_or_under": table.get("under_waiting"), "accounts": accounts}
+
+
+def _default_limits() -> dict[str, Any]:
+    from fscontrol.forecast.limits import published_limits
+
+    return published_limits(None)
 
 
 def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
@@ -290,12 +301,32 @@ def write_published(data: dict[str, Any], path: Path | str) -> Path:
     Readers see the old file or the new one, never a half-written one."""
     from fscontrol.atomic import write_text
 
-    return write_text(path, json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    return write_text(path, published_text(data))
 
 
-def read_published(path: Path | str, cluster: str | None = None) -> tuple[dict[str, Any], Path]:
+ROWS_LINE = ' "associations": ['
+
+
+def published_text(data: dict[str, Any]) -> str:
+    """The file's JSON: the cluster-wide part indented, then the per-association rows last, one
+    compact row a line, so that a forecast reads only its user's rows (read_published's `users`)
+    without holding the whole file (100,000 associations are ~40 MB of JSON)."""
+    head = {k: v for k, v in data.items() if k != "associations"}
+    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
+    if "associations" not in data:
+        return text + "\n"
+    rows = ",\n".join(json.dumps(r, separators=(",", ":"), allow_nan=False) for r in data["associations"])
+    return text[:-2] + ",\n" + ROWS_LINE + ("\n" + rows + "\n ]" if rows else "]") + "\n}\n"
+
+
+def read_published(path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None
+                   ) -> tuple[dict[str, Any], Path]:
     """Read a published snapshot. `path` is the file, or a folder holding <cluster>.json (or a
-    single .json file when no cluster is named). PublishedError (exit 6) when there is none."""
+    single .json file when no cluster is named). PublishedError (exit 6) when there is none.
+
+    `users`: keep only these users' association rows and the accounts' (user ""): the file is
+    read line by line and other rows are never parsed, so memory stays small however big the
+    cluster (the file's layout: published_text). None: every row."""
     p = Path(path)
     hint = "the agent publishes it (`fscontrol publish`, as root, e.g. from cron): ask your admin"
     if p.is_dir():
@@ -312,7 +343,7 @@ def read_published(path: Path | str, cluster: str | None = None) -> tuple[dict[s
     if not p.exists():
         raise PublishedError(f"no published snapshot yet at {p}: {hint}")
     try:
-        data = json.loads(p.read_text())
+        data = _load(p, users)
     except (OSError, ValueError) as e:
         raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -322,3 +353,35 @@ def read_published(path: Path | str, cluster: str | None = None) -> tuple[dict[s
     if cluster and data.get("cluster") != cluster:
         raise PublishedError(f"{p} is for cluster {data.get('cluster')!r}, not {cluster!r}")
     return data, p
+
+
+def _load(p: Path, users: set[str] | frozenset[str] | None) -> Any:
+    """The file's JSON, with the rows of `users` (and of accounts) only when the file is in
+    published_text's layout; a file in another layout is read whole."""
+    head: list[str] = []
+    with p.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.rstrip("\n") in (ROWS_LINE, ROWS_LINE + "]"):
+                break
+            head.append(line)
+        else:
+            return json.loads("".join(head))
+        rows: list[dict] = []
+        needles = None if users is None else tuple(f',"user":{json.dumps(u)},' for u in (*users, ""))
+        for line in fh:
+            row = line.strip().removesuffix(",")
+            if row in ("]", ""):
+                continue
+            if row == "}":
+                break
+            if not (row.startswith("{") and row.endswith("}")):  # not one row a line: read it all
+                return json.loads(p.read_text())
+            if needles is None or any(n in row for n in needles):
+                r = json.loads(row)
+                if users is None or r.get("user") in users or r.get("user") == "":
+                    rows.append(r)
+    text = "".join(head).rstrip().removesuffix(",") + "\n}"
+    data = json.loads(text)
+    if isinstance(data, dict):
+        data["associations"] = rows
+    return data

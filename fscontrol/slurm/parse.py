@@ -47,6 +47,18 @@ def sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
 HISTORY_FIELDS = ("JobID,User,Account,Partition,QOS,State,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
                   "ReqCPUS,AllocCPUS,ReqNodes,NNodes")
 NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P|%c|%T")
+CPUS_ARGS = ("sinfo", "-h", "-o", "%C")  # CPUs allocated/idle/other/total, summed over the partitions shown
+
+
+def parse_cpu_total(text: str) -> int | None:
+    """The cluster's CPUs from `sinfo -h -o %C` ("A/I/O/T" per line, one line unless -M adds a
+    "CLUSTER:" header): the largest total; None when no line reads as one."""
+    best = None
+    for line in text.splitlines():
+        parts = line.strip().split("/")
+        if len(parts) == 4 and all(p.isdigit() for p in parts):
+            best = max(best or 0, int(parts[3]))
+    return best or None
 
 
 def history_sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:

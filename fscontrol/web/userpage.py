@@ -184,8 +184,13 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
     for k in range(runs):
         if k and gap > 0:
             steps.append(f"idle:{gap:g}{u}")
-        steps.append(f"{cpus:g}cpus:{days:g}{u}")
+        steps.append(f"{_plain(cpus)}cpus:{days:g}{u}")
     return ",".join(steps), target
+
+
+def _plain(x: float) -> str:
+    """A number without an exponent (1e+30 -> '1000...'), so --plan reads it and its cap refuses it."""
+    return format(x, "f").rstrip("0").rstrip(".") if x >= 1e5 else f"{x:g}"
 
 
 # ---------------------------------------------------------------------------- Fair Tree
