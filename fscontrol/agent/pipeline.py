@@ -220,8 +220,10 @@ def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge, jobs):
     return at_the_passes(times, at, charge, tail)
 
 
-def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None):
-    """Fit the decay rate to the stored history of a cluster and record the fit.
+def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None,
+                record_fit: bool = True):
+    """Fit the decay rate to the stored history of a cluster and record the fit (unless not
+    `record_fit`: a read-only history, whose fit is only shown).
 
     Uses user associations only (account rows are sums of them) and the sacct charge between
     snapshots; snapshots are thinned to one per decay pass at most."""
@@ -275,8 +277,9 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
         )
     except ValueError as e:
         raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None
-    with store.transaction(db):
-        store.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
+    if record_fit:
+        with store.transaction(db):
+            store.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
     return cluster, len(keep), result
 
 

@@ -318,7 +318,11 @@ def fit(
     from fscontrol.agent import pipeline
 
     try:
-        name, n_snap, r = pipeline.fit_history(_db(db, create=False, readonly=False), cluster, last=last)
+        from fscontrol.store import history as store
+
+        path = db or store.default_db_path()
+        rw = not Path(path).exists() or store.writable(path)  # a read-only history: fitted, shown, not stored
+        name, n_snap, r = pipeline.fit_history(_db(path, create=False, readonly=not rw), cluster, last=last, record_fit=rw)
     except FscontrolError as e:
         raise _fail(e) from None
     data = {
@@ -334,6 +338,7 @@ def fit(
         "breaks": r.n_breaks,
         "outliers": r.n_outliers,
         "converged": r.converged,
+        "stored": rw,
     }
     if json_out:
         typer.echo(json.dumps(data, indent=2))
@@ -344,6 +349,7 @@ def fit(
         f"(configured {r.configured_half_life_s:,.0f} s, Slurm's 1-0.693/T gives {r.expected_half_life_s:,.1f} s; "
         f"drift {drift}{', DRIFTED' if r.drifted else ''})\n"
         f"from {r.n_residuals} snapshot pairs over {n_snap} snapshots; {r.n_breaks} breaks (resets), {r.n_outliers} outliers left out"
+        + ("" if rw else "\nnot stored: the history is read-only to you")
     )
 
 

@@ -415,6 +415,11 @@ def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, r
         raise NotFoundError(f"no history database at {path}: run `fscontrol collect` first")
     if readonly:
         return _open_readonly(path, timeout_s)
+    if path.exists() and not writable(path):
+        db = _open_readonly(path, timeout_s)  # one clear line: a schema too old, else that it is read-only
+        db.close()
+        raise StoreError(f"history database {path} is read-only to you (the file or its folder): the reports "
+                         "(status, history, fit, metrics) read it; collecting into it needs write access")
     ensure_db_folder(path)
     try:
         _private(path)
@@ -455,10 +460,22 @@ def _wal(db, timeout_s: float) -> None:
 
 
 def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
+    """mode=ro; a WAL history whose folder the reader cannot write (an admin's copy, a snapshot on a
+    read-only mount: no -shm can be made) is opened immutable when it has no WAL content to miss."""
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(path))}?mode=ro"
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=timeout_s)
-        db = Database(conn)
-        done, legacy = applied_migrations(db)
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=timeout_s)
+            db = Database(conn)
+            done, legacy = applied_migrations(db)
+        except sqlite3.OperationalError as e:
+            if not _cannot_share(path, e):
+                raise
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True, timeout=timeout_s)
+            db = Database(conn)
+            done, legacy = applied_migrations(db)
     except sqlite3.DatabaseError as e:
         raise StoreError(f"history database {path} is unreadable: {e}") from None
     names = done | ((legacy or set()) - {LEGACY_MOVED})  # a legacy history that is up to date reads as it is
@@ -470,6 +487,28 @@ def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
         raise StoreError(f"history database {path} has schema {have}, this fscontrol reads {known[-1]}: "
                          "the agent's next tick (or `fscontrol collect`) upgrades it")
     return db
+
+
+def _cannot_share(path: Path, e: Exception) -> bool:
+    """The read-only open failed only because SQLite could not make the WAL's shared-memory file
+    beside a history nobody is writing (no -wal with content): the folder is read-only to us."""
+    msg = str(e)
+    if "readonly" not in msg and "unable to open" not in msg:
+        return False
+    wal = Path(f"{path}-wal")
+    try:
+        if wal.exists() and wal.stat().st_size > 0:
+            return False
+    except OSError:
+        return False
+    return not os.access(path.parent, os.W_OK) or not os.access(path, os.W_OK)
+
+
+def writable(path: Path | str) -> bool:
+    """We may write the history (and its folder, for the WAL): the reports that also record
+    (fit) only compute on one we may not."""
+    p = Path(path)
+    return os.access(p, os.W_OK) and os.access(p.parent, os.W_OK)
 
 
 def _disk_full(path: Path) -> bool:
