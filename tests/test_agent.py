@@ -98,9 +98,26 @@ def test_gate_dry_run_on_the_sample(tmp_path):
     assert data["actions"] == [] and data["under_waiting"] == []
 
 
-def test_gate_without_allocations_is_a_clear_error(tmp_path):
-    r = CliRunner().invoke(app, ["gate", "--source", str(SAMPLE), "--db", str(tmp_path / "h.db")])
-    assert r.exit_code == 6 and "no allocations configured for cluster tbcluster" in r.output
+def test_gate_without_allocations_is_no_failure(tmp_path):
+    """A dry-run gate on a cluster with no allocations: one line saying so, exit 0, and the tick
+    is an ok tick in the history and the metrics (before, issue 28: exit 6 and a failed tick)."""
+    from fscontrol.store import history as store
+
+    db = tmp_path / "h.db"
+    r = CliRunner().invoke(app, ["gate", "--source", str(SAMPLE), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    assert r.output.strip().splitlines() == [
+        "no allocations configured for cluster tbcluster: nothing to gate (add [clusters.tbcluster.allocations.ACCOUNT] to the config)"]
+    r = CliRunner().invoke(app, ["gate", "--source", str(SAMPLE), "--db", str(db), "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["actions"] == []
+    conn = store.open_db(db, create=False, readonly=True)
+    try:
+        assert [tuple(x) for x in conn.execute("SELECT stage, status FROM ticks")] == [("gate", "ok"), ("gate", "ok")]
+    finally:
+        conn.close()
+    r = CliRunner().invoke(app, ["metrics", "--db", str(db)])
+    assert 'fscontrol_ticks_total{cluster="tbcluster",stage="gate",status="failed"} 0' in r.output
+    assert 'fscontrol_ticks_total{cluster="tbcluster",stage="gate",status="ok"} 2' in r.output
 
 
 def test_bad_schedule_interval_names_the_key(tmp_path):

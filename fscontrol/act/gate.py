@@ -185,6 +185,7 @@ class GatePlan:
     under_waiting: tuple[str, ...] = ()  # accounts at/under target with waiting jobs
     stale_ledger: tuple[str, ...] = ()  # ledger ids no longer held/demoted by us: drop them
     foreign_held: tuple[str, ...] = field(default=())  # held by a user/admin: left alone
+    note: str | None = None  # why there is nothing to gate (no allocations configured)
 
     @property
     def holds(self) -> tuple[GateAction, ...]:
@@ -205,6 +206,7 @@ class GatePlan:
             "under_waiting": list(self.under_waiting),
             "stale_ledger": list(self.stale_ledger),
             "foreign_held": list(self.foreign_held),
+            "note": self.note,
         }
 
 
@@ -584,6 +586,8 @@ def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, 
 def format_gate_plan(plan: GatePlan, table: str | None = None) -> str:
     """The plan as text: the per-account table (`table`: another rendering of it, -o's fields),
     then the actions with their reasons."""
+    if plan.note and not plan.accounts and not plan.actions:
+        return "\n".join(gate_notes(plan))
     if table is None:
         from tabulate import tabulate
 
@@ -608,9 +612,20 @@ def format_gate_plan(plan: GatePlan, table: str | None = None) -> str:
     return "\n".join(out)
 
 
+def unconfigured_plan(cluster: str, now: float, action: GateMode, held: int = 0) -> GatePlan:
+    """The gate on a cluster with no allocations: nothing to gate, and no failure (a dry run on a
+    cluster the admin has not configured yet is the normal first step). Holds of an earlier
+    configuration stay until `gate --release-all` (said when there are any)."""
+    note = (f"no allocations configured for cluster {cluster}: nothing to gate "
+            f"(add [clusters.{cluster}.allocations.ACCOUNT] to the config)")
+    if held:
+        note += f"; {held} job(s) the agent held earlier stay held until `fscontrol gate --release-all`"
+    return GatePlan(now=now, action=action, unit="cpus", accounts=(), actions=(), note=note)
+
+
 def gate_notes(plan: GatePlan) -> list[str]:
     """What the gate report says after its tables: deferred actions, the ledger, others' holds."""
-    out = []
+    out = [plan.note] if plan.note else []
     if plan.deferred:
         out.append(f"{plan.deferred} more action(s) deferred to the next tick (max actions per tick)")
     if plan.stale_ledger:

@@ -874,8 +874,12 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
     if release_all:
         plan = gate.plan_release_all(snap.queue, rec, now=snap.taken_at, mode=cc.gate.action)
     else:
-        if not cc.allocations:
-            raise NotFoundError(f"no allocations configured for cluster {snap.cluster}: add [clusters.{snap.cluster}.allocations.ACCOUNT]")
+        if not cc.allocations:  # nothing to gate: no failure (issue 28)
+            plan = gate.unconfigured_plan(snap.cluster, snap.taken_at, cc.gate.action, len(rec.held))
+            if rec.cleanup:
+                plan = replace(plan, actions=tuple(rec.cleanup))
+            acts = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
+            return plan, acts, {a.job_id: a.reason for a in plan.actions}
         options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions,
                                    node_cpus=cc.gate.node_cpus)
         plan = gate.plan_gate(snap.queue, cc.allocations, rec.held, options, now=snap.taken_at, hands_off=rec.hands_off,
