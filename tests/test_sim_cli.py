@@ -72,3 +72,21 @@ def test_simulate_conservative_json_and_the_kth_log_read_with_one_processor_per_
     o = cons["overall"]
     assert o["mean_response_s"] > o["mean_wait_s"] > 0 and o["makespan_s"] > 0
     assert easy["policy"]["backfill"] == "easy"
+
+
+def test_simulate_an_empty_swf_is_one_line_and_exit_2(tmp_path):
+    """Issue 28: an SWF with no job lines printed an empty table and exited 0; with --control it
+    was a traceback (sim/controlexp.py:107). An empty file, and one of comments only."""
+    import subprocess
+    import sys
+
+    for name, text in (("empty.swf", ""), ("comments.swf", "; Version: 2.2\n; Computer: none\n")):
+        f = tmp_path / name
+        f.write_text(text)
+        for extra in ((), ("--control", "damping", "--u-star", "10")):
+            r = subprocess.run([sys.executable, "-m", "fscontrol", "simulate", str(f), "--no-progress", *extra],
+                               capture_output=True, text=True, timeout=120, cwd=ROOT)
+            assert r.returncode == 2, (extra, r.stdout, r.stderr)
+            assert r.stdout == "" and "Traceback" not in r.stderr
+            assert r.stderr.strip().splitlines() == [
+                f"fscontrol: error: workload {str(f)!r} has no jobs to simulate: its SWF has no job lines"]

@@ -23,7 +23,18 @@ def load_workload(
     """A workload from a command-line spec: an SWF log (``.swf``, ``.swf.gz``), a scenario
     (``.toml``, ``.json``), ``section9`` / ``section9:SEED`` (Steffen's generator), or a folder
     recorded by ``fscontrol capture`` (a site's own history: :func:`fscontrol.sim.history.read_history`,
-    ``history`` its keyword arguments)."""
+    ``history`` its keyword arguments). One with no jobs is a ConfigError (exit 2): nothing to
+    simulate is one line, never an empty table (issue 28)."""
+    w = _load_workload(spec, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit,
+                       history=history)
+    if not w.jobs:
+        what = "its SWF has no job lines" if str(spec).endswith((".swf", ".swf.gz")) else "it holds no job"
+        raise ConfigError(f"workload {str(spec)!r} has no jobs to simulate: {what}")
+    return w
+
+
+def _load_workload(spec: str | Path, *, procs_per_node: int | None, overrun: str, processors: str, limit: int | None,
+                   history: Mapping[str, Any] | None) -> Workload:
     s = str(spec)
     if s == "section9" or s.startswith("section9:"):
         seed_text = s.partition(":")[2] or "0"
