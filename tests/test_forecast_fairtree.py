@@ -132,6 +132,14 @@ def test_forecast_command_on_the_sample(tmp_path):
     text = subprocess.run(fsc + ["forecast", "--published", str(pub), "--source", str(SAMPLE), "-u", "dave"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT).stdout
     assert "rank 3 of 9" in text and "idle time alone changes nothing" in text
+    # the place in words (issue 28: "rank 1 of 10" read as first); --json keeps the numbers, adds the words
+    assert (a["place"], a["place_text"]) == (7, "7th of 9")
+    assert "  7th of 9 of the user associations: Slurm's rank 3 of 9 (rank 9 is the first)" in text
+    assert "next above: carol@flat (6th of 9)" in text and "next below: alice@flat, 8th of 9" in text
+    bob = subprocess.run(fsc + ["forecast", "--published", str(pub), "--source", str(SAMPLE), "-u", "bob", "-A", "flat",
+                                "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    (b,) = json.loads(bob.stdout)["associations"]
+    assert (b["rank"], b["place_text"]) == (1, "9th of 9 (lowest)")  # the worst place, F = 1/9
     bad = subprocess.run(fsc + ["forecast", "--published", str(pub), "--source", str(SAMPLE), "-u", "dave",
                                 "--run", "8cpus:1h"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert bad.returncode == 2 and "Fair Tree" in bad.stderr and "Traceback" not in bad.stderr
@@ -237,3 +245,23 @@ def test_a_tie_slurmctld_arithmetic_breaks_is_among_the_alternatives(tmp_path):
     assert tie22.by_key()[("genomics", "dave")].rank == 6 and 6 in tie22.rank_choices[("genomics", "dave")]
     data = report.status_data(snap)
     assert any("cannot order" in w for w in data["warnings"])
+
+
+def test_place_in_words_is_the_rank_counted_from_the_top(tmp_path):
+    """Slurm's rank N is the first place and rank 1 the last (F = rank / N): the words count from
+    the top, ties share a place. Independent of the code: the order of F, highest first."""
+    from fscontrol.model.fairtree import ordinal, place_text
+
+    assert [place_text(r, 10) for r in (10, 9, 8, 7, 1)] == [
+        "1st of 10 (highest)", "2nd of 10", "3rd of 10", "4th of 10", "10th of 10 (lowest)"]
+    assert [ordinal(k) for k in (11, 12, 13, 21, 22, 23, 101, 111, 1000)] == [
+        "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th", "1,000th"]
+    db = store.open_db(tmp_path / "h.db")
+    data = report.status_data(store.load_snapshot(db, pipeline.collect(RecordedSlurm(SAMPLE), db).snapshot_id))
+    rows = [r for r in data["table"] if r.get("rank") is not None]
+    by_f = sorted({r["fairshare"] for r in rows}, reverse=True)
+    n = max(r["rank"] for r in rows)
+    for r in rows:  # place = 1 + the number of users with a strictly higher F (rank N: F = 1)
+        higher = sum(1 for x in rows if x["fairshare"] > r["fairshare"] + 1e-12)
+        assert r["place_text"].startswith(ordinal(higher + 1) + f" of {n}"), r
+    assert rows[-1]["place_text"] == f"{ordinal(n)} of {n} (lowest)" and by_f[-1] == rows[-1]["fairshare"]

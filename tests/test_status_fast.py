@@ -63,7 +63,7 @@ def _cell(v, spec: str | None, parsable: bool) -> str:
     return format(v, spec.replace(",", "") if parsable else spec)
 
 
-CLASSIC = [f.name for f in report.STATUS_FIELDS if f.name not in ("Rank", "LevelFS", "AccountLevelFS")]
+CLASSIC = [f.name for f in report.STATUS_FIELDS if f.name not in ("Place", "Rank", "LevelFS", "AccountLevelFS")]
 
 
 @pytest.mark.parametrize("tree", [False, True])

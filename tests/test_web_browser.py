@@ -261,6 +261,8 @@ def test_fair_tree_page_shows_the_cli_forecast(browser, tmp_path):
         for i, a in enumerate(want["associations"]):
             got = _values(page, f"section[aria-labelledby=acct{i}]")
             assert int(got["rank"]) == a["rank"] and int(got["of"]) == a["of"]
+            words = page.eval(f"document.querySelector('section[aria-labelledby=acct{i}] .big + p strong').textContent")
+            assert words == a["place_text"] and words.endswith(f"of {a['of']}" + (" (lowest)" if a["rank"] == 1 else ""))
             assert _close(got["fairshare"], a["fairshare"])
             assert _close(got.get("budget_core_hours"), a["budget_core_hours"])
             levels = page.eval(f"document.querySelectorAll('section[aria-labelledby=acct{i}] table.path tbody tr').length")

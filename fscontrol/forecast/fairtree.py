@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from fscontrol.model.decay import decay_factor_per_second
 from fscontrol.model.fairshare import ROOT, Key, build_tree
-from fscontrol.model.fairtree import FairTree, compute_fair_tree
+from fscontrol.model.fairtree import FairTree, compute_fair_tree, place, place_text
 from fscontrol.records import ShareRow
 
 HOUR = 3600.0
@@ -336,6 +336,9 @@ def forecast_data(
             "account": a.account,
             "rank": a.rank,
             "of": ft.n_users,
+            # Slurm's rank counts from the bottom (rank N is the first place): said in words too
+            "place": None if a.rank is None else place(a.rank, ft.n_users),
+            "place_text": place_text(a.rank, ft.n_users),
             "fairshare": a.fairshare,
             "fairshare_sshare": next((r.fairshare for r in rows if r.key == a.key), None),
             "level_fs": _lfs(a.level_fs),
@@ -344,13 +347,14 @@ def forecast_data(
                  "place": s.place, "siblings": s.siblings}
                 for s in explain(ft, a.key)
             ],
-            "above": None if above is None else _neighbour(above, by),
-            "below": None if below is None else _neighbour(below, by),
+            "above": None if above is None else _neighbour(above, by, ft.n_users),
+            "below": None if below is None else _neighbour(below, by, ft.n_users),
             "budget_core_hours": None if (b := budget(ft, a.key)) is None else b / HOUR,
             "projection": [{"at": _iso(taken + p.in_s), "in_s": taken + p.in_s - now, "rank": p.rank,
                             "fairshare": p.fairshare} for p in due],
             "rank_changes": [{"at": _iso(taken + p.in_s), "in_s": taken + p.in_s - now, "rank": p.rank,
-                              "fairshare": p.fairshare} for p in changes(due, a.rank or 0)][:5],
+                              "place_text": place_text(p.rank, ft.n_users), "fairshare": p.fairshare}
+                             for p in changes(due, a.rank or 0)][:5],
         }
         out.append(entry)
     n_jobs = sum(len(j) for j in (running or {}).values())
@@ -374,10 +378,16 @@ def forecast_data(
     }
 
 
-def _neighbour(n: Neighbour, by) -> dict:
-    return {"user": n.key[1], "account": n.key[0], "rank": n.rank, "level_of": n.level_of, "mine": n.mine,
+def _neighbour(n: Neighbour, by, n_users: int = 0) -> dict:
+    return {"user": n.key[1], "account": n.key[0], "rank": n.rank, "place_text": place_text(n.rank, n_users),
+            "level_of": n.level_of, "mine": n.mine,
             "theirs": n.theirs, "my_level_fs": _lfs(n.my_level_fs), "their_level_fs": _lfs(n.their_level_fs),
             "usage_core_hours": None if n.usage is None else n.usage / HOUR}
+
+
+def _place(x: Mapping) -> str:
+    """The place in words (older --json data without it: Slurm's rank)."""
+    return x.get("place_text") or f"rank {x['rank']}"
 
 
 def _lf_text(x: float | None) -> str:
@@ -390,7 +400,8 @@ def format_forecast(data: Mapping) -> str:
     lines = []
     for a in data["associations"]:
         lines.append(f"{data['user']}@{a['account']} on {data['cluster']} (Fair Tree), snapshot {data['snapshot_age']} old:")
-        lines.append(f"  rank {a['rank']} of {a['of']} user associations: F = {a['rank']}/{a['of']} = {a['fairshare']:.6f}")
+        lines.append(f"  {_place(a)} of the user associations: Slurm's rank {a['rank']} of {a['of']} "
+                     f"(rank {a['of']} is the first), F = {a['rank']}/{a['of']} = {a['fairshare']:.6f}")
         lines.append("  why, level by level (LevelFS = share of the level's shares / share of the parent's usage):")
         for s in a["path"]:
             who = "you" if s["is_user"] else s["name"]
@@ -401,7 +412,7 @@ def format_forecast(data: Mapping) -> str:
             lines.append("  nobody ranks above you")
         else:
             x = ab["usage_core_hours"]
-            lines.append(f"  next above: {ab['user']}@{ab['account']} (rank {ab['rank']}): under {ab['level_of']}, "
+            lines.append(f"  next above: {ab['user']}@{ab['account']} ({_place(ab)}): under {ab['level_of']}, "
                          f"{ab['theirs']} ({_lf_text(ab['their_level_fs'])}) is ahead of {ab['mine']} "
                          f"({_lf_text(ab['my_level_fs'])});")
             lines.append("    you pass them once " + (f"{ab['theirs']} has used {x:,.2f} core-hours more"
@@ -410,17 +421,17 @@ def format_forecast(data: Mapping) -> str:
         be = a["below"]
         if be is not None and a["budget_core_hours"] is not None:
             lines.append(f"  your budget: {a['budget_core_hours']:,.2f} core-hours more before anyone now below "
-                         f"passes you (next below: {be['user']}@{be['account']}, rank {be['rank']})")
+                         f"passes you (next below: {be['user']}@{be['account']}, {_place(be)})")
         if a["projection"]:
             ch = a["rank_changes"]
             if ch:
                 first = ch[0]
-                lines.append(f"  with the jobs running now: rank {first['rank']} (F {first['fairshare']:.6f}) at "
-                             f"{first['at']}, in {duration_text(max(0.0, first['in_s']))}"
-                             + (f"; then {', '.join(str(c['rank']) for c in ch[1:])}" if len(ch) > 1 else ""))
+                lines.append(f"  with the jobs running now: {_place(first)} (rank {first['rank']}, F {first['fairshare']:.6f}) "
+                             f"at {first['at']}, in {duration_text(max(0.0, first['in_s']))}"
+                             + (f"; then {', '.join(_place(c) for c in ch[1:])}" if len(ch) > 1 else ""))
             else:
                 last = a["projection"][-1]
-                lines.append(f"  with the jobs running now: rank {a['rank']} until at least {last['at']}")
+                lines.append(f"  with the jobs running now: {_place(a)} until at least {last['at']}")
             if not data["pass_phase_known"]:
                 lines.append("    (pass times unknown to the agent: within one decay pass)")
     lines.append(f"assumed: {data['assumed']}")

@@ -349,7 +349,9 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
             a = compute_fair_tree(rows).by_key().get((job.account, line.user))
             if a is not None and a.rank is not None:
                 n = sum(1 for r in rows if r.user)
-                detail = f"rank {a.rank} of {n}"
+                from fscontrol.model.fairtree import place_text
+
+                detail = f"{place_text(a.rank, n)} (Slurm's rank {a.rank} of {n})"
         except (SlurmCommandError, ParseError, ValueError):
             detail = None  # PrivateData: the tree is not visible to this user
     names = _padding_names(source, job, queue, partitions)

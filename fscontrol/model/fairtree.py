@@ -407,6 +407,27 @@ def rank_alternatives(t: Tree, lf: Mapping[Key, float], kids: Mapping[Key, list[
     return {k: tuple(sorted(v)) for k, v in out.items() if len(v) > 1}
 
 
+def place(rank: int, n: int) -> int:
+    """A user association's place from the top: Slurm's rank N is the first place, rank 1 the last
+    (F = rank / N), so "rank 1 of 10" is the lowest; tied ranks share a place."""
+    return n - rank + 1
+
+
+def ordinal(k: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st, 102nd."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k:,}{suffix}"
+
+
+def place_text(rank: int | None, n: int) -> str | None:
+    """The place in words: "1st of 10 (highest)", "4th of 10", "10th of 10 (lowest)"."""
+    if rank is None or n < 1:
+        return None
+    k = place(rank, n)
+    end = " (highest)" if k == 1 else " (lowest)" if k == n else ""
+    return f"{ordinal(k)} of {n:,}{end}"
+
+
 def compute_fair_tree(rows: Iterable[ShareRow]) -> FairTree:
     """Every association's Fair Tree values, and every user association's rank and F. S is what
     slurmctld holds (held_shares): Fair Tree's own, unless sshare's NormShares column shows it

@@ -315,7 +315,9 @@ STATUS_FIELDS: tuple[Field, ...] = (
           "the extra usage of this user alone that halves its F"),
     Field("ImpliedHalving", "u/-log2 F", "implied_halving_core_hours", ",.3f", True,
           "Yalim's u / -log2 F, only for a user alone in a first-tier account"),
-    Field("Rank", "rank", "rank", "d", True, "Fair Tree: the user association's rank, N the first; F = rank / N"),
+    Field("Place", "place", "place_text", None, False,
+          "Fair Tree: the user association's place in words, '1st of N (highest)' to 'Nth of N (lowest)'"),
+    Field("Rank", "rank", "rank", "d", True, "Fair Tree: Slurm's rank of the user association, N the first; F = rank / N"),
     Field("LevelFS", "LevelFS", "level_fs", ".6f", True,
           "Fair Tree: NormShares / EffectvUsage among its siblings (inf: no usage)", "level_fs_idle"),
     Field("AccountLevelFS", "account LevelFS", "account_level_fs", ".6f", True,
@@ -326,9 +328,9 @@ DEFAULT_FIELDS = ("User", "Account", "Usage", "NormShares", "EffectvUsage", "F",
                   "ImpliedHalving")
 LONG_FIELDS = ("User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "NormUsage", "EffectvUsage", "F",
                "FairShare", "FSprio", "HalvesAfter", "ImpliedHalving")
-FAIR_TREE_FIELDS = ("Rank", "User", "Account", "Usage", "NormShares", "EffectvUsage", "LevelFS", "AccountLevelFS", "F",
+FAIR_TREE_FIELDS = ("Place", "Rank", "User", "Account", "Usage", "NormShares", "EffectvUsage", "LevelFS", "AccountLevelFS", "F",
                     "FairShare", "FSprio")
-FAIR_TREE_LONG_FIELDS = ("Rank", "User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "EffectvUsage",
+FAIR_TREE_LONG_FIELDS = ("Place", "Rank", "User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "EffectvUsage",
                          "LevelFS", "AccountLevelFS", "F", "FairShare", "FSprio")
 
 
@@ -956,6 +958,7 @@ def status_data_fair_tree(
                 else finite(acct.level_fs),
                 "account_level_fs_idle": acct is not None and acct.key != fairshare.ROOT and acct.level_fs == float("inf"),
                 "rank": a.rank,
+                "place_text": fairtree.place_text(a.rank, ft.n_users),
                 "fairshare": a.fairshare,
                 "fairshare_sshare": sshare_f.get(a.key),
                 "fairshare_sprio": snap.prio_fairshare.get(a.key),

@@ -194,6 +194,11 @@ def _plain(x: float) -> str:
 
 
 # ---------------------------------------------------------------------------- Fair Tree
+def _place(x: Mapping) -> str:
+    """Fair Tree's place in words ("10th of 10 (lowest)"); Slurm's rank where the data has none."""
+    return x.get("place_text") or f"rank {x['rank']}"
+
+
 def _lf(x: float | None) -> str:
     return "∞ (no usage)" if x is None else f"{x:.6f}"
 
@@ -202,20 +207,21 @@ def _fairtree_summary(data: Mapping, a: Mapping, i: int) -> str:
     parts = [f'<section class="card" aria-labelledby="acct{i}"><h2 id="acct{i}">Account {esc(a["account"])}</h2>',
              '<div class="grid"><div>'
              f'<div class="big" aria-label="F now">{val("fairshare", a["fairshare"], ".4f")}</div>'
-             f'<p>rank {val("rank", a["rank"], "d")} of {val("of", a["of"], "d")} user associations: F = rank / N</p></div>'
+             f'<p><strong>{esc(a.get("place_text") or "")}</strong> of the user associations (Slurm\'s rank '
+             f'{val("rank", a["rank"], "d")} of {val("of", a["of"], "d")}: rank N is the first): F = rank / N</p></div>'
              '<dl class="kv">']
     if a["budget_core_hours"] is not None:
         parts.append(f'<dt>Your budget before anyone below passes you</dt><dd>{val("budget_core_hours", a["budget_core_hours"], ",.2f")} core-hours</dd>')
     ab, be = a["above"], a["below"]
     if ab is not None:
         x = ab["usage_core_hours"]
-        parts.append(f'<dt>Next above you (rank {ab["rank"]})</dt><dd>{esc(ab["user"])}@{esc(ab["account"])}: you pass them once '
+        parts.append(f'<dt>Next above you ({esc(_place(ab))})</dt><dd>{esc(ab["user"])}@{esc(ab["account"])}: you pass them once '
                      f'{esc(ab["theirs"])} has used ' + (val("above_usage_core_hours", x, ",.2f") + " core-hours more" if x is not None
                                                        else "more (never by usage alone)") + "</dd>")
     else:
         parts.append("<dt>Next above you</dt><dd>nobody: you rank first</dd>")
     if be is not None:
-        parts.append(f'<dt>Next below you (rank {be["rank"]})</dt><dd>{esc(be["user"])}@{esc(be["account"])}</dd>')
+        parts.append(f'<dt>Next below you ({esc(_place(be))})</dt><dd>{esc(be["user"])}@{esc(be["account"])}</dd>')
     parts.append("</dl></div>")
     rows = "".join(
         f'<tr><td>{esc(s["level_of"])}</td><td>{"you" if s["is_user"] else esc(s["name"])}</td>'
@@ -231,8 +237,8 @@ def _fairtree_summary(data: Mapping, a: Mapping, i: int) -> str:
         horizon = pts[-1][0]
         unit, scale = _unit(horizon)
         ch = a["rank_changes"]
-        summary = (f"rank {ch[0]['rank']} in {duration_text(max(0.0, ch[0]['in_s']))}" if ch
-                   else f"rank {a['rank']} throughout")
+        summary = (f"{_place(ch[0])} in {duration_text(max(0.0, ch[0]['in_s']))}" if ch
+                   else f"{_place(a)} throughout")
         parts.append("<h3>Projection: the jobs running now go on, nobody starts another</h3>")
         parts.append(chart_svg(pts, x_unit=unit, x_scale=scale, step=True, chart_id=f"proj{i}",
                                title="F = rank / N after each coming decay pass", desc=f"F now {a['fairshare']:.3f}; {summary}."))
