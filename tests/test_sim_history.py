@@ -47,19 +47,39 @@ def by_hand(folder: Path, name: str) -> tuple[int, float]:
     return count, core_s
 
 
+def pending_by_hand(folder: Path) -> dict[str, tuple[int, float, float]]:
+    """The jobs pending at the capture, from the raw squeue.txt: id -> (CPUs, submit, limit in s)."""
+    lines = [ln for ln in (folder / "squeue.txt").read_text().splitlines() if ln.strip()]
+    head = lines[0].split("|")
+    out = {}
+    for ln in lines[1:]:
+        row = dict(zip(head, ln.split("|")))
+        if row["STATE"] != "PENDING" or row["TIME_LIMIT"] == "UNLIMITED":
+            continue
+        parts = [int(x) for x in row["TIME_LIMIT"].replace("-", ":").split(":")]
+        secs = sum(v * m for v, m in zip(reversed(parts), (1, 60, 3600, 86400)))
+        out[row["JOBID"]] = (int(row["CPUS"]), float(row["SUBMIT_TIME"]), float(secs))
+    return out
+
+
 @pytest.mark.parametrize("name", PLAIN)
 def test_plain_samples_replay_with_sacct_totals(name):
     folder = SAMPLES / name
     w = read_history(folder, machine=128)
     count, core_s = by_hand(folder, "sacct")
-    assert len(w.jobs) == count > 0
+    pending = pending_by_hand(folder)
+    ran = [j for j in w.jobs if j.job_id not in pending]
+    assert len(ran) == count > 0
     running = w.meta["stats"]["running_at_capture"]
     # ElapsedRaw of a job still running is taken a moment before the capture's end: allow 2 s each
-    assert abs(sum(j.size * j.run for j in w.jobs) - core_s) <= 2 * 128 * running + 1e-6
+    assert abs(sum(j.size * j.run for j in ran) - core_s) <= 2 * 128 * running + 1e-6
     assert w.meta["jobs_from"] == "sacct.txt" and w.meta["stats"]["no_limit"] == count  # -T sample: no limits
+    # the jobs pending at the capture are replayed: at their submit time, for their time limit
+    assert {j.job_id: (j.size, j.submit, j.run) for j in w.jobs if j.job_id in pending} == pending
+    assert w.meta["stats"]["pending"] == len(pending)
     assert {r.account for r in w.shares} >= {"flat", "fsadmin"}
     r = run_simulation(w, "easy")
-    assert r.overall["finished"] == count
+    assert r.overall["finished"] == count + len(pending)
     assert abs(sum(e - s for s, e in zip(r.start, r.end)) - sum(j.run for j in w.jobs)) < 1e-6
 
 
@@ -94,7 +114,7 @@ def test_load_workload_and_cli_take_a_folder():
     assert w.meta["source"] == "slurm" and w.nodes == 128
     r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "--no-progress"])
     assert r.exit_code == 0, r.output
-    assert "workload testbed-basic: 8 jobs on 128 CPUs; policy easy" in r.output and "CPU-hours" in r.output
+    assert "workload testbed-basic: 17 jobs on 128 CPUs; policy easy" in r.output  # 8 ran, 9 pending at the capture and "CPU-hours" in r.output
     r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--unit", "nodes", "--machine", "1",
                                  "--json", "--no-progress"])
     assert r.exit_code == 0, r.output
@@ -124,15 +144,16 @@ def test_reader_rules_on_hand_made_lines():
         "6|c|z|p2|normal|TIMEOUT|100|90|300|420|120|2|16|16|1|1",          # Eligible before Submit: Submit
     ]
     jobs, st = jobs_from_sacct([head, *rows], "sacct")
-    assert [j.job_id for j in jobs] == ["1", "2", "5", "6"]
+    assert [j.job_id for j in jobs] == ["1", "2", "4", "5", "6"]
     assert st["never_started"] == 1 and st["pending"] == 1 and st["running_at_capture"] == 1
     assert st["overrun"] == 1 and st["no_limit"] == 1
-    j2, j5, j6 = jobs[1], jobs[2], jobs[3]
+    j2, j4, j5, j6 = jobs[1], jobs[2], jobs[3], jobs[4]
+    assert (j4.submit, j4.run, j4.estimate, j4.size) == (100, 300, 300, 2)  # pending: runs for its limit
     assert (j2.submit, j2.submitted, j2.estimate, j2.run) == (150, 100, 240, 240)
     assert (j5.size, j5.nodes, j5.qos, j5.estimate) == (8, 2, "high", 30)
     assert j6.submit == 100 and j6.estimate == 120
     jobs, st = jobs_from_sacct([head, *rows], "sacct", unit="nodes", partitions=frozenset({"p1"}))
-    assert [j.size for j in jobs] == [1, 1, 2] and st["other_partition"] == 1  # job 3 never started
+    assert [j.size for j in jobs] == [1, 1, 1, 2] and st["other_partition"] == 1  # job 3 never started
     with pytest.raises(ParseError, match="missing column"):
         jobs_from_sacct(["JobID|User", "1|a"], "sacct")
     with pytest.raises(ParseError, match="fields, header has"):
@@ -167,3 +188,21 @@ def test_a_replay_under_multifactor_uses_the_captured_tree_and_settings():
     assert r.exit_code == 0, r.output
     (run,) = json.loads(r.output)
     assert run["policy"]["priority"]["half_life_s"] == 300.0 and run["halving"]["u_star"] == 1800.0
+
+
+def test_capture_then_simulate_keeps_the_pending_jobs():
+    """Issue 28: `capture` then `simulate` dropped the jobs pending at the capture (testbed-basic: 17
+    recorded, 8 simulated, mean wait 0). The 9 pending jobs arrive at their submit time with their
+    time limits; on the testbed's 128 CPUs they cannot all start at once (they need 27 CPUs beside
+    the 120 of the jobs running then), so some wait."""
+    w = read_history(SAMPLES / "testbed-basic", machine=128)
+    pending = pending_by_hand(SAMPLES / "testbed-basic")
+    assert len(pending) == 9 and set(pending) <= {j.job_id for j in w.jobs}
+    r = run_simulation(w, "easy")
+    assert r.overall["finished"] == len(w.jobs) == 17
+    start = {j.job_id: s for j, s in zip(w.jobs, r.start)}
+    job11 = next(j for j in w.jobs if j.job_id == "11")
+    assert (job11.size, job11.estimate) == (16, 600.0)
+    assert sum(j.size for j in w.jobs if j.job_id in pending) == 27
+    assert any(start[k] > j.submit for k, j in ((j.job_id, j) for j in w.jobs))
+    assert r.overall["mean_wait_s"] > 0

@@ -19,8 +19,13 @@ The rules, each counted in ``meta["stats"]``:
 - The simulator's arrival (``SimJob.submit``) is the job's **eligible** time (after ``--begin``,
   a dependency or a hold; Slurm's ``Eligible``), the real submit time is kept in
   ``SimJob.submitted``: dependencies replay at their recorded times, not the simulated ones.
-- A job that never started (no ``Start``, still PENDING, or CANCELLED with no elapsed time) is
-  left out. A job still RUNNING at the capture runs for what it had run so far.
+- A job still PENDING at the capture is replayed: it arrives at its eligible (else submit) time
+  and runs for its time limit (what it may use; from sacct's ``TimelimitRaw``, else from the
+  capture's ``squeue.txt``, which also gives its CPUs and nodes where sacct shows none); one with
+  no limit anywhere (UNLIMITED) is left out and counted (``pending_no_limit``). Pending jobs in
+  ``squeue.txt`` that sacct's window missed are added the same way.
+- A job that never started and is gone (CANCELLED with no elapsed time, or no ``Start``) is left
+  out. A job still RUNNING at the capture runs for what it had run so far.
 - Size: CPUs (``unit="cpus"``, the default: allocated, else requested; the machine is the sum of
   the nodes' CPUs) or nodes (``unit="nodes"``: the machine is the node count).
 - Limit: ``TimelimitRaw`` (minutes); none recorded (UNLIMITED, or a plain sample): the run time.
@@ -95,8 +100,11 @@ def jobs_from_sacct(
     *,
     unit: str = "cpus",
     partitions: frozenset[str] | None = None,
+    queue: dict[str, Any] | None = None,
 ) -> tuple[list[SimJob], dict[str, int]]:
-    """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS)."""
+    """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS).
+    `queue`: the capture's squeue rows by job id (records.QueueJob): the pending jobs' time limits
+    and sizes where sacct has none."""
     if unit not in UNITS:
         raise ConfigError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
     it = iter(enumerate(lines, 1))
@@ -109,7 +117,7 @@ def jobs_from_sacct(
         if missing:
             raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
         break
-    stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "running_at_capture": 0,
+    stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "pending_no_limit": 0, "running_at_capture": 0,
              "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0}
     if header is None:
         return [], stats
@@ -140,7 +148,11 @@ def jobs_from_sacct(
         except ValueError as e:
             raise ParseError(command, f"bad value ({e})", no, line) from None
         if state == "PENDING":
-            stats["pending"] += 1
+            job = _pending(col(f, "JobID"), col(f, "User"), col(f, "Account"), col(f, "Partition"), col(f, "QOS"),
+                           submit, eligible, limit, cpus, nodes, (queue or {}).get(col(f, "JobID")), unit, partitions,
+                           stats)
+            if job is not None:
+                jobs.append(job)
             continue
         if start is None or submit is None or (elapsed == 0 and state == "CANCELLED"):
             stats["never_started"] += 1
@@ -172,6 +184,43 @@ def jobs_from_sacct(
     return jobs, stats
 
 
+def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: float | None, eligible: float | None,
+             limit: float | None, cpus: int, nodes: int, q, unit: str, partitions: frozenset[str] | None,
+             stats: dict[str, int]) -> SimJob | None:
+    """A job pending at the capture as a SimJob: it arrives when it became eligible (else when
+    submitted) and runs for its time limit. `q`: its squeue row (limit, CPUs, nodes, submit)."""
+    if q is not None:
+        limit = limit if limit is not None else (None if q.time_limit_s is None else float(q.time_limit_s))
+        cpus, nodes = cpus or q.cpus, nodes or q.nodes
+        submit = submit if submit is not None else q.submit
+    if submit is None:
+        stats["never_started"] += 1
+        return None
+    if partitions is not None and not (set(part.split(",")) & partitions):
+        stats["other_partition"] += 1
+        return None
+    if limit is None or limit <= 0:
+        stats["pending_no_limit"] += 1
+        return None
+    size = cpus if unit == "cpus" else nodes
+    if size <= 0:
+        stats["zero_size"] += 1
+        return None
+    stats["pending"] += 1
+    stats["kept"] += 1
+    arrival = submit if eligible is None or eligible < submit else eligible
+    return SimJob(job_id, arrival, limit, limit, size, user, account, part, qos, cpus, nodes, submit)
+
+
+def _queue(d: Path, commands: dict) -> dict[str, Any]:
+    """The capture's squeue.txt (every capture has it): its rows by job id; {} without it."""
+    path = d / "squeue.txt"
+    if not path.is_file():
+        return {}
+    return {q.job_id: q for q in parse.parse_squeue(path.read_text(), " ".join(commands.get("squeue", {}).get("argv")
+                                                                               or ["squeue"]))}
+
+
 def read_history(
     folder: str | Path,
     *,
@@ -200,11 +249,20 @@ def read_history(
         raise ConfigError(f"{d} has neither jobs.txt (capture --history) nor sacct.txt")
     argv = commands.get(source, {}).get("argv") or [source]
     command = " ".join(argv)
+    queue = _queue(d, commands)
     with open(path, encoding="utf-8", errors="strict") as fh:
         try:
-            jobs, stats = jobs_from_sacct((ln.rstrip("\n") for ln in fh), command, unit=unit, partitions=parts)
+            jobs, stats = jobs_from_sacct((ln.rstrip("\n") for ln in fh), command, unit=unit, partitions=parts,
+                                          queue=queue)
         except UnicodeDecodeError as e:
             raise ConfigError(f"{path} holds bytes that are not UTF-8 (at byte {e.start})") from None
+    seen = {j.job_id for j in jobs}
+    for q in queue.values():  # pending at the capture, outside sacct's window
+        if q.state == "PENDING" and q.job_id not in seen:
+            job = _pending(q.job_id, q.user, q.account, q.partition, q.qos, q.submit, None, None, 0, 0, q, unit, parts,
+                           stats)
+            if job is not None:
+                jobs.append(job)
     node_info: dict[str, Any] = {}
     if (d / "nodes.txt").is_file():
         nodes = parse_nodes((d / "nodes.txt").read_text(), " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
