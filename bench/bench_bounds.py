@@ -11,9 +11,11 @@ forecast's imports, no work).
 
 Requests: no plan; plans of 1 day, 7 days and the longest the default caps allow (60 days);
 the web planner's default campaign (16 CPUs x 7 d, 3 d idle, 2 runs = 17 days; the page makes
-this request and the plain one); and two refused ones (16cpus:2000w, 10^6 CPUs: exit 2).
+this request and the plain one); and two refused ones (16cpus:2000w, 10^6 CPUs: exit 2). Then
+the Fair Tree forecast (no plan: Fair Tree has none) on the same tree, its published file's
+priority_mode set to fair_tree (the generator writes classic clusters only).
 
-Run:  .venv/bin/python bench/bench_bounds.py [--repeat 3] [--users 2500,93000] [--skip-long]
+Run:  .venv/bin/python bench/bench_bounds.py [--repeat 3] [--users 2500,93000] [--skip-long] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 PEAK = ("import atexit, sys\n"
         "def peak():\n"
         "    hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM:')][0]\n"
@@ -77,6 +80,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per request (the median is shown)")
     ap.add_argument("--users", default="2500,93000", help="synthetic cluster sizes (93,000 users: ~100,000 associations)")
     ap.add_argument("--skip-long", action="store_true", help="leave out the 60-day plan (slow on today's projection)")
+    ap.add_argument("--only", help="only the requests whose name contains this text (the baseline always runs)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-bounds-") as t:
         tmp = Path(t)
@@ -86,10 +90,22 @@ def main() -> int:
             print(f"| request | exit | CPU s (median of {args.repeat}) | peak RSS MiB | x baseline CPU | x baseline RSS |")
             print("|---|---|---|---|---|---|")
             base = None
-            for name, extra in REQUESTS:
+            import json
+
+            from fscontrol.export import publish as pub
+
+            ft = json.loads(published.read_text())
+            ft["config"]["priority_mode"] = "fair_tree"
+            ft_file = pub.write_published(ft, published.with_name(published.stem + "-fairtree.json"))
+            del ft
+            for name, extra in REQUESTS + [("Fair Tree forecast (no plan)", ["--fair-tree"])]:
                 if args.skip_long and extra and "60d" in extra[-1]:
                     continue
-                tail = ["--version"] if extra is None else ["--published", str(published), "--source", "published",
+                if args.only and extra is not None and args.only not in name:
+                    continue
+                target = ft_file if extra == ["--fair-tree"] else published
+                extra = [] if extra == ["--fair-tree"] else extra
+                tail = ["--version"] if extra is None else ["--published", str(target), "--source", "published",
                                                             "-u", user, "--stale-ok", *extra]
                 runs = [one([sys.executable, "-c", PEAK, "forecast", *tail]) for _ in range(args.repeat)]
                 code = runs[0][0]

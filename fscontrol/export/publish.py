@@ -357,7 +357,10 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
 
 def _load(p: Path, users: set[str] | frozenset[str] | None) -> Any:
     """The file's JSON, with the rows of `users` (and of accounts) only when the file is in
-    published_text's layout; a file in another layout is read whole."""
+    published_text's layout; a file in another layout is read whole, as is every row (one
+    json.loads shares the rows' key strings; one json.loads a row does not)."""
+    if users is None:
+        return json.loads(p.read_text())
     head: list[str] = []
     with p.open(encoding="utf-8") as fh:
         for line in fh:
@@ -367,7 +370,7 @@ def _load(p: Path, users: set[str] | frozenset[str] | None) -> Any:
         else:
             return json.loads("".join(head))
         rows: list[dict] = []
-        needles = None if users is None else tuple(f',"user":{json.dumps(u)},' for u in (*users, ""))
+        needles = tuple(f',"user":{json.dumps(u)},' for u in (*users, ""))
         for line in fh:
             row = line.strip().removesuffix(",")
             if row in ("]", ""):
@@ -376,9 +379,9 @@ def _load(p: Path, users: set[str] | frozenset[str] | None) -> Any:
                 break
             if not (row.startswith("{") and row.endswith("}")):  # not one row a line: read it all
                 return json.loads(p.read_text())
-            if needles is None or any(n in row for n in needles):
+            if any(n in row for n in needles):
                 r = json.loads(row)
-                if users is None or r.get("user") in users or r.get("user") == "":
+                if r.get("user") in users or r.get("user") == "":
                     rows.append(r)
     text = "".join(head).rstrip().removesuffix(",") + "\n}"
     data = json.loads(text)
