@@ -189,7 +189,15 @@ def test_planner_redraws_the_curve_without_a_reload(browser, classic):
     page.wait_for("document.querySelector('#plan-status .error') !== null")
     assert page.eval("document.querySelector('#plan0 polyline').getAttribute('points')") == after
     _local_only(page, site.origin)
+    # beyond the caps (issue 28): a plan longer than the site's max_horizon (60 days) is the CLI's one line
     page.type_into("#f-cpus", "64")
+    page.type_into("#f-length", "30")
+    page.eval("(s => { s.value = 'd'; s.dispatchEvent(new Event('input', {bubbles: true})); })(document.getElementById('f-unit'))")
+    page.wait_for("document.querySelector('#plan-status .error') !== null")
+    page.wait_for("document.querySelector('#plan-status .error').textContent.includes('at most 60 days are forecast')")
+    assert "lasts 92 days" in page.eval("document.querySelector('#plan-status .error').textContent")
+    page.type_into("#f-length", "10")
+    page.eval("(s => { s.value = 'm'; s.dispatchEvent(new Event('input', {bubbles: true})); })(document.getElementById('f-unit'))")
     page.wait_for("document.getElementById('plan-status').textContent.startsWith('Updated')")
     page.eval("document.getElementById('planner').scrollIntoView()")
     _shot(page, "user-page-planned.png")
