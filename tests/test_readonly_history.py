@@ -112,8 +112,11 @@ def test_readonly_history_that_needs_a_migration_is_one_line(readonly_history):
     old.parent.mkdir()
     shutil.copy(db_path, old)
     conn = sqlite3.connect(old)
-    last = conn.execute("SELECT name FROM _migrations ORDER BY name DESC LIMIT 1").fetchone()[0]
-    conn.execute("DELETE FROM _migrations WHERE name = ?", [last])  # as an older fscontrol left it
+    last = store.MIGRATIONS[-1][0]  # the newest migration undone in the bookkeeping: as an older fscontrol left it
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in ("_sqlite_migrations", "_migrations"):
+        if table in tables:
+            conn.execute(f"DELETE FROM {table} WHERE name = ?", [last])
     conn.commit()
     conn.close()
     os.chmod(old, 0o444)
