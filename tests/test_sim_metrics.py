@@ -72,7 +72,7 @@ def _loop_metrics(
         mean_bsld=bsd / done,
         first_start_latency_s=first_start - first_submit,
         node_hours=node_s / 3600.0,
-        throughput_per_h=done / (span / HOUR) if span > 0 else None,
+        throughput_per_h=done / (span / HOUR) if span / HOUR > 0 else None,
     )
     return out
 
@@ -141,3 +141,11 @@ def test_utilization_hand_worked():
     assert u == (200 + 200) / (4 * 200)
     assert utilization([], [], [], [], 4) is None
     assert utilization([5.0], [math.inf], [10.0], [1], 4) is None
+
+
+def test_a_span_of_a_few_ulps_has_no_throughput():
+    """Found by hypothesis: a job that runs for 5e-324 s spans a positive time that divides to 0 h."""
+    from fscontrol.sim.metrics import metrics_by_group
+
+    (g,) = metrics_by_group([0], 1, [0.0], [0.0], [5e-324], [5e-324], [1])
+    assert g["throughput_per_h"] is None and g["finished"] == 1

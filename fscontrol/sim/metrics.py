@@ -131,6 +131,6 @@ def metrics_by_group(
             mean_bsld=float(bsd[k]) / m,
             first_start_latency_s=float(first_start[k]) - fs,
             node_hours=float(node_s[k]) / 3600.0,
-            throughput_per_h=m / (span / HOUR) if span > 0 else None,
+            throughput_per_h=m / (span / HOUR) if span / HOUR > 0 else None,  # (a span of a few ulps divides to 0)
         )
     return out
