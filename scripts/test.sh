@@ -40,7 +40,7 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
     tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py \
     tests/test_integration_fairtree_forecast.py tests/test_integration_fit.py tests/test_site_install.py \
     tests/test_integration_gate.py tests/test_integration_why.py tests/test_integration_agent.py \
-    tests/test_integration_faults.py tests/test_integration_off.py > "$out/2411.log" 2>&1 &
+    tests/test_integration_faults.py tests/test_integration_off.py tests/test_integration_privacy.py > "$out/2411.log" 2>&1 &
   second=$!
 fi
 set +e
