@@ -187,7 +187,7 @@ def test_run_refuses_a_bad_duration_and_a_bad_schedule(tmp_path):
 
     from fscontrol.cli.app import app
 
-    r = CliRunner().invoke(app, ["run", "-s", str(BASIC), "--db", str(tmp_path / "h.db"), "--for", "soon"])
+    r = CliRunner().invoke(app, ["run", "--defaults", "-s", str(BASIC), "--db", str(tmp_path / "h.db"), "--for", "soon"])
     assert r.exit_code == 2 and "--for" in r.output
     cfg = tmp_path / "c.toml"
     cfg.write_text('[schedule]\ncollect = "10m"\ncontrol = "10m"\nfit = "5m"\n')

@@ -1,5 +1,6 @@
-"""`fscontrol collect` runs without typer (collect_cmd, argparse), like `forecast`: the console
-script dispatches it before typer loads, and the typer app's `collect` passes through to it."""
+"""`fscontrol collect` on the one framework: the console script and the typer app are one path
+(typer, below 0.29: no pydantic), and what a collect loads is typer and fscontrol's readers and
+writers, nothing heavy."""
 
 import json
 import subprocess
@@ -15,31 +16,21 @@ from fscontrol.cli.app import app
 SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "testbed-basic"
 
 
-def _heavy_after(code: str, heavy: str = "{'typer', 'pydantic', 'rich', 'scipy'}") -> list[str]:
+def _heavy_after(code: str, heavy: str = "{'typer', 'pydantic', 'rich', 'scipy', 'argparse'}") -> list[str]:
     # (sqlite-utils brings click when it makes a new history)
     run = f"import sys\n{code}\nprint(sorted({{m.split('.')[0] for m in sys.modules}} & {heavy}))"
     out = subprocess.run([sys.executable, "-c", run], check=True, capture_output=True, text=True).stdout
     return eval(out.strip().splitlines()[-1])  # noqa: S307 - our own repr of a list of names
 
 
-def test_the_console_scripts_collect_imports_no_typer(tmp_path):
+def test_the_console_scripts_collect_loads_typer_and_nothing_heavy(tmp_path):
     db = tmp_path / "h.db"
     code = (f"from fscontrol.cli.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
             "except SystemExit as e:\n    assert e.code == 0, e.code")
-    assert _heavy_after(code) == []
+    assert _heavy_after(code) == ["typer"]  # the first collect makes the history (sqlite-utils)
+    assert _heavy_after(code) == ["typer"]
+    assert _heavy_after(code, "{'numpy', 'sqlite_utils', 'tabulate', 'apscheduler'}") == []
     assert db.exists()
-
-
-def test_a_collect_into_a_history_imports_no_typing_or_shutil(tmp_path):
-    """What a collect into an existing history loads is fscontrol's readers and writers, not
-    typing (~5 ms) nor argparse's shutil (cmdline.HelpFormatter: ~6 ms): docs/benchmarks.md, "Fifth
-    pass". (The records are plain dataclasses since issue #29: the dataclass machinery loads,
-    docs/benchmarks.md "Records as plain dataclasses".)"""
-    db = tmp_path / "h.db"
-    code = (f"from fscontrol.cli.main import main\ntry:\n    main(['collect', '--source', {str(SAMPLE)!r}, '--db', {str(db)!r}])\n"
-            "except SystemExit as e:\n    assert e.code == 0, e.code")
-    assert _heavy_after(code) == []  # the first collect makes the history (sqlite-utils)
-    assert _heavy_after(code, "{'typer', 'typing', 'shutil', 'textwrap'}") == []
 
 
 def test_console_and_typer_paths_give_the_same_snapshot_and_exit_codes(tmp_path, capsys):
@@ -55,10 +46,10 @@ def test_console_and_typer_paths_give_the_same_snapshot_and_exit_codes(tmp_path,
     for k in ("cluster", "associations", "users", "jobs_in_window", "queued_jobs"):
         assert first[k] == second[k]
     assert (first["cluster"], first["associations"], first["users"]) == ("tbcluster", 15, 9)
-    # a bad option: argparse's usage error, exit 2, on both paths
+    # a bad option: the usage error, exit 2, on both paths
     with pytest.raises(SystemExit) as e:
         console.main(["collect", "--bogus"])
-    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+    assert e.value.code == 2 and "No such option: --bogus" in capsys.readouterr().err
     assert CliRunner().invoke(app, ["collect", "--bogus"]).exit_code == 2
     # a library error: one line, its exit code (6: no such sample folder)
     with pytest.raises(SystemExit) as e:

@@ -187,7 +187,7 @@ def test_metrics_and_publish_write_files_with_out_only(basic, tmp_path):
 
 def test_a_number_option_that_is_not_a_number(basic):
     r = _status(basic, "--target", "abc")
-    assert r.exit_code == 2 and "Invalid value for '--target': 'abc' is not a number." in r.output
+    assert r.exit_code == 2 and "Invalid value for '--target': 'abc' is not a valid float." in r.output
 
 
 # ---------------------------------------------------------------------------- start-up
@@ -211,4 +211,4 @@ def test_status_collect_and_tick_import_only_what_they_use(tmp_path):
     assert not _imported(["status", "--db", str(db)]) & HEAVY
     assert not _imported(["status", "--db", str(db), "--tree", "-P"]) & HEAVY
     for _ in range(2):  # the first tick tries the fit (too little history: before numpy), the next is not due
-        assert not _imported(["tick", "--source", str(BASIC), "--db", str(db)]) & HEAVY
+        assert not _imported(["tick", "--defaults", "--source", str(BASIC), "--db", str(db)]) & HEAVY

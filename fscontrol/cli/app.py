@@ -1,10 +1,15 @@
 """The command line: each command reads its options, calls one library function, prints.
 
-This is the only place where errors become messages and exit codes (with forecast_cmd and
-collect_cmd, the two commands the console script runs on argparse, before typer loads):
+One framework, typer (pinned below 0.29 in pyproject.toml: 0.29 coerces every option through
+pydantic, about 70 ms a start; docs/cli.md). The options several commands share are defined once
+(fscontrol.cli.options); `forecast` and `collect` live in their own modules. The console script
+(fscontrol.cli.main) builds only the command it runs (`only` below), and each command imports
+what it needs inside its function, so a command pays start-up only for what it uses.
+
+This is the only place where errors become messages and exit codes:
   0 ok · 1 error · 2 bad configuration or usage · 3 Slurm command failed or unreadable ·
   4 history database locked/unreadable · 5 another tick is running · 6 not found (no snapshot,
-  unknown user) · 7 refused as unsafe.
+  unknown user) · 7 refused as unsafe · 130 interrupted (Ctrl-C), one line saying what.
 """
 
 from __future__ import annotations
@@ -15,15 +20,55 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperGroup
 
-from fscontrol.cli import _typer_fast
-from fscontrol.cli import collect as collect_cmd  # collect runs without typer; its module holds the shared options' help texts
+from fscontrol.cli import collect as collect_cmd
+from fscontrol.cli import forecast as forecast_cmd
+from fscontrol.cli.options import (
+    ClusterOpt,
+    ConfigOpt,
+    DbOpt,
+    DefaultsOpt,
+    FieldsOpt,
+    HelpFormatOpt,
+    JsonOpt,
+    NoHeaderOpt,
+    ParsableOpt,
+    SourceOpt,
+)
 from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
-_typer_fast.install()  # str/int/float/Path options without pydantic (its import alone outweighs typer's)
+# what an interrupt leaves behind, said in the one line it prints (the rest: "stopped")
+ACTING = ("tick", "control", "gate")
+
+
+def interrupted_line(command: str | None) -> str:
+    """The one line a Ctrl-C prints: what was interrupted and, for the commands that act, that
+    every Slurm command they had started is in the history and the next tick settles it."""
+    what = f"`fscontrol {command}`" if command else "fscontrol"
+    if command in ACTING:
+        return (f"fscontrol: interrupted: {what} stopped before it finished; every Slurm command it had started is "
+                "recorded in the history, and the next tick settles it")
+    if command in ("web", "run"):
+        return f"fscontrol: interrupted: {what} stopped"
+    return f"fscontrol: interrupted: {what} stopped before it finished"
+
+
+class Group(TyperGroup):
+    """The app's click group (typer's documented `cls=`): an interrupt (Ctrl-C, SIGINT) in any
+    command ends it with one line on stderr and exit code 130, not a traceback nor silence."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            typer.echo(interrupted_line(ctx.invoked_subcommand), err=True)
+            raise typer.Exit(130) from None
+
 
 app = typer.Typer(
     name="fscontrol",
+    cls=Group,
     help=(
         "Fair-share control agent for Slurm clusters that run classic fair-share "
         "(PriorityFlags=NO_FAIR_TREE).\n\n"
@@ -37,15 +82,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # docstrings wrap as paragraphs instead of keeping their line breaks
 )
-
-SourceOpt = Annotated[str, typer.Option("--source", "-s", help=collect_cmd.SOURCE_HELP)]
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help=collect_cmd.DB_HELP)]
-ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-M", help=collect_cmd.CLUSTER_HELP)]
-JsonOpt = Annotated[bool, typer.Option("--json", help=collect_cmd.JSON_HELP)]
-ConfigOpt = Annotated[
-    Optional[Path],
-    typer.Option("--config", "-c", help="The agent's TOML config (target u*, method, dummy, allocations...).", envvar="FSCONTROL_CONFIG"),
-]
 
 
 def _version(value: bool) -> None:
@@ -62,14 +98,6 @@ def _main(
                                           help="Print fscontrol's version and exit.")] = False,
 ) -> None:
     """Fair-share control agent for Slurm clusters."""
-
-
-ParsableOpt = Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|', no padding "
-                                           "(as sshare -P); the rest of the report goes to stderr.")]
-NoHeaderOpt = Annotated[bool, typer.Option("--noheader", "-n", help="The table's rows alone, no header lines (as sshare -n).")]
-FieldsOpt = Annotated[Optional[str], typer.Option("--format", "-o", help="The table's fields, comma-separated, in any case "
-                                                 "(as sshare -o; --helpformat lists them).")]
-HelpFormatOpt = Annotated[bool, typer.Option("--helpformat", help="List the fields -o takes, and exit.")]
 
 
 def _table_alone(rows, fields, parsable: bool, noheader: bool, notes=()) -> None:
@@ -102,17 +130,7 @@ def _db(path: Path | None, create: bool = True, readonly: bool | None = None):
     return store.open_db(path or store.default_db_path(), create=create, readonly=not create if readonly is None else readonly)
 
 
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
-    add_help_option=False,
-)
-def collect(ctx: typer.Context) -> None:
-    """Take one snapshot of the cluster (sshare, sacct, squeue, sprio, config) into the history. See `fscontrol collect --help`."""
-    # The options live in collect_cmd (argparse): the console script runs it without importing
-    # typer (as forecast). This pass-through serves `python -m` and tests.
-    code = collect_cmd.main(list(ctx.args))
-    if code:
-        raise typer.Exit(code)
+app.command(epilog=collect_cmd.EPILOG)(collect_cmd.collect)
 
 
 @app.command()
@@ -308,6 +326,7 @@ def fit(
     db: DbOpt = None,
     cluster: ClusterOpt = None,
     last: Annotated[Optional[int], typer.Option(help="Use only the last N snapshots.")] = None,
+    config_path: ConfigOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Fit the usage decay rate to the stored history (weighted least squares) and compare the
@@ -315,12 +334,13 @@ def fit(
 
     Resets (RawUsage=0) and usage lost in a slurmctld crash are breaks, not data. Collect at an
     interval that is a multiple of PriorityCalcPeriod: usage moves only at decay passes."""
-    from fscontrol.agent import pipeline
+    from fscontrol.agent import config, pipeline
 
     try:
         from fscontrol.store import history as store
 
-        path = db or store.default_db_path()
+        cfg = config.load(config_path)
+        path = db or (Path(cfg.db) if cfg.db else None) or store.default_db_path()
         rw = not Path(path).exists() or store.writable(path)  # a read-only history: fitted, shown, not stored
         name, n_snap, r = pipeline.fit_history(_db(path, create=False, readonly=not rw), cluster, last=last, record_fit=rw)
     except FscontrolError as e:
@@ -430,12 +450,20 @@ def control(
         raise _fail(UnsafeActionError(f"--apply: nothing was done, {reason}"))
 
 
-def _agent_setup(config_path, db, source, cluster):
-    """The config, the history path and a source per cluster, as tick and run share them."""
+def _agent_setup(config_path, db, source, cluster, defaults: bool | None = None):
+    """The config, the history path and a source per cluster, as tick and run share them.
+    `defaults` (tick and run: their --defaults): without a config file (--config or
+    $FSCONTROL_CONFIG) the agent refuses to start unless it is True; None: the defaults are fine."""
     from fscontrol.agent import loop as agent
     from fscontrol.agent import config
     from fscontrol.store import history as store
 
+    if defaults is False and config_path is None:
+        raise ConfigError("no config file: give --config FILE (or set $FSCONTROL_CONFIG), or --defaults to run on the "
+                          "built-in defaults (`fscontrol config check --json` lists them)")
+    if defaults and config_path is not None:
+        raise ConfigError(f"--defaults runs without a config file, and {config_path} is given (--config or "
+                          "$FSCONTROL_CONFIG): give one of them")
     cfg = config.load(config_path)
     path = db or (Path(cfg.db) if cfg.db else store.default_db_path())
     live = source == "live"
@@ -450,6 +478,7 @@ def tick(
     db: DbOpt = None,
     cluster: ClusterOpt = None,
     apply: AgentApplyOpt = False,
+    defaults: DefaultsOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
     """One full agent cycle for cron, for every cluster the config names (or -M one): collect,
@@ -467,7 +496,7 @@ def tick(
     from fscontrol.report import admin as report
 
     try:
-        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster)
+        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
         outcomes = agent.tick(cfg, make_source, path, clusters, apply=apply or cfg.apply)
     except FscontrolError as e:
         raise _fail(e) from None
@@ -497,6 +526,7 @@ def run(
     duration: Annotated[
         Optional[str], typer.Option("--for", help="Stop by itself after this long (e.g. 20m; for soak runs). Default: until SIGTERM.")
     ] = None,
+    defaults: DefaultsOpt = False,
 ) -> None:
     """The agent as a service (APScheduler): per cluster, a tick every schedule.collect (control
     and fit when due, publish, metrics) and the SFS gate every schedule.gate. Logs to stderr.
@@ -513,7 +543,7 @@ def run(
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its per-run lines would drown ours
     stop = threading.Event()
     try:
-        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster)
+        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
         limit = parse_period(duration, where="--for") if duration else None
     except FscontrolError as e:
         raise _fail(e) from None
@@ -605,19 +635,7 @@ def capture(
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")
 
 
-@app.command(
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
-    add_help_option=False,
-)
-def forecast(ctx: typer.Context) -> None:
-    """Your fair-share: F now and why, when it recovers if you stop, how many core-hours halve it again, and what a planned campaign (--run 56cpus:14d --idle 3d) does to it. See `fscontrol forecast --help`."""  # noqa: E501
-    # The options live in forecast_cmd (argparse): the console script runs it without importing
-    # typer, so the command users type starts fast. This pass-through serves `python -m` and tests.
-    from fscontrol.cli.forecast import main
-
-    code = main(list(ctx.args))
-    if code:
-        raise typer.Exit(code)
+app.command(epilog=forecast_cmd.EPILOG)(forecast_cmd.forecast)
 
 
 @app.command()
@@ -675,8 +693,6 @@ def web(
               token=None if no_token else secrets.token_urlsafe(18), ready=lambda url: typer.echo(f"serving {url}", err=True))
     except OSError as e:
         raise _fail(FscontrolError(f"cannot serve on {host}:{port}: {e.strerror or e}")) from None
-    except KeyboardInterrupt:
-        pass
 
 
 @app.command()

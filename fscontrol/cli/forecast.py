@@ -1,94 +1,93 @@
-"""`fscontrol forecast`: the command users type, parsed with argparse so its cold start stays light.
+"""`fscontrol forecast`: the command users type (registered on the app in fscontrol.cli.app).
 
-Every other command goes through typer (cli.py); typer 0.2x imports pydantic and rich-style
-machinery on any invocation, which alone costs more than twice `import typer`. The console script
-(fscontrol.cli.main) sends `fscontrol forecast ...` here before typer is imported; `cli.forecast` is a
-pass-through to the same function so `fscontrol --help` lists it and CliRunner tests reach it.
-Imports stay inside main(): no scipy, numpy or sqlite_utils on this path (a test checks).
+The function imports the forecast's modules when it runs: the console script builds only this
+command, so a user's forecast pays for typer, its options and the forecast itself; no scipy,
+numpy or sqlite_utils on this path (a test checks). `_forecast` is the forecast as plain data,
+which the web page shares (`parse_args` turns its option list into the same arguments).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
+from typing import Annotated, Optional
 
-from fscontrol.cli.argfmt import HelpFormatter
-from fscontrol.errors import FscontrolError
+import typer
 
-DESCRIPTION = (
-    "Your fair-share: F now and why (usage, share, the usage that halves it), when it is back at "
-    "--target if you stop, how many core-hours halve it again, and what a planned campaign does to "
-    "it, with a chart. Reads the snapshot the agent publishes and your own sshare row; shows "
-    "nobody else's data."
-)
+from fscontrol.cli.options import ClusterOpt, ConfigOpt, DbOpt, JsonOpt
+
 EPILOG = (
-    "examples:\n"
+    "\b\nexamples:\n"
     "  fscontrol forecast                                  F now, recovery time, budget to halve\n"
     "  fscontrol forecast --run 56cpus:14d --idle 3d --run 28cpus:7d\n"
     "  fscontrol forecast --plan 56cpus:14d,idle:3d --target 0.8 --json\n\n"
-    "exit codes: 0 ok, 2 bad option or plan, 3 sshare failed, 6 no snapshot / unknown user,\n"
-    "7 asked for another user's data without being an admin"
+    "\b\nexit codes: 0 ok, 2 bad option or plan, 3 sshare failed, 6 no snapshot / unknown user,\n"
+    "7 asked for another user's data without being an admin, 130 interrupted"
 )
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="fscontrol forecast", description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter
-    )
-    from fscontrol import __version__
+def _version(value: bool) -> None:
+    if value:
+        from fscontrol import __version__
 
-    p.add_argument("--version", "-V", action="version", version=f"fscontrol {__version__}")
-    p.add_argument("--user", "-u", help="Whose forecast (default: yours). Another user's needs root or an fscontrol admin.")
-    p.add_argument("--account", "-A", help="Only this account (default: every account you have).")
-    p.add_argument(
-        "--plan",
-        help="A campaign, in order: comma-separated '<N>cpus:<duration>' and 'idle:<duration>' parts, durations "
-        "in s, m, h, d, w, e.g. '56cpus:14d,idle:3d,28cpus:7d'. The canonical form.",
-    )
-    p.add_argument(
-        "--run", "--idle", dest="steps", action="append", metavar="STEP",
+        typer.echo(f"fscontrol {__version__}")
+        raise typer.Exit()
+
+
+def forecast(
+    user: Annotated[Optional[str], typer.Option("--user", "-u", help="Whose forecast (default: yours). Another user's needs "
+                                                "root or an fscontrol admin.")] = None,
+    account: Annotated[Optional[str], typer.Option("--account", "-A", help="Only this account (default: every account you "
+                                                   "have).")] = None,
+    plan: Annotated[Optional[str], typer.Option(
+        "--plan", help="A campaign, in order: comma-separated '<N>cpus:<duration>' and 'idle:<duration>' parts, durations "
+        "in s, m, h, d, w, e.g. '56cpus:14d,idle:3d,28cpus:7d'. The canonical form.")] = None,
+    steps: Annotated[Optional[list[str]], typer.Option(
+        "--run", "--idle", metavar="STEP",
         help="One campaign step, repeatable, kept in command-line order: --run 56cpus:14d (56 cores for 14 days), "
-        "--idle 3d (nothing for 3 days). Same as --plan; do not mix the two.",
-    )
-    p.add_argument(
-        "--job", "-j", type=int,
+        "--idle 3d (nothing for 3 days). Same as --plan; do not mix the two.")] = None,
+    job: Annotated[Optional[int], typer.Option(
+        "--job", "-j",
         help="The pending job whose priority to forecast (default: your earliest pending job in the account, from "
         "squeue; with none, a job you submit now). It matters on small half-lives: a decay pass charges the jobs "
-        "listed before yours before it computes your fair-share.",
-    )
-    p.add_argument("--target", type=float, default=0.5, help="The fair-share to recover to (0 < F < 1). Default 0.5.")
-    p.add_argument(
-        "--published", type=Path,
-        help="The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
-        "/var/lib/fscontrol/public/<cluster>.json.",
-    )
-    p.add_argument(
-        "--source", "-s", default="live",
-        help="Where your own sshare row comes from: 'live' (runs `sshare -l -P`, the default), 'published' (the "
-        "published file's rows, when PrivateData allows), or a recorded sample folder.",
-    )
-    p.add_argument("--cluster", "-M", help="Slurm cluster name (passed to Slurm as -M).")
-    p.add_argument("--max-age", default="1h", help="Warn when the published snapshot is older than this (s, m, h, d); "
-                   "older than a day is an error. Default 1h.")
-    p.add_argument("--stale-ok", action="store_true", help="Forecast from a snapshot older than a day anyway.")
-    p.add_argument("--horizon", help="How far the chart and trajectory reach, e.g. 60d (default: plan + recovery).")
-    p.add_argument("--billing-per-core", type=float, default=1.0,
-                   help="Billing weight of one core (TRESBillingWeights), times the QOS UsageFactor. Default 1.")
-    p.add_argument("--json", dest="json_out", action="store_true", help="Print JSON for scripts instead of a table.")
-    p.add_argument("--plot", type=Path, help="Also draw F over time into this PNG (needs the 'plot' extra: matplotlib).")
-    p.add_argument("--now", type=float, help=argparse.SUPPRESS)  # pretend it is this POSIX time (tests)
-    return p
+        "listed before yours before it computes your fair-share.")] = None,
+    target: Annotated[float, typer.Option("--target", help="The fair-share to recover to (0 < F < 1).")] = 0.5,
+    published: Annotated[Optional[Path], typer.Option(
+        "--published", help="The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
+        "/var/lib/fscontrol/public/<cluster>.json.")] = None,
+    source: Annotated[str, typer.Option(
+        "--source", "-s",
+        help="Where your own sshare row comes from: 'live' (runs `sshare -l -P`), 'published' (the "
+        "published file's rows, when PrivateData allows), or a recorded sample folder.")] = "live",
+    cluster: ClusterOpt = None,
+    db: DbOpt = None,
+    config_path: ConfigOpt = None,
+    max_age: Annotated[str, typer.Option("--max-age", help="Warn when the published snapshot is older than this (s, m, h, "
+                                         "d); older than a day is an error.")] = "1h",
+    stale_ok: Annotated[bool, typer.Option("--stale-ok", help="Forecast from a snapshot older than a day anyway.")] = False,
+    horizon: Annotated[Optional[str], typer.Option("--horizon", help="How far the chart and trajectory reach, e.g. 60d "
+                                                   "(default: plan + recovery).")] = None,
+    billing_per_core: Annotated[float, typer.Option(
+        "--billing-per-core", help="Billing weight of one core (TRESBillingWeights), times the QOS UsageFactor.")] = 1.0,
+    json_out: JsonOpt = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw F over time into this PNG (needs the 'plot' "
+                                                 "extra: matplotlib).")] = None,
+    now: Annotated[Optional[float], typer.Option("--now", hidden=True, help="Pretend it is this POSIX time (tests).")] = None,
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print fscontrol's version and exit.")] = False,
+) -> None:
+    """Your fair-share: F now and why (usage, share, the usage that halves it), when it is back at
+    --target if you stop, how many core-hours halve it again, and what a planned campaign does to
+    it, with a chart. Reads the snapshot the agent publishes and your own sshare row; shows
+    nobody else's data. With nothing published, it forecasts from a recorded sample (--source
+    FOLDER) or from the history --db, the config's agent.db or $FSCONTROL_DB names."""
+    args = _arguments(dict(locals()))  # first: the options, as typer converted them
+    from fscontrol.errors import FscontrolError
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the forecast; returns the exit code (argparse itself exits 2 on a bad option)."""
-    args = parser().parse_args(argv)
     try:
         data = _forecast(args)
     except FscontrolError as e:
-        print(f"fscontrol: error: {e}", file=sys.stderr)
-        return e.exit_code
+        typer.echo(f"fscontrol: error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
     from fscontrol.forecast import service as uf
 
     fmt = uf.format_forecast
@@ -96,18 +95,58 @@ def main(argv: list[str] | None = None) -> int:
         from fscontrol.forecast import fairtree as ftf
 
         fmt = ftf.format_forecast
-    if args.json_out:
+    if json_out:
         import json
 
-        print(json.dumps(data, indent=2, allow_nan=False))
+        typer.echo(json.dumps(data, indent=2, allow_nan=False))
         for w in data["warnings"]:
-            print(f"fscontrol: warning: {w}", file=sys.stderr)
+            typer.echo(f"fscontrol: warning: {w}", err=True)
     else:
-        print(fmt(data))
+        typer.echo(fmt(data))
+
+
+def _arguments(params: dict):
+    """The forecast's arguments as attributes (`_forecast` reads them, and sets `now` for a recording)."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{k: v for k, v in params.items() if k != "version"})
+
+
+def parse_args(argv: list[str]):
+    """`fscontrol forecast ARGV`'s arguments, parsed and converted by the command's own options (the
+    web page's options are the command's); a bad option raises fscontrol's ConfigError (exit 2)."""
+    from fscontrol.errors import ConfigError
+
+    if not _COMMAND:  # built once per process (the web server's threads share it: each parse has its own context)
+        import functools
+
+        one = typer.Typer(add_completion=False)
+        one.command()(functools.wraps(forecast)(lambda **options: _arguments(options)))
+        _COMMAND.append(typer.main.get_command(one))
+    try:
+        args = _COMMAND[0].main(args=list(argv), prog_name="fscontrol forecast", standalone_mode=False)
+    except typer.TyperException as e:
+        raise ConfigError(e.format_message()) from None
+    if not hasattr(args, "source"):  # --help or --version: printed, nothing to forecast
+        raise ConfigError(f"fscontrol forecast {' '.join(argv)}: nothing to forecast")
+    return args
+
+
+_COMMAND: list = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`fscontrol forecast ARGV` through the console script's app; returns the exit code."""
+    from fscontrol.cli.main import main as console
+
+    try:
+        console(["forecast", *(argv or [])])
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return 0
 
 
-def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
+def _forecast(args, asker: tuple | None = None) -> dict:
     """The forecast `args` ask for, as plain data. `asker` (name, uid[, admin]): who asks when it is
     not the process's own user, e.g. the web page's REMOTE_USER (fscontrol.web.app, with whether the
     site named them an admin of the page); then no uid makes them root, a recorded sample's snapshot
@@ -141,7 +180,7 @@ def _forecast(args: argparse.Namespace, asker: tuple | None = None) -> dict:
     who = args.user or requester
     target = args.published or pub.default_path(args.cluster)
     own = None
-    if args.published is None and not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target):
+    if args.published is None and (args.db is not None or (not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target))):
         own = _unpublished_snapshot(args, who)  # nothing published: the sample (--source) or the history is the snapshot
     mine = None
     if own is not None:
@@ -266,10 +305,10 @@ def _published_there(target: Path) -> bool:
         return True  # unreadable: read_published says so
 
 
-def _unpublished_snapshot(args: argparse.Namespace, who: str | None = None) -> dict | None:
+def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
     """When nothing is published, what `fscontrol publish` would write, built in memory from a
     recorded sample (--source FOLDER: collected into a temporary history) or else from the history
-    $FSCONTROL_DB names (its latest snapshot): the forecast runs from either without a publish
+    --db, the config's agent.db or $FSCONTROL_DB names (its latest snapshot): the forecast runs from either without a publish
     step first. None when there is neither (the caller reports the missing published file). A
     snapshot that came from a recording is forecast as of when it was recorded. The reader holds the
     whole history here, so `who`'s own running jobs (what their own file would carry) go with it."""
@@ -294,7 +333,12 @@ def _unpublished_snapshot(args: argparse.Namespace, who: str | None = None) -> d
             finally:
                 db.close()
     else:
-        path = os.environ.get("FSCONTROL_DB")
+        cfg = config.load(args.config_path)
+        path = args.db or cfg.db or os.environ.get("FSCONTROL_DB")
+        if args.db is not None and not Path(args.db).is_file():
+            from fscontrol.errors import NotFoundError
+
+            raise NotFoundError(f"--db {args.db}: no such history")
         if not path or not Path(path).is_file():
             return None
         db = store.open_db(path, create=False, readonly=True)
@@ -306,7 +350,7 @@ def _unpublished_snapshot(args: argparse.Namespace, who: str | None = None) -> d
             args.now = snap.taken_at  # a recording: as of when it was made, as with --source FOLDER
     from fscontrol.export import privacy
 
-    cc = config.load(os.environ.get("FSCONTROL_CONFIG")).cluster(snap.cluster)
+    cc = config.load(args.config_path).cluster(snap.cluster)
     data = pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
                                target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
                                method=cc.method)

@@ -1,6 +1,4 @@
-"""The console script. `fscontrol forecast` (the command every user types) and `fscontrol collect`
-are dispatched before typer is imported (forecast_cmd, collect_cmd: argparse); everything else goes
-to the typer app."""
+"""The console script: the typer app (fscontrol.cli.app), built for the one command it runs."""
 
 from __future__ import annotations
 
@@ -8,19 +6,15 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["forecast"]:
-        from fscontrol.cli.forecast import main as forecast
-
-        sys.exit(forecast(args[1:]))
-    if args[:1] == ["collect"]:
-        from fscontrol.cli.collect import main as collect
-
-        sys.exit(collect(args[1:]))
+    args = sys.argv[1:] if argv is None else list(argv)
     from fscontrol.cli.app import app, only
 
+    every = app.registered_commands, app.registered_groups
     only(args[0] if args else None)  # typer builds the command it runs, not all of them
-    app(args=args, prog_name="fscontrol")
+    try:
+        app(args=args, prog_name="fscontrol")
+    finally:  # called in-process (tests, forecast_cmd.main): the app keeps all its commands
+        app.registered_commands, app.registered_groups = every
 
 
 if __name__ == "__main__":

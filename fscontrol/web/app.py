@@ -131,9 +131,9 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
 
 def forecast(argv: list[str], asker: tuple | None) -> dict:
     """`fscontrol forecast --json ARGV` as data, asked by `asker` (None: the process's user)."""
-    from fscontrol.cli.forecast import _forecast, parser
+    from fscontrol.cli.forecast import _forecast, parse_args
 
-    return _forecast(parser().parse_args(argv), asker)
+    return _forecast(parse_args(argv), asker)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = None, source: str | None = None,
