@@ -15,7 +15,10 @@ Two parts, in one run:
 Processes run interleaved round-robin after a warm-up round; the median of --runs is reported.
 Children get a private PYTHONPYCACHEPREFIX (bytecode cached, as in an installed package).
 --compare DIR runs the same fscontrol commands from another checkout too (e.g. a `git worktree`
-of an older commit), in the same rounds, so a before/after is measured on the same machine state.
+of an older commit), in the same rounds, so a before/after is measured on the same machine state;
+a checkout with its own .venv runs on it (its own typer), and is compared with its own
+`import typer` as well. `tick` is given an empty config file (every default: it refuses to start
+on defaults it was not asked for).
 
 Run:  .venv/bin/python bench/bench_cli.py [--runs 10] [--users 93238] [--compare DIR] [--skip-scale]
 """
@@ -105,19 +108,25 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
     trees = {"": ROOT} | ({"before: ": args.compare.resolve()} if args.compare else {})
+    # each checkout with its own .venv when it has one (its own typer), else this interpreter
+    pys = {tag: str(c / ".venv" / "bin" / "python") if (c / ".venv" / "bin" / "python").exists() else py
+           for tag, c in trees.items()}
+    empty_config = tmp / "defaults.toml"  # tick needs a config (or --defaults): an empty one is every default
+    empty_config.write_text("")
     try:
         def fsc(tag: str, checkout: Path, *argv: str) -> tuple[list[str], Path]:
-            return [py, "-m", "fscontrol", *argv], checkout
+            return [pys[tag], "-m", "fscontrol", *argv], checkout
 
         print(f"python {sys.version.split()[0]}; {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} at start")
         if not args.skip_startup:
-            commands: dict[str, tuple[list[str], Path]] = {"python -c 'import typer'": ([py, "-c", "import typer"], ROOT)}
+            commands: dict[str, tuple[list[str], Path]] = {f"{tag}python -c 'import typer'": ([pys[tag], "-c", "import typer"], ROOT)
+                                                            for tag in trees}
             for tag, checkout in trees.items():
                 env_db = tmp / f"db{len(tag)}"
                 env_db.mkdir()
                 for sample in ("testbed-basic", "synthetic-agave"):
                     for name in ("status", "tick"):
-                        subprocess.run([py, "-m", "fscontrol", "collect", "--source", str(SAMPLES / sample), "--db",
+                        subprocess.run([pys[tag], "-m", "fscontrol", "collect", "--source", str(SAMPLES / sample), "--db",
                                         str(env_db / f"{name}-{sample}.db")], cwd=checkout, env=env, check=True,
                                        stdout=subprocess.DEVNULL)
                 commands[f"{tag}fscontrol --help"] = fsc(tag, checkout, "--help")
@@ -126,8 +135,8 @@ def main() -> int:
                     commands[f"{tag}status ({sample})"] = fsc(tag, checkout, "status", "--db", str(env_db / f"status-{sample}.db"))
                     commands[f"{tag}collect ({sample})"] = fsc(tag, checkout, "collect", "--source", src, "--db",
                                                                str(env_db / f"collect-{sample}.db"))
-                    commands[f"{tag}tick ({sample})"] = fsc(tag, checkout, "tick", "--source", src, "--db",
-                                                            str(env_db / f"tick-{sample}.db"))
+                    commands[f"{tag}tick ({sample})"] = fsc(tag, checkout, "tick", "--config", str(empty_config), "--source", src,
+                                                            "--db", str(env_db / f"tick-{sample}.db"))
                     if args.first_collect:
                         commands[f"{tag}first collect ({sample})"] = fsc(tag, checkout, "collect", "--source", src, "--db",
                                                                          str(env_db / f"first-{sample}-{{run}}.db"))
@@ -142,7 +151,7 @@ def main() -> int:
             commands = {"read the bytes of sshare -a -l -P": ([py, "-c", READ_BYTES, str(sample / "sshare.txt")], ROOT)}
             for tag, checkout in trees.items():
                 db = tmp / f"scale{len(tag)}.db"
-                subprocess.run([py, "-m", "fscontrol", "collect", "--source", str(sample), "--db", str(db)], cwd=checkout,
+                subprocess.run([pys[tag], "-m", "fscontrol", "collect", "--source", str(sample), "--db", str(db)], cwd=checkout,
                                env=env, check=True, stdout=subprocess.DEVNULL)
                 if not tag:
                     commands["plain join of the history's rows"] = ([py, "-c", PLAIN_JOIN, str(db)], ROOT)
