@@ -51,11 +51,21 @@ def _user_python(slurm, user: str) -> str:
 
 
 def _user_package(slurm) -> Path:
-    """fscontrol's package where the testbed's users can read it (the checkout may be under /root).
-    The forecast path needs nothing outside the standard library."""
+    """fscontrol's package where the testbed's users can read it (the checkout may be under /root),
+    with what the forecast path imports beyond the standard library: typer (the command line) and
+    the two packages `import typer` loads (annotated_doc, shellingham), copied from this venv."""
+    import importlib.util
+
     dest = slurm.dir / "userpkg"
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(ROOT / "fscontrol", dest / "fscontrol", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("typer", "annotated_doc", "shellingham"):
+        spec = importlib.util.find_spec(name)
+        src = Path(spec.origin).parent if spec.submodule_search_locations else Path(spec.origin)
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / src.name)
     for p in [dest, *dest.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     return dest
