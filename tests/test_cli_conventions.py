@@ -93,10 +93,10 @@ COMMON = {  # command: the common options it takes (where they make sense)
     "gate": {"--db", "--config", "-M"},
     "publish": {"--db", "--config", "-M"},
     "metrics": {"--db", "--config"},
-    "forecast": {"--db", "--config", "-M"},
-    "why": {"-M"},
+    "forecast": {"--db", "--config", "-M", "--published"},
+    "why": {"-M", "--published"},
     "capture": {"-M"},
-    "web": {"-M"},
+    "web": {"-M", "--published"},
 }
 
 
@@ -107,7 +107,7 @@ def _option(command: str, opt: str):
     return next((p for p in cmd.params if opt in p.opts), None)
 
 
-@pytest.mark.parametrize("opt", ["--db", "--config", "-M"])
+@pytest.mark.parametrize("opt", ["--db", "--config", "-M", "--published"])
 def test_the_common_options_are_the_same_on_every_command(opt):
     """Each common option is one definition: on every command where it makes sense, with the same
     names, help and (--config) environment variable."""
@@ -119,7 +119,7 @@ def test_the_common_options_are_the_same_on_every_command(opt):
             seen[command] = (tuple(sorted(p.opts)), p.help, p.envvar)
     assert len(set(seen.values())) == 1, seen
     names, _, envvar = next(iter(seen.values()))
-    assert names == {"--db": ("--db",), "--config": ("--config", "-c"), "-M": ("--cluster", "-M")}[opt]
+    assert names == {"--db": ("--db",), "--config": ("--config", "-c"), "-M": ("--cluster", "-M"), "--published": ("--published",)}[opt]
     assert envvar == ("FSCONTROL_CONFIG" if opt == "--config" else None)
 
 

@@ -34,6 +34,7 @@ from fscontrol.cli.options import (
     JsonOpt,
     NoHeaderOpt,
     ParsableOpt,
+    PublishedOpt,
     SourceOpt,
 )
 from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
@@ -238,9 +239,7 @@ def why(
     job_id: Annotated[str, typer.Argument(help="The pending job's id (as squeue shows it).", metavar="JOBID")],
     cluster: ClusterOpt = None,
     json_out: JsonOpt = False,
-    published: Annotated[Optional[Path], typer.Option("--published", help="The agent's published snapshot (file, or its "
-                         "folder), for the gate's state when fscontrol holds the job. Default: $FSCONTROL_PUBLISHED, else "
-                         "/var/lib/fscontrol/public/CLUSTER.json.")] = None,
+    published: PublishedOpt = None,
 ) -> None:
     """Why is my job waiting? The reason in plain words (every Slurm reason: Priority, Resources,
     Dependency, limits such as AssocGrpCpuLimit, ...; an unknown one verbatim); whose hold it is:
@@ -676,7 +675,7 @@ def publish(
 def web(
     port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8080,
     host: Annotated[str, typer.Option("--host", help="Address to listen on. Default loopback only.")] = "127.0.0.1",
-    published: Annotated[Optional[Path], typer.Option("--published", help="As `fscontrol forecast --published`.")] = None,
+    published: PublishedOpt = None,
     source: Annotated[str, typer.Option("--source", "-s", help="As `fscontrol forecast --source`: live, published, or a sample folder.")] = "live",
     cluster: ClusterOpt = None,
     no_token: Annotated[bool, typer.Option("--no-token", help="Serve without the secret ?token= (anyone who can reach the port sees your page).")] = False,

@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fscontrol.cli.options import ClusterOpt, ConfigOpt, DbOpt, JsonOpt
+from fscontrol.cli.options import ClusterOpt, ConfigOpt, DbOpt, JsonOpt, PublishedOpt
 
 EPILOG = (
     "\b\nexamples:\n"
@@ -51,9 +51,7 @@ def forecast(
         "squeue; with none, a job you submit now). It matters on small half-lives: a decay pass charges the jobs "
         "listed before yours before it computes your fair-share.")] = None,
     target: Annotated[float, typer.Option("--target", help="The fair-share to recover to (0 < F < 1).")] = 0.5,
-    published: Annotated[Optional[Path], typer.Option(
-        "--published", help="The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
-        "/var/lib/fscontrol/public/<cluster>.json.")] = None,
+    published: PublishedOpt = None,
     source: Annotated[str, typer.Option(
         "--source", "-s",
         help="Where your own sshare row comes from: 'live' (runs `sshare -l -P`), 'published' (the "

@@ -1,6 +1,7 @@
 """The options several commands share, each defined once: every command that reads the history
 takes the same --db, every one that reads the agent's config the same --config (and
-$FSCONTROL_CONFIG), every one that talks to Slurm the same -M; --source, --json and the table
+$FSCONTROL_CONFIG), every one that talks to Slurm the same -M, every one that reads the agent's published snapshot
+(forecast, why, web) the same --published; --source, --json and the table
 options (-P, -n, -o, --helpformat) are Slurm's and sshare's conventions, the same everywhere.
 
 Only typer and the standard library are imported here: the console script loads this module for
@@ -22,12 +23,15 @@ CONFIG_HELP = ("The agent's TOML config (target u*, method, dummy, allocations, 
                "Default: $FSCONTROL_CONFIG; without either, the built-in defaults.")
 CLUSTER_HELP = "Slurm cluster name (passed to Slurm as -M)."
 JSON_HELP = "Print JSON for scripts instead of a table."
+PUBLISHED_HELP = ("The agent's published snapshot (file, or its folder). Default: $FSCONTROL_PUBLISHED, else "
+                  "/var/lib/fscontrol/public/<cluster>.json.")
 
 SourceOpt = Annotated[str, typer.Option("--source", "-s", help=SOURCE_HELP)]
 DbOpt = Annotated[Optional[Path], typer.Option("--db", help=DB_HELP)]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help=CONFIG_HELP, envvar="FSCONTROL_CONFIG")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-M", help=CLUSTER_HELP)]
 JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+PublishedOpt = Annotated[Optional[Path], typer.Option("--published", help=PUBLISHED_HELP)]
 
 ParsableOpt = Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|', no padding "
                                            "(as sshare -P); the rest of the report goes to stderr.")]
