@@ -1,0 +1,285 @@
+"""The agent's commands: `control`, `tick`, `run` and `gate` (registered on the app in
+fscontrol.cli.app). Each reads its options, calls the agent's library (fscontrol.agent), prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fscontrol.cli.common import _fail, _print_lines, _source, _table_alone
+from fscontrol.cli.options import (
+    ClusterOpt,
+    ConfigOpt,
+    DbOpt,
+    DefaultsOpt,
+    FieldsOpt,
+    HelpFormatOpt,
+    JsonOpt,
+    NoHeaderOpt,
+    ParsableOpt,
+    SourceOpt,
+)
+from fscontrol.errors import ConfigError, FscontrolError
+
+AgentApplyOpt = Annotated[bool, typer.Option("--apply", help="Act (default: plan only, as in the config's agent.apply).")]
+
+
+
+def control(
+    switch: Annotated[Optional[str], typer.Argument(
+        metavar="[off|on]",
+        help="off: undo what the agent did on the cluster and stop acting there (plan; --apply does it); "
+             "on: let the agent act again.")] = None,
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Carry the plan out (default: dry run, nothing in Slurm changes).")
+    ] = False,
+    json_out: JsonOpt = False,
+    parsable: ParsableOpt = False,
+    noheader: NoHeaderOpt = False,
+    fields: FieldsOpt = None,
+    helpformat: HelpFormatOpt = False,
+) -> None:
+    """Plan (and with --apply, carry out) what keeps fair-share halving at the target u*:
+    the damping factor (scontrol fsdampeningfactor), padding by the dummy association's jobs,
+    or both, as the config's `method` says. Every decision and command is recorded with its
+    reason. Without --apply (or agent.apply = true in the config) nothing in Slurm changes.
+
+    `control off --apply` turns it all back: cancels the padding jobs, puts the padding QOS's
+    UsageFactor, slurm.conf's d line and the runtime d back to what they were before the agent
+    first changed them (from the history), releases the agent's holds, and keeps the agent from
+    acting on the cluster (control and gate) until `control on`.
+
+    Slurm's conventions for the table of commands: -P pipe-separated, -n no header, -o the
+    fields (--helpformat lists them); -P and -n print the table alone, the decision's notes go to
+    stderr; --json prints everything."""
+    from fscontrol.agent import loop as agent
+    from fscontrol.agent import pipeline
+    from fscontrol.report import admin as report
+
+    if helpformat:
+        typer.echo(report.format_fields_help(report.CONTROL_FIELDS))
+        return
+    if switch not in (None, "off", "on"):
+        raise _fail(ConfigError(f"`fscontrol control {switch}`: the only words after control are off and on"))
+    try:
+        columns = report.pick_fields(fields, report.CONTROL_FIELDS, report.CONTROL_DEFAULT_FIELDS)
+        if switch is not None and (parsable or noheader or fields):
+            raise ConfigError(f"-P, -n and -o are for the plan's table; `control {switch}` has none (--json for scripts)")
+        cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
+        if switch == "on":
+            name = agent.set_acting(cfg, path, cluster, by=None)
+            typer.echo(json.dumps({"cluster": name, "acting": True}) if json_out else
+                       f"{name}: the agent acts again from its next tick (control and gate, as configured)")
+            return
+        stages = pipeline.Stages(off="control off") if switch == "off" else pipeline.Stages(control=True)
+        tick = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply, stages=stages, metrics=False)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    if switch == "off":
+        data = report.off_data(tick)
+        typer.echo(json.dumps(data, indent=2) if json_out else report.format_off(data))
+        if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
+            raise typer.Exit(3)
+        return
+    data = report.control_data(tick.control)
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+    elif parsable or noheader:
+        _table_alone(report.control_rows(data), columns, parsable, noheader, report.control_notes(data))
+    else:
+        typer.echo(report.format_control(data, columns))
+    if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
+        raise typer.Exit(3)
+    if data["advise_only"] and (apply or cfg.apply):  # asked to act, and it cannot: say so to scripts too
+        from fscontrol.errors import UnsafeActionError
+
+        reason = next((n for n in data["notes"] if n.startswith("advice only: ")), "advice only")
+        raise _fail(UnsafeActionError(f"--apply: nothing was done, {reason}"))
+
+
+def _agent_setup(config_path, db, source, cluster, defaults: bool | None = None):
+    """The config, the history path and a source per cluster, as tick and run share them.
+    `defaults` (tick and run: their --defaults): without a config file (--config or
+    $FSCONTROL_CONFIG) the agent refuses to start unless it is True; None: the defaults are fine."""
+    from fscontrol.agent import loop as agent
+    from fscontrol.agent import config
+    from fscontrol.store import history as store
+
+    if defaults is False and config_path is None:
+        raise ConfigError("no config file: give --config FILE (or set $FSCONTROL_CONFIG), or --defaults to run on the "
+                          "built-in defaults (`fscontrol config check --json` lists them)")
+    if defaults and config_path is not None:
+        raise ConfigError(f"--defaults runs without a config file, and {config_path} is given (--config or "
+                          "$FSCONTROL_CONFIG): give one of them")
+    cfg = config.load(config_path)
+    path = db or (Path(cfg.db) if cfg.db else store.default_db_path())
+    live = source == "live"
+    clusters = agent.clusters_to_serve(cfg, cluster, live)
+    return cfg, Path(path), clusters, (lambda name: _source(source, name, cfg.slurm_timeout_s))
+
+
+def tick(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: AgentApplyOpt = False,
+    defaults: DefaultsOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """One full agent cycle for cron, for every cluster the config names (or -M one): collect,
+    control (plan, or act with --apply), fit when due, the SFS gate when enabled and due, publish
+    the snapshot for `forecast`, write the metrics file. A file lock keeps two ticks from
+    overlapping (the second exits 5). One cluster's failure does not stop the others; the exit
+    code is the first failure's.
+
+    What it may touch with --apply: `scontrol fsdampeningfactor`, the padding QOS's UsageFactor,
+    the dummy user's padding jobs, slurm.conf's FairShareDampeningFactor line (persist = true)
+    and, with the gate on, the holds it marks (see `fscontrol gate --help`). Every command is
+    recorded with its reason before it runs; the next tick settles any whose outcome a kill or a
+    timeout left unknown. The whole tick runs within agent.tick_deadline."""
+    from fscontrol.agent import loop as agent
+    from fscontrol.report import admin as report
+
+    try:
+        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
+        outcomes = agent.tick(cfg, make_source, path, clusters, apply=apply or cfg.apply)
+    except FscontrolError as e:
+        raise _fail(e) from None
+    data = report.tick_data(outcomes)
+    text = json.dumps(data, indent=2) if json_out else report.format_tick(data)
+    if text:
+        typer.echo(text)
+    for o in outcomes:
+        if o.error is not None:
+            where = f"cluster {o.cluster}: " if o.cluster and len(clusters) > 1 else ""
+            typer.echo(f"fscontrol: error: {where}{o.error}", err=True)
+    codes = [o.error.exit_code for o in outcomes if o.error is not None]
+    if codes:
+        raise typer.Exit(codes[0])
+    if any(a["status"] in ("failed", "unknown") for c in data["clusters"] for stage in ("control", "gate") if c.get(stage)
+           for a in c[stage]["actions"]):
+        raise typer.Exit(3)
+
+
+def run(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: AgentApplyOpt = False,
+    duration: Annotated[
+        Optional[str], typer.Option("--for", help="Stop by itself after this long (e.g. 20m; for soak runs). Default: until SIGTERM.")
+    ] = None,
+    defaults: DefaultsOpt = False,
+) -> None:
+    """The agent as a service (APScheduler): per cluster, a tick every schedule.collect (control
+    and fit when due, publish, metrics) and the SFS gate every schedule.gate. Logs to stderr.
+    SIGTERM or Ctrl-C ends it cleanly after the running job; with agent.release_on_stop it then
+    releases every hold it placed. Shares the tick lock with cron's `fscontrol tick`."""
+    import logging
+    import signal
+    import threading
+
+    from fscontrol.agent import loop as agent
+    from fscontrol.model.allocations import parse_period
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its per-run lines would drown ours
+    stop = threading.Event()
+    try:
+        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
+        limit = parse_period(duration, where="--for") if duration else None
+    except FscontrolError as e:
+        raise _fail(e) from None
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    if limit is not None:
+        timer = threading.Timer(limit, stop.set)
+        timer.daemon = True
+        timer.start()
+    counts = agent.run_loop(cfg, make_source, path, clusters, apply=apply or cfg.apply, stop=stop)
+    typer.echo(f"fscontrol run: stopped; {counts['ok']} ok, {counts['failed']} failed, {counts['skipped']} skipped (lock held)", err=True)
+
+
+def gate(
+    config_path: ConfigOpt = None,
+    source: SourceOpt = "live",
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Hold/release (or nice) for real (default: dry run).")] = False,
+    release_all: Annotated[bool, typer.Option("--release-all", help="Undo every hold the agent placed (and only those).")] = False,
+    json_out: JsonOpt = False,
+    parsable: ParsableOpt = False,
+    noheader: NoHeaderOpt = False,
+    fields: FieldsOpt = None,
+    helpformat: HelpFormatOpt = False,
+    actions_table: Annotated[bool, typer.Option("--actions", help="With -P/-n/-o: the table of planned actions instead "
+                                                "of the accounts'.")] = False,
+) -> None:
+    """Simultaneous Fair-Share gate: per account, occupancy now vs target (factor x award/period);
+    hold (or demote by nice) the pending jobs of accounts over target while accounts at or under
+    target have jobs waiting; release the agent's own holds when that stops. Dry run unless --apply.
+
+    What it may touch: a held job gets `scontrol update JobId=N Priority=0
+    AdminComment=fscontrol:hold` (the mark in the same RPC); a release is `scontrol release N`
+    and clearing that mark. It releases only jobs whose ledger row, mark and hold all agree; jobs
+    held by users or admins, and jobs with anyone's AdminComment, are never touched. See the
+    marks with `squeue -O JobID,Reason,admin_comment`; docs/agent.md has the whole list.
+
+    Slurm's conventions for the accounts table (--actions: the actions'): -P pipe-separated, -n
+    no header, -o the fields (--helpformat lists them); -P and -n print the table alone, the
+    rest of the report goes to stderr; --json prints everything."""
+    from fscontrol.agent import loop as agent
+    from fscontrol.agent import pipeline
+    from fscontrol.report import admin as report
+    from fscontrol.act.gate import format_gate_plan, gate_notes
+
+    if helpformat:
+        typer.echo("accounts table:\n" + report.format_fields_help(report.GATE_FIELDS) + "\n\nwith --actions:\n"
+                   + report.format_fields_help(report.GATE_ACTION_FIELDS))
+        return
+    try:
+        if actions_table and not (parsable or noheader or fields):
+            raise ConfigError("--actions picks the table -P, -n or -o print; give one of them (the plain report shows both)")
+        report.pick_fields(fields, report.GATE_ACTION_FIELDS if actions_table else report.GATE_FIELDS,
+                           report.GATE_ACTION_DEFAULT_FIELDS if actions_table else report.GATE_DEFAULT_FIELDS)  # before any tick
+        cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
+        res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
+                             stages=pipeline.Stages(gate=True, release_all=release_all), metrics=False).gate
+    except FscontrolError as e:
+        raise _fail(e) from None
+    if json_out:
+        data = res.plan.to_dict()
+        data["mode"] = "apply" if res.applied else "dry-run"
+        data["results"] = [{"job_id": a.job_id, "kind": a.kind, "status": a.status, "output": a.output} for a in res.actions]
+        typer.echo(json.dumps(data, indent=2))
+    elif parsable or noheader:
+        plan = res.plan
+        notes = ([] if actions_table else [f"{len(plan.actions)} action(s) planned (--actions lists them)"]) + gate_notes(plan)
+        if res.applied:
+            notes += [f"{a.status} {' '.join(a.argv)}  {a.output}" for a in res.actions]
+        elif res.actions:
+            notes.append("dry run: nothing was changed; --apply carries the plan out")
+        _table_alone(report.gate_rows(plan, actions_table), report.gate_fields(plan, fields, actions_table), parsable,
+                     noheader, notes)
+    else:
+        if actions_table:  # -o with --actions: the actions table alone, padded
+            _print_lines(report.table_lines(report.gate_rows(res.plan, True), report.gate_fields(res.plan, fields, True)))
+        else:
+            typer.echo(format_gate_plan(res.plan) if fields is None else report.format_gate(res.plan, report.gate_fields(res.plan, fields)))
+        if res.applied:
+            for a in res.actions:
+                typer.echo(f"{a.status:8} {' '.join(a.argv)}  {a.output}")
+        elif res.actions:
+            typer.echo("(dry run: nothing was changed; --apply carries the plan out)")
+    if any(a.status in ("failed", "unknown") for a in res.actions):
+        raise typer.Exit(3)
