@@ -80,3 +80,7 @@ class ProfileError(FscontrolError):
     more than was taken, a job wider than the machine, a negative size or an interval that ends first."""
 
     exit_code = 2
+
+
+class PlanError(ConfigError, ValueError):
+    """A user's campaign plan could not be read, or asks for more than one request may (exit 2)."""

@@ -22,7 +22,7 @@ import webfixtures as wf
 from fscontrol.agent import config
 from fscontrol.errors import ConfigError
 from fscontrol.export import publish as pub
-from fscontrol.forecast import limits
+from fscontrol.export import limits
 from fscontrol.web.app import make_app
 
 ROOT = Path(__file__).resolve().parent.parent

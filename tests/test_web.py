@@ -18,7 +18,7 @@ import pytest
 
 import webfixtures as wf
 from fscontrol.web.app import make_app
-from fscontrol.web.public import html_path, render_public
+from fscontrol.export.public_page import html_path, render_public
 
 BASIC = wf.SAMPLES / "testbed-basic"
 

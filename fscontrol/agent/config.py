@@ -216,14 +216,14 @@ def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
 
 
 def _forecast_defaults() -> dict[str, Any]:
-    from fscontrol.forecast import limits
+    from fscontrol.export import limits
 
     return {"max_horizon_s": limits.DEFAULT_MAX_HORIZON_S, "max_cpus": None, "max_plan_steps": limits.DEFAULT_MAX_PLAN_STEPS}
 
 
 def _forecast(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """[forecast]: the caps on one user's forecast request (fscontrol.forecast.limits)."""
-    from fscontrol.forecast import limits
+    """[forecast]: the caps on one user's forecast request (fscontrol.export.limits)."""
+    from fscontrol.export import limits
 
     _unknown("forecast.", raw, {"max_horizon", "max_cpus", "max_plan_steps"})
     out = _forecast_defaults()

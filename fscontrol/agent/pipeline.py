@@ -954,7 +954,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
             upcoming = next_decay_pass(source, after=snap.taken_at)
         except FscontrolError:
             upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
-    from fscontrol.forecast import limits as caps
+    from fscontrol.export import limits as caps
 
     fc = getattr(cfg, "forecast", None) or {}
     size = cluster_cpus(source) if source is not None else None
@@ -984,7 +984,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         privacy.write_own_files(Path(target), pub.own_files(snap, secret=secret, admins=admins, gate=gate))
         data["own_files"] = True
         path = pub.write_published(data, target)
-        from fscontrol.web.public import write_public
+        from fscontrol.export.public_page import write_public
 
         write_public(data, path)  # <cluster>.html next to it: the public page
         return path, data

@@ -154,7 +154,7 @@ def _forecast(args, asker: tuple | None = None) -> dict:
     import time
 
     from fscontrol.forecast import classic as fc
-    from fscontrol.forecast import limits
+    from fscontrol.export import limits
     from fscontrol.export import publish as pub
     from fscontrol.forecast import service as uf
     from fscontrol.errors import ConfigError

@@ -80,7 +80,7 @@ def build_published(
     defaults to the snapshot's time (pure: no clock). `next_pass_at`: slurmctld's next decay pass
     after the snapshot, when the agent knows it (the Fair Tree forecast's pass times). `gate`: the
     SFS gate's state (:func:`gate_summary`), for `fscontrol why` on a job the gate holds. `limits`: the
-    caps on one user's forecast request (forecast.limits.published_limits: the cluster's CPUs, the
+    caps on one user's forecast request (export.limits.published_limits: the cluster's CPUs, the
     config's [forecast] caps); the defaults when not given."""
     from fscontrol.export import privacy
     from fscontrol.model import fairshare
@@ -167,7 +167,7 @@ def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: s
 
 
 def _default_limits() -> dict[str, Any]:
-    from fscontrol.forecast.limits import published_limits
+    from fscontrol.export.limits import published_limits
 
     return published_limits(None)
 

@@ -17,13 +17,9 @@ import re
 from collections.abc import Iterable, Sequence
 
 from fscontrol.model.decay import ode_step, piecewise_usage
-from fscontrol.errors import ConfigError
+from fscontrol.errors import PlanError
 
 UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-
-
-class PlanError(ConfigError, ValueError):
-    """A campaign plan string could not be read."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -395,7 +395,7 @@ def _lf_text(x: float | None) -> str:
 
 
 def format_forecast(data: Mapping) -> str:
-    from fscontrol.forecast.service import duration_text
+    from fscontrol.export.html import duration_text
 
     lines = []
     for a in data["associations"]:

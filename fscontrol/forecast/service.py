@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from fscontrol.errors import ConfigError, NotFoundError, UnsafeActionError
 from fscontrol.forecast.classic import Segment, idle_time_to_fairshare, trajectory, usage_to_fairshare
 from fscontrol.records import ShareRow
+from fscontrol.export.html import duration_text
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms of the forecast's start)
 if TYPE_CHECKING:
@@ -457,15 +458,6 @@ def _one(
 # ---------------------------------------------------------------------------- text
 def _num(v: float | None, spec: str = ",.1f") -> str:
     return "-" if v is None else format(v, spec)
-
-
-def duration_text(seconds: float) -> str:
-    """'45 min', '3.5 hours', '12.3 days'."""
-    if seconds < 2 * HOUR:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * DAY:
-        return f"{seconds / HOUR:.1f} hours"
-    return f"{seconds / DAY:.1f} days"
 
 
 def _when(days: float | None, never: str = "never (no decay)") -> str:

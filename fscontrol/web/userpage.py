@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .common import DAY, HOUR, chart_svg, duration_text, esc, num, page, table_of, val
+from fscontrol.export.html import DAY, HOUR, chart_svg, duration_text, esc, num, page, table_of, val
 
 PLAN_DEFAULTS = {"cpus": "16", "length": "7", "gap": "3", "unit": "d", "runs": "2", "target": "0.5"}
 UNITS = {"m": "minutes", "h": "hours", "d": "days"}

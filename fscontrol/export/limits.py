@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from fscontrol.forecast.classic import PlanError, Segment
+from fscontrol.errors import PlanError
 
 DAY = 86400.0
 DEFAULT_MAX_HORIZON_S = 60 * DAY  # the paper's 46-day campaign (Yalim, PEARC'20) fits
@@ -65,7 +65,7 @@ def check_plan_text(text: str, limits: dict, what: str = "--plan") -> None:
         raise PlanError(f"{what} has {steps} steps: at most {limits['max_plan_steps']} are forecast in one request")
 
 
-def check(segments: list[Segment], horizon_s: float | None, limits: dict, billing_per_core: float = 1.0) -> None:
+def check(segments: list, horizon_s: float | None, limits: dict, billing_per_core: float = 1.0) -> None:
     """PlanError (one line, exit 2) when the plan or the horizon is beyond the caps."""
     n = len(segments)
     if n > limits["max_plan_steps"]:

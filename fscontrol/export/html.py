@@ -1,4 +1,4 @@
-"""What both pages share: the stylesheet, escaping, number formats and the SVG chart.
+"""What the pages share (the users' page in web/, the public page here): the stylesheet, escaping, number formats and the SVG chart.
 
 Everything here is inline in the page: no CDN, no font, no image file. Colours keep a contrast
 ratio of at least 4.5:1 against their background (WCAG AA), in the light and the dark scheme."""
@@ -72,7 +72,13 @@ def val(key: str, v: float | int | None, spec: str = ",.1f", none: str = "-") ->
     return f'<span data-k="{esc(key)}" data-v="{esc(raw)}">{esc(num(v, spec, none))}</span>'
 
 
-from fscontrol.forecast.service import duration_text  # noqa: E402  (the CLI's own wording)
+def duration_text(seconds: float) -> str:
+    """'45 min', '3.5 hours', '12.3 days' (the forecast's wording, on the command line and the pages)."""
+    if seconds < 2 * HOUR:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * DAY:
+        return f"{seconds / HOUR:.1f} hours"
+    return f"{seconds / DAY:.1f} days"
 
 
 def _ticks(span: float, steps: Sequence[float]) -> float:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .common import duration_text, esc, num, page, val
+from .html import duration_text, esc, num, page, val
 
 METHODS = {
     "damping": "by the damping factor d: the agent sets FairShareDampeningFactor so the halving stays at the target",
