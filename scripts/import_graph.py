@@ -25,9 +25,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fscontrol.store",),
     ("fscontrol.act",),
     ("fscontrol.export",),
-    ("fscontrol.forecast",),
     ("fscontrol.report",),
     ("fscontrol.agent", "fscontrol.sim"),
+    ("fscontrol.forecast",),  # the user's side: reads what the agent publishes, or collects a sample as it does
     ("fscontrol.web",),
     ("fscontrol.cli", "fscontrol.__main__"),
 )

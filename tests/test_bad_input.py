@@ -11,7 +11,11 @@ from typer.testing import CliRunner
 
 from fscontrol.model.allocations import parse_allocations
 from fscontrol.cli.app import app
-from fscontrol.cli.forecast import main as forecast_main
+from fscontrol.cli.main import exit_code
+
+
+def forecast_main(argv):
+    return exit_code(["forecast", *argv])
 from fscontrol.act.gate import plan_gate
 from fscontrol.records import QueueJob
 

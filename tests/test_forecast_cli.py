@@ -484,7 +484,7 @@ def test_forecast_inside_the_typer_app_imports_no_scipy_numpy_or_sqlite_utils(ag
 def test_console_script_forecast_imports_typer_but_no_pydantic_rich_or_maths(agave):
     """The command users type runs on the one framework (typer, below 0.29: no pydantic) and loads
     none of the heavy modules: no pydantic, rich, scipy, numpy, sqlite_utils."""
-    run = f"from fscontrol.cli.forecast import main\nassert main({_forecast_args(agave)}) == 0"
+    run = f"from fscontrol.cli.main import exit_code\nassert exit_code(['forecast', *{_forecast_args(agave)}]) == 0"
     assert _heavy_imports_after(run) == ["typer"]
     assert "argparse" not in _heavy_imports_after(run, "{'argparse', 'typer'}")
 

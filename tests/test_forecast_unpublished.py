@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.cli import forecast as forecast_cmd
+from fscontrol.cli.main import exit_code
 from fscontrol.store import history as store
 from fscontrol.export import publish as pub
 from fscontrol.cli.app import app
@@ -31,7 +31,7 @@ def nothing_published(tmp_path, monkeypatch):
 
 
 def _forecast(capsys, *args: str) -> tuple[int, str, str]:
-    code = forecast_cmd.main(list(args))
+    code = exit_code(["forecast", *args])
     out = capsys.readouterr()
     return code, out.out, out.err
 

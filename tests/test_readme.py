@@ -45,7 +45,10 @@ def test_the_demo_commands_on_the_series(tmp_path, capsys, monkeypatch):
     fit, and carol's forecast as of the last snapshot (no staleness error from a recording)."""
     import json
 
-    from fscontrol.cli.forecast import main as forecast_main
+    from fscontrol.cli.main import exit_code
+
+    def forecast_main(argv):
+        return exit_code(["forecast", *argv])
 
     db = tmp_path / "h.db"
     series = sorted(p for p in (ROOT / "samples" / "testbed-series").iterdir() if p.is_dir())

@@ -2,8 +2,8 @@
 
 The function imports the forecast's modules when it runs: the console script builds only this
 command, so a user's forecast pays for typer, its options and the forecast itself; no scipy,
-numpy or sqlite_utils on this path (a test checks). `_forecast` is the forecast as plain data,
-which the web page shares (`parse_args` turns its option list into the same arguments).
+numpy or sqlite_utils on this path (a test checks). The options become a ForecastRequest and the
+forecast itself is fscontrol.forecast.request.forecast, which the web page calls too.
 """
 
 from __future__ import annotations
@@ -81,8 +81,10 @@ def forecast(
     args = _arguments(dict(locals()))  # first: the options, as typer converted them
     from fscontrol.errors import FscontrolError
 
+    from fscontrol.forecast.request import forecast as run_request
+
     try:
-        data = _forecast(args)
+        data = run_request(args)
     except FscontrolError as e:
         typer.echo(f"fscontrol: error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
@@ -104,253 +106,7 @@ def forecast(
 
 
 def _arguments(params: dict):
-    """The forecast's arguments as attributes (`_forecast` reads them, and sets `now` for a recording)."""
-    from types import SimpleNamespace
+    """The forecast's options as a ForecastRequest (the service reads it, and sets `now` for a recording)."""
+    from fscontrol.forecast.request import ForecastRequest
 
-    return SimpleNamespace(**{k: v for k, v in params.items() if k != "version"})
-
-
-def parse_args(argv: list[str]):
-    """`fscontrol forecast ARGV`'s arguments, parsed and converted by the command's own options (the
-    web page's options are the command's); a bad option raises fscontrol's ConfigError (exit 2)."""
-    from fscontrol.errors import ConfigError
-
-    if not _COMMAND:  # built once per process (the web server's threads share it: each parse has its own context)
-        import functools
-
-        one = typer.Typer(add_completion=False)
-        one.command()(functools.wraps(forecast)(lambda **options: _arguments(options)))
-        _COMMAND.append(typer.main.get_command(one))
-    try:
-        args = _COMMAND[0].main(args=list(argv), prog_name="fscontrol forecast", standalone_mode=False)
-    except typer.TyperException as e:
-        raise ConfigError(e.format_message()) from None
-    if not hasattr(args, "source"):  # --help or --version: printed, nothing to forecast
-        raise ConfigError(f"fscontrol forecast {' '.join(argv)}: nothing to forecast")
-    return args
-
-
-_COMMAND: list = []
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`fscontrol forecast ARGV` through the console script's app; returns the exit code."""
-    from fscontrol.cli.main import main as console
-
-    try:
-        console(["forecast", *(argv or [])])
-    except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return 0
-
-
-def _forecast(args, asker: tuple | None = None) -> dict:
-    """The forecast `args` ask for, as plain data. `asker` (name, uid[, admin]): who asks when it is
-    not the process's own user, e.g. the web page's REMOTE_USER (fscontrol.web.app, with whether the
-    site named them an admin of the page); then no uid makes them root, a recorded sample's snapshot
-    grants no admin rights, and no own file is read (it is the process's user's, not theirs)."""
-    import importlib.util
-    import os
-    import time
-
-    from fscontrol.forecast import classic as fc
-    from fscontrol.export import limits
-    from fscontrol.export import publish as pub
-    from fscontrol.forecast import service as uf
-    from fscontrol.errors import ConfigError
-
-    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
-        raise ConfigError("--plot needs matplotlib, which is not installed: install matplotlib into fscontrol's environment (.venv/bin/pip install matplotlib, or pip install '.[plot]' in the checkout) (or use the text chart / --json)")
-    if args.plot is not None and not args.plot.parent.is_dir():
-        from fscontrol.errors import OutputError
-
-        raise OutputError(f"cannot write the --plot file {args.plot}: folder {args.plot.parent} does not exist")
-    if args.plan and args.steps:
-        raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
-    import math
-
-    if not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
-        raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
-    segments: list = []
-    process_user, _ = uf.invoker()
-    requester, uid = (asker or uf.invoker())[:2]
-    site_admin = bool(asker is not None and len(asker) > 2 and asker[2])  # the web page's admins (web.app)
-    who = args.user or requester
-    target = args.published or pub.default_path(args.cluster)
-    own = None
-    if args.published is None and (args.db is not None or (not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target))):
-        own = _unpublished_snapshot(args, who)  # nothing published: the sample (--source) or the history is the snapshot
-    mine = None
-    if own is not None:
-        data_pub, trusted = own, False
-    else:
-        from fscontrol.export import privacy
-
-        # only the asker's own rows (and the accounts'): a big cluster's file is never held whole
-        data_pub, path = pub.read_published(target, args.cluster, users={who})
-        trusted = os.stat(path).st_uid == 0
-        if asker is None:  # the process's own user: their own file beside it (privacy.py), theirs alone
-            mine = privacy.read_own(path, requester, uid)
-            if who == requester:
-                data_pub = privacy.merge_own(data_pub, mine)
-    caps = limits.from_published(data_pub)
-    if (args.plan or args.steps or args.horizon) and caps["max_cpus"] is None and args.source == "live":
-        caps["max_cpus"] = caps["cluster_cpus"] = _live_cluster_cpus(args.cluster)
-    if args.plan:
-        limits.check_plan_text(args.plan, caps)
-    if len(args.steps or ()) > caps["max_plan_steps"]:
-        raise limits.PlanError(f"{len(args.steps)} --run/--idle steps: at most {caps['max_plan_steps']} are forecast in one request")
-    if args.plan:
-        segments = fc.parse_plan(args.plan, args.billing_per_core)
-    for step in args.steps or ():
-        try:
-            if ":" in step:  # --run 56cpus:14d (or idle:3d)
-                segments += fc.parse_plan(step, args.billing_per_core)
-            else:  # --idle 3d
-                segments.append(fc.Segment(fc.parse_duration(step), 0.0))
-        except fc.PlanError as e:
-            raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
-    max_age_s = fc.parse_duration(args.max_age)
-    horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
-    limits.check(segments, horizon_s, caps, args.billing_per_core)
-    # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
-    # to anyone but what the reader can already read; root's published file keeps the check
-    admin = site_admin or uf.is_admin(requester, uid, data_pub, trusted, mine) or (asker is None and args.source not in ("live", "published") and not trusted)
-    uf.check_access(who, requester, admin)
-    if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
-        from fscontrol.forecast import fairtree as ftf
-
-        if own is None:  # a rank depends on everyone's usage: every row
-            data_pub, _ = pub.read_published(path, args.cluster)
-            if asker is None and who == requester:
-                data_pub = privacy.merge_own(data_pub, mine)
-
-        if segments:
-            raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
-                              "shows your rank, what moves it, and your budget before anyone passes you")
-        if args.now is None and args.source not in ("live", "published"):  # a recording: as of when it was made
-            args.now = float(data_pub.get("taken_at") or 0)
-        now = time.time() if args.now is None else args.now
-        data = ftf.forecast_data(data_pub, user=who, now=now, account=args.account, requester=requester,
-                                 is_admin=admin, max_age_s=max_age_s, stale_ok=args.stale_ok, horizon_s=horizon_s)
-        if args.plot is not None:
-            ftf.plot_png(data, str(args.plot))
-        return data
-    pending: dict[str, int] = {}
-    if args.source == "published":
-        rows = uf.rows_from_published(data_pub, who)
-    elif args.source == "live":
-        from fscontrol.slurm.source import LiveSlurm
-
-        argv = ("sshare", "-l", "-P") + (("-u", who) if who != process_user else ())
-        live = LiveSlurm(cluster=args.cluster)
-        rows = uf.parse_own_sshare(live.run(argv).stdout)
-        if args.job is None:
-            from fscontrol.errors import SlurmCommandError
-
-            try:
-                pending = uf.parse_own_pending(live.run(("squeue", "-h", "-u", who, "-t", "PD", "-o", "%i|%a")).stdout)
-            except SlurmCommandError:  # PrivateData=all can deny squeue to users: forecast a job submitted now
-                pending = {}
-    else:
-        from fscontrol.slurm.source import RecordedSlurm
-
-        recorded = RecordedSlurm(Path(args.source), cluster=args.cluster)
-        out = recorded.sshare()
-        rows = uf.parse_own_sshare(out.stdout)
-        if args.now is None:  # a recording: the forecast is as of when it was recorded, not today
-            args.now = max(out.finished_at, float(data_pub.get("taken_at") or 0))
-    if args.job is not None:
-        pending = {r.account: args.job for r in rows if r.user == who}
-    data = uf.forecast_data(
-        data_pub,
-        rows,
-        user=who,
-        now=time.time() if args.now is None else args.now,
-        plan=segments,
-        target=args.target,
-        account=args.account,
-        requester=requester,
-        is_admin=admin,
-        max_age_s=max_age_s,
-        stale_ok=args.stale_ok,
-        horizon_s=horizon_s,
-        pending=pending,
-    )
-    if args.plot is not None:
-        uf.plot_png(data, str(args.plot))
-    return data
-
-
-def _live_cluster_cpus(cluster: str | None) -> int | None:
-    """The cluster's CPUs from `sinfo -h -o %C`, run as the user, when the snapshot does not say
-    (a snapshot published without a live source); None when sinfo fails."""
-    from fscontrol.errors import SlurmCommandError
-    from fscontrol.slurm import parse
-    from fscontrol.slurm.source import LiveSlurm
-
-    try:
-        return parse.parse_cpu_total(LiveSlurm(cluster=cluster).run(parse.CPUS_ARGS).stdout)
-    except SlurmCommandError:
-        return None
-
-
-def _published_there(target: Path) -> bool:
-    """Something is published at `target` (a file, or a folder holding a .json file)."""
-    try:
-        return target.is_file() or (target.is_dir() and any(target.glob("*.json")))
-    except OSError:
-        return True  # unreadable: read_published says so
-
-
-def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
-    """When nothing is published, what `fscontrol publish` would write, built in memory from a
-    recorded sample (--source FOLDER: collected into a temporary history) or else from the history
-    --db, the config's agent.db or $FSCONTROL_DB names (its latest snapshot): the forecast runs from either without a publish
-    step first. None when there is neither (the caller reports the missing published file). A
-    snapshot that came from a recording is forecast as of when it was recorded. The reader holds the
-    whole history here, so `who`'s own running jobs (what their own file would carry) go with it."""
-    import os
-    import time
-
-    from fscontrol.agent import config
-    from fscontrol.export import publish as pub
-    from fscontrol.store import history as store
-
-    if args.source not in ("live", "published"):
-        import tempfile
-
-        from fscontrol.agent import pipeline
-        from fscontrol.slurm.source import RecordedSlurm
-
-        with tempfile.TemporaryDirectory(prefix="fscontrol-forecast-") as tmp:
-            db = store.open_db(Path(tmp) / "history.db")
-            try:
-                pipeline.collect(RecordedSlurm(Path(args.source), cluster=args.cluster), db)
-                snap = store.load_snapshot(db, cluster=args.cluster)
-            finally:
-                db.close()
-    else:
-        cfg = config.load(args.config_path)
-        path = args.db or cfg.db or os.environ.get("FSCONTROL_DB")
-        if args.db is not None and not Path(args.db).is_file():
-            from fscontrol.errors import NotFoundError
-
-            raise NotFoundError(f"--db {args.db}: no such history")
-        if not path or not Path(path).is_file():
-            return None
-        db = store.open_db(path, create=False, readonly=True)
-        try:
-            snap = store.load_snapshot(db, cluster=args.cluster)
-        finally:
-            db.close()
-        if args.now is None and snap.source.startswith("recorded sample"):
-            args.now = snap.taken_at  # a recording: as of when it was made, as with --source FOLDER
-    from fscontrol.export import privacy
-
-    cc = config.load(args.config_path).cluster(snap.cluster)
-    data = pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
-                               target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
-                               method=cc.method)
-    data["own_files"] = True
-    return privacy.merge_own(data, pub.own_files(snap, secret=None).get(who or "") or {"user": who})
+    return ForecastRequest(**{k: v for k, v in params.items() if k not in ("version", "json_out")})

@@ -13,8 +13,17 @@ def main(argv: list[str] | None = None) -> None:
     only(args[0] if args else None)  # typer builds the command it runs, not all of them
     try:
         app(args=args, prog_name="fscontrol")
-    finally:  # called in-process (tests, forecast_cmd.main): the app keeps all its commands
+    finally:  # called in-process (tests, exit_code): the app keeps all its commands
         app.registered_commands, app.registered_groups = every
+
+
+def exit_code(argv: list[str]) -> int:
+    """`fscontrol ARGV` in this process (tests, scripts); returns the exit code instead of exiting."""
+    try:
+        main(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
 
 
 if __name__ == "__main__":

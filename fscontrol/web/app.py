@@ -24,6 +24,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from http.cookies import SimpleCookie
+from pathlib import Path
 from urllib.parse import parse_qs
 
 from ..errors import FscontrolError
@@ -94,13 +95,10 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
             asker: tuple | None = (name, -1, name in admins)  # never root: a web login is not a uid
         else:
             asker = None
-        base = ["--source", setting(environ, "FSCONTROL_SOURCE", source) or "live"]
         pub = setting(environ, "FSCONTROL_PUBLISHED", published)
-        clu = setting(environ, "FSCONTROL_CLUSTER", cluster)
-        base += (["--published", pub] if pub else []) + (["--cluster", clu] if clu else [])
-        base += [f"--now={now!r}"] if now is not None else []
-        base += [f"--user={query['user']}"] if query.get("user") else []
-        base += [f"--account={query['account']}"] if query.get("account") else []
+        base = {"source": setting(environ, "FSCONTROL_SOURCE", source) or "live",
+                "published": Path(pub) if pub else None, "cluster": setting(environ, "FSCONTROL_CLUSTER", cluster) or None,
+                "now": now, "user": query.get("user") or None, "account": query.get("account") or None}
         try:
             plan, target = userpage.plan_from(query)
             plan_error = None
@@ -110,14 +108,14 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
             if is_api:
                 if plan_error:
                     return fail("400 Bad Request", plan_error)
-                data = forecast(base + [f"--plan={plan}", f"--target={target!r}"], asker)
+                data = forecast({**base, "plan": plan, "target": target}, asker)
                 body = json.dumps({"forecast": data, "html": userpage.render_plan(data)}, allow_nan=False)
                 return reply("200 OK", body, "application/json", extra)
             data = forecast(base, asker)
             plan_data = None
             if data.get("priority_mode") != "fair_tree" and plan is not None:
                 try:
-                    plan_data = forecast(base + [f"--plan={plan}", f"--target={target!r}"], asker)
+                    plan_data = forecast({**base, "plan": plan, "target": target}, asker)
                 except FscontrolError as e:
                     plan_error = str(e)
             api = (environ.get("SCRIPT_NAME") or "").rstrip("/") + "/api/forecast"
@@ -129,11 +127,13 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
     return app
 
 
-def forecast(argv: list[str], asker: tuple | None) -> dict:
-    """`fscontrol forecast --json ARGV` as data, asked by `asker` (None: the process's user)."""
-    from fscontrol.cli.forecast import _forecast, parse_args
+def forecast(options: dict, asker: tuple | None) -> dict:
+    """The forecast the page asks for (the same service `fscontrol forecast` calls), asked by `asker`
+    (None: the process's user); `options`: ForecastRequest's fields."""
+    from fscontrol.forecast.request import ForecastRequest
+    from fscontrol.forecast.request import forecast as run_request
 
-    return _forecast(parse_args(argv), asker)
+    return run_request(ForecastRequest(**options), asker)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = None, source: str | None = None,
