@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fscontrol.report import admin as report
+from fscontrol.report import ticks as rticks
 from fscontrol.store import history as store
 
 DAYS, EVERY_S = 30, 60.0
@@ -64,8 +64,8 @@ def main() -> None:
         n = db.execute("SELECT count(*) FROM decisions").fetchone()[0]
         base = time.perf_counter() - t
         t = time.perf_counter()
-        data = report.history_data("big", end - 7 * 86400, end, store.history(db, "big", end - 7 * 86400, end))
-        text = report.format_history(data)
+        data = rticks.history_data("big", end - 7 * 86400, end, store.history(db, "big", end - 7 * 86400, end))
+        text = rticks.format_history(data)
         json.dumps(data)
         took = time.perf_counter() - t
         print(f"history of {DAYS} days, one tick a minute: {n:,} decisions, {2 * n:,} actions (built in {built:.1f} s)")

@@ -1,5 +1,5 @@
 """Where `fscontrol status` spends its CPU at scale: reading the snapshot (store.load_snapshot),
-the status data (report.status_data) and the text (report.status_lines), each timed with
+the status data (rstatus.status_data) and the text (rstatus.status_lines), each timed with
 time.process_time in a fresh process, best of --runs; --compare DIR times another checkout's
 code (e.g. `git archive COMMIT fscontrol | tar -x -C DIR`) on the same history in the same run.
 
@@ -24,18 +24,18 @@ CHILD = """
 import inspect, sys, time
 T = time.process_time
 from fscontrol.agent import config
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
 db = store.open_db(sys.argv[1], create=False, readonly=True)
 t0 = T()
 snap = store.load_snapshot(db)
 t1 = T()
 cc = config.load(None).cluster(snap.cluster)
-kw = {"columns": True} if "columns" in inspect.signature(report.status_data).parameters else {}
-data = report.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share,
+kw = {"columns": True} if "columns" in inspect.signature(rstatus.status_data).parameters else {}
+data = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share,
                           control_history=store.decision_history(db, snap.cluster, 60), **kw)
 t2 = T()
-n = sum(len(line) for line in report.status_lines(data, report.status_fields()))
+n = sum(len(line) for line in rstatus.status_lines(data, rstatus.status_fields()))
 t3 = T()
 print(t1 - t0, t2 - t1, t3 - t2, n)
 """

@@ -89,11 +89,11 @@ def test_metrics_parse_with_prometheus_clients_parser_and_match_the_history(tmp_
     agent.tick(cfg, _sources({"tbcluster": BASIC}), tmp_path / "h.db", ["tbcluster"], apply=False)
     db = store.open_db(tmp_path / "h.db")
     from fscontrol.agent import pipeline
-    from fscontrol.report import admin as report
+    from fscontrol.report import status as rstatus
 
     text = pipeline.metrics_text(db, cfg)
     fams = _families(text)
-    status = report.status_data(store.load_snapshot(db), target_core_hours=10, dummy=("fsadmin", "fsdummy"))
+    status = rstatus.status_data(store.load_snapshot(db), target_core_hours=10, dummy=("fsadmin", "fsdummy"))
     f = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_fairshare"].samples}
     assert f == {(r["account"], r["user"]): r["fairshare"] for r in status["table"] if not r["dummy"] and r["fairshare"] is not None}
     assert fams["fscontrol_damping_factor"].samples[0].value == status["damping_factor"]

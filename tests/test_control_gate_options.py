@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.report import admin as report
+from fscontrol.report import control as rcontrol
+from fscontrol.report import gate as rgate
+from fscontrol.report import table as rtable
 from fscontrol.cli.app import app
 from fscontrol.act.gate import GateOptions, plan_gate
 
@@ -78,7 +80,7 @@ def test_control_bad_fields_and_off_are_one_clear_line(run):
     one_line_error(run("control", "-o", "status,bogus"), 2, "--format: unknown field 'bogus'; valid fields: Status, Kind, Command")
     one_line_error(run("control", "off", "-P"), 2, "`control off` has none")
     help_ = _ok(CliRunner().invoke(app, ["control", "--helpformat"])).stdout
-    assert [ln.split()[0] for ln in help_.splitlines()] == [f.name for f in report.CONTROL_FIELDS]
+    assert [ln.split()[0] for ln in help_.splitlines()] == [f.name for f in rcontrol.CONTROL_FIELDS]
 
 
 # ---------------------------------------------------------------------------- gate
@@ -97,10 +99,10 @@ def test_gate_parsable_is_the_accounts_table(run):
     assert "0 action(s) planned" in r.stderr
     # the default fields are the plain report's columns; -n drops the header lines
     default = _ok(run("gate", "-P")).stdout.splitlines()
-    assert default[0] == "|".join(report.GATE_DEFAULT_FIELDS)
+    assert default[0] == "|".join(rgate.GATE_DEFAULT_FIELDS)
     noheader = _ok(run("gate", "-n")).stdout.splitlines()
     assert [ln.split() for ln in noheader] == [row.split("|") for row in default[1:]]
-    assert _ok(run("gate")).stdout == _ok(run("gate", "-o", ",".join(report.GATE_DEFAULT_FIELDS))).stdout  # the same report
+    assert _ok(run("gate")).stdout == _ok(run("gate", "-o", ",".join(rgate.GATE_DEFAULT_FIELDS))).stdout  # the same report
 
 
 def test_gate_bad_options_are_one_clear_line(run):
@@ -109,7 +111,7 @@ def test_gate_bad_options_are_one_clear_line(run):
     one_line_error(run("gate", "-P", "--actions", "-o", "kind,occupancy"), 2, "valid fields: Kind, JobId, Account, Nice, Reason")
     assert _ok(run("gate", "-P", "--actions")).stdout == "Kind|JobId|Account|Reason\n"  # no action on the sample: the header
     help_ = _ok(CliRunner().invoke(app, ["gate", "--helpformat"])).stdout
-    assert all(f.name in help_ for f in report.GATE_FIELDS + report.GATE_ACTION_FIELDS)
+    assert all(f.name in help_ for f in rgate.GATE_FIELDS + rgate.GATE_ACTION_FIELDS)
 
 
 def test_gate_actions_table_is_the_plans_actions():
@@ -118,8 +120,8 @@ def test_gate_actions_table_is_the_plans_actions():
 
     plan = plan_gate(base_queue(), ALLOCS, {"9"}, GateOptions(max_actions=2), now=NOW)
     assert plan.actions
-    fields = report.gate_fields(plan, "kind,jobid,account,reason", actions=True)
-    lines = list(report.table_lines(report.gate_rows(plan, actions=True), fields, parsable=True))
+    fields = rgate.gate_fields(plan, "kind,jobid,account,reason", actions=True)
+    lines = list(rtable.table_lines(rgate.gate_rows(plan, actions=True), fields, parsable=True))
     assert lines == ["Kind|JobId|Account|Reason"] + [f"{a.kind}|{a.job_id}|{a.account}|{a.reason}" for a in plan.actions]
-    heads = [f.header for f in report.gate_fields(plan, None)]
+    heads = [f.header for f in rgate.gate_fields(plan, None)]
     assert "occupancy (nodes)" in heads and "agent held" in heads  # the plan's unit and action, as the plain report

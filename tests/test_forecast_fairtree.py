@@ -13,7 +13,7 @@ import pytest
 
 from fscontrol.forecast import fairtree as ftf
 from fscontrol.agent import pipeline
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
 from fscontrol.model.fairtree import compute_fair_tree
 from fscontrol.slurm.source import RecordedSlurm
@@ -105,9 +105,9 @@ def test_recorded_fair_tree_sample_matches_sshare_and_sprio(tmp_path):
     sid = pipeline.collect(RecordedSlurm(SAMPLE), db).snapshot_id
     stored = store.load_snapshot(db, sid)
     assert stored.prio_fairshare and all(abs(ft.by_key()[k].fairshare - f) <= 5e-6 for k, f in stored.prio_fairshare.items())
-    data = report.status_data(stored)
+    data = rstatus.status_data(stored)
     golden = ROOT / "tests" / "golden" / "status_fairtree.txt"
-    text = report.format_status(data) + "\n"
+    text = rstatus.format_status(data) + "\n"
     if not golden.exists():  # first run writes it; the checks above are its independent check
         golden.write_text(text)
     assert text == golden.read_text()
@@ -171,7 +171,7 @@ def test_recordings_of_both_versions_match_slurm_own_factors(name, tmp_path):
     db = store.open_db(tmp_path / "h.db")
     sid = pipeline.collect(RecordedSlurm(ROOT / "samples" / name), db).snapshot_id
     snap = store.load_snapshot(db, sid)
-    data = report.status_data(snap)
+    data = rstatus.status_data(snap)
     assert data["priority_mode"] == ("classic" if name.endswith("classic") else "fair_tree")
     rows = [r for r in data["table"] if r["fairshare_sprio"] is not None]
     assert len(rows) >= 7
@@ -243,7 +243,7 @@ def test_a_tie_slurmctld_arithmetic_breaks_is_among_the_alternatives(tmp_path):
     # and the 22.05 recording, where slurmctld held the pair bit-equal: the tie is the rank sprio shows
     tie22 = compute_fair_tree(pipeline.read_snapshot(RecordedSlurm(TIE)).shares)
     assert tie22.by_key()[("genomics", "dave")].rank == 6 and 6 in tie22.rank_choices[("genomics", "dave")]
-    data = report.status_data(snap)
+    data = rstatus.status_data(snap)
     assert any("cannot order" in w for w in data["warnings"])
 
 
@@ -257,7 +257,7 @@ def test_place_in_words_is_the_rank_counted_from_the_top(tmp_path):
     assert [ordinal(k) for k in (11, 12, 13, 21, 22, 23, 101, 111, 1000)] == [
         "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th", "1,000th"]
     db = store.open_db(tmp_path / "h.db")
-    data = report.status_data(store.load_snapshot(db, pipeline.collect(RecordedSlurm(SAMPLE), db).snapshot_id))
+    data = rstatus.status_data(store.load_snapshot(db, pipeline.collect(RecordedSlurm(SAMPLE), db).snapshot_id))
     rows = [r for r in data["table"] if r.get("rank") is not None]
     by_f = sorted({r["fairshare"] for r in rows}, reverse=True)
     n = max(r["rank"] for r in rows)

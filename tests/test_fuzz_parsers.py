@@ -24,7 +24,7 @@ import pytest
 
 from fscontrol.slurm import parse
 from fscontrol.agent import pipeline
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
 from fscontrol.errors import FscontrolError
 from fscontrol.slurm.source import RecordedSlurm
@@ -122,7 +122,7 @@ def test_ten_thousand_mutations_are_refused_cleanly_or_read_whole(tmp_path):
             if counts["read"] % 7 == 0 or kind == "number corrupted":  # and through status, as an admin sees it
                 with store.transaction(db):
                     sid = store.write_snapshot(db, snap, source="fuzz")
-                out = report.format_status(report.status_data(store.load_snapshot(db, sid)))
+                out = rstatus.format_status(rstatus.status_data(store.load_snapshot(db, sid)))
                 assert "F" in out
     print(f"{total} mutations: {counts}")
     assert total >= 10_000

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from fscontrol.agent import pipeline
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
@@ -50,7 +50,7 @@ def test_collect_and_status_match_sshare(slurm, tmp_path):
         ), key
     assert sum(1 for r in after.values() if r.is_user and r.raw_usage > 0) >= 4
 
-    data = report.status_data(snap)
+    data = rstatus.status_data(snap)
     d = snap.config.damping_factor
     assert d == 1  # slurm.conf's d is the one in force
     checked = 0

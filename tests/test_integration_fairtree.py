@@ -17,7 +17,7 @@ import time
 import pytest
 
 from fscontrol.model import fairtree
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
@@ -102,7 +102,7 @@ def test_fair_tree_f_matches_sprio_and_sshare(slurm, tmp_path):
         n1 = len(snap.prio_fairshare)
 
         # status says Fair Tree and shows the same ranking
-        data = report.status_data(snap)
+        data = rstatus.status_data(snap)
         assert data["priority_mode"] == "fair_tree" and data["halving_core_hours"] is None
         ranks = [r["rank"] for r in data["table"]]
         assert ranks == sorted(ranks, reverse=True)

@@ -23,7 +23,7 @@ from fscontrol.export import metrics
 from fscontrol.export import privacy
 from fscontrol.export import publish as pub
 from fscontrol.records import ShareRow, SlurmConfig
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
 from fscontrol.store.history import StoredSnapshot
 
 T0 = 1_790_000_000.0
@@ -175,7 +175,7 @@ def test_the_site_secret_is_made_once_and_refused_when_others_could_read_it(tmp_
 
 def _metrics_state(private: tuple[str, ...], group: str | None) -> dict:
     snap = _snapshot(private)
-    status = report.status_data(snap, target_core_hours=100.0, dummy=None, reference="median")
+    status = rstatus.status_data(snap, target_core_hours=100.0, dummy=None, reference="median")
     return {"tb": {"status": status, "taken_at": snap.taken_at, "decision": None, "holds": 0,
                    "name_users": privacy.metrics_name_users(private, group)}}
 

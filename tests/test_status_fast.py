@@ -1,6 +1,6 @@
 """`status`'s fast path (issue #14: 100,000 associations under 1 s) against the plain one.
 
-The text is made from the table a column at a time (report.StatusTable), NormShares from lists
+The text is made from the table a column at a time (rtable.StatusTable), NormShares from lists
 (fairshare.tree_in_order), the snapshot read from assoc_current, the rows built through a twin
 class; --json prints the rows. Each piece is checked here against what it replaced, and the two
 outputs against each other and against numbers recomputed from the snapshot's own text."""
@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from fscontrol.model import fairshare
 from fscontrol.model import fairtree
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
+from fscontrol.report import table as rtable
 from fscontrol.store import history as store
 from fscontrol.cli.app import app
 from fscontrol.records import ShareRow, share_rows
@@ -63,7 +64,7 @@ def _cell(v, spec: str | None, parsable: bool) -> str:
     return format(v, spec.replace(",", "") if parsable else spec)
 
 
-CLASSIC = [f.name for f in report.STATUS_FIELDS if f.name not in ("Place", "Rank", "LevelFS", "AccountLevelFS")]
+CLASSIC = [f.name for f in rstatus.STATUS_FIELDS if f.name not in ("Place", "Rank", "LevelFS", "AccountLevelFS")]
 
 
 @pytest.mark.parametrize("tree", [False, True])
@@ -75,7 +76,7 @@ def test_fast_text_and_json_agree_on_1000_associations(synth, tree):
     n_assocs = len((sample / "sshare.txt").read_text().splitlines()) - 1
     assert n_assocs >= 1000
     assert len(rows) == (n_assocs - 1 if tree else data["users"])  # --tree: all but root's own user row
-    fields = [report._FIELDS_BY_NAME[n.lower()] for n in CLASSIC]
+    fields = [rstatus._FIELDS_BY_NAME[n.lower()] for n in CLASSIC]
     # -P with every field: each cell is the --json row's value in the field's format
     lines = _run(db, "-P", "-o", ",".join(CLASSIC), *extra).splitlines()
     assert lines[0] == "|".join(CLASSIC) and len(lines) == len(rows) + 1
@@ -87,7 +88,7 @@ def test_fast_text_and_json_agree_on_1000_associations(synth, tree):
     plain = _run(db, *extra).splitlines()
     start = next(i for i, ln in enumerate(plain) if ln.lstrip().startswith(("user ", "account ")))
     body = plain[start + 2:start + 2 + len(rows)]
-    names = report.status_fields(tree=tree)
+    names = rstatus.status_fields(tree=tree)
     for line, row in zip(body, rows):
         got = line.split()
         want = [_cell(row[f.key], f.spec, False) for f in names]
@@ -205,8 +206,8 @@ def test_status_data_is_the_same_from_rows_in_any_order(seed, tmp_path):
     rows = list(snap.shares)
     shuffled = [rows[0]] + rng.sample(rows[1:], len(rows) - 1)
     assert fairshare.tree_in_order(shuffled) is None
-    a = report.status_data(snap, target_core_hours=100.0)
-    b = report.status_data(replace(snap, shares=tuple(shuffled)), target_core_hours=100.0)
+    a = rstatus.status_data(snap, target_core_hours=100.0)
+    b = rstatus.status_data(replace(snap, shares=tuple(shuffled)), target_core_hours=100.0)
     key = lambda r: (r["account"], r["user"])  # noqa: E731
     assert sorted(a["table"], key=key) == sorted(b["table"], key=key)
     assert sorted(a["underflow_users"]) == sorted(b["underflow_users"]) and a["underflow_users"]  # in row order
@@ -218,9 +219,9 @@ def test_columns_and_rows_are_the_same_table(synth):
     _, db = synth
     snap = store.load_snapshot(store.open_db(db, readonly=True))
     for tree in (False, True):
-        cols = report.status_data(snap, tree=tree, columns=True)
-        rows = report.status_data(snap, tree=tree)
-        assert isinstance(cols["table"], report.StatusTable) and cols["table"].rows() == rows["table"]
+        cols = rstatus.status_data(snap, tree=tree, columns=True)
+        rows = rstatus.status_data(snap, tree=tree)
+        assert isinstance(cols["table"], rtable.StatusTable) and cols["table"].rows() == rows["table"]
         assert {k: v for k, v in cols.items() if k != "table"} == {k: v for k, v in rows.items() if k != "table"}
 
 
@@ -271,18 +272,18 @@ def test_numbers_printed_by_the_line_format_are_tabulates(label, values):
     tabulate's "simple" layout all the same."""
     from tabulate import tabulate
 
-    fields = [report._FIELDS_BY_NAME[n] for n in ("user", "f", "usage", "halvesafter", "normshares")]
+    fields = [rstatus._FIELDS_BY_NAME[n] for n in ("user", "f", "usage", "halvesafter", "normshares")]
     rows = [{"user": f"u{i}", "fairshare": v, "usage_core_hours": v, "usage_to_halve_core_hours": v, "norm_shares": v}
             for i, v in enumerate(values)]
     cells = [[("-" if r[f.key] is None else (format(r[f.key], f.spec) if f.spec else r[f.key])) for f in fields] for r in rows]
     want = tabulate(cells, headers=[f.header for f in fields], disable_numparse=True,
                     colalign=["right" if f.right else "left" for f in fields])
-    assert "\n".join(report.table_lines(rows, fields)) == want
+    assert "\n".join(rtable.table_lines(rows, fields)) == want
     if label in ("zeros and a negative zero", "not finite", "none"):
-        assert report._inline_number(report.StatusTable.from_rows(rows), fields[1], False) is None
+        assert rtable._inline_number(rtable.StatusTable.from_rows(rows), fields[1], False) is None
     if label == "thousands":
-        assert report._inline_number(report.StatusTable.from_rows(rows), fields[2], False) is None
-        assert report._inline_number(report.StatusTable.from_rows(rows), fields[1], False) == (".6f", len("999.999600"))
+        assert rtable._inline_number(rtable.StatusTable.from_rows(rows), fields[2], False) is None
+        assert rtable._inline_number(rtable.StatusTable.from_rows(rows), fields[1], False) == (".6f", len("999.999600"))
 
 
 def test_the_halving_slurm_used_is_read_from_the_previous_snapshots_rows(tmp_path):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fscontrol.report import admin as report
+from fscontrol.report import status as rstatus
+from fscontrol.report import table as rtable
 from fscontrol.cli.app import app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +58,7 @@ def test_parsable_long_golden(basic):
     assert r.exit_code == 0, r.output
     _check("status_testbed_basic_long.psv", r.output)
     lines = r.output.splitlines()
-    assert lines[0] == "|".join(report.LONG_FIELDS)
+    assert lines[0] == "|".join(rstatus.LONG_FIELDS)
     # beside the golden file: every row's sshare figures are the capture's own, field for field
     # (sshare's RawShares, RawUsage, NormUsage, EffectvUsage, FairShare), no padding anywhere
     sshare = {(row[0].strip(), row[1]): row for row in _sshare_rows(BASIC)}
@@ -101,13 +102,13 @@ def test_unknown_field_is_one_clear_error_listing_the_valid_ones(basic):
     assert r.exit_code == 2
     assert r.output.count("\n") == 1
     assert r.output.startswith("fscontrol: error: --format: unknown field 'bogus'; valid fields: User, Account,")
-    assert all(f.name in r.output for f in report.STATUS_FIELDS)
+    assert all(f.name in r.output for f in rstatus.STATUS_FIELDS)
 
 
 def test_helpformat_lists_every_field():
     r = CliRunner().invoke(app, ["status", "--helpformat"])
     assert r.exit_code == 0
-    assert [ln.split()[0] for ln in r.output.splitlines()] == [f.name for f in report.STATUS_FIELDS]
+    assert [ln.split()[0] for ln in r.output.splitlines()] == [f.name for f in rstatus.STATUS_FIELDS]
 
 
 def test_json_ignores_the_table_options(basic):
@@ -159,13 +160,13 @@ def test_plain_table_is_tabulates_simple_layout(tmp_path):
     from fscontrol.store import history as store
 
     db = _history(tmp_path, AGAVE)
-    data = report.status_data(store.load_snapshot(store.open_db(db, readonly=True)))
-    for fields in (report.status_fields(), report.status_fields(long=True)):
+    data = rstatus.status_data(store.load_snapshot(store.open_db(db, readonly=True)))
+    for fields in (rstatus.status_fields(), rstatus.status_fields(long=True)):
         cells = [[("-" if r[f.key] is None else (format(r[f.key], f.spec) if f.spec else r[f.key])) for f in fields]
                  for r in data["table"]]
         want = tabulate(cells, headers=[f.header for f in fields], disable_numparse=True,
                         colalign=["right" if f.right else "left" for f in fields])
-        assert "\n".join(report.table_lines(data["table"], fields)) == want
+        assert "\n".join(rtable.table_lines(data["table"], fields)) == want
 
 
 def test_a_reader_that_stops_early_ends_the_output_quietly(tmp_path):

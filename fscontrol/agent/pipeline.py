@@ -1020,7 +1020,7 @@ def _db_file(db: Database) -> str | None:
 def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
     """The Prometheus textfile for every cluster in the history (or the named ones)."""
     from fscontrol.export import metrics, privacy
-    from fscontrol.report import admin as report
+    from fscontrol.report import status as rstatus
 
     names = clusters or [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY 1")]
     state = {}
@@ -1030,7 +1030,7 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
         except NotFoundError:
             continue
         cc = cfg.cluster(name)
-        status = report.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
+        status = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
         state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store.last_decision(db, name),
                        "holds": len(store.gate_ledger(db, name)),
                        "name_users": privacy.metrics_name_users(snap.config.private_data, getattr(cfg, "metrics_group", None))}

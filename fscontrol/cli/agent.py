@@ -62,15 +62,17 @@ def control(
     stderr; --json prints everything."""
     from fscontrol.agent import loop as agent
     from fscontrol.agent import pipeline
-    from fscontrol.report import admin as report
+    from fscontrol.report import control as rcontrol
+    from fscontrol.report import status as rstatus
+    from fscontrol.report import table as rtable
 
     if helpformat:
-        typer.echo(report.format_fields_help(report.CONTROL_FIELDS))
+        typer.echo(rstatus.format_fields_help(rcontrol.CONTROL_FIELDS))
         return
     if switch not in (None, "off", "on"):
         raise _fail(ConfigError(f"`fscontrol control {switch}`: the only words after control are off and on"))
     try:
-        columns = report.pick_fields(fields, report.CONTROL_FIELDS, report.CONTROL_DEFAULT_FIELDS)
+        columns = rtable.pick_fields(fields, rcontrol.CONTROL_FIELDS, rcontrol.CONTROL_DEFAULT_FIELDS)
         if switch is not None and (parsable or noheader or fields):
             raise ConfigError(f"-P, -n and -o are for the plan's table; `control {switch}` has none (--json for scripts)")
         cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
@@ -84,18 +86,18 @@ def control(
     except FscontrolError as e:
         raise _fail(e) from None
     if switch == "off":
-        data = report.off_data(tick)
-        typer.echo(json.dumps(data, indent=2) if json_out else report.format_off(data))
+        data = rcontrol.off_data(tick)
+        typer.echo(json.dumps(data, indent=2) if json_out else rcontrol.format_off(data))
         if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
             raise typer.Exit(3)
         return
-    data = report.control_data(tick.control)
+    data = rcontrol.control_data(tick.control)
     if json_out:
         typer.echo(json.dumps(data, indent=2))
     elif parsable or noheader:
-        _table_alone(report.control_rows(data), columns, parsable, noheader, report.control_notes(data))
+        _table_alone(rcontrol.control_rows(data), columns, parsable, noheader, rcontrol.control_notes(data))
     else:
-        typer.echo(report.format_control(data, columns))
+        typer.echo(rcontrol.format_control(data, columns))
     if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
         raise typer.Exit(3)
     if data["advise_only"] and (apply or cfg.apply):  # asked to act, and it cannot: say so to scripts too
@@ -147,15 +149,15 @@ def tick(
     recorded with its reason before it runs; the next tick settles any whose outcome a kill or a
     timeout left unknown. The whole tick runs within agent.tick_deadline."""
     from fscontrol.agent import loop as agent
-    from fscontrol.report import admin as report
+    from fscontrol.report import ticks as rticks
 
     try:
         cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
         outcomes = agent.tick(cfg, make_source, path, clusters, apply=apply or cfg.apply)
     except FscontrolError as e:
         raise _fail(e) from None
-    data = report.tick_data(outcomes)
-    text = json.dumps(data, indent=2) if json_out else report.format_tick(data)
+    data = rticks.tick_data(outcomes)
+    text = json.dumps(data, indent=2) if json_out else rticks.format_tick(data)
     if text:
         typer.echo(text)
     for o in outcomes:
@@ -240,18 +242,20 @@ def gate(
     rest of the report goes to stderr; --json prints everything."""
     from fscontrol.agent import loop as agent
     from fscontrol.agent import pipeline
-    from fscontrol.report import admin as report
+    from fscontrol.report import gate as rgate
+    from fscontrol.report import status as rstatus
+    from fscontrol.report import table as rtable
     from fscontrol.act.gate import format_gate_plan, gate_notes
 
     if helpformat:
-        typer.echo("accounts table:\n" + report.format_fields_help(report.GATE_FIELDS) + "\n\nwith --actions:\n"
-                   + report.format_fields_help(report.GATE_ACTION_FIELDS))
+        typer.echo("accounts table:\n" + rstatus.format_fields_help(rgate.GATE_FIELDS) + "\n\nwith --actions:\n"
+                   + rstatus.format_fields_help(rgate.GATE_ACTION_FIELDS))
         return
     try:
         if actions_table and not (parsable or noheader or fields):
             raise ConfigError("--actions picks the table -P, -n or -o print; give one of them (the plain report shows both)")
-        report.pick_fields(fields, report.GATE_ACTION_FIELDS if actions_table else report.GATE_FIELDS,
-                           report.GATE_ACTION_DEFAULT_FIELDS if actions_table else report.GATE_DEFAULT_FIELDS)  # before any tick
+        rtable.pick_fields(fields, rgate.GATE_ACTION_FIELDS if actions_table else rgate.GATE_FIELDS,
+                           rgate.GATE_ACTION_DEFAULT_FIELDS if actions_table else rgate.GATE_DEFAULT_FIELDS)  # before any tick
         cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
         res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
                              stages=pipeline.Stages(gate=True, release_all=release_all), metrics=False).gate
@@ -269,13 +273,13 @@ def gate(
             notes += [f"{a.status} {' '.join(a.argv)}  {a.output}" for a in res.actions]
         elif res.actions:
             notes.append("dry run: nothing was changed; --apply carries the plan out")
-        _table_alone(report.gate_rows(plan, actions_table), report.gate_fields(plan, fields, actions_table), parsable,
+        _table_alone(rgate.gate_rows(plan, actions_table), rgate.gate_fields(plan, fields, actions_table), parsable,
                      noheader, notes)
     else:
         if actions_table:  # -o with --actions: the actions table alone, padded
-            _print_lines(report.table_lines(report.gate_rows(res.plan, True), report.gate_fields(res.plan, fields, True)))
+            _print_lines(rtable.table_lines(rgate.gate_rows(res.plan, True), rgate.gate_fields(res.plan, fields, True)))
         else:
-            typer.echo(format_gate_plan(res.plan) if fields is None else report.format_gate(res.plan, report.gate_fields(res.plan, fields)))
+            typer.echo(format_gate_plan(res.plan) if fields is None else rgate.format_gate(res.plan, rgate.gate_fields(res.plan, fields)))
         if res.applied:
             for a in res.actions:
                 typer.echo(f"{a.status:8} {' '.join(a.argv)}  {a.output}")

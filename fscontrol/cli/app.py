@@ -139,16 +139,17 @@ def status(
     import math
 
     from fscontrol.agent import config
-    from fscontrol.report import admin as report
+    from fscontrol.report import status as rstatus
+    from fscontrol.report import table as rtable
     from fscontrol.store import history as store
 
     if helpformat:
-        typer.echo(report.format_fields_help())
+        typer.echo(rstatus.format_fields_help())
         return
     if ustar is not None and not (math.isfinite(ustar) and ustar > 0):
         raise _fail(ConfigError(f"--target must be a number of core-hours > 0, got {ustar:g}"))
     try:
-        columns = report.status_fields(fields, long=long, tree=tree)
+        columns = rstatus.status_fields(fields, long=long, tree=tree)
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
         if source is not None:
@@ -157,7 +158,7 @@ def status(
             pipeline.collect(_source(source, cluster), database)
         snap = store.load_snapshot(database, cluster=cluster)
         cc = cfg.cluster(snap.cluster)
-        data = report.status_data(
+        data = rstatus.status_data(
             snap,
             target_core_hours=ustar if ustar is not None else cc.target_core_hours,
             dummy=cc.dummy_key,
@@ -171,15 +172,15 @@ def status(
     except FscontrolError as e:
         raise _fail(e) from None
     if data["priority_mode"] == "fair_tree":  # Fair Tree's columns: rank and LevelFS, no halving
-        columns = report.status_fields(fields, long=long, tree=tree, fair_tree=True)
+        columns = rstatus.status_fields(fields, long=long, tree=tree, fair_tree=True)
     if json_out:
         typer.echo(json.dumps(data, indent=2))
     elif parsable or noheader:
         for w in data["warnings"]:
             typer.echo(f"fscontrol: warning: {w}", err=True)
-        _print_lines(report.table_lines(data["table"], columns, parsable=parsable, header=not noheader, tree=tree))
+        _print_lines(rtable.table_lines(data["table"], columns, parsable=parsable, header=not noheader, tree=tree))
     else:
-        _print_lines(report.status_lines(data, columns))
+        _print_lines(rstatus.status_lines(data, columns))
 
 
 @app.command()
@@ -228,7 +229,7 @@ def history(
 
     from fscontrol.agent import config
     from fscontrol.report import historychart
-    from fscontrol.report import admin as report
+    from fscontrol.report import ticks as rticks
     from fscontrol.store import history as store
     from fscontrol.model.allocations import parse_period
 
@@ -246,7 +247,7 @@ def history(
         if start is None or start < 1e9:
             start = now - parse_period(since, where="--since")
         name = cluster or _only_cluster(database)
-        data = report.history_data(name, start, now, store.history(database, name, start, now))
+        data = rticks.history_data(name, start, now, store.history(database, name, start, now))
         if json_out or png or html_out:
             data["timeline"] = historychart.timeline(database, name, start, now)
         if png is not None:
@@ -255,7 +256,7 @@ def history(
             historychart.write_html(data, html_out)
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else report.format_history(data))
+    typer.echo(json.dumps(data, indent=2) if json_out else rticks.format_history(data))
 
 
 def _only_cluster(database) -> str:

@@ -31,11 +31,11 @@ def _db(path: Path | None, create: bool = True, readonly: bool | None = None):
 
 def _table_alone(rows, fields, parsable: bool, noheader: bool, notes=()) -> None:
     """-P/-n: the table alone on stdout (what scripts read), the report's other lines on stderr."""
-    from fscontrol.report import admin as report
+    from fscontrol.report import table as rtable
 
     for n in notes:
         typer.echo(f"fscontrol: note: {n}", err=True)
-    _print_lines(report.table_lines(rows, fields, parsable=parsable, header=not noheader))
+    _print_lines(rtable.table_lines(rows, fields, parsable=parsable, header=not noheader))
 
 
 def _print_lines(lines, chunk: int = 4096) -> None:

@@ -1,23 +1,15 @@
-"""Reports: plain data first (for --json), then text (own table layout for the large status table, tabulate for small ones). Pure: no Slurm, no clock."""
+"""`fscontrol status`: the admin's view of a snapshot as data (--json) and text, classic and Fair Tree. Pure: no Slurm, no clock."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
-import shlex
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
 
 from fscontrol.model import fairshare
 from fscontrol.model.fairshare import UNDERFLOW
 from fscontrol.store.history import StoredSnapshot
-
-HOUR = 3600.0
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+from fscontrol.report.table import Field, HOUR, StatusTable, _duration, _fmt, _iso, pick_fields, sparkline, table_lines
 
 
 def _snapshot_head(snap: StoredSnapshot) -> dict:
@@ -257,48 +249,6 @@ def _control_history(rows: list[dict]) -> list[dict]:
     return out
 
 
-SPARK = "▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: list[float]) -> str:
-    """A one-line chart: each value as one of eight block heights between the min and the max."""
-    vals = [v for v in values if v is not None]
-    if not vals:
-        return ""
-    lo, hi = min(vals), max(vals)
-    span = hi - lo or 1.0
-    return "".join(" " if v is None else SPARK[min(7, int((v - lo) / span * 7.999))] for v in values)
-
-
-def _fmt(v, spec: str) -> str:
-    if v is None:
-        return "-"
-    return format(v, spec)
-
-
-def _duration(s: float) -> str:
-    if s % 86400 == 0:
-        return f"{s / 86400:g} d"
-    if s % 3600 == 0:
-        return f"{s / 3600:g} h"
-    return f"{s / 60:g} min"
-
-
-# ---------------------------------------------------------------------------- the status table
-@dataclass(frozen=True, slots=True)
-class Field:
-    """One column of the status table: `name` is what -o/--format takes (any case) and what -P's
-    header line prints, `header` the plain table's heading, `key` the row's key in status_data."""
-
-    name: str
-    header: str
-    key: str
-    spec: str | None  # format() spec for numbers (-P drops the thousands separator); None: text
-    right: bool
-    help: str
-    idle_key: str | None = None  # the row's flag for an infinite value (Fair Tree's LevelFS with no usage)
-
-
 STATUS_FIELDS: tuple[Field, ...] = (
     Field("User", "user", "user", None, False, "the user (empty on an account row of --tree)"),
     Field("Account", "account", "account", None, False, "the account (with --tree, indented one space a level, as sshare)"),
@@ -323,13 +273,23 @@ STATUS_FIELDS: tuple[Field, ...] = (
     Field("AccountLevelFS", "account LevelFS", "account_level_fs", ".6f", True,
           "Fair Tree: the LevelFS of the account the user competes under", "account_level_fs_idle"),
 )
+
+
 _FIELDS_BY_NAME = {f.name.lower(): f for f in STATUS_FIELDS}
+
+
 DEFAULT_FIELDS = ("User", "Account", "Usage", "NormShares", "EffectvUsage", "F", "FairShare", "FSprio", "HalvesAfter",
                   "ImpliedHalving")
+
+
 LONG_FIELDS = ("User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "NormUsage", "EffectvUsage", "F",
                "FairShare", "FSprio", "HalvesAfter", "ImpliedHalving")
+
+
 FAIR_TREE_FIELDS = ("Place", "Rank", "User", "Account", "Usage", "NormShares", "EffectvUsage", "LevelFS", "AccountLevelFS", "F",
                     "FairShare", "FSprio")
+
+
 FAIR_TREE_LONG_FIELDS = ("Place", "Rank", "User", "Account", "RawShares", "NormShares", "RawUsage", "Usage", "EffectvUsage",
                          "LevelFS", "AccountLevelFS", "F", "FairShare", "FSprio")
 
@@ -351,154 +311,10 @@ def status_fields(spec: str | None = None, long: bool = False, tree: bool = Fals
     return pick_fields(spec, STATUS_FIELDS, ())
 
 
-def pick_fields(spec: str | None, table: Sequence[Field], default: Sequence[str]) -> tuple[Field, ...]:
-    """-o/--format for any of the reports' tables: `spec`'s comma-separated field names in any
-    case (as sshare -o and sacct -o take them), else the `default` names. An unknown name is a
-    ConfigError (exit 2) listing the valid ones."""
-    by_name = {f.name.lower(): f for f in table}
-    if spec is None:
-        return tuple(by_name[n.lower()] for n in default)
-    names = [n.strip() for n in spec.split(",") if n.strip()]
-    unknown = [n for n in names if n.lower() not in by_name]
-    if unknown or not names:
-        from fscontrol.errors import ConfigError
-
-        what = f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(repr(n) for n in unknown)}" if unknown else "no field"
-        raise ConfigError(f"--format: {what}; valid fields: {', '.join(f.name for f in table)}")
-    return tuple(by_name[n.lower()] for n in names)
-
-
 def format_fields_help(table: Sequence[Field] = STATUS_FIELDS) -> str:
     """--helpformat: every field -o takes, as sshare --helpformat lists them."""
     width = max(len(f.name) for f in table)
     return "\n".join(f"{f.name:<{width}}  {f.help}" for f in table)
-
-
-class StatusTable:
-    """The status table as columns: `columns` maps each row key of status_data's table to a list,
-    one entry a row. The text is made a column at a time from it; `rows()` gives the list of
-    dicts --json prints (the same keys in the same order, the same values)."""
-
-    __slots__ = ("columns", "_rows")
-
-    def __init__(self, columns: dict[str, list], rows: list[dict] | None = None) -> None:
-        self.columns = columns
-        self._rows = rows
-
-    @classmethod
-    def from_rows(cls, rows: list[dict]) -> StatusTable:
-        """A table of row dicts (Fair Tree's), its columns made when asked."""
-        return cls({}, rows)
-
-    def __len__(self) -> int:
-        if self._rows is not None:
-            return len(self._rows)
-        return len(next(iter(self.columns.values()), ()))
-
-    def column(self, key: str) -> list:
-        col = self.columns.get(key)
-        if col is None:
-            col = [r.get(key) for r in self._rows] if self._rows is not None else [None] * len(self)
-        return col
-
-    def rows(self) -> list[dict]:
-        if self._rows is not None:
-            return self._rows
-        keys = tuple(self.columns)
-        return [dict(zip(keys, values)) for values in zip(*self.columns.values())]
-
-
-def _cells(table: StatusTable, f: Field, parsable: bool, tree: bool) -> list[str]:
-    """One column's texts, built a column at a time (one comprehension per column, no call per
-    cell): None is "-" in the plain table ("" on --tree's account rows, as sshare leaves them
-    blank) and "" with -P."""
-    key = f.key
-    if f.name == "Account" and tree:
-        return [" " * dp + a for dp, a in zip(table.column("depth"), table.column("account"))]
-    values = table.column(key)
-    if f.spec == "d":  # an integer field (Fair Tree's RawUsage comes as an integral float)
-        values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
-    if f.idle_key is not None:
-        values = [float("inf") if idle else v for idle, v in zip(table.column(f.idle_key), values)]  # prints "inf"
-    spec = f.spec
-    if spec is None:
-        return [("" if parsable else "-") if v is None else v for v in values]
-    if parsable:
-        spec = spec.replace(",", "")
-        return ["" if v is None else format(v, spec) for v in values]
-    if tree:
-        return [("-" if u else "") if v is None else format(v, spec) for u, v in zip(table.column("user"), values)]
-    return ["-" if v is None else format(v, spec) for v in values]
-
-
-def _inline_number(table: StatusTable, f: Field, tree: bool) -> tuple[str, int] | None:
-    """For a column of fixed-point numbers, the %-conversion (".6f") that prints every value as
-    format(value, f.spec) does, and the widest value's length; None when a value needs format()
-    (a None, not finite, thousands separators, a negative zero among zeros). The length of a
-    fixed-point number never shrinks as its magnitude grows, so the widest is the largest or the
-    most negative."""
-    spec = f.spec
-    if spec is None or not f.right or f.idle_key is not None or (tree and f.name == "Account"):
-        return None
-    plain = spec.lstrip(",")
-    if not (plain[:1] == "." and plain[-1:] == "f" and plain[1:-1].isdigit()):
-        return None
-    values = table.column(f.key)
-    if not values or None in values:
-        return None
-    try:
-        if not math.isfinite(sum(values)):
-            return None
-        hi, lo = max(values), min(values)
-    except (TypeError, OverflowError):
-        return None
-    conv = plain
-    widest = max(len(format(hi, spec)), len(format(lo, spec)))
-    if spec != plain and "," in format(hi, spec) + format(lo, spec):
-        return None  # a thousands separator somewhere: format() it is
-    if lo == 0 and any(math.copysign(1.0, v) < 0 for v in values if v == 0):
-        return None  # "-0.000000" is wider than its neighbours
-    return conv, widest
-
-
-def table_lines(rows: list[dict] | StatusTable, fields: Sequence[Field], *, parsable: bool = False, header: bool = True,
-                tree: bool = False) -> Iterator[str]:
-    """The status table, line by line, from status_data's rows or its StatusTable. Plain:
-    tabulate's "simple" layout (two spaces between columns, a column as wide as its longest cell
-    or its heading plus two, a line of dashes), built here because tabulate's per-cell type
-    detection took 70% of `status` on 100,000 associations. -P (`parsable`): sshare -P's form,
-    every field delimited by |, no padding, the field names as the header line. `header=False`
-    (-n) leaves the header lines out."""
-    table = rows if isinstance(rows, StatusTable) else StatusTable.from_rows(rows)
-    if parsable:
-        cols = [_cells(table, f, parsable, tree) for f in fields]
-        if header:
-            yield "|".join(f.name for f in fields)
-        yield from map("|".join, zip(*cols))
-        return
-    cols, widths, convs = [], [], []
-    for f in fields:
-        inline = _inline_number(table, f, tree)
-        if inline is None:  # texts: %s, padded
-            c = _cells(table, f, parsable, tree)
-            cols.append(c)
-            widths.append(max(len(f.header) + 2, max(map(len, c), default=0)))
-            convs.append("s")
-        else:  # the numbers themselves, converted by the line's own %-format
-            conv, w = inline
-            cols.append(table.column(f.key))
-            widths.append(max(len(f.header) + 2, w))
-            convs.append(conv)
-    last = len(fields) - 1
-    # one %-format a line pads every cell (right: %Ws, left: %-Ws, a left last column unpadded)
-    specs = [f"%{w}{cv}" if f.right else (f"%-{w}{cv}" if i < last else f"%{cv}")
-             for i, (f, w, cv) in enumerate(zip(fields, widths, convs))]
-    if header:
-        yield "  ".join(f.header.rjust(w) if f.right else (f.header.ljust(w) if i < last else f.header)
-                        for i, (f, w) in enumerate(zip(fields, widths)))
-        yield "  ".join("-" * w for w in widths)
-    lines = map("  ".join(specs).__mod__, zip(*cols))
-    yield from (map(str.rstrip, lines) if tree else lines)  # an account row's blank last cells
 
 
 def format_status(data: dict, fields: Sequence[Field] | None = None) -> str:
@@ -565,344 +381,6 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
         yield f"warning: {w}"
 
 
-FAIR_TREE_ADVICE = (
-    "Fair Tree ranks users (F = rank / N among the {n} user associations), so there is no usage at which "
-    "F halves and no u* to keep; it ignores FairShareDampeningFactor, so fscontrol changes nothing here.",
-    "Shape Fair Tree with the account shares (sacctmgr modify account NAME set fairshare=N): at each level "
-    "an account's LevelFS = its share of the shares / its share of the usage; `fscontrol status` shows them.",
-    "Set how long usage counts with PriorityDecayHalfLife, and weigh fair-share against age, size and QOS with "
-    "PriorityWeightFairshare (Slurm's Fair Tree page: as low as 1-2 x the number of user associations).",
-    "Or run classic fair-share (PriorityFlags=NO_FAIR_TREE, then scontrol reconfigure): there fscontrol keeps "
-    "F halving every u* core-hours with the damping factor, padding, or both.",
-)
-
-
-def control_data(res) -> dict:
-    if getattr(res, "priority_mode", "classic") == "fair_tree":
-        return _control_data_fair_tree(res)
-    d = res.decision
-    h = lambda v: None if v is None else v / HOUR  # noqa: E731
-    return {
-        "cluster": res.cluster,
-        "snapshot_id": res.snapshot_id,
-        "decision_id": res.decision_id,
-        "method": d.method,
-        "mode": "apply" if res.applied else "dry-run",
-        "advise_only": d.advise_only,
-        "target_core_hours": h(d.u_star),
-        "reference_share": d.s_ref,
-        "real_usage_core_hours": h(d.u_real),
-        "real_usage_next_core_hours": h(d.u_real_next),
-        "padding_core_hours": h(d.w_now),
-        "padding_target_core_hours": h(d.w_target),
-        "damping_now": d.d_now,
-        "damping_target": d.d_target,
-        "damping_ideal": d.d_ideal,
-        "usage_factor": d.usage_factor,
-        "pulse_usage_factor": d.pulse_usage_factor,
-        "halving_now_core_hours": h(d.h_now),
-        "halving_planned_core_hours": h(d.h_planned),
-        "error_now": d.error_now,
-        "error_planned": d.error_planned,
-        "rounding_bound": d.bound,
-        "verified_damping": res.verified_damping,
-        "notes": list(d.notes),
-        "actions": [
-            {"kind": a.kind, "command": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
-            for a in res.actions
-        ],
-    }
-
-
-def _control_data_fair_tree(res) -> dict:
-    """Control under Fair Tree: no plan, no classic figures; what an admin can do instead."""
-    d = res.decision
-    return {
-        "cluster": res.cluster,
-        "snapshot_id": res.snapshot_id,
-        "decision_id": res.decision_id,
-        "priority_mode": "fair_tree",
-        "method": d.method if d is not None else None,
-        "mode": "apply" if res.applied else "dry-run",
-        "advise_only": True,
-        "target_core_hours": None if d is None or d.u_star is None else d.u_star / HOUR,
-        "advice": [a.format(n=res.user_associations) for a in FAIR_TREE_ADVICE],
-        "notes": [],
-        "actions": [],
-    }
-
-
-CONTROL_FIELDS: tuple[Field, ...] = (
-    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown or skipped"),
-    Field("Kind", "kind", "kind", None, False, "what the command does (set_damping, set_usage_factor, submit_dummy, ...)"),
-    Field("Command", "command", "command_line", None, False, "the Slurm command, quoted as a shell would take it"),
-    Field("Reason", "reason", "reason", None, False, "why the plan has it"),
-    Field("Output", "output", "output", None, False, "what the command printed (after --apply)"),
-)
-CONTROL_DEFAULT_FIELDS = ("Status", "Command", "Reason")
-
-
-def control_rows(data: dict) -> list[dict]:
-    """The control plan's commands as the table's rows (one line each: -P reads a line a row)."""
-    def one_line(v) -> str | None:
-        return None if v is None else " ".join(str(v).split("\n"))
-
-    return [{"status": a["status"], "kind": a["kind"], "command_line": shlex.join(a["command"]),
-             "reason": one_line(a["reason"]), "output": one_line(a.get("output"))} for a in data["actions"]]
-
-
-def control_notes(data: dict) -> list[str]:
-    """What the control report says besides its table (for -P/-n, which print the table alone)."""
-    if data.get("priority_mode") == "fair_tree":
-        return [f"{data['cluster']} runs Fair Tree: advice only, no plan (fscontrol control without -P/-n shows the advice)"]
-    advice = [n[len("advice only: "):] for n in data["notes"] if n.startswith("advice only: ")]
-    dry = ["dry run: nothing was changed; --apply carries the plan out"] if data["mode"] == "dry-run" and data["actions"] else []
-    return [f"ADVICE ONLY, nothing can be done here: {a}" for a in advice[:1]] + \
-        [n for n in data["notes"] if not n.startswith("advice only: ")] + dry
-
-
-def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
-    if data.get("priority_mode") == "fair_tree":
-        lines = [f"ADVICE ONLY, nothing can be done here: {data['cluster']} runs Fair Tree, where a halving "
-                 f"target u* does not exist"]
-        lines += [f"  - {a}" for a in data["advice"]]
-        lines.append("plan: none")
-        return "\n".join(lines)
-    pct = lambda v: "-" if v is None else f"{v:+.2%}"  # noqa: E731
-    lines = [
-        f"{data['cluster']}: method {data['method']} ({data['mode']}{', advice only' if data['advise_only'] else ''}), "
-        f"target u* = {_fmt(data['target_core_hours'], ',.2f')} core-hours, S_ref = {_fmt(data['reference_share'], '.6f')}",
-        f"real usage {_fmt(data['real_usage_core_hours'], ',.2f')} core-hours "
-        f"(after the next pass ~{_fmt(data['real_usage_next_core_hours'], ',.2f')}), "
-        f"padding {_fmt(data['padding_core_hours'], ',.2f')} -> {_fmt(data['padding_target_core_hours'], ',.2f')} core-hours",
-        f"damping factor {data['damping_now']} -> {data['damping_target']} (ideal {_fmt(data['damping_ideal'], '.3f')})",
-        f"halving now {_fmt(data['halving_now_core_hours'], ',.2f')} core-hours ({pct(data['error_now'])} vs u*), "
-        f"planned {_fmt(data['halving_planned_core_hours'], ',.2f')} ({pct(data['error_planned'])})"
-        + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
-    ]
-    advice = [n for n in data["notes"] if n.startswith("advice only: ")]
-    if advice:  # first, so nobody reads the figures above as a plan: nothing will be done
-        lines.insert(0, f"ADVICE ONLY, nothing can be done here: {advice[0][len('advice only: '):]}")
-    for n in data["notes"]:
-        if n not in advice:
-            lines.append(f"note: {n}")
-    if not data["actions"]:
-        lines.append("plan: none (advice only)" if data["advise_only"] else "plan: nothing to do")
-    else:
-        from tabulate import tabulate
-
-        fields = fields or pick_fields(None, CONTROL_FIELDS, CONTROL_DEFAULT_FIELDS)
-        lines.append("")
-        lines.append(
-            tabulate(
-                [["-" if r[f.key] is None else r[f.key] for f in fields] for r in control_rows(data)],
-                headers=[f.header for f in fields],
-                disable_numparse=True,
-                maxcolwidths=[60 if f.name in ("Command", "Reason", "Output") else None for f in fields],  # not 350 columns
-            )
-        )
-        if data["mode"] == "dry-run":
-            lines.append("(dry run: nothing was changed; --apply carries the plan out)")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------- the gate's tables
-GATE_FIELDS: tuple[Field, ...] = (
-    Field("Account", "account", "account", None, False, "the account"),
-    Field("State", "state", "state", None, False, "over, at or under its target, or unmanaged (no allocation)"),
-    Field("Occupancy", "occupancy", "occupancy", None, True, "what its running jobs hold now, in the allocations' unit"),
-    Field("Ideal", "ideal", "ideal", None, True, "its award over its period: the occupancy it is due"),
-    Field("Target", "target", "target", None, True, "factor x ideal: above this it is over"),
-    Field("OverBy", "over by", "over_by", None, True, "occupancy - target"),
-    Field("Running", "running", "running_jobs", "d", True, "its running jobs"),
-    Field("Pending", "pending", "pending_jobs", "d", True, "its pending jobs"),
-    Field("PendingDemand", "pending demand", "pending_demand", None, True, "what its pending jobs ask for"),
-    Field("Waiting", "waiting", "waiting_jobs", "d", True, "pending jobs that could start (not held, no dependency)"),
-    Field("WaitingDemand", "waiting demand", "waiting_demand", None, True, "what the waiting jobs ask for"),
-    Field("AgentHeld", "agent held", "agent_held", "d", True, "its jobs the agent holds (or demotes) now"),
-)
-GATE_DEFAULT_FIELDS = ("Account", "State", "Occupancy", "Ideal", "Target", "Running", "Pending", "PendingDemand",
-                       "Waiting", "AgentHeld")
-GATE_ACTION_FIELDS: tuple[Field, ...] = (
-    Field("Kind", "kind", "kind", None, False, "hold, release, nice or unnice"),
-    Field("JobId", "job", "job_id", None, False, "the job"),
-    Field("Account", "account", "account", None, False, "its account"),
-    Field("Nice", "nice", "nice", "d", True, "the Nice a demotion sets"),
-    Field("Reason", "reason", "reason", None, False, "why"),
-)
-GATE_ACTION_DEFAULT_FIELDS = ("Kind", "JobId", "Account", "Reason")
-
-
-def gate_fields(plan, spec: str | None, actions: bool = False) -> tuple[Field, ...]:
-    """-o for `fscontrol gate`: the accounts table's fields (headers naming the plan's unit and
-    its action, as the plain report does), or with --actions the actions table's."""
-    from dataclasses import replace as with_
-
-    if actions:
-        return pick_fields(spec, GATE_ACTION_FIELDS, GATE_ACTION_DEFAULT_FIELDS)
-    heads = {"Occupancy": f"occupancy ({plan.unit})", "AgentHeld": f"agent {'held' if plan.action == 'hold' else 'demoted'}"}
-    return tuple(with_(f, header=heads[f.name]) if f.name in heads else f
-                 for f in pick_fields(spec, GATE_FIELDS, GATE_DEFAULT_FIELDS))
-
-
-def gate_rows(plan, actions: bool = False) -> list[dict]:
-    """The gate's accounts (or actions) as the table's rows; sizes as the plain report prints them."""
-    from fscontrol.act.gate import _fmt
-
-    if actions:
-        return [{"kind": a.kind, "job_id": a.job_id, "account": a.account, "nice": a.nice, "reason": a.reason}
-                for a in plan.actions]
-    out = []
-    for a in plan.accounts:
-        row = a.to_dict()
-        for k in ("occupancy", "ideal", "target", "over_by", "pending_demand", "waiting_demand"):
-            row[k] = None if row[k] is None else _fmt(row[k])
-        out.append(row)
-    return out
-
-
-def format_gate(plan, fields: Sequence[Field]) -> str:
-    """The gate's report with -o's fields in its accounts table (the rest as the plain report)."""
-    from tabulate import tabulate
-
-    from fscontrol.act.gate import format_gate_plan
-
-    table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
-                     headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
-    return format_gate_plan(plan, table=table)
-
-
-# ---------------------------------------------------------------------------- tick
-def tick_data(outcomes) -> dict:
-    """A tick over the agent's clusters (agent.ClusterOutcome list), as plain data."""
-    out = []
-    for o in outcomes:
-        row: dict = {"cluster": o.cluster, "ok": o.error is None,
-                     "error": str(o.error) if o.error else None, "exit_code": o.error.exit_code if o.error else 0}
-        r = o.result
-        if r is not None:
-            row["snapshot_id"] = r.snapshot_id
-            row["control"] = control_data(r.control) if r.control is not None else None
-            row["fit"] = ({"half_life_s": r.fit.half_life_s, "half_life_se_s": r.fit.half_life_se_s, "drifted": r.fit.drifted}
-                          if r.fit is not None else None)
-            row["gate"] = ({"actions": [{"job_id": a.job_id, "kind": a.kind, "status": a.status} for a in r.gate.actions],
-                            "mode": "apply" if r.gate.applied else "dry-run"} if r.gate is not None else None)
-            row["published"] = r.published
-            row["settled"] = [{"what": w, "from": a, "to": b, "why": why} for w, a, b, why in r.reconciled]
-        out.append(row)
-    return {"ok": all(r["ok"] for r in out), "clusters": out}
-
-
-def format_tick(data: dict) -> str:
-    lines = []
-    for c in data["clusters"]:
-        if not c["ok"]:
-            continue  # errors go to stderr, one line each (cli)
-        if c["control"] is not None:
-            lines.append(format_control(c["control"]))
-        else:
-            lines.append(f"{c['cluster']}: collected snapshot {c['snapshot_id']} (control not due)")
-        if c["fit"] is not None:
-            f = c["fit"]
-            lines.append(f"  fit: half-life {_fmt(f['half_life_s'], ',.1f')} s ± {_fmt(f['half_life_se_s'], '.1f')}"
-                         + (" (drifted from Slurm's setting)" if f["drifted"] else ""))
-        if c["gate"] is not None:
-            g = c["gate"]
-            done = sum(a["status"] == "ok" for a in g["actions"])
-            lines.append(f"  gate ({g['mode']}): {len(g['actions'])} action(s) planned, {done} done")
-        if c["published"]:
-            lines.append(f"  published {c['published']}")
-        for x in c.get("settled", []):  # what an earlier tick left open, settled against Slurm
-            lines.append(f"  settled {x['what']}: {x['from']} -> {x['to'] or 'dropped'} ({x['why']})")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------- control off
-def off_data(tick) -> dict:
-    """`fscontrol control off`: what it undoes (or did undo), command by command."""
-    acts = list(tick.control.actions if tick.control else ()) + list(tick.gate.actions if tick.gate else ())
-    applied = bool(tick.control and tick.control.applied)
-    return {
-        "cluster": tick.cluster,
-        "mode": "apply" if applied else "dry-run",
-        "acting": not applied,
-        "actions": [{"kind": a.kind, "argv": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
-                    for a in acts],
-    }
-
-
-def format_off(data: dict) -> str:
-    lines = [f"{data['cluster']}: control off ({data['mode']})"]
-    if not data["actions"]:
-        lines.append("  nothing to undo: Slurm holds what it held before the agent first acted")
-    for a in data["actions"]:
-        lines.append(f"  {a['status']:9} {' '.join(a['argv'])}  ({a['reason']})")
-    lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
-                 if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------- history
-def history_data(cluster: str, since: float, until: float, rec: dict) -> dict:
-    """`fscontrol history`: the agent's record over a period, as plain data (store.history)."""
-    decisions = []
-    for d in rec["decisions"]:
-        u = d["u_star"] or None
-        decisions.append({
-            "time": _iso(d["decided_at"]), "method": d["method"], "applied": bool(d["apply"]), "advice_only": bool(d["advise_only"]),
-            "damping_now": d["d_now"], "damping_target": d["d_target"],
-            "padding_core_hours": None if d["w_now"] is None else d["w_now"] / HOUR,
-            "halving_core_hours": None if d["h_now"] is None else d["h_now"] / HOUR,
-            "halving_slurm_core_hours": None if d["h_slurm"] is None else d["h_slurm"] / HOUR,
-            "target_core_hours": None if u is None else u / HOUR,
-            "error": None if d["h_now"] is None or not u else d["h_now"] / u - 1,
-            "error_slurm": None if d["h_slurm"] is None or not u else d["h_slurm"] / u - 1,
-        })
-    errs = [abs(x["error_slurm"]) for x in decisions if x["error_slurm"] is not None]
-    return {
-        "cluster": cluster, "since": _iso(since), "until": _iso(until), "decisions": decisions,
-        "worst_error_slurm": max(errs) if errs else None,
-        "actions": rec["actions"], "failed_actions": [dict(a, planned_at=_iso(a["planned_at"])) for a in rec["failed_actions"]],
-        "ticks": rec["ticks"], "failed_ticks": [dict(t, started_at=_iso(t["started_at"])) for t in rec["failed_ticks"]],
-    }
-
-
-def format_history(data: dict, width: int = 72) -> str:
-    def thin(values: list) -> list:  # one character per bucket: the chart fits a terminal
-        if len(values) <= width:
-            return values
-        step = len(values) / width
-        return [values[int(i * step)] for i in range(width)]
-
-    dec = data["decisions"]
-    lines = [f"{data['cluster']}: the agent's record from {data['since']} to {data['until']}"]
-    if dec:
-        def row(label: str, values: list, fmt: str) -> str:
-            vals = [v for v in values if v is not None]
-            rng = f"{format(min(vals), fmt)} .. {format(max(vals), fmt)}" if vals else "-"
-            return f"  {label:<26}{sparkline(thin(values))}  {rng}"
-
-        lines += [f"{len(dec)} decisions ({dec[0]['time']} .. {dec[-1]['time']}), method {dec[-1]['method']}",
-                  row("halving / u* - 1 (Slurm)", [d["error_slurm"] for d in dec], "+.2%"),
-                  row("halving / u* - 1 (agent)", [d["error"] for d in dec], "+.2%"),
-                  row("damping factor d", [d["damping_target"] for d in dec], "d"),
-                  row("padding (core-hours)", [d["padding_core_hours"] for d in dec], ",.2f")]
-        if data["worst_error_slurm"] is not None:
-            lines.append(f"  worst |halving / u* - 1| as Slurm used it: {data['worst_error_slurm']:.2%}")
-    else:
-        lines.append("no control decisions in this period")
-    if data["ticks"]:
-        lines.append("ticks: " + ", ".join(f"{t['stage']} {t['status']} {t['n']}" for t in data["ticks"]))
-    if data["actions"]:
-        lines.append("actions: " + ", ".join(f"{a['stage']}/{a['kind']} {a['status']} {a['n']}" for a in data["actions"]))
-    for t in data["failed_ticks"][-10:]:
-        lines.append(f"  failed tick {t['started_at']} {t['stage']}: {t['error']}")
-    for a in data["failed_actions"][-10:]:
-        lines.append(f"  {a['status']} action {a['planned_at']} {a['stage']}/{a['kind']}: {a['output'] or a['reason']}")
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------- Fair Tree
 def status_data_fair_tree(
     snap: StoredSnapshot,
     dummy: tuple[str, str] | None = None,

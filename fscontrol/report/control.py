@@ -1,0 +1,175 @@
+"""`fscontrol control` and `control off`: the plan (or what was done) as data and text. Pure."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from fscontrol.report.table import Field, HOUR, _fmt, pick_fields
+
+
+FAIR_TREE_ADVICE = (
+    "Fair Tree ranks users (F = rank / N among the {n} user associations), so there is no usage at which "
+    "F halves and no u* to keep; it ignores FairShareDampeningFactor, so fscontrol changes nothing here.",
+    "Shape Fair Tree with the account shares (sacctmgr modify account NAME set fairshare=N): at each level "
+    "an account's LevelFS = its share of the shares / its share of the usage; `fscontrol status` shows them.",
+    "Set how long usage counts with PriorityDecayHalfLife, and weigh fair-share against age, size and QOS with "
+    "PriorityWeightFairshare (Slurm's Fair Tree page: as low as 1-2 x the number of user associations).",
+    "Or run classic fair-share (PriorityFlags=NO_FAIR_TREE, then scontrol reconfigure): there fscontrol keeps "
+    "F halving every u* core-hours with the damping factor, padding, or both.",
+)
+
+
+def control_data(res) -> dict:
+    if getattr(res, "priority_mode", "classic") == "fair_tree":
+        return _control_data_fair_tree(res)
+    d = res.decision
+    h = lambda v: None if v is None else v / HOUR  # noqa: E731
+    return {
+        "cluster": res.cluster,
+        "snapshot_id": res.snapshot_id,
+        "decision_id": res.decision_id,
+        "method": d.method,
+        "mode": "apply" if res.applied else "dry-run",
+        "advise_only": d.advise_only,
+        "target_core_hours": h(d.u_star),
+        "reference_share": d.s_ref,
+        "real_usage_core_hours": h(d.u_real),
+        "real_usage_next_core_hours": h(d.u_real_next),
+        "padding_core_hours": h(d.w_now),
+        "padding_target_core_hours": h(d.w_target),
+        "damping_now": d.d_now,
+        "damping_target": d.d_target,
+        "damping_ideal": d.d_ideal,
+        "usage_factor": d.usage_factor,
+        "pulse_usage_factor": d.pulse_usage_factor,
+        "halving_now_core_hours": h(d.h_now),
+        "halving_planned_core_hours": h(d.h_planned),
+        "error_now": d.error_now,
+        "error_planned": d.error_planned,
+        "rounding_bound": d.bound,
+        "verified_damping": res.verified_damping,
+        "notes": list(d.notes),
+        "actions": [
+            {"kind": a.kind, "command": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
+            for a in res.actions
+        ],
+    }
+
+
+def _control_data_fair_tree(res) -> dict:
+    """Control under Fair Tree: no plan, no classic figures; what an admin can do instead."""
+    d = res.decision
+    return {
+        "cluster": res.cluster,
+        "snapshot_id": res.snapshot_id,
+        "decision_id": res.decision_id,
+        "priority_mode": "fair_tree",
+        "method": d.method if d is not None else None,
+        "mode": "apply" if res.applied else "dry-run",
+        "advise_only": True,
+        "target_core_hours": None if d is None or d.u_star is None else d.u_star / HOUR,
+        "advice": [a.format(n=res.user_associations) for a in FAIR_TREE_ADVICE],
+        "notes": [],
+        "actions": [],
+    }
+
+
+CONTROL_FIELDS: tuple[Field, ...] = (
+    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown or skipped"),
+    Field("Kind", "kind", "kind", None, False, "what the command does (set_damping, set_usage_factor, submit_dummy, ...)"),
+    Field("Command", "command", "command_line", None, False, "the Slurm command, quoted as a shell would take it"),
+    Field("Reason", "reason", "reason", None, False, "why the plan has it"),
+    Field("Output", "output", "output", None, False, "what the command printed (after --apply)"),
+)
+
+
+CONTROL_DEFAULT_FIELDS = ("Status", "Command", "Reason")
+
+
+def control_rows(data: dict) -> list[dict]:
+    """The control plan's commands as the table's rows (one line each: -P reads a line a row)."""
+    def one_line(v) -> str | None:
+        return None if v is None else " ".join(str(v).split("\n"))
+
+    return [{"status": a["status"], "kind": a["kind"], "command_line": shlex.join(a["command"]),
+             "reason": one_line(a["reason"]), "output": one_line(a.get("output"))} for a in data["actions"]]
+
+
+def control_notes(data: dict) -> list[str]:
+    """What the control report says besides its table (for -P/-n, which print the table alone)."""
+    if data.get("priority_mode") == "fair_tree":
+        return [f"{data['cluster']} runs Fair Tree: advice only, no plan (fscontrol control without -P/-n shows the advice)"]
+    advice = [n[len("advice only: "):] for n in data["notes"] if n.startswith("advice only: ")]
+    dry = ["dry run: nothing was changed; --apply carries the plan out"] if data["mode"] == "dry-run" and data["actions"] else []
+    return [f"ADVICE ONLY, nothing can be done here: {a}" for a in advice[:1]] + \
+        [n for n in data["notes"] if not n.startswith("advice only: ")] + dry
+
+
+def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
+    if data.get("priority_mode") == "fair_tree":
+        lines = [f"ADVICE ONLY, nothing can be done here: {data['cluster']} runs Fair Tree, where a halving "
+                 f"target u* does not exist"]
+        lines += [f"  - {a}" for a in data["advice"]]
+        lines.append("plan: none")
+        return "\n".join(lines)
+    pct = lambda v: "-" if v is None else f"{v:+.2%}"  # noqa: E731
+    lines = [
+        f"{data['cluster']}: method {data['method']} ({data['mode']}{', advice only' if data['advise_only'] else ''}), "
+        f"target u* = {_fmt(data['target_core_hours'], ',.2f')} core-hours, S_ref = {_fmt(data['reference_share'], '.6f')}",
+        f"real usage {_fmt(data['real_usage_core_hours'], ',.2f')} core-hours "
+        f"(after the next pass ~{_fmt(data['real_usage_next_core_hours'], ',.2f')}), "
+        f"padding {_fmt(data['padding_core_hours'], ',.2f')} -> {_fmt(data['padding_target_core_hours'], ',.2f')} core-hours",
+        f"damping factor {data['damping_now']} -> {data['damping_target']} (ideal {_fmt(data['damping_ideal'], '.3f')})",
+        f"halving now {_fmt(data['halving_now_core_hours'], ',.2f')} core-hours ({pct(data['error_now'])} vs u*), "
+        f"planned {_fmt(data['halving_planned_core_hours'], ',.2f')} ({pct(data['error_planned'])})"
+        + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
+    ]
+    advice = [n for n in data["notes"] if n.startswith("advice only: ")]
+    if advice:  # first, so nobody reads the figures above as a plan: nothing will be done
+        lines.insert(0, f"ADVICE ONLY, nothing can be done here: {advice[0][len('advice only: '):]}")
+    for n in data["notes"]:
+        if n not in advice:
+            lines.append(f"note: {n}")
+    if not data["actions"]:
+        lines.append("plan: none (advice only)" if data["advise_only"] else "plan: nothing to do")
+    else:
+        from tabulate import tabulate
+
+        fields = fields or pick_fields(None, CONTROL_FIELDS, CONTROL_DEFAULT_FIELDS)
+        lines.append("")
+        lines.append(
+            tabulate(
+                [["-" if r[f.key] is None else r[f.key] for f in fields] for r in control_rows(data)],
+                headers=[f.header for f in fields],
+                disable_numparse=True,
+                maxcolwidths=[60 if f.name in ("Command", "Reason", "Output") else None for f in fields],  # not 350 columns
+            )
+        )
+        if data["mode"] == "dry-run":
+            lines.append("(dry run: nothing was changed; --apply carries the plan out)")
+    return "\n".join(lines)
+
+
+def off_data(tick) -> dict:
+    """`fscontrol control off`: what it undoes (or did undo), command by command."""
+    acts = list(tick.control.actions if tick.control else ()) + list(tick.gate.actions if tick.gate else ())
+    applied = bool(tick.control and tick.control.applied)
+    return {
+        "cluster": tick.cluster,
+        "mode": "apply" if applied else "dry-run",
+        "acting": not applied,
+        "actions": [{"kind": a.kind, "argv": list(a.argv), "reason": a.reason, "status": a.status, "output": a.output}
+                    for a in acts],
+    }
+
+
+def format_off(data: dict) -> str:
+    lines = [f"{data['cluster']}: control off ({data['mode']})"]
+    if not data["actions"]:
+        lines.append("  nothing to undo: Slurm holds what it held before the agent first acted")
+    for a in data["actions"]:
+        lines.append(f"  {a['status']:9} {' '.join(a['argv'])}  ({a['reason']})")
+    lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
+                 if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""`fscontrol gate`: the SFS gate's accounts and actions as tables. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fscontrol.report.table import Field, pick_fields
+
+
+GATE_FIELDS: tuple[Field, ...] = (
+    Field("Account", "account", "account", None, False, "the account"),
+    Field("State", "state", "state", None, False, "over, at or under its target, or unmanaged (no allocation)"),
+    Field("Occupancy", "occupancy", "occupancy", None, True, "what its running jobs hold now, in the allocations' unit"),
+    Field("Ideal", "ideal", "ideal", None, True, "its award over its period: the occupancy it is due"),
+    Field("Target", "target", "target", None, True, "factor x ideal: above this it is over"),
+    Field("OverBy", "over by", "over_by", None, True, "occupancy - target"),
+    Field("Running", "running", "running_jobs", "d", True, "its running jobs"),
+    Field("Pending", "pending", "pending_jobs", "d", True, "its pending jobs"),
+    Field("PendingDemand", "pending demand", "pending_demand", None, True, "what its pending jobs ask for"),
+    Field("Waiting", "waiting", "waiting_jobs", "d", True, "pending jobs that could start (not held, no dependency)"),
+    Field("WaitingDemand", "waiting demand", "waiting_demand", None, True, "what the waiting jobs ask for"),
+    Field("AgentHeld", "agent held", "agent_held", "d", True, "its jobs the agent holds (or demotes) now"),
+)
+
+
+GATE_DEFAULT_FIELDS = ("Account", "State", "Occupancy", "Ideal", "Target", "Running", "Pending", "PendingDemand",
+                       "Waiting", "AgentHeld")
+
+
+GATE_ACTION_FIELDS: tuple[Field, ...] = (
+    Field("Kind", "kind", "kind", None, False, "hold, release, nice or unnice"),
+    Field("JobId", "job", "job_id", None, False, "the job"),
+    Field("Account", "account", "account", None, False, "its account"),
+    Field("Nice", "nice", "nice", "d", True, "the Nice a demotion sets"),
+    Field("Reason", "reason", "reason", None, False, "why"),
+)
+
+
+GATE_ACTION_DEFAULT_FIELDS = ("Kind", "JobId", "Account", "Reason")
+
+
+def gate_fields(plan, spec: str | None, actions: bool = False) -> tuple[Field, ...]:
+    """-o for `fscontrol gate`: the accounts table's fields (headers naming the plan's unit and
+    its action, as the plain report does), or with --actions the actions table's."""
+    from dataclasses import replace as with_
+
+    if actions:
+        return pick_fields(spec, GATE_ACTION_FIELDS, GATE_ACTION_DEFAULT_FIELDS)
+    heads = {"Occupancy": f"occupancy ({plan.unit})", "AgentHeld": f"agent {'held' if plan.action == 'hold' else 'demoted'}"}
+    return tuple(with_(f, header=heads[f.name]) if f.name in heads else f
+                 for f in pick_fields(spec, GATE_FIELDS, GATE_DEFAULT_FIELDS))
+
+
+def gate_rows(plan, actions: bool = False) -> list[dict]:
+    """The gate's accounts (or actions) as the table's rows; sizes as the plain report prints them."""
+    from fscontrol.act.gate import _fmt
+
+    if actions:
+        return [{"kind": a.kind, "job_id": a.job_id, "account": a.account, "nice": a.nice, "reason": a.reason}
+                for a in plan.actions]
+    out = []
+    for a in plan.accounts:
+        row = a.to_dict()
+        for k in ("occupancy", "ideal", "target", "over_by", "pending_demand", "waiting_demand"):
+            row[k] = None if row[k] is None else _fmt(row[k])
+        out.append(row)
+    return out
+
+
+def format_gate(plan, fields: Sequence[Field]) -> str:
+    """The gate's report with -o's fields in its accounts table (the rest as the plain report)."""
+    from tabulate import tabulate
+
+    from fscontrol.act.gate import format_gate_plan
+
+    table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
+                     headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
+    return format_gate_plan(plan, table=table)
