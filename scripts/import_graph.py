@@ -153,10 +153,30 @@ def package_graph(g: dict[str, set[str]]) -> dict[str, dict[str, int]]:
     return pg
 
 
+def floor_depths(pg: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Each package's floor: the longest chain of imports below it (0: imports no other package);
+    a package in an import cycle sits on its cycle's highest floor."""
+    memo: dict[str, int] = {}
+    onstack: set[str] = set()
+
+    def depth(p: str) -> int:
+        if p in memo:
+            return memo[p]
+        if p in onstack:
+            return 0
+        onstack.add(p)
+        d = 1 + max((depth(q) for q in pg.get(p, {}) if q in pg), default=-1)
+        onstack.discard(p)
+        memo[p] = d
+        return d
+
+    return {p: depth(p) for p in pg}
+
+
 def draw(g: dict[str, set[str]], path: Path, title: str) -> None:
-    """The package graph: one box a package (its line count), each at its layer's height (the
-    floors of the layering: lowest at the bottom), an arrow per import between packages; an
-    upward arrow is red."""
+    """The package graph (a flat package: its modules): one box each, on the floor of its longest
+    chain of imports (0 at the bottom), an arrow per import between boxes; an arrow to a higher
+    layer (LAYERS) is red."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -166,25 +186,26 @@ def draw(g: dict[str, set[str]], path: Path, title: str) -> None:
     root = path  # (unused name kept short)
     del root
     floors: dict[int, list[str]] = defaultdict(list)
+    depth = floor_depths(pg)
     for p in sorted(pg):
-        lay = layer_of(p)
-        floors[-1 if lay is None else lay].append(p)
+        floors[depth[p]].append(p)
     pos: dict[str, tuple[float, float]] = {}
     for lay, names in floors.items():
         for i, n in enumerate(names):
-            pos[n] = ((i + 1) / (len(names) + 1), lay)
-    fig, ax = plt.subplots(figsize=(10, 9))
+            pos[n] = ((i + 1) / (len(names) + 1), lay + (0.18 if i % 2 and len(names) > 5 else 0.0))
+    fig, ax = plt.subplots(figsize=(11, 1.0 + 0.62 * (max(floors) + 1)))
     for a, deps in pg.items():
         for b in deps:
             (x1, y1), (x2, y2) = pos[a], pos[b]
-            up = y2 > y1
+            la, lb = layer_of(a), layer_of(b)
+            up = la is not None and lb is not None and lb > la
             ax.annotate("", xy=(x2, y2), xytext=(x1, y1),
                         arrowprops=dict(arrowstyle="->", color="red" if up else "0.55", lw=0.8,
                                         shrinkA=14, shrinkB=14, connectionstyle="arc3,rad=0.08"))
     for n, (x, y) in pos.items():
         ax.text(x, y, n.replace("fscontrol.", "") if n != "fscontrol" else "fscontrol",
                 ha="center", va="center", fontsize=8, bbox=dict(boxstyle="round", fc="#eef3fb", ec="#4a6fa5"))
-    ax.set_ylim(-1.7, len(LAYERS))
+    ax.set_ylim(-0.7, max(floors) + 0.7)
     ax.set_xlim(0, 1)
     ax.axis("off")
     ax.set_title(title)
