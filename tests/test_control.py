@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fscontrol.act import actions
 from fscontrol.act import control
+from fscontrol.act import slurmconf
 from fscontrol.slurm import parse
 from fscontrol.model.decay import decay_factor_per_second
 from fscontrol.errors import UnsafeActionError
@@ -151,98 +152,12 @@ def test_dummy_job_is_submitted_once():
 
 def test_rewrite_damping_replaces_or_appends_and_validates():
     conf = "ClusterName=x\nFairShareDampeningFactor=1 # old\nPriorityFlags=NO_FAIR_TREE\nfairsharedampeningfactor=9\n"
-    out = actions.rewrite_damping(conf, 12)
+    out = slurmconf.rewrite_damping(conf, 12)
     assert out.count("FairShareDampeningFactor=12\n") == 1 and "=9" not in out and "ClusterName=x\n" in out
-    assert actions.rewrite_damping("ClusterName=x", 3) == "ClusterName=x\nFairShareDampeningFactor=3\n"
+    assert slurmconf.rewrite_damping("ClusterName=x", 3) == "ClusterName=x\nFairShareDampeningFactor=3\n"
     for bad in (0, 65536, 1.5, True):
         with pytest.raises(UnsafeActionError):
-            actions.rewrite_damping(conf, bad)
-
-
-def test_persist_rolls_back_when_reconfigure_fails(tmp_path):
-    from fscontrol.errors import SlurmCommandError
-
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("ClusterName=x\nFairShareDampeningFactor=1\n")
-    calls = []
-
-    def run(argv):
-        calls.append(argv)
-        if len(calls) == 1:
-            raise SlurmCommandError("reconfigure failed")
-        return ""
-
-    with pytest.raises(SlurmCommandError, match="the old file is back"):
-        actions.persist_damping(str(conf), 5, run, "t1")
-    assert conf.read_text() == "ClusterName=x\nFairShareDampeningFactor=1\n"
-    assert calls == [("scontrol", "reconfigure"), ("scontrol", "reconfigure")]
-    backup = actions.persist_damping(str(conf), 5, lambda argv: "", "t2")
-    assert "FairShareDampeningFactor=5\n" in conf.read_text() and open(backup).read().endswith("=1\n")
-
-
-def test_persist_keeps_mode_and_owner_even_when_it_rolls_back(tmp_path):
-    import os
-    import stat
-
-    from fscontrol.errors import SlurmCommandError
-
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("ClusterName=x\nFairShareDampeningFactor=1\n")
-    conf.chmod(0o640)
-    old = os.umask(0o077)  # the agent's own umask must not leak into slurm.conf or its backup
-    try:
-        def fail(argv):
-            raise SlurmCommandError("reconfigure failed")
-
-        with pytest.raises(SlurmCommandError):
-            actions.persist_damping(str(conf), 5, fail, "20261123T000000")
-        assert stat.S_IMODE(conf.stat().st_mode) == 0o640
-        backup = actions.persist_damping(str(conf), 6, lambda argv: "", "20261123T000001")
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE(conf.stat().st_mode) == 0o640 and stat.S_IMODE(os.stat(backup).st_mode) == 0o640
-    assert not list(tmp_path.glob("*.fscontrol-tmp"))
-
-
-def test_persist_refuses_a_split_slurm_conf_and_keeps_a_bounded_set_of_backups(tmp_path):
-    from fscontrol.errors import UnsafeActionError
-
-    conf = tmp_path / "slurm.conf"
-    conf.write_text("ClusterName=x\nInclude /etc/slurm/prio.conf\n")
-    with pytest.raises(UnsafeActionError, match="Include"):
-        actions.persist_damping(str(conf), 5, lambda argv: "", "20261123T000000")
-    assert conf.read_text() == "ClusterName=x\nInclude /etc/slurm/prio.conf\n"
-    conf.write_text("ClusterName=x\n")
-    for k in range(actions.MAX_BACKUPS + 3):
-        actions.persist_damping(str(conf), 2 + k, lambda argv: "", f"2026112{k}T000000")
-    assert len(list(tmp_path.glob("slurm.conf.fscontrol-*"))) == actions.MAX_BACKUPS
-
-
-def test_persist_on_a_full_disk_leaves_slurm_conf_byte_identical(tmp_path):
-    """A real full file system (a 64 KiB tmpfs) under slurm.conf: no partial file, no temp file."""
-    import os
-    import subprocess
-
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
-    try:
-        conf = mnt / "slurm.conf"
-        original = "ClusterName=x\n" + "# padding\n" * 3000 + "FairShareDampeningFactor=1\n"
-        conf.write_text(original)
-        with open(mnt / "filler", "wb") as fh:
-            try:
-                fh.write(b"x" * (1 << 20))
-            except OSError:
-                pass
-        with pytest.raises(OSError):
-            actions.persist_damping(str(conf), 5, lambda argv: "", "20261123T000000")
-        assert conf.read_text() == original
-        assert sorted(p.name for p in mnt.iterdir()) == ["filler", "slurm.conf"]
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+            slurmconf.rewrite_damping(conf, bad)
 
 
 def test_the_steady_padding_job_has_a_day_and_is_renewed_at_half():

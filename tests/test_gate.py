@@ -415,7 +415,9 @@ def test_a_failed_release_keeps_its_mark(tmp_path):
             raise SlurmCommandError("release failed")
         return Out()
 
-    done = pipeline._apply(db, run, plan, ids, _time.monotonic() + 60, dependent=False, cluster="c")
+    from fscontrol.act import executor
+
+    done = executor.apply(db, run, plan, ids, _time.monotonic() + 60, dependent=False, cluster="c")
     assert [(a.kind, a.job_id, a.status) for a in done] == [
         ("release", "7", "failed"), ("unmark", "7", "skipped"), ("release", "8", "ok"), ("unmark", "8", "ok")]
     assert ("scontrol", "update", "JobId=7", "AdminComment=") not in calls

@@ -141,10 +141,13 @@ def test_persist_keeps_d_across_reconfigure_and_restart(slurm, tmp_path):
     try:
         res = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
         d_set = res.decision.d_target
+        from fscontrol.act import slurmconf
+
         persisted = [a for a in res.actions if a.kind == "persist_damping"]
         assert d_set > 1 and [a.status for a in persisted] == ["ok"], res.actions
-        backup = Path(persisted[0].output.removeprefix("backup "))
-        assert backup.read_text() == original
+        backup = Path(slurmconf.backups(str(slurm.conf))[-1])
+        assert backup.read_text() == original and Path(slurmconf.original_path(str(slurm.conf))).read_text() == original
+        assert f"backup {backup}" in persisted[0].output
         assert f"FairShareDampeningFactor={d_set}\n" in slurm.conf.read_text()
         slurm.scontrol("reconfigure")
         assert slurm.damping() == d_set

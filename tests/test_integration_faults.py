@@ -226,7 +226,7 @@ def _reset(slurm, original: str) -> None:
 def test_control_fault_matrix(slurm, tmp_path):
     """Kill -9 at every step of an applying control tick, and a command that hangs after acting;
     after each, the next (clean) tick settles everything. Prints the matrix (docs/agent.md)."""
-    from fscontrol.act.actions import rewrite_damping
+    from fscontrol.act.slurmconf import rewrite_damping
 
     slurm.cancel_all()
     slurm.reset_usage()

@@ -1,17 +1,18 @@
 """Plans and their application. A plan is a list of commands, each with its reason; building it
 is pure, applying it is separate and happens only when the admin asks (--apply).
 
-Every command is an argument list run with a timeout, never through a shell.
+Every command is an argument list run with a timeout, never through a shell. The commands are
+run, recorded and settled by act/executor.py alone; slurm.conf is edited by act/slurmconf.py alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from fscontrol.act.control import D_MAX, Decision
-from fscontrol.errors import SlurmCommandError, UnsafeActionError
+from fscontrol.errors import UnsafeActionError
 from fscontrol.records import QueueJob
 
 DUMMY_JOB_NAME = "fscontrol-padding"
@@ -127,9 +128,6 @@ def control_plan(
     return plan
 
 
-Runner = Callable[[tuple[str, ...]], str]
-
-
 def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, float], originals: dict,
              dummy: tuple[str, str], conf_value: str | None) -> list[Action]:
     """`fscontrol control off`: undo what control did, from what Slurm held before the agent
@@ -160,135 +158,3 @@ def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, 
     if d_orig is not None and (reconfigured_to if reconfigured_to is not None else d_now) != int(d_orig):
         plan.append(set_damping(int(d_orig), f"control off: d back to {d_orig}, as before the agent first changed it"))
     return plan
-
-
-def conf_damping_value(text: str) -> str | None:
-    """The value of slurm.conf's FairShareDampeningFactor line (the last one), or None."""
-    value = None
-    for line in text.splitlines():
-        key, _, v = line.split("#", 1)[0].strip().partition("=")
-        if key.strip().lower() == "fairsharedampeningfactor":
-            value = v.strip()
-    return value
-
-
-def restore_damping_line(conf_path: str, value: str | None, run: Runner) -> str:
-    """slurm.conf's d line back to `value` (None: no such line), written as persist writes it,
-    then `scontrol reconfigure`."""
-    import os
-
-    with open(conf_path) as fh:
-        text = fh.read()
-    if value is None:
-        lines = [ln for ln in text.splitlines(keepends=True)
-                 if ln.split("#", 1)[0].strip().partition("=")[0].strip().lower() != "fairsharedampeningfactor"]
-        new = "".join(lines)
-    else:
-        new = rewrite_damping(text, int(value))
-    _write_like(conf_path, new, os.stat(conf_path))
-    run(("scontrol", "reconfigure"))
-    return f"{conf_path}: FairShareDampeningFactor {'removed' if value is None else '= ' + str(value)}; reconfigured"
-
-
-def apply_plan(plan: Sequence[Action], run: Runner) -> list[Action]:
-    """Run each action in order; stop at the first failure (later actions depend on earlier ones)."""
-    done: list[Action] = []
-    failed = False
-    for a in plan:
-        if failed:
-            done.append(replace(a, status="skipped", output="not run: an earlier action failed"))
-            continue
-        try:
-            out = run(a.argv)
-            job = out.strip().split(";")[0] if a.kind == "submit_dummy" else a.job_id
-            done.append(replace(a, status="ok", output=out.strip()[:2000], job_id=job))
-        except SlurmCommandError as e:
-            failed = True
-            done.append(replace(a, status="failed", output=str(e)[:2000]))
-    return done
-
-
-# ---------------------------------------------------------------------------- persist d in slurm.conf
-def rewrite_damping(conf_text: str, d: int) -> str:
-    """slurm.conf with FairShareDampeningFactor=d (the line replaced, or added). Pure.
-
-    Only a validated integer is ever written: Slurm's clients die on a non-integer, and
-    `scontrol reconfigure` with one killed slurmctld on the testbed (losing usage since its
-    last state save)."""
-    if not isinstance(d, int) or isinstance(d, bool) or not 1 <= d <= D_MAX:
-        raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
-    out, done = [], False
-    for line in conf_text.splitlines(keepends=True):
-        key = line.split("#", 1)[0].strip().split("=", 1)[0].strip().lower()
-        if key == "fairsharedampeningfactor":
-            if not done:
-                out.append(f"FairShareDampeningFactor={d}\n")
-                done = True
-            continue  # a duplicate line would be ambiguous: keep one
-        out.append(line)
-    if not done:
-        if out and not out[-1].endswith("\n"):
-            out[-1] += "\n"
-        out.append(f"FairShareDampeningFactor={d}\n")
-    return "".join(out)
-
-
-MAX_BACKUPS = 5  # slurm.conf.fscontrol-<stamp> files kept; older ones of ours are removed
-
-
-def _write_like(path: str, text: str, st) -> None:
-    """Write `text` to `path` atomically with the mode and owner of `st` (the file it replaces):
-    a temporary file in the same folder, fsync, rename. The temporary file never outlives a failure."""
-    import os
-
-    tmp = f"{path}.fscontrol-tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, st.st_mode & 0o7777)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, st.st_mode & 0o7777)
-        if os.geteuid() == 0:
-            os.chown(tmp, st.st_uid, st.st_gid)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def persist_damping(conf_path: str, d: int, run: Runner, stamp: str) -> str:
-    """Write d into slurm.conf atomically (backup, temp file + rename, mode and owner kept), then
-    `scontrol reconfigure`; if that fails, put the old text back the same way and reconfigure
-    again. Refuses a slurm.conf that uses Include (the setting may live in another file), and one
-    that changed while it was being rewritten. Keeps the last MAX_BACKUPS backups. Returns the
-    backup's path."""
-    import glob
-    import os
-    import re
-
-    with open(conf_path) as fh:
-        text = fh.read()
-    if re.search(r"^\s*include\s", text, re.IGNORECASE | re.MULTILINE):
-        raise UnsafeActionError(f"{conf_path} uses Include: fscontrol does not edit a split slurm.conf; "
-                                "set FairShareDampeningFactor there yourself, or keep persist = false")
-    new = rewrite_damping(text, d)
-    st = os.stat(conf_path)
-    backup = f"{conf_path}.fscontrol-{stamp}"
-    _write_like(backup, text, st)
-    with open(conf_path) as fh:
-        if fh.read() != text:  # someone edited it meanwhile: theirs wins, nothing written
-            raise UnsafeActionError(f"{conf_path} changed while fscontrol was rewriting it: not written (try again)")
-    _write_like(conf_path, new, st)
-    ours = sorted(glob.glob(glob.escape(conf_path) + ".fscontrol-[0-9]*"))
-    for old in ours[:-MAX_BACKUPS]:
-        os.unlink(old)
-    try:
-        run(("scontrol", "reconfigure"))
-    except SlurmCommandError as e:
-        _write_like(conf_path, text, st)
-        try:
-            run(("scontrol", "reconfigure"))
-        finally:
-            raise SlurmCommandError(f"scontrol reconfigure failed after writing d={d} to {conf_path}; the old file is back: {e}") from None
-    return backup

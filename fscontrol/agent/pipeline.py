@@ -12,12 +12,11 @@ from dataclasses import dataclass, replace
 import sqlite3
 import time
 from collections.abc import Callable
-from collections import namedtuple
 
+from fscontrol.act import executor
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
-from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, SlurmCommandError, SlurmTimeoutError, StoreError,
-                     UnsafeActionError)
+from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, UnsafeActionError)
 from fscontrol.store.connection import Database
 from fscontrol.records import Snapshot
 from fscontrol.slurm.source import RecordedSlurm, SlurmSource, last_decay_pass
@@ -435,7 +434,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                               f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
         cc = cfg.cluster(cluster) if cfg is not None else None
         # only a tick that may act settles (under the agent lock: never beside a tick in flight)
-        settled = _settle(db, snap) if acting else _Settled([], None, ())
+        settled = executor.settle(db, snap) if acting else executor.NOTHING_SETTLED
         off = store.get_state(db, cluster, "acting_off") if acting else None
         if stages.off:
             ctl = _decide_off(db, snap, cc)
@@ -443,7 +442,6 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
         else:
             ctl = _decide_control(db, snap, cc, off) if stages.control else None
             gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
-        status = "pending" if apply else "planned"
         # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read from
         # assoc_current before this snapshot's values replace them (used only if it is the
         # snapshot of the previous decision, which the transaction below reads)
@@ -454,10 +452,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                 db.execute("UPDATE ticks SET status = 'failed', error = 'ended without recording its outcome (killed?)' "
                            "WHERE cluster = ? AND status = 'running'", [cluster])
             tick_id = store.record_tick(db, cluster, started, None, "running", snapshot_id=sid, stage=stages.label)
-            for aid, st, note in settled.actions:
-                store.update_action(db, aid, st, note, None, time.time())
-            if settled.ledger is not None:
-                store.write_ledger(db, cluster, settled.ledger.ledger, {}, snap.taken_at)
+            executor.write_settlement(db, cluster, settled, snap.taken_at)
             did = None
             c_ids: list[int] = []
             if ctl is not None:
@@ -468,20 +463,21 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                         store.set_measured_effect(db, previous["id"], dec.h_now,
                                                 *_halving_slurm_used(db, previous, snap, latest_usage))
                     did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
-                c_ids = store.write_actions(db, cluster, did, "off" if stages.off else "control",
-                                            [replace(a, status=status) for a in c_plan], snap.taken_at, tick_id)
+                c_ids = executor.write_plan(db, cluster, did, "off" if stages.off else "control", c_plan,
+                                            apply_it=apply, at=snap.taken_at, tick_id=tick_id)
                 if apply:
-                    _record_originals(db, cluster, snap, c_plan)
+                    executor.record_originals(db, cluster, snap, c_plan)
             if apply and stages.off:  # from now on this cluster's ticks act on nothing until `control on`
                 store.set_state(db, cluster, "acting_off", {"by": stages.off, "at": snap.taken_at}, snap.taken_at)
             g_ids: list[int] = []
             if gplan is not None:
-                g_ids = store.write_actions(db, cluster, None, "gate", [replace(a, status=status) for a in gplan[1]],
-                                            snap.taken_at, tick_id)
+                g_ids = executor.write_plan(db, cluster, None, "gate", gplan[1], apply_it=apply, at=snap.taken_at,
+                                            tick_id=tick_id)
                 if gplan[0].accounts:  # a gate decision (not a release-all): its table, for `why` on a held job
                     store.set_state(db, cluster, "gate_table", gate_table(gplan[0]), snap.taken_at)
                 if apply:
-                    store.write_ledger(db, cluster, _ledger_intent(settled.ledger, gplan[0], snap), gplan[2], snap.taken_at)
+                    store.write_ledger(db, cluster, executor.ledger_intent(settled.ledger, gplan[0], snap), gplan[2],
+                                       snap.taken_at)
     except FscontrolError as e:
         _record_failure(db, cluster, stages.label, started, e, tick_id)
         raise
@@ -497,16 +493,16 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             dec, c_plan = ctl
             done, verified = tuple(c_plan), None
             if apply and c_plan:
-                done = tuple(_apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
+                done = tuple(executor.apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
                 if dec is not None:
-                    done, verified = _persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
+                    done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
             control_res = ControlResult(cluster, sid, did, dec, done, apply, verified, snap.config.mode,
                                         sum(1 for r in snap.shares if r.is_user))
         if gplan is not None:
             plan, g_acts, _ = gplan
             done = tuple(g_acts)
             if apply and g_acts:
-                done = tuple(_apply(db, run, g_acts, g_ids, deadline, dependent=False, cluster=cluster))
+                done = tuple(executor.apply(db, run, g_acts, g_ids, deadline, dependent=False, cluster=cluster))
             gate_res = GateResult(cluster, sid, plan, done, apply)
     except FscontrolError as e:
         error = e
@@ -534,146 +530,6 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                       settled.changes)
 
 
-# (a named tuple: a frozen dataclass costs ~0.5 ms to build at import)
-_Settled = namedtuple("_Settled", (
-    "actions",  # list: (action id, new status, note)
-    "ledger",  # gate.Reconciled or None
-    "changes",  # tuple
-))
-
-
-def _settle(db: Database, snap: Snapshot) -> _Settled:
-    """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
-    from fscontrol.records import MARK_PREFIX
-
-    entries = store.ledger_entries(db, snap.cluster)
-    rec = None
-    if entries or any(j.admin_comment.startswith(MARK_PREFIX) for j in snap.queue):  # the gate's: its module then
-        from fscontrol.act import gate
-
-        rec = gate.reconcile_ledger(snap.queue, entries)
-    changes = tuple(("job " + j, old, new, why) for j, old, new, why in (rec.changes if rec else ()))
-    out = []
-    qos = {q.name: q.usage_factor for q in snap.qos}
-    for a in store.open_actions(db, snap.cluster):
-        argv, kind = a["argv"], a["kind"]
-        opts = dict(x.split("=", 1) for x in argv if "=" in x)
-        if kind == "set_damping":
-            ok = snap.config.damping_factor == int(argv[-1])
-        elif kind == "set_usage_factor":
-            ok = abs(qos.get(opts.get("name", ""), -1.0) - float(opts.get("usagefactor", "nan"))) <= 1e-6
-        elif kind == "submit_dummy":
-            user, account = opts.get("--uid"), argv[argv.index("-A") + 1]
-            ok = any(j.user == user and j.account == account for j in snap.queue)
-        elif kind == "persist_damping":  # ("edit", path, "FairShareDampeningFactor=d", ...): the file says
-            try:
-                with open(argv[1]) as fh:
-                    ok = any(ln.strip() == argv[2] for ln in fh)
-            except OSError:
-                ok = None
-        else:
-            ok = None
-        if ok is None:  # gate commands: their jobs' ledger rows were settled by their marks above
-            new, note = ("settled", "settled through the ledger and the job's mark") if kind in (
-                "hold", "nice", "release", "unnice", "unmark") else ("unverified", "not checkable from a snapshot")
-        else:
-            new, note = ("ok", "Slurm shows it done") if ok else ("not_done", "Slurm does not show it")
-        out.append((a["id"], new, f"settled at the next tick: {note}"))
-        changes += ((f"action {a['id']} ({kind})", a["status"], new, note),)
-    return _Settled(out, rec, changes)
-
-
-def _ledger_intent(rec, plan, snap: Snapshot) -> dict:
-    """The ledger as it will be once the planned holds and releases are done; written before any
-    of them runs, so a kill between commands never leaves a job held that no ledger row owns."""
-    from fscontrol.act import gate
-
-    entries = dict(rec.ledger) if rec is not None else {}
-    nice_of = {j.job_id: j.nice for j in snap.queue}
-    for a in plan.actions:
-        if a.kind in ("hold", "nice"):
-            entries[a.job_id] = gate.LedgerEntry(a.kind, nice_of.get(a.job_id, 0), a.nice if a.kind == "nice" else None, "holding")
-        elif a.kind in ("release", "unnice") and a.job_id in entries:
-            entries[a.job_id] = replace(entries[a.job_id], state="releasing")
-    return entries
-
-
-def _apply(db: Database, run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
-    """Run the planned commands in order, each outcome recorded as soon as it is known (with the
-    ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
-    build on each other); the gate's are independent. A command that times out may have acted:
-    'unknown', settled by the next tick."""
-    done = []
-    blocked = None
-    not_released: set[str] = set()  # gate: a release that did not go through keeps its job's mark
-    for aid, a in zip(ids, plan):
-        left = deadline - time.monotonic()
-        if blocked:
-            res = replace(a, status="skipped", output=f"not run: {blocked}")
-        elif a.kind == "unmark" and a.job_id in not_released:
-            res = replace(a, status="skipped", output="not run: the release before it did not go through (the mark stays)")
-        elif left <= 0:
-            res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
-        else:
-            try:
-                if a.kind == "restore_conf_damping":  # ("edit", path, "FairShareDampeningFactor=v" | "no ... line", ...)
-                    from fscontrol.act.actions import restore_damping_line
-
-                    value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
-                    out = restore_damping_line(a.argv[1], value, lambda argv: run(argv, timeout=left).stdout)
-                else:
-                    out = run(a.argv, timeout=left).stdout.strip()
-                job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
-                res = replace(a, status="ok", output=out[:2000], job_id=job)
-            except SlurmTimeoutError as e:
-                res = replace(a, status="unknown", output=str(e)[:2000])
-            except (SlurmCommandError, UnsafeActionError, OSError) as e:
-                res = replace(a, status="failed", output=str(e)[:2000])
-            if dependent and res.status != "ok":
-                blocked = "an earlier action failed or timed out"
-            if a.kind == "release" and res.status != "ok":
-                not_released.add(a.job_id)
-        with store.transaction(db):
-            store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
-            if cluster is not None and a.job_id:
-                _settle_ledger_row(db, cluster, a, res.status)
-        done.append(res)
-    return done
-
-
-def _settle_ledger_row(db, cluster: str, a, status: str) -> None:
-    """The ledger row of one gate command, once its outcome is known ('unknown' leaves the intent
-    for the next tick to settle against the job's mark). One row read, one row written."""
-    state = store.ledger_state(db, cluster, a.job_id)
-    if state is None or status == "unknown":
-        return
-    if a.kind in ("hold", "nice"):
-        store.set_ledger_state(db, cluster, a.job_id, "held" if status == "ok" else None)  # a failed RPC changed nothing
-    elif a.kind in ("release", "unnice"):
-        if status != "ok":
-            store.set_ledger_state(db, cluster, a.job_id, "held")
-        elif a.kind == "unnice":
-            store.set_ledger_state(db, cluster, a.job_id, None)
-    elif a.kind == "unmark" and status == "ok" and state == "releasing":
-        store.set_ledger_state(db, cluster, a.job_id, None)
-
-
-def _one_action_tick(db: Database, source: SlurmSource, cluster: str, stage: str, a, apply: bool,
-                     started: float, budget_s: float):
-    """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
-    with store.transaction(db):
-        tick_id = store.record_tick(db, cluster, started, None, "running", stage=stage)
-        (aid,) = store.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply else "planned")],
-                                     started, tick_id)
-    done = a
-    if apply:
-        (done,) = _apply(db, source.run, [a], [aid], time.monotonic() + budget_s, dependent=True)
-    with store.transaction(db):
-        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
-                          None if done.status in ("ok", "planned") else done.output)
-    return done
-
-
 def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
     """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
     not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
@@ -694,7 +550,7 @@ def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: 
         return None
     a = act.set_damping(d_last, f"watch: slurmctld's d is {conf.damping_factor} (a reconfigure or a restart?), "
                                 f"the agent holds {d_last}")
-    return _one_action_tick(db, source, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
+    return executor.one_action_tick(db, source.run, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
 
 
 def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
@@ -728,7 +584,7 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
         return None
     a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
                            f"(the control tick had set {d_last})")
-    return _one_action_tick(db, source, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
+    return executor.one_action_tick(db, source.run, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
 
 
 def cluster_cpus(source: SlurmSource) -> int | None:
@@ -783,28 +639,18 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
     return previous["s_ref"] * snap.config.damping_factor * float(root[3]), snap.taken_at
 
 
-def _record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
-    """Before the agent first changes a setting, what Slurm held (for `control off`)."""
-    for a in plan:
-        if a.kind == "set_damping":
-            store.record_original(db, cluster, "damping", snap.config.damping_factor, snap.taken_at)
-        elif a.kind == "set_usage_factor":
-            qos = next(x.split("=", 1)[1] for x in a.argv if x.startswith("name="))
-            uf = {q.name: q.usage_factor for q in snap.qos}.get(qos)
-            store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
-
-
 def _decide_off(db: Database, snap: Snapshot, cc):
     """`control off`: the commands that put back what the agent changed (no decision)."""
     from fscontrol.act import actions as act
+    from fscontrol.act import slurmconf
 
     conf_value = None
     orig = store.originals(db, snap.cluster)
     if orig.get("slurm_conf_damping"):
         try:
             with open(orig["slurm_conf_damping"]["path"]) as fh:
-                conf_value = act.conf_damping_value(fh.read())
-        except OSError as e:
+                conf_value = slurmconf.conf_damping_value(fh.read())
+        except (OSError, UnicodeDecodeError) as e:
             raise UnsafeActionError(f"cannot read {orig['slurm_conf_damping']['path']} to restore its d line: {e}") from None
     plan = act.off_plan(snap.queue, d_now=snap.config.damping_factor, usage_factors={q.name: q.usage_factor for q in snap.qos},
                         originals=orig, dummy=cc.dummy_key, conf_value=conf_value)
@@ -888,50 +734,6 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
             plan = replace(plan, actions=tuple(rec.cleanup) + plan.actions)
     acts = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]
     return plan, acts, {a.job_id: a.reason for a in plan.actions}
-
-
-def _persist_and_verify(db, source, run, cc, dec, did, done, tick_id):
-    """After a new d is set: write it into slurm.conf when asked (persist), and read it back."""
-    from fscontrol.act import actions as act
-
-    verified = None
-    if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
-        # opt-in: slurm.conf too, so a reconfigure or restart keeps d
-        p_act = act.Action(
-            "persist_damping",
-            ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
-            "persist = true: keep d across reconfigure and restart",
-            status="pending",
-        )
-        cluster = dec_cluster(db, did)
-        try:
-            with open(cc.slurm_conf) as fh:
-                before = act.conf_damping_value(fh.read())
-        except OSError:
-            before = None
-        with store.transaction(db):
-            store.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
-            (pid,) = store.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
-        try:
-            backup = act.persist_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
-                                         time.strftime("%Y%m%dT%H%M%S"))
-            p_act = replace(p_act, status="ok", output=f"backup {backup}")
-        except (FscontrolError, OSError) as e:
-            p_act = replace(p_act, status="failed", output=str(e))
-        with store.transaction(db):
-            store.update_action(db, pid, p_act.status, p_act.output, None, time.time())
-        done = done + (p_act,)
-    if any(a.kind == "set_damping" and a.status == "ok" for a in done):
-        verified = parse.parse_config(source.config().stdout).damping_factor
-        if verified != dec.d_target:
-            raise SlurmCommandError(
-                f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
-            )
-    return done, verified
-
-
-def dec_cluster(db: Database, decision_id: int) -> str:
-    return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
 
 
 def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,

@@ -157,7 +157,7 @@ class LiveSlurm:
 
     def root_usage(self) -> CommandOutput:
         """Root's RawUsage alone (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`."""
-        return self.run((parse.ROOT_USAGE_ARGS[0], *self._cluster_args("sshare"), *parse.ROOT_USAGE_ARGS[1:]))
+        return self.run(parse.ROOT_USAGE_ARGS)  # run() adds -M once
 
     def version(self) -> str:
         out = self.run(("sinfo", "--version")).stdout.strip()

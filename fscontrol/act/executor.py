@@ -1,0 +1,240 @@
+"""The one executor: everything between a plan and Slurm, for every stage that acts.
+
+    intent  -> the planned commands (and the ledger rows of the holds about to be placed) are
+               written before any of them runs (write_plan, ledger_intent, record_originals);
+    apply   -> each command run in order under one deadline, its outcome recorded as soon as it
+               is known, with the ledger row it settles (apply, settle_ledger_row);
+    settle  -> what an earlier tick left open (killed, timed out) checked against the next
+               snapshot (settle, write_settlement);
+    persist -> slurm.conf through act/slurmconf.py, the one writer (persist_and_verify).
+
+agent/pipeline.py composes these into a tick; nothing else runs a planned command. A command is
+an argument list run with a timeout by the source's `run` (never a shell).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+
+from fscontrol.act import slurmconf
+from fscontrol.errors import FscontrolError, SlurmCommandError, SlurmTimeoutError, UnsafeActionError
+from fscontrol.records import Snapshot, replace
+from fscontrol.slurm import parse
+from fscontrol.store import history as store
+from fscontrol.store.connection import Database
+
+Run = Callable[..., object]  # source.run: (argv, timeout=...) -> CommandOutput
+
+
+def record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
+    """Before the agent first changes a setting, what Slurm held (for `control off`)."""
+    for a in plan:
+        if a.kind == "set_damping":
+            store.record_original(db, cluster, "damping", snap.config.damping_factor, snap.taken_at)
+        elif a.kind == "set_usage_factor":
+            qos = next(x.split("=", 1)[1] for x in a.argv if x.startswith("name="))
+            uf = {q.name: q.usage_factor for q in snap.qos}.get(qos)
+            store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
+
+
+# (a named tuple: a frozen dataclass costs ~0.5 ms to build at import)
+Settled = namedtuple("Settled", (
+    "actions",  # list: (action id, new status, note)
+    "ledger",  # gate.Reconciled or None
+    "changes",  # tuple
+))
+
+
+def settle(db: Database, snap: Snapshot) -> Settled:
+    """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
+    from fscontrol.records import MARK_PREFIX
+
+    entries = store.ledger_entries(db, snap.cluster)
+    rec = None
+    if entries or any(j.admin_comment.startswith(MARK_PREFIX) for j in snap.queue):  # the gate's: its module then
+        from fscontrol.act import gate
+
+        rec = gate.reconcile_ledger(snap.queue, entries)
+    changes = tuple(("job " + j, old, new, why) for j, old, new, why in (rec.changes if rec else ()))
+    out = []
+    qos = {q.name: q.usage_factor for q in snap.qos}
+    for a in store.open_actions(db, snap.cluster):
+        argv, kind = a["argv"], a["kind"]
+        opts = dict(x.split("=", 1) for x in argv if "=" in x)
+        if kind == "set_damping":
+            ok = snap.config.damping_factor == int(argv[-1])
+        elif kind == "set_usage_factor":
+            ok = abs(qos.get(opts.get("name", ""), -1.0) - float(opts.get("usagefactor", "nan"))) <= 1e-6
+        elif kind == "submit_dummy":
+            user, account = opts.get("--uid"), argv[argv.index("-A") + 1]
+            ok = any(j.user == user and j.account == account for j in snap.queue)
+        elif kind == "persist_damping":  # ("edit", path, "FairShareDampeningFactor=d", ...): the file says
+            try:
+                with open(argv[1]) as fh:
+                    ok = any(ln.strip() == argv[2] for ln in fh)
+            except OSError:
+                ok = None
+        else:
+            ok = None
+        if ok is None:  # gate commands: their jobs' ledger rows were settled by their marks above
+            new, note = ("settled", "settled through the ledger and the job's mark") if kind in (
+                "hold", "nice", "release", "unnice", "unmark") else ("unverified", "not checkable from a snapshot")
+        else:
+            new, note = ("ok", "Slurm shows it done") if ok else ("not_done", "Slurm does not show it")
+        out.append((a["id"], new, f"settled at the next tick: {note}"))
+        changes += ((f"action {a['id']} ({kind})", a["status"], new, note),)
+    return Settled(out, rec, changes)
+
+
+NOTHING_SETTLED = Settled([], None, ())
+
+
+def write_settlement(db: Database, cluster: str, settled: Settled, taken_at: float) -> None:
+    """The settlement, inside the tick's intent transaction."""
+    for aid, st, note in settled.actions:
+        store.update_action(db, aid, st, note, None, time.time())
+    if settled.ledger is not None:
+        store.write_ledger(db, cluster, settled.ledger.ledger, {}, taken_at)
+
+
+def write_plan(db: Database, cluster: str, decision_id: int | None, stage: str, plan: Sequence, *, apply_it: bool,
+               at: float, tick_id: int) -> list[int]:
+    """The intent: every planned command, `pending` (to be run) or `planned` (a dry run)."""
+    status = "pending" if apply_it else "planned"
+    return store.write_actions(db, cluster, decision_id, stage, [replace(a, status=status) for a in plan], at, tick_id)
+
+
+def ledger_intent(rec, plan, snap: Snapshot) -> dict:
+    """The ledger as it will be once the planned holds and releases are done; written before any
+    of them runs, so a kill between commands never leaves a job held that no ledger row owns."""
+    from fscontrol.act import gate
+
+    entries = dict(rec.ledger) if rec is not None else {}
+    nice_of = {j.job_id: j.nice for j in snap.queue}
+    for a in plan.actions:
+        if a.kind in ("hold", "nice"):
+            entries[a.job_id] = gate.LedgerEntry(a.kind, nice_of.get(a.job_id, 0), a.nice if a.kind == "nice" else None, "holding")
+        elif a.kind in ("release", "unnice") and a.job_id in entries:
+            entries[a.job_id] = replace(entries[a.job_id], state="releasing")
+    return entries
+
+
+def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool, cluster: str | None = None) -> list:
+    """Run the planned commands in order, each outcome recorded as soon as it is known (with the
+    ledger row it settles). `dependent`: the rest is skipped after a failure (control's commands
+    build on each other); the gate's are independent. A command that times out may have acted:
+    'unknown', settled by the next tick."""
+    done = []
+    blocked = None
+    not_released: set[str] = set()  # gate: a release that did not go through keeps its job's mark
+    for aid, a in zip(ids, plan):
+        left = deadline - time.monotonic()
+        if blocked:
+            res = replace(a, status="skipped", output=f"not run: {blocked}")
+        elif a.kind == "unmark" and a.job_id in not_released:
+            res = replace(a, status="skipped", output="not run: the release before it did not go through (the mark stays)")
+        elif left <= 0:
+            res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
+        else:
+            try:
+                if a.kind == "restore_conf_damping":  # ("edit", path, "FairShareDampeningFactor=v" | "no ... line", ...)
+                    value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
+                    out = slurmconf.edit_damping(a.argv[1], value, lambda argv, t=left: run(argv, timeout=t).stdout,
+                                                 time.strftime("%Y%m%dT%H%M%S"))
+                else:
+                    out = run(a.argv, timeout=left).stdout.strip()
+                job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
+                res = replace(a, status="ok", output=out[:2000], job_id=job)
+            except SlurmTimeoutError as e:
+                res = replace(a, status="unknown", output=str(e)[:2000])
+            except (SlurmCommandError, UnsafeActionError, OSError) as e:
+                res = replace(a, status="failed", output=str(e)[:2000])
+            if dependent and res.status != "ok":
+                blocked = "an earlier action failed or timed out"
+            if a.kind == "release" and res.status != "ok":
+                not_released.add(a.job_id)
+        with store.transaction(db):
+            store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
+            if cluster is not None and a.job_id:
+                settle_ledger_row(db, cluster, a, res.status)
+        done.append(res)
+    return done
+
+
+def settle_ledger_row(db, cluster: str, a, status: str) -> None:
+    """The ledger row of one gate command, once its outcome is known ('unknown' leaves the intent
+    for the next tick to settle against the job's mark). One row read, one row written."""
+    state = store.ledger_state(db, cluster, a.job_id)
+    if state is None or status == "unknown":
+        return
+    if a.kind in ("hold", "nice"):
+        store.set_ledger_state(db, cluster, a.job_id, "held" if status == "ok" else None)  # a failed RPC changed nothing
+    elif a.kind in ("release", "unnice"):
+        if status != "ok":
+            store.set_ledger_state(db, cluster, a.job_id, "held")
+        elif a.kind == "unnice":
+            store.set_ledger_state(db, cluster, a.job_id, None)
+    elif a.kind == "unmark" and status == "ok" and state == "releasing":
+        store.set_ledger_state(db, cluster, a.job_id, None)
+
+
+def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_it: bool,
+                    started: float, budget_s: float):
+    """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
+    with store.transaction(db):
+        tick_id = store.record_tick(db, cluster, started, None, "running", stage=stage)
+        (aid,) = store.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply_it else "planned")],
+                                     started, tick_id)
+    done = a
+    if apply_it:
+        (done,) = apply(db, run, [a], [aid], time.monotonic() + budget_s, dependent=True)
+    with store.transaction(db):
+        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
+                          None if done.status in ("ok", "planned") else done.output)
+    return done
+
+
+def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: tuple, tick_id: int):
+    """After a new d is set: write it into slurm.conf when asked (persist), and read it back."""
+    from fscontrol.act import actions as act
+
+    verified = None
+    if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
+        # opt-in: slurm.conf too, so a reconfigure or restart keeps d
+        p_act = act.Action(
+            "persist_damping",
+            ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
+            "persist = true: keep d across reconfigure and restart",
+            status="pending",
+        )
+        cluster = decision_cluster(db, did)
+        try:
+            with open(cc.slurm_conf) as fh:
+                before = slurmconf.conf_damping_value(fh.read())
+        except (OSError, UnicodeDecodeError):
+            before = None
+        with store.transaction(db):
+            store.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
+            (pid,) = store.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
+        try:
+            out = slurmconf.edit_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
+                                         time.strftime("%Y%m%dT%H%M%S"))
+            p_act = replace(p_act, status="ok", output=out)
+        except (FscontrolError, OSError) as e:
+            p_act = replace(p_act, status="failed", output=str(e))
+        with store.transaction(db):
+            store.update_action(db, pid, p_act.status, p_act.output, None, time.time())
+        done = done + (p_act,)
+    if any(a.kind == "set_damping" and a.status == "ok" for a in done):
+        verified = parse.parse_config(source.config().stdout).damping_factor
+        if verified != dec.d_target:
+            raise SlurmCommandError(
+                f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
+            )
+    return done, verified
+
+
+def decision_cluster(db: Database, decision_id: int) -> str:
+    return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]

@@ -1,0 +1,259 @@
+"""The one writer of slurm.conf: persist (`persist = true` writes d) and `control off` (puts the
+admin's d line back) both go through `edit_damping`. It changes one line, FairShareDampeningFactor,
+and nothing else.
+
+How it writes, and why:
+- **Through a symlink.** slurm.conf is often a link into a tree that config management and the
+  nodes share; the edit goes to the link's target (os.path.realpath) and the link stays a link.
+- **Include is refused**, not followed. Slurm reads an included file where its Include line stands
+  and the last FairShareDampeningFactor it reads wins ("specified more than once, latest value
+  used"), so the value in force depends on every included file and their order; editing those
+  files (often shared or generated) is not the agent's to do. The admin sets d there, or keeps
+  persist = false.
+- **A unique temporary file** in the same folder (tempfile.mkstemp: O_CREAT|O_EXCL, a random name),
+  fsync'ed, given the mode and owner of the file it replaces, then renamed over the target: a
+  reader sees the old file or the new one, and two writers never share a temporary file.
+- **A change underneath is refused.** The bytes, size, inode and mtime read before the edit are
+  compared with what is there just before the rename; if anything moved (an admin's editor,
+  config management), nothing is written, in one line. (What lands in the microseconds between
+  that check and the rename is not seen: POSIX has no compare-and-rename.)
+- **Backups.** Before each edit the file is copied to `<target>.fscontrol-<stamp>`; the newest
+  MAX_BACKUPS are kept. The file as it was before the agent first edited it is kept for good as
+  `<target>.fscontrol-original` (written once, never rotated).
+- **Rollback.** When `scontrol reconfigure` fails, the old bytes go back the same way and
+  slurmctld is reconfigured again; the error says so.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable
+
+from fscontrol.act.control import D_MAX
+from fscontrol.errors import SlurmCommandError, UnsafeActionError
+
+Runner = Callable[[tuple[str, ...]], str]
+
+MAX_BACKUPS = 5  # <target>.fscontrol-<stamp> files kept; older ones of ours are removed
+ORIGINAL_SUFFIX = ".fscontrol-original"  # the pre-agent slurm.conf, kept apart from the rotation
+KEY = "fairsharedampeningfactor"
+_INCLUDE = re.compile(rb"^\s*include\s", re.IGNORECASE | re.MULTILINE)
+
+
+# ---------------------------------------------------------------------------- the pure part
+def _key(line: str) -> str:
+    return line.split("#", 1)[0].strip().partition("=")[0].strip().lower()
+
+
+def conf_damping_value(text: str) -> str | None:
+    """The value of slurm.conf's FairShareDampeningFactor line (the last one), or None."""
+    value = None
+    for line in text.splitlines():
+        key, _, v = line.split("#", 1)[0].strip().partition("=")
+        if key.strip().lower() == KEY:
+            value = v.strip()
+    return value
+
+
+def rewrite_damping(conf_text: str, d: int) -> str:
+    """slurm.conf with FairShareDampeningFactor=d (the line replaced, or added). Pure.
+
+    Only a validated integer is ever written: Slurm's clients die on a non-integer, and
+    `scontrol reconfigure` with one killed slurmctld on the testbed (losing usage since its
+    last state save)."""
+    if not isinstance(d, int) or isinstance(d, bool) or not 1 <= d <= D_MAX:
+        raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
+    out, done = [], False
+    for line in conf_text.splitlines(keepends=True):
+        if _key(line) == KEY:
+            if not done:
+                out.append(f"FairShareDampeningFactor={d}\n")
+                done = True
+            continue  # a duplicate line would be ambiguous: keep one
+        out.append(line)
+    if not done:
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+        out.append(f"FairShareDampeningFactor={d}\n")
+    return "".join(out)
+
+
+def remove_damping(conf_text: str) -> str:
+    """slurm.conf without any FairShareDampeningFactor line. Pure."""
+    return "".join(ln for ln in conf_text.splitlines(keepends=True) if _key(ln) != KEY)
+
+
+def set_damping_line(conf_text: str, value: int | str | None) -> str:
+    """The d line set to `value`, or removed (None). Pure."""
+    if value is None:
+        return remove_damping(conf_text)
+    if isinstance(value, str):
+        if not value.strip().isdigit():
+            raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={value!r}: must be an integer in 1..{D_MAX}")
+        value = int(value)
+    return rewrite_damping(conf_text, value)
+
+
+# ---------------------------------------------------------------------------- the file
+class _Seen:
+    """The file as read before the edit: its target, bytes and identity."""
+
+    __slots__ = ("target", "data", "st")
+
+    def __init__(self, target: str, data: bytes, st: os.stat_result) -> None:
+        self.target, self.data, self.st = target, data, st
+
+    def same_as_now(self, path: str) -> bool:
+        if os.path.realpath(path) != self.target:  # the link was pointed elsewhere meanwhile
+            return False
+        try:
+            with open(self.target, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                data = fh.read()
+        except OSError:
+            return False
+        return (data == self.data and st.st_ino == self.st.st_ino and st.st_size == self.st.st_size
+                and st.st_mtime_ns == self.st.st_mtime_ns)
+
+
+def _read(path: str) -> _Seen:
+    target = os.path.realpath(path)
+    with open(target, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        data = fh.read()
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeActionError(f"{path} is not a regular file: fscontrol does not edit it")
+    return _Seen(target, data, st)
+
+
+def _write_new(path: str, data: bytes, st: os.stat_result) -> None:
+    """A new file at `path` (O_EXCL: never over an existing one), with the mode and owner of `st`."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        _fill(fd, data, st)
+    except BaseException:
+        os.close(fd)
+        os.unlink(path)
+        raise
+    os.close(fd)
+
+
+def _fill(fd: int, data: bytes, st: os.stat_result) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+    os.fchmod(fd, st.st_mode & 0o7777)
+    if os.geteuid() == 0:
+        os.fchown(fd, st.st_uid, st.st_gid)
+
+
+def _replace(seen: _Seen, path: str, data: bytes) -> None:
+    """`data` over seen.target: a unique temporary file in the same folder, the mode and owner
+    kept, renamed over it only while the file is still what was read. Nothing is left behind
+    on a failure."""
+    folder, name = os.path.split(seen.target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.fscontrol-", suffix=".tmp", dir=folder)
+    try:
+        try:
+            _fill(fd, data, seen.st)
+        finally:
+            os.close(fd)
+        if not seen.same_as_now(path):
+            raise UnsafeActionError(f"{path} changed while fscontrol was editing it: not written (theirs stands; "
+                                    "the next tick tries again)")
+        os.replace(tmp, seen.target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dfd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dfd)  # the rename itself survives a crash
+    finally:
+        os.close(dfd)
+
+
+def _backup_path(target: str, stamp: str) -> str:
+    base = f"{target}.fscontrol-{stamp}"
+    path, n = base, 1
+    while os.path.lexists(path):  # two edits within one stamp keep both
+        path, n = f"{base}.{n}", n + 1
+    return path
+
+
+def backups(path: str) -> list[str]:
+    """The rotating backups of slurm.conf's target, oldest first (the original is not one)."""
+    target = os.path.realpath(path)
+    return sorted(glob.glob(glob.escape(target) + ".fscontrol-[0-9]*"))
+
+
+def original_path(path: str) -> str:
+    return os.path.realpath(path) + ORIGINAL_SUFFIX
+
+
+def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str) -> str:
+    """slurm.conf's FairShareDampeningFactor line set to `value` (None: removed), then `scontrol
+    reconfigure`; rolled back if that fails. Returns what was done, in one line (with the
+    backup's path). A file that already says so is left alone, and nothing is reconfigured."""
+    seen = _read(path)
+    if _INCLUDE.search(seen.data):
+        raise UnsafeActionError(f"{path} uses Include: fscontrol does not edit a split slurm.conf (an included file "
+                                "may set FairShareDampeningFactor too); set it there yourself, or keep persist = false")
+    try:
+        text = seen.data.decode()
+    except UnicodeDecodeError as e:
+        raise UnsafeActionError(f"{path} is not UTF-8 text (byte {e.start}): fscontrol does not edit it") from None
+    what = "removed" if value is None else f"= {value}"
+    new = set_damping_line(text, value).encode()
+    if new == seen.data:
+        return f"{path}: FairShareDampeningFactor already {what}; not written"
+    made: list[str] = []
+    try:
+        original = seen.target + ORIGINAL_SUFFIX
+        if not os.path.lexists(original):  # the pre-agent file, for good (kept even if this edit fails:
+            try:                            # it is what the file was before the agent wrote it)
+                _write_new(original, seen.data, seen.st)
+            except FileExistsError:  # another writer made it just now, from the same file
+                pass
+        backup = _backup_path(seen.target, stamp)
+        _write_new(backup, seen.data, seen.st)
+        made.append(backup)
+        _replace(seen, path, new)
+    except BaseException:
+        for p in made:  # nothing edited: nothing of ours left behind either
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        raise
+    for old in backups(path)[:-MAX_BACKUPS]:
+        try:
+            os.unlink(old)
+        except OSError:
+            pass
+    try:
+        run(("scontrol", "reconfigure"))
+    except SlurmCommandError as e:
+        head = f"scontrol reconfigure failed after setting FairShareDampeningFactor {what} in {path} ({e})"
+        try:
+            now = _read(path)
+            if now.data == new:
+                _replace(now, path, seen.data)
+                back = "the old file is back"
+            else:  # someone edited it after us: theirs stands
+                back = "the file changed meanwhile and was left as it is"
+        except (UnsafeActionError, OSError) as e2:
+            raise SlurmCommandError(f"{head}; putting the old file back failed too: {e2}") from None
+        try:
+            run(("scontrol", "reconfigure"))
+        except SlurmCommandError as e3:
+            raise SlurmCommandError(f"{head}; {back}, and reconfiguring on it failed too: {e3}") from None
+        raise SlurmCommandError(f"{head}; {back}, slurmctld reconfigured on it") from None
+    return f"{path}: FairShareDampeningFactor {what}; backup {backup}; reconfigured"
