@@ -77,7 +77,7 @@ def test_controller_outage_fails_cleanly_and_recovery_reapplies_d(slurm, tmp_pat
         # a tick while slurmctld is down; a second tick meanwhile finds the lock held
         down = subprocess.Popen([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"],
                                 env=slurm.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lock = tmp_path / "history.lock"
+        lock = tmp_path / "tbcluster.lock"  # the cluster's lock, beside the agent's history
         deadline = time.time() + 30
         while (not lock.exists() or lock.read_text().strip() != str(down.pid)) and time.time() < deadline:
             time.sleep(0.05)

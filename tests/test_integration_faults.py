@@ -90,7 +90,7 @@ def _stranded(slurm, db) -> list[str]:
 
 def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(slurm, tmp_path):
     slurm.cancel_all()
-    (tmp_path / "f.toml").write_text(CFG)
+    (tmp_path / "f.toml").write_text(f'[agent]\ndb = "{tmp_path / "h.db"}"\n' + CFG)  # the agent's own history: --apply acts on it
     shim = tmp_path / "bin"
     shim.mkdir()
     real = subprocess.run(["which", "scontrol"], capture_output=True, text=True, env=slurm.env).stdout.strip()
@@ -124,8 +124,8 @@ def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(s
         # the command in flight outlives the kill (each sleeps 1 s in the shim, then runs): it keeps
         # the agent lock, so no tick can act until it has landed (lock.py). Before, the next ticks
         # ran at once, and the hold that landed after them was left in place.
-        assert _in_flight(shim) and _lock_held(tmp_path / "h.lock")
-        _wait_unlocked(tmp_path / "h.lock")
+        assert _in_flight(shim) and _lock_held(tmp_path / "tbcluster.lock")
+        _wait_unlocked(tmp_path / "tbcluster.lock")
         assert not _in_flight(shim)  # the lock was free only once the command had ended
         marked = [j for j, (_, _, c) in _queue(slurm).items() if c == gate.HOLD_MARK]
         print(f"killed with {len(marked)} of {len(queued)} holds placed")
@@ -249,8 +249,8 @@ def test_control_fault_matrix(slurm, tmp_path):
             faulty = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), "--apply"], env=env,
                                     capture_output=True, text=True, timeout=120)
             if when in ("before", "after"):  # the killed tick's command (the shim, 5 s more) keeps the lock
-                assert _lock_held(tmp_path / f"{name}.lock"), case
-            _wait_unlocked(tmp_path / f"{name}.lock")  # (cron's next tick comes a minute later)
+                assert _lock_held(tmp_path / "tbcluster.lock"), case
+            _wait_unlocked(tmp_path / "tbcluster.lock")  # (cron's next tick comes a minute later)
             db = store.open_db(tmp_path / f"{name}.db")
             left = dict(db.execute("SELECT status, count(*) FROM actions GROUP BY status").fetchall())
             faulty_ticks = db.execute("SELECT coalesce(max(id), 0) FROM ticks").fetchone()[0]
@@ -297,7 +297,7 @@ def test_full_disk_and_clock_step_back_act_on_nothing(slurm, tmp_path):
     original = slurm.conf.read_text()
     mnt = tmp_path / "state"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", str(mnt)], check=True)
     try:
         cfg = mnt / "f.toml"
         cfg.write_text(f'[agent]\ndb = "{mnt / "h.db"}"\n[clusters.tbcluster]\ntarget_core_hours = 0.5\nmethod = "damping"\n')

@@ -136,7 +136,9 @@ def test_queue_stuffing_with_and_without_the_gate(slurm, tmp_path):
         assert placed > 0
 
         # ---- undo: every hold the agent placed, and nothing else
-        r = subprocess.run([sys.executable, "-m", "fscontrol", "gate", "--release-all", "--apply", "--db", str(tmp_path / "gate.db")],
+        own = tmp_path / "agent.toml"  # --apply acts only on the agent's own history (act/lock.py)
+        own.write_text(f'[agent]\ndb = "{tmp_path / "gate.db"}"\n')
+        r = subprocess.run([sys.executable, "-m", "fscontrol", "gate", "--release-all", "--apply", "-c", str(own)],
                            env=slurm.env, capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         states = _states(slurm)

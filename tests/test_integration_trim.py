@@ -53,3 +53,13 @@ def test_trim_sets_d_for_the_usage_the_pass_will_read(slurm, tmp_path):
         slurm.cancel_all()
         slurm.scontrol("reconfigure")
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+
+
+def test_root_usage_names_the_cluster_once(slurm):
+    """`-M tbcluster` reaches sshare once (ef8da55 passed it twice: run() adds it, and root_usage
+    added it again), and the read is root's RawUsage on that cluster."""
+    from fscontrol.slurm import parse
+
+    out = slurm.source(cluster="tbcluster").root_usage()
+    assert out.argv.count("-M") == 1 and out.argv[:3] == ("sshare", "-M", "tbcluster"), out.argv
+    assert parse.parse_root_usage(out.stdout, " ".join(out.argv)) >= 0

@@ -1,4 +1,25 @@
-"""A file lock so two ticks never overlap: the second one fails at once with a clear message.
+"""The agent lock: one per cluster, so two ticks on one cluster never overlap (the second fails at
+once with a clear message), and the rule for which history may act.
+
+**Where.** `<folder of the agent's history>/<cluster>.lock` (or, with `agent.lock = "/run/x/agent.lock"`,
+`/run/x/agent.<cluster>.lock`). The lock is keyed to the cluster, not to a database path: every
+command that may act on a cluster (`tick`, `run`, `control`, `control off`, `gate`) takes the same
+lock whoever runs it, because `--apply` is allowed only on the agent's own history (below), whose
+folder holds the locks.
+
+**How.** The lock file is opened with O_NOFOLLOW (a symlink planted in its place is refused, never
+followed) and never truncated: a root tick cannot be made to write into another file. It must be a
+regular file owned by the running user with one link. The folder must belong to the running user
+or root and must not be writable by group or others, or the lock is refused (anyone who can
+write there could swap the file between our checks). The holder's pid is written over the first
+bytes (fixed width), for the "pid N holds it" message.
+
+**The agent's own history.** `--apply` (and `agent.apply = true`) acts only on the history the
+config's `agent.db` names; a config without `agent.db` means the history root's agent keeps by
+default ($FSCONTROL_DB, else /var/lib/fscontrol/history.db) whoever runs the command. Another
+history is refused with one line: an operator's `control off --apply` with their own per-user
+default history would otherwise take another lock and read an empty ledger and no originals, and
+restore nothing while the agent acts on.
 
 The lock outlives a killed tick for as long as a command it started is still running: the
 commands a tick runs through source.LiveSlurm.run inherit the lock's file (held_fds), and a
@@ -10,14 +31,19 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fscontrol.errors import LockedError, StoreError
+from fscontrol.errors import LockedError, StoreError, UnsafeActionError
 
 _held = threading.local()  # the lock files this thread holds (the loop runs its jobs in threads)
+ROOT_HISTORY = Path("/var/lib/fscontrol/history.db")  # root's default history (store.default_db_path)
+DEFAULT_KEY = "default"  # the lock of the cluster Slurm reaches without -M, when the config names none
+_PID_WIDTH = 11
 
 
 def held_fds() -> tuple[int, ...]:
@@ -25,30 +51,94 @@ def held_fds() -> tuple[int, ...]:
     return tuple(getattr(_held, "fds", ()))
 
 
+def cluster_key(name: str | None) -> str:
+    """The lock's key: the cluster's name (a Slurm ClusterName), or DEFAULT_KEY."""
+    if not name:
+        return DEFAULT_KEY
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or DEFAULT_KEY
+
+
+def cluster_lock_path(configured: str | None, db_path: Path | str, cluster: str | None) -> Path:
+    """The lock of one cluster: beside the history, or named after `agent.lock` when it is set."""
+    key = cluster_key(cluster)
+    if configured:
+        p = Path(configured)
+        return p.with_name(f"{p.stem}.{key}{p.suffix or '.lock'}")
+    return Path(db_path).parent / f"{key}.lock"
+
+
+def agent_history(cfg) -> Path:
+    """The agent's own history: the config's agent.db, else root's default history."""
+    if getattr(cfg, "db", None):
+        return Path(cfg.db)
+    return Path(os.environ.get("FSCONTROL_DB") or ROOT_HISTORY)
+
+
+def check_agent_history(cfg, db_path: Path | str) -> None:
+    """`--apply` only on the agent's own history (the module's docstring says why); UnsafeActionError
+    in one line otherwise, before anything is read or written."""
+    own = agent_history(cfg)
+    if os.path.realpath(db_path) != os.path.realpath(own):
+        where = "agent.db in the config" if getattr(cfg, "db", None) else "the default: the config names no agent.db"
+        raise UnsafeActionError(f"--apply refused: {db_path} is not the agent's history ({own}, {where}); "
+                                "the agent's lock, ledger and originals are there (use the agent's config, or set agent.db)")
+    try:
+        st = os.stat(db_path)
+    except FileNotFoundError:
+        return  # the agent's first tick makes it
+    if st.st_uid != os.geteuid() and os.geteuid() != 0:
+        raise UnsafeActionError(f"--apply refused: the agent's history {db_path} belongs to uid {st.st_uid}, "
+                                f"not to you (uid {os.geteuid()}): run it as the agent's user")
+
+
+def _check_folder(folder: Path) -> None:
+    try:
+        st = os.stat(folder)
+    except OSError as e:
+        raise StoreError(f"cannot use the lock folder {folder}: {e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"the lock folder {folder} is not a folder")
+    if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022:
+        raise UnsafeActionError(f"refusing the lock folder {folder}: others can write to it (owner uid {st.st_uid}, "
+                                f"mode {stat.S_IMODE(st.st_mode):04o}); give it to the agent's user, mode 0755 or 0700")
+
+
+def _open_lock(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if os.path.islink(path):
+            raise UnsafeActionError(f"refusing the agent lock {path}: it is a symbolic link") from None
+        raise StoreError(f"cannot open the agent lock {path}: {e}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+        os.close(fd)
+        raise UnsafeActionError(f"refusing the agent lock {path}: not a regular file of uid {os.geteuid()} with one link "
+                                f"(uid {st.st_uid}, {st.st_nlink} link(s)); remove it")
+    return fd
+
+
 @contextmanager
 def agent_lock(path: Path | str) -> Iterator[None]:
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(path, "a+")
+        path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
     except OSError as e:
         raise StoreError(f"cannot open the agent lock {path}: {e}") from None
+    _check_folder(path.parent)
+    fd = _open_lock(path)
     try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
+            holder = os.pread(fd, _PID_WIDTH, 0).decode(errors="replace").strip() or "?"
             raise LockedError(f"another fscontrol tick is running (pid {holder} holds {path})") from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
+        os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH - 1}}\n".encode(), 0)  # over the first bytes: never truncated
         fds = _held.__dict__.setdefault("fds", [])
-        fds.append(fh.fileno())
+        fds.append(fd)
         try:
             yield
         finally:
-            fds.remove(fh.fileno())
+            fds.remove(fd)
     finally:
-        fh.close()
+        os.close(fd)

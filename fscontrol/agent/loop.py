@@ -13,12 +13,14 @@ from dataclasses import dataclass
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
 from fscontrol.agent import pipeline
 from fscontrol.store import history as store
 from fscontrol.errors import FscontrolError, InternalError, LockedError
+from fscontrol.act import lock
 from fscontrol.act.lock import agent_lock
 from fscontrol.slurm.source import SlurmSource
 
@@ -54,43 +56,59 @@ def clusters_to_serve(cfg, cluster: str | None, live: bool) -> list[str | None]:
     return [None]
 
 
-def lock_path(cfg, db_path: Path) -> Path:
-    return Path(cfg.lock) if cfg.lock else Path(db_path).with_suffix(".lock")
+def lock_path(cfg, db_path: Path, name: str | None = None) -> Path:
+    """The cluster's lock (act/lock.py): keyed to the cluster, beside the agent's history."""
+    return lock.cluster_lock_path(cfg.lock, db_path, name or cfg.cluster(None).name or None)
 
 
-def _locked(cfg, db_path: Path):
-    """The agent lock, taken only once the history's folder is known to exist (the lock sits beside
-    the history: taking it first would make the folder of a mistyped --db)."""
+def _locked(cfg, db_path: Path, name: str | None, *, apply: bool = False, source: SlurmSource | None = None):
+    """The cluster's agent lock, taken only once the history's folder is known to exist (the lock
+    sits beside the history: taking it first would make the folder of a mistyped --db). With
+    `apply` on a live source, only the agent's own history may act (lock.check_agent_history)."""
     store.ensure_db_folder(db_path)
-    return agent_lock(lock_path(cfg, db_path))
+    if apply and (source is None or getattr(source, "run", None) is not None):
+        lock.check_agent_history(cfg, db_path)
+    return agent_lock(lock_path(cfg, db_path, name))
 
 
 def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
          force_control: bool = True, gate: bool = True, control: bool = True) -> list[ClusterOutcome]:
-    """One tick of every cluster, under the agent lock (LockedError when another tick holds it);
-    each cluster's failure is recorded and reported, the others go on; then the metrics file."""
+    """One tick of every cluster, each under its cluster's lock (LockedError when another tick
+    holds the only cluster's; with several, that cluster's outcome); each cluster's failure is
+    recorded and reported, the others go on; then the metrics file."""
     outcomes = []
     deadline = time.monotonic() + cfg.tick_deadline_s  # one budget for the whole tick, every cluster
-    with _locked(cfg, db_path):
-        db = store.open_db(db_path)
-        try:
-            for name in clusters:
-                try:
-                    res = pipeline.agent_tick(make_source(name), db, cfg, apply=apply, force_control=force_control, gate=gate,
-                                              control=control, deadline=deadline)
-                    outcomes.append(ClusterOutcome(res.cluster, result=res))
-                except FscontrolError as e:  # run_tick turns every other exception into InternalError
-                    outcomes.append(ClusterOutcome(name, error=e))
-                except Exception as e:  # noqa: BLE001 - a bug in one cluster's tick never stops the others
-                    outcomes.append(ClusterOutcome(name, error=InternalError(f"internal error: {type(e).__name__}: {e}")))
+    for name in clusters:
+        source = make_source(name)
+        with ExitStack() as held:
+            try:  # the lock and the history: with one cluster, their error is the tick's (cron exits 5 on a held lock)
+                held.enter_context(_locked(cfg, db_path, name, apply=apply, source=source))
+                db = store.open_db(db_path)
+                held.callback(db.close)
+            except FscontrolError as e:
+                if len(clusters) == 1:
+                    raise
+                outcomes.append(ClusterOutcome(name, error=e))
+                continue
+            try:
+                res = pipeline.agent_tick(source, db, cfg, apply=apply, force_control=force_control, gate=gate,
+                                          control=control, deadline=deadline)
+                outcomes.append(ClusterOutcome(res.cluster, result=res))
+            except FscontrolError as e:  # run_tick turns every other exception into InternalError
+                outcomes.append(ClusterOutcome(name, error=e))
+            except Exception as e:  # noqa: BLE001 - a bug in one cluster's tick never stops the others
+                outcomes.append(ClusterOutcome(name, error=InternalError(f"internal error: {type(e).__name__}: {e}")))
+    try:
+        if cfg.metrics:  # after every cluster, outside their locks (the textfile is replaced atomically)
+            db = store.open_db(db_path)
             try:
                 pipeline.write_metrics(db, cfg)
-            except FscontrolError as e:
-                outcomes.append(ClusterOutcome(None, error=e))
-            except Exception as e:  # noqa: BLE001
-                outcomes.append(ClusterOutcome(None, error=InternalError(f"internal error writing the metrics: {type(e).__name__}: {e}")))
-        finally:
-            db.close()
+            finally:
+                db.close()
+    except FscontrolError as e:
+        outcomes.append(ClusterOutcome(None, error=e))
+    except Exception as e:  # noqa: BLE001
+        outcomes.append(ClusterOutcome(None, error=InternalError(f"internal error writing the metrics: {type(e).__name__}: {e}")))
     return outcomes
 
 
@@ -98,10 +116,11 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
              stages: pipeline.Stages, metrics: bool = True) -> pipeline.TickResult:
     """One tick of one cluster with the given stages, under the agent lock (`fscontrol control`,
     `fscontrol gate`, the loop's gate job and the stop-time release)."""
-    with _locked(cfg, db_path):
+    source = make_source(name)
+    with _locked(cfg, db_path, name, apply=apply, source=source):
         db = store.open_db(db_path)
         try:
-            res = pipeline.run_tick(make_source(name), db, cfg, apply=apply, stages=stages, name=name)
+            res = pipeline.run_tick(source, db, cfg, apply=apply, stages=stages, name=name)
             if metrics:
                 pipeline.write_metrics(db, cfg)
             return res
@@ -112,7 +131,7 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
 def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
     """`fscontrol control on` (by=None) clears the cluster's "acting off" switch; the loop's start
     clears only the one its own stop set (by="on_stop"). Returns the cluster's name."""
-    with _locked(cfg, db_path):
+    with _locked(cfg, db_path, name):
         db = store.open_db(db_path)
         try:
             names = [name] if name else (sorted(cfg.clusters) or store.clusters(db))
@@ -176,10 +195,11 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     def d_job(stage: str, fn, name: str | None) -> None:
         """The watch and the trim: one command on d, under the lock (a tick holding it sets d itself)."""
         try:
-            with _locked(cfg, db_path):
+            source = make_source(name)
+            with _locked(cfg, db_path, name, apply=apply, source=source):
                 db = store.open_db(db_path)
                 try:
-                    done = fn(make_source(name), db, cfg, apply=apply, name=name)
+                    done = fn(source, db, cfg, apply=apply, name=name)
                 finally:
                     db.close()
             if done is not None:
