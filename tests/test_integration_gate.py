@@ -155,3 +155,88 @@ def test_queue_stuffing_with_and_without_the_gate(slurm, tmp_path):
         slurm.cancel_all()
         slurm.conf.write_text(original)
         slurm.scontrol("reconfigure")
+
+
+def _agent_holds(slurm) -> dict[str, tuple[str, str]]:
+    """job -> (reason, AdminComment) for every pending job, as squeue shows it."""
+    out = slurm.run("squeue", "-h", "-t", "PD", "-O", "JobID:0|,Reason:0|,admin_comment:0")
+    rows = (ln.split("|", 2) for ln in out.splitlines() if ln.strip())
+    return {i: (r, "" if c == "(null)" else c) for i, r, c in rows}
+
+
+@pytest.mark.parametrize("turn_off", ["disabled", "no allocations"])
+def test_turning_the_gate_off_releases_the_agents_holds_at_the_next_tick(slurm, tmp_path, turn_off):
+    """The gate held jobs; then the admin turns it off (`enabled = false`, or removes the
+    allocations). The next `fscontrol tick` releases the jobs whose ledger row, mark and hold
+    agree, says so in one line, and leaves a job that carries the agent's mark with no ledger row
+    (a lost history) held, saying that too. A dry-run tick first says what it would release.
+    (ef8da55: the gate stage never ran again, the holds stayed for ever, and the tick said
+    nothing about them.)"""
+    slurm.cancel_all()
+    db = tmp_path / "h.db"
+    head = f'[agent]\ndb = "{db}"\n[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "none"\n'
+    gate_on = ('[clusters.tbcluster.gate]\nenabled = true\n'
+               '[clusters.tbcluster.allocations.flat]\naward = 20\nperiod = "1h"\n'
+               '[clusters.tbcluster.allocations.chem]\naward = 20\nperiod = "1h"\n')
+    gate_off = ('[clusters.tbcluster.gate]\nenabled = false\n'
+                '[clusters.tbcluster.allocations.flat]\naward = 20\nperiod = "1h"\n'
+                if turn_off == "disabled" else '[clusters.tbcluster.gate]\nenabled = true\n')
+    cfg = tmp_path / "f.toml"
+    cfg.write_text(head + gate_on)
+
+    def tick(*extra: str) -> subprocess.CompletedProcess:
+        r = subprocess.run([sys.executable, "-m", "fscontrol", "tick", "-c", str(cfg), *extra], env=slurm.env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    try:
+        for _ in range(2):
+            slurm.submit("alice", "flat", 64, 900)  # flat fills the 128 CPUs (over its 40)
+        deadline = time.time() + 60
+        while len(slurm.run("squeue", "-h", "-t", "R", "-o", "%A").split()) < 2 and time.time() < deadline:
+            time.sleep(1)
+        waiting = [slurm.submit("bob", "flat", 4, 600) for _ in range(3)]  # the gate holds these
+        lost = slurm.submit("bob", "flat", 4, 600)
+        slurm.submit("carol", "chem", 4, 600)  # chem under target and waiting: the gate holds flat's for it
+        deadline = time.time() + 120  # until the scheduler has looked at them (a reason other than None)
+        while any(r == "None" for r, _ in _agent_holds(slurm).values()) and time.time() < deadline:
+            time.sleep(1)
+        first = tick("--apply")
+        held = _agent_holds(slurm)
+        ours = [j for j in waiting if held[j] == ("JobHeldAdmin", "fscontrol:hold")]
+        assert ours, (held, first.stdout)
+        # a job with the agent's mark and hold but no ledger row (a history lost or rebuilt)
+        if held[lost][1] != "fscontrol:hold":
+            slurm.scontrol("update", f"JobId={lost}", "Priority=0", "AdminComment=fscontrol:hold")
+        else:
+            store_db = store.open_db(db)
+            with store.transaction(store_db):
+                store_db.execute("DELETE FROM gate_ledger WHERE job_id = ?", [lost])
+            store_db.close()
+
+        cfg.write_text(head + gate_off)
+        plan = tick()
+        why = ("[clusters.tbcluster.gate] enabled = false" if turn_off == "disabled"
+               else "no allocations configured for tbcluster")
+        lines = [ln.strip() for ln in plan.stdout.splitlines() if "the gate is off" in ln]
+        print(f"\n{turn_off}, dry run: {lines}")
+        assert lines == [f"the gate is off ({why}): {len(ours)} agent hold(s) to release; nothing done (dry run: "
+                         "--apply or agent.apply = true); 1 job(s) carry the agent's mark with no ledger row, left held "
+                         "(`fscontrol gate --release-all --apply` releases them)"]
+        assert _agent_holds(slurm) == held | {lost: ("JobHeldAdmin", "fscontrol:hold")}
+
+        done = tick("--apply")
+        lines = [ln.strip() for ln in done.stdout.splitlines() if "the gate is off" in ln]
+        print(f"{turn_off}, applied: {lines}")
+        assert lines == [f"the gate is off ({why}): released {len(ours)} of {len(ours)} agent hold(s); 1 job(s) carry the "
+                         "agent's mark with no ledger row, left held (`fscontrol gate --release-all --apply` releases them)"]
+        after = _agent_holds(slurm)
+        for j in ours:
+            assert after[j][0] != "JobHeldAdmin" and after[j][1] == "", (j, after[j])
+        assert after[lost] == ("JobHeldAdmin", "fscontrol:hold")  # not the tick's to release: no ledger row
+        assert store.gate_ledger(store.open_db(db), "tbcluster") == {}
+        quiet = tick("--apply")  # nothing left of the agent's: the gate stays out of the tick
+        assert "the gate is off" not in quiet.stdout and "gate (" not in quiet.stdout
+    finally:
+        slurm.cancel_all()

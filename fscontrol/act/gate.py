@@ -560,10 +560,12 @@ def reconcile_ledger(queue: Iterable[QueueJob], ledger: Mapping[str, LedgerEntry
     return Reconciled(out, tuple(changes), tuple(cleanup), orphans)
 
 
-def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, mode: GateMode = "hold") -> GatePlan:
+def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, mode: GateMode = "hold",
+                     orphans: bool = True, why: str = "release-all: undo every hold the agent placed") -> GatePlan:
     """Undo every hold and demotion of the agent: its ledger's jobs still in the state it left them
-    in, and held jobs that carry its mark with no ledger row (a lost history: the mark is proof)."""
-    why = "release-all: undo every hold the agent placed"
+    in, and (`orphans`) held jobs that carry its mark with no ledger row (a lost history: the mark
+    is proof). Without `orphans` only the jobs whose ledger row, mark and hold agree (the tick's
+    release when the gate is turned off)."""
     acts: list[GateAction] = []
     jobs = {j.job_id: j for j in queue}
     for jid in sorted(rec.held, key=_id_key):
@@ -573,7 +575,7 @@ def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, 
             acts += [GateAction("release", jid, acct, why), GateAction("unmark", jid, acct, "clear the agent's mark after its release")]
         else:
             acts.append(GateAction("unnice", jid, acct, why, nice=e.restore_nice))
-    for jid in rec.orphans:
+    for jid in rec.orphans if orphans else ():
         j = jobs[jid]
         if j.admin_comment == HOLD_MARK and j.reason == AGENT_HOLD_REASON:
             acts += [GateAction("release", jid, j.account, why + " (marked, not in the ledger)"),

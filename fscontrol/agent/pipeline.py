@@ -347,6 +347,7 @@ class Stages:
     fit: bool = False
     publish: bool = False
     off: str | None = None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
+    gate_off: str | None = None  # with gate: the gate is turned off (why): release the agent's own ledgered holds
 
     @property
     def label(self) -> str:  # the ticks table's `stage`
@@ -396,9 +397,40 @@ def agent_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: floa
     cc = cfg.cluster(source.cluster)
     name = source.cluster or cc.name or None
     do_control = control and (force_control or not name or due(db, name, "control", cfg.schedule["control"], t))
-    do_gate = bool(gate and name and cc.gate.enabled and cc.allocations and due(db, name, "gate", cfg.schedule["gate"], t))
-    stages = Stages(control=do_control, gate=do_gate, fit=True, publish=bool(cfg.publish_dir))
+    gate_on = bool(cc.gate.enabled and cc.allocations)
+    do_gate = bool(gate and name and gate_on and due(db, name, "gate", cfg.schedule["gate"], t))
+    gate_off = gate_off_reason(db, name, cc) if name and not gate_on else None
+    stages = Stages(control=do_control, gate=do_gate or bool(gate_off), release_all=bool(gate_off), fit=True,
+                    publish=bool(cfg.publish_dir), gate_off=gate_off)
     return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
+
+
+def gate_off_reason(db: Database, cluster: str, cc) -> str | None:
+    """Why the gate stage is off while the ledger still holds jobs of the agent, or None (no such
+    hold). The tick then releases them (`Stages.gate_off`): the gate is the only stage that would."""
+    if not any(e.state in ("holding", "held", "releasing") for e in store.ledger_entries(db, cluster).values()):
+        return None
+    if not cc.gate.enabled:
+        return f"[clusters.{cluster}.gate] enabled = false"
+    return f"no allocations configured for {cluster}"
+
+
+def _gate_off_note(stages: Stages, rec, acts, apply: bool) -> str | None:
+    """The tick's one line when the gate is off and the agent's holds are released (or why not)."""
+    if not stages.gate_off:
+        return None
+    releases = [a for a in acts if a.kind in ("release", "unnice")]
+    orphans = len(rec.orphans) if rec is not None else 0
+    if not apply:
+        line = f"{len(releases)} agent hold(s) to release; nothing done (dry run: --apply or agent.apply = true)"
+    else:
+        ok = sum(a.status == "ok" for a in releases)
+        line = f"released {ok} of {len(releases)} agent hold(s)" + (
+            "" if ok == len(releases) else "; the others stay held and marked, tried again at the next tick")
+    if orphans:
+        line += (f"; {orphans} job(s) carry the agent's mark with no ledger row, left held "
+                 "(`fscontrol gate --release-all --apply` releases them)")
+    return f"the gate is off ({stages.gate_off}): {line}"
 
 
 def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Stages,
@@ -441,7 +473,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             gplan = _decide_gate(snap, cc, settled.ledger, True)
         else:
             ctl = _decide_control(db, snap, cc, off) if stages.control else None
-            gplan = _decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None) if stages.gate else None
+            gplan = (_decide_gate(snap, cc, settled.ledger, stages.release_all or off is not None, gate_off=stages.gate_off)
+                     if stages.gate else None)
         # the previous snapshot's usage, for the halving Slurm used (_halving_slurm_used): read from
         # assoc_current before this snapshot's values replace them (used only if it is the
         # snapshot of the previous decision, which the transaction below reads)
@@ -503,7 +536,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             done = tuple(g_acts)
             if apply and g_acts:
                 done = tuple(executor.apply(db, run, g_acts, g_ids, deadline, dependent=False, cluster=cluster))
-            gate_res = GateResult(cluster, sid, plan, done, apply)
+            gate_res = GateResult(cluster, sid, plan, done, apply, _gate_off_note(stages, settled.ledger, done, apply))
     except FscontrolError as e:
         error = e
     except Exception as e:
@@ -706,8 +739,10 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     return dec, plan
 
 
-def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
-    """(gate plan, its commands as actions, reasons by job) from the snapshot and the settled ledger."""
+def _decide_gate(snap: Snapshot, cc, rec, release_all: bool, gate_off: str | None = None):
+    """(gate plan, its commands as actions, reasons by job) from the snapshot and the settled ledger.
+    `gate_off`: the gate is turned off (why); only the holds whose ledger row, mark and hold agree
+    are released (no mark-only job: the gate's own release-all takes those)."""
     from fscontrol.act import actions as act
     from fscontrol.act import gate
 
@@ -717,7 +752,10 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool):
     missing = sorted(a for a in cc.allocations if known and a not in known)
     if missing and not release_all:
         raise ConfigError(f"allocations for account(s) Slurm does not have on {snap.cluster}: {', '.join(missing)}")
-    if release_all:
+    if gate_off:
+        plan = gate.plan_release_all(snap.queue, rec, now=snap.taken_at, mode=cc.gate.action, orphans=False,
+                                     why=f"the gate is off ({gate_off}): the agent's hold comes off")
+    elif release_all:
         plan = gate.plan_release_all(snap.queue, rec, now=snap.taken_at, mode=cc.gate.action)
     else:
         if not cc.allocations:  # nothing to gate: no failure (issue 28)
@@ -859,4 +897,5 @@ class GateResult:
     plan: object  # gate.GatePlan
     actions: tuple  # actions.Action with statuses
     applied: bool
+    note: str | None = None  # one line for the tick's report (the gate turned off: what was released, or why not)
 

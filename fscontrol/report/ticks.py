@@ -20,7 +20,8 @@ def tick_data(outcomes) -> dict:
             row["fit"] = ({"half_life_s": r.fit.half_life_s, "half_life_se_s": r.fit.half_life_se_s, "drifted": r.fit.drifted}
                           if r.fit is not None else None)
             row["gate"] = ({"actions": [{"job_id": a.job_id, "kind": a.kind, "status": a.status} for a in r.gate.actions],
-                            "mode": "apply" if r.gate.applied else "dry-run"} if r.gate is not None else None)
+                            "mode": "apply" if r.gate.applied else "dry-run", "note": getattr(r.gate, "note", None)}
+                           if r.gate is not None else None)
             row["published"] = r.published
             row["settled"] = [{"what": w, "from": a, "to": b, "why": why} for w, a, b, why in r.reconciled]
         out.append(row)
@@ -44,6 +45,8 @@ def format_tick(data: dict) -> str:
             g = c["gate"]
             done = sum(a["status"] == "ok" for a in g["actions"])
             lines.append(f"  gate ({g['mode']}): {len(g['actions'])} action(s) planned, {done} done")
+            if g.get("note"):
+                lines.append(f"  {g['note']}")
         if c["published"]:
             lines.append(f"  published {c['published']}")
         for x in c.get("settled", []):  # what an earlier tick left open, settled against Slurm
