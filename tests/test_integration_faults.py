@@ -272,7 +272,7 @@ def test_control_fault_matrix(slurm, tmp_path):
             assert len(dummies) <= 1, (case, dummies)  # never two padding jobs
             conf = slurm.conf.read_text()
             assert conf in (original, rewrite_damping(original, last["d_target"])), case
-            assert slurm.conf.stat().st_mode == mode and not list(slurm.conf.parent.glob("*.fscontrol-tmp")), case
+            assert slurm.conf.stat().st_mode == mode and not list(slurm.conf.parent.glob("." + slurm.conf.name + ".fscontrol-*.tmp")), case
             if when == "hang":
                 assert faulty.returncode == 3 and left.get("unknown") == 1, (faulty.returncode, left)
             rows.append((case, faulty.returncode, left, dict(settled)))

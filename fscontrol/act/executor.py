@@ -18,7 +18,6 @@ import time
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 
-from fscontrol.act import slurmconf
 from fscontrol.errors import FscontrolError, SlurmCommandError, SlurmTimeoutError, UnsafeActionError
 from fscontrol.records import Snapshot, replace
 from fscontrol.slurm import parse
@@ -140,6 +139,8 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
         else:
             try:
                 if a.kind == "restore_conf_damping":  # ("edit", path, "FairShareDampeningFactor=v" | "no ... line", ...)
+                    from fscontrol.act import slurmconf  # (here: a tick that edits no slurm.conf never imports it)
+
                     value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
                     out = slurmconf.edit_damping(a.argv[1], value, lambda argv, t=left: run(argv, timeout=t).stdout,
                                                  time.strftime("%Y%m%dT%H%M%S"))
@@ -199,6 +200,7 @@ def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_i
 def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: tuple, tick_id: int):
     """After a new d is set: write it into slurm.conf when asked (persist), and read it back."""
     from fscontrol.act import actions as act
+    from fscontrol.act import slurmconf
 
     verified = None
     if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):

@@ -3,7 +3,7 @@
     [agent]
     db = "/var/lib/fscontrol/history.db"
     apply = false                      # true: act; false (default): plan only (dry run)
-    lock = "/run/fscontrol/agent.lock"
+    lock = "/run/fscontrol/agent.lock"   # one lock per cluster: agent.<cluster>.lock (default: <cluster>.lock beside db)
     metrics = "/var/lib/prometheus/node-exporter/fscontrol.prom"
     metrics_group = "prometheus"       # optional: the textfile 0640 root:GROUP, with per-user series under PrivateData
     publish_dir = "/var/lib/fscontrol/public"
