@@ -206,3 +206,46 @@ def test_reverted_damping_is_detected_and_reapplied(slurm, tmp_path):
     finally:
         slurm.cancel_all()
         slurm.scontrol("reconfigure")
+
+
+def test_persist_and_control_off_through_a_symlinked_slurm_conf(slurm, tmp_path):
+    """slurm_conf names a symlink to the testbed's slurm.conf (as /etc/slurm/slurm.conf is often a
+    link into a shared tree): persist edits the link's target, slurmctld runs on it after a
+    reconfigure, the link stays a link; `control off` puts the target back byte for byte, through
+    the same writer. (ef8da55 replaced the link with a regular file: the shared copy kept the old d.)"""
+    from fscontrol.act import slurmconf
+
+    slurm.cancel_all()
+    slurm.reset_usage()
+    slurm.scontrol("reconfigure")
+    for user, account, cpus, secs in STEADY:
+        slurm.submit(user, account, cpus, secs)
+    slurm.wait_for_pass()
+    original = slurm.conf.read_bytes()
+    link = tmp_path / "etc" / "slurm.conf"
+    link.parent.mkdir()
+    link.symlink_to(slurm.conf)
+    cfg = config.from_dict({"clusters": {"tbcluster": {
+        "target_core_hours": 1.0, "method": "damping", "persist": True, "slurm_conf": str(link)}}})
+    db = store.open_db(tmp_path / "h.db")
+    try:
+        res = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        d_set = res.decision.d_target
+        assert d_set > 1 and [a.status for a in res.actions if a.kind == "persist_damping"] == ["ok"], res.actions
+        assert link.is_symlink() and os.readlink(link) == str(slurm.conf)
+        assert f"FairShareDampeningFactor={d_set}\n" in slurm.conf.read_text()
+        assert not list(link.parent.glob("slurm.conf.*"))  # the backups sit beside the target
+        assert Path(slurmconf.original_path(str(link))).read_bytes() == original
+        slurm.scontrol("reconfigure")
+        assert slurm.damping() == d_set  # slurmctld read the agent's d through the edited target
+        off = pipeline.run_tick(slurm.source(), db, cfg, apply=True, stages=pipeline.Stages(off="control off"))
+        kinds = {a.kind: a.status for a in off.control.actions}
+        assert kinds.get("restore_conf_damping") == "ok", off.control.actions
+        assert link.is_symlink() and slurm.conf.read_bytes() == original
+        print(f"\nsymlinked slurm.conf: d = {d_set} persisted through the link, control off put the target back")
+    finally:
+        slurm.conf.write_bytes(original)
+        for b in slurm.conf.parent.glob(slurm.conf.name + ".fscontrol-*"):
+            b.unlink()
+        slurm.scontrol("reconfigure")
+        db.close()
