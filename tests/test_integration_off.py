@@ -105,5 +105,7 @@ def test_control_off_puts_everything_back(slurm, tmp_path):
         assert _state(slurm)["config"] != before["config"]  # control acts again
     finally:
         _fscontrol(slurm, "control", "off", "-c", str(cfg), "--apply")
+        for b in slurm.conf.parent.glob(slurm.conf.name + ".fscontrol-*"):  # its backups and pre-agent original
+            b.unlink()
         slurm.cancel_all()
         slurm.scontrol("reconfigure")
