@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import time
 from collections import namedtuple
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 
 from fscontrol.errors import FscontrolError, SlurmCommandError, SlurmTimeoutError, UnsafeActionError
-from fscontrol.records import Snapshot, replace
+from fscontrol.records import Snapshot
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
 from fscontrol.store.connection import Database
