@@ -224,7 +224,8 @@ def test_turning_the_gate_off_releases_the_agents_holds_at_the_next_tick(slurm, 
         assert lines == [f"the gate is off ({why}): {len(ours)} agent hold(s) to release; nothing done (dry run: "
                          "--apply or agent.apply = true); 1 job(s) carry the agent's mark with no ledger row, left held "
                          "(`fscontrol gate --release-all --apply` releases them)"]
-        assert _agent_holds(slurm) == held | {lost: ("JobHeldAdmin", "fscontrol:hold")}
+        now = _agent_holds(slurm)  # the dry run released nothing (a waiting job's reason is the scheduler's to change)
+        assert all(now[j] == ("JobHeldAdmin", "fscontrol:hold") for j in [*ours, lost]), now
 
         done = tick("--apply")
         lines = [ln.strip() for ln in done.stdout.splitlines() if "the gate is off" in ln]
