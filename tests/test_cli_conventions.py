@@ -239,7 +239,7 @@ def test_an_interrupted_tick_apply_is_one_line_and_exit_130(tmp_path, big_sample
     """Ctrl-C in `tick --apply` (once it holds the agent's lock, i.e. inside the tick): one line
     saying what stopped and that the next tick settles it; exit code 130; no traceback."""
     db = tmp_path / "h.db"
-    lock = tmp_path / "h.lock"
+    lock = tmp_path / "default.lock"  # the lock of the cluster Slurm reaches without -M (act/lock.py)
     r = _interrupt(["tick", "--defaults", "--apply", "--source", str(big_sample), "--db", str(db)],
                    lambda p: lock.exists())
     assert r.returncode == 130, (r.returncode, r.stdout, r.stderr)
