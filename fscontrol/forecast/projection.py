@@ -129,13 +129,16 @@ class Projection:
     tests/forecast_reference.py), plus the submissions that keep coming: `inflow` a constant rate
     (weighted) charged from now on, `inflow_jobs` running jobs charged from the next pass on
     (amounts may be negative: the inflow that replaces them as they end), and the same for the
-    total (`total_inflow`, `total_inflow_jobs`) when the total moves."""
+    total (`total_inflow`, `total_inflow_jobs`) when the total moves. `u_first`/`total_first`: the
+    weighted usage and the total after pass 0 when they are known (the snapshot's RawUsages: the
+    pass just past has charged them), instead of charging the running jobs for that pass."""
 
     def __init__(self, u0: float, total0: float, *, period_s: float, half_life_s: float,
                  weighted_jobs: Sequence, cluster_jobs: Sequence | None, plan: Sequence[Segment] = (),
                  self_weight: float = 0.0, own0: float | None = None, own_early: Sequence = (),
                  own_jobs: Sequence = (), early_jobs: Sequence = (), inflow: float = 0.0, inflow_jobs: Sequence = (),
-                 total_inflow: float = 0.0, total_inflow_jobs: Sequence = ()) -> None:
+                 total_inflow: float = 0.0, total_inflow_jobs: Sequence = (), u_first: float | None = None,
+                 total_first: float | None = None) -> None:
         from fscontrol.model.decay import decay_factor_per_second
 
         f = decay_factor_per_second(half_life_s)
@@ -160,6 +163,10 @@ class Projection:
             own_prev = (own0 - own_j.value(0)) / fp
             mid0 = (own_prev * fp + self.e_own.value(0)) / (total0 * fp + self.e_all.value(0))
             u = u0 - self.ws * (mid0 - own_prev / total0) * total0
+        if u_first is not None and fp > 0:  # the weighted usage after pass 0 is known (sshare's RawUsage)
+            u = (u_first - self.g.value(0)) / fp
+        if total_first is not None and not self.held and fp > 0:
+            total0 = (total_first - self.gt.value(0)) / fp
         # segments: the pass numbers where any charge may change (E channels are read at k + 1)
         ch = [self.g, self.go] + ([self.gt] if self.gt else [])
         bks = {0, 1}
@@ -224,10 +231,11 @@ class Projection:
                     out.add(k)
         return sorted(out)
 
-    def peak(self, k0: int, k1: int) -> tuple[int, float]:
+    def peak(self, k0: int, k1: int, share=None) -> tuple[int, float]:
         """(pass, u/total) of the highest usage share among passes k0..k1 (the lowest F)."""
-        best = max(self.events(k0, k1), key=self.share)
-        return best, self.share(best)
+        share = share or self.share
+        best = max(self.events(k0, k1), key=share)
+        return best, share(best)
 
     def limit(self) -> float:
         """u/total where the projection settles after its last event (inf: it grows without
@@ -245,19 +253,21 @@ class Projection:
                 u_inf += self.ws * ((own_inf * self.fp + e_o) / (tot_inf * self.fp + e_a) - own_inf / tot_inf) * tot_inf
         return u_inf / tot_inf if tot_inf > 0 else math.inf
 
-    def first_at_or_below(self, x: float, k0: int, k_max: int = 10**9) -> int | None:
+    def first_at_or_below(self, x: float, k0: int, k_max: int = 10**9, share=None) -> int | None:
         """The first pass k >= k0 whose u/total <= x; None when none comes (checked to the
-        settled limit, or k_max)."""
-        if self.share(k0) <= x:
+        settled limit, or k_max). `share`: another function of k to search (monotone between
+        events, as u/total is)."""
+        share = share or self.share
+        if share(k0) <= x:
             return k0
         bounds = [k for k in self.events(k0) if k > k0] + [k_max]
         lo = k0
         for hi in bounds:
             hi = min(hi, k_max)
-            if hi > lo and self.share(hi) <= x:
+            if hi > lo and share(hi) <= x:
                 while hi - lo > 1:  # monotone inside a segment: bisect
                     mid = (lo + hi) // 2
-                    if self.share(mid) <= x:
+                    if share(mid) <= x:
                         hi = mid
                     else:
                         lo = mid
