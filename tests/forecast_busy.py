@@ -15,9 +15,12 @@ bench/forecast_busy.py prints them for other seeds (docs/forecast-running.md).
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 import threading
 import time
+from pathlib import Path
 
 from test_integration_forecast import _forecast_as, _public_dir, _sprio_f, _wait_for_pass_after
 
@@ -126,6 +129,9 @@ def run(slurm, tmp_path, *, seed: int, settle_s: float = 240.0, watch: int = 10,
         slurm.scontrol("reconfigure")
     assert not errors, errors
     out["jobs_submitted"] = len(jobs)
+    keep = os.environ.get("FSCONTROL_BUSY_KEEP")  # a folder to keep the agent's history in (diagnosis)
+    if keep:
+        shutil.copy(tmp_path / "agent.db", Path(keep) / f"agent-seed{seed}.db")
     for k, figures in made.items():
         name = f"{k[0]}@{k[1]}"
         fig = {kk: v for kk, v in figures.items() if kk != "text"}

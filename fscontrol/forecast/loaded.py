@@ -128,6 +128,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     mine = (running.get("users") or {}).get(own_tok) or []
     own_ids = {e[2] for e in mine if len(e) > 2 and e[2] is not None}
     c_own = float((inflow.get("users") or {}).get(own_tok, 0.0))
+    var_own = float((inflow.get("users_var") or {}).get(own_tok, 0.0))
     snapshots, span = int(inflow.get("snapshots") or 0), float(inflow.get("span_s") or 0.0)
     trust = 0.0 if snapshots < 3 else min(1.0, span / (TRUST_PASSES * period))
     from fscontrol.model.decay import decay_factor_per_second
@@ -145,7 +146,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
         r0 = math.fsum(e[1] for e in others)
         tok = run_key(k[0])
         c_hist = max(0.0, float((inflow.get("accounts") or {}).get(tok, 0.0)) - c_own)
-        var = float((inflow.get("accounts_var") or {}).get(tok, 0.0))
+        var = max(0.0, float((inflow.get("accounts_var") or {}).get(tok, 0.0)) - var_own)  # the others' noise
         u_others = max(0.0, float(by[k].raw_usage) - float(r.raw_usage)) if k in by else 0.0
         c_eq = u_others * (1 - fp) / (period * fp) if fp < 1 else 0.0  # their usage held where it is
         kappa = trust * _shrink(c_hist - c_eq, var)
