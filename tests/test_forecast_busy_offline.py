@@ -24,7 +24,7 @@ P, T = 60.0, 300.0  # the testbed's passes and half-life
 F_SEC = 1 - 0.693 / T
 FP = F_SEC**P
 WINDOW = 3 * T  # the inflow window the agent reads (pipeline.inflow_window: three half-lives)
-U_TOTAL = 400_000.0  # held by the agent (hybrid control)
+U_TOTAL = 400_000.0  # held by the agent (padding: d stays 1)
 MATES = ("bob", "carol", "dave")
 SEEDS = 200
 T0 = 1_900_000_000.0
@@ -116,7 +116,7 @@ def _case(seed: int, warm_passes: int, alice0: float, horizons=(5, 10)) -> dict:
     ended = [v for v in visits.values() if v[4] < last]
     q = left_ratio([(lim, v[4] + 7.5 - t) for v in ended for t, lim in v[6]])
     rates, variances = arrival_inflow([(*v[:5], v[5]) for v in visits.values()], first, last, 15.0, q)
-    published = pub.build_published(snap, target_core_hours=10.0, method="hybrid",
+    published = pub.build_published(snap, target_core_hours=10.0, method="padding",
                                     inflow=(len(times), last - first, rates, variances, q, len(ended)))
     out = {}
     for m in horizons:
@@ -157,7 +157,7 @@ def _shared_busy(seed: int = 3):
         raw_prev = dict(sim.raw)
         sim.pass_at(k * P)
     snap = _snapshot(sim, 40 * P, raw_prev)
-    return pub.build_published(snap, target_core_hours=10.0, method="hybrid", inflow=None), snap
+    return pub.build_published(snap, target_core_hours=10.0, method="padding", inflow=None), snap
 
 
 def test_equilibrium_says_not_at_the_current_load_and_every_statement_agrees():
@@ -232,3 +232,19 @@ def test_the_users_own_job_does_not_blur_the_others_inflow():
     c_eq = others_now * (1 - FP) / (P * FP)
     assert abs(30.0 - c_eq) > 10  # the history says something else than their usage's equilibrium
     assert got.inflow_rate == pytest.approx(w_flat * 30.0, rel=0.01)
+
+
+def test_the_total_moves_when_the_controller_sits_at_its_floor():
+    """Found on the testbed (seed 1, u* = 0.25 core-hours): the hybrid controller sat at d = 1, the
+    load grew beyond its reach, and the total usage moved 3-6% under a forecast that held it.
+    With damping control at d = 1 the projection moves the total with the cluster's jobs."""
+    from fscontrol.forecast import loaded
+
+    published, snap = _shared_busy()
+    alice = next(r for r in snap.shares if r.key == ("flat", "alice"))
+    assert "the agent holds the total usage" in loaded.build(alice, snap.shares, published, (), 1.0, U_TOTAL).assumed
+    for method in ("hybrid", "damping"):
+        pinned = dict(published, control_method=method)
+        got = loaded.build(alice, snap.shares, pinned, (), 1.0, U_TOTAL)
+        assert "the total usage moves with the cluster" in got.assumed and not got.proj.held
+        assert loaded.build(alice, snap.shares, pinned, (), 3.0, U_TOTAL).proj.held  # room to move d: held

@@ -20,7 +20,7 @@ from forecast_busy import run
 
 pytestmark = pytest.mark.slurm
 
-SEED = int(os.environ.get("FSCONTROL_BUSY_SEED", "1"))
+SEED = int(os.environ.get("FSCONTROL_BUSY_SEED", "11"))
 
 
 def test_forecast_holds_on_a_shared_busy_account(slurm, tmp_path):

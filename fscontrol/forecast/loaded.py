@@ -161,8 +161,11 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
         return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
 
     cluster_all = running["cluster"]
-    held = published.get("control_method") != "none" and (published.get("target_core_hours") or
-                                                           published.get("control_method") is None)
+    # the agent holds the halving (S_ref d U) where it controls it -- unless d is at its floor (1):
+    # then a growing load is beyond its reach and the total moves (seen on the testbed, seed 1)
+    held = (published.get("control_method") != "none" and (published.get("target_core_hours") or
+                                                            published.get("control_method") is None)
+            and not (published.get("control_method") in ("damping", "hybrid") and d <= 1))
     t_in, t_jobs = 0.0, []
     if not held:
         r0 = math.fsum(e[1] for e in cluster_all)
