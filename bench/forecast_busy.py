@@ -40,7 +40,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="fscontrol-busy-") as tmp:
                 got = run(tb, Path(tmp), seed=seed, settle_s=a.settle, watch=a.watch)
             results.append(got)
-            print(f"seed {seed}: {got['jobs_submitted']} jobs submitted")
+            print(f"seed {seed}: {got['jobs_submitted']} jobs submitted; failed ticks: {got['failed_ticks']}")
             for who in ("dave@flat", "carol@chem"):
                 g = got[who]
                 print(f"  {who}: F now {g['f_now']:.4f} (sprio {g['sprio_now']:.4f}), settles near {g['settles_at']:.4f}")

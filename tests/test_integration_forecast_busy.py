@@ -25,7 +25,9 @@ SEED = int(os.environ.get("FSCONTROL_BUSY_SEED", "11"))
 
 def test_forecast_holds_on_a_shared_busy_account(slurm, tmp_path):
     got = run(slurm, tmp_path, seed=SEED, settle_s=240.0, watch=10)
-    print(f"\nseed {SEED}: {got['jobs_submitted']} jobs submitted; inflow read from {got['inflow_published']}")
+    print(f"\nseed {SEED}: {got['jobs_submitted']} jobs submitted; inflow read from {got['inflow_published']}; "
+          f"failed ticks: {got['failed_ticks']}")
+    assert len(got["failed_ticks"]) <= 2  # a lost tick here and there; the controller held meanwhile
     for who in ("dave@flat", "carol@chem"):
         g = got[who]
         print(f"{who}: F now {g['f_now']:.4f} (sprio {g['sprio_now']:.4f}), settles near {g['settles_at']:.4f}")
