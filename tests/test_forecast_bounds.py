@@ -202,9 +202,6 @@ def test_one_request_is_bounded(clusters, size, extra):
     assert cpu < 1.5, f"{size} {extra}: {cpu:.2f} s of CPU"
 
 
-@pytest.mark.xfail(strict=True, reason="the projection (forecast.classic.project_running) walks every running job at "
-                                       "every 5-minute pass, O(passes x jobs): 7-30 s of CPU for a 60-day plan here; "
-                                       "bounded once it is O(jobs log jobs)")
 @pytest.mark.parametrize("size", ["2500 users", "100k associations"])
 def test_the_longest_plan_allowed_is_bounded(clusters, size):
     """The longest plan the default caps allow, the widest CPUs: within the bound in memory and CPU.

@@ -150,10 +150,11 @@ def test_yalim_campaign_json_golden(agave, as_user):
     assert a["account"] == "yalim" and a["fairshare"] == 1.0 and a["exact"]
     assert a["halving_core_hours"] == pytest.approx(10_000)
     ap = a["after_plan"]
-    # the worked example's numbers (docs/worked-example.md)
-    assert ap["fairshare"] == pytest.approx(0.5082, abs=5e-5)
-    assert ap["lowest_fairshare"] == pytest.approx(0.3486, abs=5e-5)
-    assert ap["lowest_at_days"] == pytest.approx(35.0)
+    # the worked example's numbers (docs/worked-example.md, the continuous ODE); the forecast steps
+    # Slurm's 5-minute passes, and F shows a run's last stretch one pass after it ends
+    assert ap["fairshare"] == pytest.approx(0.5082, abs=1e-4)
+    assert ap["lowest_fairshare"] == pytest.approx(0.3486, abs=1e-4)
+    assert ap["lowest_at_days"] == pytest.approx(35.0, abs=300 / 86400 + 1e-9)
     assert ap["idle_days_to_target"] is None or ap["idle_days_to_target"] == 0
     assert len(a["trajectory"]) == 60
 
@@ -181,11 +182,12 @@ def test_worked_example_numbers_from_the_pure_function():
         horizon_s=9 * WEEK, points=19,
     )
     tr = data["associations"][0]["trajectory"]
-    # every half week, as the table in docs/worked-example.md
-    assert [round(p["fairshare"], 4) for p in tr][:11] == [
-        1.0, 0.8713, 0.7904, 0.7378, 0.7027, 0.7792, 0.6363, 0.5514, 0.4983, 0.4042, 0.3486,
-    ]
-    assert round(tr[4]["effective_usage_core_hours"], 1) == 5090.4
+    # every half week, as the table in docs/worked-example.md (Yalim's continuous ODE); the forecast
+    # steps Slurm's 5-minute passes (f = 1 - 0.693/T a second), within 3e-4 of it
+    table = [1.0, 0.8713, 0.7904, 0.7378, 0.7027, 0.7792, 0.6363, 0.5514, 0.4983, 0.4042, 0.3486]
+    assert [p["days"] for p in tr][:11] == [3.5 * i for i in range(11)]
+    assert all(abs(p["fairshare"] - want) <= 3e-4 for p, want in zip(tr, table))
+    assert tr[4]["effective_usage_core_hours"] == pytest.approx(5090.4, rel=1e-3)
 
 
 def test_idle_recovery_and_budget_for_a_heavy_user():
@@ -198,7 +200,8 @@ def test_idle_recovery_and_budget_for_a_heavy_user():
 
     from fscontrol.model.decay import decay_lambda
     expect = math.log(u / (-10_000 * math.log2(0.9))) / decay_lambda(WEEK) / 86400
-    assert a["idle_days_to_target"] == pytest.approx(expect, rel=1e-4)
+    # the continuous ODE's time; the forecast gives the decay pass (5 min) at which F shows it
+    assert a["idle_days_to_target"] == pytest.approx(expect, abs=2 * 300 / 86400)
     assert a["core_hours_to_halve"] == pytest.approx(10_000)
     assert a["core_hours_to_target"] == 0  # already below 0.9
 

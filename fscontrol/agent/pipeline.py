@@ -774,6 +774,21 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool, gate_off: str | Non
     return plan, acts, {a.job_id: a.reason for a in plan.actions}
 
 
+def inflow_window(slurm_cfg) -> float:
+    """How far back the published inflow looks: three usage half-lives (a steady load read as
+    steadily as the usage itself remembers it; tests/test_forecast_busy_offline.py), at least 5
+    decay passes, at most a day."""
+    period = float(slurm_cfg.calc_period_s or 300)
+    return min(86400.0, max(5 * period, 3 * float(slurm_cfg.half_life_s or 0)))
+
+
+def published_inflow(db: Database, snap) -> tuple:
+    """What the published snapshot says of the submissions that keep coming: the history's mean
+    inflow over the inflow window before `snap` and how much of their time to the limit running
+    jobs typically still run (store.window_inflow)."""
+    return store.window_inflow(db, snap.cluster, snap.taken_at - inflow_window(snap.config), snap.taken_at)
+
+
 def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
                    source: SlurmSource | None = None):
     """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic),
@@ -812,6 +827,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         method=cc.method,
         next_pass_at=upcoming[0] if upcoming else None,
         secret=secret,
+        inflow=published_inflow(db, snap),
     )
     try:
         if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is

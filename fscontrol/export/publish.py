@@ -70,6 +70,7 @@ def build_published(
     gate: dict[str, Any] | None = None,
     secret: bytes | None = None,
     limits: dict[str, Any] | None = None,
+    inflow: tuple | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
@@ -130,6 +131,7 @@ def build_published(
         "gate": None if gate is None else {**gate, "accounts": gate.get("accounts", {}) if privacy.jobs_public(cfg.private_data) else {},
                                            "accounts_published": privacy.jobs_public(cfg.private_data)},
         "own_files": False,  # publish_latest: True once each user's own file is written beside it
+        "inflow": None if inflow is None else inflow_aggregates(snap, *inflow),
         # last and one row a line (write_published): a forecast reads only its own rows (read_published)
         "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
     }
@@ -227,6 +229,44 @@ def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, 
 def _entry(snap: StoredSnapshot, job) -> list:
     job_id, _, _, rate, ends_at = job
     return [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(job_id)]
+
+
+def inflow_aggregates(snap: StoredSnapshot, snapshots: int, span_s: float, rates: dict[tuple[str, str], float],
+                      variances: dict[tuple[str, str], float], left_ratio: float | None = None,
+                      ended: int = 0) -> dict[str, Any]:
+    """The submissions that keep coming (the inflow c of du/dt = c - lambda u): the work the jobs
+    that started over the recent snapshots bring per second (billing-seconds per second), for the
+    cluster and each account's whole subtree and account/user, keyed as `running` is
+    (privacy.run_key) and published where `running`'s are (privacy.jobs_public; the cluster's
+    figures name no one and are always here). `snapshots` and `span_s` say how much history it is
+    read from: the forecast trusts it in proportion, and each rate's variance (`*_var`,
+    decay.arrival_inflow) says how far from "their usage stays where it is" it may be taken
+    (forecast.loaded). `left_ratio`: how much of its time to the limit a running job typically
+    still runs, read from `ended` jobs (store.window_inflow; None: to the limit)."""
+    from fscontrol.export import privacy
+
+    parent = {r.account: r.parent for r in snap.shares if not r.user}
+    accounts: dict[str, float] = {}
+    users: dict[str, float] = {}
+    accounts_var: dict[str, float] = {}
+    users_var: dict[str, float] = {}
+    for (account, user), rate in sorted(rates.items()):
+        var = variances.get((account, user), 0.0)
+        for a in privacy.account_path(parent, account):
+            k = privacy.run_key(a)
+            accounts[k] = accounts.get(k, 0.0) + rate
+            accounts_var[k] = accounts_var.get(k, 0.0) + var
+        k = privacy.run_key(account, user)
+        users[k] = users.get(k, 0.0) + rate
+        users_var[k] = users_var.get(k, 0.0) + var
+    public = privacy.jobs_public(snap.config.private_data)
+    return {"snapshots": snapshots, "span_s": span_s, "cluster": math.fsum(rates.values()),
+            "cluster_var": math.fsum(variances.values()), "left_ratio": left_ratio, "left_ratio_jobs": ended,
+            "accounts": dict(sorted(accounts.items())) if public else {},
+            "accounts_var": dict(sorted(accounts_var.items())) if public else {},
+            "users": dict(sorted(users.items())) if public else {},
+            "users_var": dict(sorted(users_var.items())) if public else {},
+            "users_published": public}
 
 
 def job_order(job_id: str) -> int | None:

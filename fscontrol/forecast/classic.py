@@ -241,19 +241,10 @@ def path_weights(rows: Sequence, key: tuple[str, str]) -> dict[tuple[str, str], 
         k = p
 
 
-def _overlap(a0: float, a1: float, b0: float, b1: float | None) -> float:
-    hi = a1 if b1 is None else min(a1, b1)
-    return max(0.0, hi - max(a0, b0))
-
-
 def project_running(u0: float, total0: float, *, passes: int, period_s: float, half_life_s: float,
                     weighted_jobs: Sequence[tuple[float | None, float, float]],
                     cluster_jobs: Sequence[tuple[float | None, float]] | None,
-                    plan: Sequence[Segment] = (),
-                    self_weight: float = 0.0, own0: float | None = None,
-                    own_early: Sequence[tuple[float | None, float]] = (),
-                    own_jobs: Sequence[tuple[float | None, float]] = (),
-                    early_jobs: Sequence[tuple[float | None, float]] = ()) -> list[tuple[float, float]]:
+                    plan: Sequence[Segment] = (), **kw) -> list[tuple[float, float]]:
     """(effective usage, total usage) after each of the next `passes` decay passes, Slurm's way
     (decay.slurm_pass): the forecast starts right after a pass; each pass decays everything by
     f^P and charges each job rate x overlap x f^(pass time - overlap start).
@@ -271,55 +262,13 @@ def project_running(u0: float, total0: float, *, passes: int, period_s: float, h
     `own_early` (the user's own, among `own_jobs`, the user's running jobs) in its numerator, and
     `early_jobs` (every job listed before it, on the whole cluster) in the total below it; `own0` is
     the user's RawUsage at the snapshot. On a production half-life one pass's charge is a few
-    hundredths of a percent of the usage; on a 5-minute half-life it is several percent."""
-    from fscontrol.model.decay import decay_factor_per_second
+    hundredths of a percent of the usage; on a 5-minute half-life it is several percent.
 
-    f = decay_factor_per_second(half_life_s)
-    fp = f**period_s
-    bounds = [0.0]
-    for seg in plan:
-        bounds.append(bounds[-1] + seg.duration_s)
+    Computed by forecast.projection.Projection in closed form between events (O(jobs log jobs),
+    whatever `passes`); the step-by-step walk it replaced is the tests' reference
+    (tests/forecast_reference.py)."""
+    from fscontrol.forecast.projection import Projection
 
-    def charge(jobs, k: int, weighted: bool = False) -> float:
-        a0, a1 = (k - 1) * period_s, k * period_s
-        c = 0.0
-        for job in jobs:
-            left, rate = job[0], job[1]
-            ov = _overlap(a0, a1, a0 if k == 0 else 0.0, left)
-            c += (job[2] if weighted else 1.0) * rate * ov * f ** (a1 - max(a0, 0.0 if k else a0))
-        return c
-
-    def plan_charge(k: int) -> float:
-        a0, a1 = (k - 1) * period_s, k * period_s
-        c = 0.0
-        for seg, b0 in zip(plan, bounds):
-            ov = _overlap(a0, a1, b0, b0 + seg.duration_s)
-            if ov > 0 and seg.rate > 0:
-                c += seg.rate * ov * f ** (a1 - max(a0, b0))
-        return c
-
-    u, total, out = u0, total0, []
-    own = own0
-    if self_weight and own0 is not None and total0 > 0:
-        # sshare's EffectvUsage is the one the snapshot's pass computed, mid-pass: take that pass's
-        # early charges out of its own term, so `u` is the lagged weighted sum the passes advance
-        own_prev = (own0 - charge(own_jobs, 0)) / fp
-        mid0 = (own_prev * fp + charge(own_early, 0)) / (total0 * fp + charge(early_jobs, 0))
-        u = u0 - self_weight * (mid0 - own_prev / total0) * total0
-    for k in range(passes):
-        pc = plan_charge(k)
-        grow = charge(weighted_jobs, k, weighted=True) + pc
-        grow_total = charge(cluster_jobs or (), k) + pc
-        u = u * fp + grow
-        if k > 0 and own is not None:
-            own = own * fp + charge(own_jobs, k) + pc
-        total_prev = total
-        total = total if cluster_jobs is None else total * fp + grow_total
-        u_out = u
-        if self_weight and own is not None and total_prev > 0:
-            # the user's own term as the pass computes it: this pass's early charges already in
-            ue_self_lag = own / total
-            mid = (own * fp + charge(own_early, k + 1)) / (total * fp + charge(early_jobs, k + 1))
-            u_out = u + self_weight * (mid - ue_self_lag) * total
-        out.append((u_out, total))
-    return out
+    p = Projection(u0, total0, period_s=period_s, half_life_s=half_life_s, weighted_jobs=weighted_jobs,
+                   cluster_jobs=cluster_jobs, plan=plan, **kw)
+    return [p.at(k) for k in range(passes)]

@@ -220,6 +220,7 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
             try:
                 pipeline.collect(RecordedSlurm(Path(args.source), cluster=args.cluster), db)
                 snap = store.load_snapshot(db, cluster=args.cluster)
+                inflow = pipeline.published_inflow(db, snap)
             finally:
                 db.close()
     else:
@@ -233,7 +234,10 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
             return None
         db = store.open_db(path, create=False, readonly=True)
         try:
+            from fscontrol.agent import pipeline
+
             snap = store.load_snapshot(db, cluster=args.cluster)
+            inflow = pipeline.published_inflow(db, snap)
         finally:
             db.close()
         if args.now is None and snap.source.startswith("recorded sample"):
@@ -243,6 +247,6 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
     cc = config.load(args.config_path).cluster(snap.cluster)
     data = pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
                                target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
-                               method=cc.method)
+                               method=cc.method, inflow=inflow)
     data["own_files"] = True
     return privacy.merge_own(data, pub.own_files(snap, secret=None).get(who or "") or {"user": who})

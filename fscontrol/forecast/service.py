@@ -271,11 +271,12 @@ def forecast_data(
 
     plan = list(plan)
     plan_end = sum(s.duration_s for s in plan)
-    assocs = [_one(r, d, lam, total, plan, plan_end, target, horizon_s, points) for r in mine]
-    running = published.get("running")
-    if running is not None and running.get("cluster") and plan_end > 0 and total > 0:
-        for r, a in zip(mine, assocs):
-            _with_running(a, r, rows, published, running, plan, plan_end, d, total, (pending or {}).get(r.account))
+    assocs = []
+    for r in mine:
+        a = _one(r, d, lam, total, plan, plan_end, target, horizon_s, points)
+        _at_current_load(a, r, rows, published, plan, plan_end, d, total, target, horizon_s, points,
+                         (pending or {}).get(r.account))
+        assocs.append(a)
     return {
         "user": user,
         "requester": requester if requester is not None else user,
@@ -300,52 +301,30 @@ def forecast_data(
     }
 
 
-def _with_running(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, running: dict, plan: list,
-                  plan_end: float, d: float, total: float, pending_job: int | None = None) -> None:
-    """The plan's outcome with the cluster still running: every job running now goes on to its
-    time limit (nobody starts a new one); its usage reaches this user's EffectvUsage with the
-    weight of the account it runs under (forecast.path_weights). Under control (the agent holds
-    S_ref d U at u*) the total is held; otherwise it moves with every running job."""
-    from fscontrol.forecast.classic import path_weights, project_running
-    from fscontrol.export.privacy import run_key
+def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, plan: list, plan_end: float,
+                     d: float, total: float, target: float, horizon_s: float | None, points: int,
+                     pending_job: int | None = None) -> None:
+    """Every statement from one projection at the cluster's current load (forecast.loaded): the
+    running jobs go on, the account-mates keep submitting. Where it cannot be built (no running
+    jobs published, the account rows hidden) the everyone-stopped model stands, and says so."""
+    from fscontrol.forecast import loaded
 
-    cfg = published["config"]
-    period, half_life = float(cfg.get("calc_period_s") or 0), float(cfg.get("half_life_s") or 0)
-    weights = path_weights(rows, r.key)
-    if weights is None or period <= 0 or not r.norm_shares:
-        a["running_note"] = "the jobs running now could not be projected (your account rows are not visible)"
+    if a["halving_core_hours"] is None:
         return
-    jobs = []
-    for k, w in weights.items():
-        group = (running.get("users") or {}).get(run_key(*k)) if k[1] else (running.get("accounts") or {}).get(run_key(k[0]))
-        jobs += [(e[0], e[1], w) for e in group or ()]
-
-    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job: after all)
-        return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
-
-    mine = (running.get("users") or {}).get(run_key(*r.key)) or []
-    cluster_all = running["cluster"]
-    # the halving is held when the agent controls it (and, as before, when the file does not say)
-    held = published.get("control_method") != "none" and (published.get("target_core_hours") or
-                                                           published.get("control_method") is None)
-    passes = max(1, round(plan_end / period))
-    ue0 = r.effective_usage or 0.0
-    path = project_running(ue0 * total, total, passes=passes, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
-                           cluster_jobs=None if held else [tuple(x[:2]) for x in cluster_all], plan=plan,
-                           self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
-                           own_jobs=[tuple(e[:2]) for e in mine], own_early=[tuple(e[:2]) for e in mine if early(e)],
-                           early_jobs=[tuple(e[:2]) for e in cluster_all if early(e)])
-    fs = [2.0 ** (-((u / tot) / r.norm_shares) / d) for u, tot in path]
-    idle_world = (a["after_plan"] or {}).get("fairshare")
-    a["after_plan"] = dict(a["after_plan"] or {}, fairshare=fs[-1], lowest_fairshare=min(fs),
-                           fairshare_if_everyone_stopped=idle_world)
-    n_jobs = len(running["cluster"])
-    own = "" if running.get("users_published") or running.get("own_users_published") else \
-        " (your own running jobs are not published here: PrivateData)"
-    job = f"your pending job {pending_job}" if pending_job is not None else "a job you submit now"
-    a["assumed"] = (f"the {n_jobs} job(s) running at the snapshot keep running to their time limits and nobody starts "
-                    f"another; {'the agent holds the total usage' if held else 'the total usage moves with them'}{own}; "
-                    f"the priority of {job}")
+    half_life = float(published["config"].get("half_life_s") or 0)
+    idle = loaded.build(r, rows, published, (), d, total, pending_job)
+    if isinstance(idle, str):
+        a["model"] = "everyone else stopped"
+        a["assumed"] = f"everyone else stops now ({idle})"
+        a["idle_to_target_text"] = loaded.when_text(a["idle_days_to_target"]) if a["idle_days_to_target"] is not None \
+            else "never (no decay)"
+        if a.get("after_plan"):
+            ap = a["after_plan"]
+            ap["idle_to_target_text"] = "never (no decay)" if ap["idle_days_to_target"] is None else \
+                loaded.when_text(ap["idle_days_to_target"])
+        return
+    planned = loaded.build(r, rows, published, plan, d, total, pending_job) if plan else None
+    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points)
 
 
 def parse_own_pending(text: str) -> dict[str, int]:
@@ -569,7 +548,7 @@ def format_forecast(data: dict[str, Any]) -> str:
                     f"{_num(a['halving_core_hours'])} core-hours you use (H = S x d x U)"),
                 )
             )
-            rows.append((f"idle until F >= {target:.2f}", _when(a["idle_days_to_target"])))
+            rows.append((f"idle until F >= {target:.2f}", a.get("idle_to_target_text") or _when(a["idle_days_to_target"])))
             rows.append(("core-hours until F halves", f"{_num(a['core_hours_to_halve'])} (from now, without decay)"))
             if a["core_hours_to_target"]:
                 rows.append((f"core-hours until F = {target:.2f}", _num(a["core_hours_to_target"])))
@@ -582,14 +561,16 @@ def format_forecast(data: dict[str, Any]) -> str:
             rows.append(("  F at its end", f"{ap['fairshare']:.4f} (after {duration_text(data['plan_days'] * DAY)})"))
             low_when = "now" if ap["lowest_at_days"] == 0 else f"after {duration_text(ap['lowest_at_days'] * DAY)}"
             rows.append(("  lowest F", f"{ap['lowest_fairshare']:.4f} ({low_when})"))
-            rows.append((f"  then idle until F >= {target:.2f}", _when(ap["idle_days_to_target"])))
-            if a.get("assumed"):
-                rows.append(("  assumed", a["assumed"]))
+            rows.append((f"  then idle until F >= {target:.2f}", ap.get("idle_to_target_text") or _when(ap["idle_days_to_target"])))
+        if a.get("assumed"):
+            rows.append(("assumed", a["assumed"]))
         width = max(len(k) for k, _ in rows) + 2
         lines.extend(f"  {k:<{width}}{v}" for k, v in rows)
         if a["trajectory"]:
             lines.append("")
-            lines.append(f"  F over the next {duration_text(a['horizon_days'] * DAY)}" + (" (plan, then idle)" if data["plan"] else " (idle)"))
+            load = ", at the current load" if a.get("model") == "current load" else ", everyone else stopped"
+            lines.append(f"  F over the next {duration_text(a['horizon_days'] * DAY)}" + (" (plan, then idle" if data["plan"] else " (idle")
+                         + load + ")")
             lines.extend(chart(a["trajectory"], target, data["plan"]))
     return "\n".join(lines)
 

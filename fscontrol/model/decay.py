@@ -211,3 +211,46 @@ def inflow(
             k = (j.account, j.user)
             out[k] = out.get(k, 0.0) + c
     return out
+
+
+def arrival_inflow(visits: Iterable[tuple[str, str, float, float, float, float | None]], first: float, last: float,
+                   tick: float, q: float | None = None
+                   ) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], float]]:
+    """The submissions' inflow over a window of snapshots from `first` to `last` (`tick` apart),
+    per (account, user): the work the jobs that started in it bring, per second (billing-seconds
+    per second, the c of du/dt = c - lambda u), and the variance of that rate. `visits`: each job
+    seen running as (account, user, rate, first seen, last seen, seconds to its limit when last
+    seen or None). A job started in the window if it was not running at its first snapshot; it
+    started half a tick before it was first seen, it ended half a tick after it was last seen (if
+    it is not running at the last), else it runs on for q x its time to its limit (its typical
+    end; q = 1 when not known, 0 without a limit). Jobs arrive independently (a Poisson stream):
+    the variance is the sum of the squares of their parts. Counting arrivals, not what runs, reads
+    a load that grows where it has grown to."""
+    rates: dict[tuple[str, str], float] = {}
+    variances: dict[tuple[str, str], float] = {}
+    span = last - first
+    if span <= 0:
+        return rates, variances
+    q = 1.0 if q is None else q
+    for account, user, rate, seen0, seen1, to_limit in visits:
+        if seen0 <= first:
+            continue  # running before the window: its work came earlier
+        start = seen0 - tick / 2
+        end = seen1 + tick / 2 if seen1 < last else last + (0.0 if to_limit is None else q * to_limit)
+        x = float(rate) * max(0.0, end - start) / span
+        rates[(account, user)] = rates.get((account, user), 0.0) + x
+        variances[(account, user)] = variances.get((account, user), 0.0) + x * x
+    return rates, variances
+
+
+def left_ratio(pairs: Iterable[tuple[float, float]]) -> float | None:
+    """How much of the time to its limit a running job typically still runs: from (time to its
+    limit, time it actually ran on) of jobs seen running that have ended since, the ratio of the
+    sums (the long stretches weigh most). None without such a job. Jobs still running are left
+    out (their end is not known yet): a window shorter than the jobs reads the short ones only."""
+    lim = ran = 0.0
+    for to_limit, ran_on in pairs:
+        if to_limit > 0:
+            lim += to_limit
+            ran += min(max(ran_on, 0.0), to_limit)
+    return None if lim <= 0 else ran / lim

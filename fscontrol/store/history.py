@@ -1518,3 +1518,44 @@ def history(db: sqlite_utils.Database, cluster: str, since: float, until: float)
         """SELECT started_at, coalesce(stage, 'collect'), error FROM ticks WHERE cluster = ? AND started_at BETWEEN ? AND ?
            AND status = 'failed' ORDER BY id""", [cluster, since, until])]
     return {"decisions": decisions, "actions": actions, "failed_actions": bad_actions, "ticks": ticks, "failed_ticks": failed}
+
+
+def window_inflow(db: sqlite_utils.Database, cluster: str, since: float, until: float, max_snapshots: int = 120
+                  ) -> tuple[int, float, dict, dict, float | None, int]:
+    """What the history says of the submissions that keep coming, from the jobs running at the
+    cluster's snapshots in [since, until] (the latest `max_snapshots` of them: every job seen, a
+    job shorter than the agent's tick may be missed): how
+    much of its time to the limit a running job still ran (decay.left_ratio, from the jobs that
+    ended) and the work the jobs that started bring per second (decay.arrival_inflow), per
+    (account, user). Returns (snapshots read, the seconds they span, the rates, their variances,
+    the ratio or None, the jobs seen to end); (0, 0.0, {}, {}, None, 0) without 3 snapshots."""
+    from fscontrol.model.decay import arrival_inflow, left_ratio
+
+    rows = db.execute("SELECT id, taken_at FROM snapshots WHERE cluster = ? AND taken_at BETWEEN ? AND ? "
+                      "ORDER BY id DESC LIMIT ?", [cluster, since, until, max_snapshots]).fetchall()[::-1]
+    if len(rows) < 3:
+        return 0, 0.0, {}, {}, None, 0
+    at = dict(rows)
+    ids = [sid for sid, _ in rows]
+    tick = (rows[-1][1] - rows[0][1]) / (len(rows) - 1)
+    jobs: dict[str, list] = {}
+    for sid, job, account, user, rate, ends_at in db.execute(
+            f"""SELECT snapshot_id, job_id, account, user, rate, ends_at FROM running_jobs
+                WHERE snapshot_id IN ({",".join("?" * len(ids))}) ORDER BY snapshot_id""", ids):
+        t = at[sid]
+        j = jobs.get(job)
+        if j is None:
+            jobs[job] = [account, user, rate, t, t, ends_at, [(t, ends_at)]]
+        else:
+            j[4], j[5] = t, ends_at
+            j[6].append((t, ends_at))
+    first, last = rows[0][1], rows[-1][1]
+    pairs, ended = [], 0
+    for account, user, rate, t0, t1, ends_at, seen in jobs.values():
+        if t1 < last and ends_at is not None:
+            ended += 1
+            pairs += [(e - t, t1 + tick / 2 - t) for t, e in seen if e is not None]
+    q = left_ratio(pairs)
+    visits = [(a, u, r, t0, t1, None if e is None else max(0.0, e - last)) for a, u, r, t0, t1, e, _ in jobs.values()]
+    rates, variances = arrival_inflow(visits, first, last, tick, q)
+    return len(rows), last - first, rates, variances, q, ended

@@ -55,7 +55,7 @@ def _classic_summary(data: Mapping, a: Mapping, i: int) -> str:
         kv += [
             ("Core-hours until F halves", val("core_hours_to_halve", a["core_hours_to_halve"]) + " (from now, without decay)"),
             (f"Idle until F ≥ {target:g}", f'<span data-k="idle_days_to_target" data-v="{esc(a["idle_days_to_target"])}">'
-             f'{esc(_when(a["idle_days_to_target"]))}</span>'),
+             f'{esc(a.get("idle_to_target_text") or _when(a["idle_days_to_target"]))}</span>'),
             (f"Core-hours until F = {target:g}", val("core_hours_to_target", a["core_hours_to_target"])),
             ("Your effective usage", val("effective_usage_core_hours", a["effective_usage_core_hours"]) + " core-hours"),
         ]
@@ -76,11 +76,14 @@ def _classic_summary(data: Mapping, a: Mapping, i: int) -> str:
     if a["trajectory"]:
         pts = [(p["days"] * DAY, p["fairshare"]) for p in a["trajectory"]]
         unit, scale = _unit(pts[-1][0])
-        parts.append(f'<h3>Recovery if you stop now</h3>')
+        load = " at the cluster's current load" if a.get("model") == "current load" else ", everyone else stopped"
+        parts.append(f'<h3>Recovery if you stop now{esc(load)}</h3>')
         parts.append(chart_svg(pts, x_unit=unit, x_scale=scale, target=target, chart_id=f"recovery{i}",
-                               title=f"F over the next {duration_text(pts[-1][0])} if you run nothing",
-                               desc=f"F rises from {a['fairshare']:.3f} to {pts[-1][1]:.3f}; "
-                                    f"it reaches {target:g} {_when(a['idle_days_to_target'])}."))
+                               title=f"F over the next {duration_text(pts[-1][0])} if you run nothing{load}",
+                               desc=f"F goes from {a['fairshare']:.3f} to {pts[-1][1]:.3f}; "
+                                    f"F >= {target:g}: {a.get('idle_to_target_text') or _when(a['idle_days_to_target'])}."))
+        if a.get("assumed"):
+            parts.append(f'<p class="sub">Assumed: {esc(a["assumed"])}.</p>')
         parts.append(table_of(pts, unit, scale, every=6))
     parts.append("</section>")
     return "".join(parts)
@@ -107,7 +110,8 @@ def render_plan(data: Mapping) -> str:
         kv = [("F at the plan's end", val("after_fairshare", ap["fairshare"], ".4f")),
               ("Lowest F", val("lowest_fairshare", ap["lowest_fairshare"], ".4f") + f" ({esc(low_when)})"),
               (f"Then idle until F ≥ {target:g}", f'<span data-k="after_idle_days_to_target" '
-               f'data-v="{esc(ap["idle_days_to_target"])}">{esc(_when(ap["idle_days_to_target"]))}</span>')]
+               f'data-v="{esc(ap["idle_days_to_target"])}">'
+               f'{esc(ap.get("idle_to_target_text") or _when(ap["idle_days_to_target"]))}</span>')]
         if ap.get("fairshare_if_everyone_stopped") is not None:
             kv.append(("If everyone else stopped now", val("fairshare_if_everyone_stopped", ap["fairshare_if_everyone_stopped"], ".4f")))
         out.append('<dl class="kv grid">' + "".join(f"<div><dt>{esc(k)}</dt><dd>{v}</dd></div>" for k, v in kv) + "</dl>")
@@ -123,7 +127,8 @@ def render_plan(data: Mapping) -> str:
                 t0 = t1
             unit, scale = _unit(pts[-1][0])
             out.append(chart_svg(pts, x_unit=unit, x_scale=scale, target=target, runs=runs, chart_id=f"plan{i}",
-                                 title=f"F over the plan ({data['plan_text']}) and the recovery after it",
+                                 title=f"F over the plan ({data['plan_text']}) and the recovery after it"
+                                       + (" at the cluster's current load" if a.get("model") == "current load" else ""),
                                  desc=f"F goes from {a['fairshare']:.3f} to {ap['fairshare']:.3f} at the plan's end "
                                       f"(lowest {ap['lowest_fairshare']:.3f}), then recovers to {pts[-1][1]:.3f}."))
             out.append(table_of(pts, unit, scale, every=6))

@@ -1,0 +1,316 @@
+"""The user's forecast at the cluster's current load: one projection (forecast.projection) from
+which every statement comes (issue #28 item 3).
+
+What it assumes, and says it does:
+- the jobs running at the snapshot (as published, `running`) run to their time limits;
+- the submissions keep coming: each account on the user's path goes on charging at its inflow c
+  (the mean charge rate of its recent history, published as `inflow`: the c of the decay ODE
+  du/dt = c - lambda u), the user's own excepted (the user's future is the plan). As the running
+  jobs end, new ones take their place: an account's charge moves from what runs now, R(0), to c
+  in proportion to what still runs, R(t) (1 - c/R(0)) + c;
+- where that history is short the inflow is trusted only in part, the rest being the account's
+  other usage held where it is (its equilibrium inflow): the naive "it stays where it is";
+- the total usage is held when the agent controls the halving, else it moves with the cluster's
+  jobs and inflow.
+
+Pure; standard library only (the `fscontrol forecast` cold-start path).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from fscontrol.forecast.classic import Segment
+
+TRUST_PASSES = 2.0
+MIN_ENDED = 5  # jobs seen to end before the typical end is read from them
+BLEND = True  # lean to "it stays where it is" within the inflow's noise (Loaded)
+_EQ_REL_VAR = 0.0  # the equilibrium inflow's own relative variance (the usage is a long average: 0)  # an inflow read over this many decay passes (or more) is trusted in full
+
+
+class Loaded:
+    """One projection for one association and one plan, with what it assumed.
+
+    The share it reports is the projection's, blended with "it stays where it is" as far as the
+    inflow's own noise could account for the change it projects: with v_k the variance the
+    inflow's uncertainty (`sigma`, billing-seconds per second, weighted) puts on the usage after
+    pass k, and D_k the projected change of the share, the share is now + D_k x D_k^2 / (D_k^2 +
+    v_k). A change well beyond the noise (a user recovering from a run) stands; one within it
+    (an account in equilibrium, read from a short, noisy window) leans to the naive guess, which
+    is then as good as any."""
+
+    def __init__(self, proj, period: float, s: float, d: float, f_now: float, assumed: str, trust: float,
+                 inflow_rate: float, sigma: float = 0.0, share_now: float | None = None) -> None:
+        self.proj, self.period, self.s, self.d = proj, period, s, d
+        self.f_now, self.assumed, self.trust, self.inflow_rate = f_now, assumed, trust, inflow_rate
+        self.sigma = sigma
+        self.share_now = share_now
+
+    def share(self, k: int) -> float:
+        """The usage share after pass k, blended (see the class)."""
+        x = self.proj.share(k)
+        if not self.sigma or self.share_now is None or math.isinf(x):
+            return x
+        fp = self.proj.fp
+        grow = (k + 1) * self.period if fp >= 1 else self.period * fp * (1 - fp ** (k + 1)) / (1 - fp)
+        v = (self.sigma * grow / self.proj.total0) ** 2
+        delta = x - self.share_now
+        d2 = delta * delta
+        return x if d2 + v <= 0 else self.share_now + delta * d2 / (d2 + v)
+
+    def limit(self) -> float:
+        x = self.proj.limit()
+        if not self.sigma or self.share_now is None or math.isinf(x) or self.proj.fp >= 1:
+            return x
+        fp = self.proj.fp
+        v = (self.sigma * self.period * fp / (1 - fp) / self.proj.total0) ** 2
+        delta = x - self.share_now
+        return self.share_now + delta * delta * delta / (delta * delta + v) if delta * delta + v > 0 else x
+
+    def fairshare(self, k: int) -> float:
+        """F after pass k (k = -1: now)."""
+        if k < 0:
+            return self.f_now
+        return self.f_of(self.share(k))
+
+    def f_of(self, share: float) -> float:
+        if math.isinf(share):
+            return 0.0
+        return 2.0 ** (-(share / self.s) / self.d)
+
+    def share_for(self, target: float) -> float:
+        return -self.s * self.d * math.log2(target)
+
+    def t(self, k: int) -> float:
+        """Seconds from the snapshot's pass to pass k's (pass 0 is the next one)."""
+        return (k + 1) * self.period
+
+    def passes(self, seconds: float) -> int:
+        return max(1, round(seconds / self.period))
+
+    def time_to(self, target: float, after: int = -1, half_life_s: float = 0.0) -> tuple[float | None, float]:
+        """(seconds from now until F >= target, idling after pass `after`; None when it never
+        comes at this load) and the F the projection settles at."""
+        settles = self.f_of(self.limit())
+        if self.fairshare(after) >= target:
+            return 0.0, settles
+        x = self.share_for(target)
+        k0 = max(0, after + 1)
+        horizon = self.proj.events(k0)[-1] + self.passes(20 * max(half_life_s, self.period))
+        k = self.proj.first_at_or_below(x, k0, k_max=horizon, share=self.share)
+        return (None if k is None else self.t(k)), settles
+
+
+def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float, total: float,
+          pending_job: int | None = None) -> Loaded | str:
+    """The projection for the user's association `r` (a ShareRow) with `plan` from now, or why
+    there is none (a sentence)."""
+    from fscontrol.export.privacy import run_key
+    from fscontrol.forecast.classic import path_weights
+    from fscontrol.forecast.projection import Projection
+
+    running = published.get("running")
+    cfg = published["config"]
+    period, half_life = float(cfg.get("calc_period_s") or 0), float(cfg.get("half_life_s") or 0)
+    if running is None:
+        return "the published snapshot has no running jobs (an older agent)"
+    weights = path_weights(rows, r.key)
+    if weights is None or period <= 0 or not r.norm_shares or total <= 0:
+        return "the jobs running now could not be projected (your account rows are not visible)"
+    inflow = published.get("inflow") or {}
+    q = inflow.get("left_ratio")
+    if q is not None and 0 < q < 1 and int(inflow.get("left_ratio_jobs") or 0) >= MIN_ENDED:
+        running = _typical_end(running, float(q))
+    else:
+        q = None
+    own_tok = run_key(*r.key)
+    mine = (running.get("users") or {}).get(own_tok) or []
+    own_ids = {e[2] for e in mine if len(e) > 2 and e[2] is not None}
+    c_own = float((inflow.get("users") or {}).get(own_tok, 0.0))
+    var_own = float((inflow.get("users_var") or {}).get(own_tok, 0.0))
+    snapshots, span = int(inflow.get("snapshots") or 0), float(inflow.get("span_s") or 0.0)
+    trust = 0.0 if snapshots < 3 else min(1.0, span / (TRUST_PASSES * period))
+    from fscontrol.model.decay import decay_factor_per_second
+
+    fp = decay_factor_per_second(half_life) ** period
+    by = {x.key: x for x in rows}
+    jobs, inflow_jobs, c_weighted, said, var_w = [], [], 0.0, [], 0.0
+    for k, w in weights.items():
+        if k[1]:  # the user's own association: their running jobs; their future is the plan
+            jobs += [(e[0], e[1], w) for e in mine]
+            continue
+        group = (running.get("accounts") or {}).get(run_key(k[0])) or []
+        jobs += [(e[0], e[1], w) for e in group]
+        others = [e for e in group if not (len(e) > 2 and e[2] in own_ids)]
+        r0 = math.fsum(e[1] for e in others)
+        tok = run_key(k[0])
+        c_hist = max(0.0, float((inflow.get("accounts") or {}).get(tok, 0.0)) - c_own)
+        var = max(0.0, float((inflow.get("accounts_var") or {}).get(tok, 0.0)) - var_own)  # the others' noise
+        u_others = max(0.0, float(by[k].raw_usage) - float(r.raw_usage)) if k in by else 0.0
+        c_eq = u_others * (1 - fp) / (period * fp) if fp < 1 else 0.0  # their usage held where it is
+        kappa = trust * _shrink(c_hist - c_eq, var)
+        c = c_eq + kappa * (c_hist - c_eq)
+        var_w += (w * kappa) ** 2 * var + (w * (1 - kappa) * c_eq) ** 2 * _EQ_REL_VAR
+        c_weighted += w * c
+        if r0 > 0:
+            inflow_jobs += [(e[0], -w * e[1] * c / r0) for e in others]
+        said.append(f"{k[0]} {c:,.1f}")
+
+    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job: after all)
+        return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
+
+    cluster_all = running["cluster"]
+    # the agent holds the halving (S_ref d U) where it controls it -- unless d is at its floor (1):
+    # then a growing load is beyond its reach and the total moves (seen on the testbed, seed 1)
+    held = (published.get("control_method") != "none" and (published.get("target_core_hours") or
+                                                            published.get("control_method") is None)
+            and not (published.get("control_method") in ("damping", "hybrid") and d <= 1))
+    t_in, t_jobs = 0.0, []
+    if not held:
+        r0 = math.fsum(e[1] for e in cluster_all)
+        c_cl = float(inflow.get("cluster") or 0.0)
+        c_eq = total * (1 - fp) / (period * fp) if fp < 1 else 0.0
+        t_in = c_eq + trust * _shrink(c_cl - c_eq, float(inflow.get("cluster_var") or 0.0)) * (c_cl - c_eq)
+        if r0 > 0:
+            t_jobs = [(e[0], -e[1] * t_in / r0) for e in cluster_all]
+    ue0 = r.effective_usage or 0.0
+    # after the pass just past, the weighted usage is known: the RawUsages sshare shows now
+    u_first = math.fsum(w * float(by[k].raw_usage) for k, w in weights.items()) if all(k in by for k in weights) else None
+    proj = Projection(ue0 * total, total, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
+                      cluster_jobs=None if held else [tuple(x[:2]) for x in cluster_all], plan=plan,
+                      self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
+                      own_jobs=[tuple(e[:2]) for e in mine], own_early=[tuple(e[:2]) for e in mine if early(e)],
+                      early_jobs=[tuple(e[:2]) for e in cluster_all if early(e)],
+                      inflow=c_weighted, inflow_jobs=inflow_jobs, total_inflow=t_in, total_inflow_jobs=t_jobs,
+                      u_first=u_first, total_first=None if held else total)
+    from fscontrol.model.fairshare import fairshare_factor
+
+    f_now = fairshare_factor(ue0, r.norm_shares, d)
+    own = "" if running.get("users_published") or running.get("own_users_published") else \
+        " (your own running jobs are not published here: PrivateData)"
+    job = f"your pending job {pending_job}" if pending_job is not None else "a job you submit now"
+    if trust >= 1:
+        src = f"their rate over the last {_dur(span)}"
+    elif trust > 0:
+        src = f"{trust:.0%} their rate over the last {_dur(span)}, {1 - trust:.0%} their usage held where it is"
+    else:
+        src = "their usage held where it is (no history of their rate yet)"
+    ends = "to their time limits" if q is None else f"to their typical end ({q:.0%} of the time to their limits)"
+    assumed = (f"the {len(cluster_all)} job(s) running now run {ends}; your accounts' other users keep "
+               f"submitting: {src} ({', '.join(said) or 'none'} CPUs); "
+               f"{'the agent holds the total usage' if held else 'the total usage moves with the cluster'}{own}; "
+               f"the priority of {job}")
+    return Loaded(proj, period, r.norm_shares, d, f_now, assumed, trust, c_weighted,
+                  sigma=math.sqrt(var_w) if BLEND else 0.0, share_now=ue0)
+
+
+def _typical_end(running: dict, q: float) -> dict:
+    """The published running jobs with each one's time left cut to its typical end: q x the time
+    to its limit (jobs end before their limits; the history says by how much)."""
+    def cut(entries):
+        return [[None if e[0] is None else e[0] * q, *e[1:]] for e in entries]
+
+    return dict(running, cluster=cut(running["cluster"]),
+                accounts={k: cut(v) for k, v in (running.get("accounts") or {}).items()},
+                users={k: cut(v) for k, v in (running.get("users") or {}).items()})
+
+
+def _shrink(diff: float, var: float) -> float:
+    """How much of the history's rate to take over the equilibrium's: diff^2 / (diff^2 + var), the
+    share of the difference that is more than the history's own noise (a James-Stein style
+    shrinkage toward "their usage stays where it is")."""
+    d2 = diff * diff
+    return 1.0 if d2 + var <= 0 else d2 / (d2 + var)
+
+
+def _dur(s: float) -> str:
+    return f"{s / 60:.0f} min" if s < 7200 else (f"{s / 3600:.1f} h" if s < 172800 else f"{s / 86400:.1f} days")
+
+
+DAY = 86400.0
+HOUR = 3600.0
+
+
+def _days(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds / DAY
+
+
+def apply(a: dict, idle: Loaded, planned: Loaded | None, plan_end: float, target: float, half_life_s: float,
+          horizon_s: float | None, points: int) -> None:
+    """Every statement of association `a` (service._one's dict) from the projections: the
+    headline recovery (idling from now: `idle`), and with a plan (`planned`, the same projection
+    with the plan's charges) F at its end, the lowest F, the recovery after it, and the chart."""
+    stopped_days = a.get("idle_days_to_target")  # the everyone-stopped model's, as "what would change it"
+    rec, settles = idle.time_to(target, -1, half_life_s)
+    a["idle_days_to_target"] = _days(rec)
+    a["recovery"] = {"reachable": rec is not None, "settles_at_fairshare": settles,
+                     "if_others_stopped_days": stopped_days}
+    a["idle_to_target_text"] = when_text(_days(rec), settles, stopped_days)
+    a["model"] = "current load"
+    a["assumed"] = idle.assumed
+    if a.get("note") and not a.get("exact"):
+        a["note"] = ("an approximation: your account's other usage counts in your EffectvUsage (you are below the "
+                     "first tier); it is projected at the current load (see assumed)")
+    use = planned or idle
+    n_plan = use.passes(plan_end) if planned is not None else 0
+    if planned is not None:
+        end_k = n_plan - 1
+        cands = [-1] + planned.proj.events(0, end_k)
+        low_k = max(cands, key=lambda k: (-planned.fairshare(k), -k))  # the lowest F, the earliest such pass
+        after, settles_after = planned.time_to(target, end_k, half_life_s)
+        after = None if after is None else max(0.0, after - planned.t(end_k))
+        stopped_after = (a.get("after_plan") or {}).get("idle_days_to_target")
+        a["after_plan"] = dict(a.get("after_plan") or {},
+                               fairshare=planned.fairshare(end_k),
+                               lowest_fairshare=planned.fairshare(low_k),
+                               lowest_at_days=0.0 if low_k < 0 else planned.t(low_k) / DAY,
+                               idle_days_to_target=_days(after),
+                               idle_to_target_text=when_text(_days(after), settles_after, None),
+                               fairshare_if_everyone_stopped=(a.get("after_plan") or {}).get("fairshare"),
+                               idle_days_to_target_if_everyone_stopped=stopped_after)
+        a["assumed"] = planned.assumed
+    if horizon_s is None:
+        tail = max(1.2 * rec if rec else 0.0, half_life_s, 10 * use.period)
+        if planned is not None:
+            after = (a["after_plan"]["idle_days_to_target"] or 0.0) * DAY
+            tail = max(1.2 * after, half_life_s, 10 * use.period)
+        horizon_s = plan_end + tail
+    n = max(2, points)
+    seen, traj = set(), []
+    for i in range(n):
+        t = horizon_s * i / (n - 1)
+        k = -1 if i == 0 else max(0, round(t / use.period) - 1)
+        if k in seen:
+            continue
+        seen.add(k)
+        tk = 0.0 if k < 0 else use.t(k)
+        f = use.fairshare(k)
+        traj.append({"days": round(tk / DAY, 6), "fairshare": round(f, 6),
+                     "effective_usage_core_hours": None if k < 0 else round(use.proj.at(k)[0] / HOUR, 3)})
+    if traj:
+        traj[0]["effective_usage_core_hours"] = a.get("effective_usage_core_hours")
+    a["trajectory"] = traj
+    a["horizon_days"] = (traj[-1]["days"] if traj else horizon_s / DAY)
+
+
+def when_text(days: float | None, settles: float | None = None, if_stopped_days: float | None = None) -> str:
+    """'in 12 min', 'already there', or where it never comes at this load, what would change it."""
+    if days == 0:
+        return "already there"
+    if days is not None:
+        return "in " + duration_text(days * DAY)
+    out = "not at the current load"
+    if settles is not None:
+        out += f" (F settles near {settles:.4f})"
+    if if_stopped_days is not None:
+        out += f"; if your account's other users stopped: in {duration_text(if_stopped_days * DAY)}"
+    return out
+
+
+def duration_text(seconds: float) -> str:
+    if seconds < 2 * HOUR:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * DAY:
+        return f"{seconds / HOUR:.1f} hours"
+    return f"{seconds / DAY:.1f} days"

@@ -1,0 +1,278 @@
+"""The forecast's one projection, in O(jobs log jobs) whatever the horizon (issue #31 item 1).
+
+A decay pass (Slurm's classic `_decay_thread`, modelled in forecast.classic) maps the usage
+u <- u f^P + charge. The charge of a pass is piecewise constant in the pass number: the jobs
+still running charge their rate x the period, the job that ends inside a pass charges its last
+stretch once, a plan segment charges at a constant rate between its ends. So the passes fall
+into segments between events (a job's end, a plan boundary), and inside a segment every state
+(the weighted usage, the user's own usage, the total) follows x_k = x_(k-1) m + c: a closed
+form. The charges come from prefix sums over the jobs sorted by their time left.
+
+`Projection(...)` takes the arguments of the step-by-step walk (tests/forecast_reference.py,
+the slow reference the tests hold it to, to 1e-9) and answers `at(k)`: (effective usage, total
+usage) after pass k (k = 0 is the pass just after the snapshot), in O(log jobs) each, for any
+k. `limit()` is where the usage settles after the last event (the equilibrium at the current
+load), `first_at_or_below(x, k0)` the first pass from k0 on whose usage share u/total is at or
+below x (None: not at this load).
+
+Standard library only: on the `fscontrol forecast` cold-start path.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+
+from fscontrol.forecast.classic import Segment
+
+Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x weight
+
+
+class _Jobs:
+    """The charge of a set of running jobs at pass k: fp x sum amount x the seconds of pass k
+    ((k-1)P, kP] the job runs (pass 0 charges the interval just past in full, unless `future`:
+    then it charges nothing)."""
+
+    def __init__(self, jobs: Sequence[Job], period: float, fp: float, future: bool = False) -> None:
+        self.P, self.fp, self.future = period, fp, future
+        fin = sorted((float(j[0]), float(j[1])) for j in jobs if j[0] is not None)
+        self.inf_amount = math.fsum(float(j[1]) for j in jobs if j[0] is None)
+        self.total = self.inf_amount + math.fsum(a for _, a in fin)
+        self.lefts = [x for x, _ in fin]
+        self.cum_a, self.cum_al = [0.0], [0.0]  # prefix sums of amount and amount x left
+        for left, a in fin:
+            self.cum_a.append(self.cum_a[-1] + a)
+            self.cum_al.append(self.cum_al[-1] + a * left)
+
+    def breaks(self) -> list[int]:
+        out = [0, 1]
+        for left in self.lefts:
+            k = int(left // self.P)
+            out += [k, k + 1, k + 2]
+        return out
+
+    def value(self, k: int) -> float:
+        if k == 0:
+            return 0.0 if self.future else self.fp * self.P * self.total
+        a0, a1 = (k - 1) * self.P, k * self.P
+        i_full = bisect_left(self.lefts, a1)  # lefts >= a1 run the whole pass
+        i_part = bisect_right(self.lefts, a0)  # a0 < left < a1: their last stretch
+        n = len(self.lefts)
+        full = self.inf_amount + (self.cum_a[n] - self.cum_a[i_full])
+        part = (self.cum_al[i_full] - self.cum_al[i_part]) - a0 * (self.cum_a[i_full] - self.cum_a[i_part])
+        return self.fp * (self.P * full + part)
+
+
+class _Plan:
+    """The charge of the user's plan (segments from now) and of a constant inflow from now, at
+    pass k: rate x overlap x f^(kP - the later of the pass's and the segment's start)."""
+
+    def __init__(self, plan: Sequence[Segment], period: float, f: float, inflow: float = 0.0) -> None:
+        self.P, self.f = period, f
+        self.bounds = [0.0]
+        for seg in plan:
+            self.bounds.append(self.bounds[-1] + seg.duration_s)
+        self.plan = list(plan)
+        self.inflow = inflow
+
+    def breaks(self) -> list[int]:
+        out = [0, 1]
+        for b in self.bounds:
+            k = int(b // self.P)
+            out += [k, k + 1, k + 2]
+        return out
+
+    def value(self, k: int) -> float:
+        a0, a1 = (k - 1) * self.P, k * self.P
+        c = 0.0
+        i = max(0, bisect_right(self.bounds, a0) - 1)
+        while i < len(self.plan) and self.bounds[i] < a1:
+            seg, b0 = self.plan[i], self.bounds[i]
+            hi = min(a1, b0 + seg.duration_s)
+            ov = max(0.0, hi - max(a0, b0))
+            if ov > 0 and seg.rate > 0:
+                c += seg.rate * ov * self.f ** (a1 - max(a0, b0))
+            i += 1
+        if self.inflow and k >= 1:
+            c += self.inflow * self.P * self.f ** self.P
+        return c
+
+
+def _sum(*channels) -> _Sum:
+    return _Sum(channels)
+
+
+class _Sum:
+    def __init__(self, channels) -> None:
+        self.channels = [c for c in channels if c is not None]
+
+    def breaks(self) -> list[int]:
+        return [b for c in self.channels for b in c.breaks()]
+
+    def value(self, k: int) -> float:
+        return sum(c.value(k) for c in self.channels)
+
+
+def _advance(x: float, m: float, c: float, n: int) -> float:
+    """x after n steps of x <- x m + c."""
+    if n <= 0:
+        return x
+    if m == 1.0:
+        return x + c * n
+    mn = m**n
+    return x * mn + c * (1.0 - mn) / (1.0 - m)
+
+
+class Projection:
+    """See the module's docstring; the arguments are forecast.classic's walk's (the reference in
+    tests/forecast_reference.py), plus the submissions that keep coming: `inflow` a constant rate
+    (weighted) charged from now on, `inflow_jobs` running jobs charged from the next pass on
+    (amounts may be negative: the inflow that replaces them as they end), and the same for the
+    total (`total_inflow`, `total_inflow_jobs`) when the total moves. `u_first`/`total_first`: the
+    weighted usage and the total after pass 0 when they are known (the snapshot's RawUsages: the
+    pass just past has charged them), instead of charging the running jobs for that pass."""
+
+    def __init__(self, u0: float, total0: float, *, period_s: float, half_life_s: float,
+                 weighted_jobs: Sequence, cluster_jobs: Sequence | None, plan: Sequence[Segment] = (),
+                 self_weight: float = 0.0, own0: float | None = None, own_early: Sequence = (),
+                 own_jobs: Sequence = (), early_jobs: Sequence = (), inflow: float = 0.0, inflow_jobs: Sequence = (),
+                 total_inflow: float = 0.0, total_inflow_jobs: Sequence = (), u_first: float | None = None,
+                 total_first: float | None = None) -> None:
+        from fscontrol.model.decay import decay_factor_per_second
+
+        f = decay_factor_per_second(half_life_s)
+        P = float(period_s)
+        self.fp = fp = f**P
+        self.P = P
+        plan = list(plan)
+        pl = _Plan(plan, P, f) if plan else None
+        self.g = _sum(_Jobs([(j[0], j[1] * j[2]) for j in weighted_jobs], P, fp), _Plan(plan, P, f, inflow),
+                      _Jobs(inflow_jobs, P, fp, future=True) if inflow_jobs else None)
+        self.held = cluster_jobs is None
+        self.gt = None if self.held else _sum(_Jobs(cluster_jobs, P, fp), _Plan(plan, P, f, total_inflow),
+                                              _Jobs(total_inflow_jobs, P, fp, future=True) if total_inflow_jobs else None)
+        self.ws = self_weight if (self_weight and own0 is not None) else 0.0
+        own_j = _Jobs(own_jobs, P, fp)
+        self.go = _sum(own_j, pl)
+        self.e_own = _Jobs(own_early, P, fp)
+        self.e_all = _Jobs(early_jobs, P, fp)
+        self.total0 = total0
+        u = u0
+        if self.ws and total0 > 0:  # as the walk: the snapshot's mid-pass own term taken out
+            own_prev = (own0 - own_j.value(0)) / fp
+            mid0 = (own_prev * fp + self.e_own.value(0)) / (total0 * fp + self.e_all.value(0))
+            u = u0 - self.ws * (mid0 - own_prev / total0) * total0
+        if u_first is not None and fp > 0:  # the weighted usage after pass 0 is known (sshare's RawUsage)
+            u = (u_first - self.g.value(0)) / fp
+        if total_first is not None and not self.held and fp > 0:
+            total0 = (total_first - self.gt.value(0)) / fp
+        # segments: the pass numbers where any charge may change (E channels are read at k + 1)
+        ch = [self.g, self.go] + ([self.gt] if self.gt else [])
+        bks = {0, 1}
+        for c in ch:
+            bks.update(b for b in c.breaks() if b >= 0)
+        if self.ws:
+            for c in (self.e_own, self.e_all):
+                bks.update(b - 1 for b in c.breaks() if b >= 1)
+        self.starts = sorted(bks)
+        # states before each segment's first pass: (u, own, total) after pass start - 1
+        self.state: list[tuple[float, float, float]] = []
+        self.rates: list[tuple[float, float, float]] = []
+        x = (u, float(own0 or 0.0), float(total0))
+        for i, a in enumerate(self.starts):
+            self.state.append(x)
+            cg, cgo = self.g.value(a), self.go.value(a)
+            cgt = 0.0 if self.held else self.gt.value(a)
+            self.rates.append((cg, cgo, cgt))
+            if i + 1 < len(self.starts):
+                x = self._step(x, a, self.starts[i + 1] - a, (cg, cgo, cgt))
+
+    def _step(self, x, a: int, n: int, rates) -> tuple[float, float, float]:
+        """The states after n passes from a - 1 at the segment's constant charges."""
+        u, own, tot = x
+        cg, cgo, cgt = rates
+        u = _advance(u, self.fp, cg, n)
+        if a == 0:  # pass 0 does not move the own usage (the snapshot's RawUsage already has it)
+            own = _advance(own, self.fp, cgo, n - 1) if n > 1 else own
+        else:
+            own = _advance(own, self.fp, cgo, n)
+        tot = tot if self.held else _advance(tot, self.fp, cgt, n)
+        return u, own, tot
+
+    def _seg(self, k: int) -> int:
+        return bisect_right(self.starts, k) - 1
+
+    def at(self, k: int) -> tuple[float, float]:
+        """(effective usage, total) after pass k, k >= 0."""
+        i = self._seg(k)
+        a = self.starts[i]
+        if a == 0 and k > 0:  # segment [0, 1) holds only pass 0 (pass 1 always starts one)
+            raise AssertionError("segment bookkeeping")
+        u, own, tot = self._step(self.state[i], a, k - a + 1, self.rates[i])
+        tot_prev = self.total0 if k == 0 else (self.state[i][2] if k == a else
+                                               self._step(self.state[i], a, k - a, self.rates[i])[2])
+        if self.ws and tot_prev > 0:
+            mid = (own * self.fp + self.e_own.value(k + 1)) / (tot * self.fp + self.e_all.value(k + 1))
+            u = u + self.ws * (mid - own / tot) * tot
+        return u, tot
+
+    def share(self, k: int) -> float:
+        u, tot = self.at(k)
+        return u / tot if tot > 0 else math.inf
+
+    def events(self, k0: int = 0, k1: int | None = None) -> list[int]:
+        """The passes where a segment starts or ends, within [k0, k1]: the candidates for a
+        peak (inside a segment every state moves monotonically toward its fixed point)."""
+        out = {k0} if k1 is None else {k0, k1}
+        for a in self.starts:
+            for k in (a - 1, a):
+                if k >= k0 and (k1 is None or k <= k1):
+                    out.add(k)
+        return sorted(out)
+
+    def peak(self, k0: int, k1: int, share=None) -> tuple[int, float]:
+        """(pass, u/total) of the highest usage share among passes k0..k1 (the lowest F)."""
+        share = share or self.share
+        best = max(self.events(k0, k1), key=share)
+        return best, share(best)
+
+    def limit(self) -> float:
+        """u/total where the projection settles after its last event (inf: it grows without
+        bound, no decay)."""
+        i = len(self.starts) - 1
+        a = self.starts[i]
+        if self.fp >= 1.0:
+            return math.inf if any(self.rates[i]) else self.share(max(a, 0))
+        u_inf = self.rates[i][0] / (1 - self.fp)
+        tot_inf = self.total0 if self.held else self.rates[i][2] / (1 - self.fp)
+        if self.ws:  # the own term's mid-pass reading, at the fixed point
+            own_inf = self.rates[i][1] / (1 - self.fp)
+            e_o, e_a = self.e_own.value(10**12), self.e_all.value(10**12)
+            if tot_inf > 0:
+                u_inf += self.ws * ((own_inf * self.fp + e_o) / (tot_inf * self.fp + e_a) - own_inf / tot_inf) * tot_inf
+        return u_inf / tot_inf if tot_inf > 0 else math.inf
+
+    def first_at_or_below(self, x: float, k0: int, k_max: int = 10**9, share=None) -> int | None:
+        """The first pass k >= k0 whose u/total <= x; None when none comes (checked to the
+        settled limit, or k_max). `share`: another function of k to search (monotone between
+        events, as u/total is)."""
+        share = share or self.share
+        if share(k0) <= x:
+            return k0
+        bounds = [k for k in self.events(k0) if k > k0] + [k_max]
+        lo = k0
+        for hi in bounds:
+            hi = min(hi, k_max)
+            if hi > lo and share(hi) <= x:
+                while hi - lo > 1:  # monotone inside a segment: bisect
+                    mid = (lo + hi) // 2
+                    if share(mid) <= x:
+                        hi = mid
+                    else:
+                        lo = mid
+                return hi
+            lo = hi
+            if lo >= k_max:
+                break
+        return None
