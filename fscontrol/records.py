@@ -167,6 +167,35 @@ JobRecord.__doc__ = """One allocation from `sacct -a -X -T -P` over a window [st
 
 
 MARK_PREFIX = "fscontrol:"  # the AdminComment the gate marks its holds and demotions with (gate.HOLD_MARK, ...)
+HOLD_MARK = "fscontrol:hold"  # the gate's hold
+
+
+def nice_mark(nice: int) -> str:
+    """The gate's demotion by Nice `nice`."""
+    return f"fscontrol:nice:{nice}"
+
+
+def mark_of(kind: str, nice: int | None) -> str:
+    """The AdminComment the agent leaves on a job it holds ("hold") or demotes ("nice")."""
+    return HOLD_MARK if kind == "hold" else nice_mark(int(nice or 0))
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One job in the agent's ledger. state: "holding" (intent written, hold not yet confirmed),
+    "held" (confirmed: ledger, mark and state agree), "releasing" (release intent written),
+    "hands_off" (someone else released or re-niced it: never touched again)."""
+
+    kind: str  # hold | nice
+    restore_nice: int = 0
+    set_nice: int | None = None  # the Nice the agent set (nice mode)
+    state: str = "held"
+
+    @property
+    def mark(self) -> str:
+        return mark_of(self.kind, self.set_nice)
+
+
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from fscontrol.model.allocations import Allocation, allocations_unit
 from fscontrol.errors import ConfigError, UnsafeActionError
-from fscontrol.records import MARK_PREFIX, QueueJob
+from fscontrol.records import HOLD_MARK, MARK_PREFIX, LedgerEntry, QueueJob, mark_of, nice_mark  # noqa: F401 - the gate's marks
 
 ActionKind = Literal["hold", "release", "nice", "unnice", "unmark"]
 GateMode = Literal["hold", "nice"]
@@ -51,16 +51,6 @@ RUNNING_STATES = frozenset({"RUNNING", "R", "CONFIGURING", "CF"})
 PENDING_STATES = frozenset({"PENDING", "PD"})
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 AGENT_HOLD_REASON = "JobHeldAdmin"  # what an operator's hold leaves: no owner is recorded
-HOLD_MARK = "fscontrol:hold"
-
-
-def nice_mark(nice: int) -> str:
-    return f"fscontrol:nice:{nice}"
-
-
-def mark_of(kind: str, nice: int | None) -> str:
-    """The AdminComment the agent leaves on a job it holds ("hold") or demotes ("nice")."""
-    return HOLD_MARK if kind == "hold" else nice_mark(int(nice or 0))
 # Pending reasons that mean "cannot run now whatever the scheduler does": not waiting for nodes.
 _NOT_WAITING_PREFIXES = (
     "JobHeld",
@@ -463,22 +453,6 @@ def apply_to_ledger(
         else:
             out.setdefault(a.job_id, 0)
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
-    """One job in the agent's ledger. state: "holding" (intent written, hold not yet confirmed),
-    "held" (confirmed: ledger, mark and state agree), "releasing" (release intent written),
-    "hands_off" (someone else released or re-niced it: never touched again)."""
-
-    kind: str  # hold | nice
-    restore_nice: int = 0
-    set_nice: int | None = None  # the Nice the agent set (nice mode)
-    state: str = "held"
-
-    @property
-    def mark(self) -> str:
-        return mark_of(self.kind, self.set_nice)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,14 +33,13 @@ import fcntl
 import os
 import re
 import stat
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from fscontrol.errors import LockedError, StoreError, UnsafeActionError
+from fscontrol.slurm import command
 
-_held = threading.local()  # the lock files this thread holds (the loop runs its jobs in threads)
 ROOT_HISTORY = Path("/var/lib/fscontrol/history.db")  # root's default history (store.default_db_path)
 DEFAULT_KEY = "default"  # the lock of the cluster Slurm reaches without -M, when the config names none
 _PID_WIDTH = 11
@@ -48,7 +47,7 @@ _PID_WIDTH = 11
 
 def held_fds() -> tuple[int, ...]:
     """The file descriptors of the agent locks the calling thread holds: a command it runs keeps them."""
-    return tuple(getattr(_held, "fds", ()))
+    return command.inherited_fds()
 
 
 def cluster_key(name: str | None) -> str:
@@ -134,11 +133,7 @@ def agent_lock(path: Path | str) -> Iterator[None]:
             holder = os.pread(fd, _PID_WIDTH, 0).decode(errors="replace").strip() or "?"
             raise LockedError(f"another fscontrol tick is running (pid {holder} holds {path})") from None
         os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH - 1}}\n".encode(), 0)  # over the first bytes: never truncated
-        fds = _held.__dict__.setdefault("fds", [])
-        fds.append(fd)
-        try:
+        with command.inherited(fd):  # the commands this tick runs keep the lock's file open
             yield
-        finally:
-            fds.remove(fd)
     finally:
         os.close(fd)

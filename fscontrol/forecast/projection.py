@@ -24,7 +24,6 @@ import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
-from fscontrol.forecast.classic import Segment
 
 Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x weight
 
@@ -68,7 +67,7 @@ class _Plan:
     """The charge of the user's plan (segments from now) and of a constant inflow from now, at
     pass k: rate x overlap x f^(kP - the later of the pass's and the segment's start)."""
 
-    def __init__(self, plan: Sequence[Segment], period: float, f: float, inflow: float = 0.0) -> None:
+    def __init__(self, plan: Sequence, period: float, f: float, inflow: float = 0.0) -> None:
         self.P, self.f = period, f
         self.bounds = [0.0]
         for seg in plan:
@@ -134,7 +133,7 @@ class Projection:
     pass just past has charged them), instead of charging the running jobs for that pass."""
 
     def __init__(self, u0: float, total0: float, *, period_s: float, half_life_s: float,
-                 weighted_jobs: Sequence, cluster_jobs: Sequence | None, plan: Sequence[Segment] = (),
+                 weighted_jobs: Sequence, cluster_jobs: Sequence | None, plan: Sequence = (),  # forecast.classic.Segment items
                  self_weight: float = 0.0, own0: float | None = None, own_early: Sequence = (),
                  own_jobs: Sequence = (), early_jobs: Sequence = (), inflow: float = 0.0, inflow_jobs: Sequence = (),
                  total_inflow: float = 0.0, total_inflow_jobs: Sequence = (), u_first: float | None = None,

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from fscontrol.errors import ParseError
-from fscontrol.records import MARK_PREFIX
+from fscontrol.records import HOLD_MARK, MARK_PREFIX
 
-HOLD_MARK = "fscontrol:hold"  # gate.HOLD_MARK (not imported: the gate's module is not needed here)
 NICE_MARK = "fscontrol:nice:"
 PADDING_NAME = "fscontrol-padding"  # actions.DUMMY_JOB_NAME
 

@@ -11,6 +11,28 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_inherited = threading.local()  # the files this thread's commands inherit (the agent lock's: act/lock.py)
+
+
+def inherited_fds() -> tuple[int, ...]:
+    """The file descriptors every command the calling thread runs inherits (pass_fds): the agent
+    locks it holds, so a lock outlives a killed tick for as long as its in-flight command runs."""
+    return tuple(getattr(_inherited, "fds", ()))
+
+
+@contextmanager
+def inherited(fd: int) -> Iterator[None]:
+    """While inside, the commands this thread runs inherit `fd`."""
+    fds = _inherited.__dict__.setdefault("fds", [])
+    fds.append(fd)
+    try:
+        yield
+    finally:
+        fds.remove(fd)
 
 
 def _kill_group(p: subprocess.Popen) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from fscontrol.slurm import command
 from fscontrol.slurm import parse
-from fscontrol.act.lock import held_fds
 from fscontrol.errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
 from fscontrol.records import CommandOutput
 
@@ -94,7 +93,7 @@ class LiveSlurm:
         t0 = time.time()
         try:
             # (the agent lock's file goes with the command: a tick killed meanwhile stays locked until it ends)
-            raw = command.run(list(full), timeout=limit, env=env, pass_fds=held_fds())
+            raw = command.run(list(full), timeout=limit, env=env, pass_fds=command.inherited_fds())
         except FileNotFoundError:
             raise SlurmCommandError(f"`{full[0]}` not found: is the Slurm client installed and on PATH?") from None
         except subprocess.TimeoutExpired:
