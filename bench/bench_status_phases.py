@@ -26,6 +26,7 @@ T = time.process_time
 from fscontrol.agent import config
 from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 db = store.open_db(sys.argv[1], create=False, readonly=True)
 t0 = T()
 snap = store.load_snapshot(db)
@@ -33,7 +34,7 @@ t1 = T()
 cc = config.load(None).cluster(snap.cluster)
 kw = {"columns": True} if "columns" in inspect.signature(rstatus.status_data).parameters else {}
 data = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share,
-                          control_history=store.decision_history(db, snap.cluster, 60), **kw)
+                          control_history=store_ledger.decision_history(db, snap.cluster, 60), **kw)
 t2 = T()
 n = sum(len(line) for line in rstatus.status_lines(data, rstatus.status_fields()))
 t3 = T()

@@ -23,6 +23,7 @@ from fscontrol.agent import config
 from fscontrol.export import metrics
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 from fscontrol.errors import ConfigError, ParseError
 from fscontrol.act.lock import agent_lock
 from fscontrol.slurm.source import RecordedSlurm
@@ -98,7 +99,7 @@ def test_metrics_parse_with_prometheus_clients_parser_and_match_the_history(tmp_
     assert f == {(r["account"], r["user"]): r["fairshare"] for r in status["table"] if not r["dummy"] and r["fairshare"] is not None}
     assert fams["fscontrol_damping_factor"].samples[0].value == status["damping_factor"]
     assert fams["fscontrol_halving_target_core_hours"].samples[0].value == 10
-    assert fams["fscontrol_damping_factor_target"].samples[0].value == store.last_decision(db, "tbcluster")["d_target"]
+    assert fams["fscontrol_damping_factor_target"].samples[0].value == store_ledger.last_decision(db, "tbcluster")["d_target"]
     ticks = {(s.labels["stage"], s.labels["status"]): s.value for s in fams["fscontrol_ticks"].samples if s.name.endswith("_total")}
     assert ticks == {("control", "ok"): 1.0, ("control", "failed"): 0.0}
     assert fams["fscontrol_ticks"].type == "counter"

@@ -17,6 +17,7 @@ from fscontrol.slurm import parse
 from fscontrol.agent import pipeline
 from fscontrol.slurm import spool
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 from fscontrol.records import JobRecord, QueueJob, ShareRow, new_queue_job, share_rows, twin_of
 from fscontrol.slurm.source import RecordedSlurm
 
@@ -202,8 +203,8 @@ def test_halving_slurm_used_alike_with_a_collect_committed_in_between(tmp_path, 
             got = real(d, cluster) if interleave else (None, [])
             if interleave and when == "after the read":  # another process commits a snapshot
                 pipeline.collect(RecordedSlurm(series[0]), other)
-            used.append(got[0] is not None and got[0] == store.last_decision(d, cluster)["snapshot_id"]
-                        if interleave and store.last_decision(d, cluster) else None)
+            used.append(got[0] is not None and got[0] == store_ledger.last_decision(d, cluster)["snapshot_id"]
+                        if interleave and store_ledger.last_decision(d, cluster) else None)
             return got
 
         monkeypatch.setattr(store, "latest_usage_values", read_then_collect)

@@ -1,4 +1,4 @@
-"""fit's loader: store.usage_history / inflow_history (numpy, no Python object per sample) give
+"""fit's loader: store_loaders.usage_history / inflow_history (numpy, no Python object per sample) give
 exactly the arrays of the old path (usage_series / inflow_series into Python lists and dicts,
 then the matrices fit_history built from them), so the fit is the same to the last bit.
 
@@ -19,6 +19,7 @@ import pytest
 from fscontrol.model import fit as fitmod
 from fscontrol.agent import pipeline
 from fscontrol.store import history as store
+from fscontrol.store import loaders as store_loaders
 from fscontrol.slurm.source import RecordedSlurm
 
 SERIES = Path(__file__).resolve().parent.parent / "samples" / "testbed-series"
@@ -27,13 +28,13 @@ SERIES = Path(__file__).resolve().parent.parent / "samples" / "testbed-series"
 def old_matrices(db, cluster: str, last: int | None = None):
     """fit_history's matrices as they were built before the numpy loader (commit a21e7f3)."""
     latest = store.load_snapshot(db, cluster=cluster)
-    times, series = store.usage_series(db, cluster)
+    times, series = store_loaders.usage_series(db, cluster)
     ids = store.snapshot_ids(db, cluster)
     if last:
         times, ids = times[-last:], ids[-last:]
         series = {k: v[-last:] for k, v in series.items()}
     keep = pipeline.thin_to_period(times, max(latest.config.calc_period_s, 1))
-    inflow = store.inflow_series(db, cluster)
+    inflow = store_loaders.inflow_series(db, cluster)
     keys = [k for k in series if k[1]]
     usage = np.array([[series[k][i] if series[k][i] is not None else math.nan for i in keep] for k in keys], dtype=float)
     flow = np.zeros_like(usage)
@@ -76,7 +77,7 @@ def series_db(tmp_path_factory):
 def assert_same(db, cluster, last=None):
     keys, times, usage, flow, cfg = old_matrices(db, cluster, last)
     seen, result = new_matrices(db, cluster, last)
-    hist = store.usage_history(db, cluster)
+    hist = store_loaders.usage_history(db, cluster)
     assert hist.keys == keys
     assert np.array_equal(seen["times"], np.array(times))
     assert np.array_equal(seen["usage"], usage, equal_nan=True)
@@ -160,7 +161,7 @@ def test_snapshots_timed_by_their_pass_move_the_times_and_the_running_jobs_tails
     window_end = dict(db.execute("SELECT id, window_end FROM snapshots").fetchall())
     times = [at[s] if at[s] is not None else taken[s] for s in sids]
     factors = {sid: json.loads(cfg).get("qos", {}) for sid, cfg in db.execute("SELECT id, config_json FROM snapshots")}
-    inflow = store.inflow_series(db, "tbcluster")
+    inflow = store_loaders.inflow_series(db, "tbcluster")
     tails: dict = {}
     for sid, account, user, qos, billing, elapsed in db.execute(
             "SELECT snapshot_id, account, user, qos, billing, elapsed_s FROM job_usage WHERE state = 'RUNNING'"):
@@ -168,7 +169,7 @@ def test_snapshots_timed_by_their_pass_move_the_times_and_the_running_jobs_tails
             d = tails.setdefault((account, user), {})
             d[sid] = d.get(sid, 0.0) + billing * min(elapsed, max(0.0, window_end[sid] - at[sid])) * factors[sid].get(qos, 1.0)
     keep = pipeline.thin_to_period(times, 60)
-    hist = store.usage_history(db, "tbcluster")
+    hist = store_loaders.usage_history(db, "tbcluster")
     flow = np.zeros((len(hist.keys), len(keep)))
     for r, k in enumerate(hist.keys):
         per, tail = inflow.get(k, {}), tails.get(k, {})

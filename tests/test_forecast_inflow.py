@@ -1,4 +1,4 @@
-"""The submissions that keep coming, as the agent's history reads them (store.window_inflow,
+"""The submissions that keep coming, as the agent's history reads them (store_loaders.window_inflow,
 decay.arrival_inflow, decay.left_ratio) and publishes them (publish.inflow_aggregates): by hand."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 from fscontrol.export import publish as pub
 from fscontrol.model.decay import arrival_inflow, left_ratio
 from fscontrol.store import history as store
+from fscontrol.store import loaders as store_loaders
 
 
 def test_arrival_inflow_counts_the_work_of_jobs_that_started_in_the_window_by_hand():
@@ -50,7 +51,7 @@ def _db_with_jobs(tmp_path):
 
 def test_window_inflow_reads_the_history_by_hand(tmp_path):
     db = _db_with_jobs(tmp_path)
-    n, span, rates, var, q, ended = store.window_inflow(db, "c", 0.0, 2000.0)
+    n, span, rates, var, q, ended = store_loaders.window_inflow(db, "c", 0.0, 2000.0)
     assert (n, span, ended) == (11, 150.0, 1)
     # job 2 ran 1022.5 .. 1082.5; seen at 1030..1075 with its limit at 1300: still ran 52.5..7.5 of 270..225
     t_seen = [1030.0 + 15 * k for k in range(4)]
@@ -60,7 +61,7 @@ def test_window_inflow_reads_the_history_by_hand(tmp_path):
     assert rates[("phys", "dave")] == pytest.approx(1.0 * (1150 - 1112.5 + q * 250) / 150.0)
     assert ("flat", "bob") not in rates  # running before the window: its work came earlier
     assert var[("flat", "carol")] == pytest.approx(rates[("flat", "carol")] ** 2)
-    assert store.window_inflow(db, "c", 1100.0, 1120.0)[0] == 0  # fewer than 3 snapshots: nothing
+    assert store_loaders.window_inflow(db, "c", 1100.0, 1120.0)[0] == 0  # fewer than 3 snapshots: nothing
 
 
 def test_published_inflow_is_keyed_like_the_running_jobs_and_private_where_they_are():

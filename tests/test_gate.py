@@ -394,8 +394,8 @@ def test_a_failed_release_keeps_its_mark(tmp_path):
     import time as _time
 
     from fscontrol.act import actions as act
-    from fscontrol.agent import pipeline
     from fscontrol.store import history as store
+    from fscontrol.store import ledger as store_ledger
     from fscontrol.errors import SlurmCommandError
 
     db = store.open_db(tmp_path / "h.db")
@@ -403,7 +403,7 @@ def test_a_failed_release_keeps_its_mark(tmp_path):
         GateAction("release", "7", "alice", "x"), GateAction("unmark", "7", "alice", "y"),
         GateAction("release", "8", "alice", "x"), GateAction("unmark", "8", "alice", "y"))]
     with store.transaction(db):
-        ids = store.write_actions(db, "c", None, "gate", plan, 0.0)
+        ids = store_ledger.write_actions(db, "c", None, "gate", plan, 0.0)
     calls = []
 
     class Out:

@@ -14,7 +14,6 @@ between two of its commands. Whatever the moment of the kill:
 
 from __future__ import annotations
 
-import os
 import fcntl
 import signal
 import subprocess
@@ -26,6 +25,7 @@ import pytest
 
 from fscontrol.act import gate
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 
 pytestmark = pytest.mark.slurm
 
@@ -83,7 +83,7 @@ def _in_flight(shim: Path) -> bool:
 
 def _stranded(slurm, db) -> list[str]:
     """Jobs Slurm shows held with the agent's mark that no ledger row owns."""
-    ledger = store.ledger_entries(db, "tbcluster")
+    ledger = store_ledger.ledger_entries(db, "tbcluster")
     return [j for j, (st, r, c) in _queue(slurm).items()
             if st == "PENDING" and r == "JobHeldAdmin" and c == gate.HOLD_MARK and j not in ledger]
 
@@ -138,7 +138,7 @@ def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(s
         slurm.scontrol("release", released_by_admin)
         _gate(slurm, tmp_path, "--apply")
         q = _queue(slurm)
-        entries = store.ledger_entries(db, "tbcluster")
+        entries = store_ledger.ledger_entries(db, "tbcluster")
         for j, e in entries.items():
             if e.state == "held":  # the ledger keeps only what Slurm shows as the agent left it
                 assert q[j][1] == "JobHeldAdmin" and q[j][2] == gate.HOLD_MARK, (j, q.get(j))
@@ -157,7 +157,7 @@ def test_kill_between_hold_commands_strands_nothing_and_release_all_undoes_all(s
               f"user's hold {q[user_held][1]}")
         assert ours == []
         assert q[admin_held][1] == "JobHeldAdmin" and q[user_held][1] == "JobHeldUser"
-        assert {j for j, e in store.ledger_entries(db, "tbcluster").items() if e.state != "hands_off"} == set()
+        assert {j for j, e in store_ledger.ledger_entries(db, "tbcluster").items() if e.state != "hands_off"} == set()
         touched = {j for (j,) in db.execute("SELECT job_id FROM actions WHERE stage = 'gate'")}
         assert not touched & {admin_held, user_held}
     finally:
@@ -266,7 +266,7 @@ def test_control_fault_matrix(slurm, tmp_path):
             assert db.execute("SELECT count(*) FROM ticks WHERE status = 'running'").fetchone()[0] == 0, case
             assert db.execute("SELECT count(*) FROM snapshots s WHERE NOT EXISTS "
                               "(SELECT 1 FROM ticks t WHERE t.snapshot_id = s.id)").fetchone()[0] == 0, case
-            last = store.last_decision(db, "tbcluster")
+            last = store_ledger.last_decision(db, "tbcluster")
             assert slurm.damping() == last["d_target"], case  # Slurm holds what the agent last decided
             dummies = slurm.run("squeue", "-h", "-u", "fsdummy", "-t", "PD,R", "-o", "%A").split()
             assert len(dummies) <= 1, (case, dummies)  # never two padding jobs

@@ -26,6 +26,7 @@ import pytest
 from fscontrol.agent import config
 from fscontrol.agent import pipeline
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 
 pytestmark = pytest.mark.slurm
 
@@ -146,7 +147,7 @@ def test_queue_stuffing_with_and_without_the_gate(slurm, tmp_path):
         print(f"after --release-all: agent holds left {len(still)}; admin's hold {states[foreign_admin][1]}, "
               f"user's hold {states[foreign_user][1]}")
         assert not still
-        assert store.gate_ledger(db, "tbcluster") == {}
+        assert store_ledger.gate_ledger(db, "tbcluster") == {}
         assert states[foreign_admin] == ("PENDING", "JobHeldAdmin")
         assert states[foreign_user] == ("PENDING", "JobHeldUser")
         touched = {j for (j,) in db.execute("SELECT job_id FROM actions WHERE stage = 'gate'")}
@@ -236,7 +237,7 @@ def test_turning_the_gate_off_releases_the_agents_holds_at_the_next_tick(slurm, 
         for j in ours:
             assert after[j][0] != "JobHeldAdmin" and after[j][1] == "", (j, after[j])
         assert after[lost] == ("JobHeldAdmin", "fscontrol:hold")  # not the tick's to release: no ledger row
-        assert store.gate_ledger(store.open_db(db), "tbcluster") == {}
+        assert store_ledger.gate_ledger(store.open_db(db), "tbcluster") == {}
         quiet = tick("--apply")  # nothing left of the agent's: the gate stays out of the tick
         assert "the gate is off" not in quiet.stdout and "gate (" not in quiet.stdout
     finally:

@@ -24,6 +24,7 @@ import pytest
 from fscontrol.agent import pipeline
 from fscontrol.slurm.source import RecordedSlurm
 from fscontrol.store import history as store
+from fscontrol.store import schema as store_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SERIES = ROOT / "samples" / "testbed-series"
@@ -112,7 +113,7 @@ def test_readonly_history_that_needs_a_migration_is_one_line(readonly_history):
     old.parent.mkdir()
     shutil.copy(db_path, old)
     conn = sqlite3.connect(old)
-    last = store.MIGRATIONS[-1][0]  # the newest migration undone in the bookkeeping: as an older fscontrol left it
+    last = store_schema.MIGRATIONS[-1][0]  # the newest migration undone in the bookkeeping: as an older fscontrol left it
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table in ("_sqlite_migrations", "_migrations"):
         if table in tables:

@@ -13,6 +13,8 @@ import pytest
 from fscontrol.agent import pipeline
 from fscontrol.errors import StoreError
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
+from fscontrol.store import schema as store_schema
 from fscontrol.slurm.source import RecordedSlurm
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "upgrade"
@@ -68,13 +70,13 @@ def test_every_released_schema_upgrades_and_keeps_its_history_and_ledger(tmp_pat
     legacy = {r[0]: r[1] for r in sqlite3.connect(path).execute("SELECT name, applied_at FROM _migrations")}
     db = store.open_db(path)
     rows = db.execute("SELECT name, applied_at FROM _sqlite_migrations WHERE migration_set = 'fscontrol' ORDER BY id").fetchall()
-    assert [n for n, _ in rows] == [n for n, _ in store.MIGRATIONS]
+    assert [n for n, _ in rows] == [n for n, _ in store_schema.MIGRATIONS]
     assert {n: t for n, t in rows if n in legacy} == legacy  # carried over as they were
     # the legacy table stays, with the row that makes an older fscontrol refuse the history
-    assert {r[0] for r in db.execute("SELECT name FROM _migrations")} == {*legacy, store.LEGACY_MOVED}
+    assert {r[0] for r in db.execute("SELECT name FROM _migrations")} == {*legacy, store_schema.LEGACY_MOVED}
     assert _schema(db) == _schema(store.open_db(tmp_path / "new.db"))  # the same schema as a new history
     assert db.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 3
-    assert {j: e.state for j, e in store.ledger_entries(db, "tbcluster").items()} == {"11": "held", "12": "held"}
+    assert {j: e.state for j, e in store_ledger.ledger_entries(db, "tbcluster").items()} == {"11": "held", "12": "held"}
     old = store.load_snapshot(db, cluster="tbcluster")
     res = pipeline.collect(RecordedSlurm(SAMPLE), db)
     assert res.snapshot_id > old.id
@@ -98,11 +100,11 @@ def test_a_new_history_is_kept_by_sqlite_utils_migrations(tmp_path):
     path = tmp_path / "h.db"
     assert store.open_db(path).close() is None
     db = Database(path)
-    ours = Migrations(store.MIGRATION_SET)  # sqlite-utils' own reading of the bookkeeping
-    for name, fn in store.MIGRATIONS:
+    ours = Migrations(store_schema.MIGRATION_SET)  # sqlite-utils' own reading of the bookkeeping
+    for name, fn in store_schema.MIGRATIONS:
         ours(name=name)(fn)
-    assert [m.name for m in ours.applied(db)] == [n for n, _ in store.MIGRATIONS] and ours.pending(db) == []
-    assert [r[0] for r in db.execute("SELECT name FROM _migrations")] == [store.LEGACY_MOVED]
+    assert [m.name for m in ours.applied(db)] == [n for n, _ in store_schema.MIGRATIONS] and ours.pending(db) == []
+    assert [r[0] for r in db.execute("SELECT name FROM _migrations")] == [store_schema.LEGACY_MOVED]
     # opening again applies nothing and does not import sqlite-utils
     code = (f"import sys; from fscontrol.store import history as s; d = s.open_db({str(path)!r}); "
             "assert s.migrate(d) == [] and 'sqlite_utils' not in sys.modules, sorted(sys.modules)")
@@ -150,4 +152,4 @@ def test_processes_opening_one_history_at_once_all_open_it_and_it_is_migrated_on
             p.join(60)
         assert [out.get(timeout=5) for _ in procs] == ["ok"] * 4
         rows = sqlite3.connect(path).execute("SELECT name FROM _sqlite_migrations ORDER BY id").fetchall()
-        assert [r[0] for r in rows] == [n for n, _ in store.MIGRATIONS]
+        assert [r[0] for r in rows] == [n for n, _ in store_schema.MIGRATIONS]

@@ -23,6 +23,7 @@ from fscontrol.errors import FscontrolError, SlurmCommandError, SlurmTimeoutErro
 from fscontrol.records import Snapshot
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 from fscontrol.store.connection import Database
 
 Run = Callable[..., object]  # source.run: (argv, timeout=...) -> CommandOutput
@@ -32,11 +33,11 @@ def record_originals(db: Database, cluster: str, snap: Snapshot, plan) -> None:
     """Before the agent first changes a setting, what Slurm held (for `control off`)."""
     for a in plan:
         if a.kind == "set_damping":
-            store.record_original(db, cluster, "damping", snap.config.damping_factor, snap.taken_at)
+            store_ledger.record_original(db, cluster, "damping", snap.config.damping_factor, snap.taken_at)
         elif a.kind == "set_usage_factor":
             qos = next(x.split("=", 1)[1] for x in a.argv if x.startswith("name="))
             uf = {q.name: q.usage_factor for q in snap.qos}.get(qos)
-            store.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
+            store_ledger.record_original(db, cluster, f"usage_factor:{qos}", uf, snap.taken_at)
 
 
 # (a named tuple: a frozen dataclass costs ~0.5 ms to build at import)
@@ -51,7 +52,7 @@ def settle(db: Database, snap: Snapshot) -> Settled:
     """Step 2 of the tick: what earlier ticks left open, checked against this snapshot. Pure reads."""
     from fscontrol.records import MARK_PREFIX
 
-    entries = store.ledger_entries(db, snap.cluster)
+    entries = store_ledger.ledger_entries(db, snap.cluster)
     rec = None
     if entries or any(j.admin_comment.startswith(MARK_PREFIX) for j in snap.queue):  # the gate's: its module then
         from fscontrol.act import gate
@@ -60,7 +61,7 @@ def settle(db: Database, snap: Snapshot) -> Settled:
     changes = tuple(("job " + j, old, new, why) for j, old, new, why in (rec.changes if rec else ()))
     out = []
     qos = {q.name: q.usage_factor for q in snap.qos}
-    for a in store.open_actions(db, snap.cluster):
+    for a in store_ledger.open_actions(db, snap.cluster):
         argv, kind = a["argv"], a["kind"]
         opts = dict(x.split("=", 1) for x in argv if "=" in x)
         if kind == "set_damping":
@@ -94,16 +95,16 @@ NOTHING_SETTLED = Settled([], None, ())
 def write_settlement(db: Database, cluster: str, settled: Settled, taken_at: float) -> None:
     """The settlement, inside the tick's intent transaction."""
     for aid, st, note in settled.actions:
-        store.update_action(db, aid, st, note, None, time.time())
+        store_ledger.update_action(db, aid, st, note, None, time.time())
     if settled.ledger is not None:
-        store.write_ledger(db, cluster, settled.ledger.ledger, {}, taken_at)
+        store_ledger.write_ledger(db, cluster, settled.ledger.ledger, {}, taken_at)
 
 
 def write_plan(db: Database, cluster: str, decision_id: int | None, stage: str, plan: Sequence, *, apply_it: bool,
                at: float, tick_id: int) -> list[int]:
     """The intent: every planned command, `pending` (to be run) or `planned` (a dry run)."""
     status = "pending" if apply_it else "planned"
-    return store.write_actions(db, cluster, decision_id, stage, [replace(a, status=status) for a in plan], at, tick_id)
+    return store_ledger.write_actions(db, cluster, decision_id, stage, [replace(a, status=status) for a in plan], at, tick_id)
 
 
 def ledger_intent(rec, plan, snap: Snapshot) -> dict:
@@ -158,7 +159,7 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
             if a.kind == "release" and res.status != "ok":
                 not_released.add(a.job_id)
         with store.transaction(db):
-            store.update_action(db, aid, res.status, res.output, res.job_id, time.time())
+            store_ledger.update_action(db, aid, res.status, res.output, res.job_id, time.time())
             if cluster is not None and a.job_id:
                 settle_ledger_row(db, cluster, a, res.status)
         done.append(res)
@@ -168,18 +169,18 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
 def settle_ledger_row(db, cluster: str, a, status: str) -> None:
     """The ledger row of one gate command, once its outcome is known ('unknown' leaves the intent
     for the next tick to settle against the job's mark). One row read, one row written."""
-    state = store.ledger_state(db, cluster, a.job_id)
+    state = store_ledger.ledger_state(db, cluster, a.job_id)
     if state is None or status == "unknown":
         return
     if a.kind in ("hold", "nice"):
-        store.set_ledger_state(db, cluster, a.job_id, "held" if status == "ok" else None)  # a failed RPC changed nothing
+        store_ledger.set_ledger_state(db, cluster, a.job_id, "held" if status == "ok" else None)  # a failed RPC changed nothing
     elif a.kind in ("release", "unnice"):
         if status != "ok":
-            store.set_ledger_state(db, cluster, a.job_id, "held")
+            store_ledger.set_ledger_state(db, cluster, a.job_id, "held")
         elif a.kind == "unnice":
-            store.set_ledger_state(db, cluster, a.job_id, None)
+            store_ledger.set_ledger_state(db, cluster, a.job_id, None)
     elif a.kind == "unmark" and status == "ok" and state == "releasing":
-        store.set_ledger_state(db, cluster, a.job_id, None)
+        store_ledger.set_ledger_state(db, cluster, a.job_id, None)
 
 
 def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_it: bool,
@@ -187,7 +188,7 @@ def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_i
     """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
     with store.transaction(db):
         tick_id = store.record_tick(db, cluster, started, None, "running", stage=stage)
-        (aid,) = store.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply_it else "planned")],
+        (aid,) = store_ledger.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply_it else "planned")],
                                      started, tick_id)
     done = a
     if apply_it:
@@ -219,8 +220,8 @@ def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: 
         except (OSError, UnicodeDecodeError):
             before = None
         with store.transaction(db):
-            store.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
-            (pid,) = store.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
+            store_ledger.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
+            (pid,) = store_ledger.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
         try:
             out = slurmconf.edit_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
                                          time.strftime("%Y%m%dT%H%M%S"))
@@ -228,7 +229,7 @@ def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: 
         except (FscontrolError, OSError) as e:
             p_act = replace(p_act, status="failed", output=str(e))
         with store.transaction(db):
-            store.update_action(db, pid, p_act.status, p_act.output, None, time.time())
+            store_ledger.update_action(db, pid, p_act.status, p_act.output, None, time.time())
         done = done + (p_act,)
     if any(a.kind == "set_damping" and a.status == "ok" for a in done):
         verified = parse.parse_config(source.config().stdout).damping_factor

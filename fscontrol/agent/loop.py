@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fscontrol.agent import pipeline
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
 from fscontrol.errors import FscontrolError, InternalError, LockedError
 from fscontrol.act import lock
 from fscontrol.act.lock import agent_lock
@@ -140,10 +141,10 @@ def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
 
                 raise NotFoundError(f"which cluster? pick one with -M: {', '.join(names) or 'none known'}")
             cluster = names[0]
-            state = store.get_state(db, cluster, "acting_off")
+            state = store_ledger.get_state(db, cluster, "acting_off")
             if state is not None and (by is None or state.get("by") == by):
                 with store.transaction(db):
-                    store.set_state(db, cluster, "acting_off", None, time.time())
+                    store_ledger.set_state(db, cluster, "acting_off", None, time.time())
             return cluster
         finally:
             db.close()

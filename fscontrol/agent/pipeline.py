@@ -16,6 +16,8 @@ from collections.abc import Callable
 from fscontrol.act import executor
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
+from fscontrol.store import ledger as store_ledger
+from fscontrol.store import loaders as store_loaders
 from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, UnsafeActionError)
 from fscontrol.store.connection import Database
 from fscontrol.records import Snapshot
@@ -167,19 +169,19 @@ def _read_fit_history(db: Database, cluster: str, last: int | None, running: boo
     if last:
         ids = ids[-last:]
     if not ids:
-        return store.usage_history(db, cluster), None
+        return store_loaders.usage_history(db, cluster), None
     lo, hi = ids[0], ids[-1]
     path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
     if not path:
-        hist = store.usage_history(db, cluster)
-        return hist, store.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi, running=running)
+        hist = store_loaders.usage_history(db, cluster)
+        return hist, store_loaders.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi, running=running)
     box: dict = {}
 
     def read_jobs() -> None:
         try:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
             try:
-                box["jobs"] = store.read_job_charges(conn, lo, hi, running=running)
+                box["jobs"] = store_loaders.read_job_charges(conn, lo, hi, running=running)
             finally:
                 conn.close()
         except BaseException as e:  # noqa: BLE001 - handed to the caller below
@@ -188,7 +190,7 @@ def _read_fit_history(db: Database, cluster: str, last: int | None, running: boo
     worker = threading.Thread(target=read_jobs, name="fit-jobs", daemon=True)
     worker.start()
     try:
-        hist = store.usage_history(db, cluster)
+        hist = store_loaders.usage_history(db, cluster)
     finally:
         worker.join()
     now_ids = hist.ids[-last:] if last else hist.ids
@@ -214,8 +216,8 @@ def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge, jobs):
     if at.shape != times.shape or not np.isfinite(at).any():
         return times, charge
     after = np.array([np.nan if a is None or w is None else w - a for a, w in rows], dtype=float)
-    tails = store.pass_tails(jobs, np.asarray(ids), after)
-    tail = store.inflow_history(db, cluster, hist, first_id=int(ids[0]), jobs=tails)[:, len(hist.ids) - len(ids):]
+    tails = store_loaders.pass_tails(jobs, np.asarray(ids), after)
+    tail = store_loaders.inflow_history(db, cluster, hist, first_id=int(ids[0]), jobs=tails)[:, len(hist.ids) - len(ids):]
     return at_the_passes(times, at, charge, tail)
 
 
@@ -248,7 +250,7 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
     if last:
         times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
     first = int(ids[0]) if len(ids) else None
-    charge = store.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
+    charge = store_loaders.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
     if timed and len(ids):
         times, charge = _at_the_passes(db, cluster, hist, ids, times, charge, jobs)
     del jobs
@@ -278,7 +280,7 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
         raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None
     if record_fit:
         with store.transaction(db):
-            store.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
+            store_ledger.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
     return cluster, len(keep), result
 
 
@@ -381,7 +383,7 @@ def fit_due(db: Database, cluster: str, every_s: float, now: float) -> bool:
     """A fit is due once `every_s` has passed since the last fit or the last attempt that found too
     little history (so a young history does not load numpy at every tick)."""
     row = db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()
-    tried = (store.get_state(db, cluster, "fit_attempt") or {}).get("at")
+    tried = (store_ledger.get_state(db, cluster, "fit_attempt") or {}).get("at")
     times = [t for t in (row[0], tried) if t is not None]
     return not times or now - max(times) >= every_s * DUE_SLACK
 
@@ -408,7 +410,7 @@ def agent_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: floa
 def gate_off_reason(db: Database, cluster: str, cc) -> str | None:
     """Why the gate stage is off while the ledger still holds jobs of the agent, or None (no such
     hold). The tick then releases them (`Stages.gate_off`): the gate is the only stage that would."""
-    if not any(e.state in ("holding", "held", "releasing") for e in store.ledger_entries(db, cluster).values()):
+    if not any(e.state in ("holding", "held", "releasing") for e in store_ledger.ledger_entries(db, cluster).values()):
         return None
     if not cc.gate.enabled:
         return f"[clusters.{cluster}.gate] enabled = false"
@@ -467,7 +469,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
         cc = cfg.cluster(cluster) if cfg is not None else None
         # only a tick that may act settles (under the agent lock: never beside a tick in flight)
         settled = executor.settle(db, snap) if acting else executor.NOTHING_SETTLED
-        off = store.get_state(db, cluster, "acting_off") if acting else None
+        off = store_ledger.get_state(db, cluster, "acting_off") if acting else None
         if stages.off:
             ctl = _decide_off(db, snap, cc)
             gplan = _decide_gate(snap, cc, settled.ledger, True)
@@ -491,25 +493,25 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             if ctl is not None:
                 dec, c_plan = ctl
                 if dec is not None:
-                    previous = store.last_decision(db, cluster)
+                    previous = store_ledger.last_decision(db, cluster)
                     if previous is not None:
-                        store.set_measured_effect(db, previous["id"], dec.h_now,
+                        store_ledger.set_measured_effect(db, previous["id"], dec.h_now,
                                                 *_halving_slurm_used(db, previous, snap, latest_usage))
-                    did = store.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
+                    did = store_ledger.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
                 c_ids = executor.write_plan(db, cluster, did, "off" if stages.off else "control", c_plan,
                                             apply_it=apply, at=snap.taken_at, tick_id=tick_id)
                 if apply:
                     executor.record_originals(db, cluster, snap, c_plan)
             if apply and stages.off:  # from now on this cluster's ticks act on nothing until `control on`
-                store.set_state(db, cluster, "acting_off", {"by": stages.off, "at": snap.taken_at}, snap.taken_at)
+                store_ledger.set_state(db, cluster, "acting_off", {"by": stages.off, "at": snap.taken_at}, snap.taken_at)
             g_ids: list[int] = []
             if gplan is not None:
                 g_ids = executor.write_plan(db, cluster, None, "gate", gplan[1], apply_it=apply, at=snap.taken_at,
                                             tick_id=tick_id)
                 if gplan[0].accounts:  # a gate decision (not a release-all): its table, for `why` on a held job
-                    store.set_state(db, cluster, "gate_table", gate_table(gplan[0]), snap.taken_at)
+                    store_ledger.set_state(db, cluster, "gate_table", gate_table(gplan[0]), snap.taken_at)
                 if apply:
-                    store.write_ledger(db, cluster, executor.ledger_intent(settled.ledger, gplan[0], snap), gplan[2],
+                    store_ledger.write_ledger(db, cluster, executor.ledger_intent(settled.ledger, gplan[0], snap), gplan[2],
                                        snap.taken_at)
     except FscontrolError as e:
         _record_failure(db, cluster, stages.label, started, e, tick_id)
@@ -555,7 +557,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
         except NotFoundError:
             fitted = None  # not enough history yet: not a failed tick; tried again in schedule.fit
             with store.transaction(db):
-                store.set_state(db, cluster, "fit_attempt", {"at": started}, started)
+                store_ledger.set_state(db, cluster, "fit_attempt", {"at": started}, started)
     published = None
     if stages.publish and cfg is not None and cfg.publish_dir:
         published = str(publish_latest(db, cfg, cluster, source=source)[0])
@@ -576,9 +578,9 @@ def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: 
     conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
     cluster = source.cluster or name or conf.cluster
     cc = cfg.cluster(cluster)
-    if cc.method not in ("damping", "hybrid") or conf.mode != "classic" or store.get_state(db, cluster, "acting_off"):
+    if cc.method not in ("damping", "hybrid") or conf.mode != "classic" or store_ledger.get_state(db, cluster, "acting_off"):
         return None
-    d_last = store.last_applied_damping(db, cluster)
+    d_last = store_ledger.last_applied_damping(db, cluster)
     if d_last is None or d_last == conf.damping_factor:
         return None
     a = act.set_damping(d_last, f"watch: slurmctld's d is {conf.damping_factor} (a reconfigure or a restart?), "
@@ -600,10 +602,10 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     started = time.time()
     cc = cfg.cluster(source.cluster or name)
     cluster = source.cluster or name or cc.name
-    if cc.method not in ("damping", "hybrid") or not cc.target_usage or not cluster or store.get_state(db, cluster, "acting_off"):
+    if cc.method not in ("damping", "hybrid") or not cc.target_usage or not cluster or store_ledger.get_state(db, cluster, "acting_off"):
         return None
-    last = store.last_decision(db, cluster)
-    d_last = store.last_applied_damping(db, cluster)
+    last = store_ledger.last_decision(db, cluster)
+    d_last = store_ledger.last_applied_damping(db, cluster)
     if (last is None or not last.get("s_ref") or last.get("advise_only") or d_last is None
             or started - float(last.get("decided_at") or 0) > 120):
         return None  # no fresh decision to trim (the control tick did not run just now)
@@ -678,7 +680,7 @@ def _decide_off(db: Database, snap: Snapshot, cc):
     from fscontrol.act import slurmconf
 
     conf_value = None
-    orig = store.originals(db, snap.cluster)
+    orig = store_ledger.originals(db, snap.cluster)
     if orig.get("slurm_conf_damping"):
         try:
             with open(orig["slurm_conf_damping"]["path"]) as fh:
@@ -697,7 +699,7 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     from fscontrol.model import fairshare
 
     d_now = snap.config.damping_factor
-    d_last = store.last_applied_damping(db, snap.cluster)
+    d_last = store_ledger.last_applied_damping(db, snap.cluster)
     dummy = cc.dummy_key  # (a property: computed once, not once a queued job)
     s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, dummy, cc.reference_share)
     dummy_jobs = [q for q in snap.queue if (q.account, q.user) == dummy]
@@ -785,8 +787,8 @@ def inflow_window(slurm_cfg) -> float:
 def published_inflow(db: Database, snap) -> tuple:
     """What the published snapshot says of the submissions that keep coming: the history's mean
     inflow over the inflow window before `snap` and how much of their time to the limit running
-    jobs typically still run (store.window_inflow)."""
-    return store.window_inflow(db, snap.cluster, snap.taken_at - inflow_window(snap.config), snap.taken_at)
+    jobs typically still run (store_loaders.window_inflow)."""
+    return store_loaders.window_inflow(db, snap.cluster, snap.taken_at - inflow_window(snap.config), snap.taken_at)
 
 
 def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
@@ -853,7 +855,7 @@ def _gate_published(db: Database, cfg, cc, snap) -> dict | None:
     decision's table, as the gate tick recorded it. None when the gate is off or never decided."""
     if not (cc.gate.enabled and cc.allocations):
         return None
-    last = store.get_state(db, snap.cluster, "gate_table")
+    last = store_ledger.get_state(db, snap.cluster, "gate_table")
     if not last:
         return None
     from fscontrol.export import publish as pub
@@ -887,8 +889,8 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
             continue
         cc = cfg.cluster(name)
         status = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
-        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store.last_decision(db, name),
-                       "holds": len(store.gate_ledger(db, name)),
+        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store_ledger.last_decision(db, name),
+                       "holds": len(store_ledger.gate_ledger(db, name)),
                        "name_users": privacy.metrics_name_users(snap.config.private_data, getattr(cfg, "metrics_group", None))}
     return metrics.render(metrics.families(state, store.tick_stats(db)))
 

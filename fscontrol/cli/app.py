@@ -142,6 +142,7 @@ def status(
     from fscontrol.report import status as rstatus
     from fscontrol.report import table as rtable
     from fscontrol.store import history as store
+    from fscontrol.store import ledger as store_ledger
 
     if helpformat:
         typer.echo(rstatus.format_fields_help())
@@ -163,7 +164,7 @@ def status(
             target_core_hours=ustar if ustar is not None else cc.target_core_hours,
             dummy=cc.dummy_key,
             reference=cc.reference_share,
-            control_history=store.decision_history(database, snap.cluster, 60),
+            control_history=store_ledger.decision_history(database, snap.cluster, 60),
             only_users=[x for x in (users or "").split(",") if x],
             only_accounts=[x for x in (accounts or "").split(",") if x],
             tree=tree,
