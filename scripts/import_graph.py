@@ -19,7 +19,7 @@ from pathlib import Path
 
 # lowest first; a module may import from its own layer and the layers before it
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("fscontrol.errors", "fscontrol.records", "fscontrol.atomic"),
+    ("fscontrol.errors", "fscontrol.records", "fscontrol.atomic", "fscontrol.plotting"),
     ("fscontrol.slurm",),
     ("fscontrol.model",),
     ("fscontrol.store",),
