@@ -229,3 +229,34 @@ def test_under_private_jobs_the_count_says_it_sees_only_the_user_s_jobs():
     d = why.diagnose(me, [me], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
                      mode="classic", now=0.0, jobs_private=True)
     assert d["order"]["only_own_jobs_seen"] and "your own jobs alone" in why.format_all(d)
+
+
+def test_jobs_that_cannot_start_are_not_ahead():
+    """The tester's queue on 22.05: job 9 is next (Resources); 7 waits on a Dependency, 8 on a
+    BeginTime, others on association/QOS limits or a hold. slurmctld does not walk those (or passes
+    them by), so they are neither ahead nor tied ahead: they are counted as set aside."""
+    me = _q("10", reason="Priority")
+    queue = [_q("7", reason="Dependency"), _q("8", reason="BeginTime"), _q("9", reason="Resources"), me,
+             _q("11", reason="AssocMaxJobsLimit"), _q("12", reason="QOSMaxCpuPerUserLimit", priority=500),
+             _q("13", reason="AssocGrpJobsLimit"), _q("14", reason="JobHeldUser", priority=500),
+             _q("15", reason="PartitionDown"), _q("16", reason="Priority")]
+    o = waits.queue_place(me, queue, PARTS)
+    assert o["tied_ahead_ids"] == ["9"] and (o["tied"], o["tied_ahead"], o["tied_behind"]) == (2, 1, 1)
+    assert (o["higher_priority"], o["place"], o["pending"], o["ineligible"], o["eligible"]) == (0, 2, 2, 7, True)
+    nine = queue[2]
+    o9 = waits.queue_place(nine, queue, PARTS)
+    assert (o9["place"], o9["tied_ahead"], o9["ineligible"]) == (1, 0, 7)
+    d = why.diagnose(nine, queue, line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    text = why.format_all(d)
+    assert "its place: 1 of 3 pending job(s) in normal that may start now" in text and "0 of them go first" in text
+    assert "7 other pending job(s) in normal cannot start now" in text
+    # a job that cannot start itself is told so before its would-be place
+    dep = queue[0]
+    text = why.format_all(why.diagnose(dep, queue, line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600,
+                                       favor_small=False, mode="classic", now=0.0))
+    assert "it cannot start now itself (above); once it may, its place: 1 of 4" in text
+    # a higher-tier partition's pending jobs count only when they may start
+    queue2 = [me, _q("60", partition="fsadmin", reason="Dependency"), _q("61", partition="fsadmin", reason="Priority")]
+    t = waits.higher_tiers(me, queue2, PARTS, None)
+    assert t["partitions"][0]["pending"] == 1

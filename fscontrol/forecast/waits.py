@@ -121,12 +121,30 @@ def order_key(j: QJob, tier: int) -> tuple:
     return (0 if j.reservation else 1, -tier, -j.priority, j.submit, _id_key(j.job_id))
 
 
+# the kinds of wait (reasons.plain_reason's categories) of a job that cannot start now: slurmctld's
+# schedulers do not walk it (build_job_queue leaves out held jobs and those whose dependency or begin
+# time is not met) or pass it by (an association/QOS/partition limit, a down partition, a reservation
+# not yet active), so it is not ahead of anyone
+INELIGIBLE = frozenset({"dependency", "begin_time", "never", "user_hold", "admin_hold", "limit", "partition",
+                        "reservation"})
+
+
+def eligible(j: QJob) -> bool:
+    """A pending job that the scheduler may start now (not held, not waiting on a dependency, a begin
+    time, a limit, its partition or its reservation)."""
+    from fscontrol.forecast.reasons import plain_reason
+
+    return not j.held and plain_reason(j.reason)[0] not in INELIGIBLE
+
+
 def queue_place(job: QJob, queue: Sequence[QJob], partitions: Mapping[str, Partition]) -> dict:
-    """Where the job stands among the pending, not held jobs of its partition, in Slurm's order:
-    how many have a higher priority, how many the same (and which of those win the tie), its place."""
+    """Where the job stands among the pending jobs of its partition that may start now, in Slurm's
+    order: how many have a higher priority, how many the same (and which of those win the tie), its
+    place; and how many pending jobs that cannot start now (eligible() is false) were set aside."""
     tier = partitions[job.partition].tier if job.partition in partitions else 1
-    rivals = [j for j in queue if j.state in ("PENDING", "PD") and not j.held and j.partition == job.partition
-              and j.job_id != job.job_id]
+    pending = [j for j in queue if j.state in ("PENDING", "PD") and j.partition == job.partition
+               and j.job_id != job.job_id]
+    rivals = [j for j in pending if eligible(j)]
     mine = order_key(job, tier)
     higher = [j for j in rivals if j.priority > job.priority]
     tied = [j for j in rivals if j.priority == job.priority]
@@ -136,6 +154,8 @@ def queue_place(job: QJob, queue: Sequence[QJob], partitions: Mapping[str, Parti
         "partition": job.partition,
         "partition_tier": tier,
         "pending": len(rivals),
+        "ineligible": len(pending) - len(rivals),
+        "eligible": eligible(job),
         "higher_priority": len(higher),
         "tied": len(tied),
         "tied_ahead": len(tied_ahead),
@@ -162,7 +182,7 @@ def higher_tiers(job: QJob, queue: Sequence[QJob], partitions: Mapping[str, Part
         if p.tier <= own.tier or not shared:
             continue
         jobs = [j for j in queue if j.partition == p.name]
-        pend = [j for j in jobs if j.state in ("PENDING", "PD") and not j.held]
+        pend = [j for j in jobs if j.state in ("PENDING", "PD") and eligible(j)]
         run = [j for j in jobs if j.state not in ("PENDING", "PD")]
         if not pend and not run:
             continue  # nothing of it on the nodes now: it takes nothing from this job
@@ -289,12 +309,17 @@ def format_waits(d: Mapping, now: float) -> list[str]:
             out.append(f"  when it is lifted: {h['lifted_when']}")
     o = d.get("order")
     if o:
-        line = (f"its place: {o['place']} of {o['pending'] + 1} pending, not held job(s) in {o['partition']}: "
+        line = ("" if o.get("eligible", True) else "it cannot start now itself (above); once it may, ") + (
+                f"its place: {o['place']} of {o['pending'] + 1} pending job(s) in {o['partition']} that may start now: "
                 f"{o['higher_priority']} with a higher priority")
         if o["tied"]:
             line += (f"; {o['tied']} with the same priority ({d['priority']:,.0f}): a tie, which Slurm breaks by submit "
                      f"time, then job id: {o['tied_ahead']} of them go first, this job before the other {o['tied_behind']}")
         out.append(line)
+        if o.get("ineligible"):
+            out.append(f"  ({o['ineligible']} other pending job(s) in {o['partition']} cannot start now - held, or waiting "
+                       "for a dependency, a begin time, a limit, the partition or a reservation - and are set aside: "
+                       "Slurm's scheduler passes them by, so they are not ahead of this job)")
         if o.get("only_own_jobs_seen"):
             out.append("  (PrivateData=jobs: squeue shows you your own jobs alone, so only they are counted here)")
         if o.get("higher_tier_ahead"):
