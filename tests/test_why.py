@@ -86,7 +86,8 @@ def test_slurm_reasons_in_plain_words_and_unknown_ones_verbatim():
     assert cat == "nodes" and "PriorityTier" in text
     # limits read from their names: who, over whom, which resource
     cat, text = reasons.plain_reason("AssocGrpCpuLimit")
-    assert cat == "limit" and text.startswith("your association") and "CPUs in use of all its jobs together" in text
+    assert cat == "limit" and text.startswith("an association limit of your user or of an account above it")
+    assert "CPUs in use of all the jobs under it together" in text
     cat, text = reasons.plain_reason("QOSMaxJobsPerUserLimit")
     assert cat == "limit" and "the job's QOS caps the jobs running for one user" in text
     assert reasons.plain_reason("AssocMaxWallDurationPerJobLimit")[0] == "never"
@@ -260,3 +261,32 @@ def test_jobs_that_cannot_start_are_not_ahead():
     queue2 = [me, _q("60", partition="fsadmin", reason="Dependency"), _q("61", partition="fsadmin", reason="Priority")]
     t = waits.higher_tiers(me, queue2, PARTS, None)
     assert t["partitions"][0]["pending"] == 1
+
+
+def test_a_limit_reached_with_nothing_running_under_it_never_lifts():
+    """The tester's carol/flat with MaxJobs=0 and no other job there: not "it starts when your other
+    jobs end" but a limit of 0 that only an administrator can raise; GrpJobs on the account: the
+    reason does not say the level, so the words name both."""
+    cat, text = reasons.plain_reason("AssocMaxJobsLimit", {"assoc": 0, "user": 3, "account": 5})
+    assert cat == "never" and "the limit is 0" in text and "until an administrator raises it" in text
+    assert "your other jobs end" not in text
+    cat, text = reasons.plain_reason("AssocMaxJobsLimit", {"assoc": 2, "user": 2, "account": 2})
+    assert cat == "limit" and "when enough of your 2 running job(s) under it end" in text
+    cat, text = reasons.plain_reason("AssocMaxJobsLimit")  # not known what runs: no promise
+    assert cat == "limit" and "if the limit is 0, it can never start" in text and "your other jobs end" not in text
+    cat, text = reasons.plain_reason("QOSMaxCpuPerUserLimit", {"assoc": 0, "user": 0, "account": None})
+    assert cat == "never" and "this job alone asks for more than it" in text
+    assert reasons.plain_reason("QOSMaxJobsPerAccountLimit", {"assoc": 0, "user": 0, "account": None})[0] == "limit"
+    cat, text = reasons.plain_reason("AssocGrpJobsLimit", {"assoc": 0, "user": 0, "account": 0})
+    assert cat == "limit" and "of your user or of an account above it (Grp* limits count the whole account's jobs)" in text
+    assert "your association (your user in this account) has a limit" not in text
+    # diagnose counts the user's running jobs in the job's account from the queue
+    me = _q("11", user="carol", reason="AssocMaxJobsLimit")
+    queue = [me, _q("5", user="carol", account="chem", state="RUNNING"), _q("6", user="dave", state="RUNNING")]
+    d = why.diagnose(me, queue, line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    assert d["category"] == "never" and "the limit is 0" in why.format_all(d)
+    queue.append(_q("4", user="carol", state="RUNNING"))
+    d = why.diagnose(me, queue, line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    assert d["category"] == "limit" and "your 1 running job(s) under it end" in why.format_all(d)

@@ -12,6 +12,7 @@ Pure: a table and string work.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 # category: what kind of wait it is (the JSON's "category"; scripts branch on it)
 #   priority   - other jobs go first          resources - next, but the resources are busy
@@ -68,6 +69,10 @@ REASONS: dict[str, tuple[str, str]] = {
 }
 
 _WHO = {"Assoc": "your association (your user in this account)", "QOS": "the job's QOS"}
+# squeue's AssocGrp* reasons do not say which level of the tree set the limit: a Grp* limit set on
+# an account counts the jobs of all its users (and sub-accounts) together
+_WHO_GRP = {"Assoc": "an association limit of your user or of an account above it (Grp* limits count the whole "
+                     "account's jobs)", "QOS": "the job's QOS"}
 _BASE = (  # longest first
     ("SubmitJobs", "jobs submitted (pending and running)"), ("SubmitJob", "jobs submitted (pending and running)"),
     ("WallDuration", "wall time"), ("Billing", "billing units (TRESBillingWeights)"), ("License", "licenses"),
@@ -93,8 +98,10 @@ def _resource(res: str) -> str | None:
     return None
 
 
-def _limit(reason: str) -> str | None:
-    """AssocGrpCpuLimit -> words; None when the name does not read as a limit."""
+def _limit(reason: str, running: Mapping[str, int | None] | None = None) -> str | None:
+    """AssocGrpCpuLimit -> words; None when the name does not read as a limit. `running`: the
+    running jobs that count against a Max* limit, as the caller sees them ("assoc": the user's in
+    the job's account, "user": the user's anywhere, "account": the account's; None when not known)."""
     m = _LIMIT.match(reason)
     if not m:
         return None
@@ -109,16 +116,41 @@ def _limit(reason: str) -> str | None:
     if end == "NotSatisfied" or kind == "Min":
         return f"{_WHO[who]} sets a minimum of {what}{' ' + scope if scope else ''} that this job does not reach: it will not start as it is"
     if kind == "Grp":
-        return (f"{_WHO[who]} has a limit on the {what} of all its jobs together, and it is reached: this job starts "
-                "when the group's other jobs have ended"
+        return (f"{_WHO_GRP[who]}: a limit on the {what} of all the jobs under it together, and it is reached: this job "
+                "starts when the group's other jobs have ended"
                 + (" or the usage has decayed" if "Minutes" in res and "Run" not in res else ""))
     if per in ("PerJob", "PerNode"):
         return f"{_WHO[who]} caps the {what} {scope}: this job asks for more than the cap, so it will not start as it is"
-    return f"{_WHO[who]} caps the {what}{' ' + scope if scope else ''}: the cap is reached; it starts when your other jobs end"
+    head = f"{_WHO[who]} caps the {what}{' ' + scope if scope else ''}"
+    counted = _counted(who, per, running)
+    if counted == 0 and not res.startswith(("SubmitJob", "Wall")) and "Minutes" not in res and "Mins" not in res:
+        if res.startswith("Job"):
+            return (f"{head}, and the limit is 0: none of your jobs runs under it, yet it is reached, so this job "
+                    "will not start as it is (it can never start under it until an administrator raises it)")
+        return (f"{head}, and this job alone asks for more than it (none of your jobs runs under it, yet it is "
+                "reached; the limit may be 0): it will not start as it is (until an administrator raises it, or "
+                "you ask for less)")
+    if counted is None:
+        return (f"{head}: the cap is reached; it starts when enough of the running jobs that count against it end "
+                "(if the limit is 0, it can never start under it until an administrator raises it)")
+    return f"{head}: the cap is reached; it starts when enough of your {counted} running job(s) under it end"
 
 
-def plain_reason(reason: str | None) -> tuple[str, str]:
-    """(category, plain words) for squeue's reason; unknown reasons verbatim with category 'unknown'."""
+def _counted(who: str, per: str | None, running: Mapping[str, int | None] | None) -> int | None:
+    """The running jobs that count against a Max* limit of `who` over `per` (None: not known)."""
+    if not running:
+        return None
+    if per == "PerAccount":
+        return running.get("account")
+    if who == "Assoc":  # the association is the user in the job's account
+        return running.get("assoc")
+    return running.get("user") if per == "PerUser" else None
+
+
+def plain_reason(reason: str | None, running: Mapping[str, int | None] | None = None) -> tuple[str, str]:
+    """(category, plain words) for squeue's reason; unknown reasons verbatim with category 'unknown'.
+    `running`: see _limit (the Max* limits reached with none of the jobs they count running are
+    told as never starting)."""
     r = (reason or "None").strip()
     if r in REASONS:
         return REASONS[r]
@@ -130,7 +162,7 @@ def plain_reason(reason: str | None) -> tuple[str, str]:
     if r.startswith("Nodes_required_for_job_are_DOWN") or r.startswith("Nodes required for job are DOWN"):
         return "nodes", ("the nodes it needs are down, drained, or reserved for jobs of a higher-priority partition "
                          "(PriorityTier), which Slurm always schedules first")
-    words = _limit(r)
+    words = _limit(r, running)
     if words is not None:
-        return ("never" if words.endswith("will not start as it is") else "limit"), words
+        return ("never" if "will not start as it is" in words else "limit"), words
     return "unknown", f"Slurm says {r!r} (a reason fscontrol has no words for: see `man squeue`, JOB REASON CODES)"

@@ -254,7 +254,11 @@ def diagnose(job, queue, *, line: PrioLine | None, partitions, weights: Mapping[
                     fairshare_detail=fairshare_detail, reason=reason, account=job.account)
     else:
         d = without_sprio(job, reason, job.account, mode)
-    category, text = reasons.plain_reason(reason)
+    run = [j for j in queue if j.state in ("RUNNING", "R", "CONFIGURING", "CF")]
+    running = {"assoc": sum(1 for j in run if (j.user, j.account) == (job.user, job.account)),
+               "user": sum(1 for j in run if j.user == job.user),
+               "account": None if jobs_private else sum(1 for j in run if j.account == job.account)}
+    category, text = reasons.plain_reason(reason, running)
     hold = waits.hold_of(job, gate_pub, token, now)
     if hold is not None:
         category = "fscontrol_hold" if hold["by"] == "fscontrol" and hold["kind"] == "hold" else (
