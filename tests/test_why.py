@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fscontrol.forecast import why
-from fscontrol.errors import ParseError
+from fscontrol.errors import ConfigError, ParseError
 
 DATA = Path(__file__).parent / "data" / "why" / "sprio-22.05.txt"
 WEIGHTS = {"age": 1000, "fairshare": 100000, "jobsize": 20000, "partition": 500, "qos": 0, "assoc": 0}
@@ -290,3 +290,22 @@ def test_a_limit_reached_with_nothing_running_under_it_never_lifts():
     d = why.diagnose(me, queue, line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
                      mode="classic", now=0.0)
     assert d["category"] == "limit" and "your 1 running job(s) under it end" in why.format_all(d)
+
+
+def test_only_slurm_job_ids_are_asked_about():
+    """`why ٥` (an Arabic-Indic digit: str.isdigit takes it) and a number past uint32 were asked of
+    Slurm and said "not in the queue" (exit 6); they are not job ids (exit 2), and Slurm is not run."""
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app
+
+    for bad in ("\u0665", "99999999999999999999"):
+        r = CliRunner().invoke(app, ["why", bad])
+        assert r.exit_code == 2 and "not a Slurm job id" in r.output and "Traceback" not in r.output, r.output
+    for ok in ("1", "123", "123_4", "123+1", str(2**32 - 1)):
+        assert why.is_job_id(ok), ok
+    for bad in ("\u0665", "12\u0663", "99999999999999999999", str(2**32), "0", "", "12_", "_3", "1_2_3", "1+2_3",
+                "abc", " 12", "12\n", "+12", "-1", "\uff11\uff12"):
+        assert not why.is_job_id(bad), bad
+        with pytest.raises(ConfigError, match="not a Slurm job id"):
+            why.why_job(None, bad)  # refused before any Slurm command (the source is never used)

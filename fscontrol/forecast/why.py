@@ -13,6 +13,7 @@ Pure: no Slurm, no clock (the caller runs sprio, squeue and scontrol).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -199,6 +200,19 @@ def count_ahead(squeue_text: str, job_id: str, priority: float) -> tuple[int, in
     return ahead, others
 
 
+MAX_JOB_ID = 2**32 - 1  # Slurm's job ids are uint32_t
+_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+|\+[0-9]+)?", re.ASCII)
+
+
+def is_job_id(job_id: str) -> bool:
+    """A job id as squeue prints it: ASCII digits (str.isdigit also takes other scripts' digits,
+    which Slurm does not), 1..2^32-1, with an array task (_N) or a het component (+N)."""
+    if not _JOB_ID.fullmatch(job_id):
+        return False
+    head, *rest = (int(x) for x in re.split(r"[_+]", job_id))
+    return 1 <= head <= MAX_JOB_ID and all(x <= MAX_JOB_ID for x in rest)
+
+
 def not_pending(job_id: str, state: str | None, reason: str | None) -> NotFoundError:
     if state is None:
         return NotFoundError(f"job {job_id} is not in the queue (finished, or never existed): nothing waits")
@@ -306,8 +320,9 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
     from fscontrol.forecast import waits
     from fscontrol.slurm import parse
 
-    if not job_id.replace("_", "").isdigit():
-        raise ConfigError(f"not a Slurm job id: {job_id!r}")
+    if not is_job_id(job_id):
+        raise ConfigError(f"not a Slurm job id: {job_id!r} (a number 1..{MAX_JOB_ID}, an array task 123_4 or a "
+                          "heterogeneous job's component 123+1)")
     cfg_out = source.config()
     cfg = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
     queue = waits.parse_queue(source.run(waits.QUEUE_ARGS).stdout)
