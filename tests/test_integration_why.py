@@ -105,9 +105,11 @@ def test_why_is_my_job_waiting(slurm):
                     assert abs(t["points"] - t["normalized"] * t["weight"]) <= 1.0, t
             assert abs(sum(t["points"] for t in d["terms"]) - d["priority"]) <= len(d["terms"]), d
             assert d["dominant"] == max(d["terms"], key=lambda t: t["points"])["factor"]
-            prio = {ln.split("|")[0]: float(ln.split("|")[1]) for ln in
-                    slurm.run("squeue", "-h", "-t", "PD", "-p", "parked", "-o", "%i|%Q").split()}
-            assert d["ahead_in_partition"] == sum(1 for j, q in prio.items() if j != job and q > prio[job])
+            rows = [ln.split("|") for ln in slurm.run("squeue", "-h", "-t", "PD", "-p", "parked", "-o", "%i|%Q|%r").splitlines()]
+            prio = {j: float(q) for j, q, _ in rows}
+            # parked is DOWN: no job of it may start, so none is ahead; they are all set aside
+            assert {r for _, _, r in rows} == {"PartitionDown"}
+            assert d["ahead_in_partition"] == 0 and d["order"]["ineligible"] == len(prio) - 1
             assert any(x.startswith("age: +") for x in d["levers"])  # age grows towards its cap
         text = subprocess.run([sys.executable, "-m", "fscontrol", "why", big], capture_output=True, text=True,
                               timeout=120, cwd=ROOT, env=slurm.env).stdout
@@ -249,7 +251,7 @@ def test_why_a_tie_and_the_padding_job_ahead(slurm, tmp_path):
 def test_why_other_reasons_in_plain_words(slurm):
     slurm.cancel_all()
     try:
-        blocker = slurm.submit("bob", "flat", 1, 60)
+        blocker = slurm.submit("bob", "flat", 1, 600)  # outlives the wait below (cancelled at the end)
         dep = slurm.submit("bob", "flat", 1, 10, dependency=f"afterok:{blocker}")
         begin = slurm.submit("bob", "flat", 1, 10, begin="now+1hour")
         parked = slurm.probe("bob", "flat")
