@@ -17,5 +17,5 @@ sub bob   -A physics -n 48 -t 10 --wrap 'sleep 300' >/dev/null
 sub carol -A flat    -n 64 -t 10 --wrap 'sleep 300' >/dev/null   # pends: not enough CPUs left
 echo "workload submitted; waiting 150 s for decay passes" >&2
 sleep 150
-"$FSC" capture "$OUT" --window 900 \
+"$FSC" capture "$OUT" --force --window 900 \
   --note "${NOTE:-}scripts/record-sample.sh: flat + two-level accounts, 2 finished, 4 running, 1 pending job, 7 probe jobs in the DOWN partition 'parked'"

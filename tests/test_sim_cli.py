@@ -3,6 +3,7 @@ FSCONTROL_REGEN_GOLDEN=1)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -90,3 +91,33 @@ def test_simulate_an_empty_swf_is_one_line_and_exit_2(tmp_path):
             assert r.stdout == "" and "Traceback" not in r.stderr
             assert r.stderr.strip().splitlines() == [
                 f"fscontrol: error: workload {str(f)!r} has no jobs to simulate: its SWF has no job lines"]
+
+
+def test_simulate_a_bad_swf_field_or_a_corrupt_gz_is_one_line_naming_it_and_exit_2(tmp_path):
+    """An outside tester: a `nan` run time was accepted (RuntimeWarning, "mean response nan", exit
+    0), negative processors said "its SWF has no job lines", a corrupt .swf.gz printed `Aborted!`
+    and exited 1."""
+    good = "1 0 -1 100 8 -1 -1 8 200 -1 1 7 -1 -1 3 -1 -1 -1\n"
+    cases = [
+        ("nan.swf", good + "2 10 -1 nan 8 -1 -1 8 200 -1 1 7 -1 -1 3 -1 -1 -1\n",
+         "line 2: field 4 (run time) is 'nan'"),
+        ("neg.swf", good + "2 10 -1 100 -8 -1 -1 -8 200 -1 1 7 -1 -1 3 -1 -1 -1\n",
+         "line 2: field 5 (processors) is '-8'"),
+        ("inf.swf", "1 inf -1 100 8 -1 -1 8 200 -1 1 7 -1 -1 3 -1 -1 -1\n", "line 1: field 2 (submit time) is 'inf'"),
+    ]
+    for name, text, msg in cases:
+        (tmp_path / name).write_text(text)
+    gz = tmp_path / "cut.swf.gz"
+    gz.write_bytes(gzip.compress((good * 2000).encode())[:300])  # truncated: EOFError inside gzip
+    junk = tmp_path / "junk.swf.gz"
+    junk.write_bytes(b"not gzip at all\n" * 10)
+    cases += [("cut.swf.gz", None, "not a readable gzip file"), ("junk.swf.gz", None, "not a readable gzip file")]
+    for name, _, msg in cases:
+        r = _run(str(tmp_path / name))
+        assert r.exit_code == 2, (name, r.output)
+        lines = r.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("fscontrol: error:") and msg in lines[0], (name, r.output)
+    # every line's processors unknown (-1): said so, not "no job lines"
+    (tmp_path / "unknown.swf").write_text("1 0 -1 100 -1 -1 -1 -1 200 -1 1 7 -1 -1 3 -1 -1 -1\n")
+    r = _run(str(tmp_path / "unknown.swf"))
+    assert r.exit_code == 2 and "its 1 job line(s) all lack a run time or processor count (-1)" in r.output, r.output

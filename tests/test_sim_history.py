@@ -47,14 +47,18 @@ def by_hand(folder: Path, name: str) -> tuple[int, float]:
     return count, core_s
 
 
-def pending_by_hand(folder: Path) -> dict[str, tuple[int, float, float]]:
-    """The jobs pending at the capture, from the raw squeue.txt: id -> (CPUs, submit, limit in s)."""
+BLOCKED = {"JobHeldAdmin", "JobHeldUser", "DependencyNeverSatisfied", "PartitionDown", "PartitionInactive"}
+
+
+def pending_by_hand(folder: Path, blocked: bool = False) -> dict[str, tuple[int, float, float]]:
+    """The jobs pending at the capture, from the raw squeue.txt: id -> (CPUs, submit, limit in s);
+    those held or in a DOWN partition (Slurm would not start them) only with `blocked`."""
     lines = [ln for ln in (folder / "squeue.txt").read_text().splitlines() if ln.strip()]
     head = lines[0].split("|")
     out = {}
     for ln in lines[1:]:
         row = dict(zip(head, ln.split("|")))
-        if row["STATE"] != "PENDING" or row["TIME_LIMIT"] == "UNLIMITED":
+        if row["STATE"] != "PENDING" or row["TIME_LIMIT"] == "UNLIMITED" or (row["REASON"] in BLOCKED and not blocked):
             continue
         parts = [int(x) for x in row["TIME_LIMIT"].replace("-", ":").split(":")]
         secs = sum(v * m for v, m in zip(reversed(parts), (1, 60, 3600, 86400)))
@@ -68,6 +72,7 @@ def test_plain_samples_replay_with_sacct_totals(name):
     w = read_history(folder, machine=128)
     count, core_s = by_hand(folder, "sacct")
     pending = pending_by_hand(folder)
+    assert not set(pending_by_hand(folder, blocked=True)) - set(pending) & {j.job_id for j in w.jobs}
     ran = [j for j in w.jobs if j.job_id not in pending]
     assert len(ran) == count > 0
     running = w.meta["stats"]["running_at_capture"]
@@ -114,7 +119,11 @@ def test_load_workload_and_cli_take_a_folder():
     assert w.meta["source"] == "slurm" and w.nodes == 128
     r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "--no-progress"])
     assert r.exit_code == 0, r.output
-    assert "workload testbed-basic: 17 jobs on 128 CPUs; policy easy" in r.output  # 8 ran, 9 pending at the capture and "CPU-hours" in r.output
+    assert "workload testbed-basic: 9 jobs on 128 CPUs; policy easy" in r.output  # 8 ran, 1 pending at the capture
+    assert "not started: held 0, partition down 8" in r.output  # 8 more pending in the DOWN partition `parked`
+    r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "--no-progress",
+                                 "--start-blocked"])
+    assert "workload testbed-basic: 17 jobs on 128 CPUs; policy easy" in r.output and "not started" not in r.output and "CPU-hours" in r.output
     r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--unit", "nodes", "--machine", "1",
                                  "--json", "--no-progress"])
     assert r.exit_code == 0, r.output
@@ -194,9 +203,13 @@ def test_capture_then_simulate_keeps_the_pending_jobs():
     """Issue 28: `capture` then `simulate` dropped the jobs pending at the capture (testbed-basic: 17
     recorded, 8 simulated, mean wait 0). The 9 pending jobs arrive at their submit time with their
     time limits; on the testbed's 128 CPUs they cannot all start at once (they need 27 CPUs beside
-    the 120 of the jobs running then), so some wait."""
-    w = read_history(SAMPLES / "testbed-basic", machine=128)
-    pending = pending_by_hand(SAMPLES / "testbed-basic")
+    the 120 of the jobs running then), so some wait. 8 of them wait on the DOWN partition `parked`:
+    Slurm would not start them, so they are replayed only with start_blocked (--start-blocked)."""
+    default = read_history(SAMPLES / "testbed-basic", machine=128)
+    assert len(default.jobs) == 9 and default.meta["stats"]["partition_down"] == 8
+    assert set(pending_by_hand(SAMPLES / "testbed-basic")) == {"11"} and "11" in {j.job_id for j in default.jobs}
+    w = read_history(SAMPLES / "testbed-basic", machine=128, start_blocked=True)
+    pending = pending_by_hand(SAMPLES / "testbed-basic", blocked=True)
     assert len(pending) == 9 and set(pending) <= {j.job_id for j in w.jobs}
     r = run_simulation(w, "easy")
     assert r.overall["finished"] == len(w.jobs) == 17
@@ -206,3 +219,46 @@ def test_capture_then_simulate_keeps_the_pending_jobs():
     assert sum(j.size for j in w.jobs if j.job_id in pending) == 27
     assert any(start[k] > j.submit for k, j in ((j.job_id, j) for j in w.jobs))
     assert r.overall["mean_wait_s"] > 0
+
+
+def test_a_replay_does_not_start_what_slurm_would_not_start(tmp_path):
+    """An outside tester: held jobs (JobHeldAdmin/JobHeldUser) and jobs in a DOWN partition were
+    started in the replay, a begin time two hours away was replayed with a 0.1 h wait. The capture
+    is testbed-history copied, with jobs pending at the capture in its squeue.txt (job 11 also in
+    jobs.txt, held by an admin with Eligible = Submit, as sacct printed it)."""
+    import shutil
+
+    d = tmp_path / "cap"
+    shutil.copytree(HISTORY, d)
+    t0 = 1795459030
+    (d / "jobs.txt").write_text((d / "jobs.txt").read_text()
+                                + f"11|alice|flat|normal|normal|PENDING|{t0}|{t0}|Unknown|Unknown|0|5|4|0|1|0\n")
+    head = (d / "squeue.txt").read_text().splitlines()[0]
+    rows = [  # JOBID|USER|ACCOUNT|PARTITION|QOS|STATE|NODES|CPUS|PRIORITY|NICE|REASON|SUBMIT|START|LIMIT|COMMENT
+        f"11|alice|flat|normal|normal|PENDING|1|4|100|0|JobHeldAdmin|{t0}|N/A|5:00|",
+        f"12|bob|flat|normal|normal|PENDING|1|4|100|0|JobHeldUser|{t0}|N/A|5:00|",
+        f"13|carol|chem|parked|normal|PENDING|1|4|100|0|PartitionDown|{t0}|N/A|5:00|",
+        f"14|dave|flat|normal|normal|PENDING|1|4|100|0|BeginTime|{t0}|{t0 + 7200}|5:00|",
+        f"15|bob|flat|normal|normal|PENDING|1|4|100|0|Dependency|{t0 + 10}|N/A|5:00|",
+        f"16|bob|flat|normal|normal|PENDING|1|4|100|0|Priority|{t0 + 20}|N/A|5:00|",
+    ]
+    (d / "squeue.txt").write_text("\n".join([head, *rows]) + "\n")
+    w = read_history(d)
+    ids = {j.job_id: j for j in w.jobs}
+    assert not {"11", "12", "13"} & set(ids) and {"14", "15", "16"} <= set(ids)
+    st = w.meta["stats"]
+    assert (st["held"], st["partition_down"], st["dependency_ignored"], st["begin_time"]) == (2, 1, 1, 1)
+    assert ids["14"].submit == t0 + 7200 and ids["14"].submitted == t0  # arrives at its begin time
+    assert ids["15"].submit == t0 + 10 and ids["16"].submit == t0 + 20
+    r = CliRunner().invoke(app, ["simulate", str(d), "--json", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    (run,) = json.loads(r.output)
+    starts = {row["id"]: row["start_s"] for row in run.get("jobs", [])} if "jobs" in run else None
+    res = run_simulation(w, "easy")
+    k = [j.job_id for j in w.jobs].index("14")
+    assert res.start[k] >= t0 + 7200  # not started before its begin time
+    assert starts is None or starts["14"] >= t0 + 7200
+    r = CliRunner().invoke(app, ["simulate", str(d), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "not started: held 2, partition down 1" in r.output
+    assert "replayed without their dependency: 1 jobs" in r.output

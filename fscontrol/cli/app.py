@@ -386,6 +386,8 @@ def capture(
     history: Annotated[Optional[str], typer.Option(
         "--history", help="Also record what `fscontrol simulate FOLDER` needs to replay this long a period "
         "(e.g. 30d): the jobs with their eligible times, limits, CPUs and nodes, and the nodes.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace FOLDER when it holds an earlier capture (a "
+                                        "non-empty folder that is not a capture is always refused).")] = False,
 ) -> None:
     """Record a live cluster into a sample folder (outputs, exact commands, Slurm version, time),
     which --source can replay without Slurm; with --history, a period the simulator can replay.
@@ -395,7 +397,8 @@ def capture(
 
     try:
         history_s = None if history is None else parse_period(history, where="--history")
-        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note, since=since, history_s=history_s)
+        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note, since=since, history_s=history_s,
+                           force=force)
     except FscontrolError as e:
         raise _fail(e) from None
     except OSError as e:

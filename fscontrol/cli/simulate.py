@@ -43,6 +43,9 @@ def simulate(
     limit: Annotated[Optional[int], typer.Option(help="Only the first N jobs.")] = None,
     unit: Annotated[str, typer.Option(help="Captured folder: schedule 'cpus' (the machine = the nodes' CPUs) or 'nodes'.")] = "cpus",
     machine: Annotated[Optional[int], typer.Option(help="Captured folder: the machine's size in --unit (default: from its nodes.txt).")] = None,
+    start_blocked: Annotated[bool, typer.Option("--start-blocked", help="Captured folder: also replay the jobs held or "
+                                                "in a DOWN partition at the capture, as if released at once (default: "
+                                                "not started, as Slurm would not).")] = False,
     by: Annotated[str, typer.Option(help="Report per 'account' or 'user'.")] = "account",
     gantt: Annotated[bool, typer.Option("--gantt", help="Print a Gantt chart of the first policy's schedule.")] = False,
     png: Annotated[Optional[Path], typer.Option("--png", help="Write the Gantt chart as PNG (needs matplotlib: the 'plot' extra).")] = None,
@@ -101,7 +104,7 @@ def simulate(
         workload, policy, procs_per_node, overrun, processors, limit, unit, machine, by, gantt, png, sweep, jobs, chart,
         sbatch, progress, slurm_conf, control, u_star, half_life, calc_period, damping, fairshare, reconfigure_at,
         agent_down, gate, halving_png, sigma, rf, lf, avg_par, xfactor, estimates, mold_backfill, share_over,
-        categories_png)
+        categories_png, start_blocked=start_blocked)
     try:
         out = simcmd.simulate(opts)
     except FscontrolError as e:

@@ -50,6 +50,7 @@ class SimulateOptions:
     mold_backfill: str = "best"
     share_over: str = "system"
     categories_png: Path | None = None
+    start_blocked: bool = False
 
 
 @dataclass
@@ -98,7 +99,7 @@ def simulate(o: SimulateOptions) -> SimulateOutput:
     options: dict[str, Any] = {"procs_per_node": o.procs_per_node, "overrun": o.overrun, "processors": o.processors,
                                "limit": o.limit}
     if Path(o.workload).is_dir():
-        options["history"] = {"unit": o.unit, "machine": o.machine}
+        options["history"] = {"unit": o.unit, "machine": o.machine, "start_blocked": o.start_blocked}
     out = SimulateOutput(o)
     if o.chart is not None and not o.chart.parent.is_dir():
         raise OutputError(f"cannot write the chart {o.chart}: folder {o.chart.parent} does not exist")

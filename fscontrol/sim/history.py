@@ -31,6 +31,17 @@ The rules, each counted in ``meta["stats"]``:
 - Limit: ``TimelimitRaw`` (minutes); none recorded (UNLIMITED, or a plain sample): the run time.
   A job that ran past its limit (Slurm's ``OverTimeLimit``) has its limit raised to its run time.
 - Jobs larger than the machine (a partition subset, ``partitions=``) are left out.
+- What Slurm would not start (from the pending job's ``Reason`` in the capture's ``squeue.txt``):
+  a job held at the capture (``JobHeldAdmin``, ``JobHeldUser``: ``held``) or waiting on a DOWN or
+  inactive partition (``PartitionDown``, ``PartitionInactive``: ``partition_down``), or on a
+  dependency that can never be satisfied (``DependencyNeverSatisfied``: ``held``), is not started
+  in the replay: the hold or the partition is assumed to last past the replayed period
+  (``start_blocked=True``, ``simulate --start-blocked``: replayed as if released at once).
+- A pending job waiting for its begin time (``BeginTime``) arrives no earlier than it (squeue's
+  ``StartTime`` for such a job is its begin time). A job waiting on a dependency (``Dependency``)
+  is replayed WITHOUT it, arriving at its eligible (else submit) time, and counted
+  (``dependency_ignored``): the capture does not record which job it waits for. A job that ran
+  after a dependency or a begin time replays at its recorded ``Eligible`` time (above).
 """
 
 from __future__ import annotations
@@ -48,6 +59,9 @@ from .workload import SimJob, Workload
 UNITS = ("cpus", "nodes")
 _NEED = ("JobID", "User", "Account", "State", "Submit", "Start", "ElapsedRaw")
 _NONE = {"", "Unknown", "None", "N/A", "(null)"}
+# squeue reasons for a pending job Slurm will not start (sim/history.py module doc)
+_HELD = frozenset({"JobHeldAdmin", "JobHeldUser", "DependencyNeverSatisfied"})
+_PART_DOWN = frozenset({"PartitionDown", "PartitionInactive"})
 
 
 def _time(v: str) -> float | None:
@@ -101,10 +115,13 @@ def jobs_from_sacct(
     unit: str = "cpus",
     partitions: frozenset[str] | None = None,
     queue: dict[str, Any] | None = None,
+    seen: set[str] | None = None,
+    start_blocked: bool = False,
 ) -> tuple[list[SimJob], dict[str, int]]:
     """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS).
     `queue`: the capture's squeue rows by job id (records.QueueJob): the pending jobs' time limits
-    and sizes where sacct has none."""
+    and sizes where sacct has none. `seen`: filled with every job id read (kept or not).
+    start_blocked: replay the jobs held or in a DOWN partition at the capture too (as if released)."""
     if unit not in UNITS:
         raise ConfigError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
     it = iter(enumerate(lines, 1))
@@ -118,7 +135,8 @@ def jobs_from_sacct(
             raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
         break
     stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "pending_no_limit": 0, "running_at_capture": 0,
-             "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0}
+             "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0, "held": 0, "partition_down": 0,
+             "dependency_ignored": 0, "begin_time": 0}
     if header is None:
         return [], stats
     ix = {h: i for i, h in enumerate(header)}
@@ -136,6 +154,8 @@ def jobs_from_sacct(
         if len(f) != n:
             raise ParseError(command, f"{len(f)} fields, header has {n}", no, line)
         stats["records"] += 1
+        if seen is not None:
+            seen.add(col(f, "JobID"))
         try:
             state = col(f, "State").split(" ", 1)[0]
             start = _time(col(f, "Start"))
@@ -150,7 +170,7 @@ def jobs_from_sacct(
         if state == "PENDING":
             job = _pending(col(f, "JobID"), col(f, "User"), col(f, "Account"), col(f, "Partition"), col(f, "QOS"),
                            submit, eligible, limit, cpus, nodes, (queue or {}).get(col(f, "JobID")), unit, partitions,
-                           stats)
+                           stats, start_blocked)
             if job is not None:
                 jobs.append(job)
             continue
@@ -186,10 +206,24 @@ def jobs_from_sacct(
 
 def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: float | None, eligible: float | None,
              limit: float | None, cpus: int, nodes: int, q, unit: str, partitions: frozenset[str] | None,
-             stats: dict[str, int]) -> SimJob | None:
+             stats: dict[str, int], start_blocked: bool = False) -> SimJob | None:
     """A job pending at the capture as a SimJob: it arrives when it became eligible (else when
-    submitted) and runs for its time limit. `q`: its squeue row (limit, CPUs, nodes, submit)."""
+    submitted) and runs for its time limit. `q`: its squeue row (limit, CPUs, nodes, submit, and
+    the reason it waits: held or DOWN partition, not started; begin time, not before it)."""
+    begin, dep = None, False
     if q is not None:
+        reason = (q.reason or "").strip()
+        if reason in _HELD and not start_blocked:
+            stats["held"] += 1
+            return None
+        if reason in _PART_DOWN and not start_blocked:
+            stats["partition_down"] += 1
+            return None
+        if reason == "BeginTime":
+            begin = q.start
+        elif reason.startswith("Dependency"):
+            dep = True
+
         limit = limit if limit is not None else (None if q.time_limit_s is None else float(q.time_limit_s))
         cpus, nodes = cpus or q.cpus, nodes or q.nodes
         submit = submit if submit is not None else q.submit
@@ -209,6 +243,10 @@ def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: 
     stats["pending"] += 1
     stats["kept"] += 1
     arrival = submit if eligible is None or eligible < submit else eligible
+    if begin is not None and begin > arrival:
+        stats["begin_time"] += 1
+        arrival = begin
+    stats["dependency_ignored"] += dep
     return SimJob(job_id, arrival, limit, limit, size, user, account, part, qos, cpus, nodes, submit)
 
 
@@ -227,11 +265,13 @@ def read_history(
     unit: str = "cpus",
     machine: int | None = None,
     partitions: Iterable[str] | None = None,
+    start_blocked: bool = False,
 ) -> Workload:
     """A folder recorded by ``fscontrol capture`` (best with ``--history``) as a Workload.
 
     machine: the machine's size in ``unit`` (default: from ``nodes.txt``; a folder without it
-    needs it given). partitions: only jobs (and nodes) of these partitions.
+    needs it given). partitions: only jobs (and nodes) of these partitions. start_blocked: also
+    replay the jobs held or waiting on a DOWN partition at the capture, as if released at once.
     """
     d = Path(folder)
     meta_path = d / "meta.json"
@@ -250,17 +290,17 @@ def read_history(
     argv = commands.get(source, {}).get("argv") or [source]
     command = " ".join(argv)
     queue = _queue(d, commands)
+    seen: set[str] = set()  # every job sacct printed: one pending in both is read once
     with open(path, encoding="utf-8", errors="strict") as fh:
         try:
             jobs, stats = jobs_from_sacct((ln.rstrip("\n") for ln in fh), command, unit=unit, partitions=parts,
-                                          queue=queue)
+                                          queue=queue, seen=seen, start_blocked=start_blocked)
         except UnicodeDecodeError as e:
             raise ConfigError(f"{path} holds bytes that are not UTF-8 (at byte {e.start})") from None
-    seen = {j.job_id for j in jobs}
     for q in queue.values():  # pending at the capture, outside sacct's window
         if q.state == "PENDING" and q.job_id not in seen:
             job = _pending(q.job_id, q.user, q.account, q.partition, q.qos, q.submit, None, None, 0, 0, q, unit, parts,
-                           stats)
+                           stats, start_blocked)
             if job is not None:
                 jobs.append(job)
     node_info: dict[str, Any] = {}

@@ -28,7 +28,12 @@ def load_workload(
     w = _load_workload(spec, procs_per_node=procs_per_node, overrun=overrun, processors=processors, limit=limit,
                        history=history)
     if not w.jobs:
-        what = "its SWF has no job lines" if str(spec).endswith((".swf", ".swf.gz")) else "it holds no job"
+        what = "it holds no job"
+        if str(spec).endswith((".swf", ".swf.gz")):
+            st = w.meta.get("stats", {})
+            n = st.get("records", 0)
+            what = ("its SWF has no job lines" if not n else
+                    f"its {n} job line(s) all lack a run time or processor count (-1), or are larger than the machine")
         raise ConfigError(f"workload {str(spec)!r} has no jobs to simulate: {what}")
     return w
 

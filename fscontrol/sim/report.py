@@ -41,6 +41,13 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
             f"gate: {s['gate_ticks']:,} ticks, {s['holds']:,} holds, {s['releases']:,} releases, "
             f"{s['nices']:,} nices, {s['unnices']:,} un-nices"
         )
+    hs = w.meta.get("stats", {}) if w.meta.get("source") == "slurm" else {}
+    if hs.get("held") or hs.get("partition_down"):
+        lines.append(f"not started: held {hs.get('held', 0):,}, partition down {hs.get('partition_down', 0):,} "
+                     "(pending at the capture; assumed to stay so)")
+    if hs.get("dependency_ignored"):
+        lines.append(f"replayed without their dependency: {hs['dependency_ignored']:,} jobs (the capture does not "
+                     "record which job each waits for)")
     for note in result.stats.get("notes", []):
         lines.append(f"note: {note}")
     overall = [

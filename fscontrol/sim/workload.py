@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import random
 import tomllib
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -104,16 +106,27 @@ def read_swf(
     _check_overrun(overrun)
     p = Path(path)
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
-        return parse_swf(
-            fh,
-            procs_per_node=procs_per_node,
-            nodes=nodes,
-            overrun=overrun,
-            processors=processors,
-            limit=limit,
-            name=name or p.name,
-        )
+    try:
+        with opener(p, "rt", encoding="utf-8", errors="replace") as fh:  # type: ignore[operator]
+            return parse_swf(fh, procs_per_node=procs_per_node, nodes=nodes, overrun=overrun, processors=processors,
+                             limit=limit, name=name or p.name)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise ConfigError(f"{p}: not a readable gzip file ({e or type(e).__name__}): truncated or corrupt") from None
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read ({e.strerror or e})") from None
+
+
+def _swf_num(v: str, name: str, line_no: int, field: int, what: str, integer: bool = False) -> float:
+    """One SWF field as a number: finite, and >= 0 or -1 (SWF's "unknown"); else a ConfigError
+    naming the line and the field (1-based, as the SWF standard numbers them)."""
+    try:
+        x = float(v)
+    except ValueError:
+        x = math.nan
+    if not math.isfinite(x) or (integer and x != int(x)) or (x < 0 and x != -1):
+        raise ConfigError(f"{name}: line {line_no}: field {field} ({what}) is {v!r}: SWF wants a number >= 0 "
+                          "(or -1 for unknown)")
+    return x
 
 
 def _header_ppn(header: Mapping[str, str]) -> int:
@@ -161,16 +174,17 @@ def parse_swf(
         records += 1
         if not ppn:
             ppn = _header_ppn(header)
-        run = float(f[3])
-        procs = int(f[first])
+        run = _swf_num(f[3], name, line_no, 4, "run time")
+        procs = int(_swf_num(f[first], name, line_no, first + 1, "processors", integer=True))
         if procs <= 0:
-            procs = int(f[second])
+            procs = int(_swf_num(f[second], name, line_no, second + 1, "processors", integer=True))
         if run < 0:
             no_rt += 1
         elif procs <= 0:
             no_p += 1
         else:
-            est = float(f[8])
+            est = _swf_num(f[8], name, line_no, 9, "requested time")
+            submit = _swf_num(f[1], name, line_no, 2, "submit time")
             if est <= 0:
                 est = run
             elif run > est:
@@ -184,7 +198,7 @@ def parse_swf(
             append(
                 SimJob(
                     f[0],
-                    float(f[1]),
+                    submit,
                     run,
                     est,
                     (procs + ppn - 1) // ppn,

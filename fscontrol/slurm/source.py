@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
 from fscontrol.slurm import command
 from fscontrol.slurm import parse
-from fscontrol.errors import NotFoundError, SlurmCommandError, SlurmTimeoutError
+from fscontrol.errors import ConfigError, NotFoundError, SlurmCommandError, SlurmTimeoutError
 from fscontrol.records import CommandOutput
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
@@ -260,7 +262,7 @@ class RecordedSlurm:
 
 
 def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str = "", since: float | None = None,
-            history_s: float | None = None) -> dict:
+            history_s: float | None = None, force: bool = False) -> dict:
     """Record a live cluster into `folder`: each command's output, argv and time, the Slurm
     version, and the sacct window (the last `window_s` seconds, or from `since`: a series of
     captures whose windows tile, each from where the previous one ended), so RecordedSlurm can
@@ -271,9 +273,69 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
     time limits, CPUs and nodes, times not clipped) and `nodes` (sinfo: each node's CPUs and
     partitions); the association tree with its shares is the sshare output every capture has.
 
-    The folder is made private (0700) and every file in it 0600: they name users and accounts."""
+    The folder is made private (0700) and every file in it 0600: they name users and accounts.
+
+    The folder must be new, empty, or (with `force`) an earlier capture (it has a meta.json and
+    only the files a capture writes), which is then replaced whole; anything else is refused
+    (ConfigError) before any Slurm command runs. The capture is written into a private temporary
+    folder beside `folder` and renamed into place at the end: a failed capture leaves nothing."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if history_s is not None:
+        # sacct needs a real local date: refuse a period reaching before 1970 (or not a period)
+        if not history_s > 0 or history_s > time.time():
+            raise ConfigError(f"--history {history_s:g} s reaches before 1970: give a shorter period")
+    existing = check_capture_folder(folder, force=force)
+    parent = folder.absolute().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.capture-", dir=parent))  # 0700
+    try:
+        meta = _capture_into(source, tmp, window_s, note, since, history_s)
+        if existing == "capture":
+            old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.old-", dir=parent))
+            os.replace(folder, old / "c")
+            os.replace(tmp, folder)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            if existing == "empty":
+                folder.rmdir()
+            os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return meta
+
+
+def check_capture_folder(folder: Path, force: bool = False) -> str:
+    """"new" (absent), "empty", or "capture" (an earlier capture, only with `force`); raise
+    ConfigError for a folder capture must not take over."""
+    folder = Path(folder)
+    if not folder.exists():
+        return "new"
+    if not folder.is_dir():
+        raise ConfigError(f"{folder} exists and is not a folder: not overwritten")
+    names = set(os.listdir(folder))
+    if not names:
+        return "empty"
+    meta_path = folder / "meta.json"
+    if "meta.json" not in names:
+        raise ConfigError(f"{folder} is not empty and not an earlier capture (no meta.json): nothing written; "
+                          "give a new folder")
+    try:
+        commands = json.loads(meta_path.read_text()).get("commands", {})
+        ours = {"meta.json"} | {f"{n}.txt" for n in commands}
+    except (OSError, ValueError, AttributeError):
+        ours = {"meta.json"}
+    if not force:
+        raise ConfigError(f"{folder} already holds a capture: nothing written; give a new folder, or --force to "
+                          "replace it")
+    if names - ours:
+        raise ConfigError(f"{folder} holds an earlier capture and other files ({', '.join(sorted(names - ours)[:3])}): "
+                          "not replaced even with --force")
+    return "capture"
+
+
+def _capture_into(source: LiveSlurm, folder: Path, window_s: float, note: str, since: float | None,
+                  history_s: float | None) -> dict:
     os.chmod(folder, 0o700)
     outputs: dict[str, CommandOutput] = {}
     outputs["config"] = source.config()
