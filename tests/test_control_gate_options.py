@@ -125,3 +125,20 @@ def test_gate_actions_table_is_the_plans_actions():
     assert lines == ["Kind|JobId|Account|Reason"] + [f"{a.kind}|{a.job_id}|{a.account}|{a.reason}" for a in plan.actions]
     heads = [f.header for f in rgate.gate_fields(plan, None)]
     assert "occupancy (nodes)" in heads and "agent held" in heads  # the plan's unit and action, as the plain report
+
+
+def test_control_off_is_a_plan_unless_apply_is_on_its_command_line(tmp_path):
+    """`control off` undoes what the agent did: the config's agent.apply (for the agent's ticks)
+    does not make it act; only --apply does (issue #30 item 4). On a recorded source an acting
+    `control off` is refused (only a live cluster can be changed): the old code did that here."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[agent]\napply = true\n" + CONFIG)
+    r = _ok(CliRunner().invoke(app, ["control", "off", "--config", str(cfg), "--source", str(SAMPLE),
+                                     "--db", str(tmp_path / "h.db"), "--json"]))
+    data = json.loads(r.stdout)
+    assert data["mode"] == "dry-run", data
+    assert all(a["status"] == "planned" for a in data["actions"]), data["actions"]
+    r = CliRunner().invoke(app, ["control", "off", "--config", str(cfg), "--source", str(SAMPLE),
+                                 "--db", str(tmp_path / "h.db"), "--apply"])
+    one_line_error(r, r.exit_code, "only a live cluster can be changed")
+    assert r.exit_code != 0

@@ -52,6 +52,7 @@ def control(
     or both, as the config's `method` says. Every decision and command is recorded with its
     reason. Without --apply (or agent.apply = true in the config) nothing in Slurm changes.
 
+    `control off` prints what it would undo, whatever the config's agent.apply says;
     `control off --apply` turns it all back: cancels the padding jobs, puts the padding QOS's
     UsageFactor, slurm.conf's d line and the runtime d back to what they were before the agent
     first changed them (from the history), releases the agent's holds, and keeps the agent from
@@ -82,7 +83,10 @@ def control(
                        f"{name}: the agent acts again from its next tick (control and gate, as configured)")
             return
         stages = pipeline.Stages(off="control off") if switch == "off" else pipeline.Stages(control=True)
-        tick = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply, stages=stages, metrics=False)
+        # `control off` undoes and stops: only --apply on this command line carries it out; the
+        # config's agent.apply is for the agent's ticks (issue #30)
+        acts = apply if switch == "off" else (apply or cfg.apply)
+        tick = agent.one_tick(cfg, make_source, path, cluster, apply=acts, stages=stages, metrics=False)
     except FscontrolError as e:
         raise _fail(e) from None
     if switch == "off":
