@@ -248,3 +248,20 @@ def test_the_total_moves_when_the_controller_sits_at_its_floor():
         got = loaded.build(alice, snap.shares, pinned, (), 1.0, U_TOTAL)
         assert "the total usage moves with the cluster" in got.assumed and not got.proj.held
         assert loaded.build(alice, snap.shares, pinned, (), 3.0, U_TOTAL).proj.held  # room to move d: held
+
+
+def test_the_total_is_held_only_where_the_published_snapshot_says_the_agent_applies():
+    """Found on the 22.05 testbed: the forecast said "the agent holds the total usage" while the
+    agent ran as a dry run (agent.apply = false) or after `control off`. The published snapshot
+    says whether it acts ("control"); the total is held only then (a file without it: as before)."""
+    from fscontrol.forecast import loaded
+
+    published, snap = _shared_busy()
+    alice = next(r for r in snap.shares if r.key == ("flat", "alice"))
+    acting = dict(published, control={"applying": True, "off": False})
+    assert loaded.build(alice, snap.shares, acting, (), 3.0, U_TOTAL).proj.held
+    assert "the agent holds the total usage" in loaded.build(alice, snap.shares, acting, (), 3.0, U_TOTAL).assumed
+    for control in ({"applying": False, "off": False}, {"applying": False, "off": True}, {"applying": True, "off": True}):
+        got = loaded.build(alice, snap.shares, dict(published, control=control), (), 3.0, U_TOTAL)
+        assert "the agent holds the total usage" not in got.assumed and not got.proj.held, control
+        assert "the total usage moves with the cluster" in got.assumed

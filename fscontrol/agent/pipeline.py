@@ -531,6 +531,11 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                 done = tuple(executor.apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
                 if dec is not None:
                     done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
+            if apply and verified is None and any(a.kind == "set_damping" and a.status == "ok" for a in done):
+                verified = parse.parse_config(source.config().stdout).damping_factor  # (control off: d put back)
+            if verified is not None:  # the d this tick left in slurmctld: what publish says (not the snapshot's)
+                with store.transaction(db):
+                    store.set_state(db, cluster, "damping_in_force", {"d": verified, "at": snap.taken_at}, snap.taken_at)
             control_res = ControlResult(cluster, sid, did, dec, done, apply, verified, snap.config.mode,
                                         sum(1 for r in snap.shares if r.is_user))
         if gplan is not None:
@@ -560,7 +565,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                 store_ledger.set_state(db, cluster, "fit_attempt", {"at": started}, started)
     published = None
     if stages.publish and cfg is not None and cfg.publish_dir:
-        published = str(publish_latest(db, cfg, cluster, source=source)[0])
+        published = str(publish_latest(db, cfg, cluster, source=source,
+                                       damping=control_res.verified_damping if control_res else None)[0])
     return TickResult(cluster, tick_id, CollectResult(sid, snap), control_res, fitted, gate_res, published,
                       settled.changes)
 
@@ -792,16 +798,21 @@ def published_inflow(db: Database, snap) -> tuple:
 
 
 def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
-                   source: SlurmSource | None = None):
+                   source: SlurmSource | None = None, damping: int | None = None):
     """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic),
     and each user's own file beside it (fscontrol.export.privacy: what only they may read, and an
     admin's token, keyed with the site secret made at the first run). With the live `source`, the
     next decay pass after the snapshot goes with it (the Fair Tree forecast's pass times).
+    `damping`: the d the tick just left in slurmctld (its control stage read it back); without it,
+    the d a tick recorded in force after the snapshot was taken (damping_in_force_after), else the
+    snapshot's. The published d is slurmctld's, never one tick behind it.
     Returns (path, what was written)."""
     from fscontrol.export import privacy
     from fscontrol.export import publish as pub
 
     snap = store.load_snapshot(db, cluster=cluster)
+    if damping is None:
+        damping = damping_in_force_after(db, snap.cluster, snap.taken_at)
     cc = cfg.cluster(snap.cluster)
     admins = tuple(admins) or tuple(cfg.admins)
     secret = privacy.load_secret(privacy.secret_path(_db_file(db), getattr(cfg, "secret", None)))
@@ -830,6 +841,8 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         next_pass_at=upcoming[0] if upcoming else None,
         secret=secret,
         inflow=published_inflow(db, snap),
+        damping=damping,
+        control=published_control(db, cfg, snap.cluster),
     )
     try:
         if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is
@@ -848,6 +861,24 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         return path, data
     except OSError as e:
         raise OutputError(f"cannot write the published snapshot: {e}") from None
+
+
+def damping_in_force_after(db: Database, cluster: str, taken_at: float) -> int | None:
+    """The d an applying tick read back from slurmctld after the snapshot taken at `taken_at`
+    (agent_state 'damping_in_force', written by run_tick with its snapshot's time: a later snapshot
+    read d from slurmctld itself), or None: the snapshot's d stands."""
+    rec = store.get_state(db, cluster, "damping_in_force")
+    if isinstance(rec, dict) and rec.get("d") is not None and float(rec.get("at") or 0.0) >= taken_at:
+        return int(rec["d"])
+    return None
+
+
+def published_control(db: Database, cfg, cluster: str) -> dict:
+    """Whether the agent acts on the cluster, for the forecast (it says the agent holds the total
+    usage only then): `applying` = the config's agent.apply (the ticks act) and not turned off;
+    `off` = `control off --apply` stopped it until `control on`."""
+    off = store.get_state(db, cluster, "acting_off") is not None
+    return {"applying": bool(getattr(cfg, "apply", False)) and not off, "off": off}
 
 
 def _gate_published(db: Database, cfg, cc, snap) -> dict | None:

@@ -71,6 +71,8 @@ def build_published(
     secret: bytes | None = None,
     limits: dict[str, Any] | None = None,
     inflow: tuple | None = None,
+    damping: int | None = None,
+    control: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
@@ -82,13 +84,16 @@ def build_published(
     after the snapshot, when the agent knows it (the Fair Tree forecast's pass times). `gate`: the
     SFS gate's state (:func:`gate_summary`), for `fscontrol why` on a job the gate holds. `limits`: the
     caps on one user's forecast request (export.limits.published_limits: the cluster's CPUs, the
-    config's [forecast] caps); the defaults when not given."""
+    config's [forecast] caps); the defaults when not given. `damping`: the d in force in slurmctld
+    when the agent set it after `snap` was taken (the tick's read-back; every F and the halving are
+    at it); None: the snapshot's d. `control`: {"applying": bool, "off": bool}, whether the agent
+    acts on the cluster (the forecast says the total usage is held only then); None: unknown."""
     from fscontrol.export import privacy
     from fscontrol.model import fairshare
     from fscontrol.model.decay import decay_lambda
 
     cfg = snap.config
-    d = cfg.damping_factor
+    d = cfg.damping_factor if damping is None else damping
     root = next((r for r in snap.shares if r.depth == 0), None)
     total = float(root.raw_usage) if root is not None else 0.0
     keys = {r.key for r in snap.shares}
@@ -124,6 +129,7 @@ def build_published(
         "dummy": "/".join(dummy) if dummy and not private else None,  # a name: only where names are public
         "admins_hmac": sorted({privacy.admin_token(secret, snap.cluster, a) for a in admins}) if secret else [],
         "control_method": method,
+        "control": None if control is None else {"applying": bool(control.get("applying")), "off": bool(control.get("off"))},
         "per_association": not private,
         "next_pass_at": next_pass_at,
         "limits": limits or _default_limits(),

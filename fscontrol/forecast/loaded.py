@@ -165,7 +165,8 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     # then a growing load is beyond its reach and the total moves (seen on the testbed, seed 1)
     held = (published.get("control_method") != "none" and (published.get("target_core_hours") or
                                                             published.get("control_method") is None)
-            and not (published.get("control_method") in ("damping", "hybrid") and d <= 1))
+            and not (published.get("control_method") in ("damping", "hybrid") and d <= 1)
+            and _agent_applies(published))
     t_in, t_jobs = 0.0, []
     if not held:
         r0 = math.fsum(e[1] for e in cluster_all)
@@ -203,6 +204,15 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
                f"the priority of {job}")
     return Loaded(proj, period, r.norm_shares, d, f_now, assumed, trust, c_weighted,
                   sigma=math.sqrt(var_w) if BLEND else 0.0, share_now=ue0)
+
+
+def _agent_applies(published: dict) -> bool:
+    """Whether the published snapshot says the agent acts on the cluster (not a dry run, not
+    turned off by `control off`); a file from before that was published: assumed so."""
+    control = published.get("control")
+    if not isinstance(control, dict):
+        return True
+    return bool(control.get("applying")) and not control.get("off")
 
 
 def _typical_end(running: dict, q: float) -> dict:
