@@ -12,6 +12,7 @@ import pytest
 from fscontrol.agent import config
 from fscontrol.agent import pipeline
 from fscontrol.store import history as store
+from fscontrol.store import ledger
 
 pytestmark = pytest.mark.slurm
 
@@ -48,6 +49,6 @@ def test_the_published_d_is_the_one_the_tick_left_in_slurmctld(slurm, tmp_path):
         assert data["config"]["damping_factor"] == 1
         assert data["control"] == {"applying": False, "off": True}
     finally:
-        store.set_state(db, "tbcluster", "acting_off", None, 0.0)
+        ledger.set_state(db, "tbcluster", "acting_off", None, 0.0)
         slurm.cancel_all()
         slurm.scontrol("reconfigure")

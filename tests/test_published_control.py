@@ -15,6 +15,7 @@ from fscontrol.cli.app import app
 from fscontrol.export import publish as pub
 from fscontrol.model.fairshare import fairshare_factor
 from fscontrol.store import history as store
+from fscontrol.store import ledger
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
 
@@ -35,7 +36,7 @@ def test_publish_carries_the_d_an_applying_tick_left_in_slurmctld(tmp_path):
     _, data = pipeline.publish_latest(db, cfg, "tbcluster", out=out)
     assert data["config"]["damping_factor"] == d_old  # nothing applied: the snapshot's d
     # an applying tick read d_new back from slurmctld after this snapshot was taken
-    store.set_state(db, "tbcluster", "damping_in_force", {"d": d_new, "at": snap.taken_at}, snap.taken_at)
+    ledger.set_state(db, "tbcluster", "damping_in_force", {"d": d_new, "at": snap.taken_at}, snap.taken_at)
     _, data = pipeline.publish_latest(db, cfg, "tbcluster", out=out)
     assert data["config"]["damping_factor"] == d_new == json.loads(out.read_text())["config"]["damping_factor"]
     # every F and every halving in the file are at slurmctld's d
@@ -45,7 +46,7 @@ def test_publish_carries_the_d_an_applying_tick_left_in_slurmctld(tmp_path):
     assert data["halving_usage"] == data["reference_share"] * d_new * data["total_usage"]
     # the tick's own read-back wins (the tick passes it); a record older than the snapshot does not count
     assert pipeline.publish_latest(db, cfg, "tbcluster", out=out, damping=7)[1]["config"]["damping_factor"] == 7
-    store.set_state(db, "tbcluster", "damping_in_force", {"d": d_new, "at": snap.taken_at - 1}, snap.taken_at)
+    ledger.set_state(db, "tbcluster", "damping_in_force", {"d": d_new, "at": snap.taken_at - 1}, snap.taken_at)
     assert pipeline.publish_latest(db, cfg, "tbcluster", out=out)[1]["config"]["damping_factor"] == d_old
 
 
@@ -67,6 +68,6 @@ def test_publish_says_whether_the_agent_applies_control(tmp_path):
     acting = config.from_dict({"agent": {"apply": True}, "clusters": clusters})
     assert pipeline.publish_latest(db, dry, "tbcluster", out=out)[1]["control"] == {"applying": False, "off": False}
     assert pipeline.publish_latest(db, acting, "tbcluster", out=out)[1]["control"] == {"applying": True, "off": False}
-    store.set_state(db, "tbcluster", "acting_off", {"by": "control off", "at": 0.0}, 0.0)
+    ledger.set_state(db, "tbcluster", "acting_off", {"by": "control off", "at": 0.0}, 0.0)
     assert pipeline.publish_latest(db, acting, "tbcluster", out=out)[1]["control"] == {"applying": False, "off": True}
     assert json.loads(out.read_text())["control"] == {"applying": False, "off": True}

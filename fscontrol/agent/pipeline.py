@@ -535,7 +535,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                 verified = parse.parse_config(source.config().stdout).damping_factor  # (control off: d put back)
             if verified is not None:  # the d this tick left in slurmctld: what publish says (not the snapshot's)
                 with store.transaction(db):
-                    store.set_state(db, cluster, "damping_in_force", {"d": verified, "at": snap.taken_at}, snap.taken_at)
+                    store_ledger.set_state(db, cluster, "damping_in_force", {"d": verified, "at": snap.taken_at}, snap.taken_at)
             control_res = ControlResult(cluster, sid, did, dec, done, apply, verified, snap.config.mode,
                                         sum(1 for r in snap.shares if r.is_user))
         if gplan is not None:
@@ -867,7 +867,7 @@ def damping_in_force_after(db: Database, cluster: str, taken_at: float) -> int |
     """The d an applying tick read back from slurmctld after the snapshot taken at `taken_at`
     (agent_state 'damping_in_force', written by run_tick with its snapshot's time: a later snapshot
     read d from slurmctld itself), or None: the snapshot's d stands."""
-    rec = store.get_state(db, cluster, "damping_in_force")
+    rec = store_ledger.get_state(db, cluster, "damping_in_force")
     if isinstance(rec, dict) and rec.get("d") is not None and float(rec.get("at") or 0.0) >= taken_at:
         return int(rec["d"])
     return None
@@ -877,7 +877,7 @@ def published_control(db: Database, cfg, cluster: str) -> dict:
     """Whether the agent acts on the cluster, for the forecast (it says the agent holds the total
     usage only then): `applying` = the config's agent.apply (the ticks act) and not turned off;
     `off` = `control off --apply` stopped it until `control on`."""
-    off = store.get_state(db, cluster, "acting_off") is not None
+    off = store_ledger.get_state(db, cluster, "acting_off") is not None
     return {"applying": bool(getattr(cfg, "apply", False)) and not off, "off": off}
 
 
