@@ -314,11 +314,14 @@ def load(path: Path | str | None) -> AgentConfig:
 
     p = Path(path)
     try:
-        raw = tomllib.loads(p.read_text())
+        raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {p} does not exist") from None
     except OSError as e:
         raise ConfigError(f"config file {p} is unreadable: {e}") from None
+    except UnicodeDecodeError as e:  # TOML is UTF-8 (e.g. a comment saved as Latin-1)
+        raise ConfigError(f"config file {p} is not UTF-8: byte 0x{e.object[e.start]:02x} at offset {e.start} "
+                          "(TOML files are UTF-8)") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"config file {p} is not valid TOML: {e}") from None
     try:

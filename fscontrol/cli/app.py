@@ -38,20 +38,7 @@ from fscontrol.cli.options import (
 )
 from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
-# what an interrupt leaves behind, said in the one line it prints (the rest: "stopped")
-ACTING = ("tick", "control", "gate")
-
-
-def interrupted_line(command: str | None) -> str:
-    """The one line a Ctrl-C prints: what was interrupted and, for the commands that act, that
-    every Slurm command they had started is in the history and the next tick settles it."""
-    what = f"`fscontrol {command}`" if command else "fscontrol"
-    if command in ACTING:
-        return (f"fscontrol: interrupted: {what} stopped before it finished; every Slurm command it had started is "
-                "recorded in the history, and the next tick settles it")
-    if command in ("web", "run"):
-        return f"fscontrol: interrupted: {what} stopped"
-    return f"fscontrol: interrupted: {what} stopped before it finished"
+from fscontrol.cli.main import ACTING, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
 
 
 class Group(TyperGroup):
@@ -446,7 +433,7 @@ def publish(
 
 @app.command()
 def web(
-    port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 8080,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port, 0 to 65535 (0: any free one).")] = 8080,
     host: Annotated[str, typer.Option("--host", help="Address to listen on. Default loopback only.")] = "127.0.0.1",
     published: PublishedOpt = None,
     source: Annotated[str, typer.Option("--source", "-s", help="As `fscontrol forecast --source`: live, published, or a sample folder.")] = "live",

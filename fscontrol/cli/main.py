@@ -1,12 +1,50 @@
-"""The console script: the typer app (fscontrol.cli.app), built for the one command it runs."""
+"""The console script: the typer app (fscontrol.cli.app), built for the one command it runs.
+
+Only `sys` is imported here: a Ctrl-C that lands while the app's modules still import (the first
+~0.1 s of every command) ends the command with the same one line and exit code 130 as one that
+lands while it runs (fscontrol.cli.app.Group), not a traceback."""
 
 from __future__ import annotations
 
 import sys
 
+# what an interrupt leaves behind, said in the one line it prints (the rest: "stopped")
+ACTING = ("tick", "control", "gate")
+
+
+def interrupted_line(command: str | None) -> str:
+    """The one line a Ctrl-C prints: what was interrupted and, for the commands that act, that
+    every Slurm command they had started is in the history and the next tick settles it."""
+    what = f"`fscontrol {command}`" if command else "fscontrol"
+    if command in ACTING:
+        return (f"fscontrol: interrupted: {what} stopped before it finished; every Slurm command it had started is "
+                "recorded in the history, and the next tick settles it")
+    if command in ("web", "run"):
+        return f"fscontrol: interrupted: {what} stopped"
+    return f"fscontrol: interrupted: {what} stopped before it finished"
+
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _run(args)
+    except KeyboardInterrupt:  # before the app's own handler is in place (imports), or after it
+        import signal
+
+        try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the line short
+        except ValueError:  # not the main thread (called in-process)
+            pass
+        command = args[0] if args and not args[0].startswith("-") else None
+        try:
+            sys.stderr.write(interrupted_line(command) + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        raise SystemExit(130) from None
+
+
+def _run(args: list[str]) -> None:
     from fscontrol.cli.app import app, only
 
     every = app.registered_commands, app.registered_groups

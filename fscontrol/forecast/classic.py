@@ -133,19 +133,19 @@ def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
 
 
 # ---------------------------------------------------------------------------- plan strings
-_WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE)
+_WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE | re.ASCII)  # ASCII digits only
 PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>', a duration with a unit s, m, h, d, w or in Slurm's time "
              "format (e.g. '56cpus:14d,idle:3d' or '56cpus:14-0,idle:3-0')")
 # Slurm's time formats (sbatch -t): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
 # days-hours:minutes, days-hours:minutes:seconds
-_SLURM_TIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$")
+_SLURM_TIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$", re.ASCII)
 
 
 def parse_duration(text: str) -> float:
     """'14d' -> seconds (units s, m, h, d, w), or Slurm's time format: '14-0' (days-hours),
     '1:00:00' (hours:minutes:seconds), '90' (minutes), '1-12:30' (days-hours:minutes)."""
     t = text.strip()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdwSMHDW])", t)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdwSMHDW])", t, re.ASCII)
     if m:
         return float(m.group(1)) * UNITS_S[m.group(2).lower()]
     m = _SLURM_TIME.fullmatch(t)

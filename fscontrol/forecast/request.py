@@ -57,12 +57,14 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         from fscontrol.errors import OutputError
 
         raise OutputError(f"cannot write the --plot file {args.plot}: folder {args.plot.parent} does not exist")
-    if args.plan and args.steps:
+    if args.plan is not None and args.steps:
         raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
     import math
 
     if not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
         raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
+    if args.job is not None and args.job < 1:
+        raise ConfigError(f"--job must be a job id (a whole number of at least 1), got {args.job}")
     segments: list = []
     process_user, _ = uf.invoker()
     requester, uid = (asker or uf.invoker())[:2]
@@ -86,13 +88,13 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
             if who == requester:
                 data_pub = privacy.merge_own(data_pub, mine)
     caps = limits.from_published(data_pub)
-    if (args.plan or args.steps or args.horizon) and caps["max_cpus"] is None and args.source == "live":
+    if (args.plan is not None or args.steps or args.horizon) and caps["max_cpus"] is None and args.source == "live":
         caps["max_cpus"] = caps["cluster_cpus"] = _live_cluster_cpus(args.cluster)
-    if args.plan:
+    if args.plan is not None:  # --plan "" is an empty plan, as --plan "," is
         limits.check_plan_text(args.plan, caps)
     if len(args.steps or ()) > caps["max_plan_steps"]:
         raise limits.PlanError(f"{len(args.steps)} --run/--idle steps: at most {caps['max_plan_steps']} are forecast in one request")
-    if args.plan:
+    if args.plan is not None:
         segments = fc.parse_plan(args.plan, args.billing_per_core)
     for step in args.steps or ():
         try:
@@ -137,13 +139,18 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         argv = ("sshare", "-l", "-P") + (("-u", who) if who != process_user else ())
         live = LiveSlurm(cluster=args.cluster)
         rows = uf.parse_own_sshare(live.run(argv).stdout)
-        if args.job is None:
-            from fscontrol.errors import SlurmCommandError
+        from fscontrol.errors import SlurmCommandError
 
-            try:
-                pending = uf.parse_own_pending(live.run(("squeue", "-h", "-u", who, "-t", "PD", "-o", "%i|%a")).stdout)
-            except SlurmCommandError:  # PrivateData=all can deny squeue to users: forecast a job submitted now
-                pending = {}
+        try:
+            queued = live.run(("squeue", "-u", who) + uf.PENDING_ARGS).stdout
+        except SlurmCommandError:  # PrivateData=all can deny squeue to users: forecast a job submitted now
+            if args.job is not None:
+                raise
+            queued = ""
+        if args.job is None:
+            pending = uf.parse_own_pending(queued)
+        else:  # -j names one of `who`'s own pending jobs (in --account, if given): its account is the one forecast
+            pending = _named_job(args.job, args.account, who, uf.own_pending_jobs(queued))
     else:
         from fscontrol.slurm.source import RecordedSlurm
 
@@ -152,7 +159,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         rows = uf.parse_own_sshare(out.stdout)
         if args.now is None:  # a recording: the forecast is as of when it was recorded, not today
             args.now = max(out.finished_at, float(data_pub.get("taken_at") or 0))
-    if args.job is not None:
+    if args.job is not None and args.source != "live":  # a recording: its squeue is not recorded
         pending = {r.account: args.job for r in rows if r.user == who}
     data = uf.forecast_data(
         data_pub,
@@ -172,6 +179,22 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
     return data
+
+
+def _named_job(job: int, account: str | None, who: str, jobs: list[tuple[int, str, bool]]) -> dict[str, int]:
+    """{account: job} for -j JOB when squeue lists it as `who`'s own pending job (in `account` when
+    one is given); NotFoundError (exit 6) when it is not theirs, not pending, held, or elsewhere."""
+    from fscontrol.errors import NotFoundError
+
+    mine = [(a, held) for order, a, held in jobs if order == job]
+    where = f" in account {account}" if account else ""
+    if not mine:
+        raise NotFoundError(f"--job {job}: squeue lists no pending job {job} of {who}'s (-j takes one of your own pending jobs)")
+    if account and all(a != account for a, _ in mine):
+        raise NotFoundError(f"--job {job}: {who}'s pending job {job} is in account {mine[0][0]}, not {account}")
+    if all(held for a, held in mine if not account or a == account):
+        raise NotFoundError(f"--job {job}: {who}'s job {job}{where} is held (JobHeld*): it waits for a release, not for its priority")
+    return {a: job for a, held in mine if not held and (not account or a == account)}
 
 
 def _live_cluster_cpus(cluster: str | None) -> int | None:

@@ -327,17 +327,32 @@ def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: 
     loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points)
 
 
-def parse_own_pending(text: str) -> dict[str, int]:
-    """`squeue -h -u USER -t PD -o %i|%a`: by account, the earliest pending job (its place in
-    slurmctld's job list). Job ids that are not numbers (array tasks pending as 12_[1-9]) count by
-    their array's id."""
+PENDING_ARGS = ("-h", "-t", "PD", "-o", "%i|%a|%r")  # squeue -u USER + these: parse_own_pending reads it
+
+
+def own_pending_jobs(text: str) -> list[tuple[int, str, bool]]:
+    """`squeue -h -u USER -t PD -o %i|%a|%r`: each pending job as (its place in slurmctld's job
+    list, account, held). Job ids that are not numbers (array tasks pending as 12_[1-9]) count by
+    their array's id; a job held by an admin or its user (reason JobHeldAdmin, JobHeldUser) is
+    held: it waits for a release, not for its priority."""
     from fscontrol.export.publish import job_order
 
-    out: dict[str, int] = {}
+    out = []
     for line in text.splitlines():
-        job, _, account = line.strip().partition("|")
+        job, _, rest = line.strip().partition("|")
+        account, _, reason = rest.partition("|")
         order = job_order(job.split("_", 1)[0])
         if order is not None and account:
+            out.append((order, account, reason.strip().startswith("JobHeld")))
+    return out
+
+
+def parse_own_pending(text: str) -> dict[str, int]:
+    """By account, the earliest pending job that is not held (own_pending_jobs reads squeue's lines;
+    the older two-field form `%i|%a` reads as no job held)."""
+    out: dict[str, int] = {}
+    for order, account, held in own_pending_jobs(text):
+        if not held:
             out[account] = min(order, out.get(account, order))
     return out
 

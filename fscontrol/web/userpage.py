@@ -6,6 +6,8 @@ JSON endpoint (fscontrol.web.app) when an input changes. Pure: data in, text out
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 
 from fscontrol.export.html import DAY, HOUR, chart_svg, duration_text, esc, num, page, table_of, val
@@ -167,14 +169,19 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
     """The planner's fields as the CLI's --plan text and target. ValueError with one line on bad input."""
     v = {**PLAN_DEFAULTS, **{k: x for k, x in values.items() if k in PLAN_DEFAULTS and x != ""}}
 
-    def number(name: str, label: str, low: float, high: float | None = None) -> float:
-        try:
-            x = float(v[name])
-        except ValueError:
-            raise ValueError(f"{label} must be a number, got {v[name]!r}") from None
+    def number(name: str, label: str, low: float, high: float | None = None, whole: bool = False) -> float:
+        text = str(v[name]).strip()
+        form = _WHOLE if whole else _DECIMAL  # ASCII digits only: float() would take '４' or '٤'
+        if not form.fullmatch(text):
+            raise ValueError(f"{label} must be a {'whole number' if whole else 'number'} (digits 0-9), got {_echo(text)}"
+                             if _DECIMAL.fullmatch(text) or any(c.isdigit() for c in text) else
+                             f"{label} must be a number, got {_echo(text)}")
+        x = float(text)
+        if x == float("inf"):  # more digits than a float holds
+            raise ValueError(f"{label} is too large, got {_echo(text, quote=False)}")
         if not (x >= low and (high is None or x <= high)) or x != x or x in (float("inf"),):
             raise ValueError(f"{label} must be at least {low:g}" + (f" and at most {high:g}" if high is not None else "")
-                             + f", got {v[name]}")
+                             + f", got {_echo(text, quote=False)}")
         return x
 
     cpus = number("cpus", "CPUs per run", 1)
@@ -182,7 +189,7 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
         raise ValueError(f"lengths are in m, h or d, not {v['unit']!r}")
     u = v["unit"]
     days = number("length", "the length of a run", 0.01)
-    runs = int(number("runs", "runs", 1, 20))
+    runs = int(number("runs", "runs", 1, 20, whole=True))
     gap = number("gap", "the idle time between runs", 0)
     target = number("target", "target F", 0.01, 0.99)
     steps = []
@@ -191,6 +198,19 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
             steps.append(f"idle:{gap:g}{u}")
         steps.append(f"{_plain(cpus)}cpus:{days:g}{u}")
     return ",".join(steps), target
+
+
+_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
+_WHOLE = re.compile(r"[0-9]+", re.ASCII)
+ECHO_CHARS = 20  # the most of a bad value an error message repeats
+
+
+def _echo(text: str, quote: bool = True) -> str:
+    """A bad value as an error repeats it: (quoted) whole, or its first ECHO_CHARS characters and its length."""
+    if len(text) <= ECHO_CHARS:
+        return repr(text) if quote else text
+    head = repr(text[:ECHO_CHARS]) if quote else text[:ECHO_CHARS]
+    return f"{head}... ({len(text):,} characters)"
 
 
 def _plain(x: float) -> str:
