@@ -54,12 +54,18 @@ def test_web_port_out_of_range_is_refused_at_the_option(capsys, port):
 def test_an_early_ctrl_c_is_one_line_and_exit_130(delay):
     """SIGINT while fscontrol's modules import (before the app's own handler) was a
     KeyboardInterrupt traceback and rc 1 or -2; now the same line as later, rc 130. The child runs
-    what the console script runs (`from fscontrol.cli.main import main; sys.exit(main())`) with a
-    marker line once main is imported: the delays count from there. Before that (the interpreter's
-    start-up, and importing fscontrol.cli.main itself, ~3 ms: `python -X importtime -c 'import
-    fscontrol.cli.main'`) no fscontrol code runs yet to catch it."""
-    code = ("import sys; from fscontrol.cli.main import main; sys.stdout.write('started\\n'); sys.stdout.flush(); "
-            "sys.exit(main())")
+    what the console script runs (`from fscontrol.cli.main import main; sys.exit(main())`); an
+    audit hook prints a marker when main starts importing the app (fscontrol.cli.app), and the
+    delays count from there, so they land in the imports, then in the command. (Before main runs
+    -- the interpreter's start-up, importing fscontrol.cli.main itself, ~3 ms: `python -X
+    importtime -c 'import fscontrol.cli.main'` -- no fscontrol code runs yet to catch it.)"""
+    code = ("import sys\n"
+            "def hook(event, args, seen=[]):\n"
+            "    if event == 'import' and args[0] == 'fscontrol.cli.app' and not seen:\n"
+            "        seen.append(1); sys.stdout.write('started\\n'); sys.stdout.flush()\n"
+            "sys.addaudithook(hook)\n"
+            "from fscontrol.cli.main import main\n"
+            "sys.exit(main())\n")
     p = subprocess.Popen([sys.executable, "-c", code, "forecast", "--source", str(SAMPLE)], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -200,7 +200,7 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
     return ",".join(steps), target
 
 
-_DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+", re.ASCII)
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 _WHOLE = re.compile(r"[0-9]+", re.ASCII)
 ECHO_CHARS = 20  # the most of a bad value an error message repeats
 
