@@ -38,7 +38,7 @@ from fscontrol.cli.options import (
 )
 from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
-from fscontrol.cli.main import ACTING, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
+from fscontrol.cli.interrupt import ACTING, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
 
 
 class Group(TyperGroup):

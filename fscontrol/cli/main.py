@@ -1,6 +1,6 @@
 """The console script: the typer app (fscontrol.cli.app), built for the one command it runs.
 
-Only `sys` is imported here: a Ctrl-C that lands while the app's modules still import (the first
+Only `sys` and fscontrol.cli.interrupt (the standard library alone) are imported here: a Ctrl-C that lands while the app's modules still import (the first
 ~0.1 s of every command) ends the command with the same one line and exit code 130 as one that
 lands while it runs (fscontrol.cli.app.Group), not a traceback."""
 
@@ -8,20 +8,7 @@ from __future__ import annotations
 
 import sys
 
-# what an interrupt leaves behind, said in the one line it prints (the rest: "stopped")
-ACTING = ("tick", "control", "gate")
-
-
-def interrupted_line(command: str | None) -> str:
-    """The one line a Ctrl-C prints: what was interrupted and, for the commands that act, that
-    every Slurm command they had started is in the history and the next tick settles it."""
-    what = f"`fscontrol {command}`" if command else "fscontrol"
-    if command in ACTING:
-        return (f"fscontrol: interrupted: {what} stopped before it finished; every Slurm command it had started is "
-                "recorded in the history, and the next tick settles it")
-    if command in ("web", "run"):
-        return f"fscontrol: interrupted: {what} stopped"
-    return f"fscontrol: interrupted: {what} stopped before it finished"
+from fscontrol.cli.interrupt import interrupted_line
 
 
 def main(argv: list[str] | None = None) -> None:
