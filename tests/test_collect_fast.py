@@ -219,3 +219,27 @@ def test_halving_slurm_used_alike_with_a_collect_committed_in_between(tmp_path, 
     slow = run("slow", False)
     assert len(fast) == len(slow) == len(series) and fast == slow
     assert any(h is not None for _, h in fast)
+
+
+def test_a_pending_job_sprio_does_not_list_is_no_parse_error(tmp_path):
+    """Found on the testbed: a job with a begin time to come pends with a priority in squeue but
+    sprio lists no such job; with no other job waiting, collect failed ("printed no job")."""
+    import shutil
+
+    from fscontrol.agent import pipeline
+    from fscontrol.slurm.source import RecordedSlurm
+    from fscontrol.store import history as store_
+
+    src = tmp_path / "sample"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "samples" / "testbed-basic", src)
+    lines = (src / "squeue.txt").read_text().splitlines()
+    keep = [lines[0]] + [ln for ln in lines[1:] if "|PENDING|" not in ln]
+    keep.append("99|carol|chem|normal|normal|PENDING|1|1|5000|0|BeginTime|1795287665|1795295000|10:00")
+    (src / "squeue.txt").write_text("\n".join(keep) + "\n")
+    (src / "sprio.txt").write_text("")
+    db = store_.open_db(tmp_path / "h.db")
+    try:
+        pipeline.collect(RecordedSlurm(src), db)
+        assert store_.latest_snapshot_id(db) is not None
+    finally:
+        db.close()

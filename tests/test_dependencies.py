@@ -37,7 +37,7 @@ def _declared() -> tuple[set[str], dict[str, set[str]]]:
 def _imports(folder: Path) -> dict[str, list[tuple[str, bool]]]:
     """Top-level module name -> [(file:line, at module level)], third-party modules only."""
     out: dict[str, list[tuple[str, bool]]] = {}
-    local = {p.stem for p in (ROOT / "tests").glob("*.py")} | {p.stem for p in (ROOT / "bench").glob("*.py")}
+    local = {p.stem for folder_ in ("tests", "bench", "scripts") for p in (ROOT / folder_).glob("*.py")}
 
     def visit(node: ast.AST, path: Path, top: bool) -> None:
         for child in ast.iter_child_nodes(node):

@@ -80,8 +80,11 @@ def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float |
     queue = parse.parse_squeue(squeue_out.stdout, " ".join(squeue_out.argv))
     sprio_out = whole(source.sprio())
     prio = parse.parse_sprio(sprio_out.stdout, " ".join(sprio_out.argv))
-    waiting = [q for q in queue if q.state == "PENDING" and q.priority > 0]
-    if not prio and waiting:  # sprio lists every pending job that has a priority
+    # sprio lists every pending job the scheduler may start (not a job held, nor one whose begin
+    # time is still to come, though squeue gives that one a priority): one of those and no sprio line
+    # means sprio's output was cut short
+    waiting = [q for q in queue if q.state == "PENDING" and q.priority > 0 and q.reason in ("Priority", "Resources")]
+    if not prio and waiting:
         raise ParseError(" ".join(sprio_out.argv), f"printed no job while squeue lists {len(waiting)} pending with a priority: cut short?")
     qos_out = whole(source.qos())
     qos = parse.parse_qos(qos_out.stdout, " ".join(qos_out.argv))
