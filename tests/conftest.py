@@ -76,7 +76,8 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_fairtree_forecast.py": "testbed-e",  # ~14 (switches to Fair Tree, watches 10 min)
     "test_integration_privacy.py": "testbed-c",  # 0.5 (carol reads all she can under two PrivateData settings)
     "test_integration_bounds.py": "testbed-c",
-    "test_integration_publish_d.py": "testbed-c",  # 1.3 (an applying tick, then control off: the published d is slurmctld's)  # 0.3 (the published CPU count; carol's plans beyond the caps)
+    "test_integration_publish_d.py": "testbed-c",
+    "test_integration_forecast_job.py": "testbed-c",  # 1.5 (forecast -j against carol's real pending and held jobs)  # 1.3 (an applying tick, then control off: the published d is slurmctld's)  # 0.3 (the published CPU count; carol's plans beyond the caps)
     "test_integration_forecast_busy.py": "testbed-f",  # ~15, opt-in (FSCONTROL_BUSY_FORECAST=1): not passing yet
     "test_integration_simsweep.py": "testbed-a",  # ~1 (a 4-task job array of simulations, a capture --history)
 }
