@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from fscontrol.export.html import duration_text
 from fscontrol.forecast.classic import Segment
 
 TRUST_PASSES = 2.0
@@ -316,11 +317,3 @@ def when_text(days: float | None, settles: float | None = None, if_stopped_days:
     if if_stopped_days is not None:
         out += f"; if your account's other users stopped: in {duration_text(if_stopped_days * DAY)}"
     return out
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 2 * HOUR:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * DAY:
-        return f"{seconds / HOUR:.1f} hours"
-    return f"{seconds / DAY:.1f} days"
