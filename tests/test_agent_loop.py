@@ -151,6 +151,33 @@ def test_loop_ticks_on_its_schedule_and_stops_cleanly(tmp_path):
     assert len(stages) == counts["ok"]
 
 
+def test_a_stop_while_a_job_schedules_its_successor_ends_the_loop(tmp_path):
+    """The stop comes while the control-before-the-pass job is running; that job then schedules
+    its next run. APScheduler 3's shutdown(wait=True) holds the job stores' lock while it waits for
+    the job, so the job's add_job waited for ever (seen in CI: `fscontrol run` under systemd's stop,
+    killed at TimeoutStopSec). The loop must end, and no job queued behind the running one starts."""
+    cfg = _fast(config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10, "method": "hybrid"}}}),
+                collect=3600.0, control=3600.0, fit=3600.0)
+    stop = threading.Event()
+
+    def make_source(name):
+        if sys._getframe(1).f_code.co_name == "pass_job":  # the job, about to reschedule itself
+            time.sleep(0.3)  # past the scheduler's own bookkeeping of this run
+            stop.set()
+            time.sleep(1.0)  # the main thread is in shutdown by now
+        return RecordedSlurm(BASIC, cluster=name)
+
+    out = {}
+    t = threading.Thread(target=lambda: out.update(agent.run_loop(cfg, make_source, tmp_path / "h.db", ["tbcluster"],
+                                                                  apply=False, stop=stop)), daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "the loop did not end after its stop"
+    # whatever ran before the stop ended well, and nothing started after it
+    ticks = store.open_db(tmp_path / "h.db").execute("SELECT count(*) FROM ticks").fetchone()[0]
+    assert out["failed"] == 0 and out["ok"] == ticks <= 1, (out, ticks)
+
+
 def test_loop_skips_a_run_while_a_cron_tick_holds_the_lock(tmp_path):
     cfg = _fast(config.from_dict({"agent": {"lock": str(tmp_path / "a.lock")}}), collect=1.0, control=1.0)
     stop = threading.Event()

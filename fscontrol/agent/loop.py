@@ -181,7 +181,26 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             on_tick(stage, outcomes)
 
     aligned: dict[str | None, bool] = {}  # clusters whose control runs just before each decay pass
+    # APScheduler 3's shutdown(wait=True) holds the job stores' lock while it waits for the running
+    # job; a job that then schedules its successor (pass_job) would wait on that lock for ever. So
+    # once the stop begins no job adds a job (the guard makes "check, then add" one step), and a
+    # job queued behind the running one does not start.
+    guard = threading.Lock()
+    closing = threading.Event()
 
+    def later(fn, run_date: datetime, job_id: str, name: str | None, **kw) -> None:
+        with guard:
+            if not closing.is_set():
+                sched.add_job(fn, "date", run_date=run_date, args=[name], id=job_id, replace_existing=True, **kw)
+
+    def unless_closing(fn):
+        def job(name: str | None) -> None:
+            if not closing.is_set():
+                fn(name)
+        job.__name__ = fn.__name__
+        return job
+
+    @unless_closing
     def cycle_job(name: str | None) -> None:
         try:
             note("tick", tick(cfg, make_source, db_path, [name], apply=apply, force_control=False, gate=False,
@@ -213,12 +232,15 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         except FscontrolError as e:
             note(stage, [ClusterOutcome(name, error=e)])
 
+    @unless_closing
     def watch_job(name: str | None) -> None:
         d_job("watch", pipeline.watch_damping, name)
 
+    @unless_closing
     def trim_job(name: str | None) -> None:
         d_job("trim", pipeline.trim_damping, name)
 
+    @unless_closing
     def pass_job(name: str | None) -> None:
         """Control just before each decay pass (agent.pass_lead ahead of it): d is chosen on the
         usage that pass will read, and the padding the pass charges is planned with every running
@@ -242,22 +264,20 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
                 log.warning("control %s runs every %gs: slurmctld's record of its decay passes (StateSaveLocation/"
                             "priority_last_decay_ran) is not readable here", name or "(default cluster)", cfg.schedule["control"])
             aligned[name] = False
-            sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(time.time() + cfg.schedule["control"], timezone.utc),
-                          args=[name], id=f"pass:{name}", replace_existing=True)
+            later(pass_job, datetime.fromtimestamp(time.time() + cfg.schedule["control"], timezone.utc), f"pass:{name}", name)
             return
         aligned[name] = True
         coming, period = nxt
         now = time.time()
         if cfg.pass_trim_s > 0 and coming - cfg.pass_trim_s > now:  # the last word on d before the coming pass
-            sched.add_job(trim_job, "date", run_date=datetime.fromtimestamp(coming - cfg.pass_trim_s, timezone.utc),
-                          args=[name], id=f"trim:{name}", replace_existing=True,
-                          misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
+            later(trim_job, datetime.fromtimestamp(coming - cfg.pass_trim_s, timezone.utc), f"trim:{name}", name,
+                  misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
         # control again before the next pass: the coming one if there is still time (the loop's
         # start), else the one after it
         at = coming - cfg.pass_lead_s if coming - cfg.pass_lead_s > now + 0.5 else coming + period - cfg.pass_lead_s
-        sched.add_job(pass_job, "date", run_date=datetime.fromtimestamp(at, timezone.utc),
-                      args=[name], id=f"pass:{name}", replace_existing=True, misfire_grace_time=None)
+        later(pass_job, datetime.fromtimestamp(at, timezone.utc), f"pass:{name}", name, misfire_grace_time=None)
 
+    @unless_closing
     def gate_job(name: str | None) -> None:
         try:
             gate_only(cfg, make_source, db_path, name, apply=apply)
@@ -295,6 +315,8 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
              len(clusters), cfg.schedule["collect"], cfg.schedule["gate"], apply)
     stop.wait()
     log.info("stopping: letting the running job finish")
+    with guard:
+        closing.set()
     sched.shutdown(wait=True)
     if cfg.on_stop == "restore":  # control off for every cluster (it releases the holds too)
         for name in clusters:
