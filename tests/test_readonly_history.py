@@ -5,8 +5,9 @@ written into it. A history that is read-only and needs a migration, or that a co
 write into, is one clear line.
 
 A real read-only file needs a user who is not root (root writes any file mode): the commands run
-as the testbed's user `carol` (runuser), with Debian's python3 and the venv's packages; skipped
-where there is no such user or they cannot read the checkout."""
+as the testbed's user `carol` (runuser; made here as the testbed makes it if no testbed ran yet),
+with Debian's python3 and the venv's packages; skipped where not root or carol cannot read the
+checkout."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def _as_user_env() -> list[str]:
         pytest.skip("needs root to run the commands as another user")
     try:
         pwd.getpwnam(USER)
-    except KeyError:
-        pytest.skip(f"no user {USER} (the testbed's users: scripts/testbed.sh)")
+    except KeyError:  # made as the testbed makes its users (scripts/testbed.sh), whichever test runs first
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", USER], capture_output=True, timeout=60)
+        pwd.getpwnam(USER)
     site = sysconfig.get_paths()["purelib"]
     py = next((p for p in (sys.executable, "/usr/bin/python3") if subprocess.run(
         ["runuser", "-u", USER, "--", p, "-c", f"import sys; sys.path[:0] = [{site!r}, {str(ROOT)!r}]; import typer, fscontrol"],
