@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,15 +97,33 @@ def main() -> int:
 
             ft = json.loads(published.read_text())
             ft["config"]["priority_mode"] = "fair_tree"
+            # a snapshot just published, as the agent's every tick leaves it (the generator's is years old)
+            ft["taken_at"] = ft["published_at"] = time.time()
+            ft["next_pass_at"] = None
+            for r in ft["associations"]:  # as build_published writes a Fair Tree cluster's rows: F = rank / N
+                r["halving_core_hours"] = None
+            # the agent's publish step under Fair Tree: every user's outlook in its own row (export.outlook)
+            from fscontrol.export.outlook import published_outlooks, tree_from_published
+
+            t0 = time.process_time()
+            ft["fair_tree_outlook"], outlook = published_outlooks(ft, tree_from_published(ft))
+            agent_s = time.process_time() - t0
+            for r in ft["associations"]:
+                if r["user"]:
+                    r["ft"] = outlook[f"{r['account']}/{r['user']}"]
             ft_file = pub.write_published(ft, published.with_name(published.stem + "-fairtree.json"))
-            del ft
-            for name, extra in REQUESTS + [("Fair Tree forecast (no plan)", ["--fair-tree"])]:
+            del ft, outlook
+            print(f"(agent side, once per publish: every user's Fair Tree outlook in {agent_s:.2f} s of CPU, in process; "
+                  f"published file {ft_file.stat().st_size / 1e6:.1f} MB)")
+            fair_tree = [("Fair Tree forecast (no plan)", ["--fair-tree"]),
+                         ("Fair Tree forecast, --horizon 1d (ranks the tree itself)", ["--fair-tree", "--horizon", "1d"])]
+            for name, extra in REQUESTS + fair_tree:
                 if args.skip_long and extra and "60d" in extra[-1]:
                     continue
                 if args.only and extra is not None and args.only not in name:
                     continue
-                target = ft_file if extra == ["--fair-tree"] else published
-                extra = [] if extra == ["--fair-tree"] else extra
+                target = ft_file if extra and extra[0] == "--fair-tree" else published
+                extra = extra[1:] if extra and extra[0] == "--fair-tree" else extra
                 tail = ["--version"] if extra is None else ["--published", str(target), "--source", "published",
                                                             "-u", user, "--stale-ok", *extra]
                 runs = [one([sys.executable, "-c", PEAK, "forecast", *tail]) for _ in range(args.repeat)]

@@ -78,7 +78,7 @@ def main() -> None:
         t_check, _ = timed(parse.check_share_tree, rows, fair_tree=True)
         t_ft, ft = timed(fairtree.compute_fair_tree, rows, repeat=1)
         t_cl, _ = timed(fairshare.compute_fairshare, rows, 1.0, repeat=1)
-        from fscontrol.forecast.fairtree import project_ranks
+        from fscontrol.model.ftoutlook import project_ranks
 
         user = next(r.key for r in rows if r.user)
         running = {r.key: [(None, 64.0)] for r in rows[:5000] if r.user}

@@ -5,7 +5,11 @@ the real-Slurm check is tests/test_integration_fairtree.py (sprio's FairShare to
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -283,3 +287,27 @@ def test_printed_levelfs_restores_an_exact_tie_that_integer_usage_splits():
     far = tuple(replace(r, raw_usage=400) if r.key in (("A", ""), ("A", "a")) else r for r in seen)
     ft = compute_fair_tree(far).by_key()
     assert (ft[("P", "u")].rank, ft[("A", "a")].rank) == (1, 2)
+
+
+def test_a_big_group_of_equal_users_is_ranked_in_bounded_memory():
+    """15 users of one account with the same shares and the same usage: an undecided tie. Every
+    strict order of the group (15! of them) was built before the first was tried, and the process
+    was killed for memory. Now each user can take each place of the group (every rotation), in a
+    process held to 1 GiB and 60 s."""
+    code = (
+        "import json, resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from test_fairtree import tree\n"
+        "from fscontrol.model.fairtree import compute_fair_tree\n"
+        "ft = compute_fair_tree(tree('\\n'.join(['0 root - 1 0', '1 big - 1 0', '2 big a 1 99999']"
+        " + [f'2 big u{i} 1 10' for i in range(15)])))\n"
+        "print(json.dumps([[len(g) for g in ft.undecided], {k[1]: v for k, v in ft.rank_choices.items()}]))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    groups, choices = json.loads(p.stdout)
+    assert groups == [15]
+    # a (the most usage) is last, rank 1; the 15 can each be anywhere in ranks 2-16
+    assert sorted(choices) == sorted(f"u{i}" for i in range(15))
+    assert all(v == list(range(2, 17)) for v in choices.values()), choices

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fscontrol.forecast import fairtree as ftf
+from fscontrol.model import ftoutlook as fo
 from fscontrol.agent import pipeline
 from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
@@ -53,7 +54,7 @@ def test_next_above_and_the_usage_that_swaps_them():
     ft = compute_fair_tree(ROWS)
     # top: A 2/3 / (500/630) = 0.84, B 1/3 / (130/630) = 1.62: B's users first
     assert ft.ranking[:2] == (("B", "b2"), ("B", "b1"))
-    above, below = ftf.neighbours(ft, ("A", "a2"))
+    above, below = fo.TreeIndex(ft).neighbours(("A", "a2"))
     assert above.key == ("B", "b1") and above.level_of == "root" and (above.mine, above.theirs) == ("A", "B")
     # the closed form, checked by re-ranking: a bit less leaves a2 below b1, a bit more puts it above
     x = above.usage
@@ -66,21 +67,21 @@ def test_next_above_and_the_usage_that_swaps_them():
 
 def test_budget_is_the_first_usage_that_lets_someone_below_pass():
     ft = compute_fair_tree(ROWS)
-    y = ftf.budget(ft, ("B", "b2"))
+    y = fo.TreeIndex(ft).budget(("B", "b2"))
     # b2 (2/3 / (30/130) = 2.9) vs b1 (1/3 / (100/130) = 0.43) in B: b1 passes when b2 reaches 200;
     # at the top, B (1.62) vs A (0.84): A passes B when B reaches 250 (+120): the smaller wins
     assert y == pytest.approx(min((2 / 3) * 100 / (1 / 3) - 30, (1 / 3) * 500 / (2 / 3) - 130))
     before = {k: _rank(ROWS, k) for k in [("B", "b2")]}
     assert _rank(_add(ROWS, ("B", "b2"), y * 0.99), ("B", "b2")) == before[("B", "b2")]
     assert _rank(_add(ROWS, ("B", "b2"), y * 1.01), ("B", "b2")) < before[("B", "b2")]
-    assert ftf.budget(ft, ("A", "a1")) is None  # last: nobody below
+    assert fo.TreeIndex(ft).budget(("A", "a1")) is None  # last: nobody below
 
 
 def test_decay_alone_never_moves_a_rank_and_running_jobs_do():
-    idle = ftf.project_ranks(ROWS, {}, [("A", "a2")], passes=30, period_s=60, half_life_s=300, first_pass_in_s=60)
+    idle = fo.project_ranks(ROWS, {}, [("A", "a2")], passes=30, period_s=60, half_life_s=300, first_pass_in_s=60)
     assert {p.rank for p in idle[("A", "a2")]} == {_rank(ROWS, ("A", "a2"))}
     # b1 runs 0.9 units per second: 54 a pass; A gets ahead at the top once B passes 250
-    busy = ftf.project_ranks(ROWS, {("B", "b1"): [(None, 0.9)]}, [("A", "a2")], passes=30, period_s=60,
+    busy = fo.project_ranks(ROWS, {("B", "b1"): [(None, 0.9)]}, [("A", "a2")], passes=30, period_s=60,
                              half_life_s=10**9, first_pass_in_s=60)
     ranks = [p.rank for p in busy[("A", "a2")]]
     assert ranks[0] == _rank(ROWS, ("A", "a2"))
@@ -213,13 +214,13 @@ def test_a_tie_stays_while_the_tied_keep_running_alike():
     snap = pipeline.read_snapshot(RecordedSlurm(TIE))
     running = {("genomics", "dave"): [(None, 16.0)], ("lab", "alice"): [(None, 6.0)], ("lab", "bob"): [(None, 2.0)]}
     watch = [("genomics", "dave"), ("lab", "bob")]
-    pts = ftf.project_ranks(snap.shares, running, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
+    pts = fo.project_ranks(snap.shares, running, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
     dave, bob = ([p.rank for p in pts[k]] for k in watch)
     assert dave == bob  # tied at every pass (dave@bio, idle here, passes both: they move together)
     assert dave == [5] * 5
     # lab running faster than its share: the tie breaks at the first pass, dave ahead of lab
     faster = {**running, ("lab", "bob"): [(None, 6.0)]}
-    pts = ftf.project_ranks(snap.shares, faster, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
+    pts = fo.project_ranks(snap.shares, faster, watch, passes=5, period_s=60, half_life_s=300, first_pass_in_s=30)
     assert all(d.rank > b.rank for d, b in zip(pts[watch[0]], pts[watch[1]]))
 
 

@@ -73,6 +73,7 @@ def build_published(
     inflow: tuple | None = None,
     damping: int | None = None,
     control: dict[str, Any] | None = None,
+    outlooks: bool = True,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
@@ -87,7 +88,9 @@ def build_published(
     config's [forecast] caps); the defaults when not given. `damping`: the d in force in slurmctld
     when the agent set it after `snap` was taken (the tick's read-back; every F and the halving are
     at it); None: the snapshot's d. `control`: {"applying": bool, "off": bool}, whether the agent
-    acts on the cluster (the forecast says the total usage is held only then); None: unknown."""
+    acts on the cluster (the forecast says the total usage is held only then); None: unknown.
+    `outlooks`: under Fair Tree, every user's outlook in its row (export.outlook), so that a user's
+    forecast reads only its own rows; False where the caller forecasts one user itself."""
     from fscontrol.export import privacy
     from fscontrol.model import fairshare
     from fscontrol.model.decay import decay_lambda
@@ -102,7 +105,7 @@ def build_published(
     halving = s_ref * d * total if s_ref is not None and total > 0 else None
     private = is_private(cfg.private_data)
     lam = decay_lambda(cfg.half_life_s)
-    return {
+    out = {
         "format": FORMAT,
         "version": VERSION,
         "cluster": snap.cluster,
@@ -141,6 +144,15 @@ def build_published(
         # last and one row a line (write_published): a forecast reads only its own rows (read_published)
         "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
     }
+    if outlooks and cfg.mode == "fair_tree" and not private and out["associations"]:
+        # every user's rank, path, neighbours and projection, in their own row (export.outlook)
+        from fscontrol.export.outlook import published_outlooks, tree_from_published
+
+        out["fair_tree_outlook"], ft = published_outlooks(out, tree_from_published(out))
+        for r in out["associations"]:
+            if r["user"]:
+                r["ft"] = ft[f"{r['account']}/{r['user']}"]
+    return out
 
 
 def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: str, every_s: float) -> dict[str, Any]:

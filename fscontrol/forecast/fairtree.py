@@ -1,274 +1,24 @@
 """The user's forecast under Fair Tree: rank now and why, what moves it, and when.
 
 Pure (no Slurm, no clock, no files) and standard library only (the forecast's cold-start path).
-
-Under Fair Tree a user's factor is a rank: F = rank / N (fscontrol.model.fairtree). What a user can act
-on is therefore not a usage that halves F but the comparisons that place them, one per level of
-the tree: at each level their own account (or themselves) against its siblings, by LevelFS =
-S / U (S the share of the level's shares, U the share of the parent's usage).
-
-* Decay multiplies every association's usage by the same factor, so it changes no LevelFS and no
-  rank: idle time alone never moves anyone. A user moves up only as others are charged.
-* The association just above, met at level M through sibling nodes A (the user's side) and B
-  (theirs): A passes B once B's side has used x = S_B u_A / S_A - u_B more (u: RawUsage; the
-  parent's usage cancels). The same from below: the user may use y = S_A u_C / S_C - u_A more
-  before the next lower sibling C passes A, at every level of the user's path; the smallest is
-  the budget.
-* When: the jobs running at the snapshot (published by the agent) are charged pass by pass to
-  their time limits, everyone's usage decays, and the tree is ranked again after each pass.
+The maths are in fscontrol.model.ftoutlook (the module's docstring says what moves a rank). The
+agent publishes every user association's outlook in its row (export.publish), so a forecast on a
+fresh published snapshot reads only its own rows, whatever the tree's size; otherwise (an older
+file, an unpublished snapshot, a longer horizon, a snapshot older than the outlook covers) it
+ranks the whole tree itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
 from collections.abc import Mapping, Sequence
 
-from fscontrol.model.decay import decay_factor_per_second
-from fscontrol.model.fairshare import ROOT, Key, build_tree
-from fscontrol.model.fairtree import FairTree, compute_fair_tree, place, place_text
+from fscontrol.export.outlook import outlook_plan, running_from_published, tree_from_published
+from fscontrol.model import ftoutlook as fo
+from fscontrol.model.fairtree import compute_fair_tree, place, place_text
 from fscontrol.records import ShareRow
 
 HOUR = 3600.0
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One level of a user's path: their node there and its place among its siblings."""
-
-    level_of: str  # the account whose children compete here ("root" at the top)
-    name: str  # the node: an account, or the user themselves at the last level
-    is_user: bool
-    level_fs: float
-    place: int  # 1 = the highest LevelFS among the siblings
-    siblings: int
-
-
-@dataclass(frozen=True, slots=True)
-class Neighbour:
-    """The user association ranked next above (or below) and where the two paths meet."""
-
-    key: Key
-    rank: int
-    level_of: str  # the account under which the two paths part
-    mine: str  # the user's node there (an account, or the user)
-    theirs: str  # theirs
-    my_level_fs: float
-    their_level_fs: float
-    usage: float | None  # above: their side's extra usage that lets the user pass;
-
-    #                      below: the user's extra usage before they are passed (billing-seconds)
-
-
-def _node_path(ft: FairTree, key: Key) -> list[Key]:
-    """The nodes from the first level below root down to `key`, following fs parents."""
-    by = ft.by_key()
-    path = [key]
-    while True:
-        a = by[path[-1]]
-        up = (a.fs_parent, "")
-        if up == ROOT or not a.fs_parent:
-            break
-        path.append(up)
-    return list(reversed(path))
-
-
-def _siblings(ft: FairTree, node: Key) -> list[Key]:
-    by = ft.by_key()
-    fs = by[node].fs_parent
-    return [a.key for a in ft.assocs if a.key != ROOT and a.fs_parent == fs]
-
-
-def explain(ft: FairTree, key: Key) -> list[Step]:
-    """The user's path from the top level down, with their node's place at each level."""
-    by = ft.by_key()
-    steps = []
-    for node in _node_path(ft, key):
-        sibs = _siblings(ft, node)
-        lf = by[node].level_fs
-        higher = sum(1 for s in sibs if s != node and by[s].level_fs > lf)
-        steps.append(Step(by[node].fs_parent or "root", node[1] or node[0], bool(node[1]), lf, higher + 1, len(sibs)))
-    return steps
-
-
-def _meet(ft: FairTree, mine: Key, theirs: Key) -> tuple[Key, Key]:
-    """The two sibling nodes under the first common fs ancestor of two user associations."""
-    a, b = _node_path(ft, mine), _node_path(ft, theirs)
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    return a[i], b[i]
-
-
-def _usage_to_pass(ft: FairTree, low: Key, high: Key) -> float | None:
-    """The usage `high`'s side must gain for `low` to rank above it (siblings; None: never,
-    e.g. `low` has no shares, or `high` is a FairShare=parent account)."""
-    by = ft.by_key()
-    lo, hi = by[low], by[high]
-    if lo.norm_shares <= 0 or lo.raw_usage <= 0:
-        return 0.0 if lo.norm_shares > 0 else None  # no usage: LevelFS inf, already level or above
-    if hi.shares_parent:
-        return None
-    return max(0.0, hi.norm_shares * lo.raw_usage / lo.norm_shares - hi.raw_usage)
-
-
-def neighbours(ft: FairTree, key: Key) -> tuple[Neighbour | None, Neighbour | None]:
-    """The next user association above `key` (the first with a higher rank, in walk order) and
-    the next below, with the usage that would swap each pair."""
-    by = ft.by_key()
-    me = by[key]
-    walk = list(ft.ranking)
-    i = walk.index(key)
-    above = next((k for k in reversed(walk[:i]) if by[k].rank > me.rank), None)
-    below = next((k for k in walk[i + 1:] if by[k].rank < me.rank), None)
-    out: list[Neighbour | None] = []
-    for other, up in ((above, True), (below, False)):
-        if other is None:
-            out.append(None)
-            continue
-        a, b = _meet(ft, key, other)
-        usage = _usage_to_pass(ft, a, b) if up else _usage_to_pass(ft, b, a)
-        out.append(Neighbour(other, by[other].rank or 0, by[a].fs_parent or "root", a[1] or a[0], b[1] or b[0],
-                             by[a].level_fs, by[b].level_fs, usage))
-    return out[0], out[1]
-
-
-def budget(ft: FairTree, key: Key) -> float | None:
-    """The usage this user association can add before any association now below it passes it:
-    at every level of its path, its node against the next lower sibling (None: nobody below)."""
-    by = ft.by_key()
-    best: float | None = None
-    for node in _node_path(ft, key):
-        lf = by[node].level_fs
-        lower = [s for s in _siblings(ft, node) if s != node and by[s].level_fs < lf and not by[s].shares_parent]
-        if not lower:
-            continue
-        nxt = max(lower, key=lambda s: by[s].level_fs)
-        y = _usage_to_pass(ft, nxt, node)
-        if y is not None and (best is None or y < best):
-            best = y
-    return best
-
-
-# ---------------------------------------------------------------------------- projection
-@dataclass(frozen=True, slots=True)
-class RankPoint:
-    in_s: float  # seconds after the snapshot
-    rank: int
-    fairshare: float
-
-
-def project_ranks(
-    rows: Sequence[ShareRow],
-    running: Mapping[Key, Sequence[tuple[float | None, float]]],
-    watch: Sequence[Key],
-    *,
-    passes: int,
-    period_s: float,
-    half_life_s: float,
-    first_pass_in_s: float,
-) -> dict[Key, list[RankPoint]]:
-    """Rank and F of the `watch`ed user associations after each of the next `passes` decay
-    passes, the first `first_pass_in_s` after the snapshot, then every `period_s`.
-
-    `running`: by user association, its running jobs as (seconds to the time limit or None, rate
-    in billing-seconds per second). Each pass decays every usage by f^P and charges each job
-    rate x dt x f^dt for its run time dt since the last pass (decay.py: Slurm's step), to the
-    association and every ancestor; the snapshot's usage is taken as of the pass before the
-    first one. Nobody starts a new job."""
-    from fscontrol.model.fairtree import (children_lists, held_shares, level_values, projected_keys, rank_users,
-                                    ranking_keys, tie_groups)
-
-    t = build_tree(rows)
-    held = held_shares(t, "fair_tree")[0]  # the NormShares slurmctld ranks with
-    kids = children_lists(t)
-    # siblings slurmctld holds exactly tied now (sshare's LevelFS) stay tied while usage grows alike
-    ties = tie_groups(ranking_keys(t, level_values(t, shares=held)[2], kids), kids)
-    slack = 1.0  # each usage is known to within one unit (sshare truncates), decaying with it
-    n_users = sum(1 for k in t.rows if k[1])
-    f = decay_factor_per_second(half_life_s)
-    usage = {k: float(r.raw_usage) for k, r in t.rows.items()}
-    out: dict[Key, list[RankPoint]] = {k: [] for k in watch}
-    prev = first_pass_in_s - period_s
-    for n in range(passes):
-        at = first_pass_in_s + n * period_s
-        dt = at - prev
-        decay = f**dt
-        for k in usage:
-            usage[k] *= decay
-        slack *= decay
-        for key, jobs in running.items():
-            if key not in t.rows:
-                continue
-            charge = 0.0
-            for left, rate in jobs:  # running at the snapshot: since before the last pass, to its limit
-                ran = max(0.0, (at if left is None else min(at, left)) - prev)
-                charge += rate * ran * f**ran
-            a: Key | None = key
-            while a is not None:
-                usage[a] += charge
-                a = t.parent.get(a)
-        lf = level_values(t, usage, held)[2]
-        keys = projected_keys(lf, usage, slack, ties) if ties else None
-        ranks, _ = rank_users(t, lf, kids, keys)  # one tree, re-ranked under the new usage
-        for k in watch:
-            out[k].append(RankPoint(at, ranks[k], ranks[k] / n_users))
-        prev = at
-    return out
-
-
-def changes(points: Sequence[RankPoint], rank0: int) -> list[RankPoint]:
-    """The passes at which the rank moves."""
-    out, last = [], rank0
-    for p in points:
-        if p.rank != last:
-            out.append(p)
-            last = p.rank
-    return out
-
-
-def inf_or(x: float) -> float | None:
-    return None if math.isinf(x) else x
-
-
-# ---------------------------------------------------------------------------- the user's forecast
-MAX_POINTS = 120  # tree rankings per forecast, fewer on big trees (bench/bench_parse.py: ~0.3 s a ranking at 100k)
-
-
-def max_points(n_assocs: int) -> int:
-    return max(12, min(MAX_POINTS, int(3_000_000 / max(1, n_assocs))))
-
-
-def tree_from_published(published: Mapping) -> tuple[ShareRow, ...]:
-    """The whole association tree the agent published (needs per-association rows)."""
-    from fscontrol.errors import NotFoundError
-
-    if not published.get("per_association"):
-        raise NotFoundError(
-            "the published snapshot has no per-association rows (PrivateData): under Fair Tree a rank depends "
-            "on everyone's usage, so only an admin's `fscontrol status` can show it")
-    return tuple(
-        ShareRow(a["account"], a["user"], a["parent"], a["depth"], a["raw_shares"], a["shares_parent"],
-                 a["norm_shares"], a["raw_usage"], a["norm_usage"], a["effective_usage"], a.get("fairshare"))
-        for a in published.get("associations", [])
-    )
-
-
-def running_from_published(published: Mapping, rows: Sequence[ShareRow]) -> dict[Key, list[tuple[float | None, float]]] | None:
-    """The running jobs by user association (keyed by privacy.run_key). None when the agent
-    could not publish them per user (PrivateData=jobs)."""
-    from fscontrol.export.privacy import run_key
-
-    run = published.get("running")
-    if not run or not run.get("users_published"):
-        return None
-    out: dict[Key, list[tuple[float | None, float]]] = {}
-    for r in rows:
-        if r.user:
-            jobs = run["users"].get(run_key(r.account, r.user))
-            if jobs:
-                out[r.key] = [(e[0], float(e[1])) for e in jobs]
-    return out
 
 
 def _lfs(x: float) -> float | None:
@@ -290,74 +40,73 @@ def forecast_data(
     """`fscontrol forecast` under Fair Tree, as plain data: for each of the user's associations,
     the rank now and the path that places it, the neighbours above and below with the usage that
     would swap them, the user's budget, and the rank after each coming decay pass with the jobs
-    running now going on (nobody starting another)."""
+    running now going on (nobody starting another). From the rows' published outlooks where
+    they serve (can_use_published); else computed here from every row."""
     from fscontrol.errors import NotFoundError
     from fscontrol.forecast.service import _iso, age_text, check_access, check_fresh
 
     check_access(user, requester if requester is not None else user, is_admin)
     age, stale = check_fresh(dict(published), now, max_age_s, stale_ok)
     cfg = published["config"]
-    rows = tree_from_published(published)
-    ft = compute_fair_tree(rows)
-    by = ft.by_key()
-    mine = [a for a in ft.assocs if a.is_user and a.user == user and (account is None or a.account == account)]
-    if not mine:
-        have = sorted(a.account for a in ft.assocs if a.user == user)
-        if have:
-            raise NotFoundError(f"user {user!r} has no association in account {account!r} (has: {', '.join(have)})")
-        raise NotFoundError(f"unknown user {user!r}: no association for them on {published.get('cluster')}")
-    warnings = [stale] if stale else []
-    running = running_from_published(published, rows)
-    period, half_life = float(cfg.get("calc_period_s") or 0), float(cfg.get("half_life_s") or 0)
     taken = float(published["taken_at"])
-    nxt = published.get("next_pass_at")
-    first_in = (float(nxt) - taken) if nxt else period  # unknown phase: within one pass
-    while period > 0 and first_in <= 0:
-        first_in += period
-    jobs_left = [left for jobs in (running or {}).values() for left, _ in jobs if left is not None]
-    ahead = horizon_s if horizon_s is not None else min(86400.0, max(12 * period, 2 * max(jobs_left, default=0.0)))
-    horizon = max(0.0, now - taken) + ahead  # from the snapshot: the passes since it, then `ahead` past now
-    passes = 0 if period <= 0 else max(1, int((horizon - first_in) // period) + 1)
-    step = max(1, math.ceil(passes / max_points(len(rows))))
-    projection: dict[Key, list[RankPoint]] = {}
-    if running is not None and passes:
-        # every `step`-th pass, charged in between as one interval of step passes
-        projection = project_ranks(rows, running, [a.key for a in mine], passes=math.ceil(passes / step),
-                                   period_s=period * step, half_life_s=half_life, first_pass_in_s=first_in)
-    elif running is None:
+    warnings = [stale] if stale else []
+    if can_use_published(published):
+        head = published["fair_tree_outlook"]
+        p, n_users, has_running, n_jobs = fo.plan_from_json(head), int(head["n_users"]), head["running"], int(head["n_jobs"])
+        own = [r for r in published.get("associations", []) if r.get("user") == user and r.get("ft")
+               and (account is None or r["account"] == account)]
+        if not own:
+            _unknown(user, account, [r["account"] for r in published.get("associations", []) if r.get("user") == user],
+                     published.get("cluster"))
+        mine = [(r["account"], r.get("fairshare"), fo.from_json(r["ft"])) for r in own]
+        end = taken + p.at(p.points - 1) if p.points else taken
+        if has_running and p.points and (horizon_s is not None and now + horizon_s > end or now > end):
+            warnings.append(f"the agent's projection reaches {_iso(end)} (its published outlook: an hour past the "
+                            "snapshot and the default horizon); a longer one needs the whole tree, from an admin")
+    else:
+        rows = tree_from_published(published)
+        ft = compute_fair_tree(rows)
+        n_users = ft.n_users
+        keys = [a.key for a in ft.assocs if a.is_user and a.user == user and (account is None or a.account == account)]
+        if not keys:
+            _unknown(user, account, [a.account for a in ft.assocs if a.user == user], published.get("cluster"))
+        running = running_from_published(published, rows)
+        has_running = running is not None
+        n_jobs = sum(len(j) for j in (running or {}).values())
+        p = outlook_plan(published, rows, running, now, horizon_s)
+        out = fo.outlooks(ft, rows, running, keys, p, float(cfg.get("half_life_s") or 0))
+        sshare_f = {r.key: r.fairshare for r in rows}
+        mine = [(k[0], sshare_f.get(k), out[k]) for k in keys]
+    if not has_running:
         warnings.append("the agent does not publish the running jobs per user here (PrivateData=jobs): "
                         "no projection, only where you stand and what would move you")
-    out = []
-    for a in mine:
-        above, below = neighbours(ft, a.key)
-        pts = projection.get(a.key, [])
-        due = [p for p in pts if taken + p.in_s >= now - period * step]
-        entry = {
-            "account": a.account,
-            "rank": a.rank,
-            "of": ft.n_users,
+    period, step = p.period_s, p.step
+    entries = []
+    for acct, f_sshare, o in mine:
+        pts = [] if o.changes is None else fo.points(p, o.changes, o.rank, n_users)
+        due = [q for q in pts if taken + q.in_s >= now - period * step
+               and (horizon_s is None or taken + q.in_s <= now + horizon_s + period * step)]
+        entries.append({
+            "account": acct,
+            "rank": o.rank,
+            "of": n_users,
             # Slurm's rank counts from the bottom (rank N is the first place): said in words too
-            "place": None if a.rank is None else place(a.rank, ft.n_users),
-            "place_text": place_text(a.rank, ft.n_users),
-            "fairshare": a.fairshare,
-            "fairshare_sshare": next((r.fairshare for r in rows if r.key == a.key), None),
-            "level_fs": _lfs(a.level_fs),
-            "path": [
-                {"level_of": s.level_of, "name": s.name, "is_user": s.is_user, "level_fs": _lfs(s.level_fs),
-                 "place": s.place, "siblings": s.siblings}
-                for s in explain(ft, a.key)
-            ],
-            "above": None if above is None else _neighbour(above, by, ft.n_users),
-            "below": None if below is None else _neighbour(below, by, ft.n_users),
-            "budget_core_hours": None if (b := budget(ft, a.key)) is None else b / HOUR,
-            "projection": [{"at": _iso(taken + p.in_s), "in_s": taken + p.in_s - now, "rank": p.rank,
-                            "fairshare": p.fairshare} for p in due],
-            "rank_changes": [{"at": _iso(taken + p.in_s), "in_s": taken + p.in_s - now, "rank": p.rank,
-                              "place_text": place_text(p.rank, ft.n_users), "fairshare": p.fairshare}
-                             for p in changes(due, a.rank or 0)][:5],
-        }
-        out.append(entry)
-    n_jobs = sum(len(j) for j in (running or {}).values())
+            "place": None if o.rank is None else place(o.rank, n_users),
+            "place_text": place_text(o.rank, n_users),
+            "fairshare": None if o.rank is None else o.rank / n_users,
+            "fairshare_sshare": f_sshare,
+            "level_fs": _lfs(o.level_fs),
+            "path": [{"level_of": s.level_of, "name": s.name, "is_user": s.is_user, "level_fs": _lfs(s.level_fs),
+                      "place": s.place, "siblings": s.siblings} for s in o.path],
+            "above": None if o.above is None else _neighbour(o.above, n_users),
+            "below": None if o.below is None else _neighbour(o.below, n_users),
+            "budget_core_hours": None if o.budget is None else o.budget / HOUR,
+            "projection": [{"at": _iso(taken + q.in_s), "in_s": taken + q.in_s - now, "rank": q.rank,
+                            "fairshare": q.fairshare} for q in due],
+            "rank_changes": [{"at": _iso(taken + q.in_s), "in_s": taken + q.in_s - now, "rank": q.rank,
+                              "place_text": place_text(q.rank, n_users), "fairshare": q.fairshare}
+                             for q in fo.changes(due, o.rank or 0)][:5],
+        })
     return {
         "user": user,
         "requester": requester if requester is not None else user,
@@ -367,18 +116,35 @@ def forecast_data(
         "snapshot_taken_at": published.get("taken_at_iso"),
         "snapshot_age_s": age,
         "snapshot_age": age_text(age),
-        "half_life_s": half_life,
-        "calc_period_s": period,
-        "pass_phase_known": bool(nxt),
+        "half_life_s": float(cfg.get("half_life_s") or 0),
+        "calc_period_s": float(cfg.get("calc_period_s") or 0),
+        "pass_phase_known": bool(published.get("next_pass_at")),
         "passes_per_point": step,
         "assumed": (f"the {n_jobs} job(s) running at the snapshot keep running to their time limits and nobody starts "
                     "another; decay alone changes no rank (every usage decays by the same factor)"),
         "warnings": warnings,
-        "associations": out,
+        "associations": entries,
     }
 
 
-def _neighbour(n: Neighbour, by, n_users: int = 0) -> dict:
+def can_use_published(published: Mapping) -> bool:
+    """Whether the rows' published outlooks answer the forecast (the agent published them): then
+    only the user's own rows are read, whatever the tree's size. The projection is the one the
+    agent made: from the snapshot to an hour after it and the default horizon past that; a longer
+    --horizon is cut there, and says so (ranking 100,000 associations again per request is what
+    this avoids: 13-20 s and over 900 MiB, docs/forecast-bounds.md)."""
+    return bool(published.get("fair_tree_outlook"))
+
+
+def _unknown(user: str, account: str | None, have: Sequence[str], cluster) -> None:
+    from fscontrol.errors import NotFoundError
+
+    if have:
+        raise NotFoundError(f"user {user!r} has no association in account {account!r} (has: {', '.join(sorted(have))})")
+    raise NotFoundError(f"unknown user {user!r}: no association for them on {cluster}")
+
+
+def _neighbour(n: fo.Neighbour, n_users: int = 0) -> dict:
     return {"user": n.key[1], "account": n.key[0], "rank": n.rank, "place_text": place_text(n.rank, n_users),
             "level_of": n.level_of, "mine": n.mine,
             "theirs": n.theirs, "my_level_fs": _lfs(n.my_level_fs), "their_level_fs": _lfs(n.their_level_fs),

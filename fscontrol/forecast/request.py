@@ -114,17 +114,17 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
         from fscontrol.forecast import fairtree as ftf
 
-        if own is None:  # a rank depends on everyone's usage: every row
-            data_pub, _ = pub.read_published(path, args.cluster)
-            if asker is None and who == requester:
-                data_pub = privacy.merge_own(data_pub, mine)
-
         if segments:
             raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
                               "shows your rank, what moves it, and your budget before anyone passes you")
         if args.now is None and args.source not in ("live", "published"):  # a recording: as of when it was made
             args.now = float(data_pub.get("taken_at") or 0)
         now = time.time() if args.now is None else args.now
+        if own is None and not ftf.can_use_published(data_pub):
+            # no outlook of the agent's that serves: a rank depends on everyone's usage, every row
+            data_pub, _ = pub.read_published(path, args.cluster)
+            if asker is None and who == requester:
+                data_pub = privacy.merge_own(data_pub, mine)
         data = ftf.forecast_data(data_pub, user=who, now=now, account=args.account, requester=requester,
                                  is_admin=admin, max_age_s=max_age_s, stale_ok=args.stale_ok, horizon_s=horizon_s)
         if args.plot is not None:
@@ -270,6 +270,6 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
     cc = config.load(args.config_path).cluster(snap.cluster)
     data = pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
                                target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
-                               method=cc.method, inflow=inflow)
+                               method=cc.method, inflow=inflow, outlooks=False)  # Fair Tree: ranks the one user
     data["own_files"] = True
     return privacy.merge_own(data, pub.own_files(snap, secret=None).get(who or "") or {"user": who})
