@@ -6,7 +6,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "bench"))
 import bench_fit_history as b
-from fscontrol.agent import pipeline
+from fscontrol.agent import fitting
 from fscontrol.store import history as store
 tmp = Path(tempfile.mkdtemp())
 db0 = tmp / "a.db"
@@ -21,7 +21,7 @@ def best(path):
     ts = []
     for _ in range(5):
         db = store.open_db(path)
-        t = time.process_time(); r = pipeline.fit_history(db, None, now=0.0); ts.append(time.process_time() - t)
+        t = time.process_time(); r = fitting.fit_history(db, None, now=0.0); ts.append(time.process_time() - t)
         db.conn.close()
     return min(ts), r
 for name, p in (("usage_at NULL", db0), ("usage_at set, 1/3 jobs running", db1), ("usage_at NULL", db0), ("usage_at set, 1/3 jobs running", db1)):

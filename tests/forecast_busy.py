@@ -24,7 +24,7 @@ from pathlib import Path
 
 from test_integration_forecast import _forecast_as, _public_dir, _sprio_f, _wait_for_pass_after
 
-from fscontrol.agent import config, pipeline
+from fscontrol.agent import config, pipeline, publishing
 from fscontrol.store import history as store
 
 U_STAR_CH = 1.0  # u*: the controller holds it with d near 4 under this load (at 0.25 it sits at d = 1)
@@ -81,7 +81,7 @@ def run(slurm, tmp_path, *, seed: int, settle_s: float = 240.0, watch: int = 10,
         p0 = _wait_for_pass_after(slurm, t_start + settle_s)
         db = store.open_db(tmp_path / "agent.db")
         pipeline.collect(slurm.source(), db)
-        published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
+        published, data = publishing.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
         out["inflow_published"] = {k: data["inflow"][k] for k in ("snapshots", "span_s", "cluster")}
         made: dict = {}
         for (user, account) in probes:

@@ -89,10 +89,10 @@ def test_metrics_parse_with_prometheus_clients_parser_and_match_the_history(tmp_
     cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10, "method": "hybrid"}}})
     agent.tick(cfg, _sources({"tbcluster": BASIC}), tmp_path / "h.db", ["tbcluster"], apply=False)
     db = store.open_db(tmp_path / "h.db")
-    from fscontrol.agent import pipeline
+    from fscontrol.agent import publishing
     from fscontrol.report import status as rstatus
 
-    text = pipeline.metrics_text(db, cfg)
+    text = publishing.metrics_text(db, cfg)
     fams = _families(text)
     status = rstatus.status_data(store.load_snapshot(db), target_core_hours=10, dummy=("fsadmin", "fsdummy"))
     f = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_fairshare"].samples}

@@ -180,7 +180,7 @@ def late_collects(seed: int, late_s: float):
 
 def _thinned_fit(times, usage, charge):
     """fit_history's thinning (one snapshot per pass at most, the windows between summed)."""
-    from fscontrol.agent.pipeline import thin_to_period
+    from fscontrol.agent.fitting import thin_to_period
 
     keep = thin_to_period(list(times), PASS_P)
     total = np.cumsum(charge, axis=1)

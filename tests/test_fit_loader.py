@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fscontrol.model import fit as fitmod
-from fscontrol.agent import pipeline
+from fscontrol.agent import fitting, pipeline
 from fscontrol.store import history as store
 from fscontrol.store import loaders as store_loaders
 from fscontrol.slurm.source import RecordedSlurm
@@ -33,7 +33,7 @@ def old_matrices(db, cluster: str, last: int | None = None):
     if last:
         times, ids = times[-last:], ids[-last:]
         series = {k: v[-last:] for k, v in series.items()}
-    keep = pipeline.thin_to_period(times, max(latest.config.calc_period_s, 1))
+    keep = fitting.thin_to_period(times, max(latest.config.calc_period_s, 1))
     inflow = store_loaders.inflow_series(db, cluster)
     keys = [k for k in series if k[1]]
     usage = np.array([[series[k][i] if series[k][i] is not None else math.nan for i in keep] for k in keys], dtype=float)
@@ -57,7 +57,7 @@ def new_matrices(db, cluster: str, last: int | None = None):
     pipeline_fit = fitmod.fit_decay_matrix
     fitmod.fit_decay_matrix = capture
     try:
-        _, _, result = pipeline.fit_history(db, cluster, last=last, now=0.0)
+        _, _, result = fitting.fit_history(db, cluster, last=last, now=0.0)
     finally:
         fitmod.fit_decay_matrix = pipeline_fit
     return seen, result
@@ -168,7 +168,7 @@ def test_snapshots_timed_by_their_pass_move_the_times_and_the_running_jobs_tails
         if at[sid] is not None:  # from the pass to the window's end, at most the job's time in the window
             d = tails.setdefault((account, user), {})
             d[sid] = d.get(sid, 0.0) + billing * min(elapsed, max(0.0, window_end[sid] - at[sid])) * factors[sid].get(qos, 1.0)
-    keep = pipeline.thin_to_period(times, 60)
+    keep = fitting.thin_to_period(times, 60)
     hist = store_loaders.usage_history(db, "tbcluster")
     flow = np.zeros((len(hist.keys), len(keep)))
     for r, k in enumerate(hist.keys):

@@ -23,7 +23,7 @@ from fscontrol.store.history import StoredSnapshot
 P, T = 60.0, 300.0  # the testbed's passes and half-life
 F_SEC = 1 - 0.693 / T
 FP = F_SEC**P
-WINDOW = 3 * T  # the inflow window the agent reads (pipeline.inflow_window: three half-lives)
+WINDOW = 3 * T  # the inflow window the agent reads (publishing.inflow_window: three half-lives)
 U_TOTAL = 400_000.0  # held by the agent (padding: d stays 1)
 MATES = ("bob", "carol", "dave")
 SEEDS = 200

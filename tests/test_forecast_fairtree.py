@@ -13,7 +13,7 @@ import pytest
 
 from fscontrol.forecast import fairtree as ftf
 from fscontrol.model import ftoutlook as fo
-from fscontrol.agent import pipeline
+from fscontrol.agent import pipeline, publishing
 from fscontrol.report import status as rstatus
 from fscontrol.store import history as store
 from fscontrol.model.fairtree import compute_fair_tree
@@ -153,7 +153,7 @@ def test_metrics_under_fair_tree_carry_rank_and_level_fs(tmp_path):
 
     db = store.open_db(tmp_path / "h.db")
     pipeline.collect(RecordedSlurm(SAMPLE), db)
-    text = pipeline.metrics_text(db, config.from_dict({}))
+    text = publishing.metrics_text(db, config.from_dict({}))
     fams = {f.name: f for f in text_string_to_metric_families(text)}
     ft = compute_fair_tree(store.load_snapshot(db).shares).by_key()
     f = {(s.labels["account"], s.labels["user"]): s.value for s in fams["fscontrol_user_fairshare"].samples}

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from fscontrol.agent import config, pipeline
+from fscontrol.agent import config, pipeline, publishing
 from fscontrol.store import history as store
 from test_integration_forecast import _forecast_as, _public_dir
 
@@ -31,7 +31,7 @@ def test_the_cluster_size_caps_a_plan(slurm, tmp_path):
     db = store.open_db(tmp_path / "h.db")
     pipeline.collect(slurm.source(), db)
     out = _public_dir(slurm) / "tbcluster.json"
-    published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=out, source=slurm.source())
+    published, data = publishing.publish_latest(db, cfg, "tbcluster", out=out, source=slurm.source())
     assert data["limits"] == {"cluster_cpus": total, "max_cpus": total, "max_horizon_s": 2 * 86400.0, "max_plan_steps": 4}
     ok = _forecast_as(slurm, "carol", published, "--account", "chem", "--plan", f"{total}cpus:1h", "--json")
     assert ok.returncode == 0, ok.stderr
@@ -43,7 +43,7 @@ def test_the_cluster_size_caps_a_plan(slurm, tmp_path):
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.stderr
     # published without a live source (`fscontrol publish` from cron): the user's own sinfo
-    pipeline.publish_latest(db, cfg, "tbcluster", out=out)
+    publishing.publish_latest(db, cfg, "tbcluster", out=out)
     assert json.loads(out.read_text())["limits"]["cluster_cpus"] is None
     r = _forecast_as(slurm, "carol", out, "--account", "chem", "--plan", f"{total + 1}cpus:1h")
     assert r.returncode == 2 and f"more than the cluster's size, {total:,} CPUs" in r.stderr, r.stderr

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from fscontrol.agent import config
-from fscontrol.agent import pipeline
+from fscontrol.agent import publishing
 from fscontrol.store import history as store
 from fscontrol.model.decay import next_pass
 from fscontrol.slurm.source import last_decay_pass
@@ -51,7 +51,7 @@ def test_fair_tree_forecast_of_an_idle_user_matches_sprio(slurm, tmp_path):
         db = store.open_db(tmp_path / "h.db")
         snap = slurm.stable_snapshot(db)
         pub = tmp_path / "pub.json"
-        pipeline.publish_latest(db, config.load(None), snap.cluster, out=pub, source=slurm.source())
+        publishing.publish_latest(db, config.load(None), snap.cluster, out=pub, source=slurm.source())
         published = json.loads(pub.read_text())
         assert published["next_pass_at"] and published["running"]["users_published"]
         t0 = time.time()

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from fscontrol.agent import pipeline
+from fscontrol.agent import fitting, pipeline
 from fscontrol.store import history as store
 from fscontrol.model.decay import next_pass
 from fscontrol.slurm.source import last_decay_pass
@@ -49,7 +49,7 @@ def test_fit_recovers_half_life_from_ten_minutes(slurm, tmp_path):
     timed = db.execute("SELECT count(usage_at) FROM snapshots").fetchone()[0]
     print(f"{timed} of {SNAPSHOTS} snapshots timed by their pass")
     assert timed >= SNAPSHOTS - 2
-    cluster, n, r = pipeline.fit_history(db, None)
+    cluster, n, r = fitting.fit_history(db, None)
     assert cluster == "tbcluster" and n == SNAPSHOTS
     print(f"fitted {r.half_life_s:.1f} ± {r.half_life_se_s:.1f} s from {r.n_residuals} pairs, {r.n_breaks} breaks")
     assert r.configured_half_life_s == 300

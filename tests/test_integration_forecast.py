@@ -29,7 +29,7 @@ from test_integration_control import PROBES, _measure
 
 from fscontrol.agent import config
 from fscontrol.slurm import parse
-from fscontrol.agent import pipeline
+from fscontrol.agent import pipeline, publishing
 from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
@@ -137,7 +137,7 @@ def test_forecast_matches_sprio_5_and_10_minutes_later_under_hybrid_control(slur
         p0 = _wait_for_pass_after(slurm, t_start + SETTLE_S)
         db = store.open_db(tmp_path / "publish.db")
         pipeline.collect(slurm.source(), db)
-        published, _ = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
+        published, _ = publishing.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
         made, shared = {}, {}
         for minutes in (5, 10):
             r = _forecast_as(slurm, "carol", published, "--account", "chem", "--plan", f"idle:{minutes}m", "--json")
@@ -215,7 +215,7 @@ def test_private_data_user_forecasts_own_fairshare_only(slurm, tmp_path):
             db = store.open_db(state / "history.db")
             pipeline.collect(slurm.source(), db)
             cfg = config.from_dict({"agent": {"admins": ["alice"]}, "clusters": {"tbcluster": {"target_core_hours": 10}}})
-            published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
+            published, data = publishing.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
             assert data["per_association"] is False
             text = Path(published).read_text()
             assert not any(name in text for name in (*others, "carol"))

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from fscontrol.agent import config, pipeline
+from fscontrol.agent import config, pipeline, publishing
 from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
@@ -25,7 +25,7 @@ def test_j_is_one_of_the_users_own_pending_jobs_and_the_default_skips_held_ones(
     db = store.open_db(tmp_path / "history.db")
     pipeline.collect(slurm.source(), db)
     cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10}}})
-    published, _ = pipeline.publish_latest(db, cfg, "tbcluster", out=tmp_path / "public" / "tbcluster.json")
+    published, _ = publishing.publish_latest(db, cfg, "tbcluster", out=tmp_path / "public" / "tbcluster.json")
     db.close()
     try:
         held = slurm.submit("carol", "chem", 1, 60, begin="now+1hour")  # first: the lower id

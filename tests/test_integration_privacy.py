@@ -14,7 +14,7 @@ import pytest
 from test_integration_forecast import _forecast_as, _public_dir, _user_python
 from test_privacy import _guesses, recovered
 
-from fscontrol.agent import config, pipeline
+from fscontrol.agent import config, pipeline, publishing
 from fscontrol.export import privacy
 from fscontrol.store import history as store
 
@@ -85,8 +85,8 @@ def test_a_plain_user_who_knows_every_name_recovers_nothing(slurm, tmp_path):
             cfg = config.from_dict({"agent": {"admins": ["alice"], "metrics": str(prom / "fscontrol.prom")},
                                     "clusters": {"tbcluster": {"target_core_hours": 10}}})
             public = _public_dir(slurm)
-            published, data = pipeline.publish_latest(db, cfg, "tbcluster", out=public / "tbcluster.json")
-            pipeline.write_metrics(db, cfg)
+            published, data = publishing.publish_latest(db, cfg, "tbcluster", out=public / "tbcluster.json")
+            publishing.write_metrics(db, cfg)
             db.close()
             # every name the attacker knows: passwd and the association tree (sacctmgr, as root: all of it)
             assocs = slurm.run("sacctmgr", "-n", "-P", "list", "assoc", "format=account,user")

@@ -140,7 +140,7 @@ GATE_CFG = {"clusters": {"tbcluster": {
 def test_why_a_job_the_gate_holds_and_others_hold(slurm, tmp_path):
     """alice (flat) runs 128 CPUs against flat's target of 2 x 20 = 40; her next job waits beside
     carol's (chem, under target): the gate holds alice's. alice asks why as herself."""
-    from fscontrol.agent import config, pipeline
+    from fscontrol.agent import config, pipeline, publishing
     from fscontrol.store import history as store
 
     slurm.cancel_all()
@@ -162,7 +162,7 @@ def test_why_a_job_the_gate_holds_and_others_hold(slurm, tmp_path):
         slurm.run("scontrol", "hold", user_held, user="bob")
         res = pipeline.gate_tick(slurm.source(), db, cfg, apply=True)
         assert [a.job_id for a in res.plan.holds] == [held], res.plan.actions
-        path, _ = pipeline.publish_latest(db, cfg, "tbcluster", out=public / "tbcluster.json")
+        path, _ = publishing.publish_latest(db, cfg, "tbcluster", out=public / "tbcluster.json")
         assert _states(slurm)[held] == ("PENDING", "JobHeldAdmin")
 
         p = _why_as(slurm, "alice", held, "--json", "--published", str(path))

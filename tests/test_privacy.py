@@ -213,7 +213,7 @@ def test_no_docstring_claims_the_published_file_names_no_one_while_it_hashes_nam
 
 
 def test_publish_makes_the_secret_beside_the_history_and_writes_own_files(tmp_path):
-    from fscontrol.agent import config, pipeline
+    from fscontrol.agent import config, pipeline, publishing
     from fscontrol.store import history as store
 
     db = store.open_db(tmp_path / "h.db")
@@ -223,14 +223,14 @@ def test_publish_makes_the_secret_beside_the_history_and_writes_own_files(tmp_pa
     pipeline.collect(RecordedSlurm(sample), db)
     (tmp_path / "pub").mkdir()
     cfg = config.from_dict({"agent": {"admins": [ADMIN]}})
-    path, data = pipeline.publish_latest(db, cfg, None, out=tmp_path / "pub" / "tb.json")
+    path, data = publishing.publish_latest(db, cfg, None, out=tmp_path / "pub" / "tb.json")
     assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
     assert data["own_files"] is True and len(data["admins_hmac"]) == 1
     assert (tmp_path / "pub" / "tb.users").is_dir()
     snap = store.load_snapshot(db)
     assert ADMIN not in recovered(Path(path).read_text(), snap.cluster, _names(snap))
     cfg2 = replace(cfg, secret=str(tmp_path / "elsewhere"))
-    pipeline.publish_latest(db, cfg2, None, out=tmp_path / "pub" / "tb.json")
+    publishing.publish_latest(db, cfg2, None, out=tmp_path / "pub" / "tb.json")
     assert (tmp_path / "elsewhere").is_file()
 
 

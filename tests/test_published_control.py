@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from fscontrol.agent import config
-from fscontrol.agent import pipeline
+from fscontrol.agent import publishing
 from fscontrol.cli.app import app
 from fscontrol.export import publish as pub
 from fscontrol.model.fairshare import fairshare_factor
@@ -33,11 +33,11 @@ def test_publish_carries_the_d_an_applying_tick_left_in_slurmctld(tmp_path):
     cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 2.0, "method": "damping"}}})
     d_old, d_new = snap.config.damping_factor, snap.config.damping_factor + 23226
     out = tmp_path / "tbcluster.json"
-    _, data = pipeline.publish_latest(db, cfg, "tbcluster", out=out)
+    _, data = publishing.publish_latest(db, cfg, "tbcluster", out=out)
     assert data["config"]["damping_factor"] == d_old  # nothing applied: the snapshot's d
     # an applying tick read d_new back from slurmctld after this snapshot was taken
     ledger.set_state(db, "tbcluster", "damping_in_force", {"d": d_new, "at": snap.taken_at}, snap.taken_at)
-    _, data = pipeline.publish_latest(db, cfg, "tbcluster", out=out)
+    _, data = publishing.publish_latest(db, cfg, "tbcluster", out=out)
     assert data["config"]["damping_factor"] == d_new == json.loads(out.read_text())["config"]["damping_factor"]
     # every F and every halving in the file are at slurmctld's d
     row = next(r for r in snap.shares if r.user == "alice" and r.effective_usage)
@@ -45,9 +45,9 @@ def test_publish_carries_the_d_an_applying_tick_left_in_slurmctld(tmp_path):
     assert got["fairshare"] == fairshare_factor(row.effective_usage, row.norm_shares, d_new)
     assert data["halving_usage"] == data["reference_share"] * d_new * data["total_usage"]
     # the tick's own read-back wins (the tick passes it); a record older than the snapshot does not count
-    assert pipeline.publish_latest(db, cfg, "tbcluster", out=out, damping=7)[1]["config"]["damping_factor"] == 7
+    assert publishing.publish_latest(db, cfg, "tbcluster", out=out, damping=7)[1]["config"]["damping_factor"] == 7
     ledger.set_state(db, "tbcluster", "damping_in_force", {"d": d_new, "at": snap.taken_at - 1}, snap.taken_at)
-    assert pipeline.publish_latest(db, cfg, "tbcluster", out=out)[1]["config"]["damping_factor"] == d_old
+    assert publishing.publish_latest(db, cfg, "tbcluster", out=out)[1]["config"]["damping_factor"] == d_old
 
 
 def test_build_published_is_at_the_d_it_is_given():
@@ -66,8 +66,8 @@ def test_publish_says_whether_the_agent_applies_control(tmp_path):
     clusters = {"tbcluster": {"target_core_hours": 2.0, "method": "damping"}}
     dry = config.from_dict({"clusters": clusters})
     acting = config.from_dict({"agent": {"apply": True}, "clusters": clusters})
-    assert pipeline.publish_latest(db, dry, "tbcluster", out=out)[1]["control"] == {"applying": False, "off": False}
-    assert pipeline.publish_latest(db, acting, "tbcluster", out=out)[1]["control"] == {"applying": True, "off": False}
+    assert publishing.publish_latest(db, dry, "tbcluster", out=out)[1]["control"] == {"applying": False, "off": False}
+    assert publishing.publish_latest(db, acting, "tbcluster", out=out)[1]["control"] == {"applying": True, "off": False}
     ledger.set_state(db, "tbcluster", "acting_off", {"by": "control off", "at": 0.0}, 0.0)
-    assert pipeline.publish_latest(db, acting, "tbcluster", out=out)[1]["control"] == {"applying": False, "off": True}
+    assert publishing.publish_latest(db, acting, "tbcluster", out=out)[1]["control"] == {"applying": False, "off": True}
     assert json.loads(out.read_text())["control"] == {"applying": False, "off": True}

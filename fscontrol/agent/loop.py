@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fscontrol.agent import pipeline
+from fscontrol.agent import pipeline, publishing
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
 from fscontrol.errors import FscontrolError, InternalError, LockedError
@@ -103,7 +103,7 @@ def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | No
         if cfg.metrics:  # after every cluster, outside their locks (the textfile is replaced atomically)
             db = store.open_db(db_path)
             try:
-                pipeline.write_metrics(db, cfg)
+                publishing.write_metrics(db, cfg)
             finally:
                 db.close()
     except FscontrolError as e:
@@ -123,7 +123,7 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
         try:
             res = pipeline.run_tick(source, db, cfg, apply=apply, stages=stages, name=name)
             if metrics:
-                pipeline.write_metrics(db, cfg)
+                publishing.write_metrics(db, cfg)
             return res
         finally:
             db.close()
@@ -255,7 +255,7 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             except FscontrolError as e:
                 note("control", [ClusterOutcome(name, error=e)])
         try:
-            nxt = pipeline.next_decay_pass(make_source(name))  # the coming pass (the one just prepared for)
+            nxt = publishing.next_decay_pass(make_source(name))  # the coming pass (the one just prepared for)
         except FscontrolError as e:
             nxt = None
             log.warning("control %s: when is the next decay pass? %s", name or "(default cluster)", e)

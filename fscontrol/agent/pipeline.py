@@ -14,11 +14,11 @@ import time
 from collections.abc import Callable
 
 from fscontrol.act import executor
+from fscontrol.agent import fitting, publishing
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
-from fscontrol.store import loaders as store_loaders
-from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, OutputError, ParseError, UnsafeActionError)
+from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, ParseError, UnsafeActionError)
 from fscontrol.store.connection import Database
 from fscontrol.records import Snapshot
 from fscontrol.slurm.source import RecordedSlurm, SlurmSource, last_decay_pass
@@ -145,146 +145,6 @@ def collect(source: SlurmSource, db: Database, name: str | None = None, now: flo
     """One snapshot into the history (a tick with no stage that acts)."""
     res = run_tick(source, db, None, apply=False, stages=Stages(), now=now, name=name)
     return res.collected
-
-
-def thin_to_period(times: list[float], period_s: float) -> list[int]:
-    """Indices of snapshots at least one PriorityCalcPeriod apart (greedy from the first).
-
-    RawUsage moves only at decay passes: a pair of snapshots closer than one pass says nothing
-    about decay, and pairs should span whole passes (see fit.py)."""
-    keep: list[int] = []
-    for i, t in enumerate(times):
-        if not keep or t - times[keep[-1]] >= period_s * 0.98:
-            keep.append(i)
-    return keep
-
-
-def _read_fit_history(db: Database, cluster: str, last: int | None, running: bool = False):
-    """The usage history and the charged jobs the fit needs. The jobs (each crosses into Python)
-    are read on a second, read-only connection in a thread while this one reads the usage
-    (SQLite joins those into strings without holding Python's lock): on two cores the two reads
-    overlap. An in-memory history (no file) is read in turn. The jobs are those of the snapshots
-    up to the last one the usage has (a collect committing meanwhile adds only later ones)."""
-    import sqlite3
-    import threading
-
-    ids = store.snapshot_ids(db, cluster)
-    if last:
-        ids = ids[-last:]
-    if not ids:
-        return store_loaders.usage_history(db, cluster), None
-    lo, hi = ids[0], ids[-1]
-    path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
-    if not path:
-        hist = store_loaders.usage_history(db, cluster)
-        return hist, store_loaders.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi, running=running)
-    box: dict = {}
-
-    def read_jobs() -> None:
-        try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
-            try:
-                box["jobs"] = store_loaders.read_job_charges(conn, lo, hi, running=running)
-            finally:
-                conn.close()
-        except BaseException as e:  # noqa: BLE001 - handed to the caller below
-            box["error"] = e
-
-    worker = threading.Thread(target=read_jobs, name="fit-jobs", daemon=True)
-    worker.start()
-    try:
-        hist = store_loaders.usage_history(db, cluster)
-    finally:
-        worker.join()
-    now_ids = hist.ids[-last:] if last else hist.ids
-    if "error" in box or not now_ids.size or (int(now_ids[0]), int(now_ids[-1])) != (lo, hi):
-        # the read-only connection failed (a locked or vanished file), or a collect added a
-        # snapshot in between: inflow_history reads the jobs on this connection
-        return hist, None
-    return hist, box["jobs"]
-
-
-def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge, jobs):
-    """fit.at_the_passes for the snapshots whose collect could tell when their pass ran
-    (snapshots.usage_at); the others keep their times. Under load a collect's timing wanders by
-    seconds against the passes: at a half-life of a few passes that biased the fitted half-life
-    by a few percent. `jobs`: read_job_charges(running=True) of those snapshots."""
-    import numpy as np
-
-    from fscontrol.model.fit import at_the_passes
-
-    rows = db.execute("SELECT usage_at, window_end FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
-                      [cluster, int(ids[0]), int(ids[-1])]).fetchall()
-    at = np.array([np.nan if a is None else a for a, _ in rows], dtype=float)
-    if at.shape != times.shape or not np.isfinite(at).any():
-        return times, charge
-    after = np.array([np.nan if a is None or w is None else w - a for a, w in rows], dtype=float)
-    tails = store_loaders.pass_tails(jobs, np.asarray(ids), after)
-    tail = store_loaders.inflow_history(db, cluster, hist, first_id=int(ids[0]), jobs=tails)[:, len(hist.ids) - len(ids):]
-    return at_the_passes(times, at, charge, tail)
-
-
-def fit_history(db: Database, cluster: str | None, *, last: int | None = None, now: float | None = None,
-                record_fit: bool = True):
-    """Fit the decay rate to the stored history of a cluster and record the fit (unless not
-    `record_fit`: a read-only history, whose fit is only shown).
-
-    Uses user associations only (account rows are sums of them) and the sacct charge between
-    snapshots; snapshots are thinned to one per decay pass at most."""
-    if cluster is None:
-        names = store.clusters(db)
-        if len(names) != 1:
-            raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
-        cluster = names[0]
-    config = store.latest_config(db, cluster)
-    taken = [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
-    if len(thin_to_period(taken[-last:] if last else taken, max(config.calc_period_s, 1))) < 3:
-        # said before numpy loads: a young history, every tick
-        raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
-                            "(one decay pass apart at least; 2 needed)")
-    import numpy as np
-
-    from fscontrol.model import fit as fitmod
-
-    # snapshots that know their pass (usage_at): the jobs are read with their running billing too
-    timed = db.execute("SELECT count(usage_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()[0] > 0
-    hist, jobs = _read_fit_history(db, cluster, last, running=timed)
-    times, ids, usage_all = hist.times, hist.ids, hist.usage
-    if last:
-        times, ids, usage_all = times[-last:], ids[-last:], usage_all[:, -last:]
-    first = int(ids[0]) if len(ids) else None
-    charge = store_loaders.inflow_history(db, cluster, hist, first_id=first, jobs=jobs)[:, len(hist.ids) - len(ids):]
-    if timed and len(ids):
-        times, charge = _at_the_passes(db, cluster, hist, ids, times, charge, jobs)
-    del jobs
-    keep = thin_to_period(times.tolist(), max(config.calc_period_s, 1))
-    all_kept = keep == list(range(len(times)))
-    usage = usage_all if all_kept else usage_all[:, keep]
-    del hist, usage_all
-    if all_kept:  # each kept snapshot's own window (column 0: before the history, unused)
-        flow = charge
-        flow[:, :1] = 0.0
-    else:
-        flow = np.zeros_like(usage)
-        # the charge between two kept snapshots is the sum of the windows ending after the first,
-        # added one window after the other (as Python's sum did, so the same floats)
-        starts = np.array(keep[:-1], dtype=np.int64) + 1
-        lens = np.diff(np.array(keep, dtype=np.int64))
-        for off in range(int(lens.max()) if lens.size else 0):
-            cols = np.flatnonzero(lens > off)
-            flow[:, cols + 1] += charge[:, starts[cols] + off]
-    del charge
-    kept_times = times[keep]
-    try:
-        result = fitmod.fit_decay_matrix(
-            kept_times, usage, flow, config.half_life_s, calc_period_s=config.calc_period_s
-        )
-    except ValueError as e:
-        raise NotFoundError(f"cannot fit the decay of {cluster} yet: {e}") from None
-    if record_fit:
-        with store.transaction(db):
-            store_ledger.write_fit(db, cluster, now if now is not None else time.time(), int(ids[keep[0]]), int(ids[keep[-1]]), result)
-    return cluster, len(keep), result
 
 
 # ---------------------------------------------------------------------------- control
@@ -561,15 +421,15 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
     fitted = None
     if stages.fit and cfg is not None and fit_due(db, cluster, cfg.schedule["fit"], started):
         try:
-            _, _, fitted = fit_history(db, cluster, now=started)
+            _, _, fitted = fitting.fit_history(db, cluster, now=started)
         except NotFoundError:
             fitted = None  # not enough history yet: not a failed tick; tried again in schedule.fit
             with store.transaction(db):
                 store_ledger.set_state(db, cluster, "fit_attempt", {"at": started}, started)
     published = None
     if stages.publish and cfg is not None and cfg.publish_dir:
-        published = str(publish_latest(db, cfg, cluster, source=source,
-                                       damping=control_res.verified_damping if control_res else None)[0])
+        published = str(publishing.publish_latest(db, cfg, cluster, source=source,
+                                                  damping=control_res.verified_damping if control_res else None)[0])
     return TickResult(cluster, tick_id, CollectResult(sid, snap), control_res, fitted, gate_res, published,
                       settled.changes)
 
@@ -629,33 +489,6 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
                            f"(the control tick had set {d_last})")
     return executor.one_action_tick(db, source.run, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
-
-
-def cluster_cpus(source: SlurmSource) -> int | None:
-    """The cluster's total CPUs (`sinfo -h -o %C`): the forecast's cap on a plan step. None from a
-    recording or when sinfo fails (the forecast then uses the config's or its fallback cap)."""
-    if isinstance(source, RecordedSlurm) or not hasattr(source, "run"):
-        return None
-    try:
-        return parse.parse_cpu_total(source.run(parse.CPUS_ARGS).stdout)
-    except FscontrolError:
-        return None
-
-
-def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
-    """(time of the next decay pass later than `after`, PriorityCalcPeriod), from `scontrol show
-    config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where
-    that record cannot be read or the cluster runs no decay passes we know of."""
-    from fscontrol.model.decay import next_pass
-
-    if isinstance(source, RecordedSlurm):  # a recording has no passes to come
-        return None
-    conf_out = source.config()
-    conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
-    last = last_decay_pass(conf.raw.get("StateSaveLocation"))
-    if last is None or conf.priority_type != "priority/multifactor":
-        return None
-    return next_pass(last, conf.calc_period_s, time.time() if after is None else after), float(conf.calc_period_s)
 
 
 def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
@@ -785,160 +618,10 @@ def _decide_gate(snap: Snapshot, cc, rec, release_all: bool, gate_off: str | Non
     return plan, acts, {a.job_id: a.reason for a in plan.actions}
 
 
-def inflow_window(slurm_cfg) -> float:
-    """How far back the published inflow looks: three usage half-lives (a steady load read as
-    steadily as the usage itself remembers it; tests/test_forecast_busy_offline.py), at least 5
-    decay passes, at most a day."""
-    period = float(slurm_cfg.calc_period_s or 300)
-    return min(86400.0, max(5 * period, 3 * float(slurm_cfg.half_life_s or 0)))
-
-
-def published_inflow(db: Database, snap) -> tuple:
-    """What the published snapshot says of the submissions that keep coming: the history's mean
-    inflow over the inflow window before `snap` and how much of their time to the limit running
-    jobs typically still run (store_loaders.window_inflow)."""
-    return store_loaders.window_inflow(db, snap.cluster, snap.taken_at - inflow_window(snap.config), snap.taken_at)
-
-
-def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
-                   source: SlurmSource | None = None, damping: int | None = None):
-    """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic),
-    and each user's own file beside it (fscontrol.export.privacy: what only they may read, and an
-    admin's token, keyed with the site secret made at the first run). With the live `source`, the
-    next decay pass after the snapshot goes with it (the Fair Tree forecast's pass times).
-    `damping`: the d the tick just left in slurmctld (its control stage read it back); without it,
-    the d a tick recorded in force after the snapshot was taken (damping_in_force_after), else the
-    snapshot's. The published d is slurmctld's, never one tick behind it.
-    Returns (path, what was written)."""
-    from fscontrol.export import privacy
-    from fscontrol.export import publish as pub
-
-    snap = store.load_snapshot(db, cluster=cluster)
-    if damping is None:
-        damping = damping_in_force_after(db, snap.cluster, snap.taken_at)
-    cc = cfg.cluster(snap.cluster)
-    admins = tuple(admins) or tuple(cfg.admins)
-    secret = privacy.load_secret(privacy.secret_path(_db_file(db), getattr(cfg, "secret", None)))
-    upcoming = None
-    if source is not None:
-        try:
-            upcoming = next_decay_pass(source, after=snap.taken_at)
-        except FscontrolError:
-            upcoming = None  # the pass times are a refinement: the forecast says "within one pass" without them
-    from fscontrol.export import limits as caps
-
-    fc = getattr(cfg, "forecast", None) or {}
-    size = cluster_cpus(source) if source is not None else None
-    gate = _gate_published(db, cfg, cc, snap)
-    data = pub.build_published(
-        snap,
-        gate=gate,
-        limits=caps.published_limits(size, fc.get("max_cpus"), fc.get("max_horizon_s", caps.DEFAULT_MAX_HORIZON_S),
-                                     fc.get("max_plan_steps", caps.DEFAULT_MAX_PLAN_STEPS)),
-        reference=cc.reference_share,
-        dummy=cc.dummy_key,
-        target_core_hours=cc.target_core_hours,
-        admins=admins,
-        published_at=time.time() if now is None else now,
-        method=cc.method,
-        next_pass_at=upcoming[0] if upcoming else None,
-        secret=secret,
-        inflow=published_inflow(db, snap),
-        damping=damping,
-        control=published_control(db, cfg, snap.cluster),
-    )
-    try:
-        if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is
-            target = pub.default_path(snap.cluster, cfg.publish_dir)
-            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        else:
-            target = out
-        from pathlib import Path
-
-        privacy.write_own_files(Path(target), pub.own_files(snap, secret=secret, admins=admins, gate=gate))
-        data["own_files"] = True
-        path = pub.write_published(data, target)
-        from fscontrol.export.public_page import write_public
-
-        write_public(data, path)  # <cluster>.html next to it: the public page
-        return path, data
-    except OSError as e:
-        raise OutputError(f"cannot write the published snapshot: {e}") from None
-
-
-def damping_in_force_after(db: Database, cluster: str, taken_at: float) -> int | None:
-    """The d an applying tick read back from slurmctld after the snapshot taken at `taken_at`
-    (agent_state 'damping_in_force', written by run_tick with its snapshot's time: a later snapshot
-    read d from slurmctld itself), or None: the snapshot's d stands."""
-    rec = store_ledger.get_state(db, cluster, "damping_in_force")
-    if isinstance(rec, dict) and rec.get("d") is not None and float(rec.get("at") or 0.0) >= taken_at:
-        return int(rec["d"])
-    return None
-
-
-def published_control(db: Database, cfg, cluster: str) -> dict:
-    """Whether the agent acts on the cluster, for the forecast (it says the agent holds the total
-    usage only then): `applying` = the config's agent.apply (the ticks act) and not turned off;
-    `off` = `control off --apply` stopped it until `control on`."""
-    off = store_ledger.get_state(db, cluster, "acting_off") is not None
-    return {"applying": bool(getattr(cfg, "apply", False)) and not off, "off": off}
-
-
-def _gate_published(db: Database, cfg, cc, snap) -> dict | None:
-    """The gate's state for the published snapshot (`fscontrol why` on a held job): its latest
-    decision's table, as the gate tick recorded it. None when the gate is off or never decided."""
-    if not (cc.gate.enabled and cc.allocations):
-        return None
-    last = store_ledger.get_state(db, snap.cluster, "gate_table")
-    if not last:
-        return None
-    from fscontrol.export import publish as pub
-
-    return pub.gate_summary(last, snap.shares, snap.cluster, cfg.schedule["gate"])
-
-
 def gate_table(plan) -> dict:
     """What a gate tick records of its decision for `fscontrol why` (agent_state 'gate_table')."""
     return {"decided_at": plan.now, "action": plan.action, "unit": plan.unit, "under_waiting": len(plan.under_waiting),
             "accounts": {a.account: [a.occupancy, a.target, a.state] for a in plan.accounts if a.target is not None}}
-
-
-def _db_file(db: Database) -> str | None:
-    """The history's file (the site secret lives beside it), None for an in-memory one."""
-    row = db.execute("PRAGMA database_list").fetchone()
-    return row[2] if row and row[2] else None
-
-
-def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
-    """The Prometheus textfile for every cluster in the history (or the named ones)."""
-    from fscontrol.export import metrics, privacy
-    from fscontrol.report import status as rstatus
-
-    names = clusters or [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY 1")]
-    state = {}
-    for name in names:
-        try:
-            snap = store.load_snapshot(db, cluster=name)
-        except NotFoundError:
-            continue
-        cc = cfg.cluster(name)
-        status = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
-        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store_ledger.last_decision(db, name),
-                       "holds": len(store_ledger.gate_ledger(db, name)),
-                       "name_users": privacy.metrics_name_users(snap.config.private_data, getattr(cfg, "metrics_group", None))}
-    return metrics.render(metrics.families(state, store.tick_stats(db)))
-
-
-def write_metrics(db: Database, cfg, path=None) -> str | None:
-    target = path or cfg.metrics
-    if not target:
-        return None
-    from fscontrol.export import metrics
-
-    try:
-        return str(metrics.write_textfile(target, metrics_text(db, cfg), group=getattr(cfg, "metrics_group", None)))
-    except OSError as e:
-        raise OutputError(f"cannot write the metrics file {target}: {e}") from None
 
 
 # ---------------------------------------------------------------------------- the SFS gate

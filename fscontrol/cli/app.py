@@ -269,7 +269,7 @@ def fit(
 
     Resets (RawUsage=0) and usage lost in a slurmctld crash are breaks, not data. Collect at an
     interval that is a multiple of PriorityCalcPeriod: usage moves only at decay passes."""
-    from fscontrol.agent import config, pipeline
+    from fscontrol.agent import config, fitting
 
     try:
         from fscontrol.store import history as store
@@ -277,7 +277,7 @@ def fit(
         cfg = config.load(config_path)
         path = db or (Path(cfg.db) if cfg.db else None) or store.default_db_path()
         rw = not Path(path).exists() or store.writable(path)  # a read-only history: fitted, shown, not stored
-        name, n_snap, r = pipeline.fit_history(_db(path, create=False, readonly=not rw), cluster, last=last, record_fit=rw)
+        name, n_snap, r = fitting.fit_history(_db(path, create=False, readonly=not rw), cluster, last=last, record_fit=rw)
     except FscontrolError as e:
         raise _fail(e) from None
     data = {
@@ -322,16 +322,15 @@ def metrics(
     """Prometheus text exposition of the history (usage, d, halving vs target, padding, per-user F
     and implied halving, agent holds, tick durations and failures), for node_exporter's textfile
     collector. `tick` and `run` write it after every tick when agent.metrics is set."""
-    from fscontrol.agent import config
-    from fscontrol.agent import pipeline
+    from fscontrol.agent import config, publishing
 
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
         if out is not None:
-            typer.echo(f"wrote {pipeline.write_metrics(database, cfg, out)}")
+            typer.echo(f"wrote {publishing.write_metrics(database, cfg, out)}")
         else:
-            typer.echo(pipeline.metrics_text(database, cfg), nl=False)
+            typer.echo(publishing.metrics_text(database, cfg), nl=False)
     except FscontrolError as e:
         raise _fail(e) from None
 
@@ -415,13 +414,12 @@ def publish(
     collect): cluster-wide numbers (U, d, half-life, S_ref, H, lambda) in a world-readable JSON
     file, written atomically. With PrivateData=usage it holds no per-user (or per-account) rows."""
 
-    from fscontrol.agent import config
-    from fscontrol.agent import pipeline
+    from fscontrol.agent import config, publishing
 
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        path, data = pipeline.publish_latest(database, cfg, cluster, out=out, admins=admin or ())
+        path, data = publishing.publish_latest(database, cfg, cluster, out=out, admins=admin or ())
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:

@@ -235,7 +235,7 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
     if args.source not in ("live", "published"):
         import tempfile
 
-        from fscontrol.agent import pipeline
+        from fscontrol.agent import pipeline, publishing
         from fscontrol.slurm.source import RecordedSlurm
 
         with tempfile.TemporaryDirectory(prefix="fscontrol-forecast-") as tmp:
@@ -243,7 +243,7 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
             try:
                 pipeline.collect(RecordedSlurm(Path(args.source), cluster=args.cluster), db)
                 snap = store.load_snapshot(db, cluster=args.cluster)
-                inflow = pipeline.published_inflow(db, snap)
+                inflow = publishing.published_inflow(db, snap)
             finally:
                 db.close()
     else:
@@ -257,10 +257,10 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
             return None
         db = store.open_db(path, create=False, readonly=True)
         try:
-            from fscontrol.agent import pipeline
+            from fscontrol.agent import publishing
 
             snap = store.load_snapshot(db, cluster=args.cluster)
-            inflow = pipeline.published_inflow(db, snap)
+            inflow = publishing.published_inflow(db, snap)
         finally:
             db.close()
         if args.now is None and snap.source.startswith("recorded sample"):

@@ -13,17 +13,20 @@ bounded slowdown overall, per size class and for the busiest accounts against th
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Annotated, Any, Optional
 
+import typer
 from tabulate import tabulate
 
+from . import cmdline
 from .multifactor import SIZE_CLASSES, ControlSpec, Disturbance, PriorityConfig, halving_errors
 from .policies import Policy
 from .run import SimResult, run_simulation
@@ -210,22 +213,36 @@ def summary(results: Sequence[SimResult]) -> list[dict[str, Any]]:
     return out
 
 
+# the methods --control takes (repeat)
+ControlName = Enum("ControlName", {n: n for n in (*CONTROLS, "hybrid-pulse", "padding")}, type=str)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    return cmdline.run(controlexp, argv, "python -m fscontrol.sim.controlexp", __doc__.split("\n\n")[0])
+
+
+def controlexp(
+    ctx: typer.Context,
+    swf: Annotated[str, typer.Option("--swf")] = str(Path(__file__).resolve().parents[2] / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"),
+    days: Annotated[float, typer.Option("--days", help="the first N days of the log")] = 365.0,
+    u_star: Annotated[Optional[list[float]], typer.Option("--u-star", help="u* in node-hours (repeat); default 1344 "
+                                                          "(a week of 8 nodes)")] = None,
+    control: Annotated[Optional[list[ControlName]], typer.Option("--control", help="methods (repeat); default all four")] = None,
+    half_life_days: Annotated[float, typer.Option("--half-life-days")] = 7.0,
+    calc_period_min: Annotated[float, typer.Option("--calc-period-min")] = 5.0,
+    no_static: Annotated[bool, typer.Option("--no-static")] = False,
+    reconfigure_every_days: Annotated[Optional[float], typer.Option("--reconfigure-every-days", help="a reconfigure "
+                                                                    "(slurm.conf's d back) every N days")] = None,
+    down_every_days: Annotated[Optional[str], typer.Option("--down-every-days", help="DAYS:HOURS: the agent down for "
+                                                           "HOURS every DAYS")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="write the results here")] = None,
+    png: Annotated[Optional[str], typer.Option("--png", help="write the halving chart here")] = None,
+) -> int:
     from .load import load_workload
 
-    ap = argparse.ArgumentParser(prog="python -m fscontrol.sim.controlexp", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--swf", default=str(Path(__file__).resolve().parents[2] / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"))
-    ap.add_argument("--days", type=float, default=365.0, help="the first N days of the log")
-    ap.add_argument("--u-star", type=float, action="append", help="u* in node-hours (repeat); default 1344 (a week of 8 nodes)")
-    ap.add_argument("--control", action="append", choices=(*CONTROLS, "hybrid-pulse", "padding"), help="methods (repeat); default all four")
-    ap.add_argument("--half-life-days", type=float, default=7.0)
-    ap.add_argument("--calc-period-min", type=float, default=5.0)
-    ap.add_argument("--no-static", action="store_true")
-    ap.add_argument("--reconfigure-every-days", type=float, help="a reconfigure (slurm.conf's d back) every N days")
-    ap.add_argument("--down-every-days", help="DAYS:HOURS: the agent down for HOURS every DAYS")
-    ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--png", help="write the halving chart here")
-    a = ap.parse_args(argv)
+    a = SimpleNamespace(swf=swf, days=days, u_star=u_star or None, control=[c.value for c in control] if control else None,
+                        half_life_days=half_life_days, calc_period_min=calc_period_min, no_static=no_static,
+                        reconfigure_every_days=reconfigure_every_days, down_every_days=down_every_days, json=json_out, png=png)
     w = load_workload(a.swf)
     t0 = w.jobs[0].submit
     w = Workload(w.name, w.nodes, [j for j in w.jobs if j.submit < t0 + a.days * 86400], meta=w.meta)
@@ -248,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             k += 1
     res = run_configs(w, prio, u_stars, a.control or list(CONTROLS), static=not a.no_static, progress=True,
                       disturbances=dist)
-    cmd = "python -m fscontrol.sim.controlexp " + " ".join(sys.argv[1:] if argv is None else argv)
+    cmd = "python -m fscontrol.sim.controlexp " + " ".join(ctx.obj)
     print(f"{cmd}\n{w.name}: {len(w.jobs):,} jobs over {a.days:g} days, {w.nodes} nodes; classic fair-share, "
           f"half-life {a.half_life_days:g} d, passes every {a.calc_period_min:g} min, S_ref = {res[0].mf.s_ref:.6f}")
     for r in res:

@@ -12,14 +12,15 @@ mean wait, in days, beside the paper's figures.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any, Optional
 
+import typer
 from tabulate import tabulate
 
+from . import cmdline
 from .policies import get_policy
 from .run import run_simulation
 from .workload import Section9Params, section9_workload
@@ -116,20 +117,23 @@ def format_section9(rows: list[dict[str, Any]], *, fmt: str = "github") -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=20, help="number of seeds (0..N-1), default 20")
-    ap.add_argument("--backfill", action="store_true", help="backfill behind the reservations (EASY-style)")
-    ap.add_argument("--gate-interval", type=float, default=None, help="gate interval in minutes (default 5)")
-    ap.add_argument("--format", default="github", help="tabulate format (github, simple, ...)")
-    a = ap.parse_args(argv)
+    return cmdline.run(section9, argv, "python -m fscontrol.sim.experiment", __doc__.splitlines()[0])
+
+
+def section9(
+    seeds: Annotated[int, typer.Option("--seeds", help="number of seeds (0..N-1), default 20")] = 20,
+    backfill: Annotated[bool, typer.Option("--backfill", help="backfill behind the reservations (EASY-style)")] = False,
+    gate_interval: Annotated[Optional[float], typer.Option("--gate-interval", help="gate interval in minutes (default 5)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="tabulate format (github, simple, ...)")] = "github",
+) -> int:
     rows = run_section9(
-        range(a.seeds),
-        backfill=a.backfill,
-        gate_interval_s=None if a.gate_interval is None else a.gate_interval * 60.0,
+        range(seeds),
+        backfill=backfill,
+        gate_interval_s=None if gate_interval is None else gate_interval * 60.0,
     )
-    bf = "EASY-style backfill behind depth-2 reservations" if a.backfill else "no backfill, reservation depth 2"
-    print(f"Steffen section 9, {a.seeds} seeds, {bf}; mean (min-max) over seeds, days\n")
-    print(format_section9(rows, fmt=a.format))
+    bf = "EASY-style backfill behind depth-2 reservations" if backfill else "no backfill, reservation depth 2"
+    print(f"Steffen section 9, {seeds} seeds, {bf}; mean (min-max) over seeds, days\n")
+    print(format_section9(rows, fmt=fmt))
     return 0
 
 

@@ -11,13 +11,17 @@ strategy and its change against rigid scheduling with conservative backfill (the
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated, Optional
+
+import typer
 
 from ..errors import FscontrolError
+from . import cmdline
 from .moldable import MoldParams
 from .moldable_report import format_categories, render_categories_png, render_categories_text, run_moldable, size_profile, summarize
 from .workload import read_swf
@@ -30,25 +34,34 @@ DEFAULT_STRATEGIES = ("rigid-cons", "rigid-easy", "greedy", "wpfs-cons", "wpfs",
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--log", default=str(DEFAULT_LOG), help="SWF log (default: the bundled SDSC Blue Horizon log)")
-    ap.add_argument("--limit", type=int, default=None, help="only the first N job records")
-    ap.add_argument("--sigma", type=float, default=0.0, help="Downey's sigma (0: perfect scalability)")
-    ap.add_argument("--rf", type=float, default=1.0, help="range factor (1: any size)")
-    ap.add_argument("--lf", type=float, default=1.0, help="load factor (1.25 = LF 125%%)")
-    ap.add_argument("--avg-par", default="machine", help="Downey's A: machine, trace, or a number")
-    ap.add_argument("--xfactor", type=float, default=2.0, help="Xfactor reservation threshold")
-    ap.add_argument("--estimates", default="user", help="user (the log's requests) or exact (actual run times)")
-    ap.add_argument("--backfill", default="best", help="schedule-time jobs without a reservation: now or best")
-    ap.add_argument("--share-over", default="system", help="fair-share sums over the 'system' (waiting and running) or the 'queue'")
-    ap.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated; the first is the baseline")
-    ap.add_argument("--sizes", action="store_true", help="also print the share of jobs per partition size")
-    ap.add_argument("--from-json", default=None, help="redraw the table and charts from a --json file (no simulation)")
-    ap.add_argument("--only", default=None, help="with --from-json: the comma-separated strategies to show (the first is the baseline)")
-    ap.add_argument("--png", default=None, help="write the chart (needs matplotlib)")
-    ap.add_argument("--json", default=None, help="write the per-category figures as JSON")
-    ap.add_argument("--format", default="github", help="tabulate format")
-    a = ap.parse_args(argv)
+    return cmdline.run(moldable, argv, "python -m fscontrol.sim.moldable_experiment", __doc__.splitlines()[0])
+
+
+def moldable(
+    log: Annotated[str, typer.Option("--log", help="SWF log (default: the bundled SDSC Blue Horizon log)")] = str(DEFAULT_LOG),
+    limit: Annotated[Optional[int], typer.Option("--limit", help="only the first N job records")] = None,
+    sigma: Annotated[float, typer.Option("--sigma", help="Downey's sigma (0: perfect scalability)")] = 0.0,
+    rf: Annotated[float, typer.Option("--rf", help="range factor (1: any size)")] = 1.0,
+    lf: Annotated[float, typer.Option("--lf", help="load factor (1.25 = LF 125%)")] = 1.0,
+    avg_par: Annotated[str, typer.Option("--avg-par", help="Downey's A: machine, trace, or a number")] = "machine",
+    xfactor: Annotated[float, typer.Option("--xfactor", help="Xfactor reservation threshold")] = 2.0,
+    estimates: Annotated[str, typer.Option("--estimates", help="user (the log's requests) or exact (actual run times)")] = "user",
+    backfill: Annotated[str, typer.Option("--backfill", help="schedule-time jobs without a reservation: now or best")] = "best",
+    share_over: Annotated[str, typer.Option("--share-over", help="fair-share sums over the 'system' (waiting and running) "
+                                            "or the 'queue'")] = "system",
+    strategies: Annotated[str, typer.Option("--strategies", help="comma-separated; the first is the baseline")] = ",".join(DEFAULT_STRATEGIES),
+    sizes: Annotated[bool, typer.Option("--sizes", help="also print the share of jobs per partition size")] = False,
+    from_json: Annotated[Optional[str], typer.Option("--from-json", help="redraw the table and charts from a --json file "
+                                                     "(no simulation)")] = None,
+    only: Annotated[Optional[str], typer.Option("--only", help="with --from-json: the comma-separated strategies to show "
+                                                "(the first is the baseline)")] = None,
+    png: Annotated[Optional[str], typer.Option("--png", help="write the chart (needs matplotlib)")] = None,
+    json_out: Annotated[Optional[str], typer.Option("--json", help="write the per-category figures as JSON")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="tabulate format")] = "github",
+) -> int:
+    a = SimpleNamespace(log=log, limit=limit, sigma=sigma, rf=rf, lf=lf, avg_par=avg_par, xfactor=xfactor, estimates=estimates,
+                        backfill=backfill, share_over=share_over, strategies=strategies, sizes=sizes, from_json=from_json,
+                        only=only, png=png, json=json_out, format=fmt)
     if a.from_json:
         return _redraw(a)
     try:
@@ -91,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _redraw(a: argparse.Namespace) -> int:
+def _redraw(a: SimpleNamespace) -> int:
     try:
         d = json.loads(Path(a.from_json).read_text())
     except (OSError, ValueError) as e:
