@@ -116,7 +116,7 @@ def main() -> int:
             print(f"(agent side, once per publish: every user's Fair Tree outlook in {agent_s:.2f} s of CPU, in process; "
                   f"published file {ft_file.stat().st_size / 1e6:.1f} MB)")
             fair_tree = [("Fair Tree forecast (no plan)", ["--fair-tree"]),
-                         ("Fair Tree forecast, --horizon 1d (ranks the tree itself)", ["--fair-tree", "--horizon", "1d"])]
+                         ("Fair Tree forecast, --horizon 1d (within the agent's projection)", ["--fair-tree", "--horizon", "1d"])]
             for name, extra in REQUESTS + fair_tree:
                 if args.skip_long and extra and "60d" in extra[-1]:
                     continue
