@@ -48,8 +48,30 @@ def test_config_check_prints_effective_settings(tmp_path):
     r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--json"])
     assert r.exit_code == 0
     eff = json.loads(r.output)
-    assert eff["apply"] is False and eff["clusters"]["tb"]["padding_mode"] == "pulse"
+    # padding_mode's default is steady, the mode docs/control.md measures closest (issue #30: it was pulse)
+    assert eff["apply"] is False and eff["clusters"]["tb"]["padding_mode"] == "steady"
     assert eff["schedule"]["collect"] == 300.0
+    assert eff["clusters"]["tb"]["slurm_conf"] is None  # SLURM_CONF from `scontrol show config` (was /etc/slurm/slurm.conf)
+
+
+def test_config_check_prints_every_key_in_force(tmp_path):
+    """The plain `config check` prints the effective value of every key an admin sets (issue #30
+    item 4: it printed the method and u* alone), in the file's own names and sections."""
+    from fscontrol.agent.config import AgentConfig, ClusterConfig
+
+    cfg = _cfg(tmp_path, '[clusters.tb]\ntarget_core_hours = 100\nmethod = "damping"\npersist = true\n'
+                         'persist_interval = "2h"\n')
+    out = CliRunner().invoke(app, ["config", "check", "--config", str(cfg)]).output
+    lines = [ln.strip() for ln in out.splitlines()]
+    for key in set(ClusterConfig.__slots__) - {"name", "gate", "allocations"}:
+        key = key.removesuffix("_s")
+        assert sum(ln.startswith(f"{key} = ") for ln in lines) == 1, key
+    for key in set(AgentConfig.__slots__) - {"schedule", "clusters", "forecast"}:
+        assert any(ln.startswith(f"{key.removesuffix('_s')} = ") for ln in lines), key
+    for want in ('persist = true', 'persist_interval = "7200s"', 'padding_mode = "steady"', "max_damping = 1000",
+                 "persist_tolerance = 0.1", "persist_reconfigure = false", "apply = false",
+                 "slurm_conf = (default: SLURM_CONF from `scontrol show config`)"):
+        assert want in lines, want
 
 
 def test_bad_toml_and_missing_file(tmp_path):

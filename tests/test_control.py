@@ -186,10 +186,15 @@ def test_control_off_plans_back_to_the_originals_only():
     orig = {"damping": 1, "usage_factor:fspad": 1.0, "slurm_conf_damping": {"path": "/etc/slurm/slurm.conf", "value": None}}
     plan = off_plan([pad, other], d_now=40, usage_factors={"fspad": 3.5}, originals=orig, dummy=("fsadmin", "fsdummy"),
                     conf_value="40")
+    # slurm.conf's line back for the next start, no reconfigure (issue #30: from 23.11 it restarts
+    # slurmctld), and the runtime d back with scontrol
     assert [(a.kind, a.argv[-1]) for a in plan] == [
         ("cancel_dummy", "9"), ("set_usage_factor", "usagefactor=1.000000"),
-        ("restore_conf_damping", "scontrol reconfigure")]  # the reconfigure puts d back to slurm.conf's 1: no set_damping
-    assert plan[2].argv[2] == "no FairShareDampeningFactor line"
+        ("restore_conf_damping", "no FairShareDampeningFactor line"), ("set_damping", "1")]
+    # persist_reconfigure = true: the admin asked for the reconfigure, which puts d back to slurm.conf's 1
+    asked = off_plan([pad, other], d_now=40, usage_factors={"fspad": 3.5}, originals=orig, dummy=("fsadmin", "fsdummy"),
+                     conf_value="40", reconfigure=True)
+    assert [(a.kind, a.argv[-1]) for a in asked][2:] == [("restore_conf_damping", "scontrol reconfigure")]
     # nothing changed by the agent: nothing to do
     assert off_plan([other], d_now=1, usage_factors={"fspad": 1.0}, originals=orig | {"slurm_conf_damping": None},
                     dummy=("fsadmin", "fsdummy"), conf_value=None) == []

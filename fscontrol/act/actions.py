@@ -129,12 +129,13 @@ def control_plan(
 
 
 def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, float], originals: dict,
-             dummy: tuple[str, str], conf_value: str | None) -> list[Action]:
+             dummy: tuple[str, str], conf_value: str | None, reconfigure: bool = False) -> list[Action]:
     """`fscontrol control off`: undo what control did, from what Slurm held before the agent
     first changed it (`originals`). Pure. The gate's holds are released by the same tick.
 
     Order: the padding jobs go first (no more padding charged), then the QOS UsageFactor, then
-    slurm.conf's d line (its reconfigure resets the runtime d to it), then the runtime d."""
+    slurm.conf's d line (for slurmctld's next start; with `reconfigure` (persist_reconfigure) a
+    `scontrol reconfigure` follows and resets the runtime d to it), then the runtime d."""
     plan: list[Action] = []
     account, user = dummy
     for j in queue:
@@ -151,9 +152,10 @@ def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, 
     if conf is not None and conf.get("value") != conf_value:
         want = conf.get("value")
         line = f"FairShareDampeningFactor={want}" if want is not None else "no FairShareDampeningFactor line"
-        plan.append(Action("restore_conf_damping", ("edit", conf["path"], line, "scontrol reconfigure"),
+        plan.append(Action("restore_conf_damping", ("edit", conf["path"], line) + (("scontrol reconfigure",) if reconfigure else ()),
                            "control off: slurm.conf's d line back as before the agent first wrote it"))
-        reconfigured_to = int(want) if want is not None else 1
+        if reconfigure:
+            reconfigured_to = int(want) if want is not None else 1
     d_orig = originals.get("damping")
     if d_orig is not None and (reconfigured_to if reconfigured_to is not None else d_now) != int(d_orig):
         plan.append(set_damping(int(d_orig), f"control off: d back to {d_orig}, as before the agent first changed it"))

@@ -124,11 +124,17 @@ def plan_control(
     padding_threshold: float = 0.02,
     dummy_billing: float = 1.0,
     advise_reason: str | None = None,
+    d_max: int = D_MAX,
 ) -> Decision:
     """The controller: from one snapshot, the d and padding that keep S_ref * d * U at u*.
 
     `d_now` is the d slurmctld holds; `d_last` the d the agent set last (hysteresis is kept
-    around it, and a d_now that differs from it was reverted by a reconfigure or restart)."""
+    around it, and a d_now that differs from it was reverted by a reconfigure or restart).
+    `d_max` (config max_damping) bounds the d it sets: on a cold cluster (little usage yet) the
+    ideal d is huge (24,815 at the testbed's first tick), and a d that large is what a restart,
+    a stopped agent or slurm.conf (persist) would keep. Below it, damping's H falls short of u*
+    (fair-share stronger than asked) until usage grows to u* / (S_ref d_max); padding and hybrid
+    make up the rest with padding."""
     notes: list[str] = []
     d_hold = d_last if d_last is not None else d_now
     if d_last is not None and d_last != d_now:
@@ -164,8 +170,16 @@ def plan_control(
 
     d_ideal = u_star / (s_ref * u_next)  # for the usage after the coming pass: what padding plans for
     d_ideal_now = u_star / (s_ref * total) if total > 0 else d_ideal  # for the coming pass
-    if d_ideal > D_MAX:
-        notes.append(f"d would be {d_ideal:,.0f}, above Slurm's maximum {D_MAX}: capped, H falls short of u*")
+    d_max = max(1, min(int(d_max), D_MAX))
+    capped = d_ideal_now > d_max
+    if capped:
+        cap = "Slurm's maximum" if d_max == D_MAX else "max_damping"
+        notes.append(f"d would be {d_ideal_now:,.0f}, above {cap} {d_max} (a cold start: little usage yet): d = {d_max}"
+                     + (", padding makes up the rest" if method in ("padding", "hybrid") else
+                        f"; H is {d_max / d_ideal_now:.0%} of u* until usage reaches "
+                        f"{u_star / (s_ref * d_max) / 3600:,.2f} core-hours"))
+        d_ideal_now = float(d_max)
+    d_ideal = min(d_ideal, float(d_max))
     if d_ideal < 1:
         notes.append(
             f"u* is below what d=1 allows (H at d=1, no padding = {s_ref * u_next / 3600:,.2f} core-hours): "
@@ -174,9 +188,9 @@ def plan_control(
 
     d_next = None
     if method == "damping":
-        d = choose_damping(d_ideal_now, d_hold, hysteresis)
+        d = min(choose_damping(d_ideal_now, d_hold, hysteresis), d_max)
         w_target = 0.0
-        bound = (0.5 + hysteresis) / d_ideal_now if d_ideal_now >= 1 else None
+        bound = (0.5 + hysteresis) / d_ideal_now if d_ideal_now >= 1 and not capped else None
     elif method == "padding":
         d = d_hold
         w_target = u_star / (s_ref * d) - u_next

@@ -6,7 +6,8 @@
                is known, with the ledger row it settles (apply, settle_ledger_row);
     settle  -> what an earlier tick left open (killed, timed out) checked against the next
                snapshot (settle, write_settlement);
-    persist -> slurm.conf through act/slurmconf.py, the one writer (persist_and_verify).
+    persist -> slurm.conf through act/slurmconf.py, the one writer (persist_and_verify), only
+               when a restart would otherwise start on a d too far off, at most hourly.
 
 agent/pipeline.py composes these into a tick; nothing else runs a planned command. A command is
 an argument list run with a timeout by the source's `run` (never a shell).
@@ -145,7 +146,8 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
 
                     value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
                     out = slurmconf.edit_damping(a.argv[1], value, lambda argv, t=left: run(argv, timeout=t).stdout,
-                                                 time.strftime("%Y%m%dT%H%M%S"))
+                                                 time.strftime("%Y%m%dT%H%M%S"),
+                                                 reconfigure=a.argv[-1] == "scontrol reconfigure")
                 else:
                     out = run(a.argv, timeout=left).stdout.strip()
                 job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
@@ -199,45 +201,71 @@ def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_i
     return done
 
 
-def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: tuple, tick_id: int):
-    """After a new d is set: write it into slurm.conf when asked (persist), and read it back."""
+def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: tuple, tick_id: int,
+                       conf_path: str | None = None, now: float | None = None):
+    """After control acted: write d into slurm.conf when persist asks for it (slurmconf.persist_due:
+    only when a restart would start on a d more than persist_tolerance off, at most once every
+    persist_interval; `scontrol reconfigure` only with persist_reconfigure), and read the new d
+    back. `conf_path`: SLURM_CONF as slurmctld reports it (used when the config names none)."""
     from fscontrol.act import actions as act
-    from fscontrol.act import slurmconf
 
     verified = None
-    if cc.persist and any(a.kind == "set_damping" and a.status == "ok" for a in done):
-        # opt-in: slurm.conf too, so a reconfigure or restart keeps d
-        p_act = act.Action(
-            "persist_damping",
-            ("edit", cc.slurm_conf, f"FairShareDampeningFactor={dec.d_target}", "scontrol reconfigure"),
-            "persist = true: keep d across reconfigure and restart",
-            status="pending",
-        )
-        cluster = decision_cluster(db, did)
-        try:
-            with open(cc.slurm_conf) as fh:
-                before = slurmconf.conf_damping_value(fh.read())
-        except (OSError, UnicodeDecodeError):
-            before = None
-        with store.transaction(db):
-            store_ledger.record_original(db, cluster, "slurm_conf_damping", {"path": cc.slurm_conf, "value": before}, time.time())
-            (pid,) = store_ledger.write_actions(db, cluster, did, "control", [p_act], time.time(), tick_id)
-        try:
-            out = slurmconf.edit_damping(cc.slurm_conf, dec.d_target, lambda argv: run(argv).stdout,
-                                         time.strftime("%Y%m%dT%H%M%S"))
-            p_act = replace(p_act, status="ok", output=out)
-        except (FscontrolError, OSError) as e:
-            p_act = replace(p_act, status="failed", output=str(e))
-        with store.transaction(db):
-            store_ledger.update_action(db, pid, p_act.status, p_act.output, None, time.time())
-        done = done + (p_act,)
-    if any(a.kind == "set_damping" and a.status == "ok" for a in done):
+    set_ok = any(a.kind == "set_damping" and a.status == "ok" for a in done)
+    set_failed = any(a.kind == "set_damping" and a.status != "ok" for a in done)
+    if cc.persist and not dec.advise_only and dec.method in ("damping", "hybrid") and not set_failed:
+        done = done + _persist(db, run, cc, dec, did, tick_id, cc.slurm_conf or conf_path,
+                               time.time() if now is None else now, act)
+    if set_ok:
         verified = parse.parse_config(source.config().stdout).damping_factor
         if verified != dec.d_target:
             raise SlurmCommandError(
                 f"scontrol fsdampeningfactor {dec.d_target} ran, but slurmctld reports FairShareDampeningFactor={verified}"
             )
     return done, verified
+
+
+def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str | None, now: float, act) -> tuple:
+    """The slurm.conf write of persist, when due: () when not, else the recorded action."""
+    from fscontrol.act import slurmconf
+
+    cluster = decision_cluster(db, did)
+    d = dec.d_target
+    argv = ("edit", path or "(unknown slurm.conf)", f"FairShareDampeningFactor={d}") + (
+        ("scontrol reconfigure",) if cc.persist_reconfigure else ())
+    before = None
+    if path:
+        try:
+            with open(path) as fh:
+                before = slurmconf.conf_damping_value(fh.read())
+        except (OSError, UnicodeDecodeError) as e:
+            path, why = None, f"cannot read {path}: {e}"
+    else:
+        why = "no slurm.conf to write: the config sets no slurm_conf and slurmctld reports no SLURM_CONF"
+    if path:
+        last = store_ledger.get_state(db, cluster, "persist_written")
+        due, why = slurmconf.persist_due(before, d, tolerance=cc.persist_tolerance,
+                                         last_write_at=(last or {}).get("at"), interval_s=cc.persist_interval_s, now=now)
+        if not due:
+            return ()
+    p_act = act.Action("persist_damping", argv, f"persist = true: {why}; slurm.conf gets d = {d}", status="pending")
+    with store.transaction(db):
+        if path:
+            store_ledger.record_original(db, cluster, "slurm_conf_damping", {"path": path, "value": before}, now)
+        (pid,) = store_ledger.write_actions(db, cluster, did, "control", [p_act], now, tick_id)
+    if path is None:
+        p_act = replace(p_act, status="failed", output=why)
+    else:
+        try:
+            out = slurmconf.edit_damping(path, d, lambda argv: run(argv).stdout, time.strftime("%Y%m%dT%H%M%S"),
+                                         reconfigure=cc.persist_reconfigure)
+            p_act = replace(p_act, status="ok", output=out)
+        except (FscontrolError, OSError) as e:
+            p_act = replace(p_act, status="failed", output=str(e))
+    with store.transaction(db):
+        store_ledger.update_action(db, pid, p_act.status, p_act.output, None, time.time())
+        if p_act.status == "ok":
+            store_ledger.set_state(db, cluster, "persist_written", {"at": now, "d": d, "path": path}, now)
+    return (p_act,)
 
 
 def decision_cluster(db: Database, decision_id: int) -> str:

@@ -20,7 +20,10 @@ How it writes, and why:
 - **Backups.** Before each edit the file is copied to `<target>.fscontrol-<stamp>`; the newest
   MAX_BACKUPS are kept. The file as it was before the agent first edited it is kept for good as
   `<target>.fscontrol-original` (written once, never rotated).
-- **Rollback.** When `scontrol reconfigure` fails, the old bytes go back the same way and
+- **No reconfigure unless asked.** The runtime d is set by `scontrol fsdampeningfactor`; the file is
+  for slurmctld's next start. `scontrol reconfigure` follows a write only when the caller asks
+  (config persist_reconfigure): from Slurm 23.11 it restarts slurmctld.
+- **Rollback.** When `scontrol reconfigure` (asked for) fails, the old bytes go back the same way and
   slurmctld is reconfigured again; the error says so.
 """
 
@@ -198,10 +201,39 @@ def original_path(path: str) -> str:
     return os.path.realpath(path) + ORIGINAL_SUFFIX
 
 
-def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str) -> str:
-    """slurm.conf's FairShareDampeningFactor line set to `value` (None: removed), then `scontrol
-    reconfigure`; rolled back if that fails. Returns what was done, in one line (with the
-    backup's path). A file that already says so is left alone, and nothing is reconfigured."""
+def persist_due(conf_value: str | None, d: int, *, tolerance: float, last_write_at: float | None,
+                interval_s: float, now: float) -> tuple[bool, str]:
+    """Whether persist writes d into slurm.conf now, and why (one line). Pure.
+
+    The runtime d follows every pass through `scontrol fsdampeningfactor`; slurm.conf matters
+    only to a restart (or a reconfigure), which starts on its line (1 without one). So it is
+    written only when a restart would start on a d more than `tolerance` (relative: the halving
+    error that start would have) off the d in force, and at most once every `interval_s`."""
+    try:
+        d_conf = int(conf_value) if conf_value is not None else 1
+    except ValueError:
+        d_conf = None
+    if d_conf == d:
+        return False, f"slurm.conf already says FairShareDampeningFactor={d}"
+    off = None if d_conf is None else d_conf / d - 1
+    if off is not None and abs(off) <= tolerance:
+        return False, (f"a restart would start on slurm.conf's d = {d_conf}, {off:+.1%} off the d in force {d}: "
+                       f"within persist_tolerance {tolerance:.0%}, not written")
+    start = "a restart would start on " + (f"slurm.conf's d = {d_conf} ({off:+.1%} off {d})" if off is not None
+                                           else f"slurm.conf's unreadable d = {conf_value!r}")
+    if last_write_at is not None and now - last_write_at < interval_s:
+        return False, (f"{start}, but slurm.conf was written {now - last_write_at:.0f} s ago: the next write after "
+                       f"persist_interval ({interval_s:g} s)")
+    return True, start
+
+
+def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *, reconfigure: bool = True) -> str:
+    """slurm.conf's FairShareDampeningFactor line set to `value` (None: removed), then, when
+    `reconfigure`, `scontrol reconfigure` (rolled back if that fails). Returns what was done, in
+    one line (with the backup's path). A file that already says so is left alone, and nothing is
+    reconfigured. Without `reconfigure` slurmctld reads the file at its next start (the runtime d
+    is set apart, by `scontrol fsdampeningfactor`): from Slurm 23.11 a reconfigure restarts
+    slurmctld, and a start runs a decay pass at once."""
     seen = _read(path)
     if _INCLUDE.search(seen.data):
         raise UnsafeActionError(f"{path} uses Include: fscontrol does not edit a split slurm.conf (an included file "
@@ -238,6 +270,8 @@ def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str) ->
             os.unlink(old)
         except OSError:
             pass
+    if not reconfigure:
+        return f"{path}: FairShareDampeningFactor {what}; backup {backup}; not reconfigured (read at slurmctld's next start)"
     try:
         run(("scontrol", "reconfigure"))
     except SlurmCommandError as e:

@@ -33,6 +33,13 @@
     method = "hybrid"                  # damping | padding | hybrid | none (report only)
     reference_share = "median"         # median | mean | min | max | a number in (0, 1]
     dummy = "fsadmin/fsdummy"          # ACCOUNT/USER of the padding association
+    padding_mode = "steady"            # steady (default) | pulse
+    max_damping = 1000                 # d never above this (a cold start's ideal d is huge)
+    persist = false                    # true: d also in slurm.conf, for a restart to start on it
+    slurm_conf = "/etc/slurm/slurm.conf"  # default: SLURM_CONF from `scontrol show config`
+    persist_tolerance = 0.1            # written only when a restart would start this far (relative) off
+    persist_interval = "1h"            # and at most once in this long
+    persist_reconfigure = false        # true: `scontrol reconfigure` after a write (restarts slurmctld >= 23.11)
     ...
 
 Pure apart from `load` (which reads the file): everything else takes plain data.
@@ -73,13 +80,17 @@ class ClusterConfig:
     reference_share: str | float = "median"
     dummy: str = "fsadmin/fsdummy"
     dummy_partition: str = "fsadmin"
-    padding_mode: str = "pulse"
+    padding_mode: str = "steady"  # steady (measured closest, docs/control.md) | pulse
     padding_qos: str = "fspad"
     padding_reservation: str | None = None  # a reservation that keeps a core for the padding job on a full cluster
     padding_threshold: float = 0.02  # pulse when padding fell this fraction below its target
     hysteresis: float = 0.25  # damping: move d only when the ideal is this far past the midpoint
-    persist: bool = False  # damping: also write slurm.conf (atomically, validated)
-    slurm_conf: str = "/etc/slurm/slurm.conf"
+    persist: bool = False  # also write d into slurm.conf (atomically, validated), for a restart to start on it
+    slurm_conf: str | None = None  # None: SLURM_CONF as `scontrol show config` reports it
+    persist_tolerance: float = 0.1  # write slurm.conf only when its d would start a restart this far (relative) off
+    persist_interval_s: float = 3600.0  # and at most once in this long (config: persist_interval = "1h")
+    persist_reconfigure: bool = False  # `scontrol reconfigure` after a write (from Slurm 23.11 that restarts slurmctld)
+    max_damping: int = 1000  # d never above this (a cold cluster's ideal d is huge: docs/control.md)
     gate: GateConfig = field(default_factory=GateConfig)
     allocations: dict[str, Allocation] = field(default_factory=dict)
 
@@ -168,7 +179,7 @@ def _gate(section: str, raw: Mapping[str, Any]) -> GateConfig:
 
 def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
     sec = f"clusters.{name}."
-    known = set(ClusterConfig.__slots__) - {"name"}
+    known = (set(ClusterConfig.__slots__) - {"name", "persist_interval_s"}) | {"persist_interval"}
     _unknown(sec, raw, known)
     out: dict[str, Any] = {"name": name}
     if "target_core_hours" in raw:
@@ -206,8 +217,24 @@ def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
             if not 0 <= v < 1:
                 raise ConfigError(f"config: '{sec}{k}' must be in [0, 1), got {v:g}")
             out[k] = v
-    if "persist" in raw:
-        out["persist"] = _type(sec, "persist", raw["persist"], bool)
+    for k in ("persist", "persist_reconfigure"):
+        if k in raw:
+            out[k] = _type(sec, k, raw[k], bool)
+    if "persist_tolerance" in raw:
+        v = float(_type(sec, "persist_tolerance", raw["persist_tolerance"], (int, float)))
+        if not 0 <= v < 1:
+            raise ConfigError(f"config: '{sec}persist_tolerance' must be in [0, 1), got {v:g}")
+        out["persist_tolerance"] = v
+    if "persist_interval" in raw:
+        v = parse_period(raw["persist_interval"], where=f"config: '{sec}persist_interval'")
+        if v < 60:
+            raise ConfigError(f"config: '{sec}persist_interval' must be at least 60 s, got {v:g} s")
+        out["persist_interval_s"] = v
+    if "max_damping" in raw:
+        v = _type(sec, "max_damping", raw["max_damping"], int)
+        if not 1 <= v <= 65535:
+            raise ConfigError(f"config: '{sec}max_damping' must be an integer in 1..65535, got {v}")
+        out["max_damping"] = v
     if "gate" in raw:
         out["gate"] = _gate(sec + "gate.", _type(sec, "gate", raw["gate"], dict))
     if "allocations" in raw:
@@ -343,3 +370,40 @@ def effective(cfg: AgentConfig) -> dict[str, Any]:
         return v
 
     return plain(cfg)
+
+
+_UNSET = {"db": "(default: $FSCONTROL_DB, else /var/lib/fscontrol/history.db for root)", "lock": "(default: <cluster>.lock beside db)",
+          "slurm_conf": "(default: SLURM_CONF from `scontrol show config`)", "secret": "(default: beside db)"}
+
+
+def effective_lines(cfg: AgentConfig) -> list[str]:
+    """Every setting in force, one `key = value` a line in the file's own sections (for `fscontrol
+    config check`): what the admin set and the default of what they did not."""
+    import json
+
+    def show(key: str, v: Any) -> str:
+        if v is None:
+            return _UNSET.get(key, "(not set)")
+        if key.endswith("_s") and isinstance(v, float):
+            return f'"{v:g}s"'
+        return json.dumps(v) if isinstance(v, (str, bool, list, tuple)) else f"{v:g}" if isinstance(v, float) else str(v)
+
+    def name(key: str) -> str:  # the file's key (persist_interval, not persist_interval_s)
+        return key[:-2] if key.endswith("_s") else key
+
+    out = ["[agent]"]
+    for k in AgentConfig.__slots__:
+        if k not in ("schedule", "clusters", "forecast"):
+            out.append(f"  {name(k)} = {show(k, getattr(cfg, k))}")
+    out.append("[schedule]")
+    out += [f'  {k} = "{v:g}s"' for k, v in cfg.schedule.items()]
+    for cname, cc in sorted(cfg.clusters.items()):
+        out.append(f"[clusters.{cname}]")
+        for k in ClusterConfig.__slots__:
+            if k in ("name", "gate", "allocations"):
+                continue
+            out.append(f"  {name(k)} = {show(k, getattr(cc, k))}")
+        g = cc.gate
+        out.append(f"  gate: enabled = {str(g.enabled).lower()}, action = {g.action}, nice = {g.nice}, "
+                   f"max_actions = {g.max_actions}; {len(cc.allocations)} allocation(s)")
+    return out

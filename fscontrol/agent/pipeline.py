@@ -392,8 +392,10 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             done, verified = tuple(c_plan), None
             if apply and c_plan:
                 done = tuple(executor.apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
-                if dec is not None:
-                    done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id)
+            if apply and dec is not None:  # (persist: slurm.conf when a restart would start too far off, even
+                # at a tick that leaves d as it is: an earlier write may have waited for persist_interval)
+                done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id,
+                                                             conf_path=snap.config.raw.get("SLURM_CONF"), now=snap.taken_at)
             if apply and verified is None and any(a.kind == "set_damping" and a.status == "ok" for a in done):
                 verified = parse.parse_config(source.config().stdout).damping_factor  # (control off: d put back)
             if verified is not None:  # the d this tick left in slurmctld: what publish says (not the snapshot's)
@@ -484,6 +486,7 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
         return None
     ideal = cc.target_usage / (float(last["s_ref"]) * total)
     d = control.clamp_d(round(ideal)) if cc.method == "hybrid" else control.choose_damping(ideal, d_last, cc.hysteresis)
+    d = min(d, cc.max_damping)  # never above the config's bound (as the control tick)
     if d == d_last:
         return None
     a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
@@ -530,7 +533,7 @@ def _decide_off(db: Database, snap: Snapshot, cc):
         except (OSError, UnicodeDecodeError) as e:
             raise UnsafeActionError(f"cannot read {orig['slurm_conf_damping']['path']} to restore its d line: {e}") from None
     plan = act.off_plan(snap.queue, d_now=snap.config.damping_factor, usage_factors={q.name: q.usage_factor for q in snap.qos},
-                        originals=orig, dummy=cc.dummy_key, conf_value=conf_value)
+                        originals=orig, dummy=cc.dummy_key, conf_value=conf_value, reconfigure=cc.persist_reconfigure)
     return None, plan
 
 
@@ -561,6 +564,7 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
         hysteresis=cc.hysteresis,
         padding_mode=cc.padding_mode,
         padding_threshold=cc.padding_threshold,
+        d_max=cc.max_damping,
         advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
                        if off else advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)),
     )

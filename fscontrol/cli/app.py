@@ -358,7 +358,10 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False) -> No
         target = "-" if cc.target_core_hours is None else f"{cc.target_core_hours:g} core-hours"
         gate = f", gate {cc.gate.action} over {len(cc.allocations)} allocation(s)" if cc.gate.enabled else ""
         typer.echo(f"  cluster {name}: method {cc.method}, u* {target}, reference share {cc.reference_share}{gate}")
-    typer.echo("(--json prints every setting, defaults filled in)")
+    typer.echo("the settings in force (defaults filled in):")
+    for line in config.effective_lines(cfg):
+        typer.echo(f"  {line}")
+    typer.echo("(--json prints them as JSON)")
 
 
 @app.command()
