@@ -168,15 +168,26 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     counts = {"ok": 0, "failed": 0, "skipped": 0}
     count_lock = threading.Lock()
 
-    def note(stage: str, outcomes: list[ClusterOutcome]) -> None:
+    # the name slurmctld reports for each cluster served (None: the one the commands reach by
+    # default, no -M), learnt from each tick's snapshot: the log names the cluster (issue #30:
+    # "control None ok" for a named cluster)
+    reported: dict[str | None, str] = {}
+
+    def called(name: str | None) -> str:
+        return name or reported.get(name) or "(default cluster)"
+
+    def note(stage: str, outcomes: list[ClusterOutcome], name: str | None = None) -> None:
         with count_lock:
             for o in outcomes:
                 counts["failed" if o.error else "ok"] += 1
+                if o.result is not None and o.result.cluster:
+                    reported[name] = o.result.cluster
         for o in outcomes:
+            who = o.cluster or (o.result.cluster if o.result is not None else None) or called(name)
             if o.error:
-                log.error("%s %s failed: %s", stage, o.cluster or "(default cluster)", o.error)
+                log.error("%s %s failed: %s", stage, who, o.error)
             else:
-                log.info("%s %s ok", stage, o.cluster)
+                log.info("%s %s ok", stage, who)
         if on_tick:
             on_tick(stage, outcomes)
 
@@ -204,13 +215,13 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     def cycle_job(name: str | None) -> None:
         try:
             note("tick", tick(cfg, make_source, db_path, [name], apply=apply, force_control=False, gate=False,
-                              control=not aligned.get(name)))
+                              control=not aligned.get(name)), name)
         except LockedError as e:
             with count_lock:
                 counts["skipped"] += 1
-            log.warning("tick %s skipped: %s", name or "(default cluster)", e)
+            log.warning("tick %s skipped: %s", called(name), e)
         except FscontrolError as e:  # the lock or the database itself
-            note("tick", [ClusterOutcome(name, error=e)])
+            note("tick", [ClusterOutcome(name, error=e)], name)
 
     def d_job(stage: str, fn, name: str | None) -> None:
         """The watch and the trim: one command on d, under the lock (a tick holding it sets d itself)."""
@@ -223,14 +234,14 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
                 finally:
                     db.close()
             if done is not None:
-                note(stage, [ClusterOutcome(name)])
+                note(stage, [ClusterOutcome(name)], name)
                 # a reverted d is news; a trim before a pass is routine (logging.WARNING, logging.INFO)
                 log.log(30 if stage == "watch" else 20, "%s %s: %s (%s)", stage,
-                        name or "(default cluster)", done.reason, done.status)
+                        called(name), done.reason, done.status)
         except LockedError:
             pass
         except FscontrolError as e:
-            note(stage, [ClusterOutcome(name, error=e)])
+            note(stage, [ClusterOutcome(name, error=e)], name)
 
     @unless_closing
     def watch_job(name: str | None) -> None:
@@ -249,20 +260,20 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         if aligned.get(name):
             try:
                 note("control", [ClusterOutcome(name, result=one_tick(cfg, make_source, db_path, name, apply=apply,
-                                                                         stages=pipeline.Stages(control=True)))])
+                                                                         stages=pipeline.Stages(control=True)))], name)
             except LockedError:
-                log.warning("control %s before the pass skipped: another tick holds the lock", name or "(default cluster)")
+                log.warning("control %s before the pass skipped: another tick holds the lock", called(name))
             except FscontrolError as e:
-                note("control", [ClusterOutcome(name, error=e)])
+                note("control", [ClusterOutcome(name, error=e)], name)
         try:
             nxt = publishing.next_decay_pass(make_source(name))  # the coming pass (the one just prepared for)
         except FscontrolError as e:
             nxt = None
-            log.warning("control %s: when is the next decay pass? %s", name or "(default cluster)", e)
+            log.warning("control %s: when is the next decay pass? %s", called(name), e)
         if nxt is None:
             if aligned.get(name, True):
                 log.warning("control %s runs every %gs: slurmctld's record of its decay passes (StateSaveLocation/"
-                            "priority_last_decay_ran) is not readable here", name or "(default cluster)", cfg.schedule["control"])
+                            "priority_last_decay_ran) is not readable here", called(name), cfg.schedule["control"])
             aligned[name] = False
             later(pass_job, datetime.fromtimestamp(time.time() + cfg.schedule["control"], timezone.utc), f"pass:{name}", name)
             return
@@ -281,13 +292,13 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     def gate_job(name: str | None) -> None:
         try:
             gate_only(cfg, make_source, db_path, name, apply=apply)
-            note("gate", [ClusterOutcome(name)])
+            note("gate", [ClusterOutcome(name)], name)
         except LockedError as e:
             with count_lock:
                 counts["skipped"] += 1
-            log.warning("gate %s skipped: %s", name or "(default cluster)", e)
+            log.warning("gate %s skipped: %s", called(name), e)
         except FscontrolError as e:
-            note("gate", [ClusterOutcome(name, error=e)])
+            note("gate", [ClusterOutcome(name, error=e)], name)
 
     if cfg.on_stop == "restore":  # what the last stop undid, the loop takes up again
         for name in clusters:

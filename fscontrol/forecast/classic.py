@@ -94,12 +94,6 @@ def idle_time_to_fairshare(u0: float, halving: float, lam: float, target: float)
     return math.log(u0 / u_target) / lam
 
 
-def usage_to_halve(halving: float) -> float:
-    """Usage that halves F from now, nothing else considered: H, whatever the current usage
-    (F is exponential in u; decay during the run only makes the real figure larger)."""
-    return halving
-
-
 def usage_to_fairshare(u0: float, halving: float, target: float) -> float:
     """Usage, with no decay, that lowers F from its current value to `target`; 0 if already
     at or below it."""

@@ -376,7 +376,7 @@ def _one(
     horizon_s: float | None,
     points: int,
 ) -> dict[str, Any]:
-    from fscontrol.model.fairshare import fairshare_factor
+    from fscontrol.model.fairshare import damping_to_halve, fairshare_factor, usage_to_halve
 
     s = r.norm_shares or 0.0
     ue = r.effective_usage or 0.0
@@ -410,10 +410,15 @@ def _one(
         return out
     h = s * d * total  # H_u
     u0 = ue * total
+    # the one halving formula, status's too: own usage raises the total as well (fairshare.usage_to_halve)
+    x = usage_to_halve(ue, s, d, total)
+    if x is None:
+        out["cannot_halve"] = (f"F cannot halve at d = {d:g} from your usage alone: d S = {d * s:.4f} >= "
+                               f"1 - EffectvUsage = {1 - ue:.4f} (it halves again at d < {damping_to_halve(ue, s):,.2f})")
     out.update(
         effective_usage_core_hours=u0 / HOUR,
         halving_core_hours=h / HOUR,
-        core_hours_to_halve=h / HOUR,
+        core_hours_to_halve=None if x is None else x / HOUR,
         core_hours_to_target=usage_to_fairshare(u0, h, target) / HOUR,
         idle_days_to_target=_finite(idle_time_to_fairshare(u0, h, lam, target) / DAY),
     )
@@ -564,7 +569,8 @@ def format_forecast(data: dict[str, Any]) -> str:
                 )
             )
             rows.append((f"idle until F >= {target:.2f}", a.get("idle_to_target_text") or _when(a["idle_days_to_target"])))
-            rows.append(("core-hours until F halves", f"{_num(a['core_hours_to_halve'])} (from now, without decay)"))
+            rows.append(("core-hours until F halves", f"{_num(a['core_hours_to_halve'])} (from now, without decay)"
+                         if a["core_hours_to_halve"] is not None else (a.get("cannot_halve") or "-")))
             if a["core_hours_to_target"]:
                 rows.append((f"core-hours until F = {target:.2f}", _num(a["core_hours_to_target"])))
         if a["note"]:

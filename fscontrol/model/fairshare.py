@@ -335,6 +335,17 @@ def usage_to_halve(effective_usage: float, norm_shares: float, damping: float, t
     return damping * norm_shares * total_usage / room
 
 
+def damping_to_halve(effective_usage: float, norm_shares: float) -> float | None:
+    """The d below which this association's own usage can halve its classic F: (1 - UE) / S.
+
+    F halves when EffectvUsage grows by d S, and a user's own usage raises it only towards 1
+    (usage_to_halve); so at d >= (1 - UE) / S (d S >= 1 - EffectvUsage) it never does, whatever
+    the user runs. None for S <= 0 (F is 0 whatever it uses)."""
+    if norm_shares <= 0:
+        return None
+    return max(0.0, 1.0 - effective_usage) / norm_shares
+
+
 def implied_halving(usage: float, fairshare: float) -> float | None:
     """u / -log2(F) (Yalim table 2): the halving usage this user's F implies; None if undefined."""
     if usage <= 0 or not (0.0 < fairshare < 1.0):

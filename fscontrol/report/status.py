@@ -150,11 +150,14 @@ def status_data(
     log2 = math.log2
     F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
          for u, e, s_u in zip(U, E, S)]
-    if total > 0:
-        halve = [d * s_u * total / room / HOUR if u and e is not None and s_u is not None and s_u > 0
-                 and (room := 1.0 - e - d * s_u) > 0 else None for u, e, s_u in zip(U, E, S)]
-    else:
-        halve = [None] * len(sel)
+    # the one halving formula (fairshare.usage_to_halve; the forecast's too)
+    to_halve = fairshare.usage_to_halve
+    halve = [x / HOUR if u and e is not None and s_u is not None and (x := to_halve(e, s_u, d, total)) is not None
+             else None for u, e, s_u in zip(U, E, S)]
+    # users whose own usage cannot halve F at this d (d S >= 1 - EffectvUsage): why, and what would
+    cannot = [] if total <= 0 else [
+        _cannot_halve(u, a, e, s_u, d, s_ref, total) for u, a, e, s_u, x, i in zip(U, A, E, S, halve, sel)
+        if u and x is None and e is not None and s_u is not None and s_u > 0 and i != dummy_i]
     alone = [bool(u) and a in alone_in for u, a in zip(U, A)]
     implied = [raw_u / -log2(f) / HOUR if al and f is not None and raw_u > 0 and 0.0 < f < 1.0 else None
                for al, f, raw_u in zip(alone, F, R)]
@@ -205,11 +208,37 @@ def status_data(
         "model_comparison": _comparison(snap, d, target_core_hours, dummy, s_ref),
         "underflow_users": [f"{u}@{a}" for u, a, uf, dm in zip(U, A, table.columns["underflow"], table.columns["dummy"])
                             if uf and not dm],
+        "cannot_halve": cannot,
         "tree": tree,
         "warnings": warnings,
         "table": table if columns else table.rows(),
         "control": _control_history(control_history or []),
     }
+
+
+def _cannot_halve(user: str, account: str, ue: float, s: float, d: int, s_ref: float | None, total: float) -> dict:
+    """Why a user's F cannot halve at d, and the d (and u*, H = S_ref d U) at which it would."""
+    d_below = fairshare.damping_to_halve(ue, s)
+    return {"user": user, "account": account, "d_s": d * s, "room": 1.0 - ue, "d_below": d_below,
+            "target_below_core_hours": None if s_ref is None or d_below is None else s_ref * d_below * total / HOUR}
+
+
+def cannot_halve_lines(data: dict, most: int = 10) -> Iterator[str]:
+    """status's words for the users whose F cannot halve at the current d (blank `halves after +`)."""
+    rows = data.get("cannot_halve") or []
+    if not rows:
+        return
+    yield ""
+    yield (f"F cannot halve at d={data['damping_factor']} for {len(rows)} user(s): d S >= 1 - EffectvUsage, and F "
+           "halves only when EffectvUsage grows by d S (a user's own usage raises it towards 1, never past it)")
+    for r in sorted(rows, key=lambda r: r["d_below"] if r["d_below"] is not None else 0)[:most]:
+        line = (f"  {r['user']}@{r['account']}: d S = {r['d_s']:.4f} >= 1 - EffectvUsage = {r['room']:.4f}; "
+                f"halves again at d < {r['d_below']:,.2f}")
+        if r["target_below_core_hours"] is not None:
+            line += f", i.e. u* < {r['target_below_core_hours']:,.2f} core-hours (H = S_ref x d x total usage)"
+        yield line
+    if len(rows) > most:
+        yield f"  ... and {len(rows) - most} more (--json lists them)"
 
 
 def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -> list[dict] | None:
@@ -351,6 +380,7 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
     yield "F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;"
     yield "halves after +: the extra usage of this user alone that halves its F, exact for shared accounts"
     yield "(d S U / (1 - EffectvUsage - d S)); u/-log2 F (Yalim) only for a user alone in a first-tier account."
+    yield from cannot_halve_lines(data)
     hist = data.get("control") or []
     if hist:
         errs = [h["error"] for h in hist]

@@ -55,7 +55,8 @@ def _classic_summary(data: Mapping, a: Mapping, i: int) -> str:
     kv = []
     if a["halving_core_hours"] is not None:
         kv += [
-            ("Core-hours until F halves", val("core_hours_to_halve", a["core_hours_to_halve"]) + " (from now, without decay)"),
+            ("Core-hours until F halves", val("core_hours_to_halve", a["core_hours_to_halve"]) + " (from now, without decay)"
+             if a["core_hours_to_halve"] is not None else esc(a.get("cannot_halve") or "-")),
             (f"Idle until F ≥ {target:g}", f'<span data-k="idle_days_to_target" data-v="{esc(a["idle_days_to_target"])}">'
              f'{esc(a.get("idle_to_target_text") or _when(a["idle_days_to_target"]))}</span>'),
             (f"Core-hours until F = {target:g}", val("core_hours_to_target", a["core_hours_to_target"])),
