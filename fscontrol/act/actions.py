@@ -86,7 +86,7 @@ def control_plan(
     plan: list[Action] = []
     if dec.d_target != dec.d_now:
         why = (
-            f"{dec.method}: ideal d = {dec.d_ideal:.3f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+            f"{dec.method}: ideal d = {dec.d_ideal:.3f}{' (above max_damping: d bounded)' if any('max_damping' in n for n in dec.notes) else ''} for u* = {dec.u_star / 3600:,.2f} core-hours, "
             f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours"
             if dec.d_ideal is not None
             else f"{dec.method}: d {dec.d_now} -> {dec.d_target}"

@@ -179,6 +179,7 @@ def plan_control(
                         f"; H is {d_max / d_ideal_now:.0%} of u* until usage reaches "
                         f"{u_star / (s_ref * d_max) / 3600:,.2f} core-hours"))
         d_ideal_now = float(d_max)
+    d_ideal_unbounded = d_ideal  # what the Decision reports (the plan's reason, history)
     d_ideal = min(d_ideal, float(d_max))
     if d_ideal < 1:
         notes.append(
@@ -228,6 +229,6 @@ def plan_control(
             pulse_k = max(0.0, needed / (calc_period_s * dummy_billing * fp)) if calc_period_s > 0 else None
     h_planned = s_ref * (d_next or d) * (u_next + w_target)
     return decision(
-        d_target=d, d_ideal=d_ideal, w_target=w_target, usage_factor=k, pulse_usage_factor=pulse_k,
+        d_target=d, d_ideal=d_ideal_unbounded, w_target=w_target, usage_factor=k, pulse_usage_factor=pulse_k,
         h_planned=h_planned, bound=bound, d_next=d_next,
     )

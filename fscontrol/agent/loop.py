@@ -317,7 +317,9 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         sched.add_job(cycle_job, "interval", seconds=cfg.schedule["collect"], args=[name], id=f"tick:{name}", next_run_time=first)
         if cc.gate.enabled and cc.allocations:
             sched.add_job(gate_job, "interval", seconds=cfg.schedule["gate"], args=[name], id=f"gate:{name}", next_run_time=first)
-        if cc.method in ("damping", "hybrid") and not cc.persist:  # with persist, slurm.conf holds d
+        # with persist too: slurm.conf holds a d within persist_tolerance of the agent's (written at
+        # most every persist_interval), so a restart starts close, and the watch puts the exact d back
+        if cc.method in ("damping", "hybrid"):
             sched.add_job(watch_job, "interval", seconds=cfg.schedule["watch"], args=[name], id=f"watch:{name}")
         if cc.method in ("damping", "hybrid", "padding") and cfg.pass_lead_s > 0:
             sched.add_job(pass_job, "date", run_date=first, args=[name], id=f"pass:{name}")

@@ -441,7 +441,8 @@ def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: 
     not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
     again at once, recorded like any action (intent first). Returns the action, or None when
     there is nothing to do. Bound: a decay pass uses the wrong d only when it falls within one
-    watch interval of the revert (with persist = true, never: slurm.conf holds the agent's d)."""
+    watch interval of the revert (with persist = true, on slurm.conf's d, within persist_tolerance of
+    the agent's unless persist_interval held the write back)."""
     from fscontrol.act import actions as act
 
     started = time.time()
@@ -465,8 +466,8 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
     their last stretch at once; this catches all but the last fraction of a second of them.
     Recorded like any action (intent first). Returns the action, or None when d stays. Only d:
-    the padding for the pass was set by the control tick; with persist = true the next tick
-    writes slurm.conf if d moved."""
+    the padding for the pass was set by the control tick; with persist = true the next control
+    tick writes slurm.conf if a restart would start too far off (persist_tolerance, persist_interval)."""
     from fscontrol.act import actions as act
     from fscontrol.act import control
 
