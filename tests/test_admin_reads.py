@@ -1,6 +1,7 @@
 """What the admin reads (issue #30 item 5): when a user's F cannot halve at the current d, status
 says why and which d and u* would change it; status and the forecast give the same "usage until F
-halves" (one formula: fairshare.usage_to_halve), each checked against F itself."""
+halves" (one function: fairshare.usage_to_halve, H while the agent holds the total, the exact
+figure at a d that stays put), each checked against F itself."""
 
 from __future__ import annotations
 
@@ -25,16 +26,38 @@ def _status_row(data: dict, user: str) -> dict:
     return next(r for r in data["table"] if r["user"] == user)
 
 
+def _published(snap, applying: bool):
+    return pub.build_published(snap, target_core_hours=10_000, method="damping",
+                               control={"applying": applying, "off": False})
+
+
 def test_status_and_forecast_use_one_halving_formula():
-    """u1 (S = 0.1, EffectvUsage 1/9, d = 1): both say 11,111 core-hours; 8b2524e's forecast said
-    H = 10,000 (Yalim's figure, which leaves out that u1's usage grows the total too)."""
+    """u1 (S = 0.1, EffectvUsage 1/9, d = 2: above the floor of 1). 8b2524e: the forecast
+    said H = S d U whatever the agent did, status d S U / (1 - UE - d S) whatever it did (issue
+    #30: "halves after +" blank, the forecast 15.0, for one user). Now both say the same, by one
+    function: H while the agent holds the total (control applied), the exact figure at a d that
+    stays put (a dry run, control off, no control); each checked against F itself."""
     snap = _snapshot()
-    st = _status_row(rstatus.status_data(snap, target_core_hours=10_000), "u1")["usage_to_halve_core_hours"]
-    fc = uf.forecast_data(pub.build_published(snap), snap.shares, user="u1", now=T0, target=0.9)["associations"][0]
-    assert fc["core_hours_to_halve"] == pytest.approx(st, rel=1e-12)
-    # independently, from F: x core-hours of u1's own raise its EffectvUsage to (UE U + x) / (U + x)
-    ue, s, total = 1 / 9, 0.1, 100_000.0
-    assert _f((ue * total + st) / (total + st), s, 1) == pytest.approx(_f(ue, s, 1) / 2, rel=1e-9)
+    snap = replace(snap, config=replace(snap.config, damping_factor=2))
+    ue, s, d, total = 1 / 9, 0.1, 2, 100_000.0
+    for held in (True, False):
+        st = _status_row(rstatus.status_data(snap, target_core_hours=10_000, total_held=held), "u1")["usage_to_halve_core_hours"]
+        fc = uf.forecast_data(_published(snap, held), snap.shares, user="u1", now=T0, target=0.9)["associations"][0]
+        assert fc["core_hours_to_halve"] == pytest.approx(st, rel=1e-12), held
+        if held:  # d follows the total (d U fixed): F = 2^(-(UE U)/(S d U)), and UE U grows by x
+            assert _f((ue * total + st) / total, s, d) == pytest.approx(_f(ue, s, d) / 2, rel=1e-9)
+            assert st == pytest.approx(s * d * total)
+        else:  # d as it is: x of u1's own raise its EffectvUsage to (UE U + x) / (U + x)
+            assert _f((ue * total + st) / (total + st), s, d) == pytest.approx(_f(ue, s, d) / 2, rel=1e-9)
+            assert st > s * d * total
+
+
+def test_status_knows_whether_the_agent_holds_the_total():
+    assert rstatus.holds_total({"apply": 1, "advise_only": 0, "method": "hybrid"}, 40)
+    assert not rstatus.holds_total({"apply": 0, "advise_only": 0, "method": "hybrid"}, 40)  # a dry run
+    assert not rstatus.holds_total({"apply": 1, "advise_only": 1, "method": "hybrid"}, 40)  # control off, Fair Tree
+    assert not rstatus.holds_total({"apply": 1, "advise_only": 0, "method": "damping"}, 1)  # d at its floor
+    assert not rstatus.holds_total(None, 40)
 
 
 def test_status_says_why_f_cannot_halve_and_what_would_change_it():
@@ -63,10 +86,13 @@ def test_status_says_why_f_cannot_halve_and_what_would_change_it():
 def test_the_forecast_says_why_too():
     snap = _snapshot()
     snap = replace(snap, config=replace(snap.config, damping_factor=9))
-    fc = uf.forecast_data(pub.build_published(snap), snap.shares, user="u1", now=T0, target=0.9)
+    fc = uf.forecast_data(_published(snap, False), snap.shares, user="u1", now=T0, target=0.9)  # a dry run
     a = fc["associations"][0]
     assert a["core_hours_to_halve"] is None
     assert a["cannot_halve"] == ("F cannot halve at d = 9 from your usage alone: d S = 0.9000 >= 1 - EffectvUsage = 0.8889 "
-                                 "(it halves again at d < 8.89)")
+                                 "(it halves again at d < 8.89; the agent does not hold the total)")
+    # with the agent holding the total, it halves after H = S d U (d falls as the total grows)
+    held = uf.forecast_data(_published(snap, True), snap.shares, user="u1", now=T0, target=0.9)["associations"][0]
+    assert held["core_hours_to_halve"] == pytest.approx(0.1 * 9 * 100_000) and "cannot_halve" not in held
     (line,) = [ln for ln in uf.format_forecast(fc).splitlines() if "core-hours until F halves" in ln]
     assert line.endswith(a["cannot_halve"])

@@ -152,6 +152,7 @@ def status(
             dummy=cc.dummy_key,
             reference=cc.reference_share,
             control_history=store_ledger.decision_history(database, snap.cluster, 60),
+            total_held=rstatus.holds_total(store_ledger.last_decision(database, snap.cluster), snap.config.damping_factor),
             only_users=[x for x in (users or "").split(",") if x],
             only_accounts=[x for x in (accounts or "").split(",") if x],
             tree=tree,

@@ -94,6 +94,22 @@ def idle_time_to_fairshare(u0: float, halving: float, lam: float, target: float)
     return math.log(u0 / u_target) / lam
 
 
+def total_held(published: dict, d: float) -> bool:
+    """Whether the agent holds the halving (S_ref d U) as usage grows, by the published snapshot:
+    it controls the cluster (a method and a target), acts (not a dry run, not turned off by
+    `control off`; a file from before that was published: assumed so), and d is not at its floor
+    (1: a growing load is beyond its reach and the total moves; seen on the testbed, seed 1)."""
+    method = published.get("control_method")
+    if method == "none" or not (published.get("target_core_hours") or method is None):
+        return False
+    if method in ("damping", "hybrid") and d <= 1:
+        return False
+    control = published.get("control")
+    if not isinstance(control, dict):
+        return True
+    return bool(control.get("applying")) and not control.get("off")
+
+
 def usage_to_fairshare(u0: float, halving: float, target: float) -> float:
     """Usage, with no decay, that lowers F from its current value to `target`; 0 if already
     at or below it."""

@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 
 from fscontrol.export.html import duration_text
-from fscontrol.forecast.classic import Segment
+from fscontrol.forecast.classic import Segment, total_held
 
 TRUST_PASSES = 2.0
 MIN_ENDED = 5  # jobs seen to end before the typical end is read from them
@@ -162,12 +162,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
         return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
 
     cluster_all = running["cluster"]
-    # the agent holds the halving (S_ref d U) where it controls it -- unless d is at its floor (1):
-    # then a growing load is beyond its reach and the total moves (seen on the testbed, seed 1)
-    held = (published.get("control_method") != "none" and (published.get("target_core_hours") or
-                                                            published.get("control_method") is None)
-            and not (published.get("control_method") in ("damping", "hybrid") and d <= 1)
-            and _agent_applies(published))
+    held = total_held(published, d)
     t_in, t_jobs = 0.0, []
     if not held:
         r0 = math.fsum(e[1] for e in cluster_all)
@@ -205,15 +200,6 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
                f"the priority of {job}")
     return Loaded(proj, period, r.norm_shares, d, f_now, assumed, trust, c_weighted,
                   sigma=math.sqrt(var_w) if BLEND else 0.0, share_now=ue0)
-
-
-def _agent_applies(published: dict) -> bool:
-    """Whether the published snapshot says the agent acts on the cluster (not a dry run, not
-    turned off by `control off`); a file from before that was published: assumed so."""
-    control = published.get("control")
-    if not isinstance(control, dict):
-        return True
-    return bool(control.get("applying")) and not control.get("off")
 
 
 def _typical_end(running: dict, q: float) -> dict:

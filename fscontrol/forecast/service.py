@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from fscontrol.errors import ConfigError, NotFoundError, UnsafeActionError
-from fscontrol.forecast.classic import Segment, idle_time_to_fairshare, trajectory, usage_to_fairshare
+from fscontrol.forecast.classic import Segment, idle_time_to_fairshare, total_held, trajectory, usage_to_fairshare
 from fscontrol.records import ShareRow
 from fscontrol.export.html import duration_text
 
@@ -272,8 +272,9 @@ def forecast_data(
     plan = list(plan)
     plan_end = sum(s.duration_s for s in plan)
     assocs = []
+    held = total_held(published, d)
     for r in mine:
-        a = _one(r, d, lam, total, plan, plan_end, target, horizon_s, points)
+        a = _one(r, d, lam, total, plan, plan_end, target, horizon_s, points, held)
         _at_current_load(a, r, rows, published, plan, plan_end, d, total, target, horizon_s, points,
                          (pending or {}).get(r.account))
         assocs.append(a)
@@ -375,6 +376,7 @@ def _one(
     target: float,
     horizon_s: float | None,
     points: int,
+    held: bool = True,
 ) -> dict[str, Any]:
     from fscontrol.model.fairshare import damping_to_halve, fairshare_factor, usage_to_halve
 
@@ -410,11 +412,13 @@ def _one(
         return out
     h = s * d * total  # H_u
     u0 = ue * total
-    # the one halving formula, status's too: own usage raises the total as well (fairshare.usage_to_halve)
-    x = usage_to_halve(ue, s, d, total)
+    # the one halving formula, status's too (fairshare.usage_to_halve): H while the agent holds the
+    # total; at a d that stays put, own usage raises the total as well
+    x = usage_to_halve(ue, s, d, total, total_held=held)
     if x is None:
         out["cannot_halve"] = (f"F cannot halve at d = {d:g} from your usage alone: d S = {d * s:.4f} >= "
-                               f"1 - EffectvUsage = {1 - ue:.4f} (it halves again at d < {damping_to_halve(ue, s):,.2f})")
+                               f"1 - EffectvUsage = {1 - ue:.4f} (it halves again at d < {damping_to_halve(ue, s):,.2f}; "
+                               "the agent does not hold the total)")
     out.update(
         effective_usage_core_hours=u0 / HOUR,
         halving_core_hours=h / HOUR,

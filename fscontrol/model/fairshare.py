@@ -311,7 +311,8 @@ def halving_usage(norm_shares: float, damping: float, total_usage: float) -> flo
     return norm_shares * damping * total_usage
 
 
-def usage_to_halve(effective_usage: float, norm_shares: float, damping: float, total_usage: float) -> float | None:
+def usage_to_halve(effective_usage: float, norm_shares: float, damping: float, total_usage: float, *,
+                   total_held: bool = False) -> float | None:
     """The extra usage, by this association alone, that halves its classic F: exact for any
     place in the tree (shared accounts, siblings' shares, FairShare=parent).
 
@@ -326,9 +327,16 @@ def usage_to_halve(effective_usage: float, norm_shares: float, damping: float, t
     UE(x) < 1), or S <= 0, or no usage on the cluster. For a user alone in a first-tier account,
     x differs from Yalim's u / -log2 F = d S U by the factor 1 / (1 - UE - d S) (its own usage
     also grows the total): negligible on a production cluster (d S U is a small part of U), not on
-    a small one. The other associations' usage is taken as it is (no one else runs meanwhile)."""
+    a small one. The other associations' usage is taken as it is (no one else runs meanwhile).
+
+    `total_held`: the agent applies control, so d follows the total (S_ref d U = u*) and d U stays
+    as it is while x is charged: F = 2^(-(UE U)/(S d U)) and UE U grows by x exactly, so F halves
+    after H = S d U, wherever the association sits and whatever its EffectvUsage (the d S >= 1 -
+    UE limit above is one of a d that stays put)."""
     if norm_shares <= 0 or total_usage <= 0 or damping <= 0:
         return None
+    if total_held:
+        return norm_shares * damping * total_usage
     room = 1.0 - effective_usage - damping * norm_shares
     if room <= 0:
         return None

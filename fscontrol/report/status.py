@@ -68,6 +68,7 @@ def status_data(
     only_accounts: Sequence[str] = (),
     tree: bool = False,
     columns: bool = False,
+    total_held: bool = False,
 ) -> dict:
     """Everything `fscontrol status` shows, as plain data. `only_users`/`only_accounts` (-u/-A,
     as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
@@ -152,7 +153,8 @@ def status_data(
          for u, e, s_u in zip(U, E, S)]
     # the one halving formula (fairshare.usage_to_halve; the forecast's too)
     to_halve = fairshare.usage_to_halve
-    halve = [x / HOUR if u and e is not None and s_u is not None and (x := to_halve(e, s_u, d, total)) is not None
+    halve = [x / HOUR if u and e is not None and s_u is not None
+             and (x := to_halve(e, s_u, d, total, total_held=total_held)) is not None
              else None for u, e, s_u in zip(U, E, S)]
     # users whose own usage cannot halve F at this d (d S >= 1 - EffectvUsage): why, and what would
     cannot = [] if total <= 0 else [
@@ -209,11 +211,22 @@ def status_data(
         "underflow_users": [f"{u}@{a}" for u, a, uf, dm in zip(U, A, table.columns["underflow"], table.columns["dummy"])
                             if uf and not dm],
         "cannot_halve": cannot,
+        "total_held": total_held,
         "tree": tree,
         "warnings": warnings,
         "table": table if columns else table.rows(),
         "control": _control_history(control_history or []),
     }
+
+
+def holds_total(last_decision: dict | None, d: int) -> bool:
+    """Whether the agent holds the halving (S_ref d U) as usage grows, by its last decision: one it
+    applied, not advice only, with a method that controls, and d above its floor (1), as the
+    forecast judges from the published snapshot (forecast.classic.total_held)."""
+    if not last_decision or not last_decision.get("apply") or last_decision.get("advise_only"):
+        return False
+    method = last_decision.get("method")
+    return method in ("damping", "padding", "hybrid") and not (method in ("damping", "hybrid") and d <= 1)
 
 
 def _cannot_halve(user: str, account: str, ue: float, s: float, d: int, s_ref: float | None, total: float) -> dict:
@@ -378,8 +391,12 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
     yield from table_lines(data["table"], fields or status_fields(), tree=bool(data.get("tree")))
     yield ""
     yield "F = 2^(-(EffectvUsage/NormShares)/d) with the controller's d; F sprio from pending jobs;"
-    yield "halves after +: the extra usage of this user alone that halves its F, exact for shared accounts"
-    yield "(d S U / (1 - EffectvUsage - d S)); u/-log2 F (Yalim) only for a user alone in a first-tier account."
+    if data.get("total_held"):
+        yield "halves after +: the extra usage of this user alone that halves its F: S d U, as the agent holds d U"
+        yield "(control applied; the forecast's figure too); u/-log2 F (Yalim) only for a user alone in a first-tier account."
+    else:
+        yield "halves after +: the extra usage of this user alone that halves its F, exact for shared accounts"
+        yield "(d S U / (1 - EffectvUsage - d S), d as it is now); u/-log2 F (Yalim) only for a user alone in a first-tier account."
     yield from cannot_halve_lines(data)
     hist = data.get("control") or []
     if hist:
