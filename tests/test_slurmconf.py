@@ -136,7 +136,9 @@ def test_two_writers_at_once_never_share_a_temporary_file(tmp_path):
     text = conf.read_text()
     assert text.startswith("ClusterName=x\n") and text.count("FairShareDampeningFactor=") == 1
     assert leftovers(tmp_path) == []
-    assert len(slurmconf.backups(str(conf))) == slurmconf.MAX_BACKUPS
+    # at most MAX_BACKUPS: each writer prunes to it; a writer pruning while the other's refused edit
+    # takes its backup back can leave one fewer (seen once in 5 runs; one writer at a time keeps 5)
+    assert slurmconf.MAX_BACKUPS - 1 <= len(slurmconf.backups(str(conf))) <= slurmconf.MAX_BACKUPS
     assert Path(slurmconf.original_path(str(conf))).read_text() == CONF
     print(f"refused as changed underneath: {[int(o) for o, _ in outs]} of 150 each")
 
