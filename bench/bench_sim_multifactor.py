@@ -44,7 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 from fscontrol.sim import get_policy, read_swf, run_simulation  # noqa: E402
 from fscontrol.sim.multifactor import ControlSpec  # noqa: E402
+from fscontrol.sim.slurmsched import SlurmSched  # noqa: E402
 from fscontrol.sim.workload import Workload  # noqa: E402
+from dataclasses import replace  # noqa: E402
 
 SWF = ROOT / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"
 
@@ -189,7 +191,7 @@ def compare_engines(before, w: Workload, rows, repeat: int, rev: str, now=None) 
 
     n = len(w.jobs)
     for label, pol in rows:
-        if pol.kind != "multifactor":
+        if pol.kind != "multifactor" or pol.slurm_sched is not None:  # (no such scheduler before)
             continue
         kw = dict(control_spec=pol.control, depth=pol.depth, backfill=pol.backfill == "easy")
         cpu = {"before": float("inf"), "now": float("inf")}
@@ -205,6 +207,26 @@ def compare_engines(before, w: Workload, rows, repeat: int, rev: str, now=None) 
               f"   start times {'the same' if not differ else f'DIFFER for {differ:,} jobs'}")
 
 
+def compare_sched(w: Workload, rows, repeat: int) -> None:
+    """CPU time of each mf-* row with EASY at every event and with slurmctld's scheduler, interleaved."""
+    from fscontrol.sim import multifactor as now
+
+    n = len(w.jobs)
+    by = dict(rows)
+    for label, pol in rows:
+        if pol.slurm_sched is None or label.split()[0] not in by:
+            continue
+        easy = by[label.split()[0]]
+        cpu = {"easy": float("inf"), "sched": float("inf")}
+        for _ in range(repeat):
+            for name, p in (("easy", easy), ("sched", pol)):
+                c0 = time.process_time()
+                now.simulate_multifactor(w, p.priority, sched=p.slurm_sched)
+                cpu[name] = min(cpu[name], time.process_time() - c0)
+        print(f"{label:<28}CPU {cpu['easy']:7.2f} s ({n / cpu['easy']:8,.0f} jobs/s) EASY -> "
+              f"{cpu['sched']:7.2f} s ({n / cpu['sched']:8,.0f} jobs/s) slurmctld's: {cpu['easy'] / cpu['sched']:5.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=20000, help="the first N jobs of the log (0: all)")
@@ -216,6 +238,8 @@ def main() -> None:
     ap.add_argument("--before", metavar="REV", help="also time the multifactor engine at git revision REV (CPU-time ratio)")
     ap.add_argument("--python-vs-compiled", action="store_true",
                     help="also time the Python engine (mfcore) against the compiled one (fscontrol.sim.accel), interleaved")
+    ap.add_argument("--sched", action="store_true",
+                    help="also time slurmctld's scheduler (slurmsched) against EASY at every event, interleaved")
     a = ap.parse_args()
     from fscontrol.sim import accel
 
@@ -239,6 +263,10 @@ def main() -> None:
         ("mf-classic", get_policy("mf-classic")),
         ("mf-classic + hybrid", get_policy("mf-classic", control=ControlSpec("hybrid", u_star=u_star))),
         ("mf-fairtree", get_policy("mf-fairtree")),
+        # slurmctld's scheduler (issue #32: main scheduler on events and every 60 s, backfill every
+        # 30 s with whole-node reservations; the log's unit is the node)
+        ("mf-classic slurm-sched", replace(get_policy("mf-classic"), slurm_sched=SlurmSched(node_cpus=1))),
+        ("mf-fairtree slurm-sched", replace(get_policy("mf-fairtree"), slurm_sched=SlurmSched(node_cpus=1))),
     ]
     for label, pol in rows:
         r, t, c = best(lambda pol=pol: run_simulation(w, pol, per_user=False), a.repeat)
@@ -249,6 +277,9 @@ def main() -> None:
     if before is not None:
         print(f"the multifactor engine at {a.before} and now (simulate_multifactor alone, best of {a.repeat}):")
         compare_engines(before, w, rows[1:], a.repeat, a.before)
+    if a.sched:
+        print(f"EASY at every event (before) and slurmctld's scheduler (now), simulate_multifactor alone, best of {a.repeat}:")
+        compare_sched(w, rows, a.repeat)
     compiled = accel.compiled_engine() if a.python_vs_compiled else None
     if a.python_vs_compiled:
         if compiled is None:

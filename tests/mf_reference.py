@@ -31,6 +31,20 @@ What it models, in the order slurmctld does it (priority_multifactor.c `_decay_t
   fits in the free nodes and ends (by its limit) before the shadow, or fits in the extra nodes
   (which it then uses up).
 
+With `sched` (a fscontrol.sim.slurmsched.SlurmSched, only its fields are read), scheduling is
+slurmctld's instead of EASY at every event:
+
+* the main scheduler at every arrival or end (not at a decay pass) over the first
+  default_queue_depth jobs of the queue, and every sched_interval from the first submission over
+  all of them: jobs start in queue order while they fit; the first that does not ends the pass;
+* backfill every bf_interval from the first submission: a plan of CPU blocks (start, end, CPUs),
+  every time in it rounded up to bf_resolution from now: the running jobs until their start +
+  limit; then for each of the first bf_max_job_test jobs in queue order, the earliest time (now,
+  or the end of a block) from which the free CPUs stay at or above its size for its rounded
+  limit: now (and it fits in the CPUs free now): it starts, and its block is added; later, within
+  bf_window: a block of its whole nodes (ceil(size / node CPUs) x node CPUs, at most the
+  machine; node_cpus 0: the machine) is added from then.
+
 Slow on purpose: everything is recomputed from the job list at every event.
 """
 
@@ -73,7 +87,7 @@ def _norm_shares(rows: list[ShareRow]) -> tuple[dict, dict, dict]:
     return parent, level, norm
 
 
-def simulate_reference(workload, prio, rows: tuple[ShareRow, ...]) -> RefRun:
+def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -> RefRun:
     jobs = workload.jobs
     n = len(jobs)
     rows = list(rows)
@@ -189,6 +203,42 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...]) -> RefRun:
     def free_nodes():
         return machine - sum(jobs[i].size for i in running)
 
+    def main_sched(t, depth):
+        for i in queue()[:depth]:
+            if jobs[i].size > free_nodes():
+                return
+            begin(i, t)
+
+    def backfill(t):
+        res = sched.bf_resolution_s
+
+        def rounded(x):
+            return t + math.ceil((x - t) / res - 1e-9) * res
+
+        blocks = [(t, rounded(start[i] + jobs[i].estimate), jobs[i].size) for i in running]
+
+        def free_at(x):
+            return machine - sum(c for a, b, c in blocks if a <= x < b)
+
+        def fits_from(x, s, dur):
+            points = [x] + [a for a, b, c in blocks if x < a < x + dur]
+            return all(free_at(y) >= s for y in points)
+
+        for i in queue()[:sched.bf_max_job_test]:
+            s = jobs[i].size
+            dur = rounded(t + jobs[i].estimate) - t
+            if s <= free_nodes() and fits_from(t, s, dur):
+                blocks.append((t, t + dur, s))
+                begin(i, t)
+                continue
+            for x in sorted({t} | {b for a, b, c in blocks if b > t}):
+                if fits_from(x, s, dur):
+                    if x <= t + sched.bf_window_s:
+                        nc = sched.node_cpus
+                        whole = machine if nc <= 0 else min(machine, -(-s // nc) * nc)
+                        blocks.append((x, x + dur, whole))
+                    break
+
     def schedule(t):
         q = queue()
         k = 0
@@ -228,14 +278,24 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...]) -> RefRun:
         end[i] = t + jobs[i].run
 
     ai = 0
+    si = sched.sched_interval_s if sched is not None else math.inf
+    bi = sched.bf_interval_s if sched is not None and sched.backfill else math.inf
+    k_main = k_bf = 1  # the timers' next ticks: t0 + k x interval
     while True:
         t = min([jobs[ai].submit] if ai < n else [math.inf])
         if running:
             t = min(t, min(end[i] for i in running))
         if (ai < n or running or pending) and next_pass < t:
             t = next_pass
+        if pending:
+            t = min(t, t0 + k_main * si, t0 + k_bf * bi)
         if t == math.inf:
             break
+        if sched is not None:  # (a timer passed while nothing was pending: its next tick)
+            while t0 + k_main * si < t:
+                k_main += 1
+            while t0 + k_bf * bi < t:
+                k_bf += 1
         changed = False
         for i in sorted(running, key=lambda i: (end[i], i)):
             if end[i] <= t:
@@ -253,7 +313,19 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...]) -> RefRun:
         if next_pass <= t:
             do_pass(t)
             next_pass += P
-            changed = True
-        if changed and pending:
+            if sched is None:  # (slurmctld's scheduler does not run at a decay pass)
+                changed = True
+        if sched is not None:
+            if changed and pending:
+                main_sched(t, sched.default_queue_depth)
+            if t0 + k_main * si <= t:
+                k_main += 1
+                if pending:
+                    main_sched(t, n)
+            if t0 + k_bf * bi <= t:
+                k_bf += 1
+                if pending:
+                    backfill(t)
+        elif changed and pending:
             schedule(t)
     return out

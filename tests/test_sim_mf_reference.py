@@ -124,3 +124,94 @@ def test_arrivals_at_one_time_are_backfilled_in_queue_order():
     ref = simulate_reference(w, prio, share_tree(w, dummy=None))
     assert (ref.start[8], ref.start[9]) == (180.0, 150.0)  # u00's job (F 1.0) before u10's (F 0.25)
     check_same(w, prio)
+
+
+# ----------------------------------------------------------------- slurmctld's scheduler (issue #32)
+@st.composite
+def scheds(draw):
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    return SlurmSched(
+        sched_interval_s=float(draw(st.sampled_from([60, 60, 7, 100]))),
+        default_queue_depth=draw(st.sampled_from([100, 100, 2])),
+        backfill=draw(st.sampled_from([True, True, True, False])),
+        bf_interval_s=float(draw(st.sampled_from([30, 30, 45, 13]))),
+        bf_window_s=float(draw(st.sampled_from([1440 * 60, 1440 * 60, 600]))),
+        bf_resolution_s=float(draw(st.sampled_from([60, 60, 1, 25]))),
+        bf_max_job_test=draw(st.sampled_from([500, 500, 3])),
+        node_cpus=draw(st.sampled_from([0, 0, 4, 8])),
+    )
+
+
+def check_same_sched(w: Workload, prio: PriorityConfig, sc) -> None:
+    rows = share_tree(w, dummy=None)
+    ref = simulate_reference(w, prio, rows, sched=sc)
+    for name, eng in _engines():
+        run = eng.simulate(w, prio, tree=rows, trace=True, sched=sc)
+        assert run.start == ref.start, f"{name}: start times differ from the reference"
+        assert run.end == ref.end, name
+        assert len(run.trace) == len(ref.trace), name
+        for (t1, u1, f1), (t2, u2, f2) in zip(run.trace, ref.trace):
+            for k in u2:
+                assert math.isclose(u1[k], u2[k], rel_tol=1e-9, abs_tol=1e-6), (name, t1, k)
+                assert math.isclose(f1[k], f2[k], rel_tol=1e-9, abs_tol=1e-12), (name, t1, k)
+
+
+@settings(max_examples=int(__import__("os").environ.get("FSCONTROL_REF_EXAMPLES", "150")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(), configs(), scheds())
+def test_slurm_scheduler_is_the_reference_pass_by_pass(w, prio, sc):
+    check_same_sched(w, prio, sc)
+
+
+def test_slurm_scheduler_hand_case_main_stops_and_backfill_waits_for_its_cycle():
+    """One 16-CPU node. Job 1 (12 CPUs) runs; job 2 (16 CPUs, the head) waits for it; job 3 (4
+    CPUs, 300 s, ends before job 1's limit) fits beside it. EASY starts 3 at its arrival; slurmctld's
+    main scheduler stops at the head, and backfill starts 3 at its next cycle (t = 30). Job 4
+    (2 CPUs, 1,000 s: it would end after the head's reservation) never starts beside the head,
+    though 0 CPUs are promised to it: the reservation holds the whole node."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    jobs = [
+        SimJob("1", 0.0, 1200.0, 1800.0, 12, user="u1", account="a"),
+        SimJob("2", 10.0, 600.0, 900.0, 16, user="u2", account="b"),
+        SimJob("3", 20.0, 300.0, 300.0, 4, user="u2", account="b"),
+    ]
+    w = Workload("hand", 16, jobs)
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    easy = simulate_reference(w, prio, share_tree(w, dummy=None))
+    assert easy.start[2] == 20.0
+    sc = SlurmSched()
+    ref = simulate_reference(w, prio, share_tree(w, dummy=None), sched=sc)
+    assert ref.start[:3] == [0.0, 1200.0, 30.0], ref.start
+    check_same_sched(w, prio, sc)
+    # a 2-CPU job whose limit reaches past the head's reservation, on a 20-CPU node with a 16-CPU
+    # head: EASY backfills it into the head's 4 extra CPUs; slurmctld's whole-node reservation does
+    # not (it starts with the head, when job 1 ends)
+    w2 = Workload("hand2", 20, [jobs[0], SimJob("2", 10.0, 600.0, 900.0, 16, user="u2", account="b"),
+                                SimJob("4", 20.0, 1000.0, 3000.0, 2, user="u2", account="b")])
+    easy2 = simulate_reference(w2, prio, share_tree(w2, dummy=None))
+    assert easy2.start[2] == 20.0  # beside the head, in its extra CPUs
+    ref2 = simulate_reference(w2, prio, share_tree(w2, dummy=None), sched=sc)
+    assert ref2.start[2] == ref2.start[1] == 1200.0, ref2.start  # not before the head
+    check_same_sched(w2, prio, sc)
+
+
+def test_fair_tree_jobs_after_a_pass_with_nothing_pending_read_its_ranks():
+    """Found by issue #32's scheduler work: under Fair Tree a pass with nothing pending did not
+    rank the tree (unless traced), so jobs that arrived before the next pass read older ranks (here
+    none: F 0 for both users, and u10's job went first by its index). slurmctld ranks at every
+    pass: u10 has used CPUs, u00 has not, so u00's job starts first. The engines ran with
+    trace=True in the tests above, where they always ranked: here without."""
+    jobs = [SimJob("1", 61.0, 397.0, 457.0, 3, user="u10", account="a1"),
+            SimJob("2", 122.0, 343.0, 943.0, 2, user="u10", account="a1"),
+            SimJob("3", 122.0, 240.0, 240.0, 4, user="u00", account="a0")]
+    w = Workload("fair-tree-empty-pass", 8, jobs)
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=True, limits=False)
+    rows = share_tree(w, dummy=None)
+    ref = simulate_reference(w, prio, rows)
+    assert ref.start == [61.0, 362.0, 122.0]
+    for name, eng in _engines():
+        assert eng.simulate(w, prio, tree=rows).start == ref.start, name

@@ -64,6 +64,7 @@ class SimulateOutput:
     results: list = field(default_factory=list)
     molds: list = field(default_factory=list)
     controlled: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # printed first: where the settings came from
 
 
 def check(o: SimulateOptions) -> None:
@@ -113,10 +114,28 @@ def simulate(o: SimulateOptions) -> SimulateOutput:
         raise ConfigError("mold-* policies run on their own: not with --sweep, --jobs, --chart, --sbatch or the multifactor options")
     if o.categories_png is not None and not mold_names:
         raise ConfigError("--categories-png needs at least one mold-* policy")
+    cap_conf = Path(o.workload) / "config.txt"
+    captured = Path(o.workload).is_dir() and cap_conf.is_file()
+    mf_presets = [p for p in names if p.startswith("mf-")]
+    if captured and o.slurm_conf is None and mf_presets:
+        # a capture's own config wins over a preset: `-p mf-classic` on a capture replays its slurmctld
+        # (the preset's settings only with --slurm-conf or the options, named below)
+        names = [p for p in names if not p.startswith("mf-")]
+        out.notes.append(f"settings from {cap_conf} (the capture's own slurmctld), not preset(s) "
+                         f"{', '.join(mf_presets)}: a capture's config wins over a preset")
+        mf_asked = True
     specs = [sw.RunSpec(p) for p in names if not p.startswith("mold-")]
     slurm_conf = o.slurm_conf
-    if mf_asked and slurm_conf is None and (Path(o.workload) / "config.txt").is_file():
-        slurm_conf = Path(o.workload) / "config.txt"  # a captured cluster: its own `scontrol show config`
+    if mf_asked and slurm_conf is None and captured:
+        slurm_conf = cap_conf  # a captured cluster: its own `scontrol show config`
+    if mf_asked and slurm_conf is not None:
+        given = [f"{flag} {v}" for flag, v in (("--fairshare", o.fairshare), ("--damping", o.damping),
+                                               ("--half-life", o.half_life), ("--calc-period", o.calc_period))
+                 if v is not None]
+        if given:
+            out.notes.append(f"mixed settings: {slurm_conf} with {', '.join(given)} over it")
+        elif not out.notes:
+            out.notes.append(f"settings from {slurm_conf}")
     if mf_asked:  # one run per control method, each a spec the sweep, its processes and --sbatch can carry
         specs += sw.multifactor_specs(
             slurm_conf=slurm_conf, fair_tree=None if o.fairshare is None else o.fairshare == "fairtree", damping=o.damping,
@@ -182,7 +201,7 @@ def render(out: SimulateOutput, *, json_out: bool = False) -> str:
         return json.dumps([summary([r])[0] if r.mf is not None else r.to_dict() for r in results], indent=2)
     from .report import format_comparison, format_report
 
-    parts: list[str] = []
+    parts: list[str] = [f"note: {n}" for n in out.notes]
     for r in results:
         parts += [format_report(r, by=o.by), ""]
     if len(results) > 1:

@@ -315,6 +315,7 @@ def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool 
     from fscontrol.slurm.parse import parse_duration
     from .multifactor import priority_config_from_slurm_conf
     from .policies import PRESETS
+    from .slurmsched import sched_from_config
 
     def dur(name: str, v: str | None) -> float | None:
         if v is None:
@@ -331,7 +332,9 @@ def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool 
         over["fair_tree"] = fair_tree
     if slurm_conf_text is not None:
         prio = priority_config_from_slurm_conf(slurm_conf_text, **over)
+        sched = sched_from_config(slurm_conf_text)  # slurmctld's own scheduler, with its SchedulerParameters
     else:
+        sched = None
         prio = replace(PRESETS["mf-classic"].priority, **{k: v for k, v in over.items() if v is not None})
     dist = [Disturbance("reconfigure", h * HOUR) for h in reconfigure_at_h]
     for spec in agent_down:
@@ -361,6 +364,8 @@ def multifactor_policies(*, slurm_conf_text: str | None = None, fair_tree: bool 
         cs = control_spec(c, us) if c != "none" else (ControlSpec("none", u_star=us) if us else None)
         label = f"mf-{algo} d={prio.damping}" if c == "none" else f"mf-{algo} {c} u*={u_star_node_hours:g}"
         p = policy(prio, label=label, control=cs, disturbances=dist if c != "none" else ())
+        if sched is not None:
+            p = replace(p, slurm_sched=sched)
         if gate is not None:
             p = replace(p, gate=True, gate_action=gate, name=f"{label} gate-{gate}")
         out.append(p)

@@ -339,6 +339,7 @@ def read_history(
             "cluster": meta.get("cluster"),
             "slurm_version": meta.get("slurm_version"),
             "captured_at": meta.get("captured_at"),
+            "last_decay_pass": meta.get("priority_last_decay_ran"),  # the decay passes' phase (capture)
             "jobs_from": f"{source}.txt",
             "command": command,
             "window": window,

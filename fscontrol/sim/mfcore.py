@@ -36,6 +36,7 @@ from .mfconfig import (
 )
 from .mfconfig import INF as _INF
 from .availability import Profile as _Profile
+from .slurmsched import backfill_starts as _backfill_starts
 from .workload import Workload
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -46,6 +47,7 @@ bisect_left: Final = _bisect_left
 insort: Final = _insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
+backfill_starts: Final = _backfill_starts
 
 
 def simulate(
@@ -66,6 +68,7 @@ def simulate(
     gate_interval_s: float = 300.0,
     progress: ProgressFn | None = None,
     max_time: float | None = None,
+    sched: Any = None,
 ) -> MFRun:
     """Run the workload under priority/multifactor. `tree`: the associations (sshare rows; their
     RawUsage is the usage at the start unless `initial_usage` is given); default the workload's
@@ -75,7 +78,10 @@ def simulate(
     pass, as sshare and sprio would show them just after it. `gate`: a `gate.GateOptions`: the
     agent's gate (`gate.plan_gate`, on the workload's allocations) every `gate_interval_s`; a hold
     takes the job out of the queue and its release makes it eligible anew (age from then, as
-    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority."""
+    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority.
+    `sched`: a `slurmsched.SlurmSched`: Slurm's own scheduler (the main scheduler on events and on
+    its timer, stopping at the first job that does not fit; backfill on its own cycle with
+    whole-node reservations) instead of EASY at every event; `depth` and `backfill` then do not apply."""
 
     jobs = workload.jobs
     # (the jobs' ids, users and accounts as given: read without the declared types, which a
@@ -457,9 +463,39 @@ def simulate(
         for p in reversed(started):
             del qkeys[p]
 
+    def main_pass(t: float, lim: int) -> None:
+        """Slurm's main scheduler: the jobs in priority order (at most `lim`), each started while it
+        fits; the first that does not stops the pass (one partition)."""
+        if lazy[0] is not None:
+            materialise()
+        q = qkeys
+        nq = len(q)
+        k = 0
+        while k < nq and k < lim and size[q[k] & QM] <= free:
+            start_job(q[k] & QM, t)
+            k += 1
+        if k:
+            del q[:k]
+
+    def bf_pass(t: float) -> None:
+        """A backfill cycle (slurmsched.backfill_starts)."""
+        if lazy[0] is not None:
+            materialise()
+        order = [kq & QM for kq in qkeys[:sched.bf_max_job_test]]
+        starts = backfill_starts(t, order, free, [(e, size[i]) for e, i in running], size, est, total, sched)
+        if starts:
+            st = set(starts)
+            qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
+            for i in starts:
+                start_job(i, t)
+
     def schedule(t: float, ended: bool, new: list[int], reordered: bool) -> None:
         nonlocal easy_valid, easy_stale, easy_head, easy_shadow, easy_extra
         if not qkeys:
+            return
+        if sched is not None:
+            if free >= q_min:
+                main_pass(t, sched.default_queue_depth)
             return
         if depth > 1:
             pass_general(t)
@@ -672,6 +708,10 @@ def simulate(
                 else:
                     ft_due[0] = None
                     fair_tree_rank()
+            else:
+                # nothing pending: the ranks are read by the jobs that arrive before the next pass
+                # (ranked then, from this pass's usage; they read older ranks before: issue #32)
+                ft_due[0] = S[:]
             if qkeys:
                 reprioritise_at_pass(t)
         else:
@@ -786,7 +826,7 @@ def simulate(
     # computed then, from the pass's time and F (`lazy`: the pass's time, classic F by association
     # (None for Fair Tree: its F stays until the next pass), how many queue entries are the pass's;
     # later arrivals are appended with their own priority and sorted in then).
-    lazy_ok = depth == 1 and gate is None and bool(wa) and max_age > 0 and bool(wf)
+    lazy_ok = (depth == 1 or sched is not None) and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
 
     def reprioritise_at_pass(t: float) -> None:
@@ -900,6 +940,14 @@ def simulate(
     # no controller, gate or disturbance: the only timed events are arrivals, ends and passes
     plain = cs is None and gate is None and not reconf and not down
     quiet_ok = plain and lazy_ok and not fair_tree and not trace
+    # Slurm's scheduler's timers (sched): the main pass over the whole queue every sched_interval,
+    # backfill every bf_interval, both from the first submission; a timer when nothing can start
+    # (no queue, or no queued job fits in the free CPUs) is skipped: it would start nothing
+    sched_on = sched is not None
+    si = float(sched.sched_interval_s) if sched_on else INF
+    bi = float(sched.bf_interval_s) if sched_on and sched.backfill else INF
+    km = 1  # the timers' next ticks: t0 + km x si, t0 + kb x bi
+    kb = 1
     while True:
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
@@ -918,6 +966,11 @@ def simulate(
                 t = reconf[0]
             if pulse_rate > 0 and pulse_end < t:
                 t = pulse_end
+        if sched_on and qkeys and free >= q_min:
+            if t0 + km * si < t:
+                t = t0 + km * si
+            if t0 + kb * bi < t:
+                t = t0 + kb * bi
         if t == INF or t > horizon:
             break
         events += 1
@@ -1010,7 +1063,27 @@ def simulate(
                     (submit[ai] if ai < n else INF) > next_pass + P and (heap[0][0] if heap else INF) > next_pass + P)
             next_pass += P
             reordered = True
-        if ended or new or reordered:
+        if sched_on:
+            # the ticks that passed while nothing could start (skipped: they would start nothing)
+            if t0 + km * si < t:
+                km = max(km, int((t - t0) // si))
+                while t0 + km * si < t:
+                    km += 1
+            if t0 + kb * bi < t:
+                kb = max(kb, int((t - t0) // bi))
+                while t0 + kb * bi < t:
+                    kb += 1
+            if ended or new or gated:
+                schedule(t, ended, new, gated)
+            if t0 + km * si <= t:  # (a tick at t)
+                km += 1
+                if qkeys and free >= q_min:
+                    main_pass(t, n)
+            if t0 + kb * bi <= t:
+                kb += 1
+                if qkeys and free >= q_min:
+                    bf_pass(t)
+        elif ended or new or reordered:
             schedule(t, ended, new, reordered)
         if progress is not None and events % 4096 == 0:
             progress(done, n)

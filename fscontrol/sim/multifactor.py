@@ -81,6 +81,7 @@ def simulate_multifactor(
     gate_interval_s: float = 300.0,
     progress: ProgressFn | None = None,
     max_time: float | None = None,
+    sched: Any = None,
 ) -> MFRun:
     """Run the workload under priority/multifactor (the engine: `mfcore.simulate`, compiled when
     `fscontrol.sim.accel` has built it). `tree`: the associations (sshare rows; their RawUsage is
@@ -91,13 +92,15 @@ def simulate_multifactor(
     pass, as sshare and sprio would show them just after it. `gate`: a `gate.GateOptions`: the
     agent's gate (`gate.plan_gate`, on the workload's allocations) every `gate_interval_s`; a hold
     takes the job out of the queue and its release makes it eligible anew (age from then, as
-    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority."""
+    Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority. `sched`: a
+    `slurmsched.SlurmSched`: Slurm's own scheduler instead of EASY (mfcore.simulate)."""
     from .accel import engine
 
     return engine().simulate(
         workload, prio, tree=tree, control_spec=control_spec, disturbances=disturbances, depth=depth,
         backfill=backfill, first_pass=first_pass, initial_usage=initial_usage, trace=trace, trace_keys=trace_keys,
-        record_passes=record_passes, gate=gate, gate_interval_s=gate_interval_s, progress=progress, max_time=max_time)
+        record_passes=record_passes, gate=gate, gate_interval_s=gate_interval_s, progress=progress, max_time=max_time,
+        **({} if sched is None else {"sched": sched}))
 
 
 # --------------------------------------------------------------------------- summaries

@@ -58,6 +58,8 @@ class Policy:
     control: Any = None
     disturbances: tuple = ()
     gate: bool = False  # multifactor: the agent's gate on top (gate_action, gate_interval_s, ...)
+    slurm_sched: Any = None  # multifactor: a slurmsched.SlurmSched (Slurm's scheduler, not EASY at every event)
+    first_pass: float | None = None  # multifactor: a decay pass's time (the capture's priority_last_decay_ran)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -104,7 +106,8 @@ def describe(p: Policy) -> str:
         algo = "fairtree" if pc.fair_tree else f"classic,d={pc.damping}"
         ctl = f",{p.control.label}" if p.control is not None else ""
         ctl += f",gate-{p.gate_action}/{p.gate_interval_s / 60:g}min" if p.gate else ""
-        return f"multifactor({algo}{ctl},hl={pc.half_life_s / 86400:g}d,depth={p.depth},bf={p.backfill})"
+        sched = ",slurm-sched" if p.slurm_sched is not None else f",depth={p.depth},bf={p.backfill}"
+        return f"multifactor({algo}{ctl},hl={pc.half_life_s / 86400:g}d{sched})"
     if p.backfill == "conservative":
         if p.kind == "fcfs":
             return "conservative"

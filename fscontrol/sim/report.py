@@ -1,7 +1,8 @@
 """Text reports for simulation results (tabulate). Pure: formats what it is given.
 
-Units: every duration (wait, first-start latency, makespan) is in hours, throughput in jobs per
-hour, usage in node-hours; each header names its unit. The JSON (``SimResult.to_dict``) keeps
+Units: every duration (wait, first-start latency, makespan) is in a unit that fits the run
+(`time_unit`: seconds for a run under an hour, minutes under three hours, else hours), throughput in
+jobs per hour, usage in node-hours; each header names its unit. The JSON (``SimResult.to_dict``) keeps
 seconds, named ``*_s``.
 """
 
@@ -15,9 +16,22 @@ from tabulate import tabulate
 from .result import SimResult
 
 
-def _h(x: float | None, nd: int = 2) -> str:
-    """Seconds as hours."""
-    return "-" if x is None else f"{x / 3600.0:,.{nd}f}"
+# (name, seconds, decimals): the unit durations are printed in
+UNITS = (("s", 1.0, 0), ("min", 60.0, 1), ("h", 3600.0, 2))
+
+
+def time_unit(results: Iterable[SimResult]) -> tuple[str, float, int]:
+    """The unit that fits the runs: seconds when the longest makespan is under an hour, minutes
+    under three hours, else hours (a 30-minute replay is not printed as 0.00-0.13 hours)."""
+    span = max((r.overall.get("makespan_s") or 0.0 for r in results), default=0.0)
+    if span != span:  # (nan: nothing ended)
+        span = 0.0
+    return UNITS[0] if span < 3600 else UNITS[1] if span < 3 * 3600 else UNITS[2]
+
+
+def _u(x: float | None, unit: tuple[str, float, int]) -> str:
+    """Seconds in `unit`."""
+    return "-" if x is None else f"{x / unit[1]:,.{unit[2]}f}"
 
 
 def _f(x: float | None, nd: int = 2) -> str:
@@ -27,6 +41,8 @@ def _f(x: float | None, nd: int = 2) -> str:
 def format_report(result: SimResult, *, by: str = "account", top: int | None = 20) -> str:
     """Overall metrics, then one line per account (or user), busiest first when truncated."""
     w, o = result.workload, result.overall
+    un = time_unit([result])
+    u = un[0]
     cpus = w.meta.get("unit") == "cpus"  # a cluster's history replayed in CPUs (fscontrol.sim.history)
     lines = [
         f"workload {w.name}: {len(w.jobs):,} jobs on {w.nodes:,} {'CPUs' if cpus else 'nodes'}; policy {result.policy.label}",
@@ -48,19 +64,25 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
     if hs.get("dependency_ignored"):
         lines.append(f"replayed without their dependency: {hs['dependency_ignored']:,} jobs (the capture does not "
                      "record which job each waits for)")
+    sc = getattr(result.policy, "slurm_sched", None)
+    if sc is not None:
+        bf = (f"backfill every {sc.bf_interval_s:g} s (window {sc.bf_window_s / 60:g} min, resolution "
+              f"{sc.bf_resolution_s:g} s, {sc.bf_max_job_test} jobs)" if sc.backfill else "no backfill")
+        lines.append(f"scheduler: slurmctld's: main on events ({sc.default_queue_depth} jobs) and every "
+                     f"{sc.sched_interval_s:g} s, {bf}; {sc.source}")
     for note in result.stats.get("notes", []):
         lines.append(f"note: {note}")
     overall = [
         ["jobs finished", f"{o['finished']:,} / {o['jobs']:,}"],
-        ["mean wait (h)", _h(o["mean_wait_s"])],
-        ["median wait (h)", _h(o["median_wait_s"])],
-        ["max wait (h)", _h(o["max_wait_s"])],
-        ["mean response (h)", _h(o.get("mean_response_s"))],
+        [f"mean wait ({u})", _u(o["mean_wait_s"], un)],
+        [f"median wait ({u})", _u(o["median_wait_s"], un)],
+        [f"max wait ({u})", _u(o["max_wait_s"], un)],
+        [f"mean response ({u})", _u(o.get("mean_response_s"), un)],
         ["mean slowdown", _f(o["mean_slowdown"])],
         ["mean bounded slowdown (10 s)", _f(o["mean_bsld"])],
         ["utilization", "-" if o.get("utilization") is None else f"{o['utilization'] * 100:.1f}%"],
         ["throughput (jobs/h)", _f(o["throughput_per_h"])],
-        ["makespan (h)", _h(o.get("makespan_s"))],
+        [f"makespan ({u})", _u(o.get("makespan_s"), un)],
     ]
     lines.append("")
     lines.append(tabulate(overall, tablefmt="simple", disable_numparse=True))
@@ -72,8 +94,8 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
             [
                 g,
                 m["jobs"],
-                _h(m["mean_wait_s"]),
-                _h(m["first_start_latency_s"]),
+                _u(m["mean_wait_s"], un),
+                _u(m["first_start_latency_s"], un),
                 _f(m["mean_bsld"]),
                 _f(m["node_hours"], 0),
             ]
@@ -83,7 +105,7 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         lines.append(
             tabulate(
                 rows,
-                headers=[by, "jobs", "mean wait (h)", "first start (h)", "mean bsld", "CPU-hours" if cpus else "node-hours"],
+                headers=[by, "jobs", f"mean wait ({u})", f"first start ({u})", "mean bsld", "CPU-hours" if cpus else "node-hours"],
                 tablefmt="simple",
                 disable_numparse=True,
             )
@@ -111,16 +133,19 @@ def comparison_rows(results: Iterable[SimResult], groups: Sequence[str] = ()) ->
 
 
 def format_comparison(results: Iterable[SimResult], groups: Sequence[str] = ()) -> str:
-    """One line per run: overall wait/bsld/utilization and, per named group, first start and wait (hours)."""
+    """One line per run: overall wait/bsld/utilization and, per named group, first start and wait (time_unit)."""
+    results = list(results)
+    un = time_unit(results)
+    u = un[0]
     rows = comparison_rows(results, groups)
-    headers = ["policy", "mean wait (h)", "mean bsld", "utilization"]
+    headers = ["policy", f"mean wait ({u})", "mean bsld", "utilization"]
     for g in groups:
-        headers += [f"{g} first start (h)", f"{g} mean wait (h)"]
+        headers += [f"{g} first start ({u})", f"{g} mean wait ({u})"]
     table = []
     for row in rows:
-        line = [row["policy"], _h(row["mean_wait_s"]), _f(row["mean_bsld"]),
+        line = [row["policy"], _u(row["mean_wait_s"], un), _f(row["mean_bsld"]),
                 "-" if row["utilization"] is None else f"{row['utilization'] * 100:.1f}%"]
         for g in groups:
-            line += [_h(row[f"{g}_first_start_s"]), _h(row[f"{g}_mean_wait_s"])]
+            line += [_u(row[f"{g}_first_start_s"], un), _u(row[f"{g}_mean_wait_s"], un)]
         table.append(line)
     return tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)

@@ -18,6 +18,32 @@ from .workload import Workload
 ProgressArg = bool | Callable[[int, int], None] | None
 
 
+def _first_pass(pol: Policy, workload: Workload) -> float | None:
+    """A decay pass's time at or before the first submission, in the phase of `pol.first_pass`
+    (slurmctld's record of a pass, which a capture takes at its end), or None (the first submission)."""
+    fp = pol.first_pass
+    if fp is None and pol.slurm_sched is not None:  # the run replays the capture's own slurmctld
+        fp = workload.meta.get("last_decay_pass")
+    if fp is None or not workload.jobs:
+        return None
+    t0 = min(j.submit for j in workload.jobs)
+    p = pol.priority.calc_period_s
+    return fp - math.ceil((fp - t0) / p) * p if fp > t0 else fp
+
+
+def _node_sched(sc: Any, workload: Workload) -> Any:
+    """The Slurm scheduler's settings with the workload's node size (a capture's nodes.txt: its
+    CPUs over its nodes, when the workload counts CPUs and has more than one node)."""
+    if sc is None or sc.node_cpus:
+        return sc
+    m = workload.meta.get("machine") or {}
+    if workload.meta.get("unit", "cpus") == "cpus" and m.get("nodes", 0) > 1 and m.get("cpus"):
+        from dataclasses import replace
+
+        return replace(sc, node_cpus=max(1, int(m["cpus"]) // int(m["nodes"])))
+    return sc
+
+
 def run_simulation(
     workload: Workload,
     policy: Policy | str,
@@ -64,7 +90,8 @@ def run_simulation(
             raw = mf = simulate_multifactor(workload, pol.priority, control_spec=pol.control,
                                             disturbances=pol.disturbances, depth=pol.depth,
                                             backfill=pol.backfill == "easy", gate=gate,
-                                            gate_interval_s=pol.gate_interval_s, progress=cb, max_time=max_time)
+                                            gate_interval_s=pol.gate_interval_s, progress=cb, max_time=max_time,
+                                            sched=_node_sched(pol.slurm_sched, workload), first_pass=_first_pass(pol, workload))
         else:
             engine = simulate_conservative if pol.backfill == "conservative" else simulate
             raw = engine(workload, pol, progress=cb, max_time=max_time)

@@ -367,6 +367,11 @@ def _capture_into(source: LiveSlurm, folder: Path, window_s: float, note: str, s
     }
     if hist_start is not None:
         meta["history_window"] = [hist_start, end]
+    # the decay passes' phase (a replay's passes fall when slurmctld's did): slurmctld's record of its
+    # last pass, readable on the controller's host by root or SlurmUser, for the local cluster only
+    decay = None if source.cluster else last_decay_pass(cfg.raw.get("StateSaveLocation"))
+    if decay is not None:
+        meta["priority_last_decay_ran"] = decay
     for name, o in outputs.items():
         _write_private(folder / f"{name}.txt", o.stdout)
     _write_private(folder / "meta.json", json.dumps(meta, indent=2) + "\n")

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The simulator's start times against slurmctld's, on the real testbed (issue #32 item 3).
+
+For each seed and fair-share algorithm: a workload generated from the seed (users in accounts
+with unequal shares, in bursts, 1-64 CPUs on the testbed's one 128-CPU node, runs of 20-150 s
+under time limits a minute or two longer) is submitted to the testbed's slurmctld (22.05, one
+node: the Debian packages run one slurmd per host here), captured (`capture --history`, with
+the decay passes' phase and SchedulerParameters), replayed (`simulate CAPTURE`, the capture's
+own config) and compared job by job (fscontrol.sim.fidelity). Opt-in: ~10 minutes per run.
+Figures and the command in docs/simulator-fidelity.md.
+
+    sudo FSCONTROL_TESTBED_DIR=/tmp/tb-x FSCONTROL_TESTBED_PORT_OFFSET=N \\
+        .venv/bin/python bench/sim_fidelity.py --seeds 21 22 --algos classic fairtree --keep DIR
+
+    .venv/bin/python bench/sim_fidelity.py --replay DIR/seed21-classic   # a kept capture again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from fscontrol.sim import fidelity  # noqa: E402
+
+# (user, account) pairs of the testbed's tree, the flat account's users and science's
+# (physics, chem: science has RawShares 2), with how often each submits
+ASSOCS = [("alice", "flat", 3), ("bob", "flat", 2), ("dave", "flat", 1), ("carol", "chem", 2),
+          ("alice", "physics", 2), ("bob", "physics", 1)]
+AGE = {"PriorityWeightAge": "20000", "PriorityMaxAge": "00:20:00"}
+
+
+def workload(seed: int, jobs: int = 45, span_s: float = 180.0) -> list[tuple[float, str, str, int, int]]:
+    """(offset s, user, account, CPUs, run s), sorted: bursts of 3-8 jobs, one user each mostly."""
+    rng = random.Random(seed)
+    weights = [w for _, _, w in ASSOCS]
+    out = []
+    t = 0.0
+    while len(out) < jobs:
+        u, a, _ = rng.choices(ASSOCS, weights)[0]
+        for _ in range(rng.randint(3, 8)):
+            if len(out) >= jobs:
+                break
+            if rng.random() < 0.2:
+                u, a, _ = rng.choices(ASSOCS, weights)[0]
+            cpus = max(1, min(64, int(round(math.exp(rng.uniform(0, math.log(64)))))))
+            out.append((round(t + rng.uniform(0, 4), 1), u, a, cpus, rng.randint(20, 150)))
+        t += rng.expovariate(1.0 / (span_s / (jobs / 5.5)))
+    return sorted(out)
+
+
+def run_on_testbed(tb, seed: int, algo: str, folder: Path) -> None:
+    from fscontrol.slurm.source import capture
+
+    tb.cancel_all()
+    if algo == "fairtree":
+        tb.set_priority_flags("", restart=True)
+    else:
+        tb.set_priority_flags("NO_FAIR_TREE")
+    tb.set_conf(**AGE)
+    tb.reset_usage()
+    time.sleep(2)
+    jobs = workload(seed)
+    t0 = time.time()
+    ids = []
+    for off, u, a, cpus, secs in jobs:
+        wait = t0 + off - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        ids.append(tb.submit(u, a, cpus, secs))
+    print(f"  {len(ids)} jobs submitted in {time.time() - t0:.0f} s; waiting for them to end", flush=True)
+    while tb.run("squeue", "-h", "-p", "normal", "-o", "%A").strip():
+        time.sleep(5)
+    time.sleep(3)
+    capture(tb.source(), folder, history_s=time.time() - t0 + 30, note=f"sim_fidelity seed {seed} {algo}")
+
+
+def report(folder: Path) -> dict:
+    real = fidelity.real_starts(folder)
+    sim = fidelity.replay(folder)
+    c = fidelity.compare(real, sim)
+    print(fidelity.format_compare(c), flush=True)
+    return c
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, nargs="+", default=[21, 22])
+    ap.add_argument("--algos", nargs="+", default=["classic", "fairtree"], choices=["classic", "fairtree"])
+    ap.add_argument("--keep", type=Path, help="keep the captures here (seedS-ALGO folders)")
+    ap.add_argument("--replay", type=Path, nargs="+", help="only replay these kept captures")
+    ap.add_argument("--out", type=Path, help="the figures as JSON")
+    a = ap.parse_args()
+    results = {}
+    if a.replay:
+        for f in a.replay:
+            print(f"{f}:")
+            results[str(f)] = report(f)
+    else:
+        import tempfile
+
+        from testbed import ensure_testbed, stop_testbed
+
+        tb = ensure_testbed()
+        keep = a.keep or Path(tempfile.mkdtemp(prefix="fscontrol-fidelity-"))
+        keep.mkdir(parents=True, exist_ok=True)
+        try:
+            for algo in a.algos:
+                for seed in a.seeds:
+                    f = keep / f"seed{seed}-{algo}"
+                    print(f"seed {seed}, {algo}: {f}", flush=True)
+                    run_on_testbed(tb, seed, algo, f)
+                    try:
+                        results[f.name] = report(f)
+                    except Exception as e:  # (the capture is kept: --replay it)
+                        print(f"  replay failed: {type(e).__name__}: {e}", flush=True)
+        finally:
+            tb.set_conf(PriorityWeightAge="0", PriorityMaxAge="")
+            tb.set_priority_flags("NO_FAIR_TREE", restart=True)
+            if tb.started_here:
+                stop_testbed(tb)
+    if a.out:
+        a.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Slurm's scheduler as slurmctld runs it (sched/backfill, 22.05 and 24.11): the main scheduler
+and the backfill cycle, for the multifactor engine (mfcore.py calls `backfill_starts`).
+
+What slurmctld does, and what the engine does with it (slurm.conf(5), SchedulerParameters;
+src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c):
+
+* **The main scheduler** runs at every event that may let a job start (a submission, a job's end)
+  over at most `default_queue_depth` jobs (100), and every `sched_interval` (60 s) over them all.
+  It walks the pending jobs in priority order and starts each that fits; once one job of a
+  partition is left pending, no later job of that partition starts ("Priority"): what it starts
+  is a prefix of the queue. The engine runs it at every arrival and end and on its own timer.
+* **Backfill** runs every `bf_interval` (30 s; -1 or SchedulerType=sched/builtin: never). It walks
+  at most `bf_max_job_test` (500) jobs in priority order against a plan of the machine: the
+  running jobs end at their start plus their time limit, each pending job it cannot start now gets
+  a reservation at the earliest time its CPUs are free for its whole time limit, if that is within
+  `bf_window` (1440 minutes); a job starts now only if it fits in the CPUs free now and delays no
+  reservation. A reservation holds **whole nodes** (backfill's node_space map is by node): on a
+  one-node machine nothing runs beside a reserved job, even in CPUs it leaves free. Times in the
+  plan are rounded up to `bf_resolution` (60 s).
+* `bf_continue` (keep walking the cycle's list after yielding locks) changes nothing here: the
+  engine's cycle does not yield.
+
+Simplifications (docs/simulator-fidelity.md): one partition (the workload's jobs share the
+machine; PriorityTier is not modelled), the machine as `node_cpus`-CPU nodes whose free CPUs are
+pooled (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
+node_cpus) whole nodes), no per-user or per-partition backfill limits (bf_max_job_user, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .availability import Profile
+
+
+@dataclass(frozen=True)
+class SlurmSched:
+    """SchedulerType and SchedulerParameters (Slurm's defaults) and the node size."""
+
+    sched_interval_s: float = 60.0
+    default_queue_depth: int = 100
+    backfill: bool = True  # SchedulerType=sched/backfill (and bf_interval != -1)
+    bf_interval_s: float = 30.0
+    bf_window_s: float = 1440 * 60.0
+    bf_resolution_s: float = 60.0
+    bf_max_job_test: int = 500
+    bf_continue: bool = False
+    node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
+    source: str = "Slurm's defaults"
+
+    def __post_init__(self) -> None:
+        if self.default_queue_depth < 1 or self.bf_max_job_test < 1:
+            raise ConfigError("default_queue_depth and bf_max_job_test must be >= 1")
+        if self.bf_interval_s <= 0 or self.bf_resolution_s <= 0 or self.bf_window_s <= 0:
+            raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
+        if self.node_cpus < 0:
+            raise ConfigError("node_cpus must be >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
+             "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
+             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s"}
+
+
+def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
+    """SlurmSched from slurm.conf's text or `scontrol show config`'s (`Key = Value` lines):
+    SchedulerType, SchedulerParameters; what they do not set is Slurm's default."""
+    kv: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        key, sep, val = line.partition("=")
+        if sep and key.strip() and " " not in key.strip():
+            kv[key.strip().lower()] = val.strip()
+    args: dict[str, Any] = {"node_cpus": node_cpus}
+    stype = kv.get("schedulertype", "sched/backfill")
+    params = kv.get("schedulerparameters", "")
+    if params in ("(null)", "none"):
+        params = ""
+    for item in (x.strip() for x in params.split(",")):
+        name, sep, val = item.partition("=")
+        name = name.strip().lower()
+        if name == "bf_continue":
+            args["bf_continue"] = True
+        elif name in _INT_KEYS and sep:
+            try:
+                v = int(val)
+            except ValueError:
+                raise ConfigError(f"SchedulerParameters: {name}={val!r} is not an integer") from None
+            if name == "bf_interval" and v == -1:
+                args["backfill"] = False
+                continue
+            if name == "sched_interval" and v == -1:
+                v = 10**9  # the periodic main pass disabled
+            args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution")) else v)
+    if stype.strip() != "sched/backfill":
+        args["backfill"] = False
+    args["source"] = "SchedulerParameters=" + (params or "(Slurm's defaults)") + ("" if stype == "sched/backfill" else f", {stype}")
+    return SlurmSched(**args)
+
+
+def whole_nodes(size: int, node_cpus: int, total: int) -> int:
+    """The CPUs a reservation of `size` CPUs holds: its nodes, whole."""
+    if node_cpus <= 0:
+        return total
+    return min(total, -(-size // node_cpus) * node_cpus)
+
+
+def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[float, int]], size: list[int],
+                    est: list[float], total: int, sc: SlurmSched) -> list[int]:
+    """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
+    `queue`: the pending jobs in priority order; `running`: (predicted end = start + time limit,
+    size) of the running jobs, sorted; `free`: the CPUs free now."""
+    res = sc.bf_resolution_s
+
+    def up(x: float) -> float:  # a time in the plan, rounded up to bf_resolution from now
+        return t + math.ceil((x - t) / res - 1e-9) * res
+
+    prof = Profile(t, free, [(up(e), s) for e, s in running])
+    horizon = t + sc.bf_window_s
+    out: list[int] = []
+    nc = sc.node_cpus
+    for k, i in enumerate(queue):
+        if k >= sc.bf_max_job_test:
+            break
+        s = size[i]
+        d = est[i]
+        if s <= free and prof.min_free(t, up(t + d)) >= s:
+            out.append(i)
+            free -= s
+            prof.reserve(t, up(t + d), s)
+            continue
+        r = prof.earliest(s, up(t + d) - t)
+        if r <= horizon and r != math.inf:
+            w = whole_nodes(s, nc, total)
+            prof.reserve(r, up(r + d), w)
+    return out

@@ -1,0 +1,142 @@
+"""slurmctld's scheduler in the simulator (fscontrol.sim.slurmsched, issue #32): SchedulerParameters
+read as Slurm reads them, the backfill cycle's rules on hand-sized cases, a capture's config winning
+over a preset (named in the output), and waits printed in a unit that fits the run. The engine
+against the independent reference on random workloads: tests/test_sim_mf_reference.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol.cli.app import app
+from fscontrol.errors import ConfigError
+from fscontrol.sim import run_simulation
+from fscontrol.sim.load import load_workload
+from fscontrol.sim.multifactor import PriorityConfig, simulate_multifactor
+from fscontrol.sim.policies import get_policy
+from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, sched_from_config
+from fscontrol.sim.workload import SimJob, Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+HISTORY = ROOT / "samples" / "testbed-history"
+
+
+def test_scheduler_parameters_as_slurm_reads_them():
+    d = sched_from_config("SchedulerType           = sched/backfill\nSchedulerParameters     = (null)\n")
+    assert (d.sched_interval_s, d.default_queue_depth, d.bf_interval_s, d.bf_window_s, d.bf_resolution_s,
+            d.bf_max_job_test, d.backfill) == (60.0, 100, 30.0, 86400.0, 60.0, 500, True)  # slurm.conf(5)'s defaults
+    s = sched_from_config("SchedulerParameters=bf_interval=45,bf_window=60,bf_resolution=120,bf_max_job_test=7,"
+                          "default_queue_depth=9,sched_interval=20,bf_continue,defer\n", node_cpus=32)
+    assert (s.bf_interval_s, s.bf_window_s, s.bf_resolution_s, s.bf_max_job_test, s.default_queue_depth,
+            s.sched_interval_s, s.bf_continue, s.node_cpus) == (45.0, 3600.0, 120.0, 7, 9, 20.0, True, 32)
+    assert not sched_from_config("SchedulerType=sched/builtin\n").backfill
+    assert not sched_from_config("SchedulerParameters=bf_interval=-1\n").backfill
+    with pytest.raises(ConfigError, match="bf_window"):
+        sched_from_config("SchedulerParameters=bf_window=soon\n")
+
+
+def test_backfill_reserves_whole_nodes_and_respects_its_limits():
+    size = [16, 2, 2, 1]
+    est = [900.0, 300.0, 3000.0, 60.0]
+    running = [(1800.0, 12)]  # 12 of 16 CPUs busy until t = 1800 (its limit)
+    sc = SlurmSched()
+    # the head (16 CPUs) is reserved from 1800 on the whole node: job 1 ends before it (starts),
+    # job 2 would run past it (does not start, though 2 CPUs are free now), job 3 ends before it
+    assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, sc) == [1, 3]
+    # 4-CPU nodes (a 16-CPU machine of four): the head holds all four nodes; the same
+    assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, SlurmSched(node_cpus=4)) == [1, 3]
+    # bf_max_job_test=2: only the head and job 1 are tried
+    assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, SlurmSched(bf_max_job_test=2)) == [1]
+    # a head beyond bf_window gets no reservation: job 2 may run past its start (and takes the
+    # last 2 free CPUs: job 3 does not fit)
+    assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, SlurmSched(bf_window_s=600.0)) == [1, 2]
+    # bf_resolution: every time in the plan is rounded up to it from now: job 1 (1,760 s) against
+    # a running job's end at 1750 (the head's start): at 1 s it would delay the head; at 60 s both
+    # are planned to 1800 and it does not
+    r2 = [(1750.0, 12)]
+    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1760.0], 16, SlurmSched(bf_resolution_s=1.0)) == []
+    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1760.0], 16, SlurmSched()) == [1]
+
+
+def _jobs() -> Workload:
+    jobs = [SimJob("1", 0.0, 1200.0, 1800.0, 12, user="u1", account="a"),
+            SimJob("2", 10.0, 600.0, 900.0, 16, user="u2", account="b"),
+            SimJob("3", 20.0, 300.0, 300.0, 4, user="u2", account="b")]
+    return Workload("hand", 16, jobs)
+
+
+def test_the_main_scheduler_waits_for_backfill_where_easy_starts_at_once():
+    """EASY at every event starts job 3 at its arrival (t = 20) beside the waiting head; slurmctld's
+    main scheduler stops at the head and backfill starts job 3 at its cycle (t = 30)."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    assert simulate_multifactor(_jobs(), prio).start == [0.0, 1200.0, 20.0]
+    assert simulate_multifactor(_jobs(), prio, sched=SlurmSched()).start == [0.0, 1200.0, 30.0]
+    # no backfill (sched/builtin): job 3 waits behind the head, which takes the whole node at 1200
+    assert simulate_multifactor(_jobs(), prio, sched=SlurmSched(backfill=False)).start == [0.0, 1200.0, 1800.0]
+
+
+def _sim(*args: str):
+    return CliRunner().invoke(app, ["simulate", *args, "--no-progress"])
+
+
+def test_a_captures_config_wins_over_a_preset_and_says_so():
+    """Issue #32: `simulate CAPTURE -p mf-classic` ran the preset (5-minute passes, a one-week
+    half-life) and silently dropped the capture's config.txt (1-minute passes, 5-minute half-life)."""
+    r = _sim(str(HISTORY), "-p", "mf-classic", "--json")
+    assert r.exit_code == 0, r.output
+    (run,) = json.loads(r.output)
+    pr = run["policy"]["priority"]
+    assert (pr["half_life_s"], pr["calc_period_s"]) == (300.0, 60.0)  # the capture's, not the preset's
+    assert run["policy"]["slurm_sched"]["bf_interval_s"] == 30.0  # slurmctld's scheduler, its parameters
+    text = _sim(str(HISTORY), "-p", "mf-classic")
+    assert text.exit_code == 0, text.output
+    assert "a capture's config wins over a preset" in text.output and "config.txt" in text.output
+    assert "scheduler: slurmctld's" in text.output
+    mixed = _sim(str(HISTORY), "--fairshare", "fairtree")
+    assert mixed.exit_code == 0, mixed.output
+    assert re.search(r"mixed settings: .*config.txt with --fairshare fairtree", mixed.output), mixed.output
+
+
+def test_waits_are_printed_in_a_unit_that_fits_the_run():
+    """A 30-minute replay printed its waits as 0.00-0.13 hours (issue #32): seconds under an hour."""
+    w = Workload("short", 16, [SimJob(str(i), 10.0 * i, 300.0, 300.0, 8, user="u", account="a") for i in range(6)])
+    from fscontrol.sim.report import format_report
+
+    r = run_simulation(w, "easy")
+    assert r.overall["makespan_s"] < 3600
+    text = format_report(r)
+    assert "mean wait (s)" in text and "(h)" not in text
+    wait = r.overall["mean_wait_s"]
+    assert re.search(rf"mean wait \(s\)\s+{wait:,.0f}\b", text), text
+
+
+def test_a_replay_starts_its_passes_in_the_captured_phase(tmp_path):
+    """A capture records slurmctld's last decay pass (priority_last_decay_ran); the replay's passes
+    fall in its phase (every PriorityCalcPeriod from it), not at the first submission."""
+    import shutil
+
+    folder = tmp_path / "cap"
+    shutil.copytree(HISTORY, folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    w0 = load_workload(str(folder))
+    t0 = min(j.submit for j in w0.jobs)
+    meta["priority_last_decay_ran"] = t0 + 3600 + 17.0  # a pass 17 s into a minute, after the jobs
+    (folder / "meta.json").write_text(json.dumps(meta))
+    w = load_workload(str(folder))
+    assert w.meta["last_decay_pass"] == t0 + 3617.0
+    from fscontrol.sim.sweep import multifactor_specs
+
+    (spec,) = multifactor_specs(slurm_conf=folder / "config.txt", controls=())
+    res = run_simulation(w, spec.policy())
+    first = res.mf.t0
+    from fscontrol.sim.run import _first_pass
+
+    fp = _first_pass(spec.policy(), w)
+    assert fp is not None and fp <= first and (t0 + 3617.0 - fp) % 60 == 0 and first - fp < 60
+    # (and the preset, with no capture's settings, keeps its passes at the first submission)
+    assert _first_pass(get_policy("mf-classic"), w) is None
