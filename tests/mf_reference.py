@@ -37,13 +37,14 @@ slurmctld's instead of EASY at every event:
 * the main scheduler at every arrival or end (not at a decay pass) over the first
   default_queue_depth jobs of the queue, and every sched_interval from the first submission over
   all of them: jobs start in queue order while they fit; the first that does not ends the pass;
-* backfill every bf_interval from the first submission: a plan of CPU blocks (start, end, CPUs),
-  every time in it rounded up to bf_resolution from now: the running jobs until their start +
-  limit; then for each of the first bf_max_job_test jobs in queue order, the earliest time (now,
-  or the end of a block) from which the free CPUs stay at or above its size for its rounded
-  limit: now (and it fits in the CPUs free now): it starts, and its block is added; later, within
-  bf_window: a block of its whole nodes (ceil(size / node CPUs) x node CPUs, at most the
-  machine; node_cpus 0: the machine) is added from then.
+* backfill every bf_interval from the first submission: for each of the first bf_max_job_test
+  jobs in queue order, the earliest time T (now, the end of a running job by its limit, or the
+  end of a reservation) at which the CPUs not running anything are enough for it and the
+  reservations made before it in the cycle that overlap [T, T + limit] leave enough CPUs: now:
+  it starts (and counts as running to its limit); later, within bf_window: a reservation of its
+  whole nodes (ceil(size / node CPUs) x node CPUs, at most the machine; node_cpus 0: the
+  machine) from floor(T / bf_resolution) x bf_resolution (not before now) to floor((T + limit) /
+  bf_resolution) x bf_resolution (at least one bf_resolution long).
 
 Slow on purpose: everything is recomputed from the job list at every event.
 """
@@ -211,33 +212,29 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
 
     def backfill(t):
         res = sched.bf_resolution_s
+        busy = [(start[i] + jobs[i].estimate, jobs[i].size) for i in running]  # (end by its limit, CPUs)
+        resv = []  # (begin, end, CPUs held): this cycle's reservations
 
-        def rounded(x):
-            return t + math.ceil((x - t) / res - 1e-9) * res
+        def cpus_free_at(x):
+            return machine - sum(c for e, c in busy if e > x)
 
-        blocks = [(t, rounded(start[i] + jobs[i].estimate), jobs[i].size) for i in running]
-
-        def free_at(x):
-            return machine - sum(c for a, b, c in blocks if a <= x < b)
-
-        def fits_from(x, s, dur):
-            points = [x] + [a for a, b, c in blocks if x < a < x + dur]
-            return all(free_at(y) >= s for y in points)
+        def held_in(a, b):
+            return sum(w for rb, re, w in resv if re > a and rb <= b)
 
         for i in queue()[:sched.bf_max_job_test]:
-            s = jobs[i].size
-            dur = rounded(t + jobs[i].estimate) - t
-            if s <= free_nodes() and fits_from(t, s, dur):
-                blocks.append((t, t + dur, s))
-                begin(i, t)
+            s, d = jobs[i].size, jobs[i].estimate
+            when = sorted({t} | {e for e, c in busy if e > t} | {re for rb, re, w in resv if re > t})
+            T = next((x for x in when if cpus_free_at(x) >= s and machine - held_in(x, x + d) >= s), None)
+            if T is None:
                 continue
-            for x in sorted({t} | {b for a, b, c in blocks if b > t}):
-                if fits_from(x, s, dur):
-                    if x <= t + sched.bf_window_s:
-                        nc = sched.node_cpus
-                        whole = machine if nc <= 0 else min(machine, -(-s // nc) * nc)
-                        blocks.append((x, x + dur, whole))
-                    break
+            if T == t:
+                begin(i, t)
+                busy.append((t + d, s))
+            elif T <= t + sched.bf_window_s:
+                b = max(t, math.floor(T / res) * res)
+                e = max(math.floor((T + d) / res) * res, b + res)
+                nc = sched.node_cpus
+                resv.append((b, e, machine if nc <= 0 else min(machine, -(-s // nc) * nc)))
 
     def schedule(t):
         q = queue()

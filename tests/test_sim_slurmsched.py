@@ -40,9 +40,9 @@ def test_scheduler_parameters_as_slurm_reads_them():
 
 
 def test_backfill_reserves_whole_nodes_and_respects_its_limits():
-    size = [16, 2, 2, 1]
+    size = [16, 2, 2, 1, 12]
     est = [900.0, 300.0, 3000.0, 60.0]
-    running = [(1800.0, 12)]  # 12 of 16 CPUs busy until t = 1800 (its limit)
+    running = [(1800.0, 4)]  # job 4 (12 CPUs) runs until t = 1800 (its limit)
     sc = SlurmSched()
     # the head (16 CPUs) is reserved from 1800 on the whole node: job 1 ends before it (starts),
     # job 2 would run past it (does not start, though 2 CPUs are free now), job 3 ends before it
@@ -54,12 +54,14 @@ def test_backfill_reserves_whole_nodes_and_respects_its_limits():
     # a head beyond bf_window gets no reservation: job 2 may run past its start (and takes the
     # last 2 free CPUs: job 3 does not fit)
     assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, SlurmSched(bf_window_s=600.0)) == [1, 2]
-    # bf_resolution: every time in the plan is rounded up to it from now: job 1 (1,760 s) against
-    # a running job's end at 1750 (the head's start): at 1 s it would delay the head; at 60 s both
-    # are planned to 1800 and it does not
-    r2 = [(1750.0, 12)]
-    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1760.0], 16, SlurmSched(bf_resolution_s=1.0)) == []
-    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1760.0], 16, SlurmSched()) == [1]
+    # bf_resolution: a reservation's start is rounded down to it (from the epoch): job 1 (1,745 s)
+    # ends before the head's start at 1750 at 1 s, but not before 1740 at 60 s
+    r2 = [(1750.0, 4)]
+    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1745.0], 16, SlurmSched(bf_resolution_s=1.0)) == [1]
+    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1745.0], 16, SlurmSched()) == []
+    # the window is closed: a job ending exactly when the head's reservation begins does not start
+    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1740.0], 16, SlurmSched()) == []
+    assert backfill_starts(0.0, [0, 1], 4, r2, size, [900.0, 1739.0], 16, SlurmSched()) == [1]
 
 
 def _jobs() -> Workload:

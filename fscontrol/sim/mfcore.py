@@ -321,6 +321,7 @@ def simulate(
 
     def start_job(i: int, t: float) -> None:
         nonlocal free, q_min
+        bf_dirty[0] = True
         start[i] = t
         order.append(i)
         e = t + run[i]
@@ -477,12 +478,15 @@ def simulate(
         if k:
             del q[:k]
 
+    bf_dirty = [True]  # a job arrived, started or ended, or the priorities changed, since the last cycle
+
     def bf_pass(t: float) -> None:
-        """A backfill cycle (slurmsched.backfill_starts)."""
+        """A backfill cycle (slurmsched.backfill_starts). One with nothing changed since the last
+        is skipped: it would start nothing (the same running jobs and queue, a later now)."""
+        bf_dirty[0] = False
         if lazy[0] is not None:
             materialise()
-        order = [kq & QM for kq in qkeys[:sched.bf_max_job_test]]
-        starts = backfill_starts(t, order, free, [(e, size[i]) for e, i in running], size, est, total, sched)
+        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
@@ -969,7 +973,7 @@ def simulate(
         if sched_on and qkeys and free >= q_min:
             if t0 + km * si < t:
                 t = t0 + km * si
-            if t0 + kb * bi < t:
+            if t0 + kb * bi < t and bf_dirty[0]:
                 t = t0 + kb * bi
         if t == INF or t > horizon:
             break
@@ -1073,6 +1077,8 @@ def simulate(
                 kb = max(kb, int((t - t0) // bi))
                 while t0 + kb * bi < t:
                     kb += 1
+            if ended or new or gated or reordered:
+                bf_dirty[0] = True
             if ended or new or gated:
                 schedule(t, ended, new, gated)
             if t0 + km * si <= t:  # (a tick at t)
@@ -1081,7 +1087,7 @@ def simulate(
                     main_pass(t, n)
             if t0 + kb * bi <= t:
                 kb += 1
-                if qkeys and free >= q_min:
+                if qkeys and free >= q_min and bf_dirty[0]:
                     bf_pass(t)
         elif ended or new or reordered:
             schedule(t, ended, new, reordered)

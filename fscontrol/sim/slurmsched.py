@@ -10,13 +10,14 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   partition is left pending, no later job of that partition starts ("Priority"): what it starts
   is a prefix of the queue. The engine runs it at every arrival and end and on its own timer.
 * **Backfill** runs every `bf_interval` (30 s; -1 or SchedulerType=sched/builtin: never). It walks
-  at most `bf_max_job_test` (500) jobs in priority order against a plan of the machine: the
-  running jobs end at their start plus their time limit, each pending job it cannot start now gets
-  a reservation at the earliest time its CPUs are free for its whole time limit, if that is within
-  `bf_window` (1440 minutes); a job starts now only if it fits in the CPUs free now and delays no
-  reservation. A reservation holds **whole nodes** (backfill's node_space map is by node): on a
-  one-node machine nothing runs beside a reserved job, even in CPUs it leaves free. Times in the
-  plan are rounded up to `bf_resolution` (60 s).
+  at most `bf_max_job_test` (500) jobs in priority order against a plan of the machine
+  (`backfill_starts`, after backfill.c `_attempt_backfill`): the running jobs end at their start
+  plus their time limit; a job may start at the earliest time T when they leave its CPUs free
+  and no reservation made earlier in the cycle holds its nodes in [T, T + limit]. T = now: it
+  starts. Later, within `bf_window` (1440 minutes): its nodes are reserved from T to T + limit,
+  both rounded DOWN to a multiple of `bf_resolution` (60 s) counted from the epoch. A
+  reservation holds **whole nodes** (backfill's node_space map is by node): on a one-node
+  machine nothing runs beside a reserved job, even in CPUs it leaves free.
 * `bf_continue` (keep walking the cycle's list after yielding locks) changes nothing here: the
   engine's cycle does not yield.
 
@@ -29,6 +30,7 @@ node_cpus) whole nodes), no per-user or per-partition backfill limits (bf_max_jo
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -112,31 +114,73 @@ def whole_nodes(size: int, node_cpus: int, total: int) -> int:
 
 
 def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[float, int]], size: list[int],
-                    est: list[float], total: int, sc: SlurmSched) -> list[int]:
+                    est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
-    `queue`: the pending jobs in priority order; `running`: (predicted end = start + time limit,
-    size) of the running jobs, sorted; `free`: the CPUs free now."""
+    `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
+    index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
+    CPUs free now; `smallest`: no pending job is smaller (the cycle ends once fewer CPUs are free).
+
+    As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
+    (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
+    reservation of this cycle holds its nodes in [T, T + limit] (both ends included). T = now:
+    it starts (and runs on as a running job). Later, within bf_window: its nodes are reserved
+    from T to T + limit, both rounded DOWN to a multiple of bf_resolution (from the epoch),
+    the start no earlier than now and the reservation at least one bf_resolution long."""
     res = sc.bf_resolution_s
-
-    def up(x: float) -> float:  # a time in the plan, rounded up to bf_resolution from now
-        return t + math.ceil((x - t) / res - 1e-9) * res
-
-    prof = Profile(t, free, [(up(e), s) for e, s in running])
     horizon = t + sc.bf_window_s
+    busy: list[tuple[float, int]] | None = None  # (end, size), sorted: running, and started by this cycle
+    cum: list[int] = []  # the CPUs free once busy[0..m] have ended, by m
+    resv: list[tuple[float, float, int]] = []  # (begin, end, CPUs held)
     out: list[int] = []
     nc = sc.node_cpus
-    for k, i in enumerate(queue):
-        if k >= sc.bf_max_job_test:
-            break
+    nq = min(len(queue), sc.bf_max_job_test)
+    for k in range(nq):
+        if free < smallest:
+            break  # nothing more starts in this cycle
+        i = queue[k] & mask
         s = size[i]
         d = est[i]
-        if s <= free and prof.min_free(t, up(t + d)) >= s:
+        # the earliest time the jobs running (to their limits) leave s CPUs free: the end of the
+        # first of them (by end) after which the CPUs freed are enough (jobs ending together: the
+        # same time)
+        T = t
+        if free < s:
+            if busy is None:
+                busy = [(e, size[j]) for e, j in running]
+            if not cum:
+                f = free
+                for _, sz in busy:
+                    f += sz
+                    cum.append(f)
+            m = bisect_left(cum, s)
+            if m == len(cum):
+                continue
+            T = busy[m][0]
+        # no reservation may hold its nodes in [T, T + d]: past the ones that do
+        while resv:
+            held = 0
+            nxt = math.inf
+            for b, e, w in resv:
+                if e > T and b <= T + d:
+                    held += w
+                    if e < nxt:
+                        nxt = e
+            if total - held >= s:
+                break
+            T = nxt
+        if T <= t:
             out.append(i)
             free -= s
-            prof.reserve(t, up(t + d), s)
+            if busy is None:
+                busy = [(e, size[j]) for e, j in running]
+            insort(busy, (t + d, s))
+            cum = []
             continue
-        r = prof.earliest(s, up(t + d) - t)
-        if r <= horizon and r != math.inf:
-            w = whole_nodes(s, nc, total)
-            prof.reserve(r, up(r + d), w)
+        if T > horizon:
+            continue  # too far in the future: no reservation
+        b = max(t, math.floor(T / res) * res)
+        e = math.floor((T + d) / res) * res
+        if e < b + res:
+            e = b + res
+        resv.append((b, e, whole_nodes(s, nc, total)))
     return out
