@@ -67,7 +67,10 @@ def run_on_testbed(tb, seed: int, algo: str, folder: Path) -> None:
         tb.set_priority_flags("NO_FAIR_TREE")
     tb.set_conf(**AGE)
     tb.reset_usage()
-    time.sleep(2)
+    # the fair-share factors slurmctld holds are the last pass's until its next: wait for one, or
+    # the first jobs get the previous run's (the replay starts from no usage)
+    tb.wait_for_pass()
+    time.sleep(1)
     jobs = workload(seed)
     t0 = time.time()
     ids = []
@@ -80,13 +83,31 @@ def run_on_testbed(tb, seed: int, algo: str, folder: Path) -> None:
     while tb.run("squeue", "-h", "-p", "normal", "-o", "%A").strip():
         time.sleep(5)
     time.sleep(3)
-    capture(tb.source(), folder, history_s=time.time() - t0 + 30, note=f"sim_fidelity seed {seed} {algo}")
+    capture(tb.source(), folder, history_s=time.time() - t0 + 2, note=f"sim_fidelity seed {seed} {algo}")
+
+
+def own_jobs(folder: Path, into: Path) -> Path:
+    """A copy of the capture whose jobs.txt keeps the jobs submitted in its history window (sacct
+    also lists an earlier run's jobs still running when the window began: not this workload's)."""
+    import shutil
+
+    shutil.copytree(folder, into)
+    since = json.loads((folder / "meta.json").read_text())["history_window"][0]
+    lines = (folder / "jobs.txt").read_text().splitlines()
+    col = lines[0].split("|").index("Submit")
+    keep = [lines[0]] + [ln for ln in lines[1:] if float(ln.split("|")[col]) >= since]
+    (into / "jobs.txt").write_text("\n".join(keep) + "\n")
+    return into
 
 
 def report(folder: Path) -> dict:
-    real = fidelity.real_starts(folder)
-    sim = fidelity.replay(folder)
-    c = fidelity.compare(real, sim)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fscontrol-fidelity-") as tmp:
+        own = own_jobs(folder, Path(tmp) / folder.name)
+        real = fidelity.real_starts(own)
+        sim = fidelity.replay(own)
+        c = fidelity.compare(real, sim)
     print(fidelity.format_compare(c), flush=True)
     return c
 

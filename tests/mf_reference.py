@@ -46,6 +46,9 @@ slurmctld's instead of EASY at every event:
   machine) from floor(T / bf_resolution) x bf_resolution (not before now) to floor((T + limit) /
   bf_resolution) x bf_resolution (at least one bf_resolution long).
 
+* with complete_s, a job's CPUs are free complete_s after its end (its usage is charged at the
+  end itself); the main scheduler runs then, not at the end.
+
 Slow on purpose: everything is recomputed from the job list at every event.
 """
 
@@ -201,8 +204,10 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
     def queue():
         return sorted(pending, key=lambda i: (-prio_of[i], i))
 
+    completing: list = []  # (when its CPUs are free: end + complete_s, CPUs) of ended jobs (sched only)
+
     def free_nodes():
-        return machine - sum(jobs[i].size for i in running)
+        return machine - sum(jobs[i].size for i in running) - sum(c for ft, c in completing)
 
     def main_sched(t, depth):
         for i in queue()[:depth]:
@@ -213,6 +218,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
     def backfill(t):
         res = sched.bf_resolution_s
         busy = [(start[i] + jobs[i].estimate, jobs[i].size) for i in running]  # (end by its limit, CPUs)
+        busy += completing  # (the CPUs of a completing job: free when it has completed)
         resv = []  # (begin, end, CPUs held): this cycle's reservations
 
         def cpus_free_at(x):
@@ -282,6 +288,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         t = min([jobs[ai].submit] if ai < n else [math.inf])
         if running:
             t = min(t, min(end[i] for i in running))
+        if completing:
+            t = min(t, min(ft for ft, c in completing))
         if (ai < n or running or pending) and next_pass < t:
             t = next_pass
         if pending:
@@ -294,13 +302,20 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             while t0 + k_bf * bi < t:
                 k_bf += 1
         changed = False
+        lag = sched.complete_s if sched is not None else 0.0
         for i in sorted(running, key=lambda i: (end[i], i)):
             if end[i] <= t:
                 running.remove(i)
+                if lag > 0:
+                    completing.append((end[i] + lag, jobs[i].size))
                 if prio.limits:
                     d = end[i] - max(last_pass, start[i])
                     if d > 0:
                         charge(assoc[i], d * jobs[i].size * f ** d)
+                changed = changed or lag == 0  # (with complete_s: when its CPUs are free)
+        for ft, c in list(completing):
+            if ft <= t:
+                completing.remove((ft, c))
                 changed = True
         while ai < n and jobs[ai].submit <= t:
             pending.append(ai)

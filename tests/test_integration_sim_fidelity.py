@@ -128,3 +128,42 @@ def test_simulator_matches_slurm_usage_and_sprio_at_every_pass(slurm):
           f"(every association: within {worst_abs:.2f} CPU-seconds of sshare's integer), "
           f"sprio F of {compared_f} ({moved} of them below 0.99) within {worst_f:.4%} (d = {D})")
     assert compared_u >= 20 and compared_f >= 15 and moved >= 10  # F moved: the comparison is not of 1s
+
+
+def test_a_capture_holds_what_a_replay_needs(slurm, tmp_path):
+    """Issue #32 item 2: a capture keeps the decay passes' phase (slurmctld's own record,
+    StateSaveLocation/priority_last_decay_ran), its SchedulerParameters (config.txt), the nodes
+    and the pending jobs with their limits; `simulate CAPTURE -p mf-classic` replays with the
+    capture's config (and says so), its passes in slurmctld's phase."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app
+    from fscontrol.sim.load import load_workload
+    from fscontrol.sim.slurmsched import sched_from_config
+    from fscontrol.slurm.source import capture
+
+    slurm.cancel_all()
+    state = str(slurm.dir / "spool" / "ctld")
+    held = slurm.submit("alice", "flat", 4, 300, begin="now+3600")  # pending at the capture, with its limit
+    try:
+        before = last_decay_pass(state)
+        capture(slurm.source(), tmp_path / "cap", history_s=600)
+        after = last_decay_pass(state)
+    finally:
+        slurm.cancel_all()
+    meta = json.loads((tmp_path / "cap" / "meta.json").read_text())
+    assert meta["priority_last_decay_ran"] in (before, after) and before is not None
+    config = (tmp_path / "cap" / "config.txt").read_text()
+    assert "SchedulerParameters" in config
+    sc = sched_from_config(config)
+    assert sc.backfill and sc.bf_interval_s == 30.0  # the testbed's: Slurm's defaults
+    w = load_workload(str(tmp_path / "cap"))
+    assert w.meta["last_decay_pass"] == meta["priority_last_decay_ran"]
+    assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128}
+    job = next(j for j in w.jobs if j.job_id == held)
+    assert (job.size, job.estimate) == (4, 420.0)  # testbed.submit: -t seconds // 60 + 2 minutes
+    r = CliRunner().invoke(app, ["simulate", str(tmp_path / "cap"), "-p", "mf-classic", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert "a capture's config wins over a preset" in r.output and "scheduler: slurmctld's" in r.output

@@ -140,6 +140,7 @@ def scheds(draw):
         bf_resolution_s=float(draw(st.sampled_from([60, 60, 1, 25]))),
         bf_max_job_test=draw(st.sampled_from([500, 500, 3])),
         node_cpus=draw(st.sampled_from([0, 0, 4, 8])),
+        complete_s=float(draw(st.sampled_from([0, 0, 1, 2.5]))),
     )
 
 

@@ -250,6 +250,49 @@ def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: 
     return SimJob(job_id, arrival, limit, limit, size, user, account, part, qos, cpus, nodes, submit)
 
 
+def completion_lag(path: Path) -> float | None:
+    """How long after a job's end its CPUs start the next job, as slurmctld ran it: the median,
+    over the jobs that waited and started within 10 s of another job's end, of that delay (the
+    job completing: its epilog, then the scheduler's pass). From a capture's jobs.txt (sacct with
+    POSIX times); None with fewer than 5 such starts."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(lines) < 2:
+        return None
+    head = lines[0].split("|")
+    if not {"Start", "End", "Submit"} <= set(head):
+        return None
+    ix = {k: head.index(k) for k in ("Start", "End", "Submit", "Eligible") if k in head}
+    rows = []
+    for ln in lines[1:]:
+        f = ln.split("|")
+        try:
+            st, en, sub = float(f[ix["Start"]]), float(f[ix["End"]]), float(f[ix["Submit"]])
+        except (ValueError, IndexError):
+            continue
+        el = sub
+        if "Eligible" in ix:
+            try:
+                el = max(sub, float(f[ix["Eligible"]]))
+            except (ValueError, IndexError):
+                pass
+        rows.append((st, en, el))
+    ends = sorted(en for _, en, _ in rows)
+    from bisect import bisect_right
+
+    gaps = []
+    for st, _, el in rows:
+        k = bisect_right(ends, st)
+        if st > el + 1 and k and st - ends[k - 1] <= 10:
+            gaps.append(st - ends[k - 1])
+    if len(gaps) < 5:
+        return None
+    gaps.sort()
+    return gaps[len(gaps) // 2]
+
+
 def _queue(d: Path, commands: dict) -> dict[str, Any]:
     """The capture's squeue.txt (every capture has it): its rows by job id; {} without it."""
     path = d / "squeue.txt"
@@ -340,6 +383,7 @@ def read_history(
             "slurm_version": meta.get("slurm_version"),
             "captured_at": meta.get("captured_at"),
             "last_decay_pass": meta.get("priority_last_decay_ran"),  # the decay passes' phase (capture)
+            "completion_lag_s": completion_lag(path) if source == "jobs" else None,
             "jobs_from": f"{source}.txt",
             "command": command,
             "window": window,

@@ -486,7 +486,7 @@ def simulate(
         bf_dirty[0] = False
         if lazy[0] is not None:
             materialise()
-        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min)
+        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
@@ -950,14 +950,20 @@ def simulate(
     sched_on = sched is not None
     si = float(sched.sched_interval_s) if sched_on else INF
     bi = float(sched.bf_interval_s) if sched_on and sched.backfill else INF
+    # a job's CPUs are free `complete_s` after its end (slurmctld: COMPLETING until the epilog is
+    # done): (free at, CPUs), while its end is charged at the end itself
+    lag = float(sched.complete_s) if sched_on else 0.0
+    cheap: list[tuple[float, int]] = []
     km = 1  # the timers' next ticks: t0 + km x si, t0 + kb x bi
     kb = 1
     while True:
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
             t = heap[0][0]
+        if cheap and cheap[0][0] < t:
+            t = cheap[0][0]
         if plain:
-            if next_pass < t and (ai < n or heap or qkeys):
+            if next_pass < t and (ai < n or heap or qkeys or cheap):
                 t = next_pass
         elif ai < n or heap or qkeys or held:
             if next_gate < t:
@@ -981,7 +987,11 @@ def simulate(
         ended = False
         while heap and heap[0][0] <= t:
             e, i = heappop(heap)
-            free += size[i]
+            if lag > 0:  # its CPUs stay busy until the job has completed (epilog)
+                heappush(cheap, (e + lag, size[i]))
+            else:
+                free += size[i]
+                ended = True
             del running[bisect_left(running, (start[i] + est[i], i))]
             run_set.discard(i)
             del runs_l[bisect_left(runs_l, i)]
@@ -997,8 +1007,10 @@ def simulate(
                             snap_pass[c] = pass_no
                             snap_val[c] = S[c]
                         S[c] = S[c] + xs
-            ended = True
             done += 1
+        while cheap and cheap[0][0] <= t:
+            free += heappop(cheap)[1]
+            ended = True
         if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
             d = pulse_end - max(last_pass, pulse_start)
             if limits and d > 0 and dummy_ix is not None:  # (a pulse runs only with the dummy)

@@ -70,6 +70,9 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
               f"{sc.bf_resolution_s:g} s, {sc.bf_max_job_test} jobs)" if sc.backfill else "no backfill")
         lines.append(f"scheduler: slurmctld's: main on events ({sc.default_queue_depth} jobs) and every "
                      f"{sc.sched_interval_s:g} s, {bf}; {sc.source}")
+        lag = w.meta.get("completion_lag_s")
+        if lag:
+            lines.append(f"a job's CPUs free {lag:g} s after its end (its completion, as the capture's starts show)")
     for note in result.stats.get("notes", []):
         lines.append(f"note: {note}")
     overall = [

@@ -33,13 +33,19 @@ def _first_pass(pol: Policy, workload: Workload) -> float | None:
 
 def _node_sched(sc: Any, workload: Workload) -> Any:
     """The Slurm scheduler's settings with the workload's node size (a capture's nodes.txt: its
-    CPUs over its nodes, when the workload counts CPUs and has more than one node)."""
-    if sc is None or sc.node_cpus:
+    CPUs over its nodes, when the workload counts CPUs and has more than one node) and the
+    completion latency the capture shows (history.completion_lag)."""
+    from dataclasses import replace
+
+    if sc is None:
+        return sc
+    lag = workload.meta.get("completion_lag_s")
+    if not sc.complete_s and lag:
+        sc = replace(sc, complete_s=float(lag))
+    if sc.node_cpus:
         return sc
     m = workload.meta.get("machine") or {}
     if workload.meta.get("unit", "cpus") == "cpus" and m.get("nodes", 0) > 1 and m.get("cpus"):
-        from dataclasses import replace
-
         return replace(sc, node_cpus=max(1, int(m["cpus"]) // int(m["nodes"])))
     return sc
 

@@ -51,6 +51,7 @@ class SlurmSched:
     bf_max_job_test: int = 500
     bf_continue: bool = False
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
+    complete_s: float = 0.0  # a job's CPUs are free this long after its end (COMPLETING: the epilog)
     source: str = "Slurm's defaults"
 
     def __post_init__(self) -> None:
@@ -58,6 +59,8 @@ class SlurmSched:
             raise ConfigError("default_queue_depth and bf_max_job_test must be >= 1")
         if self.bf_interval_s <= 0 or self.bf_resolution_s <= 0 or self.bf_window_s <= 0:
             raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
+        if self.complete_s < 0:
+            raise ConfigError("complete_s must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
 
@@ -114,11 +117,13 @@ def whole_nodes(size: int, node_cpus: int, total: int) -> int:
 
 
 def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[float, int]], size: list[int],
-                    est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0) -> list[int]:
+                    est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0,
+                    completing: list[tuple[float, int]] | None = None) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
     `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
     index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
-    CPUs free now; `smallest`: no pending job is smaller (the cycle ends once fewer CPUs are free).
+    CPUs free now; `smallest`: no pending job is smaller (the cycle ends once fewer CPUs are free);
+    `completing`: (when its CPUs are free, CPUs) of the jobs ended but not yet completed.
 
     As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
     (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
@@ -147,6 +152,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         if free < s:
             if busy is None:
                 busy = [(e, size[j]) for e, j in running]
+                if completing:
+                    busy = sorted(busy + completing)
             if not cum:
                 f = free
                 for _, sz in busy:
@@ -173,6 +180,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             free -= s
             if busy is None:
                 busy = [(e, size[j]) for e, j in running]
+                if completing:
+                    busy = sorted(busy + completing)
             insort(busy, (t + d, s))
             cum = []
             continue
