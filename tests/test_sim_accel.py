@@ -65,6 +65,21 @@ def test_compiled_engine_matches_python_on_sdsc_blue(compiled, policy):
     assert repr(asdict(py)) == repr(asdict(c))
 
 
+@pytest.mark.parametrize("name", ["mf-classic", "mf-fairtree"])
+def test_compiled_engine_matches_python_under_slurmctlds_scheduler(compiled, name):
+    """Issue #32: slurmctld's scheduler (main scheduler on events and its timer, backfill cycles
+    with whole-node reservations, a completion latency) on the same 3,000 jobs."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    whole = read_swf(SWF)
+    w = Workload(whole.name, whole.nodes, list(whole.jobs[:3000]), meta=whole.meta)
+    pol = get_policy(name)
+    sc = SlurmSched(node_cpus=1, complete_s=1.0)
+    py, c = _both(compiled, lambda: simulate_multifactor(w, pol.priority, sched=sc))
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+
+
 def test_a_stale_build_is_not_used(compiled, monkeypatch):
     """An mfcore.py edited after the build: the Python engine runs, and status says why."""
     monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)
