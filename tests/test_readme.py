@@ -84,7 +84,9 @@ def test_readme_replay_example_is_real_output():
     assert r.output.rstrip("\n").splitlines() == block[1:]
     hybrid = next(line for line in block if line.startswith("mf-classic hybrid"))
     static = next(line for line in block if line.startswith("mf-classic d=1"))
-    assert float(hybrid.split()[-1].rstrip("%")) < 2.0 < float(static.split()[-1].rstrip("%"))
+    # (slurmctld's scheduler in the replay, issue #32: the hybrid control misses u* by 11% on this
+    # three-minute sample, the static d by 97%; 1.1% and 96% under EASY at every event)
+    assert 5 * float(hybrid.split()[-1].rstrip("%")) < float(static.split()[-1].rstrip("%"))
 
 
 README = (ROOT / "README.md").read_text()
