@@ -290,7 +290,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             t = min(t, min(end[i] for i in running))
         if completing:
             t = min(t, min(ft for ft, c in completing))
-        if (ai < n or running or pending) and next_pass < t:
+        if (ai < n or running or pending or completing) and next_pass < t:
             t = next_pass
         if pending:
             t = min(t, t0 + k_main * si, t0 + k_bf * bi)
