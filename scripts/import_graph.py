@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fscontrol.errors", "fscontrol.records", "fscontrol.atomic", "fscontrol.plotting"),
     ("fscontrol.slurm",),
     ("fscontrol.model",),
+    ("fscontrol.doctor",),  # the doctor's rules: pure functions over what slurm.survey read
     ("fscontrol.store",),
     ("fscontrol.act",),
     ("fscontrol.export",),

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from fscontrol.act import executor
-from fscontrol.agent import fitting, publishing
+from fscontrol.agent import diagnose, fitting, publishing
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
@@ -330,6 +330,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
                               f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
         cc = cfg.cluster(cluster) if cfg is not None else None
+        if stages.control and cc is not None and store.previous_snapshot_time(db, cluster) is None:
+            diagnose.first_tick_findings(snap, cc)  # the agent's first tick here: the doctor's findings, logged
         # only a tick that may act settles (under the agent lock: never beside a tick in flight)
         settled = executor.settle(db, snap) if acting else executor.NOTHING_SETTLED
         off = store_ledger.get_state(db, cluster, "acting_off") if acting else None
@@ -567,7 +569,8 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
         padding_threshold=cc.padding_threshold,
         d_max=cc.max_damping,
         advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
-                       if off else advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)),
+                       if off else (advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)
+                                    or diagnose.control_stop(snap, cc))),
     )
     stuck = [q for q in dummy_jobs if q.state == "PENDING"]
     if stuck and dec.method in ("padding", "hybrid"):

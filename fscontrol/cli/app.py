@@ -26,6 +26,7 @@ from typer.core import TyperGroup
 
 from fscontrol.cli import agent as agent_cmd
 from fscontrol.cli import collect as collect_cmd
+from fscontrol.cli import doctor as doctor_cmd
 from fscontrol.cli import forecast as forecast_cmd
 from fscontrol.cli import simulate as simulate_cmd
 from fscontrol.cli.common import _db, _fail, _print_lines, _source
@@ -341,8 +342,15 @@ app.add_typer(config_app, name="config")
 
 
 @config_app.command("check")
-def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False) -> None:
-    """Validate the config file and print the effective settings (defaults filled in)."""
+def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False,
+                 source: Annotated[str, typer.Option("--source", "-s", help=(
+                     "Where the doctor reads Slurm from: 'live' or a recorded sample folder.")) ] = "live",
+                 doctor: Annotated[bool, typer.Option("--doctor/--no-doctor", help=(
+                     "Also run `fscontrol doctor` on each cluster the config names (the default); where Slurm "
+                     "does not answer it says so and the check goes on."))] = True) -> None:
+    """Validate the config file and print the effective settings (defaults filled in); then
+    `fscontrol doctor` for each cluster it names. Exit 2 for a config mistake, 9 when the doctor
+    finds a fatal reason, 8 a warning (docs/doctor.md), else 0."""
     from fscontrol.agent import config
 
     try:
@@ -350,8 +358,14 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False) -> No
     except FscontrolError as e:
         raise _fail(e) from None
     eff = config.effective(cfg)
+    checked = _config_doctor(cfg, source) if doctor else []
+    code = max((c.get("exit_code", 0) for c in checked), default=0)
     if json_out:
+        if doctor:
+            eff = {**eff, "doctor": checked}
         typer.echo(json.dumps(eff, indent=2))
+        if code:
+            raise typer.Exit(code)
         return
     typer.echo(f"{config_path or 'no config file'}: valid. apply = {str(cfg.apply).lower()}, "
                f"history {cfg.db or '(default)'}, collect every {cfg.schedule['collect']:g} s")
@@ -363,6 +377,30 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False) -> No
     for line in config.effective_lines(cfg):
         typer.echo(f"  {line}")
     typer.echo("(--json prints them as JSON)")
+    for c in checked:
+        if "not_run" in c:
+            typer.echo(f"doctor{' on ' + c['cluster'] if c.get('cluster') else ''}: not run: {c['not_run']}")
+        else:
+            typer.echo("doctor on " + "\n".join(doctor_cmd.report_lines(c)))
+    if code:
+        raise typer.Exit(code)
+
+
+def _config_doctor(cfg, source: str) -> list[dict]:
+    """`fscontrol doctor` (its JSON) for each cluster the config names (one Slurm when it names
+    none), or {"cluster", "not_run": why} where Slurm could not be read (no Slurm on this host)."""
+    from fscontrol.agent.diagnose import diagnose
+
+    names = sorted(cfg.clusters) if len(cfg.clusters) > 1 else [None]
+    out = []
+    for name in names:
+        try:
+            s, findings = diagnose(_source(source, name, min(cfg.slurm_timeout_s, 30.0)), cfg)
+        except FscontrolError as e:
+            out.append({"cluster": name or next(iter(cfg.clusters), None), "not_run": str(e)})
+            continue
+        out.append(doctor_cmd.report(s, findings, json_out=True))
+    return out
 
 
 @app.command()
@@ -398,6 +436,7 @@ def capture(
 
 
 app.command(epilog=forecast_cmd.EPILOG)(forecast_cmd.forecast)
+app.command(epilog=doctor_cmd.EPILOG)(doctor_cmd.doctor)
 
 
 @app.command()

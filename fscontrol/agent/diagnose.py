@@ -1,0 +1,68 @@
+"""`fscontrol doctor` as a library call, and the doctor's part in the agent's first tick.
+
+diagnose() reads (fscontrol.slurm.survey), adds what only the history knows (the d the agent
+itself last set) and judges (fscontrol.doctor.checks). first_tick_findings() judges what a tick
+already read, with no extra command, when the history has no snapshot of the cluster yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from fscontrol.doctor import checks
+from fscontrol.errors import FscontrolError
+from fscontrol.slurm import survey
+
+log = logging.getLogger("fscontrol.doctor")
+
+
+def agent_damping(db_path: str | Path | None, cluster: str | None) -> int | None:
+    """The d the agent last set on `cluster` (its action log), or None (no history, or none set)."""
+    if not db_path or not cluster or not Path(db_path).is_file():
+        return None
+    from fscontrol.store import history as store
+    from fscontrol.store import ledger
+
+    try:
+        db = store.open_db(db_path, create=False, readonly=True)
+        return ledger.last_applied_damping(db, cluster)
+    except (FscontrolError, Exception):  # a history we cannot read: the check needing it is skipped
+        return None
+
+
+def diagnose(source, cfg=None, db_path: str | Path | None = None,
+             slurm_conf: str | None = None) -> tuple[survey.Survey, list[checks.Finding]]:
+    """Read the cluster `source` serves and judge it against `cfg` (agent.config.AgentConfig, or
+    None: no control asked for). `slurm_conf`: the file to read for d (default: the config's
+    slurm_conf when it says persist, else the SLURM_CONF slurmctld names)."""
+    cluster = getattr(source, "cluster", None)
+    cc = cfg.cluster(cluster) if cfg is not None else None
+    if slurm_conf is None and cc is not None and cc.persist:
+        slurm_conf = cc.slurm_conf
+    pre = survey.read(source, slurm_conf=slurm_conf)
+    name = cluster or pre.config.get("ClusterName")
+    if cc is not None and cluster is None and cfg.clusters:
+        cc = cfg.cluster(name)
+    d = agent_damping(db_path or (cfg.db if cfg is not None else None), name)
+    s = dataclasses.replace(pre, agent_damping=d)
+    return s, checks.check(s, checks.Intent.of(cc))
+
+
+def first_tick_findings(snap, cc) -> list[checks.Finding]:
+    """The doctor's findings from a tick's own snapshot, each logged as one line (warning for a
+    fatal or a warning, info for the rest): the agent's first tick on a cluster runs this."""
+    found = checks.check(survey.from_snapshot(snap), checks.Intent.of(cc))
+    for f in found:
+        log.log(logging.WARNING if f.severity != "info" else logging.INFO, "doctor on %s: %s", snap.cluster, f.line())
+    return found
+
+
+def control_stop(snap, cc) -> str | None:
+    """Why control must only advise, from the doctor's first fatal finding on the tick's snapshot
+    (its message and fix in one line), or None. Pure and cheap: every control decision asks."""
+    if cc is None or cc.method not in checks.CONTROL_METHODS:
+        return None
+    f = checks.control_blocker(checks.check(survey.from_snapshot(snap), checks.Intent.of(cc)))
+    return None if f is None else f"doctor: {f.check}: {f.message} Fix: {f.fix}"

@@ -1,0 +1,1 @@
+"""`fscontrol doctor`: the rules (checks.py) over what fscontrol.slurm.survey reads."""

@@ -1,0 +1,388 @@
+"""Every reason fair-share, or fscontrol's control, cannot do what the admin expects: pure rules
+over what fscontrol.slurm.survey read (no command runs here). docs/doctor.md lists each check,
+its severity and its fix; tests/test_doctor.py holds one fast test per check on edited recorded
+text, tests/test_integration_doctor.py one on a testbed set up that way.
+
+Severities:
+  fatal    fair-share has no effect on the order jobs start in, or the control method the config
+           names cannot work (the agent then only advises, saying why);
+  warning  fair-share works, but not as an admin expects (part of the usage uncharged, another
+           factor outweighs it, a d that will not stay);
+  info     worth knowing; nothing is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fscontrol.records import ShareRow
+from fscontrol.slurm import versions
+from fscontrol.slurm.parse import parse_duration
+from fscontrol.slurm.survey import Survey
+
+SEVERITIES = ("fatal", "warning", "info")
+CONTROL_METHODS = ("damping", "padding", "hybrid")
+# the other factors of the multifactor priority, by their PriorityWeight* name
+OTHER_FACTORS = ("Age", "JobSize", "Partition", "QOS", "Assoc")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str  # the check's name (docs/doctor.md)
+    severity: str  # fatal | warning | info
+    scope: str  # "fair-share" (Slurm's own) | "control" (fscontrol's) | "doctor" (what could not be read)
+    message: str  # one line: what is wrong
+    fix: str  # the exact change that fixes it
+
+    def as_dict(self) -> dict:
+        return {"check": self.check, "severity": self.severity, "scope": self.scope,
+                "message": self.message, "fix": self.fix}
+
+    def line(self) -> str:
+        return f"{self.severity}: {self.check}: {self.message} Fix: {self.fix}"
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """What the admin asked fscontrol to do (the config's [clusters.NAME] table), as plain values."""
+
+    method: str = "none"
+    dummy: tuple[str, str] = ("fsadmin", "fsdummy")
+    dummy_partition: str = "fsadmin"
+    padding_qos: str = "fspad"
+    padding_mode: str = "pulse"
+    persist: bool = False
+
+    @classmethod
+    def of(cls, cc) -> "Intent":
+        """From an agent.config.ClusterConfig (or anything with its attributes)."""
+        if cc is None:
+            return cls()
+        return cls(method=cc.method, dummy=tuple(cc.dummy_key), dummy_partition=cc.dummy_partition,
+                   padding_qos=cc.padding_qos, padding_mode=cc.padding_mode, persist=bool(cc.persist))
+
+
+class _Conf(dict):
+    """`scontrol show config`'s lines, looked up without regard to case (it prints
+    PriorityWeightFairShare where slurm.conf(5) writes PriorityWeightFairshare)."""
+
+    def __init__(self, pairs: dict[str, str]) -> None:
+        super().__init__((k.lower(), v) for k, v in pairs.items())
+
+    def get(self, key: str, default=None):
+        return super().get(key.lower(), default)
+
+
+def _flags(v: str | None) -> set[str]:
+    if not v or v.strip() in ("", "(null)", "N/A", "None", "NONE"):
+        return set()
+    return {x.strip().upper() for x in v.split(",") if x.strip()}
+
+
+def _int(v: str | None) -> int | None:
+    try:
+        return int(str(v).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain(x: float) -> str:
+    """A weight as slurm.conf writes it: 1000000, not 1e+06."""
+    return str(int(x)) if float(x).is_integer() else f"{x:f}".rstrip("0")
+
+
+def _tres_weight_sum(v: str | None) -> float:
+    """PriorityWeightTRES (`CPU=1000,Mem=2000,GRES/gpu=3000`): the sum of the weights."""
+    total = 0.0
+    for part in (v or "").split(","):
+        _, sep, w = part.partition("=")
+        if sep:
+            try:
+                total += float(w)
+            except ValueError:
+                pass
+    return total
+
+
+def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
+    """Every finding for the surveyed cluster, the fatal ones first, each check at most once."""
+    intent = intent or Intent()
+    c = _Conf(s.config)
+    out: list[Finding] = []
+
+    def add(check: str, severity: str, scope: str, message: str, fix: str) -> None:
+        out.append(Finding(check, severity, scope, message, fix))
+
+    controlling = intent.method in CONTROL_METHODS
+    ptype = c.get("PriorityType", "")
+    multifactor = ptype == "priority/multifactor"
+    if not multifactor:
+        add("priority-type", "fatal", "fair-share",
+            f"PriorityType is {ptype or '(unset)'}: jobs start in submission order (FIFO) and no fair-share factor "
+            "is computed.",
+            "slurm.conf: PriorityType=priority/multifactor, then restart slurmctld.")
+    storage = c.get("AccountingStorageType", "")
+    if storage != "accounting_storage/slurmdbd":
+        add("accounting-storage", "fatal", "fair-share",
+            f"AccountingStorageType is {storage or '(unset)'}: without slurmdbd there are no associations and no "
+            "usage, so every fair-share factor is the same.",
+            "run slurmdbd and set slurm.conf: AccountingStorageType=accounting_storage/slurmdbd, then restart "
+            "slurmctld.")
+    pflags = _flags(c.get("PriorityFlags"))
+    if multifactor:
+        _weights(c, s, pflags, add)
+        _decay(c, controlling, add)
+    enforce = _flags(c.get("AccountingStorageEnforce"))
+    if storage == "accounting_storage/slurmdbd":
+        if not enforce & {"ASSOCIATIONS", "LIMITS", "QOS", "SAFE", "WCKEYS", "ALL"}:
+            add("enforce-associations", "warning", "fair-share",
+                f"AccountingStorageEnforce is {c.get('AccountingStorageEnforce') or '(unset)'}: jobs of users with no "
+                "association run anyway, and their usage is charged to no one's share.",
+                "slurm.conf: AccountingStorageEnforce=associations,limits,qos, then restart slurmctld.")
+        if not enforce & {"LIMITS", "SAFE", "ALL"}:
+            add("enforce-limits", "warning", "fair-share",
+                "AccountingStorageEnforce lacks 'limits': Slurm (22.05 and 24.11 measured) then never charges the "
+                "last PriorityCalcPeriod of a job, so usage is under-counted.",
+                "slurm.conf: add limits to AccountingStorageEnforce (e.g. associations,limits,qos), then restart "
+                "slurmctld.")
+    if multifactor:
+        _algorithm(pflags, intent, add)
+    _reads(s, controlling, intent, add)
+    if s.shares is not None:
+        _tree(s.shares, add)
+    if controlling and multifactor:
+        _damping(s, intent, add)
+        if intent.method in ("padding", "hybrid"):
+            _padding(s, intent, add)
+    _info(c, s, add)
+    order = {v: i for i, v in enumerate(SEVERITIES)}
+    return sorted(out, key=lambda f: order[f.severity])
+
+
+def _weights(c: dict, s: Survey, pflags: set[str], add) -> None:
+    w_fs = _int(c.get("PriorityWeightFairshare")) or 0
+    if w_fs <= 0:
+        add("weight-fairshare", "fatal", "fair-share",
+            "PriorityWeightFairshare is 0 (Slurm's default): the fair-share factor adds nothing to any job's priority.",
+            "slurm.conf: PriorityWeightFairshare=100000 (larger than every other PriorityWeight*), then "
+            "`scontrol reconfigure`.")
+        return
+    others: dict[str, float] = {}
+    for name in OTHER_FACTORS:
+        w = _int(c.get(f"PriorityWeight{name}")) or 0
+        if name == "QOS" and s.qos is not None and all(q.priority is not None for q in s.qos):
+            if len({q.priority for q in s.qos}) <= 1 and "NO_NORMAL_QOS" not in pflags and "NO_NORMAL_ALL" not in pflags:
+                continue  # every QOS has the same priority: the QOS factor moves no job past another
+        if name == "Partition" and s.partitions is not None:
+            tiers = {p.get("PriorityJobFactor", "1") for p in s.partitions.values()}
+            if len(tiers) <= 1:
+                continue  # one PriorityJobFactor everywhere: the partition factor is the same for every job
+        if w > 0:
+            others[name] = w
+    tres = _tres_weight_sum(c.get("PriorityWeightTRES"))
+    if tres > 0:
+        others["TRES"] = tres
+    big = {k: v for k, v in others.items() if v > w_fs}
+    if big:
+        name, w = max(big.items(), key=lambda kv: kv[1])
+        add("weight-dwarfed", "warning", "fair-share",
+            f"PriorityWeightFairshare={w_fs} is outweighed by PriorityWeight{name}={_plain(w)}"
+            + (f" (and {', '.join(sorted(set(big) - {name}))})" if len(big) > 1 else "")
+            + f": the {name} factor alone can move a job past any fair-share difference, so fair-share orders jobs "
+            "only among those it leaves even.",
+            f"slurm.conf: PriorityWeightFairshare={int(w * 10)} (ten times PriorityWeight{name}), or lower "
+            f"PriorityWeight{name}; then `scontrol reconfigure`.")
+    normal = sorted(f for f in pflags if f.startswith("NO_NORMAL_"))
+    if normal:
+        add("no-normal", "warning", "fair-share",
+            f"PriorityFlags={','.join(normal)}: those factors are not scaled to 0..1, so their weights no longer "
+            "compare with PriorityWeightFairshare and can outweigh fair-share by any amount.",
+            f"slurm.conf: remove {','.join(normal)} from PriorityFlags, then `scontrol reconfigure`.")
+
+
+def _decay(c: dict, controlling: bool, add) -> None:
+    try:
+        half = parse_duration(c.get("PriorityDecayHalfLife", "")) or 0
+    except ValueError:
+        half = None
+    reset = (c.get("PriorityUsageResetPeriod") or "NONE").strip().upper()
+    if half == 0 and reset == "NONE":
+        add("decay-off", "fatal", "fair-share",
+            "PriorityDecayHalfLife is 0 and PriorityUsageResetPeriod is NONE: usage never decays and is never reset, "
+            "so fair-share ranks users by their usage since accounting began and a heavy user never recovers "
+            "(Slurm's slurm.conf(5): with 0, a reset period must be set).",
+            "slurm.conf: PriorityDecayHalfLife=7-0 (or keep 0 and set PriorityUsageResetPeriod=MONTHLY for hard "
+            "quotas), then `scontrol reconfigure`.")
+    elif half == 0:
+        add("decay-off-reset", "fatal" if controlling else "warning", "control",
+            f"PriorityDecayHalfLife is 0 (usage reset {reset.lower()} instead): fscontrol's halving, control and "
+            "forecast assume usage decays, so they do not hold here.",
+            "slurm.conf: PriorityDecayHalfLife=7-0, or method = \"none\" in the fscontrol config.")
+    elif reset != "NONE":
+        add("usage-reset", "warning", "control",
+            f"PriorityUsageResetPeriod is {reset}: every association's usage drops to 0 at each reset, which "
+            "fscontrol's forecasts and control do not foresee.",
+            "slurm.conf: PriorityUsageResetPeriod=NONE (decay alone forgets usage), then `scontrol reconfigure`.")
+
+
+def _algorithm(pflags: set[str], intent: Intent, add) -> None:
+    if "INCR_ONLY" in pflags:
+        add("incr-only", "warning", "fair-share",
+            "PriorityFlags=INCR_ONLY: a pending job's priority never decreases, so a user's new usage does not "
+            "lower the jobs they already have waiting.",
+            "slurm.conf: remove INCR_ONLY from PriorityFlags, then `scontrol reconfigure`.")
+    if intent.method not in CONTROL_METHODS:
+        return
+    if "DEPTH_OBLIVIOUS" in pflags:
+        add("control-depth-oblivious", "fatal", "control",
+            f"PriorityFlags=DEPTH_OBLIVIOUS: fscontrol's classic maths do not hold, so method {intent.method} "
+            "cannot control the halving (the agent only advises).",
+            "slurm.conf: PriorityFlags=NO_FAIR_TREE without DEPTH_OBLIVIOUS, or method = \"none\" in the config.")
+    elif "NO_FAIR_TREE" not in pflags:
+        add("control-fair-tree", "fatal", "control",
+            f"Fair Tree is in use (PriorityFlags lacks NO_FAIR_TREE): it ranks users and never reads "
+            f"FairShareDampeningFactor or a halving usage, so method {intent.method} cannot act (the agent only "
+            "advises).",
+            "slurm.conf: PriorityFlags=NO_FAIR_TREE (classic fair-share) and restart slurmctld, or method = "
+            "\"none\" in the fscontrol config.")
+
+
+def _reads(s: Survey, controlling: bool, intent: Intent, add) -> None:
+    for what, err in sorted(s.errors.items()):
+        if err.startswith("not recorded"):
+            continue
+        if what in ("sshare", "qos", "assoc"):
+            add(f"read-{what}", "fatal" if (controlling or what == "sshare") else "warning", "fair-share",
+                f"`{'sshare' if what == 'sshare' else 'sacctmgr'}` failed: {err} (is slurmdbd running and reachable?).",
+                "start slurmdbd (`systemctl start slurmdbd`) and check AccountingStorageHost/Port in slurm.conf.")
+        elif what == "slurm.conf" and intent.method in ("damping", "hybrid"):
+            add("read-slurm-conf", "info", "doctor",
+                f"slurm.conf not read for its FairShareDampeningFactor line: {err}; the d-by-hand check was skipped.",
+                "run `fscontrol doctor` as root on the controller (or --slurm-conf FILE).")
+
+
+def _tree(shares: tuple[ShareRow, ...], add) -> None:
+    users = [r for r in shares if r.is_user]
+    if not users:
+        add("no-user-associations", "fatal", "fair-share",
+            "sshare lists no user association: no user is charged any usage, so fair-share has no one to order.",
+            "sacctmgr add user NAME account=ACCOUNT (one association per user and account).")
+        return
+    zero = [r for r in users if r.raw_shares == 0 and not r.shares_parent]
+    if zero:
+        names = ", ".join(f"{r.account}/{r.user}" for r in zero[:3]) + (f" and {len(zero) - 3} more" if len(zero) > 3 else "")
+        add("zero-shares", "warning", "fair-share",
+            f"{len(zero)} user association(s) have FairShare=0 ({names}): their fair-share factor is 0 whatever "
+            "they use, so their jobs come after everyone else's.",
+            "sacctmgr modify user where name=USER account=ACCOUNT set fairshare=1 (or remove the association).")
+
+
+def _damping(s: Survey, intent: Intent, add) -> None:
+    runtime = _int(_Conf(s.config).get("FairShareDampeningFactor"))
+    if runtime is None:
+        return
+    conf = _int(s.conf_damping) if s.conf_damping is not None else (1 if s.conf_read else None)
+    agent = s.agent_damping
+    if agent is not None and runtime != agent:
+        by = "slurm.conf" if conf == runtime else "someone"
+        add("damping-reverted", "warning", "control",
+            f"FairShareDampeningFactor is {runtime}, not the {agent} the agent last set: {by} put it back "
+            f"({'a reconfigure or restart reads slurm.conf' if by == 'slurm.conf' else 'an admin or script set it'}"
+            f"{'; with persist = true slurm.conf should say ' + str(agent) + ': config management rewrote it' if intent.persist and conf is not None and conf != agent else ''}).",
+            "let fscontrol own the FairShareDampeningFactor line (config management: leave it out of the "
+            "template, or template the agent's value), or persist = false and let each tick set d again.")
+    elif agent is None and conf is not None and runtime != conf:
+        add("damping-by-hand", "warning", "control",
+            f"FairShareDampeningFactor is {runtime} in slurmctld but {conf} in {s.conf_path}: set by hand "
+            f"(`scontrol fsdampeningfactor`); the next reconfigure or restart puts back {conf}, and method "
+            f"{intent.method} will set its own d.",
+            f"`scontrol fsdampeningfactor {conf}` (or write FairShareDampeningFactor={runtime} in slurm.conf), "
+            "and let the agent set d from then on.")
+    elif agent is None and runtime != 1 and intent.method in ("damping", "hybrid"):
+        add("damping-preset", "info", "control",
+            f"FairShareDampeningFactor is already {runtime} (not Slurm's default 1): the agent will move it; "
+            "`fscontrol control off` puts back the value it found.",
+            "nothing to change, unless d is managed elsewhere: then method = \"padding\" or \"none\".")
+
+
+def _padding(s: Survey, intent: Intent, add) -> None:
+    account, user = intent.dummy
+    key = f"{account}/{user}"
+    if s.shares is not None:
+        rows = {r.key: r for r in s.shares}
+        if intent.dummy not in rows:
+            add("dummy-missing", "fatal", "control",
+                f"the padding association {key} does not exist: method {intent.method} has no one to charge the "
+                "padding to (the agent only advises).",
+                f"sacctmgr -i add account {account} parent=root fairshare=1; sacctmgr -i add user {user} "
+                f"account={account} defaultaccount={account} (docs/deploy.md: padding setup).")
+        else:
+            acct = rows.get((account, ""))
+            if acct is None or acct.parent != "root":
+                add("dummy-not-top-level", "fatal", "control",
+                    f"the padding account {account} is under {acct.parent if acct else '?'}, not root: its padding "
+                    "would be charged to that parent's share too.",
+                    f"a top-level padding account: sacctmgr -i add account fsadmin parent=root fairshare=1, and "
+                    "dummy = \"fsadmin/USER\" in the config.")
+            others = [r for r in s.shares if r.parent == account and r.key != intent.dummy]
+            if others:
+                add("dummy-not-alone", "fatal", "control",
+                    f"the padding account {account} holds {len(others)} other association(s) "
+                    f"({', '.join('/'.join(r.key).strip('/') for r in others[:3])}): classic fair-share charges "
+                    "siblings a share of the padding.",
+                    f"give the padding user an account of its own (sacctmgr -i add account fsadmin parent=root) and "
+                    "name it in the config's dummy.")
+    if s.qos is not None:
+        q = {x.name.lower(): x for x in s.qos}.get(intent.padding_qos.lower())
+        if q is None:
+            add("padding-qos-missing", "fatal", "control",
+                f"the padding QOS {intent.padding_qos} does not exist: the padding job cannot be submitted.",
+                f"sacctmgr -i add qos {intent.padding_qos}; sacctmgr -i modify user where name={user} set "
+                f"qos+={intent.padding_qos}.")
+        else:
+            if "nodecay" in q.flags:
+                add("padding-qos-nodecay", "fatal", "control",
+                    f"the padding QOS {q.name} has Flags=NoDecay: the padding's usage would not decay as fscontrol "
+                    "plans it.",
+                    f"sacctmgr -i modify qos {q.name} set flags-=NoDecay.")
+            if s.assoc_qos is not None and intent.dummy in s.assoc_qos and q.name.lower() not in s.assoc_qos[intent.dummy]:
+                add("padding-qos-access", "fatal", "control",
+                    f"the padding user {key} may not use QOS {q.name} (its QOS: "
+                    f"{','.join(s.assoc_qos[intent.dummy]) or 'none'}): the padding job would be refused.",
+                    f"sacctmgr -i modify user where name={user} account={account} set qos+={q.name}.")
+    if s.partitions is not None and intent.dummy_partition not in s.partitions:
+        add("padding-partition-missing", "fatal", "control",
+            f"the padding partition {intent.dummy_partition} does not exist: the padding job cannot be submitted.",
+            f"slurm.conf: PartitionName={intent.dummy_partition} Nodes=... AllowGroups={user},root PriorityTier=10 "
+            "TRESBillingWeights=CPU=1.0, then `scontrol reconfigure` (docs/deploy.md).")
+
+
+def _info(c: dict, s: Survey, add) -> None:
+    untested = versions.untested_warning(c.get("SLURM_VERSION", "unknown"))
+    if untested:
+        add("slurm-version", "info", "control", untested, "none needed; docs/testing.md lists the tested releases.")
+    if "USAGE" in _flags(c.get("PrivateData")):
+        add("private-usage", "info", "fair-share",
+            "PrivateData=usage: users see only their own sshare rows, so their forecasts need the agent's published "
+            "snapshot.",
+            "set [agent] publish_dir in the fscontrol config (docs/deploy.md).")
+    if s.qos is not None:
+        odd = [q for q in s.qos if q.usage_factor is not None and q.usage_factor != 1.0]
+        if odd:
+            add("qos-usage-factor", "info", "fair-share",
+                "QOS with UsageFactor other than 1: " + ", ".join(f"{q.name}={q.usage_factor:g}" for q in odd[:5])
+                + ": their jobs are charged that multiple of their use.",
+                "none needed if intended.")
+
+
+def worst(findings: list[Finding]) -> str | None:
+    """The most severe severity among `findings`, or None for none."""
+    for sev in SEVERITIES:
+        if any(f.severity == sev for f in findings):
+            return sev
+    return None
+
+
+def control_blocker(findings: list[Finding]) -> Finding | None:
+    """The first fatal finding: the agent's control only advises while one stands."""
+    return next((f for f in findings if f.severity == "fatal"), None)

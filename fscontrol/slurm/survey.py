@@ -1,0 +1,152 @@
+"""What `fscontrol doctor` reads from Slurm: the live configuration, every association, the QOS
+with their flags, the partitions and slurm.conf's own FairShareDampeningFactor line.
+
+Reading only; the rules that judge it are pure functions in fscontrol.doctor. `scontrol show
+config` must answer (without it there is nothing to judge: SlurmCommandError, exit 3). Every
+other read that fails is kept as its error line, because a failing read is itself a finding
+(no slurmdbd: sshare and sacctmgr fail). A recorded sample (RecordedSlurm) holds config, sshare
+and qos (Name and UsageFactor only): what it lacks is None, and the checks that need it are
+skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from fscontrol.errors import FscontrolError, NotFoundError
+from fscontrol.records import ShareRow
+from fscontrol.slurm import parse
+
+# The QOS with what the checks need beyond Name,UsageFactor (parse.QOS_ARGS): their priority (the
+# QOS factor) and flags (NoDecay).
+QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor,Priority,Flags")
+# Every association's QOS list (may the padding user run in the padding QOS?)
+ASSOC_ARGS = ("sacctmgr", "-P", "show", "assoc", "format=Cluster,Account,User,QOS")
+PARTITION_ARGS = ("scontrol", "-o", "show", "partition")
+
+
+@dataclass(frozen=True, slots=True)
+class QosInfo:
+    name: str
+    usage_factor: float | None
+    priority: int | None = None  # None: not read (a recorded sample)
+    flags: tuple[str, ...] = ()  # lower case
+
+
+@dataclass(frozen=True, slots=True)
+class Survey:
+    """What the doctor read. None means "not read" (with the reason in `errors` when a read failed)."""
+
+    config: dict[str, str]  # every `Key = Value` line of `scontrol show config`
+    shares: tuple[ShareRow, ...] | None = None
+    qos: tuple[QosInfo, ...] | None = None
+    assoc_qos: dict[tuple[str, str], tuple[str, ...]] | None = None  # (account, user) -> its QOS, lower case
+    partitions: dict[str, dict[str, str]] | None = None  # name -> its `Key=Value` fields
+    conf_path: str | None = None  # the slurm.conf read for its d line
+    conf_damping: str | None = None  # that file's FairShareDampeningFactor value (None: no line, or not read)
+    conf_read: bool = False  # the file was read (conf_damping None then means: no such line)
+    agent_damping: int | None = None  # the d the agent itself last set (its history), when known
+    errors: dict[str, str] = field(default_factory=dict)  # read -> its one-line error
+    source: str = ""
+
+
+def parse_qos_full(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosInfo, ...]:
+    """`sacctmgr -P show qos format=Name,UsageFactor[,Priority,Flags]` (the last two optional)."""
+    header, rows = parse._table(text, command, ("Name", "UsageFactor"))
+    ix = {name: i for i, name in enumerate(header)}
+    out = []
+    for no, f in rows:
+        line = "|".join(f)
+        uf = parse._num(f[ix["UsageFactor"]], float, command, "UsageFactor", no, line, allow_empty=True, minimum=0)
+        prio = (parse._num(f[ix["Priority"]], int, command, "Priority", no, line, allow_empty=True, minimum=0)
+                if "Priority" in ix else None)
+        flags = tuple(x.strip().lower() for x in f[ix["Flags"]].split(",") if x.strip()) if "Flags" in ix else ()
+        out.append(QosInfo(f[ix["Name"]].strip(), uf, prio, flags))
+    return tuple(out)
+
+
+def parse_assoc_qos(text: str, cluster: str | None = None,
+                    command: str = " ".join(ASSOC_ARGS)) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(account, user) -> the association's QOS names (lower case) from `sacctmgr -P show assoc`,
+    of `cluster` only when named (slurmdbd serves every cluster; sacctmgr has no -M)."""
+    header, rows = parse._table(text, command, ("Account", "User", "QOS"))
+    ix = {name: i for i, name in enumerate(header)}
+    return {(f[ix["Account"]].strip(), f[ix["User"]].strip()):
+            tuple(q.strip().lower() for q in f[ix["QOS"]].split(",") if q.strip()) for _no, f in rows
+            if cluster is None or "Cluster" not in ix or f[ix["Cluster"]].strip() == cluster}
+
+
+def parse_partitions(text: str) -> dict[str, dict[str, str]]:
+    """`scontrol -o show partition`: one line per partition, `Key=Value` fields."""
+    out: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        fields = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
+        if "PartitionName" in fields:
+            out[fields["PartitionName"]] = fields
+    return out
+
+
+def conf_damping_value(text: str) -> tuple[str | None, bool]:
+    """slurm.conf's FairShareDampeningFactor value (the last line wins, as in Slurm) and whether the
+    file has an Include line (the value in force may then come from another file). The same
+    reading as act.slurmconf.conf_damping_value (the writer's), kept here below it."""
+    value, include = None, False
+    for line in text.splitlines():
+        key, _, v = line.split("#", 1)[0].strip().partition("=")
+        k = key.strip().lower()
+        if k == "fairsharedampeningfactor":
+            value = v.strip()
+        elif k.startswith("include"):
+            include = True
+    return value, include
+
+
+def read(source, slurm_conf: str | None = None, agent_damping: int | None = None) -> Survey:
+    """Read everything the doctor judges from `source` (LiveSlurm or RecordedSlurm).
+
+    `slurm_conf`: the file to read for its d line (default: the SLURM_CONF that `scontrol show
+    config` names); read only where this process can read it."""
+    config = parse.parse_config_pairs(source.config().stdout)  # raises: nothing to judge without it
+    errors: dict[str, str] = {}
+    run = getattr(source, "run", None)
+
+    def attempt(name: str, fn):
+        try:
+            return fn()
+        except NotFoundError as e:  # a recorded sample without this output: not read, no finding
+            errors[name] = f"not recorded ({e})"
+            return None
+        except FscontrolError as e:
+            errors[name] = str(e)
+            return None
+
+    shares = attempt("sshare", lambda: parse.parse_sshare(source.sshare().stdout))
+    if run is not None:
+        qos = attempt("qos", lambda: parse_qos_full(run(QOS_ARGS).stdout))
+        assoc = attempt("assoc", lambda: parse_assoc_qos(run(ASSOC_ARGS).stdout, config.get("ClusterName")))
+        parts = attempt("partitions", lambda: parse_partitions(run(PARTITION_ARGS).stdout))
+    else:
+        qos = attempt("qos", lambda: parse_qos_full(source.qos().stdout))
+        assoc = parts = None
+    path = slurm_conf or config.get("SLURM_CONF")
+    conf_damping, conf_read = None, False
+    if run is not None and path:  # (a recorded sample's SLURM_CONF is another machine's file)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                conf_damping, include = conf_damping_value(fh.read())
+            conf_read = not include
+            if include:
+                errors["slurm.conf"] = f"{path} has Include lines: the d in force may come from another file"
+        except OSError as e:
+            errors["slurm.conf"] = f"{path}: {e.strerror or e}"
+    return Survey(config=config, shares=shares, qos=qos, assoc_qos=assoc, partitions=parts,
+                  conf_path=os.fspath(path) if path else None, conf_damping=conf_damping, conf_read=conf_read,
+                  agent_damping=agent_damping, errors=errors, source=source.describe())
+
+
+def from_snapshot(snap, agent_damping: int | None = None) -> Survey:
+    """A survey from what a tick already read (no extra command): config, sshare, QOS factors."""
+    return Survey(config=dict(snap.config.raw), shares=tuple(snap.shares),
+                  qos=tuple(QosInfo(q.name, q.usage_factor) for q in snap.qos), agent_damping=agent_damping,
+                  source="the tick's snapshot")

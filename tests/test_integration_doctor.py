@@ -1,0 +1,297 @@
+"""`fscontrol doctor` on the real testbed, set up the way each check looks for: slurm.conf lines
+changed (reconfigure, or a slurmctld restart where Slurm needs one), sacctmgr changes, the config
+naming what is not there. Each test puts the testbed back as it found it (slurm.conf's lines, the
+QOS, the shares, d) and checks the doctor finds nothing again.
+
+The tests of each rule on edited recorded text: tests/test_doctor.py. Not set up here (fast tests
+only): no user association at all (it would need the testbed's whole tree deleted) and an
+untested Slurm version."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from fscontrol.agent import config as agent_config
+from fscontrol.agent.diagnose import diagnose
+
+ROOT = Path(__file__).resolve().parent.parent
+FSCONTROL = [sys.executable, "-m", "fscontrol"]
+
+
+def _cfg(tmp_path, **cluster) -> object:
+    tmp_path.mkdir(exist_ok=True)
+    body = {"target_core_hours": 1, "method": "hybrid", "padding_mode": "steady", **cluster}
+    text = "[clusters.tbcluster]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in body.items())
+    path = tmp_path / "fscontrol.toml"
+    path.write_text(text)
+    return agent_config.load(path)
+
+
+def _checks(slurm, cfg, db=None) -> dict[str, str]:
+    """check -> severity, from the library on the live testbed."""
+    _, found = diagnose(slurm.source(), cfg, db_path=db)
+    return {f.check: f.severity for f in found}
+
+
+def _conf_lines(slurm, *keys: str) -> dict[str, str]:
+    """The slurm.conf values of `keys` as they are now ("" for a line that is not there)."""
+    out = {k: "" for k in keys}
+    for line in slurm.conf.read_text().splitlines():
+        k, sep, v = line.partition("=")
+        if sep and k in out:
+            out[k] = v
+    return out
+
+
+def _restart(slurm) -> None:
+    slurm.stop_controller()
+    slurm.start_controller()
+    for _ in range(60):
+        if slurm.controller_up():
+            return
+        time.sleep(1)
+    raise AssertionError("slurmctld did not answer after its restart")
+
+
+@contextmanager
+def _conf(slurm, restart: bool = False, **settings: str):
+    """slurm.conf with these lines for the block, then as it was (reconfigure, or a restart)."""
+    before = _conf_lines(slurm, *settings)
+    try:
+        slurm.set_conf(**settings)
+        if restart:
+            _restart(slurm)
+        yield
+    finally:
+        slurm.set_conf(**before)
+        if restart:
+            _restart(slurm)
+
+
+def _show(slurm, key: str) -> str:
+    for line in slurm.scontrol("show", "config").splitlines():
+        k, sep, v = line.partition(" = ")
+        if sep and k.strip().lower() == key.lower():
+            return v.strip()
+    return ""
+
+
+def _cli(slurm, *args: str, config=None) -> tuple[int, dict]:
+    argv = [*FSCONTROL, "doctor", "--json", *args] + (["--config", str(config)] if config else [])
+    p = subprocess.run(argv, env=slurm.env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    return p.returncode, json.loads(p.stdout) if p.stdout.strip() else {"stderr": p.stderr}
+
+
+def test_the_testbed_as_set_up_has_no_finding(slurm, tmp_path):
+    """The testbed (classic fair-share, slurmdbd, weights, the padding setup) is what the doctor
+    wants: no finding, exit 0, for each method."""
+    for method in ("none", "damping", "padding", "hybrid"):
+        assert _checks(slurm, _cfg(tmp_path, method=method)) == {}, method
+    code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+    assert code == 0 and out["findings"] == [] and out["cluster"] == "tbcluster", out
+
+
+def test_weights(slurm, tmp_path):
+    cfg = _cfg(tmp_path)
+    with _conf(slurm, PriorityWeightFairshare="0"):
+        assert _show(slurm, "PriorityWeightFairShare") == "0"
+        assert _checks(slurm, cfg)["weight-fairshare"] == "fatal"
+        code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+        assert code == 9 and out["worst"] == "fatal", out
+    with _conf(slurm, PriorityWeightAge="1000000"):
+        assert _checks(slurm, cfg) == {"weight-dwarfed": "warning"}
+        code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+        assert code == 8 and "PriorityWeightAge=1000000" in out["findings"][0]["message"], out
+    # the QOS weight counts only where the QOS priorities differ
+    with _conf(slurm, PriorityWeightQOS="1000000"):
+        assert _checks(slurm, cfg) == {}
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "priority=10")
+        try:
+            assert _checks(slurm, cfg) == {"weight-dwarfed": "warning"}
+        finally:
+            slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "priority=0")
+    with _conf(slurm, PriorityFlags="NO_FAIR_TREE,NO_NORMAL_QOS,INCR_ONLY"):
+        assert _checks(slurm, cfg) == {"no-normal": "warning", "incr-only": "warning"}
+    assert _checks(slurm, cfg) == {}
+
+
+def test_decay(slurm, tmp_path):
+    cfg, none = _cfg(tmp_path), _cfg(tmp_path / "none", method="none")
+    with _conf(slurm, PriorityDecayHalfLife="0"):
+        assert _show(slurm, "PriorityDecayHalfLife") == "00:00:00"
+        assert _checks(slurm, none) == {"decay-off": "fatal"}
+        with _conf(slurm, PriorityUsageResetPeriod="WEEKLY"):
+            assert _checks(slurm, cfg) == {"decay-off-reset": "fatal"}  # control's maths need decay
+            assert _checks(slurm, none) == {"decay-off-reset": "warning"}
+    with _conf(slurm, PriorityUsageResetPeriod="WEEKLY"):
+        assert _checks(slurm, cfg) == {"usage-reset": "warning"}
+    assert _checks(slurm, cfg) == {}
+
+
+def test_accounting_enforce(slurm, tmp_path):
+    cfg = _cfg(tmp_path)
+    with _conf(slurm, restart=True, AccountingStorageEnforce=""):
+        assert _show(slurm, "AccountingStorageEnforce") == "none"
+        assert _checks(slurm, cfg) == {"enforce-associations": "warning", "enforce-limits": "warning"}
+    with _conf(slurm, restart=True, AccountingStorageEnforce="associations"):
+        assert _checks(slurm, cfg) == {"enforce-limits": "warning"}
+    assert _checks(slurm, cfg) == {}
+
+
+def test_priority_basic_and_no_slurmdbd(slurm, tmp_path):
+    """Both need a slurmctld restart to take (and another to put back)."""
+    cfg = _cfg(tmp_path, method="none")
+    with _conf(slurm, restart=True, PriorityType="priority/basic"):
+        assert _show(slurm, "PriorityType") == "priority/basic"
+        assert _checks(slurm, cfg)["priority-type"] == "fatal"
+    with _conf(slurm, restart=True, AccountingStorageType="accounting_storage/none"):
+        found = _checks(slurm, cfg)
+        assert found["accounting-storage"] == "fatal" and found.get("read-sshare") == "fatal", found
+    assert _checks(slurm, cfg) == {}
+
+
+def test_slurmdbd_down(slurm, tmp_path):
+    """slurmdbd stopped: sacctmgr fails; control (which changes the padding QOS) cannot work."""
+    from testbed import ensure_testbed
+
+    pid = int((slurm.dir / "run" / "slurmdbd.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGTERM)
+    try:
+        for _ in range(60):
+            try:
+                os.kill(pid, 0)
+                time.sleep(0.5)
+            except ProcessLookupError:
+                break
+        found = _checks(slurm, _cfg(tmp_path))
+        assert found.get("read-qos") == "fatal" and found.get("read-assoc") == "fatal", found
+    finally:
+        ensure_testbed(slurm.dir)  # testbed.sh start brings back what is not running
+    for _ in range(30):
+        if _checks(slurm, _cfg(tmp_path)) == {}:
+            break
+        time.sleep(2)
+    assert _checks(slurm, _cfg(tmp_path)) == {}
+
+
+def test_fair_tree_and_depth_oblivious(slurm, tmp_path):
+    cfg, none = _cfg(tmp_path), _cfg(tmp_path / "none", method="none")
+    try:
+        slurm.set_priority_flags("")
+        assert _checks(slurm, cfg) == {"control-fair-tree": "fatal"}
+        assert _checks(slurm, none) == {}  # Fair Tree is fair-share: only control cannot act on it
+        slurm.set_priority_flags("DEPTH_OBLIVIOUS")
+        assert _checks(slurm, cfg) == {"control-depth-oblivious": "fatal"}
+    finally:
+        slurm.set_priority_flags("NO_FAIR_TREE", restart=True)
+    assert _checks(slurm, cfg) == {}
+
+
+def test_damping_by_hand_and_reverted(slurm, tmp_path):
+    """d set by hand (scontrol), then d the agent set and a reconfigure put back."""
+    from fscontrol.act import actions
+    from fscontrol.store import history as store
+    from fscontrol.store import ledger
+
+    cfg = _cfg(tmp_path, method="damping")
+    assert slurm.damping() == 1
+    try:
+        slurm.scontrol("fsdampeningfactor", "7")
+        assert _checks(slurm, cfg) == {"damping-by-hand": "warning"}
+        # the agent's own action (as its executor records it), then a reconfigure, as config
+        # management runs one: slurmctld is back at slurm.conf's d
+        db_path = tmp_path / "h.db"
+        db = store.open_db(db_path)
+        act = actions.set_damping(5, "test: the agent's d")
+        with store.transaction(db):
+            (aid,) = ledger.write_actions(db, "tbcluster", None, "control", [act], time.time())
+        slurm.scontrol(*act.argv[1:])
+        with store.transaction(db):
+            ledger.update_action(db, aid, "ok", "", None, time.time())
+        db.close()
+        assert slurm.damping() == 5
+        assert _checks(slurm, cfg, db=db_path) == {}  # d is the agent's: nothing to say
+        slurm.scontrol("reconfigure")
+        assert slurm.damping() == 1
+        found = _checks(slurm, cfg, db=db_path)
+        assert found == {"damping-reverted": "warning"}, found
+        _, f = diagnose(slurm.source(), cfg, db_path=db_path)
+        assert "not the 5 the agent last set: slurm.conf put it back" in f[0].message
+    finally:
+        slurm.scontrol("fsdampeningfactor", "1")
+    assert _checks(slurm, cfg) == {}
+
+
+def test_padding_setup(slurm, tmp_path):
+    """The config names a padding association, QOS or partition that is missing or unfit."""
+    assert _checks(slurm, _cfg(tmp_path, dummy="fsadmin/nobody")) == {"dummy-missing": "fatal"}
+    # (and neither of these users may run in the padding QOS)
+    assert _checks(slurm, _cfg(tmp_path, dummy="chem/carol")) == {"dummy-not-top-level": "fatal",
+                                                                 "padding-qos-access": "fatal"}
+    assert _checks(slurm, _cfg(tmp_path, dummy="flat/alice")) == {"dummy-not-alone": "fatal",
+                                                                 "padding-qos-access": "fatal"}
+    assert _checks(slurm, _cfg(tmp_path, padding_qos="nosuchqos")) == {"padding-qos-missing": "fatal"}
+    assert _checks(slurm, _cfg(tmp_path, dummy_partition="nosuchpart")) == {"padding-partition-missing": "fatal"}
+    assert _checks(slurm, _cfg(tmp_path, method="damping", dummy="fsadmin/nobody")) == {}  # damping needs no dummy
+    slurm.run("sacctmgr", "-i", "add", "qos", "fsdoctor")
+    try:
+        assert _checks(slurm, _cfg(tmp_path, padding_qos="fsdoctor")) == {"padding-qos-access": "fatal"}
+    finally:
+        slurm.run("sacctmgr", "-i", "delete", "qos", "where", "name=fsdoctor")
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "flags+=NoDecay")
+    try:
+        assert _checks(slurm, _cfg(tmp_path)) == {"padding-qos-nodecay": "fatal"}
+    finally:
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "flags-=NoDecay")
+    assert _checks(slurm, _cfg(tmp_path)) == {}
+
+
+def test_shares_and_notes(slurm, tmp_path):
+    """A user with FairShare=0; the notes (info: exit 0) for PrivateData=usage and a UsageFactor."""
+    cfg = _cfg(tmp_path)
+    slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=dave", "account=flat", "set", "fairshare=0")
+    try:
+        assert _checks(slurm, cfg) == {"zero-shares": "warning"}
+    finally:
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=dave", "account=flat", "set", "fairshare=1")
+    with _conf(slurm, PrivateData="usage"):
+        assert _checks(slurm, cfg) == {"private-usage": "info"}
+        code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+        assert code == 0 and out["worst"] == "info", out
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=2")
+    try:
+        assert _checks(slurm, cfg) == {"qos-usage-factor": "info"}
+    finally:
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+    assert _checks(slurm, cfg) == {}
+
+
+def test_first_tick_logs_and_a_fatal_stops_control(slurm, tmp_path, caplog):
+    """The agent's first tick on a cluster logs the doctor's findings; a fatal one makes control
+    advise only, with the finding and its fix as the reason (no traceback, nothing applied)."""
+    import logging
+
+    from fscontrol.agent import pipeline
+    from fscontrol.store import history as store
+
+    (tmp_path / "st").mkdir(mode=0o700)
+    cfg = _cfg(tmp_path, method="damping")
+    db = store.open_db(tmp_path / "st" / "h.db")
+    with _conf(slurm, PriorityWeightFairshare="0"), caplog.at_level(logging.INFO, logger="fscontrol.doctor"):
+        res = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        assert res.decision.advise_only and res.actions == ()
+        assert any("doctor: weight-fairshare" in n and "PriorityWeightFairshare=100000" in n for n in res.decision.notes)
+        assert [r.getMessage() for r in caplog.records if "weight-fairshare" in r.getMessage()]
+        caplog.clear()
+        res = pipeline.control_tick(slurm.source(), db, cfg, apply=False)  # not the first: not logged again
+        assert res.decision.advise_only and not caplog.records
+    assert slurm.damping() == 1
