@@ -1,0 +1,299 @@
+"""`fscontrol doctor` without Slurm: every check on recorded text (samples/testbed-basic, a real
+22.05 capture) edited the way the check looks for, read through the same reading layer
+(fscontrol.slurm.survey over RecordedSlurm); the CLI's output and exit codes; config check; the
+first tick. The same checks on a testbed set up each way: tests/test_integration_doctor.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol.cli.app import app
+from fscontrol.doctor import checks
+from fscontrol.doctor.checks import Intent
+from fscontrol.slurm import survey
+from fscontrol.slurm.source import RecordedSlurm
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "testbed-basic"
+DOCS = ROOT / "docs" / "doctor.md"
+HYBRID = Intent(method="hybrid", padding_mode="steady")
+
+
+def _sample(tmp_path, config: dict[str, str | None] | None = None, sshare=None, qos: str | None = None) -> Path:
+    """A copy of the recorded sample with `scontrol show config` lines set (None: removed), the
+    sshare text passed through `sshare(text)`, and the QOS text replaced."""
+    folder = tmp_path / "sample"
+    shutil.copytree(SAMPLE, folder)
+    if config:
+        lines = (folder / "config.txt").read_text().splitlines()
+        for key, value in config.items():
+            hit = [i for i, ln in enumerate(lines) if ln.split(" = ")[0].strip().lower() == key.lower()]
+            for i in reversed(hit):
+                del lines[i]
+            if value is not None:
+                lines.insert(hit[0] if hit else len(lines), f"{key:<23} = {value}")
+        (folder / "config.txt").write_text("\n".join(lines) + "\n")
+    if sshare is not None:
+        (folder / "sshare.txt").write_text(sshare((folder / "sshare.txt").read_text()))
+    if qos is not None:
+        (folder / "qos.txt").write_text(qos)
+    return folder
+
+
+def _found(tmp_path, intent: Intent = HYBRID, **edits) -> dict[str, str]:
+    s = survey.read(RecordedSlurm(_sample(tmp_path, **edits)))
+    return {f.check: f.severity for f in checks.check(s, intent)}
+
+
+def _survey(tmp_path, **edits) -> survey.Survey:
+    return survey.read(RecordedSlurm(_sample(tmp_path, **edits)))
+
+
+def _judge(s: survey.Survey, intent: Intent = HYBRID, **facts) -> dict[str, str]:
+    return {f.check: f.severity for f in checks.check(dataclasses.replace(s, **facts), intent)}
+
+
+# ---------------------------------------------------------------------------- no false alarm
+@pytest.mark.parametrize("sample", sorted(p.name for p in (ROOT / "samples").glob("testbed-*") if (p / "meta.json").is_file()))
+def test_the_recorded_testbeds_have_no_finding(sample):
+    """Every recorded testbed (22.05 and 24.11, classic and Fair Tree) is set up as fair-share needs."""
+    s = survey.read(RecordedSlurm(ROOT / "samples" / sample))
+    assert checks.check(s, Intent()) == []
+    fair_tree = "NO_FAIR_TREE" not in s.config["PriorityFlags"]
+    assert {f.check for f in checks.check(s, HYBRID)} == ({"control-fair-tree"} if fair_tree else set())
+
+
+# ---------------------------------------------------------------------------- fair-share inert
+def test_priority_type_basic(tmp_path):
+    assert _found(tmp_path, config={"PriorityType": "priority/basic"})["priority-type"] == "fatal"
+
+
+def test_no_slurmdbd(tmp_path):
+    found = _found(tmp_path, config={"AccountingStorageType": "accounting_storage/none"})
+    assert found["accounting-storage"] == "fatal"
+
+
+def test_weight_fairshare_zero_and_unset(tmp_path):
+    assert _found(tmp_path, config={"PriorityWeightFairShare": "0"}) == {"weight-fairshare": "fatal"}
+    assert _found(tmp_path / "b", config={"PriorityWeightFairShare": None}) == {"weight-fairshare": "fatal"}
+
+
+def test_weight_dwarfed(tmp_path):
+    found = checks.check(_survey(tmp_path, config={"PriorityWeightAge": "1000000", "PriorityWeightJobSize": "200000"}), HYBRID)
+    assert [(f.check, f.severity) for f in found] == [("weight-dwarfed", "warning")]
+    assert "PriorityWeightAge=1000000 (and JobSize)" in found[0].message
+    assert found[0].fix.startswith("slurm.conf: PriorityWeightFairshare=10000000 ")
+    # equal to fair-share's weight is not outweighed; the TRES weights add up
+    assert _found(tmp_path / "b", config={"PriorityWeightAge": "100000"}) == {}
+    assert _found(tmp_path / "c", config={"PriorityWeightTRES": "CPU=60000,GRES/gpu=60000"}) == {"weight-dwarfed": "warning"}
+
+
+def test_weight_qos_and_partition_count_only_where_they_differ(tmp_path):
+    s = _survey(tmp_path, config={"PriorityWeightQOS": "1000000", "PriorityWeightPartition": "1000000"})
+    same_qos = (survey.QosInfo("normal", 1.0, 0), survey.QosInfo("fspad", 1.0, 0))
+    same_parts = {"normal": {"PriorityJobFactor": "1"}, "fsadmin": {"PriorityJobFactor": "1"}}
+    assert _judge(s, qos=same_qos, partitions=same_parts) == {}
+    assert _judge(s, qos=(same_qos[0], dataclasses.replace(same_qos[1], priority=10)), partitions=same_parts) == {
+        "weight-dwarfed": "warning"}
+    assert _judge(s, qos=same_qos, partitions={**same_parts, "fsadmin": {"PriorityJobFactor": "10"}}) == {
+        "weight-dwarfed": "warning"}
+    assert _judge(s) == {"weight-dwarfed": "warning"}  # not read (a sample): counted, to be safe
+
+
+def test_no_normal_and_incr_only(tmp_path):
+    found = _found(tmp_path, config={"PriorityFlags": "NO_FAIR_TREE,NO_NORMAL_QOS,INCR_ONLY"})
+    assert found == {"no-normal": "warning", "incr-only": "warning"}
+
+
+def test_decay_off(tmp_path):
+    assert _found(tmp_path, Intent(), config={"PriorityDecayHalfLife": "00:00:00"}) == {"decay-off": "fatal"}
+    reset = {"PriorityDecayHalfLife": "00:00:00", "PriorityUsageResetPeriod": "WEEKLY"}
+    assert _found(tmp_path / "b", HYBRID, config=reset) == {"decay-off-reset": "fatal"}
+    assert _found(tmp_path / "c", Intent(), config=reset) == {"decay-off-reset": "warning"}
+    assert _found(tmp_path / "d", config={"PriorityUsageResetPeriod": "MONTHLY"}) == {"usage-reset": "warning"}
+
+
+def test_accounting_enforce(tmp_path):
+    assert _found(tmp_path, config={"AccountingStorageEnforce": "none"}) == {
+        "enforce-associations": "warning", "enforce-limits": "warning"}
+    assert _found(tmp_path / "b", config={"AccountingStorageEnforce": "associations"}) == {"enforce-limits": "warning"}
+    assert _found(tmp_path / "c", config={"AccountingStorageEnforce": "safe"}) == {}  # safe implies both
+
+
+def test_no_user_association_and_zero_shares(tmp_path):
+    only_accounts = lambda t: "\n".join(ln for ln in t.splitlines() if ln.startswith("Account|") or ln.split("|")[1] == "")  # noqa: E731
+    assert _found(tmp_path, Intent(), sshare=only_accounts) == {"no-user-associations": "fatal"}
+    zero = lambda t: t.replace(" flat|dave|1|", " flat|dave|0|").replace("   chem|carol|1|", "   chem|carol|0|")  # noqa: E731
+    found = checks.check(_survey(tmp_path / "b", sshare=zero), HYBRID)
+    assert [(f.check, f.severity) for f in found] == [("zero-shares", "warning")]
+    assert "2 user association(s) have FairShare=0 (flat/dave, chem/carol)" in found[0].message
+
+
+# ---------------------------------------------------------------------------- control cannot work
+def test_fair_tree_and_depth_oblivious_stop_control_only(tmp_path):
+    assert _found(tmp_path, config={"PriorityFlags": None}) == {"control-fair-tree": "fatal"}
+    assert _found(tmp_path / "b", Intent(), config={"PriorityFlags": None}) == {}
+    assert _found(tmp_path / "c", config={"PriorityFlags": "DEPTH_OBLIVIOUS"}) == {"control-depth-oblivious": "fatal"}
+
+
+def test_damping_by_hand_reverted_and_preset(tmp_path):
+    s = _survey(tmp_path, config={"FairShareDampeningFactor": "7"})
+    damping = Intent(method="damping")
+    assert _judge(s, damping, conf_damping="1", conf_read=True, conf_path="/etc/slurm/slurm.conf") == {
+        "damping-by-hand": "warning"}
+    assert _judge(s, damping, conf_damping=None, conf_read=True) == {"damping-by-hand": "warning"}  # no line: 1
+    assert _judge(s, damping, conf_damping="7", conf_read=True) == {"damping-preset": "info"}
+    assert _judge(s, damping, conf_damping="7", conf_read=True, agent_damping=7) == {}
+    reverted = checks.check(dataclasses.replace(_survey(tmp_path / "b"), conf_damping="1", conf_read=True,
+                                                agent_damping=40), Intent(method="damping", persist=True))
+    assert [(f.check, f.severity) for f in reverted] == [("damping-reverted", "warning")]
+    assert "not the 40 the agent last set: slurm.conf put it back" in reverted[0].message
+    assert "config management rewrote it" in reverted[0].message
+    assert _judge(s, Intent(method="none"), conf_damping="1", conf_read=True) == {}  # no control: d is the admin's
+
+
+def test_padding_setup(tmp_path):
+    s = _survey(tmp_path)
+    assert _judge(s, dataclasses.replace(HYBRID, dummy=("fsadmin", "nobody"))) == {"dummy-missing": "fatal"}
+    assert _judge(s, dataclasses.replace(HYBRID, dummy=("chem", "carol"))) == {"dummy-not-top-level": "fatal"}
+    assert _judge(s, dataclasses.replace(HYBRID, dummy=("flat", "alice"))) == {"dummy-not-alone": "fatal"}
+    assert _judge(s, dataclasses.replace(HYBRID, padding_qos="nope")) == {"padding-qos-missing": "fatal"}
+    assert _judge(s, Intent(method="damping", dummy=("fsadmin", "nobody"), padding_qos="nope")) == {}
+    nodecay = (survey.QosInfo("normal", 1.0, 0), survey.QosInfo("fspad", 1.0, 0, ("nodecay",)))
+    assert _judge(s, qos=nodecay) == {"padding-qos-nodecay": "fatal"}
+    assert _judge(s, assoc_qos={("fsadmin", "fsdummy"): ("normal",)}) == {"padding-qos-access": "fatal"}
+    assert _judge(s, assoc_qos={("fsadmin", "fsdummy"): ("fspad", "normal")}) == {}
+    assert _judge(s, partitions={"normal": {}}) == {"padding-partition-missing": "fatal"}
+
+
+def test_reads_that_failed(tmp_path):
+    s = _survey(tmp_path)
+    assert _judge(s, errors={"sshare": "`sshare -a -l -P` failed (exit 1): ..."}, shares=None) == {"read-sshare": "fatal"}
+    err = {"qos": "`sacctmgr -P show qos ...` failed (exit 1): Problem talking to the database"}
+    assert _judge(s, errors=err) == {"read-qos": "fatal"}
+    assert _judge(s, Intent(), errors=err) == {"read-qos": "warning"}
+    assert _judge(s, Intent(method="damping"), errors={"slurm.conf": "/etc/slurm/slurm.conf: Permission denied"}) == {
+        "read-slurm-conf": "info"}
+
+
+# ---------------------------------------------------------------------------- notes
+def test_notes(tmp_path):
+    assert _found(tmp_path, config={"PrivateData": "usage,jobs"}) == {"private-usage": "info"}
+    assert _found(tmp_path / "b", qos="Name|UsageFactor\nnormal|1.000000\nlow|0.500000\n") == {
+        "padding-qos-missing": "fatal", "qos-usage-factor": "info"}
+    assert _found(tmp_path / "c", config={"SLURM_VERSION": "19.05.8"}) == {"slurm-version": "info"}
+
+
+def test_case_of_scontrol_keys(tmp_path):
+    """scontrol prints PriorityWeightFairShare; slurm.conf(5) writes PriorityWeightFairshare."""
+    assert _found(tmp_path, config={"PriorityWeightFairShare": None, "PriorityWeightFairshare": "0"}) == {
+        "weight-fairshare": "fatal"}
+
+
+# ---------------------------------------------------------------------------- the documentation
+def test_every_check_is_documented_with_its_severity():
+    """docs/doctor.md has one row per check the code can raise, with the severities it raises."""
+    src = (ROOT / "fscontrol" / "doctor" / "checks.py").read_text()
+    raised = set(re.findall(r'add\(\s*(?:f?)"([a-z-]+)"', src)) | {"read-sshare", "read-qos", "read-assoc"}
+    raised.discard("read-")
+    rows = dict(re.findall(r"^\| `([a-z-]+)` \| ([^|]+) \|", DOCS.read_text(), re.M))
+    assert raised <= set(rows), sorted(raised - set(rows))
+    assert set(rows) <= raised, sorted(set(rows) - raised)
+    literal = re.findall(r'add\(\s*"([a-z-]+)",\s*"(fatal|warning|info)"', src)
+    assert len(literal) > 20
+    for check, severity in literal:
+        assert rows[check].startswith(severity) or f"/ {severity}" in rows[check], (check, severity, rows[check])
+
+
+# ---------------------------------------------------------------------------- the CLI
+def test_cli_lines_json_and_exit_codes(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(app, ["doctor", "--source", str(SAMPLE)])
+    assert ok.exit_code == 0 and "nothing stops fair-share" in ok.output
+    warn = _sample(tmp_path / "w", config={"AccountingStorageEnforce": "associations"})
+    r = runner.invoke(app, ["doctor", "--source", str(warn)])
+    assert r.exit_code == 8
+    assert r.output.splitlines()[1].startswith("WARNING enforce-limits: AccountingStorageEnforce lacks 'limits'")
+    assert r.output.splitlines()[2].startswith("        fix: slurm.conf: add limits")
+    fatal = _sample(tmp_path / "f", config={"PriorityType": "priority/basic", "AccountingStorageEnforce": "associations"})
+    r = runner.invoke(app, ["doctor", "--source", str(fatal), "--json"])
+    assert r.exit_code == 9
+    data = json.loads(r.output)
+    assert data["worst"] == "fatal" and data["exit_code"] == 9 and data["cluster"] == "tbcluster"
+    assert [f["check"] for f in data["findings"]] == ["priority-type", "enforce-limits"]
+    assert set(data["findings"][0]) == {"check", "severity", "scope", "message", "fix"}
+
+
+def test_cli_bad_input(tmp_path):
+    r = CliRunner().invoke(app, ["doctor", "--source", str(tmp_path)])
+    assert r.exit_code == 6 and r.output.startswith("fscontrol: error: ") and "Traceback" not in r.output
+    (tmp_path / "c.toml").write_text("[clusters.x]\nmethod = \"dampng\"\n")
+    r = CliRunner().invoke(app, ["doctor", "--source", str(SAMPLE), "--config", str(tmp_path / "c.toml")])
+    assert r.exit_code == 2 and "method" in r.output
+
+
+def test_config_check_runs_the_doctor(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 10\nmethod = "hybrid"\n')
+    fair_tree = ROOT / "samples" / "testbed-fairtree"
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(fair_tree)])
+    assert r.exit_code == 9 and "valid." in r.output and "FATAL   control-fair-tree" in r.output
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(fair_tree), "--json"])
+    assert r.exit_code == 9 and json.loads(r.output)["doctor"][0]["findings"][0]["check"] == "control-fair-tree"
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(SAMPLE)])
+    assert r.exit_code == 0 and "nothing stops fair-share" in r.output
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(tmp_path / "none")])
+    assert r.exit_code == 0 and "doctor on tbcluster: not run: " in r.output  # no Slurm here: said, not failed
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(fair_tree), "--no-doctor"])
+    assert r.exit_code == 0 and "doctor" not in r.output
+
+
+# ---------------------------------------------------------------------------- the first tick
+def test_first_tick_logs_and_a_fatal_stops_control(tmp_path, caplog):
+    """The first tick on a cluster logs every finding; a fatal one makes control advise only,
+    naming the finding and its fix, on that tick and after it; no traceback."""
+    from fscontrol.agent import config, pipeline
+    from fscontrol.store import history as store
+
+    folder = _sample(tmp_path, config={"PriorityWeightFairShare": "0", "AccountingStorageEnforce": "associations"})
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "damping"\n')
+    cfg = config.load(cfg_path)
+    db = store.open_db(tmp_path / "h.db")
+    with caplog.at_level(logging.INFO, logger="fscontrol.doctor"):
+        res = pipeline.control_tick(RecordedSlurm(folder), db, cfg, apply=False)
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == [
+        "doctor on tbcluster: fatal: weight-fairshare: PriorityWeightFairshare is 0 (Slurm's default): the fair-share "
+        "factor adds nothing to any job's priority. Fix: slurm.conf: PriorityWeightFairshare=100000 (larger than every "
+        "other PriorityWeight*), then `scontrol reconfigure`.",
+        logged[1]]
+    assert logged[1].startswith("doctor on tbcluster: warning: enforce-limits: ")
+    assert res.decision.advise_only
+    assert any(n.startswith("advice only: doctor: weight-fairshare: ") for n in res.decision.notes)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="fscontrol.doctor"):
+        res = pipeline.control_tick(RecordedSlurm(folder), db, cfg, apply=False)
+    assert caplog.records == [] and res.decision.advise_only  # logged once; control still stopped
+    # the same sample as recorded: control decides (not advice only), nothing logged on a later tick
+    res = pipeline.control_tick(RecordedSlurm(SAMPLE), db, cfg, apply=False)
+    assert not res.decision.advise_only
+
+
+def test_tick_cli_says_why_control_stopped(tmp_path):
+    folder = _sample(tmp_path, config={"PriorityWeightFairShare": "0"})
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "damping"\n')
+    (tmp_path / "st").mkdir(mode=0o700)
+    r = CliRunner().invoke(app, ["tick", "--config", str(cfg_path), "--source", str(folder),
+                                 "--db", str(tmp_path / "st" / "h.db")])
+    assert "Traceback" not in r.output
+    assert "doctor: weight-fairshare: PriorityWeightFairshare is 0" in r.output, r.output
