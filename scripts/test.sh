@@ -33,7 +33,7 @@ second=0
 if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # Slurm 24.11: every testbed test that does not need classic control (collection, classic F and
   # Fair Tree against sprio, the Fair Tree forecast, the fit, the gate, why, the agent and its fault
-  # matrix, control off, the site install as a user, persist without a restart); the classic control experiments (control
+  # matrix, control off, the site install as a user, persist without a restart, the doctor); the classic control experiments (control
   # holds, the classic forecast, halving, padding, trim) run on 22.05 here
   FSCONTROL_SLURM=24.11 FSCONTROL_TESTBED_DIR="${FSCONTROL_TESTBED_DIR:-/tmp/fscontrol-testbed}-24.11" \
     .venv/bin/python -m pytest -n 3 --dist loadgroup -m slurm --durations=10 --junitxml="$out/2411.xml" \
@@ -41,7 +41,7 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
     tests/test_integration_fairtree_forecast.py tests/test_integration_fit.py tests/test_site_install.py \
     tests/test_integration_gate.py tests/test_integration_why.py tests/test_integration_agent.py \
     tests/test_integration_faults.py tests/test_integration_off.py tests/test_integration_privacy.py \
-    tests/test_integration_persist.py > "$out/2411.log" 2>&1 &
+    tests/test_integration_persist.py tests/test_integration_doctor.py > "$out/2411.log" 2>&1 &
   second=$!
 fi
 set +e

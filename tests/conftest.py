@@ -60,7 +60,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_collect.py": "testbed-a",  # 1.4
     "test_integration_sim_fidelity.py": "testbed-a",  # 6 (5 decay passes of the simulator against slurmctld)
     "test_integration_control.py": "testbed-b",  # 21.0 (padding, damping held 1 half-life each)
-    "test_integration_doctor.py": "testbed-b",  # 1.7 (each doctor check set up: reconfigures, 5 slurmctld restarts)
+    "test_integration_doctor.py": "testbed-b",  # 1.1 (each doctor check set up: reconfigures, slurmctld restarts; 0.4 on 24.11)
     "test_integration_fit.py": "testbed-c",  # 9.0
     "test_integration_gate.py": "testbed-c",  # 5.0
     "test_integration_fairshare.py": "testbed-c",  # 3.0

