@@ -250,6 +250,9 @@ def test_config_check_runs_the_doctor(tmp_path):
     assert r.exit_code == 9 and json.loads(r.output)["doctor"][0]["findings"][0]["check"] == "control-fair-tree"
     r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(SAMPLE)])
     assert r.exit_code == 0 and "nothing stops fair-share" in r.output
+    warn = _sample(tmp_path, config={"AccountingStorageEnforce": "associations"})
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(warn)])
+    assert r.exit_code == 0 and "WARNING enforce-limits" in r.output  # a warning is printed, not a failure
     r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(tmp_path / "none")])
     assert r.exit_code == 0 and "doctor on tbcluster: not run: " in r.output  # no Slurm here: said, not failed
     r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg), "--source", str(fair_tree), "--no-doctor"])

@@ -350,7 +350,7 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False,
                      "does not answer it says so and the check goes on."))] = True) -> None:
     """Validate the config file and print the effective settings (defaults filled in); then
     `fscontrol doctor` for each cluster it names. Exit 2 for a config mistake, 9 when the doctor
-    finds a fatal reason, 8 a warning (docs/doctor.md), else 0."""
+    finds a fatal reason (docs/doctor.md), else 0 (its warnings and notes are printed)."""
     from fscontrol.agent import config
 
     try:
@@ -359,7 +359,7 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False,
         raise _fail(e) from None
     eff = config.effective(cfg)
     checked = _config_doctor(cfg, source) if doctor else []
-    code = max((c.get("exit_code", 0) for c in checked), default=0)
+    code = 9 if any(c.get("worst") == "fatal" for c in checked) else 0  # (a warning: printed, not a failure)
     if json_out:
         if doctor:
             eff = {**eff, "doctor": checked}
