@@ -129,7 +129,9 @@ def test_accounting_enforce(tmp_path):
 
 
 def test_no_user_association_and_zero_shares(tmp_path):
-    only_accounts = lambda t: "\n".join(ln for ln in t.splitlines() if ln.startswith("Account|") or ln.split("|")[1] == "")  # noqa: E731
+    def only_accounts(text: str) -> str:
+        return "\n".join(ln for ln in text.splitlines() if ln.startswith("Account|") or ln.split("|")[1] == "")
+
     assert _found(tmp_path, Intent(), sshare=only_accounts) == {"no-user-associations": "fatal"}
     zero = lambda t: t.replace(" flat|dave|1|", " flat|dave|0|").replace("   chem|carol|1|", "   chem|carol|0|")  # noqa: E731
     found = checks.check(_survey(tmp_path / "b", sshare=zero), HYBRID)

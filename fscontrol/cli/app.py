@@ -342,66 +342,7 @@ config_app = typer.Typer(help="The agent's configuration file.", no_args_is_help
 app.add_typer(config_app, name="config")
 
 
-@config_app.command("check")
-def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False,
-                 source: Annotated[str, typer.Option("--source", "-s", help=(
-                     "Where the doctor reads Slurm from: 'live' or a recorded sample folder.")) ] = "live",
-                 doctor: Annotated[bool, typer.Option("--doctor/--no-doctor", help=(
-                     "Also run `fscontrol doctor` on each cluster the config names (the default); where Slurm "
-                     "does not answer it says so and the check goes on."))] = True) -> None:
-    """Validate the config file and print the effective settings (defaults filled in); then
-    `fscontrol doctor` for each cluster it names. Exit 2 for a config mistake, 9 when the doctor
-    finds a fatal reason (docs/doctor.md), else 0 (its warnings and notes are printed)."""
-    from fscontrol.agent import config
-
-    try:
-        cfg = config.load(config_path)
-    except FscontrolError as e:
-        raise _fail(e) from None
-    eff = config.effective(cfg)
-    checked = _config_doctor(cfg, source) if doctor else []
-    code = 9 if any(c.get("worst") == "fatal" for c in checked) else 0  # (a warning: printed, not a failure)
-    if json_out:
-        if doctor:
-            eff = {**eff, "doctor": checked}
-        typer.echo(json.dumps(eff, indent=2))
-        if code:
-            raise typer.Exit(code)
-        return
-    typer.echo(f"{config_path or 'no config file'}: valid. apply = {str(cfg.apply).lower()}, "
-               f"history {cfg.db or '(default)'}, collect every {cfg.schedule['collect']:g} s")
-    for name, cc in sorted(cfg.clusters.items()):
-        target = "-" if cc.target_core_hours is None else f"{cc.target_core_hours:g} core-hours"
-        gate = f", gate {cc.gate.action} over {len(cc.allocations)} allocation(s)" if cc.gate.enabled else ""
-        typer.echo(f"  cluster {name}: method {cc.method}, u* {target}, reference share {cc.reference_share}{gate}")
-    typer.echo("the settings in force (defaults filled in):")
-    for line in config.effective_lines(cfg):
-        typer.echo(f"  {line}")
-    typer.echo("(--json prints them as JSON)")
-    for c in checked:
-        if "not_run" in c:
-            typer.echo(f"doctor{' on ' + c['cluster'] if c.get('cluster') else ''}: not run: {c['not_run']}")
-        else:
-            typer.echo("doctor on " + "\n".join(doctor_cmd.report_lines(c)))
-    if code:
-        raise typer.Exit(code)
-
-
-def _config_doctor(cfg, source: str) -> list[dict]:
-    """`fscontrol doctor` (its JSON) for each cluster the config names (one Slurm when it names
-    none), or {"cluster", "not_run": why} where Slurm could not be read (no Slurm on this host)."""
-    from fscontrol.agent.diagnose import diagnose
-
-    names = sorted(cfg.clusters) if len(cfg.clusters) > 1 else [None]
-    out = []
-    for name in names:
-        try:
-            s, findings = diagnose(_source(source, name, min(cfg.slurm_timeout_s, 30.0)), cfg)
-        except FscontrolError as e:
-            out.append({"cluster": name or next(iter(cfg.clusters), None), "not_run": str(e)})
-            continue
-        out.append(doctor_cmd.report(s, findings, json_out=True))
-    return out
+config_app.command("check")(doctor_cmd.config_check)
 
 
 @app.command()

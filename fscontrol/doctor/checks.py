@@ -284,11 +284,14 @@ def _damping(s: Survey, intent: Intent, add) -> None:
     conf = _int(s.conf_damping) if s.conf_damping is not None else (1 if s.conf_read else None)
     agent = s.agent_damping
     if agent is not None and runtime != agent:
-        by = "slurm.conf" if conf == runtime else "someone"
+        if conf == runtime:
+            why = "slurm.conf put it back (a reconfigure or a restart reads it)"
+        else:
+            why = "someone else set it (an admin or a script)"
+        if intent.persist and conf is not None and conf != agent:
+            why += f"; with persist = true slurm.conf should say {agent}: config management rewrote it"
         add("damping-reverted", "warning", "control",
-            f"FairShareDampeningFactor is {runtime}, not the {agent} the agent last set: {by} put it back "
-            f"({'a reconfigure or restart reads slurm.conf' if by == 'slurm.conf' else 'an admin or script set it'}"
-            f"{'; with persist = true slurm.conf should say ' + str(agent) + ': config management rewrote it' if intent.persist and conf is not None and conf != agent else ''}).",
+            f"FairShareDampeningFactor is {runtime}, not the {agent} the agent last set: {why}.",
             "let fscontrol own the FairShareDampeningFactor line (config management: leave it out of the "
             "template, or template the agent's value), or persist = false and let each tick set d again.")
     elif agent is None and conf is not None and runtime != conf:
