@@ -169,8 +169,16 @@ def test_padding_setup(tmp_path):
     assert _judge(s, dataclasses.replace(HYBRID, dummy=("flat", "alice"))) == {"dummy-not-alone": "fatal"}
     assert _judge(s, dataclasses.replace(HYBRID, padding_qos="nope")) == {"padding-qos-missing": "fatal"}
     assert _judge(s, Intent(method="damping", dummy=("fsadmin", "nobody"), padding_qos="nope")) == {}
-    nodecay = (survey.QosInfo("normal", 1.0, 0), survey.QosInfo("fspad", 1.0, 0, ("nodecay",)))
-    assert _judge(s, qos=nodecay) == {"padding-qos-nodecay": "fatal"}
+    normal = survey.QosInfo("normal", 1.0, 0)
+    short = (normal, survey.QosInfo("fspad", 1.0, 0, (), 3600))
+    assert _judge(s, qos=short) == {"padding-qos-maxwall": "fatal"}  # steady: a one-day job
+    assert _judge(s, dataclasses.replace(HYBRID, padding_mode="pulse"), qos=short) == {}  # pulse: one PriorityCalcPeriod
+    assert _judge(s, dataclasses.replace(HYBRID, padding_mode="pulse"), qos=(normal, survey.QosInfo("fspad", 1.0, 0, (), 30))) == {
+        "padding-qos-maxwall": "fatal"}
+    quota = (normal, survey.QosInfo("fspad", 1.0, 0, ("nodecay",), None, "cpu=6000"))
+    found = checks.check(dataclasses.replace(s, qos=quota), HYBRID)
+    assert [(f.check, f.severity) for f in found] == [("padding-qos-quota", "warning")]
+    assert "GrpTRESMins=cpu=6000" in found[0].message and "for good: Flags=NoDecay" in found[0].message
     assert _judge(s, assoc_qos={("fsadmin", "fsdummy"): ("normal",)}) == {"padding-qos-access": "fatal"}
     assert _judge(s, assoc_qos={("fsadmin", "fsdummy"): ("fspad", "normal")}) == {}
     assert _judge(s, partitions={"normal": {}}) == {"padding-partition-missing": "fatal"}
@@ -184,6 +192,20 @@ def test_reads_that_failed(tmp_path):
     assert _judge(s, Intent(), errors=err) == {"read-qos": "warning"}
     assert _judge(s, Intent(method="damping"), errors={"slurm.conf": "/etc/slurm/slurm.conf: Permission denied"}) == {
         "read-slurm-conf": "info"}
+
+
+def test_the_padding_job_limit_is_the_agents():
+    from fscontrol.act import actions
+
+    assert checks.PADDING_JOB_S == actions.PADDING_LIMIT_S
+
+
+def test_qos_limits_are_read():
+    text = "Name|UsageFactor|Priority|Flags|MaxWall|GrpTRESMins\nnormal|1.000000|0|||\nfspad|2.000000|5|NoDecay,DenyOnLimit|1-00:00:00|cpu=100\n"
+    assert survey.parse_qos_full(text) == (survey.QosInfo("normal", 1.0, 0), survey.QosInfo(
+        "fspad", 2.0, 5, ("nodecay", "denyonlimit"), 86400, "cpu=100"))
+    with pytest.raises(Exception, match="MaxWall is not a duration"):
+        survey.parse_qos_full("Name|UsageFactor|MaxWall\nx|1|soon\n")
 
 
 # ---------------------------------------------------------------------------- notes

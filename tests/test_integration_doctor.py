@@ -270,11 +270,17 @@ def test_padding_setup(slurm, tmp_path):
         assert _checks(slurm, _cfg(tmp_path, padding_qos="fsdoctor")) == {"padding-qos-access": "fatal"}
     finally:
         slurm.run("sacctmgr", "-i", "delete", "qos", "where", "name=fsdoctor")
-    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "flags+=NoDecay")
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "maxwall=01:00:00")
     try:
-        assert _checks(slurm, _cfg(tmp_path)) == {"padding-qos-nodecay": "fatal"}
+        assert _checks(slurm, _cfg(tmp_path)) == {"padding-qos-maxwall": "fatal"}  # steady: a one-day job
+        assert _checks(slurm, _cfg(tmp_path, padding_mode="pulse")) == {}  # pulse: one PriorityCalcPeriod
     finally:
-        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "flags-=NoDecay")
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "maxwall=-1")
+    slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "grptresmins=cpu=6000")
+    try:
+        assert _checks(slurm, _cfg(tmp_path)) == {"padding-qos-quota": "warning"}
+    finally:
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "grptresmins=cpu=-1")
     assert _checks(slurm, _cfg(tmp_path)) == {}
 
 

@@ -21,6 +21,7 @@ from fscontrol.slurm.parse import parse_duration
 from fscontrol.slurm.survey import Survey
 
 SEVERITIES = ("fatal", "warning", "info")
+PADDING_JOB_S = 86400  # the steady padding job's time limit (act.actions.PADDING_LIMIT_S, a layer above)
 CONTROL_METHODS = ("damping", "padding", "hybrid")
 # the other factors of the multifactor priority, by their PriorityWeight* name
 OTHER_FACTORS = ("Age", "JobSize", "Partition", "QOS", "Assoc")
@@ -77,6 +78,13 @@ def _flags(v: str | None) -> set[str]:
     if not v or v.strip() in ("", "(null)", "N/A", "None", "NONE"):
         return set()
     return {x.strip().upper() for x in v.split(",") if x.strip()}
+
+
+def _calc_period(config: dict) -> int | None:
+    try:
+        return parse_duration(_Conf(config).get("PriorityCalcPeriod", "")) or None
+    except ValueError:
+        return None
 
 
 def _int(v: str | None) -> int | None:
@@ -343,11 +351,17 @@ def _padding(s: Survey, intent: Intent, add) -> None:
                 f"sacctmgr -i add qos {intent.padding_qos}; sacctmgr -i modify user where name={user} set "
                 f"qos+={intent.padding_qos}.")
         else:
-            if "nodecay" in q.flags:
-                add("padding-qos-nodecay", "fatal", "control",
-                    f"the padding QOS {q.name} has Flags=NoDecay: the padding's usage would not decay as fscontrol "
-                    "plans it.",
-                    f"sacctmgr -i modify qos {q.name} set flags-=NoDecay.")
+            need = PADDING_JOB_S if intent.padding_mode == "steady" else _calc_period(s.config)
+            if q.max_wall_s is not None and need is not None and q.max_wall_s < need:
+                add("padding-qos-maxwall", "fatal", "control",
+                    f"the padding QOS {q.name} has MaxWall {q.max_wall_s} s, shorter than the {need} s the "
+                    f"{intent.padding_mode} padding job asks: Slurm refuses or never starts it.",
+                    f"sacctmgr -i modify qos {q.name} set maxwall=-1 (no limit).")
+            if q.grp_tres_mins:
+                add("padding-qos-quota", "warning", "control",
+                    f"the padding QOS {q.name} has GrpTRESMins={q.grp_tres_mins}: the padding job stops starting "
+                    f"once that quota is used{' (for good: Flags=NoDecay)' if 'nodecay' in q.flags else ''}.",
+                    f"sacctmgr -i modify qos {q.name} set grptresmins=cpu=-1 (no quota on the padding QOS).")
             if s.assoc_qos is not None and intent.dummy in s.assoc_qos and q.name.lower() not in s.assoc_qos[intent.dummy]:
                 add("padding-qos-access", "fatal", "control",
                     f"the padding user {key} may not use QOS {q.name} (its QOS: "

@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fscontrol.errors import FscontrolError, NotFoundError
+from fscontrol.errors import FscontrolError, NotFoundError, ParseError
 from fscontrol.records import ShareRow
 from fscontrol.slurm import parse
 
 # The QOS with what the checks need beyond Name,UsageFactor (parse.QOS_ARGS): their priority (the
-# QOS factor) and flags (NoDecay).
-QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor,Priority,Flags")
+# QOS factor), flags, and the limits that can stop the padding job (MaxWall, GrpTRESMins).
+QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor,Priority,Flags,MaxWall,GrpTRESMins")
 # Every association's QOS list (may the padding user run in the padding QOS?)
 ASSOC_ARGS = ("sacctmgr", "-P", "show", "assoc", "format=Cluster,Account,User,QOS")
 PARTITION_ARGS = ("scontrol", "-o", "show", "partition")
@@ -32,6 +32,8 @@ class QosInfo:
     usage_factor: float | None
     priority: int | None = None  # None: not read (a recorded sample)
     flags: tuple[str, ...] = ()  # lower case
+    max_wall_s: int | None = None  # MaxWall in seconds (None: none, or not read)
+    grp_tres_mins: str = ""  # GrpTRESMins as sacctmgr prints it ("": none, or not read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,14 @@ def parse_qos_full(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosInf
         prio = (parse._num(f[ix["Priority"]], int, command, "Priority", no, line, allow_empty=True, minimum=0)
                 if "Priority" in ix else None)
         flags = tuple(x.strip().lower() for x in f[ix["Flags"]].split(",") if x.strip()) if "Flags" in ix else ()
-        out.append(QosInfo(f[ix["Name"]].strip(), uf, prio, flags))
+        wall = None
+        if "MaxWall" in ix and f[ix["MaxWall"]].strip() not in ("", "UNLIMITED", "INFINITE", "Partition_Limit"):
+            try:
+                wall = parse.parse_duration(f[ix["MaxWall"]].strip())
+            except ValueError:
+                raise ParseError(command, f"MaxWall is not a duration: {f[ix['MaxWall']].strip()!r}", no, line) from None
+        grp = f[ix["GrpTRESMins"]].strip() if "GrpTRESMins" in ix else ""
+        out.append(QosInfo(f[ix["Name"]].strip(), uf, prio, flags, wall, grp))
     return tuple(out)
 
 
