@@ -146,6 +146,12 @@ def test_fair_tree_and_depth_oblivious_stop_control_only(tmp_path):
     assert _found(tmp_path / "c", config={"PriorityFlags": "DEPTH_OBLIVIOUS"}) == {"control-depth-oblivious": "fatal"}
 
 
+def test_damping_ignored_under_fair_tree(tmp_path):
+    d5 = {"PriorityFlags": None, "FairShareDampeningFactor": "5"}
+    assert _found(tmp_path, Intent(), config=d5) == {"damping-ignored": "warning"}
+    assert _found(tmp_path / "b", Intent(), config={"FairShareDampeningFactor": "5"}) == {}  # classic reads it
+
+
 def test_damping_by_hand_reverted_and_preset(tmp_path):
     s = _survey(tmp_path, config={"FairShareDampeningFactor": "7"})
     damping = Intent(method="damping")

@@ -212,6 +212,11 @@ def test_fair_tree_and_depth_oblivious(slurm, tmp_path):
         slurm.set_priority_flags("")
         assert _checks(slurm, cfg) == {"control-fair-tree": "fatal"}
         assert _checks(slurm, none) == {}  # Fair Tree is fair-share: only control cannot act on it
+        slurm.scontrol("fsdampeningfactor", "5")
+        try:
+            assert _checks(slurm, none) == {"damping-ignored": "warning"}
+        finally:
+            slurm.scontrol("fsdampeningfactor", "1")
         slurm.set_priority_flags("DEPTH_OBLIVIOUS")
         assert _checks(slurm, cfg) == {"control-depth-oblivious": "fatal"}
     finally:

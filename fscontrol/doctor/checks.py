@@ -154,7 +154,7 @@ def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
                 "slurm.conf: add limits to AccountingStorageEnforce (e.g. associations,limits,qos), then restart "
                 "slurmctld.")
     if multifactor:
-        _algorithm(pflags, intent, add)
+        _algorithm(pflags, intent, add, _int(c.get("FairShareDampeningFactor")))
     _reads(s, controlling, intent, add)
     if s.shares is not None:
         _tree(s.shares, add)
@@ -233,7 +233,14 @@ def _decay(c: dict, controlling: bool, add) -> None:
             "slurm.conf: PriorityUsageResetPeriod=NONE (decay alone forgets usage), then `scontrol reconfigure`.")
 
 
-def _algorithm(pflags: set[str], intent: Intent, add) -> None:
+def _algorithm(pflags: set[str], intent: Intent, add, damping: int | None = None) -> None:
+    fair_tree = "NO_FAIR_TREE" not in pflags and "DEPTH_OBLIVIOUS" not in pflags
+    if fair_tree and damping is not None and damping != 1:
+        add("damping-ignored", "warning", "fair-share",
+            f"FairShareDampeningFactor is {damping}, but Fair Tree (PriorityFlags lacks NO_FAIR_TREE) never reads it: "
+            "it softens nothing here.",
+            "slurm.conf: FairShareDampeningFactor=1 (or drop the line), or PriorityFlags=NO_FAIR_TREE where the "
+            "damping is meant.")
     if "INCR_ONLY" in pflags:
         add("incr-only", "warning", "fair-share",
             "PriorityFlags=INCR_ONLY: a pending job's priority never decreases, so a user's new usage does not "
