@@ -222,6 +222,15 @@ def test_notes(tmp_path):
     assert _found(tmp_path / "c", config={"SLURM_VERSION": "19.05.8"}) == {"slurm-version": "info"}
 
 
+def test_partition_tiers(tmp_path):
+    s = _survey(tmp_path)
+    parts = {"normal": {"PriorityTier": "1"}, "parked": {"PriorityTier": "1"}, "fsadmin": {"PriorityTier": "10"}}
+    assert _judge(s, partitions=parts) == {}  # the padding partition's tier is by design
+    found = checks.check(dataclasses.replace(s, partitions={**parts, "gpu": {"PriorityTier": "5"}}), HYBRID)
+    assert [(f.check, f.severity) for f in found] == [("partition-tiers", "info")]
+    assert "(gpu=5, normal=1, parked=1)" in found[0].message and "every pending job of gpu" in found[0].message
+
+
 def test_case_of_scontrol_keys(tmp_path):
     """scontrol prints PriorityWeightFairShare; slurm.conf(5) writes PriorityWeightFairshare."""
     assert _found(tmp_path, config={"PriorityWeightFairShare": None, "PriorityWeightFairshare": "0"}) == {

@@ -290,7 +290,8 @@ def test_padding_setup(slurm, tmp_path):
 
 
 def test_shares_and_notes(slurm, tmp_path):
-    """A user with FairShare=0; the notes (info: exit 0) for PrivateData=usage and a UsageFactor."""
+    """A user with FairShare=0; the notes (info: exit 0) for PrivateData=usage, partition tiers and a
+    UsageFactor."""
     cfg = _cfg(tmp_path)
     slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=dave", "account=flat", "set", "fairshare=0")
     try:
@@ -301,6 +302,11 @@ def test_shares_and_notes(slurm, tmp_path):
         assert _checks(slurm, cfg) == {"private-usage": "info"}
         code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
         assert code == 0 and out["worst"] == "info", out
+    slurm.scontrol("update", "PartitionName=normal", "PriorityTier=5")
+    try:
+        assert _checks(slurm, cfg) == {"partition-tiers": "info"}
+    finally:
+        slurm.scontrol("update", "PartitionName=normal", "PriorityTier=1")
     slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=2")
     try:
         assert _checks(slurm, cfg) == {"qos-usage-factor": "info"}

@@ -162,6 +162,7 @@ def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
         _damping(s, intent, add)
         if intent.method in ("padding", "hybrid"):
             _padding(s, intent, add)
+    _tiers(s, intent, add)
     _info(c, s, add)
     order = {v: i for i, v in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: order[f.severity])
@@ -379,6 +380,22 @@ def _padding(s: Survey, intent: Intent, add) -> None:
             f"the padding partition {intent.dummy_partition} does not exist: the padding job cannot be submitted.",
             f"slurm.conf: PartitionName={intent.dummy_partition} Nodes=... AllowGroups={user},root PriorityTier=10 "
             "TRESBillingWeights=CPU=1.0, then `scontrol reconfigure` (docs/deploy.md).")
+
+
+def _tiers(s: Survey, intent: Intent, add) -> None:
+    """Partitions of different PriorityTier (the padding partition aside: its tier is by design)."""
+    if not s.partitions:
+        return
+    tier = {n: _int(p.get("PriorityTier")) or 0 for n, p in s.partitions.items() if n != intent.dummy_partition}
+    if len(set(tier.values())) > 1:
+        top = max(tier.values())
+        first = sorted(n for n, t in tier.items() if t == top)
+        add("partition-tiers", "info", "fair-share",
+            f"partitions have different PriorityTier ({', '.join(f'{n}={t}' for n, t in sorted(tier.items()))}): Slurm "
+            f"considers every pending job of {', '.join(first)} before any job of a lower tier, whatever its fair-share, "
+            "so fair-share orders jobs only within a tier.",
+            "none if intended; else one PriorityTier for the partitions users share (scontrol update "
+            "PartitionName=NAME PriorityTier=1, and the same in slurm.conf).")
 
 
 def _info(c: dict, s: Survey, add) -> None:
