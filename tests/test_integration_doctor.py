@@ -268,7 +268,9 @@ def test_padding_setup(slurm, tmp_path):
     assert _checks(slurm, _cfg(tmp_path, dummy="flat/alice")) == {"dummy-not-alone": "fatal",
                                                                  "padding-qos-access": "fatal"}
     assert _checks(slurm, _cfg(tmp_path, padding_qos="nosuchqos")) == {"padding-qos-missing": "fatal"}
-    assert _checks(slurm, _cfg(tmp_path, dummy_partition="nosuchpart")) == {"padding-partition-missing": "fatal"}
+    # (fsadmin, no longer the padding partition, is then one of higher PriorityTier: a note)
+    assert _checks(slurm, _cfg(tmp_path, dummy_partition="nosuchpart")) == {"padding-partition-missing": "fatal",
+                                                                            "partition-tiers": "info"}
     assert _checks(slurm, _cfg(tmp_path, method="damping", dummy="fsadmin/nobody")) == {}  # damping needs no dummy
     slurm.run("sacctmgr", "-i", "add", "qos", "fsdoctor")
     try:
