@@ -339,3 +339,19 @@ def test_tick_cli_says_why_control_stopped(tmp_path):
                                  "--db", str(tmp_path / "st" / "h.db")])
     assert "Traceback" not in r.output
     assert "doctor: weight-fairshare: PriorityWeightFairshare is 0" in r.output, r.output
+
+
+def test_first_tick_without_control_logs_too(tmp_path, caplog):
+    """`run` with control before each decay pass: its first tick only collects. It logs the findings
+    all the same (the control tick after it is no longer the first)."""
+    from fscontrol.agent import config, pipeline
+    from fscontrol.store import history as store
+
+    folder = _sample(tmp_path, config={"AccountingStorageEnforce": "associations"})
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "damping"\n')
+    db = store.open_db(tmp_path / "h.db")
+    with caplog.at_level(logging.INFO, logger="fscontrol.doctor"):
+        res = pipeline.agent_tick(RecordedSlurm(folder), db, config.load(cfg_path), apply=False, control=False)
+    assert res.control is None
+    assert [r.getMessage()[:52] for r in caplog.records] == ["doctor on tbcluster: warning: enforce-limits: Accoun"]

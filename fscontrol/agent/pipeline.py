@@ -330,8 +330,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
                               f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
         cc = cfg.cluster(cluster) if cfg is not None else None
-        if stages.control and cc is not None and store.previous_snapshot_time(db, cluster) is None:
-            diagnose.first_tick_findings(snap, cc)  # the agent's first tick here: the doctor's findings, logged
+        if cc is not None and store.previous_snapshot_time(db, cluster) is None:
+            diagnose.first_tick_findings(snap, cc)  # the agent's first tick here, whatever its stages: logged
         # only a tick that may act settles (under the agent lock: never beside a tick in flight)
         settled = executor.settle(db, snap) if acting else executor.NOTHING_SETTLED
         off = store_ledger.get_state(db, cluster, "acting_off") if acting else None
