@@ -120,8 +120,11 @@ shaped_st = st.lists(
 
 
 def workload(nodes, raw):
-    # (submit, run, extra limit beyond the run, size); a few sizes above the machine are clipped
-    return W(nodes, *[(f"j{k}", s, r, r + x, min(z, nodes)) for k, (s, r, x, z) in enumerate(raw)])
+    # (submit, run, extra limit beyond the run, size); a few sizes above the machine are clipped; a
+    # limit is at least 1 s, as every job's is (Slurm's least is a minute): a 0-s limit books nothing,
+    # and the naive reference then started a 2-node job a second after the reservation it promised
+    # (found by hypothesis: nodes=2, [(0,0,1,1),(0,1,0,1),(0,0,0,2),(0,1,0,1)])
+    return W(nodes, *[(f"j{k}", s, r, max(1, r + x), min(z, nodes)) for k, (s, r, x, z) in enumerate(raw)])
 
 
 def check_schedule(w, start, end):
