@@ -422,6 +422,7 @@ def web(
     source: Annotated[str, typer.Option("--source", "-s", help="As `fscontrol forecast --source`: live, published, or a sample folder.")] = "live",
     cluster: ClusterOpt = None,
     no_token: Annotated[bool, typer.Option("--no-token", help="Serve without the secret ?token= (anyone who can reach the port sees your page).")] = False,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Processes serving the page (each with its own threads); 2 on a busy site's login node.")] = 1,
 ) -> None:
     """Your fair-share forecast as a web page, served as you (loopback only by default): F now and why,
     the recovery curve, and a campaign planner. Prints the address to open (with a secret token, so other
@@ -432,7 +433,8 @@ def web(
 
     try:
         serve(host, port, published=str(published) if published else None, source=source, cluster=cluster,
-              token=None if no_token else secrets.token_urlsafe(18), ready=lambda url: typer.echo(f"serving {url}", err=True))
+              token=None if no_token else secrets.token_urlsafe(18), ready=lambda url: typer.echo(f"serving {url}", err=True),
+              workers=workers)
     except OSError as e:
         raise _fail(FscontrolError(f"cannot serve on {host}:{port}: {e.strerror or e}")) from None
 

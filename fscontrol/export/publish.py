@@ -385,6 +385,16 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
     `users`: keep only these users' association rows and the accounts' (user ""): the file is
     read line by line and other rows are never parsed, so memory stays small however big the
     cluster (the file's layout: published_text). None: every row."""
+    p = locate(path, cluster)
+    try:
+        data = _load(p, users)
+    except (OSError, ValueError) as e:
+        raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
+    return check_published(data, p, cluster), p
+
+
+def locate(path: Path | str, cluster: str | None = None) -> Path:
+    """The published file `path` names (read_published's rules); PublishedError when there is none."""
     p = Path(path)
     hint = "the agent publishes it (`fscontrol publish`, as root, e.g. from cron): ask your admin"
     if p.is_dir():
@@ -400,17 +410,18 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
             p = found[0]
     if not p.exists():
         raise PublishedError(f"no published snapshot yet at {p}: {hint}")
-    try:
-        data = _load(p, users)
-    except (OSError, ValueError) as e:
-        raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
+    return p
+
+
+def check_published(data: Any, p: Path, cluster: str | None = None) -> dict[str, Any]:
+    """`data` (read from `p`) when it is a published snapshot of this version (of `cluster`, if named)."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise PublishedError(f"{p} is not an fscontrol published snapshot (no format {FORMAT!r})")
     if data.get("version") != VERSION:
         raise PublishedError(f"{p} has published-snapshot version {data.get('version')!r}; this fscontrol reads {VERSION}")
     if cluster and data.get("cluster") != cluster:
         raise PublishedError(f"{p} is for cluster {data.get('cluster')!r}, not {cluster!r}")
-    return data, p
+    return data
 
 
 def _load(p: Path, users: set[str] | frozenset[str] | None) -> Any:

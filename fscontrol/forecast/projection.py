@@ -26,6 +26,23 @@ from collections.abc import Sequence
 
 
 Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x weight
+_MEMO = 1 << 16  # the most charges a set of jobs remembers (by pass)
+_SHARED = 8  # the sets of jobs kept between projections (_jobs)
+_shared: dict[tuple, _Jobs] = {}
+
+
+def _jobs(jobs: Sequence[Job], period: float, fp: float, future: bool = False) -> _Jobs:
+    """_Jobs(jobs, ...), the same object again for the same jobs (compared whole): every user's
+    projection on one snapshot charges the cluster's running jobs (the total), so a process that
+    answers many (the web page) sorts them and reads their charge at a pass once, not once each."""
+    key_jobs = tuple((j[0], j[1]) for j in jobs)
+    key = (period, fp, future, key_jobs)
+    hit = _shared.get(key)
+    if hit is None:
+        if len(_shared) >= _SHARED:
+            _shared.pop(next(iter(_shared)))
+        hit = _shared[key] = _Jobs(key_jobs, period, fp, future)
+    return hit
 
 
 class _Jobs:
@@ -44,14 +61,27 @@ class _Jobs:
             self.cum_a.append(self.cum_a[-1] + a)
             self.cum_al.append(self.cum_al[-1] + a * left)
 
+        self._breaks: list[int] | None = None
+        self._memo: dict[int, float] = {}
+
     def breaks(self) -> list[int]:
-        out = [0, 1]
-        for left in self.lefts:
-            k = int(left // self.P)
-            out += [k, k + 1, k + 2]
-        return out
+        if self._breaks is None:
+            out = {0, 1}
+            for left in self.lefts:
+                k = int(left // self.P)
+                out.update((k, k + 1, k + 2))
+            self._breaks = sorted(out)
+        return self._breaks
 
     def value(self, k: int) -> float:
+        v = self._memo.get(k)
+        if v is None:
+            if len(self._memo) >= _MEMO:
+                self._memo.clear()
+            v = self._memo[k] = self._value(k)
+        return v
+
+    def _value(self, k: int) -> float:
         if k == 0:
             return 0.0 if self.future else self.fp * self.P * self.total
         a0, a1 = (k - 1) * self.P, k * self.P
@@ -149,13 +179,13 @@ class Projection:
         self.g = _sum(_Jobs([(j[0], j[1] * j[2]) for j in weighted_jobs], P, fp), _Plan(plan, P, f, inflow),
                       _Jobs(inflow_jobs, P, fp, future=True) if inflow_jobs else None)
         self.held = cluster_jobs is None
-        self.gt = None if self.held else _sum(_Jobs(cluster_jobs, P, fp), _Plan(plan, P, f, total_inflow),
-                                              _Jobs(total_inflow_jobs, P, fp, future=True) if total_inflow_jobs else None)
+        self.gt = None if self.held else _sum(_jobs(cluster_jobs, P, fp), _Plan(plan, P, f, total_inflow),
+                                              _jobs(total_inflow_jobs, P, fp, future=True) if total_inflow_jobs else None)
         self.ws = self_weight if (self_weight and own0 is not None) else 0.0
         own_j = _Jobs(own_jobs, P, fp)
         self.go = _sum(own_j, pl)
         self.e_own = _Jobs(own_early, P, fp)
-        self.e_all = _Jobs(early_jobs, P, fp)
+        self.e_all = _jobs(early_jobs, P, fp)
         self.total0 = total0
         u = u0
         if self.ws and total0 > 0:  # as the walk: the snapshot's mid-pass own term taken out

@@ -34,6 +34,7 @@ class ForecastRequest:
     billing_per_core: float = 1.0
     plot: Path | None = None
     now: float | None = None
+    reader: object = None  # read_published's stand-in (same arguments), e.g. the web's per-snapshot index
 
 
 def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
@@ -75,13 +76,14 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     if args.published is None and (args.db is not None or (not os.environ.get("FSCONTROL_PUBLISHED") and not _published_there(target))):
         own = _unpublished_snapshot(args, who)  # nothing published: the sample (--source) or the history is the snapshot
     mine = None
+    read = args.reader or pub.read_published
     if own is not None:
         data_pub, trusted = own, False
     else:
         from fscontrol.export import privacy
 
         # only the asker's own rows (and the accounts'): a big cluster's file is never held whole
-        data_pub, path = pub.read_published(target, args.cluster, users={who})
+        data_pub, path = read(target, args.cluster, users={who})
         trusted = os.stat(path).st_uid == 0
         if asker is None:  # the process's own user: their own file beside it (privacy.py), theirs alone
             mine = privacy.read_own(path, requester, uid)

@@ -28,6 +28,7 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 from ..errors import FscontrolError
+from ..export.published_index import PublishedIndex
 from . import userpage
 
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
@@ -55,6 +56,8 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
     (fscontrol.export.privacy)."""
     if identity not in ("process", "remote_user"):
         raise ValueError(f"identity must be 'process' or 'remote_user', not {identity!r}")
+
+    index = PublishedIndex()  # the published file read once per snapshot, not once per request
 
     def setting(environ: dict, name: str, given: str | None) -> str | None:
         return given if given is not None else (environ.get(name) or os.environ.get(name) or None)
@@ -98,7 +101,8 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
         pub = setting(environ, "FSCONTROL_PUBLISHED", published)
         base = {"source": setting(environ, "FSCONTROL_SOURCE", source) or "live",
                 "published": Path(pub) if pub else None, "cluster": setting(environ, "FSCONTROL_CLUSTER", cluster) or None,
-                "now": now, "user": query.get("user") or None, "account": query.get("account") or None}
+                "now": now, "user": query.get("user") or None, "account": query.get("account") or None,
+                "reader": index.read}
         try:
             plan, target = userpage.plan_from(query)
             plan_error = None
@@ -137,8 +141,13 @@ def forecast(options: dict, asker: tuple | None) -> dict:
 
 
 def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = None, source: str | None = None,
-          cluster: str | None = None, token: str | None = None, ready: Callable[[str], None] | None = None) -> None:
-    """Serve the page as the process's user with wsgiref until interrupted (`fscontrol web`)."""
+          cluster: str | None = None, token: str | None = None, ready: Callable[[str], None] | None = None,
+          workers: int = 1, now: float | None = None) -> None:
+    """Serve the page as the process's user with wsgiref until interrupted (`fscontrol web`).
+
+    `workers` > 1: that many forked processes accept on the one listening socket, each with its
+    threads and its own per-snapshot index (a page is CPU-bound Python: threads of one process
+    share one core). `now`: as make_app's (benches and demos of old samples)."""
     import socketserver
     from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -149,11 +158,66 @@ def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = 
     class Server(socketserver.ThreadingMixIn, WSGIServer):
         daemon_threads = True
 
-    app = make_app(published, source, cluster, identity="process", token=token)
+        def get_request(self):
+            conn, addr = super().get_request()
+            conn.setblocking(True)  # (accepted from a non-blocking socket with workers > 1, it would be too)
+            return conn, addr
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    app = make_app(published, source, cluster, identity="process", token=token, now=now)
     with make_server(host, port, app, server_class=Server, handler_class=Quiet) as httpd:
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{httpd.server_port}/" + (f"?token={token}" if token else "")
         (ready or print)(url)
-        httpd.serve_forever()
+        if workers == 1:
+            httpd.serve_forever()
+            return
+        httpd.socket.setblocking(False)  # every worker wakes for a connection; those that lose the accept go on
+        _prefork(httpd, workers)
 
 
+def _prefork(httpd, workers: int) -> None:
+    """Run httpd.serve_forever in `workers` forked children until one ends or this process is
+    interrupted; then end the others (by their pids) and reap them."""
+    import signal
+
+    children = []
+    parent = os.getpid()
+
+    def orphaned() -> None:  # a worker whose parent died (SIGKILL) ends at its next poll
+        if os.getppid() != parent:
+            raise KeyboardInterrupt
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)  # a TERM ends the workers too (finally below)
+    httpd.service_actions = orphaned
+    try:
+        for _ in range(workers):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover (a child: ends by os._exit, coverage never sees it)
+                signal.signal(signal.SIGTERM, stop)
+                code = 0
+                try:
+                    httpd.serve_forever()
+                except KeyboardInterrupt:
+                    pass
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            children.append(pid)
+        os.wait()  # one ended (or a signal interrupts the wait): stop them all
+    finally:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,143 @@
+"""The published snapshot read once per snapshot, for a process that answers many requests (the
+users' web page, fscontrol.web): read_published's answers without reading the file each time.
+
+A request for one user reads only that user's rows and the accounts' (read_published's `users`),
+but to find them `read_published` scans the whole file: at 100,000 associations (31 MB) that is
+~0.3 s a request. `PublishedIndex.read` does the scan once per snapshot (a new file: another
+inode, size or mtime) and keeps
+* the cluster-wide part, parsed;
+* the accounts' rows (user ""), parsed: a request needs those on its user's path;
+* where each user's rows are in the file (offset and length), not the rows themselves,
+and answers a request from those and one `os.pread` per row of the user's, through the file it
+opened when it built the index (the agent replaces the file atomically, so the old snapshot stays
+readable through it until the next request sees the new one).
+
+Memory is bounded by the cluster's size: two integers a user association and the accounts' rows
+(~15 MB at 100,000 associations), whatever the number of requests. A file not in
+published_text's layout (one row a line) is not indexed: every request reads it as
+read_published does. Reading every row (Fair Tree's forecast, users=None) is not kept either."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from fscontrol.export.publish import ROWS_LINE, PublishedError, check_published, locate, read_published
+
+_USER = ',"user":'
+
+
+class _Snapshot:
+    """One published file's index (built by PublishedIndex)."""
+
+    def __init__(self, p: Path, fd: int, key: tuple) -> None:
+        self.path, self.fd, self.key = p, fd, key
+        self.head: dict[str, Any] | None = None  # None: not in the layout, read as read_published does
+        self.has_rows = False  # the file has the rows' line (else it is the head alone, as read_published reads it)
+        self.accounts: dict[str, dict] = {}  # the accounts' rows (user "") by account name
+        self.where: dict[str, list[tuple[int, int]]] = {}
+        self._build()
+
+    def _build(self) -> None:
+        decode = json.JSONDecoder().raw_decode
+        head: list[bytes] = []
+        rows_line = ROWS_LINE.encode()
+        with os.fdopen(os.dup(self.fd), "rb") as fh:
+            fh.seek(0)
+            for line in fh:
+                if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
+                    break
+                head.append(line)
+            else:
+                self.head = check_published(json.loads(b"".join(head)), self.path)
+                return
+            offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
+            where: dict[str, list[tuple[int, int]]] = {}
+            accounts: dict[str, dict] = {}
+            for raw in fh:
+                start, offset = offset, offset + len(raw)
+                row = raw.strip()
+                if row.endswith(b","):
+                    row = row[:-1]
+                if row in (b"]", b""):
+                    continue
+                if row == b"}":
+                    break
+                text = row.decode("utf-8")
+                i = text.find(_USER)
+                if not (text.startswith("{") and text.endswith("}")) or i < 0:
+                    return  # not one row a line: not indexed
+                user, _ = decode(text, i + len(_USER))
+                if user == "":
+                    r = json.loads(text)
+                    if r.get("account") in accounts:  # one row an account, as sshare has: else not indexed
+                        return
+                    accounts[r.get("account")] = r
+                else:
+                    where.setdefault(user, []).append((start, len(raw)))
+        text = b"".join(head).decode("utf-8").rstrip().removesuffix(",") + "\n}"
+        self.head = check_published(json.loads(text), self.path)
+        self.accounts, self.where, self.has_rows = accounts, where, True
+        self.order = {id(r): i for i, r in enumerate(accounts.values())}
+
+    def rows(self, users: set[str] | frozenset[str]) -> list[dict]:
+        """The users' rows and the accounts' on their paths up to the root (what a user's own
+        `sshare` shows, and all a forecast reads of the accounts: forecast.classic.path_weights)."""
+        out, path = [], {}
+        for u in users:
+            for start, length in self.where.get(u, ()):
+                r = json.loads(os.pread(self.fd, length, start).decode("utf-8").strip().removesuffix(","))
+                if r.get("user") != u:
+                    continue
+                out.append(r)
+                a = r.get("account")
+                while a in self.accounts and a not in path:
+                    path[a] = self.accounts[a]
+                    a = path[a].get("parent")
+        return sorted(path.values(), key=lambda r: self.order[id(r)]) + out
+
+
+class PublishedIndex:
+    """read_published (same arguments, answers and errors) for many requests: the file is scanned
+    once per snapshot (module docstring). Thread-safe; one per process (a forked worker builds its own)."""
+
+    def __init__(self) -> None:
+        self._snap: _Snapshot | None = None
+        self._lock = threading.Lock()
+        self.builds = 0  # how many snapshots were indexed (tests, the bench)
+
+    def read(self, path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None
+             ) -> tuple[dict[str, Any], Path]:
+        if users is None:
+            return read_published(path, cluster)
+        p = locate(path, cluster)
+        snap = self._current(p)
+        if snap.head is None:
+            return read_published(p, cluster, users)
+        data = check_published(snap.head, p, cluster)
+        return ({**data, "associations": snap.rows(users)} if snap.has_rows else dict(data)), p
+
+    def _current(self, p: Path) -> _Snapshot:
+        try:
+            st = os.stat(p)
+            key = (str(p), st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+            with self._lock:
+                snap = self._snap
+                if snap is None or snap.key != key:
+                    fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    try:
+                        f = os.fstat(fd)
+                        snap = _Snapshot(p, fd, (str(p), f.st_dev, f.st_ino, f.st_mtime_ns, f.st_size))
+                    except BaseException:
+                        os.close(fd)
+                        raise
+                    weakref.finalize(snap, os.close, fd)  # when no request reads the old snapshot any more
+                    self._snap = snap
+                    self.builds += 1
+                return snap
+        except (OSError, ValueError) as e:
+            raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
