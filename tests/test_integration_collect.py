@@ -94,3 +94,23 @@ def test_failed_slurm_command_writes_nothing(slurm, tmp_path):
     db = store.open_db(db_path)
     assert db.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
     assert db.execute("SELECT status FROM ticks").fetchall() == [("failed",)]
+
+
+def test_live_squeue_and_sprio_streamed_are_the_texts(slurm):
+    """Issue #31 item 4: collect reads squeue and sprio through a file a block at a time
+    (LiveSlurm.squeue_jobs/sprio_rows); the records are the whole text's, on the real Slurm."""
+    from fscontrol.slurm import parse
+
+    slurm.cancel_all()
+    for user, account, cpus in [("alice", "flat", 16), ("bob", "physics", 32), ("carol", "chem", 64), ("dave", "flat", 64)]:
+        slurm.submit(user, account, cpus, 300)
+    live = slurm.source()
+    for _ in range(5):  # the queue may move between two reads: until two agree
+        text_q, text_p = live.squeue().stdout, live.sprio().stdout
+        queue, prio = tuple(live.squeue_jobs()), tuple(live.sprio_rows())
+        if queue == parse.parse_squeue(text_q) and prio == parse.parse_sprio(text_p):
+            break
+    else:
+        pytest.fail("the streamed squeue/sprio never matched the texts read beside them")
+    assert {q.state for q in queue} >= {"RUNNING", "PENDING"} and prio
+    slurm.cancel_all()

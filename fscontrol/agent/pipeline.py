@@ -76,16 +76,19 @@ def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float |
     shares = parse.parse_sshare(sshare_out.stdout, " ".join(sshare_out.argv))
     parse.check_share_tree(shares, " ".join(sshare_out.argv), fair_tree=config.mode == "fair_tree")
     taken_at = sshare_out.finished_at
-    squeue_out = whole(source.squeue())
-    queue = parse.parse_squeue(squeue_out.stdout, " ".join(squeue_out.argv))
-    sprio_out = whole(source.sprio())
-    prio = parse.parse_sprio(sprio_out.stdout, " ".join(sprio_out.argv))
+    if hasattr(source, "squeue_jobs"):  # read from disk a block at a time (slurm.spool): no text held
+        queue, prio, sprio_cmd = source.squeue_jobs(), source.sprio_rows(), " ".join(parse.SPRIO_ARGS)
+    else:
+        squeue_out = whole(source.squeue())
+        queue = parse.parse_squeue(squeue_out.stdout, " ".join(squeue_out.argv))
+        sprio_out = whole(source.sprio())
+        prio, sprio_cmd = parse.parse_sprio(sprio_out.stdout, " ".join(sprio_out.argv)), " ".join(sprio_out.argv)
     # sprio lists every pending job the scheduler may start (not a job held, nor one whose begin
     # time is still to come, though squeue gives that one a priority): one of those and no sprio line
     # means sprio's output was cut short
-    waiting = [q for q in queue if q.state == "PENDING" and q.priority > 0 and q.reason in ("Priority", "Resources")]
+    waiting = sum(1 for q in queue if q.state == "PENDING" and q.priority > 0 and q.reason in ("Priority", "Resources"))
     if not prio and waiting:
-        raise ParseError(" ".join(sprio_out.argv), f"printed no job while squeue lists {len(waiting)} pending with a priority: cut short?")
+        raise ParseError(sprio_cmd, f"printed no job while squeue lists {waiting} pending with a priority: cut short?")
     qos_out = whole(source.qos())
     qos = parse.parse_qos(qos_out.stdout, " ".join(qos_out.argv))
     if isinstance(source, RecordedSlurm):

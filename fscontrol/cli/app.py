@@ -158,14 +158,18 @@ def status(
             only_users=[x for x in (users or "").split(",") if x],
             only_accounts=[x for x in (accounts or "").split(",") if x],
             tree=tree,
-            columns=not json_out,  # the text reads the table a column at a time; --json prints its rows
+            columns=True,  # read a column at a time; --json makes its rows one at a time (json_chunks)
         )
     except FscontrolError as e:
         raise _fail(e) from None
     if data["priority_mode"] == "fair_tree":  # Fair Tree's columns: rank and LevelFS, no halving
         columns = rstatus.status_fields(fields, long=long, tree=tree, fair_tree=True)
     if json_out:
-        typer.echo(json.dumps(data, indent=2))
+        out = sys.stdout
+        for chunk in rstatus.json_chunks(data):
+            out.write(chunk)
+        out.write("\n")
+        out.flush()
     elif parsable or noheader:
         for w in data["warnings"]:
             typer.echo(f"fscontrol: warning: {w}", err=True)

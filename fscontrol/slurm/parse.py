@@ -563,10 +563,65 @@ def _count_error_iter(lines: Iterator[str], no: int, n: int, command: str) -> No
 
 
 # ---------------------------------------------------------------------------- squeue / sprio
-def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = timezone.utc) -> tuple[QueueJob, ...]:
+def _stream_table(lines: Iterable[str], command: str, required: Iterable[str], free_last: bool | None = False
+                  ) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """_table over lines (a text's splitlines, or spool.file_lines of an output on disk), the rows
+    split one at a time as the caller asks for them, never all held: the same header check, field
+    counts and errors as _table. `free_last` None: the last column is free text when the header's
+    last column is ADMIN_COMMENT (squeue's)."""
+    it = iter(lines)
+    no = 0
+    for line in it:
+        no += 1
+        if not line.strip() or line.startswith("CLUSTER: "):
+            continue
+        fields = line.split("|")
+        header = [f.strip() for f in fields]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", no, line)
+        break
+    else:
+        raise ParseError(command, "no header line (empty output)")
+    if free_last is None:
+        free_last = header[-1] == "ADMIN_COMMENT"
+    n = len(header)
+
+    def rows() -> Iterator[tuple[int, list[str]]]:
+        k = no
+        for line in it:
+            k += 1
+            if not line.strip() or line.startswith("CLUSTER: "):
+                continue
+            fields = line.split("|")
+            if free_last and len(fields) > n:
+                fields = fields[: n - 1] + ["|".join(fields[n - 1:])]
+            if len(fields) != n:
+                raise ParseError(command, f"expected {n} fields, got {len(fields)} (truncated?)", k, line)
+            yield k, fields
+
+    return header, rows()
+
+
+def parse_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = timezone.utc
+                 ) -> tuple[QueueJob, ...]:
+    """`squeue` (SQUEUE_ARGS) as records. `text`: the output, or its lines (spool.file_lines: the
+    output read from disk a block at a time). The rows are split one at a time and the repeated
+    texts (user, account, partition, QOS, state, reason) are one string each, so memory is the
+    records' (issue #31: at 370,000 queued jobs every split row held at once took ~400 MiB)."""
+    return tuple(iter_squeue(text, command, tz))
+
+
+def iter_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = timezone.utc,
+                make=new_queue_job) -> Iterator:
+    """parse_squeue's records one at a time, each `make(*fields)` (QueueJob's order; `tuple`-like
+    makers let spool.Spooled keep them on disk); its errors raised as the parse reaches them."""
     need = ("JOBID", "USER", "ACCOUNT", "PARTITION", "STATE", "NODES", "CPUS", "PRIORITY", "REASON")
-    comment_last = text.lstrip().split("\n", 1)[0].rstrip().endswith("|ADMIN_COMMENT")
-    header, rows = _table(text, command, need, free_last=comment_last)
+    if isinstance(text, str):
+        comment_last = text.lstrip().split("\n", 1)[0].rstrip().endswith("|ADMIN_COMMENT")
+        header, rows = _stream_table(text.splitlines(), command, need, free_last=comment_last)
+    else:
+        header, rows = _stream_table(text, command, need, free_last=None)
     ix = {name: i for i, name in enumerate(header)}
     i_id, i_user, i_acct, i_part, i_state, i_nodes, i_cpus, i_prio, i_reason = (ix[c] for c in need)
     i_comment, i_submit, i_start, i_limit, i_qos, i_nice = (
@@ -578,9 +633,9 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
             return int(v)
         return _num(v, int, command, col, no, "|".join(f), minimum=minimum)
 
-    out: list[QueueJob] = []
-    seen: set[str] = set()
-    make = new_queue_job
+    one: dict[str, str] = {}  # each repeated text once (a few hundred distinct among 10^5 jobs)
+    same = one.setdefault
+    seen: set = set()  # the job ids so far (plain numbers as ints: a third of the memory of their texts)
     limits: dict[str, int | None] = {}  # parse_duration of each distinct TimeLimit text (a few per queue)
     # the fast paths of parse_time and count inline: plain ASCII digits (what %s and the counts print)
     with gc_paused():  # a record a job, no reference cycles (as parse_sshare)
@@ -589,9 +644,10 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
             job_id = f[i_id].strip()
             if not JOB_ID.fullmatch(job_id):
                 raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
-            if job_id in seen:
+            key = int(job_id) if job_id.isdigit() and job_id.isascii() and job_id[0] != "0" else job_id
+            if key in seen:
                 raise ParseError(command, f"job {job_id} listed twice", no, "|".join(f))
-            seen.add(job_id)
+            seen.add(key)
             try:
                 submit = start = limit = None
                 if i_submit is not None:
@@ -618,26 +674,26 @@ def parse_squeue(text: str, command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = t
             if i_nice is not None:
                 v = f[i_nice]
                 nice = int(v) if v.isdigit() and v.isascii() else count(v, "NICE", no, f, minimum=None)
-            out.append(
-                make(
-                    job_id,
-                    f[i_user].strip(),
-                    f[i_acct].strip(),
-                    f[i_part].strip(),
-                    f[i_qos].strip() if i_qos is not None else "",
-                    f[i_state].strip(),
-                    nodes,
-                    cpus,
-                    prio,
-                    nice,
-                    f[i_reason].strip(),
-                    submit,
-                    start,
-                    limit,
-                    "" if comment == "(null)" else comment,
-                )
+            user, acct, part = f[i_user].strip(), f[i_acct].strip(), f[i_part].strip()
+            qos = f[i_qos].strip() if i_qos is not None else ""
+            state, reason = f[i_state].strip(), f[i_reason].strip()
+            yield make(
+                job_id,
+                same(user, user),
+                same(acct, acct),
+                same(part, part),
+                same(qos, qos),
+                same(state, state),
+                nodes,
+                cpus,
+                prio,
+                nice,
+                same(reason, reason),
+                submit,
+                start,
+                limit,
+                "" if comment == "(null)" else comment,
             )
-    return tuple(out)
 
 
 ROOT_USAGE_ARGS = ("sshare", "-n", "-P", "-A", "root", "-o", "Account,User,RawUsage")
@@ -652,14 +708,30 @@ def parse_root_usage(text: str, command: str = " ".join(ROOT_USAGE_ARGS)) -> int
     raise ParseError(command, "no root row")
 
 
-def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow, ...]:
-    """`sprio -n -o '%i|%u|%r|%y|%f'`. sprio lists only pending, eligible, non-held jobs."""
-    if not text.strip() or text.strip().startswith("You have no pending jobs") or "No pending jobs" in text:
-        return ()
-    header, rows = _table(text, command, ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
+def parse_sprio(text: str | Iterable[str], command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow, ...]:
+    """`sprio -n -o '%i|%u|%r|%y|%f'`. sprio lists only pending, eligible, non-held jobs. `text`:
+    the output, or its lines (as parse_squeue: split one at a time, repeated texts shared)."""
+    return tuple(iter_sprio(text, command))
+
+
+def iter_sprio(text: str | Iterable[str], command: str = " ".join(SPRIO_ARGS), make=PrioRow) -> Iterator:
+    """parse_sprio's rows one at a time, each `make(*fields)` (as iter_squeue)."""
+    if isinstance(text, str):
+        if not text.strip() or text.strip().startswith("You have no pending jobs") or "No pending jobs" in text:
+            return
+        lines: Iterable[str] = text.splitlines()
+    else:
+        it = iter(text)
+        first = list(itertools.islice(it, 64))  # sprio's "no pending jobs" message comes first (or nothing at all)
+        body = "\n".join(first)
+        if not body.strip() or body.strip().startswith("You have no pending jobs") or "No pending jobs" in body:
+            return
+        lines = itertools.chain(first, it)
+    header, rows = _stream_table(lines, command, ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
     ix = {name: i for i, name in enumerate(header)}
     i_id, i_user, i_part, i_prio, i_fs = (ix[c] for c in ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
-    out = []
+    one: dict[str, str] = {}
+    same = one.setdefault
     for no, f in rows:
         # _num's value where it has one (_plain_num), else _num itself raises its error with the line
         prio = _plain_num(f[i_prio], 0)
@@ -668,8 +740,8 @@ def parse_sprio(text: str, command: str = " ".join(SPRIO_ARGS)) -> tuple[PrioRow
         fs = _plain_num(f[i_fs], None)
         if fs is None or not 0 <= fs <= 1:
             fs = _unit(_num(f[i_fs], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f))
-        out.append(PrioRow(f[i_id].strip(), f[i_user].strip(), f[i_part].strip(), prio, fs))
-    return tuple(out)
+        user, part = f[i_user].strip(), f[i_part].strip()
+        yield make(f[i_id].strip(), same(user, user), same(part, part), prio, fs)
 
 
 def _plain_num(value: str, minimum: float | None) -> float | None:

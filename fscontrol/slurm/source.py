@@ -156,6 +156,43 @@ class LiveSlurm:
         jobs, _, _ = spool.run_sacct(full, limit, env)
         return jobs
 
+    def _streamed(self, argv: tuple[str, ...], parser):
+        """parser(lines, command) over the command's output spooled to disk (spool.run_to_file): the
+        same argument list, timeout, deadline and errors as run(), the output never held whole."""
+        from fscontrol.slurm import spool
+
+        full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
+        cmd = " ".join(full)
+        env = dict(os.environ if self.env is None else self.env)
+        env["SLURM_TIME_FORMAT"] = "%s"
+        limit = self.timeout_s
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{cmd}`")
+            limit = min(limit, left)
+        fh, _, _ = spool.run_to_file(full, limit, env, pass_fds=command.inherited_fds())
+        with fh:
+            return parser(spool.checked_lines(fh, cmd, lambda at: SlurmCommandError(
+                f"`{cmd}` printed bytes that are not UTF-8 (at byte {at}): not read")), cmd)
+
+    def squeue_jobs(self):
+        """squeue's jobs (spool.Spooled of QueueJob), its output read from disk a block at a time."""
+        from fscontrol.slurm import spool
+
+        return self._streamed(parse.SQUEUE_ARGS, spool.queue_of)
+
+    def sprio_rows(self):
+        """sprio's rows (parse.parse_sprio), as squeue_jobs; none when sprio says there are none."""
+        try:
+            from fscontrol.slurm import spool
+
+            return self._streamed(parse.SPRIO_ARGS, spool.prio_of)
+        except SlurmCommandError as e:
+            if "no pending jobs" in str(e).lower() or "unable to find jobs" in str(e).lower():
+                return ()
+            raise
+
     def root_usage(self) -> CommandOutput:
         """Root's RawUsage alone (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`."""
         return self.run(parse.ROOT_USAGE_ARGS)  # run() adds -M once
@@ -251,6 +288,39 @@ class RecordedSlurm:
         if info is None or not path.is_file():
             raise NotFoundError(f"sample {self.folder} has no sacct output")
         return spool.from_file(path, " ".join(info["argv"]))
+
+    def _streamed(self, name: str, parser):
+        """parser(lines, command) over the recorded output read a block at a time (spool.checked_lines:
+        the whole-output checks first); through _get (the text) when a subclass replaces _get."""
+        from fscontrol.errors import ParseError
+        from fscontrol.slurm import spool
+
+        if type(self)._get is not RecordedSlurm._get:
+            out = self._get(name)
+            cmd = " ".join(out.argv)
+            if out.stdout and not out.stdout.endswith("\n"):
+                raise ParseError(cmd, "output does not end with a newline: cut short?")
+            return parser(out.stdout, cmd)
+        info = self.meta["commands"].get(name)
+        path = self.folder / f"{name}.txt"
+        if info is None or not path.is_file():
+            raise NotFoundError(f"sample {self.folder} has no {name} output")
+        cmd = " ".join(info["argv"])
+        with open(path, "rb") as fh:
+            return parser(spool.checked_lines(fh, cmd, lambda at: SlurmCommandError(
+                f"sample {path} holds bytes that are not UTF-8 (at byte {at}): not read")), cmd)
+
+    def squeue_jobs(self):
+        """The recorded squeue's jobs (parse.parse_squeue), read a block at a time."""
+        from fscontrol.slurm import spool
+
+        return self._streamed("squeue", spool.queue_of)
+
+    def sprio_rows(self):
+        """The recorded sprio's rows (parse.parse_sprio), read a block at a time."""
+        from fscontrol.slurm import spool
+
+        return self._streamed("sprio", spool.prio_of)
 
     @property
     def window(self) -> tuple[float, float]:

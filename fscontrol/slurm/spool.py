@@ -242,6 +242,21 @@ def run_sacct(argv: tuple[str, ...], timeout_s: float, env: dict[str, str]) -> t
     """Run sacct (an argument list, never a shell) with its output into an anonymous temporary
     file, under `timeout_s`; (its jobs, started, finished). The errors of LiveSlurm.run: a
     missing command, the timeout, bytes that are not UTF-8, a non-zero exit, only an error."""
+    fh, t0, t1 = run_to_file(argv, timeout_s, env)
+    cmd = " ".join(argv)
+    try:
+        jobs = read_sacct(fh, cmd, lambda at: SlurmCommandError(f"`{cmd}` printed bytes that are not UTF-8 (at byte {at}): not read"))
+    except BaseException:
+        fh.close()
+        raise
+    return jobs, t0, t1
+
+
+def run_to_file(argv: tuple[str, ...], timeout_s: float, env: dict[str, str], pass_fds: tuple[int, ...] = ()
+                ) -> tuple[BinaryIO, float, float]:
+    """Run a command (an argument list, never a shell) with its output into an anonymous temporary
+    file, under `timeout_s`; (the file, started, finished). The errors of LiveSlurm.run: a missing
+    command, the timeout, a non-zero exit, only an error (bytes that are not UTF-8: checked_lines)."""
     import tempfile
 
     cmd = " ".join(argv)
@@ -249,7 +264,7 @@ def run_sacct(argv: tuple[str, ...], timeout_s: float, env: dict[str, str]) -> t
     t0 = time.time()
     try:
         try:
-            proc = command.run(list(argv), stdout=fh, timeout=timeout_s, env=env)
+            proc = command.run(list(argv), stdout=fh, timeout=timeout_s, env=env, pass_fds=pass_fds)
         except FileNotFoundError:
             raise SlurmCommandError(f"`{argv[0]}` not found: is the Slurm client installed and on PATH?") from None
         except subprocess.TimeoutExpired:
@@ -262,11 +277,102 @@ def run_sacct(argv: tuple[str, ...], timeout_s: float, env: dict[str, str]) -> t
             raise SlurmCommandError(f"`{cmd}` failed (exit {proc.returncode}): {err[-1] if err else 'no message'}")
         if stderr.strip() and size < CHUNK and not _tail(fh, CHUNK).strip():
             raise SlurmCommandError(f"`{cmd}` printed only an error: {stderr.strip().splitlines()[-1]}")
-        jobs = read_sacct(fh, cmd, lambda at: SlurmCommandError(f"`{cmd}` printed bytes that are not UTF-8 (at byte {at}): not read"))
     except BaseException:
         fh.close()
         raise
-    return jobs, t0, t1
+    return fh, t0, t1
+
+
+def checked_lines(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exception]) -> Iterator[str]:
+    """The lines of an output on disk (file_lines), after check_whole: squeue and sprio are parsed
+    from these (parse.parse_squeue/parse_sprio take lines), never held whole as text (issue #31)."""
+    check_whole(fh, command, not_utf8)
+    return file_lines(fh)
+
+
+class Spooled:
+    """Records (squeue's jobs, sprio's rows) parsed once and kept as SacctJobs keeps sacct's: a
+    thousand to a list, in memory for a usual queue (IN_MEMORY_CHUNKS lists) and pickled into a
+    temporary file beyond, so that a queue of 10^5 jobs is never held as 10^5 objects (issue #31).
+    Iterated any number of times (each record made anew by `make(*fields)`); len(), bool().
+
+    `rows`: the records as plain tuples (parse.iter_squeue/iter_sprio with make=tuple-like), parsed
+    through here: their errors are raised by the constructor, before anything is kept."""
+
+    def __init__(self, rows: Iterator[tuple], make: Callable) -> None:
+        self._make = make
+        kept: list[list[tuple]] = []
+        spill = None
+        n = 0
+        try:
+            with parse.gc_paused():
+                while chunk := list(islice(rows, ROWS_PER_PICKLE)):
+                    n += len(chunk)
+                    kept.append(chunk)
+                    if len(kept) > IN_MEMORY_CHUNKS or spill is not None:
+                        if spill is None:
+                            spill = _spill_file()
+                        for c in kept:
+                            _spill(spill, c)
+                        kept = []
+        except BaseException:
+            if spill is not None:
+                spill.close()
+            raise
+        self._rows = kept if spill is None else spill
+        self._n = n
+
+    def chunks(self) -> Iterator[list[tuple]]:
+        if isinstance(self._rows, list):
+            yield from self._rows
+            return
+        import pickle
+
+        fh = self._rows
+        fh.seek(0)
+        size, unpack = _SIZE.size, _SIZE.unpack
+        while head := fh.read(size):
+            yield pickle.loads(fh.read(unpack(head)[0]))
+
+    def __iter__(self):
+        make = self._make
+        for chunk in self.chunks():
+            for t in chunk:
+                yield make(*t)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def close(self) -> None:
+        if not isinstance(self._rows, list):
+            self._rows.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _plain(*values) -> tuple:
+    return values
+
+
+def queue_of(lines, command: str) -> Spooled:
+    """squeue's jobs from its output's lines (or text), spooled (Spooled of QueueJob)."""
+    from fscontrol.records import new_queue_job
+
+    return Spooled(parse.iter_squeue(lines, command, make=_plain), new_queue_job)
+
+
+def prio_of(lines, command: str) -> Spooled:
+    """sprio's rows from its output's lines (or text), spooled (Spooled of PrioRow)."""
+    from fscontrol.records import PrioRow
+
+    return Spooled(parse.iter_sprio(lines, command, make=_plain), PrioRow)
 
 
 def _tail(fh: BinaryIO, n: int = 4096) -> str:

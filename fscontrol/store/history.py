@@ -375,10 +375,16 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
 
         insert_rows(conn, "INSERT OR REPLACE INTO job_usage", 14, rows())
     if snap.prio:
-        account_of = {q.job_id: q.account for q in snap.queue}
-        insert_rows(conn, "INSERT OR REPLACE INTO prio", 7, [
+        # the accounts of sprio's jobs alone (squeue's may be 10^5 more: slurm.spool keeps both on
+        # disk), one string an account; rows bound as they come, never all held (issue #31)
+        wanted = {p.job_id for p in snap.prio}
+        one: dict[str, str] = {}
+        account_of = {q.job_id: one.setdefault(q.account, q.account) for q in snap.queue if q.job_id in wanted}
+        del wanted
+        insert_rows(conn, "INSERT OR REPLACE INTO prio", 7, (
             (sid, p.job_id, p.user, account_of.get(p.job_id), p.partition, p.priority_norm, p.fairshare_norm)
-            for p in snap.prio])
+            for p in snap.prio))
+        del account_of
     if snap.queue:
         occ: dict[str, list[int]] = {}
         for q in snap.queue:
@@ -394,10 +400,10 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
                     o[5] += 1
         insert_rows(conn, "INSERT INTO occupancy", 8, [(sid, a, *v) for a, v in sorted(occ.items())])
         factor = {q.name: q.usage_factor for q in snap.qos}
-        insert_rows(conn, "INSERT OR REPLACE INTO running_jobs", 6, [
+        insert_rows(conn, "INSERT OR REPLACE INTO running_jobs", 6, (
             (sid, q.job_id, q.account, q.user, float(billing.get(q.job_id) or q.cpus) * factor.get(q.qos, 1.0),
              None if q.start is None or q.time_limit_s is None else q.start + q.time_limit_s)
-            for q in snap.queue if q.state == "RUNNING"])
+            for q in snap.queue if q.state == "RUNNING"))
     return sid
 
 
