@@ -112,5 +112,5 @@ def test_live_squeue_and_sprio_streamed_are_the_texts(slurm):
             break
     else:
         pytest.fail("the streamed squeue/sprio never matched the texts read beside them")
-    assert {q.state for q in queue} >= {"RUNNING", "PENDING"} and prio
+    assert len(queue) >= 4 and {q.user for q in queue} >= {"alice", "bob", "carol", "dave"}
     slurm.cancel_all()
