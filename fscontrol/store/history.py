@@ -333,24 +333,26 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
         }
     if moved:
         conn.executemany("UPDATE assocs SET parent = ?, depth = ?, path = ? WHERE id = ?", moved)
-    changed = []
-    seen = set()
     get = current.get
-    for k, r in keyed:
-        aid = ids[k][0]
-        seen.add(aid)
-        vals = (1, r.raw_shares, int(r.shares_parent), r.norm_shares, r.raw_usage, r.norm_usage, r.effective_usage,
-                r.fairshare, r.billing_run_mins, r.level_fs)  # in _SAMPLE_COLS' order
-        if get(aid) != vals:
-            changed.append((aid, sid, *vals))
-    for aid, vals in current.items():
-        if aid not in seen and vals[0] == 1:  # vanished: a tombstone sample
-            changed.append((aid, sid, 0, *([None] * (len(_SAMPLE_COLS) - 1))))
-    if changed:
-        ph = ",".join("?" * (2 + len(_SAMPLE_COLS)))
-        width = 2 + len(_SAMPLE_COLS)
-        insert_rows(conn, "INSERT INTO assoc_samples", width, changed)
-        insert_rows(conn, f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)})", width, changed)
+
+    def changed():
+        """The changed associations' sample rows, then a tombstone for each vanished one: made
+        anew for each of the two tables, never all held (a first snapshot changes every row)."""
+        seen = set()
+        for k, r in keyed:
+            aid = ids[k][0]
+            seen.add(aid)
+            vals = (1, r.raw_shares, int(r.shares_parent), r.norm_shares, r.raw_usage, r.norm_usage, r.effective_usage,
+                    r.fairshare, r.billing_run_mins, r.level_fs)  # in _SAMPLE_COLS' order
+            if get(aid) != vals:
+                yield (aid, sid, *vals)
+        for aid, vals in current.items():
+            if aid not in seen and vals[0] == 1:  # vanished: a tombstone sample
+                yield (aid, sid, 0, *([None] * (len(_SAMPLE_COLS) - 1)))
+
+    width = 2 + len(_SAMPLE_COLS)
+    insert_rows(conn, "INSERT INTO assoc_samples", width, changed())
+    insert_rows(conn, f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)})", width, changed())
 
     # sacct's billing of the running jobs, taken as the jobs stream past (they are read once)
     running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
