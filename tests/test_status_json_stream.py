@@ -1,4 +1,4 @@
-"""`status --json` streamed (issue #31 item 4): report.status.json_chunks gives json.dumps(data,
+"""`status --json` streamed (issue #31 item 4): report.table.json_chunks gives json.dumps(data,
 indent=2) of the table's rows, the same text, without holding the rows or the text whole."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from fscontrol.report import status as rstatus
+from fscontrol.report import table as rtable
 from fscontrol.report.table import StatusTable
 
 
@@ -19,9 +19,9 @@ def test_json_chunks_are_json_dumps(n):
                "f": [i / 7 for i in range(n)]}
     data = {"cluster": "c", "table": StatusTable(columns), "after": [1, 2]}
     rows = {**data, "table": StatusTable(columns).rows()}
-    assert "".join(rstatus.json_chunks(data)) == json.dumps(rows, indent=2)
+    assert "".join(rtable.json_chunks(data)) == json.dumps(rows, indent=2)
 
 
 def test_a_table_of_rows_is_dumped_as_before():
     data = {"table": [{"a": 1}], "b": None}
-    assert "".join(rstatus.json_chunks(data)) == json.dumps(data, indent=2)
+    assert "".join(rtable.json_chunks(data)) == json.dumps(data, indent=2)

@@ -166,7 +166,7 @@ def status(
         columns = rstatus.status_fields(fields, long=long, tree=tree, fair_tree=True)
     if json_out:
         out = sys.stdout
-        for chunk in rstatus.json_chunks(data):
+        for chunk in rtable.json_chunks(data):
             out.write(chunk)
         out.write("\n")
         out.flush()

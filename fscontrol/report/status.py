@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -562,56 +561,3 @@ def status_lines_fair_tree(data: dict, fields: Sequence[Field] | None = None) ->
     for w in data["warnings"]:
         yield f"warning: {w}"
 
-
-_TABLE = "\0fscontrol-table\0"
-
-
-def json_chunks(data: dict) -> Iterator[str]:
-    """json.dumps(data, indent=2) with data["table"] as its rows, the same text, in pieces: the
-    table's rows are made and encoded one at a time from its columns (report.table.StatusTable),
-    never all held as dicts nor as one string (issue #31: at 100,000 associations the rows and
-    the whole text took ~440 MiB)."""
-    table = data.get("table")
-    if not hasattr(table, "columns"):
-        yield json.dumps(data, indent=2)
-        return
-    head = json.dumps({**data, "table": _TABLE}, indent=2)
-    before, after = head.split(json.dumps(_TABLE), 1)
-    yield before
-    n = len(table)
-    if not n:
-        yield "[]"
-    else:
-        # each column's values encoded at once (as json.dumps encodes them), then the rows joined
-        keys = [(f"      {json.dumps(k)}: ", vals) for k, vals in table.columns.items()]
-        yield "[\n"
-        step = 1024  # rows a piece: memory bounded by it, not by the table
-        for i in range(0, n, step):
-            cols = [[k + v for v in _encoded(vals[i:i + step])] for k, vals in keys]
-            rows = ["    {\n" + ",\n".join(cells) + "\n    }" for cells in zip(*cols)]
-            yield ",\n".join(rows) + (",\n" if i + step < n else "\n  ]")
-    yield after
-
-
-def _encoded(values: list) -> list[str]:
-    """json.dumps(v) of each value of a column (the scalars the table holds by their own
-    encoders; anything else through json.dumps with the rows' indentation)."""
-    from json.encoder import encode_basestring_ascii as text
-
-    def one(v) -> str:
-        if v is None:
-            return "null"
-        if v is True:
-            return "true"
-        if v is False:
-            return "false"
-        t = type(v)
-        if t is str:
-            return text(v)
-        if t is int:
-            return int.__repr__(v)
-        if t is float:
-            return float.__repr__(v) if v == v and v not in (math.inf, -math.inf) else json.dumps(v)
-        return json.dumps(v, indent=2).replace("\n", "\n      ")
-
-    return [one(v) for v in values]
