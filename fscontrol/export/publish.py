@@ -305,20 +305,25 @@ def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, 
     from fscontrol.model.fairshare import fairshare_factor
 
     ft = None
+    ue: list = [r.effective_usage for r in shares]
+    held: list = [r.norm_shares for r in shares]
     if fair_tree:
         from fscontrol.model.fairtree import compute_fair_tree
 
         ft = compute_fair_tree(shares).by_key()
+    else:  # as `status`: the digits sshare's 6 decimals drop, from RawUsage, RawShares and the tree
+        from fscontrol.model import effusage, fairtree
+
+        ue = effusage.refined_effective_usage(shares)
+        fast = fairtree.held_shares_in_order(shares, "classic")
+        if fast is not None:
+            held = fast[0]
     out = []
-    for r in shares:
+    for r, e, s in zip(shares, ue, held):
         if ft is not None:
             f = ft[r.key].fairshare
         else:
-            f = (
-                fairshare_factor(r.effective_usage, r.norm_shares, d)
-                if r.effective_usage is not None and r.norm_shares is not None
-                else None
-            )
+            f = fairshare_factor(e, s, d) if e is not None and s is not None else None
         out.append(
             {
                 "account": r.account,
@@ -327,13 +332,13 @@ def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, 
                 "depth": r.depth,
                 "raw_shares": r.raw_shares,
                 "shares_parent": r.shares_parent,
-                "norm_shares": r.norm_shares,
+                "norm_shares": r.norm_shares if ft is not None else s,
                 "raw_usage": r.raw_usage,
                 "usage_core_hours": r.raw_usage / HOUR,
                 "norm_usage": r.norm_usage,
-                "effective_usage": r.effective_usage,
+                "effective_usage": r.effective_usage if ft is not None else e,
                 "fairshare": f,
-                "halving_core_hours": (r.norm_shares * d * total / HOUR) if r.norm_shares and total > 0 and ft is None
+                "halving_core_hours": (s * d * total / HOUR) if s and total > 0 and ft is None
                 else None,
                 "dummy": r.key == dummy,
             }

@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from fscontrol.model import fairshare
+from fscontrol.model import effusage, fairshare
 from fscontrol.model.fairshare import UNDERFLOW
 from fscontrol.store.history import StoredSnapshot
 from fscontrol.report.table import Field, HOUR, StatusTable, _duration, _fmt, _iso, pick_fields, sparkline, table_lines
@@ -94,7 +94,8 @@ def status_data(
     n = len(shares)
     # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
     # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
-    # RawUsage by one pass exactly as the factor slurmctld schedules with)
+    # RawUsage by one pass exactly as the factor slurmctld schedules with), its dropped digits
+    # recomputed (effusage.refined_effective_usage)
     # -- as slurmctld holds them: after a reconfigure switched Fair Tree off, Slurm 22.05 keeps
     # Fair Tree's NormShares until a restart (fairtree.held_shares), and computes F with those
     from fscontrol.model import fairtree
@@ -147,7 +148,10 @@ def status_data(
     A = [acc[i] for i in sel]
     R = [raw[i] for i in sel]
     S = [held[i] for i in sel]
-    E = [r.effective_usage for r in rows_]
+    # sshare's EffectvUsage, with the digits its 6 decimals drop recomputed from RawUsage and the
+    # tree (at 100,000 associations a user with no usage of their own prints 0.000000: issue #33)
+    refined = effusage.refined_effective_usage(shares)
+    E = [refined[i] for i in sel]
     log2 = math.log2
     F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
          for u, e, s_u in zip(U, E, S)]
@@ -299,7 +303,8 @@ STATUS_FIELDS: tuple[Field, ...] = (
     Field("RawUsage", "RawUsage", "raw_usage", "d", True, "decayed usage in CPU-seconds, as sshare's RawUsage"),
     Field("Usage", "usage (core-h)", "usage_core_hours", ",.3f", True, "RawUsage in core-hours"),
     Field("NormUsage", "NormUsage", "norm_usage", ".6f", True, "sshare's NormUsage"),
-    Field("EffectvUsage", "EffectvUsage", "effective_usage", ".6f", True, "sshare's EffectvUsage (Slurm's own)"),
+    Field("EffectvUsage", "EffectvUsage", "effective_usage", ".6f", True,
+          "Slurm's EffectvUsage: sshare's, the digits its 6 decimals drop recomputed from RawUsage and the tree"),
     Field("F", "F", "fairshare", ".6f", True, "F = 2^(-(EffectvUsage/NormShares)/d) with the d slurmctld holds"),
     Field("FairShare", "F sshare", "fairshare_sshare", ".6f", True, "F as sshare printed it (with sshare's own d)"),
     Field("FSprio", "F sprio", "fairshare_sprio", ".6f", True, "F as sprio reports it for the user's pending jobs"),

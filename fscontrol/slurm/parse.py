@@ -376,9 +376,15 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
 
 def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS), fair_tree: bool = False) -> None:
     """The whole tree as an admin's `sshare -a` prints it, or an error: no association twice, and
-    every account's children's NormShares add up to its own (rows cut off at a line boundary,
-    a whole account or an account's last users, break the sum; sshare prints 6 decimals).
-    Under Fair Tree (`fair_tree`) NormShares are each level's own: the children add up to 1.
+    the NormShares of every level add up (rows cut off at a line boundary, a whole account or an
+    account's last users, break the sum; sshare prints 6 decimals).
+
+    A level is slurmctld's: the associations with the same fs parent, the first ancestor account
+    that is not FairShare=parent (`assoc_mgr.c` `_find_assoc_parent`), so the children of a
+    FairShare=parent account are counted with that account's siblings. A FairShare=parent
+    association holds its fs parent's NormShares and adds nothing to its level. Classic: a level
+    adds up to its fs parent's NormShares (1 under root); Fair Tree: to 1 (or to the classic
+    figure, which 22.05 keeps after a switch by reconfigure: fairtree.shares_form).
 
     Not for a user's own `sshare` under PrivateData, which shows only part of the tree."""
     seen: set[tuple[str, str]] = set()
@@ -405,10 +411,19 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
             raise ParseError(command, f"account {r.account} has usage ({r.raw_usage}) but no users or sub-accounts: "
                              "output cut short? (if its users were deleted: sacctmgr modify account "
                              f"{r.account} set rawusage=0)")
+    levels: dict[str, list[ShareRow]] = {}  # fs parent -> the associations that compete under it
     for name, kids in children.items():
-        parent = accounts.get(name)
+        fs = accounts.get(name)
+        hops = 0
+        while fs is not None and fs.shares_parent and fs.depth > 0 and hops <= len(accounts):
+            fs, hops = accounts.get(fs.parent), hops + 1
+        if fs is None:
+            continue  # an account row missing above: nothing to check the level against
+        levels.setdefault(fs.account, []).extend(kids)
+    for name, kids in levels.items():
+        parent = accounts[name]
         shared = [k.norm_shares for k in kids if not k.shares_parent and k.norm_shares is not None]
-        if parent is None or parent.norm_shares is None or not shared or all(k.shares_parent for k in kids):
+        if parent.norm_shares is None or not shared:
             continue
         wants = [1.0] if parent.depth == 0 else [parent.norm_shares]
         if fair_tree and parent.depth > 0:
@@ -416,8 +431,6 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
             # classic ones after PriorityFlags was switched by reconfigure (fairtree.shares_form)
             wants.insert(0, 1.0)
         total = sum(shared)
-        if any(k.shares_parent for k in kids) or (fair_tree and parent.shares_parent):
-            continue  # FairShare=parent: shares taken from, or lifted to, the level above
         want = min(wants, key=lambda w: abs(total - w))
         if abs(total - want) > 1e-6 * (len(shared) + 1) + 1e-9:
             raise ParseError(command, f"the NormShares under {name} add up to {total:.6f}, not {want:.6f}: "

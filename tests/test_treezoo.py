@@ -1,0 +1,187 @@
+"""Issue #33: trees with FairShare=parent are read (and still checked), and classic EffectvUsage is
+exact beyond sshare's six decimals (fscontrol.model.effusage). The testbed's own check is
+tests/test_integration_treezoo.py."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fscontrol.errors import ParseError
+from fscontrol.model import effusage, fairshare
+from fscontrol.model.fairtree import fair_tree_shares
+from fscontrol.records import ShareRow
+from fscontrol.slurm import parse
+from test_fairshare import row, trees
+
+CAPTURE = Path(__file__).parent / "data" / "captures" / "tb" / "sshare_parent_classic.txt"
+
+
+def parent_tree() -> tuple[ShareRow, ...]:
+    """Slurm 22.05 on the testbed, classic: ops (FairShare=parent) under root, carol@physics parent."""
+    return parse.parse_sshare(CAPTURE.read_text())
+
+
+# ---------------------------------------------------------------------------- check_share_tree
+def test_classic_tree_with_a_parent_account_and_a_parent_user_is_accepted():
+    rows = parent_tree()
+    by = {r.key: r for r in rows}
+    # sshare's own figures: ops prints root's 1.000000, its users root's level (1/7 each)
+    assert by[("ops", "")].shares_parent and by[("ops", "")].norm_shares == 1.0
+    assert by[("ops", "alice")].norm_shares == 0.142857 and by[("physics", "carol")].shares_parent
+    parse.check_share_tree(rows)  # main (8b2524e): "the NormShares under ops add up to 0.285714, not 1.000000"
+    # and fscontrol's NormShares are sshare's
+    s = fairshare.norm_shares(rows)
+    assert all(abs(s[r.key] - r.norm_shares) <= 5e-7 for r in rows)
+
+
+@pytest.mark.parametrize("drop", [("ops", "bob"), ("flat", "dave"), ("physics", "bob"), ("science", "")])
+def test_a_row_missing_from_a_parent_tree_is_still_refused(drop):
+    rows = tuple(r for r in parent_tree() if r.key != drop)
+    with pytest.raises(ParseError, match="add up to"):
+        parse.check_share_tree(rows)
+
+
+def test_cut_after_a_parent_account_is_refused():
+    rows = parent_tree()
+    cut = rows[:[r.key for r in rows].index(("ops", "bob"))]  # ops's last user and everything after
+    with pytest.raises(ParseError):
+        parse.check_share_tree(cut)
+
+
+def test_fair_tree_shares_with_parent_accounts_add_up_by_level():
+    """Fair Tree's own NormShares of the same tree (RawShares / the level's, the children of ops at
+    root's level), and a deeper parent account: accepted; one share changed: refused."""
+    rows = list(parent_tree())
+    extra = [row("bio", "", "science", 2, "parent", 0), row("bio", "dave", "bio", 3, 2, 0)]
+    i = [r.key for r in rows].index(("chem", ""))
+    rows[i:i] = extra
+    rows = tuple(rows)
+    ft = fair_tree_shares(fairshare.build_tree(rows))
+    fresh = tuple(replace(r, norm_shares=1.0 if r.depth == 0 else ft[r.key]) for r in rows)
+    by = {r.key: r for r in fresh}
+    assert by[("ops", "alice")].norm_shares == pytest.approx(1 / 7)
+    assert by[("bio", "dave")].norm_shares == pytest.approx(2 / 4)  # beside chem and physics, under science
+    parse.check_share_tree(fresh, fair_tree=True)
+    with pytest.raises(ParseError, match="under science"):
+        parse.check_share_tree(tuple(replace(r, norm_shares=0.3) if r.key == ("bio", "dave") else r for r in fresh),
+                               fair_tree=True)
+    # classic NormShares of the same tree (22.05 keeps them after reconfigure switched to Fair Tree)
+    classic = fairshare.norm_shares(rows)
+    parse.check_share_tree(tuple(replace(r, norm_shares=classic[r.key]) for r in rows), fair_tree=True)
+    parse.check_share_tree(tuple(replace(r, norm_shares=classic[r.key]) for r in rows))
+
+
+# ---------------------------------------------------------------------------- EffectvUsage
+def big_tree(n_accounts: int = 1000, users: int = 100, busy: int = 40_000, total: int = 10**9) -> list[ShareRow]:
+    """Hand-worked: 1,000 one-share accounts under root, 100 one-share users each. a0 ran `busy`
+    billing-seconds (all of account a0's), the rest of `total` is in the other accounts' first users."""
+    rest = (total - busy) // (n_accounts - 1)
+    extra = total - busy - rest * (n_accounts - 1)  # to a1: root's RawUsage is `total`
+    rows = [row("root", "", "", 0, None, total)]
+    for a in range(n_accounts):
+        u = busy if a == 0 else rest + (extra if a == 1 else 0)
+        rows.append(row(f"a{a}", "", "root", 1, 1, u))
+        rows += [row(f"a{a}", f"u{i}", f"a{a}", 2, 1, u if i == 0 else 0) for i in range(users)]
+    return rows
+
+
+def printed(rows: list[ShareRow], ue: dict) -> list[ShareRow]:
+    """The rows as sshare prints them: EffectvUsage to 6 decimals."""
+    return [replace(r, effective_usage=float(f"{ue[r.key]:.6f}")) for r in rows]
+
+
+def test_hand_worked_idle_user_in_a_large_tree():
+    """u1 in a0 has no usage: UE = UE_a0 * 1/100 = (40,000 / 10^9) / 100 = 4e-7, which sshare prints
+    0.000000; S = 1/1000 * 1/100 = 1e-5, so F = 2^(-0.04) = 0.972655 where the printed column
+    gives 1.000000 (the issue's F=1.000000 against sshare's 0.995405, at 100,000 associations)."""
+    rows = big_tree()
+    total = rows[0].raw_usage
+    assert total == 10**9
+    exact = fairshare.effective_usage(rows)
+    assert exact[("a0", "u1")] == pytest.approx(4e-7, rel=1e-12)
+    shown = printed(rows, exact)
+    i = next(i for i, r in enumerate(shown) if r.key == ("a0", "u1"))
+    assert shown[i].effective_usage == 0.0  # what sshare prints
+    ue = effusage.refined_effective_usage(shown)
+    assert ue[i] == pytest.approx(4e-7, rel=1e-12)
+    s = 1 / 1000 / 100
+    assert fairshare.fairshare_factor(ue[i], s, 1) == pytest.approx(2 ** -0.04, abs=1e-12)
+    assert round(2 ** -0.04, 6) == 0.972655
+    assert fairshare.fairshare_factor(shown[i].effective_usage, s, 1) == 1.0  # main's F
+
+
+def test_refined_keeps_slurmctlds_value_where_the_raw_figures_disagree():
+    """Running jobs: sshare's NormUsage of ops's users were set against root's RawUsage of another
+    moment (1777 / 0.449256 = 3955, not 4634): the printed value stays, as slurmctld's."""
+    rows = parent_tree()
+    ue = effusage.refined_effective_usage(rows)
+    by = dict(zip((r.key for r in rows), ue))
+    assert by[("ops", "alice")] == 0.449256
+    # everywhere, within the printed rounding
+    assert all(abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9) for u, r in zip(ue, rows))
+    # the computed values follow Slurm's rules: a parent user takes its account's UE
+    comp = dict(zip((r.key for r in rows), effusage.computed_effective_usage(rows)))
+    assert comp[("physics", "carol")] == comp[("physics", "")] and comp[("ops", "alice")] == pytest.approx(1777 / 4634)
+
+
+def test_refined_without_a_whole_tree_is_the_printed_column():
+    rows = [r for r in parent_tree() if r.depth != 0]
+    assert effusage.refined_effective_usage(rows) == [r.effective_usage for r in rows]
+
+
+def test_status_shows_the_exact_f():
+    """`status`'s F on a hand-worked tree printed as sshare prints it (config: the testbed's,
+    classic, d = 1): the idle user's F is the exact one, not 1.000000."""
+    from fscontrol.report import status as rstatus
+    from fscontrol.store.history import StoredSnapshot
+
+    rows = big_tree(n_accounts=200, users=50, busy=8_000, total=10**9)
+    exact = fairshare.effective_usage(rows)
+    s = fairshare.norm_shares(rows)
+    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}")) for r in printed(rows, exact))
+    conf = "\n".join(ln for ln in (CAPTURE.parent / "show_config.txt").read_text().splitlines() if not ln.startswith("#"))
+    cfg = parse.parse_config(conf)
+    assert cfg.mode == "classic" and cfg.damping_factor == 1
+    snap = StoredSnapshot(1, "tbcluster", 0.0, cfg, shown, {}, "test")
+    f = {(r["account"], r["user"]): r["fairshare"] for r in rstatus.status_data(snap)["table"]}
+    key = ("a0", "u1")
+    assert next(r for r in shown if r.key == key).effective_usage == 0.0  # 4e-7 / 50 * ... printed 0.000000
+    want = fairshare.fairshare_factor(exact[key], s[key], 1)
+    assert want < 1 - 1e-3 and abs(f[key] - want) < 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees(), st.sampled_from([1, 10**7]), st.integers(1, 1000))
+def test_refined_is_exact_where_printed_is_consistent(rows, scale, d):
+    """Printed to 6 decimals from slurmctld's exact values (RawUsage whole, as here): refined is
+    always within the print's 5e-7 of slurmctld's value, and on a cluster whose RawUsage is fine
+    enough (root's over 4e6: the truncation bound 2/T under 5e-7) it is that value, and F with it."""
+    rows = [replace(r, raw_usage=r.raw_usage * scale) for r in rows]
+    exact = fairshare.effective_usage(rows)
+    shown = printed(rows, exact)
+    ue = effusage.refined_effective_usage(shown)
+    s = fairshare.norm_shares(rows)
+    fine = rows[0].raw_usage > 4e6
+    for r, u in zip(shown, ue):
+        assert abs(u - exact[r.key]) <= 5e-7 * (1 + 1e-9)
+        if fine or r.raw_usage == 0 and exact[r.key] == 0:
+            assert abs(u - exact[r.key]) <= 1e-12
+            f, f_exact = fairshare.fairshare_factor(u, s[r.key], d), fairshare.fairshare_factor(exact[r.key], s[r.key], d)
+            assert abs(f - f_exact) <= 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees(), st.floats(1e-5, 0.5))
+def test_refined_never_leaves_the_printed_rounding(rows, shift):
+    """Printed values of another moment (every UE shifted): refined stays within 5e-7 of each."""
+    exact = fairshare.effective_usage(rows)
+    shown = [replace(r, effective_usage=round(min(1.0, exact[r.key] + shift), 6)) for r in rows]
+    for r, u in zip(shown, effusage.refined_effective_usage(shown)):
+        assert abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9)
+        assert not math.isnan(u)
