@@ -185,3 +185,17 @@ def test_refined_never_leaves_the_printed_rounding(rows, shift):
     for r, u in zip(shown, effusage.refined_effective_usage(shown)):
         assert abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9)
         assert not math.isnan(u)
+
+
+def test_published_rows_carry_the_exact_f():
+    """What `publish` writes for users' `forecast`: the same F as status (main: 1.000000)."""
+    from fscontrol.export import publish
+
+    rows = big_tree()
+    exact = fairshare.effective_usage(rows)
+    s = fairshare.norm_shares(rows)
+    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}")) for r in printed(rows, exact))
+    out = {(a["account"], a["user"]): a for a in publish._rows(shown, 1, float(rows[0].raw_usage), None)}
+    a = out[("a0", "u1")]
+    assert a["fairshare"] == pytest.approx(2 ** -0.04, abs=1e-12) and a["norm_shares"] == pytest.approx(1e-5, rel=1e-12)
+    assert a["effective_usage"] == pytest.approx(4e-7, rel=1e-12)

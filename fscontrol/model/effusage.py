@@ -40,7 +40,7 @@ def computed_effective_usage(rows: Sequence[ShareRow]) -> list[float] | None:
     return None if got is None else got[0]
 
 
-def _computed(rows: list[ShareRow]) -> tuple[list[float], list[float]] | None:
+def _computed(rows: list[ShareRow], tl=None) -> tuple[list[float], list[float]] | None:
     """(UE, its error bound) of every row. sshare prints RawUsage truncated: each NormUsage u/T is
     off by less than (1 + u/T)/T, or u/T/T where RawUsage prints 0 (an association that never ran
     holds exactly 0); UE is a weighted mean of its chain's NormUsages, and so is its bound."""
@@ -50,11 +50,13 @@ def _computed(rows: list[ShareRow]) -> tuple[list[float], list[float]] | None:
     total = float(root.raw_usage) if root is not None else 0.0
     n = len(rows)
     if total > 0:
-        un = [min(1.0, r.raw_usage / total) for r in rows]
-        eu = [((1.0 if r.raw_usage > 0 else 0.0) + u) / total for r, u in zip(rows, un)]
+        raw = [r.raw_usage for r in rows]
+        un = [min(1.0, x / total) for x in raw]
+        eu = [((1.0 if x > 0 else 0.0) + u) / total for x, u in zip(raw, un)]
     else:
         un, eu = [0.0] * n, [0.0] * n
-    tl = tree_in_order(rows)
+    if tl is None:
+        tl = tree_in_order(rows)
     if tl is not None:  # sshare's order (and the history's): lists, no Tree (100,000 rows)
         _, par, fsp, lvl, sp, rs = tl
         ue, err = [1.0] * n, [0.0] * n
@@ -84,7 +86,7 @@ def _computed(rows: list[ShareRow]) -> tuple[list[float], list[float]] | None:
     return [ue_k[(r.account, r.user)] for r in rows], [err_k[(r.account, r.user)] for r in rows]
 
 
-def refined_effective_usage(rows: Sequence[ShareRow]) -> list[float | None]:
+def refined_effective_usage(rows: Sequence[ShareRow], tl=None) -> list[float | None]:
     """Each row's EffectvUsage to more than sshare's six decimals.
 
     The printed value p holds slurmctld's within h = 5e-7; the recomputed one c within its bound e
@@ -95,10 +97,11 @@ def refined_effective_usage(rows: Sequence[ShareRow]) -> list[float | None]:
     on a small cluster (RawUsage too coarse), and where slurmctld's figures are of different
     moments (while jobs run, a decay pass charges them one after another and sets each
     association's NormUsage against root's RawUsage of that moment). The recomputed value where
-    sshare printed none; the printed ones all when the rows are not one tree."""
+    sshare printed none; the printed ones all when the rows are not one tree. `tl`: the rows'
+    fairshare.tree_in_order, when the caller has it already."""
     rows = list(rows)
     printed = [r.effective_usage for r in rows]
-    got = _computed(rows)
+    got = _computed(rows, tl)
     if got is None:
         return printed
     h = PRINTED_HALF * (1 + 1e-9)

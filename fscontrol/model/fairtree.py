@@ -177,16 +177,17 @@ def _hold(own, other, printed, out, keys, mode: str) -> str:
     return "mixed"
 
 
-def held_shares_in_order(rows, mode: str) -> tuple[list[float], str, dict[Key, int]] | None:
+def held_shares_in_order(rows, mode: str, tl=None) -> tuple[list[float], str, dict[Key, int]] | None:
     """held_shares(build_tree(rows), mode) for rows in tree order (each association after its
     parent: sshare's order, and the history's), without building a Tree: lists indexed as the
     rows (fairshare.tree_in_order). Returns the NormShares aligned with `rows` (root's 1.0), their
     form, and each association's index; the same floats as held_shares (the same operations in
     the same order). None when the rows are not such a tree: the caller builds the Tree, which
-    says why."""
+    says why. `tl`: the rows' tree_in_order, when the caller has it already."""
     from fscontrol.model.fairshare import classic_shares_in_order, tree_in_order
 
-    tl = tree_in_order(rows)
+    if tl is None:
+        tl = tree_in_order(rows)
     if tl is None:
         return None
     index, par, fsp, lvl, sp, rs = tl

@@ -100,7 +100,8 @@ def status_data(
     # Fair Tree's NormShares until a restart (fairtree.held_shares), and computes F with those
     from fscontrol.model import fairtree
 
-    fast = fairtree.held_shares_in_order(shares, "classic")
+    tl = fairshare.tree_in_order(shares) if isinstance(shares, (list, tuple)) else None
+    fast = fairtree.held_shares_in_order(shares, "classic", tl=tl)
     if fast is not None:  # rows in tree order (the history's): lists, no Tree
         held, held_form, index = fast
         exact = None
@@ -150,7 +151,7 @@ def status_data(
     S = [held[i] for i in sel]
     # sshare's EffectvUsage, with the digits its 6 decimals drop recomputed from RawUsage and the
     # tree (at 100,000 associations a user with no usage of their own prints 0.000000: issue #33)
-    refined = effusage.refined_effective_usage(shares)
+    refined = effusage.refined_effective_usage(shares, tl=tl)
     E = [refined[i] for i in sel]
     log2 = math.log2
     F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
