@@ -461,7 +461,9 @@ seed_accounts() {
   sam add qos fspad
   sam modify qos where name=fspad set usagefactor=1
   sam modify user where name=fsdummy cluster="$CLUSTER" set qos+=fspad
-  sacctmgr -n -P show assoc cluster="$CLUSTER" format=account,user | grep -q '^chem|carol$' \
+  # grep reads to the end (not -q): under pipefail an early exit is sacctmgr's SIGPIPE, which a
+  # large tree's output (tests/test_integration_treezoo.py, kept with FSCONTROL_KEEP_TESTBED=1) hits
+  sacctmgr -n -P show assoc cluster="$CLUSTER" format=account,user | grep '^chem|carol$' >/dev/null \
     || die "accounting seed failed (sacctmgr show assoc)"
 }
 

@@ -41,9 +41,10 @@ def computed_effective_usage(rows: Sequence[ShareRow]) -> list[float] | None:
 
 
 def _computed(rows: list[ShareRow], tl=None) -> tuple[list[float], list[float]] | None:
-    """(UE, its error bound) of every row. sshare prints RawUsage truncated: each NormUsage u/T is
-    off by less than (1 + u/T)/T, or u/T/T where RawUsage prints 0 (an association that never ran
-    holds exactly 0); UE is a weighted mean of its chain's NormUsages, and so is its bound."""
+    """(UE, its error bound) of every row. sshare prints RawUsage truncated: each NormUsage x/T is
+    off by less than (1 + x/T)/T, and taken as exact where RawUsage prints 0 (an association that
+    never ran holds exactly 0; a decayed remainder under one billing-second is the case this
+    misses). UE is a weighted mean of its chain's NormUsages, and its bound the same mean of theirs."""
     if not rows:
         return None
     root = next((r for r in rows if r.depth == 0), None)
