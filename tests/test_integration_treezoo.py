@@ -64,40 +64,46 @@ def _batches(names: list[str], size: int = 500):
 
 
 def _build(slurm) -> float:
-    """The shapes and the large tree, by sacctmgr; its seconds."""
+    """The shapes and the large tree, by sacctmgr; its seconds. slurmdbd's time per association
+    grows with the tree (2,000: 65 s; 10,000: about 23 minutes), so
+    the few associations of the real users come before the zoo's thousands."""
     t0 = time.monotonic()
+    wait = 60 + ASSOCS * 0.2  # per sacctmgr command
     for account, parent, shares in ACCOUNTS:
-        slurm.run("sacctmgr", "-i", "add", "account", account, f"parent={parent}", f"fairshare={shares}")
+        slurm.run("sacctmgr", "-i", "add", "account", account, f"parent={parent}", f"fairshare={shares}", timeout=wait)
     zoo = _zoo_accounts()
     for names in _batches(zoo):
-        slurm.run("sacctmgr", "-i", "add", "account", names, "parent=zoo", "fairshare=1", timeout=600)
-    zu = ",".join(f"zu{i}" for i in range(ZOO_USERS))
-    for names in _batches(zoo, 100):  # one command a batch: users x accounts
-        slurm.run("sacctmgr", "-i", "add", "user", zu, f"account={names}", "fairshare=1", timeout=1200)
-    for user, account, shares in USERS:
-        slurm.run("sacctmgr", "-i", "add", "user", user, f"account={account}", f"fairshare={shares}")
+        slurm.run("sacctmgr", "-i", "add", "account", names, "parent=zoo", "fairshare=1", timeout=wait)
     # z00000 holds 200 of zoo's shares, so its users' F is neither 0 nor 1 at the usage below
-    slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=z00000", "set", "fairshare=200")
+    slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=z00000", "set", "fairshare=200", timeout=wait)
+    for user, account, shares in USERS:
+        slurm.run("sacctmgr", "-i", "add", "user", user, f"account={account}", f"fairshare={shares}", timeout=wait)
     for qos, factor in QOS.items():
         slurm.run("sacctmgr", "-i", "add", "qos", qos, check=False)
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={qos}", "set", f"usagefactor={factor}")
-    slurm.run("sacctmgr", "-i", "modify", "user", "where", f"name={REAL_USERS}", "set", "qos+=" + ",".join(QOS))
+    slurm.run("sacctmgr", "-i", "modify", "user", "where", f"name={REAL_USERS}", "set", "qos+=" + ",".join(QOS), timeout=wait)
+    zu = ",".join(f"zu{i}" for i in range(ZOO_USERS))
+    for names in _batches(zoo, 100):  # one command a batch: users x accounts
+        slurm.run("sacctmgr", "-i", "add", "user", zu, f"account={names}", "fairshare=1", timeout=wait * 10)
     return time.monotonic() - t0
 
 
 def _cleanup(slurm) -> None:
+    wait = 60 + ASSOCS * 0.2
     slurm.cancel_all()
-    slurm.run("sacctmgr", "-i", "modify", "user", "where", f"name={REAL_USERS}", "set", "qos-=" + ",".join(QOS), check=False)
-    slurm.run("sacctmgr", "-i", "delete", "qos", ",".join(QOS), check=False)
-    for user, account, _ in USERS:
-        slurm.run("sacctmgr", "-i", "delete", "user", "where", f"name={user}", f"account={account}", check=False)
+    slurm.run("sacctmgr", "-i", "modify", "user", "where", f"name={REAL_USERS}", "set", "qos-=" + ",".join(QOS),
+              check=False, timeout=wait)
+    slurm.run("sacctmgr", "-i", "delete", "qos", ",".join(QOS), check=False, timeout=wait)
     # the zoo's users first: an account that is a user's default cannot be removed
     slurm.run("sacctmgr", "-i", "delete", "user", "where", "name=" + ",".join(f"zu{i}" for i in range(ZOO_USERS)),
-              check=False, timeout=3600)
+              check=False, timeout=wait * 10)
+    for user, account, _ in USERS:
+        slurm.run("sacctmgr", "-i", "delete", "user", "where", f"name={user}", f"account={account}", check=False,
+                  timeout=wait)
     accounts = _zoo_accounts() + [a for a, _, _ in reversed(ACCOUNTS)]
     for names in [*_batches(accounts[:-len(ACCOUNTS)]), *accounts[-len(ACCOUNTS):]]:
         for _ in range(10):  # refused while slurmdbd still sees the cancelled jobs as running
-            out = slurm.run("sacctmgr", "-i", "delete", "account", "where", f"name={names}", check=False, timeout=600)
+            out = slurm.run("sacctmgr", "-i", "delete", "account", "where", f"name={names}", check=False, timeout=wait)
             left = set(slurm.run("sacctmgr", "-n", "-P", "show", "account", "format=account").split())
             if not left & set(names.split(",")):
                 break
