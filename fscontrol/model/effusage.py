@@ -105,6 +105,6 @@ def refined_effective_usage(rows: Sequence[ShareRow], tl=None) -> list[float | N
     got = _computed(rows, tl)
     if got is None:
         return printed
-    h = PRINTED_HALF * (1 + 1e-9)
-    return [c if p is None else (min(max(c, p - h), p + h) if e < h and abs(c - p) <= h + e + 1e-15 else p)
+    h = PRINTED_HALF  # the clamp: p - h and p + h are within h (and an ulp of p) of p
+    return [c if p is None else (min(max(c, p - h), p + h) if e < h and abs(c - p) <= h * (1 + 1e-9) + e + 1e-15 else p)
             for c, e, p in zip(*got, printed)]
