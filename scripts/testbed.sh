@@ -2,7 +2,8 @@
 # testbed.sh - fscontrol's throwaway single-host Slurm cluster WITH accounting
 #              (munged + MariaDB + slurmdbd + slurmctld + slurmd), loopback only,
 #              everything under ONE state directory, no systemd, no /etc/slurm.
-#              Slurm 22.05 (Debian 12's, the host's) or 24.11 (Debian 13's, TB_SLURM=24.11).
+#              Slurm 22.05 (Debian 12's, the host's), 24.11 (Debian 13's, TB_SLURM=24.11) or
+#              26.05 (Debian unstable's, TB_SLURM=26.05).
 #
 # Usage (as root):
 #   testbed.sh start  DIR   # create (first time) or restart the testbed in DIR
@@ -22,6 +23,9 @@
 #   dynamic loader: DIR/bin/sshare etc. are small wrappers; put DIR/bin first on PATH (the "env"
 #   subcommand prints that). A testbed keeps the version it was made with (DIR/etc/tb-slurm);
 #   the version's default ports are 1000 above 22.05's, so both can run side by side.
+# Slurm 26.05 (TB_SLURM=26.05): the same, from the Debian unstable ("sid") root that
+#   scripts/install-slurm.sh 26.05 builds in $FSCONTROL_SID_ROOT [/var/cache/fscontrol/sid] (Slurm
+#   26.05.5); its default ports are 7000 above 22.05's.
 #   (in containers a /usr/sbin/policy-rc.d that exits 101 stops apt from starting services;
 #    this script never uses the packaged services, /etc/munge, /etc/slurm or /etc/mysql)
 #
@@ -34,8 +38,8 @@
 #   TB_CALC      PriorityCalcPeriod                [1]   (minutes; Slurm's minimum is 1)
 #   TB_DAMP      FairShareDampeningFactor          [1]   (integer, uint16)
 #   TB_PRIORITY_FLAGS  PriorityFlags; empty = Fair Tree (Slurm's default)  [NO_FAIR_TREE]
-#   TB_CTLD_PORT/TB_SLURMD_PORT/TB_DBD_PORT/TB_DB_PORT  [16817/16818/16819/16306; 24.11: +1000]
-#   TB_SLURM     Slurm version of a NEW testbed: 22.05 or 24.11 (an existing DIR keeps its own) [22.05]
+#   TB_CTLD_PORT/TB_SLURMD_PORT/TB_DBD_PORT/TB_DB_PORT  [16817/16818/16819/16306; 24.11: +1000; 26.05: +7000]
+#   TB_SLURM     Slurm version of a NEW testbed: 22.05, 24.11 or 26.05 (an existing DIR keeps its own) [22.05]
 #   TB_SEED      1 = create unix users + accounting tree (idempotent)  [1]
 #   TB_CTLD_DEBUG / TB_DEBUGFLAGS  SlurmctldDebug / DebugFlags   [info / none]
 #   TB_REGEN     1 = regenerate DIR/etc/*.conf on start; default: written on the first start
@@ -76,16 +80,19 @@ if [[ -n $made ]]; then
     || die "$D holds a Slurm $made testbed, not $TB_SLURM (Slurm's state does not move between them; use another DIR)"
   SLURM_VER=$made
 fi
-case $SLURM_VER in 22.05|24.11) ;; *) die "unknown TB_SLURM '$SLURM_VER' (22.05 or 24.11)" ;; esac
-TROOT=                          # 24.11: the Debian 13 root its Slurm is installed in
+case $SLURM_VER in 22.05|24.11|26.05) ;; *) die "unknown TB_SLURM '$SLURM_VER' (22.05, 24.11 or 26.05)" ;; esac
+TROOT=                          # 24.11 / 26.05: the Debian root its Slurm is installed in
 PORT_SHIFT=0
-if [[ $SLURM_VER == 24.11 ]]; then
-  TROOT=${FSCONTROL_TRIXIE_ROOT:-/var/cache/fscontrol/trixie}
+if [[ $SLURM_VER != 22.05 ]]; then
+  case $SLURM_VER in
+    24.11) TROOT=${FSCONTROL_TRIXIE_ROOT:-/var/cache/fscontrol/trixie}; PORT_SHIFT=1000 ;;
+    26.05) TROOT=${FSCONTROL_SID_ROOT:-/var/cache/fscontrol/sid}; PORT_SHIFT=7000 ;;
+  esac
+  troot_given=$TROOT
   TROOT=$(cd "$TROOT" 2>/dev/null && pwd -P) \
-    || die "no Slurm 24.11 root at ${FSCONTROL_TRIXIE_ROOT:-/var/cache/fscontrol/trixie}: run scripts/install-slurm.sh 24.11"
-  [[ -s $TROOT/.fscontrol-ready ]] || die "the Slurm 24.11 root $TROOT is unfinished: run scripts/install-slurm.sh 24.11"
-  PORT_SHIFT=1000
-  # this script's own client calls (sacctmgr, scontrol, sinfo, squeue, scancel) are 24.11's too
+    || die "no Slurm $SLURM_VER root at $troot_given: run scripts/install-slurm.sh $SLURM_VER"
+  [[ -s $TROOT/.fscontrol-ready ]] || die "the Slurm $SLURM_VER root $TROOT is unfinished: run scripts/install-slurm.sh $SLURM_VER"
+  # this script's own client calls (sacctmgr, scontrol, sinfo, squeue, scancel) are the root's too
   export PATH=$D/bin:$PATH
 fi
 
@@ -297,9 +304,9 @@ PartitionName=fsadmin Nodes=$NODE Default=NO MaxTime=INFINITE DefaultTime=00:10:
 PartitionName=parked  Nodes=$NODE Default=NO MaxTime=INFINITE DefaultTime=00:01:00 State=DOWN
 EOF
   if [[ -n $TROOT ]]; then
-    # 24.11: the daemons run chrooted in the root, where its own path is bind-mounted too, and the
+    # 24.11 / 26.05: the daemons run chrooted in the root, where its own path is bind-mounted too, and the
     # clients run on the host through the root's loader (DIR/bin): this one path serves both
-    printf '# Slurm 24.11 from %s\nPluginDir=%s\n' "$TROOT" "$TROOT/usr/lib/x86_64-linux-gnu/slurm-wlm" >> "$ETC/slurm.conf"
+    printf '# Slurm %s from %s\nPluginDir=%s\n' "$SLURM_VER" "$TROOT" "$TROOT/usr/lib/x86_64-linux-gnu/slurm-wlm" >> "$ETC/slurm.conf"
   fi
   chmod 644 "$ETC/slurm.conf"
 
@@ -331,25 +338,25 @@ EOF
   chmod 644 "$D/env.sh"
 }
 
-# ----------------------------------------------------------------------------- Slurm 24.11 root
+# ----------------------------------------------------------------------------- Slurm 24.11 / 26.05 root
 # client wrappers DIR/bin/NAME: the root's NAME run by the root's dynamic loader with the root's
 # libraries (no chroot, so any user can run them); its plugins come from PluginDir (slurm.conf)
 write_wrappers() {
   [[ -n $TROOT ]] || return 0
   local lib=$TROOT/usr/lib/x86_64-linux-gnu ld=$TROOT/usr/lib64/ld-linux-x86-64.so.2 f name
-  [[ -x $ld ]] || die "no dynamic loader $ld in the Slurm 24.11 root"
+  [[ -x $ld ]] || die "no dynamic loader $ld in the Slurm $SLURM_VER root"
   mkdir -p "$D/bin"; chmod 755 "$D/bin"
   while read -r f; do
     [[ $f == /usr/bin/* && -x $TROOT$f ]] || continue
     name=${f##*/}
-    printf '#!/bin/sh\n# generated by testbed.sh: Slurm 24.11 %s from %s\nexec %s --library-path %s --argv0 %s %s "$@"\n' \
-      "$name" "$TROOT" "$ld" "$lib/slurm-wlm:$lib" "$name" "$TROOT$f" > "$D/bin/$name.new"
+    printf '#!/bin/sh\n# generated by testbed.sh: Slurm %s %s from %s\nexec %s --library-path %s --argv0 %s %s "$@"\n' \
+      "$SLURM_VER" "$name" "$TROOT" "$ld" "$lib/slurm-wlm:$lib" "$name" "$TROOT$f" > "$D/bin/$name.new"
     chmod 755 "$D/bin/$name.new"; mv -f "$D/bin/$name.new" "$D/bin/$name"
   done < "$TROOT/var/lib/dpkg/info/slurm-client.list"
   [[ -x $D/bin/sacctmgr && -x $D/bin/sshare ]] || die "no Slurm clients in $TROOT (slurm-client.list)"
 }
 
-# in_root CMD ARGS... : run CMD (a path inside the root) chrooted in the 24.11 root, in a private
+# in_root CMD ARGS... : run CMD (a path inside the root) chrooted in the 24.11 / 26.05 root, in a private
 # mount namespace made for it: its bind mounts live and die with the daemon, none reach the host
 SELF=$(readlink -f "$0")
 in_root() { unshare --mount --propagation private -- "$SELF" _inroot "$D" "$@"; }
@@ -492,7 +499,7 @@ do_start() {
   local -a need=(munged mungekey mariadbd mariadb-install-db)
   [[ -n $TROOT ]] || need+=(slurmdbd slurmctld slurmd sacctmgr)
   for b in "${need[@]}"; do
-    command -v "$b" >/dev/null || die "missing $b; run scripts/install-slurm.sh${TROOT:+ 24.11}"
+    command -v "$b" >/dev/null || die "missing $b; run scripts/install-slurm.sh${TROOT:+ $SLURM_VER}"
   done
   if [[ ! -s $ETC/slurm.conf || $REGEN == 1 ]]; then
     write_configs
@@ -549,6 +556,6 @@ case $CMD in
   env)    echo "export SLURM_CONF=$SLURM_CONF"; [[ -z $TROOT ]] || echo "export PATH=$D/bin:\$PATH" ;;
   ctld-stop)  stop_group slurmctld ;;
   ctld-start) start_slurmctld ;;
-  _inroot)    [[ -n $TROOT ]] || die "_inroot: not a Slurm 24.11 testbed"; shift 2; inroot_exec "$@" ;;
+  _inroot)    [[ -n $TROOT ]] || die "_inroot: not a testbed in a Debian root (24.11, 26.05)"; shift 2; inroot_exec "$@" ;;
   *)      usage ;;
 esac

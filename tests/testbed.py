@@ -24,15 +24,16 @@ SCRIPT = ROOT / "scripts" / "testbed.sh"
 # see each other's jobs, usage or slurm.conf edits. FSCONTROL_TESTBED_PORT_OFFSET moves a whole
 # test session (e.g. a second checkout's) off the default ports.
 #
-# FSCONTROL_SLURM chooses the Slurm the testbed runs: 22.05 (Debian 12's, the host's; default) or
-# 24.11 (Debian 13's, from the root scripts/install-slurm.sh 24.11 builds). A 24.11 testbed has its
-# own default folder and sits 1000 ports higher, so the two can run side by side; its client
-# commands are wrappers in DIR/bin, put first on the tests' PATH.
-SLURM_VERSIONS = ("22.05", "24.11")
+# FSCONTROL_SLURM chooses the Slurm the testbed runs: 22.05 (Debian 12's, the host's; default),
+# 24.11 (Debian 13's, from the root scripts/install-slurm.sh 24.11 builds) or 26.05 (Debian
+# unstable's, from the root scripts/install-slurm.sh 26.05 builds). A 24.11 or 26.05 testbed has its
+# own default folder and sits 1000 (26.05: 7000) ports higher, so all three can run side by side;
+# its client commands are wrappers in DIR/bin, put first on the tests' PATH.
+SLURM_VERSIONS = ("22.05", "24.11", "26.05")
 SLURM_VERSION = os.environ.get("FSCONTROL_SLURM", "22.05")
 if SLURM_VERSION not in SLURM_VERSIONS:
-    raise RuntimeError(f"FSCONTROL_SLURM={SLURM_VERSION!r}: the testbed runs Slurm {' or '.join(SLURM_VERSIONS)}")
-VERSION_PORT_SHIFT = {"22.05": 0, "24.11": 1000}[SLURM_VERSION]
+    raise RuntimeError(f"FSCONTROL_SLURM={SLURM_VERSION!r}: the testbed runs Slurm {', '.join(SLURM_VERSIONS)}")
+VERSION_PORT_SHIFT = {"22.05": 0, "24.11": 1000, "26.05": 7000}[SLURM_VERSION]
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 WORKER_INDEX = int(WORKER[2:]) if WORKER.startswith("gw") and WORKER[2:].isdigit() else 0
 _BASE_DIR = Path(os.environ.get("FSCONTROL_TESTBED_DIR")
@@ -41,6 +42,9 @@ DEFAULT_DIR = _BASE_DIR.with_name(f"{_BASE_DIR.name}-{WORKER}") if WORKER else _
 PORT_OFFSET = (int(os.environ.get("FSCONTROL_TESTBED_PORT_OFFSET", "0")) + VERSION_PORT_SHIFT
                + (10 * (WORKER_INDEX + 1) if WORKER else 0))
 TRIXIE_ROOT = Path(os.environ.get("FSCONTROL_TRIXIE_ROOT", "/var/cache/fscontrol/trixie"))
+SID_ROOT = Path(os.environ.get("FSCONTROL_SID_ROOT", "/var/cache/fscontrol/sid"))
+# the Debian root the version's daemons run in (None: the host's own Slurm)
+SLURM_ROOT = {"22.05": None, "24.11": TRIXIE_ROOT, "26.05": SID_ROOT}[SLURM_VERSION]
 START_LOCK = Path("/tmp/fscontrol-testbed-start.lock")  # one start at a time: useradd, seeding
 
 
@@ -202,8 +206,8 @@ def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
     for b in (*slurm, "mariadbd", "munged"):
         if shutil.which(b) is None and not Path(f"/usr/sbin/{b}").exists():
             raise TestbedUnavailable(f"{b} is not installed: run scripts/install-slurm.sh")
-    if SLURM_VERSION != "22.05" and not (TRIXIE_ROOT / ".fscontrol-ready").is_file():
-        raise TestbedUnavailable(f"no Slurm {SLURM_VERSION} root in {TRIXIE_ROOT}: run scripts/install-slurm.sh {SLURM_VERSION}")
+    if SLURM_ROOT is not None and not (SLURM_ROOT / ".fscontrol-ready").is_file():
+        raise TestbedUnavailable(f"no Slurm {SLURM_VERSION} root in {SLURM_ROOT}: run scripts/install-slurm.sh {SLURM_VERSION}")
     running = directory.exists() and subprocess.run(
         [str(SCRIPT), "status", str(directory)], capture_output=True, text=True, timeout=60).returncode == 0
     if not running:
@@ -220,7 +224,7 @@ def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
 
 def testbed_client_env(directory: Path) -> dict[str, str]:
     """The environment the Slurm clients of the testbed in `directory` run with: its slurm.conf
-    and, for 24.11, its client wrappers (DIR/bin) first on PATH."""
+    and, for 24.11 and 26.05, its client wrappers (DIR/bin) first on PATH."""
     env = dict(os.environ)
     env["SLURM_CONF"] = str(directory / "etc" / "slurm.conf")
     if SLURM_VERSION != "22.05":
