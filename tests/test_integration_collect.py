@@ -114,3 +114,26 @@ def test_live_squeue_and_sprio_streamed_are_the_texts(slurm):
         pytest.fail("the streamed squeue/sprio never matched the texts read beside them")
     assert len(queue) >= 4 and {q.user for q in queue} >= {"alice", "bob", "carol", "dave"}
     slurm.cancel_all()
+
+
+def test_config_read_as_json_where_the_slurm_has_it(slurm):
+    """source.LiveSlurm.config asks `scontrol --json show config` first: 26.05 answers JSON, 24.11 the
+    text, 22.05 refuses (--json unknown) and the text is asked for; every Slurm gives the same config
+    as its own text (the mode above all: 26.05's JSON lists no NO_FAIR_TREE, slurm/configjson.py)."""
+    from fscontrol.slurm import configjson, parse
+    from fscontrol.slurm import versions as slurm_versions
+
+    src = slurm.source()
+    out = src.config()
+    text = slurm.scontrol("show", "config")
+    a, b = parse.parse_config(out.stdout), parse.parse_config(text)
+    rel = slurm_versions.release(b.slurm_version)
+    assert rel is not None, b.slurm_version
+    assert configjson.looks_like_json(out.stdout) == (rel.show_config_json == "json")
+    assert out.argv == (parse.CONFIG_ARGS if rel.show_config_json == "refused" else parse.CONFIG_JSON_ARGS)
+    assert a == b and a.mode == b.mode == "classic"
+    assert a.raw["StateSaveLocation"] == b.raw["StateSaveLocation"] == str(slurm.dir / "spool" / "ctld")
+    # the next read asks for the JSON only where the JSON came back (24.11: the text, asked directly)
+    again = src.config()
+    assert again.argv == (parse.CONFIG_JSON_ARGS if rel.show_config_json == "json" else parse.CONFIG_ARGS)
+    assert parse.parse_config(again.stdout) == a

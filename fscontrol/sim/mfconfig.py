@@ -14,7 +14,8 @@ from typing import Any
 
 from fscontrol.act import control
 from fscontrol.model.decay import decay_factor_per_second
-from ..errors import ConfigError
+from ..errors import ConfigError, ParseError
+from fscontrol.slurm import configjson
 from fscontrol.slurm.parse import parse_duration
 from ..records import ShareRow
 from .workload import Workload
@@ -74,6 +75,12 @@ def priority_config_from_slurm_conf(text: str, **overrides: Any) -> PriorityConf
     PriorityCalcPeriod, PriorityDecayHalfLife, FairShareDampeningFactor, PriorityFavorSmall,
     PriorityFlags (NO_FAIR_TREE), AccountingStorageEnforce (limits), the partitions'
     PriorityJobFactor. Keys are case-insensitive, as Slurm's; later lines win."""
+    if configjson.looks_like_json(text):  # a Slurm 26.05 capture's `scontrol --json show config`
+        try:
+            pairs = configjson.config_pairs_from_json(text, "scontrol --json show config")
+        except ParseError as e:
+            raise ConfigError(str(e)) from None
+        text = "\n".join(f"{k} = {v}" for k, v in pairs.items())
     kv: dict[str, str] = {}
     parts: list[tuple[str, int]] = []
     for raw in text.splitlines():

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
 from fscontrol.errors import ParseError
+from fscontrol.slurm import configjson
 from fscontrol.records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job, share_rows
 
 # ---------------------------------------------------------------------------- commands
@@ -34,6 +35,8 @@ SQUEUE_FORMAT = ("JobID:0|,UserName:0|,Account:0|,Partition:0|,QOS:0|,State:0|,N
 SQUEUE_ARGS = ("squeue", "-a", "-O", SQUEUE_FORMAT)
 SPRIO_ARGS = ("sprio", "-n", "-o", "%i|%u|%r|%y|%f")
 CONFIG_ARGS = ("scontrol", "show", "config")
+# Slurm 26.05+: the same as JSON (slurm/configjson.py); 24.11 prints the text for it, 22.05 refuses it
+CONFIG_JSON_ARGS = ("scontrol", "--json", "show", "config")
 QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor")
 SACCT_FIELDS = "JobID,User,Account,Partition,QOS,State,AllocCPUS,AllocTRES,NNodes,ElapsedRaw,Submit,Start,End"
 
@@ -780,6 +783,9 @@ def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...
 
 # ---------------------------------------------------------------------------- scontrol show config
 def parse_config_pairs(text: str, command: str = " ".join(CONFIG_ARGS)) -> dict[str, str]:
+    """`Key = Value` pairs of `scontrol show config`, from its text or its --json form (26.05+)."""
+    if configjson.looks_like_json(text):
+        return configjson.config_pairs_from_json(text, command)
     pairs: dict[str, str] = {}
     for _no, line in _lines(text):
         if line.startswith("Configuration data as of") or line.startswith("CLUSTER: "):

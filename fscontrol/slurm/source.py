@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from fscontrol.slurm import command
+from fscontrol.slurm import configjson
 from fscontrol.slurm import parse
 from fscontrol.errors import ConfigError, NotFoundError, SlurmCommandError, SlurmTimeoutError
 from fscontrol.records import CommandOutput
@@ -73,6 +74,7 @@ class LiveSlurm:
         self.timeout_s = timeout_s
         self.env = env
         self.deadline = deadline  # time.monotonic() past which no command starts (a tick's deadline)
+        self._config_json: bool | None = None  # does this Slurm print `scontrol show config` as JSON?
 
     def __repr__(self) -> str:
         return (f"LiveSlurm(cluster={self.cluster!r}, timeout_s={self.timeout_s!r}, env={self.env!r}, "
@@ -114,6 +116,24 @@ class LiveSlurm:
         return CommandOutput(argv=full, stdout=proc.stdout, started_at=t0, finished_at=t1)
 
     def config(self) -> CommandOutput:
+        """`scontrol show config`: its JSON where the Slurm has it (26.05+), else its text.
+
+        `scontrol --json show config` prints JSON on 26.05, the text on 24.11 (its --json does not
+        reach show config) and fails on 22.05 (no such option); the text is then asked for, and this
+        source asks for it directly from then on. parse.parse_config reads both forms."""
+        if self._config_json is not False:
+            try:
+                out = self.run(parse.CONFIG_JSON_ARGS)
+            except SlurmTimeoutError:
+                raise
+            except SlurmCommandError:
+                out = None
+            if out is not None and configjson.looks_like_json(out.stdout):
+                self._config_json = True
+                return out
+            self._config_json = False
+            if out is not None:
+                return out  # 24.11: the text itself, under the JSON's argument list
         return self.run(parse.CONFIG_ARGS)
 
     def sshare(self) -> CommandOutput:
