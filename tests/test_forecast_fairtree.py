@@ -164,9 +164,11 @@ def test_metrics_under_fair_tree_carry_rank_and_level_fs(tmp_path):
     assert lfs[("flat", "carol")] == float("inf") and lfs[("flat", "dave")] == pytest.approx(ft[("flat", "dave")].level_fs)
 
 
-@pytest.mark.parametrize("name", ["testbed-fairtree", "testbed-fairtree-tie", "testbed-2411-fairtree", "testbed-2411-classic"])
+@pytest.mark.parametrize("name", ["testbed-fairtree", "testbed-fairtree-tie", "testbed-2411-fairtree", "testbed-2411-classic",
+                                  "testbed-2605-classic"])
 def test_recordings_of_both_versions_match_slurm_own_factors(name, tmp_path):
-    """The recordings of 22.05 and 24.11 (samples/*/meta.json: command, version, note): F for
+    """The recordings of 22.05, 24.11 and 26.05 (samples/*/meta.json: command, version, note; 26.05's
+    config.txt is `scontrol --json show config`): F for
     every probe job equals sprio's (and, under Fair Tree, every user association's sshare's),
     Fair Tree's F from the ranking walk, classic's from 2^(-UE/(S d)) at the d in force."""
     db = store.open_db(tmp_path / "h.db")

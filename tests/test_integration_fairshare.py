@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fscontrol.model import fairshare
+from fscontrol.slurm import versions as slurm_versions
 from fscontrol.store import history as store
 
 pytestmark = pytest.mark.slurm
@@ -47,10 +48,14 @@ def test_f_matches_sprio_at_d1_and_runtime_d(slurm, tmp_path):
         slurm.wait_for_pass()  # sprio picks the new d up at the next pass
         snap3 = slurm.stable_snapshot(db)
         worst3 = _compare(snap3, 3)
-        # sshare's own column still uses slurm.conf's d=1 (computed in the client): not what schedules
+        # sshare's own column: up to 24.11 it uses slurm.conf's d=1 (computed in the client), not what
+        # schedules; 26.05 prints the controller's d (slurm_versions: sshare_fairshare_runtime_d)
+        rel = slurm_versions.release(snap3.config.slurm_version)
+        d_column = 3 if rel.sshare_fairshare_runtime_d else 1
         rows = {r.key: r for r in snap3.shares}
         r = rows[("flat", "alice")]
-        assert abs(r.fairshare - fairshare.fairshare_factor(r.effective_usage, r.norm_shares, 1)) < 5e-6
+        assert abs(r.fairshare - fairshare.fairshare_factor(r.effective_usage, r.norm_shares, d_column)) < 5e-6
+        assert abs(r.fairshare - fairshare.fairshare_factor(r.effective_usage, r.norm_shares, 4 - d_column)) > 1e-3
     finally:
         slurm.scontrol("reconfigure")
     print(f"max |F - sprio|: d=1 {worst1:.2e}, d=3 {worst3:.2e}")

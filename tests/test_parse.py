@@ -150,14 +150,18 @@ def test_split_clusters():
 
 # ---------------------------------------------------------------------------- our own testbed captures
 # The same recording (scripts/capture-parser-fixtures.sh) from each Slurm the testbed runs: tb/ from
-# 22.05.8 (Debian 12), tb-24.11/ from 24.11.5 (Debian 13); every NAME.cmd names the version.
-TB_CAPTURES = {"tb": "22.05.8", "tb-24.11": "24.11.5"}
+# 22.05.8 (Debian 12), tb-24.11/ from 24.11.5 (Debian 13), tb-26.05/ from 26.05.5 (Debian sid); every
+# NAME.cmd names the version.
+TB_CAPTURES = {"tb": "22.05.8", "tb-24.11": "24.11.5", "tb-26.05": "26.05.5"}
 tb_versions = pytest.mark.parametrize("tb", sorted(TB_CAPTURES))
 
 
-def test_24_11_captures_name_their_slurm():
-    for cmd in sorted((DATA / "tb-24.11").glob("*.cmd")):
-        assert "from slurm-wlm 24.11.5," in cmd.read_text(), cmd.name
+@pytest.mark.parametrize("tb", ["tb-24.11", "tb-26.05"])
+def test_captures_name_their_slurm(tb):
+    cmds = sorted((DATA / tb).glob("*.cmd"))
+    assert len(cmds) >= 15
+    for cmd in cmds:
+        assert f"from slurm-wlm {TB_CAPTURES[tb]}," in cmd.read_text(), cmd.name
 
 
 @tb_versions
@@ -228,6 +232,25 @@ def test_squeue_long_names_24_11():
     assert (q["341"].nice, q["341"].admin_comment) == (100, "fscontrol:nice=100")
     assert q["337"].state == "RUNNING" and q["337"].start and q["337"].admin_comment == ""
     assert q["326"].start is None and q["326"].time_limit_s == 60
+
+
+def test_squeue_long_names_26_05():
+    """The -O format fscontrol runs, from 26.05: "(null)" for an empty AdminComment (as 24.11) is no mark."""
+    raw = text("tb-26.05/squeue_long")
+    assert "|(null)\n" in raw
+    q = {j.job_id: j for j in parse.parse_squeue(raw)}
+    assert (q["15"].state, q["15"].reason, q["15"].priority, q["15"].admin_comment) == (
+        "PENDING", "JobHeldAdmin", 0, "fscontrol:held|x y")
+    assert (q["16"].nice, q["16"].admin_comment) == (100, "fscontrol:nice=100")
+    assert q["13"].state == "RUNNING" and q["13"].start and q["13"].admin_comment == ""
+    # more CPUs than the node has: 26.05 takes the job and it pends (24.11 refused it)
+    assert (q["18"].cpus, q["18"].reason) == (500, "PartitionConfig")
+
+
+def test_root_usage_26_05():
+    root = parse.parse_root_usage(text("tb-26.05/sshare_root"))
+    long_root = next(r for r in parse.parse_sshare(text("tb-26.05/sshare_long")) if r.depth == 0)
+    assert root == long_root.raw_usage > 0  # the same moment's full tree agrees
 
 
 def test_root_usage_24_11():

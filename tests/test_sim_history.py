@@ -18,7 +18,7 @@ from fscontrol.sim.history import jobs_from_sacct, parse_nodes, read_history
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-PLAIN = ["testbed-basic", "testbed-fairtree", "testbed-2411-classic", "testbed-2411-fairtree",
+PLAIN = ["testbed-basic", "testbed-fairtree", "testbed-2411-classic", "testbed-2411-fairtree", "testbed-2605-classic",
          *[f"testbed-series/{k:02d}" for k in range(10)]]
 HISTORY = SAMPLES / "testbed-history"
 

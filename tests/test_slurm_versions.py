@@ -1,5 +1,5 @@
 """fscontrol/slurm/versions.py: each release's entry, checked against the output recorded from that
-release on the project's testbed (tests/data/captures/tb: 22.05.8, tb-24.11: 24.11.5)."""
+release on the project's testbed (tests/data/captures/tb: 22.05.8, tb-24.11: 24.11.5, tb-26.05: 26.05.5)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from fscontrol.cli.app import app
 
 DATA = Path(__file__).parent / "data" / "captures"
 ROOT = Path(__file__).resolve().parent.parent
-CAPTURES = {"22.05": DATA / "tb", "24.11": DATA / "tb-24.11"}
+CAPTURES = {"22.05": DATA / "tb", "24.11": DATA / "tb-24.11", "26.05": DATA / "tb-26.05"}
 by_release = pytest.mark.parametrize("name", sorted(CAPTURES))
 
 
@@ -88,6 +88,45 @@ def test_reconfigure(name):
     assert lines[5] == ("next decay passes at +20 s and +80 s" if restarted else "next decay passes at +60 s and +120 s")
 
 
+@by_release
+def test_show_config_json(name):
+    """`scontrol --json show config`: JSON on 26.05, the text on 24.11, refused by 22.05."""
+    rel = slurm_versions.RELEASES[name]
+    out = (CAPTURES[name] / "show_config_json.txt").read_text()
+    cmd = (CAPTURES[name] / "show_config_json.cmd").read_text()
+    assert f"from slurm-wlm {rel.tested}," in cmd
+    kind = "refused" if "(exit 1)" in cmd else "json" if out.lstrip().startswith("{") else "text"
+    assert kind == rel.show_config_json
+    if kind != "refused":
+        assert parse.parse_config(out).slurm_version == rel.tested
+
+
+def test_sshare_fairshare_column_after_a_runtime_d_26_05():
+    """26.05's sshare prints slurmctld's F, with the d set at run time, from the next decay pass on
+    (before it, the last pass's F); 22.05/24.11 compute it in the client with slurm.conf's d
+    (tests/test_integration_fairshare.py shows both on the testbed)."""
+    from fscontrol.model import fairshare
+
+    assert [r for r in slurm_versions.RELEASES.values() if r.sshare_fairshare_runtime_d] == [slurm_versions.RELEASES["26.05"]]
+    d = CAPTURES["26.05"]
+    assert "fsdampeningfactor 3" in (d / "sshare_d3.cmd").read_text()
+    rows = [r for r in parse.parse_sshare((d / "sshare_d3.txt").read_text()) if r.is_user and r.effective_usage > 0.01]
+    # the probe jobs' accounts, from the same testbed's queue (the same jobs, recorded minutes before)
+    account = {j.job_id: j.account for j in parse.parse_squeue((d / "squeue_long.txt").read_text())}
+    prio = {(account[p.job_id], p.user): p.fairshare_norm for p in parse.parse_sprio((d / "sprio_d3.txt").read_text())}
+    assert len(prio) >= 7
+    assert len(rows) >= 5
+    # before the next pass, the last pass's F (computed with d=1)
+    before = {r.key: r for r in parse.parse_sshare((d / "sshare_d3_before_pass.txt").read_text())}
+    b = before[("flat", "alice")]
+    assert abs(b.fairshare - fairshare.fairshare_factor(b.effective_usage, b.norm_shares, 1)) < 5e-6
+    for r in rows:
+        f3 = fairshare.fairshare_factor(r.effective_usage, r.norm_shares, 3)
+        assert abs(r.fairshare - f3) < 5e-6, r
+        assert abs(r.fairshare - fairshare.fairshare_factor(r.effective_usage, r.norm_shares, 1)) > 1e-3
+        assert abs(prio[r.key] - f3) < 1e-5  # what schedules
+
+
 def test_release_of():
     assert slurm_versions.release_of("24.11.5") == "24.11"
     assert slurm_versions.release_of("slurm-wlm 24.11.5") == "24.11"  # sinfo --version
@@ -114,6 +153,7 @@ def _status_warnings(tmp_path, version: str | None) -> list[str]:
 def test_status_warns_on_an_untested_release_only(tmp_path):
     assert not any("tested on" in w for w in _status_warnings(tmp_path / "a", None))
     assert not any("tested on" in w for w in _status_warnings(tmp_path / "b", "24.11.5"))
+    assert not any("tested on" in w for w in _status_warnings(tmp_path / "d", "26.05.5"))
     warned = [w for w in _status_warnings(tmp_path / "c", "25.05.2") if "tested on" in w]
-    assert warned == ["Slurm 25.05.2: fscontrol is tested on Slurm 22.05 and 24.11 only; "
+    assert warned == ["Slurm 25.05.2: fscontrol is tested on Slurm 22.05, 24.11 and 26.05 only; "
                       "its readings of this release's output are unchecked."]

@@ -309,3 +309,30 @@ def test_only_slurm_job_ids_are_asked_about():
         assert not why.is_job_id(bad), bad
         with pytest.raises(ConfigError, match="not a Slurm job id"):
             why.why_job(None, bad)  # refused before any Slurm command (the source is never used)
+
+
+def test_reasons_new_in_25_11_and_26_05():
+    """25.11's NvidiaImexChannels, and 26.05's topology rejections that squeue prints in place of
+    Resources (a job's state_desc), get words; the topology's own message is kept."""
+    cat, text = reasons.plain_reason("NvidiaImexChannels")
+    assert cat == "resources" and "IMEX" in text
+    for msg in reasons.TOPOLOGY_REASONS:
+        cat, text = reasons.plain_reason(msg)
+        assert cat == "resources" and msg in text and "topology" in text
+
+
+def test_topology_reasons_are_the_words_slurm_26_05_prints():
+    """Each of TOPOLOGY_REASONS is a string of the installed Slurm 26.05.5 (scripts/install-slurm.sh
+    26.05), and so is NvidiaImexChannels: the table holds Slurm's words, not guesses."""
+    import os
+    from pathlib import Path
+
+    lib = Path(os.environ.get("FSCONTROL_SID_ROOT", "/var/cache/fscontrol/sid")) / "usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so"
+    if not lib.is_file():
+        if os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1":
+            raise AssertionError(f"no Slurm 26.05 library at {lib}: run scripts/install-slurm.sh 26.05")
+        import pytest
+        pytest.skip("no Slurm 26.05 root (scripts/install-slurm.sh 26.05)")
+    data = lib.read_bytes()
+    for msg in (*reasons.TOPOLOGY_REASONS, "NvidiaImexChannels"):
+        assert msg.encode() + b"\0" in data, msg

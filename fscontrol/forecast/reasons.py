@@ -1,7 +1,10 @@
 """Slurm's pending reasons (squeue's %r) in plain words, for `fscontrol why`.
 
 The names are slurmctld's job_state_reason strings (slurm.h / src/common/slurm_protocol_defs.c,
-the same in 22.05 and 24.11). The association and QOS limits (AssocGrpCpuLimit,
+the same in 22.05 and 24.11; src/common/job_state_reason.c from 25.05 on: 25.05 dropped FrontEndDown,
+25.11 added NvidiaImexChannels). Slurm 26.05 also puts the scheduler's topology error in the reason
+of a job that waits for Resources ("No suitable topology unit found", ...: squeue prints a job's
+state_desc where it has one), told here as a resources wait with Slurm's words kept. The association and QOS limits (AssocGrpCpuLimit,
 QOSMaxJobsPerUserLimit, ... several dozen of them) are read from their names: who sets the limit
 (your association or your QOS), over whom it counts (Grp: the whole association or QOS together;
 Max: per job or per user) and which resource. A reason not known here is passed on verbatim.
@@ -66,7 +69,19 @@ REASONS: dict[str, tuple[str, str]] = {
     "OutOfMemory": ("other", "its last run ran out of memory"),
     "SystemFailure": ("other", "a system failure stopped its last run"),
     "WaitingForScheduling": ("other", "the scheduler has not looked at it yet"),
+    # Slurm 25.11 (switch/nvidia_imex)
+    "NvidiaImexChannels": ("resources", "the NVIDIA IMEX channels it needs (switch/nvidia_imex) are all in use: it "
+                           "starts when a running job frees one"),
 }
+
+# Slurm 26.05: a job whose resources the topology plugin cannot place waits with reason Resources,
+# and squeue prints the topology's error instead (slurm_strerror of ESLURM_TOPO_*, slurm_errno.c)
+TOPOLOGY_REASONS = (
+    "Required nodes lack available resources", "Required nodes do not fit topology", "No suitable topology unit found",
+    "No suitable topology unit found for segment", "Insufficient resources in topology unit",
+    "Weight-based selection could not satisfy request within topology unit",
+    "Exceeded maximum node limit during topology allocation", "No available nodes in topology",
+)
 
 _WHO = {"Assoc": "your association (your user in this account)", "QOS": "the job's QOS"}
 # squeue's AssocGrp* reasons do not say which level of the tree set the limit: a Grp* limit set on
@@ -159,6 +174,9 @@ def plain_reason(reason: str | None, running: Mapping[str, int | None] | None = 
         cat, text = REASONS[head]
         rest = r[len(head):].lstrip(", ").strip()
         return cat, text + (f" ({rest})" if rest else "")
+    if r in TOPOLOGY_REASONS:
+        return "resources", (f"it waits for resources, and the cluster's topology cannot place it yet (Slurm: {r}): it "
+                             "starts when running jobs end and free a place that fits the topology")
     if r.startswith("Nodes_required_for_job_are_DOWN") or r.startswith("Nodes required for job are DOWN"):
         return "nodes", ("the nodes it needs are down, drained, or reserved for jobs of a higher-priority partition "
                          "(PriorityTier), which Slurm always schedules first")

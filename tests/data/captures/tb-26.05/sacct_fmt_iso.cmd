@@ -1,0 +1,2 @@
+# captured 2026-11-26T14:58:50Z from slurm-wlm 26.05.5, as root, env SLURM_CONF=/tmp/tb-slurm2605-cap/etc/slurm.conf 
+sacct -a -X -T -P -S 2026-11-26T14:28:50 -E 2026-11-26T14:58:50 -o JobID\,User\,Account\,Partition\,QOS\,State\,AllocCPUS\,AllocTRES\,NNodes\,ElapsedRaw\,Submit\,Start\,End 
