@@ -4,7 +4,8 @@ queue order (ties included), and which jobs of higher-tier partitions go first o
 agent's padding job included).
 
 Slurm's queue order, as slurmctld's main and backfill schedulers sort it (sort_job_queue2 in
-src/slurmctld/job_scheduler.c; the same comparison in 22.05 and 24.11): a job that may preempt
+src/slurmctld/job_scheduler.c; the same comparison in 22.05, 24.11 and 26.05, where 25.11 put a
+job in expedited requeue (--requeue=expedite, after a node failure) before every other): a job that may preempt
 the other first (only with preemption on), then a job with an advanced reservation, then the
 partition's PriorityTier (higher first), then the job's priority (higher first), then the submit
 time (earlier first), then the job id (lower first; an array task by its array's id, then its
@@ -31,8 +32,8 @@ QUEUE_FORMAT = ("JobID:0|,UserName:0|,Account:0|,Partition:0|,State:0|,NumCPUs:0
 QUEUE_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CF", "-O", QUEUE_FORMAT)
 PARTITION_ARGS = ("scontrol", "show", "partition", "-o")
 NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P")
-TIE_RULE = ("Slurm orders the queue (sort_job_queue2 in slurmctld's job_scheduler.c, 22.05 and 24.11 alike) by: "
-            "jobs that may preempt others first (only with preemption on), jobs in an advanced reservation first, the "
+TIE_RULE = ("Slurm orders the queue (sort_job_queue2 in slurmctld's job_scheduler.c, 22.05 to 26.05 alike) by: "
+            "a job in expedited requeue first (--requeue=expedite, Slurm 25.11 and later), jobs that may preempt others first (only with preemption on), jobs in an advanced reservation first, the "
             "partition's PriorityTier (higher first), the priority (higher first), then the submit time (earlier first), "
             "then the job id (lower first; an array's tasks by the array's id, then the task id)")
 _HOLD_REASONS = ("JobHeldUser", "JobHeldAdmin")
