@@ -79,6 +79,17 @@ def test_priority_flags_in_the_texts_words(flags, text):
     assert configjson.priority_flags_text(flags) == text
 
 
+def test_fair_tree_recorded_as_text_and_json():
+    """The same testbed under Fair Tree (show_config_fairtree / show_config_json_fairtree): the text
+    prints no flag, the JSON lists FAIR_TREE; both read as Fair Tree, and as the same config."""
+    text = (TB26 / "show_config_fairtree.txt").read_text()
+    js = (TB26 / "show_config_json_fairtree.txt").read_text()
+    assert json.loads(js)["slurm_conf"]["PriorityFlags"] == ["FAIR_TREE"]
+    assert "PriorityFlags           = \n" in text
+    a, b = parse.parse_config(text), parse.parse_config(js)
+    assert a == b and b.mode == "fair_tree" and b.priority_flags == ()
+
+
 def test_fair_tree_json_reads_as_fair_tree():
     _, js = _pair()
     doc = json.loads(js)
