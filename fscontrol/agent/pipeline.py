@@ -608,6 +608,21 @@ def _decide_off(db: Database, snap: Snapshot, cc):
     return None, plan
 
 
+def _pass_plan(db: Database, snap: Snapshot, method: str) -> dict:
+    """Where slurmctld's pass times are known (the snapshot's usage_at: the pass its RawUsage is
+    from), what plan_control needs to plan the usage the pass after the coming one reads job by
+    job: (now, that pass, the coming pass), and how much of its time to the limit a running job
+    typically still runs, from the jobs the history saw end (store_loaders.window_inflow)."""
+    from fscontrol.model.decay import next_pass
+
+    if snap.usage_at is None or not snap.config.calc_period_s or method not in ("padding", "hybrid"):
+        return {}
+    coming = next_pass(snap.usage_at, snap.config.calc_period_s, snap.taken_at)
+    window = min(86400.0, max(5 * snap.config.calc_period_s, 3 * float(snap.config.half_life_s or 0)))
+    ratio = store_loaders.window_inflow(db, snap.cluster, snap.taken_at - window, snap.taken_at)[4]
+    return {"passes": (snap.taken_at, snap.usage_at, coming), "left_ratio": ratio}
+
+
 def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     """The control decision and the commands that carry it out (pure given the snapshot)."""
     from fscontrol.act import actions as act
@@ -639,6 +654,7 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
         advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
                        if off else (advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)
                                     or diagnose.control_stop(snap, cc))),
+        **_pass_plan(db, snap, cc.method),
     )
     stuck = [q for q in dummy_jobs if q.state == "PENDING"]
     if stuck and dec.method in ("padding", "hybrid"):
