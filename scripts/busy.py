@@ -4,6 +4,12 @@ hybrid control on the project's real testbed, every halving figure from sprio an
 Opt-in experiment, not in CI; its last figures are in docs/control.md.
 
     sudo .venv/bin/python scripts/busy.py [--minutes 25] [--warmup 15] [--u-star 24] [--persist] [--out busy.json]
+        [--method hybrid|damping] [--seed 12]
+
+Issue 30's figures (docs/control.md): each pass's error in d's steps (|H/u* - 1| x d_ideal; d's
+rounding alone leaves 0.25 on average), d's rounding alone on the real usage the pass read, and
+the agent's record of the halving Slurm used (`decisions.h_slurm`) against the sampler's.
+The same --seed gives the same jobs at the same times, so hybrid and damping compare pass by pass.
 
 Seven associations of six users in three accounts (flat shared by four users, physics by two,
 chem alone); random jobs all through the run (1-8 CPUs, 60-300 s, about 40 CPUs busy); two
