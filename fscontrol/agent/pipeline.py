@@ -619,6 +619,7 @@ def _pass_plan(db: Database, snap: Snapshot, method: str) -> dict:
     job: (now, that pass, the coming pass), and how much of its time to the limit a running job
     typically still runs, from the jobs the history saw end (store_loaders.window_inflow)."""
     from fscontrol.model.decay import next_pass
+    from fscontrol.store import loaders as store_loaders
 
     if snap.usage_at is None or not snap.config.calc_period_s or method not in ("padding", "hybrid"):
         return {}
