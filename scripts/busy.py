@@ -4,6 +4,12 @@ hybrid control on the project's real testbed, every halving figure from sprio an
 Opt-in experiment, not in CI; its last figures are in docs/control.md.
 
     sudo .venv/bin/python scripts/busy.py [--minutes 25] [--warmup 15] [--u-star 24] [--persist] [--out busy.json]
+        [--method hybrid|damping] [--seed 12]
+
+Issue 30's figures (docs/control.md): each pass's error in d's steps (|H/u* - 1| x d_ideal; d's
+rounding alone leaves 0.25 on average), d's rounding alone on the real usage the pass read, and
+the agent's record of the halving Slurm used (`decisions.h_slurm`) against the sampler's.
+The same --seed gives the same jobs at the same times, so hybrid and damping compare pass by pass.
 
 Seven associations of six users in three accounts (flat shared by four users, physics by two,
 chem alone); random jobs all through the run (1-8 CPUs, 60-300 s, about 40 CPUs busy); two
@@ -86,8 +92,35 @@ def passes(samples: list, s_ref: float, u_star: float) -> list[dict]:
             ds.append(eu / (s_user * -math.log2(f)))
         if errs:
             out.append({"t": samples[i][0], "t_before": samples[i - 1][0], "worst": max(errs, key=abs),
+                        "mean": sum(errs) / len(errs),
                         "spread": max(errs) - min(errs), "d": round(sum(ds) / len(ds)), "u_pre": u_pre})
     return out
+
+
+def padding_before(db, t: float) -> float:
+    """The dummy's RawUsage at the agent's last decision before `t` (0 without one)."""
+    row = db.execute("SELECT w_now FROM decisions WHERE decided_at < ? ORDER BY decided_at DESC LIMIT 1", [t]).fetchone()
+    return float(row[0] or 0.0) if row else 0.0
+
+
+def recount(path: Path, db_file: Path, u_star: float) -> dict:
+    """`--recount OUT.json --db DB`: the padding columns for a run written before they existed
+    (2026-11-26 15:18): each pass's time from t0 (the run's database is named for it, within a
+    second) and its minute, U_pre from its ideal d (u* / (S_ref U_pre), two decimals: 0.02% at
+    d 50), the padding from the agent's decision before it."""
+    rep = json.loads(path.read_text())
+    db = store.open_db(db_file, readonly=True)
+    t0 = rep.get("t0") or float(db_file.stem.split("-")[-1])
+    s_ref = rep.get("s_ref") or next(r[0] for r in db.execute("SELECT s_ref FROM decisions WHERE s_ref IS NOT NULL "
+                                                               "ORDER BY id DESC LIMIT 1"))
+    rows = rep["all"]
+    for r in rows:
+        t = r.get("t") or t0 + r["min"] * 60
+        u_pre = r.get("u_pre") or u_star * 3600 / (s_ref * r["d_ideal"])
+        pad = padding_before(db, t)
+        x_real = u_star * 3600 / (s_ref * max(1.0, u_pre - pad))
+        r.update(padding=pad, rounding_alone=round(x_real) / x_real - 1, error_in_steps=abs(r["error"]) * r["d_ideal"])
+    return rep
 
 
 def main() -> int:
@@ -100,8 +133,16 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=0.0,
                     help="minutes of load (and control) before the events and the settled count start: real usage "
                          "ramps from zero over about three half-lives (15 min here)")
+    ap.add_argument("--method", default="hybrid", choices=("hybrid", "damping"),
+                    help="the control method (the same seed gives the same jobs at the same times)")
+    ap.add_argument("--seed", type=int, default=12, help="the random load's seed")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--recount", type=Path, help="a run's JSON: add the padding columns from --db, print it, stop")
+    ap.add_argument("--db", type=Path, help="with --recount: that run's database (/tmp/fscontrol-busy/busy-*.db)")
     args = ap.parse_args()
+    if args.recount:
+        print(json.dumps(recount(args.recount, args.db, args.u_star), indent=2))
+        return 0
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))  # run the finally below
@@ -112,21 +153,21 @@ def main() -> int:
     tb.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
     original = tb.conf.read_text()
     probes = {tb.probe(*a): a for a in ASSOCS}
-    cc = {"target_core_hours": args.u_star, "method": "hybrid", "padding_mode": "steady"}
+    cc = {"target_core_hours": args.u_star, "method": args.method, "padding_mode": "steady"}
     if args.persist:
         cc.update(persist=True, slurm_conf=str(tb.conf))
-    cfg = config.from_dict({
-        "agent": {"apply": True, "pass_lead": args.lead, "pass_trim": args.trim},
-        "schedule": {"collect": "60s", "control": "60s", "fit": "1h", "watch": "5s"},
-        "clusters": {"tbcluster": cc},
-    })
     work = Path("/tmp/fscontrol-busy")
     work.mkdir(exist_ok=True)
     db_path = work / f"busy-{int(time.time())}.db"
+    cfg = config.from_dict({
+        "agent": {"apply": True, "pass_lead": args.lead, "pass_trim": args.trim, "db": str(db_path)},
+        "schedule": {"collect": "60s", "control": "60s", "fit": "1h", "watch": "5s"},
+        "clusters": {"tbcluster": cc},
+    })
     stop = threading.Event()
     events: list[tuple[str, float]] = []
     samples: list = []
-    rng = random.Random(12)
+    rng = random.Random(args.seed)
     t0 = time.time()
 
     def load() -> None:
@@ -191,6 +232,24 @@ def main() -> int:
             p["charged_after_read"] = p["u_pre"] / u_agent - 1 if u_agent else None
             p["error_on_read"] = s_ref * p["d"] * u_agent / (args.u_star * 3600) - 1
             p["d_ideal"] = before[-1]["d_ideal"]
+    # the agent's record (issue 30 item 2): the halving Slurm used at each pass, as `decisions`,
+    # `history` and `status` report it, against the sampler's (sprio and sshare alone)
+    recorded = list(db.query("SELECT decided_at, pass_seen_at, h_slurm FROM decisions WHERE h_slurm IS NOT NULL ORDER BY id"))
+    for p in ps:
+        rec = next((r for r in recorded if r["decided_at"] < p["t"] <= r["pass_seen_at"]), None)
+        if rec is not None:
+            p["record"] = rec["h_slurm"] / (args.u_star * 3600) - 1
+            p["record_vs_sprio"] = p["record"] - p["mean"]
+        # the error in units of d's step (1/d): d's rounding alone leaves it uniform on [0, 0.5]
+        # (mean 0.25, the issue's "no correction at all"); and d's rounding alone on the real usage
+        # this pass read (damping at its best, d chosen on that very read, no padding): the padding
+        # is the dummy's RawUsage at the agent's read before the pass (it moves only at passes)
+        x = args.u_star * 3600 / (s_ref * p["u_pre"])
+        p["d_ideal_pre"] = x
+        p["error_in_steps"] = abs(p["mean"]) * x
+        p["padding"] = padding_before(db, p["t"])
+        x_real = args.u_star * 3600 / (s_ref * max(1.0, p["u_pre"] - p["padding"]))
+        p["rounding_alone"] = round(x_real) / x_real - 1
     marks = [(w, t) for w, t in events if w in ("burst", "reconfigure", "restart")]
 
     def after(t: float) -> list[dict]:
@@ -198,6 +257,10 @@ def main() -> int:
 
     def row(p: dict) -> dict:
         return {"min": round((p["t"] - t0) / 60, 2), "error": round(p["worst"], 5), "d": p["d"],
+                "d_ideal": round(p["d_ideal_pre"], 2), "rounding_alone": round(p["rounding_alone"], 5),
+                "t": p["t"], "u_pre": p["u_pre"], "padding": p["padding"], "error_mean": round(p["mean"], 6),
+                "record": None if p.get("record") is None else round(p["record"], 5),
+                "record_vs_sprio": None if p.get("record_vs_sprio") is None else round(p["record_vs_sprio"], 5),
                 "charged_after_read": None if p.get("charged_after_read") is None else round(p["charged_after_read"], 5),
                 "error_on_read": None if p.get("error_on_read") is None else round(p["error_on_read"], 5)}
 
@@ -217,7 +280,22 @@ def main() -> int:
         "loop": counts,
         "trims": db.execute("SELECT count(*) FROM actions WHERE stage = 'trim' AND status = 'ok'").fetchone()[0],
         "spread_between_users_max": max((p["spread"] for p in ps), default=None),
+        "method": args.method, "seed": args.seed, "t0": t0, "s_ref": s_ref, "db": str(db_path),
     }
+    measured = [p for p in ps if p["t"] - t0 >= args.warmup * 60]
+    with_rec = [p for p in measured if p.get("record_vs_sprio") is not None]
+    report.update({
+        "measured_passes": len(measured),
+        "within_1pct": sum(1 for p in measured if abs(p["mean"]) <= 0.01),
+        "beyond_2pct": [row(p) for p in measured if abs(p["mean"]) > 0.02],
+        "mean_abs_error": sum(abs(p["mean"]) for p in measured) / len(measured) if measured else None,
+        "mean_abs_rounding_alone": sum(abs(p["rounding_alone"]) for p in measured) / len(measured) if measured else None,
+        "mean_error_in_steps": sum(p["error_in_steps"] for p in measured) / len(measured) if measured else None,
+        "passes_better_than_rounding_alone": sum(1 for p in measured if abs(p["mean"]) < abs(p["rounding_alone"])),
+        "record_passes": len(with_rec), "record_passes_measured": len(measured),
+        "record_vs_sprio_worst": max((abs(p["record_vs_sprio"]) for p in with_rec), default=None),
+        "record_vs_sprio_over_0.2pt": [row(p) for p in with_rec if abs(p["record_vs_sprio"]) > 0.002],
+    })
     for what, t in marks:
         report["events"].append({"what": what, "at_min": round((t - t0) / 60, 1), "passes": [row(p) for p in after(t)[:4]]})
     print(json.dumps(report, indent=2))

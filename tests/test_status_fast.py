@@ -340,3 +340,28 @@ def test_median_and_mean_are_statistics_own():
     for n in range(1, 301):
         xs = [rng.random() ** 3 for _ in range(n)]
         assert fairshare._median(xs) == statistics.median(xs) and fairshare._fmean(xs) == statistics.fmean(xs)
+
+
+def test_status_reports_what_slurm_used_and_what_it_expects_never_a_pre_action_error_now(tmp_path):
+    """Issue 30: status printed 'error now +18.30%' (the snapshot's usage at the d in force before
+    the agent acted) while every pass was within 0.7%. Its control line now gives the error Slurm
+    used at the last pass the history recorded (decisions.h_slurm) and the one the last decision
+    expects at the next pass (its d on the usage it read), each labelled; 'error now' is gone."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "damping"\n')
+    db = tmp_path / "h.db"
+    for snap_dir in sorted(p for p in SERIES.iterdir() if p.is_dir()):
+        r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(snap_dir), "--db", str(db)])
+        assert r.exit_code == 0, r.output
+    h = store.open_db(db, readonly=True)
+    rows = h.execute("SELECT h_slurm, u_star, h_now, d_now FROM decisions ORDER BY id").fetchall()
+    last_used = [hs / u - 1 for hs, u, _, _ in rows if hs is not None][-1]
+    r = CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg)])
+    assert r.exit_code == 0, r.output
+    assert "error now" not in r.output
+    line = next(ln for ln in r.output.splitlines() if ln.startswith("control ("))
+    assert f"error Slurm used at the last pass {last_used:+.2%}" in line, line
+    h_now, d_now = rows[-1][2], rows[-1][3]  # a dry run: the next pass meets the d in force
+    assert f"expected at the next pass {h_now / rows[-1][1] - 1:+.2%}" in line, line
+    data = json.loads(CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"]).output)
+    assert data["control"][-1]["error_next"] == pytest.approx(h_now / rows[-1][1] - 1)

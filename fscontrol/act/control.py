@@ -68,6 +68,16 @@ class Decision:
         return None if self.h_now is None or not self.u_star else self.h_now / self.u_star - 1
 
     @property
+    def h_next(self) -> float | None:
+        """The halving the coming pass will use once d_target is set: S_ref x d_target x the usage
+        read (the coming pass reads it, plus what jobs ending before it charge)."""
+        return None if not self.s_ref else self.s_ref * self.d_target * (self.u_real + self.w_now)
+
+    @property
+    def error_next(self) -> float | None:
+        return None if self.h_next is None or not self.u_star else self.h_next / self.u_star - 1
+
+    @property
     def error_planned(self) -> float | None:
         return None if self.h_planned is None or not self.u_star else self.h_planned / self.u_star - 1
 
@@ -84,16 +94,17 @@ def choose_damping(d_ideal: float, d_now: int, hysteresis: float) -> int:
 
 
 def choose_hybrid_damping(d_ideal: float, d_now: int, d_seamless: int) -> int:
-    """Hybrid's integer d. Down when it must (d > ideal: padding would have to be negative; added
-    padding lands at the next pass). Up only as far as the padding already there allows
-    (`d_seamless`: the largest d at which the padding left after the next pass's decay is not
-    more than that d needs), because padding cannot be taken back, it only decays: a step up
-    past it makes H overshoot u* for as long as the surplus takes to decay (measured on the
-    testbed: 100% over u*, still 27% five passes later). So d rises when real usage grows into
-    the padding, and otherwise padding keeps making up the rest, exactly."""
-    if d_ideal < d_now:
-        return clamp_d(math.floor(d_ideal))
-    return clamp_d(max(d_now, min(math.floor(d_ideal), d_seamless)))
+    """Hybrid's integer d for the pass the padding is planned for: the largest d at which padding
+    can still make H exact, `d_seamless` (the largest d at which the padding left after the next
+    pass's decay is not more than that d needs), and never above the floor of the ideal (padding
+    >= 0). Padding cannot be taken back, it only decays: a d above d_seamless leaves surplus
+    padding and H above u* for as long as the surplus takes to decay (measured on the testbed:
+    100% over u*, still 27% five passes later, when d stepped up past it; +5.6% when real usage
+    grew faster than the padding decayed and d stepped down only to the floor of its ideal, issue
+    30). So d rises when real usage grows into the padding, falls as far as the padding left
+    requires, and otherwise padding keeps making up the rest, exactly. (`d_now`: kept for the
+    callers; the choice no longer depends on it.)"""
+    return clamp_d(min(math.floor(d_ideal), d_seamless))
 
 
 def predict_real_usage(u_real: float, running: Iterable[QueueJob], period_s: float, half_life_s: float, usage_factors: dict[str, float]) -> float:
@@ -104,6 +115,57 @@ def predict_real_usage(u_real: float, running: Iterable[QueueJob], period_s: flo
     fp = decay_factor_per_second(half_life_s) ** period_s
     charge = sum(j.cpus * usage_factors.get(j.qos, 1.0) for j in running) * period_s * fp
     return u_real * fp + charge
+
+
+def expected_tail(rate: float, now: float, to_limit: float | None, pass_at: float, next_pass_at: float,
+                  left_ratio: float | None, f: float = 1.0) -> float:
+    """The charge a running job is expected to bring to the usage the pass at `next_pass_at`
+    reads by ending between `pass_at` and it (with `limits`, a job's end charges its tail since
+    the last pass at once; a job still running at `next_pass_at` is charged by that pass, after
+    its read). The time R it still runs has the history's mean, `left_ratio` q of the time to its
+    limit t_L: uniform on [0, 2 q t_L] for q <= 1/2; for q > 1/2 uniform on [0, t_L] with weight
+    2 (1 - q) and at the limit with the rest; at the limit when q is not known (no job seen to end:
+    the jobs run to their limits, as the forecast takes them). Its tail is decayed as at a pass
+    (f^tail at the tail's mean). No limit: 0."""
+    if to_limit is None or to_limit <= 0 or rate <= 0:
+        return 0.0
+    a, b = pass_at - now, next_pass_at - now
+    if a < 0:  # (the pass is already past: not a case the controller plans for)
+        return 0.0
+    q = 1.0 if left_ratio is None else min(1.0, max(0.0, left_ratio))
+    if q <= 0.5:
+        w_uniform, m = 1.0, max(2.0 * q * to_limit, 1e-9)
+    else:
+        w_uniform, m = 2.0 * (1.0 - q), to_limit
+    tail = 0.0
+    hi = min(b, m)
+    if w_uniform > 0 and hi > a:
+        tail += w_uniform * (hi - a) ** 2 / (2.0 * m) * f ** ((hi - a) / 2.0)
+    if w_uniform < 1 and a < to_limit <= b:  # ends at its limit
+        tail += (1.0 - w_uniform) * (to_limit - a) * f ** (to_limit - a)
+    return rate * tail
+
+
+def predict_read_at_next_pass(u_real: float, running: Iterable[QueueJob], *, now: float, last_pass: float, pass_at: float,
+                              next_pass_at: float, half_life_s: float, usage_factors: dict[str, float],
+                              left_ratio: float | None = None) -> tuple[float, float]:
+    """The real usage the pass after the coming one (at `next_pass_at`) will read, planned from the
+    jobs running `now` (issue 30): the usage decayed at the coming pass (`pass_at`, the pass before
+    it at `last_pass`), each running job charged there for what it ran since the later of its
+    start and `last_pass` (not a whole period: a job that started a few seconds ago is charged a
+    few seconds), plus the expected tail of the jobs that end between the two passes
+    (expected_tail). Returns (that usage, the expected tails alone). Billing is the job's CPUs."""
+    f = decay_factor_per_second(half_life_s) if half_life_s > 0 else 1.0
+    u = u_real * f ** max(0.0, pass_at - last_pass)
+    tails = 0.0
+    for j in running:
+        rate = j.cpus * usage_factors.get(j.qos, 1.0)
+        ran = pass_at - max(last_pass, j.start if j.start is not None else last_pass)
+        if ran > 0:
+            u += rate * ran * f ** ran
+        to_limit = None if j.time_limit_s is None or j.start is None else j.start + j.time_limit_s - now
+        tails += expected_tail(rate, now, to_limit, pass_at, next_pass_at, left_ratio, f)
+    return u + tails, tails
 
 
 def plan_control(
@@ -125,6 +187,8 @@ def plan_control(
     dummy_billing: float = 1.0,
     advise_reason: str | None = None,
     d_max: int = D_MAX,
+    passes: tuple[float, float, float] | None = None,
+    left_ratio: float | None = None,
 ) -> Decision:
     """The controller: from one snapshot, the d and padding that keep S_ref * d * U at u*.
 
@@ -134,7 +198,11 @@ def plan_control(
     ideal d is huge (24,815 at the testbed's first tick), and a d that large is what a restart,
     a stopped agent or slurm.conf (persist) would keep. Below it, damping's H falls short of u*
     (fair-share stronger than asked) until usage grows to u* / (S_ref d_max); padding and hybrid
-    make up the rest with padding."""
+    make up the rest with padding.
+    `passes`: (now, the last pass, the coming pass) where slurmctld's pass times are known: the
+    usage the pass after the coming one reads is then planned job by job
+    (predict_read_at_next_pass, with `left_ratio` for the jobs that end before it); else one
+    whole period of every running job (predict_real_usage)."""
     notes: list[str] = []
     d_hold = d_last if d_last is not None else d_now
     if d_last is not None and d_last != d_now:
@@ -144,7 +212,14 @@ def plan_control(
     w_now = float(next((r.raw_usage for r in shares if r.key == dummy), 0.0)) if dummy else 0.0
     u_real = max(0.0, total - w_now)
     uf = usage_factors or {}
-    u_next = predict_real_usage(u_real, running_real, calc_period_s, half_life_s, uf)
+    tails = 0.0
+    if passes is not None and calc_period_s > 0 and passes[1] < passes[0] < passes[2]:
+        now_t, last_pass, coming = passes
+        u_next, tails = predict_read_at_next_pass(u_real, running_real, now=now_t, last_pass=last_pass, pass_at=coming,
+                                                  next_pass_at=coming + calc_period_s, half_life_s=half_life_s,
+                                                  usage_factors=uf, left_ratio=left_ratio)
+    else:
+        u_next = predict_real_usage(u_real, running_real, calc_period_s, half_life_s, uf)
     h_now = s_ref * d_now * total if s_ref else None
 
     def decision(**kw) -> Decision:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 import sqlite3
+import math
 import time
 from collections.abc import Callable
 
@@ -366,6 +367,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                         store_ledger.set_measured_effect(db, previous["id"], dec.h_now,
                                                 *_halving_slurm_used(db, previous, snap, latest_usage))
                     did = store_ledger.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
+                    store_ledger.set_state(db, cluster, PASS_READ, _pass_read(snap, sid), snap.taken_at)
                 c_ids = executor.write_plan(db, cluster, did, "off" if stages.off else "control", c_plan,
                                             apply_it=apply, at=snap.taken_at, tick_id=tick_id)
                 if apply:
@@ -488,6 +490,13 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
         return None  # no fresh decision to trim (the control tick did not run just now)
     out = source.root_usage()
     total = parse.parse_root_usage(out.stdout, " ".join(out.argv))
+    read = store_ledger.get_state(db, cluster, PASS_READ)
+    if read and read.get("raw") is not None and read.get("snapshot_id") == last.get("snapshot_id"):
+        # the last read before the pass: the halving Slurm used is recorded from it (_halving_slurm_used)
+        read.update(at=out.finished_at, mid=(out.started_at + out.finished_at) / 2, raw=float(total), by="trim",
+                    control_at=read.get("control_at", read["at"]), control_raw=read.get("control_raw", read["raw"]))
+        with store.transaction(db):
+            store_ledger.set_state(db, cluster, PASS_READ, read, out.finished_at)
     if total <= 0:
         return None
     ideal = cc.target_usage / (float(last["s_ref"]) * total)
@@ -500,14 +509,37 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     return executor.one_action_tick(db, source.run, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
 
 
+PASS_READ = "pass_read"  # agent_state: the agent's last read of root's usage before a decay pass
+
+
+def _pass_read(snap: Snapshot, sid: int) -> dict:
+    """What a control tick read before the coming pass, for the halving that pass used
+    (_halving_slurm_used): root's RawUsage and when, the pass before it, and when each running job
+    started (a job that ends before the pass charges its tail from the later of its start and
+    that pass). The trim (trim_damping) replaces `raw`/`at` with its later read."""
+    root = snap.root
+    return {"snapshot_id": sid, "at": snap.taken_at, "raw": float(root.raw_usage) if root else None,
+            "pass_before": snap.usage_at, "by": "control",
+            "running": {q.job_id: q.start for q in snap.queue if q.state == "RUNNING" and q.start is not None}}
+
+
 def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
                         latest_usage: tuple[int | None, list[tuple]] | None = None) -> tuple[float | None, float | None]:
     """The halving Slurm's priorities used at the decay pass between the previous decision and
-    this snapshot, if one ran: S_ref x the d in force now x the total usage the previous snapshot
-    saw (the pass computed EffectvUsage from the usage the pass before it left). A pass shows as
-    any user's EffectvUsage moving. (None, None) when no pass ran in between. `latest_usage`:
-    store.latest_usage_values read before this snapshot was written (used when the previous
-    decision's snapshot is that one, as at every tick after a tick)."""
+    this snapshot, if one ran: S_ref x the d in force now x the total usage that pass started
+    from (EffectvUsage is computed from the usage the pass before left). A pass shows as any
+    user's EffectvUsage moving. (None, None) when no pass ran in between, or when more than one
+    did (a restart's start-up pass and a regular one: what the first read is not known).
+
+    The usage the pass started from (issue 30): the agent's last read before the pass (the
+    control tick's, or the trim's if it read later and finished before the pass), plus the tail
+    every job that ended between that read and the pass was charged at its end
+    (decay.usage_read_at_pass, from the jobs sacct shows in the snapshots since). Where the pass's
+    time cannot be read (slurmctld's record not readable here) the control tick's read alone.
+    `latest_usage`: store.latest_usage_values read before this snapshot was written (used when
+    the previous decision's snapshot is that one, as at every tick after a tick)."""
+    from fscontrol.model import decay
+
     if latest_usage is not None and latest_usage[0] == previous["snapshot_id"]:
         before = latest_usage[1]
     else:
@@ -522,7 +554,45 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
     root = next((r for r in before if r[2] == 0), None)  # one root a cluster (parse_sshare: depth 0 is root alone)
     if root is None:
         return None, None
-    return previous["s_ref"] * snap.config.damping_factor * float(root[3]), snap.taken_at
+    used = float(root[3])
+    read = store_ledger.get_state(db, snap.cluster, PASS_READ)
+    pass_at = snap.usage_at
+    if read and read.get("snapshot_id") == previous["snapshot_id"] and read.get("raw") is not None and pass_at is not None:
+        period = snap.config.calc_period_s
+        control_at = float(read.get("control_at", read["at"]))
+        p_before = read.get("pass_before")
+        if pass_at - control_at > period + 1.0 or (p_before is not None and pass_at - float(p_before) > period + 1.5):
+            # more than one pass since the pass before the read (a restart's start-up pass and a
+            # regular one): which one read what is not known
+            return None, None
+        read_at, raw = float(read["at"]), float(read["raw"])
+        if read_at > pass_at:  # the trim's read finished after the pass: the control tick's
+            read_at, raw = control_at, float(read.get("control_raw", raw))
+        p0 = read.get("pass_before")
+        p0 = float(p0) if p0 is not None else pass_at - period
+        started = read.get("running") or {}
+        by_control = read_at == control_at
+        mid = float(read.get("mid", read_at)) if not by_control else read_at
+        uf = {q.name: q.usage_factor for q in snap.qos}
+        ended = {}
+        for job_id, qos, billing, cpus, start, end in db.execute(
+                "SELECT j.job_id, j.qos, j.billing, j.alloc_cpus, j.start, j.end FROM job_usage j "
+                "JOIN snapshots s ON s.id = j.snapshot_id WHERE s.cluster = ? AND j.snapshot_id > ? "
+                "AND j.state != 'RUNNING' AND j.end >= ? AND j.end < ?",
+                [snap.cluster, previous["snapshot_id"], math.floor(read_at) - 1, pass_at]):
+            t0 = started.get(job_id, start)
+            if t0 is None:
+                continue
+            # sacct's End is a whole second (the job ended within the second after it). A job that
+            # ended in the pass's own second ended after the pass began (seen on the testbed: 6 of 6
+            # such jobs in a busy run were not in what the pass read). A job the
+            # control tick's squeue (run after its sshare) still saw running ended after that read;
+            # otherwise it ended after a read that ran before End + 0.5 s (mid: the read's midpoint)
+            if not ((by_control and job_id in started) or float(end) + 0.5 >= mid):
+                continue
+            ended[job_id] = (max(float(t0), p0), float(end), float(billing or cpus or 0) * uf.get(qos, 1.0))
+        used = decay.usage_read_at_pass(raw, -math.inf, pass_at, ended.values(), snap.config.half_life_s)
+    return previous["s_ref"] * snap.config.damping_factor * used, snap.taken_at
 
 
 def _decide_off(db: Database, snap: Snapshot, cc):
@@ -541,6 +611,22 @@ def _decide_off(db: Database, snap: Snapshot, cc):
     plan = act.off_plan(snap.queue, d_now=snap.config.damping_factor, usage_factors={q.name: q.usage_factor for q in snap.qos},
                         originals=orig, dummy=cc.dummy_key, conf_value=conf_value, reconfigure=cc.persist_reconfigure)
     return None, plan
+
+
+def _pass_plan(db: Database, snap: Snapshot, method: str) -> dict:
+    """Where slurmctld's pass times are known (the snapshot's usage_at: the pass its RawUsage is
+    from), what plan_control needs to plan the usage the pass after the coming one reads job by
+    job: (now, that pass, the coming pass), and how much of its time to the limit a running job
+    typically still runs, from the jobs the history saw end (store_loaders.window_inflow)."""
+    from fscontrol.model.decay import next_pass
+    from fscontrol.store import loaders as store_loaders
+
+    if snap.usage_at is None or not snap.config.calc_period_s or method not in ("padding", "hybrid"):
+        return {}
+    coming = next_pass(snap.usage_at, snap.config.calc_period_s, snap.taken_at)
+    window = min(86400.0, max(5 * snap.config.calc_period_s, 3 * float(snap.config.half_life_s or 0)))
+    ratio = store_loaders.window_inflow(db, snap.cluster, snap.taken_at - window, snap.taken_at)[4]
+    return {"passes": (snap.taken_at, snap.usage_at, coming), "left_ratio": ratio}
 
 
 def _decide_control(db: Database, snap: Snapshot, cc, off=None):
@@ -574,6 +660,7 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
         advise_reason=(f"control is off (`fscontrol control off`, {off.get('by')}): `fscontrol control on` resumes it"
                        if off else (advise_reason(snap, cc.method, cc.dummy_key, cc.padding_qos)
                                     or diagnose.control_stop(snap, cc))),
+        **_pass_plan(db, snap, cc.method),
     )
     stuck = [q for q in dummy_jobs if q.state == "PENDING"]
     if stuck and dec.method in ("padding", "hybrid"):

@@ -77,6 +77,22 @@ def slurm_pass(usage: float, dt: float, charges: Iterable[tuple[float, float]], 
     return u
 
 
+def usage_read_at_pass(read: float, read_at: float, pass_at: float, ended: Iterable[tuple[float, float, float]],
+                       half_life_s: float) -> float:
+    """The usage a decay pass at `pass_at` started from, given a read of it (`read`, taken at
+    `read_at` before the pass): RawUsage moves between passes only when a job ends (with `limits`,
+    its last stretch is charged at once), so the pass read `read` plus the tail of every job that
+    ended in (read_at, pass_at]. `ended`: (charged_from, end, rate) each, charged_from the later
+    of the job's start and the pass before, rate = billing x UsageFactor; the tail is charged as
+    at a pass, (end - from) x rate x f^(end - from). Pure."""
+    f = decay_factor_per_second(half_life_s)
+    u = float(read)
+    for start, end, rate in ended:
+        if read_at < end <= pass_at and end > start:
+            u += (end - start) * rate * f ** (end - start)
+    return u
+
+
 def slurm_usage(
     at: Sequence[float],
     passes: Sequence[float],

@@ -45,7 +45,9 @@ def control_data(res) -> dict:
         "pulse_usage_factor": d.pulse_usage_factor,
         "halving_now_core_hours": h(d.h_now),
         "halving_planned_core_hours": h(d.h_planned),
-        "error_now": d.error_now,
+        "error_now": d.error_now,  # before acting: the usage read at the d in force then
+        "halving_next_core_hours": h(d.h_next),
+        "error_next": d.error_next,  # at the coming pass, once d_target is set
         "error_planned": d.error_planned,
         "rounding_bound": d.bound,
         "verified_damping": res.verified_damping,
@@ -121,9 +123,11 @@ def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
         f"(after the next pass ~{_fmt(data['real_usage_next_core_hours'], ',.2f')}), "
         f"padding {_fmt(data['padding_core_hours'], ',.2f')} -> {_fmt(data['padding_target_core_hours'], ',.2f')} core-hours",
         f"damping factor {data['damping_now']} -> {data['damping_target']} (ideal {_fmt(data['damping_ideal'], '.3f')})",
-        f"halving now {_fmt(data['halving_now_core_hours'], ',.2f')} core-hours ({pct(data['error_now'])} vs u*), "
-        f"planned {_fmt(data['halving_planned_core_hours'], ',.2f')} ({pct(data['error_planned'])})"
-        + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
+        f"halving expected at the coming pass {_fmt(data.get('halving_next_core_hours'), ',.2f')} core-hours "
+        f"({pct(data.get('error_next'))} vs u*), planned for the pass after {_fmt(data['halving_planned_core_hours'], ',.2f')} "
+        f"({pct(data['error_planned'])})" + (f", integer-d bound ±{data['rounding_bound']:.2%}" if data.get("rounding_bound") else ""),
+        f"(before acting: {_fmt(data['halving_now_core_hours'], ',.2f')} core-hours, {pct(data['error_now'])}: the usage "
+        "read at the d in force then)",
     ]
     advice = [n for n in data["notes"] if n.startswith("advice only: ")]
     if advice:  # first, so nobody reads the figures above as a plan: nothing will be done

@@ -273,6 +273,16 @@ def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -
     ]
 
 
+def _error_next(r: dict) -> float | None:
+    """The halving error a decision expected at the coming pass: S_ref x the d it left x the
+    usage it read (h_now x d_target / d_now; a dry run leaves d_now)."""
+    h, u, d0 = r.get("h_now"), r.get("u_star"), r.get("d_now")
+    if h is None or not u or not d0:
+        return None
+    d = r.get("d_target") if r.get("apply") and r.get("d_target") else d0
+    return h * d / d0 / u - 1
+
+
 def _control_history(rows: list[dict]) -> list[dict]:
     """The controller's record: halving achieved vs target over time, d and padding."""
     out = []
@@ -283,10 +293,14 @@ def _control_history(rows: list[dict]) -> list[dict]:
                 "time": _iso(r["taken_at"]),
                 "method": r["method"],
                 "damping": r["d_now"],
+                "damping_target": r.get("d_target"),
                 "padding_core_hours": (r["w_now"] or 0.0) / HOUR,
                 "halving_core_hours": None if h is None else h / HOUR,
                 "target_core_hours": (r["u_star"] or 0.0) / HOUR,
+                # before the decision acted (the snapshot's usage at the d in force then): not what Slurm used
                 "error": None if h is None or not r["u_star"] else h / r["u_star"] - 1,
+                # what the decision left for the coming pass (its d on the usage it read)
+                "error_next": _error_next(r),
                 # the halving Slurm's priorities used at the next decay pass (none seen: None)
                 "halving_slurm_core_hours": None if r.get("h_slurm") is None else r["h_slurm"] / HOUR,
                 "error_slurm": None if r.get("h_slurm") is None or not r["u_star"] else r["h_slurm"] / r["u_star"] - 1,
@@ -387,7 +401,7 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
     ]
     if data.get("target_core_hours"):
         head.append(("target u*", f"{data['target_core_hours']:,.2f} core-hours "
-                     f"(halving error {data['halving_error']:+.2%})" if data["halving_error"] is not None else ""))
+                     f"(at the snapshot's d and usage, before any action: {data['halving_error']:+.2%})" if data["halving_error"] is not None else ""))
     if data.get("dummy"):
         head.append(("padding (dummy)", f"{data['dummy']}: {data['dummy_usage_core_hours']:,.2f} core-hours "
                      f"(real usage {data['real_usage_core_hours']:,.2f})"))
@@ -406,18 +420,23 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
     yield from cannot_halve_lines(data)
     hist = data.get("control") or []
     if hist:
-        errs = [h["error"] for h in hist]
+        # what Slurm used at the passes (issue 30): never the snapshot's pre-action figure as "now"
+        errs = [h["error_slurm"] for h in hist]
         last = hist[-1]
+        used = next((h for h in reversed(hist) if h["error_slurm"] is not None), None)
         known = [abs(e) for e in errs if e is not None]
+        pct = lambda v: "-" if v is None else format(v, "+.2%")  # noqa: E731
         yield ""
         yield (
-            f"control ({last['method']}, last {len(hist)} ticks): halving {_fmt(last['halving_core_hours'], ',.2f')} "
-            f"vs target {last['target_core_hours']:,.2f} core-hours, error now "
-            f"{'-' if last['error'] is None else format(last['error'], '+.2%')}, worst "
-            f"{'-' if not known else format(max(known), '.2%')}; d={last['damping']}, padding "
+            f"control ({last['method']}, last {len(hist)} decisions), target {last['target_core_hours']:,.2f} core-hours: "
+            f"error Slurm used at the last pass {pct(used['error_slurm'] if used else None)}"
+            f"{' (' + used['time'] + ')' if used else ' (no pass seen yet)'}, expected at the next pass "
+            f"{pct(last.get('error_next'))}; worst Slurm used {'-' if not known else format(max(known), '.2%')} "
+            f"over {len(known)} passes; d={last.get('damping_target') or last['damping']}, padding "
             f"{last['padding_core_hours']:,.2f} core-hours"
         )
-        yield f"  error over time  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})"
+        if known:
+            yield f"  error Slurm used, by pass  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})"
     if data.get("model_comparison"):
         from tabulate import tabulate  # a few rows: tabulate pays here
 

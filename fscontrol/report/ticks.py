@@ -95,7 +95,7 @@ def format_history(data: dict, width: int = 72) -> str:
 
         lines += [f"{len(dec)} decisions ({dec[0]['time']} .. {dec[-1]['time']}), method {dec[-1]['method']}",
                   row("halving / u* - 1 (Slurm)", [d["error_slurm"] for d in dec], "+.2%"),
-                  row("halving / u* - 1 (agent)", [d["error"] for d in dec], "+.2%"),
+                  row("  (its read, before acting)", [d["error"] for d in dec], "+.2%"),
                   row("damping factor d", [d["damping_target"] for d in dec], "d"),
                   row("padding (core-hours)", [d["padding_core_hours"] for d in dec], ",.2f")]
         if data["worst_error_slurm"] is not None:
