@@ -91,6 +91,9 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slurm" in getattr(item, "fixturenames", ()):
+            # a test on the testbed is a `slurm` test, marked or not (-m slurm lists, -m "not slurm" the fast suite)
+            if item.get_closest_marker("slurm") is None:
+                item.add_marker(pytest.mark.slurm)
             group = TESTBED_GROUPS.get(item.path.name, "testbed-" + item.path.stem)
             item.add_marker(pytest.mark.xdist_group(group))
 
