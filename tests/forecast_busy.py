@@ -83,6 +83,15 @@ def run(slurm, tmp_path, *, seed: int, settle_s: float = 240.0, watch: int = 10,
         pipeline.collect(slurm.source(), db)
         published, data = publishing.publish_latest(db, cfg, "tbcluster", out=_public_dir(slurm) / "tbcluster.json")
         out["inflow_published"] = {k: data["inflow"][k] for k in ("snapshots", "span_s", "cluster")}
+        out["forecast_time"] = time.time()
+        out["probe_jobs"] = {f"{u}@{a}": j for (u, a), j in probes.items()}
+        keep = os.environ.get("FSCONTROL_BUSY_KEEP")  # what the forecast read, to replay it (diagnosis)
+        if keep:
+            kd = Path(keep) / f"seed{seed}"
+            shutil.rmtree(kd, ignore_errors=True)
+            shutil.copytree(published.parent, kd / "public")
+            from fscontrol.slurm import source as slurm_source
+            slurm_source.capture(slurm.source(), kd / "sample", window_s=1800.0)
         made: dict = {}
         for (user, account) in probes:
             r = _forecast_as(slurm, user, published, "--account", account, "--plan", f"idle:{watch}m", "--json")
@@ -133,7 +142,7 @@ def run(slurm, tmp_path, *, seed: int, settle_s: float = 240.0, watch: int = 10,
         shutil.copy(tmp_path / "agent.db", Path(keep) / f"agent-seed{seed}.db")
     for k, figures in made.items():
         name = f"{k[0]}@{k[1]}"
-        fig = {kk: v for kk, v in figures.items() if kk != "text"}
+        fig = dict(figures)
         fig["sprio_now"] = f_sprio_now[k]
         fig["sprio"] = seen[k]
         fig["error"] = {m: seen[k][m] / figures["forecast"][m] - 1 for m in figures["forecast"]}

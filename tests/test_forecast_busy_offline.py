@@ -30,9 +30,9 @@ SEEDS = 200
 T0 = 1_900_000_000.0
 
 
-def _cfg() -> SlurmConfig:
+def _cfg(d: int = 1) -> SlurmConfig:
     return SlurmConfig(cluster="busy", slurm_version="22.05.8", priority_type="priority/multifactor",
-                       priority_flags=("NO_FAIR_TREE",), damping_factor=1, half_life_s=T, calc_period_s=P,
+                       priority_flags=("NO_FAIR_TREE",), damping_factor=d, half_life_s=T, calc_period_s=P,
                        usage_reset_period="NONE", private_data=(), enforce=("associations", "limits"))
 
 
@@ -74,7 +74,7 @@ class Sim:
         return 0.75 * raw["alice"] / U_TOTAL + 0.25 * sum(raw.values()) / U_TOTAL
 
 
-def _snapshot(sim: Sim, now: float, raw_prev: dict) -> StoredSnapshot:
+def _snapshot(sim: Sim, now: float, raw_prev: dict, d: int = 1) -> StoredSnapshot:
     flat = sum(sim.raw.values())
     ue_flat = sum(raw_prev.values()) / U_TOTAL
     rows = [ShareRow("root", "", "", 0, None, False, 1.0, int(U_TOTAL), 1.0, 1.0, None),
@@ -86,12 +86,14 @@ def _snapshot(sim: Sim, now: float, raw_prev: dict) -> StoredSnapshot:
     rows += [ShareRow("other", "", "root", 1, 1, False, 0.5, int(rest), rest / U_TOTAL, rest / U_TOTAL, None),
              ShareRow("other", "zed", "other", 2, 1, False, 0.5, int(rest), rest / U_TOTAL, rest / U_TOTAL, None)]
     running = tuple((f"j{j[5]}", "flat", j[0], j[1], T0 + j[4]) for j in sim.running(now))
-    return StoredSnapshot(id=1, cluster="busy", taken_at=T0 + now, config=_cfg(), shares=tuple(rows),
+    return StoredSnapshot(id=1, cluster="busy", taken_at=T0 + now, config=_cfg(d), shares=tuple(rows),
                           usage_factors={"normal": 1.0}, source="sim", running=running)
 
 
-def _case(seed: int, warm_passes: int, alice0: float, horizons=(5, 10)) -> dict:
-    """(forecast, truth, F now) at each horizon in passes, alice idle from the snapshot on."""
+def _case(seed: int, warm_passes: int, alice0: float, horizons=(5, 10), d: int = 1, method: str = "padding",
+          u_star_ch: float = 10.0, d_truth: float | None = None) -> dict:
+    """(forecast, truth, F now) at each horizon in passes, alice idle from the snapshot on.
+    `d`: the d at the snapshot; `d_truth`: the d every later pass reads (default: the same)."""
     sim = Sim(seed, gap_s=8.0, alice0=alice0)
     visits: dict = {}  # job id -> [account, user, rate, first seen, last seen, time to its limit then, [(t, to limit)]]
     times = []
@@ -109,14 +111,14 @@ def _case(seed: int, warm_passes: int, alice0: float, horizons=(5, 10)) -> dict:
         raw_prev = dict(sim.raw)
         sim.pass_at(k * P)
     now = warm_passes * P
-    snap = _snapshot(sim, now, raw_prev)
+    snap = _snapshot(sim, now, raw_prev, d)
     # what the agent's history says (as store.window_inflow reads it): the typical end from the jobs
     # that ended, the inflow from the jobs that started
     first, last = times[0], times[-1]
     ended = [v for v in visits.values() if v[4] < last]
     q = left_ratio([(lim, v[4] + 7.5 - t) for v in ended for t, lim in v[6]])
     rates, variances = arrival_inflow([(*v[:5], v[5]) for v in visits.values()], first, last, 15.0, q)
-    published = pub.build_published(snap, target_core_hours=10.0, method="padding",
+    published = pub.build_published(snap, target_core_hours=u_star_ch, method=method,
                                     inflow=(len(times), last - first, rates, variances, q, len(ended)))
     out = {}
     for m in horizons:
@@ -127,7 +129,7 @@ def _case(seed: int, warm_passes: int, alice0: float, horizons=(5, 10)) -> dict:
     for k in range(1, max(horizons) + 1):
         sim.pass_at(now + k * P)
         truth_raw[k] = dict(sim.raw)
-    d = published["config"]["damping_factor"]
+    d = published["config"]["damping_factor"] if d_truth is None else d_truth
     for m in horizons:
         out[m]["truth"] = 2 ** (-(sim.ue(truth_raw[m - 1]) / 0.125) / d)
     return out
@@ -265,3 +267,27 @@ def test_the_total_is_held_only_where_the_published_snapshot_says_the_agent_appl
         got = loaded.build(alice, snap.shares, dict(published, control=control), (), 3.0, U_TOTAL)
         assert "the agent holds the total usage" not in got.assumed and not got.proj.held, control
         assert "the total usage moves with the cluster" in got.assumed
+
+
+def test_the_passes_read_the_d_the_controller_sets_not_the_snapshots():
+    """Found on the 22.05 testbed (seed 11, docs/forecast-running.md): while the load grows, the
+    snapshot comes just after a pass has charged it, at S_ref d U = 1.13-1.26 u*; before the next
+    pass the controller lowers d for the new U, and the passes read S_ref d U = 1.005-1.036 u*.
+    A forecast that held the snapshot's d U missed sprio by 15-17%. Here the snapshot shows d = 2
+    where the controller holds S_ref d U = u* at d = 1.6 (hybrid: d = 1 and padding for the rest);
+    each later pass reads d = 1.6 (the truth). 30 seeds, alice recovering while the account's load
+    grows. Holding the snapshot's d U instead: 3.5% mean |error| at +5 passes."""
+    from fscontrol.export import publish
+
+    sim = Sim(0, gap_s=8.0, alice0=60_000.0)
+    s_ref = publish.build_published(_snapshot(sim, 0.0, dict(sim.raw), 2), target_core_hours=1.0, method="hybrid",
+                                    inflow=None)["reference_share"]
+    u_star_ch = 1.6 * s_ref * U_TOTAL / 3600.0  # u* / (S_ref U) = 1.6 at the total the passes read
+    errs = {5: [], 10: []}
+    for seed in range(30):
+        for m, x in _case(seed, 5, 60_000.0, d=2, method="hybrid", u_star_ch=u_star_ch, d_truth=1.6).items():
+            errs[m].append(abs(x["forecast"] / x["truth"] - 1))
+    for m in (5, 10):
+        mean = sum(errs[m]) / len(errs[m])
+        print(f"+{m} passes: forecast {mean:.3%} mean |error| (snapshot d = 2, the passes' d = 1.6)")
+        assert mean <= 0.01, (m, mean)

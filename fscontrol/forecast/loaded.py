@@ -163,6 +163,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
 
     cluster_all = running["cluster"]
     held = total_held(published, d)
+    d_pass = _controlled_damping(published, d, total) if held else None
     t_in, t_jobs = 0.0, []
     if not held:
         r0 = math.fsum(e[1] for e in cluster_all)
@@ -196,10 +197,37 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     ends = "to their time limits" if q is None else f"to their typical end ({q:.0%} of the time to their limits)"
     assumed = (f"the {len(cluster_all)} job(s) running now run {ends}; your accounts' other users keep "
                f"submitting: {src} ({', '.join(said) or 'none'} CPUs); "
-               f"{'the agent holds the total usage' if held else 'the total usage moves with the cluster'}{own}; "
+               f"{_held_text(published, d_pass) if held else 'the total usage moves with the cluster'}{own}; "
                f"the priority of {job}")
-    return Loaded(proj, period, r.norm_shares, d, f_now, assumed, trust, c_weighted,
+    return Loaded(proj, period, r.norm_shares, d if d_pass is None else d_pass, f_now, assumed, trust, c_weighted,
                   sigma=math.sqrt(var_w) if BLEND else 0.0, share_now=ue0)
+
+
+def _controlled_damping(published: dict, d: float, total: float) -> float | None:
+    """The d the coming passes read, in the projection's terms (its usage share is u / the total
+    now): the controller sets d so that S_ref d U = u* at each pass (hybrid: padding makes up the
+    rounding of its integer d; damping: the nearest d), so S_ref d_k U_k = u* and F_k =
+    2^(-u_k S_ref / (s u*)) = 2^(-(u_k / U_now) / (s d')) with d' = u* / (S_ref U_now). The d and
+    U of the snapshot are NOT what the next pass reads while the load grows: the snapshot comes
+    just after a pass has charged the running jobs, and the controller lowers d for the new U
+    before the next pass (testbed, seed 11: S_ref d U at the snapshot 1.13-1.26 u*, at the passes
+    1.005-1.036 u*; a forecast that held the snapshot's d U missed sprio by 15-17%). None when
+    the target or the reference share is not published (then the snapshot's d U is held)."""
+    u_star_ch, s_ref = published.get("target_core_hours"), published.get("reference_share")
+    if not u_star_ch or not s_ref or total <= 0:
+        return None
+    d_pass = float(u_star_ch) * HOUR / (float(s_ref) * total)
+    return d_pass if d_pass >= 1 else None  # below 1 the controller cannot hold it (d's floor)
+
+
+def _held_text(published: dict, d_pass: float | None) -> str:
+    if d_pass is None:
+        return "the agent holds the total usage"
+    u = float(published["target_core_hours"])
+    return (f"the agent holds the halving at its target ({u:,.0f} core-hours for the reference share; it sets d "
+            f"for the usage each pass reads)" if u >= 100 else
+            f"the agent holds the halving at its target ({u:.3g} core-hours for the reference share; it sets d "
+            f"for the usage each pass reads)")
 
 
 def _typical_end(running: dict, q: float) -> dict:
