@@ -51,7 +51,9 @@ def run(slurm, tmp_path, *, seed: int, settle_s: float = 240.0, watch: int = 10,
     slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
     probes = {("dave", "flat"): slurm.probe("dave", "flat"), ("carol", "chem"): slurm.probe("carol", "chem")}
     heavy = slurm.submit("dave", "flat", 24, int(settle_s + 300))
-    cfg = config.from_dict({"clusters": {"tbcluster": {
+    # agent.apply: the controller below acts (apply=True), and the published file must say so (its
+    # `control.applying`), or the forecast rightly refuses to take the halving as held
+    cfg = config.from_dict({"agent": {"apply": True}, "clusters": {"tbcluster": {
         "target_core_hours": U_STAR_CH, "method": "hybrid", "padding_mode": "steady"}}})
     stop = threading.Event()
     errors: list[BaseException] = []
@@ -139,7 +141,20 @@ def run(slurm, tmp_path, *, seed: int, settle_s: float = 240.0, watch: int = 10,
     out["jobs_submitted"] = len(jobs)
     keep = os.environ.get("FSCONTROL_BUSY_KEEP")  # a folder to keep the agent's history in (diagnosis)
     if keep:
-        shutil.copy(tmp_path / "agent.db", Path(keep) / f"agent-seed{seed}.db")
+        import sqlite3
+
+        # the history is in WAL mode: a file copy misses what is still in the -wal file (the last
+        # minutes of the run); sqlite's backup reads it whole
+        src, dst = sqlite3.connect(tmp_path / "agent.db"), sqlite3.connect(Path(keep) / f"agent-seed{seed}.db")
+        with dst:
+            src.backup(dst)
+        src.close()
+        dst.close()
+        # every job of the run as it really ran (the replay's noise floor: bench/forecast_busy.py)
+        since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t_start - 60))
+        (Path(keep) / f"seed{seed}" / "sacct.txt").write_text(slurm.run(
+            "env", "SLURM_TIME_FORMAT=%s", "sacct", "-a", "-X", "-n", "-P", "-S", since, "-E", "now",
+            "-o", "JobID,User,Account,AllocCPUS,Start,End,State"))
     for k, figures in made.items():
         name = f"{k[0]}@{k[1]}"
         fig = dict(figures)
