@@ -36,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[11, 12])
     ap.add_argument("--watch", type=int, default=10, help="decay passes (minutes) watched after the forecast")
-    ap.add_argument("--settle", type=float, default=240.0)
+    ap.add_argument("--settle", type=float, default=900.0, help="seconds of the load before the forecast (three half-lives)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--replay", type=Path, help="a run's --out file (its seedN folders beside it): forecast again, no testbed")
     a = ap.parse_args()
@@ -128,7 +128,9 @@ def replay(results: Path, seeds: list[int] | None) -> None:
                     t = g[what]["target"]
                     b = _forecast_replay(keep, got, who, "--target", f"{t}")
                     hit = next((j for j in sorted(sprio) if sprio[j] >= t), None)
-                    print(f"    F >= {t}: forecast {b['idle_to_target_text']!r} (was {g[what]['text']!r}), sprio "
+                    dd = b["idle_days_to_target"]
+                    print(f"    F >= {t}: forecast {b['idle_to_target_text']!r} ({'-' if dd is None else f'{dd * 86400:.0f} s'}; "
+                          f"was {g[what]['text']!r}), sprio "
                           + ("never in the watch" if hit is None else f"after {hit * 60} s"))
 
 

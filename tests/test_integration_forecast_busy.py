@@ -20,15 +20,15 @@ from forecast_busy import run
 
 pytestmark = [pytest.mark.slurm, pytest.mark.skipif(
     os.environ.get("FSCONTROL_BUSY_FORECAST") != "1",
-    reason="opt-in (FSCONTROL_BUSY_FORECAST=1): it does not pass yet -- with 4 minutes of settling the hybrid "
-           "controller does not hold the halving under a load that is still growing, and the forecast assumes it "
-           "does (docs/forecast-running.md, 'On the testbed')")]
+    reason="opt-in (FSCONTROL_BUSY_FORECAST=1): a run takes ~27 minutes, and one run does not meet the 1% target: "
+           "at this load the random arrivals alone spread sprio's F by 2-6% (sd) from any state a forecast can know "
+           "(docs/forecast-running.md, 'On the testbed')")]
 
 SEED = int(os.environ.get("FSCONTROL_BUSY_SEED", "11"))
 
 
 def test_forecast_holds_on_a_shared_busy_account(slurm, tmp_path):
-    got = run(slurm, tmp_path, seed=SEED, settle_s=240.0, watch=10)
+    got = run(slurm, tmp_path, seed=SEED, settle_s=900.0, watch=10)  # three half-lives of the same load first
     print(f"\nseed {SEED}: {got['jobs_submitted']} jobs submitted; inflow read from {got['inflow_published']}; "
           f"failed ticks: {got['failed_ticks']}")
     assert len(got["failed_ticks"]) <= 2  # a lost tick here and there; the controller held meanwhile
