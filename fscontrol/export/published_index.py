@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fscontrol.export.publish import ROWS_LINE, PublishedError, check_published, locate, read_published
+from fscontrol.export.rowindex import INDEX_KEY
 
 _USER = ',"user":'
 
@@ -63,9 +64,9 @@ class _Snapshot:
                 row = raw.strip()
                 if row.endswith(b","):
                     row = row[:-1]
-                if row in (b"]", b""):
+                if row == b"":
                     continue
-                if row == b"}":
+                if row in (b"]", b"}"):  # the rows' end (the file's row index may follow: publish.published_text)
                     break
                 text = row.decode("utf-8")
                 i = text.find(_USER)
@@ -81,6 +82,7 @@ class _Snapshot:
                     where.setdefault(user, []).append((start, len(raw)))
         text = b"".join(head).decode("utf-8").rstrip().removesuffix(",") + "\n}"
         self.head = check_published(json.loads(text), self.path)
+        self.head.pop(INDEX_KEY, None)  # the row index's size: the file's, not the data's (read_published)
         self.accounts, self.where, self.has_rows = accounts, where, True
         self.order = {id(r): i for i, r in enumerate(accounts.values())}
 
