@@ -55,6 +55,8 @@ class _Snapshot:
                 head.append(line)
             else:
                 self.head = check_published(json.loads(b"".join(head)), self.path)
+                self.head.pop(INDEX_KEY, None)  # the file's row index is not the data's (read_published)
+                self.head.pop("row_index", None)
                 return
             offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
             where: dict[str, list[tuple[int, int]]] = {}
