@@ -28,7 +28,10 @@ the caller's setting (with PYTHONDONTWRITEBYTECODE=1 every start recompiles fsco
 
 It also checks, once, that the forecast's process never imports numpy or scipy.
 
-Run:  .venv/bin/python bench/bench_forecast.py [--runs 10] [--users 93238] [--compare DIR] [--no-bytecode]
+--instructions counts each process's instructions with valgrind's callgrind instead of timing it
+(the ratios then hold on a loaded machine, where wall time is noise; --runs 1 is enough).
+
+Run:  .venv/bin/python bench/bench_forecast.py [--runs 10] [--users 93238] [--compare DIR] [--no-bytecode] [--instructions]
 """
 
 from __future__ import annotations
@@ -64,6 +67,15 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     return time.perf_counter() - t0, p.returncode
 
 
+def _instructions(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """The process's instruction count (valgrind's callgrind: deterministic where wall time is noise
+    on a loaded machine), and its exit code."""
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, env=env, check=False)
+    got = [ln.split()[-1] for ln in p.stderr.splitlines() if "Collected" in ln]
+    return (float(got[-1]) if got else float("nan")), p.returncode
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10)
@@ -73,7 +85,13 @@ def main() -> int:
     ap.add_argument("--user", default=None, help="whose forecast (default: alice; u00020 with --users)")
     ap.add_argument("--compare", type=Path, help="another checkout, with its own .venv, timed beside this one")
     ap.add_argument("--no-bytecode", action="store_true", help="keep the caller's PYTHONDONTWRITEBYTECODE")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count each process's instructions (valgrind callgrind) instead of timing it; --runs 1 is enough")
     args = ap.parse_args()
+    measure = _instructions if args.instructions else _timed
+    if args.instructions and shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+        return 2
 
     trees = {"": (Path(sys.executable), ROOT)}
     if args.compare:
@@ -143,11 +161,11 @@ def main() -> int:
 
         for _ in range(args.warmup):
             for argv in commands.values():
-                _timed(argv, env)
+                _timed(argv, env)  # the bytecode cache, the page cache
         times: dict[str, list[float]] = {k: [] for k in commands}
         for _ in range(args.runs):
             for name, argv in commands.items():
-                dt, rc = _timed(argv, env)
+                dt, rc = measure(argv, env)
                 if rc != 0:
                     print(f"{name} exited {rc}", file=sys.stderr)
                     return 1
@@ -160,12 +178,15 @@ def main() -> int:
           f"{n_assoc:,} associations{' (SYNTHETIC)' if args.users else ''}")
     print(f"python {sys.version.split()[0]} at {sys.executable}; load average {os.getloadavg()[0]:.2f} at the end")
     print()
-    print(f"{'command':<40}{'median':>10}{'min':>10}{'max':>10}{'x typer':>10}   (each against its own tree's import typer)")
+    unit, scale = ("M", 1e-6) if args.instructions else ("ms", 1000)
+    print(f"{'command':<40}{'median':>10}{'min':>10}{'max':>10}{'x typer':>10}   (each against its own tree's import typer"
+          f"{'; M = million instructions, callgrind' if args.instructions else ''})")
     for name, ts in times.items():
         tag = "before: " if name.startswith("before: ") else ""
         base = statistics.median(times[f"{tag}python -c 'import typer'"])
         med = statistics.median(ts)
-        print(f"{name:<40}{med * 1000:>8.0f}ms{min(ts) * 1000:>8.0f}ms{max(ts) * 1000:>8.0f}ms{med / base:>9.2f}x")
+        print(f"{name:<40}{med * scale:>8.0f}{unit:<2}{min(ts) * scale:>8.0f}{unit:<2}{max(ts) * scale:>8.0f}{unit:<2}"
+              f"{med / base:>9.2f}x")
     print()
     for n in notes:
         print(n)

@@ -27,6 +27,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms of the forecast's start)
 
 from fscontrol.errors import NotFoundError
+from fscontrol.export.rowindex import END as _END, INDEX_KEY, INDEX_LINE, by_index as _by_index, on_paths
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -371,28 +372,53 @@ ROWS_LINE = ' "associations": ['
 
 
 def published_text(data: dict[str, Any]) -> str:
-    """The file's JSON: the cluster-wide part indented, then the per-association rows last, one
-    compact row a line, so that a forecast reads only its user's rows (read_published's `users`)
-    without holding the whole file (100,000 associations are ~40 MB of JSON)."""
-    head = {k: v for k, v in data.items() if k != "associations"}
-    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
+    """The file's JSON: the cluster-wide part indented, then the per-association rows, one compact
+    row a line, then their index, so that a forecast reads only its user's rows (read_published's
+    `users`) without reading the others (100,000 associations are ~30 MB of JSON).
+
+    The index ("row_index") is one line `[user, account, offset, length]` a row, sorted (the
+    accounts' rows, user "", first, by account); the offset counts bytes from the start of the
+    ' "associations": [' line. The head's "row_index_bytes" is the index's size from its first
+    line to the end of the file, so a reader finds the index from the file's size, a user's
+    entries by bisection, and the rows by seek. json.dumps writes ASCII (ensure_ascii), so a
+    character is a byte. Readers that know nothing of the index (VERSION 1 from before it) read
+    the file as before: it is one JSON document, the index two keys more."""
+    head = {k: v for k, v in data.items() if k not in ("associations", INDEX_KEY, "row_index")}
     if "associations" not in data:
-        return text + "\n"
-    rows = ",\n".join(json.dumps(r, separators=(",", ":"), allow_nan=False) for r in data["associations"])
-    return text[:-2] + ",\n" + ROWS_LINE + ("\n" + rows + "\n ]" if rows else "]") + "\n}\n"
+        return json.dumps(head, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    rows = [json.dumps(r, separators=(",", ":"), allow_nan=False) for r in data["associations"]]
+    if not rows:
+        text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
+        return text[:-2] + ",\n" + ROWS_LINE + "]\n}\n"
+    entries = []
+    at = len(ROWS_LINE) + 1
+    for r, row in zip(data["associations"], rows):
+        entries.append((r.get("user") or "", str(r.get("account") or ""), at, len(row)))
+        at += len(row) + 2  # ",\n"
+    entries.sort()
+    index = INDEX_LINE + "\n" + ",\n".join(json.dumps(list(e), separators=(",", ":")) for e in entries) + _END.decode()
+    head[INDEX_KEY] = len(index)
+    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
+    return text[:-2] + ",\n" + ROWS_LINE + "\n" + ",\n".join(rows) + "\n ],\n" + index
 
 
-def read_published(path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None
-                   ) -> tuple[dict[str, Any], Path]:
+def read_published(path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None,
+                   head_only: bool = False, ancestors: bool = False) -> tuple[dict[str, Any], Path]:
     """Read a published snapshot. `path` is the file, or a folder holding <cluster>.json (or a
     single .json file when no cluster is named). PublishedError (exit 6) when there is none.
 
-    `users`: keep only these users' association rows and the accounts' (user ""): the file is
-    read line by line and other rows are never parsed, so memory stays small however big the
-    cluster (the file's layout: published_text). None: every row."""
+    `users`: keep only these users' association rows and the accounts' (user ""), in the file's
+    order: their rows are found through the file's index and read by seek (a file without one,
+    from before it, is read line by line), and other rows are never parsed, so time and memory
+    stay small however big the cluster (the file's layout: published_text). None: every row.
+    `ancestors` (with `users`): of the accounts' rows only those on these users' paths (each row's
+    account, its parent, up to root: what a user's own sshare shows and the forecast reads;
+    on_paths). `head_only`: no rows at all ("associations" is empty: `why` reads the gate and the
+    padding).
+    The index itself is never part of what is returned."""
     p = locate(path, cluster)
     try:
-        data = _load(p, users)
+        data = _load(p, frozenset() if head_only else users, head_only, ancestors and users is not None)
     except (OSError, ValueError) as e:
         raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
     return check_published(data, p, cluster), p
@@ -429,36 +455,70 @@ def check_published(data: Any, p: Path, cluster: str | None = None) -> dict[str,
     return data
 
 
-def _load(p: Path, users: set[str] | frozenset[str] | None) -> Any:
+def _whole(p: Path) -> Any:
+    data = json.loads(p.read_bytes())
+    if isinstance(data, dict):
+        data.pop(INDEX_KEY, None)
+        data.pop("row_index", None)
+    return data
+
+
+def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = False, ancestors: bool = False) -> Any:
     """The file's JSON, with the rows of `users` (and of accounts) only when the file is in
-    published_text's layout; a file in another layout is read whole, as is every row (one
-    json.loads shares the rows' key strings; one json.loads a row does not)."""
+    published_text's layout (through its index where it has one); a file in another layout is
+    read whole, as is every row (one json.loads shares the rows' key strings; one json.loads a
+    row does not)."""
     if users is None:
-        return json.loads(p.read_text())
-    head: list[str] = []
-    with p.open(encoding="utf-8") as fh:
+        return _whole(p)
+    rows_line = ROWS_LINE.encode()
+    head: list[bytes] = []
+    at = 0  # where the rows' line starts
+    with p.open("rb") as fh:
         for line in fh:
-            if line.rstrip("\n") in (ROWS_LINE, ROWS_LINE + "]"):
+            if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
                 break
             head.append(line)
+            at += len(line)
         else:
-            return json.loads("".join(head))
-        rows: list[dict] = []
-        needles = tuple(f',"user":{json.dumps(u)},' for u in (*users, ""))
-        for line in fh:
-            row = line.strip().removesuffix(",")
-            if row in ("]", ""):
-                continue
-            if row == "}":
-                break
-            if not (row.startswith("{") and row.endswith("}")):  # not one row a line: read it all
-                return json.loads(p.read_text())
-            if any(n in row for n in needles):
-                r = json.loads(row)
-                if r.get("user") in users or r.get("user") == "":
-                    rows.append(r)
-    text = "".join(head).rstrip().removesuffix(",") + "\n}"
-    data = json.loads(text)
-    if isinstance(data, dict):
-        data["associations"] = rows
+            return _whole(p)
+        data = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+        if not isinstance(data, dict):
+            return data
+        size = data.pop(INDEX_KEY, None)
+        if head_only:
+            data["associations"] = []
+            return data
+        wanted = {*users, ""}
+        try:
+            rows = _by_index(fh, at, size, wanted, ancestors) if type(size) is int else None
+        except (ValueError, TypeError, KeyError, IndexError):
+            rows = None
+        if rows is None:  # no index (a file from before it), or one that does not fit the file: every line
+            fh.seek(at)
+            fh.readline()
+            rows = _scan(fh, wanted)
+            if rows is None:
+                return _whole(p)
+            if ancestors:
+                rows = on_paths(rows, users)
+    data["associations"] = rows
     return data
+
+
+def _scan(fh, wanted: set[str]) -> list[dict] | None:
+    """The rows of `wanted` users, line by line; None when the rows are not one a line."""
+    rows: list[dict] = []
+    needles = tuple(f',"user":{json.dumps(u)},'.encode() for u in wanted)
+    for line in fh:
+        row = line.strip().removesuffix(b",")
+        if row == b"":
+            continue
+        if row in (b"]", b"}"):
+            break
+        if not (row.startswith(b"{") and row.endswith(b"}")):
+            return None
+        if any(n in row for n in needles):
+            r = json.loads(row)
+            if r.get("user") in wanted:
+                rows.append(r)
+    return rows

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fscontrol.export.publish import ROWS_LINE, PublishedError, check_published, locate, read_published
+from fscontrol.export.rowindex import INDEX_KEY
 
 _USER = ',"user":'
 
@@ -54,6 +55,8 @@ class _Snapshot:
                 head.append(line)
             else:
                 self.head = check_published(json.loads(b"".join(head)), self.path)
+                self.head.pop(INDEX_KEY, None)  # the file's row index is not the data's (read_published)
+                self.head.pop("row_index", None)
                 return
             offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
             where: dict[str, list[tuple[int, int]]] = {}
@@ -63,9 +66,9 @@ class _Snapshot:
                 row = raw.strip()
                 if row.endswith(b","):
                     row = row[:-1]
-                if row in (b"]", b""):
+                if row == b"":
                     continue
-                if row == b"}":
+                if row in (b"]", b"}"):  # the rows' end (the file's row index may follow: publish.published_text)
                     break
                 text = row.decode("utf-8")
                 i = text.find(_USER)
@@ -81,6 +84,7 @@ class _Snapshot:
                     where.setdefault(user, []).append((start, len(raw)))
         text = b"".join(head).decode("utf-8").rstrip().removesuffix(",") + "\n}"
         self.head = check_published(json.loads(text), self.path)
+        self.head.pop(INDEX_KEY, None)  # the row index's size: the file's, not the data's (read_published)
         self.accounts, self.where, self.has_rows = accounts, where, True
         self.order = {id(r): i for i, r in enumerate(accounts.values())}
 

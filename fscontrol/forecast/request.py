@@ -82,8 +82,12 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     else:
         from fscontrol.export import privacy
 
-        # only the asker's own rows (and the accounts'): a big cluster's file is never held whole
-        data_pub, path = read(target, args.cluster, users={who})
+        # only the asker's own rows and their accounts' up to root (what their own sshare shows): a big
+        # cluster's file is never held whole, nor read row by row (the file's index; the web's PublishedIndex)
+        if read is pub.read_published:
+            data_pub, path = read(target, args.cluster, users={who}, ancestors=True)
+        else:
+            data_pub, path = read(target, args.cluster, users={who})
         trusted = os.stat(path).st_uid == 0
         if asker is None:  # the process's own user: their own file beside it (privacy.py), theirs alone
             mine = privacy.read_own(path, requester, uid)

@@ -350,7 +350,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         from fscontrol.export import privacy
         from fscontrol.forecast.service import invoker
 
-        data, path = pub.read_published(published or pub.default_path(cfg.cluster), cfg.cluster)
+        data, path = pub.read_published(published or pub.default_path(cfg.cluster), cfg.cluster, head_only=True)
         me, uid = invoker()
         data = privacy.merge_own(data, privacy.read_own(path, me, uid))  # the gate's entries of one's own accounts
         gate_pub = data.get("gate")

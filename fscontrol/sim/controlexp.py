@@ -24,7 +24,6 @@ from types import SimpleNamespace
 from typing import Annotated, Any, Optional
 
 import typer
-from tabulate import tabulate
 
 from . import cmdline
 from .multifactor import SIZE_CLASSES, ControlSpec, Disturbance, PriorityConfig, halving_errors
@@ -98,6 +97,7 @@ def halving_table(results: Sequence[SimResult]) -> str:
             _pct(h.get("within_2pct"), 1), "-" if h.get("settle_s") is None else f"{h['settle_s'] / 86400:.1f}",
             f"{h.get('d_min', '-')}-{h.get('d_max', '-')}", h.get("pulses", 0),
         ])
+    from tabulate import tabulate  # here: only the text tables need it
     return tabulate(rows, headers=["configuration", "passes", "mean H/u*-1", "median |err|", "p95 |err|", "max |err|",
                                    "within 1%", "within 2%", "settled after (d)", "d range", "pulses"],
                     tablefmt="github", disable_numparse=True)
@@ -112,6 +112,7 @@ def waits_table(results: Sequence[SimResult]) -> str:
             g = r.by_size.get(c)
             row.append("-" if not g or g["mean_wait_s"] is None else f"{g['mean_wait_s'] / HOUR:.2f} / {g['mean_bsld']:.1f}")
         rows.append(row)
+    from tabulate import tabulate  # here: only the text tables need it
     return tabulate(rows, headers=["configuration", "mean wait (h)", "mean bsld", "utilization",
                                    *(f"{c} nodes: wait (h) / bsld" for c in SIZE_CLASSES)],
                     tablefmt="github", disable_numparse=True)
@@ -131,6 +132,7 @@ def accounts_table(results: Sequence[SimResult], base: SimResult, top: int = 10)
             dw = g["mean_wait_s"] / b["mean_wait_s"] - 1 if b["mean_wait_s"] else math.nan
             row.append(f"{g['mean_wait_s'] / HOUR:.2f} ({dw * 100:+.0f}%) / {g['mean_bsld']:.1f}")
         rows.append(row)
+    from tabulate import tabulate  # here: only the text tables need it
     return tabulate(rows, headers=["account", "node-hours", f"{base.policy.label}: wait (h) / bsld",
                                    *(r.policy.label for r in results if r is not base)],
                     tablefmt="github", disable_numparse=True)

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Optional
 
 import typer
-from tabulate import tabulate
 
 from . import cmdline
 from .policies import get_policy
@@ -113,6 +112,7 @@ def format_section9(rows: list[dict[str, Any]], *, fmt: str = "github") -> str:
         "paper",
         "utilization",
     ]
+    from tabulate import tabulate  # here: only the text tables need it
     return tabulate(table, headers=headers, tablefmt=fmt, disable_numparse=True)
 
 

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
 
 from .metrics import group_metrics, utilization
 from .moldable import CATEGORY_EDGES, MoldParams, Strategy, category_labels, category_of, get_strategy
@@ -148,6 +147,7 @@ def format_categories(results: list[SimResult] | list[Summary], *, baseline: int
         x = r["overall"]["mean_turnaround_s"]
         line.append(f"{x / HOUR:,.2f}" if k == baseline else f"{x / HOUR:,.2f} ({_pct(x, b)})")
     rows.append(line)
+    from tabulate import tabulate  # here: only the text tables need it
     return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
 
 
@@ -257,4 +257,5 @@ def size_profile(results: list[SimResult]) -> str:
     cols = [col(r) for r in results]
     rows = [[lab, *(c[k] for c in cols)] for k, lab in enumerate(labels)]
     heads = ["size (nodes)"] + [f"% jobs, {r.policy.label.removeprefix('mold-')}" for r in results]
+    from tabulate import tabulate  # here: only the text tables need it
     return tabulate(rows, headers=heads, tablefmt="github", disable_numparse=True)

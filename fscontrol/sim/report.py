@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tabulate import tabulate
-
 from .result import SimResult
 
 
@@ -40,6 +38,8 @@ def _f(x: float | None, nd: int = 2) -> str:
 
 def format_report(result: SimResult, *, by: str = "account", top: int | None = 20) -> str:
     """Overall metrics, then one line per account (or user), busiest first when truncated."""
+    from tabulate import tabulate  # here: `simulate --json` and the library's callers print no table
+
     w, o = result.workload, result.overall
     un = time_unit([result])
     u = un[0]
@@ -140,6 +140,8 @@ def format_comparison(results: Iterable[SimResult], groups: Sequence[str] = ()) 
     results = list(results)
     un = time_unit(results)
     u = un[0]
+    from tabulate import tabulate
+
     rows = comparison_rows(results, groups)
     headers = ["policy", f"mean wait ({u})", "mean bsld", "utilization"]
     for g in groups:

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -377,6 +376,8 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
     existing = check_capture_folder(folder, force=force)
     parent = folder.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: the forecast's start-up reads recordings, never captures (tempfile brings random)
+
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.capture-", dir=parent))  # 0700
     try:
         meta = _capture_into(source, tmp, window_s, note, since, history_s)

@@ -1,0 +1,164 @@
+"""The published file's row index (export.publish.published_text, read_published's `users`): a
+user's rows found by bisection on the index at the end of the file and read by seek, on a
+SYNTHETIC cluster of ~100,000 associations (scripts/gen_synthetic.py, collected and published as
+the agent does). Each answer is checked against the whole file parsed by json.loads (not by
+either of the reader's paths), and the forecast's answer against the same forecast from the file
+without its index (the line-by-line scan every file had before: an older file must still read)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol.cli.app import app
+from fscontrol.export import publish as pub
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _gen():
+    spec = importlib.util.spec_from_file_location("gen_synthetic", ROOT / "scripts" / "gen_synthetic.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gen_synthetic", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _without_index(text: str) -> str:
+    """The file as published_text wrote it before the index: the rows last, no row_index."""
+    head, rows = text.split("\n" + pub.ROWS_LINE + "\n", 1)
+    head = "\n".join(ln for ln in head.split("\n") if not ln.startswith(f' "{pub.INDEX_KEY}":'))
+    rows = rows.split("\n ],\n" + pub.INDEX_LINE + "\n", 1)[0]
+    return head + "\n" + pub.ROWS_LINE + "\n" + rows + "\n ]\n}\n"
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """~100,000 associations (93,238 users), published; and the same file without its index."""
+    gen = _gen()
+    base = tmp_path_factory.mktemp("synth100k")
+    sample = base / "sample"
+    gen.write_sample(gen.generate(users=93_238, jobs=2000, seed=1, out=str(sample)), sample)
+    db, public = base / "h.db", base / "public"
+    public.mkdir()
+    for args in (["collect", "--source", str(sample), "--db", str(db)],
+                 ["publish", "--db", str(db), "--out", str(public / "c.json")]):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 0, r.output
+    path = public / "c.json"
+    text = path.read_text()
+    old = base / "old" / "c.json"
+    old.parent.mkdir()
+    old.write_text(_without_index(text))
+    whole = json.loads(text)
+    return path, old, sample, whole
+
+
+def test_a_user_s_rows_through_the_index_are_the_whole_file_s(big):
+    path, old, _, whole = big
+    whole = dict(whole)
+    rows = whole.pop("associations")
+    index = whole.pop("row_index")
+    assert len(rows) > 100_000 - 10 and whole.pop(pub.INDEX_KEY) > 0
+    assert json.loads(old.read_text()) == {**whole, "associations": rows}  # the same file, less the index
+    assert [tuple(e) for e in index] == sorted(tuple(e) for e in index)
+    users = sorted({r["user"] for r in rows if r["user"]})
+    parent = {r["account"]: r["parent"] for r in rows if r["user"] == ""}
+    picks = [{users[0]}, {users[-1]}, {users[len(users) // 2]}, set(random.Random(5).sample(users, 7)),
+             {"nobody-here"}, set()]
+    for want in picks:
+        expected = [r for r in rows if r["user"] in want or r["user"] == ""]
+        data, _ = pub.read_published(path, users=want)
+        assert data == {**whole, "associations": expected}, sorted(want)[:3]
+        assert pub.read_published(old, users=want)[0] == data  # the scan of the file without its index
+        # ancestors: the accounts on the users' paths only (walked here from the whole file's rows)
+        path_accounts = set()
+        for r in rows:
+            if r["user"] in want:
+                a = r["account"]
+                while a and a not in path_accounts:
+                    path_accounts.add(a)
+                    a = parent[a]
+        on_path = [r for r in rows if r["user"] in want or (r["user"] == "" and r["account"] in path_accounts)]
+        if want - {"nobody-here"}:
+            assert "root" in path_accounts
+        data, _ = pub.read_published(path, users=want, ancestors=True)
+        assert data == {**whole, "associations": on_path}, sorted(want)[:3]
+        assert pub.read_published(old, users=want, ancestors=True)[0] == data
+    assert pub.read_published(path)[0] == {**whole, "associations": rows}  # every row: the index is not returned
+    assert pub.read_published(path, head_only=True)[0] == {**whole, "associations": []}
+
+
+def test_the_index_reads_no_other_row(big, tmp_path):
+    """Another user's row made unreadable (same length): the index never reads it; the scan,
+    which looks at every line, falls back to reading the file whole and fails."""
+    path, _, _, whole = big
+    text = path.read_text()
+    victim = next(r for r in whole["associations"] if r["user"] == "u00100")
+    row = json.dumps(victim, separators=(",", ":"))
+    assert text.count(row) == 1
+    broken = tmp_path / "c.json"
+    broken.write_text(text.replace(row, "x" * len(row)))
+    data, _ = pub.read_published(broken, users={"u00020"})
+    assert [r["user"] for r in data["associations"] if r["user"]] == ["u00020"]
+    with pytest.raises(pub.PublishedError):
+        pub.read_published(tmp_path / "c.json", users={"u00100"})  # its own row: checked, unreadable
+
+
+def test_an_index_that_does_not_fit_the_file_is_not_trusted(big, tmp_path):
+    """A wrong row_index_bytes, or rows moved under the index: the reader scans instead (same answer)."""
+    path, _, _, _ = big
+    text = path.read_text()
+    expected = pub.read_published(path, users={"u00020"})[0]
+    size = json.loads(text)[pub.INDEX_KEY]
+    bad = tmp_path / "bad.json"
+    bad.write_text(text.replace(f'"{pub.INDEX_KEY}": {size},', f'"{pub.INDEX_KEY}": {size + 7},', 1))
+    assert pub.read_published(bad, users={"u00020"})[0] == expected
+    # one byte more before the rows: every offset is off by one, the rows read do not parse as theirs
+    bad.write_text(text.replace('\n "format"', '\n  "format"', 1))
+    assert pub.read_published(bad, users={"u00020"})[0] == expected
+
+
+def test_the_forecast_at_100k_equals_the_scan_s(big):
+    path, old, _, _ = big
+    args = ["forecast", "--source", "published", "--user", "u00020", "--plan", "8cpus:1h,idle:30m,4cpus:2h",
+            "--stale-ok", "--now", "1795708000", "--json"]
+    new = CliRunner().invoke(app, [*args, "--published", str(path)])
+    scan = CliRunner().invoke(app, [*args, "--published", str(old)])
+    assert new.exit_code == scan.exit_code == 0, new.output + scan.output
+    assert json.loads(new.stdout) == json.loads(scan.stdout)
+    assert json.loads(new.stdout)["associations"][0]["account"]
+
+
+def test_users_in_several_accounts_and_names_json_escapes(tmp_path):
+    """A user's rows apart from each other, names JSON writes with escapes (offsets count bytes),
+    an empty set of rows; a row_index in the dict given is not written twice."""
+    def row(account, user, parent="root"):
+        return {"account": account, "user": user, "parent": parent, "raw_usage": len(account + user) * 1.5}
+
+    rows = [row("root", "", ""), row("chem", ""), row("chem", "j\u00fcrgen"), row("chem", 'o"neil'),
+            row("bio", ""), row("bio", "ann"), row("bio", "j\u00fcrgen"), row("phys", "zed"), row("phys", "ann")]
+    data = {"format": pub.FORMAT, "version": pub.VERSION, "cluster": "c", "row_index": [1], "associations": rows}
+    path = tmp_path / "c.json"
+    pub.write_published(data, path)
+    text = path.read_text()
+    assert text.isascii() and text.count('"row_index"') == 1
+    whole = json.loads(text)
+    assert [e[0] for e in whole["row_index"]] == ["", "", "", "ann", "ann", "j\u00fcrgen", "j\u00fcrgen", 'o"neil', "zed"]
+    for want in ({"j\u00fcrgen"}, {"ann"}, {'o"neil', "zed"}, {"j\u00fcrgen", "ann"}, set()):
+        got, _ = pub.read_published(path, users=want)
+        assert got["associations"] == [r for r in rows if r["user"] in want or not r["user"]]
+        anc, _ = pub.read_published(path, users=want, ancestors=True)
+        accounts = {r["account"] for r in rows if r["user"] in want} | ({"root"} if want else set())
+        assert anc["associations"] == [r for r in rows if r["user"] in want or (not r["user"] and r["account"] in accounts)]
+        assert {k: v for k, v in got.items() if k != "associations"} == {"format": pub.FORMAT, "version": pub.VERSION,
+                                                                          "cluster": "c"}
+    pub.write_published({**data, "associations": []}, path)
+    assert pub.read_published(path, users={"ann"})[0]["associations"] == []
+    assert pub.INDEX_KEY not in path.read_text()
