@@ -162,7 +162,13 @@ class LiveSlurm:
         held in memory; the same argument list, timeout, deadline and errors as run()."""
         from fscontrol.slurm import spool
 
-        argv = parse.sacct_args(_iso_local(start), _iso_local(end))
+        full, env, limit = self._spooled_call(parse.sacct_args(_iso_local(start), _iso_local(end)))
+        jobs, _, _ = spool.run_sacct(full, limit, env)
+        return jobs
+
+    def _spooled_call(self, argv: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str], float]:
+        """(the full argument list, its environment, its time limit) for a command whose output is
+        spooled to disk: run()'s cluster arguments, timeout and deadline."""
         full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
         env = dict(os.environ if self.env is None else self.env)
         env["SLURM_TIME_FORMAT"] = "%s"
@@ -172,24 +178,15 @@ class LiveSlurm:
             if left <= 0:
                 raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{' '.join(full)}`")
             limit = min(limit, left)
-        jobs, _, _ = spool.run_sacct(full, limit, env)
-        return jobs
+        return full, env, limit
 
     def _streamed(self, argv: tuple[str, ...], parser):
         """parser(lines, command) over the command's output spooled to disk (spool.run_to_file): the
         same argument list, timeout, deadline and errors as run(), the output never held whole."""
         from fscontrol.slurm import spool
 
-        full = (argv[0], *self._cluster_args(argv[0]), *argv[1:])
+        full, env, limit = self._spooled_call(argv)
         cmd = " ".join(full)
-        env = dict(os.environ if self.env is None else self.env)
-        env["SLURM_TIME_FORMAT"] = "%s"
-        limit = self.timeout_s
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise SlurmTimeoutError(f"not run: the tick's deadline passed before `{cmd}`")
-            limit = min(limit, left)
         fh, _, _ = spool.run_to_file(full, limit, env, pass_fds=command.inherited_fds())
         with fh:
             return parser(spool.checked_lines(fh, cmd, lambda at: SlurmCommandError(
