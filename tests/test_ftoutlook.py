@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -181,3 +182,85 @@ def test_the_index_on_a_flat_account_of_many_users_is_linear_enough():
         assert (o.above, o.below) == ref.neighbours(ft, k)
         assert o.budget == ref.budget(ft, k)
         assert o.changes == ()  # nothing runs: nobody moves
+
+
+# ---------------------------------------------------------------------------- an outside tester's cases
+FSC = [sys.executable, "-m", "fscontrol"]
+
+
+@pytest.fixture(scope="module")
+def ft_published(tmp_path_factory):
+    """The Fair Tree recording collected and published as the agent does (with outlooks)."""
+    d = tmp_path_factory.mktemp("ftpub")
+    db, out = d / "h.db", d / "p.json"
+    for argv in (["collect", "--source", str(SAMPLE), "--db", str(db)], ["publish", "--db", str(db), "--out", str(out)]):
+        subprocess.run(FSC + argv, check=True, capture_output=True, cwd=ROOT)
+    return out
+
+
+def _forecast(path, *extra):
+    return subprocess.run(FSC + ["forecast", "--published", str(path), "--source", "published", "-u", "carol",
+                                 "--stale-ok", *extra], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def _rewrite(src, dst, edit) -> None:
+    data, _ = pub.read_published(src)
+    edit(data)
+    pub.write_published(data, dst)
+
+
+def test_a_damaged_outlook_is_one_line_and_a_missing_one_is_ranked_not_dropped(ft_published, tmp_path):
+    def damage(d):
+        next(r for r in d["associations"] if r["user"] == "carol")["ft"] = {"rank": "x"}
+
+    _rewrite(ft_published, tmp_path / "bad.json", damage)
+    p = _forecast(tmp_path / "bad.json")
+    assert p.returncode == 6 and "outlook is damaged" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    whole = _forecast(ft_published, "--json")
+    accounts = [a["account"] for a in json.loads(whole.stdout)["associations"]]
+
+    def drop(d):
+        next(r for r in d["associations"] if r["user"] == "carol").pop("ft")
+
+    _rewrite(ft_published, tmp_path / "partial.json", drop)
+    p = _forecast(tmp_path / "partial.json", "--json")
+    assert p.returncode == 0, p.stderr
+    assert [a["account"] for a in json.loads(p.stdout)["associations"]] == accounts  # ranked itself, none dropped
+
+
+def test_a_big_tree_without_outlooks_is_refused_not_ranked_on_a_login_node(ft_published, tmp_path):
+    def older(d):
+        d.pop("fair_tree_outlook")
+        for r in d["associations"]:
+            r.pop("ft", None)
+        d["padding"] = "x" * (ftf.MAX_WHOLE_TREE_BYTES + 1)  # the size of ~10,000 associations' rows
+
+    _rewrite(ft_published, tmp_path / "old.json", older)
+    p = _forecast(tmp_path / "old.json")
+    assert p.returncode == 6 and "has no Fair Tree outlook" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_files_that_are_no_snapshot_are_one_line(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"format": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    huge = tmp_path / "huge.json"
+    with huge.open("wb") as fh:  # a 70 MB line, sparse: no newline anywhere
+        fh.truncate(70 << 20)
+    for path in (deep, huge, Path("/dev/zero")):
+        p = _forecast(path)
+        assert p.returncode == 6 and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, (path, p.stderr)
+
+
+def test_the_web_api_answers_under_fair_tree_with_its_planner_fields(ft_published):
+    from wsgiref.util import setup_testing_defaults
+
+    from fscontrol.web.app import make_app
+
+    app = make_app(published=str(ft_published), source=str(SAMPLE), identity="remote_user")
+    env = {"PATH_INFO": "/api/forecast", "QUERY_STRING": "cpus=8&length=2&unit=h&runs=2&gap=30&target=0.6",
+           "REQUEST_METHOD": "GET", "REMOTE_USER": "carol"}
+    setup_testing_defaults(env)
+    got = {}
+    body = b"".join(app(env, lambda status, headers: got.update(status=status))).decode()
+    assert got["status"] == "200 OK", body
+    assert json.loads(body)["forecast"]["priority_mode"] == "fair_tree"

@@ -417,11 +417,26 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
     padding).
     The index itself is never part of what is returned."""
     p = locate(path, cluster)
+    if not p.is_file():
+        raise PublishedError(f"{p} is not a regular file: not a published snapshot")
     try:
         data = _load(p, frozenset() if head_only else users, head_only, ancestors and users is not None)
     except (OSError, ValueError) as e:
         raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
+    except (RecursionError, MemoryError):
+        raise PublishedError(f"published snapshot {p} is unreadable: nested too deep or too big for a snapshot") from None
     return check_published(data, p, cluster), p
+
+
+MAX_LINE = 64 << 20  # a published file's lines are short (the head indented, a row a line): longer is no snapshot
+MAX_WHOLE = 1 << 30  # a file read whole (not in the rows-a-line layout): 100,000 associations are ~80 MB
+
+
+def _line(fh) -> bytes:
+    line = fh.readline(MAX_LINE)
+    if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+        raise ValueError(f"a line of over {MAX_LINE >> 20} MiB: not a published snapshot")
+    return line
 
 
 def locate(path: Path | str, cluster: str | None = None) -> Path:
@@ -456,6 +471,8 @@ def check_published(data: Any, p: Path, cluster: str | None = None) -> dict[str,
 
 
 def _whole(p: Path) -> Any:
+    if p.stat().st_size > MAX_WHOLE:
+        raise ValueError(f"{p.stat().st_size >> 20} MiB, not in the published layout: not a published snapshot")
     data = json.loads(p.read_bytes())
     if isinstance(data, dict):
         data.pop(INDEX_KEY, None)
@@ -474,7 +491,7 @@ def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = Fa
     head: list[bytes] = []
     at = 0  # where the rows' line starts
     with p.open("rb") as fh:
-        for line in fh:
+        while line := _line(fh):
             if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
                 break
             head.append(line)
@@ -509,7 +526,7 @@ def _scan(fh, wanted: set[str]) -> list[dict] | None:
     """The rows of `wanted` users, line by line; None when the rows are not one a line."""
     rows: list[dict] = []
     needles = tuple(f',"user":{json.dumps(u)},'.encode() for u in wanted)
-    for line in fh:
+    while line := _line(fh):
         row = line.strip().removesuffix(b",")
         if row == b"":
             continue

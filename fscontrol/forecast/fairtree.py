@@ -19,6 +19,9 @@ from fscontrol.model.fairtree import compute_fair_tree, place, place_text
 from fscontrol.records import ShareRow
 
 HOUR = 3600.0
+# a published file without outlooks is ranked whole only up to this size (~10,000 associations,
+# ~1.5 s; 100,000 associations took 13 s and 915 MiB: docs/forecast-bounds.md)
+MAX_WHOLE_TREE_BYTES = 4_000_000
 
 
 def _lfs(x: float) -> float | None:
@@ -50,15 +53,22 @@ def forecast_data(
     cfg = published["config"]
     taken = float(published["taken_at"])
     warnings = [stale] if stale else []
-    if can_use_published(published):
-        head = published["fair_tree_outlook"]
-        p, n_users, has_running, n_jobs = fo.plan_from_json(head), int(head["n_users"]), head["running"], int(head["n_jobs"])
-        own = [r for r in published.get("associations", []) if r.get("user") == user and r.get("ft")
-               and (account is None or r["account"] == account)]
+    if can_use_published(published, user):
+        from fscontrol.export.publish import PublishedError
+
+        own = [r for r in published.get("associations", []) if r.get("user") == user
+               and (account is None or r.get("account") == account)]
         if not own:
-            _unknown(user, account, [r["account"] for r in published.get("associations", []) if r.get("user") == user],
+            _unknown(user, account, [r.get("account") for r in published.get("associations", []) if r.get("user") == user],
                      published.get("cluster"))
-        mine = [(r["account"], r.get("fairshare"), fo.from_json(r["ft"])) for r in own]
+        try:
+            head = published["fair_tree_outlook"]
+            p, n_users, has_running, n_jobs = (fo.plan_from_json(head), int(head["n_users"]), bool(head["running"]),
+                                               int(head["n_jobs"]))
+            mine = [(str(r["account"]), r.get("fairshare"), fo.from_json(r["ft"])) for r in own]
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            raise PublishedError(f"the published Fair Tree outlook is damaged ({type(e).__name__}: {e}): "
+                                 "ask your admin to publish again") from None
         end = taken + p.at(p.points - 1) if p.points else taken
         if has_running and p.points and (horizon_s is not None and now + horizon_s > end or now > end):
             warnings.append(f"the agent's projection reaches {_iso(end)} (its published outlook: an hour past the "
@@ -127,13 +137,17 @@ def forecast_data(
     }
 
 
-def can_use_published(published: Mapping) -> bool:
+def can_use_published(published: Mapping, user: str | None = None) -> bool:
     """Whether the rows' published outlooks answer the forecast (the agent published them): then
     only the user's own rows are read, whatever the tree's size. The projection is the one the
     agent made: from the snapshot to an hour after it and the default horizon past that; a longer
     --horizon is cut there, and says so (ranking 100,000 associations again per request is what
     this avoids: 13-20 s and over 900 MiB, docs/forecast-bounds.md)."""
-    return bool(published.get("fair_tree_outlook"))
+    if not published.get("fair_tree_outlook"):
+        return False
+    # every row of the user's carries its outlook (else the forecast ranks the tree itself, not
+    # drops the association)
+    return user is None or all(r.get("ft") for r in published.get("associations", []) if r.get("user") == user)
 
 
 def _unknown(user: str, account: str | None, have: Sequence[str], cluster) -> None:

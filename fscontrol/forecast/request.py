@@ -120,14 +120,23 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     if (data_pub.get("config") or {}).get("priority_mode") == "fair_tree":
         from fscontrol.forecast import fairtree as ftf
 
-        if segments:
+        if segments and asker is None:  # the web page's planner fields are simply not used under Fair Tree
             raise ConfigError("--plan/--run/--idle: under Fair Tree a campaign has no halving to forecast; the forecast "
                               "shows your rank, what moves it, and your budget before anyone passes you")
         if args.now is None and args.source not in ("live", "published"):  # a recording: as of when it was made
             args.now = float(data_pub.get("taken_at") or 0)
         now = time.time() if args.now is None else args.now
-        if own is None and not ftf.can_use_published(data_pub):
-            # no outlook of the agent's that serves: a rank depends on everyone's usage, every row
+        if own is None and not ftf.can_use_published(data_pub, who):
+            # no outlook of the agent's that serves: a rank depends on everyone's usage, every row;
+            # bounded: a big tree without outlooks (an older agent's file) is refused, not ranked here
+            size = os.stat(path).st_size
+            if size > ftf.MAX_WHOLE_TREE_BYTES:
+                from fscontrol.export.publish import PublishedError
+
+                raise PublishedError(
+                    f"{path} has no Fair Tree outlook for {who} (an older fscontrol published it): ranking its whole "
+                    f"tree ({size / 1e6:.0f} MB) here would take more than one request should; ask your admin to "
+                    "publish with this version (or, as an admin, `fscontrol forecast --db HISTORY`)")
             data_pub, _ = pub.read_published(path, args.cluster)
             if asker is None and who == requester:
                 data_pub = privacy.merge_own(data_pub, mine)
