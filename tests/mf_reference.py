@@ -44,7 +44,11 @@ slurmctld's instead of EASY at every event:
   it starts (and counts as running to its limit); later, within bf_window: a reservation of its
   whole nodes (ceil(size / node CPUs) x node CPUs, at most the machine; node_cpus 0: the
   machine) from floor(T / bf_resolution) x bf_resolution (not before now) to floor((T + limit) /
-  bf_resolution) x bf_resolution (at least one bf_resolution long).
+  bf_resolution) x bf_resolution (at least one bf_resolution long). A cycle is skipped when
+  nothing changed since the last one began, in whole seconds as backfill.c's `_more_work` compares
+  them (last_job_update >= last_backfill_time): a change at the very time of the last cycle counts.
+  The changes: a job's arrival, start, end or completion, a decay pass (it sets the pending jobs'
+  priorities), a main pass that passes a job by behind the one that does not fit.
 
 * with complete_s, a job's CPUs are free complete_s after its end (its usage is charged at the
   end itself); the main scheduler runs then, not at the end.
@@ -210,8 +214,12 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         return machine - sum(jobs[i].size for i in running) - sum(c for ft, c in completing)
 
     def main_sched(t, depth):
-        for i in queue()[:depth]:
+        nonlocal last_change
+        q = queue()[:depth]
+        for k, i in enumerate(q):
             if jobs[i].size > free_nodes():
+                if k + 1 < len(q):  # a job passed by behind it (Reason=Priority): a change
+                    last_change = t
                 return
             begin(i, t)
 
@@ -275,6 +283,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             free -= s
 
     def begin(i, t):
+        nonlocal last_change
+        last_change = t
         pending.remove(i)
         running.append(i)
         start[i] = t
@@ -284,6 +294,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
     si = sched.sched_interval_s if sched is not None else math.inf
     bi = sched.bf_interval_s if sched is not None and sched.backfill else math.inf
     k_main = k_bf = 1  # the timers' next ticks: t0 + k x interval
+    last_change = last_bf = -math.inf  # the last change (a job's arrival, start, end, completion, a
+    # decay pass, a main pass passing jobs by) and the last backfill cycle
     while True:
         t = min([jobs[ai].submit] if ai < n else [math.inf])
         if running:
@@ -306,6 +318,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         for i in sorted(running, key=lambda i: (end[i], i)):
             if end[i] <= t:
                 running.remove(i)
+                last_change = t
                 if lag > 0:
                     completing.append((end[i] + lag, jobs[i].size))
                 if prio.limits:
@@ -317,13 +330,16 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             if ft <= t:
                 completing.remove((ft, c))
                 changed = True
+                last_change = t
         while ai < n and jobs[ai].submit <= t:
             pending.append(ai)
             prio_of[ai] = priority(ai, t)
             ai += 1
             changed = True
+            last_change = t
         if next_pass <= t:
             do_pass(t)
+            last_change = t
             next_pass += P
             if sched is None:  # (slurmctld's scheduler does not run at a decay pass)
                 changed = True
@@ -336,7 +352,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                     main_sched(t, n)
             if t0 + k_bf * bi <= t:
                 k_bf += 1
-                if pending:
+                if pending and last_change >= last_bf:  # else skipped: nothing changed since the last
+                    last_bf = t
                     backfill(t)
         elif changed and pending:
             schedule(t)

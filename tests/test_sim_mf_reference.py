@@ -216,3 +216,29 @@ def test_fair_tree_jobs_after_a_pass_with_nothing_pending_read_its_ranks():
     assert ref.start == [61.0, 362.0, 122.0]
     for name, eng in _engines():
         assert eng.simulate(w, prio, tree=rows).start == ref.start, name
+
+
+def test_a_cycle_after_a_change_in_the_last_cycles_second_runs():
+    """Found by the reference (issue #32): at t=3300 jobs end, a decay pass runs and a backfill
+    cycle runs; nothing happens until 3330. backfill.c's `_more_work` compares whole seconds with
+    >= (last_job_update >= last_backfill_time), so the 3330 cycle runs: its bf_window (600 s) now
+    reaches the 20-CPU job's start (3930), whose reservation pushes the two 13-CPU jobs past the
+    window, and the 1-CPU, 270 s job starts at 3330. The engine skipped the cycle ("nothing
+    changed since the last") and started it at 3360; the reference ran every cycle."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    rows = [(0, 450, 24, "u01"), (0, 570, 13, "u01"), (0, 1477, 2, "u01"), (0, 1327, 16, "u02"),
+            (0, 1710, 7, "u02")] + [(0, 30, 1, "u00")] * 5 + [
+            (0, 360, 13, "u02"), (0, 810, 20, "u00"), (0, 30, 1, "u00"), (0, 960, 13, "u00"),
+            (0, 30, 20, "u00"), (0, 30, 1, "u00"), (0, 630, 8, "u00"), (0, 360, 13, "u00"), (0, 30, 1, "u00"),
+            (400, 30, 1, "u00"), (800, 30, 1, "u00"), (1200, 30, 1, "u00"), (2200, 30, 1, "u00"),
+            (3200, 270, 1, "u02")] + [(3200, 30, 1, "u00")] * 13
+    jobs = [SimJob(str(k + 1), float(s), float(r), float(r), z, user=u, account="a0")
+            for k, (s, r, z, u) in enumerate(rows)]
+    w = Workload("same-second", 32, jobs)
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=10000.0, max_age_s=600.0, calc_period_s=60.0,
+                          half_life_s=3600.0, fair_tree=False, limits=False)
+    sc = SlurmSched(bf_window_s=600.0, node_cpus=4)
+    ref = simulate_reference(w, prio, share_tree(w, dummy=None), sched=sc)
+    assert ref.start[23] == 3330.0, ref.start[23]
+    check_same_sched(w, prio, sc)

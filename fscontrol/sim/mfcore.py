@@ -322,6 +322,7 @@ def simulate(
     def start_job(i: int, t: float) -> None:
         nonlocal free, q_min
         bf_dirty[0] = True
+        bf_t[0] = t
         start[i] = t
         order.append(i)
         e = t + run[i]
@@ -475,15 +476,25 @@ def simulate(
         while k < nq and k < lim and size[q[k] & QM] <= free:
             start_job(q[k] & QM, t)
             k += 1
+        if k + 1 < nq and k + 1 < lim:
+            # the jobs it passes behind the first that does not fit get Reason=Priority, and
+            # last_job_update = now (job_scheduler.c, the partition's failed test): a change
+            bf_dirty[0] = True
+            bf_t[0] = t
         if k:
             del q[:k]
 
-    bf_dirty = [True]  # a job arrived, started or ended, or the priorities changed, since the last cycle
+    # a job arrived, started or ended, the priorities changed or a main pass passed jobs by, since
+    # the last cycle began (in its second: slurmctld's `last_job_update >= last_backfill_time`)
+    bf_dirty = [True]
+    bf_t = [-INF]  # when last
 
     def bf_pass(t: float) -> None:
         """A backfill cycle (slurmsched.backfill_starts). One with nothing changed since the last
-        is skipped: it would start nothing (the same running jobs and queue, a later now)."""
-        bf_dirty[0] = False
+        is skipped (backfill.c `_more_work`), though a later now may move bf_window's end and the
+        rounding; a change at this very time, before the cycle, still counts for the next (slurmctld
+        compares whole seconds with >=)."""
+        bf_dirty[0] = bf_t[0] >= t
         if lazy[0] is not None:
             materialise()
         starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap)
@@ -989,6 +1000,8 @@ def simulate(
             e, i = heappop(heap)
             if lag > 0:  # its CPUs stay busy until the job has completed (epilog)
                 heappush(cheap, (e + lag, size[i]))
+                bf_dirty[0] = True  # (COMPLETING: a change for backfill)
+                bf_t[0] = t
             else:
                 free += size[i]
                 ended = True
@@ -1091,6 +1104,7 @@ def simulate(
                     kb += 1
             if ended or new or gated or reordered:
                 bf_dirty[0] = True
+                bf_t[0] = t
             if ended or new or gated:
                 schedule(t, ended, new, gated)
             if t0 + km * si <= t:  # (a tick at t)

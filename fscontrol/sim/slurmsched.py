@@ -18,6 +18,13 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   both rounded DOWN to a multiple of `bf_resolution` (60 s) counted from the epoch. A
   reservation holds **whole nodes** (backfill's node_space map is by node): on a one-node
   machine nothing runs beside a reserved job, even in CPUs it leaves free.
+* A backfill cycle runs only if something changed since the last one began (backfill.c
+  `_more_work`: last_job_update >= last_backfill_time, in whole seconds, so a change at the very
+  time of the last cycle counts). The changes: a job's arrival, start, end or completion, a decay
+  pass (it resets the pending jobs' priorities), a main pass that passes a job by behind the one
+  that does not fit (Reason=Priority, job_scheduler.c). A skipped cycle is not a no-op: a later
+  now moves bf_window's end and the bf_resolution rounding, so the engine and the reference skip
+  the same ones.
 * `bf_continue` (keep walking the cycle's list after yielding locks) changes nothing here: the
   engine's cycle does not yield.
 
