@@ -208,11 +208,18 @@ def test_tick_runs_on_defaults_only_when_asked(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------- interrupt
+def terminal_sigint() -> None:
+    """In the child: Ctrl-C's SIGINT as a terminal's shell leaves it (default). A test run started in
+    the background (`cmd &`, nohup) inherits SIGINT ignored, and the child would never see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(argv: list[str], ready, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """Start `python -m fscontrol ARGV`, wait until `ready(proc)` says it is inside the command,
     send SIGINT (what Ctrl-C sends), and return what it printed and its exit code."""
     p = subprocess.Popen([sys.executable, "-m", "fscontrol", *argv], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})},
+                         preexec_fn=terminal_sigint)
     try:
         deadline = time.monotonic() + timeout
         while not ready(p):

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from test_cli_conventions import terminal_sigint
+
 from fscontrol.cli.main import exit_code
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +69,7 @@ def test_an_early_ctrl_c_is_one_line_and_exit_130(delay):
             "from fscontrol.cli.main import main\n"
             "sys.exit(main())\n")
     p = subprocess.Popen([sys.executable, "-c", code, "forecast", "--source", str(SAMPLE)], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=terminal_sigint)
     try:
         assert p.stdout.readline() == "started\n"
         time.sleep(delay)

@@ -240,6 +240,9 @@ def _check_fscontrol_step(site: Site, args: list[str], out: str) -> None:
         assert "fsdampeningfactor" in out, out  # the plan: the command the agent would run
     elif args[:2] == ["control", "off"]:
         assert "fsdampeningfactor" in out, out
+    elif args[0] == "doctor":  # the README's config on a sound cluster: exit 0 (_ok), no warning, nothing fatal
+        assert out.startswith(f"{site.cluster} (Slurm "), out
+        assert not re.search(r"^\s*(FATAL|WARNING)", out, re.M | re.I), out
     else:
         raise AssertionError(f"no check for fscontrol {args}")
 
