@@ -32,15 +32,20 @@ def test_trim_sets_d_for_the_usage_the_pass_will_read(slurm, tmp_path):
         d_set = res.decision.d_target
         assert res.decision.s_ref and slurm.damping() == d_set
         assert pipeline.trim_damping(slurm.source(), db, cfg, apply=True) is None  # nothing moved since
+        # the control tick ran just after a pass, so the next pass is at most one period (60 s)
+        # away: bob, started now, is charged at that pass for nearly all of it (64 CPUs x ~40 s
+        # against ~1,500 CPU-s of alice's), and the trim reads it on a decision well inside the
+        # 120 s it trusts. (The earlier form waited 20 s after bob started, then for a pass: on a
+        # loaded CI machine that passed 120 s and the trim rightly refused a stale decision.)
         bob = slurm.submit("bob", "flat", 64, 600)  # root's usage about doubles at the next pass
         for _ in range(40):
             if "RUNNING" in slurm.run("squeue", "-h", "-j", bob, "-o", "%T"):
                 break
             time.sleep(0.5)
-        time.sleep(20)  # so the next pass charges bob 20 s at least (64 x 20 CPU-s on ~1,000)
-        # one pass, not two: the trim acts on a decision at most 120 s old (the control tick just
-        # before the pass); two passes can take longer than that on a loaded machine
         slurm.wait_for_pass()
+        from fscontrol.store import ledger
+        age = time.time() - float(ledger.last_decision(db, "tbcluster")["decided_at"])
+        assert age < 120, f"the pass came {age:.0f} s after the control tick (the trim trusts 120 s)"
         done = pipeline.trim_damping(slurm.source(), db, cfg, apply=True)
         assert done is not None and done.status == "ok" and "trim before the pass" in done.reason, done
         d_new = int(done.argv[-1])
