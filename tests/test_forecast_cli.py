@@ -237,6 +237,19 @@ def test_unknown_user(agave, as_user):
     assert "unknown user 'nobody-here': sshare shows no association for them on agave" in r.output
 
 
+def test_j_from_a_recording_is_one_of_the_users_recorded_pending_jobs(as_user):
+    """Issue #28 (an outside tester): with the rows from a recording, -j 99999999 was taken as
+    "your pending job" (exit 0); it is one of the user's pending jobs in the recorded squeue
+    (alice's job 11 is; carol's running 15 and 99999999 are not): one line, exit 6."""
+    args = ["--source", str(SAMPLE), "-u", "alice", "-A", "flat"]
+    ok = _run(*args, "-j", "11")
+    assert ok.exit_code == 0 and "your pending job 11" in ok.output, ok.output
+    for job in ("99999999", "15"):
+        r = _run(*args, "-j", job)
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 6 and len(lines) == 1 and f"no pending job {job} of alice's" in lines[0], r.output
+
+
 def test_unknown_account(agave, as_user):
     r = _run(*_yalim_args(agave, "--account", "physics"))
     assert r.exit_code == 6 and "user 'yalim' has no association in account 'physics' (has: yalim)" in r.output
