@@ -185,7 +185,9 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
                              + f", got {_echo(text, quote=False)}")
         return x
 
-    cpus = number("cpus", "CPUs per run", 1)
+    from fscontrol.forecast.classic import plan_cpus
+
+    cpus = plan_cpus(_plain(number("cpus", "CPUs per run", 0)))  # the field read as a number, then --plan's rule (whole, >= 1)
     if v["unit"] not in UNITS:
         raise ValueError(f"lengths are in m, h or d, not {v['unit']!r}")
     u = v["unit"]
