@@ -381,6 +381,16 @@ def test_published_source_without_private_data(agave, as_user):
     assert json.loads(r.output)["associations"][0]["account"] == "u1"
 
 
+def test_an_unknown_user_in_the_published_rows_is_said_of_the_published_file(agave, as_user):
+    """Issue #28: with the rows from the published file, "sshare shows no association" named a
+    command that never ran; the message says where the rows came from."""
+    path, _ = agave
+    as_user("nobody-here")
+    r = _run("--published", str(path), "--source", "published", "--now", str(T0))
+    assert r.exit_code == 6 and "sshare" not in r.output, r.output
+    assert "unknown user 'nobody-here': the published file has no association for them on agave" in r.output
+
+
 def test_controller_d_not_sshares_fairshare_column(tmp_path, as_user):
     """sshare's FairShare uses the client's slurm.conf d; the forecast uses the controller's."""
     snap = _snapshot()

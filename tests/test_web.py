@@ -221,3 +221,22 @@ def test_a_plan_step_lasts_more_than_nothing(pub):
     r = CliRunner().invoke(cli, ["forecast", "--published", str(pub), "--source", str(BASIC), "-u", "carol",
                                  "--plan", "8cpus:0h"])
     assert r.exit_code == 2 and "lasts no time" in r.output, r.output
+
+
+def test_a_stale_snapshot_on_the_web_names_no_cli_option(pub):
+    """Issue #28: the web's error for a snapshot too old said "--stale-ok forecasts anyway", an
+    option of the CLI's that a web user cannot give; the CLI still names it."""
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app as cli
+
+    taken = json.loads((pub / "tbcluster.json").read_text())["taken_at"]
+    later = taken + 3 * 86400
+    app = make_app(published=str(pub), source="published", identity="remote_user", now=later)
+    for path in ("/api/forecast", "/"):
+        status, _, body = call(app, path)
+        assert status == "404 Not Found" and "too old to forecast from" in body, body
+        assert "--stale-ok" not in body and "ask your admin" in body.lower()
+    r = CliRunner().invoke(cli, ["forecast", "--published", str(pub), "--source", "published", "-u", "carol",
+                                 "--now", str(later)])
+    assert r.exit_code == 6 and "too old to forecast from" in r.output and "--stale-ok" in r.output, r.output

@@ -195,6 +195,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         stale_ok=args.stale_ok,
         horizon_s=horizon_s,
         pending=pending,
+        rows_from="published" if args.source == "published" else "sshare",
     )
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
