@@ -329,7 +329,10 @@ def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: 
                 loaded.when_text(ap["idle_days_to_target"])
         return
     planned = loaded.build(r, rows, published, plan, d, total, pending_job) if plan else None
-    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points)
+    # "if your account's other users stopped": they stop, the user's own running jobs go on
+    stopped = loaded.build(r, rows, published, (), d, total, pending_job, others_stopped=True)
+    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points,
+                 None if isinstance(stopped, str) else stopped)
 
 
 PENDING_ARGS = ("-h", "-t", "PD", "-o", "%i|%a|%r")  # squeue -u USER + these: parse_own_pending reads it
