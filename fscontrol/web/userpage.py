@@ -264,9 +264,14 @@ def _fairtree_summary(data: Mapping, a: Mapping, i: int) -> str:
         pts = [(0.0, a["fairshare"])] + [(max(0.0, p["in_s"]), p["fairshare"]) for p in a["projection"]]
         horizon = pts[-1][0]
         unit, scale = _unit(horizon)
-        ch = a["rank_changes"]
-        summary = (f"{_place(ch[0])} in {duration_text(max(0.0, ch[0]['in_s']))}" if ch
-                   else f"{_place(a)} throughout")
+        from fscontrol.forecast.fairtree import ago_text, split_changes
+
+        passed, ch = split_changes(a)  # a change before now (a stale snapshot) is past, never "in 0 min"
+        summary = (f"{_place(ch[0])} in {ago_text(max(0.0, ch[0]['in_s']))}" if ch
+                   else f"{_place(passed[-1] if passed else a)} throughout")
+        if passed:
+            summary = (f"{_place(passed[-1])} since {ago_text(-passed[-1]['in_s'])} ago (projected from the snapshot, "
+                       f"already passed); " + (summary if ch else "no further change"))
         parts.append("<h3>Projection: the jobs running now go on, nobody starts another</h3>")
         parts.append(chart_svg(pts, x_unit=unit, x_scale=scale, step=True, chart_id=f"proj{i}",
                                title="F = rank / N after each coming decay pass", desc=f"F now {a['fairshare']:.3f}; {summary}."))
