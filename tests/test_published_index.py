@@ -189,6 +189,18 @@ def test_an_entry_with_its_name_changed_hides_no_row(tmp_path, old, new):
     falls back to its scan of the rows: the right rows, whatever entry was edited."""
     path, rows = _small(tmp_path)
     text = path.read_text()
+    from fscontrol.export.rowindex import by_index
+
+    def through_index(who: str, ancestors: bool):
+        with path.open("rb") as fh:
+            at = text.encode().index(("\n" + pub.ROWS_LINE + "\n").encode()) + 1
+            try:
+                return by_index(fh, at, json.loads(text)[pub.INDEX_KEY], {who, ""}, ancestors)
+            except ValueError:  # read_published's reader then scans, as for None
+                return None
+
+    for who in ("alice", "carol", "zed"):  # the file as written: read through its index, not scanned
+        assert through_index(who, True) is not None and through_index(who, False) is not None
     tail = text[text.index(pub.INDEX_LINE):]
     assert tail.count(old) == 1
     path.write_text(text[:text.index(pub.INDEX_LINE)] + tail.replace(old, new))
@@ -199,3 +211,4 @@ def test_an_entry_with_its_name_changed_hides_no_row(tmp_path, old, new):
         assert got["associations"] == [r for r in rows if r["user"] == who or (not r["user"] and r["account"] in accounts)]
         got, _ = pub.read_published(path, users={who})
         assert got["associations"] == [r for r in rows if r["user"] in (who, "")]
+    assert through_index("carol" if "carol" in old else "alice", True) is None  # the damaged index: scanned

@@ -73,7 +73,7 @@ def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[d
         todo = [r.get("account") for r in mine]
         while todo:
             a = todo.pop()
-            if not isinstance(a, str) or a in seen:
+            if not isinstance(a, str) or not a or a in seen:  # root's parent: "" (or none)
                 continue
             seen.add(a)
             up = read(("", a))
