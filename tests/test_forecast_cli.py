@@ -250,6 +250,16 @@ def test_j_from_a_recording_is_one_of_the_users_recorded_pending_jobs(as_user):
         assert r.exit_code == 6 and len(lines) == 1 and f"no pending job {job} of alice's" in lines[0], r.output
 
 
+def test_j_under_fair_tree_is_checked_too(as_user):
+    """-j is not what a Fair Tree rank depends on, but one that is not the user's pending job is
+    refused there too (carol's 55 is; 99999999 and bob's running 54 are not)."""
+    args = ["--source", str(ROOT / "samples" / "testbed-fairtree"), "-u", "carol"]
+    assert _run(*args, "-j", "55").exit_code == 0
+    for job in ("99999999", "54"):
+        r = _run(*args, "-j", job)
+        assert r.exit_code == 6 and len(r.output.strip().splitlines()) == 1 and f"no pending job {job}" in r.output, r.output
+
+
 def test_unknown_account(agave, as_user):
     r = _run(*_yalim_args(agave, "--account", "physics"))
     assert r.exit_code == 6 and "user 'yalim' has no association in account 'physics' (has: yalim)" in r.output
