@@ -197,15 +197,15 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
     return out
 
 
-def plan_cpus(text: str, where: str = "") -> int:
-    """The CPUs of one run in a plan: a whole number of at least 1 (Slurm allocates whole CPUs;
-    no CPUs is 'idle:<duration>'). The one rule for the CLI's --plan/--run and the web's planner
+def plan_cpus(text: str, where: str = "") -> float:
+    """The CPUs of one run in a plan: a number of at least 1 (an average, e.g. 2.5, is one; no
+    CPUs is 'idle:<duration>'). The one rule for the CLI's --plan/--run and the web's planner
     (web.userpage.plan_from); PlanError (exit 2, the web's 400) otherwise."""
     t = str(text).strip()
-    if not re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", t, re.ASCII) or float(t) < 1 or float(t) != int(float(t)):
+    if not re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", t, re.ASCII) or float(t) < 1:
         shown = t if len(t) <= 20 else f"{t[:20]}... ({len(t):,} characters)"
-        raise PlanError(f"{where}CPUs per run must be a whole number of at least 1 (idle:<duration> for none), got {shown!r}")
-    return int(float(t))
+        raise PlanError(f"{where}CPUs per run must be at least 1 (idle:<duration> for none), got {shown!r}")
+    return float(t)
 
 
 def _why(part: str) -> str:

@@ -187,7 +187,7 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
 
     from fscontrol.forecast.classic import plan_cpus
 
-    cpus = plan_cpus(_plain(number("cpus", "CPUs per run", 0)))  # the field read as a number, then --plan's rule (whole, >= 1)
+    cpus = plan_cpus(_plain(number("cpus", "CPUs per run", 0)))  # the field read as a number, then --plan's rule (at least 1)
     if v["unit"] not in UNITS:
         raise ValueError(f"lengths are in m, h or d, not {v['unit']!r}")
     u = v["unit"]
