@@ -42,6 +42,9 @@ PEAK = ("import atexit, sys\n"
 REQUESTS = [
     ("baseline (forecast --version)", None),
     ("no plan", []),
+    # a user with no association: the index has no entry, and the reader scans the rows to be sure
+    # (an entry whose name was edited must not hide a row; issue 28): exit 6
+    ("no plan, unknown user (exit 6)", ["-u", "nobody-here"]),
     ("plan 16cpus:1d", ["--plan", "16cpus:1d"]),
     ("plan 16cpus:7d", ["--plan", "16cpus:7d"]),
     ("web planner default (17 d)", ["--plan", "16cpus:7d,idle:3d,16cpus:7d"]),

@@ -291,3 +291,44 @@ def test_the_passes_read_the_d_the_controller_sets_not_the_snapshots():
         mean = sum(errs[m]) / len(errs[m])
         print(f"+{m} passes: forecast {mean:.3%} mean |error| (snapshot d = 2, the passes' d = 1.6)")
         assert mean <= 0.01, (m, mean)
+
+
+def test_if_the_account_mates_stopped_the_users_own_running_job_goes_on():
+    """Issue #28 (an outside tester): "if your account's other users stopped: in 5 min" ignored
+    the user's own running job, whose usage keeps growing. alice runs 32 CPUs until 20 minutes
+    after the snapshot; the account-mates are busy. The time she reaches the target if they stop
+    is checked against the simulator itself run that way (the mates' jobs gone at the snapshot,
+    hers to its end), to within one decay pass; the everyone-stopped time is far earlier."""
+    sim = Sim(3, gap_s=4.0, alice0=0.0)
+    sim.jobs.append(["alice", 32.0, 30 * P, 40 * P + 1200, 40 * P + 1200, 0])
+    raw_prev = dict(sim.raw)
+    for k in range(1, 41):
+        raw_prev = dict(sim.raw)
+        sim.pass_at(k * P)
+    now = 40 * P
+    snap = _snapshot(sim, now, raw_prev)
+    published = pub.build_published(snap, target_core_hours=10.0, method="padding", inflow=None)
+    # the truth: the mates' jobs end at the snapshot and none come; alice's runs on
+    sim.jobs = [j for j in sim.jobs if j[0] == "alice"]
+    sim.next_arrival = float("inf")
+    f_now = 2 ** (-(sim.ue(raw_prev) / 0.125))
+    target = round(f_now + 0.6 * (1 - f_now), 3)
+    shown, m = [], 0
+    while m < 200:
+        m += 1
+        prev = dict(sim.raw)
+        sim.pass_at(now + m * P)
+        shown.append(2 ** (-(sim.ue(prev) / 0.125)))  # F shown after pass m: the UE of pass m - 1's usage
+        if shown[-1] >= target:
+            break
+    truth_s = m * P
+    assert truth_s > 1200  # not before her job ends
+    a = uf.forecast_data(published, snap.shares, user="alice", now=T0 + now, target=target)["associations"][0]
+    assert a["model"] == "current load"
+    got = a["recovery"]["if_others_stopped_days"]
+    assert got is not None and abs(got * 86400 - truth_s) <= P, (got * 86400, truth_s)
+    if a["idle_days_to_target"] is None:
+        assert "if your account's other users stopped: in" in a["idle_to_target_text"]
+    everyone = uf.forecast_data({**published, "running": None}, snap.shares, user="alice", now=T0 + now,
+                                target=target)["associations"][0]["idle_days_to_target"]
+    assert everyone * 86400 < truth_s - 1200 / 2  # the model the line used before

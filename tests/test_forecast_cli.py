@@ -237,6 +237,29 @@ def test_unknown_user(agave, as_user):
     assert "unknown user 'nobody-here': sshare shows no association for them on agave" in r.output
 
 
+def test_j_from_a_recording_is_one_of_the_users_recorded_pending_jobs(as_user):
+    """Issue #28 (an outside tester): with the rows from a recording, -j 99999999 was taken as
+    "your pending job" (exit 0); it is one of the user's pending jobs in the recorded squeue
+    (alice's job 11 is; carol's running 15 and 99999999 are not): one line, exit 6."""
+    args = ["--source", str(SAMPLE), "-u", "alice", "-A", "flat"]
+    ok = _run(*args, "-j", "11")
+    assert ok.exit_code == 0 and "your pending job 11" in ok.output, ok.output
+    for job in ("99999999", "15"):
+        r = _run(*args, "-j", job)
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 6 and len(lines) == 1 and f"no pending job {job} of alice's" in lines[0], r.output
+
+
+def test_j_under_fair_tree_is_checked_too(as_user):
+    """-j is not what a Fair Tree rank depends on, but one that is not the user's pending job is
+    refused there too (carol's 55 is; 99999999 and bob's running 54 are not)."""
+    args = ["--source", str(ROOT / "samples" / "testbed-fairtree"), "-u", "carol"]
+    assert _run(*args, "-j", "55").exit_code == 0
+    for job in ("99999999", "54"):
+        r = _run(*args, "-j", job)
+        assert r.exit_code == 6 and len(r.output.strip().splitlines()) == 1 and f"no pending job {job}" in r.output, r.output
+
+
 def test_unknown_account(agave, as_user):
     r = _run(*_yalim_args(agave, "--account", "physics"))
     assert r.exit_code == 6 and "user 'yalim' has no association in account 'physics' (has: yalim)" in r.output
@@ -366,6 +389,16 @@ def test_published_source_without_private_data(agave, as_user):
     r = _run("--published", str(path), "--source", "published", "--now", str(T0), "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["associations"][0]["account"] == "u1"
+
+
+def test_an_unknown_user_in_the_published_rows_is_said_of_the_published_file(agave, as_user):
+    """Issue #28: with the rows from the published file, "sshare shows no association" named a
+    command that never ran; the message says where the rows came from."""
+    path, _ = agave
+    as_user("nobody-here")
+    r = _run("--published", str(path), "--source", "published", "--now", str(T0))
+    assert r.exit_code == 6 and "sshare" not in r.output, r.output
+    assert "unknown user 'nobody-here': the published file has no association for them on agave" in r.output
 
 
 def test_controller_d_not_sshares_fairshare_column(tmp_path, as_user):

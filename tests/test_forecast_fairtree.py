@@ -268,3 +268,36 @@ def test_place_in_words_is_the_rank_counted_from_the_top(tmp_path):
         higher = sum(1 for x in rows if x["fairshare"] > r["fairshare"] + 1e-12)
         assert r["place_text"].startswith(ordinal(higher + 1) + f" of {n}"), r
     assert rows[-1]["place_text"] == f"{ordinal(n)} of {n} (lowest)" and by_f[-1] == rows[-1]["fairshare"]
+
+
+def test_a_stale_snapshot_shows_past_rank_changes_as_passed():
+    """Issue #28 (an outside tester): from a snapshot taken at t0 and shown at now, the whole-tree
+    path showed a rank change that came at a pass between t0 and now as "in 0 min". It is said to
+    have passed (how long ago), and the next change, if any, is the one still to come."""
+    meta = json.loads((SAMPLE / "meta.json").read_text())
+    taken = max(meta["sacct_window"])  # the recording's time (its squeue's, sshare's)
+
+    def run(after: float) -> tuple[dict, str]:
+        base = [sys.executable, "-m", "fscontrol", "forecast", "--source", str(SAMPLE), "-u", "alice", "-A", "flat",
+                "--now", str(taken + after), "--stale-ok"]
+        j = subprocess.run([*base, "--json"], capture_output=True, text=True, check=True, cwd=ROOT)
+        t = subprocess.run(base, capture_output=True, text=True, check=True, cwd=ROOT)
+        return json.loads(j.stdout)["associations"][0], t.stdout
+
+    fresh, _ = run(0)
+    first = fresh["rank_changes"][0]
+    assert first["in_s"] > 0 and not first["passed"]
+    for after in (first["in_s"] + 30, first["in_s"] + 400):
+        a, text = run(after)
+        assert all(c["passed"] == (c["in_s"] < 0) for c in a["rank_changes"] + a["projection"])
+        assert any(c["passed"] for c in a["rank_changes"]), a["rank_changes"]
+        assert "in 0 min" not in text, text
+        assert "ago (already passed)" in text
+        # the web page's summary of the same forecast
+        from fscontrol.web.app import make_app
+
+        app = make_app(source=str(SAMPLE), identity="remote_user", now=taken + after)
+        out = []
+        body = b"".join(app({"REQUEST_METHOD": "GET", "PATH_INFO": "/", "QUERY_STRING": "account=flat",
+                             "REMOTE_USER": "alice"}, lambda status, headers: out.append(status))).decode()
+        assert out == ["200 OK"] and "already passed" in body and "in 0 min" not in body

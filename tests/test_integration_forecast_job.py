@@ -51,5 +51,13 @@ def test_j_is_one_of_the_users_own_pending_jobs_and_the_default_skips_held_ones(
             r = forecast("-j", job)
             lines = r.stderr.strip().splitlines()
             assert r.returncode == code and r.stdout == "" and len(lines) == 1 and words in lines[0], (job, r.returncode, r.stderr)
+        # the rows from the published file (issue #28: -j 99999999 was taken as "your pending job"
+        # there, unchecked): the queue is still the cluster's
+        named = forecast("--source", "published", "-j", waiting)
+        assert named.returncode == 0 and f"your pending job {waiting}" in named.stdout, named.stderr
+        for job, words in [("99999999", "no pending job 99999999"), (other, f"no pending job {other}"), (held, "is held")]:
+            r = forecast("--source", "published", "-j", job)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 6 and r.stdout == "" and len(lines) == 1 and words in lines[0], (job, r.returncode, r.stderr)
     finally:
         slurm.cancel_all()

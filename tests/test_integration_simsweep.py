@@ -75,8 +75,17 @@ def test_capture_history_records_a_private_folder_the_simulator_replays(slurm, t
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and slurm.run("squeue", "-h", "-o", "%i").strip():
         time.sleep(2)
+    # issue #28: a job pending on a dependency (afterok: a running job of 60 s); the replay orders it
+    first = slurm.submit("dave", "flat", 2, 60)
+    waits = slurm.submit("dave", "flat", 2, 10, dependency=f"afterok:{first}")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and slurm.run("squeue", "-h", "-j", waits, "-o", "%r").strip() != "Dependency":
+        time.sleep(1)
     out = tmp_path / "cap"
-    c = fsc(slurm.env, "capture", str(out), "--history", "10m")
+    try:
+        c = fsc(slurm.env, "capture", str(out), "--history", "10m")
+    finally:
+        slurm.cancel_all()
     assert c.returncode == 0, c.stderr
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
     assert all(stat.S_IMODE(os.stat(f).st_mode) == 0o600 for f in out.iterdir())
@@ -89,3 +98,10 @@ def test_capture_history_records_a_private_folder_the_simulator_replays(slurm, t
     assert sorted(j.cpus for j in mine[-3:]) == [8, 64, 96]
     assert all(j.estimate == 2 * 60 for j in mine[-3:])  # Testbed.submit: -t (5 s // 60 + 2) minutes
     assert {r.account for r in w.shares} >= {"flat", "physics", "chem"}
+    assert meta["commands"]["deps"]["argv"][0] == "squeue"
+    by = {j.job_id: k for k, j in enumerate(w.jobs)}
+    assert w.jobs[by[waits]].after == (first,) and w.meta["stats"]["dependency_ordered"] == 1
+    from fscontrol.sim.run import run_simulation
+
+    res = run_simulation(w, "easy")
+    assert res.end[by[first]] <= res.start[by[waits]] < float("inf")

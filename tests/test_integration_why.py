@@ -260,9 +260,16 @@ def test_why_other_reasons_in_plain_words(slurm):
         # the tester's carol/flat with MaxJobs=0 and no job of hers there: it never starts
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "account=flat", "set", "MaxJobs=0")
         zero = slurm.submit("carol", "flat", 1, 10)
+        # issue #28: a QOS's per-user cap, and the limits' values (scontrol show assoc_mgr), not only their names
+        slurm.run("sacctmgr", "-i", "modify", "qos", "normal", "set", "MaxTRESPerUser=cpu=2")
+        capped = slurm.submit("dave", "flat", 4, 10)
         want = {dep: ("Dependency", "dependency", "depends on"), begin: ("BeginTime", "begin_time", "--begin"),
                 parked: ("PartitionDown", "partition", "DOWN"), limited: ("AssocGrpCpuLimit", "limit", "CPUs in use"),
-                zero: ("AssocMaxJobsLimit", "never", "the limit is 0")}
+                zero: ("AssocMaxJobsLimit", "never", "the limit is 0"),
+                capped: ("QOSMaxCpuPerUserLimit", "never", "for one user")}
+        values = {limited: [{"on": "carol in account chem", "field": "GrpTRES cpu", "limit": "1", "in_use": "0"}],
+                  zero: [{"on": "carol in account flat", "field": "MaxJobs", "limit": "0", "in_use": "0"}],
+                  capped: [{"on": "QOS normal, for dave", "field": "MaxTRESPU cpu", "limit": "2", "in_use": "0"}]}
         end = time.time() + 90
         while time.time() < end and any(_states(slurm).get(j, ("", ""))[1] != r for j, (r, _, _) in want.items()):
             time.sleep(1)
@@ -272,7 +279,15 @@ def test_why_other_reasons_in_plain_words(slurm):
             d = json.loads(p.stdout)
             assert (d["reason"], d["category"]) == (reason, category), d
             assert words in d["reason_text"]
+            assert d.get("limit_values") == values.get(job), d  # a limit's value where the job waits on one
+        # as its owner, a plain user: the same value, in the text
+        _user_tree(slurm)
+        for job, user, line in ((limited, "carol", "the limit: GrpTRES cpu=1 on carol in account chem (in use: 0)"),
+                                (capped, "dave", "the limit: MaxTRESPU cpu=2 on QOS normal, for dave (in use: 0)")):
+            p = _why_as(slurm, user, job)
+            assert p.returncode == 0 and line in p.stdout, p.stdout + p.stderr
     finally:
+        slurm.run("sacctmgr", "-i", "modify", "qos", "normal", "set", "MaxTRESPerUser=cpu=-1", check=False)
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "account=chem", "set", "GrpTRES=cpu=-1", check=False)
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "account=flat", "set", "MaxJobs=-1", check=False)
         slurm.cancel_all()

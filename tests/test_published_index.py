@@ -162,3 +162,53 @@ def test_users_in_several_accounts_and_names_json_escapes(tmp_path):
     pub.write_published({**data, "associations": []}, path)
     assert pub.read_published(path, users={"ann"})[0]["associations"] == []
     assert pub.INDEX_KEY not in path.read_text()
+
+
+def _small(tmp_path):
+    def row(account, user, parent="root"):
+        return {"account": account, "user": user, "parent": parent, "raw_usage": len(account + user) * 1.5}
+
+    rows = [row("root", "", ""), row("chem", ""), row("chem", "alice"), row("chem", "bob"), row("bio", ""),
+            row("bio", "alice"), row("bio", "carol"), row("phys", ""), row("phys", "zed")]
+    data = {"format": pub.FORMAT, "version": pub.VERSION, "cluster": "c", "associations": rows}
+    path = tmp_path / "c.json"
+    pub.write_published(data, path)
+    return path, rows
+
+
+@pytest.mark.parametrize("old,new", [
+    ('["alice","chem",', '["alicf","chem",'),   # sorts where it was: the neighbours still fit
+    ('["alice","bio",', '["zlice","bio",'),     # sorts elsewhere: the bisection never sees it
+    ('["carol","bio",', '["aaaaa","bio",'),     # the user's only row
+    ('["","bio",', '["","bix",'),               # an account on the user's path
+])
+def test_an_entry_with_its_name_changed_hides_no_row(tmp_path, old, new):
+    """Issue #28 (an outside tester): a row_index entry's user name edited, same length (every
+    offset still right), hid that user's row: a wrong answer, exit 0. Each user's entries carry
+    how many rows the user has, every account on a path must have its entry, and the reader
+    falls back to its scan of the rows: the right rows, whatever entry was edited."""
+    path, rows = _small(tmp_path)
+    text = path.read_text()
+    from fscontrol.export.rowindex import by_index
+
+    def through_index(who: str, ancestors: bool):
+        with path.open("rb") as fh:
+            at = text.encode().index(("\n" + pub.ROWS_LINE + "\n").encode()) + 1
+            try:
+                return by_index(fh, at, json.loads(text)[pub.INDEX_KEY], {who, ""}, ancestors)
+            except ValueError:  # read_published's reader then scans, as for None
+                return None
+
+    for who in ("alice", "carol", "zed"):  # the file as written: read through its index, not scanned
+        assert through_index(who, True) is not None and through_index(who, False) is not None
+    tail = text[text.index(pub.INDEX_LINE):]
+    assert tail.count(old) == 1
+    path.write_text(text[:text.index(pub.INDEX_LINE)] + tail.replace(old, new))
+    for who in ("alice", "carol", "zed"):
+        got, _ = pub.read_published(path, users={who}, ancestors=True)
+        mine = [r for r in rows if r["user"] == who]
+        accounts = {r["account"] for r in mine} | {"root"}
+        assert got["associations"] == [r for r in rows if r["user"] == who or (not r["user"] and r["account"] in accounts)]
+        got, _ = pub.read_published(path, users={who})
+        assert got["associations"] == [r for r in rows if r["user"] in (who, "")]
+    assert through_index("carol" if "carol" in old else "alice", True) is None  # the damaged index: scanned

@@ -69,7 +69,7 @@ def test_api_is_the_cli_forecast(pub):
 
 
 @pytest.mark.parametrize("query,message", [
-    ("cpus=0", "CPUs per run must be at least 1, got 0"),
+    ("cpus=0", "CPUs per run must be at least 1 (idle:<duration> for none), got '0'"),
     ("cpus=abc", "CPUs per run must be a number, got 'abc'"),
     ("unit=y", "lengths are in m, h or d, not 'y'"),
     ("target=1.5", "target F must be at least 0.01 and at most 0.99, got 1.5"),
@@ -80,7 +80,7 @@ def test_bad_planner_input_is_one_clear_line(pub, query, message):
     status, _, body = call(app, "/api/forecast", query)
     assert status == "400 Bad Request" and json.loads(body) == {"error": message}
     status, _, body = call(app, "/", query)  # the page still shows the forecast, and the line
-    assert status == "200 OK" and message.replace("'", "&#x27;") in body
+    assert status == "200 OK" and __import__("html").escape(message) in body
 
 
 def test_refusals(pub):
@@ -189,3 +189,55 @@ def test_remote_user_admins_are_the_ones_the_site_mounts_the_app_with(pub):
     assert status == "200 OK", body
     status, _, body = call(app, query="user=alice", user="carol")
     assert status == "403 Forbidden" and "may only ask for your own forecast" in body
+
+
+@pytest.mark.parametrize("cpus,ok", [("0", False), ("0.5", False), ("0.99", False), ("1", True), ("2.5", True), ("8", True)])
+def test_the_cli_and_the_web_read_cpus_by_one_rule(pub, cpus, ok):
+    """Issue #28 (an outside tester): `--plan 0cpus:1h` and `0.5cpus` were accepted by the CLI
+    while the web refused them. One rule (forecast.classic.plan_cpus: a number of CPUs, at
+    least 1: an average such as 2.5 is one) for `--plan`, `--run` and the planner's field: the
+    same answer, the same words."""
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app as cli
+
+    runs = [CliRunner().invoke(cli, ["forecast", "--published", str(pub), "--source", str(BASIC), "-u", "carol",
+                                     *opt]) for opt in (["--plan", f"{cpus}cpus:1h"], ["--run", f"{cpus}cpus:1h"])]
+    app = make_app(published=str(pub), source=str(BASIC), identity="remote_user")
+    status, _, body = call(app, "/api/forecast", f"cpus={cpus}&length=1&unit=h&runs=1&gap=0")
+    words = "CPUs per run must be at least 1"
+    if ok:
+        assert status == "200 OK" and all(r.exit_code == 0 for r in runs), [r.output for r in runs]
+    else:
+        assert status == "400 Bad Request" and words in json.loads(body)["error"]
+        for r in runs:
+            assert r.exit_code == 2 and words in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_plan_step_lasts_more_than_nothing(pub):
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app as cli
+
+    r = CliRunner().invoke(cli, ["forecast", "--published", str(pub), "--source", str(BASIC), "-u", "carol",
+                                 "--plan", "8cpus:0h"])
+    assert r.exit_code == 2 and "lasts no time" in r.output, r.output
+
+
+def test_a_stale_snapshot_on_the_web_names_no_cli_option(pub):
+    """Issue #28: the web's error for a snapshot too old said "--stale-ok forecasts anyway", an
+    option of the CLI's that a web user cannot give; the CLI still names it."""
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app as cli
+
+    taken = json.loads((pub / "tbcluster.json").read_text())["taken_at"]
+    later = taken + 3 * 86400
+    app = make_app(published=str(pub), source="published", identity="remote_user", now=later)
+    for path in ("/api/forecast", "/"):
+        status, _, body = call(app, path)
+        assert status == "404 Not Found" and "too old to forecast from" in body, body
+        assert "--stale-ok" not in body and "ask your admin" in body.lower()
+    r = CliRunner().invoke(cli, ["forecast", "--published", str(pub), "--source", "published", "-u", "carol",
+                                 "--now", str(later)])
+    assert r.exit_code == 6 and "too old to forecast from" in r.output and "--stale-ok" in r.output, r.output

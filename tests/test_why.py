@@ -336,3 +336,29 @@ def test_topology_reasons_are_the_words_slurm_26_05_prints():
     data = lib.read_bytes()
     for msg in (*reasons.TOPOLOGY_REASONS, "NvidiaImexChannels"):
         assert msg.encode() + b"\0" in data, msg
+
+
+def test_the_limit_a_job_waits_on_is_read_with_its_value():
+    """Issue #28: `why` named the limit (AssocGrpCpuLimit) but not its value. From `scontrol show
+    assoc_mgr` as the testbed's slurmctld printed it to the job's owner (carol: GrpTRES cpu=1 on
+    her association, cpu=3 on account chem, MaxJobs=2, MaxWall 30, MaxTRES cpu=4; the QOS normal
+    with MaxTRESPerUser=cpu=2, dave is uid 1004): which limit, where it is set, its value and
+    what counts against it. tests/test_integration_why.py runs it against slurmctld itself."""
+    data = Path(__file__).parent / "data" / "why"
+    assoc = why.parse_assoc_mgr((data / "assoc_mgr-assoc-22.05.txt").read_text())
+    qos = why.parse_assoc_mgr((data / "assoc_mgr-qos-22.05.txt").read_text())
+    assert why.limit_values("AssocGrpCpuLimit", assoc, "carol", "chem") == [
+        {"on": "carol in account chem", "field": "GrpTRES cpu", "limit": "1", "in_use": "0"},
+        {"on": "account chem", "field": "GrpTRES cpu", "limit": "3", "in_use": "0"}]
+    assert why.limit_values("AssocMaxJobsLimit", assoc, "carol", "chem") == [
+        {"on": "carol in account chem", "field": "MaxJobs", "limit": "2", "in_use": "0"}]
+    assert why.limit_values("AssocMaxWallDurationPerJobLimit", assoc, "carol", "chem")[0]["limit"] == "30"
+    assert why.limit_values("AssocMaxCpuPerJobLimit", assoc, "carol", "chem")[0]["field"] == "MaxTRESPJ cpu"
+    assert why.limit_values("AssocGrpNodeLimit", assoc, "carol", "chem") == []  # set nowhere: N
+    assert why.limit_values("QOSMaxCpuPerUserLimit", qos, "dave", "flat", 1004) == [
+        {"on": "QOS normal, for dave", "field": "MaxTRESPU cpu", "limit": "2", "in_use": "0"}]
+    assert why.limits_text(why.limit_values("AssocGrpCpuLimit", assoc, "carol", "chem")) == (
+        "the limit: GrpTRES cpu=1 on carol in account chem (in use: 0); GrpTRES cpu=3 on account chem (in use: 0)")
+    assert why.limit_field("Priority") is None and why.assoc_mgr_args("Resources", "carol", "chem") is None
+    assert why.assoc_mgr_args("AssocGrpCpuLimit", "carol", "chem") == (
+        "scontrol", "show", "assoc_mgr", "flags=assoc", "users=carol", "accounts=chem")

@@ -86,7 +86,10 @@ def forecast(
     try:
         data = run_request(args)
     except FscontrolError as e:
-        typer.echo(f"fscontrol: error: {e}", err=True)
+        from fscontrol.forecast.service import StaleSnapshotError
+
+        hint = " (--stale-ok forecasts anyway)" if isinstance(e, StaleSnapshotError) else ""
+        typer.echo(f"fscontrol: error: {e}{hint}", err=True)
         raise typer.Exit(e.exit_code) from None
     from fscontrol.forecast import service as uf
 

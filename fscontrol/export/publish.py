@@ -376,8 +376,9 @@ def published_text(data: dict[str, Any]) -> str:
     row a line, then their index, so that a forecast reads only its user's rows (read_published's
     `users`) without reading the others (100,000 associations are ~30 MB of JSON).
 
-    The index ("row_index") is one line `[user, account, offset, length]` a row, sorted (the
-    accounts' rows, user "", first, by account); the offset counts bytes from the start of the
+    The index ("row_index") is one line `[user, account, offset, length, n]` a row, sorted (the
+    accounts' rows, user "", first, by account; n: how many rows that user has, the accounts'
+    rows counted as user "", so a reader knows when an entry is missing); the offset counts bytes from the start of the
     ' "associations": [' line. The head's "row_index_bytes" is the index's size from its first
     line to the end of the file, so a reader finds the index from the file's size, a user's
     entries by bisection, and the rows by seek. json.dumps writes ASCII (ensure_ascii), so a
@@ -395,7 +396,10 @@ def published_text(data: dict[str, Any]) -> str:
     for r, row in zip(data["associations"], rows):
         entries.append((r.get("user") or "", str(r.get("account") or ""), at, len(row)))
         at += len(row) + 2  # ",\n"
-    entries.sort()
+    count: dict[str, int] = {}
+    for e in entries:
+        count[e[0]] = count.get(e[0], 0) + 1
+    entries = sorted(e + (count[e[0]],) for e in entries)
     index = INDEX_LINE + "\n" + ",\n".join(json.dumps(list(e), separators=(",", ":")) for e in entries) + _END.decode()
     head[INDEX_KEY] = len(index)
     text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)

@@ -16,7 +16,14 @@ END = b"\n ]\n}\n"  # what follows the index's last entry
 def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[dict] | None:
     """The rows of `users` and the accounts' (with `ancestors`, only those on these users' paths)
     through the index at the end of the file (published_text), in the file's order; None when the
-    index does not fit the file (then the caller reads every line)."""
+    index does not fit the file (then the caller reads every line).
+
+    Every entry read is checked against the row it points at (the row's own user and account),
+    and a user's entries against the count each of them carries (its fifth field: how many rows
+    the user has), so an entry whose name was changed (same length, the offsets still right)
+    cannot hide a row: a user or an account on the path with no entry, or fewer than the count,
+    is None too (the caller's scan finds the row, or says there is none: an unknown user pays
+    for one scan of the file)."""
     total = os.fstat(fh.fileno()).st_size
     if not 0 < size <= total - at:
         return None
@@ -41,6 +48,8 @@ def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[d
         for e in spans:
             if tuple(e[:len(key)]) != key:
                 raise ValueError("index out of order")
+            if len(e) > 4 and len(key) == 1 and e[4] != len(spans):  # (user,) and ("",): all of them
+                raise ValueError(f"the index has {len(spans)} of {key[0]!r}'s {e[4]} rows")
             fh.seek(at + e[2])
             raws.append(fh.read(e[3]))
         rows = json.loads(b"[" + b",".join(raws) + b"]")
@@ -50,7 +59,13 @@ def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[d
             got[e[2]] = r
         return rows
 
-    mine = [r for u in users if u for r in read((u,))]
+    mine = []
+    for u in users:
+        if u:
+            got_u = read((u,))
+            if not got_u:  # no entry: no such user, or an entry damaged: the scan tells which
+                return None
+            mine += got_u
     if not ancestors:
         read(("",))
     else:  # up each of the user's rows, account by account
@@ -58,10 +73,13 @@ def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[d
         todo = [r.get("account") for r in mine]
         while todo:
             a = todo.pop()
-            if not isinstance(a, str) or a in seen:
+            if not isinstance(a, str) or not a or a in seen:  # root's parent: "" (or none)
                 continue
             seen.add(a)
-            todo += [r.get("parent") for r in read(("", a))]
+            up = read(("", a))
+            if not up:  # every account on a path has its row: no entry is a damaged index
+                return None
+            todo += [r.get("parent") for r in up]
     return [got[k] for k in sorted(got)]
 
 

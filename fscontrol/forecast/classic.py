@@ -189,9 +189,23 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
             dur = None
         if m is None or dur is None:
             raise PlanError(f"cannot read plan part {i} {part!r}{_why(part)}: expected {PLAN_FORM}")
-        rate = 0.0 if m.group("idle") else rate_from_cores(float(m.group("n")), billing_per_core, usage_factor)
+        if not dur > 0:
+            raise PlanError(f"plan part {i} {part!r} lasts no time: a step lasts more than 0")
+        rate = 0.0 if m.group("idle") else rate_from_cores(plan_cpus(m.group("n"), f"plan part {i} {part!r}: "),
+                                                           billing_per_core, usage_factor)
         out.append(Segment(dur, rate))
     return out
+
+
+def plan_cpus(text: str, where: str = "") -> float:
+    """The CPUs of one run in a plan: a number of at least 1 (an average, e.g. 2.5, is one; no
+    CPUs is 'idle:<duration>'). The one rule for the CLI's --plan/--run and the web's planner
+    (web.userpage.plan_from); PlanError (exit 2, the web's 400) otherwise."""
+    t = str(text).strip()
+    if not re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", t, re.ASCII) or float(t) < 1:
+        shown = t if len(t) <= 20 else f"{t[:20]}... ({len(t):,} characters)"
+        raise PlanError(f"{where}CPUs per run must be at least 1 (idle:<duration> for none), got {shown!r}")
+    return float(t)
 
 
 def _why(part: str) -> str:

@@ -111,10 +111,12 @@ def forecast_data(
             "above": None if o.above is None else _neighbour(o.above, n_users),
             "below": None if o.below is None else _neighbour(o.below, n_users),
             "budget_core_hours": None if o.budget is None else o.budget / HOUR,
+            # a pass before `now` (a snapshot older than a pass) has passed: said so, never "in 0 min"
             "projection": [{"at": _iso(taken + q.in_s), "in_s": taken + q.in_s - now, "rank": q.rank,
-                            "fairshare": q.fairshare} for q in due],
+                            "fairshare": q.fairshare, "passed": taken + q.in_s < now} for q in due],
             "rank_changes": [{"at": _iso(taken + q.in_s), "in_s": taken + q.in_s - now, "rank": q.rank,
-                              "place_text": place_text(q.rank, n_users), "fairshare": q.fairshare}
+                              "place_text": place_text(q.rank, n_users), "fairshare": q.fairshare,
+                              "passed": taken + q.in_s < now}
                              for q in fo.changes(due, o.rank or 0)][:5],
         })
     return {
@@ -203,12 +205,19 @@ def format_forecast(data: Mapping) -> str:
             lines.append(f"  your budget: {a['budget_core_hours']:,.2f} core-hours more before anyone now below "
                          f"passes you (next below: {be['user']}@{be['account']}, {_place(be)})")
         if a["projection"]:
-            ch = a["rank_changes"]
+            passed, ch = split_changes(a)
+            if passed:  # the snapshot is older than these passes: they are the past, not "in 0 min"
+                last = passed[-1]
+                lines.append(f"  since the snapshot ({data.get('snapshot_age', '')} old), projected: {_place(last)} "
+                             f"(rank {last['rank']}, F {last['fairshare']:.6f}) at {last['at']}, "
+                             f"{ago_text(-last['in_s'])} ago (already passed)")
             if ch:
                 first = ch[0]
                 lines.append(f"  with the jobs running now: {_place(first)} (rank {first['rank']}, F {first['fairshare']:.6f}) "
-                             f"at {first['at']}, in {duration_text(max(0.0, first['in_s']))}"
+                             f"at {first['at']}, in {ago_text(max(0.0, first['in_s']))}"
                              + (f"; then {', '.join(_place(c) for c in ch[1:])}" if len(ch) > 1 else ""))
+            elif passed:
+                lines.append(f"  with the jobs running now: no further change until at least {a['projection'][-1]['at']}")
             else:
                 last = a["projection"][-1]
                 lines.append(f"  with the jobs running now: {_place(a)} until at least {last['at']}")
@@ -218,6 +227,21 @@ def format_forecast(data: Mapping) -> str:
     for w in data["warnings"]:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def split_changes(a: Mapping) -> tuple[list, list]:
+    """An association's rank changes as (already passed at `now`, still to come): a forecast
+    shown after its snapshot's next pass has some of its projection in the past."""
+    ch = list(a.get("rank_changes") or ())
+    passed = [c for c in ch if c.get("passed", c["in_s"] < 0)]
+    return passed, [c for c in ch if c not in passed]
+
+
+def ago_text(seconds: float) -> str:
+    """How long (ago, or until), in seconds under a minute (duration_text says "0 min")."""
+    from fscontrol.export.html import duration_text
+
+    return f"{seconds:.0f} s" if seconds < 60 else duration_text(seconds)
 
 
 def plot_png(data: Mapping, path: str) -> None:

@@ -104,9 +104,11 @@ class Loaded:
 
 
 def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float, total: float,
-          pending_job: int | None = None) -> Loaded | str:
+          pending_job: int | None = None, others_stopped: bool = False) -> Loaded | str:
     """The projection for the user's association `r` (a ShareRow) with `plan` from now, or why
-    there is none (a sentence)."""
+    there is none (a sentence). `others_stopped`: the user's account-mates (every other user
+    of the accounts on the path) stop now, their running jobs and their inflow with them; the
+    user's own running jobs go on (they keep charging the user and their accounts)."""
     from fscontrol.export.privacy import run_key
     from fscontrol.forecast.classic import path_weights
     from fscontrol.forecast.projection import Projection
@@ -142,6 +144,11 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
             jobs += [(e[0], e[1], w) for e in mine]
             continue
         group = (running.get("accounts") or {}).get(run_key(k[0])) or []
+        if others_stopped:  # only the user's own jobs charge the account (by id; else their own list)
+            group = [e for e in group if len(e) > 2 and e[2] in own_ids] if own_ids else mine
+            jobs += [(e[0], e[1], w) for e in group]
+            said.append(f"{k[0]} 0")
+            continue
         jobs += [(e[0], e[1], w) for e in group]
         others = [e for e in group if not (len(e) > 2 and e[2] in own_ids)]
         r0 = math.fsum(e[1] for e in others)
@@ -262,11 +269,16 @@ def _days(seconds: float | None) -> float | None:
 
 
 def apply(a: dict, idle: Loaded, planned: Loaded | None, plan_end: float, target: float, half_life_s: float,
-          horizon_s: float | None, points: int) -> None:
+          horizon_s: float | None, points: int, others_stopped: Loaded | None = None) -> None:
     """Every statement of association `a` (service._one's dict) from the projections: the
     headline recovery (idling from now: `idle`), and with a plan (`planned`, the same projection
-    with the plan's charges) F at its end, the lowest F, the recovery after it, and the chart."""
+    with the plan's charges) F at its end, the lowest F, the recovery after it, and the chart.
+    `others_stopped` (build's): the same with the account-mates stopped and the user's own
+    running jobs going on, for "what would change it" (without it: the everyone-stopped model's)."""
     stopped_days = a.get("idle_days_to_target")  # the everyone-stopped model's, as "what would change it"
+    if others_stopped is not None:
+        t_stop, _ = others_stopped.time_to(target, -1, half_life_s)
+        stopped_days = _days(t_stop)
     rec, settles = idle.time_to(target, -1, half_life_s)
     a["idle_days_to_target"] = _days(rec)
     a["recovery"] = {"reachable": rec is not None, "settles_at_fairshare": settles,

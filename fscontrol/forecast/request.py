@@ -126,6 +126,8 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         if args.now is None and args.source not in ("live", "published"):  # a recording: as of when it was made
             args.now = float(data_pub.get("taken_at") or 0)
         now = time.time() if args.now is None else args.now
+        if args.job is not None:  # not what a rank depends on, but a -j that is not theirs is refused all the same
+            _checked_job(args, who)
         if own is None and not ftf.can_use_published(data_pub, who):
             # no outlook of the agent's that serves: a rank depends on everyone's usage, every row;
             # bounded: a big tree without outlooks (an older agent's file) is refused, not ranked here
@@ -148,6 +150,8 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     pending: dict[str, int] = {}
     if args.source == "published":
         rows = uf.rows_from_published(data_pub, who)
+        if args.job is not None:  # the rows are the file's, the queue is the cluster's: -j is checked there
+            pending = _checked_job(args, who)
     elif args.source == "live":
         from fscontrol.slurm.source import LiveSlurm
 
@@ -174,8 +178,8 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         rows = uf.parse_own_sshare(out.stdout)
         if args.now is None:  # a recording: the forecast is as of when it was recorded, not today
             args.now = max(out.finished_at, float(data_pub.get("taken_at") or 0))
-    if args.job is not None and args.source != "live":  # a recording: its squeue is not recorded
-        pending = {r.account: args.job for r in rows if r.user == who}
+        if args.job is not None:  # -j names one of `who`'s pending jobs in the recorded squeue
+            pending = _checked_job(args, who, recorded)
     data = uf.forecast_data(
         data_pub,
         rows,
@@ -190,6 +194,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         stale_ok=args.stale_ok,
         horizon_s=horizon_s,
         pending=pending,
+        rows_from="published" if args.source == "published" else "sshare",
     )
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
@@ -210,6 +215,42 @@ def _named_job(job: int, account: str | None, who: str, jobs: list[tuple[int, st
     if all(held for a, held in mine if not account or a == account):
         raise NotFoundError(f"--job {job}: {who}'s job {job}{where} is held (JobHeld*): it waits for a release, not for its priority")
     return {a: job for a, held in mine if not held and (not account or a == account)}
+
+
+def _checked_job(args, who: str, recorded=None) -> dict[str, int]:
+    """{account: job} for -j when it is one of `who`'s pending jobs: in a recording's squeue
+    (`recorded`, or args.source naming one), else in the cluster's (squeue as the user); one
+    line (NotFoundError, exit 6) otherwise (_named_job)."""
+    from fscontrol.forecast import service as uf
+
+    if recorded is None and args.source not in ("live", "published"):
+        from fscontrol.slurm.source import RecordedSlurm
+
+        recorded = RecordedSlurm(Path(args.source), cluster=args.cluster)
+    if recorded is not None:
+        return _named_job(args.job, args.account, who, _recorded_pending(recorded, who))
+    from fscontrol.slurm.source import LiveSlurm
+
+    queued = LiveSlurm(cluster=args.cluster).run(("squeue", "-u", who) + uf.PENDING_ARGS).stdout
+    return _named_job(args.job, args.account, who, uf.own_pending_jobs(queued))
+
+
+def _recorded_pending(recorded, who: str) -> list[tuple[int, str, bool]]:
+    """`who`'s pending jobs in a recording's squeue, as own_pending_jobs gives them (none when
+    the recording has no squeue: then no -j is theirs)."""
+    from fscontrol.errors import FscontrolError
+    from fscontrol.export.publish import job_order
+
+    try:
+        jobs = list(recorded.squeue_jobs())
+    except (FscontrolError, OSError):
+        return []
+    out = []
+    for j in jobs:
+        order = job_order(j.job_id)
+        if j.user == who and j.state == "PENDING" and order is not None:
+            out.append((order, j.account, str(j.reason).startswith("JobHeld")))
+    return out
 
 
 def _live_cluster_cpus(cluster: str | None) -> int | None:

@@ -185,9 +185,10 @@ def check_fresh(published: dict[str, Any], now: float, max_age_s: float, stale_o
     limit = max(STALE_ERROR_S, max_age_s)
     where = f"the published snapshot of {published.get('cluster')} is {age_text(age)} old (taken {published.get('taken_at_iso')})"
     if age > limit and not stale_ok:
+        # no option named here: the web page's users have none (the CLI adds its --stale-ok: cli.forecast)
         raise StaleSnapshotError(
             f"{where}: too old to forecast from (limit {age_text(limit)}); is the agent's publish job "
-            "running? --stale-ok forecasts anyway"
+            "running? Ask your admin"
         )
     return age, f"{where}, older than {age_text(max_age_s)}: the cluster's numbers may have moved"
 
@@ -228,8 +229,12 @@ def forecast_data(
     horizon_s: float | None = None,
     points: int = POINTS,
     pending: dict[str, int] | None = None,
+    rows_from: str = "sshare",
 ) -> dict[str, Any]:
     """Everything `fscontrol forecast` shows, as plain data.
+
+    `rows_from`: where `rows` came from ("sshare", or "published": the published file's rows),
+    for the message when the user has none.
 
     `pending`: by account, the user's earliest pending job (the one whose priority is forecast;
     where none is given, a job submitted now).
@@ -248,9 +253,8 @@ def forecast_data(
 
     mine = [r for r in rows if r.is_user and r.user == user]
     if not mine:
-        raise NotFoundError(
-            f"unknown user {user!r}: sshare shows no association for them on {published.get('cluster')}"
-        )
+        where = "the published file has no association" if rows_from == "published" else "sshare shows no association"
+        raise NotFoundError(f"unknown user {user!r}: {where} for them on {published.get('cluster')}")
     if account is not None:
         chosen = [r for r in mine if r.account == account]
         if not chosen:
@@ -325,7 +329,10 @@ def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: 
                 loaded.when_text(ap["idle_days_to_target"])
         return
     planned = loaded.build(r, rows, published, plan, d, total, pending_job) if plan else None
-    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points)
+    # "if your account's other users stopped": they stop, the user's own running jobs go on
+    stopped = loaded.build(r, rows, published, (), d, total, pending_job, others_stopped=True)
+    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points,
+                 None if isinstance(stopped, str) else stopped)
 
 
 PENDING_ARGS = ("-h", "-t", "PD", "-o", "%i|%a|%r")  # squeue -u USER + these: parse_own_pending reads it

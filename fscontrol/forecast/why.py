@@ -298,6 +298,8 @@ def format_all(d: Mapping) -> str:
     head = (f"job {d['job_id']} ({d['user']}" + (f", account {d['account']}" if d.get("account") else "")
             + f", partition {d['partition']}): PENDING, priority {d['priority']:,.0f}")
     out = [head, *waits.format_waits(d, d["now"])]
+    if d.get("limit_values") is not None:  # [] : assoc_mgr shows it set nowhere this user may see
+        out.insert(2, "  " + (limits_text(d["limit_values"]) or "the limit's value: not shown to you (scontrol show assoc_mgr)"))
     if d["terms"]:
         body = format_why(d).splitlines()[1:]
         if d.get("order"):  # the place line above says it with the ties
@@ -374,12 +376,16 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         except (SlurmCommandError, ParseError, ValueError):
             detail = None  # PrivateData: the tree is not visible to this user
     names = _padding_names(source, job, queue, partitions)
-    return diagnose(job, queue, line=line, partitions=partitions, weights=cfg.weights,
+    limits = read_limits(source, job, job.reason or None)
+    d = diagnose(job, queue, line=line, partitions=partitions, weights=cfg.weights,
                     max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
                     favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
                     now=time.time() if now is None else now, fairshare_detail=detail, gate_pub=gate_pub,
                     token=privacy_key(job.account), dummy=dummy, names=names,
                     jobs_private=bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
+    if limits is not None:
+        d["limit_values"] = limits
+    return d
 
 
 def privacy_key(account: str) -> str:
@@ -419,3 +425,176 @@ def _padding_names(source, job, queue, partitions) -> dict[str, str]:
         if jid.strip():
             out[jid.strip()] = name.strip()
     return out
+
+
+# ---------------------------------------------------------------------------- the limit a job waits on
+# (issue #28) an Assoc*/QOS* reason names the limit's kind; `scontrol show assoc_mgr` (what slurmctld
+# enforces, as a user may read it) gives its value and what counts against it, as "limit(in use)"
+_TRES = {"Cpu": "cpu", "CPU": "cpu", "Node": "node", "Mem": "mem", "Billing": "billing", "Energy": "energy"}
+_MAX_LEVELS = 16  # accounts walked up from the job's (a tree deeper than this is not one Slurm sites use)
+
+
+def limit_field(reason: str) -> tuple[str, str | None] | None:
+    """The assoc_mgr field and TRES a limit reason names: AssocGrpCpuLimit -> ("GrpTRES", "cpu"),
+    AssocMaxJobsLimit -> ("MaxJobs", None), QOSMaxCpuPerUserLimit -> ("MaxTRESPU", "cpu"); None when
+    the reason is no limit this reads."""
+    m = re.match(r"^(Assoc|QOS)(Grp|Max)(.+?)(PerJob|PerUser|PerAccount|PerNode)?Limit$", reason or "")
+    if not m:
+        return None
+    who, kind, res, per = m.groups()
+    suffix = {"PerJob": "PJ", "PerUser": "PU", "PerAccount": "PA", "PerNode": "PN", None: ""}[per]
+    for base in ("SubmitJobs", "SubmitJob", "Jobs", "Job"):
+        if res == base:
+            f = ("GrpSubmitJobs" if kind == "Grp" else "MaxSubmitJobs") if base.startswith("Submit") else (
+                "GrpJobs" if kind == "Grp" else "MaxJobs")
+            return f + (suffix if who == "QOS" and kind == "Max" else ""), None
+    if res.startswith("WallDuration") or res == "Wall":
+        return ("GrpWall" if kind == "Grp" else "MaxWallPJ"), None
+    for key, tres in _TRES.items():
+        if res.startswith(key):
+            tail = res[len(key):]
+            mins = {"": "", "Minutes": "Mins", "Mins": "Mins", "RunMinutes": "RunMins", "RunMins": "RunMins"}.get(tail)
+            if mins is None:
+                return None
+            if kind == "Grp":
+                return f"GrpTRES{mins}", tres
+            return f"MaxTRES{mins}{suffix or 'PJ'}", tres
+    return None
+
+
+def assoc_mgr_args(reason: str, user: str, account: str, qos: str | None = None) -> tuple[str, ...] | None:
+    """The `scontrol show assoc_mgr` call that shows the limit `reason` names (None: not a limit)."""
+    if limit_field(reason) is None:
+        return None
+    if reason.startswith("QOS"):
+        return ("scontrol", "show", "assoc_mgr", "flags=qos", f"qos={qos}") if qos else None
+    return ("scontrol", "show", "assoc_mgr", "flags=assoc", f"users={user}", f"accounts={account}")
+
+
+def parse_assoc_mgr(text: str) -> list[dict[str, str]]:
+    """`scontrol show assoc_mgr`'s records (an association's or a QOS's), each its Key=Value
+    fields; a QOS's per-account and per-user limits as "PA:<account>:<key>", "PU:<uid>:<key>"."""
+    out: list[dict[str, str]] = []
+    rec: dict[str, str] | None = None
+    section, owner = "", ""
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(("ClusterName=", "QOS=")):
+            rec, section, owner = {}, "", ""
+            out.append(rec)
+        elif rec is None or not s:
+            continue
+        elif s in ("Account Limits", "User Limits"):
+            section = "PA" if s.startswith("Account") else "PU"
+            continue
+        elif section and "=" not in s:
+            owner = s
+            continue
+        for tok in s.split():
+            k, eq, v = tok.partition("=")
+            if eq:
+                rec[f"{section}:{owner}:{k}" if section and owner else k] = v
+    return out
+
+
+def _value(text: str | None, tres: str | None) -> tuple[str, str | None] | None:
+    """A field's "limit(in use)" (of one TRES in a TRES list); None when no limit is set ("N", "")."""
+    if text is None:
+        return None
+    if tres is not None:
+        for part in text.split(","):
+            k, _, v = part.partition("=")
+            if k == tres:
+                text = v
+                break
+        else:
+            return None
+    m = re.fullmatch(r"([^()]*)(?:\(([^()]*)\))?", text.strip())
+    if not m or m.group(1) in ("", "N"):
+        return None
+    return m.group(1), m.group(2)
+
+
+def limit_values(reason: str, records: Sequence[Mapping[str, str]], user: str, account: str,
+                 uid: int | None = None) -> list[dict]:
+    """Where the limit `reason` names is set, from parse_assoc_mgr's records: the user's
+    association, then the accounts above it (a Grp* limit of any of them holds the job), or the
+    QOS (its per-user limit by `uid`, per-account by `account`). Each {"on", "field", "limit",
+    "in_use"}; none when no record shows it set (PrivateData, or a limit set since)."""
+    lf = limit_field(reason)
+    if lf is None:
+        return []
+    field, tres = lf
+    name = f"{field}{'' if tres is None else ' ' + tres}"
+    out = []
+
+    def add(on: str, text: str | None) -> None:
+        v = _value(text, tres)
+        if v is not None:
+            out.append({"on": on, "field": name, "limit": v[0], "in_use": v[1]})
+
+    if reason.startswith("QOS"):
+        for r in records:
+            q = r.get("QOS", "").split("(")[0]
+            if field.endswith("PU"):
+                add(f"QOS {q}, for {user}", next((v for k, v in r.items() if k.startswith("PU:") and k.endswith(f":{field}")
+                                                  and k.split(":")[1] in (str(uid), user)), r.get(field)))
+            elif field.endswith("PA"):
+                add(f"QOS {q}, for account {account}", r.get(f"PA:{account}:{field}", r.get(field)))
+            else:
+                add(f"QOS {q}", r.get(field))
+        return out
+    by_account = {r.get("Account"): r for r in records if r.get("UserName", "") == ""}
+    mine = next((r for r in records if r.get("UserName", "").split("(")[0] == user and r.get("Account") == account), None)
+    if mine is not None:
+        add(f"{user} in account {account}", mine.get(field))
+    if field.startswith("Grp"):  # a Grp* limit of an account above counts its users' jobs too
+        a, seen = account, set()
+        while a in by_account and a not in seen and len(seen) < _MAX_LEVELS:
+            seen.add(a)
+            add(f"account {a}", by_account[a].get(field))
+            a = by_account[a].get("ParentAccount", "").split("(")[0]
+    return out
+
+
+def limits_text(values: Sequence[Mapping]) -> str:
+    """'the limit: GrpTRES cpu=1 on carol in account chem (in use: 1)'."""
+    return ("the limit: " + "; ".join(f"{v['field']}={v['limit']} on {v['on']}" + (
+        f" (in use: {v['in_use']})" if v.get("in_use") not in (None, "") else "") for v in values)) if values else ""
+
+
+def read_limits(source, job, reason: str | None) -> list[dict] | None:
+    """The limit the job waits on, with its value, from `scontrol show assoc_mgr` run on `source`
+    (walking up the accounts for a Grp* limit); None when the reason is no limit or Slurm will not say."""
+    import pwd
+
+    from fscontrol.errors import SlurmCommandError
+
+    if not reason or limit_field(reason) is None:
+        return None
+    try:
+        qos = None
+        if reason.startswith("QOS"):
+            qos = source.run(("squeue", "-h", "-j", job.job_id, "-o", "%q")).stdout.strip() or None
+        args = assoc_mgr_args(reason, job.user, job.account, qos)
+        if args is None:
+            return None
+        records = parse_assoc_mgr(source.run(args).stdout)
+        if reason.startswith("Assoc") and limit_field(reason)[0].startswith("Grp"):
+            up = {r.get("Account"): r.get("ParentAccount", "").split("(")[0] for r in records if not r.get("UserName")}
+            a = up.get(job.account)
+            while a and a not in up and len(up) < _MAX_LEVELS:  # the accounts above: one call a level
+                more = [r for r in parse_assoc_mgr(source.run(("scontrol", "show", "assoc_mgr", "flags=assoc",
+                                                                 f"accounts={a}")).stdout) if not r.get("UserName")]
+                if not more:
+                    break
+                records += more
+                up.update({r.get("Account"): r.get("ParentAccount", "").split("(")[0] for r in more})
+                a = up.get(a)
+    except SlurmCommandError:
+        return None
+    try:
+        uid = pwd.getpwnam(job.user).pw_uid
+    except KeyError:
+        uid = None
+    return limit_values(reason, records, job.user, job.account, uid)

@@ -39,14 +39,20 @@ The rules, each counted in ``meta["stats"]``:
   (``start_blocked=True``, ``simulate --start-blocked``: replayed as if released at once).
 - A pending job waiting for its begin time (``BeginTime``) arrives no earlier than it (squeue's
   ``StartTime`` for such a job is its begin time). A job waiting on a dependency (``Dependency``)
-  is replayed WITHOUT it, arriving at its eligible (else submit) time, and counted
-  (``dependency_ignored``): the capture does not record which job it waits for. A job that ran
-  after a dependency or a begin time replays at its recorded ``Eligible`` time (above).
+  waits in the replay for the jobs it depends on to END (``SimJob.after``, from the capture's
+  ``deps.txt``: squeue's ``%E``; afterok, afterany, afternotok and aftercorr alike, as the replay
+  does not fail jobs; of an "any of" list, ``?``, all: the replay waits for the last) and is
+  counted (``dependency_ordered``); run.run_simulation starts no job before they end. One whose
+  dependencies are not recorded (a capture without ``deps.txt``, or only ``after:`` start
+  dependencies or on jobs outside the replay) is replayed WITHOUT them and counted
+  (``dependency_ignored``). A job that ran after a dependency or a begin time replays at its
+  recorded ``Eligible`` time (above).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -136,7 +142,7 @@ def jobs_from_sacct(
         break
     stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "pending_no_limit": 0, "running_at_capture": 0,
              "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0, "held": 0, "partition_down": 0,
-             "dependency_ignored": 0, "begin_time": 0}
+             "dependency_ignored": 0, "dependency_ordered": 0, "begin_time": 0}
     if header is None:
         return [], stats
     ix = {h: i for i, h in enumerate(header)}
@@ -250,6 +256,39 @@ def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: 
     return SimJob(job_id, arrival, limit, limit, size, user, account, part, qos, cpus, nodes, submit)
 
 
+def parse_dependencies(text: str) -> dict[str, tuple[str, ...]]:
+    """`squeue -a -h -t PD -o %i|%E` (parse.DEPS_ARGS): by pending job, the jobs it waits for to
+    end (afterok, afterany, afternotok, aftercorr: the replay fails no job, so all mean "after it
+    ends"; squeue drops the parts already met and marks the rest "(unfulfilled)"). `after:N`
+    (N started) and `singleton` are not read."""
+    out: dict[str, tuple[str, ...]] = {}
+    for line in text.splitlines():
+        job, _, dep = line.strip().partition("|")
+        ids = []
+        for part in re.split(r"[,?]", dep):
+            kind, _, rest = part.strip().partition(":")
+            if kind not in ("afterok", "afterany", "afternotok", "aftercorr"):
+                continue
+            for x in rest.split(":"):
+                m = re.fullmatch(r"([^()]+)(?:\(([^)]*)\))?", x.strip())
+                if m and (m.group(2) or "unfulfilled") == "unfulfilled":
+                    ids.append(m.group(1).split("_")[0] if m.group(1).endswith(("_*", "_[*]")) else m.group(1))
+        if job.strip() and ids:
+            out[job.strip()] = tuple(ids)
+    return out
+
+
+def _order(jobs: list[SimJob], deps: dict[str, tuple[str, ...]], stats: dict[str, int]) -> None:
+    """Each pending job that waits on a dependency gets the jobs it waits for (those in the replay)."""
+    ids = {j.job_id for j in jobs}
+    for j in jobs:
+        after = tuple(x for x in deps.get(j.job_id, ()) if x in ids and x != j.job_id)
+        if after:
+            j.after = after
+            stats["dependency_ordered"] += 1
+            stats["dependency_ignored"] = max(0, stats["dependency_ignored"] - 1)
+
+
 def completion_lag(path: Path) -> float | None:
     """How long after a job's end its CPUs start the next job, as slurmctld ran it: the median,
     over the jobs that waited and started within 10 s of another job's end, of that delay (the
@@ -346,6 +385,8 @@ def read_history(
                            stats, start_blocked)
             if job is not None:
                 jobs.append(job)
+    if (d / "deps.txt").is_file():
+        _order(jobs, parse_dependencies((d / "deps.txt").read_text()), stats)
     node_info: dict[str, Any] = {}
     if (d / "nodes.txt").is_file():
         nodes = parse_nodes((d / "nodes.txt").read_text(), " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))

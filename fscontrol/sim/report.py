@@ -63,7 +63,10 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
                      "(pending at the capture; assumed to stay so)")
     if hs.get("dependency_ignored"):
         lines.append(f"replayed without their dependency: {hs['dependency_ignored']:,} jobs (the capture does not "
-                     "record which job each waits for)")
+                     "record which job each waits for, or only an after:/singleton one or on jobs outside the replay)")
+    if hs.get("dependency_ordered"):
+        lines.append(f"replayed after the jobs they depend on: {hs['dependency_ordered']:,} jobs (none starts before "
+                     "those end)")
     sc = getattr(result.policy, "slurm_sched", None)
     if sc is not None:
         bf = (f"backfill every {sc.bf_interval_s:g} s (window {sc.bf_window_s / 60:g} min, resolution "

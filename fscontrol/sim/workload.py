@@ -42,6 +42,7 @@ class SimJob:
     cpus: int = 0  # CPUs the job had (allocated, else requested)
     nodes: int = 0  # nodes the job had
     submitted: float | None = None  # the real submit time when ``submit`` is the eligible time
+    after: tuple[str, ...] = ()  # job ids it waits for to end (afterok/afterany/...: run.py orders the replay)
 
 
 @dataclass(slots=True)

@@ -50,6 +50,8 @@ def sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
 HISTORY_FIELDS = ("JobID,User,Account,Partition,QOS,State,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
                   "ReqCPUS,AllocCPUS,ReqNodes,NNodes")
 NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P|%c|%T")
+# the pending jobs' dependencies (capture --history: a replay starts no job before those it waits for)
+DEPS_ARGS = ("squeue", "-a", "-h", "-t", "PD", "-o", "%i|%E")
 CPUS_ARGS = ("sinfo", "-h", "-o", "%C")  # CPUs allocated/idle/other/total, summed over the partitions shown
 
 

@@ -185,7 +185,9 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
                              + f", got {_echo(text, quote=False)}")
         return x
 
-    cpus = number("cpus", "CPUs per run", 1)
+    from fscontrol.forecast.classic import plan_cpus
+
+    cpus = plan_cpus(_plain(number("cpus", "CPUs per run", 0)))  # the field read as a number, then --plan's rule (at least 1)
     if v["unit"] not in UNITS:
         raise ValueError(f"lengths are in m, h or d, not {v['unit']!r}")
     u = v["unit"]
@@ -262,9 +264,14 @@ def _fairtree_summary(data: Mapping, a: Mapping, i: int) -> str:
         pts = [(0.0, a["fairshare"])] + [(max(0.0, p["in_s"]), p["fairshare"]) for p in a["projection"]]
         horizon = pts[-1][0]
         unit, scale = _unit(horizon)
-        ch = a["rank_changes"]
-        summary = (f"{_place(ch[0])} in {duration_text(max(0.0, ch[0]['in_s']))}" if ch
-                   else f"{_place(a)} throughout")
+        from fscontrol.forecast.fairtree import ago_text, split_changes
+
+        passed, ch = split_changes(a)  # a change before now (a stale snapshot) is past, never "in 0 min"
+        summary = (f"{_place(ch[0])} in {ago_text(max(0.0, ch[0]['in_s']))}" if ch
+                   else f"{_place(passed[-1] if passed else a)} throughout")
+        if passed:
+            summary = (f"{_place(passed[-1])} since {ago_text(-passed[-1]['in_s'])} ago (projected from the snapshot, "
+                       f"already passed); " + (summary if ch else "no further change"))
         parts.append("<h3>Projection: the jobs running now go on, nobody starts another</h3>")
         parts.append(chart_svg(pts, x_unit=unit, x_scale=scale, step=True, chart_id=f"proj{i}",
                                title="F = rank / N after each coming decay pass", desc=f"F now {a['fairshare']:.3f}; {summary}."))
