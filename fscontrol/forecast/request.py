@@ -206,13 +206,12 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
 def _add_limits(data: dict, data_pub: dict, account: str | None) -> None:
     """The reader's limits from their own file (privacy.merge_own put them there; nobody else's are
     ever read): "limits" in the forecast's data, each with its plain words (model.quota.describe).
-    None when none were published for them (no limits, an older agent, another user's forecast)."""
+    No key when none were published for them (no limits, an older agent, another user's forecast)."""
     from fscontrol.model import quota
 
     own = data_pub.get("tres_limits")
     if not own:
-        data["tres_limits"] = None
-        return
+        return  # no key: the forecast's JSON is as before
     entries = [dict(e, text=quota.describe(e)) for e in own.get("entries") or []
                if account is None or e["scope"] == "qos" or e["account"] in set((own.get("lines") or {}).get(account) or [account])]
     data["tres_limits"] = {"read_at": own.get("read_at"), "entries": entries}
