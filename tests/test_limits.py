@@ -193,3 +193,23 @@ def test_a_failing_limits_read_skips_the_limits_and_not_the_tick():
 
     assert agent_quota.read_limits(LiveSlurm(env={"PATH": "/nonexistent"}), None) is None  # sacctmgr not found
     assert agent_quota.read_limits(RecordedSlurm(SAMPLE), None) is None
+
+
+@pytest.mark.parametrize("version", ["24.11", "26.05"])
+def test_the_same_reads_on_24_11_and_26_05(version):
+    """Their text, recorded with tests/test_integration_limits.py's limits (physics GrpTRES cpu=8,
+    GrpJobs=4; bob's two 4-CPU jobs run, alice's 4-CPU job pends on AssocGrpCpuLimit)."""
+    d = DATA.parent / f"tb-{version}"
+    used, run = tres.parse_tres_usage((d / "sshare.txt").read_text())
+    read = tres.LimitsRead(tres.parse_assoc_limits((d / "assoc.txt").read_text()),
+                           tres.parse_qos_limits((d / "qos.txt").read_text()), used, run,
+                           tres.parse_queue_counts((d / "squeue.txt").read_text()), 0.0)
+    entries = quota.entries(read)
+    g = _find(entries, scope="account", account="physics", limit="GrpTRES")
+    assert (g["used"], g["left"]) == (8.0, 0.0)  # 2 x 4 CPUs
+    assert _find(entries, scope="account", account="physics", limit="GrpJobs")["used"] == 2.0
+    assert _find(entries, scope="user", user="bob", limit="GrpTRESRunMins")["used"] == 32.0  # sshare's TRESRunMins
+    m = _find(entries, scope="account", account="physics", limit="GrpTRESMins")
+    assert m["used"] == used[("physics", "")]["cpu"] > 0 and m["left"] == 600000 - m["used"]
+    alice = quota.user_entries(entries, _parent(read), "alice", {"flat", "physics"})
+    assert _find(alice, limit="GrpTRES")["holding"] == ["6"]
