@@ -283,3 +283,49 @@ def test_fair_tree_page_shows_the_cli_forecast(browser, tmp_path):
         page.close()
     finally:
         site.close()
+
+
+def test_user_page_shows_the_users_limits_as_the_cli_prints_them(browser, tmp_path):
+    """`fscontrol web` / Open OnDemand (identity "process"): the page reads the process user's own
+    file, as `fscontrol forecast` does, and shows "how much can I still run?" in the same words.
+    The limits: the 22.05 testbed's read (tests/test_limits.py) with root's own association given
+    GrpTRESMins cpu=6000 and MaxJobs=3 (the tests run as root, whose own file the page reads)."""
+    import pwd
+
+    from test_limits import DATA, _parent, _read
+
+    from fscontrol.agent import config, pipeline, publishing
+    from fscontrol.model import quota
+    from fscontrol.slurm.source import RecordedSlurm
+    from fscontrol.store import history as store
+    from fscontrol.store import quota as store_quota
+
+    if pwd.getpwuid(os.geteuid()).pw_name != "root":
+        pytest.skip("the sample's tree has an association for root only among this machine's users")
+    db = store.open_db(tmp_path / "h.db")
+    res = pipeline.collect(RecordedSlurm(wf.SAMPLES / "testbed-basic"), db)
+    read = _read((DATA / "assoc.txt").read_text().replace("tbcluster|root|root|||||||||normal",
+                                                          "tbcluster|root|root||cpu=6000|||||3||normal"))
+    with store.transaction(db):
+        store_quota.write_limits(db, res.snapshot.cluster, res.snapshot_id, read.read_at, quota.entries(read), _parent(read))
+    (tmp_path / "pub").mkdir()
+    path, _ = publishing.publish_latest(db, config.from_dict({}), None, out=tmp_path / "pub" / "tbcluster.json")
+    db.close()
+    want = [e["text"] for e in wf.cli_forecast(Path(path), wf.SAMPLES / "testbed-basic", "root")["tres_limits"]["entries"]]
+    assert "you in account root: 100 of 100 CPU-hours left (GrpTRESMins cpu=6000)" in want  # used: 0 (sshare)
+    assert "you in account root: 0 of 3 jobs running at once, 3 more (MaxJobs=3)" in want
+    app = make_app(identity="process", published=str(path), source=str(wf.SAMPLES / "testbed-basic"))
+    httpd = make_server("127.0.0.1", 0, app, server_class=_Server, handler_class=_Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        page = browser.new_page()
+        origin = f"http://127.0.0.1:{httpd.server_port}"
+        page.goto(origin + "/")
+        assert page.eval("document.querySelector('#limits h2').textContent") == "How much can I still run?"
+        assert page.eval("[...document.querySelectorAll('#limits li')].map(e => e.textContent)") == want
+        _local_only(page, origin)
+        _shot(page, "user-page-limits.png")
+        page.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

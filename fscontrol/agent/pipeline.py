@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from fscontrol.act import executor
-from fscontrol.agent import diagnose, fitting, publishing
+from fscontrol.agent import diagnose, fitting, publishing, quota
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
@@ -330,6 +330,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
     try:
         snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
         cluster = snap.cluster
+        limits_read = quota.read_limits(source, source.cluster)  # a separate read: None when it fails
         if acting and cfg is not None and cfg.clusters and cluster not in cfg.clusters:
             raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
                               f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
@@ -352,6 +353,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
         latest_usage = store.latest_usage_values(db, snap.cluster) if ctl is not None and ctl[0] is not None else None
         with store.transaction(db):
             sid = store.write_snapshot(db, snap, source=source.describe())
+            quota.record(db, cluster, sid, limits_read)
             if acting:  # a tick killed mid-run left its row 'running': it ended without an outcome
                 db.execute("UPDATE ticks SET status = 'failed', error = 'ended without recording its outcome (killed?)' "
                            "WHERE cluster = ? AND status = 'running'", [cluster])

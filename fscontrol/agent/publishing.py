@@ -116,7 +116,10 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
             target = out
         from pathlib import Path
 
-        privacy.write_own_files(Path(target), pub.own_files(snap, secret=secret, admins=admins, gate=gate))
+        from fscontrol.store import quota as store_quota
+
+        privacy.write_own_files(Path(target), pub.own_files(snap, secret=secret, admins=admins, gate=gate,
+                                                            tres_limits=store_quota.latest_limits(db, snap.cluster, snap.id)))
         data["own_files"] = True
         path = pub.write_published(data, target)
         from fscontrol.export.public_page import write_public

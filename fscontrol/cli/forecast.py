@@ -105,7 +105,9 @@ def forecast(
         for w in data["warnings"]:
             typer.echo(f"fscontrol: warning: {w}", err=True)
     else:
-        typer.echo(fmt(data))
+        from fscontrol.model.quota import text_block
+
+        typer.echo(fmt(data) + text_block(data.get("tres_limits")))
 
 
 def _arguments(params: dict):

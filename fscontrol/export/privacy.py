@@ -323,6 +323,8 @@ def merge_own(published: dict, own: dict | None) -> dict:
         out["running"] = {**run, "users": {**(run.get("users") or {}), **(mine.get("users") or {})},
                           "accounts": {**(run.get("accounts") or {}), **(mine.get("accounts") or {})},
                           "own_users_published": True}
+    if own.get("tres_limits"):  # the reader's own limits (publish._own_limits): only ever in their own file
+        out["tres_limits"] = own["tres_limits"]
     gate = published.get("gate")
     if gate and own.get("gate_accounts"):
         out["gate"] = {**gate, "accounts": {**(gate.get("accounts") or {}), **own["gate_accounts"]}}

@@ -213,7 +213,7 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
 
 
 def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, ...] | list[str] = (),
-              gate: dict[str, Any] | None = None) -> dict[str, dict]:
+              gate: dict[str, Any] | None = None, tres_limits: dict[str, Any] | None = None) -> dict[str, dict]:
     """Each user's own file (user -> content), beside the published snapshot: where the world-
     readable file cannot carry them, the user's own running jobs (and their accounts', where
     PrivateData allows: privacy.own_running) and the gate's entries (gate_summary) of the accounts
@@ -239,10 +239,32 @@ def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, 
                 out.setdefault(user, {"format": privacy.OWN_FORMAT, "user": user, "cluster": snap.cluster,
                                       "snapshot_id": snap.id})["running"] = {"users": {k: sorted(v, key=_end_key) for k, v in mine["users"].items()},
                                          "accounts": {k: sorted(v, key=_end_key) for k, v in mine["accounts"].items()}}
+    if tres_limits and tres_limits.get("entries"):
+        _own_limits(out, snap, tres_limits)
     if secret:
         for a in admins:
             out.setdefault(a, {"format": privacy.OWN_FORMAT, "user": a})["admin_token"] = privacy.admin_token(secret, snap.cluster, a)
     return out
+
+
+def _own_limits(out: dict[str, dict], snap: StoredSnapshot, tres_limits: dict[str, Any]) -> None:
+    """Each user's limits (model.quota.user_entries: their own associations', their accounts' and
+    QOS's), in their own file only: the account's usage of a Grp limit only where PrivateData lets
+    users see others' usage (no `usage` flag)."""
+    from fscontrol.export import privacy
+    from fscontrol.model import quota
+
+    others = "usage" not in privacy.flags(snap.config.private_data)
+    for user in sorted({r.user for r in snap.shares if r.user}):
+        accounts = {r.account for r in snap.shares if r.user == user}
+        mine = quota.user_entries(tres_limits["entries"], tres_limits.get("parent") or {}, user, accounts,
+                                  accounts_usage=others)
+        if mine:
+            parent = tres_limits.get("parent") or {}
+            out.setdefault(user, {"format": privacy.OWN_FORMAT, "user": user, "cluster": snap.cluster,
+                                  "snapshot_id": snap.id})["tres_limits"] = {
+                "read_at": tres_limits.get("read_at"), "entries": mine,
+                "lines": {r.account: quota.ancestors(parent, r.account) for r in snap.shares if r.user == user}}
 
 
 def _entry(snap: StoredSnapshot, job) -> list:

@@ -144,6 +144,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
                 data_pub = privacy.merge_own(data_pub, mine)
         data = ftf.forecast_data(data_pub, user=who, now=now, account=args.account, requester=requester,
                                  is_admin=admin, max_age_s=max_age_s, stale_ok=args.stale_ok, horizon_s=horizon_s)
+        _add_limits(data, data_pub, args.account)
         if args.plot is not None:
             ftf.plot_png(data, str(args.plot))
         return data
@@ -196,9 +197,24 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         pending=pending,
         rows_from="published" if args.source == "published" else "sshare",
     )
+    _add_limits(data, data_pub, args.account)
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
     return data
+
+
+def _add_limits(data: dict, data_pub: dict, account: str | None) -> None:
+    """The reader's limits from their own file (privacy.merge_own put them there; nobody else's are
+    ever read): "limits" in the forecast's data, each with its plain words (model.quota.describe).
+    No key when none were published for them (no limits, an older agent, another user's forecast)."""
+    from fscontrol.model import quota
+
+    own = data_pub.get("tres_limits")
+    if not own:
+        return  # no key: the forecast's JSON is as before
+    entries = [dict(e, text=quota.describe(e)) for e in own.get("entries") or []
+               if account is None or e["scope"] == "qos" or e["account"] in set((own.get("lines") or {}).get(account) or [account])]
+    data["tres_limits"] = {"read_at": own.get("read_at"), "entries": entries}
 
 
 def _named_job(job: int, account: str | None, who: str, jobs: list[tuple[int, str, bool]]) -> dict[str, int]:
@@ -296,6 +312,7 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
 
         with tempfile.TemporaryDirectory(prefix="fscontrol-forecast-") as tmp:
             db = store.open_db(Path(tmp) / "history.db")
+            limits = None  # a recording holds no limits
             try:
                 pipeline.collect(RecordedSlurm(Path(args.source), cluster=args.cluster), db)
                 snap = store.load_snapshot(db, cluster=args.cluster)
@@ -317,6 +334,9 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
 
             snap = store.load_snapshot(db, cluster=args.cluster)
             inflow = publishing.published_inflow(db, snap)
+            from fscontrol.store import quota as store_quota
+
+            limits = store_quota.latest_limits(db, snap.cluster, snap.id)
         finally:
             db.close()
         if args.now is None and snap.source.startswith("recorded sample"):
@@ -328,4 +348,4 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
                                target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
                                method=cc.method, inflow=inflow, outlooks=False)  # Fair Tree: ranks the one user
     data["own_files"] = True
-    return privacy.merge_own(data, pub.own_files(snap, secret=None).get(who or "") or {"user": who})
+    return privacy.merge_own(data, pub.own_files(snap, secret=None, tres_limits=limits).get(who or "") or {"user": who})

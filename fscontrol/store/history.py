@@ -20,7 +20,7 @@ from fscontrol.slurm.parse import gc_paused
 from fscontrol.store.connection import Database
 from fscontrol.records import ShareRow, Snapshot, SlurmConfig, share_rows
 from fscontrol.store.loaders import JobCharges, UsageHistory
-from fscontrol.store.schema import LEGACY_MOVED, MIGRATIONS, applied_migrations, migrate
+from fscontrol.store.schema import LEGACY_MOVED, MIGRATIONS, OPTIONAL_MIGRATIONS, applied_migrations, migrate
 
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
@@ -131,7 +131,7 @@ def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
     known = [n for n, _ in MIGRATIONS]
     if names - set(known):
         raise StoreError(f"history database {path} was written by a newer fscontrol (schema {max(names)})")
-    if set(known) - names:
+    if set(known) - names - OPTIONAL_MIGRATIONS:
         have = max(names) if names else "none"
         raise StoreError(f"history database {path} has schema {have}, this fscontrol reads {known[-1]}: "
                          "the agent's next tick (or `fscontrol collect`) upgrades it")

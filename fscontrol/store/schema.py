@@ -277,6 +277,19 @@ def _m008_usage_at(db: sqlite_utils.Database) -> None:
     db["snapshots"].add_column("usage_at", float)
 
 
+def _m009_tres_limits(db: sqlite_utils.Database) -> None:
+    # "how much can I still run?": one limits read per tick (fscontrol.slurm.tres, model.quota):
+    # every limit with what is used of it, as JSON (a few rows per association with limits). An
+    # older history simply has none: the forecast then shows no limits
+    db.execute("""CREATE TABLE limit_reads (
+            cluster TEXT NOT NULL,
+            snapshot_id INTEGER NOT NULL,
+            read_at REAL NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (cluster, snapshot_id)
+        )""")
+
+
 # The schema's migrations, in order: sqlite-utils' own migration sets (sqlite_utils.migrations,
 # the `_sqlite_migrations` table) apply them, each in one transaction with the record of it. The
 # names are also read here without sqlite-utils (applied_migrations): it is imported only when one
@@ -290,10 +303,15 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("006_tick_story", _m006_tick_story),
     ("007_level_fs", _m007_level_fs),
     ("008_usage_at", _m008_usage_at),
+    ("009_tres_limits", _m009_tres_limits),
 ]
 
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+# Migrations that only add a table its readers do without (store.quota reads no limits from a
+# history that lacks it): a read-only open of a history without them still reads it as it is
+OPTIONAL_MIGRATIONS = frozenset({"009_tres_limits"})
 
 
 MIGRATION_SET = "fscontrol"  # the migration_set of our rows in _sqlite_migrations

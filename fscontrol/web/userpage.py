@@ -304,6 +304,16 @@ form.addEventListener('submit',function(e){e.preventDefault();clearTimeout(timer
 """
 
 
+def _limits_card(limits: Mapping | None) -> str:
+    """"How much can I still run?": each of Slurm's limits on the user, in the forecast's plain words."""
+    if not limits or not limits.get("entries"):
+        return ""
+    items = "".join(f'<li class="limit" data-limit="{esc(e["limit"])}" data-tres="{esc(e["tres"])}">{esc(e["text"])}</li>'
+                    for e in limits["entries"] if e.get("text"))
+    return ('<section class="card" id="limits"><h2>How much can I still run?</h2>'
+            f'<p>Slurm\'s limits on you and your accounts, and how much of each is used:</p><ul>{items}</ul></section>')
+
+
 def render_page(data: Mapping, plan_data: Mapping | None, values: Mapping[str, str], *, api_url: str,
                 plan_error: str | None = None) -> str:
     """The whole page: the CLI forecast `data` (no plan) and the planner with `plan_data`."""
@@ -311,6 +321,7 @@ def render_page(data: Mapping, plan_data: Mapping | None, values: Mapping[str, s
     body = [_header(data)]
     for i, a in enumerate(data["associations"]):
         body.append(_fairtree_summary(data, a, i) if ft else _classic_summary(data, a, i))
+    body.append(_limits_card(data.get("tres_limits")))
     if ft:
         body.append('<section class="card"><h2>Campaigns under Fair Tree</h2><p>Under Fair Tree your factor is your rank: '
                     'a campaign moves it only as it changes how your usage compares with your neighbours\'. '
