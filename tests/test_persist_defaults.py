@@ -34,6 +34,21 @@ def test_persist_writes_only_when_a_restart_would_start_too_far_off():
     assert not ok and "written 600 s ago" in why and "-50.0% off 40" in why
 
 
+def test_a_restart_far_off_is_written_inside_the_interval():
+    """scripts/busy.py (seed 12, 2026-11-26): the cold start wrote d = 1000 into slurm.conf, the
+    runtime d fell to ~20 within minutes, and the interval held slurm.conf at 1000: the restart at
+    minute 31 started on it, a pass 50x off (+4,959%). With urgent_factor (no reconfigure), a
+    slurm.conf d 2x off or more is written at once; closer than that the interval holds."""
+    due = lambda conf, d, last=10_000 - 600, f=2.0: slurmconf.persist_due(  # noqa: E731
+        conf, d, tolerance=0.1, last_write_at=last, interval_s=3600, now=10_000, urgent_factor=f)
+    ok, why = due("1000", 20)
+    assert ok and "2x off or more" in why and "+4900.0% off 20" in why
+    assert due("40", 20)[0] and due("10", 20)[0]  # exactly 2x either way
+    assert not due("39", 20)[0] and not due("11", 20)[0]  # less than 2x: the interval holds
+    assert not due("1000", 20, f=None)[0]  # persist_reconfigure = true: a write restarts slurmctld; the interval holds
+    assert due("1000", 20, last=None)[0]  # no earlier write: as before
+
+
 def test_persist_keys_and_their_checks():
     cc = config.from_dict({"clusters": {"c": {"persist": True, "persist_tolerance": 0.05, "persist_interval": "2h",
                                                "persist_reconfigure": True, "max_damping": 500}}}).clusters["c"]

@@ -202,13 +202,20 @@ def original_path(path: str) -> str:
 
 
 def persist_due(conf_value: str | None, d: int, *, tolerance: float, last_write_at: float | None,
-                interval_s: float, now: float) -> tuple[bool, str]:
+                interval_s: float, now: float, urgent_factor: float | None = None) -> tuple[bool, str]:
     """Whether persist writes d into slurm.conf now, and why (one line). Pure.
 
     The runtime d follows every pass through `scontrol fsdampeningfactor`; slurm.conf matters
     only to a restart (or a reconfigure), which starts on its line (1 without one). So it is
     written only when a restart would start on a d more than `tolerance` (relative: the halving
-    error that start would have) off the d in force, and at most once every `interval_s`."""
+    error that start would have) off the d in force, and at most once every `interval_s`.
+
+    `urgent_factor` (None: never): a slurm.conf d that far off (d_conf / d or d / d_conf at least
+    that) is written inside the interval too. A cold start's first d (max_damping, 1000) otherwise
+    stays in slurm.conf for the whole interval while the runtime d falls to ~20, and a restart
+    in that hour starts on a 50x halving (scripts/busy.py, seed 12: +4,959% on the restart's pass).
+    The caller gives it only where a write restarts nothing (persist_reconfigure = false): a
+    halving of d is then one file write, about log2(max_damping) of them in a cold start."""
     try:
         d_conf = int(conf_value) if conf_value is not None else 1
     except ValueError:
@@ -221,6 +228,11 @@ def persist_due(conf_value: str | None, d: int, *, tolerance: float, last_write_
                        f"within persist_tolerance {tolerance:.0%}, not written")
     start = "a restart would start on " + (f"slurm.conf's d = {d_conf} ({off:+.1%} off {d})" if off is not None
                                            else f"slurm.conf's unreadable d = {conf_value!r}")
+    far = d_conf is not None and d_conf > 0 and urgent_factor is not None and max(d_conf / d, d / d_conf) >= urgent_factor
+    if d_conf is not None and urgent_factor is not None and d_conf <= 0:
+        far = True
+    if far and last_write_at is not None and now - last_write_at < interval_s:
+        return True, f"{start}: {urgent_factor:g}x off or more, written inside persist_interval"
     if last_write_at is not None and now - last_write_at < interval_s:
         return False, (f"{start}, but slurm.conf was written {now - last_write_at:.0f} s ago: the next write after "
                        f"persist_interval ({interval_s:g} s)")
