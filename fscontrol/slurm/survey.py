@@ -12,11 +12,12 @@ skipped, saying so.
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass, field
 
 from fscontrol.errors import FscontrolError, NotFoundError, ParseError, SlurmCommandError
 from fscontrol.records import ShareRow
-from fscontrol.slurm import parse
+from fscontrol.slurm import command, parse
 
 # The QOS with what the checks need beyond Name,UsageFactor (parse.QOS_ARGS): their priority (the
 # QOS factor), flags, and the limits that can stop the padding job (MaxWall, GrpTRESMins).
@@ -141,6 +142,32 @@ def conf_file_problem(env: dict[str, str]) -> str | None:
             "the cluster's slurm.conf")
 
 
+PING_ARGS = ("scontrol", "ping")
+PING_TIMEOUT_S = 30.0
+
+
+def controller_problem(source) -> str | None:
+    """Why slurmctld cannot answer (one line), or None: `scontrol ping` (0.0 s where nothing
+    listens; `scontrol show config` then spends 9 s in its own retries, twice with the JSON try).
+    Only where no controller says UP: a backup that is down while the primary answers is no
+    reason to stop."""
+    argv = [PING_ARGS[0], *source._cluster_args(PING_ARGS[0]), *PING_ARGS[1:]]
+    env = dict(os.environ if source.env is None else source.env)
+    try:
+        raw = command.run(argv, timeout=min(source.timeout_s, PING_TIMEOUT_S), env=env)
+    except FileNotFoundError:
+        return "`scontrol` not found: is the Slurm client installed and on PATH?"
+    except subprocess.TimeoutExpired:
+        return f"slurmctld does not answer: `{' '.join(argv)}` gave no answer within {min(source.timeout_s, PING_TIMEOUT_S):g} s"
+    out = raw.stdout.decode(errors="replace")
+    if " is UP" in out:
+        return None
+    said = next((ln.strip() for ln in out.splitlines() if " is " in ln), None) or \
+        (raw.stderr.decode(errors="replace").strip().splitlines() or ["no answer"])[-1]
+    return (f"slurmctld does not answer (`{' '.join(argv)}`: {said}): nothing to judge; start slurmctld, and read "
+            "its log for why it stopped")
+
+
 def _pending_listed(queue, sprio_started: float) -> tuple[str, ...]:
     """The pending jobs sprio must have listed: eligible (no begin time or dependency to wait for),
     not held (priority > 0), submitted before sprio ran."""
@@ -159,6 +186,8 @@ def read(source, slurm_conf: str | None = None, agent_damping: int | None = None
     if run is not None:
         env = getattr(source, "env", None)
         problem = conf_file_problem(os.environ if env is None else env)
+        if problem is None and hasattr(source, "_cluster_args"):
+            problem = controller_problem(source)
         if problem:
             raise SlurmCommandError(problem)
     config = parse.parse_config_pairs(source.config().stdout)  # raises: nothing to judge without it
