@@ -90,7 +90,7 @@ def test_weight_dwarfed(tmp_path):
     found = checks.check(_survey(tmp_path, config={"PriorityWeightAge": "1000000", "PriorityWeightJobSize": "200000"}), HYBRID)
     assert [(f.check, f.severity) for f in found] == [("weight-dwarfed", "warning")]
     assert "PriorityWeightAge=1000000 (and JobSize)" in found[0].message
-    assert found[0].fix.startswith("slurm.conf: PriorityWeightFairshare=10000000 ")
+    assert found[0].fix.startswith("slurm.conf: PriorityWeightFairshare=10000000 (ten times PriorityWeightAge)")
     # equal to fair-share's weight is not outweighed; the TRES weights add up
     assert _found(tmp_path / "b", config={"PriorityWeightAge": "100000"}) == {}
     assert _found(tmp_path / "c", config={"PriorityWeightTRES": "CPU=60000,GRES/gpu=60000"}) == {"weight-dwarfed": "warning"}
@@ -163,8 +163,8 @@ def test_damping_by_hand_reverted_and_preset(tmp_path):
     reverted = checks.check(dataclasses.replace(_survey(tmp_path / "b"), conf_damping="1", conf_read=True,
                                                 agent_damping=40), Intent(method="damping", persist=True))
     assert [(f.check, f.severity) for f in reverted] == [("damping-reverted", "warning")]
-    assert "not the 40 the agent last set: slurm.conf put it back" in reverted[0].message
-    assert "config management rewrote it" in reverted[0].message
+    assert "not the 40 the agent last set: slurm.conf says 1, and slurmctld re-reads it" in reverted[0].message
+    assert "the file should say 40: something rewrote it, config management or an admin" in reverted[0].message
     assert _judge(s, Intent(method="none"), conf_damping="1", conf_read=True) == {}  # no control: d is the admin's
 
 
@@ -261,7 +261,8 @@ def test_cli_lines_json_and_exit_codes(tmp_path):
     r = runner.invoke(app, ["doctor", "--source", str(warn)])
     assert r.exit_code == 8
     assert r.output.splitlines()[1].startswith("WARNING enforce-limits: AccountingStorageEnforce lacks 'limits'")
-    assert r.output.splitlines()[2].startswith("        fix: slurm.conf: add limits")
+    assert " -> fix: slurm.conf: add limits to AccountingStorageEnforce" in r.output.splitlines()[1]
+    assert len(r.output.splitlines()) == 2  # the head line and one line for the one finding
     fatal = _sample(tmp_path / "f", config={"PriorityType": "priority/basic", "AccountingStorageEnforce": "associations"})
     r = runner.invoke(app, ["doctor", "--source", str(fatal), "--json"])
     assert r.exit_code == 9
@@ -355,3 +356,150 @@ def test_first_tick_without_control_logs_too(tmp_path, caplog):
         res = pipeline.agent_tick(RecordedSlurm(folder), db, config.load(cfg_path), apply=False, control=False)
     assert res.control is None
     assert [r.getMessage()[:52] for r in caplog.records] == ["doctor on tbcluster: warning: enforce-limits: Accoun"]
+
+
+# ---------------------------------------------------------------------------- issue #33's review
+def test_damping_reverted_after_a_plain_reconfigure_names_its_causes(tmp_path):
+    """Without persist, a reconfigure alone puts slurm.conf's d back: the finding says so, and
+    names config management as the other likely cause; it does not blame it outright."""
+    s = dataclasses.replace(_survey(tmp_path), conf_damping="1", conf_read=True, agent_damping=5)
+    (f,) = checks.check(s, Intent(method="damping"))
+    assert f.check == "damping-reverted"
+    assert "slurm.conf says 1, and slurmctld re-reads it at every `scontrol reconfigure` or restart" in f.message
+    assert "a plain reconfigure is enough, or config management that reconfigures" in f.message
+    assert "rewrote" not in f.message
+    assert f.fix.startswith("nothing if it was a one-off reconfigure (the next control tick sets d again)")
+    # someone set d by hand (slurm.conf says neither): said so
+    (f,) = checks.check(dataclasses.replace(s, conf_damping="5"), Intent(method="damping"))
+    assert "someone else set it" in f.message
+
+
+def test_agent_damping_after_control_off_is_the_original(tmp_path):
+    """After `control off` the agent expects the d it found (its originals), not its last d:
+    control off with persist restores d by slurm.conf and a reconfigure, which logs no set_damping."""
+    import time
+
+    from fscontrol.act import actions
+    from fscontrol.agent.diagnose import agent_damping
+    from fscontrol.store import history as store
+    from fscontrol.store import ledger
+
+    path = tmp_path / "h.db"
+    db = store.open_db(path)
+    now = time.time()
+    with store.transaction(db):
+        (aid,) = ledger.write_actions(db, "tbcluster", None, "control", [actions.set_damping(5, "test")], now)
+        ledger.update_action(db, aid, "ok", "", None, now)
+        ledger.record_original(db, "tbcluster", "damping", 1, now)
+    db.close()
+    assert agent_damping(path, "tbcluster") == 5
+    db = store.open_db(path)
+    with store.transaction(db):
+        ledger.set_state(db, "tbcluster", "acting_off", {"by": "admin", "at": now}, now)
+    db.close()
+    assert agent_damping(path, "tbcluster") == 1
+    s = dataclasses.replace(_survey(tmp_path / "s"), conf_damping="1", conf_read=True,
+                            agent_damping=agent_damping(path, "tbcluster"))
+    assert checks.check(s, Intent(method="damping")) == []  # d is back at 1: nothing to say
+
+
+def test_zero_shares_account(tmp_path):
+    """An account (not only a user) with FairShare=0: each user under it gets factor 0."""
+    zero = lambda t: t.replace(" chem||1|", " chem||0|")  # noqa: E731
+    assert " chem||1|" in (SAMPLE / "sshare.txt").read_text()
+    found = checks.check(_survey(tmp_path, sshare=zero), HYBRID)
+    assert [(f.check, f.severity) for f in found] == [("zero-shares-account", "warning")]
+    assert "1 account(s) have FairShare=0 (chem)" in found[0].message
+    assert found[0].fix.startswith("sacctmgr modify account where name=chem set fairshare=1")
+
+
+def test_cluster_name_not_in_the_config(tmp_path):
+    """[clusters.NAME] that is not slurmctld's ClusterName: doctor and config check say so first."""
+    from fscontrol.agent import config
+    from fscontrol.agent.diagnose import diagnose
+
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text('[clusters.tbclustr]\ntarget_core_hours = 10\nmethod = "hybrid"\n')
+    _, found = diagnose(RecordedSlurm(SAMPLE), config.load(cfg_path))
+    assert found[0].check == "cluster-name" and found[0].severity == "fatal"
+    assert "names [clusters.tbclustr], but slurmctld's ClusterName is tbcluster" in found[0].message
+    assert found[0].fix == "rename the table to [clusters.tbcluster] in the fscontrol config."
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(cfg_path), "--source", str(SAMPLE)])
+    assert r.exit_code == 9 and "FATAL   cluster-name: the config names [clusters.tbclustr]" in r.output
+    r = CliRunner().invoke(app, ["doctor", "--config", str(cfg_path), "--source", str(SAMPLE)])
+    assert r.exit_code == 9 and r.output.splitlines()[1].startswith("FATAL   cluster-name: ")
+    cfg_path.write_text('[clusters.tbcluster]\ntarget_core_hours = 10\nmethod = "hybrid"\n')
+    assert diagnose(RecordedSlurm(SAMPLE), config.load(cfg_path))[1] == []
+
+
+def _uint32_ok(text: str) -> bool:
+    return all(int(n) <= 0xFFFFFFFF for n in re.findall(r"=(\d+)", text))
+
+
+def test_weight_fixes_fit_slurms_uint32(tmp_path):
+    """A fix never names a weight Slurm refuses (its PriorityWeight* are uint32): where ten times
+    the other weight does not fit, the fair-share weight goes to the largest and the other down."""
+    (f,) = checks.check(_survey(tmp_path, config={"PriorityWeightAge": "1000000000"}), HYBRID)
+    assert f.check == "weight-dwarfed" and _uint32_ok(f.fix), f.fix
+    assert "PriorityWeightFairshare=10000000000" not in f.fix
+    assert f.fix.startswith("slurm.conf: PriorityWeightFairshare=4294967294 and PriorityWeightAge=429496729 ")
+    assert "past Slurm's uint32 weights" in f.fix
+    # (independently: the suggestion makes fair-share ten times the other factor)
+    assert 4294967294 >= 10 * 429496729 and 4294967294 <= 2**32 - 1
+    (f,) = checks.check(_survey(tmp_path / "b", config={"PriorityWeightAge": "400000000"}), HYBRID)
+    assert f.fix.startswith("slurm.conf: PriorityWeightFairshare=4000000000 (ten times PriorityWeightAge)")
+    assert _uint32_ok(f.fix)
+    (f,) = checks.check(_survey(tmp_path / "c", config={"PriorityWeightFairShare": "0",
+                                                      "PriorityWeightAge": "4000000000"}), HYBRID)
+    assert f.check == "weight-fairshare" and _uint32_ok(f.fix), f.fix
+    assert "PriorityWeightAge=429496729" in f.fix
+    (f,) = checks.check(_survey(tmp_path / "d", config={"PriorityWeightFairShare": "0"}), HYBRID)
+    assert f.fix.startswith("slurm.conf: PriorityWeightFairshare=100000 (larger than every other")
+    (f,) = checks.check(_survey(tmp_path / "e", config={"PriorityWeightTRES": "CPU=1000000000,GRES/gpu=3000000000"}),
+                        HYBRID)
+    assert _uint32_ok(f.fix) and "the PriorityWeightTRES weights scaled to sum to at most 429496729" in f.fix, f.fix
+
+
+def test_priority_plugin_not_loaded(tmp_path):
+    """show config says multifactor, but sprio lists no pending job: slurmctld runs what it started
+    with (priority/basic until a restart). Not said where no job is pending, or sprio lists them."""
+    s = _survey(tmp_path)
+    assert s.pending and s.sprio_ids  # the recorded sample: pending jobs, each listed by sprio
+    found = checks.check(dataclasses.replace(s, sprio_ids=frozenset()), Intent())
+    assert [(f.check, f.severity) for f in found] == [("priority-not-loaded", "fatal")]
+    assert "restart slurmctld" in found[0].fix
+    assert checks.check(dataclasses.replace(s, sprio_ids=frozenset(), pending=()), Intent()) == []
+    # from the text: sprio's output with no row
+    folder = _sample(tmp_path / "b")
+    (folder / "sprio.txt").write_text("JOBID|USER|PARTITION|PRIORITY|FAIRSHARE\n")
+    assert {f.check for f in checks.check(survey.read(RecordedSlurm(folder)), Intent())} == {"priority-not-loaded"}
+    # only jobs sprio would list count: held, waiting for a begin time or a dependency do not
+    held = (folder / "squeue.txt").read_text().replace("|Resources|", "|BeginTime|").replace("|PartitionDown|", "|JobHeldUser|")
+    (folder / "squeue.txt").write_text(held)
+    assert checks.check(survey.read(RecordedSlurm(folder)), Intent()) == []
+
+
+def test_missing_slurm_conf_is_one_line_fast(tmp_path):
+    """No slurm.conf where the commands read it: doctor says so in one line (exit 3) without
+    running a command; config check shows that line, not a timeout."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 10\nmethod = "hybrid"\n')
+    env = {**os.environ, "SLURM_CONF": str(tmp_path / "nowhere" / "slurm.conf")}
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "fscontrol", "doctor", "--config", str(cfg)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - t0
+    assert p.returncode == 3, (p.stdout, p.stderr)
+    assert p.stderr.strip().splitlines() == [
+        f"fscontrol: error: slurm.conf not found: {tmp_path}/nowhere/slurm.conf (SLURM_CONF names it): Slurm's "
+        "commands cannot reach slurmctld; set SLURM_CONF to the cluster's slurm.conf"], p.stderr
+    assert took < 15, took  # Slurm's own retries took 59 s a command
+    p = subprocess.run([sys.executable, "-m", "fscontrol", "config", "check", "--config", str(cfg)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert "doctor on tbcluster: not run: slurm.conf not found: " in p.stdout and "timed out" not in p.stdout, p.stdout
+    assert survey.conf_file_problem({"SLURM_CONF": str(cfg)}) is None  # a file that is there

@@ -160,25 +160,91 @@ def test_accounting_enforce(slurm, tmp_path):
 
 
 def test_priority_basic(slurm, tmp_path):
-    """PriorityType needs a slurmctld restart to take (and another to put back)."""
+    """PriorityType needs a slurmctld restart to take (and another to put back). slurm.conf put
+    back to multifactor with only a reconfigure: on 22.05 `show config` shows the file while
+    slurmctld still runs priority/basic (FIFO priorities, sprio lists no job); the doctor asks sprio
+    and says so. 24.11's and 26.05's reconfigure restarts slurmctld in place (measured 2026-11-26:
+    the job's priority is then multifactor's, sprio lists it): nothing to say there."""
+    from testbed import SLURM_VERSION
+
     cfg = _cfg(tmp_path, method="none")
-    with _conf(slurm, restart=True, PriorityType="priority/basic"):
+    before = _conf_lines(slurm, "PriorityType")
+    try:
+        _write_conf(slurm, {"PriorityType": "priority/basic"})
+        _restart(slurm)
         assert _show(slurm, "PriorityType") == "priority/basic"
         assert _checks(slurm, cfg)["priority-type"] == "fatal"
+        _write_conf(slurm, before)
+        slurm.scontrol("reconfigure")
+        assert _show(slurm, "PriorityType") == "priority/multifactor"  # the file, not the plugin loaded
+        assert _checks(slurm, cfg) == {}  # no pending job: nothing tells
+        job = slurm.probe("alice", "flat")
+        time.sleep(1)
+        prio = int(slurm.run("squeue", "-h", "-j", job, "-o", "%Q").strip())
+        if SLURM_VERSION != "22.05":
+            assert prio <= 100000 and slurm.run("sprio", "-h", "-o", "%i").split() == [job], prio
+            assert _checks(slurm, cfg) == {}
+            return
+        assert prio > 1_000_000_000, prio  # FIFO: priority/basic counts down from 0xffff0000, no factor
+        assert slurm.run("sprio", "-h", "-o", "%i").strip() == ""
+        assert _checks(slurm, cfg) == {"priority-not-loaded": "fatal"}
+        code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+        assert code == 9 and out["findings"][0]["check"] == "priority-not-loaded", out
+        assert out["findings"][0]["fix"].startswith("restart slurmctld")
+        _restart(slurm)
+        for _ in range(30):  # the restarted multifactor plugin lists the job at once, or at its next pass
+            if slurm.run("sprio", "-h", "-o", "%i").strip():
+                break
+            time.sleep(1)
+        assert _checks(slurm, cfg) == {}
+    finally:
+        slurm.cancel_all()
+        if _conf_lines(slurm, "PriorityType") != before or _show(slurm, "PriorityType") != "priority/multifactor":
+            _write_conf(slurm, before)
+            _restart(slurm)
     assert _checks(slurm, cfg) == {}
 
 
 def test_no_slurmdbd(slurm, tmp_path):
-    """AccountingStorageType=accounting_storage/none (a restart): sshare has nothing to show."""
-    from testbed import SLURM_VERSION
+    """AccountingStorageType=accounting_storage/none and a slurmctld restart (measured 2026-11-26 on
+    the testbed). 22.05's and 26.05's slurmctld run without slurmdbd and sshare has nothing to show
+    (read-sshare); the doctor says so. 24.11's dumps core at start ("Running as primary
+    controller", then a core file and `connect failure`): the doctor says in one line that slurmctld
+    does not answer, exit 3, at once (`scontrol ping`), where `scontrol show config` spent 9 s in
+    retries, twice."""
+    from testbed import SCRIPT, SLURM_VERSION
 
-    if SLURM_VERSION != "22.05":  # measured 2026-11-26: slurmctld 24.11 logs "Running as primary controller"
-        pytest.skip("24.11's slurmctld without slurmdbd did not answer `scontrol ping` within 60 s on the "
-                    "testbed: 22.05 and tests/test_doctor.py cover the check")
     cfg = _cfg(tmp_path, method="none")
-    with _conf(slurm, restart=True, AccountingStorageType="accounting_storage/none"):
-        found = _checks(slurm, cfg)
-        assert found["accounting-storage"] == "fatal" and found.get("read-sshare") == "fatal", found
+    before = _conf_lines(slurm, "AccountingStorageType")
+    core = slurm.dir / "log" / "core"
+    had_core = core.exists()
+    try:
+        _write_conf(slurm, {"AccountingStorageType": "accounting_storage/none"})
+        slurm.stop_controller()
+        # (24.11+: fails after its 60-s wait for `scontrol ping`; what the doctor says is the test)
+        subprocess.run([str(SCRIPT), "ctld-start", str(slurm.dir)], capture_output=True, text=True, timeout=180)
+        if SLURM_VERSION != "24.11":
+            assert slurm.controller_up()
+            found = _checks(slurm, cfg)
+            assert found["accounting-storage"] == "fatal" and found.get("read-sshare") == "fatal", found
+            code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+            assert code == 9 and out["findings"][0]["check"] == "accounting-storage", out
+        else:
+            assert not slurm.controller_up()
+            t0 = time.monotonic()
+            p = subprocess.run([*FSCONTROL, "doctor", "--config", str(tmp_path / "fscontrol.toml")], env=slurm.env,
+                               capture_output=True, text=True, timeout=120, cwd=ROOT)
+            took = time.monotonic() - t0
+            assert p.returncode == 3 and p.stdout == "", (p.returncode, p.stdout, p.stderr)
+            (line,) = p.stderr.strip().splitlines()
+            assert line.startswith("fscontrol: error: slurmctld does not answer (`scontrol ping`: "), line
+            assert took < 10, took
+    finally:
+        _write_conf(slurm, before)
+        subprocess.run([str(SCRIPT), "ctld-stop", str(slurm.dir)], capture_output=True, text=True, timeout=120)
+        _restart(slurm) if slurm.controller_up() else slurm.start_controller()
+        if core.exists() and not had_core:
+            core.unlink()  # (the crashed slurmctld's core dump: 80 MB)
     assert _checks(slurm, cfg) == {}
 
 
@@ -253,7 +319,16 @@ def test_damping_by_hand_and_reverted(slurm, tmp_path):
         found = _checks(slurm, cfg, db=db_path)
         assert found == {"damping-reverted": "warning"}, found
         _, f = diagnose(slurm.source(), cfg, db_path=db_path)
-        assert "not the 5 the agent last set: slurm.conf put it back" in f[0].message
+        assert "not the 5 the agent last set: slurm.conf says 1, and slurmctld re-reads it" in f[0].message
+        assert "a plain reconfigure is enough, or config management that reconfigures" in f[0].message
+        # `control off` (persist: slurm.conf and a reconfigure put d back, no set_damping logged):
+        # the agent now expects the d it found, 1, and the doctor has nothing to say
+        db = store.open_db(db_path)
+        with store.transaction(db):
+            ledger.record_original(db, "tbcluster", "damping", 1, time.time())
+            ledger.set_state(db, "tbcluster", "acting_off", {"by": "test", "at": time.time()}, time.time())
+        db.close()
+        assert _checks(slurm, cfg, db=db_path) == {}
     finally:
         slurm.scontrol("fsdampeningfactor", "1")
     assert _checks(slurm, cfg) == {}
@@ -300,6 +375,14 @@ def test_shares_and_notes(slurm, tmp_path):
         assert _checks(slurm, cfg) == {"zero-shares": "warning"}
     finally:
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=dave", "account=flat", "set", "fairshare=1")
+    slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=chem", "set", "fairshare=0")
+    try:
+        found = _checks(slurm, cfg)
+        assert found == {"zero-shares-account": "warning"}, found
+        _, f = diagnose(slurm.source(), cfg)
+        assert "1 account(s) have FairShare=0 (chem)" in f[0].message
+    finally:
+        slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=chem", "set", "fairshare=1")
     with _conf(slurm, PrivateData="usage"):
         assert _checks(slurm, cfg) == {"private-usage": "info"}
         code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
@@ -337,3 +420,20 @@ def test_first_tick_logs_and_a_fatal_stops_control(slurm, tmp_path, caplog):
         res = pipeline.control_tick(slurm.source(), db, cfg, apply=False)  # not the first: not logged again
         assert res.decision.advise_only and not caplog.records
     assert slurm.damping() == 1
+
+
+def test_cluster_name_not_in_the_config(slurm, tmp_path):
+    """[clusters.NAME] that is not slurmctld's ClusterName: doctor and config check say so first,
+    in one line, and exit 9 (tick would refuse it)."""
+    tmp_path.mkdir(exist_ok=True)
+    path = tmp_path / "fscontrol.toml"
+    path.write_text('[clusters.tbclustr]\ntarget_core_hours = 1\nmethod = "hybrid"\n')
+    code, out = _cli(slurm, config=path)
+    assert code == 9 and out["findings"][0]["check"] == "cluster-name", out
+    assert "[clusters.tbclustr], but slurmctld's ClusterName is tbcluster" in out["findings"][0]["message"]
+    p = subprocess.run([*FSCONTROL, "config", "check", "--config", str(path)], env=slurm.env, capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    assert p.returncode == 9 and "FATAL   cluster-name: the config names [clusters.tbclustr]" in p.stdout, p.stdout
+    path.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "hybrid"\n')
+    code, out = _cli(slurm, config=path)
+    assert code == 0 and out["findings"] == [], out

@@ -19,7 +19,10 @@ log = logging.getLogger("fscontrol.doctor")
 
 
 def agent_damping(db_path: str | Path | None, cluster: str | None) -> int | None:
-    """The d the agent last set on `cluster` (its action log), or None (no history, or none set)."""
+    """The d the agent expects on `cluster`: the last it set (its action log), or, once `control
+    off` has run, the d it found before it first changed it (control off puts that back, by
+    `scontrol fsdampeningfactor` or by slurm.conf and a reconfigure, which logs no set_damping);
+    None: no history, nothing set, or nothing to expect."""
     if not db_path or not cluster or not Path(db_path).is_file():
         return None
     from fscontrol.store import history as store
@@ -27,6 +30,9 @@ def agent_damping(db_path: str | Path | None, cluster: str | None) -> int | None
 
     try:
         db = store.open_db(db_path, create=False, readonly=True)
+        if ledger.get_state(db, cluster, "acting_off") is not None:
+            d = ledger.originals(db, cluster).get("damping")
+            return None if d is None else int(d)
         return ledger.last_applied_damping(db, cluster)
     except (FscontrolError, Exception):  # a history we cannot read: the check needing it is skipped
         return None
@@ -47,7 +53,7 @@ def diagnose(source, cfg=None, db_path: str | Path | None = None,
         cc = cfg.cluster(name)
     d = agent_damping(db_path or (cfg.db if cfg is not None else None), name)
     s = dataclasses.replace(pre, agent_damping=d)
-    return s, checks.check(s, checks.Intent.of(cc))
+    return s, checks.check(s, checks.Intent.of(cc, cfg.clusters if cfg is not None else ()))
 
 
 def first_tick_findings(snap, cc) -> list[checks.Finding]:

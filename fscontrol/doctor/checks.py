@@ -25,6 +25,10 @@ PADDING_JOB_S = 86400  # the steady padding job's time limit (act.actions.PADDIN
 CONTROL_METHODS = ("damping", "padding", "hybrid")
 # the other factors of the multifactor priority, by their PriorityWeight* name
 OTHER_FACTORS = ("Age", "JobSize", "Partition", "QOS", "Assoc")
+# Slurm reads every PriorityWeight* but TRES as uint32 (read_config.c: s_p_get_uint32 into
+# slurm_conf.priority_weight_*); a larger value is refused ("out of range"). 4294967295 is also
+# INFINITE there, so the largest weight worth suggesting is one below it.
+MAX_WEIGHT = 0xFFFFFFFE
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +57,17 @@ class Intent:
     padding_qos: str = "fspad"
     padding_mode: str = "pulse"
     persist: bool = False
+    clusters: tuple[str, ...] = ()  # the [clusters.NAME] tables of the config (none: no config)
 
     @classmethod
-    def of(cls, cc) -> "Intent":
-        """From an agent.config.ClusterConfig (or anything with its attributes)."""
+    def of(cls, cc, clusters=()) -> "Intent":
+        """From an agent.config.ClusterConfig (or anything with its attributes); `clusters`: the
+        names of the config's [clusters.NAME] tables."""
         if cc is None:
-            return cls()
+            return cls(clusters=tuple(clusters))
         return cls(method=cc.method, dummy=tuple(cc.dummy_key), dummy_partition=cc.dummy_partition,
-                   padding_qos=cc.padding_qos, padding_mode=cc.padding_mode, persist=bool(cc.persist))
+                   padding_qos=cc.padding_qos, padding_mode=cc.padding_mode, persist=bool(cc.persist),
+                   clusters=tuple(clusters))
 
 
 class _Conf(dict):
@@ -121,6 +128,12 @@ def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
     def add(check: str, severity: str, scope: str, message: str, fix: str) -> None:
         out.append(Finding(check, severity, scope, message, fix))
 
+    name = c.get("ClusterName")
+    if intent.clusters and name and name not in intent.clusters:
+        add("cluster-name", "fatal", "control",
+            f"the config names [clusters.{', '.join(sorted(intent.clusters))}], but slurmctld's ClusterName is {name}: "
+            "`fscontrol tick` refuses to act, and these checks judged the cluster without the config's settings.",
+            f"rename the table to [clusters.{name}] in the fscontrol config.")
     controlling = intent.method in CONTROL_METHODS
     ptype = c.get("PriorityType", "")
     multifactor = ptype == "priority/multifactor"
@@ -129,6 +142,13 @@ def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
             f"PriorityType is {ptype or '(unset)'}: jobs start in submission order (FIFO) and no fair-share factor "
             "is computed.",
             "slurm.conf: PriorityType=priority/multifactor, then restart slurmctld.")
+    elif s.pending and s.sprio_ids is not None and not s.sprio_ids:
+        add("priority-not-loaded", "fatal", "fair-share",
+            f"`scontrol show config` says priority/multifactor, but sprio lists none of the {len(s.pending)} eligible "
+            f"pending job(s) ({', '.join(s.pending[:3])}): slurmctld still runs the plugin it started with (it loads "
+            "the priority plugin only at start, a reconfigure only re-reads slurm.conf), so jobs keep FIFO "
+            "priorities.",
+            "restart slurmctld (`systemctl restart slurmctld`).")
     storage = c.get("AccountingStorageType", "")
     if storage != "accounting_storage/slurmdbd":
         add("accounting-storage", "fatal", "fair-share",
@@ -170,12 +190,52 @@ def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
 
 def _weights(c: dict, s: Survey, pflags: set[str], add) -> None:
     w_fs = _int(c.get("PriorityWeightFairshare")) or 0
+    others = _other_weights(c, s, pflags)
     if w_fs <= 0:
+        top = max(others.values(), default=0)
         add("weight-fairshare", "fatal", "fair-share",
             "PriorityWeightFairshare is 0 (Slurm's default): the fair-share factor adds nothing to any job's priority.",
-            "slurm.conf: PriorityWeightFairshare=100000 (larger than every other PriorityWeight*), then "
-            "`scontrol reconfigure`.")
+            _fs_weight_fix(max(100000, 10 * top), others) + ", then `scontrol reconfigure`.")
         return
+    big = {k: v for k, v in others.items() if v > w_fs}
+    if big:
+        name, w = max(big.items(), key=lambda kv: kv[1])
+        add("weight-dwarfed", "warning", "fair-share",
+            f"PriorityWeightFairshare={w_fs} is outweighed by PriorityWeight{name}={_plain(w)}"
+            + (f" (and {', '.join(sorted(set(big) - {name}))})" if len(big) > 1 else "")
+            + f": the {name} factor alone can move a job past any fair-share difference, so fair-share orders jobs "
+            "only among those it leaves even.",
+            _fs_weight_fix(10 * w, big) + "; then `scontrol reconfigure`.")
+    normal = sorted(f for f in pflags if f.startswith("NO_NORMAL_"))
+    if normal:
+        add("no-normal", "warning", "fair-share",
+            f"PriorityFlags={','.join(normal)}: those factors are not scaled to 0..1, so their weights no longer "
+            "compare with PriorityWeightFairshare and can outweigh fair-share by any amount.",
+            f"slurm.conf: remove {','.join(normal)} from PriorityFlags, then `scontrol reconfigure`.")
+
+
+def _fs_weight_fix(want: float, others: dict[str, float]) -> str:
+    """The slurm.conf change that gives fair-share `want` (ten times the largest of `others`):
+    PriorityWeightFairshare=want where Slurm's uint32 holds it; else the largest weight that
+    fits, with each of `others` lowered to a tenth of it (the TRES weights to sum to that)."""
+    want = int(want)
+    top = max(others, key=others.get) if others else None
+    if want <= MAX_WEIGHT:
+        return (f"slurm.conf: PriorityWeightFairshare={want}"
+                + (f" (ten times PriorityWeight{top}), or lower PriorityWeight{top}" if top else
+                   " (larger than every other PriorityWeight*)"))
+    cap = MAX_WEIGHT // 10
+    lower = [f"PriorityWeight{n}={cap}" for n in sorted(others) if n != "TRES" and others[n] > cap]
+    if others.get("TRES", 0) > cap:
+        lower.append(f"the PriorityWeightTRES weights scaled to sum to at most {cap}")
+    return (f"slurm.conf: PriorityWeightFairshare={MAX_WEIGHT} and {', '.join(lower)} (ten times "
+            f"PriorityWeight{top}={_plain(others[top])} would be {want}, past Slurm's uint32 weights: "
+            "no valid PriorityWeightFairshare alone outweighs it)")
+
+
+def _other_weights(c: dict, s: Survey, pflags: set[str]) -> dict[str, float]:
+    """The other factors' weights that can reorder jobs (a QOS or partition factor that is the
+    same for every job cannot)."""
     others: dict[str, float] = {}
     for name in OTHER_FACTORS:
         w = _int(c.get(f"PriorityWeight{name}")) or 0
@@ -191,22 +251,7 @@ def _weights(c: dict, s: Survey, pflags: set[str], add) -> None:
     tres = _tres_weight_sum(c.get("PriorityWeightTRES"))
     if tres > 0:
         others["TRES"] = tres
-    big = {k: v for k, v in others.items() if v > w_fs}
-    if big:
-        name, w = max(big.items(), key=lambda kv: kv[1])
-        add("weight-dwarfed", "warning", "fair-share",
-            f"PriorityWeightFairshare={w_fs} is outweighed by PriorityWeight{name}={_plain(w)}"
-            + (f" (and {', '.join(sorted(set(big) - {name}))})" if len(big) > 1 else "")
-            + f": the {name} factor alone can move a job past any fair-share difference, so fair-share orders jobs "
-            "only among those it leaves even.",
-            f"slurm.conf: PriorityWeightFairshare={int(w * 10)} (ten times PriorityWeight{name}), or lower "
-            f"PriorityWeight{name}; then `scontrol reconfigure`.")
-    normal = sorted(f for f in pflags if f.startswith("NO_NORMAL_"))
-    if normal:
-        add("no-normal", "warning", "fair-share",
-            f"PriorityFlags={','.join(normal)}: those factors are not scaled to 0..1, so their weights no longer "
-            "compare with PriorityWeightFairshare and can outweigh fair-share by any amount.",
-            f"slurm.conf: remove {','.join(normal)} from PriorityFlags, then `scontrol reconfigure`.")
+    return others
 
 
 def _decay(c: dict, controlling: bool, add) -> None:
@@ -284,6 +329,15 @@ def _tree(shares: tuple[ShareRow, ...], add) -> None:
             "sshare lists no user association: no user is charged any usage, so fair-share has no one to order.",
             "sacctmgr add user NAME account=ACCOUNT (one association per user and account).")
         return
+    accounts = [r for r in shares if not r.is_user and r.account != "root" and r.raw_shares == 0
+                and not r.shares_parent]
+    if accounts:
+        names = ", ".join(r.account for r in accounts[:3]) + (f" and {len(accounts) - 3} more" if len(accounts) > 3 else "")
+        add("zero-shares-account", "warning", "fair-share",
+            f"{len(accounts)} account(s) have FairShare=0 ({names}): every association under them gets a fair-share "
+            "factor of 0 whatever it uses, so their jobs come after everyone else's.",
+            f"sacctmgr modify account where name={accounts[0].account} set fairshare=1 (the same for each account "
+            "named).")
     zero = [r for r in users if r.raw_shares == 0 and not r.shares_parent]
     if zero:
         names = ", ".join(f"{r.account}/{r.user}" for r in zero[:3]) + (f" and {len(zero) - 3} more" if len(zero) > 3 else "")
@@ -301,15 +355,20 @@ def _damping(s: Survey, intent: Intent, add) -> None:
     agent = s.agent_damping
     if agent is not None and runtime != agent:
         if conf == runtime:
-            why = "slurm.conf put it back (a reconfigure or a restart reads it)"
+            why = (f"slurm.conf says {conf}, and slurmctld re-reads it at every `scontrol reconfigure` or restart "
+                   "(a plain reconfigure is enough")
+            why += (f"; with persist = true the file should say {agent}: something rewrote it, config management "
+                    "or an admin)" if intent.persist and conf != agent else
+                    ", or config management that reconfigures)")
         else:
-            why = "someone else set it (an admin or a script)"
-        if intent.persist and conf is not None and conf != agent:
-            why += f"; with persist = true slurm.conf should say {agent}: config management rewrote it"
+            why = "someone else set it (an admin or a script running `scontrol fsdampeningfactor`)"
         add("damping-reverted", "warning", "control",
             f"FairShareDampeningFactor is {runtime}, not the {agent} the agent last set: {why}.",
-            "let fscontrol own the FairShareDampeningFactor line (config management: leave it out of the "
-            "template, or template the agent's value), or persist = false and let each tick set d again.")
+            ("nothing if it was a one-off reconfigure (the next control tick sets d again); if config management "
+             "rewrites slurm.conf, leave FairShareDampeningFactor out of its template (or persist = true so the file "
+             "carries the agent's d).") if not intent.persist else
+            ("let fscontrol own slurm.conf's FairShareDampeningFactor line: leave it out of config management's "
+             "template (or template the agent's value)."))
     elif agent is None and conf is not None and runtime != conf:
         add("damping-by-hand", "warning", "control",
             f"FairShareDampeningFactor is {runtime} in slurmctld but {conf} in {s.conf_path}: set by hand "

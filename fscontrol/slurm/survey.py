@@ -12,11 +12,12 @@ skipped, saying so.
 from __future__ import annotations
 
 import os
+import subprocess
 from dataclasses import dataclass, field
 
-from fscontrol.errors import FscontrolError, NotFoundError, ParseError
+from fscontrol.errors import FscontrolError, NotFoundError, ParseError, SlurmCommandError
 from fscontrol.records import ShareRow
-from fscontrol.slurm import parse
+from fscontrol.slurm import command, parse
 
 # The QOS with what the checks need beyond Name,UsageFactor (parse.QOS_ARGS): their priority (the
 # QOS factor), flags, and the limits that can stop the padding job (MaxWall, GrpTRESMins).
@@ -24,6 +25,13 @@ QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor,Priority,F
 # Every association's QOS list (may the padding user run in the padding QOS?)
 ASSOC_ARGS = ("sacctmgr", "-P", "show", "assoc", "format=Cluster,Account,User,QOS")
 PARTITION_ARGS = ("scontrol", "-o", "show", "partition")
+# Where Slurm's commands read slurm.conf without SLURM_CONF: Debian's build (--sysconfdir=/etc/slurm),
+# then the copy slurmd keeps in configless mode (slurm.conf(5), "configless": /run/slurm/conf).
+DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
+CONFIGLESS_CACHE = "/run/slurm/conf/slurm.conf"
+# squeue reasons of a pending job sprio never lists (not eligible yet, or held)
+NOT_LISTED_REASONS = frozenset({"begintime", "dependency", "dependencyneversatisfied", "jobheldadmin",
+                                "jobhelduser", "held"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,9 @@ class Survey:
     conf_damping: str | None = None  # that file's FairShareDampeningFactor value (None: no line, or not read)
     conf_read: bool = False  # the file was read (conf_damping None then means: no such line)
     agent_damping: int | None = None  # the d the agent itself last set (its history), when known
+    # the priority plugin slurmctld runs (it loads it only at start; `show config` shows the file):
+    pending: tuple[str, ...] | None = None  # jobs sprio must list (pending, eligible, not held), from squeue
+    sprio_ids: frozenset[str] | None = None  # the jobs sprio listed (read before squeue)
     errors: dict[str, str] = field(default_factory=dict)  # read -> its one-line error
     source: str = ""
 
@@ -111,14 +122,76 @@ def conf_damping_value(text: str) -> tuple[str | None, bool]:
     return value, include
 
 
+def conf_file_problem(env: dict[str, str]) -> str | None:
+    """Why Slurm's commands will find no slurm.conf under `env` (one line), or None.
+
+    Without the file each command spends about a minute in Slurm's own retries before it fails
+    (measured on 22.05: `fscontrol doctor` took 2 minutes, `config check` timed out), so the doctor
+    looks first: SLURM_CONF where set, else the default path, else slurmd's configless copy."""
+    named = env.get("SLURM_CONF")
+    path = named or DEFAULT_SLURM_CONF
+    if os.path.isfile(path):
+        if os.access(path, os.R_OK):
+            return None
+        return f"slurm.conf {path} is not readable by this user: Slurm's commands cannot read their configuration"
+    if not named and os.path.isfile(CONFIGLESS_CACHE):
+        return None
+    where = "SLURM_CONF names it" if named else (f"Slurm's commands read it without SLURM_CONF; no configless copy "
+                                                  f"in {os.path.dirname(CONFIGLESS_CACHE)} either")
+    return (f"slurm.conf not found: {path} ({where}): Slurm's commands cannot reach slurmctld; set SLURM_CONF to "
+            "the cluster's slurm.conf")
+
+
+PING_ARGS = ("scontrol", "ping")
+PING_TIMEOUT_S = 30.0
+
+
+def controller_problem(source) -> str | None:
+    """Why slurmctld cannot answer (one line), or None: `scontrol ping` (0.0 s where nothing
+    listens; `scontrol show config` then spends 9 s in its own retries, twice with the JSON try).
+    Only where no controller says UP: a backup that is down while the primary answers is no
+    reason to stop."""
+    argv = [PING_ARGS[0], *source._cluster_args(PING_ARGS[0]), *PING_ARGS[1:]]
+    env = dict(os.environ if source.env is None else source.env)
+    try:
+        raw = command.run(argv, timeout=min(source.timeout_s, PING_TIMEOUT_S), env=env)
+    except FileNotFoundError:
+        return "`scontrol` not found: is the Slurm client installed and on PATH?"
+    except subprocess.TimeoutExpired:
+        return f"slurmctld does not answer: `{' '.join(argv)}` gave no answer within {min(source.timeout_s, PING_TIMEOUT_S):g} s"
+    out = raw.stdout.decode(errors="replace")
+    if " is UP" in out:
+        return None
+    said = next((ln.strip() for ln in out.splitlines() if " is " in ln), None) or \
+        (raw.stderr.decode(errors="replace").strip().splitlines() or ["no answer"])[-1]
+    return (f"slurmctld does not answer (`{' '.join(argv)}`: {said}): nothing to judge; start slurmctld, and read "
+            "its log for why it stopped")
+
+
+def _pending_listed(queue, sprio_started: float) -> tuple[str, ...]:
+    """The pending jobs sprio must have listed: eligible (no begin time or dependency to wait for),
+    not held (priority > 0), submitted before sprio ran."""
+    return tuple(j.job_id for j in queue if j.state == "PENDING" and j.priority > 0
+                 and j.reason.strip().lower() not in NOT_LISTED_REASONS
+                 and (j.submit is None or j.submit < sprio_started))
+
+
 def read(source, slurm_conf: str | None = None, agent_damping: int | None = None) -> Survey:
     """Read everything the doctor judges from `source` (LiveSlurm or RecordedSlurm).
 
     `slurm_conf`: the file to read for its d line (default: the SLURM_CONF that `scontrol show
-    config` names); read only where this process can read it."""
+    config` names); read only where this process can read it. A live source whose slurm.conf is
+    missing raises SlurmCommandError at once (conf_file_problem), before any command runs."""
+    run = getattr(source, "run", None)
+    if run is not None:
+        env = getattr(source, "env", None)
+        problem = conf_file_problem(os.environ if env is None else env)
+        if problem is None and hasattr(source, "_cluster_args"):
+            problem = controller_problem(source)
+        if problem:
+            raise SlurmCommandError(problem)
     config = parse.parse_config_pairs(source.config().stdout)  # raises: nothing to judge without it
     errors: dict[str, str] = {}
-    run = getattr(source, "run", None)
 
     def attempt(name: str, fn):
         try:
@@ -138,6 +211,15 @@ def read(source, slurm_conf: str | None = None, agent_damping: int | None = None
     else:
         qos = attempt("qos", lambda: parse_qos_full(source.qos().stdout))
         assoc = parts = None
+    pending = sprio_ids = None
+    if (config.get("PriorityType") or "").strip() == "priority/multifactor":
+        prio = attempt("sprio", lambda: source.sprio())  # first: a job squeue then lists was there before
+        queue = attempt("squeue", lambda: parse.parse_squeue(source.squeue().stdout)) if prio is not None else None
+        if prio is not None and queue is not None:
+            rows = attempt("sprio", lambda: parse.parse_sprio(prio.stdout))
+            if rows is not None:
+                sprio_ids = frozenset(r.job_id for r in rows)
+                pending = _pending_listed(queue, prio.started_at)
     path = slurm_conf or config.get("SLURM_CONF")
     conf_damping, conf_read = None, False
     if run is not None and path:  # (a recorded sample's SLURM_CONF is another machine's file)
@@ -151,7 +233,8 @@ def read(source, slurm_conf: str | None = None, agent_damping: int | None = None
             errors["slurm.conf"] = f"{path}: {e.strerror or e}"
     return Survey(config=config, shares=shares, qos=qos, assoc_qos=assoc, partitions=parts,
                   conf_path=os.fspath(path) if path else None, conf_damping=conf_damping, conf_read=conf_read,
-                  agent_damping=agent_damping, errors=errors, source=source.describe())
+                  agent_damping=agent_damping, pending=pending, sprio_ids=sprio_ids, errors=errors,
+                  source=source.describe())
 
 
 def from_snapshot(snap, agent_damping: int | None = None) -> Survey:
