@@ -198,3 +198,26 @@ def test_a_damaged_sshare_fails_collect_alike_and_writes_nothing(tmp_path, damag
     with pytest.raises(error, match=match):
         pipeline.collect(RecordedSlurm(src), db)
     assert db.conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
+
+
+def test_status_loads_no_running_jobs_and_prints_the_same(synth, tmp_path, capsys):
+    """`status` reads its snapshot without the running jobs (it uses none; issue #31): the same
+    rows, and the same --json as the status data of the whole snapshot."""
+    import json
+
+    from fscontrol.cli.main import main
+    from fscontrol.report import status as rstatus
+    from fscontrol.report import table as rtable
+
+    db = store.open_db(tmp_path / "h.db")
+    pipeline.collect(RecordedSlurm(synth), db)
+    whole, lean = store.load_snapshot(db), store.load_snapshot(db, running=False)
+    assert len(whole.running) > 0 and lean.running == ()
+    assert lean.shares == whole.shares and lean.prio_fairshare == whole.prio_fairshare
+    sys.argv = ["fscontrol", "status", "--db", str(tmp_path / "h.db"), "--json"]
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code in (0, None)
+    got = json.loads(capsys.readouterr().out)
+    want = json.loads("".join(rtable.json_chunks(rstatus.status_data(whole, columns=True, control_history=[]))))
+    assert got["table"] == want["table"] and len(got["table"]) == 1500  # the 1,500 users
