@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fscontrol.export.publish import ROWS_LINE, PublishedError, check_published, locate, read_published
-from fscontrol.export.rowindex import INDEX_KEY
+from fscontrol.export.rowindex import INDEX_KEY, by_index
 
 _USER = ',"user":'
 
@@ -41,6 +41,7 @@ class _Snapshot:
         self.has_rows = False  # the file has the rows' line (else it is the head alone, as read_published reads it)
         self.accounts: dict[str, dict] = {}  # the accounts' rows (user "") by account name
         self.where: dict[str, list[tuple[int, int]]] = {}
+        self.indexed: tuple[int, int] | None = None  # (where the rows' line starts, the row index's size)
         self._build()
 
     def _build(self) -> None:
@@ -59,6 +60,8 @@ class _Snapshot:
                 self.head.pop("row_index", None)
                 return
             offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
+            if self._from_row_index(fh, head, offset - len(line)):
+                return
             where: dict[str, list[tuple[int, int]]] = {}
             accounts: dict[str, dict] = {}
             for raw in fh:
@@ -88,9 +91,48 @@ class _Snapshot:
         self.accounts, self.where, self.has_rows = accounts, where, True
         self.order = {id(r): i for i, r in enumerate(accounts.values())}
 
+    def _from_row_index(self, fh, head: list[bytes], at: int) -> bool:
+        """The file's own row index (publish.published_text writes it after the rows) in place of
+        the scan: the head parsed, the accounts' rows read through the index, and each request's
+        rows found by bisection on it (rowindex.by_index, as read_published does). A snapshot at
+        100,000 associations is then indexed without reading its 30 MB, and a worker holds no
+        offsets a user (issue #31 item 2). False when the file has no index or it does not fit
+        (the scan then runs, as before)."""
+        try:
+            data = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+            size = data.get(INDEX_KEY) if isinstance(data, dict) else None
+            if type(size) is not int:
+                return False
+            accounts_rows = by_index(fh, at, size, set(), ancestors=False)
+        except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):
+            return False
+        if accounts_rows is None:
+            return False
+        accounts: dict[str, dict] = {}
+        for r in accounts_rows:
+            if r.get("user") or r.get("account") in accounts:
+                return False
+            accounts[r.get("account")] = r
+        data.pop(INDEX_KEY, None)
+        self.head = check_published(data, self.path)
+        self.accounts, self.has_rows = accounts, True
+        self.order = {id(r): i for i, r in enumerate(accounts.values())}
+        self.indexed = (at, size)
+        return True
+
     def rows(self, users: set[str] | frozenset[str]) -> list[dict]:
         """The users' rows and the accounts' on their paths up to the root (what a user's own
         `sshare` shows, and all a forecast reads of the accounts: forecast.classic.path_weights)."""
+        if self.indexed is not None:  # through the file's row index: the same rows in the same order
+            at, size = self.indexed
+            with os.fdopen(os.dup(self.fd), "rb") as fh:
+                got = by_index(fh, at, size, set(users), ancestors=True)
+            if got is None:
+                raise PublishedError(f"published snapshot {self.path}: its row index no longer fits the file")
+            mine = [r for r in got if r.get("user")]
+            return (sorted((self.accounts.get(r.get("account"), r) for r in got if not r.get("user")),
+                           key=lambda r: self.order.get(id(r), -1))
+                    + [r for u in users for r in mine if r.get("user") == u])
         out, path = [], {}
         for u in users:
             for start, length in self.where.get(u, ()):
