@@ -275,3 +275,26 @@ def test_the_web_index_of_names_json_escapes_and_users_in_several_accounts(tmp_p
         fast, _ = _page_index_rows(path, want, scan=False)
         slow, _ = _page_index_rows(path, want, scan=True)
         assert fast == slow
+
+
+@pytest.mark.parametrize("damage", [None, ('["carol","bio",', '["aaaaa","bio",'), ('["","bio",', '["","bix",')])
+def test_the_web_index_falls_back_to_the_scan_for_a_user_the_row_index_lacks(tmp_path, damage):
+    """An unknown user, or an entry whose name was changed (rowindex.by_index: None): the web
+    page's index scans the file once for this snapshot, as read_published falls back, and answers
+    what the file holds (issue #31 item 2 over issue #28's check)."""
+    from fscontrol.export.published_index import PublishedIndex
+
+    path, rows = _small(tmp_path)
+    if damage:
+        text = path.read_text()
+        cut = text.index(pub.INDEX_LINE)
+        path.write_text(text[:cut] + text[cut:].replace(*damage))
+    index = PublishedIndex()
+    for want in ({"alice"}, {"nobody"}, {"carol"}, {"zed", "carol"}, {"alice"}):
+        got = index.read(path, users=want)[0]["associations"]
+        fresh = pub.read_published(path, users=want, ancestors=True)[0]["associations"]
+        assert [r for r in got if not r["user"]] == [r for r in fresh if not r["user"]]
+        assert sorted(map(repr, (r for r in got if r["user"]))) == sorted(map(repr, (r for r in fresh if r["user"])))
+        assert {r["user"] for r in got if r["user"]} == want - {"nobody"}
+    snap = index._current(path)
+    assert snap.indexed is None and snap.where  # scanned once, then answered from the scan

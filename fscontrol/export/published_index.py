@@ -42,9 +42,10 @@ class _Snapshot:
         self.accounts: dict[str, dict] = {}  # the accounts' rows (user "") by account name
         self.where: dict[str, list[tuple[int, int]]] = {}
         self.indexed: tuple[int, int] | None = None  # (where the rows' line starts, the row index's size)
+        self._lock = threading.Lock()
         self._build()
 
-    def _build(self) -> None:
+    def _build(self, use_index: bool = True) -> None:
         decode = json.JSONDecoder().raw_decode
         head: list[bytes] = []
         rows_line = ROWS_LINE.encode()
@@ -60,8 +61,10 @@ class _Snapshot:
                 self.head.pop("row_index", None)
                 return
             offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
-            if self._from_row_index(fh, head, offset - len(line)):
-                return
+            if use_index:
+                if self._from_row_index(fh, head, offset - len(line)):
+                    return
+                fh.seek(offset)  # (the index's reads moved the file: the scan starts at the first row)
             where: dict[str, list[tuple[int, int]]] = {}
             accounts: dict[str, dict] = {}
             for raw in fh:
@@ -120,19 +123,30 @@ class _Snapshot:
         self.indexed = (at, size)
         return True
 
-    def rows(self, users: set[str] | frozenset[str]) -> list[dict]:
+    def rows(self, users: set[str] | frozenset[str]) -> list[dict] | None:
         """The users' rows and the accounts' on their paths up to the root (what a user's own
         `sshare` shows, and all a forecast reads of the accounts: forecast.classic.path_weights)."""
-        if self.indexed is not None:  # through the file's row index: the same rows in the same order
-            at, size = self.indexed
-            with os.fdopen(os.dup(self.fd), "rb") as fh:
-                got = by_index(fh, at, size, set(users), ancestors=True)
-            if got is None:
-                raise PublishedError(f"published snapshot {self.path}: its row index no longer fits the file")
-            mine = [r for r in got if r.get("user")]
-            return (sorted((self.accounts.get(r.get("account"), r) for r in got if not r.get("user")),
-                           key=lambda r: self.order.get(id(r), -1))
-                    + [r for u in users for r in mine if r.get("user") == u])
+        indexed = self.indexed
+        if indexed is not None:  # through the file's row index: the same rows in the same order
+            at, size = indexed
+            try:
+                with os.fdopen(os.dup(self.fd), "rb") as fh:
+                    got = by_index(fh, at, size, set(users), ancestors=True)
+            except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):
+                got = None
+            if got is not None:
+                mine = [r for r in got if r.get("user")]
+                return (sorted((self.accounts.get(r.get("account"), r) for r in got if not r.get("user")),
+                               key=lambda r: self.order.get(id(r), -1))
+                        + [r for u in users for r in mine if r.get("user") == u])
+            # a user the index does not have (unknown, or an entry damaged: rowindex.by_index): the
+            # scan tells which, once for this snapshot, as read_published's fallback does
+            with self._lock:
+                if self.indexed is not None:
+                    self.head, self.has_rows, self.indexed = None, False, None
+                    self._build(use_index=False)
+            if self.head is None:
+                return None  # not one row a line after all: the caller reads it as read_published does
         out, path = [], {}
         for u in users:
             for start, length in self.where.get(u, ()):
@@ -162,10 +176,11 @@ class PublishedIndex:
             return read_published(path, cluster)
         p = locate(path, cluster)
         snap = self._current(p)
-        if snap.head is None:
+        rows = snap.rows(users) if snap.head is not None else None  # (None: the file is read as read_published does)
+        if snap.head is None or rows is None:
             return read_published(p, cluster, users)
         data = check_published(snap.head, p, cluster)
-        return ({**data, "associations": snap.rows(users)} if snap.has_rows else dict(data)), p
+        return ({**data, "associations": rows} if snap.has_rows else dict(data)), p
 
     def _current(self, p: Path) -> _Snapshot:
         try:
