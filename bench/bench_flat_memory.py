@@ -13,7 +13,10 @@ Peak RSS is the child's own VmHWM (reported at exit; a child's ru_maxrss on Linu
 parent it was forked from), CPU its user + system time (os.wait4): on a machine shared with other
 work, CPU moves less than wall time. Median of --repeat runs.
 
-Run:  .venv/bin/python bench/bench_flat_memory.py [--repeat 3] [--sample DIR] [--only collect,status] [--code DIR]
+--before DIR runs another checkout's fscontrol (as --code) beside this one in the same rounds,
+interleaved, each command once a round for each: the before/after figures of one run.
+
+Run:  .venv/bin/python bench/bench_flat_memory.py [--repeat 3] [--sample DIR] [--only collect,status] [--code DIR] [--before DIR]
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ READ = PEAK + ("import pathlib\n"
 CODE = [ROOT]  # the checkout whose fscontrol the children import (--code)
 
 
-def one(code: str, *args: str) -> tuple[float, float, float]:
+def one(code: str, *args: str, cwd: Path | None = None) -> tuple[float, float, float]:
     """(CPU s, wall s, peak MiB) of one fresh process."""
     t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-c", code, *args], cwd=CODE[0], stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd or CODE[0], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
@@ -68,6 +71,7 @@ def main() -> int:
     ap.add_argument("--only", default="collect,status")
     ap.add_argument("--code", type=Path, help="run another checkout's fscontrol (a folder holding fscontrol/, e.g. "
                     "`git archive REV fscontrol | tar -x -C DIR`): the children run there")
+    ap.add_argument("--before", type=Path, help="another checkout's fscontrol run beside this one, interleaved")
     a = ap.parse_args()
     if a.code:
         CODE[0] = a.code.resolve()
@@ -79,17 +83,21 @@ def main() -> int:
                             "1000000", "--seed", "1", "--out", str(sample)], check=True, capture_output=True)
         lines = {n: sum(1 for _ in open(sample / f"{n}.txt", "rb")) - 1 for n in ("sshare", "squeue", "sprio", "sacct")}
         print(f"sample {sample}: " + ", ".join(f"{n} {k:,} lines" for n, k in lines.items()), flush=True)
-        db = Path(tmp) / "h.db"
         rows: dict[str, list[tuple[float, float, float]]] = {}
+        sides = [("", CODE[0])] + ([("before: ", a.before.resolve())] if a.before else [])
         for _ in range(a.repeat):
             rows.setdefault("baseline: read the outputs", []).append(one(READ, str(sample)))
-            if "collect" in a.only or not db.exists():
-                for x in Path(tmp).glob("h.db*"):
-                    x.unlink()
-                rows.setdefault("fscontrol collect", []).append(one(FSCONTROL, "collect", "--source", str(sample), "--db", str(db)))
-            if "status" in a.only:
-                rows.setdefault("fscontrol status", []).append(one(FSCONTROL, "status", "--db", str(db)))
-                rows.setdefault("fscontrol status --json", []).append(one(FSCONTROL, "status", "--db", str(db), "--json"))
+            for label, cwd in sides:
+                db = Path(tmp) / ("h-before.db" if label else "h.db")
+                if "collect" in a.only or not db.exists():
+                    for x in Path(tmp).glob(db.name + "*"):
+                        x.unlink()
+                    rows.setdefault(label + "fscontrol collect", []).append(
+                        one(FSCONTROL, "collect", "--source", str(sample), "--db", str(db), cwd=cwd))
+                if "status" in a.only:
+                    rows.setdefault(label + "fscontrol status", []).append(one(FSCONTROL, "status", "--db", str(db), cwd=cwd))
+                    rows.setdefault(label + "fscontrol status --json", []).append(
+                        one(FSCONTROL, "status", "--db", str(db), "--json", cwd=cwd))
         print(f"{'':30} {'CPU s':>8} {'wall s':>8} {'peak MiB':>9}   (median of {a.repeat})")
         for label, runs in rows.items():
             cpu, wall, peak = (statistics.median(x[i] for x in runs) for i in range(3))

@@ -1,5 +1,6 @@
 """Where `fscontrol status` spends its CPU at scale: reading the snapshot (store.load_snapshot),
-the status data (rstatus.status_data) and the text (rstatus.status_lines), each timed with
+the status data (rstatus.status_data), the text (rstatus.status_lines) and the JSON
+(report.table.json_chunks, what --json writes), each timed with
 time.process_time in a fresh process, best of --runs; --compare DIR times another checkout's
 code (e.g. `git archive COMMIT fscontrol | tar -x -C DIR`) on the same history in the same run.
 
@@ -38,7 +39,13 @@ data = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=c
 t2 = T()
 n = sum(len(line) for line in rstatus.status_lines(data, rstatus.status_fields()))
 t3 = T()
-print(t1 - t0, t2 - t1, t3 - t2, n)
+try:
+    from fscontrol.report import table as rtable
+    m = sum(len(c) for c in rtable.json_chunks(data))  # what --json writes
+except (ImportError, AttributeError):
+    m = 0
+t4 = T()
+print(t1 - t0, t2 - t1, t3 - t2, n, t4 - t3, m)
 """
 
 
@@ -61,18 +68,22 @@ def main() -> int:
             subprocess.run([py, "-m", "fscontrol", "collect", "--source", str(sample), "--db", str(db)], cwd=ROOT, check=True,
                            stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         trees = {"this checkout": ROOT} | ({"compare": args.compare.resolve()} if args.compare else {})
-        best: dict[str, list[float]] = {k: [9e9, 9e9, 9e9] for k in trees}
+        best: dict[str, list[float]] = {k: [9e9, 9e9, 9e9, 9e9] for k in trees}
         chars: dict[str, int] = {}
+        jchars: dict[str, int] = {}
         for _ in range(args.runs):  # interleaved
             for name, tree in trees.items():
                 out = subprocess.run([py, "-c", CHILD, str(db)], cwd=tree, capture_output=True, text=True, check=True,
                                      env=dict(os.environ, PYTHONPATH=str(tree))).stdout.split()
-                best[name] = [min(b, float(x)) for b, x in zip(best[name], out[:3])]
+                best[name] = [min(b, float(x)) for b, x in zip(best[name], out[:3] + out[4:5])]
                 chars[name] = int(out[3])
+                jchars[name] = int(out[5])
         print(f"CPU (process_time), best of {args.runs}; load average {os.getloadavg()[0]:.2f}")
-        print(f"{'code':<16}{'load_snapshot':>15}{'status_data':>13}{'text':>9}{'sum':>9}{'text chars':>13}")
-        for name, (a, b, c) in best.items():
-            print(f"{name:<16}{a:>14.3f}s{b:>12.3f}s{c:>8.3f}s{a + b + c:>8.3f}s{chars[name]:>13,}")
+        print(f"{'code':<16}{'load_snapshot':>15}{'status_data':>13}{'text':>9}{'sum':>9}{'text chars':>13}"
+              f"{'--json':>9}{'sum --json':>12}{'json chars':>13}")
+        for name, (a, b, c, j) in best.items():
+            print(f"{name:<16}{a:>14.3f}s{b:>12.3f}s{c:>8.3f}s{a + b + c:>8.3f}s{chars[name]:>13,}"
+                  f"{j:>8.3f}s{a + b + j:>11.3f}s{jchars[name]:>13,}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -212,3 +212,89 @@ def test_an_entry_with_its_name_changed_hides_no_row(tmp_path, old, new):
         got, _ = pub.read_published(path, users={who})
         assert got["associations"] == [r for r in rows if r["user"] in (who, "")]
     assert through_index("carol" if "carol" in old else "alice", True) is None  # the damaged index: scanned
+
+
+def _page_index_rows(path, users, scan: bool):
+    """The web page's index (export.published_index) for `path`: its rows for `users`, and the
+    index. `scan`: with the file's row index refused, as before it was read (the scan of every line)."""
+    from fscontrol.export import published_index as pi
+
+    index = pi.PublishedIndex()
+    if scan:
+        orig = pi._Snapshot._from_row_index
+        pi._Snapshot._from_row_index = lambda self, *a: False
+        try:
+            snap = index._current(path)
+        finally:
+            pi._Snapshot._from_row_index = orig
+        assert snap.indexed is None and snap.where  # the offsets of every user, from the scan
+    else:
+        snap = index._current(path)
+        assert snap.indexed is not None and snap.where == {}  # no offsets a user held: the file's index is read
+    return snap.rows(users), index
+
+
+def test_the_web_index_reads_the_file_s_row_index_with_the_scan_s_answers(big):
+    """The web page's per-snapshot index (export.published_index) answers through the published
+    file's row index, the same rows in the same order as its scan of every line, at ~100,000
+    associations; and a file without an index is scanned as before."""
+    path, old, _, whole = big
+    users = sorted({r["user"] for r in whole["associations"] if r["user"]})
+    count: dict[str, int] = {}
+    for r in whole["associations"]:
+        count[r["user"]] = count.get(r["user"], 0) + 1
+    many = [u for u in users if count[u] > 1][:3]  # users in several accounts
+    for want in [set(random.Random(3).sample(users, 5)), {users[0]}, {users[-1]}, set(many), {"nobody-here"}, set()]:
+        fast, index = _page_index_rows(path, want, scan=False)
+        slow, _ = _page_index_rows(path, want, scan=True)
+        assert fast == slow
+        if want - {"nobody-here"}:
+            assert {r["user"] for r in fast if r["user"]} == want
+        got, _ = index.read(path, users=want)
+        assert got["associations"] == fast and got["cluster"] == whole["cluster"] and pub.INDEX_KEY not in got
+    from fscontrol.export.published_index import PublishedIndex
+
+    plain = PublishedIndex()
+    u = {users[7]}
+    assert plain.read(old, users=u)[0]["associations"] == PublishedIndex().read(path, users=u)[0]["associations"]
+    assert plain._current(old).indexed is None and plain._current(old).where  # no row index: the scan
+
+
+def test_the_web_index_of_names_json_escapes_and_users_in_several_accounts(tmp_path):
+    from fscontrol.export.published_index import PublishedIndex
+
+    def row(account, user, parent="root"):
+        return {"account": account, "user": user, "parent": parent, "raw_usage": len(account + user) * 1.5}
+
+    rows = [row("root", "", ""), row("chem", ""), row("chem", "j\u00fcrgen"), row("chem", 'o"neil'),
+            row("bio", ""), row("bio", "ann"), row("bio", "j\u00fcrgen"), row("phys", ""), row("phys", "zed"),
+            row("phys", "ann")]
+    path = tmp_path / "c.json"
+    pub.write_published({"format": pub.FORMAT, "version": pub.VERSION, "cluster": "c", "associations": rows}, path)
+    for want in ({"j\u00fcrgen"}, {"ann"}, {'o"neil', "zed"}, {"j\u00fcrgen", "ann"}, {"ann", "j\u00fcrgen"}, set()):
+        fast, _ = _page_index_rows(path, want, scan=False)
+        slow, _ = _page_index_rows(path, want, scan=True)
+        assert fast == slow
+
+
+@pytest.mark.parametrize("damage", [None, ('["carol","bio",', '["aaaaa","bio",'), ('["","bio",', '["","bix",')])
+def test_the_web_index_falls_back_to_the_scan_for_a_user_the_row_index_lacks(tmp_path, damage):
+    """An unknown user, or an entry whose name was changed (rowindex.by_index: None): the web
+    page's index scans the file once for this snapshot, as read_published falls back, and answers
+    what the file holds (issue #31 item 2 over issue #28's check)."""
+    from fscontrol.export.published_index import PublishedIndex
+
+    path, rows = _small(tmp_path)
+    if damage:
+        text = path.read_text()
+        cut = text.index(pub.INDEX_LINE)
+        path.write_text(text[:cut] + text[cut:].replace(*damage))
+    index = PublishedIndex()
+    for want in ({"alice"}, {"nobody"}, {"carol"}, {"zed", "carol"}, {"alice"}):
+        got = index.read(path, users=want)[0]["associations"]
+        fresh = pub.read_published(path, users=want, ancestors=True)[0]["associations"]
+        assert [r for r in got if not r["user"]] == [r for r in fresh if not r["user"]]
+        assert sorted(map(repr, (r for r in got if r["user"]))) == sorted(map(repr, (r for r in fresh if r["user"])))
+        assert {r["user"] for r in got if r["user"]} == want - {"nobody"}
+    snap = index._current(path)
+    assert snap.indexed is None and snap.where  # scanned once, then answered from the scan

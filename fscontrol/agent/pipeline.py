@@ -71,12 +71,20 @@ def _read_snapshot(source: SlurmSource, window_start_of: Callable[[str], float |
     window_start = window_start_of(cluster)
     pass_file = _local_pass_record(source, config)
     pass_before = last_decay_pass(pass_file) if pass_file else None
-    sshare_out = whole(source.sshare())
-    usage_at = usage_time(pass_before, last_decay_pass(pass_file) if pass_file else None,
-                          sshare_out.started_at, sshare_out.finished_at, config.calc_period_s)
-    shares = parse.parse_sshare(sshare_out.stdout, " ".join(sshare_out.argv))
-    parse.check_share_tree(shares, " ".join(sshare_out.argv), fair_tree=config.mode == "fair_tree")
-    taken_at = sshare_out.finished_at
+    if hasattr(source, "sshare_spooled"):  # read from disk a block at a time (slurm.spool): no text held
+        with source.sshare_spooled() as spooled:
+            usage_at = usage_time(pass_before, last_decay_pass(pass_file) if pass_file else None,
+                                  spooled.started_at, spooled.finished_at, config.calc_period_s)
+            shares = spooled.shares()  # the whole-output checks first, then a row at a time
+            sshare_cmd, taken_at = spooled.command, spooled.finished_at
+    else:
+        sshare_out = whole(source.sshare())
+        usage_at = usage_time(pass_before, last_decay_pass(pass_file) if pass_file else None,
+                              sshare_out.started_at, sshare_out.finished_at, config.calc_period_s)
+        sshare_cmd, taken_at = " ".join(sshare_out.argv), sshare_out.finished_at
+        shares = parse.parse_sshare(sshare_out.stdout, sshare_cmd)
+        del sshare_out
+    parse.check_share_tree(shares, sshare_cmd, fair_tree=config.mode == "fair_tree")
     if hasattr(source, "squeue_jobs"):  # read from disk a block at a time (slurm.spool): no text held
         queue, prio, sprio_cmd = source.squeue_jobs(), source.sprio_rows(), " ".join(parse.SPRIO_ARGS)
     else:

@@ -146,7 +146,7 @@ def status(
             from fscontrol.agent import pipeline
 
             pipeline.collect(_source(source, cluster), database)
-        snap = store.load_snapshot(database, cluster=cluster)
+        snap = store.load_snapshot(database, cluster=cluster, running=False)  # status reads no running job
         cc = cfg.cluster(snap.cluster)
         data = rstatus.status_data(
             snap,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fscontrol.export.publish import ROWS_LINE, PublishedError, check_published, locate, read_published
-from fscontrol.export.rowindex import INDEX_KEY
+from fscontrol.export.rowindex import INDEX_KEY, by_index
 
 _USER = ',"user":'
 
@@ -41,9 +41,11 @@ class _Snapshot:
         self.has_rows = False  # the file has the rows' line (else it is the head alone, as read_published reads it)
         self.accounts: dict[str, dict] = {}  # the accounts' rows (user "") by account name
         self.where: dict[str, list[tuple[int, int]]] = {}
+        self.indexed: tuple[int, int] | None = None  # (where the rows' line starts, the row index's size)
+        self._lock = threading.Lock()
         self._build()
 
-    def _build(self) -> None:
+    def _build(self, use_index: bool = True) -> None:
         decode = json.JSONDecoder().raw_decode
         head: list[bytes] = []
         rows_line = ROWS_LINE.encode()
@@ -59,6 +61,10 @@ class _Snapshot:
                 self.head.pop("row_index", None)
                 return
             offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
+            if use_index:
+                if self._from_row_index(fh, head, offset - len(line)):
+                    return
+                fh.seek(offset)  # (the index's reads moved the file: the scan starts at the first row)
             where: dict[str, list[tuple[int, int]]] = {}
             accounts: dict[str, dict] = {}
             for raw in fh:
@@ -88,9 +94,59 @@ class _Snapshot:
         self.accounts, self.where, self.has_rows = accounts, where, True
         self.order = {id(r): i for i, r in enumerate(accounts.values())}
 
-    def rows(self, users: set[str] | frozenset[str]) -> list[dict]:
+    def _from_row_index(self, fh, head: list[bytes], at: int) -> bool:
+        """The file's own row index (publish.published_text writes it after the rows) in place of
+        the scan: the head parsed, the accounts' rows read through the index, and each request's
+        rows found by bisection on it (rowindex.by_index, as read_published does). A snapshot at
+        100,000 associations is then indexed without reading its 30 MB, and a worker holds no
+        offsets a user (issue #31 item 2). False when the file has no index or it does not fit
+        (the scan then runs, as before)."""
+        try:
+            data = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+            size = data.get(INDEX_KEY) if isinstance(data, dict) else None
+            if type(size) is not int:
+                return False
+            accounts_rows = by_index(fh, at, size, set(), ancestors=False)
+        except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):
+            return False
+        if accounts_rows is None:
+            return False
+        accounts: dict[str, dict] = {}
+        for r in accounts_rows:
+            if r.get("user") or r.get("account") in accounts:
+                return False
+            accounts[r.get("account")] = r
+        data.pop(INDEX_KEY, None)
+        self.head = check_published(data, self.path)
+        self.accounts, self.has_rows = accounts, True
+        self.order = {id(r): i for i, r in enumerate(accounts.values())}
+        self.indexed = (at, size)
+        return True
+
+    def rows(self, users: set[str] | frozenset[str]) -> list[dict] | None:
         """The users' rows and the accounts' on their paths up to the root (what a user's own
         `sshare` shows, and all a forecast reads of the accounts: forecast.classic.path_weights)."""
+        indexed = self.indexed
+        if indexed is not None:  # through the file's row index: the same rows in the same order
+            at, size = indexed
+            try:
+                with os.fdopen(os.dup(self.fd), "rb") as fh:
+                    got = by_index(fh, at, size, set(users), ancestors=True)
+            except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):
+                got = None
+            if got is not None:
+                mine = [r for r in got if r.get("user")]
+                return (sorted((self.accounts.get(r.get("account"), r) for r in got if not r.get("user")),
+                               key=lambda r: self.order.get(id(r), -1))
+                        + [r for u in users for r in mine if r.get("user") == u])
+            # a user the index does not have (unknown, or an entry damaged: rowindex.by_index): the
+            # scan tells which, once for this snapshot, as read_published's fallback does
+            with self._lock:
+                if self.indexed is not None:
+                    self.head, self.has_rows, self.indexed = None, False, None
+                    self._build(use_index=False)
+            if self.head is None:
+                return None  # not one row a line after all: the caller reads it as read_published does
         out, path = [], {}
         for u in users:
             for start, length in self.where.get(u, ()):
@@ -120,10 +176,11 @@ class PublishedIndex:
             return read_published(path, cluster)
         p = locate(path, cluster)
         snap = self._current(p)
-        if snap.head is None:
+        rows = snap.rows(users) if snap.head is not None else None  # (None: the file is read as read_published does)
+        if snap.head is None or rows is None:
             return read_published(p, cluster, users)
         data = check_published(snap.head, p, cluster)
-        return ({**data, "associations": snap.rows(users)} if snap.has_rows else dict(data)), p
+        return ({**data, "associations": rows} if snap.has_rows else dict(data)), p
 
     def _current(self, p: Path) -> _Snapshot:
         try:

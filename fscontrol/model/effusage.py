@@ -106,5 +106,18 @@ def refined_effective_usage(rows: Sequence[ShareRow], tl=None) -> list[float | N
     if got is None:
         return printed
     h = PRINTED_HALF  # the clamp: p - h and p + h are within h (and an ulp of p) of p
-    return [c if p is None else (min(max(c, p - h), p + h) if e < h and abs(c - p) <= h * (1 + 1e-9) + e + 1e-15 else p)
-            for c, e, p in zip(*got, printed)]
+    # min(max(c, p - h), p + h) written out (the same element chosen: max keeps the first unless
+    # the other is greater, min likewise): at 100,000 associations the calls were a tenth of `status`
+    hh = h * (1 + 1e-9)
+    out: list[float | None] = []
+    add = out.append
+    for c, e, p in zip(*got, printed):
+        if p is None:
+            add(c)
+        elif e < h and abs(c - p) <= hh + e + 1e-15:
+            lo, hi = p - h, p + h
+            x = lo if lo > c else c
+            add(hi if hi < x else x)
+        else:
+            add(p)
+    return out

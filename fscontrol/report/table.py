@@ -221,20 +221,33 @@ def json_chunks(data: dict) -> Iterator[str]:
     if not n:
         yield "[]"
     else:
-        # each column's values encoded at once (as json.dumps encodes them), then the rows joined
-        keys = [(f"      {json.dumps(k)}: ", vals) for k, vals in table.columns.items()]
+        # each column's values encoded at once (as json.dumps encodes them), then each row made
+        # by one format of its cells (the keys written once, in the format)
+        columns = list(table.columns.values())
+        row = "    {\n" + ",\n".join("      " + json.dumps(k).replace("%", "%%") + ": %s"
+                                         for k in table.columns) + "\n    }"
         yield "[\n"
         step = 1024  # rows a piece: memory bounded by it, not by the table
         for i in range(0, n, step):
-            cols = [[k + v for v in _encoded(vals[i:i + step])] for k, vals in keys]
-            rows = ["    {\n" + ",\n".join(cells) + "\n    }" for cells in zip(*cols)]
+            rows = map(row.__mod__, zip(*[_encoded(vals[i:i + step]) for vals in columns]))
             yield ",\n".join(rows) + (",\n" if i + step < n else "\n  ]")
     yield after
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+_NUL_LIST = json.JSONEncoder(separators=("\0", ":"), check_circular=False)
+
+
 def _encoded(values: list) -> list[str]:
     """json.dumps(v) of each value of a column (the scalars the table holds by their own
-    encoders; anything else through json.dumps with the rows' indentation)."""
+    encoders; anything else through json.dumps with the rows' indentation).
+
+    A column of scalars alone (the usual) is encoded by json's C encoder in one call, the values
+    parted by NUL: json.dumps writes a NUL inside a string as \\u0000 (ensure_ascii), so a raw
+    NUL is only ever the separator; the same text a value as json.dumps(v) (issue #31: a call a
+    cell was most of `status --json` at 100,000 associations)."""
+    if values and set(map(type, values)) <= _SCALARS:
+        return _NUL_LIST.encode(values)[1:-1].split("\0")
     from json.encoder import encode_basestring_ascii as text
 
     def one(v) -> str:

@@ -15,7 +15,7 @@ import gc
 import itertools
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
@@ -112,27 +112,27 @@ def _table(text: str, command: str, required: Iterable[str], free_last: bool = F
 # The two big tables (sshare at 100k associations, sacct at 1M jobs) are parsed line by line
 # instead of through _table: no list of all split rows is held, and the per-field helpers are
 # called only when the fast conversion fails, so results and errors are exactly _table's + _num's.
-def _header(text: str, command: str, required: Iterable[str]) -> tuple[list[str], list[str], int]:
-    """(header, all lines, index of the first line after the header), checking the header as _table does."""
-    lines = text.splitlines()
-    for i, line in enumerate(lines):
+def _header(lines: Iterable[str], command: str, required: Iterable[str]) -> tuple[list[str], Iterator[str], int]:
+    """(header, the lines after it as an iterator, index of the first of them), checking the header
+    as _table does. `lines`: a text's splitlines, or spool.file_lines of an output on disk."""
+    it = iter(lines)
+    for i, line in enumerate(it):
         if not line or line.isspace() or line.startswith("CLUSTER: "):
             continue
         header = [f.strip() for f in line.split("|")]
         missing = [c for c in required if c not in header]
         if missing:
             raise ParseError(command, f"missing column(s) {', '.join(missing)} in header", i + 1, line)
-        return header, lines, i + 1
+        return header, it, i + 1
     raise ParseError(command, "no header line (empty output)")
 
 
-def _count_error(lines: list[str], start: int, n: int, command: str) -> None:
+def _count_error(lines: Iterable[str], start: int, n: int, command: str) -> None:
     """Raise the field-count error _table would have raised first for lines[start:], if any.
 
     _table checks every line's field count before any value is read: a streaming parser that
-    meets a bad value calls this first, so the same error wins."""
-    for i in range(start, len(lines)):
-        line = lines[i]
+    meets a bad value calls this first (over the lines read anew), so the same error wins."""
+    for i, line in enumerate(itertools.islice(lines, start, None), start):
         if not line or line.isspace() or line.startswith("CLUSTER: "):
             continue
         got = line.count("|") + 1
@@ -300,9 +300,21 @@ def _level_fs(v: str, command: str, no: int, line: str) -> float | None:
     return _flt(v, command, "LevelFS", no, line, allow_empty=True)
 
 
-def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[ShareRow, ...]:
-    """`sshare -a -l -P` (or `-a -P`): associations in tree order, depth from the indentation."""
-    header, lines, first = _header(text, command, ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage"))
+def parse_sshare(text: str | Iterable[str], command: str = " ".join(SSHARE_ARGS),
+                 again: Callable[[], Iterable[str]] | None = None) -> tuple[ShareRow, ...]:
+    """`sshare -a -l -P` (or `-a -P`): associations in tree order, depth from the indentation.
+
+    `text`: the output, or its lines (spool.file_lines: read from disk a block at a time, never
+    held whole: issue #31); then `again()` gives the lines anew, read only when a line is bad (the
+    first field-count error in the whole output wins, as _table's). Each row becomes its ShareRow
+    as it is read (no list of value tuples beside the records) and the accounts' names are one
+    string each."""
+    if isinstance(text, str):
+        lines = text.splitlines()
+        again = lambda: lines  # noqa: E731
+    else:
+        lines = text
+    header, rest, first = _header(lines, command, ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage"))
     ix = {name: i for i, name in enumerate(header)}
     n = len(header)
     i_acc, i_user, i_shares, i_norm, i_raw, i_eff = (
@@ -310,73 +322,78 @@ def parse_sshare(text: str, command: str = " ".join(SSHARE_ARGS)) -> tuple[Share
     )
     i_nu, i_fs, i_run = ix.get("NormUsage"), ix.get("FairShare"), ix.get("TRESRunMins")
     i_lfs = ix.get("LevelFS")
-    out: list[ShareRow] = []
-    append = out.append
     stack: list[str] = []  # account names by depth
     runs: dict[str, int | None] = {}  # _billing of each distinct TRESRunMins text (idle associations print the same)
+    names: dict[str, str] = {}  # one string an account name
+    i = first
+
+    def values() -> Iterator[tuple]:
+        nonlocal i
+        for i, line in enumerate(rest, first):
+            if not line or line.isspace() or line.startswith("CLUSTER: "):
+                continue
+            f = line.split("|")
+            no = i + 1
+            if len(f) != n:
+                raise ParseError(command, f"expected {n} fields, got {len(f)} (truncated?)", no, line)
+            raw_account = f[i_acc]
+            account = raw_account.lstrip(" ")
+            depth = len(raw_account) - len(account)
+            account = account.rstrip()
+            account = names.setdefault(account, account)
+            user = f[i_user].strip()
+            if not account:
+                raise ParseError(command, "empty Account", no, line)
+            if depth == 0 and (account != "root" or user):
+                raise ParseError(command, "first-level row that is not root", no, line)
+            if depth > len(stack):
+                raise ParseError(command, f"indentation jumps to depth {depth} under depth {len(stack) - 1}", no, line)
+            if user:
+                # a user row sits one level below its account, whose row came just before at depth-1
+                if depth == 0 or len(stack) < depth or stack[depth - 1] != account:
+                    raise ParseError(command, f"user row of account {account!r} outside that account", no, line)
+                parent = account
+            else:
+                del stack[depth:]
+                parent = stack[depth - 1] if depth > 0 else ""
+                stack.append(account)
+            shares_txt = f[i_shares].strip()
+            shares_parent = shares_txt == "parent"
+            if shares_parent:
+                raw_shares = None
+            else:
+                raw_shares = _int(shares_txt, command, "RawShares", no, line, allow_empty=True)
+            run_mins = None
+            if i_run is not None:
+                v = f[i_run]
+                if v in runs:
+                    run_mins = runs[v]
+                else:
+                    try:
+                        run_mins = runs[v] = _billing(v)
+                    except ValueError as e:
+                        raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
+            norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
+            raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
+            norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
+            effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
+            fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
+            level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
+            if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
+                raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
+            yield (account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
+                   effective_usage, fairshare, run_mins, level_fs)
+
     with gc_paused():
-        i = first
         try:
-            for i in range(first, len(lines)):
-                line = lines[i]
-                if not line or line.isspace() or line.startswith("CLUSTER: "):
-                    continue
-                f = line.split("|")
-                no = i + 1
-                if len(f) != n:
-                    raise ParseError(command, f"expected {n} fields, got {len(f)} (truncated?)", no, line)
-                raw_account = f[i_acc]
-                account = raw_account.lstrip(" ")
-                depth = len(raw_account) - len(account)
-                account = account.rstrip()
-                user = f[i_user].strip()
-                if not account:
-                    raise ParseError(command, "empty Account", no, line)
-                if depth == 0 and (account != "root" or user):
-                    raise ParseError(command, "first-level row that is not root", no, line)
-                if depth > len(stack):
-                    raise ParseError(command, f"indentation jumps to depth {depth} under depth {len(stack) - 1}", no, line)
-                if user:
-                    # a user row sits one level below its account, whose row came just before at depth-1
-                    if depth == 0 or len(stack) < depth or stack[depth - 1] != account:
-                        raise ParseError(command, f"user row of account {account!r} outside that account", no, line)
-                    parent = account
-                else:
-                    del stack[depth:]
-                    parent = stack[depth - 1] if depth > 0 else ""
-                    stack.append(account)
-                shares_txt = f[i_shares].strip()
-                shares_parent = shares_txt == "parent"
-                if shares_parent:
-                    raw_shares = None
-                else:
-                    raw_shares = _int(shares_txt, command, "RawShares", no, line, allow_empty=True)
-                run_mins = None
-                if i_run is not None:
-                    v = f[i_run]
-                    if v in runs:
-                        run_mins = runs[v]
-                    else:
-                        try:
-                            run_mins = runs[v] = _billing(v)
-                        except ValueError as e:
-                            raise ParseError(command, f"TRESRunMins: {e}", no, line) from None
-                norm_shares = _flt(f[i_norm], command, "NormShares", no, line, allow_empty=True)
-                raw_usage = _int(f[i_raw], command, "RawUsage", no, line)
-                norm_usage = _flt(f[i_nu], command, "NormUsage", no, line, allow_empty=True) if i_nu is not None else None
-                effective_usage = _flt(f[i_eff], command, "EffectvUsage", no, line, allow_empty=True)
-                fairshare = _flt(f[i_fs], command, "FairShare", no, line, allow_empty=True) if i_fs is not None else None
-                level_fs = _level_fs(f[i_lfs], command, no, line) if i_lfs is not None else None
-                if (norm_shares or 0) > 1 + 1e-6 or (fairshare or 0) > 1 + 1e-6:
-                    raise ParseError(command, "NormShares and FairShare must lie in 0..1", no, line)
-                append((account, user, parent, depth, raw_shares, shares_parent, norm_shares, raw_usage, norm_usage,
-                        effective_usage, fairshare, run_mins, level_fs))
+            out = share_rows(values())  # ShareRow(*values) each, through its twin, as they are read
         except Exception:
-            _count_error(lines, i, n, command)
+            if again is not None:
+                _count_error(again(), i, n, command)
             raise
-    if not out or out[0][3] != 0:
+    if not out or out[0].depth != 0:
         raise ParseError(command, "no root row: is this `sshare -a` as an admin (PrivateData may hide it)?")
-    return share_rows(out)  # ShareRow(*values) each, through its twin
+    return out
 
 
 def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_ARGS), fair_tree: bool = False) -> None:

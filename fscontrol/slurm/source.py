@@ -192,6 +192,17 @@ class LiveSlurm:
             return parser(spool.checked_lines(fh, cmd, lambda at: SlurmCommandError(
                 f"`{cmd}` printed bytes that are not UTF-8 (at byte {at}): not read")), cmd)
 
+    def sshare_spooled(self):
+        """sshare's output spooled to disk (spool.SpooledOutput; run()'s argument list, timeout,
+        deadline and errors), parsed from it a block at a time: never held whole (issue #31)."""
+        from fscontrol.slurm import spool
+
+        full, env, limit = self._spooled_call(parse.SSHARE_ARGS)
+        cmd = " ".join(full)
+        fh, t0, t1 = spool.run_to_file(full, limit, env, pass_fds=command.inherited_fds())
+        return spool.SpooledOutput(fh, cmd, t0, t1, lambda at: SlurmCommandError(
+            f"`{cmd}` printed bytes that are not UTF-8 (at byte {at}): not read"))
+
     def squeue_jobs(self):
         """squeue's jobs (spool.Spooled of QueueJob), its output read from disk a block at a time."""
         from fscontrol.slurm import spool
@@ -325,6 +336,22 @@ class RecordedSlurm:
         with open(path, "rb") as fh:
             return parser(spool.checked_lines(fh, cmd, lambda at: SlurmCommandError(
                 f"sample {path} holds bytes that are not UTF-8 (at byte {at}): not read")), cmd)
+
+    def sshare_spooled(self):
+        """The recorded sshare (spool.SpooledOutput over its own file), parsed a block at a time;
+        through _get (the text) when a subclass replaces _get."""
+        from fscontrol.slurm import spool
+
+        if type(self)._get is not RecordedSlurm._get:
+            out = self._get("sshare")
+            return spool.output_of_text(out.stdout, " ".join(out.argv), out.started_at, out.finished_at)
+        info = self.meta["commands"].get("sshare")
+        path = self.folder / "sshare.txt"
+        if info is None or not path.is_file():
+            raise NotFoundError(f"sample {self.folder} has no sshare output")
+        return spool.SpooledOutput(open(path, "rb"), " ".join(info["argv"]),  # noqa: SIM115 (closed by it)
+                                   float(info["started_at"]), float(info["finished_at"]),
+                                   lambda at: SlurmCommandError(f"sample {path} holds bytes that are not UTF-8 (at byte {at}): not read"))
 
     def squeue_jobs(self):
         """The recorded squeue's jobs (parse.parse_squeue), read a block at a time."""

@@ -290,6 +290,48 @@ def checked_lines(fh: BinaryIO, command: str, not_utf8: Callable[[int], Exceptio
     return file_lines(fh)
 
 
+class SpooledOutput:
+    """A command's output on disk (a live command's anonymous temporary file, or a recorded
+    sample's own file) and when it ran: parsed from its lines, never held whole as text (sshare at
+    100,000 associations: issue #31). A context manager: the file is closed on leaving it."""
+
+    def __init__(self, fh: BinaryIO, command: str, started_at: float, finished_at: float,
+                 not_utf8: Callable[[int], Exception]) -> None:
+        self.fh, self.command, self.started_at, self.finished_at = fh, command, started_at, finished_at
+        self._not_utf8 = not_utf8
+
+    def lines(self) -> Iterator[str]:
+        """The lines after the whole-output checks (checked_lines: UTF-8, the final newline)."""
+        return checked_lines(self.fh, self.command, self._not_utf8)
+
+    def again(self) -> Iterator[str]:
+        """The lines read anew (a parser's error path: the first bad field count wins)."""
+        return file_lines(self.fh)
+
+    def shares(self):
+        """sshare's associations (parse.parse_sshare) from the lines."""
+        return parse.parse_sshare(self.lines(), self.command, again=self.again)
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self) -> "SpooledOutput":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def output_of_text(text: str, command: str, started_at: float, finished_at: float) -> SpooledOutput:
+    """SpooledOutput over text already in memory (a sample whose output a test replaced)."""
+    import tempfile
+
+    fh = tempfile.TemporaryFile()
+    fh.write(text.encode())
+    return SpooledOutput(fh, command, started_at, finished_at, lambda at: SlurmCommandError(
+        f"`{command}` printed bytes that are not UTF-8 (at byte {at})"))
+
+
 class Spooled:
     """Records (squeue's jobs, sprio's rows) parsed once and kept as SacctJobs keeps sacct's: a
     thousand to a list, in memory for a usual queue (IN_MEMORY_CHUNKS lists) and pickled into a

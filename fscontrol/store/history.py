@@ -213,6 +213,29 @@ _SAMPLE_COLS = (
 )
 
 
+def _sample_values(r: ShareRow) -> tuple:
+    """An association's values in _SAMPLE_COLS' order (present = 1)."""
+    return (1, r.raw_shares, int(r.shares_parent), r.norm_shares, r.raw_usage, r.norm_usage, r.effective_usage,
+            r.fairshare, r.billing_run_mins, r.level_fs)
+
+
+def _row_paths(rows) -> list[str]:
+    """_paths' values as a list by row (no key tuples, no dict a row)."""
+    by_account: dict[str, str] = {}
+    out: list[str] = []
+    add = out.append
+    for r in rows:
+        account, user = r.account, r.user
+        if user:
+            add(f"{by_account.get(account, account)}/{user}")
+        else:
+            base = by_account.get(r.parent, r.parent) if r.parent else ""
+            p = f"{base}/{account}" if base else account
+            by_account[account] = p
+            add(p)
+    return out
+
+
 def _paths(rows: Iterable[ShareRow]) -> dict[tuple[str, str], str]:
     """A stable tree path per association, e.g. root/science/physics/alice, for ordering."""
     by_account: dict[str, str] = {}
@@ -297,78 +320,92 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
     sid = cur.lastrowid
     conn = db.conn
 
-    # associations: ids and the latest values (one read of both), then change-only samples
-    ids = {}
-    current = {}
+    # associations: ids and the latest values (one read of both), then change-only samples.
+    # Compact at 100,000 associations (issue #31): one key tuple a row (the row's own strings),
+    # its id in a list of ints by row, a byte a row for "changed"; the history's strings and
+    # latest values are compared as they are read, never held (the vanished ones aside).
+    shares = snap.shares
+    index: dict[tuple[str, str], int] = {}
+    for i, r in enumerate(shares):
+        index[(r.account, r.user)] = i
+    if len(index) != len(shares):
+        raise StoreError(f"snapshot of {snap.cluster} lists an association twice: not written")
+    aid = [0] * len(shares)  # ids start at 1: 0 is "new"
+    changed = bytearray(len(shares))
+    moved: list = []
+    vanished: list[int] = []  # present before, absent now: a tombstone each, in the history's order
+    others: dict[tuple[str, str], int] = {}  # the history's associations absent now (their jobs keep their id)
+    get = index.get
     for row in conn.execute(
         f"SELECT a.id, a.account, a.user, a.parent, a.depth, {', '.join('c.' + c for c in _SAMPLE_COLS)} FROM assocs a "
         "LEFT JOIN assoc_current c ON c.assoc_id = a.id WHERE a.cluster = ?",
         [snap.cluster],
     ):
-        aid = row[0]
-        ids[(row[1], row[2])] = (aid, row[3], row[4])
-        if row[5] is not None:  # present is NOT NULL in assoc_current: NULL here is no row there
-            current[aid] = row[5:]
-    # (account, user) built once per row: at 100k associations the `key` property adds up
-    keyed = [((r.account, r.user), r) for r in snap.shares]
-    new_assocs = []
-    moved = []
-    for k, r in keyed:
-        known = ids.get(k)
-        if known is None:
-            new_assocs.append((k, r))
-        elif (known[1], known[2]) != (r.parent, r.depth):
-            moved.append((k, r))
-    if new_assocs or moved:  # the tree paths only when an association is new or has moved
-        paths = _paths(snap.shares)
-        new_assocs = [(snap.cluster, r.account, r.user, r.parent, r.depth, paths[k]) for k, r in new_assocs]
-        moved = [(r.parent, r.depth, paths[k], ids[k][0]) for k, r in moved]
-    if new_assocs:
-        insert_rows(conn, "INSERT INTO assocs (cluster, account, user, parent, depth, path)", 6, new_assocs)
-        ids = {
-            (a, u): (i, p, d)
-            for i, a, u, p, d in conn.execute(
-                "SELECT id, account, user, parent, depth FROM assocs WHERE cluster = ?", [snap.cluster]
-            )
-        }
-    if moved:
-        conn.executemany("UPDATE assocs SET parent = ?, depth = ?, path = ? WHERE id = ?", moved)
-    get = current.get
+        i = get((row[1], row[2]))
+        if i is None:
+            others[(row[1], row[2])] = row[0]
+            if row[5] == 1:  # present is NOT NULL in assoc_current: NULL here is no row there
+                vanished.append(row[0])
+            continue
+        r = shares[i]
+        aid[i] = row[0]
+        if row[3] != r.parent or row[4] != r.depth:
+            moved.append(i)
+        if row[5] is None or row[5:] != _sample_values(r):
+            changed[i] = 1
+    new = [i for i, a in enumerate(aid) if not a]
+    if new or moved:  # the tree paths only when an association is new or has moved
+        paths = _row_paths(shares)
+        if new:
+            top = conn.execute("SELECT coalesce(max(id), 0) FROM assocs").fetchone()[0]
+            insert_rows(conn, "INSERT INTO assocs (cluster, account, user, parent, depth, path)", 6, (
+                (snap.cluster, shares[i].account, shares[i].user, shares[i].parent, shares[i].depth, paths[i]) for i in new))
+            for a, acc, user in conn.execute("SELECT id, account, user FROM assocs WHERE cluster = ? AND id > ?",
+                                             [snap.cluster, top]):
+                aid[index[(acc, user)]] = a
+            for i in new:
+                changed[i] = 1
+        if moved:
+            conn.executemany("UPDATE assocs SET parent = ?, depth = ?, path = ? WHERE id = ?",
+                             [(shares[i].parent, shares[i].depth, paths[i], aid[i]) for i in moved])
+        del paths
+    del new, moved
 
-    def changed():
+    def samples():
         """The changed associations' sample rows, then a tombstone for each vanished one: made
         anew for each of the two tables, never all held (a first snapshot changes every row)."""
-        seen = set()
-        for k, r in keyed:
-            aid = ids[k][0]
-            seen.add(aid)
-            vals = (1, r.raw_shares, int(r.shares_parent), r.norm_shares, r.raw_usage, r.norm_usage, r.effective_usage,
-                    r.fairshare, r.billing_run_mins, r.level_fs)  # in _SAMPLE_COLS' order
-            if get(aid) != vals:
-                yield (aid, sid, *vals)
-        for aid, vals in current.items():
-            if aid not in seen and vals[0] == 1:  # vanished: a tombstone sample
-                yield (aid, sid, 0, *([None] * (len(_SAMPLE_COLS) - 1)))
+        for i, r in enumerate(shares):
+            if changed[i]:
+                yield (aid[i], sid, *_sample_values(r))
+        for a in vanished:
+            yield (a, sid, 0, *([None] * (len(_SAMPLE_COLS) - 1)))
 
     width = 2 + len(_SAMPLE_COLS)
-    insert_rows(conn, "INSERT INTO assoc_samples", width, changed())
-    insert_rows(conn, f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)})", width, changed())
+    insert_rows(conn, "INSERT INTO assoc_samples", width, samples())
+    insert_rows(conn, f"INSERT OR REPLACE INTO assoc_current (assoc_id, snapshot_id, {', '.join(_SAMPLE_COLS)})", width, samples())
+    del changed
+    for k, i in index.items():  # the key -> row index map becomes key -> id in place (no second map)
+        index[k] = aid[i]
+    del aid
+    index.update(others)
+    ids = index
 
     # sacct's billing of the running jobs, taken as the jobs stream past (they are read once)
-    running_ids = {q.job_id for q in snap.queue if q.state == "RUNNING"}
-    billing: dict[str, int] = {}
+    # (one dict keyed by squeue's own job-id strings, its values filled in place: at 220,000
+    # running jobs a second map keyed by sacct's strings took ~20 MiB more; issue #31)
+    billing: dict[str, int | None] = dict.fromkeys(q.job_id for q in snap.queue if q.state == "RUNNING")
     if snap.jobs:
         # a generator, not a list: at a million jobs the rows are bound one by one, never all held;
         # snap.jobs may be a spool.SacctJobs: then its records come as plain tuples, a list at a
         # time, unpickled from the spool its one parse wrote (JobRecord is a tuple: same indices)
-        assoc_id = {key: v[0] for key, v in ids.items()}.get
+        assoc_id = ids.get
         chunks = snap.jobs.rows_chunks() if hasattr(snap.jobs, "rows_chunks") else (snap.jobs,)
 
         def rows():
             for chunk in chunks:
                 for j in chunk:
                     job_id = j[0]
-                    if job_id in running_ids:
+                    if job_id in billing:
                         billing[job_id] = j[7]
                     # (snapshot, job_id, assoc_id, user, account, partition, qos, state, alloc_cpus,
                     #  billing, nnodes, start, end, elapsed_s) from JobRecord's order
@@ -376,17 +413,6 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
                            j[10], j[11], j[12])
 
         insert_rows(conn, "INSERT OR REPLACE INTO job_usage", 14, rows())
-    if snap.prio:
-        # the accounts of sprio's jobs alone (squeue's may be 10^5 more: slurm.spool keeps both on
-        # disk), one string an account; rows bound as they come, never all held (issue #31)
-        wanted = {p.job_id for p in snap.prio}
-        one: dict[str, str] = {}
-        account_of = {q.job_id: one.setdefault(q.account, q.account) for q in snap.queue if q.job_id in wanted}
-        del wanted
-        insert_rows(conn, "INSERT OR REPLACE INTO prio", 7, (
-            (sid, p.job_id, p.user, account_of.get(p.job_id), p.partition, p.priority_norm, p.fairshare_norm)
-            for p in snap.prio))
-        del account_of
     if snap.queue:
         occ: dict[str, list[int]] = {}
         for q in snap.queue:
@@ -406,6 +432,19 @@ def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> i
             (sid, q.job_id, q.account, q.user, float(billing.get(q.job_id) or q.cpus) * factor.get(q.qos, 1.0),
              None if q.start is None or q.time_limit_s is None else q.start + q.time_limit_s)
             for q in snap.queue if q.state == "RUNNING"))
+    del billing
+    if snap.prio:
+        # the accounts of sprio's jobs alone (squeue's may be 10^5 more: slurm.spool keeps both on
+        # disk), one string an account; rows bound as they come, never all held (issue #31)
+        account_of: dict[str, str | None] = dict.fromkeys(p.job_id for p in snap.prio)  # sprio's strings, filled in place
+        one: dict[str, str] = {}
+        for q in snap.queue:
+            if q.job_id in account_of:
+                account_of[q.job_id] = one.setdefault(q.account, q.account)
+        insert_rows(conn, "INSERT OR REPLACE INTO prio", 7, (
+            (sid, p.job_id, p.user, account_of.get(p.job_id), p.partition, p.priority_norm, p.fairshare_norm)
+            for p in snap.prio))
+        del account_of
     return sid
 
 
@@ -558,8 +597,11 @@ def usage_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int) -> l
     ).fetchall()
 
 
-def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None) -> StoredSnapshot:
-    """A stored snapshot with its association rows in tree order (latest if no id)."""
+def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None,
+                  running: bool = True) -> StoredSnapshot:
+    """A stored snapshot with its association rows in tree order (latest if no id). `running`
+    False: without its running jobs (`status` reads none: at 220,000 running jobs they were a
+    tenth of `status --json`'s CPU; issue #31)."""
     if snapshot_id is None:
         snapshot_id = latest_snapshot_id(db, cluster)
         if snapshot_id is None:
@@ -580,8 +622,8 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
             "SELECT account, user, fairshare_norm FROM prio WHERE snapshot_id = ? AND account IS NOT NULL", [sid]
         )
     }
-    running = tuple(db.execute("SELECT job_id, account, user, rate, ends_at FROM running_jobs WHERE snapshot_id = ? "
-                               "ORDER BY job_id", [sid]).fetchall())
+    jobs = tuple(db.execute("SELECT job_id, account, user, rate, ends_at FROM running_jobs WHERE snapshot_id = ? "
+                            "ORDER BY job_id", [sid]).fetchall()) if running else ()
     return StoredSnapshot(
         id=sid,
         cluster=cl,
@@ -591,7 +633,7 @@ def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, clu
         usage_factors=blob.get("qos", {}),
         source=source,
         prio_fairshare=prio,
-        running=running,
+        running=jobs,
     )
 
 
