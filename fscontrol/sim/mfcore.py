@@ -36,6 +36,7 @@ from .mfconfig import (
 )
 from .mfconfig import INF as _INF
 from .availability import Profile as _Profile
+from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 from .workload import Workload
 
@@ -123,9 +124,8 @@ def simulate(
 
     fair_tree = prio.fair_tree
     if fair_tree:
-        ft_kids = fairtree.children_lists(t_tree)
-        ft_shares = fairtree.fair_tree_shares(t_tree)
-        n_users = sum(1 for k in keys if k[1])
+        # the ranks, redone only where the usage changed (ftrank: the same as fairtree.rank_users)
+        ft_ranker = Ranker(t_tree, keys, fairtree.fair_tree_shares(t_tree), fairtree.children_lists(t_tree))
 
     # usage, scaled: true usage = S[a] * G
     S = [0.0] * na
@@ -213,13 +213,10 @@ def simulate(
     ft_due: list[list[float] | None] = [None]
 
     def fair_tree_rank(vals: list[float] | None = None) -> None:
-        src = S if vals is None else vals
-        usage = {k: src[i] for i, k in enumerate(keys)}
-        _, _, lf = fairtree.level_values(t_tree, usage, shares=ft_shares)
-        ranks, _ = fairtree.rank_users(t_tree, lf, ft_kids)
-        f_cache.clear()
-        for k, r in ranks.items():
-            f_cache[kix[k]] = r / n_users
+        ranks = ft_ranker.rank(S if vals is None else vals)
+        if ranks is not None:  # (None: the same ranks as the last)
+            f_cache.clear()
+            f_cache.update(ranks)
 
     def ft_settle() -> None:
         vals = ft_due[0]
