@@ -188,6 +188,10 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
                 log.error("%s %s failed: %s", stage, who, o.error)
             else:
                 log.info("%s %s ok", stage, who)
+            ctl = o.result.control if o.result is not None else None
+            for a in (ctl.actions if ctl is not None else ()):  # persist impossible: every tick says so
+                if a.status == "refused":
+                    log.warning("%s %s: %s refused: %s", stage, who, a.kind, a.output)
         if on_tick:
             on_tick(stage, outcomes)
 
