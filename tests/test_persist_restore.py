@@ -147,3 +147,50 @@ def test_persist_with_no_usable_slurm_conf_is_a_warning_every_tick(tmp_path):
     (p,) = executor._persist(db, lambda argv: "", cc, res.decision, res.decision_id, None, None, 1100.0, act)
     assert p.status == "refused" and "no slurm.conf to write" in p.output
     assert "slurm_conf_damping" not in store_ledger.originals(db, "tbcluster")
+
+
+def test_a_bounded_cold_start_names_one_ideal_the_bound_and_the_d(tmp_path):
+    """ef8da55: "ideal d = 890.389 (above max_damping: d bounded)" with max_damping 1000, under a
+    note saying the ideal was 2,491. The reason now names the note's ideal, the bound and the d."""
+    import re
+
+    db = store.open_db(tmp_path / "h.db")
+    for method in ("damping", "hybrid"):
+        cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10_000, "method": method}}})
+        res = pipeline.control_tick(RecordedSlurm(SAMPLE), db, cfg, apply=False)
+        dec = res.decision
+        (note,) = [n for n in dec.notes if n.startswith("d would be")]
+        (why,) = [a.reason for a in res.actions if a.kind == "set_damping"]
+        ideal = re.search(r"d would be (\d[\d,]*\d)", note).group(1)
+        assert f"ideal d = {ideal} for u*" in why and "above max_damping 1000: d = 1000" in why, (note, why)
+        assert len(re.findall(r"ideal d = ", why)) == 1
+        # the ideal is what u* asks of the usage the coming pass reads
+        assert float(ideal.replace(",", "")) == round(dec.u_star / (dec.s_ref * (dec.u_real + dec.w_now)))
+
+
+def test_metrics_halving_is_status_and_the_forecasts_formula(tmp_path):
+    """ef8da55: user_usage_to_halve_core_hours used the fixed-d formula d S U / (1 - UE - d S)
+    while the agent held the total, where status and the forecast use S d U. Independent check:
+    with the total held, every user's figure over its norm share is one number, d U."""
+    from fscontrol.agent import publishing
+
+    db = store.open_db(tmp_path / "h.db")
+    cfg = config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10, "method": "padding"}}})
+    res = pipeline.control_tick(RecordedSlurm(SAMPLE), db, cfg, apply=False)
+    db.execute("UPDATE decisions SET apply = 1 WHERE id = ?", [res.decision_id])  # as if the agent had applied it
+
+    def halve() -> dict:
+        text = publishing.metrics_text(db, cfg)
+        fam = "fscontrol_user_usage_to_halve_core_hours"
+        return {ln.split("{", 1)[1].split("}", 1)[0]: float(ln.rsplit(" ", 1)[1])
+                for ln in text.splitlines() if ln.startswith(fam + "{")}
+
+    held = halve()
+    snap = store.load_snapshot(db, cluster="tbcluster")
+    shares = {f'cluster="tbcluster",account="{r.account}",user="{r.user}"': r.norm_shares for r in snap.shares if r.is_user}
+    ratios = {k: v / shares[k] for k, v in held.items() if k in shares}
+    assert len(ratios) >= 3, held
+    assert max(ratios.values()) - min(ratios.values()) <= 1e-9 * max(ratios.values()), ratios
+    db.execute("UPDATE decisions SET apply = 0")  # not applied: d stays put, the fixed-d formula
+    fixed = halve()
+    assert any(abs(fixed[k] - held[k]) > 1e-6 * held[k] for k in held if k in fixed), (fixed, held)

@@ -85,12 +85,19 @@ def control_plan(
         return []
     plan: list[Action] = []
     if dec.d_target != dec.d_now:
-        why = (
-            f"{dec.method}: ideal d = {dec.d_ideal:.3f}{' (above max_damping: d bounded)' if any('max_damping' in n for n in dec.notes) else ''} for u* = {dec.u_star / 3600:,.2f} core-hours, "
-            f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours"
-            if dec.d_ideal is not None
-            else f"{dec.method}: d {dec.d_now} -> {dec.d_target}"
-        )
+        total = dec.u_real + dec.w_now  # the usage the coming pass reads, the one a bounded d is chosen on
+        ideal_now = dec.u_star / (dec.s_ref * total) if dec.s_ref and total > 0 else None
+        if dec.d_ideal is None:
+            why = f"{dec.method}: d {dec.d_now} -> {dec.d_target}"
+        elif ideal_now is not None and ideal_now > dec.d_target and any("d would be" in n for n in dec.notes):
+            # bounded (a cold start): one ideal (the coming pass's, as the note), the bound, the d chosen (issue #30)
+            cap = "Slurm's maximum" if dec.d_target == D_MAX else "max_damping"
+            why = (f"{dec.method}: ideal d = {ideal_now:,.0f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+                   f"S_ref = {dec.s_ref:.6f}, usage {total / 3600:,.2f} core-hours; above {cap} {dec.d_target}: "
+                   f"d = {dec.d_target}")
+        else:
+            why = (f"{dec.method}: ideal d = {dec.d_ideal:.3f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+                   f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours")
         plan.append(set_damping(dec.d_target, why))
     account, user = dummy
     running = [j for j in dummy_jobs if j.state in ("RUNNING", "PENDING") and j.account == account and j.user == user]

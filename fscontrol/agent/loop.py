@@ -145,6 +145,10 @@ def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
             if state is not None and (by is None or state.get("by") == by):
                 with store.transaction(db):
                     store_ledger.set_state(db, cluster, "acting_off", None, time.time())
+                    written = store_ledger.get_state(db, cluster, "persist_written")
+                    if written and written.get("at") is not None:  # off/on resets persist_interval: the
+                        # first tick after `control on` persists a changed d at once (issue #30)
+                        store_ledger.set_state(db, cluster, "persist_written", dict(written, at=None), time.time())
             return cluster
         finally:
             db.close()
