@@ -194,3 +194,22 @@ def test_metrics_halving_is_status_and_the_forecasts_formula(tmp_path):
     db.execute("UPDATE decisions SET apply = 0")  # not applied: d stays put, the fixed-d formula
     fixed = halve()
     assert any(abs(fixed[k] - held[k]) > 1e-6 * held[k] for k in held if k in fixed), (fixed, held)
+
+
+def test_control_on_frees_the_first_tick_to_persist(tmp_path):
+    """ef8da55: after off and on, a changed d waited up to persist_interval (an hour), silently."""
+    from fscontrol.agent import loop
+
+    conf, db, cc, res = _setup(tmp_path, "ClusterName=x\n")
+    assert _persist(db, cc, res, 1000.0)[0].status == "ok"
+    conf.write_text("ClusterName=x\nFairShareDampeningFactor=1\n")  # a restart would start far off
+    assert _persist(db, cc, res, 1060.0) == ()  # held back by persist_interval: the rate limit works
+    store_ledger.set_state(db, "tbcluster", "acting_off", {"by": "control off", "at": 1100.0}, 1100.0)
+    db.close()
+    cfg = config.from_dict({"agent": {"db": str(tmp_path / "h.db")},
+                            "clusters": {"tbcluster": {"target_core_hours": 10_000, "method": "damping", "persist": True,
+                                                       "slurm_conf": str(conf)}}})
+    loop.set_acting(cfg, tmp_path / "h.db", "tbcluster", by=None)  # `control on`
+    db = store.open_db(tmp_path / "h.db")
+    (p,) = _persist(db, cc, res, 1120.0)
+    assert p.status == "ok" and f"FairShareDampeningFactor={res.decision.d_target}" in conf.read_text()
