@@ -68,7 +68,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_fairtree.py": "testbed-e",  # 4-7
     "test_integration_agent.py": "testbed-d",  # 4.9
     "test_integration_faults.py": "testbed-d",  # 4.5
-    "test_integration_off.py": "testbed-d",  # 2
+    "test_integration_off.py": "testbed-d",  # 2.3 (2:21 with its start, 2026-11-26: the admin-line test added ~1)
     "test_integration_halving.py": "testbed-d",  # 4.8 (one user runs the usage that halves F)
     "test_integration_padding_full.py": "testbed-d",  # 0.3
     "test_integration_trim.py": "testbed-d",  # 3

@@ -181,22 +181,33 @@ def test_the_steady_padding_job_has_a_day_and_is_renewed_at_half():
     assert ext.argv == ("scontrol", "update", "JobId=9", f"TimeLimit={int(PADDING_LIMIT_S * 1.6 / 60)}")
 
 
+def slurmconf_only_if(d: str) -> str:
+    from fscontrol.act import slurmconf
+
+    return slurmconf.ONLY_IF + d
+
+
 def test_control_off_plans_back_to_the_originals_only():
     from fscontrol.act.actions import off_plan
 
     pad = QueueJob("9", "fsdummy", "fsadmin", "fsadmin", "fspad", "RUNNING", 1, 1, 1, 0, "None", 0, 0, 86400)
     other = QueueJob("10", "alice", "flat", "normal", "normal", "RUNNING", 1, 4, 1, 0, "None", 0, 0, 600)
     orig = {"damping": 1, "usage_factor:fspad": 1.0, "slurm_conf_damping": {"path": "/etc/slurm/slurm.conf", "value": None}}
+    mine = {"path": "/etc/slurm/slurm.conf", "d": 40, "at": 0}  # the agent's own write (persist_written)
     plan = off_plan([pad, other], d_now=40, usage_factors={"fspad": 3.5}, originals=orig, dummy=("fsadmin", "fsdummy"),
-                    conf_value="40")
+                    conf_value="40", conf_written=mine)
     # slurm.conf's line back for the next start, no reconfigure (issue #30: from 23.11 it restarts
     # slurmctld), and the runtime d back with scontrol
     assert [(a.kind, a.argv[-1]) for a in plan] == [
         ("cancel_dummy", "9"), ("set_usage_factor", "usagefactor=1.000000"),
-        ("restore_conf_damping", "no FairShareDampeningFactor line"), ("set_damping", "1")]
+        ("restore_conf_damping", slurmconf_only_if("40")), ("set_damping", "1")]
+    assert plan[2].argv[2] == "no FairShareDampeningFactor line"
+    # issue #30: a line the agent never wrote (its edit was refused: no conf_written) is not touched
+    assert [a.kind for a in off_plan([], d_now=1, usage_factors={}, originals=orig, dummy=("fsadmin", "fsdummy"),
+                                     conf_value="1")] == []
     # persist_reconfigure = true: the admin asked for the reconfigure, which puts d back to slurm.conf's 1
     asked = off_plan([pad, other], d_now=40, usage_factors={"fspad": 3.5}, originals=orig, dummy=("fsadmin", "fsdummy"),
-                     conf_value="40", reconfigure=True)
+                     conf_value="40", reconfigure=True, conf_written=mine)
     assert [(a.kind, a.argv[-1]) for a in asked][2:] == [("restore_conf_damping", "scontrol reconfigure")]
     # nothing changed by the agent: nothing to do
     assert off_plan([other], d_now=1, usage_factors={"fspad": 1.0}, originals=orig | {"slurm_conf_damping": None},

@@ -108,3 +108,81 @@ def test_control_off_puts_everything_back(slurm, tmp_path):
             b.unlink()
         slurm.cancel_all()
         slurm.scontrol("reconfigure")
+
+
+def _d(slurm) -> int:
+    return int(next(ln.split("=", 1)[1] for ln in slurm.scontrol("show", "config").splitlines()
+                    if ln.startswith("FairShareDampeningFactor")).strip())
+
+
+def test_control_off_never_touches_a_line_the_agent_did_not_write(slurm, tmp_path):
+    """Issue #30's story on the real testbed. (1) slurm.conf uses Include (its d, 5, in the included
+    file): persist is refused at each tick as a WARNING naming that d, the tick does not fail, and
+    the runtime d is controlled all the same; the admin then puts back a plain slurm.conf with
+    FairShareDampeningFactor=1; `control off --apply` leaves it byte for byte (ef8da55 recorded the
+    refused edit's null as the original and removed the line). (2) persist wrote its d, then the
+    admin set the line back to 1: off refuses that restore in one line (exit 3), puts the runtime
+    d back all the same, and the file stays the admin's. (3) `control on`: the first tick persists
+    at once (off/on resets persist_interval; ef8da55 waited up to an hour, silently)."""
+    slurm.cancel_all()
+    slurm.reset_usage()
+    plain = slurm.conf.read_bytes()
+    assert b"\nFairShareDampeningFactor=1\n" in plain  # the testbed's own line: the admin's
+    d0 = _d(slurm)
+    included = slurm.conf.parent / "fscontrol-offsafe-extra.conf"
+    included.write_text("FairShareDampeningFactor=5\n")
+    split = plain.replace(b"\nFairShareDampeningFactor=1\n", b"\n") + b"Include fscontrol-offsafe-extra.conf\n"
+    cfg = tmp_path / "f.toml"
+    cfg.write_text(f'[agent]\ndb = "{tmp_path / "h.db"}"\n'
+                   f'[clusters.tbcluster]\ntarget_core_hours = 0.5\nmethod = "damping"\npersist = true\n'
+                   f'slurm_conf = "{slurm.conf}"\n')
+    try:
+        slurm.submit("alice", "flat", 8, 600)
+        slurm.wait_for_pass()  # some usage to decide on
+        slurm.conf.write_bytes(split)
+        r = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")
+        print(f"\n{r.stdout}")
+        assert r.returncode == 0, r.stderr  # ef8da55: exit 3, the reason only in the actions table
+        warn = [ln for ln in r.stdout.splitlines() if "WARNING: persist_damping refused" in ln]
+        assert len(warn) == 1 and f"{included}'s d = 5" in warn[0] and "uses Include" in warn[0], r.stdout
+        d_agent = _d(slurm)
+        assert d_agent != d0  # the runtime control works without the file
+        assert slurm.conf.read_bytes() == split  # not edited
+        slurm.conf.write_bytes(plain)  # the admin's plain slurm.conf, FairShareDampeningFactor=1
+        off = _fscontrol(slurm, "control", "off", "-c", str(cfg), "--apply")
+        print(off.stdout)
+        assert off.returncode == 0, off.stdout + off.stderr
+        assert slurm.conf.read_bytes() == plain  # ef8da55: the admin's line removed
+        assert _d(slurm) == d0
+
+        # (2) the agent's own line, then the admin's: refused, the rest undone
+        assert "acts again" in _fscontrol(slurm, "control", "on", "-c", str(cfg)).stdout
+        r = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")
+        assert r.returncode == 0, r.stderr
+        d_agent = _d(slurm)
+        assert d_agent != d0 and f"\nFairShareDampeningFactor={d_agent}\n".encode() in slurm.conf.read_bytes()
+        slurm.conf.write_bytes(plain.replace(b"FairShareDampeningFactor=1\n", b"FairShareDampeningFactor=2\n"))
+        admins = slurm.conf.read_bytes()
+        off = _fscontrol(slurm, "control", "off", "-c", str(cfg), "--apply")
+        print(off.stdout)
+        assert off.returncode == 3, off.stdout + off.stderr
+        refused = [ln for ln in off.stdout.splitlines() if "not the" in ln]
+        assert len(refused) == 1 and f"FairShareDampeningFactor=2, not the {d_agent} the agent wrote" in refused[0]
+        assert "fscontrol-original" in refused[0]  # what to do
+        assert slurm.conf.read_bytes() == admins and _d(slurm) == d0  # the file left, the runtime d put back
+
+        # (3) off/on resets persist_interval: the first tick after `control on` persists at once
+        assert "acts again" in _fscontrol(slurm, "control", "on", "-c", str(cfg)).stdout
+        r = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")
+        assert r.returncode == 0, r.stderr
+        d_agent = _d(slurm)
+        assert f"\nFairShareDampeningFactor={d_agent}\n".encode() in slurm.conf.read_bytes(), r.stdout
+        off = _fscontrol(slurm, "control", "off", "-c", str(cfg), "--apply")  # puts back the admin's 2
+        assert off.returncode == 0 and slurm.conf.read_bytes() == admins, off.stdout
+    finally:
+        slurm.conf.write_bytes(plain)
+        included.unlink(missing_ok=True)
+        for b in slurm.conf.parent.glob(slurm.conf.name + ".fscontrol-*"):
+            b.unlink()
+        slurm.cancel_all()
+        slurm.scontrol("fsdampeningfactor", str(d0))

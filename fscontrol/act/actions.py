@@ -28,7 +28,7 @@ class Action:
     argv: tuple[str, ...]
     reason: str
     job_id: str | None = None
-    status: str = "planned"  # planned | ok | failed | skipped
+    status: str = "planned"  # planned | ok | failed | skipped | refused (not run: unsafe, said in output)
     output: str = ""
 
 
@@ -85,12 +85,19 @@ def control_plan(
         return []
     plan: list[Action] = []
     if dec.d_target != dec.d_now:
-        why = (
-            f"{dec.method}: ideal d = {dec.d_ideal:.3f}{' (above max_damping: d bounded)' if any('max_damping' in n for n in dec.notes) else ''} for u* = {dec.u_star / 3600:,.2f} core-hours, "
-            f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours"
-            if dec.d_ideal is not None
-            else f"{dec.method}: d {dec.d_now} -> {dec.d_target}"
-        )
+        total = dec.u_real + dec.w_now  # the usage the coming pass reads, the one a bounded d is chosen on
+        ideal_now = dec.u_star / (dec.s_ref * total) if dec.s_ref and total > 0 else None
+        if dec.d_ideal is None:
+            why = f"{dec.method}: d {dec.d_now} -> {dec.d_target}"
+        elif ideal_now is not None and ideal_now > dec.d_target and any("d would be" in n for n in dec.notes):
+            # bounded (a cold start): one ideal (the coming pass's, as the note), the bound, the d chosen (issue #30)
+            cap = "Slurm's maximum" if dec.d_target == D_MAX else "max_damping"
+            why = (f"{dec.method}: ideal d = {ideal_now:,.0f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+                   f"S_ref = {dec.s_ref:.6f}, usage {total / 3600:,.2f} core-hours; above {cap} {dec.d_target}: "
+                   f"d = {dec.d_target}")
+        else:
+            why = (f"{dec.method}: ideal d = {dec.d_ideal:.3f} for u* = {dec.u_star / 3600:,.2f} core-hours, "
+                   f"S_ref = {dec.s_ref:.6f}, real usage {dec.u_real_next / 3600:,.2f} core-hours")
         plan.append(set_damping(dec.d_target, why))
     account, user = dummy
     running = [j for j in dummy_jobs if j.state in ("RUNNING", "PENDING") and j.account == account and j.user == user]
@@ -129,13 +136,19 @@ def control_plan(
 
 
 def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, float], originals: dict,
-             dummy: tuple[str, str], conf_value: str | None, reconfigure: bool = False) -> list[Action]:
+             dummy: tuple[str, str], conf_value: str | None, reconfigure: bool = False,
+             conf_written: dict | None = None) -> list[Action]:
     """`fscontrol control off`: undo what control did, from what Slurm held before the agent
     first changed it (`originals`). Pure. The gate's holds are released by the same tick.
 
     Order: the padding jobs go first (no more padding charged), then the QOS UsageFactor, then
     slurm.conf's d line (for slurmctld's next start; with `reconfigure` (persist_reconfigure) a
-    `scontrol reconfigure` follows and resets the runtime d to it), then the runtime d."""
+    `scontrol reconfigure` follows and resets the runtime d to it), then the runtime d.
+
+    slurm.conf's line is put back only where the agent wrote it (`conf_written`: {"path", "d"}
+    of its last write, None when it never wrote) and the file still says the agent's d; a line
+    that changed since is left alone: the plan says so in one line (status "refused") and the
+    rest is undone all the same."""
     plan: list[Action] = []
     account, user = dummy
     for j in queue:
@@ -149,13 +162,21 @@ def off_plan(queue: Sequence[QueueJob], *, d_now: int, usage_factors: dict[str, 
                                                                  "as before the agent first changed it"))
     conf = originals.get("slurm_conf_damping")
     reconfigured_to = None
-    if conf is not None and conf.get("value") != conf_value:
+    mine = None if not conf_written or not conf or conf_written.get("path") != conf.get("path") else str(conf_written["d"])
+    if mine is not None and conf.get("value") != conf_value:
+        from fscontrol.act import slurmconf
+
         want = conf.get("value")
         line = f"FairShareDampeningFactor={want}" if want is not None else "no FairShareDampeningFactor line"
-        plan.append(Action("restore_conf_damping", ("edit", conf["path"], line) + (("scontrol reconfigure",) if reconfigure else ()),
-                           "control off: slurm.conf's d line back as before the agent first wrote it"))
-        if reconfigure:
-            reconfigured_to = int(want) if want is not None else 1
+        argv = ("edit", conf["path"], line, slurmconf.ONLY_IF + mine) + (("scontrol reconfigure",) if reconfigure else ())
+        why = "control off: slurm.conf's d line back as before the agent's own edit"
+        if conf_value != mine:
+            plan.append(Action("restore_conf_damping", argv, why, status="refused",
+                               output=slurmconf.refused_restore(conf["path"], conf_value, mine)))
+        else:
+            plan.append(Action("restore_conf_damping", argv, why))
+            if reconfigure:
+                reconfigured_to = int(want) if want is not None else 1
     d_orig = originals.get("damping")
     if d_orig is not None and (reconfigured_to if reconfigured_to is not None else d_now) != int(d_orig):
         plan.append(set_damping(int(d_orig), f"control off: d back to {d_orig}, as before the agent first changed it"))

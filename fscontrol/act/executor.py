@@ -105,7 +105,8 @@ def write_plan(db: Database, cluster: str, decision_id: int | None, stage: str, 
                at: float, tick_id: int) -> list[int]:
     """The intent: every planned command, `pending` (to be run) or `planned` (a dry run)."""
     status = "pending" if apply_it else "planned"
-    return store_ledger.write_actions(db, cluster, decision_id, stage, [replace(a, status=status) for a in plan], at, tick_id)
+    return store_ledger.write_actions(db, cluster, decision_id, stage,
+                                      [a if a.status == "refused" else replace(a, status=status) for a in plan], at, tick_id)
 
 
 def ledger_intent(rec, plan, snap: Snapshot) -> dict:
@@ -133,7 +134,9 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
     not_released: set[str] = set()  # gate: a release that did not go through keeps its job's mark
     for aid, a in zip(ids, plan):
         left = deadline - time.monotonic()
-        if blocked:
+        if a.status == "refused":  # planned as refused (control off: a slurm.conf line no longer the agent's)
+            res = a
+        elif blocked:
             res = replace(a, status="skipped", output=f"not run: {blocked}")
         elif a.kind == "unmark" and a.job_id in not_released:
             res = replace(a, status="skipped", output="not run: the release before it did not go through (the mark stays)")
@@ -145,16 +148,19 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
                     from fscontrol.act import slurmconf  # (here: a tick that edits no slurm.conf never imports it)
 
                     value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
+                    mine = next((x.rsplit("=", 1)[1] for x in a.argv[3:] if x.startswith(slurmconf.ONLY_IF)), None)
                     out = slurmconf.edit_damping(a.argv[1], value, lambda argv, t=left: run(argv, timeout=t).stdout,
                                                  time.strftime("%Y%m%dT%H%M%S"),
-                                                 reconfigure=a.argv[-1] == "scontrol reconfigure")
+                                                 reconfigure=a.argv[-1] == "scontrol reconfigure", expect=mine)
                 else:
                     out = run(a.argv, timeout=left).stdout.strip()
                 job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
                 res = replace(a, status="ok", output=out[:2000], job_id=job)
             except SlurmTimeoutError as e:
                 res = replace(a, status="unknown", output=str(e)[:2000])
-            except (SlurmCommandError, UnsafeActionError, OSError) as e:
+            except UnsafeActionError as e:  # refused before it changed anything (slurmconf's checks)
+                res = replace(a, status="refused" if a.kind == "restore_conf_damping" else "failed", output=str(e)[:2000])
+            except (SlurmCommandError, OSError) as e:
                 res = replace(a, status="failed", output=str(e)[:2000])
             if dependent and res.status != "ok":
                 blocked = "an earlier action failed or timed out"
@@ -225,47 +231,87 @@ def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: 
 
 
 def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str | None, now: float, act) -> tuple:
-    """The slurm.conf write of persist, when due: () when not, else the recorded action."""
+    """The slurm.conf write of persist, when due: () when not, else the recorded action.
+
+    When persist cannot write slurm.conf at all (no file named, one that cannot be read, one
+    that uses Include), the action is recorded as "refused" with the reason, at every control
+    tick, and the tick goes on: the runtime d (scontrol fsdampeningfactor) works without the
+    file, which matters only to slurmctld's next start; the tick prints the reason as a WARNING
+    (the loop logs it). Such a tick is not a failed one: failing every tick would hide the control
+    that works behind an exit code an admin learns to ignore (issue #30)."""
     from fscontrol.act import slurmconf
 
     cluster = decision_cluster(db, did)
     d = dec.d_target
     argv = ("edit", path or "(unknown slurm.conf)", f"FairShareDampeningFactor={d}") + (
         ("scontrol reconfigure",) if cc.persist_reconfigure else ())
-    before = None
-    if path:
+    before = last = refused = None
+    if not path:
+        refused = ("persist = true, but there is no slurm.conf to write: the config sets no slurm_conf and slurmctld "
+                   "reports no SLURM_CONF; set slurm_conf, or persist = false")
+    else:
         try:
             with open(path) as fh:
-                before = slurmconf.conf_damping_value(fh.read())
+                text = fh.read()
         except (OSError, UnicodeDecodeError) as e:
-            path, why = None, f"cannot read {path}: {e}"
-    else:
-        why = "no slurm.conf to write: the config sets no slurm_conf and slurmctld reports no SLURM_CONF"
-    if path:
-        last = store_ledger.get_state(db, cluster, "persist_written")
-        due, why = slurmconf.persist_due(before, d, tolerance=cc.persist_tolerance,
-                                         last_write_at=(last or {}).get("at"), interval_s=cc.persist_interval_s, now=now)
-        if not due:
-            return ()
+            refused = (f"persist = true, but {path} cannot be read ({getattr(e, 'strerror', None) or e}): set slurm_conf "
+                       "to the file slurmctld reads (and run the agent where it can write it), or persist = false")
+        else:
+            before = slurmconf.conf_damping_value(text)
+            if slurmconf.has_include(text):
+                try:  # where slurmctld's next start would read d
+                    value, where = slurmconf.read_damping(path, cluster)
+                except UnsafeActionError as e:
+                    start = f"the d a restart would start on is unknown ({e})"
+                else:
+                    due, start = slurmconf.persist_due(value, d, tolerance=cc.persist_tolerance, last_write_at=None,
+                                                       interval_s=cc.persist_interval_s, now=now,
+                                                       where=f"{where}'s" if where else "Slurm's default (no file sets it)")
+                    if not due:
+                        return ()  # the included file says d already (within persist_tolerance)
+                refused = (f"persist = true, but {path} uses Include: fscontrol does not edit a split slurm.conf; {start}; "
+                           f"set FairShareDampeningFactor={d} where slurmctld reads it, or persist = false")
+    if refused is not None:
+        p_act = act.Action("persist_damping", argv, "persist = true: slurm.conf for slurmctld's next start",
+                           status="refused", output=refused)
+        with store.transaction(db):
+            store_ledger.write_actions(db, cluster, did, "control", [p_act], now, tick_id)
+        return (p_act,)
+    last = store_ledger.get_state(db, cluster, "persist_written")
+    due, why = slurmconf.persist_due(before, d, tolerance=cc.persist_tolerance,
+                                     last_write_at=(last or {}).get("at"), interval_s=cc.persist_interval_s, now=now)
+    if not due:
+        return ()
     p_act = act.Action("persist_damping", argv, f"persist = true: {why}; slurm.conf gets d = {d}", status="pending")
+    # the original is what the line was before the agent's own edit: recorded with the intent when
+    # the file does not hold the agent's line now (first edit, or the admin took the line back
+    # since), put back as it was if the edit fails (issue #30: an Include-refused edit recorded
+    # null, and `control off` later removed the admin's own line)
+    prev = store_ledger.originals(db, cluster).get("slurm_conf_damping", _NONE)
+    ours = bool(last) and last.get("path") == path and before == str(last.get("d"))
     with store.transaction(db):
-        if path:
-            store_ledger.record_original(db, cluster, "slurm_conf_damping", {"path": path, "value": before}, now)
+        if not ours:
+            store_ledger.set_original(db, cluster, "slurm_conf_damping", {"path": path, "value": before}, now)
         (pid,) = store_ledger.write_actions(db, cluster, did, "control", [p_act], now, tick_id)
-    if path is None:
-        p_act = replace(p_act, status="failed", output=why)
-    else:
-        try:
-            out = slurmconf.edit_damping(path, d, lambda argv: run(argv).stdout, time.strftime("%Y%m%dT%H%M%S"),
-                                         reconfigure=cc.persist_reconfigure)
-            p_act = replace(p_act, status="ok", output=out)
-        except (FscontrolError, OSError) as e:
-            p_act = replace(p_act, status="failed", output=str(e))
+    try:
+        out = slurmconf.edit_damping(path, d, lambda argv: run(argv).stdout, time.strftime("%Y%m%dT%H%M%S"),
+                                     reconfigure=cc.persist_reconfigure)
+        p_act = replace(p_act, status="ok", output=out)
+    except (FscontrolError, OSError) as e:
+        p_act = replace(p_act, status="failed", output=str(e))
     with store.transaction(db):
         store_ledger.update_action(db, pid, p_act.status, p_act.output, None, time.time())
         if p_act.status == "ok":
             store_ledger.set_state(db, cluster, "persist_written", {"at": now, "d": d, "path": path}, now)
+        elif not ours:  # no edit: no original of one
+            if prev is _NONE:
+                store_ledger.forget_original(db, cluster, "slurm_conf_damping")
+            else:
+                store_ledger.set_original(db, cluster, "slurm_conf_damping", prev, now)
     return (p_act,)
+
+
+_NONE = object()
 
 
 def decision_cluster(db: Database, decision_id: int) -> str:

@@ -44,12 +44,17 @@ Runner = Callable[[tuple[str, ...]], str]
 MAX_BACKUPS = 5  # <target>.fscontrol-<stamp> files kept; older ones of ours are removed
 ORIGINAL_SUFFIX = ".fscontrol-original"  # the pre-agent slurm.conf, kept apart from the rotation
 KEY = "fairsharedampeningfactor"
+ONLY_IF = "only if FairShareDampeningFactor="  # a restore's guard in its argv: the agent's own line
 _INCLUDE = re.compile(rb"^\s*include\s", re.IGNORECASE | re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------- the pure part
 def _key(line: str) -> str:
     return line.split("#", 1)[0].strip().partition("=")[0].strip().lower()
+
+
+def has_include(text: str) -> bool:
+    return _INCLUDE.search(text.encode() if isinstance(text, str) else text) is not None
 
 
 def conf_damping_value(text: str) -> str | None:
@@ -60,6 +65,41 @@ def conf_damping_value(text: str) -> str | None:
         if key.strip().lower() == KEY:
             value = v.strip()
     return value
+
+
+def read_damping(path: str, cluster: str | None = None) -> tuple[str | None, str | None]:
+    """FairShareDampeningFactor where slurmctld would read it from `path` at its next start: the
+    last line read wins, an `Include FILE` read where it stands (a relative FILE in slurm.conf's
+    folder, %c the ClusterName, as slurm.conf(5) "INCLUDE MODIFIERS" says). Returns (value, the
+    file it comes from), (None, None) when no file has the line (Slurm's default, 1). Raises
+    UnsafeActionError, in one line, when the d is unknown: a file that cannot be read, a name
+    with a wildcard (not followed), or Includes nested more than 10 deep."""
+    top = os.path.dirname(os.path.realpath(path))
+    found: list[tuple[str, str]] = []
+
+    def walk(name: str, depth: int) -> None:
+        if depth > 10:
+            raise UnsafeActionError(f"{path}: Include nested more than 10 deep: slurm.conf's d is unknown")
+        try:
+            with open(name, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as e:
+            raise UnsafeActionError(f"cannot read {name} (Included by {path}): {e.strerror or e}; slurm.conf's d "
+                                    "is unknown") from None
+        for line in text.splitlines():
+            body = line.split("#", 1)[0].strip()
+            head, rest = (body.split(None, 1) + ["", ""])[:2]
+            if head.lower() == "include" and rest.strip():
+                inc = rest.strip().replace("%c", cluster or "%c")
+                if "%c" in inc or any(c in inc for c in "*?["):
+                    raise UnsafeActionError(f"{path}: Include {rest.strip()} (a modifier or wildcard fscontrol does not "
+                                            "follow): slurm.conf's d is unknown")
+                walk(inc if os.path.isabs(inc) else os.path.join(top, inc), depth + 1)
+            elif _key(line) == KEY:
+                found.append((body.partition("=")[2].strip(), name))
+
+    walk(path, 0)
+    return found[-1] if found else (None, None)
 
 
 def rewrite_damping(conf_text: str, d: int) -> str:
@@ -201,8 +241,17 @@ def original_path(path: str) -> str:
     return os.path.realpath(path) + ORIGINAL_SUFFIX
 
 
+def refused_restore(path: str, now: str | None, mine: str) -> str:
+    """The one line of a restore `control off` refuses: the d line is no longer the agent's."""
+    has = "has no FairShareDampeningFactor line" if now is None else f"says FairShareDampeningFactor={now}"
+    return (f"{path} {has}, not the {mine} the agent wrote: it changed since the agent's edit, so fscontrol leaves "
+            f"it as it is (set the line yourself if you want it otherwise; the file before the agent's first edit "
+            f"is {os.path.realpath(path)}{ORIGINAL_SUFFIX})")
+
+
 def persist_due(conf_value: str | None, d: int, *, tolerance: float, last_write_at: float | None,
-                interval_s: float, now: float, urgent_factor: float | None = None) -> tuple[bool, str]:
+                interval_s: float, now: float, urgent_factor: float | None = None,
+                where: str = "slurm.conf's") -> tuple[bool, str]:
     """Whether persist writes d into slurm.conf now, and why (one line). Pure.
 
     The runtime d follows every pass through `scontrol fsdampeningfactor`; slurm.conf matters
@@ -224,10 +273,10 @@ def persist_due(conf_value: str | None, d: int, *, tolerance: float, last_write_
         return False, f"slurm.conf already says FairShareDampeningFactor={d}"
     off = None if d_conf is None else d_conf / d - 1
     if off is not None and abs(off) <= tolerance:
-        return False, (f"a restart would start on slurm.conf's d = {d_conf}, {off:+.1%} off the d in force {d}: "
+        return False, (f"a restart would start on {where} d = {d_conf}, {off:+.1%} off the d in force {d}: "
                        f"within persist_tolerance {tolerance:.0%}, not written")
-    start = "a restart would start on " + (f"slurm.conf's d = {d_conf} ({off:+.1%} off {d})" if off is not None
-                                           else f"slurm.conf's unreadable d = {conf_value!r}")
+    start = "a restart would start on " + (f"{where} d = {d_conf} ({off:+.1%} off {d})" if off is not None
+                                           else f"{where} unreadable d = {conf_value!r}")
     far = d_conf is not None and d_conf > 0 and urgent_factor is not None and max(d_conf / d, d / d_conf) >= urgent_factor
     if d_conf is not None and urgent_factor is not None and d_conf <= 0:
         far = True
@@ -239,13 +288,17 @@ def persist_due(conf_value: str | None, d: int, *, tolerance: float, last_write_
     return True, start
 
 
-def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *, reconfigure: bool = True) -> str:
+def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *, reconfigure: bool = True,
+                 expect: str | None = None) -> str:
     """slurm.conf's FairShareDampeningFactor line set to `value` (None: removed), then, when
     `reconfigure`, `scontrol reconfigure` (rolled back if that fails). Returns what was done, in
     one line (with the backup's path). A file that already says so is left alone, and nothing is
     reconfigured. Without `reconfigure` slurmctld reads the file at its next start (the runtime d
     is set apart, by `scontrol fsdampeningfactor`): from Slurm 23.11 a reconfigure restarts
-    slurmctld, and a start runs a decay pass at once."""
+    slurmctld, and a start runs a decay pass at once.
+
+    `expect` (a restore by `control off`): the value the agent itself wrote; a file whose d line
+    says anything else now (the admin or config management changed it since) is not touched."""
     seen = _read(path)
     if _INCLUDE.search(seen.data):
         raise UnsafeActionError(f"{path} uses Include: fscontrol does not edit a split slurm.conf (an included file "
@@ -254,6 +307,8 @@ def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *,
         text = seen.data.decode()
     except UnicodeDecodeError as e:
         raise UnsafeActionError(f"{path} is not UTF-8 text (byte {e.start}): fscontrol does not edit it") from None
+    if expect is not None and conf_damping_value(text) != expect:
+        raise UnsafeActionError(refused_restore(path, conf_damping_value(text), expect))
     what = "removed" if value is None else f"= {value}"
     new = set_damping_line(text, value).encode()
     if new == seen.data:

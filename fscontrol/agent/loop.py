@@ -145,6 +145,10 @@ def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
             if state is not None and (by is None or state.get("by") == by):
                 with store.transaction(db):
                     store_ledger.set_state(db, cluster, "acting_off", None, time.time())
+                    written = store_ledger.get_state(db, cluster, "persist_written")
+                    if written and written.get("at") is not None:  # off/on resets persist_interval: the
+                        # first tick after `control on` persists a changed d at once (issue #30)
+                        store_ledger.set_state(db, cluster, "persist_written", dict(written, at=None), time.time())
             return cluster
         finally:
             db.close()
@@ -188,6 +192,10 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
                 log.error("%s %s failed: %s", stage, who, o.error)
             else:
                 log.info("%s %s ok", stage, who)
+            ctl = o.result.control if o.result is not None else None
+            for a in (ctl.actions if ctl is not None else ()):  # persist impossible: every tick says so
+                if a.status == "refused":
+                    log.warning("%s %s: %s refused: %s", stage, who, a.kind, a.output)
         if on_tick:
             on_tick(stage, outcomes)
 

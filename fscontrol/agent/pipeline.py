@@ -409,6 +409,11 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             done, verified = tuple(c_plan), None
             if apply and c_plan:
                 done = tuple(executor.apply(db, run, c_plan, c_ids, deadline, dependent=not stages.off))
+            if apply and stages.off and not any(a.kind == "restore_conf_damping" and a.status in ("failed", "unknown", "skipped")
+                                                for a in done):
+                with store.transaction(db):  # slurm.conf holds no line of the agent's now (put back, or not its own)
+                    store_ledger.forget_original(db, cluster, "slurm_conf_damping")
+                    store_ledger.set_state(db, cluster, "persist_written", None, snap.taken_at)
             if apply and dec is not None:  # (persist: slurm.conf when a restart would start too far off, even
                 # at a tick that leaves d as it is: an earlier write may have waited for persist_interval)
                 done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id,
@@ -619,7 +624,8 @@ def _decide_off(db: Database, snap: Snapshot, cc):
         except (OSError, UnicodeDecodeError) as e:
             raise UnsafeActionError(f"cannot read {orig['slurm_conf_damping']['path']} to restore its d line: {e}") from None
     plan = act.off_plan(snap.queue, d_now=snap.config.damping_factor, usage_factors={q.name: q.usage_factor for q in snap.qos},
-                        originals=orig, dummy=cc.dummy_key, conf_value=conf_value, reconfigure=cc.persist_reconfigure)
+                        originals=orig, dummy=cc.dummy_key, conf_value=conf_value, reconfigure=cc.persist_reconfigure,
+                        conf_written=store_ledger.get_state(db, snap.cluster, "persist_written"))
     return None, plan
 
 

@@ -180,8 +180,12 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
         except NotFoundError:
             continue
         cc = cfg.cluster(name)
-        status = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share)
-        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": store_ledger.last_decision(db, name),
+        last = store_ledger.last_decision(db, name)
+        # the one halving formula, as status and the forecast use it: while the agent holds the
+        # total (S_ref d U), F halves after S d U (fairshare.usage_to_halve(total_held=); issue #30)
+        status = rstatus.status_data(snap, target_core_hours=cc.target_core_hours, dummy=cc.dummy_key, reference=cc.reference_share,
+                                     total_held=rstatus.holds_total(last, snap.config.damping_factor))
+        state[name] = {"status": status, "taken_at": snap.taken_at, "decision": last,
                        "holds": len(store_ledger.gate_ledger(db, name)),
                        "name_users": privacy.metrics_name_users(snap.config.private_data, getattr(cfg, "metrics_group", None))}
     return metrics.render(metrics.families(state, store.tick_stats(db)))

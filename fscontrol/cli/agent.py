@@ -92,8 +92,8 @@ def control(
     if switch == "off":
         data = rcontrol.off_data(tick)
         typer.echo(json.dumps(data, indent=2) if json_out else rcontrol.format_off(data))
-        if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
-            raise typer.Exit(3)
+        if any(a["status"] in ("failed", "unknown", "refused") for a in data["actions"]):
+            raise typer.Exit(3)  # (refused: a slurm.conf line no longer the agent's, left for the admin)
         return
     data = rcontrol.control_data(tick.control)
     if json_out:

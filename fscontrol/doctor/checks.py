@@ -317,9 +317,21 @@ def _reads(s: Survey, controlling: bool, intent: Intent, add) -> None:
                 f"`{'sshare' if what == 'sshare' else 'sacctmgr'}` failed: {err} (is slurmdbd running and reachable?).",
                 "start slurmdbd (`systemctl start slurmdbd`) and check AccountingStorageHost/Port in slurm.conf.")
         elif what == "slurm.conf" and intent.method in ("damping", "hybrid"):
-            add("read-slurm-conf", "info", "doctor",
-                f"slurm.conf not read for its FairShareDampeningFactor line: {err}; the d-by-hand check was skipped.",
-                "run `fscontrol doctor` as root on the controller (or --slurm-conf FILE).")
+            if intent.persist:  # (issue #30: an info line while every tick's persist did nothing)
+                add("persist-slurm-conf", "warning", "control",
+                    f"persist = true, but slurm.conf cannot be persisted to: {err}. The runtime d still follows "
+                    "every pass; slurmctld's next start reads the file's d.",
+                    "set slurm_conf to the file slurmctld reads (SLURM_CONF in `scontrol show config`), set "
+                    "FairShareDampeningFactor in the included file yourself, or persist = false.")
+            else:
+                add("read-slurm-conf", "info", "doctor",
+                    f"slurm.conf not read for its FairShareDampeningFactor line: {err}; the d-by-hand check was skipped.",
+                    "run `fscontrol doctor` as root on the controller (or --slurm-conf FILE).")
+    if (intent.persist and intent.method in ("damping", "hybrid") and s.conf_path is None
+            and s.source.startswith("live")):
+        add("persist-slurm-conf", "warning", "control",
+            "persist = true, but there is no slurm.conf to write: the config sets no slurm_conf and slurmctld "
+            "reports no SLURM_CONF.", "set slurm_conf in the cluster's table, or persist = false.")
 
 
 def _tree(shares: tuple[ShareRow, ...], add) -> None:

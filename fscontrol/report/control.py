@@ -78,7 +78,7 @@ def _control_data_fair_tree(res) -> dict:
 
 
 CONTROL_FIELDS: tuple[Field, ...] = (
-    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown or skipped"),
+    Field("Status", "status", "status", None, False, "planned (dry run), pending, ok, failed, unknown, skipped or refused"),
     Field("Kind", "kind", "kind", None, False, "what the command does (set_damping, set_usage_factor, submit_dummy, ...)"),
     Field("Command", "command", "command_line", None, False, "the Slurm command, quoted as a shell would take it"),
     Field("Reason", "reason", "reason", None, False, "why the plan has it"),
@@ -174,6 +174,8 @@ def format_off(data: dict) -> str:
         lines.append("  nothing to undo: Slurm holds what it held before the agent first acted")
     for a in data["actions"]:
         lines.append(f"  {a['status']:9} {' '.join(a['argv'])}  ({a['reason']})")
+        if a["status"] in ("refused", "failed"):
+            lines.append(f"            {a['output']}")
     lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
                  if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
     return "\n".join(lines)

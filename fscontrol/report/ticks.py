@@ -35,6 +35,8 @@ def format_tick(data: dict) -> str:
             continue  # errors go to stderr, one line each (cli)
         if c["control"] is not None:
             lines.append(format_control(c["control"]))
+            lines += [f"  WARNING: {a['kind']} refused: {a['output']}" for a in c["control"]["actions"]
+                      if a["status"] == "refused"]  # (persist cannot write slurm.conf: said at every tick)
         else:
             lines.append(f"{c['cluster']}: collected snapshot {c['snapshot_id']} (control not due)")
         if c["fit"] is not None:

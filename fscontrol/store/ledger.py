@@ -149,6 +149,17 @@ def record_original(db: sqlite_utils.Database, cluster: str, what: str, value, a
                [cluster, what, None if value is None else json.dumps(value), at])
 
 
+def set_original(db: sqlite_utils.Database, cluster: str, what: str, value, at: float) -> None:
+    """Replace the record of `what`: slurm.conf's line, which the admin may take back from the
+    agent and the agent then write again over a new original (act/executor.py's _persist)."""
+    db.execute("INSERT OR REPLACE INTO originals (cluster, what, value, recorded_at) VALUES (?,?,?,?)",
+               [cluster, what, None if value is None else json.dumps(value), at])
+
+
+def forget_original(db: sqlite_utils.Database, cluster: str, what: str) -> None:
+    db.execute("DELETE FROM originals WHERE cluster = ? AND what = ?", [cluster, what])
+
+
 def originals(db: sqlite_utils.Database, cluster: str) -> dict:
     return {w: (None if v is None else json.loads(v)) for w, v in
             db.execute("SELECT what, value FROM originals WHERE cluster = ?", [cluster])}
