@@ -202,7 +202,8 @@ def test_control_on_frees_the_first_tick_to_persist(tmp_path):
 
     conf, db, cc, res = _setup(tmp_path, "ClusterName=x\n")
     assert _persist(db, cc, res, 1000.0)[0].status == "ok"
-    conf.write_text("ClusterName=x\nFairShareDampeningFactor=1\n")  # a restart would start far off
+    near = int(res.decision.d_target * 0.7)  # 30% off: beyond persist_tolerance, under the 2x that writes at once
+    conf.write_text(f"ClusterName=x\nFairShareDampeningFactor={near}\n")
     assert _persist(db, cc, res, 1060.0) == ()  # held back by persist_interval: the rate limit works
     store_ledger.set_state(db, "tbcluster", "acting_off", {"by": "control off", "at": 1100.0}, 1100.0)
     db.close()
@@ -213,3 +214,20 @@ def test_control_on_frees_the_first_tick_to_persist(tmp_path):
     db = store.open_db(tmp_path / "h.db")
     (p,) = _persist(db, cc, res, 1120.0)
     assert p.status == "ok" and f"FairShareDampeningFactor={res.decision.d_target}" in conf.read_text()
+
+
+def test_a_restart_far_off_is_written_inside_the_interval_unless_a_reconfigure_follows(tmp_path):
+    """scripts/busy.py (seed 12, 2026-11-26): the cold start's d (1000) stayed in slurm.conf for
+    persist_interval while the runtime d fell to 20, and the restart at minute 31 started on it
+    (+4,959% on that pass). A slurm.conf d 2x off or more is written at once where no reconfigure
+    follows the write; with persist_reconfigure (a write restarts slurmctld >= 23.11) the interval holds."""
+    import dataclasses
+
+    conf, db, cc, res = _setup(tmp_path, "ClusterName=x\n")
+    d = res.decision.d_target
+    assert _persist(db, cc, res, 1000.0)[0].status == "ok"
+    conf.write_text(f"ClusterName=x\nFairShareDampeningFactor={d * 50}\n")  # as if the agent's earlier, far larger d
+    assert _persist(db, dataclasses.replace(cc, persist_reconfigure=True), res, 1060.0, run=lambda argv: "") == ()
+    (p,) = _persist(db, cc, res, 1060.0)
+    assert p.status == "ok" and "2x off or more" in p.reason, p
+    assert f"FairShareDampeningFactor={d}\n" in conf.read_text()

@@ -207,6 +207,9 @@ def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_i
     return done
 
 
+URGENT_FACTOR = 2.0  # slurm.conf's d this far off is written inside persist_interval (slurmconf.persist_due)
+
+
 def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: tuple, tick_id: int,
                        conf_path: str | None = None, now: float | None = None):
     """After control acted: write d into slurm.conf when persist asks for it (slurmconf.persist_due:
@@ -279,7 +282,8 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
         return (p_act,)
     last = store_ledger.get_state(db, cluster, "persist_written")
     due, why = slurmconf.persist_due(before, d, tolerance=cc.persist_tolerance,
-                                     last_write_at=(last or {}).get("at"), interval_s=cc.persist_interval_s, now=now)
+                                     last_write_at=(last or {}).get("at"), interval_s=cc.persist_interval_s, now=now,
+                                     urgent_factor=None if cc.persist_reconfigure else URGENT_FACTOR)
     if not due:
         return ()
     p_act = act.Action("persist_damping", argv, f"persist = true: {why}; slurm.conf gets d = {d}", status="pending")
