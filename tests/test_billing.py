@@ -50,3 +50,25 @@ def test_hand_worked_gpu_job():
     assert b.billing(job, {}) == 8.0
     # one GPU and its 4 CPUs: the rate a `2gpus` plan runs at, per GPU
     assert b.billing_per_gpu(w, "", 4) == 12.0 and b.billing_per_gpu(w, "MAX_TRES", 4) == 8.0
+
+
+def test_a_gpu_plan_is_refused_with_how_to_bill_it():
+    """`--plan 2gpus:1h`: one line that says how to write GPUs in billing units (a plan is a rate
+    in billing-seconds a second; the forecast does not know the partitions' weights)."""
+    from fscontrol.forecast import classic as fc
+
+    for plan in ("2gpus:1h", "1gpu:30m", "2GRES/gpu:1h"):
+        with pytest.raises(fc.PlanError, match="GRES/gpu=8.0 bill '20cpus'") as e:
+            fc.parse_plan(plan)
+        assert "\n" not in str(e.value)
+    assert fc.parse_plan("20cpus:1h")[0].rate == 20.0  # the billing of 4 CPUs + 2 GPUs at GPU=8: 20 a second
+
+
+def test_a_usage_reset_period_is_a_forecast_warning():
+    """PriorityUsageResetPeriod: the agent publishes it and the forecast says in one line that its
+    decay-only numbers hold until the next reset (it does not model the reset)."""
+    from fscontrol.forecast import service
+
+    assert service.usage_reset_warning("NONE") is None and service.usage_reset_warning(None) is None
+    w = service.usage_reset_warning("MONTHLY")
+    assert w and "PriorityUsageResetPeriod=MONTHLY" in w and "\n" not in w

@@ -63,6 +63,24 @@ def _wait_gone(slurm, job_ids: list[str], timeout: float = 240) -> None:
     raise TimeoutError(f"jobs {job_ids} still queued")
 
 
+def _set_weights(slurm, weights: str, timeout: float = 150) -> None:
+    """The partition's TRESBillingWeights (scontrol update). Just after a reconfigure the
+    partition's TRES has no gres/gpu until the node registers again, and slurmctld refuses a
+    GRES weight then ("Invalid TRESBillingWeights specification"): wait for it."""
+    end = time.time() + timeout
+    while True:
+        if "gres/gpu=" in slurm.scontrol("show", "partition", "normal"):
+            try:
+                slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={weights}")
+                return
+            except RuntimeError:
+                if time.time() > end:
+                    raise
+        elif time.time() > end:
+            raise TimeoutError("the partition's TRES never showed the node's GPUs after the reconfigure")
+        time.sleep(1)
+
+
 def test_gpu_billing_usage_factor_padding_and_f_match_slurm(slurm, tmp_path):
     from test_integration_treezoo import _classic
 
@@ -73,7 +91,7 @@ def test_gpu_billing_usage_factor_padding_and_f_match_slurm(slurm, tmp_path):
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={QOS}", "set", "usagefactor=2")
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=bob", "set", f"qos+={QOS}")
         slurm.set_conf(PriorityFlags=FLAGS)  # (a reconfigure: the partitions come back from slurm.conf)
-        slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={WEIGHTS}")
+        _set_weights(slurm, WEIGHTS)
         part = slurm.scontrol("show", "partition", "normal")
         assert f"TRESBillingWeights={WEIGHTS}" in part, part
         assert "gres/gpu=4" in slurm.scontrol("show", "node"), "the testbed's node has no GPUs (TB_GPUS)"
