@@ -215,7 +215,8 @@ def _why(part: str) -> str:
         return " (no single ':' between what runs and for how long)"
     what, _, dur = part.partition(":")
     if _GPUS.match(what):
-        return (" (a plan is in billing units, which a GPU's weight sets: write the job's billing as cpus, e.g. "
+        return (f" ({what!r} is neither '<N>cpus' nor 'idle': a plan is in billing units, which a GPU's weight sets: "
+                "write the job's billing as cpus, e.g. "
                 "4 CPUs + 2 GPUs under TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 bill '20cpus', or '16cpus' under "
                 "PriorityFlags=MAX_TRES; docs/billing.md)")
     if not _WHAT.match(what):
