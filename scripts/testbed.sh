@@ -35,7 +35,8 @@
 #   TB_NODE      node name                         [tbnode1]
 #   TB_CPUS      CPUs declared for the node        [128]  (real cores are irrelevant)
 #   TB_GPUS      GPUs on the node (GresTypes=gpu; gres.conf File= links to /dev/null in DIR/gpu, as 22.05
-#                drops file-less GPUs; billed where a partition's TRESBillingWeights has GRES/gpu)  [4]  (0 = none)
+#                drops file-less GPUs; billed where a partition's TRESBillingWeights has GRES/gpu)
+#                [22.05: 4; 24.11, 26.05: 0, not tried there yet]  (0 = none)
 #   TB_HALFLIFE  PriorityDecayHalfLife             [00:05:00] (minutes resolution)
 #   TB_CALC      PriorityCalcPeriod                [1]   (minutes; Slurm's minimum is 1)
 #   TB_DAMP      FairShareDampeningFactor          [1]   (integer, uint16)
@@ -101,7 +102,7 @@ fi
 CLUSTER=${TB_CLUSTER:-tbcluster}
 NODE=${TB_NODE:-tbnode1}
 CPUS=${TB_CPUS:-128}
-GPUS=${TB_GPUS:-4}
+GPUS=${TB_GPUS:-$([[ $SLURM_VER == 22.05 ]] && echo 4 || echo 0)}  # (24.11/26.05: not tried with GPUs yet)
 HALFLIFE=${TB_HALFLIFE:-00:05:00}
 CALC=${TB_CALC:-1}
 DAMP=${TB_DAMP:-1}
