@@ -107,13 +107,22 @@ def choose_hybrid_damping(d_ideal: float, d_now: int, d_seamless: int) -> int:
     return clamp_d(min(math.floor(d_ideal), d_seamless))
 
 
-def predict_real_usage(u_real: float, running: Iterable[QueueJob], period_s: float, half_life_s: float, usage_factors: dict[str, float]) -> float:
-    """Real usage after the next pass: decay, plus each running job's charge for one period.
-    Billing is taken as the job's CPUs (no TRESBillingWeights on the real partitions)."""
+def job_rate(j: QueueJob, usage_factors: dict[str, float], billings: dict[str, float] | None = None) -> float:
+    """What a running job adds to RawUsage a second: its billing (sacct's AllocTRES `billing=`,
+    `billings` by job id: TRESBillingWeights, GPUs) times its QOS UsageFactor; its CPUs where the
+    billing is not known (no TRESBillingWeights: billing is the CPUs)."""
+    bill = billings.get(j.job_id) if billings else None
+    return (j.cpus if bill is None else bill) * usage_factors.get(j.qos, 1.0)
+
+
+def predict_real_usage(u_real: float, running: Iterable[QueueJob], period_s: float, half_life_s: float, usage_factors: dict[str, float],
+                       billings: dict[str, float] | None = None) -> float:
+    """Real usage after the next pass: decay, plus each running job's charge for one period
+    (job_rate: its billing where known, else its CPUs)."""
     if half_life_s <= 0 or period_s <= 0:
         return u_real
     fp = decay_factor_per_second(half_life_s) ** period_s
-    charge = sum(j.cpus * usage_factors.get(j.qos, 1.0) for j in running) * period_s * fp
+    charge = sum(job_rate(j, usage_factors, billings) for j in running) * period_s * fp
     return u_real * fp + charge
 
 
@@ -148,18 +157,19 @@ def expected_tail(rate: float, now: float, to_limit: float | None, pass_at: floa
 
 def predict_read_at_next_pass(u_real: float, running: Iterable[QueueJob], *, now: float, last_pass: float, pass_at: float,
                               next_pass_at: float, half_life_s: float, usage_factors: dict[str, float],
-                              left_ratio: float | None = None) -> tuple[float, float]:
+                              left_ratio: float | None = None, billings: dict[str, float] | None = None) -> tuple[float, float]:
     """The real usage the pass after the coming one (at `next_pass_at`) will read, planned from the
     jobs running `now` (issue 30): the usage decayed at the coming pass (`pass_at`, the pass before
     it at `last_pass`), each running job charged there for what it ran since the later of its
     start and `last_pass` (not a whole period: a job that started a few seconds ago is charged a
     few seconds), plus the expected tail of the jobs that end between the two passes
-    (expected_tail). Returns (that usage, the expected tails alone). Billing is the job's CPUs."""
+    (expected_tail). Returns (that usage, the expected tails alone). Each job at job_rate (its
+    billing where `billings` has it, else its CPUs)."""
     f = decay_factor_per_second(half_life_s) if half_life_s > 0 else 1.0
     u = u_real * f ** max(0.0, pass_at - last_pass)
     tails = 0.0
     for j in running:
-        rate = j.cpus * usage_factors.get(j.qos, 1.0)
+        rate = job_rate(j, usage_factors, billings)
         ran = pass_at - max(last_pass, j.start if j.start is not None else last_pass)
         if ran > 0:
             u += rate * ran * f ** ran
@@ -189,6 +199,7 @@ def plan_control(
     d_max: int = D_MAX,
     passes: tuple[float, float, float] | None = None,
     left_ratio: float | None = None,
+    billings: dict[str, float] | None = None,
 ) -> Decision:
     """The controller: from one snapshot, the d and padding that keep S_ref * d * U at u*.
 
@@ -202,7 +213,8 @@ def plan_control(
     `passes`: (now, the last pass, the coming pass) where slurmctld's pass times are known: the
     usage the pass after the coming one reads is then planned job by job
     (predict_read_at_next_pass, with `left_ratio` for the jobs that end before it); else one
-    whole period of every running job (predict_real_usage)."""
+    whole period of every running job (predict_real_usage). `billings`: the running jobs' billing
+    by job id (job_rate); `dummy_billing`: what the padding job bills a second."""
     notes: list[str] = []
     d_hold = d_last if d_last is not None else d_now
     if d_last is not None and d_last != d_now:
@@ -217,9 +229,9 @@ def plan_control(
         now_t, last_pass, coming = passes
         u_next, tails = predict_read_at_next_pass(u_real, running_real, now=now_t, last_pass=last_pass, pass_at=coming,
                                                   next_pass_at=coming + calc_period_s, half_life_s=half_life_s,
-                                                  usage_factors=uf, left_ratio=left_ratio)
+                                                  usage_factors=uf, left_ratio=left_ratio, billings=billings)
     else:
-        u_next = predict_real_usage(u_real, running_real, calc_period_s, half_life_s, uf)
+        u_next = predict_real_usage(u_real, running_real, calc_period_s, half_life_s, uf, billings)
     h_now = s_ref * d_now * total if s_ref else None
 
     def decision(**kw) -> Decision:

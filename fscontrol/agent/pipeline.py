@@ -645,6 +645,22 @@ def _pass_plan(db: Database, snap: Snapshot, method: str) -> dict:
     return {"passes": (snap.taken_at, snap.usage_at, coming), "left_ratio": ratio}
 
 
+def running_billings(snap: Snapshot, dummy: tuple[str, str] | None) -> tuple[dict[str, float], float]:
+    """The running jobs' billing by job id from the snapshot's sacct (AllocTRES `billing=`: what
+    RawUsage is charged a second under the partitions' TRESBillingWeights, GPUs included), and the
+    padding job's (1.0 where none of the dummy's jobs shows one: its partition bills CPU=1.0)."""
+    bills: dict[str, float] = {}
+    pad = None
+    for j in snap.jobs:
+        if j.state != "RUNNING" or j.billing is None or j.billing <= 0:
+            continue
+        if dummy is not None and (j.account, j.user) == dummy:
+            pad = float(j.billing) / max(1, j.alloc_cpus or 1) if pad is None else pad
+        else:
+            bills[j.job_id] = float(j.billing)
+    return bills, (pad if pad is not None else 1.0)
+
+
 def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     """The control decision and the commands that carry it out (pure given the snapshot)."""
     from fscontrol.act import actions as act
@@ -657,6 +673,7 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
     s_ref, _ = fairshare.choose_reference_share(snap.shares, d_now, dummy, cc.reference_share)
     dummy_jobs = [q for q in snap.queue if (q.account, q.user) == dummy]
     real_running = [q for q in snap.queue if q.state == "RUNNING" and (q.account, q.user) != dummy]
+    billings, dummy_billing = running_billings(snap, dummy)
     dec = control.plan_control(
         snap.shares,
         method=cc.method,
@@ -669,6 +686,8 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
         s_ref=s_ref,
         running_real=real_running,
         usage_factors={q.name: q.usage_factor for q in snap.qos},
+        billings=billings,
+        dummy_billing=dummy_billing,
         hysteresis=cc.hysteresis,
         padding_mode=cc.padding_mode,
         padding_threshold=cc.padding_threshold,

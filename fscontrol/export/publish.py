@@ -121,6 +121,7 @@ def build_published(
             "half_life_s": cfg.half_life_s,
             "calc_period_s": cfg.calc_period_s,
             "private_data": sorted(f.lower() for f in cfg.private_data),
+            "usage_reset_period": cfg.usage_reset_period,  # the forecast warns: it does not model resets
         },
         "decay_lambda": lam,
         "total_usage": total,

@@ -144,6 +144,7 @@ def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
 
 # ---------------------------------------------------------------------------- plan strings
 _WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE | re.ASCII)  # ASCII digits only
+_GPUS = re.compile(r"^\d+(?:\.\d+)?\s*(?:gpus?|gres/gpu)$", re.IGNORECASE | re.ASCII)  # refused with how to bill them (_why)
 PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>', a duration with a unit s, m, h, d, w or in Slurm's time "
              "format (e.g. '56cpus:14d,idle:3d' or '56cpus:14-0,idle:3-0')")
 # Slurm's time formats (sbatch -t): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
@@ -213,6 +214,11 @@ def _why(part: str) -> str:
     if ":" not in part:
         return " (no single ':' between what runs and for how long)"
     what, _, dur = part.partition(":")
+    if _GPUS.match(what):
+        return (f" ({what!r} is neither '<N>cpus' nor 'idle': a plan is in billing units, which a GPU's weight sets: "
+                "write the job's billing as cpus, e.g. "
+                "4 CPUs + 2 GPUs under TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 bill '20cpus', or '16cpus' under "
+                "PriorityFlags=MAX_TRES; docs/billing.md)")
     if not _WHAT.match(what):
         return f" ({what!r} is neither '<N>cpus' nor 'idle')"
     try:

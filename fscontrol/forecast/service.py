@@ -176,6 +176,17 @@ def is_admin(requester: str, uid: int, published: dict[str, Any] | None, trusted
     return isinstance(tok, str) and tok in (published.get("admins_hmac") or [])
 
 
+def usage_reset_warning(period: str | None) -> str | None:
+    """PriorityUsageResetPeriod other than NONE: slurmctld sets every association's usage to 0 at
+    each reset (DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY; NOW once), which the forecast's decay
+    does not model: its numbers hold only until the next reset."""
+    p = (period or "NONE").strip().upper()
+    if p in ("NONE", ""):
+        return None
+    return (f"PriorityUsageResetPeriod={p}: Slurm sets all usage to 0 at each reset, and F jumps to 1 there; this "
+            "forecast decays usage only, so it holds until the next reset")
+
+
 def check_fresh(published: dict[str, Any], now: float, max_age_s: float, stale_ok: bool) -> tuple[float, str | None]:
     """The snapshot's age and a warning when older than max_age_s; StaleSnapshotError when
     older than a day (or max_age_s, if larger) unless stale_ok."""
@@ -272,6 +283,9 @@ def forecast_data(
         warnings.append(f"priority mode {mode}: the classic fair-share maths here are an approximation")
     if total <= 0:
         warnings.append("the cluster has no recorded usage yet: everyone's F is 1 and there is nothing to forecast")
+    reset = usage_reset_warning(cfg.get("usage_reset_period"))
+    if reset:
+        warnings.append(reset)
 
     plan = list(plan)
     plan_end = sum(s.duration_s for s in plan)

@@ -26,6 +26,10 @@ The rules, each counted in ``meta["stats"]``:
   ``squeue.txt`` that sacct's window missed are added the same way.
 - A job that never started and is gone (CANCELLED with no elapsed time, or no ``Start``) is left
   out. A job still RUNNING at the capture runs for what it had run so far.
+- Billing: sacct's AllocTRES ``billing=`` (where the capture has it: ``capture --history`` records
+  it): the fair-share engine charges it, not the size, as slurmctld charges RawUsage under the
+  partitions' TRESBillingWeights (GPUs); ``billed_not_cpus`` counts the jobs where it differs from
+  the CPUs. A capture without it charges the size (CPUs: billing where there are no weights).
 - Size: CPUs (``unit="cpus"``, the default: allocated, else requested; the machine is the sum of
   the nodes' CPUs) or nodes (``unit="nodes"``: the machine is the node count).
 - Limit: ``TimelimitRaw`` (minutes); none recorded (UNLIMITED, or a plain sample): the run time.
@@ -142,7 +146,7 @@ def jobs_from_sacct(
         break
     stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "pending_no_limit": 0, "running_at_capture": 0,
              "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0, "held": 0, "partition_down": 0,
-             "dependency_ignored": 0, "dependency_ordered": 0, "begin_time": 0}
+             "dependency_ignored": 0, "dependency_ordered": 0, "begin_time": 0, "billed_not_cpus": 0}
     if header is None:
         return [], stats
     ix = {h: i for i, h in enumerate(header)}
@@ -171,6 +175,7 @@ def jobs_from_sacct(
             limit = _limit_s(col(f, "TimelimitRaw"))
             cpus = _count(col(f, "AllocCPUS")) or _count(col(f, "ReqCPUS"))
             nodes = _count(col(f, "NNodes")) or _count(col(f, "ReqNodes"))
+            bill = parse._billing(col(f, "AllocTRES")) or 0
         except ValueError as e:
             raise ParseError(command, f"bad value ({e})", no, line) from None
         if state == "PENDING":
@@ -205,8 +210,10 @@ def jobs_from_sacct(
         else:
             est = limit
         jobs.append(SimJob(col(f, "JobID"), arrival, elapsed, est, size, col(f, "User"), col(f, "Account"),
-                           part, col(f, "QOS"), cpus, nodes, submit))
+                           part, col(f, "QOS"), cpus, nodes, submit, billing=float(bill)))
         stats["kept"] += 1
+        if bill and bill != cpus:
+            stats["billed_not_cpus"] += 1
     return jobs, stats
 
 

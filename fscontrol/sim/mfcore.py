@@ -38,7 +38,7 @@ from .mfconfig import INF as _INF
 from .availability import Profile as _Profile
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
-from .workload import Workload
+from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
 INF: Final = _INF
@@ -235,6 +235,7 @@ def simulate(
     run = [j.run for j in jobs]
     est = [j.estimate for j in jobs]
     size = [j.size for j in jobs]
+    bill = billing_rates(jobs)  # what a running job charges a second (AllocTRES billing, else its size)
     total = workload.nodes
     wa, wf, wj, wp, wq = prio.weight_age, prio.weight_fairshare, prio.weight_jobsize, prio.weight_partition, prio.weight_qos
     max_age = prio.max_age_s
@@ -589,6 +590,7 @@ def simulate(
         dec = control.plan_control(
             snap, method=cs.method, u_star=cs.u_star, d_now=damp[0], d_last=d_last, half_life_s=prio.half_life_s,
             calc_period_s=P, dummy=dummy, s_ref=s_ref, running_real=real, usage_factors={},
+            billings={anyjobs[i].job_id: bill[i] for i in run_set},
             hysteresis=cs.hysteresis, padding_mode=cs.padding_mode, padding_threshold=cs.padding_threshold,
         )
         if dec.advise_only:
@@ -712,7 +714,7 @@ def simulate(
         if fair_tree:
             for i in run_set:
                 d = t - (last_pass if start[i] < last_pass else start[i])
-                charge(job_assoc[i], d * size[i] * f1**d)
+                charge(job_assoc[i], d * bill[i] * f1**d)
             last_pass = t
             if qkeys or trace:  # (Slurm ranks at every pass; only pending jobs read it)
                 if not trace and lazy_ok and free < q_min:  # (reprioritise_at_pass's lazy case)
@@ -768,10 +770,10 @@ def simulate(
                     k += 1
                     st = start[r]
                     if st < lp:  # (a full interval)
-                        xs = d_full * size[r] * f_full / G
+                        xs = d_full * bill[r] * f_full / G
                     else:
                         d = t - st
-                        xs = d * size[r] * math.pow(f1, d) / G
+                        xs = d * bill[r] * math.pow(f1, d) / G
                     b = ja[r]
                     S[b] = S[b] + xs
                     c = mid1[b]
@@ -1008,8 +1010,8 @@ def simulate(
             qjob_cache.pop(i, None)
             if limits:
                 d = e - (last_pass if start[i] < last_pass else start[i])
-                if d > 0:  # charge(job_assoc[i], d * size[i] * f1**d), inlined (a user's association)
-                    xs = d * size[i] * math.pow(f1, d) / G
+                if d > 0:  # charge(job_assoc[i], d * bill[i] * f1**d), inlined (a user's association)
+                    xs = d * bill[i] * math.pow(f1, d) / G
                     b = job_assoc[i]
                     S[b] = S[b] + xs
                     for c in ups[b]:

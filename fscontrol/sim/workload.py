@@ -43,6 +43,15 @@ class SimJob:
     nodes: int = 0  # nodes the job had
     submitted: float | None = None  # the real submit time when ``submit`` is the eligible time
     after: tuple[str, ...] = ()  # job ids it waits for to end (afterok/afterany/...: run.py orders the replay)
+    # what RawUsage is charged a second (sacct's AllocTRES billing: TRESBillingWeights, GPUs);
+    # 0 = not recorded: the job's size, as Slurm bills a partition without weights
+    billing: float = 0.0
+
+
+def billing_rates(jobs) -> list[float]:
+    """What each job charges RawUsage a second while it runs: its recorded billing (AllocTRES,
+    SimJob.billing), else its size (a partition without TRESBillingWeights bills its CPUs)."""
+    return [float(j.billing) if j.billing > 0 else float(j.size) for j in jobs]
 
 
 @dataclass(slots=True)

@@ -1,0 +1,125 @@
+"""Against the real testbed: GPUs and TRES billing through the agent (issue #33).
+
+The testbed's node has 4 GPUs (scripts/testbed.sh TB_GPUS: GresTypes=gpu, gres.conf File= links
+to /dev/null, as Slurm 22.05 drops a file-less GPU). Here the `normal` partition bills
+TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 under PriorityFlags=NO_FAIR_TREE,MAX_TRES, a QOS bills
+UsageFactor 2, and the padding partition keeps CPU=1.0 (testbed.sh, docs/deploy.md). Then:
+
+- every job's AllocTRES billing is model.billing's from its TRES (the hand-checked formula);
+- RawUsage grows by billing x UsageFactor, not CPUs (alice's 4 CPUs + 2 GPUs bill 16, bob's 6
+  CPUs at UsageFactor 2 bill 12: their RawUsage stand 16:12, where CPUs would give 4:12);
+- the padding job, submitted as the agent submits it, bills 1 (pipeline.running_billings reads 1.0);
+- status's F equals sprio's to 5e-6 for every (user, account) with a probe.
+The testbed is put back (slurm.conf's PriorityFlags, which reconfigure clears the partition's
+weights with; the QOS removed) whatever happens. In group testbed-c; about 3 minutes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from fscontrol.act import actions
+from fscontrol.agent import pipeline
+from fscontrol.model import billing
+from fscontrol.report import status as rstatus
+from fscontrol.slurm import parse
+from fscontrol.store import history as store
+
+pytestmark = pytest.mark.slurm
+
+WEIGHTS = "CPU=1.0,GRES/gpu=8.0"  # (memory is not allocated on the CR_CPU testbed: Mem is in tests/test_billing.py)
+FLAGS = "NO_FAIR_TREE,MAX_TRES"
+QOS = "gpux2"
+RUN_S = 60
+TOL = 5e-6  # the issue's bound
+
+
+def _sacct_tres(slurm, job_ids: list[str], timeout: float = 60) -> dict[str, str]:
+    """Each job's AllocTRES, once slurmdbd has them all (its start record comes a little after the start)."""
+    end = time.time() + timeout
+    while True:
+        out = slurm.run("sacct", "-X", "-n", "-P", "-j", ",".join(job_ids), "-o", "JobID,AllocTRES")
+        got = {f[0]: f[1] for f in (ln.split("|") for ln in out.splitlines() if ln.strip())}
+        if (set(got) >= set(job_ids) and all("billing=" in got[j] for j in job_ids)) or time.time() > end:
+            return got
+        time.sleep(1)
+
+
+def _wait_running(slurm, job_ids: list[str], timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        states = dict(ln.split() for ln in slurm.run("squeue", "-h", "-o", "%A %T").splitlines() if ln.strip())
+        if all(states.get(j) == "RUNNING" for j in job_ids):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"jobs {job_ids} not running")
+
+
+def _wait_gone(slurm, job_ids: list[str], timeout: float = 240) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if not set(slurm.run("squeue", "-h", "-o", "%A").split()) & set(job_ids):
+            return
+        time.sleep(1)
+    raise TimeoutError(f"jobs {job_ids} still queued")
+
+
+def test_gpu_billing_usage_factor_padding_and_f_match_slurm(slurm, tmp_path):
+    slurm.cancel_all()
+    weights = billing.parse_weights(WEIGHTS)
+    try:
+        slurm.run("sacctmgr", "-i", "add", "qos", QOS, check=False)
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={QOS}", "set", "usagefactor=2")
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=bob", "set", f"qos+={QOS}")
+        assert "gres/gpu=4" in slurm.scontrol("show", "node"), "the testbed's node has no GPUs (TB_GPUS; TB_REGEN=1)"
+        slurm.set_conf(PriorityFlags=FLAGS)  # (a reconfigure: the partitions come back from slurm.conf)
+        slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={WEIGHTS}")
+        part = slurm.scontrol("show", "partition", "normal")
+        assert f"TRESBillingWeights={WEIGHTS}" in part, part
+        slurm.reset_usage()
+        slurm.wait_for_pass()
+        gpu = slurm.submit("alice", "physics", 4, RUN_S, gres="gpu:2")
+        cpu = slurm.submit("bob", "physics", 6, RUN_S, qos=QOS)
+        pad_action = actions.submit_dummy("fsdummy", "fsadmin", "fsadmin", "fspad", 600, "fscontrol-tres-test", "test")
+        pad = slurm.run(*pad_action.argv).strip().split(";")[0]
+        _wait_running(slurm, [gpu, cpu, pad])
+        tres = _sacct_tres(slurm, [gpu, cpu, pad])
+        got = {j: parse._billing(t) for j, t in tres.items()}
+        want = {j: int(billing.billing(billing.parse_tres(tres[j]), weights if j != pad else {"cpu": 1.0}, FLAGS))
+                for j in tres}
+        assert got == want, tres
+        assert got[gpu] == 16 and got[cpu] == 6 and got[pad] == 1, tres  # MAX(4*1, 2*8); 6; the padding: 1 CPU
+        db = store.open_db(tmp_path / "h.db")
+        # what the tick reads (records.Snapshot: the sacct jobs of the window since an hour ago)
+        live = pipeline.read_snapshot(slurm.source(), lambda c: time.time() - 3600)
+        bills, pad_bill = pipeline.running_billings(live, ("fsadmin", "fsdummy"))
+        assert pad_bill == 1.0 and bills[gpu] == 16.0 and bills[cpu] == 6.0, (bills, pad_bill)
+        slurm.run("scancel", pad)
+        _wait_gone(slurm, [gpu, cpu, pad])
+        for account, user in (("physics", "alice"), ("physics", "bob"), ("flat", "alice"), ("flat", "carol"),
+                              ("chem", "carol")):
+            slurm.probe(user, account)
+        slurm.wait_for_pass()
+        slurm.wait_for_pass()
+        shares = slurm.sshare()
+        ua, ub = shares[("physics", "alice")].raw_usage, shares[("physics", "bob")].raw_usage
+        # the same 60 s, the same decay: 16 (billing) : 6 x 2 (UsageFactor); CPUs would give 4 : 12
+        assert ua / ub == pytest.approx(16 / 12, rel=0.05), (ua, ub)
+        snap = slurm.stable_snapshot(db)
+        assert "MAX_TRES" in snap.config.priority_flags
+        # status's F (what the admin and the users see) against sprio's, every probe
+        shown = {(r["account"], r["user"]): r["fairshare"] for r in rstatus.status_data(snap)["table"]}
+        assert set(snap.prio_fairshare) >= {("physics", "alice"), ("physics", "bob"), ("chem", "carol")}, snap.prio_fairshare
+        diffs = {k: abs(shown[k] - f) for k, f in snap.prio_fairshare.items()}
+        w_status = max(diffs.values())
+        assert w_status <= TOL, sorted(diffs.items(), key=lambda kv: -kv[1])[:3]
+        assert 0.001 < snap.prio_fairshare[("physics", "alice")] < 0.999  # F that the GPU billing moved
+        print(f"tres: billing {got}; RawUsage alice/bob {ua / ub:.4f} (16/12 = {16 / 12:.4f}); "
+              f"max |F - sprio| status {w_status:.1e} over {len(diffs)} probes")
+    finally:
+        slurm.cancel_all()
+        slurm.set_conf(PriorityFlags="NO_FAIR_TREE")
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=bob", "set", f"qos-={QOS}", check=False)
+        slurm.run("sacctmgr", "-i", "delete", "qos", QOS, check=False)
+    assert "TRESBillingWeights=" not in slurm.scontrol("show", "partition", "normal").replace("TRESBillingWeights=(null)", "")
