@@ -45,11 +45,32 @@ def slurm() -> Testbed:
         if REQUIRE_SLURM:
             pytest.fail(f"real-Slurm tests must run here but the testbed is unavailable: {e}", pytrace=False)
         pytest.skip(f"Slurm testbed unavailable: {e}")
+    _BASELINE[tb.dir] = tb.conf.read_text()  # slurm.conf as the session found it (testbed.sh's)
+    _LIMITS[tb.dir] = tb.limits()  # and the associations' and QOS's limits
     yield tb
     tb.cancel_all()
     if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
         stop_testbed(tb)
     lock.close()
+
+
+_BASELINE: dict[Path, str] = {}
+_LIMITS: dict[Path, dict] = {}
+
+
+@pytest.fixture(autouse=True)
+def _testbed_as_started(request):
+    """Before each testbed test: the testbed as the session found it (Testbed.restore_baseline).
+    Two groups may share a worker's Slurm in turn, so one test's leftovers must not reach the next
+    group's tests. What had to be put back is reported as a warning, by test."""
+    if "slurm" in request.fixturenames:
+        tb = request.getfixturevalue("slurm")
+        fixed = tb.restore_baseline(_BASELINE[tb.dir], _LIMITS[tb.dir])
+        if fixed:
+            import warnings
+
+            warnings.warn(f"testbed {tb.dir.name} put back before {request.node.name}: {'; '.join(fixed)}", stacklevel=1)
+    yield
 
 
 # The testbed tests run in groups, each group on one pytest-xdist worker with a Slurm of its own

@@ -143,7 +143,9 @@ def test_from_zero_to_a_running_agent_and_its_users(slurm):
     commands, config_text = checklist()
     web = None
     d_before = slurm.damping()
-    # a cluster in use: the control steps need real usage to plan on (a job of alice's, through the checklist)
+    # a cluster in use: the control steps need real usage to plan on (a job of alice's, through the
+    # checklist), and little of it against u* (not what earlier tests left: d would stay at 1)
+    slurm.reset_usage()
     busy = slurm.submit("alice", "flat", 16, 600)
     try:
         (base / "log").mkdir()  # the host's /var/log

@@ -357,6 +357,12 @@ def test_the_limit_a_job_waits_on_is_read_with_its_value():
     assert why.limit_values("AssocGrpNodeLimit", assoc, "carol", "chem") == []  # set nowhere: N
     assert why.limit_values("QOSMaxCpuPerUserLimit", qos, "dave", "flat", 1004) == [
         {"on": "QOS normal, for dave", "field": "MaxTRESPU cpu", "limit": "2", "in_use": "0"}]
+    # 24.11 (and 26.05) name the per-user owner "dave(1004)" (README.md in tests/data/why)
+    qos_2411 = why.parse_assoc_mgr((data / "assoc_mgr-qos-24.11.txt").read_text())
+    for uid in (1004, None):
+        assert why.limit_values("QOSMaxCpuPerUserLimit", qos_2411, "dave", "flat", uid) == [
+            {"on": "QOS normal, for dave", "field": "MaxTRESPU cpu", "limit": "2", "in_use": "0"}]
+    assert why.limit_values("QOSMaxCpuPerUserLimit", qos_2411, "davey", "flat", 1005) == []
     assert why.limits_text(why.limit_values("AssocGrpCpuLimit", assoc, "carol", "chem")) == (
         "the limit: GrpTRES cpu=1 on carol in account chem (in use: 0); GrpTRES cpu=3 on account chem (in use: 0)")
     assert why.limit_field("Priority") is None and why.assoc_mgr_args("Resources", "carol", "chem") is None

@@ -7,6 +7,7 @@ with runuser, as a site's users would submit them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -107,9 +108,28 @@ class Testbed:
         return {r.key: r for r in parse.parse_sshare(self.run(*parse.SSHARE_ARGS))}
 
     def reset_usage(self) -> None:
-        """RawUsage=0 for every top-level account (Slurm allows only 0); clears the tree."""
-        for acct in ("flat", "science", "fsadmin"):
-            self.run("sacctmgr", "-i", "modify", "account", "where", f"name={acct}", "set", "rawusage=0", check=False)
+        """RawUsage=0 for every top-level account (Slurm allows only 0); clears the tree. Every one:
+        an account another test added under root keeps root's usage, and everyone's F, else."""
+        rows = self.run("sacctmgr", "-nP", "show", "assoc", "cluster=tbcluster", "format=account,parentname,user",
+                        check=False).splitlines()
+        tops = {r.split("|")[0] for r in rows if r.count("|") == 2 and r.split("|")[1] == "root" and not r.split("|")[2]}
+        tops |= {"flat", "science", "fsadmin"}
+
+        def usage() -> dict[str, float]:
+            return {k[0]: r.raw_usage for k, r in self.sshare().items() if k[0] in tops and not k[1]}
+
+        before = usage()
+        # slurmctld clears it when slurmdbd passes the change on: a reset that did not arrive (slurmdbd
+        # not connected yet after a restart) leaves the old usage, and every F after it wrong
+        for attempt in range(60):
+            if attempt % 10 == 0:  # (again every 10 s)
+                for acct in sorted(tops):
+                    self.run("sacctmgr", "-i", "modify", "account", "where", f"name={acct}", "set", "rawusage=0", check=False)
+            after = usage()
+            if all(after.get(a, 0) == 0 or after[a] < before.get(a, 0) for a in after):
+                return
+            time.sleep(1)
+        raise RuntimeError(f"sacctmgr's RawUsage=0 did not reach slurmctld: {before} -> {after}")
 
     def wait_for_pass(self, timeout: float = 150) -> None:
         """Wait until the next decay pass has run: any association's RawUsage moves.
@@ -196,6 +216,108 @@ class Testbed:
     def damping(self) -> int:
         line = next(ln for ln in self.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
         return int(line.split("=")[1])
+
+    # the limits a test may set with sacctmgr and forget (or fail to take back: check=False)
+    ASSOC_LIMITS = ("GrpTRES", "GrpJobs", "GrpSubmit", "GrpWall", "GrpTRESMins", "GrpTRESRunMins", "MaxJobs",
+                    "MaxSubmit", "MaxTRES", "MaxTRESPerNode", "MaxTRESMins", "MaxWall", "Fairshare", "QOS")
+    QOS_LIMITS = ("Priority", "UsageFactor", "GrpTRES", "GrpJobs", "GrpSubmit", "MaxTRES", "MaxTRESPU", "MaxJobsPU",
+                  "MaxSubmitPU", "MaxTRESPA", "MaxJobsPA", "MaxWall", "Flags")
+
+    def limits(self) -> dict[tuple[str, ...], dict[str, str]]:
+        """Every association's and QOS's limits, as sacctmgr shows them."""
+        out: dict[tuple[str, ...], dict[str, str]] = {}
+        for kind, keys, fmt in (("assoc", ("Account", "User", "Partition"), self.ASSOC_LIMITS), ("qos", ("Name",), self.QOS_LIMITS)):
+            args = ["sacctmgr", "-nP", "show", kind, "format=" + ",".join((*keys, *fmt))]
+            if kind == "assoc":
+                args.insert(4, "cluster=tbcluster")
+            for line in self.run(*args).splitlines():
+                f = line.split("|")
+                if len(f) == len(keys) + len(fmt):
+                    out[(kind, *f[:len(keys)])] = dict(zip(fmt, f[len(keys):]))
+        return out
+
+    def restore_limits(self, base: dict[tuple[str, ...], dict[str, str]]) -> list[str]:
+        """Put back every limit that differs from `base` (a limit `base` has unset: -1)."""
+        fixed = []
+        for key, now in self.limits().items():
+            was = base.get(key)
+            if was is None or was == now:
+                continue  # (an association or QOS a test added: left, its usage is reset with the rest)
+            sets = [f"{k}={self._limit_back(k, now[k], was[k])}" for k in now if now[k] != was[k]]
+            if key[0] == "assoc":
+                where = [f"account={key[1]}"] + ([f"user={key[2]}"] if key[2] else []) + (
+                    [f"partition={key[3]}"] if key[3] else [])
+                target = "user" if key[2] else "account"
+                self.run("sacctmgr", "-i", "modify", target, "where", *where, "cluster=tbcluster", "set", *sets, check=False)
+            else:
+                self.run("sacctmgr", "-i", "modify", "qos", "where", f"name={key[1]}", "set", *sets, check=False)
+            fixed.append(f"{'/'.join(k for k in key[1:] if k)} {' '.join(sets)}")
+        return fixed
+
+    @staticmethod
+    def _limit_back(key: str, now: str, was: str) -> str:
+        """The value that sets `key` from `now` back to `was`: a TRES list TRES by TRES (cpu=-1
+        clears one), anything else its old value, or -1 (unset)."""
+        if "TRES" in key:
+            old = dict(t.split("=", 1) for t in was.split(",") if "=" in t)
+            cur = dict(t.split("=", 1) for t in now.split(",") if "=" in t)
+            return ",".join([f"{t}=-1" for t in cur if t not in old] + [f"{t}={v}" for t, v in old.items()])
+        return was if was else ("" if key == "QOS" else "-1")
+
+    def restore_baseline(self, conf_text: str, limits: dict | None = None) -> list[str]:
+        """Put the testbed back as it was started, before a test: the daemons up, no job, slurm.conf
+        as testbed.sh wrote it (no agent backups), slurmctld's runtime d the file's, the node
+        usable. The testbed groups share a worker's Slurm one after another (tests/conftest.py):
+        what one test left (a persisted d, a stopped slurmctld, a pending job, a drained node) must
+        not decide the next group's results. Returns what it had to put back (empty: nothing)."""
+        fixed: list[str] = []
+        if subprocess.run([str(SCRIPT), "status", str(self.dir)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **testbed_env()}).returncode != 0:
+            ensure_testbed(self.dir)  # testbed.sh start brings back what is not running
+            fixed.append("a daemon was not running")
+        for _ in range(60):
+            if self.controller_up():
+                break
+            time.sleep(1)
+        else:
+            self.start_controller()
+            fixed.append("slurmctld did not answer")
+        if self.run("squeue", "-h", "-o", "%A").split():
+            self.cancel_all()
+            fixed.append("jobs left in the queue")
+        now_text = self.conf.read_text()
+        if now_text != conf_text:
+            self.conf.write_text(conf_text)
+            if sorted(now_text.split("\n")) != sorted(conf_text.split("\n")):  # (not only its lines' order)
+                fixed.append("slurm.conf changed")
+        for left in (*self.conf.parent.glob(self.conf.name + ".fscontrol-*"),
+                     *self.conf.parent.glob("." + self.conf.name + ".fscontrol-*.tmp")):
+            left.unlink()
+            fixed.append(f"{left.name} left")
+        d_file = next((int(ln.split("=", 1)[1]) for ln in conf_text.splitlines()
+                       if ln.split("=", 1)[0].strip() == "FairShareDampeningFactor"), 1)
+        if "slurm.conf changed" in fixed or self.damping() != d_file:
+            if "slurm.conf changed" not in fixed:
+                fixed.append(f"runtime d {self.damping()}, slurm.conf's {d_file}")
+            self.scontrol("reconfigure")
+            for _ in range(60):  # (24.11+: a reconfigure restarts slurmctld in place)
+                if self.controller_up():
+                    break
+                time.sleep(1)
+            if self.damping() != d_file:
+                self.scontrol("fsdampeningfactor", str(d_file))
+        for name in re.findall(r"ReservationName=(\S+)", self.run("scontrol", "show", "reservation", check=False)):
+            self.run("scontrol", "delete", f"reservation={name}", check=False)
+            fixed.append(f"reservation {name} left")
+        if limits is not None:
+            fixed += self.restore_limits(limits)
+        states = self.run("sinfo", "-h", "-N", "-p", "normal", "-o", "%N %t").split("\n")
+        for row in filter(None, (r.split() for r in states)):
+            node, state = row[0], row[1].rstrip("*~#!%$@^-")
+            if state.startswith(("down", "drain", "drng", "fail", "inval")):  # (not idle, mix, alloc, comp, resv, plnd)
+                self.run("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+                fixed.append(f"node {node} {row[1]}")
+        return fixed
 
 
 def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
