@@ -204,7 +204,10 @@ def test_control_on_frees_the_first_tick_to_persist(tmp_path):
     assert _persist(db, cc, res, 1000.0)[0].status == "ok"
     near = int(res.decision.d_target * 0.7)  # 30% off: beyond persist_tolerance, under the 2x that writes at once
     conf.write_text(f"ClusterName=x\nFairShareDampeningFactor={near}\n")
-    assert _persist(db, cc, res, 1060.0) == ()  # held back by persist_interval: the rate limit works
+    (held,) = _persist(db, cc, res, 1060.0)  # held back by persist_interval: the rate limit works, and the tick says so
+    assert held.status == "held" and "persist_interval" in held.output and f"d = {near}" in held.output, held
+    n_recorded = db.execute("SELECT count(*) FROM actions WHERE kind = 'persist_damping'").fetchone()[0]
+    assert n_recorded == 1  # (a held write is said, not recorded: it recurs every tick of the interval)
     store_ledger.set_state(db, "tbcluster", "acting_off", {"by": "control off", "at": 1100.0}, 1100.0)
     db.close()
     cfg = config.from_dict({"agent": {"db": str(tmp_path / "h.db")},
@@ -227,7 +230,8 @@ def test_a_restart_far_off_is_written_inside_the_interval_unless_a_reconfigure_f
     d = res.decision.d_target
     assert _persist(db, cc, res, 1000.0)[0].status == "ok"
     conf.write_text(f"ClusterName=x\nFairShareDampeningFactor={d * 50}\n")  # as if the agent's earlier, far larger d
-    assert _persist(db, dataclasses.replace(cc, persist_reconfigure=True), res, 1060.0, run=lambda argv: "") == ()
+    (held,) = _persist(db, dataclasses.replace(cc, persist_reconfigure=True), res, 1060.0, run=lambda argv: "")
+    assert held.status == "held" and "persist_interval" in held.output, held
     (p,) = _persist(db, cc, res, 1060.0)
     assert p.status == "ok" and "2x off or more" in p.reason, p
     assert f"FairShareDampeningFactor={d}\n" in conf.read_text()

@@ -29,6 +29,7 @@ class Action:
     reason: str
     job_id: str | None = None
     status: str = "planned"  # planned | ok | failed | skipped | refused (not run: unsafe, said in output)
+    # | held (persist's slurm.conf write held back by persist_interval: said at the tick, never recorded)
     output: str = ""
 
 

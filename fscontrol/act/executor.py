@@ -285,7 +285,12 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
                                      last_write_at=(last or {}).get("at"), interval_s=cc.persist_interval_s, now=now,
                                      urgent_factor=None if cc.persist_reconfigure else URGENT_FACTOR)
     if not due:
-        return ()
+        if "persist_interval" not in why:
+            return ()  # slurm.conf says d already, or within persist_tolerance: nothing to say
+        # a restart would start off, and persist_interval holds the write back: said at the tick (the
+        # admin sees why slurm.conf lags the runtime d), not recorded (it is no action, and it recurs)
+        return (act.Action("persist_damping", argv, f"persist = true: {why}", status="held",
+                           output=f"not written now: {why}"),)
     p_act = act.Action("persist_damping", argv, f"persist = true: {why}; slurm.conf gets d = {d}", status="pending")
     # the original is what the line was before the agent's own edit: recorded with the intent when
     # the file does not hold the agent's line now (first edit, or the admin took the line back

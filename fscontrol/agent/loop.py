@@ -196,6 +196,8 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             for a in (ctl.actions if ctl is not None else ()):  # persist impossible: every tick says so
                 if a.status == "refused":
                     log.warning("%s %s: %s refused: %s", stage, who, a.kind, a.output)
+                elif a.status == "held":  # slurm.conf lags the runtime d until persist_interval ends
+                    log.info("%s %s: %s %s", stage, who, a.kind, a.output)
         if on_tick:
             on_tick(stage, outcomes)
 
