@@ -52,3 +52,43 @@ def test_engine_charges_each_jobs_billing():
     for a, b in zip(sim, model):
         assert a == pytest.approx(b, rel=1e-9)
     assert sim[-1] > 2 * by_cpus[-1]
+
+
+def test_engine_charges_billing_times_the_qos_usage_factor():
+    """Slurm charges RawUsage billing x the QOS's UsageFactor (#33: the simulator ignored it). On the
+    22.05 testbed (tests/test_integration_tres.py, docs/billing.md) a 4-CPU, 2-GPU job (billing 16)
+    and a 6-CPU job under a QOS with UsageFactor 2 ran the same 60 s: slurmctld's RawUsage came out
+    1.3326 : 1, where 16 : 12 = 1.3333 and CPUs alone would give 4 : 6. The engine, on the same two
+    jobs, gives 16 : 12 to the last digit."""
+    jobs = [SimJob("gpu", 0.0, 60.0, 120, 4, "alice", "physics", billing=16.0),
+            SimJob("cpu", 0.0, 60.0, 120, 6, "bob", "physics", qos="twice", billing=6.0, usage_factor=2.0)]
+    rows = (ShareRow("root", "", "", 0, None, False, 1.0, 0, None, 1.0, None),
+            ShareRow("physics", "", "root", 1, 1, False, None, 0, None, None, None),
+            *(ShareRow("physics", u, "physics", 2, 1, False, None, 0, None, None, None) for u in ("alice", "bob")))
+    pc = PriorityConfig(weight_fairshare=1000, calc_period_s=30, half_life_s=600, fair_tree=False)
+    r = simulate_multifactor(Workload("uf", 128, jobs), pc, tree=rows, first_pass=0.0, trace=True,
+                             trace_keys=[("physics", "alice"), ("physics", "bob")])
+    last = r.trace[-1][1]
+    ua, ub = last[("physics", "alice")], last[("physics", "bob")]
+    assert ua > 0 and ua / ub == pytest.approx(16 / 12, rel=1e-12)
+    assert ua / ub == pytest.approx(1.3326, rel=1e-3)  # slurmctld's own figure on the testbed
+
+
+def test_a_capture_s_qos_usage_factor_reaches_its_jobs(tmp_path):
+    """read_history takes each QOS's UsageFactor from the capture's qos.txt (sacctmgr show qos)."""
+    import shutil
+    from pathlib import Path
+
+    from fscontrol.sim.history import read_history
+    from fscontrol.sim.workload import billing_rates
+
+    src = Path(__file__).resolve().parent.parent / "samples" / "fidelity" / "seed23-classic"
+    cap = tmp_path / "cap"
+    shutil.copytree(src, cap)
+    plain = read_history(cap)
+    (cap / "qos.txt").write_text("Name|UsageFactor\nnormal|2.500000\nfspad|1.000000\n")
+    scaled = read_history(cap)
+    normal = [j for j in scaled.jobs if (j.qos or "normal") == "normal"]
+    assert normal and scaled.meta["stats"]["usage_factor"] == len(normal)
+    assert billing_rates(scaled.jobs) == [r * (2.5 if (j.qos or "normal") == "normal" else 1.0)
+                                          for r, j in zip(billing_rates(plain.jobs), plain.jobs)]

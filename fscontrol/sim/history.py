@@ -30,6 +30,8 @@ The rules, each counted in ``meta["stats"]``:
   it): the fair-share engine charges it, not the size, as slurmctld charges RawUsage under the
   partitions' TRESBillingWeights (GPUs); ``billed_not_cpus`` counts the jobs where it differs from
   the CPUs. A capture without it charges the size (CPUs: billing where there are no weights).
+  Each job's charge is times its QOS's UsageFactor from the capture's ``qos.txt`` (``usage_factor``
+  counts the jobs whose factor is not 1), as slurmctld charges RawUsage.
 - Size: CPUs (``unit="cpus"``, the default: allocated, else requested; the machine is the sum of
   the nodes' CPUs) or nodes (``unit="nodes"``: the machine is the node count).
 - Limit: ``TimelimitRaw`` (minutes); none recorded (UNLIMITED, or a plain sample): the run time.
@@ -146,7 +148,8 @@ def jobs_from_sacct(
         break
     stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "pending_no_limit": 0, "running_at_capture": 0,
              "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0, "held": 0, "partition_down": 0,
-             "dependency_ignored": 0, "dependency_ordered": 0, "begin_time": 0, "billed_not_cpus": 0}
+             "dependency_ignored": 0, "dependency_ordered": 0, "begin_time": 0, "billed_not_cpus": 0,
+             "usage_factor": 0}
     if header is None:
         return [], stats
     ix = {h: i for i, h in enumerate(header)}
@@ -394,6 +397,14 @@ def read_history(
                 jobs.append(job)
     if (d / "deps.txt").is_file():
         _order(jobs, parse_dependencies((d / "deps.txt").read_text()), stats)
+    if (d / "qos.txt").is_file():  # each QOS's UsageFactor, as the capture read it
+        factors = {q.name: q.usage_factor for q in parse.parse_qos(
+            (d / "qos.txt").read_text(), " ".join(commands.get("qos", {}).get("argv") or ["sacctmgr show qos"]))}
+        for j in jobs:
+            f = factors.get(j.qos or "normal", 1.0)
+            if f != 1.0:
+                j.usage_factor = f
+                stats["usage_factor"] += 1
     node_info: dict[str, Any] = {}
     if (d / "nodes.txt").is_file():
         nodes = parse_nodes((d / "nodes.txt").read_text(), " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))

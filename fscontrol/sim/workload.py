@@ -46,12 +46,15 @@ class SimJob:
     # what RawUsage is charged a second (sacct's AllocTRES billing: TRESBillingWeights, GPUs);
     # 0 = not recorded: the job's size, as Slurm bills a partition without weights
     billing: float = 0.0
+    # its QOS's UsageFactor (a capture's qos.txt): Slurm charges RawUsage billing x UsageFactor
+    usage_factor: float = 1.0
 
 
 def billing_rates(jobs) -> list[float]:
     """What each job charges RawUsage a second while it runs: its recorded billing (AllocTRES,
-    SimJob.billing), else its size (a partition without TRESBillingWeights bills its CPUs)."""
-    return [float(j.billing) if j.billing > 0 else float(j.size) for j in jobs]
+    SimJob.billing), else its size (a partition without TRESBillingWeights bills its CPUs), times
+    its QOS's UsageFactor (Slurm's priority/multifactor: usage x billing x UsageFactor)."""
+    return [(float(j.billing) if j.billing > 0 else float(j.size)) * j.usage_factor for j in jobs]
 
 
 @dataclass(slots=True)
