@@ -315,11 +315,11 @@ def test_first_tick_logs_and_a_fatal_stops_control(tmp_path, caplog):
         res = pipeline.control_tick(RecordedSlurm(folder), db, cfg, apply=False)
     logged = [r.getMessage() for r in caplog.records]
     assert logged == [
-        "doctor on tbcluster: fatal: weight-fairshare: PriorityWeightFairshare is 0 (Slurm's default): the fair-share "
-        "factor adds nothing to any job's priority. Fix: slurm.conf: PriorityWeightFairshare=100000 (larger than every "
+        "doctor on tbcluster: FATAL   weight-fairshare: PriorityWeightFairshare is 0 (Slurm's default): the fair-share "
+        "factor adds nothing to any job's priority. -> fix: slurm.conf: PriorityWeightFairshare=100000 (larger than every "
         "other PriorityWeight*), then `scontrol reconfigure`.",
         logged[1]]
-    assert logged[1].startswith("doctor on tbcluster: warning: enforce-limits: ")
+    assert logged[1].startswith("doctor on tbcluster: WARNING enforce-limits: ")  # the line `fscontrol doctor` prints
     assert res.decision.advise_only
     assert any(n.startswith("advice only: doctor: weight-fairshare: ") for n in res.decision.notes)
     caplog.clear()
@@ -355,7 +355,7 @@ def test_first_tick_without_control_logs_too(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="fscontrol.doctor"):
         res = pipeline.agent_tick(RecordedSlurm(folder), db, config.load(cfg_path), apply=False, control=False)
     assert res.control is None
-    assert [r.getMessage()[:52] for r in caplog.records] == ["doctor on tbcluster: warning: enforce-limits: Accoun"]
+    assert [r.getMessage()[:52] for r in caplog.records] == ["doctor on tbcluster: WARNING enforce-limits: Account"]
 
 
 # ---------------------------------------------------------------------------- issue #33's review

@@ -71,4 +71,4 @@ def control_stop(snap, cc) -> str | None:
     if cc is None or cc.method not in checks.CONTROL_METHODS:
         return None
     f = checks.control_blocker(checks.check(survey.from_snapshot(snap), checks.Intent.of(cc)))
-    return None if f is None else f"doctor: {f.check}: {f.message} Fix: {f.fix}"
+    return None if f is None else f"doctor: {f.check}: {f.message} -> fix: {f.fix}"

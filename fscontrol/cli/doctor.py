@@ -38,11 +38,13 @@ def report(s, findings, json_out: bool = True) -> dict:
 
 def report_lines(data: dict) -> list[str]:
     """The report's lines: a head line, then one line per finding, its fix after it."""
+    from fscontrol.doctor import checks
+
     found = data["findings"]
     lines = [f"{data['cluster'] or '?'} (Slurm {data['slurm_version'] or '?'}, {data['source']}): "
              + (f"{len(found)} finding(s)" if found else "nothing stops fair-share or the agent's control")]
     for f in found:
-        lines.append(f"{f['severity'].upper():7} {f['check']}: {f['message']} -> fix: {f['fix']}")
+        lines.append(checks.line(f))
     return lines
 
 

@@ -13,6 +13,8 @@ Severities:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from dataclasses import dataclass
 
 from fscontrol.records import ShareRow
@@ -44,7 +46,13 @@ class Finding:
                 "message": self.message, "fix": self.fix}
 
     def line(self) -> str:
-        return f"{self.severity}: {self.check}: {self.message} Fix: {self.fix}"
+        """The one line `fscontrol doctor` prints for it (and the agent's first tick logs)."""
+        return line(self.as_dict())
+
+
+def line(f: Mapping) -> str:
+    """One finding (Finding.as_dict) as one line: `SEVERITY check: message -> fix: fix`."""
+    return f"{f['severity'].upper():7} {f['check']}: {f['message']} -> fix: {f['fix']}"
 
 
 @dataclass(frozen=True, slots=True)
