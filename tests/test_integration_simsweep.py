@@ -75,12 +75,15 @@ def test_capture_history_records_a_private_folder_the_simulator_replays(slurm, t
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and slurm.run("squeue", "-h", "-o", "%i").strip():
         time.sleep(2)
-    # issue #28: a job pending on a dependency (afterok: a running job of 60 s); the replay orders it
-    first = slurm.submit("dave", "flat", 2, 60)
+    # issue #28: a job pending on a dependency (afterok: a running job); the replay orders it. The job
+    # it waits for runs 10 minutes, so the dependency still holds when the capture reads it (a 60-s one
+    # had ended by then on a loaded CI machine, 2026-11-26: the capture rightly recorded no dependency)
+    first = slurm.submit("dave", "flat", 2, 600)
     waits = slurm.submit("dave", "flat", 2, 10, dependency=f"afterok:{first}")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and slurm.run("squeue", "-h", "-j", waits, "-o", "%r").strip() != "Dependency":
         time.sleep(1)
+    assert slurm.run("squeue", "-h", "-j", waits, "-o", "%r").strip() == "Dependency"
     out = tmp_path / "cap"
     try:
         c = fsc(slurm.env, "capture", str(out), "--history", "10m")
