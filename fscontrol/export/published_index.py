@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,38 +33,71 @@ from fscontrol.export.rowindex import INDEX_KEY, by_index
 _USER = ',"user":'
 
 
+@dataclass(frozen=True)
+class _View:
+    """What one snapshot's index holds, replaced whole (never changed in place): a request reads one
+    view from start to end while another request's rebuild makes the next (issue #31: the page's
+    threads saw a view half rebuilt, and answered with no rows)."""
+
+    head: dict[str, Any] | None  # None: not in the layout, read as read_published does
+    has_rows: bool = False  # the file has the rows' line (else it is the head alone, as read_published reads it)
+    accounts: dict[str, dict] = field(default_factory=dict)  # the accounts' rows (user "") by account name
+    where: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    indexed: tuple[int, int] | None = None  # (where the rows' line starts, the row index's size)
+    order: dict[int, int] = field(default_factory=dict)  # id(an account's row) -> its place in the file
+
+
 class _Snapshot:
     """One published file's index (built by PublishedIndex)."""
 
     def __init__(self, p: Path, fd: int, key: tuple) -> None:
         self.path, self.fd, self.key = p, fd, key
-        self.head: dict[str, Any] | None = None  # None: not in the layout, read as read_published does
-        self.has_rows = False  # the file has the rows' line (else it is the head alone, as read_published reads it)
-        self.accounts: dict[str, dict] = {}  # the accounts' rows (user "") by account name
-        self.where: dict[str, list[tuple[int, int]]] = {}
-        self.indexed: tuple[int, int] | None = None  # (where the rows' line starts, the row index's size)
         self._lock = threading.Lock()
-        self._build()
+        self.view = self._build()
 
-    def _build(self, use_index: bool = True) -> None:
+    # the current view's parts (tests, the bench)
+    head = property(lambda self: self.view.head)
+    has_rows = property(lambda self: self.view.has_rows)
+    accounts = property(lambda self: self.view.accounts)
+    where = property(lambda self: self.view.where)
+    indexed = property(lambda self: self.view.indexed)
+
+    def _reader(self):
+        """A file object of this request's own on the snapshot's file: its own open of the same
+        inode (/proc/self/fd/N), so its own offset. Not os.dup: a dup shares its offset with every
+        other dup of the fd, and the web page's threads moved each other's reads (a 500, and wrong
+        rows, under 8 clients: tests/test_published_index.py). Where /proc is not there, the path
+        itself, checked to be the same file."""
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(f"/proc/self/fd/{self.fd}", flags)
+        except OSError:
+            fd = os.open(self.path, flags)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self.key[1:3]:
+                os.close(fd)
+                raise ValueError(f"{self.path} was replaced while it was read") from None
+        return os.fdopen(fd, "rb")
+
+    def _build(self, use_index: bool = True) -> _View:
         decode = json.JSONDecoder().raw_decode
         head: list[bytes] = []
         rows_line = ROWS_LINE.encode()
-        with os.fdopen(os.dup(self.fd), "rb") as fh:
-            fh.seek(0)
+        with self._reader() as fh:
             for line in fh:
                 if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
                     break
                 head.append(line)
             else:
-                self.head = check_published(json.loads(b"".join(head)), self.path)
-                self.head.pop(INDEX_KEY, None)  # the file's row index is not the data's (read_published)
-                self.head.pop("row_index", None)
-                return
+                data = check_published(json.loads(b"".join(head)), self.path)
+                data.pop(INDEX_KEY, None)  # the file's row index is not the data's (read_published)
+                data.pop("row_index", None)
+                return _View(data)
             offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
             if use_index:
-                if self._from_row_index(fh, head, offset - len(line)):
-                    return
+                view = self._from_row_index(fh, head, offset - len(line))
+                if view:  # (None, or False where a test refuses the file's index)
+                    return view
                 fh.seek(offset)  # (the index's reads moved the file: the scan starts at the first row)
             where: dict[str, list[tuple[int, int]]] = {}
             accounts: dict[str, dict] = {}
@@ -79,86 +113,85 @@ class _Snapshot:
                 text = row.decode("utf-8")
                 i = text.find(_USER)
                 if not (text.startswith("{") and text.endswith("}")) or i < 0:
-                    return  # not one row a line: not indexed
+                    return _View(None)  # not one row a line: not indexed
                 user, _ = decode(text, i + len(_USER))
                 if user == "":
                     r = json.loads(text)
                     if r.get("account") in accounts:  # one row an account, as sshare has: else not indexed
-                        return
+                        return _View(None)
                     accounts[r.get("account")] = r
                 else:
                     where.setdefault(user, []).append((start, len(raw)))
         text = b"".join(head).decode("utf-8").rstrip().removesuffix(",") + "\n}"
-        self.head = check_published(json.loads(text), self.path)
-        self.head.pop(INDEX_KEY, None)  # the row index's size: the file's, not the data's (read_published)
-        self.accounts, self.where, self.has_rows = accounts, where, True
-        self.order = {id(r): i for i, r in enumerate(accounts.values())}
+        data = check_published(json.loads(text), self.path)
+        data.pop(INDEX_KEY, None)  # the row index's size: the file's, not the data's (read_published)
+        return _View(data, True, accounts, where, None, {id(r): i for i, r in enumerate(accounts.values())})
 
-    def _from_row_index(self, fh, head: list[bytes], at: int) -> bool:
+    def _from_row_index(self, fh, head: list[bytes], at: int) -> _View | None:
         """The file's own row index (publish.published_text writes it after the rows) in place of
         the scan: the head parsed, the accounts' rows read through the index, and each request's
         rows found by bisection on it (rowindex.by_index, as read_published does). A snapshot at
         100,000 associations is then indexed without reading its 30 MB, and a worker holds no
-        offsets a user (issue #31 item 2). False when the file has no index or it does not fit
+        offsets a user (issue #31 item 2). None when the file has no index or it does not fit
         (the scan then runs, as before)."""
         try:
             data = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
             size = data.get(INDEX_KEY) if isinstance(data, dict) else None
             if type(size) is not int:
-                return False
+                return None
             accounts_rows = by_index(fh, at, size, set(), ancestors=False)
         except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):
-            return False
+            return None
         if accounts_rows is None:
-            return False
+            return None
         accounts: dict[str, dict] = {}
         for r in accounts_rows:
             if r.get("user") or r.get("account") in accounts:
-                return False
+                return None
             accounts[r.get("account")] = r
         data.pop(INDEX_KEY, None)
-        self.head = check_published(data, self.path)
-        self.accounts, self.has_rows = accounts, True
-        self.order = {id(r): i for i, r in enumerate(accounts.values())}
-        self.indexed = (at, size)
-        return True
+        return _View(check_published(data, self.path), True, accounts, {}, (at, size),
+                     {id(r): i for i, r in enumerate(accounts.values())})
 
     def rows(self, users: set[str] | frozenset[str]) -> list[dict] | None:
         """The users' rows and the accounts' on their paths up to the root (what a user's own
         `sshare` shows, and all a forecast reads of the accounts: forecast.classic.path_weights)."""
-        indexed = self.indexed
-        if indexed is not None:  # through the file's row index: the same rows in the same order
-            at, size = indexed
+        return self.rows_of(self.view, users)[0]
+
+    def rows_of(self, v: _View, users: set[str] | frozenset[str]) -> tuple[list[dict] | None, _View]:
+        """rows() on the view `v`, and the view the answer came from (a rebuild may make a new one)."""
+        if v.indexed is not None:  # through the file's row index: the same rows in the same order
+            at, size = v.indexed
             try:
-                with os.fdopen(os.dup(self.fd), "rb") as fh:
+                with self._reader() as fh:
                     got = by_index(fh, at, size, set(users), ancestors=True)
             except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):
                 got = None
             if got is not None:
                 mine = [r for r in got if r.get("user")]
-                return (sorted((self.accounts.get(r.get("account"), r) for r in got if not r.get("user")),
-                               key=lambda r: self.order.get(id(r), -1))
-                        + [r for u in users for r in mine if r.get("user") == u])
+                return (sorted((v.accounts.get(r.get("account"), r) for r in got if not r.get("user")),
+                               key=lambda r: v.order.get(id(r), -1))
+                        + [r for u in users for r in mine if r.get("user") == u]), v
             # a user the index does not have (unknown, or an entry damaged: rowindex.by_index): the
             # scan tells which, once for this snapshot, as read_published's fallback does
             with self._lock:
-                if self.indexed is not None:
-                    self.head, self.has_rows, self.indexed = None, False, None
-                    self._build(use_index=False)
-            if self.head is None:
-                return None  # not one row a line after all: the caller reads it as read_published does
+                if self.view.indexed is not None:
+                    self.view = self._build(use_index=False)
+                v = self.view
+            if v.head is None or v.indexed is not None:
+                return None, v  # not one row a line after all: the caller reads it as read_published does
         out, path = [], {}
         for u in users:
-            for start, length in self.where.get(u, ()):
+            for start, length in v.where.get(u, ()):
                 r = json.loads(os.pread(self.fd, length, start).decode("utf-8").strip().removesuffix(","))
                 if r.get("user") != u:
                     continue
                 out.append(r)
                 a = r.get("account")
-                while a in self.accounts and a not in path:
-                    path[a] = self.accounts[a]
+                while a in v.accounts and a not in path:
+                    path[a] = v.accounts[a]
                     a = path[a].get("parent")
-        return sorted(path.values(), key=lambda r: self.order[id(r)]) + out
+        return sorted(path.values(), key=lambda r: v.order[id(r)]) + out, v
 
 
 class PublishedIndex:
@@ -176,11 +209,12 @@ class PublishedIndex:
             return read_published(path, cluster)
         p = locate(path, cluster)
         snap = self._current(p)
-        rows = snap.rows(users) if snap.head is not None else None  # (None: the file is read as read_published does)
-        if snap.head is None or rows is None:
+        v = snap.view  # one view for the whole request (another's rebuild replaces it, never changes it)
+        rows, v = snap.rows_of(v, users) if v.head is not None else (None, v)  # (None: read as read_published does)
+        if v.head is None or rows is None:
             return read_published(p, cluster, users)
-        data = check_published(snap.head, p, cluster)
-        return ({**data, "associations": rows} if snap.has_rows else dict(data)), p
+        data = check_published(v.head, p, cluster)
+        return ({**data, "associations": rows} if v.has_rows else dict(data)), p
 
     def _current(self, p: Path) -> _Snapshot:
         try:
