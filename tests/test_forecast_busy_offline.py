@@ -332,3 +332,40 @@ def test_if_the_account_mates_stopped_the_users_own_running_job_goes_on():
     everyone = uf.forecast_data({**published, "running": None}, snap.shares, user="alice", now=T0 + now,
                                 target=target)["associations"][0]["idle_days_to_target"]
     assert everyone * 86400 < truth_s - 1200 / 2  # the model the line used before
+
+
+def test_the_page_builds_the_account_mates_stopped_projection_only_where_it_is_said(monkeypatch):
+    """said_only (the web page's, issue #31): "if your account's other users stopped" is built only
+    where the recovery does not come at the current load (where its answer is said), with the same
+    answer there; where F gets there, it is not built and every statement is the full forecast's."""
+    from fscontrol.forecast import loaded
+
+    published, snap = _shared_busy()
+    now = snap.taken_at
+    built = []
+    real = loaded.build
+    monkeypatch.setattr(loaded, "build", lambda *a, **k: built.append(k.get("others_stopped", False)) or real(*a, **k))
+    f_now = uf.forecast_data(published, snap.shares, user="alice", now=now)["associations"][0]["fairshare"]
+    cases = [("alice", round(min(0.95, f_now + 0.5 * (1 - f_now)), 2), "idle:30m"),  # not at the current load
+             ("alice", round(f_now - 0.02, 4), None),  # already there
+             ("bob", 0.5, None), ("bob", 0.5, "idle:30m")]
+    saids = set()
+    for user, target, plan in cases:
+        kw = dict(user=user, now=now, target=target, plan=parse_plan(plan) if plan else ())
+        built.clear()
+        full = uf.forecast_data(published, snap.shares, **kw)
+        assert built.count(True) == 1
+        built.clear()
+        page = uf.forecast_data(published, snap.shares, said_only=True, **kw)
+        a, b = full["associations"][0], page["associations"][0]
+        said = a["idle_days_to_target"] is None
+        saids.add(said)
+        assert built.count(True) == (1 if said else 0), (user, target, plan)
+        assert a["idle_to_target_text"] == b["idle_to_target_text"]
+        if said:
+            assert "if your account's other users stopped: in" in b["idle_to_target_text"] and page == full
+        else:
+            assert b["recovery"]["if_others_stopped_days"] is None
+            b["recovery"]["if_others_stopped_days"] = a["recovery"]["if_others_stopped_days"]
+            assert page == full  # nothing else differs
+    assert saids == {True, False}  # both cases met

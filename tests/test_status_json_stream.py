@@ -41,3 +41,39 @@ def test_columns_of_scalars_alone_take_the_one_call_path_and_keep_the_text(n):
     rows = {"table": StatusTable(columns).rows()}
     assert "".join(rtable.json_chunks(data)) == json.dumps(rows, indent=2)
     assert rtable._encoded(columns["mixed"]) == [json.dumps(v) for v in columns["mixed"]]
+
+
+def _dumps_each(values) -> list[str]:
+    return [json.dumps(v) for v in values]
+
+
+@pytest.mark.parametrize("values", [
+    [1.07525725529833e-05, 2.5e-06] * 700,  # NormShares: one value for all the users of an account
+    [0.0] * 1000 + [0.1, 0.2],  # zeros alone: no -0.0 among them
+    [0.0, -0.0] * 600,  # -0.0 equals 0.0: encoded whole, each its own text
+    [-0.0] * 1000 + [1.5],
+    [math.inf, -math.inf, 1e16, 1e-7, 123456789.0, 5e-324, 1.7976931348623157e308] * 200,
+    [float("nan") for _ in range(600)] + [math.nan] * 600,  # NaNs: distinct objects, never equal
+    [i / 7 for i in range(1200)],  # all distinct: encoded whole
+    [(i % 300) / 7 for i in range(1200)],  # a quarter distinct: encoded whole (the rows repeat only after 300)
+])
+def test_a_column_of_floats_keeps_json_dumps_text(values):
+    """A column of floats whose first rows repeat a few values has each distinct value encoded once
+    (issue #31): the same text as json.dumps of each value, -0.0 and NaN included."""
+    assert rtable._encoded(values) == _dumps_each(values)
+    assert rtable._few_floats(values) == _dumps_each(values)
+    data = {"table": StatusTable({"f": values})}
+    assert "".join(rtable.json_chunks(data)) == json.dumps({"table": StatusTable({"f": values}).rows()}, indent=2)
+
+
+def test_a_column_of_few_floats_takes_the_distinct_path(monkeypatch):
+    """The NormShares-like column (a few values repeated) goes through _few_floats; one of distinct
+    values, or a mixed one, does not."""
+    seen = []
+    real = rtable._few_floats
+    monkeypatch.setattr(rtable, "_few_floats", lambda v: seen.append(len(v)) or real(v))
+    few = [0.25, 0.5, 0.75] * 400
+    assert rtable._encoded(few) == _dumps_each(few) and seen == [1200]
+    assert rtable._encoded([i / 3 for i in range(1200)]) == _dumps_each([i / 3 for i in range(1200)]) and seen == [1200]
+    mixed = [0.25, None] * 600
+    assert rtable._encoded(mixed) == _dumps_each(mixed) and seen == [1200]

@@ -35,6 +35,7 @@ class ForecastRequest:
     plot: Path | None = None
     now: float | None = None
     reader: object = None  # read_published's stand-in (same arguments), e.g. the web's per-snapshot index
+    said_only: bool = False  # the web page's: build only the projections whose answers are said (service.forecast_data)
 
 
 def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
@@ -196,6 +197,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         horizon_s=horizon_s,
         pending=pending,
         rows_from="published" if args.source == "published" else "sshare",
+        said_only=args.said_only,
     )
     _add_limits(data, data_pub, args.account)
     if args.plot is not None:

@@ -241,8 +241,13 @@ def forecast_data(
     points: int = POINTS,
     pending: dict[str, int] | None = None,
     rows_from: str = "sshare",
+    said_only: bool = False,
 ) -> dict[str, Any]:
     """Everything `fscontrol forecast` shows, as plain data.
+
+    `said_only` (the web page's): the "if your account's other users stopped" projection is built
+    only where its answer is said (forecast.loaded.apply); recovery.if_others_stopped_days is None
+    elsewhere.
 
     `rows_from`: where `rows` came from ("sshare", or "published": the published file's rows),
     for the message when the user has none.
@@ -294,7 +299,7 @@ def forecast_data(
     for r in mine:
         a = _one(r, d, lam, total, plan, plan_end, target, horizon_s, points, held)
         _at_current_load(a, r, rows, published, plan, plan_end, d, total, target, horizon_s, points,
-                         (pending or {}).get(r.account))
+                         (pending or {}).get(r.account), said_only)
         assocs.append(a)
     return {
         "user": user,
@@ -322,10 +327,11 @@ def forecast_data(
 
 def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, plan: list, plan_end: float,
                      d: float, total: float, target: float, horizon_s: float | None, points: int,
-                     pending_job: int | None = None) -> None:
+                     pending_job: int | None = None, said_only: bool = False) -> None:
     """Every statement from one projection at the cluster's current load (forecast.loaded): the
     running jobs go on, the account-mates keep submitting. Where it cannot be built (no running
-    jobs published, the account rows hidden) the everyone-stopped model stands, and says so."""
+    jobs published, the account rows hidden) the everyone-stopped model stands, and says so.
+    `said_only`: forecast_data's."""
     from fscontrol.forecast import loaded
 
     if a["halving_core_hours"] is None:
@@ -344,9 +350,11 @@ def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: 
         return
     planned = loaded.build(r, rows, published, plan, d, total, pending_job) if plan else None
     # "if your account's other users stopped": they stop, the user's own running jobs go on
-    stopped = loaded.build(r, rows, published, (), d, total, pending_job, others_stopped=True)
-    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points,
-                 None if isinstance(stopped, str) else stopped)
+    def stopped() -> loaded.Loaded | None:
+        got = loaded.build(r, rows, published, (), d, total, pending_job, others_stopped=True)
+        return None if isinstance(got, str) else got
+
+    loaded.apply(a, idle, planned, plan_end, target, half_life, horizon_s, points, stopped if said_only else stopped())
 
 
 PENDING_ARGS = ("-h", "-t", "PD", "-o", "%i|%a|%r")  # squeue -u USER + these: parse_own_pending reads it

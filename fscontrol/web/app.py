@@ -115,11 +115,12 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
                 data = forecast({**base, "plan": plan, "target": target}, asker)
                 body = json.dumps({"forecast": data, "html": userpage.render_plan(data)}, allow_nan=False)
                 return reply("200 OK", body, "application/json", extra)
-            data = forecast(base, asker)
+            # the page: only the projections whose answers it says (the API's JSON has them all)
+            data = forecast({**base, "said_only": True}, asker)
             plan_data = None
             if data.get("priority_mode") != "fair_tree" and plan is not None:
                 try:
-                    plan_data = forecast({**base, "plan": plan, "target": target}, asker)
+                    plan_data = forecast({**base, "plan": plan, "target": target, "said_only": True}, asker)
                 except FscontrolError as e:
                     plan_error = str(e)
             api = (environ.get("SCRIPT_NAME") or "").rstrip("/") + "/api/forecast"
