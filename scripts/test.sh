@@ -37,15 +37,18 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   base=${FSCONTROL_TESTBED_DIR:-/tmp/fscontrol-testbed}
   # Slurm 24.11 (short): the readers on its output (collect), classic F against sprio at d=1 and at a
   # runtime d, Fair Tree against sprio, why, the limits read (how much can I still run), and the two files
-  # shown on 24.11 by their authors (persist without a restart, the doctor; the doctor runs on 26.05 too)
+  # shown on 24.11 by their authors (persist without a restart, the doctor; the doctor runs on 26.05 too),
+  # and GPUs: MAX_TRES_GRES read as MAX_TRES, Fair Tree under GPU weights (~2 min; the 4-min billing and
+  # UsageFactor test of the same file runs on 22.05 and 26.05)
   list_2411=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
              tests/test_integration_why.py tests/test_integration_persist.py tests/test_integration_doctor.py
-             tests/test_integration_limits.py)
+             tests/test_integration_limits.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models
+             tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing)
   # Slurm 26.05 (long): every testbed test that does not need a long classic control experiment
   # (collection, classic F and Fair Tree against sprio, the Fair Tree forecast, forecast -j and a
   # PrivateData user's classic forecast, the fit,
   # the gate, why, the agent and its fault matrix, control off, privacy, the site install as a user,
-  # the doctor)
+  # the doctor, GPUs: TRES billing, MAX_TRES_GRES and Fair Tree under GPU weights, ~6 min in group c)
   # and the short control experiments (halving, padding, trim); the control holds (21 min) and the
   # classic forecast's hybrid hold (17 min) run on 22.05 only
   list_2605=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
@@ -55,7 +58,7 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
              tests/test_integration_agent.py tests/test_integration_faults.py tests/test_integration_off.py
              tests/test_integration_privacy.py tests/test_integration_halving.py tests/test_integration_padding_full.py
              tests/test_integration_trim.py tests/test_integration_limits.py
-             tests/test_integration_doctor.py)
+             tests/test_integration_doctor.py tests/test_integration_tres.py)
   # one after the other, beside the 22.05 suite: two cores serve three Slurms better in turn than at once
   (
     t0=$SECONDS

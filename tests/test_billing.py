@@ -72,3 +72,20 @@ def test_a_usage_reset_period_is_a_forecast_warning():
     assert service.usage_reset_warning("NONE") is None and service.usage_reset_warning(None) is None
     w = service.usage_reset_warning("MONTHLY")
     assert w and "PriorityUsageResetPeriod=MONTHLY" in w and "\n" not in w
+
+
+def test_max_tres_gres_before_25_05_is_max_tres():
+    """Slurm before 25.05 reads PriorityFlags by substring: MAX_TRES_GRES there is MAX_TRES (read_config.c;
+    the 24.11 testbed prints MAX_TRES and bills 16 for this job, 26.05 bills 22: test_integration_tres.py)."""
+    w = b.parse_weights("CPU=1.0,Node=6.0,GRES/gpu=8.0")
+    job = b.parse_tres("billing=22,cpu=4,gres/gpu=2,node=1")
+    assert b.billing(job, w) == 26.0  # 4 + 6 + 16
+    assert b.billing(job, w, "MAX_TRES") == 16.0  # max(4, 6, 16)
+    assert b.billing(job, w, "NO_FAIR_TREE,MAX_TRES_GRES") == 22.0  # 16 + max(4, 6)
+    assert b.billing(job, w, "NO_FAIR_TREE,MAX_TRES_GRES", release="26.05") == 22.0
+    assert b.billing(job, w, "NO_FAIR_TREE,MAX_TRES_GRES", release="25.05.0") == 22.0
+    for old in ("24.11", "22.05.8"):
+        assert b.billing(job, w, "NO_FAIR_TREE,MAX_TRES_GRES", release=old) == 16.0
+    assert [b.has_max_tres_gres(r) for r in ("22.05", "24.11", "25.05", "26.05")] == [False, False, True, True]
+    with pytest.raises(ConfigError):
+        b.has_max_tres_gres("latest")

@@ -1,7 +1,7 @@
 """Against the real testbed: GPUs and TRES billing through the agent (issue #33).
 
-The testbed's node has 4 GPUs (scripts/testbed.sh TB_GPUS: GresTypes=gpu, gres.conf File= links
-to /dev/null, as Slurm 22.05 drops a file-less GPU). Here the `normal` partition bills
+The testbed's node has 4 GPUs on 22.05, 24.11 and 26.05 (scripts/testbed.sh TB_GPUS: GresTypes=gpu,
+gres.conf File= links to /dev/null, as each of their slurmds drops a file-less GPU). Here the `normal` partition bills
 TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 under PriorityFlags=NO_FAIR_TREE,MAX_TRES, a QOS bills
 UsageFactor 2, and the padding partition keeps CPU=1.0 (testbed.sh, docs/deploy.md). Then:
 
@@ -11,7 +11,9 @@ UsageFactor 2, and the padding partition keeps CPU=1.0 (testbed.sh, docs/deploy.
 - the padding job, submitted as the agent submits it, bills 1 (pipeline.running_billings reads 1.0);
 - status's F equals sprio's to 5e-6 for every (user, account) with a probe.
 The testbed is put back (slurm.conf's PriorityFlags, which reconfigure clears the partition's
-weights with; the QOS removed) whatever happens. In group testbed-c; about 3 minutes."""
+weights with; the QOS removed) whatever happens. Then PriorityFlags=MAX_TRES_GRES (26.05; read as
+MAX_TRES by 22.05 and 24.11) and Fair Tree under GPU billing weights (docs/billing.md). In group
+testbed-c; on 22.05, 24.11 and 26.05 (scripts/test.sh's lists)."""
 
 from __future__ import annotations
 
@@ -126,3 +128,103 @@ def test_gpu_billing_usage_factor_padding_and_f_match_slurm(slurm, tmp_path):
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=bob", "set", f"qos-={QOS}", check=False)
         slurm.run("sacctmgr", "-i", "delete", "qos", QOS, check=False)
     assert "TRESBillingWeights=" not in slurm.scontrol("show", "partition", "normal").replace("TRESBillingWeights=(null)", "")
+
+
+GRES_WEIGHTS = "CPU=1.0,Node=6.0,GRES/gpu=8.0"  # Node: a third node TRES, so sum, MAX_TRES and MAX_TRES_GRES differ
+
+
+def _show_flags(slurm) -> str:
+    line = next(ln for ln in slurm.scontrol("show", "config").splitlines() if ln.startswith("PriorityFlags"))
+    return line.split("=", 1)[1].strip()
+
+
+def test_max_tres_gres_billing_is_models(slurm):
+    """PriorityFlags=MAX_TRES_GRES (Slurm 25.05+): billing = the GRES summed + the MAX of the other node TRES.
+    Alice's 4 CPUs + 2 GPUs on 1 node under CPU=1.0,Node=6.0,GRES/gpu=8.0 bill 2 x 8 + max(4, 6) = 22 on 26.05
+    (sum: 26, MAX_TRES: 16); bob's 8 CPUs bill max(8, 6) = 8. 22.05 and 24.11 have no such flag and find
+    MAX_TRES inside its name (read_config.c, xstrcasestr): `scontrol show config` prints MAX_TRES and the
+    GPU job bills 16. model.billing gives sacct's billing from the flags slurmctld shows, and from the
+    slurm.conf text with the release."""
+    from testbed import SLURM_VERSION
+
+    slurm.cancel_all()
+    weights = billing.parse_weights(GRES_WEIGHTS)
+    flags = "NO_FAIR_TREE,MAX_TRES_GRES"
+    has = billing.has_max_tres_gres(SLURM_VERSION)
+    try:
+        assert "gres/gpu=4" in slurm.scontrol("show", "node"), "the testbed's node has no GPUs (TB_GPUS; TB_REGEN=1)"
+        slurm.set_conf(PriorityFlags=flags)
+        for _ in range(60):  # (24.11+: the reconfigure restarts slurmctld)
+            if slurm.controller_up():
+                break
+            time.sleep(1)
+        shown = _show_flags(slurm)
+        assert shown == (flags if has else "NO_FAIR_TREE,MAX_TRES"), (SLURM_VERSION, shown)
+        slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={GRES_WEIGHTS}")
+        gpu = slurm.submit("alice", "physics", 4, RUN_S, gres="gpu:2")
+        cpu = slurm.submit("bob", "physics", 8, RUN_S)
+        _wait_running(slurm, [gpu, cpu])
+        tres = _sacct_tres(slurm, [gpu, cpu])
+        got = {j: parse._billing(t) for j, t in tres.items()}
+        assert got == {gpu: 22 if has else 16, cpu: 8}, (SLURM_VERSION, tres)  # by hand, above
+        for j, t in tres.items():
+            job = billing.parse_tres(t)
+            assert int(billing.billing(job, weights, shown)) == got[j], (t, shown)
+            assert int(billing.billing(job, weights, flags, release=SLURM_VERSION)) == got[j], (t, flags)
+        print(f"tres: Slurm {SLURM_VERSION} PriorityFlags={flags} shows {shown}; billing {got} "
+              f"(GPU job: sum 26, MAX_TRES 16, MAX_TRES_GRES 22)")
+    finally:
+        slurm.cancel_all()
+        slurm.set_conf(PriorityFlags="NO_FAIR_TREE")
+        for _ in range(60):
+            if slurm.controller_up():
+                break
+            time.sleep(1)
+
+
+def test_fair_tree_f_matches_sprio_under_gpu_billing(slurm, tmp_path):
+    """Fair Tree (PriorityFlags without NO_FAIR_TREE) and the `normal` partition billing
+    CPU=1.0,GRES/gpu=8.0 (summed): alice@physics runs 4 CPUs + 2 GPUs (billing 20), bob@physics 10 CPUs
+    (billing 10). By CPUs alice would rank above bob; by billing she ranks below, as sprio shows. status's
+    F equals sprio's to 5e-6 for every probed (user, account). slurmctld is restarted after the switch
+    back, so the tests after this one see classic NormShares again (as test_integration_fairtree.py)."""
+    slurm.cancel_all()
+    slurm.reset_usage()
+    db = store.open_db(tmp_path / "h.db")
+    try:
+        slurm.set_priority_flags("")
+        for _ in range(60):
+            if slurm.controller_up():
+                break
+            time.sleep(1)
+        slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={WEIGHTS}")
+        gpu = slurm.submit("alice", "physics", 4, 1500, gres="gpu:2")  # none ends mid-test
+        cpu = slurm.submit("bob", "physics", 10, 1500)
+        _wait_running(slurm, [gpu, cpu])
+        tres = _sacct_tres(slurm, [gpu, cpu])
+        assert {j: parse._billing(t) for j, t in tres.items()} == {gpu: 20, cpu: 10}, tres  # 4 + 2 x 8; 10
+        keys = [("physics", "alice"), ("physics", "bob"), ("flat", "alice"), ("flat", "bob"), ("flat", "carol"),
+                ("flat", "dave"), ("chem", "carol")]
+        for account, user in keys:
+            slurm.probe(user, account)
+        slurm.wait_for_pass()
+        slurm.wait_for_pass()
+        snap = slurm.stable_snapshot(db)
+        assert snap.config.mode == "fair_tree", snap.config.priority_flags
+        shares = {r.key: r for r in snap.shares}
+        ua, ub = shares[("physics", "alice")].raw_usage, shares[("physics", "bob")].raw_usage
+        assert ua / ub == pytest.approx(20 / 10, rel=0.1), (ua, ub)  # billing, not CPUs (4 : 10)
+        shown = {(r["account"], r["user"]): r["fairshare"] for r in rstatus.status_data(snap)["table"]}
+        assert set(snap.prio_fairshare) >= set(keys), snap.prio_fairshare
+        diffs = {k: abs(shown[k] - f) for k, f in snap.prio_fairshare.items()}
+        worst = max(diffs.values())
+        assert worst <= TOL, sorted(diffs.items(), key=lambda kv: -kv[1])[:3]
+        assert snap.prio_fairshare[("physics", "alice")] < snap.prio_fairshare[("physics", "bob")]
+        print(f"tres: Fair Tree under {WEIGHTS}: RawUsage alice/bob {ua / ub:.4f} (20/10); "
+              f"max |F - sprio| status {worst:.1e} over {len(diffs)} probes; "
+              f"F alice@physics {snap.prio_fairshare[('physics', 'alice')]:.6f} < bob@physics "
+              f"{snap.prio_fairshare[('physics', 'bob')]:.6f}")
+    finally:
+        slurm.cancel_all()
+        slurm.set_priority_flags("NO_FAIR_TREE", restart=True)
+    assert "PriorityFlags=NO_FAIR_TREE" in slurm.conf.read_text()

@@ -13,6 +13,11 @@ formula (src/common/assoc_mgr.c `assoc_mgr_tres_weighted`, docs tres.html "TRESB
   - PriorityFlags=MAX_TRES_GRES (25.05 and later): the SUM of the GRES + the MAX of the other node
     TRES + the SUM of the global ones.
 - The `billing=` slurmctld shows in AllocTRES is that number truncated to an integer.
+
+Before 25.05 slurmctld finds its flags in PriorityFlags by substring (read_config.c `xstrcasestr`),
+so `MAX_TRES_GRES` in the slurm.conf of a 22.05 or 24.11 is read as MAX_TRES (and `scontrol show
+config` prints MAX_TRES): `billing(..., release="24.11")` does the same (seen on the testbed,
+tests/test_integration_tres.py). Flags read from `scontrol show config` are already slurmctld's.
 """
 
 from __future__ import annotations
@@ -77,13 +82,29 @@ def _kind(tres: str) -> str:
     return "gres" if tres.startswith("gres/") else "global"
 
 
-def billing(tres: Mapping[str, float], weights: Mapping[str, float], flags: str = "") -> float:
+MAX_TRES_GRES_SINCE = (25, 5)  # CHANGELOG/slurm-25.05.md: "Add new MAX_TRES_GRES PriorityFlags option"
+
+
+def has_max_tres_gres(release: str) -> bool:
+    """Does this Slurm release ("24.11", "26.05.5") know PriorityFlags=MAX_TRES_GRES?"""
+    try:
+        major, minor = (int(x) for x in release.split(".")[:2])
+    except ValueError:
+        raise ConfigError(f"Slurm release {release!r}: expected MAJOR.MINOR, e.g. 26.05") from None
+    return (major, minor) >= MAX_TRES_GRES_SINCE
+
+
+def billing(tres: Mapping[str, float], weights: Mapping[str, float], flags: str = "",
+            release: str | None = None) -> float:
     """The billable TRES of a job with these TRES counts (`tres`: {cpu: 8, mem: MB, gres/gpu: 2, ...})
     in a partition with these weights (parse_weights), under PriorityFlags `flags` (a comma list).
-    Unrounded, as slurmctld charges RawUsage; AllocTRES shows int() of it."""
+    `release` (the Slurm release, "24.11"): where it predates MAX_TRES_GRES, that flag is read as
+    MAX_TRES, as its slurmctld does. Unrounded, as slurmctld charges RawUsage; AllocTRES shows int() of it."""
     if not weights:
         return float(tres.get("cpu", 0.0))
     fl = {f.strip().upper() for f in flags.split(",") if f.strip()}
+    if release is not None and "MAX_TRES_GRES" in fl and not has_max_tres_gres(release):
+        fl = (fl - {"MAX_TRES_GRES"}) | {"MAX_TRES"}
     max_gres = "MAX_TRES_GRES" in fl
     max_tres = "MAX_TRES" in fl or max_gres
     node = summed = 0.0
