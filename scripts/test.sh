@@ -48,7 +48,9 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # (collection, classic F and Fair Tree against sprio, the Fair Tree forecast, forecast -j and a
   # PrivateData user's classic forecast, the fit,
   # the gate, why, the agent and its fault matrix, control off, privacy, the site install as a user,
-  # the doctor, GPUs: TRES billing, MAX_TRES_GRES and Fair Tree under GPU weights, ~6 min in group c)
+  # the doctor, GPUs: MAX_TRES_GRES (billed as 26.05 alone does) and Fair Tree under GPU weights, ~2 min
+  # in group c; the 4-min billing and UsageFactor test runs on 22.05, where the formula is the same but
+  # for MAX_TRES_GRES)
   # and the short control experiments (halving, padding, trim); the control holds (21 min) and the
   # classic forecast's hybrid hold (17 min) run on 22.05 only
   list_2605=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
@@ -58,7 +60,8 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
              tests/test_integration_agent.py tests/test_integration_faults.py tests/test_integration_off.py
              tests/test_integration_privacy.py tests/test_integration_halving.py tests/test_integration_padding_full.py
              tests/test_integration_trim.py tests/test_integration_limits.py
-             tests/test_integration_doctor.py tests/test_integration_tres.py)
+             tests/test_integration_doctor.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models
+             tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing)
   # one after the other, beside the 22.05 suite: two cores serve three Slurms better in turn than at once
   (
     t0=$SECONDS
