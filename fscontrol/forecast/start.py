@@ -38,7 +38,7 @@ from fscontrol.slurm.parse import parse_duration, parse_time
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
 SQUEUE_START_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%u|%a|%P|%T|%C|%l|%S|%Q|%r|%V")
-SACCT_FRACTION_ARGS = ("sacct", "-a", "-X", "-n", "-P", "-S", "now-14days", "-s", "CD,TO,F,CA",
+SACCT_FRACTION_ARGS = ("sacct", "-a", "-X", "-n", "-P", "-S", "now-14days", "-E", "now", "-s", "CD,TO,F",
                        "-o", "User,ElapsedRaw,TimelimitRaw")
 SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
 HORIZON_S = 7 * 86400.0
