@@ -95,3 +95,12 @@ def test_the_why_line():
     assert st.why_line(e, NOW) == ("estimated start: in 2 min (in 1 min .. in 10 min; fscontrol start explains "
                                    "the model); squeue --start: -")
     assert "none (waits for Dependency" in st.why_line({"start": None, "reason": "waits for Dependency"}, NOW)
+
+
+@pytest.mark.parametrize("args", [["-j", "12x"], ["-j", ","], ["-u", ","]])
+def test_bad_input_is_one_line_and_exit_2(args, capsys):
+    from fscontrol.cli.main import exit_code
+
+    assert exit_code(["start", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fscontrol: error:")
