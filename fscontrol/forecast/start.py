@@ -193,8 +193,11 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                         elig.append(i)
                         if len(elig) >= sc.bf_max_job_test:
                             break
-                run = sorted((max(e, t), k) for k, e in live.items())
-                for i in backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=smallest):
+                small = min((size[i] for i in elig), default=free + 1)
+                # a cycle's reservations are dropped at its end: one that can start nothing is skipped
+                run = sorted((max(e, t), k) for k, e in live.items()) if free >= small else []
+                for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small)
+                          if free >= small else ()):
                     start(i, t)
                     got += 1
             changed = False
