@@ -210,6 +210,41 @@ def why(
     typer.echo(json.dumps(data, indent=2) if json_out else whymod.format_all(data))
 
 
+@app.command("start")
+def start_cmd(
+    user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only these users' jobs (comma-separated), as squeue -u.")] = None,
+    jobs: Annotated[Optional[str], typer.Option("--jobs", "-j", help="Only these pending jobs (comma-separated ids), as squeue -j.")] = None,
+    cluster: ClusterOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """When will my job start? Every pending job's estimated start (your own first), played
+    forward from the live queue through Slurm's scheduler model (main scheduler and backfill, as
+    SchedulerParameters set them): running and pending jobs run each user's typical fraction of
+    their time limit (sacct, 14 days; the limit when unknown), the range reaches to limits as run
+    times, priorities are held as now; squeue --start's answer beside it. A job that waits for
+    something else (held, dependency, a limit) gets that reason instead. Under PrivateData=jobs
+    only the jobs squeue shows you are used (docs/start.md). Exit codes: 0 ok; 2 a bad -u/-j;
+    3 a Slurm command failed; 6 a -j job is not pending."""
+    import getpass
+    import time
+
+    from fscontrol.forecast import start as startmod
+    from fscontrol.forecast.why import is_job_id
+
+    try:
+        ids = None if jobs is None else {x.strip() for x in jobs.split(",") if x.strip()}
+        if ids is not None and (not ids or not all(is_job_id(x) for x in ids)):
+            raise ConfigError(f"-j {jobs!r}: not a comma-separated list of job ids")
+        users = None if user is None else {x.strip() for x in user.split(",") if x.strip()}
+        if users is not None and not users:
+            raise ConfigError("-u: no user named")
+        data = startmod.read_live(_source("live", cluster), now=time.time(), users=users, job_ids=ids,
+                                  me=getpass.getuser())
+    except FscontrolError as e:
+        raise _fail(e) from None
+    typer.echo(json.dumps(data, indent=2) if json_out else startmod.render(data))
+
+
 @app.command()
 def history(
     db: DbOpt = None,

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fscontrol.errors import NotFoundError, ParseError
+from fscontrol.errors import FscontrolError, NotFoundError, ParseError
 from fscontrol.slurm.assocmgr import MAX_LEVELS as _MAX_LEVELS
 from fscontrol.slurm.assocmgr import assoc_mgr_args, limit_field, limit_values, parse_assoc_mgr  # noqa: F401 (why.*)
 
@@ -309,6 +309,10 @@ def format_all(d: Mapping) -> str:
         out += ["the priority, term by term (sprio):", *body]
     elif d.get("hold"):
         out.append("(sprio lists no held job: its priority returns when the hold is lifted)")
+    if d.get("start_estimate"):
+        from fscontrol.forecast.start import why_line
+
+        out.append(why_line(d["start_estimate"], d["now"]))
     return "\n".join(out)
 
 
@@ -387,6 +391,13 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                     jobs_private=bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
     if limits is not None:
         d["limit_values"] = limits
+    from fscontrol.forecast import start as startmod
+
+    try:  # when it may start (fscontrol start): the estimate, or why there is none
+        est = startmod.read_live(source, now=d["now"], job_ids={job_id})
+        d["start_estimate"] = est["jobs"][0] if est["jobs"] else None
+    except (FscontrolError, IndexError) as e:
+        d["start_estimate"] = {"start": None, "reason": f"no estimate: {e}"}
     return d
 
 

@@ -1,0 +1,91 @@
+"""Against the real testbed: `fscontrol start` (and why's estimate line) for real pending jobs
+(issue #32 item 4). A 128-CPU job fills the node; two 64-CPU jobs wait behind it. Their
+estimate with limits as run times is the running job's start + its limit, within the scheduler's
+cycle; the estimate's range holds the real start slurmctld then gives them; a held job gets its
+reason; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fscontrol.slurm.parse import parse_time
+
+pytestmark = pytest.mark.slurm
+
+ROOT = Path(__file__).resolve().parents[1]
+FSCONTROL = [sys.executable, "-m", "fscontrol.cli.main"]
+
+
+def _cli(slurm, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*FSCONTROL, *args], capture_output=True, text=True, timeout=120, env=slurm.env, cwd=ROOT)
+
+
+def _start_of(slurm, job_id: str) -> float | None:
+    s = slurm.run("squeue", "-h", "-j", job_id, "-o", "%T|%S").strip()
+    state, _, start = s.partition("|")
+    return parse_time(start) if state in ("RUNNING", "COMPLETING") else None
+
+
+def test_start_estimates_real_pending_jobs(slurm):
+    slurm.cancel_all()
+    big = slurm.submit("alice", "flat", 128, 40)  # limit 40 // 60 + 2 = 2 min
+    for _ in range(100):
+        s0 = _start_of(slurm, big)
+        if s0 is not None:
+            break
+        time.sleep(0.3)
+    assert s0 is not None, "the 128-CPU job did not start"
+    a = slurm.submit("bob", "flat", 64, 20)
+    b = slurm.submit("carol", "chem", 64, 20)
+    held = slurm.submit("dave", "flat", 8, 20, begin="now+7200")
+    time.sleep(2)
+    p = _cli(slurm, "start", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    ests = {e["job_id"]: e for e in d["jobs"]}
+    assert {a, b, held} <= ests.keys()
+    limit_end = s0 + 120
+    for j in (a, b):
+        e = ests[j]
+        assert e["start"] is not None, e
+        # limits as run times: the big job's end at its limit, within a backfill interval (30 s)
+        assert abs(e["late"] - limit_end) <= 31, (e, limit_end)
+        assert e["early"] <= e["start"] <= e["late"]
+        assert d["now"] - 1 <= e["early"]
+    # a begin time two hours ahead: estimated at it (nothing else holds the node by then)
+    assert ests[held]["start"] is not None and ests[held]["start"] >= d["now"] + 7100
+    assert "limits as run times" in d["model"]
+    # why says the same estimate
+    w = _cli(slurm, "why", a)
+    assert w.returncode == 0, w.stderr
+    assert "estimated start: in" in w.stdout and "squeue --start" in w.stdout
+    # -u / -j pick the jobs; bad input: one line, exit 2 or 6
+    pj = _cli(slurm, "start", "-j", b, "--json")
+    assert pj.returncode == 0 and [e["job_id"] for e in json.loads(pj.stdout)["jobs"]] == [b]
+    pu = _cli(slurm, "start", "-u", "bob", "--json")
+    assert [e["job_id"] for e in json.loads(pu.stdout)["jobs"]] == [a]
+    for bad, code in ((("-j", "12x"), 2), (("-j", big), 6)):
+        r = _cli(slurm, "start", *bad)
+        assert r.returncode == code and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r
+    # the real starts fall in the estimated range (within the scheduler's cycle)
+    real = {}
+    deadline = time.time() + 200
+    while time.time() < deadline and len(real) < 2:
+        for j in (a, b):
+            if j not in real:
+                t = _start_of(slurm, j)
+                if t is None and not slurm.run("squeue", "-h", "-j", j, "-o", "%T").strip():
+                    t = parse_time(slurm.run("sacct", "-X", "-n", "-P", "-j", j, "-o", "Start").strip())
+                if t is not None:
+                    real[j] = t
+        time.sleep(1)
+    assert len(real) == 2, real
+    for j in (a, b):
+        assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
+    slurm.cancel_all()

@@ -1,0 +1,106 @@
+"""fscontrol.forecast.start's pure parts: the queue played through Slurm's scheduler model
+(issue #32 item 4). Each case's expected start is worked out by hand in its comment."""
+
+from __future__ import annotations
+
+import pytest
+
+from fscontrol.errors import ParseError
+from fscontrol.forecast import start as st
+from fscontrol.sim.slurmsched import SlurmSched
+
+NOW = 1_000_000.0
+SC = SlurmSched(node_cpus=128)
+
+
+def job(i, user, state, cpus, limit, start=None, prio=0.0, reason="Priority"):
+    return st.QJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, NOW - 100)
+
+
+def by_id(ests):
+    return {e.job_id: e for e in ests}
+
+
+def test_a_job_behind_a_running_job_starts_at_its_limit():
+    # 128 CPUs busy until NOW + 500 (started 100 s ago, 600 s limit): both 64-CPU jobs start then
+    jobs = [job(1, "alice", "RUNNING", 128, 600, NOW - 100), job(2, "bob", "PENDING", 64, 300, prio=100, reason="Resources"),
+            job(3, "carol", "PENDING", 64, 300, prio=50)]
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC))
+    assert e["2"].start == e["3"].start == NOW + 500
+    assert e["2"].early == e["2"].late == NOW + 500
+
+
+def test_the_typical_fraction_moves_the_estimate_and_the_limit_bounds_the_range():
+    # alice's jobs run half their limit: hers ends at NOW - 100 + 300 = NOW + 200; limits: NOW + 500
+    jobs = [job(1, "alice", "RUNNING", 128, 600, NOW - 100), job(2, "bob", "PENDING", 64, 300, prio=100)]
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, fractions={"alice": 0.5}))["2"]
+    assert (e.start, e.early, e.late) == (NOW + 200, NOW + 200, NOW + 500)
+
+
+def test_the_main_scheduler_stops_at_the_first_job_that_does_not_fit_and_backfill_fills_behind():
+    # 64 CPUs free. The head (100 CPUs) waits for the running job (end NOW + 1000); the 32-CPU job
+    # behind it is not started by the main scheduler (it stops at the head) but by the first
+    # backfill cycle (NOW + bf_interval / 2: the phase is unknown), as it ends (300 s) before
+    # the head's reservation; the 64-CPU, 2000 s job would run past it and waits for the head's end.
+    jobs = [job(1, "alice", "RUNNING", 64, 1000, NOW), job(2, "bob", "PENDING", 100, 600, prio=100, reason="Resources"),
+            job(3, "carol", "PENDING", 32, 300, prio=50), job(4, "dave", "PENDING", 64, 2000, prio=10)]
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC))
+    assert e["2"].start == NOW + 1000
+    assert e["3"].start == NOW + SC.bf_interval_s / 2
+    assert e["4"].start == NOW + 1000 + 600  # after the head ends (100 + 64 > 128 alongside it)
+
+
+def test_jobs_that_wait_for_something_else_get_their_reason_not_a_time():
+    jobs = [job(1, "alice", "PENDING", 8, 300, reason="JobHeldUser"), job(2, "bob", "PENDING", 8, None),
+            job(3, "carol", "PENDING", 500, 300), job(4, "dave", "PENDING", 8, 300, reason="Dependency")]
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC))
+    assert e["1"].start is None and "JobHeldUser" in e["1"].reason
+    assert e["2"].start is None and "no time limit" in e["2"].reason
+    assert e["3"].start is None and "more than the 128" in e["3"].reason
+    assert e["4"].start is None and "Dependency" in e["4"].reason
+
+
+def test_hidden_cpus_are_busy_throughout_and_reveal_nothing():
+    # PrivateData: 96 CPUs are used by jobs this user cannot see. A 16-CPU job starts now; a
+    # 64-CPU job needs them: no estimate (a time would tell when the hidden jobs end).
+    jobs = [job(1, "carol", "PENDING", 16, 300, prio=10), job(2, "carol", "PENDING", 64, 300, prio=5)]
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, hidden_cpus=96))
+    assert e["1"].start == NOW
+    assert e["2"].start is None and "PrivateData" in e["2"].reason
+
+
+def test_one_users_jobs_and_own_first():
+    jobs = [job(1, "alice", "RUNNING", 128, 600, NOW), job(2, "bob", "PENDING", 64, 300, prio=100),
+            job(3, "carol", "PENDING", 64, 300, prio=50)]
+    ests = st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, users={"carol"})
+    assert [e.job_id for e in ests] == ["3"] and ests[0].start == NOW + 600  # bob's job still holds the queue
+    allj = st.order_own_first(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC), "carol")
+    assert [e.job_id for e in allj] == ["3", "2"]
+
+
+def test_parsers():
+    q = st.parse_queue("12|bob|flat|normal|PENDING|64|5:00|N/A|100|Resources|2026-11-26T22:00:00\n"
+                       "11|alice|flat|normal|RUNNING|128|1-00:00:00|2026-11-26T21:00:00|0|None|2026-11-26T20:59:00\n")
+    assert q[0].limit_s == 300 and q[0].start is None and q[1].limit_s == 86400 and q[1].start is not None
+    with pytest.raises(ParseError):
+        st.parse_queue("12|bob|flat\n")
+    assert st.parse_fractions("alice|30|2\nalice|120|2\nalice|60|2\nbob|10|UNLIMITED\n") == {"alice": 0.5}
+    assert st.parse_sinfo("n1|128|64/64/0/128\nn1|128|64/64/0/128\nn2|64|0/64/0/64\n") == (192, 128, 64)
+    with pytest.raises(ParseError):
+        st.parse_sinfo("")
+
+
+def test_the_why_line():
+    e = {"start": NOW + 120, "early": NOW + 60, "late": NOW + 600, "squeue_start": None, "reason": ""}
+    assert st.why_line(e, NOW) == ("estimated start: in 2 min (in 1 min .. in 10 min; fscontrol start explains "
+                                   "the model); squeue --start: -")
+    assert "none (waits for Dependency" in st.why_line({"start": None, "reason": "waits for Dependency"}, NOW)
+
+
+@pytest.mark.parametrize("args", [["-j", "12x"], ["-j", ","], ["-u", ","]])
+def test_bad_input_is_one_line_and_exit_2(args, capsys):
+    from fscontrol.cli.main import exit_code
+
+    assert exit_code(["start", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fscontrol: error:")
