@@ -65,6 +65,16 @@ def test_start_estimates_real_pending_jobs(slurm):
     w = _cli(slurm, "why", a)
     assert w.returncode == 0, w.stderr
     assert "estimated start: in" in w.stdout and "squeue --start" in w.stdout
+    # above its cap of pending jobs, why says it leaves the estimate to `fscontrol start` (and runs no sacct)
+    from fscontrol.forecast import why as whymod
+
+    cap = whymod.WHY_ESTIMATE_MAX_PENDING
+    whymod.WHY_ESTIMATE_MAX_PENDING = 1
+    try:
+        capped = whymod.why_job(slurm.source(), a)["start_estimate"]
+    finally:
+        whymod.WHY_ESTIMATE_MAX_PENDING = cap
+    assert capped["start"] is None and f"fscontrol start -j {a}" in capped["reason"], capped
     # -u / -j pick the jobs; bad input: one line, exit 2 or 6
     pj = _cli(slurm, "start", "-j", b, "--json")
     assert pj.returncode == 0 and [e["job_id"] for e in json.loads(pj.stdout)["jobs"]] == [b]

@@ -317,6 +317,11 @@ def format_all(d: Mapping) -> str:
 
 
 # ---------------------------------------------------------------------------- with Slurm
+# `why` adds fscontrol start's estimate up to this many pending jobs (~0.6 s of CPU at 1,000;
+# 94 s at 10,000: docs/start.md); beyond, it says so and names `fscontrol start -j`
+WHY_ESTIMATE_MAX_PENDING = 1000
+
+
 def why_job(source, job_id: str, published: str | None = None, now: float | None = None) -> dict:
     """Run what `why` needs on `source` (a LiveSlurm: squeue, scontrol show config and partition,
     sinfo, sprio and, under Fair Tree, sshare; the published snapshot for the gate's state and the
@@ -393,6 +398,12 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         d["limit_values"] = limits
     from fscontrol.forecast import start as startmod
 
+    pending = sum(1 for j in queue if j.state in ("PENDING", "PD"))
+    if pending > WHY_ESTIMATE_MAX_PENDING:  # why stays a login node's quick answer (docs/start.md: the cost)
+        d["start_estimate"] = {"start": None, "reason": (
+            f"not estimated by why: {pending:,} jobs pending, over {WHY_ESTIMATE_MAX_PENDING:,} (`fscontrol start -j "
+            f"{job_id}` estimates it, at more cost)")}
+        return d
     try:  # when it may start (fscontrol start): the estimate, or why there is none
         est = startmod.read_live(source, now=d["now"], job_ids={job_id})
         d["start_estimate"] = est["jobs"][0] if est["jobs"] else None
