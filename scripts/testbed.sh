@@ -523,11 +523,20 @@ do_start() {
   for b in "${need[@]}"; do
     command -v "$b" >/dev/null || die "missing $b; run scripts/install-slurm.sh${TROOT:+ $SLURM_VER}"
   done
+  # A directory left by an older testbed.sh (a CI machine keeps /tmp between runs) holds configs
+  # this generator no longer writes (e.g. no GPUs): the layout stamp is the hash of write_configs,
+  # and a stale one rewrites the configs (ports kept, above) after stopping daemons started on them.
+  local layout; layout=$(declare -f write_configs | sha256sum | cut -c1-16)
   if [[ ! -s $ETC/slurm.conf || $REGEN == 1 ]]; then
+    write_configs
+  elif [[ $(cat "$ETC/tb-layout" 2>/dev/null) != "$layout" ]]; then
+    log "configs in $ETC are from an older testbed layout: rewriting them (ports kept)"
+    if pid_of slurmctld >/dev/null || pid_of slurmd >/dev/null || pid_of slurmdbd >/dev/null; then do_stop; fi
     write_configs
   else
     log "reusing existing $ETC/slurm.conf and slurmdbd.conf (TB_REGEN=1 to rewrite)"
   fi
+  echo "$layout" > "$ETC/tb-layout"; chmod 644 "$ETC/tb-layout"
   write_wrappers
   [[ $SEED == 1 ]] && seed_unix_users
   start_munged;    log "munged up     (pid $(pid_of munged))"
