@@ -99,10 +99,11 @@ def test_slurm_reasons_in_plain_words_and_unknown_ones_verbatim():
 
 
 def test_the_queue_read_with_a_pipe_in_the_admin_comment():
-    text = "12|dave|flat|normal|PENDING|2|3125|0|Priority|2026-11-26T10:00:00|(null)|a|b\n13|eve|x|normal|RUNNING|1|9|0|None|2026-11-26T10:00:01|resv1|(null)\n"
+    text = ("12|dave|flat|normal|PENDING|2|3125|0|Priority|2026-11-26T10:00:00|(null)|N/A|N/A|a|b\n"
+            "13|eve|x|normal|RUNNING|1|9|0|None|2026-11-26T10:00:01|resv1|gres/gpu:2|N/A|(null)\n")
     a, b = waits.parse_queue(text)
-    assert (a.job_id, a.cpus, a.priority, a.admin_comment, a.reservation) == ("12", 2, 3125, "a|b", "")
-    assert (b.state, b.reservation, b.admin_comment) == ("RUNNING", "resv1", "")
+    assert (a.job_id, a.cpus, a.priority, a.admin_comment, a.reservation, a.gres) == ("12", 2, 3125, "a|b", "", "")
+    assert (b.state, b.reservation, b.admin_comment, b.gres) == ("RUNNING", "resv1", "", "gres/gpu:2 per node")
     with pytest.raises(ParseError):
         waits.parse_queue("12|dave|flat\n")
     parts = waits.parse_partitions("PartitionName=normal Nodes=n[1-2] PriorityTier=1 State=UP\n"
@@ -368,3 +369,22 @@ def test_the_limit_a_job_waits_on_is_read_with_its_value():
     assert why.limit_field("Priority") is None and why.assoc_mgr_args("Resources", "carol", "chem") is None
     assert why.assoc_mgr_args("AssocGrpCpuLimit", "carol", "chem") == (
         "scontrol", "show", "assoc_mgr", "flags=assoc", "users=carol", "accounts=chem")
+
+
+def test_a_job_waiting_for_resources_with_gpus_is_told_it_waits_for_gpus():
+    """Issue #33 item 5: reason Resources for a job that asks for GPUs names them (a GPU job can wait
+    with every CPU free); one without GRES keeps the CPUs, nodes or memory words."""
+    gpu = waits.QJob("21", "bob", "physics", "normal", "PENDING", 2, 100, 0, "Resources", "2026-11-26T10:00:00", "", "",
+                     "gres/gpu:2 per node")
+    d = why.diagnose(gpu, [gpu], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    assert d["category"] == "resources" and "the GPUs it asks for (gres/gpu:2 per node)" in d["reason_text"]
+    plain = _q("22", reason="Resources")
+    d = why.diagnose(plain, [plain], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
+                     mode="classic", now=0.0)
+    assert "GPU" not in d["reason_text"] and "CPUs, nodes or memory" in d["reason_text"]
+    other = waits.QJob("23", "bob", "physics", "normal", "PENDING", 2, 100, 0, "Resources", "2026-11-26T10:00:00", "", "",
+                       "gres/fpga:1 per job")
+    assert "generic resources (GRES)" in why.diagnose(other, [other], line=None, partitions=PARTS, weights=WEIGHTS,
+                                                       max_age_s=3600, favor_small=False, mode="classic",
+                                                       now=0.0)["reason_text"]

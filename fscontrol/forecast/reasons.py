@@ -162,6 +162,14 @@ def _counted(who: str, per: str | None, running: Mapping[str, int | None] | None
     return running.get("user") if per == "PerUser" else None
 
 
+def resources_with_gres(gres: str) -> str:
+    """Reason Resources for a job that asks for GRES (`gres`: what squeue's tres-per-node/-job
+    print, e.g. "gres/gpu:2 per node"): the GPUs are what it most likely waits for."""
+    what = "GPUs" if "gpu" in gres.lower() else "generic resources (GRES)"
+    return (f"it is next in line, but the {what} it asks for ({gres}), or its CPUs, nodes or memory, are not free yet: "
+            "it starts as soon as running jobs end and free them (`scontrol show node` shows each node's GRES in use)")
+
+
 def plain_reason(reason: str | None, running: Mapping[str, int | None] | None = None) -> tuple[str, str]:
     """(category, plain words) for squeue's reason; unknown reasons verbatim with category 'unknown'.
     `running`: see _limit (the Max* limits reached with none of the jobs they count running are

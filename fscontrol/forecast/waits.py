@@ -26,9 +26,10 @@ from fscontrol.records import HOLD_MARK, MARK_PREFIX
 NICE_MARK = "fscontrol:nice:"
 PADDING_NAME = "fscontrol-padding"  # actions.DUMMY_JOB_NAME
 
-# squeue -O: AdminComment last (free text: a "|" inside is rejoined)
+# squeue -O: AdminComment last (free text: a "|" inside is rejoined); the GRES a job asks for per node
+# and per job (tres-per-node "gres/gpu:2" (26.05) or "gres:gpu:2" (22.05), tres-per-job; N/A when none)
 QUEUE_FORMAT = ("JobID:0|,UserName:0|,Account:0|,Partition:0|,State:0|,NumCPUs:0|,PriorityLong:0|,Nice:0|,Reason:0|,"
-                "SubmitTime:0|,Reservation:0|,admin_comment:0")
+                "SubmitTime:0|,Reservation:0|,tres-per-node:0|,tres-per-job:0|,admin_comment:0")
 QUEUE_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CF", "-O", QUEUE_FORMAT)
 PARTITION_ARGS = ("scontrol", "show", "partition", "-o")
 NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P")
@@ -53,6 +54,7 @@ class QJob:
     submit: str  # Slurm's ISO time, as printed (sorts as time)
     reservation: str
     admin_comment: str
+    gres: str = ""  # what it asks for beyond CPUs, e.g. "gres/gpu:2 per node" ("" for none)
 
     @property
     def held(self) -> bool:
@@ -82,8 +84,9 @@ def parse_queue(text: str, command: str = " ".join(QUEUE_ARGS)) -> list[QJob]:
         except ValueError:
             raise ParseError(command, "CPUs, priority or nice is not a number", no, line) from None
         empty = ("", "(null)", "N/A", "None")
+        gres = [f"{x} per node" if i == 0 else f"{x} per job" for i, x in enumerate(v[11:13]) if x not in empty]
         out.append(QJob(v[0], v[1], v[2], v[3], v[4], cpus, prio, nice, v[8], v[9],
-                        "" if v[10] in empty else v[10], "" if v[11] in empty else v[11]))
+                        "" if v[10] in empty else v[10], "" if v[13] in empty else v[13], ", ".join(gres)))
     return out
 
 

@@ -275,6 +275,8 @@ def diagnose(job, queue, *, line: PrioLine | None, partitions, weights: Mapping[
                "user": sum(1 for j in run if j.user == job.user),
                "account": None if jobs_private else sum(1 for j in run if j.account == job.account)}
     category, text = reasons.plain_reason(reason, running)
+    if category == "resources" and job.gres and (reason or "").split(",")[0].strip() == "Resources":
+        text = reasons.resources_with_gres(job.gres)
     hold = waits.hold_of(job, gate_pub, token, now)
     if hold is not None:
         category = "fscontrol_hold" if hold["by"] == "fscontrol" and hold["kind"] == "hold" else (
