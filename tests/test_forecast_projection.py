@@ -90,3 +90,40 @@ def test_cost_does_not_grow_with_the_horizon():
     near = time.perf_counter() - t
     assert far < 20 * near + 0.01, (far, near)
     assert math.isfinite(p.limit())
+
+
+def test_every_users_projection_on_one_snapshot_shares_the_totals_track_and_answers_as_alone():
+    """Issue #31 item 2: the cluster's total (thousands of running jobs) is stepped once per snapshot
+    and plan, not once per user: a second user's projection reuses the first one's total track, and
+    each answers exactly what it answers with the caches empty (the same object is never mistaken
+    for another: a changed plan or start gets a track of its own)."""
+    from fscontrol.forecast import projection as pj
+
+    cluster = tuple((float(60 * (i % 300)), 1.0 + i % 5) for i in range(3000))
+    early = tuple(cluster[: len(cluster) // 2])
+    plan_a = [Segment(3 * 86400.0, 16.0), Segment(86400.0, 0.0)]
+
+    def make(user_jobs, plan, total0=4e7):
+        return Projection(2e5, total0, period_s=300.0, half_life_s=7 * 86400.0, weighted_jobs=user_jobs,
+                          cluster_jobs=cluster, plan=plan, self_weight=0.4, own0=5e4, own_jobs=[(600.0, 2.0)],
+                          own_early=[(600.0, 2.0)], early_jobs=early, inflow=2.0, total_inflow=30.0)
+
+    users = [[(120.0 * (u + 1), 4.0, 0.5), (None, 1.0, 0.2)] for u in range(3)]
+    ks = [0, 1, 5, 288, 2016, 10000]
+    pj._tracks.clear()
+    pj._shared.clear()
+    pj._by_obj.clear()
+    alone = []
+    for uj in users:  # each with empty caches
+        pj._tracks.clear()
+        pj._shared.clear()
+        pj._by_obj.clear()
+        p = make(uj, plan_a)
+        alone.append(([p.at(k) for k in ks], p.limit(), p.peak(0, 2000)))
+    pj._tracks.clear()
+    shared = [make(uj, plan_a) for uj in users]
+    assert shared[0].tt is shared[1].tt is shared[2].tt
+    for p, (ats, lim, pk) in zip(shared, alone):
+        assert [p.at(k) for k in ks] == ats and p.limit() == lim and p.peak(0, 2000) == pk
+    assert make(users[0], []).tt is not shared[0].tt  # another plan: another total
+    assert make(users[0], plan_a, total0=5e7).tt is not shared[0].tt  # another start: another total

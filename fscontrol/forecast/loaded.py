@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from fscontrol.export.html import duration_text
 from fscontrol.forecast.classic import Segment, total_held
@@ -124,7 +125,8 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     inflow = published.get("inflow") or {}
     q = inflow.get("left_ratio")
     if q is not None and 0 < q < 1 and int(inflow.get("left_ratio_jobs") or 0) >= MIN_ENDED:
-        running = _typical_end(running, float(q))
+        base = running
+        running = _same(("typical_end", base, float(q)), lambda: _typical_end(base, float(q)))
     else:
         q = None
     own_tok = run_key(*r.key)
@@ -171,22 +173,23 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     cluster_all = running["cluster"]
     held = total_held(published, d)
     d_pass = _controlled_damping(published, d, total) if held else None
-    t_in, t_jobs = 0.0, []
+    t_in, t_jobs = 0.0, ()
     if not held:
-        r0 = math.fsum(e[1] for e in cluster_all)
+        r0 = _same(("r0", cluster_all), lambda: math.fsum(e[1] for e in cluster_all))
         c_cl = float(inflow.get("cluster") or 0.0)
         c_eq = total * (1 - fp) / (period * fp) if fp < 1 else 0.0
         t_in = c_eq + trust * _shrink(c_cl - c_eq, float(inflow.get("cluster_var") or 0.0)) * (c_cl - c_eq)
         if r0 > 0:
-            t_jobs = [(e[0], -e[1] * t_in / r0) for e in cluster_all]
+            t_jobs = _same(("t_jobs", cluster_all, t_in), lambda: tuple((e[0], -e[1] * t_in / r0) for e in cluster_all))
     ue0 = r.effective_usage or 0.0
     # after the pass just past, the weighted usage is known: the RawUsages sshare shows now
     u_first = math.fsum(w * float(by[k].raw_usage) for k, w in weights.items()) if all(k in by for k in weights) else None
     proj = Projection(ue0 * total, total, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
-                      cluster_jobs=None if held else [tuple(x[:2]) for x in cluster_all], plan=plan,
-                      self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
+                      cluster_jobs=None if held else _same(("jobs", cluster_all), lambda: tuple(tuple(x[:2]) for x in cluster_all)),
+                      plan=plan, self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
                       own_jobs=[tuple(e[:2]) for e in mine], own_early=[tuple(e[:2]) for e in mine if early(e)],
-                      early_jobs=[tuple(e[:2]) for e in cluster_all if early(e)],
+                      early_jobs=_same(("early", cluster_all, pending_job),
+                                       lambda: tuple(tuple(e[:2]) for e in cluster_all if early(e))),
                       inflow=c_weighted, inflow_jobs=inflow_jobs, total_inflow=t_in, total_inflow_jobs=t_jobs,
                       u_first=u_first, total_first=None if held else total)
     from fscontrol.model.fairshare import fairshare_factor
@@ -208,6 +211,27 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
                f"the priority of {job}")
     return Loaded(proj, period, r.norm_shares, d if d_pass is None else d_pass, f_now, assumed, trust, c_weighted,
                   sigma=math.sqrt(var_w) if BLEND else 0.0, share_now=ue0)
+
+
+_SAME_MAX = 32
+_same_memo: dict[tuple, tuple] = {}
+
+
+def _same(key: tuple, make: Callable[[], Any]) -> Any:
+    """make(), the same object again while key[1] (a list of the published snapshot, which no one
+    changes) is the same object: a process that answers many users from one snapshot (the web
+    page) derives the cluster's job lists once, and the projection then finds its shared charges
+    by identity (forecast.projection._jobs). The entry keeps the object, so its id is never a
+    later object's."""
+    ident = (key[0], id(key[1]), *key[2:])
+    hit = _same_memo.get(ident)
+    if hit is not None and hit[0] is key[1]:
+        return hit[1]
+    if len(_same_memo) >= _SAME_MAX:
+        _same_memo.pop(next(iter(_same_memo)))
+    val = make()
+    _same_memo[ident] = (key[1], val)
+    return val
 
 
 def _controlled_damping(published: dict, d: float, total: float) -> float | None:

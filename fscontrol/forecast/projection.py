@@ -29,12 +29,17 @@ Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x we
 _MEMO = 1 << 16  # the most charges a set of jobs remembers (by pass)
 _SHARED = 8  # the sets of jobs kept between projections (_jobs)
 _shared: dict[tuple, _Jobs] = {}
+_by_obj: dict[tuple, tuple] = {}  # (id(jobs), ...) -> (jobs, its _Jobs): a tuple seen again skips the key
 
 
 def _jobs(jobs: Sequence[Job], period: float, fp: float, future: bool = False) -> _Jobs:
     """_Jobs(jobs, ...), the same object again for the same jobs (compared whole): every user's
     projection on one snapshot charges the cluster's running jobs (the total), so a process that
     answers many (the web page) sorts them and reads their charge at a pass once, not once each."""
+    ident = (id(jobs), period, fp, future)
+    seen = _by_obj.get(ident)
+    if seen is not None and seen[0] is jobs and isinstance(jobs, tuple):  # the same (immutable) jobs again
+        return seen[1]
     key_jobs = tuple((j[0], j[1]) for j in jobs)
     key = (period, fp, future, key_jobs)
     hit = _shared.get(key)
@@ -42,6 +47,10 @@ def _jobs(jobs: Sequence[Job], period: float, fp: float, future: bool = False) -
         if len(_shared) >= _SHARED:
             _shared.pop(next(iter(_shared)))
         hit = _shared[key] = _Jobs(key_jobs, period, fp, future)
+    if isinstance(jobs, tuple):
+        if len(_by_obj) >= _SHARED:
+            _by_obj.pop(next(iter(_by_obj)))
+        _by_obj[ident] = (jobs, hit)  # the entry keeps `jobs`: its id is never a later object's
     return hit
 
 
@@ -153,6 +162,55 @@ def _advance(x: float, m: float, c: float, n: int) -> float:
     return x * mn + c * (1.0 - mn) / (1.0 - m)
 
 
+class _Track:
+    """One state x_k = x_(k-1) fp + c(k) over the passes, c(k) from a channel (`value`) that is
+    constant between its `breaks`: the state before each segment and the segment's charge, so
+    x_k is one closed-form step from the segment's start. `frozen0`: pass 0 leaves x as it is
+    (the user's own usage: the snapshot's RawUsage already holds the pass just past)."""
+
+    __slots__ = ("fp", "starts", "state", "rates", "frozen0")
+
+    def __init__(self, channel, x0: float, fp: float, frozen0: bool = False) -> None:
+        self.fp, self.frozen0 = fp, frozen0
+        self.starts = sorted({0, 1, *(b for b in channel.breaks() if b >= 0)})
+        self.state: list[float] = []
+        self.rates: list[float] = []
+        x = x0
+        last = len(self.starts) - 1
+        for i, a in enumerate(self.starts):
+            self.state.append(x)
+            c = channel.value(a)
+            self.rates.append(c)
+            if i < last and not (frozen0 and a == 0):
+                x = _advance(x, fp, c, self.starts[i + 1] - a)
+
+    def at(self, k: int) -> float:
+        """x after pass k, k >= 0."""
+        if k == 0 and self.frozen0:
+            return self.state[0]
+        i = bisect_right(self.starts, k) - 1
+        return _advance(self.state[i], self.fp, self.rates[i], k - self.starts[i] + 1)
+
+
+_TRACKS = 16  # the total's tracks kept between projections (_total_track)
+_tracks: dict[tuple, tuple] = {}
+
+
+def _total_track(shared: tuple, plan_key: tuple, rest: tuple, make) -> _Track:
+    """The total usage's track, the same object again for the same charges and start: every user's
+    projection on one snapshot moves the cluster's total alike (the running jobs, the inflow, the
+    same plan), so a process that answers many (the web page) steps its thousands of segments
+    once. `shared`: the shared _Jobs objects of the channel (kept in the entry, so an id in the
+    key is never a later object's)."""
+    key = (tuple(id(x) for x in shared), plan_key, rest)
+    hit = _tracks.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], shared)):
+        if len(_tracks) >= _TRACKS:
+            _tracks.pop(next(iter(_tracks)))
+        hit = _tracks[key] = (shared, make())
+    return hit[1]
+
+
 class Projection:
     """See the module's docstring; the arguments are forecast.classic's walk's (the reference in
     tests/forecast_reference.py), plus the submissions that keep coming: `inflow` a constant rate
@@ -160,7 +218,11 @@ class Projection:
     (amounts may be negative: the inflow that replaces them as they end), and the same for the
     total (`total_inflow`, `total_inflow_jobs`) when the total moves. `u_first`/`total_first`: the
     weighted usage and the total after pass 0 when they are known (the snapshot's RawUsages: the
-    pass just past has charged them), instead of charging the running jobs for that pass."""
+    pass just past has charged them), instead of charging the running jobs for that pass.
+
+    Each state (the weighted usage, the user's own usage, the total) is a _Track over its own
+    segments: the total's (the whole cluster's jobs: thousands of segments) is shared by every
+    user's projection on the same snapshot, the user's two have a few."""
 
     def __init__(self, u0: float, total0: float, *, period_s: float, half_life_s: float,
                  weighted_jobs: Sequence, cluster_jobs: Sequence | None, plan: Sequence = (),  # forecast.classic.Segment items
@@ -176,14 +238,18 @@ class Projection:
         self.P = P
         plan = list(plan)
         pl = _Plan(plan, P, f) if plan else None
-        self.g = _sum(_Jobs([(j[0], j[1] * j[2]) for j in weighted_jobs], P, fp), _Plan(plan, P, f, inflow),
-                      _Jobs(inflow_jobs, P, fp, future=True) if inflow_jobs else None)
+        g = _sum(_Jobs([(j[0], j[1] * j[2]) for j in weighted_jobs], P, fp), _Plan(plan, P, f, inflow),
+                 _Jobs(inflow_jobs, P, fp, future=True) if inflow_jobs else None)
         self.held = cluster_jobs is None
-        self.gt = None if self.held else _sum(_jobs(cluster_jobs, P, fp), _Plan(plan, P, f, total_inflow),
-                                              _jobs(total_inflow_jobs, P, fp, future=True) if total_inflow_jobs else None)
+        gt = None
+        shared: tuple = ()
+        if not self.held:
+            shared = (_jobs(cluster_jobs, P, fp),) + ((_jobs(total_inflow_jobs, P, fp, future=True),)
+                                                      if total_inflow_jobs else ())
+            gt = _sum(shared[0], _Plan(plan, P, f, total_inflow), shared[1] if len(shared) > 1 else None)
         self.ws = self_weight if (self_weight and own0 is not None) else 0.0
         own_j = _Jobs(own_jobs, P, fp)
-        self.go = _sum(own_j, pl)
+        go = _sum(own_j, pl)
         self.e_own = _Jobs(own_early, P, fp)
         self.e_all = _jobs(early_jobs, P, fp)
         self.total0 = total0
@@ -193,57 +259,46 @@ class Projection:
             mid0 = (own_prev * fp + self.e_own.value(0)) / (total0 * fp + self.e_all.value(0))
             u = u0 - self.ws * (mid0 - own_prev / total0) * total0
         if u_first is not None and fp > 0:  # the weighted usage after pass 0 is known (sshare's RawUsage)
-            u = (u_first - self.g.value(0)) / fp
+            u = (u_first - g.value(0)) / fp
         if total_first is not None and not self.held and fp > 0:
-            total0 = (total_first - self.gt.value(0)) / fp
-        # segments: the pass numbers where any charge may change (E channels are read at k + 1)
-        ch = [self.g, self.go] + ([self.gt] if self.gt else [])
-        bks = {0, 1}
-        for c in ch:
-            bks.update(b for b in c.breaks() if b >= 0)
-        if self.ws:
-            for c in (self.e_own, self.e_all):
-                bks.update(b - 1 for b in c.breaks() if b >= 1)
-        self.starts = sorted(bks)
-        # states before each segment's first pass: (u, own, total) after pass start - 1
-        self.state: list[tuple[float, float, float]] = []
-        self.rates: list[tuple[float, float, float]] = []
-        x = (u, float(own0 or 0.0), float(total0))
-        for i, a in enumerate(self.starts):
-            self.state.append(x)
-            cg, cgo = self.g.value(a), self.go.value(a)
-            cgt = 0.0 if self.held else self.gt.value(a)
-            self.rates.append((cg, cgo, cgt))
-            if i + 1 < len(self.starts):
-                x = self._step(x, a, self.starts[i + 1] - a, (cg, cgo, cgt))
-
-    def _step(self, x, a: int, n: int, rates) -> tuple[float, float, float]:
-        """The states after n passes from a - 1 at the segment's constant charges."""
-        u, own, tot = x
-        cg, cgo, cgt = rates
-        u = _advance(u, self.fp, cg, n)
-        if a == 0:  # pass 0 does not move the own usage (the snapshot's RawUsage already has it)
-            own = _advance(own, self.fp, cgo, n - 1) if n > 1 else own
+            total0 = (total_first - gt.value(0)) / fp
+        self.tu = _Track(g, u, fp)
+        self.to = _Track(go, float(own0 or 0.0), fp, frozen0=True)
+        if gt is None:
+            self.tt = None
+            self._t_const = float(total0)
         else:
-            own = _advance(own, self.fp, cgo, n)
-        tot = tot if self.held else _advance(tot, self.fp, cgt, n)
-        return u, own, tot
+            x0 = float(total0)
+            self.tt = _total_track(shared, tuple((seg.duration_s, seg.rate) for seg in plan),
+                                   (P, fp, float(total_inflow), x0), lambda: _Track(gt, x0, fp))
+        self._starts: list[int] | None = None
 
-    def _seg(self, k: int) -> int:
-        return bisect_right(self.starts, k) - 1
+    @property
+    def starts(self) -> list[int]:
+        """The passes where any charge may change (E channels are read at k + 1): the segments'
+        starts of the three tracks together."""
+        if self._starts is None:
+            bks = set(self.tu.starts) | set(self.to.starts)
+            if self.tt is not None:
+                bks.update(self.tt.starts)
+            if self.ws:
+                for c in (self.e_own, self.e_all):
+                    bks.update(b - 1 for b in c.breaks() if b >= 1)
+            self._starts = sorted(bks)
+        return self._starts
+
+    def _tot(self, k: int) -> float:
+        return self._t_const if self.tt is None else self.tt.at(k)
 
     def at(self, k: int) -> tuple[float, float]:
         """(effective usage, total) after pass k, k >= 0."""
-        i = self._seg(k)
-        a = self.starts[i]
-        if a == 0 and k > 0:  # segment [0, 1) holds only pass 0 (pass 1 always starts one)
-            raise AssertionError("segment bookkeeping")
-        u, own, tot = self._step(self.state[i], a, k - a + 1, self.rates[i])
-        tot_prev = self.total0 if k == 0 else (self.state[i][2] if k == a else
-                                               self._step(self.state[i], a, k - a, self.rates[i])[2])
-        if self.ws and tot_prev > 0:
-            mid = (own * self.fp + self.e_own.value(k + 1)) / (tot * self.fp + self.e_all.value(k + 1))
-            u = u + self.ws * (mid - own / tot) * tot
+        u, tot = self.tu.at(k), self._tot(k)
+        if self.ws:
+            tot_prev = self.total0 if k == 0 else self._tot(k - 1)
+            if tot_prev > 0:
+                own = self.to.at(k)
+                mid = (own * self.fp + self.e_own.value(k + 1)) / (tot * self.fp + self.e_all.value(k + 1))
+                u = u + self.ws * (mid - own / tot) * tot
         return u, tot
 
     def share(self, k: int) -> float:
@@ -269,14 +324,14 @@ class Projection:
     def limit(self) -> float:
         """u/total where the projection settles after its last event (inf: it grows without
         bound, no decay)."""
-        i = len(self.starts) - 1
-        a = self.starts[i]
+        cg, cgo = self.tu.rates[-1], self.to.rates[-1]
+        cgt = 0.0 if self.tt is None else self.tt.rates[-1]
         if self.fp >= 1.0:
-            return math.inf if any(self.rates[i]) else self.share(max(a, 0))
-        u_inf = self.rates[i][0] / (1 - self.fp)
-        tot_inf = self.total0 if self.held else self.rates[i][2] / (1 - self.fp)
+            return math.inf if (cg or cgo or cgt) else self.share(max(self.starts[-1], 0))
+        u_inf = cg / (1 - self.fp)
+        tot_inf = self.total0 if self.held else cgt / (1 - self.fp)
         if self.ws:  # the own term's mid-pass reading, at the fixed point
-            own_inf = self.rates[i][1] / (1 - self.fp)
+            own_inf = cgo / (1 - self.fp)
             e_o, e_a = self.e_own.value(10**12), self.e_all.value(10**12)
             if tot_inf > 0:
                 u_inf += self.ws * ((own_inf * self.fp + e_o) / (tot_inf * self.fp + e_a) - own_inf / tot_inf) * tot_inf
