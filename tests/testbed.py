@@ -299,9 +299,13 @@ class Testbed:
                      *self.conf.parent.glob("." + self.conf.name + ".fscontrol-*.tmp")):
             left.unlink()
             fixed.append(f"{left.name} left")
+        if "TRESBillingWeights=" not in conf_text and "TRESBillingWeights=" in \
+                self.run("scontrol", "-o", "show", "partition", check=False).replace("TRESBillingWeights=(null)", ""):
+            fixed.append("partition TRESBillingWeights set by scontrol update")  # the reconfigure below clears them
         d_file = next((int(ln.split("=", 1)[1]) for ln in conf_text.splitlines()
                        if ln.split("=", 1)[0].strip() == "FairShareDampeningFactor"), 1)
-        if "slurm.conf changed" in fixed or self.damping() != d_file:
+        if "slurm.conf changed" in fixed or self.damping() != d_file or \
+                "partition TRESBillingWeights set by scontrol update" in fixed:
             if "slurm.conf changed" not in fixed:
                 fixed.append(f"runtime d {self.damping()}, slurm.conf's {d_file}")
             self.scontrol("reconfigure")

@@ -221,7 +221,15 @@ def plan_text(plan: Sequence[Segment]) -> str:
     def dur(s: float) -> str:
         return f"{s / DAY:g}d" if s >= DAY else (f"{s / HOUR:g}h" if s >= HOUR else f"{s / 60:g}m")
 
-    return ",".join(f"idle:{dur(s.duration_s)}" if s.rate == 0 else f"{s.rate:g}cpus:{dur(s.duration_s)}" for s in plan)
+    def what(s: Segment) -> str:
+        t = getattr(s, "tres", None)
+        if not t or "gres/gpu" not in t and t.get("node", 1.0) == 1.0:
+            return f"{s.rate:g}cpus"  # in billing units, as before (--billing-per-core folded in)
+        return (f"{t['cpu']:g}cpus" + (f"+{t['gres/gpu']:g}gpus" if t.get("gres/gpu") else "")
+                + (f"+{t['node']:g}nodes" if t.get("node", 1.0) != 1.0 else ""))  # as the user wrote it
+
+    return ",".join(f"idle:{dur(s.duration_s)}" if s.rate == 0 and not getattr(s, "tres", None)
+                    else f"{what(s)}:{dur(s.duration_s)}" for s in plan)
 
 
 def forecast_data(
