@@ -29,7 +29,7 @@ class Segment:
 
     duration_s: float
     rate: float
-    tres: dict | None = field(default=None, compare=False, hash=False)
+    tres: dict | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +257,7 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
         else:
             where = f"plan part {i} {part!r}: "
             if "cpu" in tres:
-                tres["cpu"] = plan_cpus(_plain(tres["cpu"]), where)
+                tres["cpu"] = plan_cpus(_cpu_text(what), where)  # the text as written: its digits in the message
             for name, label in (("gres/gpu", "GPUs"), ("node", "nodes")):
                 if name in tres and not (math.isfinite(tres[name]) and tres[name] >= (1 if name == "node" else 0)):
                     raise PlanError(f"{where}{label} per run must be a number of at least {1 if name == 'node' else 0}")
@@ -272,8 +272,13 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
     return out
 
 
-def _plain(x: float) -> str:
-    return f"{x:.15g}"
+def _cpu_text(what: str) -> str:
+    """The CPUs' number as the plan wrote it ('4' of '4cpus+2gpus')."""
+    for term in what.split("+"):
+        m = _TERM.match(term.strip())
+        if m and _TRES_OF[m.group("what").lower()] == "cpu":
+            return m.group("n")
+    return ""
 
 
 def plan_cpus(text: str, where: str = "") -> float:
