@@ -199,3 +199,29 @@ def test_cli_bills_a_gpu_plan_and_models_a_monthly_reset(tmp_path, monkeypatch):
                       (["--plan", "4cpus+1e3gpus:1h"], "cannot read plan part 1")):
         r = CliRunner().invoke(app, [*base, *bad])
         assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(now=st.floats(min_value=0, max_value=4.1e9), period=st.sampled_from(["DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"]))
+def test_every_reset_is_the_first_boundary_after_the_last(now, period):
+    """Each reset is a UTC midnight of the period's kind (any day; a Sunday; a 1st; a quarter's 1st;
+    1 January), strictly after `now`, and no such midnight lies between `now` and the first reset or
+    between two resets (walked day by day: the rules of _next_reset, independently)."""
+    got = resets_between(now, now + 400 * 86400, period, UTC)
+    assert got and got[0] > now
+
+    def kind(d: dt.datetime) -> bool:
+        return {"DAILY": True, "WEEKLY": d.isoweekday() == 7, "MONTHLY": d.day == 1,
+                "QUARTERLY": d.day == 1 and d.month in (1, 4, 7, 10), "YEARLY": d.day == 1 and d.month == 1}[period]
+
+    want, day = [], dt.datetime.fromtimestamp(now, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    while True:
+        day += dt.timedelta(days=1)
+        if day.timestamp() > now + 400 * 86400:
+            break
+        if kind(day):
+            want.append(day.timestamp())
+    assert got == want
