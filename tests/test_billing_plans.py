@@ -225,3 +225,26 @@ def test_every_reset_is_the_first_boundary_after_the_last(now, period):
         if kind(day):
             want.append(day.timestamp())
     assert got == want
+
+
+def test_the_partitions_are_published_only_where_privatedata_shows_them():
+    """privacy.partitions_public: PrivateData=partitions (or all) hides them from users in Slurm, so
+    the world-readable file carries no partition then (a GPU plan is refused, a CPU plan is CPUs);
+    the QOS UsageFactors, flags and release are cluster configuration anyone's sacctmgr shows."""
+    from dataclasses import replace
+
+    from tests.test_forecast_cli import _snapshot
+
+    parts = {"normal": {"weights": "CPU=1.0,GRES/gpu=8.0", "default": True, "cpus": 8, "gpus": 4}}
+    open_ = pub.build_published(_snapshot(), partitions=parts)["billing"]
+    assert open_["partitions"] == parts and open_["default_partition"] == "normal" and open_["cluster_gpus"] == 4
+    assert open_["qos_usage_factor"] == {"normal": 1.0}
+    for hidden in (("partitions",), ("all",)):
+        snap = _snapshot()
+        snap = replace(snap, config=replace(snap.config, private_data=hidden))
+        shut = pub.build_published(snap, partitions=parts)["billing"]
+        assert shut["partitions"] is None and shut["default_partition"] is None, hidden
+        assert "CPU=1.0" not in json.dumps(pub.build_published(snap, partitions=parts))
+        with pytest.raises(fc.PlanError, match="write the job's billing as cpus"):
+            _rate("4cpus+2gpus:1h", {"cluster": "agave", "billing": shut})
+        assert _rate("4cpus:1h", {"cluster": "agave", "billing": shut})[0][0].rate == 4.0

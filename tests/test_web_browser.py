@@ -342,7 +342,8 @@ def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
     path = out / "tbcluster.json"
     data = json.loads(path.read_text())
     data["billing"].update(default_partition="normal", cluster_gpus=4, partitions={
-        "normal": {"weights": "CPU=1.0,GRES/gpu=8.0", "default": True, "cpus": 64, "gpus": 4}})
+        "normal": {"weights": "CPU=1.0,GRES/gpu=8.0", "default": True, "cpus": 64, "gpus": 4},
+        "big": {"weights": "CPU=0.5,GRES/gpu=4.0", "default": False, "cpus": 64, "gpus": 8}})
     pub.write_published(data, path)  # what the agent's publish stage writes from `scontrol show partition`
     site = Site("carol", published=str(out), source=str(wf.SAMPLES / "testbed-basic"))
     try:
@@ -365,6 +366,18 @@ def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
                             ".map(e => [e.dataset.k, e.dataset.v]))")
             assert _close(got["after_fairshare"], a["after_plan"]["fairshare"])
         _local_only(page, site.origin)
+        # the partition field: another partition's weights, as `-p big`
+        page.type_into("#f-partition", "big")
+        page.wait_for("document.getElementById('plan-cmd').textContent.includes('-p big')", timeout=30)
+        line = page.eval("document.querySelector('#plan-result [data-k=billing]').textContent")
+        assert line == "billed under partition big: CPU=0.5,GRES/gpu=4.0: 4cpus+2gpus -> 10 per run", line
+        want = wf.cli_forecast(out, wf.SAMPLES / "testbed-basic", "carol", "--plan", "4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m",
+                               "-p", "big")
+        got = page.eval("Object.fromEntries([...document.querySelectorAll('#plan-result .card')[0].querySelectorAll('[data-k]')]"
+                        ".map(e => [e.dataset.k, e.dataset.v]))")
+        assert _close(got["after_fairshare"], want["associations"][0]["after_plan"]["fairshare"])
+        _local_only(page, site.origin)
+        page.type_into("#f-partition", "normal")
         page.type_into("#f-gpus", "5")
         page.wait_for("(e => e !== null && e.textContent.includes('asks for 5 GPUs'))(document.querySelector('#plan-status .error'))",
                       timeout=30)

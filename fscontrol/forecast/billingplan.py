@@ -26,6 +26,7 @@ class Biller:
         self.rules = published.get("billing") or None
         self.override = billing_per_core
         self.partition = partition
+        self.asked = partition
         self.qos = qos
         self.runs: dict[str, dict[str, Any]] = {}
         self.part: dict | None = None
@@ -39,13 +40,13 @@ class Biller:
         name = partition or self.rules.get("default_partition")
         if partition is not None and partition not in parts:
             have = ", ".join(sorted(parts)) or "none published"
-            raise PlanError(f"--partition {partition!r}: no such partition on {published.get('cluster')} (has: {have})")
+            raise PlanError(f"--partition {_short(partition)}: no such partition on {published.get('cluster')} (has: {have})")
         if name is not None and name in parts:
             self.partition, self.part = name, parts[name]
         if qos is not None:
             factors = self.rules.get("qos_usage_factor") or {}
             if qos not in factors:
-                raise PlanError(f"--qos {qos!r}: no such QOS on {published.get('cluster')} (has: {', '.join(sorted(factors)) or 'none published'})")
+                raise PlanError(f"--qos {_short(qos)}: no such QOS on {published.get('cluster')} (has: {', '.join(sorted(factors)) or 'none published'})")
             self.usage_factor = float(factors[qos])
 
     @property
@@ -111,10 +112,14 @@ class Biller:
             uf = f" x UsageFactor {self.usage_factor:g} (QOS {self.qos})" if self.qos and self.usage_factor != 1.0 else ""
             lines.append(f"billed under partition {self.partition}: {w}{extra}: {r['what']} -> {_n(r['billing'])}{uf} per run"
                          + (f" = {_n(r['rate'])}" if uf else ""))
-        return {"partition": self.partition, "weights": self.weights_text if self.rules else None,
+        return {"partition": self.partition, "asked_partition": self.asked, "weights": self.weights_text if self.rules else None,
                 "priority_flags": flags or None, "release": (self.rules or {}).get("release"), "qos": self.qos,
                 "usage_factor": self.usage_factor, "billing_per_core": self.override,
                 "runs": list(self.runs.values()), "lines": lines}
+
+
+def _short(name: str) -> str:
+    return repr(name) if len(name) <= 40 else f"{name[:40]!r}... ({len(name):,} characters)"
 
 
 def _n(x: float) -> str:

@@ -98,6 +98,8 @@ def render_plan(data: Mapping) -> str:
     if data.get("priority_mode") == "fair_tree":
         return ""
     tgt = "" if data["target"] == 0.5 else f" --target {data['target']:g}"
+    asked = (data.get("billing") or {}).get("asked_partition")
+    tgt += f" -p {asked}" if asked else ""
     out = [f'<p>As a command: <code id="plan-cmd">fscontrol forecast --plan {esc(data["plan_text"] or "(none)")}'
            f"{tgt}</code></p>"]
     total_ch = sum(s["core_hours"] for s in data["plan"])
@@ -158,6 +160,8 @@ def _planner(values: Mapping[str, str], plan_html: str, error: str | None) -> st
         '<form class="planner" id="planner" method="get" action="">'
         + field("cpus", "CPUs per run", 'min="1" step="1" required')
         + field("gpus", "GPUs per run", 'min="0" step="1"')
+        + ('<div><label for="f-partition">Partition (its billing weights)</label><input id="f-partition" name="partition" '
+           f'type="text" maxlength="64" placeholder="the default" value="{esc(values.get("partition") or "")}"></div>')
         + field("length", "Length of a run", 'min="0.01" step="any" required')
         + field("runs", "Runs", 'min="1" max="20" step="1" required')
         + field("gap", "Idle between runs", 'min="0" step="any" required')
