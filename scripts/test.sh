@@ -48,7 +48,8 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # (collection, classic F and Fair Tree against sprio, the Fair Tree forecast, forecast -j and a
   # PrivateData user's classic forecast, the fit,
   # the gate, why, the agent and its fault matrix, control off, privacy, the site install as a user,
-  # the doctor, GPUs: MAX_TRES_GRES (billed as 26.05 alone does) and Fair Tree under GPU weights, ~2 min
+  # the doctor, GPUs: MAX_TRES_GRES (billed as 26.05 alone does), Fair Tree under GPU weights and a
+  # '4cpus+2gpus' plan billed as sbatch's job (16 s on 22.05), ~2 min
   # in group c; the 4-min billing and UsageFactor test runs on 22.05, where the formula is the same but
   # for MAX_TRES_GRES)
   # and the short control experiments (halving, padding, trim); the control holds (21 min) and the
@@ -61,7 +62,8 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
              tests/test_integration_privacy.py tests/test_integration_halving.py tests/test_integration_padding_full.py
              tests/test_integration_trim.py tests/test_integration_limits.py
              tests/test_integration_doctor.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models
-             tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing)
+             tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing
+             tests/test_integration_tres.py::test_a_gpu_plan_bills_what_slurm_bills)
   # one after the other, beside the 22.05 suite: two cores serve three Slurms better in turn than at once
   (
     t0=$SECONDS

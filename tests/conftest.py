@@ -105,7 +105,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_bounds.py": "testbed-c",
     "test_integration_publish_d.py": "testbed-c",
     # GPUs and TRES billing: PriorityFlags MAX_TRES and a partition's weights set and put back (reconfigures)
-    "test_integration_tres.py": "testbed-c",  # ~6: billing + UsageFactor 4 (22.05), Fair Tree under GPU weights 2, MAX_TRES_GRES 0.1 (22.05, 24.11, 26.05)
+    "test_integration_tres.py": "testbed-c",  # ~6: billing + UsageFactor 4 (22.05), Fair Tree under GPU weights 2, MAX_TRES_GRES 0.1 (22.05, 24.11, 26.05), a GPU plan 0.3 (22.05, 26.05)
     "test_integration_forecast_job.py": "testbed-c",  # 1.5 (forecast -j against carol's real pending and held jobs)  # 1.3 (an applying tick, then control off: the published d is slurmctld's)  # 0.3 (the published CPU count; carol's plans beyond the caps)
     "test_integration_forecast_busy.py": "testbed-f",  # ~15, opt-in (FSCONTROL_BUSY_FORECAST=1): not passing yet
     "test_integration_limits.py": "testbed-c",  # 0.6 (limits set with sacctmgr, one decay pass; 24.11 0.7, 26.05 0.7)

@@ -269,7 +269,7 @@ def test_unknown_account(agave, as_user):
     "plan, part, why",
     [
         ("56cpus:14d,idle:3x", "part 2 'idle:3x'", "duration '3x' is neither a number with a unit"),
-        ("56gpus:14d", "part 1 '56gpus:14d'", "'56gpus' is neither '<N>cpus' nor 'idle'"),
+        ("56gpus:14d", "part 1 '56gpus:14d'", "'56gpus' names no CPUs: write them too, e.g. '4cpus+56gpus'"),
         ("56cpus", "part 1 '56cpus'", "no single ':'"),
     ],
 )

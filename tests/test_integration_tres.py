@@ -138,7 +138,7 @@ def _show_flags(slurm) -> str:
     return line.split("=", 1)[1].strip()
 
 
-def test_max_tres_gres_billing_is_models(slurm):
+def test_max_tres_gres_billing_is_models(slurm, tmp_path):
     """PriorityFlags=MAX_TRES_GRES (Slurm 25.05+): billing = the GRES summed + the MAX of the other node TRES.
     Alice's 4 CPUs + 2 GPUs on 1 node under CPU=1.0,Node=6.0,GRES/gpu=8.0 bill 2 x 8 + max(4, 6) = 22 on 26.05
     (sum: 26, MAX_TRES: 16); bob's 8 CPUs bill max(8, 6) = 8. 22.05 and 24.11 have no such flag and find
@@ -171,8 +171,16 @@ def test_max_tres_gres_billing_is_models(slurm):
             job = billing.parse_tres(t)
             assert int(billing.billing(job, weights, shown)) == got[j], (t, shown)
             assert int(billing.billing(job, weights, flags, release=SLURM_VERSION)) == got[j], (t, flags)
+        # a '4cpus+2gpus' plan bills the same, from the published flags and release (22 on 26.05, 16 before)
+        import json
+
+        _, forecast = _published_forecast(slurm, tmp_path)
+        p = forecast("--plan", "4cpus+2gpus:1h", "--json")
+        assert p.returncode == 0, p.stderr
+        planned = json.loads(p.stdout)["billing"]["runs"][0]["billing"]
+        assert planned == got[gpu], (planned, got, SLURM_VERSION)
         print(f"tres: Slurm {SLURM_VERSION} PriorityFlags={flags} shows {shown}; billing {got} "
-              f"(GPU job: sum 26, MAX_TRES 16, MAX_TRES_GRES 22)")
+              f"(GPU job: sum 26, MAX_TRES 16, MAX_TRES_GRES 22); the plan 4cpus+2gpus bills {planned:g}")
     finally:
         slurm.cancel_all()
         slurm.set_conf(PriorityFlags="NO_FAIR_TREE")
@@ -228,3 +236,74 @@ def test_fair_tree_f_matches_sprio_under_gpu_billing(slurm, tmp_path):
         slurm.cancel_all()
         slurm.set_priority_flags("NO_FAIR_TREE", restart=True)
     assert "PriorityFlags=NO_FAIR_TREE" in slurm.conf.read_text()
+
+
+def _published_forecast(slurm, tmp_path):
+    """What the agent publishes now (its publish stage, the live source: the partitions read from
+    `scontrol -o show partition`), and `fscontrol forecast` over it for alice@physics."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fscontrol.agent import config, publishing
+
+    root = Path(__file__).resolve().parent.parent
+    db = store.open_db(tmp_path / "h.db")
+    snap = slurm.stable_snapshot(db)
+    pub = tmp_path / "pub.json"
+    publishing.publish_latest(db, config.load(None), snap.cluster, out=pub, source=slurm.source())
+
+    def forecast(*args):
+        return subprocess.run([sys.executable, "-m", "fscontrol", "forecast", "--published", str(pub), "--source",
+                               "published", "-u", "alice", "-A", "physics", "--stale-ok", *args],
+                              capture_output=True, text=True, timeout=120, cwd=root, env=slurm.env)
+
+    return pub, forecast
+
+
+def test_a_gpu_plan_bills_what_slurm_bills(slurm, tmp_path):
+    """A plan in Slurm's words, against a real job: the `normal` partition bills CPU=1.0,GRES/gpu=8.0
+    (`scontrol update partitionname=normal TRESBillingWeights=...`, summed: PriorityFlags=NO_FAIR_TREE);
+    `sbatch -n4 --gres=gpu:2` bills 20 in sacct's AllocTRES. The agent's publish stage reads the
+    partitions (scontrol -o show partition) into the published file, and `fscontrol forecast --plan
+    4cpus+2gpus:10h` bills each run at that same 20, saying under which weights. Beyond the
+    partition's 4 GPUs, or an unknown partition: one line, exit 2. The partition is put back by a
+    reconfigure (slurm.conf has no weights) and checked."""
+    import json
+
+    slurm.cancel_all()
+    try:
+        assert "gres/gpu=4" in slurm.scontrol("show", "node"), "the testbed's node has no GPUs (TB_GPUS; TB_REGEN=1)"
+        slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={WEIGHTS}")
+        job = slurm.submit("alice", "physics", 4, RUN_S, gres="gpu:2")
+        _wait_running(slurm, [job])
+        tres = _sacct_tres(slurm, [job])
+        measured = parse._billing(tres[job])
+        assert measured == 20, tres  # 4 x 1.0 + 2 x 8.0
+        pub, forecast = _published_forecast(slurm, tmp_path)
+        rules = json.loads(pub.read_text())["billing"]
+        assert rules["default_partition"] == "normal" and rules["partitions"]["normal"]["weights"] == WEIGHTS, rules
+        assert rules["partitions"]["normal"]["gpus"] == 4 and rules["release"], rules
+
+        p = forecast("--plan", "4cpus+2gpus:10h", "--json")
+        assert p.returncode == 0, p.stderr
+        data = json.loads(p.stdout)
+        (run,) = data["billing"]["runs"]
+        assert run["billing"] == measured and data["plan"][0]["cores"] == measured, data["billing"]
+        p = forecast("--plan", "4cpus+2gpus:10h")
+        line = f"billed under partition normal: {WEIGHTS}: 4cpus+2gpus -> 20 per run"
+        assert p.returncode == 0 and line in p.stdout, p.stdout + p.stderr
+        for bad, says in ((("--plan", "4cpus+5gpus:1h"), "asks for 5 GPUs: more than partition normal's, 4 GPUs"),
+                          (("--plan", "4cpus+2gpus:1h", "-p", "nosuch"), "--partition 'nosuch': no such partition")):
+            p = forecast(*bad)
+            assert p.returncode == 2 and says in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+        print(f"tres: sbatch -n4 --gres=gpu:2 bills {measured} (AllocTRES {tres[job]}); the plan 4cpus+2gpus: "
+              f"{run['billing']:g}; {line}")
+    finally:
+        slurm.cancel_all()
+        slurm.scontrol("reconfigure")  # the partitions as slurm.conf says: no weights
+        for _ in range(60):
+            if slurm.controller_up():
+                break
+            time.sleep(1)
+    assert "TRESBillingWeights=" not in slurm.scontrol("show", "partition", "normal").replace("TRESBillingWeights=(null)", "")

@@ -329,3 +329,61 @@ def test_user_page_shows_the_users_limits_as_the_cli_prints_them(browser, tmp_pa
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
+    """The planner's GPUs field: 4 CPUs + 2 GPUs a run, billed under the default partition's
+    CPU=1.0,GRES/gpu=8.0 (as the agent publishes them) at 20 a run, the line that says so, and the
+    same F as `fscontrol forecast --plan 4cpus+2gpus:...`; more GPUs than the partition has: the
+    CLI's one line."""
+    from fscontrol.export import publish as pub
+
+    out = wf.publish(wf.SAMPLES / "testbed-basic", tmp_path / "gpu")
+    path = out / "tbcluster.json"
+    data = json.loads(path.read_text())
+    data["billing"].update(default_partition="normal", cluster_gpus=4, partitions={
+        "normal": {"weights": "CPU=1.0,GRES/gpu=8.0", "default": True, "cpus": 64, "gpus": 4},
+        "big": {"weights": "CPU=0.5,GRES/gpu=4.0", "default": False, "cpus": 64, "gpus": 8}})
+    pub.write_published(data, path)  # what the agent's publish stage writes from `scontrol show partition`
+    site = Site("carol", published=str(out), source=str(wf.SAMPLES / "testbed-basic"))
+    try:
+        page = browser.new_page()
+        page.goto(site.origin + "/")
+        page.type_into("#f-cpus", "4")
+        page.type_into("#f-gpus", "2")
+        page.type_into("#f-length", "10")
+        page.type_into("#f-gap", "1")
+        page.type_into("#f-runs", "2")
+        page.eval("(s => { s.value = 'm'; s.dispatchEvent(new Event('input', {bubbles: true})); })(document.getElementById('f-unit'))")
+        page.wait_for("document.getElementById('plan-cmd').textContent.includes('4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m')",
+                      timeout=30)
+        line = page.eval("document.querySelector('#plan-result [data-k=billing]').textContent")
+        assert line == "billed under partition normal: CPU=1.0,GRES/gpu=8.0: 4cpus+2gpus -> 20 per run", line
+        want = wf.cli_forecast(out, wf.SAMPLES / "testbed-basic", "carol", "--plan", "4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m")
+        assert want["billing"]["runs"][0]["billing"] == 20.0
+        for i, a in enumerate(want["associations"]):
+            got = page.eval(f"Object.fromEntries([...document.querySelectorAll('#plan-result .card')[{i}].querySelectorAll('[data-k]')]"
+                            ".map(e => [e.dataset.k, e.dataset.v]))")
+            assert _close(got["after_fairshare"], a["after_plan"]["fairshare"])
+        _local_only(page, site.origin)
+        # the partition field: another partition's weights, as `-p big`
+        page.type_into("#f-partition", "big")
+        page.wait_for("document.getElementById('plan-cmd').textContent.includes('-p big')", timeout=30)
+        line = page.eval("document.querySelector('#plan-result [data-k=billing]').textContent")
+        assert line == "billed under partition big: CPU=0.5,GRES/gpu=4.0: 4cpus+2gpus -> 10 per run", line
+        want = wf.cli_forecast(out, wf.SAMPLES / "testbed-basic", "carol", "--plan", "4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m",
+                               "-p", "big")
+        got = page.eval("Object.fromEntries([...document.querySelectorAll('#plan-result .card')[0].querySelectorAll('[data-k]')]"
+                        ".map(e => [e.dataset.k, e.dataset.v]))")
+        assert _close(got["after_fairshare"], want["associations"][0]["after_plan"]["fairshare"])
+        _local_only(page, site.origin)
+        page.type_into("#f-partition", "normal")
+        page.type_into("#f-gpus", "5")
+        page.wait_for("(e => e !== null && e.textContent.includes('asks for 5 GPUs'))(document.querySelector('#plan-status .error'))",
+                      timeout=30)
+        assert "more than partition normal's, 4 GPUs" in page.eval("document.querySelector('#plan-status .error').textContent")
+        page.eval("document.getElementById('planner').scrollIntoView()")
+        _shot(page, "user-page-gpu-plan.png")
+        page.close()
+    finally:
+        site.close()

@@ -269,6 +269,21 @@ class Testbed:
             return ",".join([f"{t}=-1" for t in cur if t not in old] + [f"{t}={v}" for t, v in old.items()])
         return was if was else ("" if key == "QOS" else "-1")
 
+    def partition_weights_changed(self, conf_text: str) -> bool:
+        """Does a partition bill other TRESBillingWeights than slurm.conf gives it (`scontrol update
+        partitionname=... TRESBillingWeights=...`, which only a reconfigure undoes)?"""
+        conf = {}
+        for ln in conf_text.splitlines():
+            f = dict(t.split("=", 1) for t in ln.split() if "=" in t)
+            if "PartitionName" in f:
+                conf[f["PartitionName"]] = f.get("TRESBillingWeights", "")
+        for ln in self.run("scontrol", "-o", "show", "partition", check=False).splitlines():
+            f = dict(t.split("=", 1) for t in ln.split() if "=" in t)
+            w = f.get("TRESBillingWeights", "")
+            if "PartitionName" in f and (w if w != "(null)" else "") != conf.get(f["PartitionName"], ""):
+                return True
+        return False
+
     def restore_baseline(self, conf_text: str, limits: dict | None = None) -> list[str]:
         """Put the testbed back as it was started, before a test: the daemons up, no job, slurm.conf
         as testbed.sh wrote it (no agent backups), slurmctld's runtime d the file's, the node
@@ -299,10 +314,13 @@ class Testbed:
                      *self.conf.parent.glob("." + self.conf.name + ".fscontrol-*.tmp")):
             left.unlink()
             fixed.append(f"{left.name} left")
+        if self.partition_weights_changed(conf_text):
+            fixed.append("partition TRESBillingWeights set by scontrol update")  # the reconfigure below clears them
         d_file = next((int(ln.split("=", 1)[1]) for ln in conf_text.splitlines()
                        if ln.split("=", 1)[0].strip() == "FairShareDampeningFactor"), 1)
-        if "slurm.conf changed" in fixed or self.damping() != d_file:
-            if "slurm.conf changed" not in fixed:
+        if "slurm.conf changed" in fixed or self.damping() != d_file or \
+                "partition TRESBillingWeights set by scontrol update" in fixed:
+            if "slurm.conf changed" not in fixed and self.damping() != d_file:
                 fixed.append(f"runtime d {self.damping()}, slurm.conf's {d_file}")
             self.scontrol("reconfigure")
             for _ in range(60):  # (24.11+: a reconfigure restarts slurmctld in place)

@@ -30,6 +30,34 @@ def cluster_cpus(source: SlurmSource) -> int | None:
         return None
 
 
+def partitions_billing(source: SlurmSource) -> dict[str, dict] | None:
+    """Each partition's billing as the forecast bills a plan under it (`scontrol -o show partition`,
+    read once a publish): {name: {weights (TRESBillingWeights text, "" where none), default
+    (Default=YES), cpus (TotalCPUs), gpus (its TRES= gres/gpu count)}}. None from a recording or
+    when scontrol fails (a GPU plan is then refused, a CPU plan billed as CPUs)."""
+    from fscontrol.slurm.survey import PARTITION_ARGS, parse_partitions
+
+    if isinstance(source, RecordedSlurm) or not hasattr(source, "run"):
+        return None
+    try:
+        parts = parse_partitions(source.run(PARTITION_ARGS).stdout)
+    except FscontrolError:
+        return None
+    out = {}
+    for name, f in parts.items():
+        tres = dict(kv.split("=", 1) for kv in (f.get("TRES") or "").split(",") if "=" in kv)
+        out[name] = {"weights": f.get("TRESBillingWeights") or "", "default": f.get("Default") == "YES",
+                     "cpus": _int(f.get("TotalCPUs")), "gpus": _int(tres.get("gres/gpu")) or 0}
+    return out
+
+
+def _int(text) -> int | None:
+    try:
+        return int(str(text))
+    except ValueError:
+        return None
+
+
 def next_decay_pass(source: SlurmSource, *, after: float | None = None) -> tuple[float, float] | None:
     """(time of the next decay pass later than `after`, PriorityCalcPeriod), from `scontrol show
     config` and slurmctld's own record of its last pass (`source.last_decay_pass`); None where
@@ -90,6 +118,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
 
     fc = getattr(cfg, "forecast", None) or {}
     size = cluster_cpus(source) if source is not None else None
+    partitions = partitions_billing(source) if source is not None else None
     gate = _gate_published(db, cfg, cc, snap)
     data = pub.build_published(
         snap,
@@ -107,6 +136,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         inflow=published_inflow(db, snap),
         damping=damping,
         control=published_control(db, cfg, snap.cluster),
+        partitions=partitions,
     )
     try:
         if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is

@@ -39,7 +39,7 @@ def forecast(
     account: Annotated[Optional[str], typer.Option("--account", "-A", help="Only this account (default: every account you "
                                                    "have).")] = None,
     plan: Annotated[Optional[str], typer.Option(
-        "--plan", help="A campaign, in order: comma-separated '<N>cpus:<duration>' and 'idle:<duration>' parts, durations "
+        "--plan", help="A campaign, in order: comma-separated '<N>cpus:<duration>' (GPUs: '<N>cpus+<M>gpus:<duration>', billed under the partition's weights) and 'idle:<duration>' parts, durations "
         "in s, m, h, d, w, e.g. '56cpus:14d,idle:3d,28cpus:7d'. The canonical form.")] = None,
     steps: Annotated[Optional[list[str]], typer.Option(
         "--run", "--idle", metavar="STEP",
@@ -64,8 +64,14 @@ def forecast(
     stale_ok: Annotated[bool, typer.Option("--stale-ok", help="Forecast from a snapshot older than a day anyway.")] = False,
     horizon: Annotated[Optional[str], typer.Option("--horizon", help="How far the chart and trajectory reach, e.g. 60d "
                                                    "(default: plan + recovery).")] = None,
-    billing_per_core: Annotated[float, typer.Option(
-        "--billing-per-core", help="Billing weight of one core (TRESBillingWeights), times the QOS UsageFactor.")] = 1.0,
+    billing_per_core: Annotated[Optional[float], typer.Option(
+        "--billing-per-core", help="Bill a CPU plan at this per core (its TRESBillingWeights x the QOS UsageFactor) "
+        "instead of the published partition weights.")] = None,
+    partition: Annotated[Optional[str], typer.Option(
+        "--partition", "-p", help="Bill the plan under this partition's TRESBillingWeights (default: the cluster's "
+        "Default=YES partition), e.g. --plan 4cpus+2gpus:10h -p gpu.")] = None,
+    qos: Annotated[Optional[str], typer.Option(
+        "--qos", "-q", help="Bill the plan at this QOS's UsageFactor (default 1).")] = None,
     json_out: JsonOpt = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw F over time into this PNG (needs the 'plot' "
                                                  "extra: matplotlib).")] = None,

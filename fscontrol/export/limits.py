@@ -7,6 +7,8 @@ caps:
 
 * CPUs per plan step: at most the cluster's size (its total CPUs, published by the agent from
   `sinfo`, or the config's `[forecast] max_cpus`); FALLBACK_MAX_CPUS when neither is known;
+* GPUs per plan step ('4cpus+2gpus'): at most the partition's GPUs (published with its billing
+  weights: export.publish.billing_published);
 * the plan's length: at most `[forecast] max_horizon` (default 60 days: the projection walks every
   decay pass of the plan); the chart's --horizon at most a year (it costs a fixed number of points);
 * plan steps: at most `[forecast] max_plan_steps` (default 40; the web planner makes at most 39).
@@ -29,6 +31,7 @@ DEFAULT_MAX_HORIZON_S = 60 * DAY  # the paper's 46-day campaign (Yalim, PEARC'20
 DEFAULT_MAX_PLAN_STEPS = 40
 MAX_PLAN_CHARS = 4000  # a plan string longer than this is refused before it is read
 FALLBACK_MAX_CPUS = 100_000  # the cluster's size is known neither from the snapshot nor from sinfo
+FALLBACK_MAX_GPUS = 100_000  # the same for GPUs (a plan with GPUs is billed only where the partitions are published)
 HARD_MAX_HORIZON_S = 366 * DAY  # the most the config may allow: a year of 5-minute passes
 HARD_MAX_PLAN_STEPS = 1000
 
@@ -65,8 +68,11 @@ def check_plan_text(text: str, limits: dict, what: str = "--plan") -> None:
         raise PlanError(f"{what} has {steps} steps: at most {limits['max_plan_steps']} are forecast in one request")
 
 
-def check(segments: list, horizon_s: float | None, limits: dict, billing_per_core: float = 1.0) -> None:
-    """PlanError (one line, exit 2) when the plan or the horizon is beyond the caps."""
+def check(segments: list, horizon_s: float | None, limits: dict, billing_per_core: float = 1.0,
+          max_gpus: float | None = None, gpus_where: str | None = None) -> None:
+    """PlanError (one line, exit 2) when the plan or the horizon is beyond the caps. A step that
+    says what it asks for (Segment.tres) is capped by its CPUs and its GPUs (at `max_gpus`, the
+    partition's GPUs, as CPUs at the cluster's: `gpus_where` names it); else its rate in CPUs."""
     n = len(segments)
     if n > limits["max_plan_steps"]:
         raise PlanError(f"the plan has {n} steps: at most {limits['max_plan_steps']} are forecast in one request")
@@ -74,9 +80,14 @@ def check(segments: list, horizon_s: float | None, limits: dict, billing_per_cor
     whose = ("the cluster's size" if limits.get("max_cpus") and limits.get("max_cpus") == limits.get("cluster_cpus")
              else "the site's limit" if limits.get("max_cpus") else "the limit (the cluster's size is not published)")
     for i, s in enumerate(segments, 1):
-        cpus = s.rate / billing_per_core
+        tres = getattr(s, "tres", None)
+        cpus = tres["cpu"] if tres and "cpu" in tres else s.rate / billing_per_core
         if not math.isfinite(cpus) or cpus > cap:
             raise PlanError(f"plan step {i} asks for {_cpus(cpus)} CPUs: more than {whose}, {cap:,.0f} CPUs")
+        gpus = (tres or {}).get("gres/gpu", 0.0)
+        if gpus and (not math.isfinite(gpus) or gpus > (max_gpus if max_gpus is not None else FALLBACK_MAX_GPUS)):
+            g = max_gpus if max_gpus is not None else FALLBACK_MAX_GPUS
+            raise PlanError(f"plan step {i} asks for {_cpus(gpus)} GPUs: more than {gpus_where or 'the limit'}, {g:,.0f} GPUs")
         if not math.isfinite(s.duration_s):
             raise PlanError(f"plan step {i} has no finite length")
     total = sum(s.duration_s for s in segments)

@@ -21,6 +21,9 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
 * Nothing world-readable is a plain hash of a name: a name's token is an HMAC-SHA256 keyed with
   the site secret, a random 32-byte key made at the first run, readable by root alone
   (`load_secret`). Hashing every name in passwd or sacctmgr matches none of them.
+* The partitions' billing rules (TRESBillingWeights, CPUs, GPUs) reach the world-readable file
+  only when PrivateData hides no partitions (`partitions_public`); the QOS UsageFactors, the
+  PriorityFlags and the release always (cluster configuration: anyone's sacctmgr/scontrol shows them).
 * Admins (`[agent] admins`, who may `forecast --user` anyone) are published as HMAC tokens; each
   admin's own file holds their token, so `forecast` recognises its own user without the file
   naming anyone, and no one can compute another's token.
@@ -51,6 +54,15 @@ SECRET_BYTES = 32
 
 def flags(private_data: Iterable[str]) -> frozenset[str]:
     return frozenset(f.strip().lower() for f in private_data)
+
+
+HIDES_PARTITIONS = frozenset({"partitions", "all"})
+
+
+def partitions_public(private_data: Iterable[str]) -> bool:
+    """Slurm shows every partition, its TRESBillingWeights included, to anyone (`scontrol show
+    partition`): the published snapshot may carry them (export.publish.billing_published)."""
+    return not flags(private_data) & HIDES_PARTITIONS
 
 
 def names_public(private_data: Iterable[str]) -> bool:

@@ -75,8 +75,14 @@ def build_published(
     damping: int | None = None,
     control: dict[str, Any] | None = None,
     outlooks: bool = True,
+    partitions: dict[str, dict] | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
+
+    `partitions`: each partition's TRESBillingWeights, Default=YES, CPUs and GPUs (the agent's
+    `scontrol show partition`: agent.publishing.partitions_billing), published with the flags, the
+    release and the QOS UsageFactors as "billing" (billing_published), where the forecast bills a
+    '4cpus+2gpus' plan.
 
     `reference`, `dummy` and `target_core_hours` are the cluster's halving settings from the
     agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
@@ -138,6 +144,7 @@ def build_published(
         "per_association": not private,
         "next_pass_at": next_pass_at,
         "limits": limits or _default_limits(),
+        "billing": billing_published(snap, partitions),
         "running": running_aggregates(snap),
         "gate": None if gate is None else {**gate, "accounts": gate.get("accounts", {}) if privacy.jobs_public(cfg.private_data) else {},
                                            "accounts_published": privacy.jobs_public(cfg.private_data)},
@@ -155,6 +162,26 @@ def build_published(
             if r["user"]:
                 r["ft"] = ft[f"{r['account']}/{r['user']}"]
     return out
+
+
+def billing_published(snap: StoredSnapshot, partitions: dict[str, dict] | None) -> dict[str, Any]:
+    """The cluster's billing rules, for plans in Slurm's words (forecast.billingplan): cluster
+    configuration, no user's data. The partitions go where PrivateData does not hide them
+    (privacy.partitions_public: Slurm shows them to anyone then); the QOS names and UsageFactors
+    (`sacctmgr show qos` shows them to anyone), PriorityFlags as slurmctld shows them, the release."""
+    from fscontrol.export import privacy
+
+    cfg = snap.config
+    parts = partitions if partitions is not None and privacy.partitions_public(cfg.private_data) else None
+    default = next((n for n, p in (parts or {}).items() if p.get("default")), None)
+    return {
+        "release": cfg.slurm_version or None,
+        "priority_flags": ",".join(cfg.priority_flags),
+        "default_partition": default,
+        "partitions": parts,
+        "cluster_gpus": None if parts is None else max((int(p.get("gpus") or 0) for p in parts.values()), default=0),
+        "qos_usage_factor": {str(k): float(v) for k, v in (getattr(snap, "usage_factors", None) or {}).items()},
+    }
 
 
 def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: str, every_s: float) -> dict[str, Any]:

@@ -11,7 +11,7 @@ answer as an approximation (see fairshare.AssocFairShare). Usage is in RawUsage 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -24,10 +24,12 @@ UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 @dataclass(frozen=True, slots=True)
 class Segment:
-    """`duration_s` seconds at `rate` billing-seconds per second (0 = idle)."""
+    """`duration_s` seconds at `rate` billing-seconds per second (0 = idle). `tres`: what the step's
+    job asks for (plan_tres: cpu, gres/gpu, node), where the plan said; the caps read it."""
 
     duration_s: float
     rate: float
+    tres: dict | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +73,39 @@ def trajectory(
     lam: float,
     plan: Sequence[Segment | tuple[float, float]],
     times: Iterable[float],
+    resets: Sequence[float] = (),
 ) -> list[ForecastPoint]:
     """u and F at `times` (seconds from now) for a campaign `plan` started now from usage u0.
 
     The plan is consecutive (duration_s, rate) segments; after it ends the usage only decays.
+    `resets` (seconds from now, PriorityUsageResetPeriod: model.usagereset): slurmctld sets the
+    usage to 0 there, and it grows from 0 again with what of the plan is left.
     """
     segs = [(s.duration_s, s.rate) if isinstance(s, Segment) else (float(s[0]), float(s[1])) for s in plan]
     ts = list(times)
-    us = piecewise_usage(u0, segs, lam, ts)
-    return [ForecastPoint(t, u, fairshare_at(u, halving)) for t, u in zip(ts, us)]
+    cuts = sorted(r for r in resets if r > 0)
+    if not cuts:
+        us = piecewise_usage(u0, segs, lam, ts)
+        return [ForecastPoint(t, u, fairshare_at(u, halving)) for t, u in zip(ts, us)]
+    out = []
+    for t in ts:
+        r = max((c for c in cuts if c <= t), default=None)
+        if r is None:
+            u = piecewise_usage(u0, segs, lam, [t])[0]
+        else:
+            u = piecewise_usage(0.0, _after(segs, r), lam, [t - r])[0]
+        out.append(ForecastPoint(t, u, fairshare_at(u, halving)))
+    return out
+
+
+def _after(segs: list[tuple[float, float]], start: float) -> list[tuple[float, float]]:
+    """The plan's segments from `start` seconds on."""
+    out, t = [], 0.0
+    for dur, rate in segs:
+        if t + dur > start:
+            out.append((t + dur - max(t, start), rate))
+        t += dur
+    return out
 
 
 def idle_time_to_fairshare(u0: float, halving: float, lam: float, target: float) -> float:
@@ -144,8 +170,12 @@ def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
 
 # ---------------------------------------------------------------------------- plan strings
 _WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE | re.ASCII)  # ASCII digits only
+# one term of what a job asks for, Slurm's words: 4cpus, 2gpus (or 2gres/gpu), 1node; joined with '+'
+_TERM = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<what>cpus?|cores?|gpus?|gres/gpu|nodes?)$", re.IGNORECASE | re.ASCII)
+_TRES_OF = {"cpu": "cpu", "cpus": "cpu", "core": "cpu", "cores": "cpu", "gpu": "gres/gpu", "gpus": "gres/gpu",
+            "gres/gpu": "gres/gpu", "node": "node", "nodes": "node"}
 _GPUS = re.compile(r"^\d+(?:\.\d+)?\s*(?:gpus?|gres/gpu)$", re.IGNORECASE | re.ASCII)  # refused with how to bill them (_why)
-PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>', a duration with a unit s, m, h, d, w or in Slurm's time "
+PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>' (GPUs: '<N>cpus+<M>gpus:<duration>'), a duration with a unit s, m, h, d, w or in Slurm's time "
              "format (e.g. '56cpus:14d,idle:3d' or '56cpus:14-0,idle:3-0')")
 # Slurm's time formats (sbatch -t): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
 # days-hours:minutes, days-hours:minutes:seconds
@@ -174,28 +204,81 @@ def parse_duration(text: str) -> float:
                     "time format (minutes, hours:minutes:seconds, days-hours[:minutes[:seconds]])")
 
 
-def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1.0) -> list[Segment]:
+def plan_tres(what: str) -> dict[str, float] | None:
+    """What one plan step's job asks for, in Slurm's TRES names: '4cpus+2gpus' -> {cpu: 4,
+    gres/gpu: 2, node: 1} (one node unless '<N>nodes' says), '16cpus' -> {cpu: 16, node: 1}.
+    None when `what` is not such a list (PlanError when a term repeats)."""
+    out: dict[str, float] = {}
+    for term in what.split("+"):
+        m = _TERM.match(term.strip())
+        if m is None:
+            return None
+        tres = _TRES_OF[m.group("what").lower()]
+        if tres in out:
+            raise PlanError(f"{what!r} names {tres} twice: write each of cpus, gpus, nodes once")
+        out[tres] = float(m.group("n"))
+    out.setdefault("node", 1.0)
+    return out
+
+
+def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1.0,
+               rate_of=None) -> list[Segment]:
     """Read a campaign plan: segments separated by commas (or spaces), each
-    '<N>cpus:<duration>' or 'idle:<duration>', e.g. '56cpus:14d,idle:3d'."""
+    '<N>cpus:<duration>', '<N>cpus+<M>gpus:<duration>' or 'idle:<duration>', e.g. '56cpus:14d,idle:3d'.
+
+    `rate_of(tres, what)`: the step's rate in billing units a second for the job `tres`
+    (plan_tres; forecast.billingplan bills it under the partition's TRESBillingWeights and the QOS's
+    UsageFactor). Without it a plan is in CPUs x `billing_per_core` x `usage_factor`, and a GPU is
+    refused (no weights to bill it under)."""
     parts = re.sub(r"\s*:\s*", ":", text).replace(",", " ").split()
     if not parts:
         raise PlanError(f"empty plan: expected {PLAN_FORM}")
     out = []
     for i, part in enumerate(parts, 1):
         what, colon, dur_text = part.partition(":")  # the first ':' (Slurm's times have more)
-        m = _WHAT.match(what) if colon else None
+        idle = colon and what.lower() == "idle"
+        tres = plan_tres(what) if colon and not idle else None
+        if tres is not None and rate_of is None and "cpu" in tres and set(tres) - {"cpu", "node"}:
+            raise PlanError(f"plan part {i} {part!r}: GPUs and nodes are billed under the partition's TRESBillingWeights, "
+                            "which this forecast does not have (the agent publishes them: an older agent's file, or "
+                            "PrivateData=partitions): write the job's billing as cpus, e.g. 4 CPUs + 2 GPUs under "
+                            "TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 bill '20cpus' (docs/billing.md)")
+        ok = idle or (tres is not None and "cpu" in tres)
         try:
-            dur = parse_duration(dur_text) if m else None
+            dur = parse_duration(dur_text) if ok else None
         except PlanError:
             dur = None
-        if m is None or dur is None:
+        if not ok or dur is None:
             raise PlanError(f"cannot read plan part {i} {part!r}{_why(part)}: expected {PLAN_FORM}")
         if not dur > 0:
             raise PlanError(f"plan part {i} {part!r} lasts no time: a step lasts more than 0")
-        rate = 0.0 if m.group("idle") else rate_from_cores(plan_cpus(m.group("n"), f"plan part {i} {part!r}: "),
-                                                           billing_per_core, usage_factor)
-        out.append(Segment(dur, rate))
+        if idle:
+            rate = 0.0
+        else:
+            where = f"plan part {i} {part!r}: "
+            if "cpu" in tres:
+                tres["cpu"] = plan_cpus(_cpu_text(what), where)  # the text as written: its digits in the message
+            for name, label in (("gres/gpu", "GPUs"), ("node", "nodes")):
+                if name in tres and not (math.isfinite(tres[name]) and tres[name] >= (1 if name == "node" else 0)):
+                    raise PlanError(f"{where}{label} per run must be a number of at least {1 if name == 'node' else 0}")
+            if rate_of is None:
+                rate = rate_from_cores(tres["cpu"], billing_per_core, usage_factor)
+            else:
+                try:
+                    rate = float(rate_of(tres, what))
+                except PlanError as e:
+                    raise PlanError(f"{where}{e}") from None
+        out.append(Segment(dur, rate, None if idle else tres))
     return out
+
+
+def _cpu_text(what: str) -> str:
+    """The CPUs' number as the plan wrote it ('4' of '4cpus+2gpus')."""
+    for term in what.split("+"):
+        m = _TERM.match(term.strip())
+        if m and _TRES_OF[m.group("what").lower()] == "cpu":
+            return m.group("n")
+    return ""
 
 
 def plan_cpus(text: str, where: str = "") -> float:
@@ -209,18 +292,27 @@ def plan_cpus(text: str, where: str = "") -> float:
     return float(t)
 
 
+def plan_tres_safe(what: str) -> dict | None:
+    try:
+        return plan_tres(what)
+    except PlanError:
+        return None
+
+
 def _why(part: str) -> str:
     """Which side of one plan part is wrong, for the error message."""
     if ":" not in part:
         return " (no single ':' between what runs and for how long)"
     what, _, dur = part.partition(":")
     if _GPUS.match(what):
-        return (f" ({what!r} is neither '<N>cpus' nor 'idle': a plan is in billing units, which a GPU's weight sets: "
-                "write the job's billing as cpus, e.g. "
-                "4 CPUs + 2 GPUs under TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 bill '20cpus', or '16cpus' under "
-                "PriorityFlags=MAX_TRES; docs/billing.md)")
-    if not _WHAT.match(what):
+        return (f" ({what!r} names no CPUs: write them too, e.g. '4cpus+{what}', billed under the partition's "
+                "TRESBillingWeights; where the forecast has none, write the job's billing as cpus: 4 CPUs + 2 GPUs under "
+                "TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 bill '20cpus', or '16cpus' under PriorityFlags=MAX_TRES; "
+                "docs/billing.md)")
+    if not _WHAT.match(what) and what.lower() != "idle" and plan_tres_safe(what) is None:
         return f" ({what!r} is neither '<N>cpus' nor 'idle')"
+    if plan_tres_safe(what) is not None and "cpu" not in plan_tres_safe(what):
+        return f" ({what!r} names no CPUs: write them too, e.g. '4cpus+{what}')"
     try:
         parse_duration(dur)
     except PlanError:

@@ -31,7 +31,9 @@ class ForecastRequest:
     max_age: str = "1h"
     stale_ok: bool = False
     horizon: str | None = None
-    billing_per_core: float = 1.0
+    billing_per_core: float | None = None  # None: billed under the published partition weights (forecast.billingplan)
+    partition: str | None = None
+    qos: str | None = None
     plot: Path | None = None
     now: float | None = None
     reader: object = None  # read_published's stand-in (same arguments), e.g. the web's per-snapshot index
@@ -63,7 +65,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         raise ConfigError("give the campaign either as --plan or as --run/--idle steps, not both")
     import math
 
-    if not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
+    if args.billing_per_core is not None and not (math.isfinite(args.billing_per_core) and args.billing_per_core > 0):
         raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
     if args.job is not None and args.job < 1:
         raise ConfigError(f"--job must be a job id (a whole number of at least 1), got {args.job}")
@@ -101,19 +103,23 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         limits.check_plan_text(args.plan, caps)
     if len(args.steps or ()) > caps["max_plan_steps"]:
         raise limits.PlanError(f"{len(args.steps)} --run/--idle steps: at most {caps['max_plan_steps']} are forecast in one request")
+    from fscontrol.forecast.billingplan import Biller
+
+    biller = Biller(data_pub, args.partition, args.qos, args.billing_per_core)
     if args.plan is not None:
-        segments = fc.parse_plan(args.plan, args.billing_per_core)
+        segments = fc.parse_plan(args.plan, rate_of=biller.rate_of)
     for step in args.steps or ():
         try:
             if ":" in step:  # --run 56cpus:14d (or idle:3d)
-                segments += fc.parse_plan(step, args.billing_per_core)
+                segments += fc.parse_plan(step, rate_of=biller.rate_of)
             else:  # --idle 3d
                 segments.append(fc.Segment(fc.parse_duration(step), 0.0))
         except fc.PlanError as e:
             raise fc.PlanError(f"--run/--idle {step!r}: {e}; --run takes '<N>cpus:<duration>', --idle a duration like 3d") from None
     max_age_s = fc.parse_duration(args.max_age)
     horizon_s = fc.parse_duration(args.horizon) if args.horizon else None
-    limits.check(segments, horizon_s, caps, args.billing_per_core)
+    limits.check(segments, horizon_s, caps, args.billing_per_core or 1.0, max_gpus=biller.max_gpus(),
+                 gpus_where=f"partition {biller.partition}'s" if biller.partition else None)
     # a recording with a snapshot that is not root's (the demo's, one's own): nothing there is private
     # to anyone but what the reader can already read; root's published file keeps the check
     admin = site_admin or uf.is_admin(requester, uid, data_pub, trusted, mine) or (asker is None and args.source not in ("live", "published") and not trusted)
@@ -200,6 +206,9 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         said_only=args.said_only,
     )
     _add_limits(data, data_pub, args.account)
+    billed = biller.summary()
+    if billed is not None:
+        data["billing"] = billed
     if args.plot is not None:
         uf.plot_png(data, str(args.plot))
     return data

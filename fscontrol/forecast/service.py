@@ -221,7 +221,15 @@ def plan_text(plan: Sequence[Segment]) -> str:
     def dur(s: float) -> str:
         return f"{s / DAY:g}d" if s >= DAY else (f"{s / HOUR:g}h" if s >= HOUR else f"{s / 60:g}m")
 
-    return ",".join(f"idle:{dur(s.duration_s)}" if s.rate == 0 else f"{s.rate:g}cpus:{dur(s.duration_s)}" for s in plan)
+    def what(s: Segment) -> str:
+        t = getattr(s, "tres", None)
+        if not t or "gres/gpu" not in t and t.get("node", 1.0) == 1.0:
+            return f"{s.rate:g}cpus"  # in billing units, as before (--billing-per-core folded in)
+        return (f"{t['cpu']:g}cpus" + (f"+{t['gres/gpu']:g}gpus" if t.get("gres/gpu") else "")
+                + (f"+{t['node']:g}nodes" if t.get("node", 1.0) != 1.0 else ""))  # as the user wrote it
+
+    return ",".join(f"idle:{dur(s.duration_s)}" if s.rate == 0 and not getattr(s, "tres", None)
+                    else f"{what(s)}:{dur(s.duration_s)}" for s in plan)
 
 
 def forecast_data(
@@ -242,8 +250,12 @@ def forecast_data(
     pending: dict[str, int] | None = None,
     rows_from: str = "sshare",
     said_only: bool = False,
+    tz=None,
 ) -> dict[str, Any]:
     """Everything `fscontrol forecast` shows, as plain data.
+
+    `tz`: slurmctld's time zone, where PriorityUsageResetPeriod resets usage at midnight (None:
+    this process's local time); forecast.resets models the resets within the chart.
 
     `said_only` (the web page's): the "if your account's other users stopped" projection is built
     only where its answer is said (forecast.loaded.apply); recovery.if_others_stopped_days is None
@@ -288,7 +300,11 @@ def forecast_data(
         warnings.append(f"priority mode {mode}: the classic fair-share maths here are an approximation")
     if total <= 0:
         warnings.append("the cluster has no recorded usage yet: everyone's F is 1 and there is nothing to forecast")
-    reset = usage_reset_warning(cfg.get("usage_reset_period"))
+    from fscontrol.forecast import resets as usage_resets
+
+    period = cfg.get("usage_reset_period")
+    reset_at = usage_resets.reset_times(period, now, tz) if mode != "fair_tree" else []
+    reset = None if reset_at else usage_reset_warning(period)
     if reset:
         warnings.append(reset)
 
@@ -300,7 +316,10 @@ def forecast_data(
         a = _one(r, d, lam, total, plan, plan_end, target, horizon_s, points, held)
         _at_current_load(a, r, rows, published, plan, plan_end, d, total, target, horizon_s, points,
                          (pending or {}).get(r.account), said_only)
+        usage_resets.apply(a, reset_at, plan, lam)
         assocs.append(a)
+    reach = max((a["trajectory"][-1]["days"] * DAY for a in assocs if a.get("trajectory")), default=horizon_s or 0.0)
+    reset_text = usage_resets.reset_line(period, now, reset_at, reach, tz) if reset_at else None
     return {
         "user": user,
         "requester": requester if requester is not None else user,
@@ -322,7 +341,8 @@ def forecast_data(
         "plan_days": plan_end / DAY,
         "warnings": warnings,
         "associations": assocs,
-    }
+    } | ({} if reset_text is None else {"usage_reset": {
+        "period": str(period).upper(), "text": reset_text, "at": [_iso(now + t) for t in reset_at if t <= reach]}})
 
 
 def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, plan: list, plan_end: float,
@@ -576,6 +596,10 @@ def format_forecast(data: dict[str, Any]) -> str:
         )
     for w in data["warnings"]:
         lines.append(f"warning: {w}")
+    for line in (data.get("billing") or {}).get("lines") or ():
+        lines.append(line)
+    if data.get("usage_reset"):
+        lines.append(data["usage_reset"]["text"])
     target = data["target"]
     for a in data["associations"]:
         lines.append("")

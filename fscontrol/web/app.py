@@ -103,6 +103,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
                 "published": Path(pub) if pub else None, "cluster": setting(environ, "FSCONTROL_CLUSTER", cluster) or None,
                 "now": now, "user": query.get("user") or None, "account": query.get("account") or None,
                 "reader": index.read}
+        part = (query.get("partition") or "").strip() or None  # the planner's: whose weights bill the plan
         try:
             plan, target = userpage.plan_from(query)
             plan_error = None
@@ -112,7 +113,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
             if is_api:
                 if plan_error:
                     return fail("400 Bad Request", plan_error)
-                data = forecast({**base, "plan": plan, "target": target}, asker)
+                data = forecast({**base, "plan": plan, "target": target, "partition": part}, asker)
                 body = json.dumps({"forecast": data, "html": userpage.render_plan(data)}, allow_nan=False)
                 return reply("200 OK", body, "application/json", extra)
             # the page: only the projections whose answers it says (the API's JSON has them all)
@@ -120,7 +121,7 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
             plan_data = None
             if data.get("priority_mode") != "fair_tree" and plan is not None:
                 try:
-                    plan_data = forecast({**base, "plan": plan, "target": target, "said_only": True}, asker)
+                    plan_data = forecast({**base, "plan": plan, "target": target, "said_only": True, "partition": part}, asker)
                 except FscontrolError as e:
                     plan_error = str(e)
             api = (environ.get("SCRIPT_NAME") or "").rstrip("/") + "/api/forecast"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from fscontrol.export.html import DAY, HOUR, chart_svg, duration_text, esc, num, page, table_of, val
 
-PLAN_DEFAULTS = {"cpus": "16", "length": "7", "gap": "3", "unit": "d", "runs": "2", "target": "0.5"}
+PLAN_DEFAULTS = {"cpus": "16", "gpus": "0", "length": "7", "gap": "3", "unit": "d", "runs": "2", "target": "0.5"}
 UNITS = {"m": "minutes", "h": "hours", "d": "days"}
 
 
@@ -98,10 +98,16 @@ def render_plan(data: Mapping) -> str:
     if data.get("priority_mode") == "fair_tree":
         return ""
     tgt = "" if data["target"] == 0.5 else f" --target {data['target']:g}"
+    asked = (data.get("billing") or {}).get("asked_partition")
+    tgt += f" -p {asked}" if asked else ""
     out = [f'<p>As a command: <code id="plan-cmd">fscontrol forecast --plan {esc(data["plan_text"] or "(none)")}'
            f"{tgt}</code></p>"]
     total_ch = sum(s["core_hours"] for s in data["plan"])
     out.append(f'<p>{val("plan_core_hours", total_ch, ",.0f")} core-hours over {esc(duration_text(data["plan_days"] * DAY))}.</p>')
+    for line in (data.get("billing") or {}).get("lines") or ():
+        out.append(f'<p class="sub" data-k="billing">{esc(line)}</p>')
+    if data.get("usage_reset"):
+        out.append(f'<p class="sub" data-k="usage_reset">{esc(data["usage_reset"]["text"])}</p>')
     target = data["target"]
     for i, a in enumerate(data["associations"]):
         ap = a.get("after_plan")
@@ -153,6 +159,9 @@ def _planner(values: Mapping[str, str], plan_html: str, error: str | None) -> st
         '(the same numbers as <code>fscontrol forecast --plan</code>).</p>'
         '<form class="planner" id="planner" method="get" action="">'
         + field("cpus", "CPUs per run", 'min="1" step="1" required')
+        + field("gpus", "GPUs per run", 'min="0" step="1"')
+        + ('<div><label for="f-partition">Partition (its billing weights)</label><input id="f-partition" name="partition" '
+           f'type="text" maxlength="64" placeholder="the default" value="{esc(values.get("partition") or "")}"></div>')
         + field("length", "Length of a run", 'min="0.01" step="any" required')
         + field("runs", "Runs", 'min="1" max="20" step="1" required')
         + field("gap", "Idle between runs", 'min="0" step="any" required')
@@ -188,6 +197,8 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
     from fscontrol.forecast.classic import plan_cpus
 
     cpus = plan_cpus(_plain(number("cpus", "CPUs per run", 0)))  # the field read as a number, then --plan's rule (at least 1)
+    gpus = number("gpus", "GPUs per run", 0)
+    what = f"{_plain(cpus)}cpus" + (f"+{_plain(gpus)}gpus" if gpus else "")  # billed under the default partition's weights
     if v["unit"] not in UNITS:
         raise ValueError(f"lengths are in m, h or d, not {v['unit']!r}")
     u = v["unit"]
@@ -199,7 +210,7 @@ def plan_from(values: Mapping[str, str]) -> tuple[str, float]:
     for k in range(runs):
         if k and gap > 0:
             steps.append(f"idle:{gap:g}{u}")
-        steps.append(f"{_plain(cpus)}cpus:{days:g}{u}")
+        steps.append(f"{what}:{days:g}{u}")
     return ",".join(steps), target
 
 
