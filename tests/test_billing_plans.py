@@ -194,6 +194,10 @@ def test_cli_bills_a_gpu_plan_and_models_a_monthly_reset(tmp_path, monkeypatch):
     traj = j["associations"][0]["trajectory"]
     after = [p for p in traj if p["days"] * 86400 >= first - now]
     assert after and after[0]["fairshare"] == 1.0  # nothing of the plan left after the reset: F = 1
+    a = j["associations"][0]  # the statements agree with the chart: back at the target by the reset at the latest
+    assert a["idle_days_to_target"] is not None and a["idle_days_to_target"] * 86400 <= first - now + 1e-6
+    ap = a["after_plan"]
+    assert ap["idle_days_to_target"] is not None and ap["idle_days_to_target"] * 86400 <= first - now - 10 * 3600 + 1e-6
     for bad, says in ((["--plan", "4cpus+9gpus:1h"], "asks for 9 GPUs: more than partition normal's, 8 GPUs"),
                       (["--plan", "4cpus+2gpus:1h", "-p", "gpu"], "--partition 'gpu': no such partition"),
                       (["--plan", "4cpus+1e3gpus:1h"], "cannot read plan part 1")):
@@ -248,3 +252,21 @@ def test_the_partitions_are_published_only_where_privatedata_shows_them():
         with pytest.raises(fc.PlanError, match="write the job's billing as cpus"):
             _rate("4cpus+2gpus:1h", {"cluster": "agave", "billing": shut})
         assert _rate("4cpus:1h", {"cluster": "agave", "billing": shut})[0][0].rate == 4.0
+
+
+def test_recovery_statements_come_no_later_than_the_reset():
+    """A reset sets every usage to 0: where the projection's recovery comes after the first reset,
+    or never at the current load, the recovery is the reset, said so; where it comes first, it stands."""
+    from fscontrol.forecast.resets import _recovery_by_reset
+
+    a = {"idle_days_to_target": None, "idle_to_target_text": "not at the current load", "recovery": {"reachable": False},
+         "after_plan": {"idle_days_to_target": 40.0, "idle_to_target_text": "in 40 days"}}
+    _recovery_by_reset(a, [4 * 86400.0, 34 * 86400.0], plan_end=10 * 86400.0)
+    from fscontrol.forecast.loaded import when_text
+
+    assert a["idle_days_to_target"] == 4.0 and a["idle_to_target_text"] == f"{when_text(4.0)}, at the usage reset"
+    assert a["recovery"] == {"reachable": True, "by_reset": True}
+    assert a["after_plan"]["idle_days_to_target"] == 24.0 and "at the usage reset" in a["after_plan"]["idle_to_target_text"]
+    b = {"idle_days_to_target": 1.5, "idle_to_target_text": "in 1 day 12 h", "after_plan": None}
+    _recovery_by_reset(b, [4 * 86400.0], plan_end=None)
+    assert b["idle_days_to_target"] == 1.5 and b["idle_to_target_text"] == "in 1 day 12 h"

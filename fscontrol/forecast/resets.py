@@ -72,4 +72,32 @@ def apply(a: dict[str, Any], resets: list[float], plan: list, lam: float) -> Non
         ap["fairshare"] = end.fairshare
         ap["effective_usage_core_hours"] = end.usage / HOUR
         ap["after_reset"] = True
+    _recovery_by_reset(a, resets, plan_end if plan else None)
     a["resets_days"] = [r / DAY for r in within]
+
+
+def _recovery_by_reset(a: dict[str, Any], resets: list[float], plan_end: float | None) -> None:
+    """The recovery statements agree with the chart: a reset sets every usage to 0, so F is back at
+    the target by the first reset at the latest (idle from now, or after the plan's end). The
+    projection's own time stands where it comes first."""
+    from fscontrol.forecast.loaded import when_text as in_words
+
+    def by(days: float | None, start_s: float) -> float | None:
+        nxt = next((r for r in resets if r >= start_s), None)
+        if nxt is None:
+            return None
+        at = (nxt - start_s) / DAY
+        return at if days is None or at < days else None
+
+    at = by(a.get("idle_days_to_target"), 0.0)
+    if at is not None:
+        a["idle_days_to_target"] = at
+        a["idle_to_target_text"] = f"{in_words(at)}, at the usage reset"
+        if isinstance(a.get("recovery"), dict):
+            a["recovery"] = dict(a["recovery"], reachable=True, by_reset=True)
+    ap = a.get("after_plan")
+    if ap and plan_end is not None:
+        at = by(ap.get("idle_days_to_target"), plan_end)
+        if at is not None:
+            ap["idle_days_to_target"] = at
+            ap["idle_to_target_text"] = f"{in_words(at)}, at the usage reset"
