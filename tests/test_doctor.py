@@ -505,3 +505,22 @@ def test_missing_slurm_conf_is_one_line_fast(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert "doctor on tbcluster: not run: slurm.conf not found: " in p.stdout and "timed out" not in p.stdout, p.stdout
     assert survey.conf_file_problem({"SLURM_CONF": str(cfg)}) is None  # a file that is there
+
+
+def test_persist_without_a_slurm_conf_to_write(tmp_path):
+    """persist = true with a slurm.conf the doctor could not read, or none at all on a live cluster:
+    a warning naming what to set (the runtime d still follows every pass); without persist the
+    unreadable file is only the info that the d-by-hand check was skipped."""
+    s = _survey(tmp_path)
+    persist = Intent(method="damping", persist=True)
+    err = {"slurm.conf": "/etc/slurm/slurm.conf: Permission denied"}
+    assert _judge(s, persist, errors=err) == {"persist-slurm-conf": "warning"}
+    assert _judge(s, Intent(method="hybrid", padding_mode="steady", persist=True), errors=err)["persist-slurm-conf"] == "warning"
+    assert _judge(s, Intent(method="damping"), errors=err) == {"read-slurm-conf": "info"}
+    live = _judge(s, persist, conf_path=None, source="live")
+    assert live.get("persist-slurm-conf") == "warning", live
+    assert "persist-slurm-conf" not in _judge(s, persist, conf_path="/etc/slurm/slurm.conf", source="live")
+    assert "persist-slurm-conf" not in _judge(s, Intent(method="damping"), conf_path=None, source="live")
+    line = next(f for f in checks.check(dataclasses.replace(s, conf_path=None, source="live"), persist)
+                if f.check == "persist-slurm-conf")
+    assert "set slurm_conf" in line.fix and "persist = false" in line.fix
