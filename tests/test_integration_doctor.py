@@ -443,3 +443,22 @@ def test_cluster_name_not_in_the_config(slurm, tmp_path):
     path.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "hybrid"\n')
     code, out = _cli(slurm, config=path)
     assert code == 0 and out["findings"] == [], out
+
+
+def test_damping_preset_and_a_slurm_conf_it_cannot_read(slurm, tmp_path):
+    """d preset by the admin in slurm.conf (3, not Slurm's 1) with no action of the agent: an info
+    line (the agent will move it; `control off` puts 3 back). A config naming a slurm.conf that is
+    not there: with persist, a warning that the file cannot be persisted to; without, the info that
+    the d-by-hand check was skipped."""
+    missing = str(tmp_path / "no-such" / "slurm.conf")
+    with _conf(slurm, FairShareDampeningFactor="3"):
+        assert slurm.damping() == 3
+        assert _checks(slurm, _cfg(tmp_path / "a", method="damping")) == {"damping-preset": "info"}
+    assert slurm.damping() == 1
+    found = _checks(slurm, _cfg(tmp_path / "b", method="damping", persist=True, slurm_conf=missing))
+    assert found == {"persist-slurm-conf": "warning"}, found
+    # without persist the doctor reads the SLURM_CONF slurmctld names, or the file given (--slurm-conf)
+    assert _checks(slurm, _cfg(tmp_path / "c", method="damping", slurm_conf=missing)) == {}
+    _, f = diagnose(slurm.source(), _cfg(tmp_path / "c", method="damping"), slurm_conf=missing)
+    assert {x.check: x.severity for x in f} == {"read-slurm-conf": "info"}, f
+    assert _checks(slurm, _cfg(tmp_path / "d", method="damping")) == {}
