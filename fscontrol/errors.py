@@ -84,3 +84,9 @@ class ProfileError(FscontrolError):
 
 class PlanError(ConfigError, ValueError):
     """A user's campaign plan could not be read, or asks for more than one request may (exit 2)."""
+
+
+class EstimateTooCostly(FscontrolError):
+    """A start estimate over a queue longer than the caller affords (the web page): said instead."""
+
+    exit_code = 2

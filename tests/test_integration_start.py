@@ -99,3 +99,55 @@ def test_start_estimates_real_pending_jobs(slurm):
     for j in (a, b):
         assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
     slurm.cancel_all()
+
+
+def test_the_web_page_shows_the_users_own_start_estimates(slurm):
+    """Issue #32 item 4, "the web page shows the same": the page, run as the user on the live
+    cluster (Open OnDemand, `fscontrol web`), lists their own pending jobs with `fscontrol start`'s
+    estimate; another user's job is not on it; over the page's cap of pending jobs it says so in
+    one line."""
+    import re
+
+    from test_integration_why import _user_python, _user_tree
+
+    slurm.cancel_all()
+    big = slurm.submit("alice", "flat", 128, 40)
+    for _ in range(100):
+        if _start_of(slurm, big) is not None:
+            break
+        time.sleep(0.3)
+    mine = [slurm.submit("bob", "flat", 64, 20), slurm.submit("bob", "flat", 8, 20)]
+    other = slurm.submit("carol", "chem", 64, 20)
+    time.sleep(2)
+    tree = _user_tree(slurm)
+    pub_dir = slurm.dir / "public-start"
+    pub_dir.mkdir(mode=0o755, exist_ok=True)
+    pub_dir.chmod(0o755)
+    db = slurm.dir / "start-web.db"
+    for args in (("collect", "--db", str(db)), ("publish", "--db", str(db), "--out", str(pub_dir / "tbcluster.json"))):
+        p = _cli(slurm, *args)
+        assert p.returncode == 0, p.stderr
+    snippet = ("import sys, json\nfrom fscontrol.web import app as w\nw.START_MAX_PENDING = int(sys.argv[1])\n"
+               f"a = w.make_app(source='live', published={str(pub_dir / 'tbcluster.json')!r})\n"
+               "print(b''.join(a({'REQUEST_METHOD': 'GET', 'PATH_INFO': '/', 'QUERY_STRING': ''}, lambda s, h: None)).decode())\n")
+
+    def page(cap: int) -> str:
+        argv = ["runuser", "-u", "bob", "--", "env", f"PYTHONPATH={tree}", f"SLURM_CONF={slurm.conf}",
+                f"PATH={slurm.env['PATH']}", "HOME=/tmp", _user_python("bob"), "-c", snippet, str(cap)]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return p.stdout
+
+    html = page(1000)
+    card = html[html.index('id="starts"'):]
+    card = card[: card.index("</section>")]
+    shown = dict(re.findall(r'<tr data-job="(\d+)"><td>\d+</td><td data-k="start" data-v="([^"]*)"', card))
+    assert set(shown) == set(mine) and other not in shown, card
+    ref = {e["job_id"]: e for e in json.loads(_cli(slurm, "start", "-u", "bob", "--json").stdout)["jobs"]}
+    for j in mine:
+        assert shown[j] and ref[j]["start"] is not None
+        assert abs(float(shown[j]) - ref[j]["start"]) <= 35, (j, shown[j], ref[j])  # two reads, a cycle apart at most
+    capped = page(1)
+    card = capped[capped.index('id="starts"'):]
+    assert "no start estimate: 3 jobs pending, over the 1 estimated here" in card[: card.index("</section>")], card[:600]
+    slurm.cancel_all()

@@ -104,3 +104,21 @@ def test_bad_input_is_one_line_and_exit_2(args, capsys):
     assert exit_code(["start", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fscontrol: error:")
+
+
+def test_the_web_pages_start_card():
+    """The page's card (web.userpage._starts_card) from `fscontrol start`'s dict: an estimate with its
+    range and squeue's, a job without one with its reason, no pending job, and the one-line error."""
+    from fscontrol.web.userpage import _starts_card
+
+    d = {"now": NOW, "model": "Slurm's scheduler model, Slurm's defaults", "notes": ["a note"], "jobs": [
+        {"job_id": "7", "user": "bob", "start": NOW + 600, "early": NOW + 300, "late": NOW + 900, "reason": "",
+         "squeue_start": NOW + 1200},
+        {"job_id": "8", "user": "bob", "start": None, "early": None, "late": None, "reason": "waits for Dependency, not only for CPUs and priority",
+         "squeue_start": None}]}
+    html = _starts_card(d)
+    assert '<tr data-job="7"><td>7</td><td data-k="start" data-v="' in html and "in 10 min" in html and "in 5 min .. in 15 min" in html
+    assert "in 20 min" in html and "waits for Dependency" in html and "a note" in html
+    assert "You have no pending job." in _starts_card({**d, "jobs": []})
+    assert "no start estimate: x" in _starts_card({"error": "no start estimate: x"}) and _starts_card(None) == ""
+    assert "<script" not in _starts_card({**d, "notes": ["<script>alert(1)</script>"]})  # escaped

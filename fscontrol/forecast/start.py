@@ -33,7 +33,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fscontrol.errors import NotFoundError, ParseError
+from fscontrol.errors import EstimateTooCostly, NotFoundError, ParseError
 from fscontrol.slurm.parse import parse_duration, parse_time
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
@@ -340,13 +340,19 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
 
 
 def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set[str] | None = None,
-              me: str | None = None, private_jobs: bool | None = None) -> dict:
-    """Run squeue, sinfo, sacct and scontrol show config on `source` (LiveSlurm) and estimate."""
+              me: str | None = None, private_jobs: bool | None = None, max_pending: int | None = None) -> dict:
+    """Run squeue, sinfo, sacct and scontrol show config on `source` (LiveSlurm) and estimate.
+    `max_pending`: with more jobs pending than that, EstimateTooCostly (before any estimate)."""
     from fscontrol.sim.slurmsched import sched_from_config
     from fscontrol.slurm.parse import parse_config_pairs
 
     conf_text = source.run(("scontrol", "show", "config")).stdout
     jobs = parse_queue(source.run(SQUEUE_START_ARGS).stdout)
+    if max_pending is not None:
+        pending = sum(1 for j in jobs if j.state == "PENDING")
+        if pending > max_pending:
+            raise EstimateTooCostly(f"{pending:,} jobs pending, over the {max_pending:,} estimated here "
+                                    "(`fscontrol start` estimates them, at more cost)")
     total, node_cpus, alloc = parse_sinfo(source.run(SINFO_CPUS_ARGS).stdout)
     sc = sched_from_config(conf_text, node_cpus=node_cpus)
     fr = parse_fractions(source.run(SACCT_FRACTION_ARGS).stdout)

@@ -125,12 +125,36 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
                 except FscontrolError as e:
                     plan_error = str(e)
             api = (environ.get("SCRIPT_NAME") or "").rstrip("/") + "/api/forecast"
-            html = userpage.render_page(data, plan_data, query, api_url=api, plan_error=plan_error)
+            starts = None
+            if identity == "process" and base["source"] == "live" and not base["user"]:
+                starts = start_estimates(base["cluster"], now)  # the page runs as the user: their own jobs
+            html = userpage.render_page(data, plan_data, query, api_url=api, plan_error=plan_error, starts=starts)
             return reply("200 OK", html, "text/html; charset=utf-8", extra)
         except FscontrolError as e:
             return fail(STATUS.get(e.exit_code, "500 Internal Server Error"), str(e))
 
     return app
+
+
+# the page's start estimates stay a page's cost (docs/start.md: what one costs by queue length)
+START_MAX_PENDING = 1000
+
+
+def start_estimates(cluster: str | None, now: float | None) -> dict:
+    """`fscontrol start`'s estimates of this process's user's pending jobs (the page runs as them:
+    Open OnDemand, `fscontrol web`), or {"error": why not} in one line."""
+    import time
+
+    from fscontrol.forecast import start as startmod
+    from fscontrol.forecast.service import invoker
+    from fscontrol.slurm.source import LiveSlurm
+
+    me, _ = invoker()
+    try:
+        return startmod.read_live(LiveSlurm(cluster=cluster), now=time.time() if now is None else now, users={me},
+                                  me=me, max_pending=START_MAX_PENDING)
+    except FscontrolError as e:
+        return {"error": f"no start estimate: {e}"}
 
 
 def forecast(options: dict, asker: tuple | None) -> dict:

@@ -325,13 +325,46 @@ def _limits_card(limits: Mapping | None) -> str:
             f'<p>Slurm\'s limits on you and your accounts, and how much of each is used:</p><ul>{items}</ul></section>')
 
 
+def _starts_card(starts: Mapping | None) -> str:
+    """"When do my jobs start?": `fscontrol start`'s estimates of the user's pending jobs (its dict),
+    or why there are none here (its "error")."""
+    if not starts:
+        return ""
+    from fscontrol.forecast.start import _hm
+
+    head = '<section class="card" id="starts"><h2>When do my pending jobs start?</h2>'
+    if starts.get("error"):
+        return head + f'<p class="note">{esc(starts["error"])}</p></section>'
+    now = starts["now"]
+    jobs = starts.get("jobs") or []
+    if not jobs:
+        return head + "<p>You have no pending job.</p></section>"
+    rows = []
+    for e in jobs:
+        sq = esc(_hm(e.get("squeue_start"), now))
+        if e.get("start") is None:
+            rows.append(f'<tr data-job="{esc(e["job_id"])}"><td>{esc(e["job_id"])}</td><td data-k="start" data-v="">-</td>'
+                        f'<td></td><td>{sq}</td><td>{esc(e.get("reason") or "")}</td></tr>')
+            continue
+        late = esc(_hm(e["late"], now)) if e.get("late") is not None else "?"
+        rows.append(f'<tr data-job="{esc(e["job_id"])}"><td>{esc(e["job_id"])}</td>'
+                    f'<td data-k="start" data-v="{esc(e["start"])}">{esc(_hm(e["start"], now))}</td>'
+                    f'<td>{esc(_hm(e["early"], now))} .. {late}</td><td>{sq}</td><td></td></tr>')
+    notes = "".join(f'<p class="note">{esc(n)}</p>' for n in starts.get("notes") or ())
+    return (head + f'<p class="sub">{esc(starts.get("model", ""))} (the same as <code>fscontrol start</code>).</p>'
+            '<table><thead><tr><th>job</th><th>estimate</th><th>range</th><th>squeue --start</th><th>why none</th></tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table>{notes}</section>')
+
+
 def render_page(data: Mapping, plan_data: Mapping | None, values: Mapping[str, str], *, api_url: str,
-                plan_error: str | None = None) -> str:
-    """The whole page: the CLI forecast `data` (no plan) and the planner with `plan_data`."""
+                plan_error: str | None = None, starts: Mapping | None = None) -> str:
+    """The whole page: the CLI forecast `data` (no plan), the planner with `plan_data`, and where
+    the page runs as the user on a live cluster, `starts` (fscontrol start's estimates)."""
     ft = data.get("priority_mode") == "fair_tree"
     body = [_header(data)]
     for i, a in enumerate(data["associations"]):
         body.append(_fairtree_summary(data, a, i) if ft else _classic_summary(data, a, i))
+    body.append(_starts_card(starts))
     body.append(_limits_card(data.get("tres_limits")))
     if ft:
         body.append('<section class="card"><h2>Campaigns under Fair Tree</h2><p>Under Fair Tree your factor is your rank: '
