@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -161,30 +162,94 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     begins = any(p[3] > now for p in pending)
     smallest = min(size) if size else 0
 
+    fresh: list[int] = []  # started since the last event's bookkeeping
+    tree: list[float] = []  # past bf_window: a min-tree of the sizes of the jobs that may start (first fit)
+    leaves = 1
+    later: list[tuple[float, int]] = []  # past bf_window: (begin, job) of the jobs not yet begun
+
     def start(i: int, at: float) -> None:
         nonlocal free
         started[i] = at
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
+        fresh.append(i)
+        if tree:
+            set_leaf(i, math.inf)
+
+    def set_leaf(i: int, v: float) -> None:
+        j = i + leaves
+        tree[j] = v
+        j >>= 1
+        while j:
+            a, b = tree[2 * j], tree[2 * j + 1]
+            m = a if a < b else b
+            if tree[j] == m:
+                break
+            tree[j] = m
+            j >>= 1
+
+    def first_fit(pos: int, cap: int) -> int:
+        """The first job from `pos` on (in priority order) of at most `cap` CPUs that may start, or -1."""
+        j = pos + leaves
+        while True:
+            if tree[j] <= cap:
+                while j < leaves:
+                    j = 2 * j if tree[2 * j] <= cap else 2 * j + 1
+                return j - leaves
+            while j & 1:
+                j >>= 1
+            if j == 0:
+                return -1
+            j += 1
 
     while waiting and t <= endt and (need is None or need):
         got = 0
         depth = 0
-        for i in waiting:  # the main scheduler: the prefix that fits
-            if (depth >= sc.default_queue_depth and t < bf_until) or free < smallest:
-                break
-            if i in started:
-                continue
-            depth += 1
-            if pending[i][3] > t:
-                continue
-            if size[i] > free:
-                if t < bf_until:
+        if t >= bf_until:
+            # past bf_window every job that fits starts, in priority order (first fit; no backfill
+            # cycle): the next one is found in a min-tree of sizes, not by a scan of the queue
+            if not tree:
+                while leaves < max(1, n):
+                    leaves *= 2
+                tree = [math.inf] * (2 * leaves)
+                for i in waiting:
+                    if i in started:
+                        continue
+                    if pending[i][3] > t:
+                        later.append((pending[i][3], i))
+                    else:
+                        tree[leaves + i] = size[i]
+                for j in range(leaves - 1, 0, -1):
+                    a, b = tree[2 * j], tree[2 * j + 1]
+                    tree[j] = a if a < b else b
+                later.sort(reverse=True)
+            while later and later[-1][0] <= t:
+                _, i = later.pop()
+                set_leaf(i, size[i])
+            pos = 0
+            while free >= smallest:
+                i = first_fit(pos, free)
+                if i < 0:
                     break
-                continue  # past bf_window: every job that fits starts (first fit; no backfill cycle)
-            start(i, t)
-            got += 1
+                start(i, t)
+                got += 1
+                pos = i + 1
+                if pos >= leaves:
+                    break
+        else:
+            for i in waiting:  # the main scheduler: the prefix that fits
+                if depth >= sc.default_queue_depth or free < smallest:
+                    break
+                if i in started:
+                    continue
+                depth += 1
+                if pending[i][3] > t:
+                    continue
+                if size[i] > free:
+                    break
+                start(i, t)
+                got += 1
         if t >= next_bf and t < bf_until:
             if changed and sc.backfill and free >= smallest:
                 elig = []
@@ -203,11 +268,21 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             changed = False
             next_bf = t + sc.bf_interval_s
         if got:
-            if len(started) * 4 > len(waiting) or waiting[0] in started:
+            if begins:
+                # the jobs with a begin time are looked for in waiting[:50]: its content kept as it was
+                if len(started) * 4 > len(waiting) or waiting[0] in started:
+                    waiting = [i for i in waiting if i not in started]
+            elif len(fresh) * 64 > len(waiting):
                 waiting = [i for i in waiting if i not in started]
+            else:
+                for i in sorted(fresh, reverse=True):  # waiting is in index order
+                    k = bisect_left(waiting, i)
+                    if k < len(waiting) and waiting[k] == i:
+                        del waiting[k]
             changed = True
             if need is not None:
-                need.difference_update(started.keys() & need)
+                need.difference_update(fresh)
+            fresh.clear()
         if not waiting or (need is not None and not need):
             break
         nxt = min(next_bf if t < bf_until else math.inf, next_main, ends[0][0] if ends else math.inf)
