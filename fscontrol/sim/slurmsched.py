@@ -146,8 +146,9 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
       from two sorted lists. What they hold drops only at a reservation's end, so the T sought is
       T itself or the first reservation end after it where they leave s CPUs: one walk along the
       two lists (the scan tried fewer ends, but every end it skipped fails too);
-    * once fewer CPUs are free than every job left in the cycle asks for, nothing more starts
-      (their reservations are dropped at the cycle's end): the cycle stops there."""
+    * once no job left in the cycle may start now (each asks for more CPUs than are free, or the
+      reservations beginning within its limit hold its nodes), nothing more starts (their
+      reservations are dropped at the cycle's end): the cycle stops there."""
     nq = min(len(queue), sc.bf_max_job_test)
     if nq <= 0:
         return []
@@ -158,18 +159,17 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     cum: list[int] = []  # the CPUs free once busy[0..m] have ended, by m
     out: list[int] = []
     nc = sc.node_cpus
-    # the smallest job from k on (the cycle stops once fewer CPUs are free): exact only while no
-    # running job ends by t (one that does frees CPUs at t itself)
+    # the last job of the cycle that may still start now: one that asks for more CPUs than are
+    # free, or whose nodes the reservations beginning within its limit hold, never starts later in
+    # the cycle (reservations are only added, free CPUs only taken), and the reservations of the
+    # jobs after the last one that may are dropped unused: the cycle stops there. Exact only while
+    # no running job ends by t (one that does frees CPUs at t itself) and no limit is 0.
     first_end = min(running[0][0] if running else math.inf, min((c[0] for c in completing), default=math.inf)
                     if completing else math.inf)
-    suffix = [smallest] * nq
-    if first_end > t and min(est[i] for i in keys) > 0:
-        m = math.inf
-        for k in range(nq - 1, -1, -1):
-            sk = size[keys[k]]
-            if sk < m:
-                m = sk
-            suffix[k] = m if m > smallest else smallest
+    prune = first_end > t and min(est[i] for i in keys) > 0
+    fit_pos = [k for k in range(nq) if size[keys[k]] <= free] if prune else []
+    last = len(fit_pos) - 1
+    dirty = True
     # the reservations, as two sorted lists: their begins and their ends (with the CPUs they hold)
     rb: list[float] = []
     rbw: list[int] = []
@@ -177,9 +177,22 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     rew: list[int] = []
 
     for k in range(nq):
-        s_min = suffix[k]
-        if free < s_min:
+        if free < smallest:
             break  # nothing more starts in this cycle
+        if prune and dirty:
+            while last >= 0:
+                j = fit_pos[last]
+                if j < k:
+                    last = -1
+                    break
+                ij = keys[j]
+                sj = size[ij]
+                if sj <= free and (not rb or sum(rbw[:bisect_right(rb, t + est[ij])]) + sj <= total):
+                    break
+                last -= 1
+            if last < 0:
+                break  # nothing more starts in this cycle
+            dirty = False
         i = keys[k]
         s = size[i]
         d = est[i]
@@ -234,6 +247,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     busy = sorted(busy + completing)
             insort(busy, (t + d, s))
             cum = []
+            dirty = True
             continue
         if T > horizon:
             continue  # too far in the future: no reservation
@@ -248,4 +262,5 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         j = bisect_right(re_, e)
         re_.insert(j, e)
         rew.insert(j, w)
+        dirty = True
     return out
