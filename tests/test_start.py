@@ -122,3 +122,29 @@ def test_the_web_pages_start_card():
     assert "You have no pending job." in _starts_card({**d, "jobs": []})
     assert "no start estimate: x" in _starts_card({"error": "no start estimate: x"}) and _starts_card(None) == ""
     assert "<script" not in _starts_card({**d, "notes": ["<script>alert(1)</script>"]})  # escaped
+
+
+def test_why_estimates_up_to_its_cap_at_a_login_node_cost():
+    # why's cap on pending jobs is what the estimate's cost allows (issue #28 item 5: about 1 s of
+    # CPU per request): at the cap, bench_start's synthetic queue (100 x 128-CPU nodes full, 300
+    # users), the worst job for why (the lowest-priority one: the whole queue is played before it)
+    # is estimated in a few seconds of CPU here (about 1 s alone, docs/start.md). The planner before
+    # the cost work took 94 s at 10,000 pending.
+    import sys
+    import time
+    from pathlib import Path
+
+    from fscontrol.forecast import why
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from bench_start import queue
+
+    cap = why.WHY_ESTIMATE_MAX_PENDING
+    assert cap >= 10_000
+    jobs = queue(1, 100, cap, 300, 1.8e9)
+    last = min((j for j in jobs if j.state == "PENDING"), key=lambda j: j.priority)
+    t = time.process_time()
+    (e,) = st.estimate(jobs, now=1.8e9, total_cpus=100 * 128, sched=SC, fractions={}, job_ids={last.job_id})
+    cpu = time.process_time() - t
+    assert e.reason or e.start is not None
+    assert cpu < 5.0, f"{cpu:.2f} s of CPU for one job's estimate at {cap:,} pending"

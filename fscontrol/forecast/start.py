@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,15 +141,18 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     est = limit
     psize = size[:]  # by key: pending jobs 0..n-1, then the running ones
     live: dict[int, float] = {}  # running key -> its end at the limit (what backfill plans with)
+    runs: list[tuple[float, int]] = []  # (live end, key), sorted: kept as jobs start and end
     ends: list[tuple[float, int]] = []  # (real end, key)
     free = total - blocked
     for e, le, c in running:
         k = len(psize)
         psize.append(c)
         live[k] = max(le, e, now)
+        runs.append((live[k], k))
         ends.append((max(now, e), k))
         free -= c
     heapq.heapify(ends)
+    runs.sort()
     started: dict[int, float] = {}
     waiting = list(range(n))
     need = set(stop_after) if stop_after is not None else None
@@ -173,6 +176,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
+        insort(runs, (at + limit[i], i))
         fresh.append(i)
         if tree:
             set_leaf(i, math.inf)
@@ -260,7 +264,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                             break
                 small = min((size[i] for i in elig), default=free + 1)
                 # a cycle's reservations are dropped at its end: one that can start nothing is skipped
-                run = sorted((max(e, t), k) for k, e in live.items()) if free >= small else []
+                if free < small:
+                    run = []
+                elif not runs or runs[0][0] > t:
+                    run = runs  # every live end is after t: max(end, t) is the end
+                else:
+                    run = sorted((max(e, t), k) for k, e in live.items())
                 for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small)
                           if free >= small else ()):
                     start(i, t)
@@ -296,7 +305,10 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         while ends and ends[0][0] <= t:
             _, k = heapq.heappop(ends)
             free += psize[k]
-            live.pop(k, None)
+            le = live.pop(k, None)
+            if le is not None:
+                j = bisect_left(runs, (le, k))
+                del runs[j]
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s
