@@ -37,6 +37,8 @@ node_cpus) whole nodes), no per-user or per-partition backfill limits (bf_max_jo
 from __future__ import annotations
 
 import math
+from itertools import accumulate
+from operator import itemgetter
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -206,10 +208,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                 if completing:
                     busy = sorted(busy + completing)
             if not cum:
-                f = free
-                for _, sz in busy:
-                    f += sz
-                    cum.append(f)
+                cum = list(accumulate(map(itemgetter(1), busy), initial=free))
+                del cum[0]
             m = bisect_left(cum, s)
             if m == len(cum):
                 continue
