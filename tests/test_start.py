@@ -124,8 +124,8 @@ def test_the_web_pages_start_card():
     assert "<script" not in _starts_card({**d, "notes": ["<script>alert(1)</script>"]})  # escaped
 
 
-def test_why_estimates_up_to_its_cap_at_a_login_node_cost():
-    # why's cap on pending jobs is what the estimate's cost allows (issue #28 item 5: about 1 s of
+def test_why_and_the_web_card_estimate_up_to_their_caps_at_a_login_node_cost():
+    # why's and the web card's caps on pending jobs are what the estimate's cost allows (issue #28 item 5: about 1 s of
     # CPU per request): at the cap, bench_start's synthetic queue (100 x 128-CPU nodes full, 300
     # users), the worst job for why (the lowest-priority one: the whole queue is played before it)
     # is estimated in a few seconds of CPU here (about 1 s alone, docs/start.md). The planner before
@@ -139,8 +139,10 @@ def test_why_estimates_up_to_its_cap_at_a_login_node_cost():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
     from bench_start import queue
 
+    from fscontrol.web import app as webapp
+
     cap = why.WHY_ESTIMATE_MAX_PENDING
-    assert cap >= 10_000
+    assert cap >= 10_000 and webapp.START_MAX_PENDING >= 10_000
     jobs = queue(1, 100, cap, 300, 1.8e9)
     last = min((j for j in jobs if j.state == "PENDING"), key=lambda j: j.priority)
     t = time.process_time()
@@ -148,3 +150,9 @@ def test_why_estimates_up_to_its_cap_at_a_login_node_cost():
     cpu = time.process_time() - t
     assert e.reason or e.start is not None
     assert cpu < 5.0, f"{cpu:.2f} s of CPU for one job's estimate at {cap:,} pending"
+    # the web page's card: one user's pending jobs, the user of the lowest-priority job
+    t = time.process_time()
+    ests = st.estimate(jobs, now=1.8e9, total_cpus=100 * 128, sched=SC, fractions={}, users={last.user})
+    cpu = time.process_time() - t
+    assert len(ests) > 1
+    assert cpu < 5.0, f"{cpu:.2f} s of CPU for one user's estimates at {webapp.START_MAX_PENDING:,} pending"
