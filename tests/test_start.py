@@ -156,3 +156,24 @@ def test_why_and_the_web_card_estimate_up_to_their_caps_at_a_login_node_cost():
     cpu = time.process_time() - t
     assert len(ests) > 1
     assert cpu < 5.0, f"{cpu:.2f} s of CPU for one user's estimates at {webapp.START_MAX_PENDING:,} pending"
+
+
+def test_bf_max_job_user_skips_a_users_jobs_past_the_cap_in_a_backfill_cycle():
+    # one 128-CPU node; 64 CPUs busy until NOW + 1000 (a 1000 s job just started). A (128 CPUs,
+    # 300 s) heads the queue and cannot start: backfill reserves the node from NOW + 980 (1,000,980
+    # rounded down to the minute). B (32 CPUs, 100 s) fits beside it: the first backfill cycle (half
+    # an interval from now, NOW + 15) starts it, unless B is A's user's second job and
+    # bf_max_job_user=1: then backfill never tests it while A pends, and it starts after A, at
+    # NOW + 1300 (A from NOW + 1000 to NOW + 1300 on the whole node)
+    from fscontrol.sim.slurmsched import sched_from_config
+
+    sc1 = sched_from_config("SchedulerParameters=bf_max_job_user=1\n", node_cpus=128)
+    assert sc1.bf_max_job_user == 1 and SC.bf_max_job_user == 0  # Slurm's default: no limit
+
+    def jobs(b_user):
+        return [job(1, "carol", "RUNNING", 64, 1000, NOW), job(2, "alice", "PENDING", 128, 300, prio=100, reason="Resources"),
+                job(3, b_user, "PENDING", 32, 100, prio=50)]
+
+    assert by_id(st.estimate(jobs("alice"), now=NOW, total_cpus=128, sched=SC))["3"].start == NOW + 15
+    assert by_id(st.estimate(jobs("alice"), now=NOW, total_cpus=128, sched=sc1))["3"].start == NOW + 1300
+    assert by_id(st.estimate(jobs("bob"), now=NOW, total_cpus=128, sched=sc1))["3"].start == NOW + 15

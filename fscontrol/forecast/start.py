@@ -3,7 +3,7 @@
 The estimate plays the queue forward through Slurm's own scheduler model (sim/slurmsched.py: the
 main scheduler on each job end and every `sched_interval`, stopping at the first job that does
 not fit; backfill every `bf_interval` planning with time limits, whole-node reservations at
-`bf_resolution` within `bf_window`, at most `bf_max_job_test` jobs), parameters from
+`bf_resolution` within `bf_window`, at most `bf_max_job_test` jobs and `bf_max_job_user` of a user), parameters from
 `scontrol show config`'s SchedulerParameters:
 
 * running jobs end at start + each user's typical fraction of the limit (the median of
@@ -129,12 +129,15 @@ def parse_sinfo(text: str) -> tuple[int, int, int]:
 
 
 def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequence[tuple[float, float, int, float]],
-          total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float) -> dict[int, float]:
+          total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float,
+          owners: Sequence[str] | None = None) -> dict[int, float]:
     """Start times of the pending jobs (by index): `running` (real end, end at its limit, CPUs),
     `pending` in priority order (run time, limit, CPUs, not before), `blocked` CPUs never free.
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
     within `bf_window` of now; past it every job that fits starts (first fit, a cheap stand-in
-    for backfill without reservations; the cost: docs/start.md)."""
+    for backfill without reservations; the cost: docs/start.md). `owners`: each pending job's
+    user, for `bf_max_job_user` (backfill.c: a user's jobs past that many in a cycle are skipped,
+    and do not count towards `bf_max_job_test`)."""
     n = len(pending)
     size = [p[2] for p in pending]
     limit = [p[1] for p in pending]
@@ -257,8 +260,15 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         if t >= next_bf and t < bf_until:
             if changed and sc.backfill and free >= smallest:
                 elig = []
+                per_user: dict[str, int] | None = {} if (sc.bf_max_job_user and owners is not None) else None
                 for i in waiting:
                     if i not in started and pending[i][3] <= t:
+                        if per_user is not None:
+                            u = owners[i]
+                            c = per_user.get(u, 0)
+                            if c >= sc.bf_max_job_user:
+                                continue
+                            per_user[u] = c + 1
                         elig.append(i)
                         if len(elig) >= sc.bf_max_job_test:
                             break
@@ -360,7 +370,8 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             f = fr.get(j.user, 1.0) if use_fr else 1.0
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, j.cpus, nb))
-        runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s)
+        runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
+                           [j.user for j in playable])
     for i in want:
         j = playable[i]
         e = out[j.job_id]

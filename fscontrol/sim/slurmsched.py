@@ -59,6 +59,7 @@ class SlurmSched:
     bf_resolution_s: float = 60.0
     bf_max_job_test: int = 500
     bf_continue: bool = False
+    bf_max_job_user: int = 0  # at most this many jobs of one user tested in a cycle (0: no limit; the estimate only)
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
     complete_s: float = 0.0  # a job's CPUs are free this long after its end (COMPLETING: the epilog)
     source: str = "Slurm's defaults"
@@ -70,6 +71,8 @@ class SlurmSched:
             raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
         if self.complete_s < 0:
             raise ConfigError("complete_s must be >= 0")
+        if self.bf_max_job_user < 0:
+            raise ConfigError("bf_max_job_user must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
 
@@ -79,7 +82,7 @@ class SlurmSched:
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
              "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
-             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s"}
+             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", "bf_max_job_user": "bf_max_job_user"}
 
 
 def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
