@@ -8,12 +8,21 @@ The queue, from a seed: `--nodes` 128-CPU nodes, full of running jobs (1-128 CPU
 0.2-1. One user's estimate: a user whose jobs sit in the middle of the queue, and the user with
 the lowest-priority job (the whole queue is played before it starts). Median of `--repeat`.
 
-    .venv/bin/python bench/bench_start.py --pending 10000 --repeat 5
+`--against-old`: the same queue through the planner as it was before the cost work
+(tests/start_reference.py, kept verbatim as the reference), in its own process, and the ratio.
+Peak RSS: each planner runs in a process of its own (`--impl`); the figure is the process's peak
+(ru_maxrss), beside the peak once the queue is built (what the estimate itself adds is the
+difference).
+
+    .venv/bin/python bench/bench_start.py --pending 10000 --repeat 5 --against-old
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
 import math
 import random
 import statistics
@@ -48,14 +57,7 @@ def queue(seed: int, nodes: int, pending: int, users: int, now: float) -> list[s
     return jobs
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pending", type=int, default=10000)
-    ap.add_argument("--nodes", type=int, default=100)
-    ap.add_argument("--users", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=5)
-    a = ap.parse_args()
+def run(a) -> dict:
     now = 1.8e9
     jobs = queue(a.seed, a.nodes, a.pending, a.users, now)
     rng = random.Random(a.seed + 1)
@@ -64,16 +66,57 @@ def main() -> None:
     mid = pend[len(pend) // 2].user
     last = pend[-1].user
     sc = SlurmSched(node_cpus=128)
-    print(f"{a.pending} pending, {len(jobs) - a.pending} running on {a.nodes} x 128 CPUs, {a.users} users")
+    if a.impl == "old":
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from start_reference import ref_plan
+
+        st._plan = ref_plan
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out = {"running": len(jobs) - a.pending, "rss_queue_mib": round(rss0, 1), "cases": []}
     for label, user in (("middle of the queue", mid), ("lowest-priority job", last)):
         times = []
         for _ in range(a.repeat):
             t = time.process_time()
             ests = st.estimate(jobs, now=now, total_cpus=a.nodes * 128, sched=sc, fractions=fr, users={user})
             times.append(time.process_time() - t)
-        n = sum(e.start is not None for e in ests)
-        print(f"  {label} ({user}, {len(ests)} jobs, {n} estimated): CPU {statistics.median(times):.3f} s "
-              f"(min {min(times):.3f}, max {max(times):.3f})")
+        out["cases"].append({"label": label, "user": user, "jobs": len(ests),
+                             "estimated": sum(e.start is not None for e in ests),
+                             "starts": [e.start for e in ests], "cpu_s": statistics.median(times),
+                             "cpu_min": min(times), "cpu_max": max(times)})
+    out["rss_peak_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pending", type=int, default=10000)
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--users", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--impl", choices=("new", "old"), default=None, help="run one planner here, print JSON")
+    ap.add_argument("--against-old", action="store_true", help="the old planner too, in its own process")
+    a = ap.parse_args()
+    if a.impl:
+        print(json.dumps(run(a)))
+        return
+    res = {}
+    for impl in ("new", "old") if a.against_old else ("new",):
+        cmd = [sys.executable, __file__, "--impl", impl, "--pending", str(a.pending), "--nodes", str(a.nodes),
+               "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat)]
+        res[impl] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    new = res["new"]
+    print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users")
+    for k, c in enumerate(new["cases"]):
+        line = (f"  {c['label']} ({c['user']}, {c['jobs']} jobs, {c['estimated']} estimated): CPU {c['cpu_s']:.3f} s "
+                f"(min {c['cpu_min']:.3f}, max {c['cpu_max']:.3f})")
+        if "old" in res:
+            o = res["old"]["cases"][k]
+            same = "same starts" if o["starts"] == c["starts"] else "STARTS DIFFER"
+            line += f"; old planner {o['cpu_s']:.3f} s, ratio {o['cpu_s'] / c['cpu_s']:.1f}x, {same}"
+        print(line)
+    for impl, r in res.items():
+        print(f"  {impl} planner: peak RSS {r['rss_peak_mib']} MiB (queue built: {r['rss_queue_mib']} MiB)")
 
 
 if __name__ == "__main__":

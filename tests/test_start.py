@@ -122,3 +122,58 @@ def test_the_web_pages_start_card():
     assert "You have no pending job." in _starts_card({**d, "jobs": []})
     assert "no start estimate: x" in _starts_card({"error": "no start estimate: x"}) and _starts_card(None) == ""
     assert "<script" not in _starts_card({**d, "notes": ["<script>alert(1)</script>"]})  # escaped
+
+
+def test_why_and_the_web_card_estimate_up_to_their_caps_at_a_login_node_cost():
+    # why's and the web card's caps on pending jobs are what the estimate's cost allows (issue #28 item 5: about 1 s of
+    # CPU per request): at the cap, bench_start's synthetic queue (100 x 128-CPU nodes full, 300
+    # users), the worst job for why (the lowest-priority one: the whole queue is played before it)
+    # is estimated in a few seconds of CPU here (about 1 s alone, docs/start.md). The planner before
+    # the cost work took 94 s at 10,000 pending.
+    import sys
+    import time
+    from pathlib import Path
+
+    from fscontrol.forecast import why
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from bench_start import queue
+
+    from fscontrol.web import app as webapp
+
+    cap = why.WHY_ESTIMATE_MAX_PENDING
+    assert cap >= 10_000 and webapp.START_MAX_PENDING >= 10_000
+    jobs = queue(1, 100, cap, 300, 1.8e9)
+    last = min((j for j in jobs if j.state == "PENDING"), key=lambda j: j.priority)
+    t = time.process_time()
+    (e,) = st.estimate(jobs, now=1.8e9, total_cpus=100 * 128, sched=SC, fractions={}, job_ids={last.job_id})
+    cpu = time.process_time() - t
+    assert e.reason or e.start is not None
+    assert cpu < 5.0, f"{cpu:.2f} s of CPU for one job's estimate at {cap:,} pending"
+    # the web page's card: one user's pending jobs, the user of the lowest-priority job
+    t = time.process_time()
+    ests = st.estimate(jobs, now=1.8e9, total_cpus=100 * 128, sched=SC, fractions={}, users={last.user})
+    cpu = time.process_time() - t
+    assert len(ests) > 1
+    assert cpu < 5.0, f"{cpu:.2f} s of CPU for one user's estimates at {webapp.START_MAX_PENDING:,} pending"
+
+
+def test_bf_max_job_user_skips_a_users_jobs_past_the_cap_in_a_backfill_cycle():
+    # one 128-CPU node; 64 CPUs busy until NOW + 1000 (a 1000 s job just started). A (128 CPUs,
+    # 300 s) heads the queue and cannot start: backfill reserves the node from NOW + 980 (1,000,980
+    # rounded down to the minute). B (32 CPUs, 100 s) fits beside it: the first backfill cycle (half
+    # an interval from now, NOW + 15) starts it, unless B is A's user's second job and
+    # bf_max_job_user=1: then backfill never tests it while A pends, and it starts after A, at
+    # NOW + 1300 (A from NOW + 1000 to NOW + 1300 on the whole node)
+    from fscontrol.sim.slurmsched import sched_from_config
+
+    sc1 = sched_from_config("SchedulerParameters=bf_max_job_user=1\n", node_cpus=128)
+    assert sc1.bf_max_job_user == 1 and SC.bf_max_job_user == 0  # Slurm's default: no limit
+
+    def jobs(b_user):
+        return [job(1, "carol", "RUNNING", 64, 1000, NOW), job(2, "alice", "PENDING", 128, 300, prio=100, reason="Resources"),
+                job(3, b_user, "PENDING", 32, 100, prio=50)]
+
+    assert by_id(st.estimate(jobs("alice"), now=NOW, total_cpus=128, sched=SC))["3"].start == NOW + 15
+    assert by_id(st.estimate(jobs("alice"), now=NOW, total_cpus=128, sched=sc1))["3"].start == NOW + 1300
+    assert by_id(st.estimate(jobs("bob"), now=NOW, total_cpus=128, sched=sc1))["3"].start == NOW + 15

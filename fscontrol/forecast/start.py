@@ -3,7 +3,7 @@
 The estimate plays the queue forward through Slurm's own scheduler model (sim/slurmsched.py: the
 main scheduler on each job end and every `sched_interval`, stopping at the first job that does
 not fit; backfill every `bf_interval` planning with time limits, whole-node reservations at
-`bf_resolution` within `bf_window`, at most `bf_max_job_test` jobs), parameters from
+`bf_resolution` within `bf_window`, at most `bf_max_job_test` jobs and `bf_max_job_user` of a user), parameters from
 `scontrol show config`'s SchedulerParameters:
 
 * running jobs end at start + each user's typical fraction of the limit (the median of
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left, insort
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,27 +129,33 @@ def parse_sinfo(text: str) -> tuple[int, int, int]:
 
 
 def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequence[tuple[float, float, int, float]],
-          total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float) -> dict[int, float]:
+          total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float,
+          owners: Sequence[str] | None = None) -> dict[int, float]:
     """Start times of the pending jobs (by index): `running` (real end, end at its limit, CPUs),
     `pending` in priority order (run time, limit, CPUs, not before), `blocked` CPUs never free.
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
     within `bf_window` of now; past it every job that fits starts (first fit, a cheap stand-in
-    for backfill without reservations; the cost: docs/start.md)."""
+    for backfill without reservations; the cost: docs/start.md). `owners`: each pending job's
+    user, for `bf_max_job_user` (backfill.c: a user's jobs past that many in a cycle are skipped,
+    and do not count towards `bf_max_job_test`)."""
     n = len(pending)
     size = [p[2] for p in pending]
     limit = [p[1] for p in pending]
     est = limit
     psize = size[:]  # by key: pending jobs 0..n-1, then the running ones
     live: dict[int, float] = {}  # running key -> its end at the limit (what backfill plans with)
+    runs: list[tuple[float, int]] = []  # (live end, key), sorted: kept as jobs start and end
     ends: list[tuple[float, int]] = []  # (real end, key)
     free = total - blocked
     for e, le, c in running:
         k = len(psize)
         psize.append(c)
         live[k] = max(le, e, now)
+        runs.append((live[k], k))
         ends.append((max(now, e), k))
         free -= c
     heapq.heapify(ends)
+    runs.sort()
     started: dict[int, float] = {}
     waiting = list(range(n))
     need = set(stop_after) if stop_after is not None else None
@@ -161,41 +168,118 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     begins = any(p[3] > now for p in pending)
     smallest = min(size) if size else 0
 
+    fresh: list[int] = []  # started since the last event's bookkeeping
+    tree: list[float] = []  # past bf_window: a min-tree of the sizes of the jobs that may start (first fit)
+    leaves = 1
+    later: list[tuple[float, int]] = []  # past bf_window: (begin, job) of the jobs not yet begun
+
     def start(i: int, at: float) -> None:
         nonlocal free
         started[i] = at
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
+        insort(runs, (at + limit[i], i))
+        fresh.append(i)
+        if tree:
+            set_leaf(i, math.inf)
+
+    def set_leaf(i: int, v: float) -> None:
+        j = i + leaves
+        tree[j] = v
+        j >>= 1
+        while j:
+            a, b = tree[2 * j], tree[2 * j + 1]
+            m = a if a < b else b
+            if tree[j] == m:
+                break
+            tree[j] = m
+            j >>= 1
+
+    def first_fit(pos: int, cap: int) -> int:
+        """The first job from `pos` on (in priority order) of at most `cap` CPUs that may start, or -1."""
+        j = pos + leaves
+        while True:
+            if tree[j] <= cap:
+                while j < leaves:
+                    j = 2 * j if tree[2 * j] <= cap else 2 * j + 1
+                return j - leaves
+            while j & 1:
+                j >>= 1
+            if j == 0:
+                return -1
+            j += 1
 
     while waiting and t <= endt and (need is None or need):
         got = 0
         depth = 0
-        for i in waiting:  # the main scheduler: the prefix that fits
-            if (depth >= sc.default_queue_depth and t < bf_until) or free < smallest:
-                break
-            if i in started:
-                continue
-            depth += 1
-            if pending[i][3] > t:
-                continue
-            if size[i] > free:
-                if t < bf_until:
+        if t >= bf_until:
+            # past bf_window every job that fits starts, in priority order (first fit; no backfill
+            # cycle): the next one is found in a min-tree of sizes, not by a scan of the queue
+            if not tree:
+                while leaves < max(1, n):
+                    leaves *= 2
+                tree = [math.inf] * (2 * leaves)
+                for i in waiting:
+                    if i in started:
+                        continue
+                    if pending[i][3] > t:
+                        later.append((pending[i][3], i))
+                    else:
+                        tree[leaves + i] = size[i]
+                for j in range(leaves - 1, 0, -1):
+                    a, b = tree[2 * j], tree[2 * j + 1]
+                    tree[j] = a if a < b else b
+                later.sort(reverse=True)
+            while later and later[-1][0] <= t:
+                _, i = later.pop()
+                set_leaf(i, size[i])
+            pos = 0
+            while free >= smallest:
+                i = first_fit(pos, free)
+                if i < 0:
                     break
-                continue  # past bf_window: every job that fits starts (first fit; no backfill cycle)
-            start(i, t)
-            got += 1
+                start(i, t)
+                got += 1
+                pos = i + 1
+                if pos >= leaves:
+                    break
+        else:
+            for i in waiting:  # the main scheduler: the prefix that fits
+                if depth >= sc.default_queue_depth or free < smallest:
+                    break
+                if i in started:
+                    continue
+                depth += 1
+                if pending[i][3] > t:
+                    continue
+                if size[i] > free:
+                    break
+                start(i, t)
+                got += 1
         if t >= next_bf and t < bf_until:
             if changed and sc.backfill and free >= smallest:
                 elig = []
+                per_user: dict[str, int] | None = {} if (sc.bf_max_job_user and owners is not None) else None
                 for i in waiting:
                     if i not in started and pending[i][3] <= t:
+                        if per_user is not None:
+                            u = owners[i]
+                            c = per_user.get(u, 0)
+                            if c >= sc.bf_max_job_user:
+                                continue
+                            per_user[u] = c + 1
                         elig.append(i)
                         if len(elig) >= sc.bf_max_job_test:
                             break
                 small = min((size[i] for i in elig), default=free + 1)
                 # a cycle's reservations are dropped at its end: one that can start nothing is skipped
-                run = sorted((max(e, t), k) for k, e in live.items()) if free >= small else []
+                if free < small:
+                    run = []
+                elif not runs or runs[0][0] > t:
+                    run = runs  # every live end is after t: max(end, t) is the end
+                else:
+                    run = sorted((max(e, t), k) for k, e in live.items())
                 for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small)
                           if free >= small else ()):
                     start(i, t)
@@ -203,11 +287,21 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             changed = False
             next_bf = t + sc.bf_interval_s
         if got:
-            if len(started) * 4 > len(waiting) or waiting[0] in started:
+            if begins:
+                # the jobs with a begin time are looked for in waiting[:50]: its content kept as it was
+                if len(started) * 4 > len(waiting) or waiting[0] in started:
+                    waiting = [i for i in waiting if i not in started]
+            elif len(fresh) * 64 > len(waiting):
                 waiting = [i for i in waiting if i not in started]
+            else:
+                for i in sorted(fresh, reverse=True):  # waiting is in index order
+                    k = bisect_left(waiting, i)
+                    if k < len(waiting) and waiting[k] == i:
+                        del waiting[k]
             changed = True
             if need is not None:
-                need.difference_update(started.keys() & need)
+                need.difference_update(fresh)
+            fresh.clear()
         if not waiting or (need is not None and not need):
             break
         nxt = min(next_bf if t < bf_until else math.inf, next_main, ends[0][0] if ends else math.inf)
@@ -221,7 +315,10 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         while ends and ends[0][0] <= t:
             _, k = heapq.heappop(ends)
             free += psize[k]
-            live.pop(k, None)
+            le = live.pop(k, None)
+            if le is not None:
+                j = bisect_left(runs, (le, k))
+                del runs[j]
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s
@@ -273,7 +370,8 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             f = fr.get(j.user, 1.0) if use_fr else 1.0
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, j.cpus, nb))
-        runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s)
+        runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
+                           [j.user for j in playable])
     for i in want:
         j = playable[i]
         e = out[j.job_id]

@@ -319,9 +319,10 @@ def format_all(d: Mapping) -> str:
 
 
 # ---------------------------------------------------------------------------- with Slurm
-# `why` adds fscontrol start's estimate up to this many pending jobs (~0.6 s of CPU at 1,000;
-# 94 s at 10,000: docs/start.md); beyond, it says so and names `fscontrol start -j`
-WHY_ESTIMATE_MAX_PENDING = 1000
+# `why` adds fscontrol start's estimate up to this many pending jobs (one job's estimate: about
+# 1 s of CPU at 10,000 on bench_start's queue, docs/start.md; it was 94 s before the planner's cost
+# work, and the cap 1,000); beyond, it says so and names `fscontrol start -j`
+WHY_ESTIMATE_MAX_PENDING = 10_000
 
 
 def why_job(source, job_id: str, published: str | None = None, now: float | None = None) -> dict:

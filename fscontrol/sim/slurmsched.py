@@ -37,7 +37,9 @@ node_cpus) whole nodes), no per-user or per-partition backfill limits (bf_max_jo
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+from itertools import accumulate
+from operator import itemgetter
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -57,6 +59,7 @@ class SlurmSched:
     bf_resolution_s: float = 60.0
     bf_max_job_test: int = 500
     bf_continue: bool = False
+    bf_max_job_user: int = 0  # at most this many jobs of one user tested in a cycle (0: no limit; the estimate only)
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
     complete_s: float = 0.0  # a job's CPUs are free this long after its end (COMPLETING: the epilog)
     source: str = "Slurm's defaults"
@@ -68,6 +71,8 @@ class SlurmSched:
             raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
         if self.complete_s < 0:
             raise ConfigError("complete_s must be >= 0")
+        if self.bf_max_job_user < 0:
+            raise ConfigError("bf_max_job_user must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
 
@@ -77,7 +82,7 @@ class SlurmSched:
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
              "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
-             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s"}
+             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", "bf_max_job_user": "bf_max_job_user"}
 
 
 def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
@@ -137,19 +142,63 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     reservation of this cycle holds its nodes in [T, T + limit] (both ends included). T = now:
     it starts (and runs on as a running job). Later, within bf_window: its nodes are reserved
     from T to T + limit, both rounded DOWN to a multiple of bf_resolution (from the epoch),
-    the start no earlier than now and the reservation at least one bf_resolution long."""
+    the start no earlier than now and the reservation at least one bf_resolution long.
+
+    How (the same answers as a scan of every reservation per job, tests/start_reference.py, at a
+    fraction of the cost; docs/start.md):
+    * the CPUs the reservations hold over [T, T + d] are W_begin(T + d) - W_end(T), the CPUs of
+      those that begin by T + d less those that end by T (one that ends by T began before it),
+      from two sorted lists. What they hold drops only at a reservation's end, so the T sought is
+      T itself or the first reservation end after it where they leave s CPUs: one walk along the
+      two lists (the scan tried fewer ends, but every end it skipped fails too);
+    * once no job left in the cycle may start now (each asks for more CPUs than are free, or the
+      reservations beginning within its limit hold its nodes), nothing more starts (their
+      reservations are dropped at the cycle's end): the cycle stops there."""
+    nq = min(len(queue), sc.bf_max_job_test)
+    if nq <= 0:
+        return []
     res = sc.bf_resolution_s
     horizon = t + sc.bf_window_s
+    keys = [queue[k] & mask for k in range(nq)] if mask != -1 else list(queue[:nq])
     busy: list[tuple[float, int]] | None = None  # (end, size), sorted: running, and started by this cycle
     cum: list[int] = []  # the CPUs free once busy[0..m] have ended, by m
-    resv: list[tuple[float, float, int]] = []  # (begin, end, CPUs held)
     out: list[int] = []
     nc = sc.node_cpus
-    nq = min(len(queue), sc.bf_max_job_test)
+    # the last job of the cycle that may still start now: one that asks for more CPUs than are
+    # free, or whose nodes the reservations beginning within its limit hold, never starts later in
+    # the cycle (reservations are only added, free CPUs only taken), and the reservations of the
+    # jobs after the last one that may are dropped unused: the cycle stops there. Exact only while
+    # no running job ends by t (one that does frees CPUs at t itself) and no limit is 0.
+    first_end = min(running[0][0] if running else math.inf, min((c[0] for c in completing), default=math.inf)
+                    if completing else math.inf)
+    prune = first_end > t and min(est[i] for i in keys) > 0
+    fit_pos = [k for k in range(nq) if size[keys[k]] <= free] if prune else []
+    last = len(fit_pos) - 1
+    dirty = True
+    # the reservations, as two sorted lists: their begins and their ends (with the CPUs they hold)
+    rb: list[float] = []
+    rbw: list[int] = []
+    re_: list[float] = []
+    rew: list[int] = []
+
     for k in range(nq):
         if free < smallest:
             break  # nothing more starts in this cycle
-        i = queue[k] & mask
+        if prune and dirty:
+            while last >= 0:
+                j = fit_pos[last]
+                if j < k:
+                    last = -1
+                    break
+                ij = keys[j]
+                sj = size[ij]
+                if sj <= free and (not rb or sum(rbw[:bisect_right(rb, t + est[ij])]) + sj <= total):
+                    break
+                last -= 1
+            if last < 0:
+                break  # nothing more starts in this cycle
+            dirty = False
+        i = keys[k]
         s = size[i]
         d = est[i]
         # the earliest time the jobs running (to their limits) leave s CPUs free: the end of the
@@ -162,26 +211,36 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                 if completing:
                     busy = sorted(busy + completing)
             if not cum:
-                f = free
-                for _, sz in busy:
-                    f += sz
-                    cum.append(f)
+                cum = list(accumulate(map(itemgetter(1), busy), initial=free))
+                del cum[0]
             m = bisect_left(cum, s)
             if m == len(cum):
                 continue
             T = busy[m][0]
-        # no reservation may hold its nodes in [T, T + d]: past the ones that do
-        while resv:
-            held = 0
-            nxt = math.inf
-            for b, e, w in resv:
-                if e > T and b <= T + d:
-                    held += w
-                    if e < nxt:
-                        nxt = e
-            if total - held >= s:
-                break
-            T = nxt
+            if T > horizon:
+                continue  # too far in the future: no reservation (reservations only push it later)
+        # no reservation may hold its nodes in [T, T + d]: the first T (T itself or a reservation's
+        # end after it: what they hold drops only there) where those that hold them leave s CPUs
+        if rb:
+            x = T + d
+            q = bisect_right(rb, x)
+            p = bisect_right(re_, T)
+            held = sum(rbw[:q]) - sum(rew[:p])
+            nr = len(re_)
+            while total - held < s:
+                if p == nr:
+                    T = math.inf
+                    break
+                T = re_[p]
+                if T > horizon:
+                    break
+                while p < nr and re_[p] <= T:
+                    held -= rew[p]
+                    p += 1
+                x = T + d
+                while q < nr and rb[q] <= x:
+                    held += rbw[q]
+                    q += 1
         if T <= t:
             out.append(i)
             free -= s
@@ -191,6 +250,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     busy = sorted(busy + completing)
             insort(busy, (t + d, s))
             cum = []
+            dirty = True
             continue
         if T > horizon:
             continue  # too far in the future: no reservation
@@ -198,5 +258,12 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         e = math.floor((T + d) / res) * res
         if e < b + res:
             e = b + res
-        resv.append((b, e, whole_nodes(s, nc, total)))
+        w = whole_nodes(s, nc, total)
+        j = bisect_right(rb, b)
+        rb.insert(j, b)
+        rbw.insert(j, w)
+        j = bisect_right(re_, e)
+        re_.insert(j, e)
+        rew.insert(j, w)
+        dirty = True
     return out

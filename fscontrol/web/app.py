@@ -136,8 +136,9 @@ def make_app(published: str | None = None, source: str | None = None, cluster: s
     return app
 
 
-# the page's start estimates stay a page's cost (docs/start.md: what one costs by queue length)
-START_MAX_PENDING = 1000
+# the page's start estimates stay a page's cost (docs/start.md: what one costs by queue length;
+# one user's estimate: 0.67 s of CPU and 28 MiB at 10,000 pending on bench_start's queue)
+START_MAX_PENDING = 10_000
 
 
 def start_estimates(cluster: str | None, now: float | None) -> dict:
