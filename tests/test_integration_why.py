@@ -324,3 +324,38 @@ def test_why_with_the_admin_s_padding_reservation(slurm):
     finally:
         slurm.cancel_all()
         slurm.run("scontrol", "delete", "reservation=fspad_why", check=False)
+
+
+def test_why_a_job_waiting_for_gpus(slurm):
+    """Issue #33 item 5: `why` under GPUs. alice's job holds all 4 of the node's GPUs on 2 of its 128
+    CPUs; bob's 2-GPU job waits for Resources with CPUs free. Asked as bob, `why` names the GPUs it
+    waits for, and its start estimate is alice's job's end (the CPUs alone would say "now")."""
+    slurm.cancel_all()
+    try:
+        assert "gres/gpu=4" in slurm.scontrol("show", "node"), "the testbed's node has no GPUs"
+        hog = slurm.submit("alice", "physics", 2, 240, gres="gpu:4")
+        _wait(slurm, hog, "RUNNING")
+        waiting = slurm.submit("bob", "physics", 2, 60, gres="gpu:2")
+        end = time.time() + 60
+        while time.time() < end and _states(slurm).get(waiting, ("", ""))[1] != "Resources":
+            time.sleep(0.5)
+        assert _states(slurm)[waiting] == ("PENDING", "Resources")
+        p = _why(slurm, waiting)
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        assert d["category"] == "resources" and "GPUs it asks for" in d["reason_text"] and "gpu:2" in d["reason_text"], d
+        # alice's job: started + its limit (240 s + 2 min -> 6 min: testbed.submit); no history -> to its limit
+        from fscontrol.slurm.parse import parse_time
+
+        started = parse_time(slurm.run("squeue", "-h", "-j", hog, "-O", "StartTime:0").strip())
+        est = d["start_estimate"]
+        assert est and est.get("start") is not None, est
+        # with limits as run times (the range's end) bob's job starts when alice's reaches its limit;
+        # the estimate itself runs her job for her typical fraction of it (her sacct history): later than now
+        assert abs(est["late"] - (started + 6 * 60)) <= 60, (est, started)
+        assert est["start"] >= d["now"] + 30 and est["early"] <= est["start"] <= est["late"], est
+        _user_tree(slurm)
+        p = _why_as(slurm, "bob", waiting)
+        assert p.returncode == 0 and "GPUs it asks for" in p.stdout and "estimated start: now" not in p.stdout, p.stdout + p.stderr
+    finally:
+        slurm.cancel_all()

@@ -177,3 +177,28 @@ def test_bf_max_job_user_skips_a_users_jobs_past_the_cap_in_a_backfill_cycle():
     assert by_id(st.estimate(jobs("alice"), now=NOW, total_cpus=128, sched=SC))["3"].start == NOW + 15
     assert by_id(st.estimate(jobs("alice"), now=NOW, total_cpus=128, sched=sc1))["3"].start == NOW + 1300
     assert by_id(st.estimate(jobs("bob"), now=NOW, total_cpus=128, sched=sc1))["3"].start == NOW + 15
+
+
+def test_gpus_read_from_squeue_and_sinfo_as_each_release_prints_them():
+    assert [st.gpu_count(x) for x in ("gres:gpu:2", "gres/gpu:2", "gres/gpu:a100:3", "gpu:4(S:0-1)", "N/A", "(null)",
+                                      "gres/gpu=2", "gres:gpu:1,gres:fpga:1", "gres/fpga:2", "gpu:a100:2(S:0),gpu:v100:1")] \
+        == [2, 2, 3, 4, 0, 0, 2, 1, 0, 3]
+    # 22.05: tres-per-node gres:gpu:2 on 2 nodes; 26.05 --gpus=1 is per job; a CPU job: none
+    assert st.parse_job_gpus("30|gres:gpu:2|N/A|2\n31|N/A|gres/gpu:1|1\n32|N/A|N/A|1\n") == {"30": 4, "31": 1}
+    # a node listed once per partition is counted once
+    assert st.parse_sinfo_gpus("n1|gpu:4(S:0)\nn1|gpu:4(S:0)\nn2|gpu:2\nn3|(null)\n") == 6
+
+
+def test_a_gpu_job_waits_for_the_gpus_with_cpus_free():
+    # 128 CPUs and 4 GPUs; alice holds the 4 GPUs on 2 CPUs until NOW + 500: bob's 2-GPU job on 2
+    # CPUs counts as max(2, 2 x 128 / 4 = 64) CPUs, alice's as 128: it starts at NOW + 500, not now
+    # (126 CPUs are free)
+    alice = st.QJob("1", "alice", "a", "normal", "RUNNING", 2, 600, NOW - 100, 0.0, "None", NOW - 200, 4)
+    bob = st.QJob("2", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 2)
+    e = by_id(st.estimate([alice, bob], now=NOW, total_cpus=128, sched=SC, total_gpus=4))
+    assert e["2"].start == NOW + 500
+    e = by_id(st.estimate([alice, bob], now=NOW, total_cpus=128, sched=SC))  # a cluster without GPUs: a reason
+    assert e["2"].start is None and e["2"].reason == "needs 2 GPUs, more than the 0 there are"
+    big = st.QJob("3", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 8)
+    assert by_id(st.estimate([alice, big], now=NOW, total_cpus=128, sched=SC, total_gpus=4))["3"].reason == \
+        "needs 8 GPUs, more than the 4 there are"

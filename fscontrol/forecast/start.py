@@ -14,7 +14,8 @@ not fit; backfill every `bf_interval` planning with time limits, whole-node rese
   beside the typical-fraction run; the estimate is the typical-fraction one.
 * pending jobs in the order of the priorities squeue shows now. Simplification: priorities are
   held through the horizon (fair-share does not decay nor age grow in this first version), one
-  pool of CPUs (partitions are not told apart), no reservations, no GRES.
+  pool of CPUs (partitions are not told apart), no reservations; a job's GPUs count as their share
+  of the CPUs (estimate's `total_gpus`).
 * a job that cannot start for a reason other than resources and priority (held, dependency,
   partition down, a limit reached, ...) gets no estimate but that reason.
 * PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The
@@ -42,6 +43,9 @@ SQUEUE_START_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%u|%a|%P|%
 SACCT_FRACTION_ARGS = ("sacct", "-a", "-X", "-n", "-P", "-S", "now-14days", "-E", "now", "-s", "CD,TO,F",
                        "-o", "User,ElapsedRaw,TimelimitRaw")
 SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
+# the GPUs each job asks for (per node x its nodes, and per job): 'gres:gpu:2' (22.05), 'gres/gpu:2' (26.05)
+SQUEUE_GPU_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,tres-per-node:0|,tres-per-job:0|,NumNodes:0")
+SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
 HORIZON_S = 7 * 86400.0
 # squeue reasons under which only priority and resources stand between a job and its start
 WAITING = {"Priority", "Resources", "None", "BeginTime", "ReqNodeNotAvail", ""}
@@ -60,6 +64,7 @@ class QJob:
     priority: float
     reason: str
     submit: float | None
+    gpus: int = 0  # the GPUs it asks for (running: holds)
 
 
 @dataclass(slots=True)
@@ -109,6 +114,48 @@ def parse_fractions(text: str) -> dict[str, float]:
         if lim > 0 and el > 0:
             by.setdefault(f[0], []).append(min(1.0, el / lim))
     return {u: statistics.median(v) for u, v in by.items()}
+
+
+def gpu_count(text: str) -> int:
+    """The GPUs in a GRES/TRES string: 'gres:gpu:2', 'gres/gpu:a100:2', 'gpu:4(S:0-1)', 'gres/gpu=2',
+    several comma-separated; 0 for none ('N/A', '(null)', other GRES)."""
+    import re
+
+    n = 0
+    for item in re.split(r",(?![^(]*\))", text or ""):
+        item = re.sub(r"\(.*?\)", "", item.strip())
+        if "gpu" not in item.lower():
+            continue
+        m = re.search(r"[:=](\d+)$", item)
+        n += int(m.group(1)) if m else 1
+    return n
+
+
+def parse_job_gpus(text: str) -> dict[str, int]:
+    """job id -> the GPUs it asks for, from `SQUEUE_GPU_ARGS` (per node x nodes + per job)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        f = [x.strip() for x in line.split("|")]
+        if len(f) < 4 or not f[0]:
+            continue
+        try:
+            nodes = max(1, int(f[3] or 1))
+        except ValueError:
+            nodes = 1
+        g = gpu_count(f[1]) * nodes + gpu_count(f[2])
+        if g:
+            out[f[0]] = g
+    return out
+
+
+def parse_sinfo_gpus(text: str) -> int:
+    """The cluster's GPUs, from `SINFO_GPU_ARGS` (a node in several partitions counted once)."""
+    seen: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, gres = line.strip().partition("|")
+        if sep:
+            seen[name] = gpu_count(gres)
+    return sum(seen.values())
 
 
 def parse_sinfo(text: str) -> tuple[int, int, int]:
@@ -328,11 +375,19 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
 def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmSched,
              fractions: Mapping[str, float] | None = None, hidden_cpus: int = 0,
              users: set[str] | None = None, job_ids: set[str] | None = None,
-             horizon_s: float = HORIZON_S) -> list[Estimate]:
+             horizon_s: float = HORIZON_S, total_gpus: int = 0) -> list[Estimate]:
     """An Estimate for each pending job (those of `users` / `job_ids` when given; the others are
     still played, they hold the queue). `hidden_cpus`: CPUs in use by jobs the caller cannot see
-    (PrivateData), busy through the horizon."""
+    (PrivateData), busy through the horizon. `total_gpus`: the cluster's GPUs; a job that asks for
+    GPUs takes the larger of its CPUs and its GPUs' share of the CPUs (g x CPUs / GPUs): a GPU-bound
+    job waits for the GPUs, a CPU-bound one for the CPUs; conservative where both mix on a node."""
     fr = dict(fractions or {})
+
+    def size(j: QJob) -> int:
+        if j.gpus and total_gpus:
+            return max(j.cpus, min(total_cpus, math.ceil(j.gpus * total_cpus / total_gpus)))
+        return j.cpus
+
     run_jobs = [j for j in jobs if j.state in ("RUNNING", "COMPLETING")]
     pend = [j for j in jobs if j.state == "PENDING"]
     pend.sort(key=lambda j: (-j.priority, int(j.job_id.split("_")[0]) if j.job_id.split("_")[0].isdigit() else 0))
@@ -345,6 +400,8 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             e.reason = f"waits for {j.reason}, not only for CPUs and priority"
         elif j.limit_s is None:
             e.reason = "no time limit: the jobs behind it cannot be planned"
+        elif j.gpus > total_gpus:
+            e.reason = f"needs {j.gpus} GPUs, more than the {total_gpus} there are"
         elif j.cpus > total_cpus - hidden_cpus:
             e.reason = ("needs CPUs that jobs hidden from you by PrivateData hold" if hidden_cpus
                         else f"needs {j.cpus} CPUs, more than the {total_cpus} there are")
@@ -364,12 +421,12 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             lim = j.limit_s if j.limit_s is not None else horizon_s
             st = j.start if j.start is not None else now
             f = fr.get(j.user, 1.0) if use_fr else 1.0
-            running.append((st + f * lim, st + lim, j.cpus))
+            running.append((st + f * lim, st + lim, size(j)))
         pending = []
         for j in playable:
             f = fr.get(j.user, 1.0) if use_fr else 1.0
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
-            pending.append((f * j.limit_s, j.limit_s, j.cpus, nb))
+            pending.append((f * j.limit_s, j.limit_s, size(j), nb))
         runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
                            [j.user for j in playable])
     for i in want:
@@ -474,6 +531,15 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     if unknown:
         notes.append("no ended jobs in sacct (14 days) for " + ", ".join(unknown[:5])
                      + ("..." if len(unknown) > 5 else "") + ": their jobs are taken to run to their limits")
+    total_gpus = 0
+    gpus = parse_job_gpus(source.run(SQUEUE_GPU_ARGS).stdout)
+    if gpus:
+        from dataclasses import replace
+
+        jobs = [replace(j, gpus=gpus[j.job_id]) if j.job_id in gpus else j for j in jobs]
+        total_gpus = parse_sinfo_gpus(source.run(SINFO_GPU_ARGS).stdout)
+        notes.append(f"GPUs: {total_gpus} on the cluster; a job with GPUs counts as the larger of its CPUs and its "
+                     "GPUs' share of the CPUs (GPUs x CPUs / GPUs), so it waits for the GPUs it needs")
     ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
-                    users=users, job_ids=job_ids)
+                    users=users, job_ids=job_ids, total_gpus=total_gpus)
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)
