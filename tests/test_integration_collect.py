@@ -75,6 +75,14 @@ def test_cli_collect_then_status_json(slurm, tmp_path):
     data = json.loads(p.stdout)
     assert data["cluster"] == "tbcluster" and data["priority_mode"] == "classic"
     assert {r["user"] for r in data["table"]} >= {"alice", "bob", "carol", "dave"}
+    # `publish` after a collect from the live cluster carries its partitions' billing rules, as a
+    # tick's publish does (an outside tester: a plain publish wrote none, and users' GPU plans failed)
+    (tmp_path / "pub").mkdir()
+    out = tmp_path / "pub" / "tbcluster.json"
+    p = run("publish", "--db", str(db), "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    billing = json.loads(out.read_text())["billing"]
+    assert billing["default_partition"] == "normal" and billing["partitions"]["normal"]["gpus"] == 4, billing
 
 
 def test_failed_slurm_command_writes_nothing(slurm, tmp_path):

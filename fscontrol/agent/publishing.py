@@ -90,12 +90,13 @@ def published_inflow(db: Database, snap) -> tuple:
 
 
 def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), now: float | None = None,
-                   source: SlurmSource | None = None, damping: int | None = None):
+                   source: SlurmSource | None = None, damping: int | None = None, live: bool = False):
     """Write the latest snapshot of the cluster for `fscontrol forecast` (world-readable, atomic),
     and each user's own file beside it (fscontrol.export.privacy: what only they may read, and an
     admin's token, keyed with the site secret made at the first run). With the live `source`, the
     next decay pass after the snapshot goes with it (the Fair Tree forecast's pass times).
-    `damping`: the d the tick just left in slurmctld (its control stage read it back); without it,
+    `live`: without `source`, read the live cluster when the snapshot came from it (`fscontrol
+    publish`). `damping`: the d the tick just left in slurmctld (its control stage read it back); without it,
     the d a tick recorded in force after the snapshot was taken (damping_in_force_after), else the
     snapshot's. The published d is slurmctld's, never one tick behind it.
     Returns (path, what was written)."""
@@ -103,6 +104,12 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
     from fscontrol.export import publish as pub
 
     snap = store.load_snapshot(db, cluster=cluster)
+    if source is None and live and str(snap.source or "").startswith("live"):
+        from fscontrol.slurm.source import LiveSlurm
+
+        # `fscontrol publish` after a collect from this cluster: its partitions' billing rules and
+        # the next pass come from it too, as a tick's publish does (not from a recording's snapshot)
+        source = LiveSlurm(cluster=cluster, timeout_s=float(getattr(cfg, "slurm_timeout_s", 60.0) or 60.0))
     if damping is None:
         damping = damping_in_force_after(db, snap.cluster, snap.taken_at)
     cc = cfg.cluster(snap.cluster)

@@ -447,7 +447,7 @@ def publish(
     try:
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        path, data = publishing.publish_latest(database, cfg, cluster, out=out, admins=admin or ())
+        path, data = publishing.publish_latest(database, cfg, cluster, out=out, admins=admin or (), live=True)
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:
