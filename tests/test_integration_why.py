@@ -359,3 +359,26 @@ def test_why_a_job_waiting_for_gpus(slurm):
         assert p.returncode == 0 and "GPUs it asks for" in p.stdout and "estimated start: now" not in p.stdout, p.stdout + p.stderr
     finally:
         slurm.cancel_all()
+
+
+def test_why_an_array_task_and_a_heterogeneous_component(slurm):
+    """`why 123_4` and `why 123+1`, as --help says: squeue -O lists them under their own job ids, so
+    why finds them through `squeue -j` (an outside tester: both said "PENDING ...: it is not
+    waiting"); a component that does not exist is "not in the queue"."""
+    slurm.cancel_all()
+    try:
+        blocker = slurm.submit("alice", "flat", 128, 120)
+        _wait(slurm, blocker, "RUNNING")
+        array = slurm.submit("bob", "flat", 2, 30, array="0-2")
+        het = slurm.run("sbatch", "--parsable", f"--chdir={slurm.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
+                        "-p", "normal", "-t", "3", "-n", "1", ":", "-n", "2", "--wrap", "sleep 30", user="bob").strip().split(";")[0]
+        time.sleep(2)
+        for asked in (f"{array}_1", f"{het}+1", f"{het}+0"):
+            p = _why(slurm, asked)
+            assert p.returncode == 0, (asked, p.stderr)
+            d = json.loads(p.stdout)
+            assert d["job_id"] == asked and d["user"] == "bob" and d["state"] in ("PENDING", "PD"), d
+        g = _why(slurm, f"{het}+7", "--")
+        assert g.returncode == 6 and "not in the queue" in g.stderr, g.stderr
+    finally:
+        slurm.cancel_all()

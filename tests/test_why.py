@@ -388,3 +388,12 @@ def test_a_job_waiting_for_resources_with_gpus_is_told_it_waits_for_gpus():
     assert "generic resources (GRES)" in why.diagnose(other, [other], line=None, partitions=PARTS, weights=WEIGHTS,
                                                        max_age_s=3600, favor_small=False, mode="classic",
                                                        now=0.0)["reason_text"]
+
+
+def test_job_state_takes_only_the_row_that_is_the_job_asked():
+    """`squeue -j 123+5` lists every component of heterogeneous job 123: the state is the asked
+    component's, or none (an outside tester: a missing component was 'PENDING: not waiting')."""
+    text = "PENDING|Resources|flat|normal|46+0\nPENDING|Resources|flat|normal|46+1\n"
+    assert why.job_state(text, "46+1") == ("PENDING", "Resources", "flat", "normal")
+    assert why.job_state(text, "46+5") == (None, None, None, None)
+    assert why.job_state("RUNNING|None|flat|normal\n") == ("RUNNING", None, "flat", "normal")  # the 4-field form

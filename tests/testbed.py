@@ -98,7 +98,9 @@ class Testbed:
     def cancel_all(self) -> None:
         ids = self.run("squeue", "-h", "-o", "%A").split()
         if ids:
-            self.run("scancel", *ids)
+            # a heterogeneous job's components refuse a cancel of their own ("Operation not permitted
+            # on individual component"): the leader's cancel ends them, so the exit status is not asked
+            self.run("scancel", *ids, check=False)
             for _ in range(300):  # (up to a minute: a loaded machine completes them slowly)
                 if not self.run("squeue", "-h", "-o", "%A").strip():
                     break

@@ -222,11 +222,14 @@ def not_pending(job_id: str, state: str | None, reason: str | None) -> NotFoundE
                          + ": it is not waiting (why explains pending jobs)")
 
 
-def job_state(squeue_text: str) -> tuple[str | None, str | None, str | None, str | None]:
-    """(state, reason, account, partition) of `squeue -h -j JOBID -o %T|%r|%a|%P`."""
+def job_state(squeue_text: str, job_id: str | None = None) -> tuple[str | None, str | None, str | None, str | None]:
+    """(state, reason, account, partition) of `squeue -h -j JOBID -o %T|%r|%a|%P[|%i]`; with `job_id`
+    and the %i field, only the row that is that job (-j 123+5 lists every component of job 123)."""
     for line in squeue_text.splitlines():
         f = line.split("|")
-        if len(f) == 4:
+        if len(f) == 5 and job_id is not None and f[4].strip() != job_id:
+            continue
+        if len(f) in (4, 5):
             return f[0].strip(), f[1].strip() or None, f[2].strip() or None, f[3].strip() or None
     return None, None, None, None
 
@@ -343,9 +346,20 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
     cfg = parse.parse_config(cfg_out.stdout, " ".join(cfg_out.argv))
     queue = waits.parse_queue(source.run(waits.QUEUE_ARGS).stdout)
     job = next((j for j in queue if j.job_id == job_id), None)
+    if job is None and not job_id.isdigit():
+        # an array task (123_4) or a heterogeneous job's component (123+1): squeue -O JobID lists
+        # it under its own job id (%A), which -j finds (an outside tester: it was "PENDING: not waiting")
+        try:
+            rows = [ln.split("|", 1) for ln in source.run(("squeue", "-h", "-j", job_id, "-o", "%A|%i")).stdout.split()]
+        except SlurmCommandError:
+            rows = []
+        raw = next((r[0] for r in rows if len(r) == 2 and r[1] == job_id), None)  # 123+5 lists all of 123: only its own
+        if raw is not None:
+            job = next((j for j in queue if j.job_id == raw), None)
     if job is None:
         try:  # not listed with -a -t PD,R,CF: ask for it alone (a finished one is still known for a while)
-            state, reason, _, _ = job_state(source.run(("squeue", "-h", "-j", job_id, "-o", "%T|%r|%a|%P")).stdout)
+            state, reason, _, _ = job_state(source.run(("squeue", "-h", "-j", job_id, "-o", "%T|%r|%a|%P|%i")).stdout,
+                                            job_id)
         except SlurmCommandError:
             state = reason = None
         raise not_pending(job_id, state, reason)
@@ -354,7 +368,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
     line = None
     if not job.held:
         try:  # sprio fails (or prints its header alone) for a job it does not list
-            line = parse_sprio_why(source.run(sprio_args(job_id)).stdout, job_id, " ".join(sprio_args(job_id)))
+            line = parse_sprio_why(source.run(sprio_args(job.job_id)).stdout, job.job_id, " ".join(sprio_args(job.job_id)))
         except SlurmCommandError:
             line = None
     try:
@@ -399,6 +413,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                     jobs_private=bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
     if limits is not None:
         d["limit_values"] = limits
+    d["job_id"] = job_id  # as asked (an array task 123_4, a component 123+1), not squeue's own id
     from fscontrol.forecast import start as startmod
 
     pending = sum(1 for j in queue if j.state in ("PENDING", "PD"))
