@@ -396,4 +396,4 @@ def test_job_state_takes_only_the_row_that_is_the_job_asked():
     text = "PENDING|Resources|flat|normal|46+0\nPENDING|Resources|flat|normal|46+1\n"
     assert why.job_state(text, "46+1") == ("PENDING", "Resources", "flat", "normal")
     assert why.job_state(text, "46+5") == (None, None, None, None)
-    assert why.job_state("RUNNING|None|flat|normal\n") == ("RUNNING", None, "flat", "normal")  # the 4-field form
+    assert why.job_state("RUNNING||flat|normal\n") == ("RUNNING", None, "flat", "normal")  # the 4-field form
