@@ -270,3 +270,13 @@ def test_recovery_statements_come_no_later_than_the_reset():
     b = {"idle_days_to_target": 1.5, "idle_to_target_text": "in 1 day 12 h", "after_plan": None}
     _recovery_by_reset(b, [4 * 86400.0], plan_end=None)
     assert b["idle_days_to_target"] == 1.5 and b["idle_to_target_text"] == "in 1 day 12 h"
+
+
+def test_a_weight_too_large_to_forecast_is_one_line():
+    """An outside tester: a partition weight of 1e308 gave a NaN traceback in the chart. A step that
+    bills more than the forecast models (or no finite number) is one line."""
+    for w in ("CPU=1.0,GRES/gpu=1e308", "CPU=1.0,GRES/gpu=1e12"):
+        with pytest.raises(fc.PlanError, match="more than the forecast models") as e:
+            _rate("4cpus+1gpus:1h", _rules(weights=w))
+        assert "\n" not in str(e.value)
+    assert _rate("4cpus+1gpus:1h", _rules(weights="CPU=1.0,GRES/gpu=1e9"))[0][0].rate == 1e9 + 4

@@ -82,8 +82,9 @@ class Biller:
         weights = billing.parse_weights(self.weights_text)
         one = billing.billing(tres, weights, self.rules.get("priority_flags") or "", release=self.rules.get("release"))
         rate = one * self.usage_factor
-        if not math.isfinite(rate):
-            raise PlanError(f"{what!r} bills no finite number")
+        if not math.isfinite(rate) or rate > MAX_RATE:
+            raise PlanError(f"{what!r} bills {rate:g} a second under partition {self.partition}'s weights: more than "
+                            f"the forecast models ({MAX_RATE:g}; check the partition's TRESBillingWeights)")
         self.runs.setdefault(what, {"what": what, "tres": dict(tres), "billing": one, "rate": rate})
         return rate
 
@@ -116,6 +117,11 @@ class Biller:
                 "priority_flags": flags or None, "release": (self.rules or {}).get("release"), "qos": self.qos,
                 "usage_factor": self.usage_factor, "billing_per_core": self.override,
                 "runs": list(self.runs.values()), "lines": lines}
+
+
+# The most billing a second one plan step may bill: a million cores at a weight of a million. Past
+# it the projection's sums overflow (an outside tester: a weight of 1e308 gave a NaN traceback).
+MAX_RATE = 1e12
 
 
 def _short(name: str) -> str:
