@@ -280,3 +280,11 @@ def test_a_weight_too_large_to_forecast_is_one_line():
             _rate("4cpus+1gpus:1h", _rules(weights=w))
         assert "\n" not in str(e.value)
     assert _rate("4cpus+1gpus:1h", _rules(weights="CPU=1.0,GRES/gpu=1e9"))[0][0].rate == 1e9 + 4
+
+
+def test_the_plan_is_echoed_as_written_not_in_billing_units():
+    """An outside tester: '4cpus:1h' under CPU=0.5 was echoed 'plan 2cpus:1h' (billing relabelled as CPUs)."""
+    from fscontrol.forecast.service import plan_text
+
+    segs, _ = _rate("4cpus:1h,idle:30m", _rules(weights="CPU=0.5"))
+    assert segs[0].rate == 2.0 and plan_text(segs) == "4cpus:1h,idle:30m"

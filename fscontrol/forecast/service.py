@@ -223,7 +223,7 @@ def plan_text(plan: Sequence[Segment]) -> str:
 
     def what(s: Segment) -> str:
         t = getattr(s, "tres", None)
-        if not t or "gres/gpu" not in t and t.get("node", 1.0) == 1.0:
+        if not t:
             return f"{s.rate:g}cpus"  # in billing units, as before (--billing-per-core folded in)
         return (f"{t['cpu']:g}cpus" + (f"+{t['gres/gpu']:g}gpus" if t.get("gres/gpu") else "")
                 + (f"+{t['node']:g}nodes" if t.get("node", 1.0) != 1.0 else ""))  # as the user wrote it
