@@ -397,3 +397,10 @@ def test_job_state_takes_only_the_row_that_is_the_job_asked():
     assert why.job_state(text, "46+1") == ("PENDING", "Resources", "flat", "normal")
     assert why.job_state(text, "46+5") == (None, None, None, None)
     assert why.job_state("RUNNING||flat|normal\n") == ("RUNNING", None, "flat", "normal")  # the 4-field form
+
+
+def test_a_job_hidden_by_private_data_is_not_called_finished():
+    """An outside tester: under PrivateData=jobs, another user's pending job was 'not in the queue
+    (finished, or never existed)'."""
+    assert "another user's (PrivateData=jobs" in str(why.not_pending("8", None, None, jobs_private=True))
+    assert "finished, or never existed" in str(why.not_pending("8", None, None))

@@ -215,7 +215,10 @@ def is_job_id(job_id: str) -> bool:
     return 1 <= head <= MAX_JOB_ID and all(x <= MAX_JOB_ID for x in rest)
 
 
-def not_pending(job_id: str, state: str | None, reason: str | None) -> NotFoundError:
+def not_pending(job_id: str, state: str | None, reason: str | None, jobs_private: bool = False) -> NotFoundError:
+    if state is None and jobs_private:  # squeue shows this user their own jobs alone
+        return NotFoundError(f"job {job_id} is not in the queue you can see: finished, never existed, or another "
+                             "user's (PrivateData=jobs shows you your own jobs alone)")
     if state is None:
         return NotFoundError(f"job {job_id} is not in the queue (finished, or never existed): nothing waits")
     return NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason else "")
@@ -362,7 +365,8 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                                             job_id)
         except SlurmCommandError:
             state = reason = None
-        raise not_pending(job_id, state, reason)
+        raise not_pending(job_id, state, reason,
+                          bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
     if job.state not in ("PENDING", "PD"):
         raise not_pending(job_id, job.state, job.reason or None)
     line = None
