@@ -288,3 +288,17 @@ def test_the_plan_is_echoed_as_written_not_in_billing_units():
 
     segs, _ = _rate("4cpus:1h,idle:30m", _rules(weights="CPU=0.5"))
     assert segs[0].rate == 2.0 and plan_text(segs) == "4cpus:1h,idle:30m"
+
+
+def test_typed_gpus_bill_under_their_type_weight():
+    """An outside tester (24.11): gres/gpu:a100 weighted 10, a plan's GPUs billed 0. With one GPU type
+    on the partition a job's GPUs count under the typed name too, as Slurm's AllocTRES shows
+    (gres/gpu=2,gres/gpu:a100=2); with several types weighted by type the plan cannot say which."""
+    rules = _rules(weights="CPU=1.0,GRES/gpu:a100=10.0")
+    rules["billing"]["partitions"]["normal"]["gpu_types"] = ["a100"]
+    assert _rate("4cpus+2gpus:1h", rules)[0][0].rate == 24.0
+    rules["billing"]["partitions"]["normal"]["gpu_types"] = ["a100", "v100"]
+    with pytest.raises(fc.PlanError, match="GPUs of types a100, v100, weighted by type"):
+        _rate("4cpus+2gpus:1h", rules)
+    rules = _rules(weights="CPU=1.0,GRES/gpu=8.0")  # no types published (an older file): as before
+    assert _rate("4cpus+2gpus:1h", rules)[0][0].rate == 20.0

@@ -47,7 +47,9 @@ def partitions_billing(source: SlurmSource) -> dict[str, dict] | None:
     for name, f in parts.items():
         tres = dict(kv.split("=", 1) for kv in (f.get("TRES") or "").split(",") if "=" in kv)
         out[name] = {"weights": f.get("TRESBillingWeights") or "", "default": f.get("Default") == "YES",
-                     "cpus": _int(f.get("TotalCPUs")), "gpus": _int(tres.get("gres/gpu")) or 0}
+                     "cpus": _int(f.get("TotalCPUs")), "gpus": _int(tres.get("gres/gpu")) or 0,
+                     # typed GPUs (AccountingStorageTRES=gres/gpu:a100): a job's GPUs count under both names
+                     "gpu_types": sorted(k.split(":", 1)[1] for k in tres if k.startswith("gres/gpu:"))}
     return out
 
 

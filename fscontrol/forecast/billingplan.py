@@ -80,6 +80,12 @@ class Biller:
             raise PlanError(f"{what!r} asks for GPUs, but partition {self.partition} has none: name a partition "
                             "with GPUs (-p/--partition)")
         weights = billing.parse_weights(self.weights_text)
+        types = self.part.get("gpu_types") or []
+        if gpus and len(types) == 1:  # one GPU type on the partition: Slurm counts the job's GPUs under it too
+            tres = {**tres, f"gres/gpu:{types[0]}": gpus}
+        elif gpus and len(types) > 1 and any(k.startswith("gres/gpu:") for k in weights):
+            raise PlanError(f"partition {self.partition} has GPUs of types {', '.join(types)}, weighted by type: a plan "
+                            "cannot say which it gets; write the job's billing as cpus (docs/billing.md)")
         one = billing.billing(tres, weights, self.rules.get("priority_flags") or "", release=self.rules.get("release"))
         rate = one * self.usage_factor
         if not math.isfinite(rate) or rate > MAX_RATE:
