@@ -240,7 +240,14 @@ def test_usage_to_halve_halves_f_in_each_setting(slurm, tmp_path, name):
         t0 = _row(s0, account, user)
         f0 = s0.prio_fairshare[(account, user)]
         ok_f0 = abs(t0["fairshare"] - f0) <= TOL  # status's F is sprio's before the charge (asserted below)
-        assert t0["usage_to_halve_core_hours"] is not None, (t0, f0)  # (usage_to_halve: None = cannot halve)
+        if t0["usage_to_halve_core_hours"] is None:  # usage_to_halve: None = F cannot halve by this user's usage
+            result = {"setting": name, "slurm": SLURM_VERSION, "target": f"{user}@{account}", "f0": f0,
+                      "f_status0": t0["fairshare"], "x_core_s": None, "pass": False}
+            print("zoohalving " + json.dumps(result))
+            if RESULTS:
+                with open(RESULTS, "a") as fh:
+                    fh.write(json.dumps(result) + "\n")
+            pytest.fail(f"status gives no halving usage for {user}@{account} (F {t0['fairshare']:.6f}, sprio {f0:.6f})")
         x = t0["usage_to_halve_core_hours"] * 3600  # fscontrol's claim (status; the forecast's formula)
         s, e0 = t0["norm_shares"], t0["effective_usage"]
         also0 = {k: (_row(s0, *k), s0.prio_fairshare[k]) for k in st.also}
@@ -292,14 +299,16 @@ def test_usage_to_halve_halves_f_in_each_setting(slurm, tmp_path, name):
 
 
 def _with_charge(rows, key, c: float):
-    """sshare's rows with `c` more usage charged to `key` and every ancestor (root included)."""
+    """sshare's rows with `c` more usage charged to `key` and every ancestor (root included), and no
+    printed LevelFS (26.05 prints it and compute_fair_tree ranks by it: the charge changes it)."""
     by = {r.key: r for r in rows}
     path, k = {key}, (key[0], "")
     while k in by:
         path.add(k)
         parent = by[k].parent
         k = (parent, "") if parent else None
-    return [dataclasses.replace(r, raw_usage=r.raw_usage + c) if r.key in path else r for r in rows]
+    return [dataclasses.replace(r, raw_usage=r.raw_usage + c if r.key in path else r.raw_usage, level_fs=None)
+            for r in rows]
 
 
 FT_HISTORY = [("alice", "flat", 8, {}), ("bob", "flat", 5, {}), ("carol", "flat", 3, {}), ("dave", "flat", 2, {}),
@@ -312,7 +321,7 @@ def test_fair_tree_budget_by_experiment(slurm, tmp_path):
     Tree is the forecast's budget (model.ftoutlook.TreeIndex.budget): the usage the user can add before
     anyone now below passes them. Tested as that claim, by the same exact-charge method: dave@flat is
     charged half his budget (sprio's F must not move), then a whole budget more (1.5 in all: F must
-    fall to compute_fair_tree's F for the tree with 1.5 budgets charged to dave's path)."""
+    fall to compute_fair_tree's F for the tree with the charge delivered added to dave's path)."""
     from testbed import SLURM_VERSION
 
     if not ALL:
@@ -364,8 +373,8 @@ def test_fair_tree_budget_by_experiment(slurm, tmp_path):
             fs.append(s.prio_fairshare[key])
         predicted = fairtree.compute_fair_tree(_with_charge(list(s0.shares), key, charged[1]))
         f_pred = next(a.fairshare for a in predicted.assocs if (a.account, a.user) == key)
-        ok = (abs(fs[0] - f0) <= TOL and fs[1] < f0 - TOL and abs(fs[1] - f_pred) <= TOL
-              and abs(charged[1] / (1.5 * budget) - 1) <= 0.02)
+        ok = (charged[0] <= 0.8 * budget and charged[1] >= 1.2 * budget
+              and abs(fs[0] - f0) <= TOL and fs[1] < f0 - TOL and abs(fs[1] - f_pred) <= TOL)
         result = {"setting": "fair_tree_budget", "slurm": SLURM_VERSION, "target": "dave@flat",
                   "budget_core_s": budget, "charged_core_s": charged, "f0": f0, "f_half": fs[0], "f_1_5": fs[1],
                   "f_1_5_predicted": f_pred, "n": ft0.n_users, "pass": ok}
@@ -373,8 +382,9 @@ def test_fair_tree_budget_by_experiment(slurm, tmp_path):
         if RESULTS:
             with open(RESULTS, "a") as fh:
                 fh.write(json.dumps(result) + "\n")
-        assert abs(charged[0] / (0.5 * budget) - 1) <= 0.04, charged
-        assert abs(charged[1] / (1.5 * budget) - 1) <= 0.02, charged
+        # the claim is about the charge against the budget: what was delivered must lie clearly on each side
+        # (a pass that comes late charges more than P; 26.05 delivered 1.82 budgets once for 1.5 asked)
+        assert charged[0] <= 0.8 * budget and charged[1] >= 1.2 * budget, (charged, budget)
         assert abs(fs[0] - f0) <= TOL, (f0, fs)  # within the budget: nobody passed dave
         assert fs[1] < f0 - TOL, (f0, fs)  # past it: passed
         assert abs(fs[1] - f_pred) <= TOL, (fs[1], f_pred)  # to the rank the model gives
