@@ -524,3 +524,29 @@ def test_persist_without_a_slurm_conf_to_write(tmp_path):
     line = next(f for f in checks.check(dataclasses.replace(s, conf_path=None, source="live"), persist)
                 if f.check == "persist-slurm-conf")
     assert "set slurm_conf" in line.fix and "persist = false" in line.fix
+
+# ---------------------------------------------------------------------------- MAX_TRES_GRES before 25.05
+def test_conf_line_value_reads_the_last_line_case_and_comments():
+    text = "PriorityFlags=NO_FAIR_TREE\n# PriorityFlags=MAX_TRES\nprioritYflags = NO_FAIR_TREE,MAX_TRES_GRES # new\n"
+    assert survey.conf_line_value(text, "PriorityFlags") == "NO_FAIR_TREE,MAX_TRES_GRES"
+    assert survey.conf_line_value("PriorityType=priority/multifactor\n", "PriorityFlags") is None
+
+
+@pytest.mark.parametrize("version,file_flags,shown,warned", [
+    ("22.05.8", "NO_FAIR_TREE,MAX_TRES_GRES", "NO_FAIR_TREE,MAX_TRES", True),  # what 22.05 does (docs/billing.md)
+    ("24.11.5", "MAX_TRES_GRES", "MAX_TRES", True),
+    ("25.05.0", "NO_FAIR_TREE,MAX_TRES_GRES", "NO_FAIR_TREE,MAX_TRES_GRES", False),  # it has the flag
+    ("26.05.5", "NO_FAIR_TREE,MAX_TRES_GRES", "NO_FAIR_TREE,MAX_TRES_GRES", False),
+    ("22.05.8", "NO_FAIR_TREE,MAX_TRES", "NO_FAIR_TREE,MAX_TRES", False),  # MAX_TRES asked, MAX_TRES got
+    ("22.05.8", None, "NO_FAIR_TREE,MAX_TRES", False),  # no file read: show config cannot tell
+])
+def test_max_tres_gres_before_25_05(tmp_path, version, file_flags, shown, warned):
+    s = _survey(tmp_path, config={"SLURM_VERSION": version, "PriorityFlags": shown})
+    s = dataclasses.replace(s, conf_priority_flags=file_flags)
+    found = [f for f in checks.check(s, Intent()) if f.check == "max-tres-gres"]
+    assert bool(found) == warned, found
+    if warned:
+        assert found[0].severity == "warning"
+        line = found[0].line()
+        assert line.startswith("WARNING max-tres-gres: ") and f"Slurm {version}" in line and "-> fix: " in line
+        assert "\n" not in line

@@ -149,6 +149,31 @@ def test_decay(slurm, tmp_path):
     assert _checks(slurm, cfg) == {}
 
 
+def test_max_tres_gres_before_25_05(slurm, tmp_path):
+    """PriorityFlags=MAX_TRES_GRES in slurm.conf: 22.05 and 24.11 bill MAX_TRES instead and show MAX_TRES
+    (docs/billing.md), so the doctor warns from the file's text; 26.05 has the flag: nothing to say."""
+    from fscontrol.model import billing
+    from testbed import SLURM_VERSION
+
+    cfg = _cfg(tmp_path)
+    has = billing.has_max_tres_gres(SLURM_VERSION)
+    with _conf(slurm, PriorityFlags="NO_FAIR_TREE,MAX_TRES_GRES"):
+        for _ in range(60):  # (24.11+: the reconfigure restarts slurmctld)
+            if slurm.controller_up():
+                break
+            time.sleep(1)
+        assert _show(slurm, "PriorityFlags") == ("NO_FAIR_TREE,MAX_TRES_GRES" if has else "NO_FAIR_TREE,MAX_TRES")
+        assert _checks(slurm, cfg) == ({} if has else {"max-tres-gres": "warning"})
+        if not has:
+            code, out = _cli(slurm, config=tmp_path / "fscontrol.toml")
+            assert code == 8 and f"Slurm {SLURM_VERSION}" in out["findings"][0]["message"], out
+    for _ in range(60):
+        if slurm.controller_up():
+            break
+        time.sleep(1)
+    assert _checks(slurm, cfg) == {}
+
+
 def test_accounting_enforce(slurm, tmp_path):
     cfg = _cfg(tmp_path)
     with _conf(slurm, restart=True, AccountingStorageEnforce=""):

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 from dataclasses import dataclass
 
+from fscontrol.errors import ConfigError
+from fscontrol.model import billing
 from fscontrol.records import ShareRow
 from fscontrol.slurm import versions
 from fscontrol.slurm.parse import parse_duration
@@ -191,6 +193,8 @@ def check(s: Survey, intent: Intent | None = None) -> list[Finding]:
         if intent.method in ("padding", "hybrid"):
             _padding(s, intent, add)
     _tiers(s, intent, add)
+    if multifactor:
+        _max_tres_gres(c, s, add)
     _info(c, s, add)
     order = {v: i for i, v in enumerate(SEVERITIES)}
     return sorted(out, key=lambda f: order[f.severity])
@@ -475,6 +479,25 @@ def _tiers(s: Survey, intent: Intent, add) -> None:
             "so fair-share orders jobs only within a tier.",
             "none if intended; else one PriorityTier for the partitions users share (scontrol update "
             "PartitionName=NAME PriorityTier=1, and the same in slurm.conf).")
+
+
+def _max_tres_gres(c: dict, s: Survey, add) -> None:
+    """PriorityFlags=MAX_TRES_GRES on a Slurm before 25.05: read_config.c finds MAX_TRES inside the
+    name (xstrcasestr) and bills MAX_TRES, silently, and `scontrol show config` prints MAX_TRES
+    (docs/billing.md, measured on 22.05 and 24.11): only slurm.conf's own text shows what was asked."""
+    version = c.get("SLURM_VERSION", "")
+    try:
+        old = not billing.has_max_tres_gres(version)
+    except ConfigError:  # (a version that is not MAJOR.MINOR: nothing to say)
+        return
+    asked = s.conf_priority_flags if s.conf_priority_flags is not None else c.get("PriorityFlags")
+    if old and "MAX_TRES_GRES" in _flags(asked):
+        add("max-tres-gres", "warning", "fair-share",
+            f"slurm.conf's PriorityFlags names MAX_TRES_GRES, which Slurm {version} does not have (25.05 and later): "
+            "it bills MAX_TRES instead, silently (the largest weighted node TRES, GPUs among them; not the GRES "
+            "summed on top), and `scontrol show config` shows MAX_TRES.",
+            "slurm.conf: write MAX_TRES in place of MAX_TRES_GRES (what is in force), or upgrade Slurm to 25.05+ "
+            "for MAX_TRES_GRES; then `scontrol reconfigure`.")
 
 
 def _info(c: dict, s: Survey, add) -> None:

@@ -56,6 +56,7 @@ class Survey:
     conf_path: str | None = None  # the slurm.conf read for its d line
     conf_damping: str | None = None  # that file's FairShareDampeningFactor value (None: no line, or not read)
     conf_read: bool = False  # the file was read (conf_damping None then means: no such line)
+    conf_priority_flags: str | None = None  # that file's PriorityFlags value (as written: older Slurm shows it changed)
     agent_damping: int | None = None  # the d the agent itself last set (its history), when known
     # the priority plugin slurmctld runs (it loads it only at start; `show config` shows the file):
     pending: tuple[str, ...] | None = None  # jobs sprio must list (pending, eligible, not held), from squeue
@@ -120,6 +121,16 @@ def conf_damping_value(text: str) -> tuple[str | None, bool]:
         elif k.startswith("include"):
             include = True
     return value, include
+
+
+def conf_line_value(text: str, key: str) -> str | None:
+    """slurm.conf's value for `key` (case-insensitive; the last line wins, as in Slurm), or None."""
+    value, want = None, key.lower()
+    for line in text.splitlines():
+        k, _, v = line.split("#", 1)[0].strip().partition("=")
+        if k.strip().lower() == want:
+            value = v.strip()
+    return value
 
 
 def conf_file_problem(env: dict[str, str]) -> str | None:
@@ -224,11 +235,13 @@ def read(source, slurm_conf: str | None = None, agent_damping: int | None = None
             if queue is not None:
                 sprio_ids, pending = frozenset(), _pending_listed(queue, prio.started_at)
     path = slurm_conf or config.get("SLURM_CONF")
-    conf_damping, conf_read = None, False
+    conf_damping, conf_read, conf_flags = None, False, None
     if run is not None and path:  # (a recorded sample's SLURM_CONF is another machine's file)
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
-                conf_damping, include = conf_damping_value(fh.read())
+                text = fh.read()
+            conf_damping, include = conf_damping_value(text)
+            conf_flags = conf_line_value(text, "PriorityFlags")
             conf_read = not include
             if include:
                 errors["slurm.conf"] = f"{path} has Include lines: the d in force may come from another file"
@@ -236,7 +249,7 @@ def read(source, slurm_conf: str | None = None, agent_damping: int | None = None
             errors["slurm.conf"] = f"{path}: {e.strerror or e}"
     return Survey(config=config, shares=shares, qos=qos, assoc_qos=assoc, partitions=parts,
                   conf_path=os.fspath(path) if path else None, conf_damping=conf_damping, conf_read=conf_read,
-                  agent_damping=agent_damping, pending=pending, sprio_ids=sprio_ids, errors=errors,
+                  conf_priority_flags=conf_flags, agent_damping=agent_damping, pending=pending, sprio_ids=sprio_ids, errors=errors,
                   source=source.describe())
 
 
