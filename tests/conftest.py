@@ -116,6 +116,14 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
 
 
 def pytest_collection_modifyitems(config, items):
+    # the opt-in tier: a test marked optin("ENV") runs only with ENV=1, and is deselected otherwise (not a skip)
+    keep, dropped = [], []
+    for item in items:
+        m = item.get_closest_marker("optin")
+        (keep if m is None or os.environ.get(m.args[0]) == "1" else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
     for item in items:
         if "slurm" in getattr(item, "fixturenames", ()):
             # a test on the testbed is a `slurm` test, marked or not (-m slurm lists, -m "not slurm" the fast suite)
