@@ -238,6 +238,20 @@ def test_usage_to_halve_halves_f_in_each_setting(slurm, tmp_path, name):
         t0 = _row(s0, account, user)
         f0 = s0.prio_fairshare[(account, user)]
         ok_f0 = abs(t0["fairshare"] - f0) <= TOL  # status's F is sprio's before the charge (asserted below)
+        if t0["usage_to_halve_core_hours"] is None and name == "parent_in_parent":
+            # a FairShare=parent chain up to root: slurmctld's factor is root's, 2^(-1/d), whatever the user
+            # ran (her history above): nothing halves it, and status says so (no halving usage) with sprio's F
+            root_f = 2 ** (-1 / s0.config.damping_factor)
+            result = {"setting": name, "slurm": SLURM_VERSION, "target": f"{user}@{account}", "f0": f0,
+                      "f_status0": t0["fairshare"], "x_core_s": None, "root_f": root_f,
+                      "pass": ok_f0 and abs(f0 - root_f) <= TOL}
+            print("zoohalving " + json.dumps(result))
+            if RESULTS:
+                with open(RESULTS, "a") as fh:
+                    fh.write(json.dumps(result) + "\n")
+            assert ok_f0, f"status's F {t0['fairshare']:.6f} is not sprio's {f0:.6f}"
+            assert abs(f0 - root_f) <= TOL and rows0[(account, user)].raw_usage > 0, (f0, root_f)
+            return
         if t0["usage_to_halve_core_hours"] is None:  # usage_to_halve: None = F cannot halve by this user's usage
             result = {"setting": name, "slurm": SLURM_VERSION, "target": f"{user}@{account}", "f0": f0,
                       "f_status0": t0["fairshare"], "x_core_s": None, "pass": False}

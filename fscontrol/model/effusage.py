@@ -63,9 +63,11 @@ def _computed(rows: list[ShareRow], tl=None) -> tuple[list[float], list[float]] 
         ue, err = [1.0] * n, [0.0] * n
         for i in range(1, n):
             f = fsp[i]
-            if f == 0:
+            if sp[i] and (f != 0 or rows[i].user):  # FairShare=parent: the fs parent's (a user's up to root: 1)
+                ue[i], err[i] = ue[f], err[f]
+            elif f == 0:
                 ue[i], err[i] = un[i], eu[i]
-            elif sp[i] or not lvl[f]:
+            elif not lvl[f]:
                 ue[i], err[i] = ue[f], err[f]
             else:
                 w = rs[i] / lvl[f]
@@ -102,17 +104,22 @@ def refined_effective_usage(rows: Sequence[ShareRow], tl=None) -> list[float | N
     fairshare.tree_in_order, when the caller has it already."""
     rows = list(rows)
     printed = [r.effective_usage for r in rows]
+    if tl is None:
+        tl = tree_in_order(rows)
     got = _computed(rows, tl)
     if got is None:
         return printed
+    # a FairShare=parent user whose chain reaches root: slurmctld's factor is root's (sprio: 2^(-1/d), UE =
+    # NormShares = 1), while sshare prints the user's own usage as its EffectvUsage (docs/halving.md)
+    to_root = set() if tl is None else {i for i in range(1, len(rows)) if tl[4][i] and tl[2][i] == 0 and rows[i].user}
     h = PRINTED_HALF  # the clamp: p - h and p + h are within h (and an ulp of p) of p
     # min(max(c, p - h), p + h) written out (the same element chosen: max keeps the first unless
     # the other is greater, min likewise): at 100,000 associations the calls were a tenth of `status`
     hh = h * (1 + 1e-9)
     out: list[float | None] = []
     add = out.append
-    for c, e, p in zip(*got, printed):
-        if p is None:
+    for i, (c, e, p) in enumerate(zip(*got, printed)):
+        if p is None or i in to_root:
             add(c)
         elif e < h and abs(c - p) <= hh + e + 1e-15:
             lo, hi = p - h, p + h

@@ -266,10 +266,13 @@ def effective_usage_rule(t: Tree, k: Key) -> tuple[int, float]:
     EffectvUsage: (kind, weight), weight = RawShares / level shares for FS_LEVEL."""
     fs = t.fs_parent[k]
     r = t.rows[k]
+    if r.shares_parent and (r.user or fs != ROOT):
+        # a FairShare=parent user whose chain reaches root takes root's UE, 1: sprio gives it root's
+        # factor 2^(-1/d) (docs/halving.md); a first-tier FairShare=parent account keeps its own
+        # NormUsage, as sshare's FairShare shows (tests/test_treezoo.py's 22.05 capture: ops)
+        return FS_PARENT, 0.0
     if fs == ROOT:
         return FS_ROOT, 0.0
-    if r.shares_parent:
-        return FS_PARENT, 0.0
     ls = t.level_shares[k]
     return (FS_LEVEL, (r.raw_shares or 0) / ls) if ls else (FS_NO_LEVEL, 0.0)
 
