@@ -201,10 +201,6 @@ def test_fair_tree_f_matches_sprio_under_gpu_billing(slurm, tmp_path):
     db = store.open_db(tmp_path / "h.db")
     try:
         slurm.set_priority_flags("")
-        for _ in range(60):
-            if slurm.controller_up():
-                break
-            time.sleep(1)
         slurm.scontrol("update", "partitionname=normal", f"TRESBillingWeights={WEIGHTS}")
         gpu = slurm.submit("alice", "physics", 4, 1500, gres="gpu:2")  # none ends mid-test
         cpu = slurm.submit("bob", "physics", 10, 1500)

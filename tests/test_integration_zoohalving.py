@@ -343,10 +343,6 @@ def test_fair_tree_budget_by_experiment(slurm, tmp_path):
     key = ("flat", "dave")
     try:
         slurm.set_priority_flags("")
-        for _ in range(60):
-            if slurm.controller_up():
-                break
-            time.sleep(1)
         slurm.reset_usage()
         deadline = time.time() + 400
         for u, a, cpus, _ in FT_HISTORY:

@@ -214,11 +214,16 @@ class Testbed:
         """PriorityFlags ("" = Fair Tree): slurmctld switches algorithm at once and ranks (or
         computes classic F) at its next pass. A reconfigure leaves the other algorithm's
         NormShares in place on 22.05 (fairtree.held_shares); `restart` restarts slurmctld after it,
-        which renormalises them (the tests leave the testbed so for the tests after them)."""
+        which renormalises them (the tests leave the testbed so for the tests after them). Returns
+        once slurmctld answers (a reconfigure restarts it on 24.11 and later)."""
         self.set_conf(PriorityFlags=flags)
         if restart:
             self.stop_controller()
             self.start_controller()
+        for _ in range(60):
+            if self.controller_up():
+                return
+            time.sleep(1)
 
     def damping(self) -> int:
         line = next(ln for ln in self.scontrol("show", "config").splitlines() if ln.startswith("FairShareDampeningFactor"))
