@@ -5,7 +5,9 @@ associations at 93,238) whose FairShare column it computed with Slurm's classic 
 exact values (its own damping factor, the one in the sample's `scontrol show config`): that
 column, to its 6 decimals, is the independent reference. This collects the sample into a history
 and compares, for every user association with shares, `status`'s F and F as main (8b2524e)
-computed it (from sshare's printed EffectvUsage) with that column.
+computed it (from sshare's printed EffectvUsage) with that column. `status` reads sshare's
+FairShare too (model/effusage.py): so that the reference stays independent, the users' FairShare
+is blanked before `status` runs on the snapshot (the accounts' stays, as sshare prints it).
 
 Run:  .venv/bin/python scripts/check_exact_f.py [--users 93238]
 """
@@ -13,6 +15,7 @@ Run:  .venv/bin/python scripts/check_exact_f.py [--users 93238]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -43,7 +46,9 @@ def main() -> int:
                        stdout=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(ROOT)))
         snap = store.load_snapshot(store.open_db(db, create=False, readonly=True))
         d = snap.config.damping_factor
-        data = rstatus.status_data(snap)
+        blind = dataclasses.replace(snap, shares=tuple(dataclasses.replace(r, fairshare=None) if r.user else r
+                                                       for r in snap.shares))
+        data = rstatus.status_data(blind)
         rows = {r.key: r for r in snap.shares}
         worst_new = worst_old = 0.0
         n = changed = 0

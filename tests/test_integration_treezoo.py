@@ -11,8 +11,9 @@ One tree, set with sacctmgr on the testbed's own, holds every shape at once:
   hold (dave@z00000).
 
 Real jobs run and end; then F of every (user, account) with a pending probe equals sprio's to
-5e-6: on classic fair-share (`status`'s F, and fairshare.compute_fairshare from RawUsage alone),
-then, after `scontrol reconfigure` switched slurmctld to Fair Tree, fairtree.compute_fair_tree's.
+5e-6: on classic fair-share (`status`'s F, and fairshare.compute_fairshare from RawUsage alone);
+busy, with jobs running through the passes and others ending between them (status's F: sprio's
+and, on every user row, sshare's FairShare); then, after `scontrol reconfigure` switched slurmctld to Fair Tree, fairtree.compute_fair_tree's.
 The testbed is put back to classic (slurmctld restarted) and the associations removed, whatever
 happens. In group testbed-e (with the other Fair Tree switches): about 6 minutes at 2,000."""
 
@@ -50,6 +51,9 @@ JOBS = [("alice", "ops", 24, "zoox"), ("bob", "ops", 8, "zoox"), ("dave", "bio",
         ("carol", "physics", 6, "zoox"), ("alice", "z00000", 4, "zoox"), ("bob", "z00001", 2, "zooy"),
         ("alice", "flat", 10, "zoox"), ("bob", "physics", 3, "zoox")]
 RUN_S = 60
+# the busy phase: (user, account, cpus, seconds) running through two passes, and short ones ending between
+BUSY = [("alice", "flat", 8, 170), ("dave", "bio", 4, 170), ("carol", "z00002", 2, 170), ("bob", "ops", 2, 170)]
+SHORT = [("carol", "physics", 2, 15), ("alice", "z00000", 1, 15), ("bob", "z00001", 1, 15)]
 REAL_USERS = "alice,bob,carol,dave"
 
 
@@ -123,9 +127,11 @@ def _wait_for_jobs_to_end(slurm, timeout: float = 300) -> None:
     raise TimeoutError("jobs still running")
 
 
-def _classic(snap) -> tuple[float, float, float]:
+def _classic(snap, busy: bool = False) -> tuple[float, float, float]:
     """max |F - sprio| over the probes: status's F, compute_fairshare's, and F from sshare's printed
-    EffectvUsage as main computed it before (for the report: not bounded)."""
+    EffectvUsage as main computed it before (for the report: not bounded). `busy`: jobs ran
+    through the passes, so compute_fairshare (RawUsage of one moment) is not bounded either, and
+    status's F is also held to sshare's FairShare on every user row."""
     assert snap.config.mode == "classic", snap.config.priority_flags
     d = snap.config.damping_factor
     data = rstatus.status_data(snap)
@@ -142,9 +148,13 @@ def _classic(snap) -> tuple[float, float, float]:
         w_status = max(w_status, abs(f_status - f_sprio))
         w_model = max(w_model, abs(f_model - f_sprio))
         w_printed = max(w_printed, abs(f_printed - f_sprio))
-        if abs(f_status - f_sprio) > TOL or abs(f_model - f_sprio) > TOL:
+        if abs(f_status - f_sprio) > TOL or (abs(f_model - f_sprio) > TOL and not busy):
             bad.append((key, f_sprio, f_status, f_model, f_printed, rows[key]))
     assert not bad, bad
+    if busy:  # every user row, against the F slurmctld gave sshare (its 6 decimals)
+        off = [(k, r["fairshare"], rows[k].fairshare) for k, r in shown.items() if r["user"] and rows[k].fairshare is not None
+               and abs(r["fairshare"] - rows[k].fairshare) > TOL]
+        assert not off, (len(off), off[:10])
     return w_status, w_model, w_printed
 
 
@@ -182,6 +192,22 @@ def test_tree_shapes_and_a_large_tree_match_sprio_on_classic_and_fair_tree(slurm
         f_range = sorted(snap.prio_fairshare.values())
         assert sum(1e-3 < f < 0.999 for f in f_range) >= len(f_range) // 2, f_range  # F neither 0 nor 1 mostly
 
+        # busy (issue #33's outside tester: 534 of 10,528 rows off by up to 0.25): jobs run through the
+        # passes and others end between them, so slurmctld's NormUsage and EffectvUsage (set at a pass's
+        # start, a user's when first asked after it) are of other moments than sshare's RawUsage
+        for user, account, cpus, seconds in BUSY:
+            slurm.submit(user, account, cpus, seconds, qos="zoox")
+        slurm.wait_for_pass()
+        for user, account, cpus, seconds in SHORT:  # they end before the next pass: charged at their end
+            slurm.submit(user, account, cpus, seconds, qos="zoox")
+        slurm.wait_for_pass()
+        busy = slurm.stable_snapshot(db)
+        assert len(busy.running) >= len(BUSY), busy.running  # still running when read
+        w_busy, w_busy_model, _ = _classic(busy, busy=True)
+        # the test bites: F recomputed from RawUsage alone (slurmctld's rule, one moment) is off
+        assert w_busy_model > TOL, w_busy_model
+        _wait_for_jobs_to_end(slurm)
+
         # the same tree under Fair Tree (22.05's reconfigure keeps the classic NormShares: fairtree.held_shares)
         slurm.set_priority_flags("")
         slurm.wait_for_pass()
@@ -198,4 +224,5 @@ def test_tree_shapes_and_a_large_tree_match_sprio_on_classic_and_fair_tree(slurm
     assert not any(r.account.startswith("z") for r in rows)
     print(f"treezoo: {n_assoc} associations (built in {built_s:.0f} s), {len(probes)} probes; classic max |F - sprio| "
           f"status {w_status:.1e}, model {w_model:.1e} (F from sshare's printed EffectvUsage: {w_printed:.1e}); "
+          f"busy: status {w_busy:.1e}, F from RawUsage alone {w_busy_model:.1e}; "
           f"Fair Tree {w_tree:.1e} over N = {ft.n_users} users; sprio's classic F {', '.join(f'{f:.4f}' for f in f_range)}")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from typer.testing import CliRunner
 
 from fscontrol.agent import config
@@ -42,7 +44,9 @@ def test_publish_carries_the_d_an_applying_tick_left_in_slurmctld(tmp_path):
     # every F and every halving in the file are at slurmctld's d
     row = next(r for r in snap.shares if r.user == "alice" and r.effective_usage)
     got = next(a for a in data["associations"] if a["user"] == "alice" and a["account"] == row.account)
-    assert got["fairshare"] == fairshare_factor(row.effective_usage, row.norm_shares, d_new)
+    # (EffectvUsage within its print's rounding: refined by sshare's FairShare, model/effusage.py)
+    assert got["fairshare"] == pytest.approx(fairshare_factor(row.effective_usage, row.norm_shares, d_new), abs=1e-9)
+    assert abs(got["fairshare"] - fairshare_factor(row.effective_usage, row.norm_shares, d_old)) > 0.5
     assert data["halving_usage"] == data["reference_share"] * d_new * data["total_usage"]
     # the tick's own read-back wins (the tick passes it); a record older than the snapshot does not count
     assert publishing.publish_latest(db, cfg, "tbcluster", out=out, damping=7)[1]["config"]["damping_factor"] == 7

@@ -118,11 +118,15 @@ def test_hand_worked_idle_user_in_a_large_tree():
 
 def test_refined_keeps_slurmctlds_value_where_the_raw_figures_disagree():
     """Running jobs: sshare's NormUsage of ops's users were set against root's RawUsage of another
-    moment (1777 / 0.449256 = 3955, not 4634): the printed value stays, as slurmctld's."""
+    moment (1777 / 0.449256 = 3955, not 4634): the recomputed 0.383 is not used; the value stays
+    within the printed EffectvUsage's rounding and gives sshare's own FairShare (its 6 decimals,
+    d = 1), the two figures slurmctld printed of it."""
     rows = parent_tree()
     ue = effusage.refined_effective_usage(rows)
     by = dict(zip((r.key for r in rows), ue))
-    assert by[("ops", "alice")] == 0.449256
+    alice = next(r for r in rows if r.key == ("ops", "alice"))
+    assert abs(by[("ops", "alice")] - 0.449256) <= 5e-7 and abs(by[("ops", "alice")] - 1777 / 4634) > 0.06
+    assert round(2 ** -(by[("ops", "alice")] / fairshare.norm_shares(rows)[("ops", "alice")]), 6) == alice.fairshare
     # everywhere, within the printed rounding
     assert all(abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9) for u, r in zip(ue, rows))
     # the computed values follow Slurm's rules: a parent user takes its account's UE
@@ -185,6 +189,64 @@ def test_refined_never_leaves_the_printed_rounding(rows, shift):
     for r, u in zip(shown, effusage.refined_effective_usage(shown)):
         assert abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9)
         assert not math.isnan(u)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(), st.sampled_from([1, 10**4, 10**7]), st.sampled_from([1, 2, 7, 40]), st.data())
+def test_refined_holds_slurmctlds_f_when_its_figures_are_of_another_moment(rows, scale, d, data):
+    """A busy cluster (issue #33, the outside tester's 10,516-user tree): slurmctld set NormUsage,
+    EffectvUsage and F at a pass's start, then charged running jobs and jobs ended, so sshare's
+    RawUsage is later than its other columns. Printed as sshare prints them (6 decimals; FairShare
+    = 2^(-(UE/S)/d) from the full values), the refined EffectvUsage stays within the printed one's
+    rounding and gives slurmctld's F within 1e-6 (the two prints' rounding) on every row with
+    shares."""
+    rows = [replace(r, raw_usage=r.raw_usage * scale) for r in rows]
+    exact = fairshare.effective_usage(rows)
+    total = rows[0].raw_usage
+    s = fairshare.norm_shares(rows)
+    # later RawUsage: some users' jobs ran on (charged to their account and root too)
+    later = {r.key: r.raw_usage for r in rows}
+    for r in rows:
+        g = data.draw(st.sampled_from([0, 0, 1, 10**3, 10**6])) * scale if r.user else 0
+        for k in ((r.key, (r.account, ""), fairshare.ROOT) if g else ()):
+            later[k] += g
+
+    def p6(x):
+        return float(f"{x:.6f}")
+
+    shown = []
+    for r in rows:
+        n = (r.raw_usage / total) if total else 0.0
+        f = fairshare.fairshare_factor(exact[r.key], s[r.key], d) if s[r.key] > 0 else 0.0
+        shown.append(replace(r, raw_usage=later[r.key], norm_usage=None if r.depth == 0 else p6(min(1.0, n)),
+                             effective_usage=p6(exact[r.key]),
+                             fairshare=None if r.shares_parent or r.depth == 0 else p6(f)))
+    ue = effusage.refined_effective_usage(shown, d=d)
+    for r, u in zip(shown, ue):
+        assert abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9) + 1e-15, (r, u, exact[r.key])  # the print's rounding
+        if r.shares_parent or not s[r.key] > 0 or r.depth == 0:
+            continue
+        f, f_exact = fairshare.fairshare_factor(u, s[r.key], d), fairshare.fairshare_factor(exact[r.key], s[r.key], d)
+        assert abs(f - f_exact) <= 1e-6 * (1 + 1e-9) + 1e-15, (r, u, exact[r.key], f, f_exact)
+
+
+@pytest.mark.parametrize("d_sshare", [1, 3])
+def test_refined_uses_sshares_own_d(d_sshare):
+    """sshare computes FairShare with the d of its own slurm.conf, which `scontrol
+    fsdampeningfactor` does not change: with slurmctld at d = 5 and sshare's FairShare printed at
+    d_sshare, the idle user's EffectvUsage is still exact (found from the rows), and it is the same
+    whichever d the caller says slurmctld holds."""
+    rows = big_tree()
+    exact = fairshare.effective_usage(rows)
+    s = fairshare.norm_shares(rows)
+    shown = [replace(r, effective_usage=float(f"{exact[r.key]:.6f}"),
+                     fairshare=None if r.depth == 0 else float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], d_sshare):.6f}"))
+             for r in rows]
+    assert effusage.sshare_damping(shown, [s[r.key] for r in shown]) == d_sshare
+    i = next(i for i, r in enumerate(shown) if r.key == ("a0", "u1"))
+    for d in (1, 5):
+        ue = effusage.refined_effective_usage(shown, d=d)
+        assert ue[i] == pytest.approx(4e-7, rel=1e-9)
 
 
 def test_published_rows_carry_the_exact_f():

@@ -365,10 +365,10 @@ def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, 
     else:  # as `status`: the digits sshare's 6 decimals drop, from RawUsage, RawShares and the tree
         from fscontrol.model import effusage, fairtree
 
-        ue = effusage.refined_effective_usage(shares)
         fast = fairtree.held_shares_in_order(shares, "classic")
         if fast is not None:
             held = fast[0]
+        ue = effusage.refined_effective_usage(shares, norm_shares=held if fast is not None else None, d=d)
     out = []
     for r, e, s in zip(shares, ue, held):
         if ft is not None:

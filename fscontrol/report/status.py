@@ -151,7 +151,7 @@ def status_data(
     S = [held[i] for i in sel]
     # sshare's EffectvUsage, with the digits its 6 decimals drop recomputed from RawUsage and the
     # tree (at 100,000 associations a user with no usage of their own prints 0.000000: issue #33)
-    refined = effusage.refined_effective_usage(shares, tl=tl)
+    refined = effusage.refined_effective_usage(shares, tl=tl, norm_shares=held, d=d)
     E = [refined[i] for i in sel]
     log2 = math.log2
     F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
