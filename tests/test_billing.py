@@ -89,3 +89,20 @@ def test_max_tres_gres_before_25_05_is_max_tres():
     assert [b.has_max_tres_gres(r) for r in ("22.05", "24.11", "25.05", "26.05")] == [False, False, True, True]
     with pytest.raises(ConfigError):
         b.has_max_tres_gres("latest")
+
+
+def test_max_tres_gres_on_a_multi_node_job_is_over_the_jobs_totals():
+    """slurmctld bills a job from its whole allocation's TRES counts (assoc_mgr.c
+    assoc_mgr_tres_weighted on tres_alloc_cnt: CPU, Mem and Node are the job's totals, Node the node
+    count), not node by node. A 2-node job, 8 CPUs and 4 GPUs (2 a node), under
+    CPU=1.0,Node=6.0,GRES/gpu=8.0: MAX_TRES_GRES is max(8, 2 x 6) + 4 x 8 = 44, MAX_TRES max(8, 12, 32)
+    = 32, the sum 8 + 12 + 32 = 52. (One slurmd a host in Debian's build, so the testbed has no
+    2-node job: this is hand-worked from the source.)"""
+    w = b.parse_weights("CPU=1.0,Node=6.0,GRES/gpu=8.0")
+    job = b.parse_tres("cpu=8,gres/gpu=4,node=2")
+    assert b.billing(job, w, "NO_FAIR_TREE,MAX_TRES_GRES", release="26.05") == 44.0
+    assert b.billing(job, w, "MAX_TRES") == 32.0
+    assert b.billing(job, w) == 52.0
+    # node by node would differ where the CPUs are uneven: 8 + 2 CPUs on 2 nodes bill max(10, 12) = 12
+    # as slurmctld does, where max(8, 6) + max(2, 6) = 14 would be the per-node reading
+    assert b.billing(b.parse_tres("cpu=10,node=2"), w, "NO_FAIR_TREE,MAX_TRES_GRES", release="26.05") == 12.0

@@ -52,6 +52,16 @@ def test_four_cpus_two_gpus_bill_20_16_and_22_as_measured():
     assert _rate("4cpus+2gpus:1h", _rules(node, "NO_FAIR_TREE,MAX_TRES"))[0][0].rate == 16.0
 
 
+def test_a_multi_node_plan_bills_over_the_jobs_totals():
+    """A 2-node plan under MAX_TRES_GRES (26.05): slurmctld bills the job's totals
+    (assoc_mgr_tres_weighted: Node is the node count), max(8, 2 x 6) + 4 x 8 = 44; 10 CPUs on 2 nodes
+    bill max(10, 12) = 12 however they are spread (tests/test_billing.py)."""
+    node = "CPU=1.0,Node=6.0,GRES/gpu=8.0"
+    rules = _rules(node, "NO_FAIR_TREE,MAX_TRES_GRES", "26.05.5")
+    assert _rate("2nodes+8cpus+4gpus:1h", rules)[0][0].rate == 44.0
+    assert _rate("2nodes+10cpus:1h", rules)[0][0].rate == 12.0
+
+
 def test_plain_cpus_bill_under_the_partitions_cpu_weight_and_the_qos_usage_factor():
     assert _rate("4cpus:1h", _rules("CPU=2.0,GRES/gpu=8.0"))[0][0].rate == 8.0
     assert _rate("56cpus:14d", _rules(), partition="cpu")[0][0].rate == 56.0  # no weights there: billing = CPUs
