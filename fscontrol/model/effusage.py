@@ -171,6 +171,7 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
     total = float(rows[0].raw_usage)
     h = PRINTED_HALF
     hh = h * (1 + 1e-9)  # a print's rounding, with its last ulp
+    hh2 = 2 * hh
     log2 = math.log2
     ue, err = [1.0] * n, [0.0] * n
     out: list[float | None] = [1.0] + [None] * (n - 1)
@@ -180,16 +181,24 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
         # NormUsage: RawUsage over root's (truncated: off by < (1 + x/T)/T), held within the
         # printed NormUsage's rounding (slurmctld's, of the moment it was set)
         if total > 0:
-            u = min(1.0, x / total)
+            u = x / total
+            if u > 1.0:
+                u = 1.0
             eu = ((1.0 if x > 0 else 0.0) + u) / total
         else:
             u, eu = 0.0, 0.0
         q = r.norm_usage
         if q is not None and not sp[i]:
             if u < q - h:
-                eu, u = min(2 * hh, eu + (q - h - u)), q - h
+                eu += q - h - u
+                u = q - h
+                if eu > hh2:
+                    eu = hh2
             elif u > q + h:
-                eu, u = min(2 * hh, eu + (u - q - h)), q + h
+                eu += u - q - h
+                u = q + h
+                if eu > hh2:
+                    eu = hh2
         f = fsp[i]
         if sp[i] and (f != 0 or r.user):  # FairShare=parent: the fs parent's (a user's up to root: 1)
             c, e = ue[f], err[f]
@@ -209,10 +218,13 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
         lo, hi = (p - h, p + h) if p is not None else (-math.inf, math.inf)
         fp, s = r.fairshare, ns[i]
         if d_s is not None and fp is not None and s and s > 0 and fp - hh < 1.0:
-            flo = -log2(min(1.0, fp + hh)) * d_s * s
+            flo = -log2(fp + hh) * d_s * s if fp + hh < 1.0 else 0.0
             fhi = -log2(fp - hh) * d_s * s if fp - hh > 0 else math.inf
             if flo <= hi * (1 + 1e-9) and fhi >= lo * (1 - 1e-9):  # one value (else sshare's d is not d_s)
-                lo, hi = max(lo, flo), min(hi, fhi)
+                if flo > lo:
+                    lo = flo
+                if fhi < hi:
+                    hi = fhi
                 if lo > hi:
                     lo = hi = 0.5 * (lo + hi)
         half = 0.5 * (hi - lo)
