@@ -261,3 +261,35 @@ def test_published_rows_carry_the_exact_f():
     a = out[("a0", "u1")]
     assert a["fairshare"] == pytest.approx(2 ** -0.04, abs=1e-12) and a["norm_shares"] == pytest.approx(1e-5, rel=1e-12)
     assert a["effective_usage"] == pytest.approx(4e-7, rel=1e-12)
+
+
+def test_the_forecast_from_the_users_own_sshare_row_is_exact_on_a_large_tree():
+    """`forecast` reads the user's own row live (`sshare -l -P -u`): EffectvUsage 0.000000 and
+    NormShares 0.000010 printed, where slurmctld holds 4e-7 and 1e-5. F from that printed pair is
+    1.000000; the row's FairShare (0.972655) and the published tree's exact NormShares pin
+    slurmctld's 2^(-0.04) (model/effusage.own_effective_usage), to the prints' rounding."""
+    from test_forecast_cli import T0, _config
+
+    from fscontrol.export import publish as pub
+    from fscontrol.forecast import service as uf
+    from fscontrol.store.history import StoredSnapshot
+
+    rows = big_tree()
+    exact = fairshare.effective_usage(rows)
+    s = fairshare.norm_shares(rows)
+    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}"), effective_usage=float(f"{exact[r.key]:.6f}"),
+                          norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / rows[0].raw_usage:.6f}"),
+                          fairshare=float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
+                  for r in rows)
+    snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=_config(()), shares=shown,
+                          usage_factors={"normal": 1.0}, source="test")
+    published = pub.build_published(snap, target_core_hours=10_000, method="damping", control={"applying": False, "off": False})
+    own = [r for r in shown if r.user == "u1" and r.account in ("a0", "a1")]  # what `sshare -l -P -u u1` shows of u1
+    mine = own[0]
+    assert mine.effective_usage == 0.0 and fairshare.fairshare_factor(mine.effective_usage, mine.norm_shares, 1) == 1.0
+    got = {a["account"]: a for a in uf.forecast_data(published, own, user="u1", now=T0, stale_ok=True)["associations"]}
+    assert got["a0"]["fairshare"] == pytest.approx(2 ** -0.04, abs=1e-6) and got["a0"]["norm_shares"] == pytest.approx(1e-5, rel=1e-12)
+    # the same as from the published rows (the agent's refined values)
+    pub_rows = uf.rows_from_published(published, "u1")
+    via_pub = uf.forecast_data(published, pub_rows, user="u1", now=T0, stale_ok=True, rows_from="published")
+    assert {a["account"]: a["fairshare"] for a in via_pub["associations"]}["a0"] == pytest.approx(got["a0"]["fairshare"], abs=1e-6)

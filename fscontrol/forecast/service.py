@@ -290,10 +290,12 @@ def forecast_data(
             raise NotFoundError(f"user {user!r} has no association in account {account!r} (has: {have})")
         mine = chosen
 
+    mode = cfg.get("priority_mode")
+    if rows_from == "sshare" and mode != "fair_tree":
+        mine = _own_rows_refined(mine, published, d)
     warnings = []
     if stale_warning:
         warnings.append(stale_warning)
-    mode = cfg.get("priority_mode")
     if mode == "fair_tree":
         warnings.append("the cluster runs Fair Tree, not classic fair-share: these numbers do not describe its priorities")
     elif mode not in ("classic", None):
@@ -343,6 +345,26 @@ def forecast_data(
         "associations": assocs,
     } | ({} if reset_text is None else {"usage_reset": {
         "period": str(period).upper(), "text": reset_text, "at": [_iso(now + t) for t in reset_at if t <= reach]}})
+
+
+def _own_rows_refined(mine: list[ShareRow], published: dict[str, Any], d: float) -> list[ShareRow]:
+    """The user's own sshare rows with slurmctld's NormShares (the published tree's exact ones,
+    where the file has the row with the same RawShares; sshare prints 6 decimals: 0.000005 for a
+    share of 5.4e-6) and EffectvUsage as its printed EffectvUsage and FairShare pin it
+    (model/effusage.own_effective_usage): on a large tree F from the printed pair alone is off by
+    several percent (issue #33)."""
+    from dataclasses import replace
+
+    from fscontrol.model.effusage import own_effective_usage
+
+    exact = {(a["account"], a["user"]): a for a in published.get("associations", []) if a.get("user") in {r.user for r in mine}}
+    out = []
+    for r in mine:
+        a = exact.get((r.account, r.user))
+        s = a["norm_shares"] if a is not None and a.get("raw_shares") == r.raw_shares and a.get("norm_shares") else None
+        out.append(replace(r, norm_shares=s if s is not None else r.norm_shares,
+                           effective_usage=own_effective_usage(r, s, d)))
+    return out
 
 
 def _at_current_load(a: dict, r: ShareRow, rows: Sequence[ShareRow], published: dict, plan: list, plan_end: float,

@@ -37,7 +37,7 @@ from fscontrol.records import ShareRow
 
 PRINTED_HALF = 5e-7  # half a unit of "%f"'s sixth decimal
 
-__all__ = ["computed_effective_usage", "refined_effective_usage", "sshare_damping", "PRINTED_HALF"]
+__all__ = ["computed_effective_usage", "own_effective_usage", "refined_effective_usage", "sshare_damping", "PRINTED_HALF"]
 
 
 def computed_effective_usage(rows: Sequence[ShareRow]) -> list[float] | None:
@@ -163,6 +163,39 @@ def sshare_damping(rows: Sequence[ShareRow], ns: Sequence[float]) -> int | None:
     return k if k >= 1 else None
 
 
+def _print_bounds(p: float | None, fp: float | None, s: float | None, d_s: float | None) -> tuple[float, float]:
+    """(lo, hi): what sshare's printed EffectvUsage `p` and FairShare `fp` allow of slurmctld's
+    usage_efctv, for an association of NormShares `s` (slurmctld's, exact) whose FairShare sshare
+    computed at d `d_s`: EffectvUsage's rounding, and FairShare's where it agrees with it (where it
+    does not, sshare's d is not d_s)."""
+    h = PRINTED_HALF
+    hh = h * (1 + 1e-9)  # a print's rounding, with its last ulp
+    lo, hi = (p - h, p + h) if p is not None else (-math.inf, math.inf)
+    if d_s is not None and fp is not None and s and s > 0 and fp - hh < 1.0:
+        flo = -math.log2(fp + hh) * d_s * s if fp + hh < 1.0 else 0.0
+        fhi = -math.log2(fp - hh) * d_s * s if fp - hh > 0 else math.inf
+        if flo <= hi * (1 + 1e-9) and fhi >= lo * (1 - 1e-9):
+            if flo > lo:
+                lo = flo
+            if fhi < hi:
+                hi = fhi
+            if lo > hi:
+                lo = hi = 0.5 * (lo + hi)
+    return lo, hi
+
+
+def own_effective_usage(row: ShareRow, norm_shares: float | None, d: float | None) -> float | None:
+    """A user's own row as `sshare -u USER` shows it (no tree to go down): slurmctld's EffectvUsage
+    as closely as the row's prints pin it, the middle of what its EffectvUsage and FairShare allow
+    (FairShare read at `d`, where it agrees), 0 where they allow 0. `norm_shares`: slurmctld's exact NormShares (the
+    published tree's), else the printed one."""
+    s = norm_shares if norm_shares is not None else row.norm_shares
+    if row.effective_usage is None:
+        return None
+    lo, hi = _print_bounds(row.effective_usage, None if row.shares_parent else row.fairshare, s, d)
+    return 0.0 if lo <= 0.0 else 0.5 * (lo + hi)  # 0 where the prints allow it: no usage on the path
+
+
 def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> list[float | None]:
     n = len(rows)
     _, par, fsp, lvl, sp, rs = tl
@@ -172,7 +205,7 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
     h = PRINTED_HALF
     hh = h * (1 + 1e-9)  # a print's rounding, with its last ulp
     hh2 = 2 * hh
-    log2 = math.log2
+    print_bounds = _print_bounds
     ue, err = [1.0] * n, [0.0] * n
     out: list[float | None] = [1.0] + [None] * (n - 1)
     for i in range(1, n):
@@ -213,20 +246,8 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
             w = rs[i] / lvl[f]
             c = u + (ue[f] - u) * w
             e = eu * (1.0 - w) + err[f] * w
-        # what the prints allow: EffectvUsage's rounding, and FairShare's where it agrees with it
         p = r.effective_usage
-        lo, hi = (p - h, p + h) if p is not None else (-math.inf, math.inf)
-        fp, s = r.fairshare, ns[i]
-        if d_s is not None and fp is not None and s and s > 0 and fp - hh < 1.0:
-            flo = -log2(fp + hh) * d_s * s if fp + hh < 1.0 else 0.0
-            fhi = -log2(fp - hh) * d_s * s if fp - hh > 0 else math.inf
-            if flo <= hi * (1 + 1e-9) and fhi >= lo * (1 - 1e-9):  # one value (else sshare's d is not d_s)
-                if flo > lo:
-                    lo = flo
-                if fhi < hi:
-                    hi = fhi
-                if lo > hi:
-                    lo = hi = 0.5 * (lo + hi)
+        lo, hi = print_bounds(p, r.fairshare, ns[i], d_s)
         half = 0.5 * (hi - lo)
         if e < half and lo - e <= c <= hi + e:  # the rule is the finer, and of the same moment
             v = lo if c < lo else (hi if c > hi else c)
