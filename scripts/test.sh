@@ -63,7 +63,9 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
              tests/test_integration_trim.py tests/test_integration_limits.py
              tests/test_integration_doctor.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models
              tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing
-             tests/test_integration_tres.py::test_a_gpu_plan_bills_what_slurm_bills)
+             tests/test_integration_tres.py::test_a_gpu_plan_bills_what_slurm_bills
+             tests/test_integration_tres.py::test_a_plan_without_qos_bills_the_association_s_default_qos
+             tests/test_integration_start.py::test_start_an_array_task_and_a_heterogeneous_component)
   # one after the other, beside the 22.05 suite: two cores serve three Slurms better in turn than at once
   (
     t0=$SECONDS

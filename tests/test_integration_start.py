@@ -151,3 +151,43 @@ def test_the_web_page_shows_the_users_own_start_estimates(slurm):
     card = capped[capped.index('id="starts"'):]
     assert "no start estimate: 3 jobs pending, over the 1 estimated here" in card[: card.index("</section>")], card[:600]
     slurm.cancel_all()
+
+
+def test_start_an_array_task_and_a_heterogeneous_component(slurm):
+    """Issue #33 D6b: `fscontrol start -j` takes an array task's and a het component's own id, as
+    `why` does (one helper, slurm.jobid): a pending array lists as one row 123_[0-2] in squeue -a,
+    so `start -j 123_1` was "not pending"; a component is found by its name (123+1) and by its own
+    job id; each estimate comes back under the id asked; why's estimate line for the array task
+    is an estimate, not "no estimate"; a running job is named so; a task that does not exist is
+    "not pending" (exit 6)."""
+    slurm.cancel_all()
+    try:
+        blocker = slurm.submit("alice", "flat", 128, 120)
+        for _ in range(100):
+            if _start_of(slurm, blocker) is not None:
+                break
+            time.sleep(0.3)
+        array = slurm.submit("bob", "flat", 2, 30, array="0-2")
+        het = slurm.run("sbatch", "--parsable", f"--chdir={slurm.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
+                        "-p", "normal", "-t", "3", "-n", "1", ":", "-n", "2", "--wrap", "sleep 30", user="bob").strip().split(";")[0]
+        time.sleep(2)
+        own = dict(ln.split("|") for ln in slurm.run("squeue", "-h", "-j", het, "-o", "%i|%A").splitlines() if ln.strip())
+        comp_id = own[f"{het}+1"]  # the component's own job id
+        asked = [f"{array}_1", f"{het}+1", comp_id, f"{array}_2"]
+        p = _cli(slurm, "start", "-j", ",".join(asked), "--json")
+        assert p.returncode == 0, p.stderr
+        got = {e["job_id"]: e for e in json.loads(p.stdout)["jobs"]}
+        assert set(got) == set(asked), got
+        for j in asked:
+            assert got[j]["user"] == "bob" and got[j]["start"] is not None, got[j]
+        w = _cli(slurm, "why", f"{array}_1", "--json")
+        assert w.returncode == 0, w.stderr
+        est = json.loads(w.stdout)["start_estimate"]
+        assert est and est["start"] is not None and est["job_id"] == f"{array}_1", est
+        r = _cli(slurm, "start", "-j", blocker)
+        assert r.returncode == 6 and f"job {blocker} is RUNNING" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        r = _cli(slurm, "start", "-j", f"{array}_7")
+        assert r.returncode == 6 and "not pending" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        print(f"start: -j {','.join(asked)} -> " + ", ".join(f"{j} in {got[j]['start'] - json.loads(p.stdout)['now']:.0f} s" for j in asked))
+    finally:
+        slurm.cancel_all()

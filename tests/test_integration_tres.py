@@ -17,6 +17,8 @@ testbed-c; on 22.05, 24.11 and 26.05 (scripts/test.sh's lists)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -303,3 +305,72 @@ def test_a_gpu_plan_bills_what_slurm_bills(slurm, tmp_path):
                 break
             time.sleep(1)
     assert "TRESBillingWeights=" not in slurm.scontrol("show", "partition", "normal").replace("TRESBillingWeights=(null)", "")
+
+
+DQOS = "dqx2"  # a DefaultQOS with UsageFactor 2 (issue #33 D6)
+
+
+def test_a_plan_without_qos_bills_the_association_s_default_qos(slurm, tmp_path):
+    """Issue #33 D6: a plan without -q is billed at the QOS Slurm gives the job, not UsageFactor 1.
+    alice@physics gets DefaultQOS=dqx2 (UsageFactor 2, sacctmgr); her job without --qos runs under
+    it (squeue %q) and, beside bob@physics's same job under normal, grows RawUsage twice as fast.
+    The agent's publish stage reads the DefaultQOS (sacctmgr show assoc) into alice's row, and
+    `forecast --plan 4cpus:1h -A physics` bills each run at sacct's billing x 2, saying so in its
+    line; without -A, alice's default account flat (QOS normal) bills x 1. Put back whatever
+    happens (the QOS removed from alice@physics and deleted)."""
+    import json
+
+    slurm.cancel_all()
+    try:
+        slurm.run("sacctmgr", "-i", "add", "qos", DQOS, check=False)
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={DQOS}", "set", "usagefactor=2")
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=alice", "account=physics", "set",
+                  f"qos+={DQOS}", f"defaultqos={DQOS}")
+        shown = slurm.run("sacctmgr", "-nP", "show", "assoc", "where", "user=alice", "account=physics",
+                          "format=DefaultQOS")
+        assert shown.strip() == DQOS, shown
+        slurm.scontrol("fsdampeningfactor", "1")
+        slurm.reset_usage()
+        slurm.wait_for_pass()
+        a = slurm.submit("alice", "physics", 4, RUN_S)  # no --qos
+        b = slurm.submit("bob", "physics", 4, RUN_S)
+        _wait_running(slurm, [a, b])
+        qos = dict(ln.split() for ln in slurm.run("squeue", "-h", "-j", f"{a},{b}", "-o", "%A %q").splitlines() if ln.strip())
+        assert qos == {a: DQOS, b: "normal"}, qos
+        tres = _sacct_tres(slurm, [a, b])
+        bill = {j: parse._billing(t) for j, t in tres.items()}
+        assert bill == {a: 4, b: 4}, tres
+        pub, forecast = _published_forecast(slurm, tmp_path)
+        row = next(r for r in json.loads(pub.read_text())["associations"] if (r["account"], r["user"]) == ("physics", "alice"))
+        assert row["job_qos"] == {"qos": DQOS, "from": "DefaultQOS", "default": False}, row
+        p = forecast("--plan", "4cpus:1h", "--json")
+        assert p.returncode == 0, p.stderr
+        data = json.loads(p.stdout)
+        (run,) = data["billing"]["runs"]
+        assert data["billing"]["qos"] == DQOS and data["billing"]["usage_factor"] == 2.0, data["billing"]
+        assert run["billing"] == bill[a] and run["rate"] == 2 * bill[a] and data["plan"][0]["cores"] == 8, data["billing"]
+        line = data["billing"]["lines"][0]
+        assert f"-> 4 x UsageFactor 2 (QOS {DQOS}: the DefaultQOS of alice@physics) per run = 8" in line, line
+        # no -A: alice's default account (flat), whose only QOS is normal
+        p = subprocess.run([sys.executable, "-m", "fscontrol", "forecast", "--published", str(pub), "--source", "published",
+                            "-u", "alice", "--stale-ok", "--plan", "4cpus:1h", "--json"],
+                           capture_output=True, text=True, timeout=120, env=slurm.env)
+        assert p.returncode == 0, p.stderr
+        flat = json.loads(p.stdout)["billing"]
+        assert flat["qos"] == "normal" and flat["usage_factor"] == 1.0 and "alice@flat" in flat["lines"][0], flat
+        _wait_gone(slurm, [a, b])
+        for account, user in (("physics", "alice"), ("physics", "bob")):
+            slurm.probe(user, account)
+        slurm.wait_for_pass()
+        slurm.wait_for_pass()
+        shares = slurm.sshare()
+        ua, ub = shares[("physics", "alice")].raw_usage, shares[("physics", "bob")].raw_usage
+        # what Slurm charged: the same billing, the same seconds, alice's at UsageFactor 2
+        assert ua / ub == pytest.approx(run["rate"] / bill[b], rel=0.05), (ua, ub)
+        print(f"defaultqos: sacct billing {bill}; squeue QOS {qos}; RawUsage alice/bob {ua / ub:.4f}; plan rate "
+              f"{run['rate']:g} = billing {run['billing']:g} x {data['billing']['usage_factor']:g}; {line}")
+    finally:
+        slurm.cancel_all()
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=alice", "account=physics", "set",
+                  f"qos-={DQOS}", "defaultqos=-1", check=False)
+        slurm.run("sacctmgr", "-i", "delete", "qos", DQOS, check=False)

@@ -53,6 +53,20 @@ def partitions_billing(source: SlurmSource) -> dict[str, dict] | None:
     return out
 
 
+def users_job_qos(source: SlurmSource, cluster: str) -> dict[str, dict] | None:
+    """The QOS each user's job gets without --qos, per account, and their default account
+    (slurm.jobqos.read: two sacctmgr reads a publish), for the forecast's plans; None from a
+    recording or when sacctmgr fails (a plan is then billed at `normal`'s UsageFactor, saying so)."""
+    from fscontrol.slurm import jobqos
+
+    if isinstance(source, RecordedSlurm) or not hasattr(source, "run"):
+        return None
+    try:
+        return jobqos.read(source.run, cluster)
+    except FscontrolError:
+        return None
+
+
 def _int(text) -> int | None:
     try:
         return int(str(text))
@@ -128,6 +142,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
     fc = getattr(cfg, "forecast", None) or {}
     size = cluster_cpus(source) if source is not None else None
     partitions = partitions_billing(source) if source is not None else None
+    job_qos = users_job_qos(source, snap.cluster) if source is not None else None
     gate = _gate_published(db, cfg, cc, snap)
     data = pub.build_published(
         snap,
@@ -146,6 +161,7 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         damping=damping,
         control=published_control(db, cfg, snap.cluster),
         partitions=partitions,
+        job_qos=job_qos,
     )
     try:
         if out is None:  # the agent's own folder (configured or the default) is made; an --out folder never is
@@ -158,7 +174,8 @@ def publish_latest(db: Database, cfg, cluster: str | None, out=None, admins=(), 
         from fscontrol.store import quota as store_quota
 
         privacy.write_own_files(Path(target), pub.own_files(snap, secret=secret, admins=admins, gate=gate,
-                                                            tres_limits=store_quota.latest_limits(db, snap.cluster, snap.id)))
+                                                            tres_limits=store_quota.latest_limits(db, snap.cluster, snap.id),
+                                                            job_qos=job_qos))
         data["own_files"] = True
         path = pub.write_published(data, target)
         from fscontrol.export.public_page import write_public

@@ -71,7 +71,8 @@ def forecast(
         "--partition", "-p", help="Bill the plan under this partition's TRESBillingWeights (default: the cluster's "
         "Default=YES partition), e.g. --plan 4cpus+2gpus:10h -p gpu.")] = None,
     qos: Annotated[Optional[str], typer.Option(
-        "--qos", "-q", help="Bill the plan at this QOS's UsageFactor (default 1).")] = None,
+        "--qos", "-q", help="Bill the plan at this QOS's UsageFactor (default: the QOS Slurm gives your job "
+        "without --qos: the association's DefaultQOS, for -A or your default account, else normal).")] = None,
     json_out: JsonOpt = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw F over time into this PNG (needs the 'plot' "
                                                  "extra: matplotlib).")] = None,

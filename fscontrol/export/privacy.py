@@ -24,6 +24,9 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
 * The partitions' billing rules (TRESBillingWeights, CPUs, GPUs) reach the world-readable file
   only when PrivateData hides no partitions (`partitions_public`); the QOS UsageFactors, the
   PriorityFlags and the release always (cluster configuration: anyone's sacctmgr/scontrol shows them).
+* The QOS a job gets without --qos (each association's DefaultQOS, slurm.jobqos) and each user's
+  default account reach the world-readable rows only where `associations_public`; each user's
+  own always reach their own file (Slurm shows a user their own associations and user record).
 * Admins (`[agent] admins`, who may `forecast --user` anyone) are published as HMAC tokens; each
   admin's own file holds their token, so `forecast` recognises its own user without the file
   naming anyone, and no one can compute another's token.
@@ -68,6 +71,16 @@ def partitions_public(private_data: Iterable[str]) -> bool:
 def names_public(private_data: Iterable[str]) -> bool:
     """Slurm shows every association's name and usage to anyone (`sshare -a`)."""
     return not flags(private_data) & HIDES_NAMES
+
+
+HIDES_ASSOCIATIONS = frozenset({"associations", "all"})
+
+
+def associations_public(private_data: Iterable[str]) -> bool:
+    """Slurm shows every association's settings (its DefaultQOS, `sacctmgr show assoc`) and every
+    user's default account (`sacctmgr show user`) to anyone: names are public and PrivateData hides
+    no associations. Otherwise each user reads their own in their own file (publish.own_files)."""
+    return names_public(private_data) and not flags(private_data) & HIDES_ASSOCIATIONS
 
 
 def jobs_public(private_data: Iterable[str]) -> bool:
@@ -335,6 +348,8 @@ def merge_own(published: dict, own: dict | None) -> dict:
         out["running"] = {**run, "users": {**(run.get("users") or {}), **(mine.get("users") or {})},
                           "accounts": {**(run.get("accounts") or {}), **(mine.get("accounts") or {})},
                           "own_users_published": True}
+    if own.get("job_qos"):  # the QOS the reader's jobs get without --qos, per account (publish.own_files)
+        out["job_qos"] = own["job_qos"]
     if own.get("tres_limits"):  # the reader's own limits (publish._own_limits): only ever in their own file
         out["tres_limits"] = own["tres_limits"]
     gate = published.get("gate")

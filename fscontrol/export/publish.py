@@ -76,13 +76,15 @@ def build_published(
     control: dict[str, Any] | None = None,
     outlooks: bool = True,
     partitions: dict[str, dict] | None = None,
+    job_qos: dict[str, dict] | None = None,
 ) -> dict[str, Any]:
     """The published snapshot of `snap` as a JSON-able dict.
 
     `partitions`: each partition's TRESBillingWeights, Default=YES, CPUs and GPUs (the agent's
     `scontrol show partition`: agent.publishing.partitions_billing), published with the flags, the
     release and the QOS UsageFactors as "billing" (billing_published), where the forecast bills a
-    '4cpus+2gpus' plan.
+    '4cpus+2gpus' plan. `job_qos`: the QOS each user's job gets without --qos (slurm.jobqos.read),
+    in the user rows where PrivateData allows (export.jobqos).
 
     `reference`, `dummy` and `target_core_hours` are the cluster's halving settings from the
     agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
@@ -153,6 +155,9 @@ def build_published(
         # last and one row a line (write_published): a forecast reads only its own rows (read_published)
         "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
     }
+    from fscontrol.export import jobqos
+
+    jobqos.annotate_rows(out["associations"], job_qos, cfg.private_data)
     if outlooks and cfg.mode == "fair_tree" and not private and out["associations"]:
         # every user's rank, path, neighbours and projection, in their own row (export.outlook)
         from fscontrol.export.outlook import published_outlooks, tree_from_published
@@ -241,7 +246,8 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
 
 
 def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, ...] | list[str] = (),
-              gate: dict[str, Any] | None = None, tres_limits: dict[str, Any] | None = None) -> dict[str, dict]:
+              gate: dict[str, Any] | None = None, tres_limits: dict[str, Any] | None = None,
+              job_qos: dict[str, dict] | None = None) -> dict[str, dict]:
     """Each user's own file (user -> content), beside the published snapshot: where the world-
     readable file cannot carry them, the user's own running jobs (and their accounts', where
     PrivateData allows: privacy.own_running) and the gate's entries (gate_summary) of the accounts
@@ -269,6 +275,10 @@ def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, 
                                          "accounts": {k: sorted(v, key=_end_key) for k, v in mine["accounts"].items()}}
     if tres_limits and tres_limits.get("entries"):
         _own_limits(out, snap, tres_limits)
+    if job_qos:  # the QOS the user's jobs get without --qos, per account (export.jobqos)
+        from fscontrol.export import jobqos
+
+        jobqos.add_own(out, snap, job_qos)
     if secret:
         for a in admins:
             out.setdefault(a, {"format": privacy.OWN_FORMAT, "user": a})["admin_token"] = privacy.admin_token(secret, snap.cluster, a)

@@ -5,7 +5,8 @@ export.publish.billing_published): each partition's TRESBillingWeights, its CPUs
 default partition, PriorityFlags, the Slurm release and each QOS's UsageFactor. A plan step's
 rate, in billing units a second, is model.billing.billing of the job's TRES under the chosen
 partition's weights (`-p/--partition`, else the Default=YES partition) and flags, times the
-chosen QOS's UsageFactor (`-q/--qos`, else 1). `--billing-per-core` overrides it for CPU plans,
+chosen QOS's UsageFactor (`-q/--qos`, else the QOS Slurm gives the user's job without --qos:
+`default_qos`, export.jobqos.for_plan). `--billing-per-core` overrides it for CPU plans,
 as before. Without published rules (an older agent's file) a plan is in CPUs, as before, and a
 GPU is refused with how to write its billing.
 """
@@ -22,7 +23,7 @@ class Biller:
     """Bills plan steps for one forecast request; `lines` says under what (one line a job kind)."""
 
     def __init__(self, published: dict, partition: str | None = None, qos: str | None = None,
-                 billing_per_core: float | None = None):
+                 billing_per_core: float | None = None, default_qos: tuple[str, str] | None = None):
         self.rules = published.get("billing") or None
         self.override = billing_per_core
         self.partition = partition
@@ -31,6 +32,7 @@ class Biller:
         self.runs: dict[str, dict[str, Any]] = {}
         self.part: dict | None = None
         self.usage_factor = 1.0
+        self.qos_why: str | None = None  # why this QOS, when -q did not name it
         if self.rules is None or (partition and self.rules.get("partitions") is None):
             if partition or qos:
                 raise PlanError(f"--{'partition' if partition else 'qos'}: the published snapshot has no billing rules "
@@ -48,6 +50,11 @@ class Biller:
             if qos not in factors:
                 raise PlanError(f"--qos {_short(qos)}: no such QOS on {published.get('cluster')} (has: {', '.join(sorted(factors)) or 'none published'})")
             self.usage_factor = float(factors[qos])
+        elif default_qos is not None:  # no -q: the QOS Slurm gives the job (issue #33 D6: it was UsageFactor 1)
+            factors = self.rules.get("qos_usage_factor") or {}
+            if default_qos[0] in factors:
+                self.qos, self.qos_why = default_qos
+                self.usage_factor = float(factors[self.qos])
 
     @property
     def weights_text(self) -> str:
@@ -116,11 +123,14 @@ class Biller:
                 continue
             w = self.weights_text or "none (billing = CPUs)"
             extra = (f", PriorityFlags={max_flag}" if max_flag and self.weights_text else "")
-            uf = f" x UsageFactor {self.usage_factor:g} (QOS {self.qos})" if self.qos and self.usage_factor != 1.0 else ""
+            why = f": {self.qos_why}" if self.qos_why else ""
+            uf = f" x UsageFactor {self.usage_factor:g} (QOS {self.qos}{why})" if self.qos and self.usage_factor != 1.0 else ""
             lines.append(f"billed under partition {self.partition}: {w}{extra}: {r['what']} -> {_n(r['billing'])}{uf} per run"
-                         + (f" = {_n(r['rate'])}" if uf else ""))
+                         + (f" = {_n(r['rate'])}" if uf else "")
+                         + (f" (QOS {self.qos}{why}, UsageFactor 1)" if self.qos_why and not uf else ""))
         return {"partition": self.partition, "asked_partition": self.asked, "weights": self.weights_text if self.rules else None,
                 "priority_flags": flags or None, "release": (self.rules or {}).get("release"), "qos": self.qos,
+                "qos_from": self.qos_why if self.qos_why else ("--qos" if self.qos else None),
                 "usage_factor": self.usage_factor, "billing_per_core": self.override,
                 "runs": list(self.runs.values()), "lines": lines}
 

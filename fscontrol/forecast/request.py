@@ -105,7 +105,12 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         raise limits.PlanError(f"{len(args.steps)} --run/--idle steps: at most {caps['max_plan_steps']} are forecast in one request")
     from fscontrol.forecast.billingplan import Biller
 
-    biller = Biller(data_pub, args.partition, args.qos, args.billing_per_core)
+    default_qos = None
+    if args.qos is None and (args.plan is not None or args.steps):  # the QOS Slurm gives the job (issue #33 D6)
+        from fscontrol.export import jobqos
+
+        default_qos = jobqos.for_plan(data_pub, who, args.account)
+    biller = Biller(data_pub, args.partition, args.qos, args.billing_per_core, default_qos=default_qos)
     if args.plan is not None:
         segments = fc.parse_plan(args.plan, rate_of=biller.rate_of)
     for step in args.steps or ():

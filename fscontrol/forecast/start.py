@@ -39,7 +39,9 @@ from fscontrol.errors import EstimateTooCostly, NotFoundError, ParseError
 from fscontrol.slurm.parse import parse_duration, parse_time
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
-SQUEUE_START_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%u|%a|%P|%T|%C|%l|%S|%Q|%r|%V")
+# %i as the user knows the job (123_[1-5], 123+1), %A last: its own id, which a named array task or
+# het component resolves to (slurm.jobid)
+SQUEUE_START_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%u|%a|%P|%T|%C|%l|%S|%Q|%r|%V|%A")
 SACCT_FRACTION_ARGS = ("sacct", "-a", "-X", "-n", "-P", "-S", "now-14days", "-E", "now", "-s", "CD,TO,F",
                        "-o", "User,ElapsedRaw,TimelimitRaw")
 SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
@@ -65,6 +67,7 @@ class QJob:
     reason: str
     submit: float | None
     gpus: int = 0  # the GPUs it asks for (running: holds)
+    own_id: str = ""  # squeue's %A (a pending array's: the array's id); "" from an 11-field listing
 
 
 @dataclass(slots=True)
@@ -85,8 +88,8 @@ def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[Q
         if not line.strip():
             continue
         f = [x.strip() for x in line.split("|")]
-        if len(f) != 11:
-            raise ParseError(command, f"{len(f)} fields, expected 11", no, line)
+        if len(f) not in (11, 12):
+            raise ParseError(command, f"{len(f)} fields, expected 12", no, line)
         try:
             cpus = int(f[5])
             prio = float(f[8])
@@ -96,7 +99,7 @@ def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[Q
         start = parse_time(f[7]) if f[7] not in ("N/A", "Unknown", "") else None
         submit = parse_time(f[10]) if f[10] not in ("N/A", "Unknown", "") else None
         out.append(QJob(f[0], f[1], f[2], f[3], f[4], cpus, None if lim is None else float(lim), start, prio,
-                        f[9], submit))
+                        f[9], submit, own_id=f[11] if len(f) == 12 else ""))
     return out
 
 
@@ -513,11 +516,11 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     fr = parse_fractions(source.run(SACCT_FRACTION_ARGS).stdout)
     pairs = parse_config_pairs(conf_text)
     notes = []
+    named: dict[str, list[str]] = {}  # the queue's row -> the ids asked for that are it
     if job_ids is not None:
-        have = {j.job_id for j in jobs if j.state == "PENDING"}
-        missing = sorted(job_ids - have)
-        if missing:
-            raise NotFoundError(f"job {missing[0]} is not pending (or not visible to you)")
+        for x in sorted(job_ids):
+            named.setdefault(pending_row(source, jobs, x), []).append(x)
+        job_ids = set(named)
     hidden = 0
     if private_jobs is None:
         import os
@@ -542,4 +545,33 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
                      "GPUs' share of the CPUs (GPUs x CPUs / GPUs), so it waits for the GPUs it needs")
     ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
                     users=users, job_ids=job_ids, total_gpus=total_gpus)
+    if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
+        from dataclasses import replace
+
+        ests = [replace(e, job_id=x) for e in ests for x in named.get(e.job_id, [e.job_id])]
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)
+
+
+def pending_row(source, jobs: Sequence[QJob], job_id: str) -> str:
+    """The row of the queue (`jobs`, SQUEUE_START_ARGS's) that is the pending job `job_id` names: its
+    own row, else the one whose own id (%A) squeue gives that name (slurm.jobid: an array task
+    123_4 of a pending 123_[1-5], a het component 123+1 by its own id); NotFoundError (exit 6) with
+    its state when it is not pending, as `why` says it."""
+    from fscontrol.slurm import jobid
+
+    pending = [j for j in jobs if j.state == "PENDING"]
+    row = next((j.job_id for j in pending if j.job_id == job_id), None)
+    if row is None:
+        raw = jobid.resolve(source.run, job_id)
+        row = next((j.job_id for j in pending if raw is not None and j.own_id == raw), None)
+    if row is not None:
+        return row
+    from fscontrol.errors import SlurmCommandError
+
+    try:
+        state, reason, _, _ = jobid.job_state(source.run(jobid.state_args(job_id)).stdout, job_id)
+    except SlurmCommandError:
+        state = reason = None
+    if state is None:
+        raise NotFoundError(f"job {job_id} is not pending (or not visible to you)")
+    raise NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason and reason != "None" else "") + ": it is not pending")

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from fscontrol.errors import FscontrolError, NotFoundError, ParseError
 from fscontrol.slurm.assocmgr import MAX_LEVELS as _MAX_LEVELS
+from fscontrol.slurm import jobid
+from fscontrol.slurm.jobid import job_state  # noqa: F401 (why.job_state; start uses it too)
 from fscontrol.slurm.assocmgr import assoc_mgr_args, limit_field, limit_values, parse_assoc_mgr  # noqa: F401 (why.*)
 
 # sprio's format letters common to Slurm 22.05 .. 24.11 (24.11 adds %o account and %n QOS name)
@@ -225,18 +227,6 @@ def not_pending(job_id: str, state: str | None, reason: str | None, jobs_private
                          + ": it is not waiting (why explains pending jobs)")
 
 
-def job_state(squeue_text: str, job_id: str | None = None) -> tuple[str | None, str | None, str | None, str | None]:
-    """(state, reason, account, partition) of `squeue -h -j JOBID -o %T|%r|%a|%P[|%i]`; with `job_id`
-    and the %i field, only the row that is that job (-j 123+5 lists every component of job 123)."""
-    for line in squeue_text.splitlines():
-        f = line.split("|")
-        if len(f) == 5 and job_id is not None and f[4].strip() != job_id:
-            continue
-        if len(f) in (4, 5):
-            return f[0].strip(), f[1].strip() or None, f[2].strip() or None, f[3].strip() or None
-    return None, None, None, None
-
-
 def parse_max_age(text: str | None) -> float:
     """PriorityMaxAge as `scontrol show config` prints it (7-00:00:00) in seconds (Slurm's default
     7 days when absent)."""
@@ -352,17 +342,12 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
     if job is None and not job_id.isdigit():
         # an array task (123_4) or a heterogeneous job's component (123+1): squeue -O JobID lists
         # it under its own job id (%A), which -j finds (an outside tester: it was "PENDING: not waiting")
-        try:
-            rows = [ln.split("|", 1) for ln in source.run(("squeue", "-h", "-j", job_id, "-o", "%A|%i")).stdout.split()]
-        except SlurmCommandError:
-            rows = []
-        raw = next((r[0] for r in rows if len(r) == 2 and r[1] == job_id), None)  # 123+5 lists all of 123: only its own
+        raw = jobid.resolve(source.run, job_id)  # 123+5 lists all of 123: only its own row
         if raw is not None:
             job = next((j for j in queue if j.job_id == raw), None)
     if job is None:
         try:  # not listed with -a -t PD,R,CF: ask for it alone (a finished one is still known for a while)
-            state, reason, _, _ = job_state(source.run(("squeue", "-h", "-j", job_id, "-o", "%T|%r|%a|%P|%i")).stdout,
-                                            job_id)
+            state, reason, _, _ = job_state(source.run(jobid.state_args(job_id)).stdout, job_id)
         except SlurmCommandError:
             state = reason = None
         raise not_pending(job_id, state, reason,
