@@ -28,6 +28,7 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms o
 
 from fscontrol.errors import NotFoundError
 from fscontrol.export.rowindex import END as _END, INDEX_KEY, INDEX_LINE, by_index as _by_index, on_paths
+from fscontrol.export import jobqos
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -83,8 +84,7 @@ def build_published(
     `partitions`: each partition's TRESBillingWeights, Default=YES, CPUs and GPUs (the agent's
     `scontrol show partition`: agent.publishing.partitions_billing), published with the flags, the
     release and the QOS UsageFactors as "billing" (billing_published), where the forecast bills a
-    '4cpus+2gpus' plan. `job_qos`: the QOS each user's job gets without --qos (slurm.jobqos.read),
-    in the user rows where PrivateData allows (export.jobqos).
+    '4cpus+2gpus' plan. `job_qos`: each user's QOS without --qos (slurm.jobqos.read; export.jobqos).
 
     `reference`, `dummy` and `target_core_hours` are the cluster's halving settings from the
     agent's config (S_ref rule, the padding association left out of S_ref, u*). `admins` are
@@ -155,9 +155,7 @@ def build_published(
         # last and one row a line (write_published): a forecast reads only its own rows (read_published)
         "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
     }
-    from fscontrol.export import jobqos
-
-    jobqos.annotate_rows(out["associations"], job_qos, cfg.private_data)
+    jobqos.annotate_rows(out["associations"], job_qos, cfg.private_data)  # where PrivateData shows it
     if outlooks and cfg.mode == "fair_tree" and not private and out["associations"]:
         # every user's rank, path, neighbours and projection, in their own row (export.outlook)
         from fscontrol.export.outlook import published_outlooks, tree_from_published
@@ -275,10 +273,7 @@ def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, 
                                          "accounts": {k: sorted(v, key=_end_key) for k, v in mine["accounts"].items()}}
     if tres_limits and tres_limits.get("entries"):
         _own_limits(out, snap, tres_limits)
-    if job_qos:  # the QOS the user's jobs get without --qos, per account (export.jobqos)
-        from fscontrol.export import jobqos
-
-        jobqos.add_own(out, snap, job_qos)
+    jobqos.add_own(out, snap, job_qos)  # the QOS the user's jobs get without --qos (export.jobqos)
     if secret:
         for a in admins:
             out.setdefault(a, {"format": privacy.OWN_FORMAT, "user": a})["admin_token"] = privacy.admin_token(secret, snap.cluster, a)
