@@ -333,7 +333,8 @@ def test_user_page_shows_the_users_limits_as_the_cli_prints_them(browser, tmp_pa
 
 def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
     """The planner's GPUs field: 4 CPUs + 2 GPUs a run, billed under the default partition's
-    CPU=1.0,GRES/gpu=8.0 (as the agent publishes them) at 20 a run, the line that says so, and the
+    CPU=1.0,GRES/gpu=8.0 (as the agent publishes them) at 20 a run, times the UsageFactor 2 of carol's
+    DefaultQOS (issue #33 D6: the planner has no QOS field), the line that says so (the CLI's), and the
     same F as `fscontrol forecast --plan 4cpus+2gpus:...`; more GPUs than the partition has: the
     CLI's one line."""
     from fscontrol.export import publish as pub
@@ -344,7 +345,15 @@ def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
     data["billing"].update(default_partition="normal", cluster_gpus=4, partitions={
         "normal": {"weights": "CPU=1.0,GRES/gpu=8.0", "default": True, "cpus": 64, "gpus": 4},
         "big": {"weights": "CPU=0.5,GRES/gpu=4.0", "default": False, "cpus": 64, "gpus": 8}})
+    # issue #33 D6: carol's default account chem has DefaultQOS gpux2 (UsageFactor 2), as the agent
+    # publishes it from sacctmgr (export.jobqos): the planner bills it without a QOS field, as the CLI
+    data["billing"]["qos_usage_factor"]["gpux2"] = 2.0
+    for r in data["associations"]:
+        if r["user"] == "carol":
+            r["job_qos"] = ({"qos": "gpux2", "from": "DefaultQOS", "default": True} if r["account"] == "chem"
+                            else {"qos": "normal", "from": "only QOS", "default": False})
     pub.write_published(data, path)  # what the agent's publish stage writes from `scontrol show partition`
+    uf = " x UsageFactor 2 (QOS gpux2: the DefaultQOS of carol@chem (carol's default account)) per run"
     site = Site("carol", published=str(out), source=str(wf.SAMPLES / "testbed-basic"))
     try:
         page = browser.new_page()
@@ -358,9 +367,10 @@ def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
         page.wait_for("document.getElementById('plan-cmd').textContent.includes('4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m')",
                       timeout=30)
         line = page.eval("document.querySelector('#plan-result [data-k=billing]').textContent")
-        assert line == "billed under partition normal: CPU=1.0,GRES/gpu=8.0: 4cpus+2gpus -> 20 per run", line
+        assert line == f"billed under partition normal: CPU=1.0,GRES/gpu=8.0: 4cpus+2gpus -> 20{uf} = 40", line
         want = wf.cli_forecast(out, wf.SAMPLES / "testbed-basic", "carol", "--plan", "4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m")
-        assert want["billing"]["runs"][0]["billing"] == 20.0
+        assert want["billing"]["runs"][0]["billing"] == 20.0 and want["billing"]["runs"][0]["rate"] == 40.0
+        assert want["billing"]["lines"] == [line]  # the CLI's line
         for i, a in enumerate(want["associations"]):
             got = page.eval(f"Object.fromEntries([...document.querySelectorAll('#plan-result .card')[{i}].querySelectorAll('[data-k]')]"
                             ".map(e => [e.dataset.k, e.dataset.v]))")
@@ -370,7 +380,7 @@ def test_planner_bills_gpus_under_the_published_weights(browser, tmp_path):
         page.type_into("#f-partition", "big")
         page.wait_for("document.getElementById('plan-cmd').textContent.includes('-p big')", timeout=30)
         line = page.eval("document.querySelector('#plan-result [data-k=billing]').textContent")
-        assert line == "billed under partition big: CPU=0.5,GRES/gpu=4.0: 4cpus+2gpus -> 10 per run", line
+        assert line == f"billed under partition big: CPU=0.5,GRES/gpu=4.0: 4cpus+2gpus -> 10{uf} = 20", line
         want = wf.cli_forecast(out, wf.SAMPLES / "testbed-basic", "carol", "--plan", "4cpus+2gpus:10m,idle:1m,4cpus+2gpus:10m",
                                "-p", "big")
         got = page.eval("Object.fromEntries([...document.querySelectorAll('#plan-result .card')[0].querySelectorAll('[data-k]')]"

@@ -106,7 +106,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     from fscontrol.forecast.billingplan import Biller
 
     default_qos = None
-    if args.qos is None and (args.plan is not None or args.steps):  # the QOS Slurm gives the job (issue #33 D6)
+    if args.qos is None and args.billing_per_core is None and (args.plan is not None or args.steps):  # issue #33 D6
         from fscontrol.export import jobqos
 
         default_qos = jobqos.for_plan(data_pub, who, args.account)
