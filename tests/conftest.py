@@ -79,7 +79,7 @@ def _testbed_as_started(request):
 TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by side)
     "test_integration_forecast.py": "testbed-a",  # 17.5 (hybrid held 15 min)
     "test_integration_collect.py": "testbed-a",  # 1.4
-    "test_integration_start.py": "testbed-a",  # ~1.5 (fscontrol start: two jobs behind a running one to their real starts)
+    "test_integration_start.py": "testbed-a",  # ~1.5 (fscontrol start: two jobs behind a running one to their real starts; -j an array task and a het component: 8-10 s)
     "test_integration_sim_fidelity.py": "testbed-a",  # 6 (5 decay passes of the simulator against slurmctld)
     "test_integration_control.py": "testbed-b",  # 21.0 (padding, damping held 1 half-life each)
     "test_integration_doctor.py": "testbed-b",  # 1.1 (each doctor check set up: reconfigures, slurmctld restarts; 0.4 on 24.11)
@@ -107,7 +107,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_bounds.py": "testbed-c",
     "test_integration_publish_d.py": "testbed-c",
     # GPUs and TRES billing: PriorityFlags MAX_TRES and a partition's weights set and put back (reconfigures)
-    "test_integration_tres.py": "testbed-c",  # ~6: billing + UsageFactor 4 (22.05), Fair Tree under GPU weights 2, MAX_TRES_GRES 0.1 (22.05, 24.11, 26.05), a GPU plan 0.3 (22.05, 26.05)
+    "test_integration_tres.py": "testbed-c",  # ~6: billing + UsageFactor 4 (22.05), Fair Tree under GPU weights 2, MAX_TRES_GRES 0.1 (22.05, 24.11, 26.05), a GPU plan 0.3 (22.05, 26.05), a plan at the DefaultQOS 1.5-2 (22.05 86 s, 26.05 121 s; issue #33 D6)
     "test_integration_forecast_job.py": "testbed-c",  # 1.5 (forecast -j against carol's real pending and held jobs)  # 1.3 (an applying tick, then control off: the published d is slurmctld's)  # 0.3 (the published CPU count; carol's plans beyond the caps)
     "test_integration_forecast_busy.py": "testbed-f",  # ~15, opt-in (FSCONTROL_BUSY_FORECAST=1): not passing yet
     "test_integration_limits.py": "testbed-c",  # 0.6 (limits set with sacctmgr, one decay pass; 24.11 0.7, 26.05 0.7)

@@ -313,7 +313,8 @@ DQOS = "dqx2"  # a DefaultQOS with UsageFactor 2 (issue #33 D6)
 def test_a_plan_without_qos_bills_the_association_s_default_qos(slurm, tmp_path):
     """Issue #33 D6: a plan without -q is billed at the QOS Slurm gives the job, not UsageFactor 1.
     alice@physics gets DefaultQOS=dqx2 (UsageFactor 2, sacctmgr); her job without --qos runs under
-    it (squeue %q) and, beside bob@physics's same job under normal, grows RawUsage twice as fast.
+    it (squeue %q) and, beside bob@physics's same job under normal, grows RawUsage twice as fast
+    (sshare after two decay passes while both run).
     The agent's publish stage reads the DefaultQOS (sacctmgr show assoc) into alice's row, and
     `forecast --plan 4cpus:1h -A physics` bills each run at sacct's billing x 2, saying so in its
     line; without -A, alice's default account flat (QOS normal) bills x 1. Put back whatever
@@ -329,11 +330,9 @@ def test_a_plan_without_qos_bills_the_association_s_default_qos(slurm, tmp_path)
         shown = slurm.run("sacctmgr", "-nP", "show", "assoc", "where", "user=alice", "account=physics",
                           "format=DefaultQOS")
         assert shown.strip() == DQOS, shown
-        slurm.scontrol("fsdampeningfactor", "1")
         slurm.reset_usage()
-        slurm.wait_for_pass()
-        a = slurm.submit("alice", "physics", 4, RUN_S)  # no --qos
-        b = slurm.submit("bob", "physics", 4, RUN_S)
+        a = slurm.submit("alice", "physics", 4, 4 * RUN_S)  # no --qos; cancelled once two passes charged them
+        b = slurm.submit("bob", "physics", 4, 4 * RUN_S)
         _wait_running(slurm, [a, b])
         qos = dict(ln.split() for ln in slurm.run("squeue", "-h", "-j", f"{a},{b}", "-o", "%A %q").splitlines() if ln.strip())
         assert qos == {a: DQOS, b: "normal"}, qos
@@ -358,9 +357,7 @@ def test_a_plan_without_qos_bills_the_association_s_default_qos(slurm, tmp_path)
         assert p.returncode == 0, p.stderr
         flat = json.loads(p.stdout)["billing"]
         assert flat["qos"] == "normal" and flat["usage_factor"] == 1.0 and "alice@flat" in flat["lines"][0], flat
-        _wait_gone(slurm, [a, b])
-        for account, user in (("physics", "alice"), ("physics", "bob")):
-            slurm.probe(user, account)
+        # while both run: each decay pass charges them (billing x seconds x UsageFactor)
         slurm.wait_for_pass()
         slurm.wait_for_pass()
         shares = slurm.sshare()
