@@ -100,7 +100,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_why.py": "testbed-d",  # 1.5 (the weights set and back; a gate hold, a tie, the padding job, other reasons)
     "test_integration_fairtree_forecast.py": "testbed-e",  # ~14 (switches to Fair Tree, watches 10 min)
     # FairShare=parent shapes and a 2,000-association tree, classic then Fair Tree (restarts slurmctld)
-    "test_integration_treezoo.py": "testbed-e",  # 6-7
+    "test_integration_treezoo.py": "testbed-e",  # 7.6 (with the busy phase: 7:38 on 22.05, 8:00 on 26.05)
     # the halving by experiment in each setting: parent and gpu in CI, the rest opt-in (FSCONTROL_ZOO_HALVING=1)
     "test_integration_zoohalving.py": "testbed-e",  # 10.2 (parent_user 302 s + gpu 296 s, 22.05 after the rebase); opt-in set ~55
     "test_integration_privacy.py": "testbed-c",  # 0.5 (carol reads all she can under two PrivateData settings)
