@@ -293,3 +293,59 @@ def test_the_forecast_from_the_users_own_sshare_row_is_exact_on_a_large_tree():
     pub_rows = uf.rows_from_published(published, "u1")
     via_pub = uf.forecast_data(published, pub_rows, user="u1", now=T0, stale_ok=True, rows_from="published")
     assert {a["account"]: a["fairshare"] for a in via_pub["associations"]}["a0"] == pytest.approx(got["a0"]["fairshare"], abs=1e-6)
+
+
+def _runtime_d_tree(d: int):
+    """A 1,000-account tree (big_tree) where u0@a0 ran much more: UE/S about 30, so sshare's
+    FairShare, computed at its slurm.conf's d = 1, prints 0.000000 (2^-30); slurmctld runs at d (set with
+    `scontrol fsdampeningfactor`), and u0's RawUsage grew after the pass set its NormUsage."""
+    rows = big_tree(busy=312_345)
+    exact = fairshare.effective_usage(rows)
+    s = fairshare.norm_shares(rows)
+    total = rows[0].raw_usage
+    shown = [replace(r, effective_usage=float(f"{exact[r.key]:.6f}"),
+                     norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / total:.6f}"),
+                     fairshare=None if r.depth == 0 else float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
+             for r in rows]
+    grown = {("a0", "u0"), ("a0", ""), ("root", "")}  # a job of u0's charged after the pass
+    shown = [replace(r, raw_usage=r.raw_usage + 700_000) if r.key in grown else r for r in shown]
+    key = ("a0", "u0")
+    sprio = {key: float(f"{fairshare.fairshare_factor(exact[key], s[key], d):.7f}")}
+    return shown, exact, s, key, sprio
+
+
+def test_sprio_pins_f_where_sshares_fairshare_is_of_another_d():
+    """Slurm 22.05 after `scontrol fsdampeningfactor 20` (an outside tester, issue #33): sshare's
+    FairShare is at slurm.conf's d = 1 and prints 0.000000 for u0@a0, and her NormUsage is of an
+    earlier moment than RawUsage, so only EffectvUsage's 6 decimals bound her value: F at d = 20
+    off by more than 5e-6. sprio's factor (7 decimals, slurmctld's own at d = 20) pins it."""
+    d = 20
+    shown, exact, s, key, sprio = _runtime_d_tree(d)
+    i = next(i for i, r in enumerate(shown) if r.key == key)
+    assert shown[i].fairshare == 0.0 and effusage.sshare_damping(shown, [s[r.key] for r in shown]) == 1
+    f_exact = fairshare.fairshare_factor(exact[key], s[key], d)
+    without = effusage.refined_effective_usage(shown, d=d)[i]
+    with_sprio = effusage.refined_effective_usage(shown, d=d, sprio=sprio)[i]
+    assert abs(fairshare.fairshare_factor(without, s[key], d) - f_exact) > 5e-6
+    assert abs(fairshare.fairshare_factor(with_sprio, s[key], d) - f_exact) <= 1e-7
+    assert effusage.sprio_lags(shown, sprio, d) == 0
+
+
+def test_sprio_of_the_old_d_is_not_used_and_status_says_why():
+    """Between `scontrol fsdampeningfactor 20` and the next decay pass the pending jobs keep the
+    factors of the old d, 10 here (the tester's 22.05 run: 52 of 60 off by up to 0.53): those
+    factors are not used, and status says why sprio differs."""
+    from test_forecast_cli import T0, _config
+
+    from fscontrol.report import status as rstatus
+    from fscontrol.store.history import StoredSnapshot
+
+    d = 20
+    shown, exact, s, key, _ = _runtime_d_tree(d)
+    old = {key: float(f"{fairshare.fairshare_factor(exact[key], s[key], 10):.7f}")}
+    assert effusage.sprio_lags(shown, old, d) == 1
+    i = next(i for i, r in enumerate(shown) if r.key == key)
+    assert effusage.refined_effective_usage(shown, d=d, sprio=old)[i] == effusage.refined_effective_usage(shown, d=d)[i]
+    snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=replace(_config(()), damping_factor=d),
+                          shares=tuple(shown), usage_factors={"normal": 1.0}, source="test", prio_fairshare=old)
+    assert any("d changed since the last decay pass" in w for w in rstatus.status_data(snap)["warnings"])

@@ -153,7 +153,7 @@ def build_published(
         "own_files": False,  # publish_latest: True once each user's own file is written beside it
         "inflow": None if inflow is None else inflow_aggregates(snap, *inflow),
         # last and one row a line (write_published): a forecast reads only its own rows (read_published)
-        "associations": [] if private else _rows(snap.shares, d, total, dummy, fair_tree=cfg.mode == "fair_tree"),
+        "associations": [] if private else _rows(snap.shares, d, total, dummy, cfg.mode == "fair_tree", snap.prio_fairshare, cfg.damping_factor),
     }
     jobqos.annotate_rows(out["associations"], job_qos, cfg.private_data)  # where PrivateData shows it
     if outlooks and cfg.mode == "fair_tree" and not private and out["associations"]:
@@ -355,9 +355,9 @@ def _end_key(e: list) -> float:
 
 
 def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, str] | None,
-          fair_tree: bool = False) -> list[dict]:
-    """The rows `sshare -a -l` shows anyone (no PrivateData=usage), with F at the controller's d
-    (classic) or F = rank / N (Fair Tree, recomputed from the raw values)."""
+          fair_tree: bool = False, sprio: dict | None = None, sprio_d: int | None = None) -> list[dict]:
+    """The rows `sshare -a -l` shows anyone (no PrivateData=usage), with F at the controller's d (classic) or
+    F = rank / N (Fair Tree). `sprio`: the snapshot's sprio factors, at its d `sprio_d` (model/effusage.py)."""
     from fscontrol.model.fairshare import fairshare_factor
 
     ft = None
@@ -373,7 +373,7 @@ def _rows(shares: tuple[ShareRow, ...], d: int, total: float, dummy: tuple[str, 
         fast = fairtree.held_shares_in_order(shares, "classic")
         if fast is not None:
             held = fast[0]
-        ue = effusage.refined_effective_usage(shares, norm_shares=held if fast is not None else None, d=d)
+        ue = effusage.refined_effective_usage(shares, norm_shares=held if fast is not None else None, d=sprio_d or d, sprio=sprio)
     out = []
     for r, e, s in zip(shares, ue, held):
         if ft is not None:

@@ -27,7 +27,7 @@ this puts every row within the prints' rounding (docs/treezoo.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fscontrol.model.fairshare import (
     FS_LEVEL, FS_ROOT, ROOT, TreeError, build_tree, classic_shares_in_order, effective_usage_rule, effective_usage_step,
@@ -37,7 +37,8 @@ from fscontrol.records import ShareRow
 
 PRINTED_HALF = 5e-7  # half a unit of "%f"'s sixth decimal
 
-__all__ = ["computed_effective_usage", "own_effective_usage", "refined_effective_usage", "sshare_damping", "PRINTED_HALF"]
+__all__ = ["computed_effective_usage", "own_effective_usage", "refined_effective_usage", "sprio_lags", "sshare_damping",
+           "PRINTED_HALF", "SPRIO_HALF"]
 
 
 def computed_effective_usage(rows: Sequence[ShareRow]) -> list[float] | None:
@@ -97,7 +98,8 @@ def _computed(rows: list[ShareRow], tl=None) -> tuple[list[float], list[float]] 
 
 
 def refined_effective_usage(rows: Sequence[ShareRow], tl=None, norm_shares: Sequence[float] | None = None,
-                            d_sshare: int | None = None, d: int | None = None) -> list[float | None]:
+                            d_sshare: int | None = None, d: int | None = None,
+                            sprio: Mapping[tuple[str, str], float] | None = None) -> list[float | None]:
     """Each row's EffectvUsage to more than sshare's six decimals: slurmctld's value as closely as
     sshare's figures pin it.
 
@@ -120,7 +122,11 @@ def refined_effective_usage(rows: Sequence[ShareRow], tl=None, norm_shares: Sequ
     not one tree (sshare without -a, PrivateData). `tl`: the rows' fairshare.tree_in_order;
     `norm_shares`: the NormShares slurmctld holds (aligned with the rows; default the classic
     ones from RawShares); `d_sshare`: the d sshare's FairShare used (default: found from the rows,
-    else `d`, slurmctld's; a FairShare that disagrees with EffectvUsage is not used)."""
+    else `d`, slurmctld's; a FairShare that disagrees with EffectvUsage is not used). `sprio`:
+    sprio's fair-share factor (7 decimals) by (account, user) of the pending jobs, read with the
+    rows: slurmctld's own F at its d `d`, which pins EffectvUsage where sshare's FairShare cannot
+    (Slurm 22.05's sshare computes it with its slurm.conf's d, not one `scontrol fsdampeningfactor`
+    set); not used when it disagrees with the prints (d changed since the pass: sprio_lags)."""
     rows = list(rows)
     printed = [r.effective_usage for r in rows]
     if tl is None:
@@ -137,12 +143,12 @@ def refined_effective_usage(rows: Sequence[ShareRow], tl=None, norm_shares: Sequ
         if tl2 is None or len(perm) != len(rows):
             return printed
         ns2 = None if norm_shares is None else [norm_shares[i] for i in perm]
-        got = refined_effective_usage(ordered, tl2, ns2, d_sshare, d)
+        got = refined_effective_usage(ordered, tl2, ns2, d_sshare, d, sprio)
         out: list[float | None] = [None] * len(rows)
         for j, i in enumerate(perm):
             out[i] = got[j]
         return out
-    return _refined_in_order(rows, tl, norm_shares, d_sshare, d)
+    return _refined_in_order(rows, tl, norm_shares, d_sshare, d, sprio)
 
 
 def sshare_damping(rows: Sequence[ShareRow], ns: Sequence[float]) -> int | None:
@@ -153,7 +159,7 @@ def sshare_damping(rows: Sequence[ShareRow], ns: Sequence[float]) -> int | None:
     ks = []
     for r, s in zip(rows, ns):
         p, f = r.effective_usage, r.fairshare
-        if p is None or f is None or r.shares_parent or not s or p < 1e-3 or not 0.02 < f < 0.98:
+        if p is None or f is None or r.shares_parent or not s or p < 1e-4 or not 0.02 < f < 0.98:
             continue
         ks.append((p / s) / -math.log2(f))
     if not ks:
@@ -196,11 +202,61 @@ def own_effective_usage(row: ShareRow, norm_shares: float | None, d: float | Non
     return 0.0 if lo <= 0.0 else 0.5 * (lo + hi)  # 0 where the prints allow it: no usage on the path
 
 
-def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> list[float | None]:
+SPRIO_HALF = 5e-8  # sprio -n prints its factors with 7 decimals
+
+
+def _sprio_bounds(f: float, s: float, d: float) -> tuple[float, float]:
+    """What sprio's factor `f` (F = 2^(-(UE/S)/d), 7 decimals) allows of UE."""
+    hs = SPRIO_HALF * (1 + 1e-9)
+    lo = -math.log2(f + hs) * d * s if f + hs < 1.0 else 0.0
+    hi = -math.log2(f - hs) * d * s if f - hs > 0 else math.inf
+    return lo, hi
+
+
+def _sprio_rows(rows: list[ShareRow], tl, ns, sprio, d) -> tuple[dict[int, float], int]:
+    """sprio's factors by row index (FairShare=parent users whose chain reaches root left out: theirs
+    is root's), and how many of them disagree with the printed EffectvUsage at d."""
+    if not sprio or not d:
+        return {}, 0
+    index, _, fsp, _, sp, _ = tl
+    at = {}
+    bad = 0
+    h = PRINTED_HALF * (1 + 1e-9)
+    for k, f in sprio.items():
+        i = index.get(k)
+        if i is None or not i or f is None or not ns[i] or ns[i] <= 0 or (sp[i] and fsp[i] == 0):
+            continue
+        at[i] = f
+        p = rows[i].effective_usage
+        if p is not None:
+            lo, hi = _sprio_bounds(f, ns[i], d)
+            if lo > (p + h) * (1 + 1e-9) or hi < (p - h) * (1 - 1e-9):
+                bad += 1
+    return at, bad
+
+
+def sprio_lags(rows: Sequence[ShareRow], sprio: Mapping[tuple[str, str], float] | None, d: float,
+               norm_shares: Sequence[float] | None = None, tl=None) -> int:
+    """How many of sprio's factors disagree with sshare's EffectvUsage at slurmctld's d `d`: after
+    `scontrol fsdampeningfactor`, the pending jobs keep the factors of the last decay pass (the old
+    d) until the next one (0 where there is no tree or no sprio)."""
+    rows = list(rows)
+    if tl is None:
+        tl = tree_in_order(rows)
+    if tl is None or not sprio:
+        return 0
+    ns = list(norm_shares) if norm_shares is not None else classic_shares_in_order(tl)
+    return _sprio_rows(rows, tl, ns, sprio, d)[1]
+
+
+def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d, sprio=None) -> list[float | None]:
     n = len(rows)
     _, par, fsp, lvl, sp, rs = tl
     ns = list(norm_shares) if norm_shares is not None else classic_shares_in_order(tl)
     d_s = d_sshare if d_sshare is not None else (sshare_damping(rows, ns) or d)
+    sprio_at, lagging = _sprio_rows(rows, tl, ns, sprio, d)
+    if lagging:  # the factors are of another d (or another pass): not slurmctld's now
+        sprio_at = {}
     total = float(rows[0].raw_usage)
     h = PRINTED_HALF
     hh = h * (1 + 1e-9)  # a print's rounding, with its last ulp
@@ -235,6 +291,11 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
         f = fsp[i]
         if sp[i] and (f != 0 or r.user):  # FairShare=parent: the fs parent's (a user's up to root: 1)
             c, e = ue[f], err[f]
+            fs_i = sprio_at.get(i)
+            if f != 0 and fs_i is not None:  # a parent user's factor is its fs parent's: held to sprio's
+                lo, hi = _sprio_bounds(fs_i, ns[i], d)
+                if lo - e <= c <= hi + e:
+                    c = lo if c < lo else (hi if c > hi else c)
             ue[i], err[i] = c, e
             out[i] = c
             continue
@@ -248,6 +309,16 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d) -> lis
             e = eu * (1.0 - w) + err[f] * w
         p = r.effective_usage
         lo, hi = print_bounds(p, r.fairshare, ns[i], d_s)
+        fs_i = sprio_at.get(i)
+        if fs_i is not None:  # slurmctld's own factor at its d
+            slo, shi = _sprio_bounds(fs_i, ns[i], d)
+            if slo <= hi * (1 + 1e-9) and shi >= lo * (1 - 1e-9):
+                if slo > lo:
+                    lo = slo
+                if shi < hi:
+                    hi = shi
+                if lo > hi:
+                    lo = hi = 0.5 * (lo + hi)
         half = 0.5 * (hi - lo)
         if e < half and lo - e <= c <= hi + e:  # the rule is the finer, and of the same moment
             v = lo if c < lo else (hi if c > hi else c)

@@ -151,7 +151,7 @@ def status_data(
     S = [held[i] for i in sel]
     # sshare's EffectvUsage, with the digits its 6 decimals drop recomputed from RawUsage and the
     # tree (at 100,000 associations a user with no usage of their own prints 0.000000: issue #33)
-    refined = effusage.refined_effective_usage(shares, tl=tl, norm_shares=held, d=d)
+    refined = effusage.refined_effective_usage(shares, tl=tl, norm_shares=held, d=d, sprio=snap.prio_fairshare)
     E = [refined[i] for i in sel]
     log2 = math.log2
     F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
@@ -196,6 +196,11 @@ def status_data(
         warnings.append(untested)
     if cfg.private_data and "usage" in cfg.private_data:
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
+    lagging = effusage.sprio_lags(shares, snap.prio_fairshare, d, held, tl) if snap.prio_fairshare else 0
+    if lagging:
+        warnings.append(f"sprio's fair-share factor of {lagging} pending association(s) is not at the d slurmctld holds "
+                        f"(d={d}): d changed since the last decay pass, and sprio follows at the next one "
+                        "(within PriorityCalcPeriod); F here is what that pass will use.")
     if held_form != "classic":
         warnings.append(stale_shares_warning("classic", held_form))
     return {
