@@ -298,6 +298,27 @@ def simulate(
     q_cnt = [0] * (q_none + 1)
     q_min = q_none
 
+    # EASY without the gate or slurmctld's scheduler: the queued jobs' time limits by size, each list
+    # sorted (order-free): whether any queued job could backfill is answered without the queue's
+    # order (bf_any), so a scan that would start nothing is skipped (the same starts)
+    probe_ok = track and sched is None and depth == 1
+    est_sz: list[list[float]] = [[] for _ in range(q_none + 1)] if probe_ok else []
+
+    def bf_any(t: float, f: int, shadow: float, extra: int) -> bool:
+        """Whether a queued job of at most f nodes fits under the shadow (t + limit <= shadow) or
+        in the extra nodes: what pass_easy's scan looks for (the head, larger than f, never counts)."""
+        if q_min > f:
+            return False
+        if q_min <= extra:
+            return True
+        top = f if f < q_none else q_none - 1
+        for s in range(q_min, top + 1):
+            es = est_sz[s]
+            if es:
+                if s <= extra or t + es[0] <= shadow:
+                    return True
+        return False
+
     def q_drop(s: int) -> None:
         nonlocal q_min
         c = q_cnt[s] = q_cnt[s] - 1
@@ -333,6 +354,9 @@ def simulate(
             while m < q_none and not q_cnt[m]:
                 m += 1
             q_min = m
+        if probe_ok:
+            es = est_sz[s]
+            del es[bisect_left(es, est[i])]
         heappush(heap, (e, i))
         insort(running, (t + est[i], i))
         run_set.add(i)
@@ -395,7 +419,7 @@ def simulate(
             return
         shadow, extra = shadow_of(size[head])
         started: list[int] = []
-        if f > 0:
+        if f > 0 and (not probe_ok or bf_any(t, f, shadow, extra)):
             for p in range(k + 1, nq):
                 i = q[p] & QM
                 s = size[i]
@@ -410,6 +434,8 @@ def simulate(
                     f -= s
                     started.append(p)
                     if f < q_min:  # (q_min: the smallest job still queued)
+                        break
+                    if probe_ok and not bf_any(t, f, shadow, extra):  # (no other can start)
                         break
         for p in reversed(started):
             del q[p]
@@ -1048,6 +1074,8 @@ def simulate(
             q_cnt[s] = q_cnt[s] + 1  # q_add(s), inlined
             if s < q_min:
                 q_min = s
+            if probe_ok:
+                insort(est_sz[s], est[ai])
             if track:
                 uq = user_q[job_assoc[ai]]
                 if not uq:
