@@ -49,6 +49,11 @@ insort: Final = _insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
+# `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
+# queue in order (a test sets it to 0 and to a large number: the same schedules either way)
+PM_ENUM = 2048
+# the `pm` mode itself (a test turns it off: the same schedules from the queue re-keyed at every pass)
+PM_ON = True
 
 
 def simulate(
@@ -329,10 +334,11 @@ def simulate(
     # EASY reads the order from it and the tail (pm_top), and finds the first job that can backfill
     # from the queued jobs' sizes and limits (pm_first_fit), so no pass sorts the whole queue. In
     # this mode qkeys holds one entry a queued job (its length and truth are read; not its order).
-    pm = probe_ok and not fair_tree and bool(wa) and max_age > 0 and bool(wf)
+    pm = PM_ON and probe_ok and not fair_tree and bool(wa) and max_age > 0 and bool(wf)
     if pm:
         s0 = static[0] if n else 0.0
         pm = all(x == s0 for x in static) and all(submit[i] <= submit[i + 1] for i in range(n - 1))
+    pm_enum = PM_ENUM
     pm_t = [0.0]  # the pass's time
     pm_fc: dict[int, float] = {}  # the pass's F by association (its copy)
     pm_wfx: dict[int, float] = {}  # wf x F by association (memo, the pass's)
@@ -413,19 +419,35 @@ def simulate(
                 m = lo
             ends.append(m)
             cnt += m
-        if cnt <= 64:  # few candidates: the least key among them
+        b = pm_b[0]
+        if cnt <= pm_enum:
+            # not too many: the least key among them (an association's first candidate, the least
+            # index, has its least key: only those are keyed; an arrival's key is its own)
             best = 0
+            firsts: dict[int, int] = {}
             for s in range(q_min, top + 1):
                 es = est_sz[s]
                 for k in range(ends[s - q_min]):
-                    kq = pm_key_of(es[k][1])
-                    if best == 0 or kq < best:
-                        best = kq
+                    i = es[k][1]
+                    if i < b:
+                        a = job_assoc[i]
+                        if a in firsts:
+                            if i < firsts[a]:
+                                firsts[a] = i
+                        else:
+                            firsts[a] = i
+                    else:
+                        kq = -prio_of[i] * QK + i
+                        if best == 0 or kq < best:
+                            best = kq
+            for i in firsts.values():
+                kq = pm_key(i)
+                if best == 0 or kq < best:
+                    best = kq
             return best & QM
         # many: the queue in order (the associations' pending jobs merged, and the tail) until one fits
         if not pm_built[0]:
             pm_build()
-        b = pm_b[0]
         mh: list[tuple[int, int, int]] = []
         for kq in pm_heap:
             i = kq & QM
