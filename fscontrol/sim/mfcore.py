@@ -472,41 +472,6 @@ def simulate(
             if s <= f and (t + est[i] <= shadow or s <= extra):
                 return i
 
-    def pm_pass(t: float) -> None:
-        """pass_easy on the queue in `pm` mode (the same starts, in the same order)."""
-        nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
-        easy_stale = False
-        while True:
-            h = pm_top()
-            if h == 0:
-                easy_valid = False
-                return
-            if size[h & QM] > free:
-                break
-            start_job(h & QM, t)
-        if not backfill:
-            easy_valid = True
-            easy_head = h
-            easy_shadow, easy_extra = -INF, -1
-            return
-        f = free
-        if f < q_min:
-            easy_valid = False
-            easy_stale = True
-            return
-        shadow, extra = shadow_of(size[h & QM])
-        if f > 0:
-            while bf_any(t, f, shadow, extra):
-                i = pm_first_fit(t, f, shadow, extra)
-                s = size[i]
-                if not t + est[i] <= shadow:
-                    extra -= s
-                start_job(i, t)
-                f -= s
-        easy_valid = True
-        easy_shadow, easy_extra = shadow, extra
-        easy_head = h
-
     def q_drop(s: int) -> None:
         nonlocal q_min
         c = q_cnt[s] = q_cnt[s] - 1
@@ -584,6 +549,42 @@ def simulate(
                     k += 1
                 return e, avail - hsize
         return INF, 0
+
+    def pm_pass(t: float) -> None:
+        """pass_easy on the queue in `pm` mode (the same starts, in the same order)."""
+        nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
+        easy_stale = False
+        while True:
+            h = pm_top()
+            if h == 0:
+                easy_valid = False
+                return
+            if size[h & QM] > free:
+                break
+            start_job(h & QM, t)
+        if not backfill:
+            easy_valid = True
+            easy_head = h
+            easy_shadow, easy_extra = -INF, -1
+            return
+        f = free
+        if f < q_min:
+            easy_valid = False
+            easy_stale = True
+            return
+        shadow, extra = shadow_of(size[h & QM])
+        if f > 0:
+            while bf_any(t, f, shadow, extra):
+                i = pm_first_fit(t, f, shadow, extra)
+                s = size[i]
+                if not t + est[i] <= shadow:
+                    extra -= s
+                start_job(i, t)
+                f -= s
+        easy_valid = True
+        easy_shadow, easy_extra = shadow, extra
+        easy_head = h
+
 
     def pass_easy(t: float) -> None:
         nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
