@@ -1,10 +1,11 @@
 """The multifactor engine's merged queue (`pm` mode in sim/mfcore.py: under EASY with the presets'
 classic priorities, each association's pending jobs in index order, keyed at the pass on demand,
-instead of every job re-keyed and the queue re-sorted at every pass) against the engine with the
-mode off (mfcore.PM_ON = False: the re-keyed, re-sorted queue, as before the change), on the
+instead of every job re-keyed and the queue re-sorted at every pass; taken and left at passes as the
+queue grows and shrinks) against the engine with the mode off (mfcore.PM_ON = False: the re-keyed, re-sorted queue, as before the change), on the
 same jobs: every start and end time, the start order, every association's final usage, the pass
 records and counters, identical (repr of the whole run). Both ways of picking the job that
-backfills are run (mfcore.PM_ENUM: 0, the queue walked in order; large, the candidates keyed), on
+backfills are run (mfcore.PM_ENUM: 0, the queue walked in order; large, the candidates keyed), and
+the mode taken at every pass or switched in and out often (mfcore.PM_QUEUE_ON/OFF), on
 overloaded logs (arrivals 1.5x, 2x and 4x faster: long queues, many backfill picks) and random
 overloaded workloads with several accounts and users. The compiled engine too where it is built."""
 
@@ -37,13 +38,22 @@ def compressed(w: Workload, factor: float) -> Workload:
     return Workload(f"{w.name} x{factor:g}", w.nodes, jobs)
 
 
+VARIANTS = (  # label, PM_ON, PM_ENUM, PM_QUEUE_ON, PM_QUEUE_OFF (None: the module's)
+    ("off", False, None, None, None),
+    ("walk", True, 0, 1, 0),  # the mode at every pass with a queue, the queue walked for each pick
+    ("keyed", True, 10**9, 1, 0),  # ... the candidates keyed
+    ("switching", True, None, 6, 3),  # in and out of the mode as the queue grows and shrinks
+    ("default", True, None, None, None),
+)
+
+
 def _runs(mod, monkeypatch, thunk):
-    """The run with the mode off, and with it on under each backfill pick."""
+    """The run with the mode off, and with it on in each way."""
+    saved = {k: getattr(mod, k) for k in ("PM_ON", "PM_ENUM", "PM_QUEUE_ON", "PM_QUEUE_OFF")}
     out = {}
-    for label, on, enum in (("off", False, mod.PM_ENUM), ("walk", True, 0), ("keyed", True, 10**9),
-                            ("default", True, mod.PM_ENUM)):
-        monkeypatch.setattr(mod, "PM_ON", on)
-        monkeypatch.setattr(mod, "PM_ENUM", enum)
+    for label, *vals in VARIANTS:
+        for k, v in zip(saved, vals):
+            monkeypatch.setattr(mod, k, saved[k] if v is None else v)
         with accel.using(mod):
             out[label] = thunk()
     return out
@@ -52,7 +62,7 @@ def _runs(mod, monkeypatch, thunk):
 def _same(runs) -> None:
     off = runs["off"]
     assert len(off.order) > 0 and off.passes > 0
-    for label in ("walk", "keyed", "default"):
+    for label, *_ in VARIANTS[1:]:
         assert repr(asdict(runs[label])) == repr(asdict(off)), label
 
 

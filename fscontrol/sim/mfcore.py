@@ -52,8 +52,12 @@ backfill_starts: Final = _backfill_starts
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way)
 PM_ENUM = 2048
-# the `pm` mode itself (a test turns it off: the same schedules from the queue re-keyed at every pass)
+# the `pm` mode itself (a test turns it off: the same schedules from the queue re-keyed at every pass),
+# taken at a pass with at least PM_QUEUE_ON jobs queued, left at one with fewer than PM_QUEUE_OFF
+# (a short queue is re-keyed and sorted faster than the associations' heap is built)
 PM_ON = True
+PM_QUEUE_ON = 96
+PM_QUEUE_OFF = 48
 
 
 def simulate(
@@ -303,9 +307,9 @@ def simulate(
     q_cnt = [0] * (q_none + 1)
     q_min = q_none
 
-    # EASY without the gate or slurmctld's scheduler: the queued jobs' time limits by size, each list
-    # sorted (order-free): whether any queued job could backfill is answered without the queue's
-    # order (bf_any), so a scan that would start nothing is skipped (the same starts)
+    # EASY without the gate or slurmctld's scheduler, in `pm` mode (below): the queued jobs' time
+    # limits by size, each list sorted (order-free): whether any queued job could backfill is
+    # answered without the queue's order (bf_any), so a pass that would start nothing stops there
     probe_ok = track and sched is None and depth == 1
     est_sz: list[list[tuple[float, int]]] = [[] for _ in range(q_none + 1)] if probe_ok else []
 
@@ -339,6 +343,9 @@ def simulate(
         s0 = static[0] if n else 0.0
         pm = all(x == s0 for x in static) and all(submit[i] <= submit[i + 1] for i in range(n - 1))
     pm_enum = PM_ENUM
+    pm_q_on = PM_QUEUE_ON
+    pm_q_off = PM_QUEUE_OFF
+    pm_on = [False]  # the mode, chosen at each pass from the queue's length (pm: whether it may be)
     pm_t = [0.0]  # the pass's time
     pm_fc: dict[int, float] = {}  # the pass's F by association (its copy)
     pm_wfx: dict[int, float] = {}  # wf x F by association (memo, the pass's)
@@ -507,10 +514,9 @@ def simulate(
             while m < q_none and not q_cnt[m]:
                 m += 1
             q_min = m
-        if probe_ok:
+        if pm_on[0]:
             es = est_sz[s]
             del es[bisect_left(es, (est[i], i))]
-        if pm:
             qkeys.pop()
             if i >= pm_b[0]:
                 del tail[bisect_left(tail, -prio_of[i] * QK + i)]
@@ -526,7 +532,7 @@ def simulate(
                 del pend_l[bisect_left(pend_l, (i << PS) | a)]
                 if uq:
                     insort(pend_l, (uq[0] << PS) | a)
-                    if pm and pm_built[0] and uq[0] < pm_b[0]:
+                    if pm_on[0] and pm_built[0] and uq[0] < pm_b[0]:
                         heappush(pm_heap, pm_key(uq[0]))
             else:
                 del uq[bisect_left(uq, i)]
@@ -588,7 +594,7 @@ def simulate(
 
     def pass_easy(t: float) -> None:
         nonlocal easy_valid, easy_shadow, easy_extra, easy_head, easy_stale
-        if pm:
+        if pm_on[0]:
             pm_pass(t)
             return
         easy_stale = False
@@ -617,7 +623,7 @@ def simulate(
             return
         shadow, extra = shadow_of(size[head])
         started: list[int] = []
-        if f > 0 and (not probe_ok or bf_any(t, f, shadow, extra)):
+        if f > 0:
             for p in range(k + 1, nq):
                 i = q[p] & QM
                 s = size[i]
@@ -632,8 +638,6 @@ def simulate(
                     f -= s
                     started.append(p)
                     if f < q_min:  # (q_min: the smallest job still queued)
-                        break
-                    if probe_ok and not bf_any(t, f, shadow, extra):  # (no other can start)
                         break
         for p in reversed(started):
             del q[p]
@@ -659,7 +663,7 @@ def simulate(
                     easy_extra -= s
                 else:
                     continue
-                if not pm:
+                if not pm_on[0]:
                     del qkeys[bisect_left(qkeys, kq)]
                 start_job(i, t)
         return True
@@ -757,7 +761,7 @@ def simulate(
                 # in the order, with its shadow; then the arrivals are tried against it as they would
                 # have been (in arrival order)
                 fresh = set(new)
-                if pm:  # the first of the associations' queued jobs and the earlier arrivals
+                if pm_on[0]:  # the first of the associations' queued jobs and the earlier arrivals
                     kq = pm_top_before(fresh)
                 else:
                     for kq in qkeys:
@@ -1072,7 +1076,22 @@ def simulate(
     lazy: list[Any] = [None, None, 0]
 
     def reprioritise_at_pass(t: float) -> None:
-        if pm:  # (the keys on demand; the arrivals since the last pass join their associations)
+        if pm and pm_on[0] and len(qkeys) < pm_q_off:
+            # a short queue: back to the keyed list (every pending job, each association's in order;
+            # their keys are set below, as at any pass)
+            pm_on[0] = False
+            qkeys[:] = [i for kp in pend_l for i in user_q[kp & PM]]
+            for es in est_sz:
+                es.clear()
+        elif pm and not pm_on[0] and len(qkeys) >= pm_q_on:
+            pm_on[0] = True
+            lazy[0] = None
+            for kp in pend_l:
+                for i in user_q[kp & PM]:
+                    est_sz[size[i]].append((est[i], i))
+            for es in est_sz:
+                es.sort()
+        if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
             pm_t[0] = t
             pm_fc.clear()
             pm_fc.update(f_cache)
@@ -1285,14 +1304,13 @@ def simulate(
             q_cnt[s] = q_cnt[s] + 1  # q_add(s), inlined
             if s < q_min:
                 q_min = s
-            if probe_ok:
-                insort(est_sz[s], (est[ai], ai))
             if track:
                 uq = user_q[job_assoc[ai]]
                 if not uq:
                     pend_l.append((ai << PS) | job_assoc[ai])  # (the largest index so far)
                 uq.append(ai)
-            if pm:
+            if pm_on[0]:
+                insort(est_sz[s], (est[ai], ai))
                 qkeys.append(kq)  # (a count)
                 insort(tail, kq)
             elif lazy[0] is None:
