@@ -7,16 +7,16 @@ For each row (mf-classic: the preset; hybrid: mf-classic with the agent's hybrid
 every pass; mf-fairtree: Fair Tree) and each log size (the first N job records of the SDSC Blue
 Horizon log, samples/traces; 0: the whole log, 232,562 jobs with a run time, 144 nodes), the log
 as it is ("normal") and with every submit time divided by each factor ("x1.5": arrivals 1.5 times
-faster). The engine alone (`simulate_multifactor`, no metrics), best of --repeat, CPU time of the
-process running it (time.process_time: the machine is shared). Prints the cost per job of each case
+faster). Every case runs in a worker process of its own (a fresh interpreter that reads the log:
+no case pays for another's objects), which times the engine alone (`simulate_multifactor`, no
+metrics) in CPU time (time.process_time: the machine is shared); best of --repeat. Prints the cost per job of each case
 and its ratio to the normal one's at the same size (the target: at most 2x), and the rate in
 jobs/s (Fair Tree's target: at least 20,000 on the whole log, normal load).
 
 --before REV: the same cases run by the whole `fscontrol` package as it is at git revision REV
-(`git archive REV fscontrol` into a temporary directory; each case in a worker process importing
-from there, so the engine, its Fair Tree ranking and everything it imports are REV's), interleaved
-with the current ones. Its CPU time is taken the same way, inside the worker, around the engine
-alone. Each line says whether every job's start and end time, the start order and every
+(`git archive REV fscontrol` into a temporary directory; its workers import from there, so the
+engine, its Fair Tree ranking and everything it imports are REV's), each case right after the
+current one, timed the same way. Each line says whether every job's start and end time, the start order and every
 association's final usage are the same to the bit (a SHA-256 of their repr, both sides).
 The baseline runs the Python engine (a revision's archive has no compiled build); compare it with
 `--engine python`.
@@ -97,9 +97,9 @@ def worker(a) -> None:
     from fscontrol.sim import read_swf
 
     w = compressed(read_swf(SWF, limit=a.limit or None), a.factor)
-    eng, _ = engine_module("python")
+    eng, label = engine_module(a.engine)
     dt, r = run(eng, w, policy(a.row))
-    print(json.dumps({"cpu": dt, "digest": digest(r), "n": len(w.jobs)}))
+    print(json.dumps({"cpu": dt, "digest": digest(r), "n": len(w.jobs), "engine": label}))
 
 
 def archive(rev: str) -> str:
@@ -109,11 +109,12 @@ def archive(rev: str) -> str:
     return d
 
 
-def before_case(root: str, row: str, limit: int, factor: float) -> dict:
+def case(root: str, row: str, limit: int, factor: float, engine: str) -> dict:
+    """One case in a worker process importing fscontrol from `root`."""
     p = subprocess.run([sys.executable, __file__, "--worker", "--root", root, "--row", row, "--limit", str(limit),
-                        "--factor", repr(factor)], capture_output=True, text=True, timeout=3600)
+                        "--factor", repr(factor), "--engine", engine], capture_output=True, text=True, timeout=3600)
     if p.returncode != 0:
-        raise SystemExit(f"baseline worker failed: {p.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(f"worker ({root}) failed: {p.stderr.strip().splitlines()[-1:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
@@ -135,7 +136,6 @@ def main() -> None:
         a.limit = a.limit or 0
         return worker(a)
     sys.path.insert(0, str(ROOT))
-    from fscontrol.sim import read_swf
 
     rows = [r for r in a.rows.split(",") if r]
     for r in rows:
@@ -143,38 +143,34 @@ def main() -> None:
             raise SystemExit(f"unknown row {r!r}: choose from {', '.join(ROW_NAMES)}")
     sizes = [a.limit] if a.limit is not None else [int(x) for x in a.sizes.split(",") if x]
     factors = [1.0] + [float(x) for x in a.factors.split(",") if x]
-    now, label = engine_module(a.engine)
+    _, label = engine_module(a.engine)
     print(f"multifactor engine (now): {label}")
     root = None
     if a.before:
         root = archive(a.before)
-        print(f"baseline: fscontrol at {a.before} (git archive in {root}), Python engine, a worker process a case")
+        print(f"baseline: fscontrol at {a.before} (git archive in {root}), Python engine")
     print(f"best of {a.repeat}, CPU time of the engine alone; ratio: to the normal case's cost per job at the same size")
-    whole = read_swf(SWF)
     for size in sizes:
-        base = whole if not size else read_swf(SWF, limit=size)
-        n = len(base.jobs)
         for row in rows:
-            pol = policy(row)
             normal: dict[str, float] = {}
             for f in factors:
-                w = compressed(base, f)
                 best = {"now": float("inf"), "before": float("inf")}
                 dig = {}
                 for _ in range(a.repeat):
-                    dt, r = run(now, w, pol)
-                    best["now"] = min(best["now"], dt)
-                    dig["now"] = digest(r)
+                    r = case(str(ROOT), row, size, f, a.engine)
+                    n = r["n"]
+                    best["now"] = min(best["now"], r["cpu"])
+                    dig["now"] = r["digest"]
                     if root:
-                        b = before_case(root, row, size, f)
+                        b = case(root, row, size, f, "python")
                         assert b["n"] == n, (b["n"], n)
                         best["before"] = min(best["before"], b["cpu"])
                         dig["before"] = b["digest"]
-                case = "normal" if f == 1 else f"x{f:g}"
+                label_f = "normal" if f == 1 else f"x{f:g}"
                 if f == 1:
                     normal = dict(best)
                 us = best["now"] / n * 1e6
-                line = (f"{row:<11} {n:>7,} jobs {case:<6} now {best['now']:7.2f} s {us:6.1f} us/job "
+                line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} s {us:6.1f} us/job "
                         f"{n / best['now']:8,.0f} jobs/s ratio {best['now'] / normal['now']:5.2f}x")
                 if root:
                     ub = best["before"] / n * 1e6
