@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import compress
-from operator import eq, ne
 
 from fscontrol.model import fairtree
 
@@ -48,10 +46,6 @@ class Ranker:
             self.kids[kix[p]] = [kix[c] for c in ch]
         self.parents = [p for p in range(na) if self.kids[p]]
         self.plain = [all(not self.sp[k] and self.s[k] != 0.0 for k in ch) for ch in self.kids]
-        self.has_kids = [bool(ch) for ch in self.kids]
-        # an account whose one child is a user: that user (its group's order never changes), else -1
-        self.one = [ch[0] if len(ch) == 1 and not self.user[i] and self.user[ch[0]] else -1
-                    for i, ch in enumerate(self.kids)]
         self.mixed = [len({self.user[k] for k in ch}) > 1 for ch in self.kids]
         self.lf = [0.0] * na
         self.sorted: list[list[int]] = [list(c) for c in self.kids]
@@ -101,9 +95,8 @@ class Ranker:
             order = sorted(ch, key=lambda k: (-lf[k], 0 if user[k] else 1))
         else:  # (all users or all accounts: by LevelFS alone; reverse=True keeps the sort stable)
             order = sorted(ch, key=lf.__getitem__, reverse=True)
-        vs = list(map(lf.__getitem__, order))
-        ties = list(map(eq, vs, vs[1:]))
-        lead = NO_VAL == vs[0]  # (the walk's prev starts at NO_VAL)
+        ties = [lf[a] == lf[b] for a, b in zip(order, order[1:])]
+        lead = NO_VAL == lf[order[0]]  # (the walk's prev starts at NO_VAL)
         ties.append(lead)
         if order == self.sorted[p] and ties == self.ties[p]:
             return False
@@ -121,13 +114,15 @@ class Ranker:
                 self._group(p, vals)
             changed = True
         else:
-            diff = list(compress(range(na), map(ne, vals, last)))  # (the changed values)
-            if not diff:
+            if list(vals) == last:
                 return None
-            # each changed value's fs parent's group (root has none: -1), and its own group if it has one
-            dirty = set(map(self.fp.__getitem__, diff))
-            dirty.discard(-1)
-            dirty.update(compress(diff, map(self.has_kids.__getitem__, diff)))
+            fp, kids = self.fp, self.kids
+            dirty: set[int] = set()
+            for i in [i for i, x, y in zip(range(na), vals, last) if x != y]:
+                if i:
+                    dirty.add(fp[i])
+                if kids[i]:
+                    dirty.add(i)
             changed = False
             for p in dirty:
                 if self._group(p, vals):
@@ -139,12 +134,12 @@ class Ranker:
         return self.ranks
 
     def _walk(self) -> dict[int, float]:
-        lf, user, srt, kids, one = self.lf, self.user, self.sorted, self.kids, self.one
+        lf, user, srt, kids = self.lf, self.user, self.sorted, self.kids
         n = self.n_users
         out: dict[int, float] = {}
+        state = [n, n]  # rank, rank with no ties
 
-        def calc(sibs: list[int], account_tied: bool, rank: int, rnt: int) -> tuple[int, int]:
-            """(rank, rank with no ties) after the walk of `sibs`; F = rank / users."""
+        def calc(sibs: list[int], account_tied: bool) -> None:
             prev = NO_VAL
             i = 0
             m = len(sibs)
@@ -152,17 +147,17 @@ class Ranker:
                 k = sibs[i]
                 v = lf[k]
                 tied = True if (i == 0 and account_tied) else (prev == v)
-                c = one[k]
                 if user[k]:
                     if not tied:
-                        rank = rnt
-                    out[k] = rank / n
-                    rnt -= 1
-                elif c >= 0:  # an account with one child, a user: calc([it], tied), inlined
+                        state[0] = state[1]
+                    out[k] = state[0]
+                    state[1] -= 1
+                elif len(srt[k]) == 1 and user[srt[k][0]]:  # calc([its one user], tied), inlined
+                    c = srt[k][0]
                     if not (tied or NO_VAL == lf[c]):
-                        rank = rnt
-                    out[c] = rank / n
-                    rnt -= 1
+                        state[0] = state[1]
+                    out[c] = state[0]
+                    state[1] -= 1
                 else:
                     # fairtree._count_tied_accounts: the following users with the same LevelFS
                     merge = 0
@@ -174,13 +169,12 @@ class Ranker:
                         merged: list[int] = []
                         for j in range(i, i + merge + 1):
                             merged.extend(kids[sibs[j]])
-                        rank, rnt = calc(sorted(merged, key=lambda k: (-lf[k], 0 if user[k] else 1)), tied, rank, rnt)
+                        calc(sorted(merged, key=lambda k: (-lf[k], 0 if user[k] else 1)), tied)
                     else:
-                        rank, rnt = calc(srt[k], tied, rank, rnt)
+                        calc(srt[k], tied)
                     i += merge
                 prev = v
                 i += 1
-            return rank, rnt
 
-        calc(srt[0], False, n, n)
-        return out
+        calc(srt[0], False)
+        return {k: r / n for k, r in out.items()}
