@@ -1,126 +1,182 @@
 """Benchmark the multifactor engine when arrivals outpace the machine (issue #31 item 3).
 
-Run:  .venv/bin/python bench/bench_sim_mf_overload.py [--factors 1.5,2] [--repeat 3] [--limit N]
-          [--rows mf-classic,hybrid,mf-fairtree] [--before REV] [--engine python|compiled|auto]
+Run:  .venv/bin/python bench/bench_sim_mf_overload.py [--sizes 10000,50000,100000,0] [--factors 1.5,2]
+          [--repeat 1] [--rows mf-classic,hybrid,mf-fairtree] [--before REV] [--engine python|compiled|auto]
 
 For each row (mf-classic: the preset; hybrid: mf-classic with the agent's hybrid controller before
-every pass; mf-fairtree: Fair Tree), the SDSC Blue Horizon log (samples/traces, 232,562 jobs with a
-run time, 144 nodes) as it is ("normal") and with every submit time divided by each factor
-("x1.5": arrivals 1.5 times faster). The engine alone (`simulate_multifactor`, no metrics), the
-cases interleaved, best of --repeat, CPU time of the process (time.process_time: the machine is
-shared). Prints the cost per job of each case and its ratio to the normal one's in the same run
-(the target: at most 2x), and the rate in jobs/s (Fair Tree's target: at least 20,000 on the whole
-log, normal load).
+every pass; mf-fairtree: Fair Tree) and each log size (the first N job records of the SDSC Blue
+Horizon log, samples/traces; 0: the whole log, 232,562 jobs with a run time, 144 nodes), the log
+as it is ("normal") and with every submit time divided by each factor ("x1.5": arrivals 1.5 times
+faster). Every case runs in a worker process of its own (a fresh interpreter that reads the log:
+no case pays for another's objects), which times the engine alone (`simulate_multifactor`, no
+metrics) in CPU time (time.process_time: the machine is shared); best of --repeat. Prints the cost per job of each case
+and its ratio to the normal one's at the same size (the target: at most 2x), and the rate in
+jobs/s (Fair Tree's target: at least 20,000 on the whole log, normal load).
 
---before REV also runs the engine as it was at git revision REV (bench_sim_multifactor.engine_at),
-interleaved with the current one, on every case: its CPU time, and whether every job's start
-time, the order the jobs started in and every association's final usage are the same to the bit.
+--before REV: the same cases run by the whole `fscontrol` package as it is at git revision REV
+(`git archive REV fscontrol` into a temporary directory; its workers import from there, so the
+engine, its Fair Tree ranking and everything it imports are REV's), each case right after the
+current one, timed the same way. Each line says whether every job's start and end time, the start order and every
+association's final usage are the same to the bit (a SHA-256 of their repr, both sides).
+The baseline runs the Python engine (a revision's archive has no compiled build); compare it with
+`--engine python`.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from fscontrol.sim import get_policy, read_swf  # noqa: E402
-from fscontrol.sim.multifactor import ControlSpec  # noqa: E402
-from fscontrol.sim.workload import SimJob, Workload  # noqa: E402
-
 SWF = ROOT / "samples" / "traces" / "SDSC-BLUE-2000-4.2-cln.swf.gz"
 U_STAR = 20000 * 3600.0  # as bench_sim_multifactor's hybrid row
+ROW_NAMES = ("mf-classic", "hybrid", "mf-fairtree")
 
 
-def compressed(w: Workload, factor: float) -> Workload:
+def compressed(w, factor: float):
     """The same jobs, submit times divided by ``factor`` (arrivals ``factor`` times faster)."""
+    from fscontrol.sim.workload import SimJob, Workload
+
     if factor == 1:
         return w
     jobs = [SimJob(j.job_id, j.submit / factor, j.run, j.estimate, j.size, j.user, j.account) for j in w.jobs]
     return Workload(f"{w.name} x{factor:g}", w.nodes, jobs)
 
 
-ROWS = {
-    "mf-classic": lambda: get_policy("mf-classic"),
-    "hybrid": lambda: get_policy("mf-classic", control=ControlSpec("hybrid", u_star=U_STAR)),
-    "mf-fairtree": lambda: get_policy("mf-fairtree"),
-}
+def policy(row: str):
+    from fscontrol.sim import get_policy
+    from fscontrol.sim.multifactor import ControlSpec
+
+    if row == "hybrid":
+        return get_policy("mf-classic", control=ControlSpec("hybrid", u_star=U_STAR))
+    return get_policy(row)
 
 
-def run(engine, w: Workload, pol):
+def run(engine, w, pol):
     kw = dict(control_spec=pol.control, depth=pol.depth, backfill=pol.backfill == "easy")
     c0 = time.process_time()
     r = engine.simulate_multifactor(w, pol.priority, **kw)
     return time.process_time() - c0, r
 
 
-def same(a, b) -> bool:
-    return a.start == b.start and a.end == b.end and a.order == b.order and a.final_usage == b.final_usage
+def digest(r) -> str:
+    """The schedule to the bit: every start and end, the order, every final usage (repr: exact)."""
+    return hashlib.sha256(repr((r.start, r.end, r.order, sorted(r.final_usage.items()))).encode()).hexdigest()
+
+
+def engine_module(kind: str):
+    """What `simulate_multifactor` runs: auto (as configured), python or compiled."""
+    from fscontrol.sim import accel, multifactor
+
+    if kind == "auto":
+        return multifactor, accel.status()
+
+    class _E:
+        pass
+
+    mod = accel.python_engine() if kind == "python" else accel.compiled_engine()
+    if mod is None:
+        raise SystemExit(f"--engine compiled: {accel.status()}")
+    e = _E()
+    e.simulate_multifactor = mod.simulate  # type: ignore[attr-defined]
+    return e, kind
+
+
+def worker(a) -> None:
+    """One case in this process, from the package under --root: CPU time and digest, as JSON."""
+    sys.path.insert(0, a.root)
+    import fscontrol
+
+    assert Path(fscontrol.__file__).resolve().is_relative_to(Path(a.root).resolve()), fscontrol.__file__
+    from fscontrol.sim import read_swf
+
+    w = compressed(read_swf(SWF, limit=a.limit or None), a.factor)
+    eng, label = engine_module(a.engine)
+    dt, r = run(eng, w, policy(a.row))
+    print(json.dumps({"cpu": dt, "digest": digest(r), "n": len(w.jobs), "engine": label}))
+
+
+def archive(rev: str) -> str:
+    d = tempfile.mkdtemp(prefix="bench-mf-before-")
+    tar = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "fscontrol"], capture_output=True, check=True, timeout=120)
+    subprocess.run(["tar", "-x", "-C", d], input=tar.stdout, check=True, timeout=120)
+    return d
+
+
+def case(root: str, row: str, limit: int, factor: float, engine: str) -> dict:
+    """One case in a worker process importing fscontrol from `root`."""
+    p = subprocess.run([sys.executable, __file__, "--worker", "--root", root, "--row", row, "--limit", str(limit),
+                        "--factor", repr(factor), "--engine", engine], capture_output=True, text=True, timeout=3600)
+    if p.returncode != 0:
+        raise SystemExit(f"worker ({root}) failed: {p.stderr.strip().splitlines()[-1:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="0", help="first N job records, comma-separated; 0: the whole log")
+    ap.add_argument("--limit", type=int, default=None, help="(one size: the same as --sizes N)")
     ap.add_argument("--factors", default="1.5,2")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--limit", type=int, default=None, help="only the first N job records")
-    ap.add_argument("--rows", default="mf-classic,hybrid,mf-fairtree")
-    ap.add_argument("--before", metavar="REV", help="also the engine at git revision REV, interleaved")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--rows", default=",".join(ROW_NAMES))
+    ap.add_argument("--before", metavar="REV", help="also the package at git revision REV, interleaved")
     ap.add_argument("--engine", choices=("auto", "python", "compiled"), default="auto")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--row", help=argparse.SUPPRESS)
+    ap.add_argument("--factor", type=float, default=1.0, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    from fscontrol.sim import accel
-    from fscontrol.sim import multifactor
+    if a.worker:
+        a.limit = a.limit or 0
+        return worker(a)
+    sys.path.insert(0, str(ROOT))
 
-    if a.engine == "auto":
-        now = multifactor
-        print(f"multifactor engine: {accel.status()}")
-    else:
-        from bench_sim_multifactor import _Engine
-
-        mod = accel.python_engine() if a.engine == "python" else accel.compiled_engine()
-        if mod is None:
-            raise SystemExit(f"--engine compiled: {accel.status()}")
-        now = _Engine(mod)
-        print(f"multifactor engine: {a.engine}")
-    before = None
-    if a.before:
-        from bench_sim_multifactor import engine_at
-
-        before = engine_at(a.before)
-    w = read_swf(SWF, limit=a.limit)
-    n = len(w.jobs)
+    rows = [r for r in a.rows.split(",") if r]
+    for r in rows:
+        if r not in ROW_NAMES:
+            raise SystemExit(f"unknown row {r!r}: choose from {', '.join(ROW_NAMES)}")
+    sizes = [a.limit] if a.limit is not None else [int(x) for x in a.sizes.split(",") if x]
     factors = [1.0] + [float(x) for x in a.factors.split(",") if x]
-    cases = [(f, compressed(w, f)) for f in factors]
-    print(f"{w.name}: {n:,} jobs, {w.nodes} nodes; cases: normal, " + ", ".join(f"x{f:g}" for f in factors[1:])
-          + f"; best of {a.repeat}, CPU time")
-    for row in a.rows.split(","):
-        pol = ROWS[row]()
-        best: dict[tuple[str, float], float] = {}
-        res: dict[tuple[str, float], object] = {}
-        for _ in range(a.repeat):
-            for f, wl in cases:
-                for name, eng in (("now", now), ("before", before)):
-                    if eng is None:
-                        continue
-                    dt, r = run(eng, wl, pol)
-                    best[(name, f)] = min(best.get((name, f), float("inf")), dt)
-                    res[(name, f)] = r
-        for name in ("now", "before"):
-            if (name, 1.0) not in best:
-                continue
-            base = best[(name, 1.0)] / n * 1e6
-            tag = "now" if name == "now" else f"at {a.before}"
+    _, label = engine_module(a.engine)
+    print(f"multifactor engine (now): {label}")
+    root = None
+    if a.before:
+        root = archive(a.before)
+        print(f"baseline: fscontrol at {a.before} (git archive in {root}), Python engine")
+    print(f"best of {a.repeat}, CPU time of the engine alone; ratio: to the normal case's cost per job at the same size")
+    for size in sizes:
+        for row in rows:
+            normal: dict[str, float] = {}
             for f in factors:
-                us = best[(name, f)] / n * 1e6
-                ratio = us / base
-                line = (f"{row:<12} {tag:<14} {'normal' if f == 1 else f'x{f:g}':<7} {best[(name, f)]:8.2f} s "
-                        f"{us:7.1f} us/job {n / best[(name, f)]:9,.0f} jobs/s  ratio to normal {ratio:5.2f}x")
-                if name == "before":
-                    sm = same(res[("now", f)], res[("before", f)])
-                    line += f"   now/before CPU {best[('now', f)] / best[(name, f)]:5.2f}   same schedule: {sm}"
+                best = {"now": float("inf"), "before": float("inf")}
+                dig = {}
+                for _ in range(a.repeat):
+                    r = case(str(ROOT), row, size, f, a.engine)
+                    n = r["n"]
+                    best["now"] = min(best["now"], r["cpu"])
+                    dig["now"] = r["digest"]
+                    if root:
+                        b = case(root, row, size, f, "python")
+                        assert b["n"] == n, (b["n"], n)
+                        best["before"] = min(best["before"], b["cpu"])
+                        dig["before"] = b["digest"]
+                label_f = "normal" if f == 1 else f"x{f:g}"
+                if f == 1:
+                    normal = dict(best)
+                us = best["now"] / n * 1e6
+                line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} s {us:6.1f} us/job "
+                        f"{n / best['now']:8,.0f} jobs/s ratio {best['now'] / normal['now']:5.2f}x")
+                if root:
+                    ub = best["before"] / n * 1e6
+                    line += (f" | {a.before} {best['before']:7.2f} s {ub:6.1f} us/job ratio "
+                             f"{best['before'] / normal['before']:5.2f}x | now/{a.before} {best['now'] / best['before']:5.2f}"
+                             f" | same schedule: {dig['now'] == dig['before']}")
                 print(line, flush=True)
 
 
