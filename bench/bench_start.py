@@ -66,6 +66,11 @@ def run(a) -> dict:
     mid = pend[len(pend) // 2].user
     last = pend[-1].user
     sc = SlurmSched(node_cpus=128)
+    # --reservations N: N advance reservations of 10 nodes each, 4 h long, the first 6 h ahead, 12 h apart
+    from fscontrol.forecast.resvplan import Window
+
+    wins = [Window(f"r{k}", now + 6 * 3600 + k * 12 * 3600, now + 10 * 3600 + k * 12 * 3600, 10 * 128)
+            for k in range(a.reservations)]
     if a.impl == "old":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
         from start_reference import ref_plan
@@ -77,7 +82,8 @@ def run(a) -> dict:
         times = []
         for _ in range(a.repeat):
             t = time.process_time()
-            ests = st.estimate(jobs, now=now, total_cpus=a.nodes * 128, sched=sc, fractions=fr, users={user})
+            ests = st.estimate(jobs, now=now, total_cpus=a.nodes * 128, sched=sc, fractions=fr, users={user},
+                               **({"windows": wins} if wins else {}))
             times.append(time.process_time() - t)
         out["cases"].append({"label": label, "user": user, "jobs": len(ests),
                              "estimated": sum(e.start is not None for e in ests),
@@ -96,17 +102,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--impl", choices=("new", "old"), default=None, help="run one planner here, print JSON")
     ap.add_argument("--against-old", action="store_true", help="the old planner too, in its own process")
+    ap.add_argument("--reservations", type=int, default=0, help="advance reservations (10 nodes, 4 h, 12 h apart)")
     a = ap.parse_args()
+    if a.reservations and a.against_old:
+        ap.error("--against-old plans without reservations: not with --reservations")
     if a.impl:
         print(json.dumps(run(a)))
         return
     res = {}
     for impl in ("new", "old") if a.against_old else ("new",):
         cmd = [sys.executable, __file__, "--impl", impl, "--pending", str(a.pending), "--nodes", str(a.nodes),
-               "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat)]
+               "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat),
+               "--reservations", str(a.reservations)]
         res[impl] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     new = res["new"]
-    print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users")
+    print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users, "
+          f"{a.reservations} reservations")
     for k, c in enumerate(new["cases"]):
         line = (f"  {c['label']} ({c['user']}, {c['jobs']} jobs, {c['estimated']} estimated): CPU {c['cpu_s']:.3f} s "
                 f"(min {c['cpu_min']:.3f}, max {c['cpu_max']:.3f})")

@@ -91,8 +91,8 @@ def test_running_jobs_past_the_start_hold_cpus_outside_the_reservation():
 
 def test_a_job_in_a_reservation_runs_only_inside_it_and_others_keep_the_rest():
     # reservation r2: 32 of 128 CPUs from NOW + 600 to NOW + 1200. Dave's 8-CPU job in it starts
-    # at the first event at or after its start: the backfill cycles are at NOW + 15 + 30k, so NOW + 615
-    # (the main scheduler, which runs at every event). Bob's 128-CPU, 300-s job does not fit beside
+    # at its start, NOW + 600: the reservation's begin is an event of the main scheduler (slurmctld
+    # started such a job at StartTime to the second on the testbed, 22.05 and 26.05). Bob's 128-CPU, 300-s job does not fit beside
     # the reservation once it begins, and ends before it: it starts now. Carol's 100-CPU, 900-s job
     # (lower priority) would run into r2 where only 96 CPUs are left: after Bob's ends it waits,
     # and starts at the first cycle after r2's end, NOW + 1215.
@@ -100,7 +100,7 @@ def test_a_job_in_a_reservation_runs_only_inside_it_and_others_keep_the_rest():
             job(2, "bob", "PENDING", 128, 300, prio=100), job(3, "carol", "PENDING", 100, 900, prio=50)]
     e, _ = plan(jobs, [resv("r2", 600, 1200, 32)])
     assert e["2"].start == NOW
-    assert e["4"].start == NOW + 615 and e["4"].extra["reservation_role"] == "in"
+    assert e["4"].start == NOW + 600 and e["4"].extra["reservation_role"] == "in"
     assert e["3"].start == NOW + 1215 and e["3"].extra["reservation"] == "r2"
     # a job in it larger than it: that reason
     e, _ = plan([job(5, "dave", "PENDING", 64, 300, prio=1, reason="Reservation", resv="r2")], [resv("r2", 600, 1200, 32)])
@@ -136,11 +136,11 @@ def test_a_job_in_a_reservation_is_tried_behind_one_outside_it_that_does_not_fit
     # job_scheduler.c: a job outside reservations that does not fit stops the others of its
     # partition, not those in a reservation (failed_resv apart). Bob's 128-CPU, 900-s job (first)
     # would run into r2 (32 CPUs, NOW + 600 .. 1200): it waits for r2's end (first cycle after:
-    # NOW + 1215). Dave's job in r2, behind it, still starts at the first event in r2: NOW + 615.
+    # NOW + 1215). Dave's job in r2, behind it, still starts as r2 begins: NOW + 600.
     jobs = [job(2, "bob", "PENDING", 128, 900, prio=100), job(4, "dave", "PENDING", 8, 300, prio=50,
                                                                reason="Reservation", resv="r2")]
     e, _ = plan(jobs, [resv("r2", 600, 1200, 32)])
-    assert e["4"].start == NOW + 615
+    assert e["4"].start == NOW + 600
     assert e["2"].start == NOW + 1215 and e["2"].extra["reservation"] == "r2"
     # squeue's reason for a job kept off a reservation's nodes is a wait for CPUs here
     e, _ = plan([job(2, "bob", "PENDING", 128, 900, prio=100, reason="ReqNodeNotAvail, Reserved for maintenance")],
@@ -158,3 +158,12 @@ def test_a_job_whose_begin_time_passes_behind_a_blocked_head_is_backfilled_at_th
             job(3, "carol", "PENDING", 32, 300, start=NOW + 20, prio=50, reason="BeginTime")]
     e, _ = plan(jobs, [])
     assert e["3"].start == NOW + 45 and e["2"].start == NOW + 1000
+
+
+def test_the_web_card_names_the_reservation():
+    from fscontrol.web.userpage import _starts_card
+
+    jobs = [job(2, "bob", "PENDING", 64, 900, prio=100)]
+    e, notes = plan(jobs, [resv("maint", 600, 1800, 128, "MAINT")])
+    html = _starts_card(st.to_dict(list(e.values()), now=NOW, sched=SC, notes=notes))
+    assert "delayed by reservation maint" in html and "reservations modelled: maint" in html

@@ -82,6 +82,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     free = total - blocked
     kmember = list(pmember) if pmember is not None else [-1] * n
     holds = resvplan.Holds(wins, total - blocked, live, psize, kmember) if wins else None
+    # the begins of the reservations with pending jobs in them: slurmctld starts those jobs as a
+    # reservation begins (seen on the testbed: at its StartTime to the second)
+    wbegins = sorted({wins[m].begin for m in kmember[:n] if m >= 0}) if wins else []
     for no, (e, le, c) in enumerate(running):
         k = len(psize)
         psize.append(c)
@@ -289,6 +292,10 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         if not waiting or (need is not None and not need):
             break
         nxt = min(next_bf if t < bf_until else math.inf, next_main, ends[0][0] if ends else math.inf)
+        while wbegins and wbegins[0] <= t:
+            wbegins.pop(0)
+        if wbegins:
+            nxt = min(nxt, wbegins[0])
         nb = math.inf
         if begins:
             for i in waiting[:50]:
@@ -520,6 +527,11 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
 
     wins, skipped, rnotes = resvplan.windows(parse_reservations(source.run(RESV_ARGS).stdout), now)
     notes += rnotes
+    import os
+
+    if "reservations" in pairs.get("PrivateData", "").lower() and os.geteuid() != 0:
+        notes.append("PrivateData=reservations: scontrol shows you only the reservations you are in; "
+                     "others' may delay your jobs beyond these estimates")
     ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
                     users=users, job_ids=job_ids, total_gpus=total_gpus, windows=wins, skipped=skipped)
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)
