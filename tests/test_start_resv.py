@@ -110,11 +110,11 @@ def test_a_job_in_a_reservation_runs_only_inside_it_and_others_keep_the_rest():
 def test_flags_not_modelled_are_named_and_their_jobs_get_the_reason():
     jobs = [job(4, "dave", "PENDING", 8, 300, prio=200, reason="Reservation", resv="flex"),
             job(2, "bob", "PENDING", 128, 900, prio=100)]
-    e, notes = plan(jobs, [resv("flex", 600, 1200, 32, "FLEX"), resv("daily", 7200, 9000, 16, "DAILY")])
+    e, notes = plan(jobs, [resv("flex", 600, 1200, 32, "FLEX"), resv("hourly", 7200, 9000, 16, "HOURLY")])
     assert e["4"].start is None and "flex" in e["4"].reason and "FLEX" in e["4"].reason
-    assert e["2"].start == NOW  # the FLEX one is left out; the daily one begins after bob's limit
+    assert e["2"].start == NOW  # the FLEX one is left out; the hourly one begins after bob's limit
     assert any("reservation flex not modelled" in n for n in notes)
-    assert any("daily repeats (DAILY)" in n for n in notes)
+    assert any("hourly repeats (HOURLY)" in n for n in notes)
     # an ended reservation is dropped
     assert plan(jobs[1:], [resv("old", -900, -1, 128)])[0]["2"].start == NOW
 
@@ -167,3 +167,17 @@ def test_the_web_card_names_the_reservation():
     e, notes = plan(jobs, [resv("maint", 600, 1800, 128, "MAINT")])
     html = _starts_card(st.to_dict(list(e.values()), now=NOW, sched=SC, notes=notes))
     assert "delayed by reservation maint" in html and "reservations modelled: maint" in html
+
+
+def test_a_daily_reservation_repeats_through_the_horizon():
+    # the whole node reserved daily from NOW + 1 h for 1 h (scontrol shows the next occurrence).
+    # Alice's job holds the node to NOW + 23.5 h; bob's 2-hour job would then cross the second
+    # occurrence (NOW + 25 h .. 26 h): it waits for its end, and starts within a scheduler pass of it
+    # (past bf_window: the main scheduler every sched_interval). Before: the first occurrence alone
+    # was modelled and he started at NOW + 23.5 h.
+    h = 3600
+    jobs = [job(1, "alice", "RUNNING", 128, 23.5 * h, NOW), job(2, "bob", "PENDING", 128, 2 * h, prio=100)]
+    e, notes = plan(jobs, [resv("daily", h, 2 * h, 128, "DAILY")])
+    assert NOW + 26 * h <= e["2"].start <= NOW + 26 * h + SC.sched_interval_s, (e["2"].start - NOW) / h
+    assert e["2"].extra["reservation"] == "daily"
+    assert any("daily repeats every 1 day(s): 7 occurrences" in n for n in notes), notes

@@ -14,8 +14,9 @@ One pool of CPUs, as the rest of the estimate. A reservation of R CPUs over [beg
   R + X CPUs over [begin, end)), and the jobs in reservations are left to the main scheduler.
 
 Flags: MAINT, IGNORE_JOBS (X = 0: running jobs may run into it), OVERLAP, SPEC_NODES, ALL_NODES,
-PURGE_COMP, ... change nothing here; a repeating one (DAILY, WEEKLY, ...) is modelled at the
-occurrence scontrol shows, and the output says so; FLEX, MAGNETIC and TIME_FLOAT are not
+PURGE_COMP, ... change nothing here; DAILY and WEEKLY repeat the occurrence scontrol shows through
+the horizon; HOURLY, WEEKDAY and WEEKEND are modelled at that occurrence alone, and the output says
+so; FLEX, MAGNETIC and TIME_FLOAT are not
 modelled: the reservation is left out, named in the output, and its jobs get that reason.
 """
 
@@ -26,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 UNMODELLED = ("FLEX", "MAGNETIC", "TIME_FLOAT")
-REPEATS = ("HOURLY", "DAILY", "WEEKDAY", "WEEKEND", "WEEKLY")
+REPEATS = ("HOURLY", "WEEKDAY", "WEEKEND")  # modelled at the occurrence shown alone
+PERIODS = {"DAILY": 86400.0, "WEEKLY": 7 * 86400.0}  # repeated through the horizon
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +44,10 @@ def _hm(t: float) -> str:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def windows(resvs: Sequence, now: float) -> tuple[list[Window], dict[str, str], list[str]]:
-    """(the windows modelled, {name: why not modelled}, notes) from slurm/resv.py's records."""
+def windows(resvs: Sequence, now: float, horizon_s: float = 7 * 86400.0
+            ) -> tuple[list[Window], dict[str, str], list[str]]:
+    """(the windows modelled, {name: why not modelled}, notes) from slurm/resv.py's records; a
+    DAILY or WEEKLY one once per period up to now + `horizon_s` (the jobs in it: its first)."""
     wins: list[Window] = []
     skipped: dict[str, str] = {}
     notes: list[str] = []
@@ -57,13 +61,23 @@ def windows(resvs: Sequence, now: float) -> tuple[list[Window], dict[str, str], 
         if r.cpus <= 0:
             continue  # licences or burst buffers only: holds no CPUs
         wins.append(Window(r.name, r.start, r.end, r.cpus, "IGNORE_JOBS" in r.flags))
+        period = min((PERIODS[f] for f in r.flags if f in PERIODS), default=0.0)
+        k = 1
+        while period and r.start + k * period < now + horizon_s:
+            wins.append(Window(r.name, r.start + k * period, r.end + k * period, r.cpus, "IGNORE_JOBS" in r.flags))
+            k += 1
+        if k > 1:
+            notes.append(f"reservation {r.name} repeats every {period / 86400:g} day(s): {k} occurrences modelled")
         rep = sorted(f for f in r.flags if f in REPEATS)
         if rep:
             notes.append(f"reservation {r.name} repeats ({','.join(rep)}): only its occurrence "
                          f"{_hm(r.start)} .. {_hm(r.end)} is modelled")
     if wins:
+        first: dict[str, Window] = {}
+        for w in wins:
+            first.setdefault(w.name, w)
         notes.append("reservations modelled: " + ", ".join(
-            f"{w.name} ({w.cpus} CPUs, {_hm(w.begin)} .. {_hm(w.end)})" for w in wins))
+            f"{w.name} ({w.cpus} CPUs, {_hm(w.begin)} .. {_hm(w.end)})" for w in first.values()))
     for name, why in skipped.items():
         notes.append(f"reservation {name} not modelled: {why}")
     return wins, skipped, notes

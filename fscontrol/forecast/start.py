@@ -355,7 +355,9 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     pend.sort(key=lambda j: (-j.priority, int(j.job_id.split("_")[0]) if j.job_id.split("_")[0].isdigit() else 0))
     out: dict[str, Estimate] = {}
     playable: list[QJob] = []
-    widx = {w.name: k for k, w in enumerate(windows)}
+    widx: dict[str, int] = {}  # a job in a repeating reservation: its first occurrence
+    for k, w in enumerate(windows):
+        widx.setdefault(w.name, k)
     skipped = skipped or {}
     for j in pend:
         waiting = (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
