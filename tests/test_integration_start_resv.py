@@ -67,6 +67,8 @@ def test_start_estimates_around_a_reservation(slurm):
         assert (ec["reservation"], ec["reservation_role"]) == (NAME, "in")
         human = _cli(slurm, "start", "-u", "bob")
         assert human.returncode == 0 and f"delayed by reservation {NAME}" in human.stdout, human.stdout
+        w = _cli(slurm, "why", a)  # why's estimate line says it too
+        assert w.returncode == 0 and f"delayed by reservation {NAME}" in w.stdout, w.stdout
         # the real starts
         real: dict[str, float] = {}
         deadline = r.end + 150
