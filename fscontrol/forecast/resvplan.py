@@ -147,3 +147,10 @@ class Holds:
     def fixed(self, t: float) -> list[tuple[float, float, int]]:
         """The windows as backfill holds at t: (begin, end, R + what runs into it outside it)."""
         return [(w.begin, w.end, w.cpus + self.cross(r, t)) for r, w in enumerate(self.w) if w.end > t]
+
+
+def reserved_reason(reason: str) -> bool:
+    """squeue's reason for a job kept off a reservation's nodes: "ReqNodeNotAvail, Reserved for
+    maintenance" (any reservation, MAINT or not; 22.05)."""
+    r = reason.replace("_", " ")
+    return r.startswith("ReqNodeNotAvail") and "Reserved for maintenance" in r

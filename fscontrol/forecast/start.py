@@ -38,7 +38,7 @@ from fscontrol.errors import EstimateTooCostly, NotFoundError
 from fscontrol.forecast import resvplan
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, QJob, gpu_count,
-    parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus)
+    age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus)
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
 HORIZON_S = 7 * 86400.0
@@ -61,7 +61,8 @@ class Estimate:
 def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequence[tuple[float, float, int, float]],
           total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float,
           owners: Sequence[str] | None = None, wins: Sequence = (), pmember: Sequence[int] | None = None,
-          rmember: Sequence[int] | None = None, why: dict[int, int] | None = None) -> dict[int, float]:
+          rmember: Sequence[int] | None = None, why: dict[int, int] | None = None,
+          aging: tuple[float, float, float, Sequence[float], Sequence[float]] | None = None) -> dict[int, float]:
     """Start times of the pending jobs (by index): `running` (real end, end at its limit, CPUs),
     `pending` in priority order (run time, limit, CPUs, not before), `blocked` CPUs never free.
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
@@ -70,7 +71,10 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     user, for `bf_max_job_user` (backfill.c: a user's jobs past that many in a cycle are skipped,
     and do not count towards `bf_max_job_test`). `wins`: the advance reservations (resvplan.Window),
     `pmember` / `rmember` the window each pending / running job is in (-1: none); `why` gets, for
-    a job a reservation kept from starting when CPUs were free, that window's index."""
+    a job a reservation kept from starting when CPUs were free, that window's index. `aging`:
+    (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s, each pending job's priority now,
+    its eligible time): at each priority pass within bf_window the age term grows and the queue is
+    re-sorted (only where that can change the order: some job at the maximum age, some not)."""
     n = len(pending)
     size = [p[2] for p in pending]
     limit = [p[1] for p in pending]
@@ -109,6 +113,18 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     begins = any(p[3] > now for p in pending)
     smallest = min(size) if size else 0
 
+    reordered = False  # waiting is no longer in index order (the age term re-sorted it)
+    stale = 0  # then: started jobs left in waiting
+    by_rank: list[int] = []  # past bf_window after a re-sort: the tree's leaves' jobs, and their ranks
+    rank_of: dict[int, int] = {}
+    if aging is not None:
+        w_age, max_age, calc_p, prio0, elig_t = aging
+        next_calc = now + calc_p / 2  # the passes' phase is not known
+        emin, emax = min(elig_t, default=now), max(elig_t, default=now)
+        np_p0 = np_e = None  # each job's priority less its age term now, its eligible time (numpy)
+        if w_age <= 0 or max_age <= 0 or calc_p <= 0 or now - emax >= max_age:
+            aging = None  # no age term, or every job at its maximum now: the order never changes
+    st_mask = None  # (numpy) the pending jobs started, once a re-sort needs it
     fresh: list[int] = []  # started since the last event's bookkeeping
     tree: list[float] = []  # past bf_window: a min-tree of the sizes of the jobs that may start (first fit)
     leaves = 1
@@ -123,13 +139,15 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         live[i] = at + limit[i]
         insort(runs, (at + limit[i], i))
         fresh.append(i)
+        if st_mask is not None:
+            st_mask[i] = True
         if holds is not None:
             holds.started(i, size[i])
         if tree:
             set_leaf(i, math.inf)
 
     def set_leaf(i: int, v: float) -> None:
-        j = i + leaves
+        j = (rank_of[i] if reordered else i) + leaves
         tree[j] = v
         j >>= 1
         while j:
@@ -164,13 +182,16 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 while leaves < max(1, n):
                     leaves *= 2
                 tree = [math.inf] * (2 * leaves)
+                if reordered:  # the leaves in the queue's order: job by rank
+                    by_rank = [i for i in waiting if i not in started]
+                    rank_of = {i: r for r, i in enumerate(by_rank)}
                 for i in waiting:
                     if i in started:
                         continue
                     if pending[i][3] > t:
                         later.append((pending[i][3], i))
                     else:
-                        tree[leaves + i] = size[i]
+                        tree[leaves + (rank_of[i] if reordered else i)] = size[i]
                 for j in range(leaves - 1, 0, -1):
                     a, b = tree[2 * j], tree[2 * j + 1]
                     tree[j] = a if a < b else b
@@ -184,9 +205,10 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                     set_leaf(i, size[i])
             pos = 0
             while free >= smallest:
-                i = first_fit(pos, free)
-                if i < 0:
+                rk = first_fit(pos, free)
+                if rk < 0:
                     break
+                i = by_rank[rk] if reordered else rk
                 if holds is None:
                     start(i, t)
                     got += 1
@@ -203,7 +225,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                         heapq.heappush(parked, (w.begin if (kmember[i] >= 0 and t < w.begin) else w.end, i))
                         if why is not None and kmember[i] < 0:
                             why[i] = r
-                pos = i + 1
+                pos = rk + 1
                 if pos >= leaves:
                     break
         else:
@@ -278,6 +300,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 # the jobs with a begin time are looked for in waiting[:50]: its content kept as it was
                 if len(started) * 4 > len(waiting) or waiting[0] in started:
                     waiting = [i for i in waiting if i not in started]
+            elif reordered:
+                # not in index order: no bisect; the started stay (skipped) until they are 1/16
+                stale += len(fresh)
+                if stale * 16 > len(waiting):
+                    waiting = [i for i in waiting if i not in started]
+                    stale = 0
             elif len(fresh) * 64 > len(waiting):
                 waiting = [i for i in waiting if i not in started]
             else:
@@ -321,28 +349,46 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s
+        if aging is not None and t >= next_calc and t < bf_until:
+            # a priority pass: the age term grows (PriorityWeightAge x min(1, age / PriorityMaxAge));
+            # re-sorted only once some job is at the maximum (before, all gain alike)
+            while next_calc <= t:
+                next_calc += calc_p
+            if t - emin >= max_age:
+                import numpy as np  # here only: a CLI start without an age term does not pay for it
+
+                if np_p0 is None:
+                    np_e = np.asarray(elig_t, dtype=float)
+                    np_p0 = np.asarray(prio0, dtype=float) - w_age * np.minimum(1.0, np.maximum(0.0, now - np_e) / max_age)
+                if st_mask is None:
+                    st_mask = np.zeros(n, dtype=bool)
+                    st_mask[list(started)] = True
+                w = np.flatnonzero(~st_mask)  # waiting holds every pending job not started
+                key = np_p0[w] + w_age * np.minimum(1.0, (t - np_e[w]) / max_age)
+                new = w[np.lexsort((w, -key))]  # by priority, ties to the earlier job
+                if not np.array_equal(new, w) or len(w) != len(waiting):
+                    waiting = new.tolist()
+                    reordered = True
+                    changed = True
+                    stale = 0
     return started
-
-
-def _reserved_reason(reason: str) -> bool:
-    """squeue's reason for a job kept off a reservation's nodes: "ReqNodeNotAvail, Reserved for
-    maintenance" (any reservation, MAINT or not; 22.05)."""
-    r = reason.replace("_", " ")
-    return r.startswith("ReqNodeNotAvail") and "Reserved for maintenance" in r
 
 
 def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmSched,
              fractions: Mapping[str, float] | None = None, hidden_cpus: int = 0,
              users: set[str] | None = None, job_ids: set[str] | None = None,
              horizon_s: float = HORIZON_S, total_gpus: int = 0, windows: Sequence[resvplan.Window] = (),
-             skipped: Mapping[str, str] | None = None) -> list[Estimate]:
+             skipped: Mapping[str, str] | None = None, age: tuple[float, float, float] | None = None
+             ) -> list[Estimate]:
     """An Estimate for each pending job (those of `users` / `job_ids` when given; the others are
     still played, they hold the queue). `hidden_cpus`: CPUs in use by jobs the caller cannot see
     (PrivateData), busy through the horizon. `total_gpus`: the cluster's GPUs; a job that asks for
     GPUs takes the larger of its CPUs and its GPUs' share of the CPUs (g x CPUs / GPUs): a GPU-bound
     job waits for the GPUs, a CPU-bound one for the CPUs; conservative where both mix on a node.
     `windows`: the advance reservations modelled (resvplan); `skipped`: {name: why} of those that
-    are not, whose jobs get that reason."""
+    are not, whose jobs get that reason. `age`: (PriorityWeightAge, PriorityMaxAge s,
+    PriorityCalcPeriod s): the age term grows through the horizon and re-sorts the queue (each
+    job eligible since its submission, or its begin time)."""
     fr = dict(fractions or {})
 
     def size(j: QJob) -> int:
@@ -361,7 +407,7 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     skipped = skipped or {}
     for j in pend:
         waiting = (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
-                   or (bool(windows) and _reserved_reason(j.reason)))
+                   or (bool(windows) and resvplan.reserved_reason(j.reason)))
         e = Estimate(j.job_id, j.user, squeue_start=j.start if waiting else None)
         out[j.job_id] = e
         if j.reservation in skipped:
@@ -393,6 +439,11 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     pmember = [widx.get(j.reservation, -1) for j in playable] if windows else None
     rmember = [widx.get(j.reservation, -1) for j in run_jobs] if windows else None
     why: dict[int, int] = {}
+    aging = None
+    if age is not None and age[0] > 0:
+        elig = [max(j.submit if j.submit is not None else now, j.start if (j.reason == "BeginTime" and j.start) else 0.0)
+                for j in playable]
+        aging = (age[0], age[1], age[2], [j.priority for j in playable], elig)
     for name, use_fr in (("typical", True), ("limits", False)):
         running = []
         for j in run_jobs:
@@ -406,7 +457,7 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, size(j), nb))
         runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
-                           [j.user for j in playable], windows, pmember, rmember, why if use_fr else None)
+                           [j.user for j in playable], windows, pmember, rmember, why if use_fr else None, aging)
     for i in want:
         j = playable[i]
         e = out[j.job_id]
@@ -471,7 +522,8 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
 
     return {"now": now, "now_iso": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
             "model": "Slurm's scheduler model, " + sched.source + "; runs: each user's typical fraction of the limit "
-                     "(sacct, 14 days), range up to limits as run times; priorities held as now",
+                     "(sacct, 14 days), range up to limits as run times; priorities as now, but the age term "
+                     "grows at each priority pass (fair-share held)",
             "notes": notes,
             "jobs": [{"job_id": e.job_id, "user": e.user, "start": e.start, "early": e.early, "late": e.late,
                       "reason": e.reason, "squeue_start": e.squeue_start, "fraction": e.extra.get("fraction"),
@@ -534,6 +586,11 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     if "reservations" in pairs.get("PrivateData", "").lower() and os.geteuid() != 0:
         notes.append("PrivateData=reservations: scontrol shows you only the reservations you are in; "
                      "others' may delay your jobs beyond these estimates")
+    age = age_params(pairs)
+    if age is not None:
+        notes.append(f"age: PriorityWeightAge {age[0]:g} over PriorityMaxAge {age[1] / 3600:g} h, a priority pass every "
+                     f"{age[2]:g} s: the queue is re-sorted at each pass within bf_window as the jobs age")
     ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
-                    users=users, job_ids=job_ids, total_gpus=total_gpus, windows=wins, skipped=skipped)
+                    users=users, job_ids=job_ids, total_gpus=total_gpus, windows=wins, skipped=skipped,
+                    age=age)
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)

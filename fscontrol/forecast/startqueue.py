@@ -6,6 +6,7 @@ CPUs and GPUs, squeue's GPUs).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fscontrol.errors import ParseError
@@ -133,3 +134,15 @@ def parse_sinfo(text: str) -> tuple[int, int, int]:
     if not seen:
         raise ParseError(" ".join(SINFO_CPUS_ARGS), "no nodes listed")
     return sum(t for t, _ in seen.values()), max(t for t, _ in seen.values()), sum(a for _, a in seen.values())
+
+
+def age_params(pairs: Mapping[str, str]) -> tuple[float, float, float] | None:
+    """(PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s) from `scontrol show config`'s
+    pairs (Slurm's defaults: weight 0, 7 days, 5 minutes); None without an age weight."""
+    try:
+        w = float(pairs.get("PriorityWeightAge", "0") or 0)
+        m = parse_duration(pairs.get("PriorityMaxAge", "7-00:00:00") or "7-00:00:00")
+        p = parse_duration(pairs.get("PriorityCalcPeriod", "00:05:00") or "00:05:00")
+    except ValueError:
+        return None
+    return (w, float(m or 7 * 86400), float(p or 300)) if w > 0 else None
