@@ -66,18 +66,34 @@ def run(a) -> dict:
     mid = pend[len(pend) // 2].user
     last = pend[-1].user
     sc = SlurmSched(node_cpus=128)
+    # --reservations N: N advance reservations of 10 nodes each, 4 h long, the first 6 h ahead, 12 h apart
+    from fscontrol.forecast.resvplan import Window
+
+    wins = [Window(f"r{k}", now + 6 * 3600 + k * 12 * 3600, now + 10 * 3600 + k * 12 * 3600, 10 * 128)
+            for k in range(a.reservations)]
     if a.impl == "old":
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
         from start_reference import ref_plan
 
         st._plan = ref_plan
+    extra = {"windows": wins} if wins else {}
+    if a.age:
+        # --age: the pending jobs submitted up to 8 days ago (those past 7 days at the maximum age),
+        # PriorityWeightAge 1,000,000 over PriorityMaxAge 7 days, passes every 5 minutes: the
+        # queue is re-sorted at every pass within bf_window (the worst case)
+        from dataclasses import replace
+
+        rng2 = random.Random(a.seed + 2)
+        jobs = [replace(j, submit=now - rng2.uniform(0, 8 * 86400)) if j.state == "PENDING" else j for j in jobs]
+        extra["age"] = (1e6, 7 * 86400.0, 300.0)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"running": len(jobs) - a.pending, "rss_queue_mib": round(rss0, 1), "cases": []}
     for label, user in (("middle of the queue", mid), ("lowest-priority job", last)):
         times = []
         for _ in range(a.repeat):
             t = time.process_time()
-            ests = st.estimate(jobs, now=now, total_cpus=a.nodes * 128, sched=sc, fractions=fr, users={user})
+            ests = st.estimate(jobs, now=now, total_cpus=a.nodes * 128, sched=sc, fractions=fr, users={user},
+                               **extra)
             times.append(time.process_time() - t)
         out["cases"].append({"label": label, "user": user, "jobs": len(ests),
                              "estimated": sum(e.start is not None for e in ests),
@@ -96,17 +112,23 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--impl", choices=("new", "old"), default=None, help="run one planner here, print JSON")
     ap.add_argument("--against-old", action="store_true", help="the old planner too, in its own process")
+    ap.add_argument("--reservations", type=int, default=0, help="advance reservations (10 nodes, 4 h, 12 h apart)")
+    ap.add_argument("--age", action="store_true", help="the age term growing (submissions over 8 days, max age 7)")
     a = ap.parse_args()
+    if (a.reservations or a.age) and a.against_old:
+        ap.error("--against-old plans without reservations: not with --reservations")
     if a.impl:
         print(json.dumps(run(a)))
         return
     res = {}
     for impl in ("new", "old") if a.against_old else ("new",):
         cmd = [sys.executable, __file__, "--impl", impl, "--pending", str(a.pending), "--nodes", str(a.nodes),
-               "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat)]
+               "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat),
+               "--reservations", str(a.reservations), *(["--age"] if a.age else [])]
         res[impl] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     new = res["new"]
-    print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users")
+    print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users, "
+          f"{a.reservations} reservations{', the age term growing' if a.age else ''}")
     for k, c in enumerate(new["cases"]):
         line = (f"  {c['label']} ({c['user']}, {c['jobs']} jobs, {c['estimated']} estimated): CPU {c['cpu_s']:.3f} s "
                 f"(min {c['cpu_min']:.3f}, max {c['cpu_max']:.3f})")

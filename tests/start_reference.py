@@ -176,13 +176,17 @@ def ref_plan(now: float, running: Sequence[tuple[float, float, int]], pending: S
         if not waiting or (need is not None and not need):
             break
         nxt = min(next_bf if t < bf_until else math.inf, next_main, ends[0][0] if ends else math.inf)
+        nb = math.inf
         if begins:
             for i in waiting[:50]:
                 if pending[i][3] > t:
-                    nxt = min(nxt, pending[i][3])
+                    nb = min(nb, pending[i][3])
+            nxt = min(nxt, nb)
         if nxt == math.inf:
             break
         t = max(nxt, t)
+        if nb <= t:
+            changed = True  # a begin time passed (2026-11-27, as start._plan: the next backfill cycle runs)
         while ends and ends[0][0] <= t:
             _, k = heapq.heappop(ends)
             free += psize[k]

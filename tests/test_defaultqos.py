@@ -132,11 +132,12 @@ def test_a_plan_without_q_bills_the_default_qos_and_says_so(tmp_path, monkeypatc
 
 
 # ---------------------------------------------------------------------------- D6b
-# as the 22.05 testbed printed them: a pending array 2_[1-3], a pending hetjob 3 (components 3+0, 3+1 = job 4)
-START_QUEUE = """1|alice|physics|normal|RUNNING|128|10:00|2026-11-27T04:50:00|1|None|2026-11-27T04:50:00|1
-2_[1-3]|alice|physics|normal|PENDING|2|5:00|N/A|1|Resources|2026-11-27T04:50:01|2
-3+0|alice|physics|normal|PENDING|1|5:00|N/A|1|None|2026-11-27T04:50:02|3
-3+1|alice|physics|normal|PENDING|1|5:00|N/A|1|None|2026-11-27T04:50:02|4
+# as the 22.05 testbed printed them: a pending array 2_[1-3], a pending hetjob 3 (components 3+0, 3+1 = job 4);
+# %v (no reservation: "(null)") added before %A as start.SQUEUE_START_ARGS now asks
+START_QUEUE = """1|alice|physics|normal|RUNNING|128|10:00|2026-11-27T04:50:00|1|None|2026-11-27T04:50:00|(null)|1
+2_[1-3]|alice|physics|normal|PENDING|2|5:00|N/A|1|Resources|2026-11-27T04:50:01|(null)|2
+3+0|alice|physics|normal|PENDING|1|5:00|N/A|1|None|2026-11-27T04:50:02|(null)|3
+3+1|alice|physics|normal|PENDING|1|5:00|N/A|1|None|2026-11-27T04:50:02|(null)|4
 """
 SQUEUE_J = {"2_2": "2|2_2\n", "2_9": "", "3+1": "4|3+1\n3|3+0\n", "4": "4|3+1\n", "1": "1|1\n"}
 STATE_J = {"1": "RUNNING|None|physics|normal|1\n", "2_9": ""}
@@ -162,7 +163,7 @@ def test_jobid_takes_the_row_that_is_the_job_asked():
 def test_start_finds_an_array_task_and_a_het_component_as_why_does():
     jobs = startmod.parse_queue(START_QUEUE)
     assert [j.own_id for j in jobs] == ["1", "2", "3", "4"]
-    assert startmod.parse_queue(START_QUEUE.replace("|1\n", "\n", 1))[0].own_id == ""  # an 11-field listing still reads
+    assert startmod.parse_queue(START_QUEUE.replace("|(null)|1\n", "\n", 1))[0].own_id == ""  # an 11-field listing still reads
     src = _Recorded()
     assert startmod.pending_row(src, jobs, "2_2") == "2_[1-3]"  # was: "job 2_2 is not pending"
     assert startmod.pending_row(src, jobs, "3+1") == "3+1" and startmod.pending_row(src, jobs, "4") == "3+1"

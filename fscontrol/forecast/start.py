@@ -31,43 +31,19 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left, insort
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fscontrol.errors import EstimateTooCostly, NotFoundError, ParseError
-from fscontrol.slurm.parse import parse_duration, parse_time
+from fscontrol.errors import EstimateTooCostly, NotFoundError
+from fscontrol.forecast import resvplan
+from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
+    SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, QJob, gpu_count,
+    age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
-# %i as the user knows the job (123_[1-5], 123+1), %A last: its own id, which a named array task or
-# het component resolves to (slurm.jobid)
-SQUEUE_START_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%u|%a|%P|%T|%C|%l|%S|%Q|%r|%V|%A")
-SACCT_FRACTION_ARGS = ("sacct", "-a", "-X", "-n", "-P", "-S", "now-14days", "-E", "now", "-s", "CD,TO,F",
-                       "-o", "User,ElapsedRaw,TimelimitRaw")
-SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
-# the GPUs each job asks for (per node x its nodes, and per job): 'gres:gpu:2' (22.05), 'gres/gpu:2' (26.05)
-SQUEUE_GPU_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,tres-per-node:0|,tres-per-job:0|,NumNodes:0")
-SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
 HORIZON_S = 7 * 86400.0
 # squeue reasons under which only priority and resources stand between a job and its start
 WAITING = {"Priority", "Resources", "None", "BeginTime", "ReqNodeNotAvail", ""}
-
-
-@dataclass(frozen=True, slots=True)
-class QJob:
-    job_id: str
-    user: str
-    account: str
-    partition: str
-    state: str
-    cpus: int
-    limit_s: float | None
-    start: float | None  # running: when it started; pending: squeue's own expected start (or None)
-    priority: float
-    reason: str
-    submit: float | None
-    gpus: int = 0  # the GPUs it asks for (running: holds)
-    own_id: str = ""  # squeue's %A (a pending array's: the array's id); "" from an 11-field listing
 
 
 @dataclass(slots=True)
@@ -82,112 +58,23 @@ class Estimate:
     extra: dict = field(default_factory=dict)
 
 
-def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[QJob]:
-    out = []
-    for no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        f = [x.strip() for x in line.split("|")]
-        if len(f) not in (11, 12):
-            raise ParseError(command, f"{len(f)} fields, expected 12", no, line)
-        try:
-            cpus = int(f[5])
-            prio = float(f[8])
-        except ValueError:
-            raise ParseError(command, "CPUs or priority not a number", no, line) from None
-        lim = parse_duration(f[6]) if f[6] not in ("UNLIMITED", "NOT_SET", "INVALID") else None
-        start = parse_time(f[7]) if f[7] not in ("N/A", "Unknown", "") else None
-        submit = parse_time(f[10]) if f[10] not in ("N/A", "Unknown", "") else None
-        out.append(QJob(f[0], f[1], f[2], f[3], f[4], cpus, None if lim is None else float(lim), start, prio,
-                        f[9], submit, own_id=f[11] if len(f) == 12 else ""))
-    return out
-
-
-def parse_fractions(text: str) -> dict[str, float]:
-    """Each user's median ElapsedRaw / (TimelimitRaw minutes x 60) over `SACCT_FRACTION_ARGS`'s jobs."""
-    by: dict[str, list[float]] = {}
-    for line in text.splitlines():
-        f = line.strip().split("|")
-        if len(f) != 3 or not f[0]:
-            continue
-        try:
-            el, lim = float(f[1]), float(f[2]) * 60.0
-        except ValueError:
-            continue  # UNLIMITED / Partition_Limit: no fraction
-        if lim > 0 and el > 0:
-            by.setdefault(f[0], []).append(min(1.0, el / lim))
-    return {u: statistics.median(v) for u, v in by.items()}
-
-
-def gpu_count(text: str) -> int:
-    """The GPUs in a GRES/TRES string: 'gres:gpu:2', 'gres/gpu:a100:2', 'gpu:4(S:0-1)', 'gres/gpu=2',
-    several comma-separated; 0 for none ('N/A', '(null)', other GRES)."""
-    import re
-
-    n = 0
-    for item in re.split(r",(?![^(]*\))", text or ""):
-        item = re.sub(r"\(.*?\)", "", item.strip())
-        if "gpu" not in item.lower():
-            continue
-        m = re.search(r"[:=](\d+)$", item)
-        n += int(m.group(1)) if m else 1
-    return n
-
-
-def parse_job_gpus(text: str) -> dict[str, int]:
-    """job id -> the GPUs it asks for, from `SQUEUE_GPU_ARGS` (per node x nodes + per job)."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        f = [x.strip() for x in line.split("|")]
-        if len(f) < 4 or not f[0]:
-            continue
-        try:
-            nodes = max(1, int(f[3] or 1))
-        except ValueError:
-            nodes = 1
-        g = gpu_count(f[1]) * nodes + gpu_count(f[2])
-        if g:
-            out[f[0]] = g
-    return out
-
-
-def parse_sinfo_gpus(text: str) -> int:
-    """The cluster's GPUs, from `SINFO_GPU_ARGS` (a node in several partitions counted once)."""
-    seen: dict[str, int] = {}
-    for line in text.splitlines():
-        name, sep, gres = line.strip().partition("|")
-        if sep:
-            seen[name] = gpu_count(gres)
-    return sum(seen.values())
-
-
-def parse_sinfo(text: str) -> tuple[int, int, int]:
-    """(total CPUs, CPUs of the largest node, CPUs allocated now) from `SINFO_CPUS_ARGS`."""
-    seen: dict[str, tuple[int, int]] = {}
-    for line in text.splitlines():
-        f = line.strip().split("|")
-        if len(f) != 3:
-            continue
-        try:
-            a, _i, _o, t = (int(x) for x in f[2].split("/"))
-        except ValueError:
-            raise ParseError(" ".join(SINFO_CPUS_ARGS), "CPUs not A/I/O/T", None, line) from None
-        seen[f[0]] = (t, a)  # a node in several partitions is listed once per partition
-    if not seen:
-        raise ParseError(" ".join(SINFO_CPUS_ARGS), "no nodes listed")
-    return sum(t for t, _ in seen.values()), max(t for t, _ in seen.values()), sum(a for _, a in seen.values())
-
-
 def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequence[tuple[float, float, int, float]],
           total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float,
-          owners: Sequence[str] | None = None) -> dict[int, float]:
+          owners: Sequence[str] | None = None, wins: Sequence = (), pmember: Sequence[int] | None = None,
+          rmember: Sequence[int] | None = None, why: dict[int, int] | None = None,
+          aging: tuple[float, float, float, Sequence[float], Sequence[float]] | None = None) -> dict[int, float]:
     """Start times of the pending jobs (by index): `running` (real end, end at its limit, CPUs),
     `pending` in priority order (run time, limit, CPUs, not before), `blocked` CPUs never free.
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
     within `bf_window` of now; past it every job that fits starts (first fit, a cheap stand-in
     for backfill without reservations; the cost: docs/start.md). `owners`: each pending job's
     user, for `bf_max_job_user` (backfill.c: a user's jobs past that many in a cycle are skipped,
-    and do not count towards `bf_max_job_test`)."""
+    and do not count towards `bf_max_job_test`). `wins`: the advance reservations (resvplan.Window),
+    `pmember` / `rmember` the window each pending / running job is in (-1: none); `why` gets, for
+    a job a reservation kept from starting when CPUs were free, that window's index. `aging`:
+    (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s, each pending job's priority now,
+    its eligible time): at each priority pass within bf_window the age term grows and the queue is
+    re-sorted (only where that can change the order: some job at the maximum age, some not)."""
     n = len(pending)
     size = [p[2] for p in pending]
     limit = [p[1] for p in pending]
@@ -197,9 +84,17 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     runs: list[tuple[float, int]] = []  # (live end, key), sorted: kept as jobs start and end
     ends: list[tuple[float, int]] = []  # (real end, key)
     free = total - blocked
-    for e, le, c in running:
+    kmember = list(pmember) if pmember is not None else [-1] * n
+    holds = resvplan.Holds(wins, total - blocked, live, psize, kmember) if wins else None
+    # the begins of the reservations with pending jobs in them: slurmctld starts those jobs as a
+    # reservation begins (seen on the testbed: at its StartTime to the second)
+    wbegins = sorted({wins[m].begin for m in kmember[:n] if m >= 0}) if wins else []
+    for no, (e, le, c) in enumerate(running):
         k = len(psize)
         psize.append(c)
+        kmember.append(rmember[no] if rmember is not None else -1)
+        if holds is not None:
+            holds.started(k, c)
         live[k] = max(le, e, now)
         runs.append((live[k], k))
         ends.append((max(now, e), k))
@@ -218,10 +113,23 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     begins = any(p[3] > now for p in pending)
     smallest = min(size) if size else 0
 
+    reordered = False  # waiting is no longer in index order (the age term re-sorted it)
+    stale = 0  # then: started jobs left in waiting
+    by_rank: list[int] = []  # past bf_window after a re-sort: the tree's leaves' jobs, and their ranks
+    rank_of: dict[int, int] = {}
+    if aging is not None:
+        w_age, max_age, calc_p, prio0, elig_t = aging
+        next_calc = now + calc_p / 2  # the passes' phase is not known
+        emin, emax = min(elig_t, default=now), max(elig_t, default=now)
+        np_p0 = np_e = None  # each job's priority less its age term now, its eligible time (numpy)
+        if w_age <= 0 or max_age <= 0 or calc_p <= 0 or now - emax >= max_age:
+            aging = None  # no age term, or every job at its maximum now: the order never changes
+    st_mask = None  # (numpy) the pending jobs started, once a re-sort needs it
     fresh: list[int] = []  # started since the last event's bookkeeping
     tree: list[float] = []  # past bf_window: a min-tree of the sizes of the jobs that may start (first fit)
     leaves = 1
     later: list[tuple[float, int]] = []  # past bf_window: (begin, job) of the jobs not yet begun
+    parked: list[tuple[float, int]] = []  # past bf_window: (when, job) of the jobs a reservation keeps out
 
     def start(i: int, at: float) -> None:
         nonlocal free
@@ -231,11 +139,15 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         live[i] = at + limit[i]
         insort(runs, (at + limit[i], i))
         fresh.append(i)
+        if st_mask is not None:
+            st_mask[i] = True
+        if holds is not None:
+            holds.started(i, size[i])
         if tree:
             set_leaf(i, math.inf)
 
     def set_leaf(i: int, v: float) -> None:
-        j = i + leaves
+        j = (rank_of[i] if reordered else i) + leaves
         tree[j] = v
         j >>= 1
         while j:
@@ -270,13 +182,16 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 while leaves < max(1, n):
                     leaves *= 2
                 tree = [math.inf] * (2 * leaves)
+                if reordered:  # the leaves in the queue's order: job by rank
+                    by_rank = [i for i in waiting if i not in started]
+                    rank_of = {i: r for r, i in enumerate(by_rank)}
                 for i in waiting:
                     if i in started:
                         continue
                     if pending[i][3] > t:
                         later.append((pending[i][3], i))
                     else:
-                        tree[leaves + i] = size[i]
+                        tree[leaves + (rank_of[i] if reordered else i)] = size[i]
                 for j in range(leaves - 1, 0, -1):
                     a, b = tree[2 * j], tree[2 * j + 1]
                     tree[j] = a if a < b else b
@@ -284,17 +199,38 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             while later and later[-1][0] <= t:
                 _, i = later.pop()
                 set_leaf(i, size[i])
+            while parked and parked[0][0] <= t:
+                _, i = heapq.heappop(parked)
+                if i not in started:
+                    set_leaf(i, size[i])
             pos = 0
             while free >= smallest:
-                i = first_fit(pos, free)
-                if i < 0:
+                rk = first_fit(pos, free)
+                if rk < 0:
                     break
-                start(i, t)
-                got += 1
-                pos = i + 1
+                i = by_rank[rk] if reordered else rk
+                if holds is None:
+                    start(i, t)
+                    got += 1
+                else:
+                    a, r = holds.avail(i, limit[i], t, free)
+                    if size[i] <= a:
+                        start(i, t)
+                        got += 1
+                    else:
+                        # kept out by a reservation: it waits for that reservation's end (for its
+                        # begin, one in it), not tried at every event (the cost at 10,000 jobs)
+                        w = holds.w[r]
+                        set_leaf(i, math.inf)
+                        heapq.heappush(parked, (w.begin if (kmember[i] >= 0 and t < w.begin) else w.end, i))
+                        if why is not None and kmember[i] < 0:
+                            why[i] = r
+                pos = rk + 1
                 if pos >= leaves:
                     break
         else:
+            failed = False  # with reservations: a job not in one did not fit (job_scheduler.c's failed
+            failed_w: set[int] = set()  # partition), and the windows whose job did not (its failed_resv)
             for i in waiting:  # the main scheduler: the prefix that fits
                 if depth >= sc.default_queue_depth or free < smallest:
                     break
@@ -303,7 +239,20 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 depth += 1
                 if pending[i][3] > t:
                     continue
-                if size[i] > free:
+                if holds is not None:
+                    m = kmember[i]
+                    if (failed and m < 0) or m in failed_w:
+                        continue
+                    a, r = holds.avail(i, limit[i], t, free)
+                    if size[i] > a:
+                        if m >= 0:
+                            failed_w.add(m)  # waits for its reservation; holds no one outside it back
+                            continue
+                        if why is not None and size[i] <= free:
+                            why[i] = r
+                        failed = True  # the jobs in reservations behind it are still tried
+                        continue
+                elif size[i] > free:
                     break
                 start(i, t)
                 got += 1
@@ -313,6 +262,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 per_user: dict[str, int] | None = {} if (sc.bf_max_job_user and owners is not None) else None
                 for i in waiting:
                     if i not in started and pending[i][3] <= t:
+                        if holds is not None and kmember[i] >= 0:
+                            continue  # a job in a reservation: the main scheduler's
                         if per_user is not None:
                             u = owners[i]
                             c = per_user.get(u, 0)
@@ -330,10 +281,18 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                     run = runs  # every live end is after t: max(end, t) is the end
                 else:
                     run = sorted((max(e, t), k) for k, e in live.items())
-                for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small)
+                fixed = holds.fixed(t) if holds is not None else ()
+                for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small,
+                                          fixed=fixed)
                           if free >= small else ()):
                     start(i, t)
                     got += 1
+                if holds is not None and why is not None:
+                    for i in (elig if need is None else [i for i in elig if i in need]):
+                        if i not in started and size[i] <= free:
+                            a, r = holds.avail(i, limit[i], t, free)
+                            if size[i] > a:
+                                why[i] = r
             changed = False
             next_bf = t + sc.bf_interval_s
         if got:
@@ -341,6 +300,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 # the jobs with a begin time are looked for in waiting[:50]: its content kept as it was
                 if len(started) * 4 > len(waiting) or waiting[0] in started:
                     waiting = [i for i in waiting if i not in started]
+            elif reordered:
+                # not in index order: no bisect; the started stay (skipped) until they are 1/16
+                stale += len(fresh)
+                if stale * 16 > len(waiting):
+                    waiting = [i for i in waiting if i not in started]
+                    stale = 0
             elif len(fresh) * 64 > len(waiting):
                 waiting = [i for i in waiting if i not in started]
             else:
@@ -355,16 +320,28 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         if not waiting or (need is not None and not need):
             break
         nxt = min(next_bf if t < bf_until else math.inf, next_main, ends[0][0] if ends else math.inf)
+        while wbegins and wbegins[0] <= t:
+            wbegins.pop(0)
+        if wbegins:
+            nxt = min(nxt, wbegins[0])
+        nb = math.inf
         if begins:
             for i in waiting[:50]:
                 if pending[i][3] > t:
-                    nxt = min(nxt, pending[i][3])
+                    nb = min(nb, pending[i][3])
+            nxt = min(nxt, nb)
         if nxt == math.inf:
             break
         t = max(nxt, t)
+        if nb <= t:
+            # a begin time passed: the main scheduler's job_independent() clears the job's BeginTime
+            # reason and marks the queue changed (last_job_update), so the next backfill cycle runs
+            changed = True
         while ends and ends[0][0] <= t:
             _, k = heapq.heappop(ends)
             free += psize[k]
+            if holds is not None:
+                holds.started(k, -psize[k])
             le = live.pop(k, None)
             if le is not None:
                 j = bisect_left(runs, (le, k))
@@ -372,18 +349,46 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s
+        if aging is not None and t >= next_calc and t < bf_until:
+            # a priority pass: the age term grows (PriorityWeightAge x min(1, age / PriorityMaxAge));
+            # re-sorted only once some job is at the maximum (before, all gain alike)
+            while next_calc <= t:
+                next_calc += calc_p
+            if t - emin >= max_age:
+                import numpy as np  # here only: a CLI start without an age term does not pay for it
+
+                if np_p0 is None:
+                    np_e = np.asarray(elig_t, dtype=float)
+                    np_p0 = np.asarray(prio0, dtype=float) - w_age * np.minimum(1.0, np.maximum(0.0, now - np_e) / max_age)
+                if st_mask is None:
+                    st_mask = np.zeros(n, dtype=bool)
+                    st_mask[list(started)] = True
+                w = np.flatnonzero(~st_mask)  # waiting holds every pending job not started
+                key = np_p0[w] + w_age * np.minimum(1.0, (t - np_e[w]) / max_age)
+                new = w[np.lexsort((w, -key))]  # by priority, ties to the earlier job
+                if not np.array_equal(new, w) or len(w) != len(waiting):
+                    waiting = new.tolist()
+                    reordered = True
+                    changed = True
+                    stale = 0
     return started
 
 
 def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmSched,
              fractions: Mapping[str, float] | None = None, hidden_cpus: int = 0,
              users: set[str] | None = None, job_ids: set[str] | None = None,
-             horizon_s: float = HORIZON_S, total_gpus: int = 0) -> list[Estimate]:
+             horizon_s: float = HORIZON_S, total_gpus: int = 0, windows: Sequence[resvplan.Window] = (),
+             skipped: Mapping[str, str] | None = None, age: tuple[float, float, float] | None = None
+             ) -> list[Estimate]:
     """An Estimate for each pending job (those of `users` / `job_ids` when given; the others are
     still played, they hold the queue). `hidden_cpus`: CPUs in use by jobs the caller cannot see
     (PrivateData), busy through the horizon. `total_gpus`: the cluster's GPUs; a job that asks for
     GPUs takes the larger of its CPUs and its GPUs' share of the CPUs (g x CPUs / GPUs): a GPU-bound
-    job waits for the GPUs, a CPU-bound one for the CPUs; conservative where both mix on a node."""
+    job waits for the GPUs, a CPU-bound one for the CPUs; conservative where both mix on a node.
+    `windows`: the advance reservations modelled (resvplan); `skipped`: {name: why} of those that
+    are not, whose jobs get that reason. `age`: (PriorityWeightAge, PriorityMaxAge s,
+    PriorityCalcPeriod s): the age term grows through the horizon and re-sorts the queue (each
+    job eligible since its submission, or its begin time)."""
     fr = dict(fractions or {})
 
     def size(j: QJob) -> int:
@@ -396,10 +401,23 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     pend.sort(key=lambda j: (-j.priority, int(j.job_id.split("_")[0]) if j.job_id.split("_")[0].isdigit() else 0))
     out: dict[str, Estimate] = {}
     playable: list[QJob] = []
+    widx: dict[str, int] = {}  # a job in a repeating reservation: its first occurrence
+    for k, w in enumerate(windows):
+        widx.setdefault(w.name, k)
+    skipped = skipped or {}
     for j in pend:
-        e = Estimate(j.job_id, j.user, squeue_start=j.start if j.reason in WAITING else None)
+        waiting = (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
+                   or (bool(windows) and resvplan.reserved_reason(j.reason)))
+        e = Estimate(j.job_id, j.user, squeue_start=j.start if waiting else None)
         out[j.job_id] = e
-        if j.reason not in WAITING:
+        if j.reservation in skipped:
+            e.reason = f"runs in reservation {j.reservation}, not modelled: {skipped[j.reservation]}"
+        elif j.reservation and j.reservation not in widx:
+            e.reason = f"runs in reservation {j.reservation}, which holds no CPUs from now on"
+        elif j.reservation and j.cpus > windows[widx[j.reservation]].cpus:
+            e.reason = (f"needs {j.cpus} CPUs, more than the {windows[widx[j.reservation]].cpus} of "
+                        f"reservation {j.reservation}")
+        elif not waiting:
             e.reason = f"waits for {j.reason}, not only for CPUs and priority"
         elif j.limit_s is None:
             e.reason = "no time limit: the jobs behind it cannot be planned"
@@ -418,6 +436,14 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
         # ahead of them (Slurm's rule): they are not played (the cost at 10,000 jobs)
         playable = playable[: max(want) + 1]
     runs = {}
+    pmember = [widx.get(j.reservation, -1) for j in playable] if windows else None
+    rmember = [widx.get(j.reservation, -1) for j in run_jobs] if windows else None
+    why: dict[int, int] = {}
+    aging = None
+    if age is not None and age[0] > 0:
+        elig = [max(j.submit if j.submit is not None else now, j.start if (j.reason == "BeginTime" and j.start) else 0.0)
+                for j in playable]
+        aging = (age[0], age[1], age[2], [j.priority for j in playable], elig)
     for name, use_fr in (("typical", True), ("limits", False)):
         running = []
         for j in run_jobs:
@@ -431,7 +457,7 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, size(j), nb))
         runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
-                           [j.user for j in playable])
+                           [j.user for j in playable], windows, pmember, rmember, why if use_fr else None, aging)
     for i in want:
         j = playable[i]
         e = out[j.job_id]
@@ -443,6 +469,10 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
         vals = [v for v in (a, b) if v is not None]
         e.early, e.late = min(vals), max(vals) if b is not None else None
         e.extra["fraction"] = fr.get(j.user)
+        if pmember is not None and pmember[i] >= 0:
+            e.extra["reservation"], e.extra["reservation_role"] = j.reservation, "in"
+        elif i in why:
+            e.extra["reservation"], e.extra["reservation_role"] = windows[why[i]].name, "delayed by"
     sel = [e for e in out.values() if (users is None or e.user in users) and (job_ids is None or e.job_id in job_ids)]
     return sel
 
@@ -466,8 +496,9 @@ def why_line(e: Mapping, now: float) -> str:
     if e.get("start") is None:
         return f"estimated start: none ({e.get('reason') or 'unknown'})" + (sq if "squeue_start" in e else "")
     late = _hm(e["late"], now) if e.get("late") is not None else "?"
+    rv = f"; {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else ""
     return (f"estimated start: {_hm(e['start'], now)} ({_hm(e['early'], now)} .. {late}; "
-            "fscontrol start explains the model)" + sq)
+            "fscontrol start explains the model)" + rv + sq)
 
 
 def render(d: Mapping) -> str:
@@ -481,7 +512,8 @@ def render(d: Mapping) -> str:
             lines.append(f"{e['job_id']:>10} {e['user']:<10} {'-':>12} {'':>24}  {_hm(e['squeue_start'], now):>14}  {e['reason']}")
             continue
         rng = f"{_hm(e['early'], now)} .. {_hm(e['late'], now) if e['late'] is not None else '?'}"
-        lines.append(f"{e['job_id']:>10} {e['user']:<10} {_hm(e['start'], now):>12} {rng:>24}  {_hm(e['squeue_start'], now):>14}")
+        lines.append(f"{e['job_id']:>10} {e['user']:<10} {_hm(e['start'], now):>12} {rng:>24}  {_hm(e['squeue_start'], now):>14}"
+                     + (f"  {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else ""))
     return "\n".join(lines)
 
 
@@ -490,10 +522,12 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
 
     return {"now": now, "now_iso": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
             "model": "Slurm's scheduler model, " + sched.source + "; runs: each user's typical fraction of the limit "
-                     "(sacct, 14 days), range up to limits as run times; priorities held as now",
+                     "(sacct, 14 days), range up to limits as run times; priorities as now, but the age term "
+                     "grows at each priority pass (fair-share held)",
             "notes": notes,
             "jobs": [{"job_id": e.job_id, "user": e.user, "start": e.start, "early": e.early, "late": e.late,
-                      "reason": e.reason, "squeue_start": e.squeue_start, "fraction": e.extra.get("fraction")}
+                      "reason": e.reason, "squeue_start": e.squeue_start, "fraction": e.extra.get("fraction"),
+                      "reservation": e.extra.get("reservation"), "reservation_role": e.extra.get("reservation_role")}
                      for e in ests]}
 
 
@@ -543,35 +577,24 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
         total_gpus = parse_sinfo_gpus(source.run(SINFO_GPU_ARGS).stdout)
         notes.append(f"GPUs: {total_gpus} on the cluster; a job with GPUs counts as the larger of its CPUs and its "
                      "GPUs' share of the CPUs (GPUs x CPUs / GPUs), so it waits for the GPUs it needs")
+    from fscontrol.slurm.resv import RESV_ARGS, parse_reservations
+
+    wins, skipped, rnotes = resvplan.windows(parse_reservations(source.run(RESV_ARGS).stdout), now)
+    notes += rnotes
+    import os
+
+    if "reservations" in pairs.get("PrivateData", "").lower() and os.geteuid() != 0:
+        notes.append("PrivateData=reservations: scontrol shows you only the reservations you are in; "
+                     "others' may delay your jobs beyond these estimates")
+    age = age_params(pairs)
+    if age is not None:
+        notes.append(f"age: PriorityWeightAge {age[0]:g} over PriorityMaxAge {age[1] / 3600:g} h, a priority pass every "
+                     f"{age[2]:g} s: the queue is re-sorted at each pass within bf_window as the jobs age")
     ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
-                    users=users, job_ids=job_ids, total_gpus=total_gpus)
+                    users=users, job_ids=job_ids, total_gpus=total_gpus, windows=wins, skipped=skipped,
+                    age=age)
     if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
         from dataclasses import replace
 
         ests = [replace(e, job_id=x) for e in ests for x in named.get(e.job_id, [e.job_id])]
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)
-
-
-def pending_row(source, jobs: Sequence[QJob], job_id: str) -> str:
-    """The row of the queue (`jobs`, SQUEUE_START_ARGS's) that is the pending job `job_id` names: its
-    own row, else the one whose own id (%A) squeue gives that name (slurm.jobid: an array task
-    123_4 of a pending 123_[1-5], a het component 123+1 by its own id); NotFoundError (exit 6) with
-    its state when it is not pending, as `why` says it."""
-    from fscontrol.slurm import jobid
-
-    pending = [j for j in jobs if j.state == "PENDING"]
-    row = next((j.job_id for j in pending if j.job_id == job_id), None)
-    if row is None:
-        raw = jobid.resolve(source.run, job_id)
-        row = next((j.job_id for j in pending if raw is not None and j.own_id == raw), None)
-    if row is not None:
-        return row
-    from fscontrol.errors import SlurmCommandError
-
-    try:
-        state, reason, _, _ = jobid.job_state(source.run(jobid.state_args(job_id)).stdout, job_id)
-    except SlurmCommandError:
-        state = reason = None
-    if state is None:
-        raise NotFoundError(f"job {job_id} is not pending (or not visible to you)")
-    raise NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason and reason != "None" else "") + ": it is not pending")

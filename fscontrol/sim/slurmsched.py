@@ -41,7 +41,7 @@ from itertools import accumulate
 from operator import itemgetter
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import ConfigError
 from .availability import Profile
@@ -130,12 +130,15 @@ def whole_nodes(size: int, node_cpus: int, total: int) -> int:
 
 def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[float, int]], size: list[int],
                     est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0,
-                    completing: list[tuple[float, int]] | None = None) -> list[int]:
+                    completing: list[tuple[float, int]] | None = None,
+                    fixed: Sequence[tuple[float, float, int]] = ()) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
     `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
     index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
     CPUs free now; `smallest`: no pending job is smaller (the cycle ends once fewer CPUs are free);
-    `completing`: (when its CPUs are free, CPUs) of the jobs ended but not yet completed.
+    `completing`: (when its CPUs are free, CPUs) of the jobs ended but not yet completed; `fixed`:
+    (begin, end, CPUs) held besides the cycle's own reservations (the cluster's advance
+    reservations, forecast/start.py), each ending after t.
 
     As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
     (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
@@ -180,6 +183,13 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     rbw: list[int] = []
     re_: list[float] = []
     rew: list[int] = []
+    if fixed:
+        for b0, e0, w0 in sorted(fixed):
+            rb.append(b0)
+            rbw.append(w0)
+        for b0, e0, w0 in sorted(fixed, key=itemgetter(1)):
+            re_.append(e0)
+            rew.append(w0)
 
     for k in range(nq):
         if free < smallest:

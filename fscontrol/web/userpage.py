@@ -347,12 +347,13 @@ def _starts_card(starts: Mapping | None) -> str:
                         f'<td></td><td>{sq}</td><td>{esc(e.get("reason") or "")}</td></tr>')
             continue
         late = esc(_hm(e["late"], now)) if e.get("late") is not None else "?"
+        rv = esc(f'{e["reservation_role"]} reservation {e["reservation"]}') if e.get("reservation") else ""
         rows.append(f'<tr data-job="{esc(e["job_id"])}"><td>{esc(e["job_id"])}</td>'
                     f'<td data-k="start" data-v="{esc(e["start"])}">{esc(_hm(e["start"], now))}</td>'
-                    f'<td>{esc(_hm(e["early"], now))} .. {late}</td><td>{sq}</td><td></td></tr>')
+                    f'<td>{esc(_hm(e["early"], now))} .. {late}</td><td>{sq}</td><td>{rv}</td></tr>')
     notes = "".join(f'<p class="note">{esc(n)}</p>' for n in starts.get("notes") or ())
     return (head + f'<p class="sub">{esc(starts.get("model", ""))} (the same as <code>fscontrol start</code>).</p>'
-            '<table><thead><tr><th>job</th><th>estimate</th><th>range</th><th>squeue --start</th><th>why none</th></tr>'
+            '<table><thead><tr><th>job</th><th>estimate</th><th>range</th><th>squeue --start</th><th>why none / reservation</th></tr>'
             f'</thead><tbody>{"".join(rows)}</tbody></table>{notes}</section>')
 
 

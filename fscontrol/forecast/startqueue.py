@@ -1,0 +1,175 @@
+"""The live queue as fscontrol start reads it (forecast/start.py, issue #32 item 4): the commands
+and their parsers (squeue's jobs with their reservation, sacct's run-time fractions, sinfo's
+CPUs and GPUs, squeue's GPUs).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fscontrol.errors import ParseError
+from fscontrol.slurm.parse import parse_duration, parse_time
+
+# %i as the user knows the job (123_[1-5], 123+1), %v its reservation, %A last: its own id, which a
+# named array task or het component resolves to (slurm.jobid)
+SQUEUE_START_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%u|%a|%P|%T|%C|%l|%S|%Q|%r|%V|%v|%A")
+SACCT_FRACTION_ARGS = ("sacct", "-a", "-X", "-n", "-P", "-S", "now-14days", "-E", "now", "-s", "CD,TO,F",
+                       "-o", "User,ElapsedRaw,TimelimitRaw")
+SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
+# the GPUs each job asks for (per node x its nodes, and per job): 'gres:gpu:2' (22.05), 'gres/gpu:2' (26.05)
+SQUEUE_GPU_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,tres-per-node:0|,tres-per-job:0|,NumNodes:0")
+SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
+
+
+@dataclass(frozen=True, slots=True)
+class QJob:
+    job_id: str
+    user: str
+    account: str
+    partition: str
+    state: str
+    cpus: int
+    limit_s: float | None
+    start: float | None  # running: when it started; pending: squeue's own expected start (or None)
+    priority: float
+    reason: str
+    submit: float | None
+    gpus: int = 0  # the GPUs it asks for (running: holds)
+    reservation: str = ""  # the advance reservation it runs in (squeue's %v), "" for none
+    own_id: str = ""  # squeue's %A (a pending array's: the array's id); "" from a shorter listing
+
+
+
+def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[QJob]:
+    out = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        f = [x.strip() for x in line.split("|")]
+        if len(f) not in (11, 12, 13):
+            raise ParseError(command, f"{len(f)} fields, expected 13", no, line)
+        try:
+            cpus = int(f[5])
+            prio = float(f[8])
+        except ValueError:
+            raise ParseError(command, "CPUs or priority not a number", no, line) from None
+        lim = parse_duration(f[6]) if f[6] not in ("UNLIMITED", "NOT_SET", "INVALID") else None
+        start = parse_time(f[7]) if f[7] not in ("N/A", "Unknown", "") else None
+        submit = parse_time(f[10]) if f[10] not in ("N/A", "Unknown", "") else None
+        resv = f[11] if len(f) >= 12 and f[11] not in ("(null)", "N/A") else ""
+        out.append(QJob(f[0], f[1], f[2], f[3], f[4], cpus, None if lim is None else float(lim), start, prio,
+                        f[9], submit, reservation=resv, own_id=f[12] if len(f) == 13 else ""))
+    return out
+
+
+def parse_fractions(text: str) -> dict[str, float]:
+    """Each user's median ElapsedRaw / (TimelimitRaw minutes x 60) over `SACCT_FRACTION_ARGS`'s jobs."""
+    by: dict[str, list[float]] = {}
+    for line in text.splitlines():
+        f = line.strip().split("|")
+        if len(f) != 3 or not f[0]:
+            continue
+        try:
+            el, lim = float(f[1]), float(f[2]) * 60.0
+        except ValueError:
+            continue  # UNLIMITED / Partition_Limit: no fraction
+        if lim > 0 and el > 0:
+            by.setdefault(f[0], []).append(min(1.0, el / lim))
+    return {u: statistics.median(v) for u, v in by.items()}
+
+
+def gpu_count(text: str) -> int:
+    """The GPUs in a GRES/TRES string: 'gres:gpu:2', 'gres/gpu:a100:2', 'gpu:4(S:0-1)', 'gres/gpu=2',
+    several comma-separated; 0 for none ('N/A', '(null)', other GRES)."""
+    import re
+
+    n = 0
+    for item in re.split(r",(?![^(]*\))", text or ""):
+        item = re.sub(r"\(.*?\)", "", item.strip())
+        if "gpu" not in item.lower():
+            continue
+        m = re.search(r"[:=](\d+)$", item)
+        n += int(m.group(1)) if m else 1
+    return n
+
+
+def parse_job_gpus(text: str) -> dict[str, int]:
+    """job id -> the GPUs it asks for, from `SQUEUE_GPU_ARGS` (per node x nodes + per job)."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        f = [x.strip() for x in line.split("|")]
+        if len(f) < 4 or not f[0]:
+            continue
+        try:
+            nodes = max(1, int(f[3] or 1))
+        except ValueError:
+            nodes = 1
+        g = gpu_count(f[1]) * nodes + gpu_count(f[2])
+        if g:
+            out[f[0]] = g
+    return out
+
+
+def parse_sinfo_gpus(text: str) -> int:
+    """The cluster's GPUs, from `SINFO_GPU_ARGS` (a node in several partitions counted once)."""
+    seen: dict[str, int] = {}
+    for line in text.splitlines():
+        name, sep, gres = line.strip().partition("|")
+        if sep:
+            seen[name] = gpu_count(gres)
+    return sum(seen.values())
+
+
+def parse_sinfo(text: str) -> tuple[int, int, int]:
+    """(total CPUs, CPUs of the largest node, CPUs allocated now) from `SINFO_CPUS_ARGS`."""
+    seen: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        f = line.strip().split("|")
+        if len(f) != 3:
+            continue
+        try:
+            a, _i, _o, t = (int(x) for x in f[2].split("/"))
+        except ValueError:
+            raise ParseError(" ".join(SINFO_CPUS_ARGS), "CPUs not A/I/O/T", None, line) from None
+        seen[f[0]] = (t, a)  # a node in several partitions is listed once per partition
+    if not seen:
+        raise ParseError(" ".join(SINFO_CPUS_ARGS), "no nodes listed")
+    return sum(t for t, _ in seen.values()), max(t for t, _ in seen.values()), sum(a for _, a in seen.values())
+
+
+def age_params(pairs: Mapping[str, str]) -> tuple[float, float, float] | None:
+    """(PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s) from `scontrol show config`'s
+    pairs (Slurm's defaults: weight 0, 7 days, 5 minutes); None without an age weight."""
+    try:
+        w = float(pairs.get("PriorityWeightAge", "0") or 0)
+        m = parse_duration(pairs.get("PriorityMaxAge", "7-00:00:00") or "7-00:00:00")
+        p = parse_duration(pairs.get("PriorityCalcPeriod", "00:05:00") or "00:05:00")
+    except ValueError:
+        return None
+    return (w, float(m or 7 * 86400), float(p or 300)) if w > 0 else None
+
+
+def pending_row(source, jobs: Sequence[QJob], job_id: str) -> str:
+    """The row of the queue (`jobs`, SQUEUE_START_ARGS's) that is the pending job `job_id` names: its
+    own row, else the one whose own id (%A) squeue gives that name (slurm.jobid: an array task
+    123_4 of a pending 123_[1-5], a het component 123+1 by its own id); NotFoundError (exit 6) with
+    its state when it is not pending, as `why` says it."""
+    from fscontrol.errors import NotFoundError, SlurmCommandError
+    from fscontrol.slurm import jobid
+
+    pending = [j for j in jobs if j.state == "PENDING"]
+    row = next((j.job_id for j in pending if j.job_id == job_id), None)
+    if row is None:
+        raw = jobid.resolve(source.run, job_id)
+        row = next((j.job_id for j in pending if raw is not None and j.own_id == raw), None)
+    if row is not None:
+        return row
+    try:
+        state, reason, _, _ = jobid.job_state(source.run(jobid.state_args(job_id)).stdout, job_id)
+    except SlurmCommandError:
+        state = reason = None
+    if state is None:
+        raise NotFoundError(f"job {job_id} is not pending (or not visible to you)")
+    raise NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason and reason != "None" else "") + ": it is not pending")
