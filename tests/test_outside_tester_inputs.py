@@ -162,3 +162,18 @@ def test_ascii_plans_still_read():
     from fscontrol.forecast import classic as fc
 
     assert [s.duration_s for s in fc.parse_plan("4cpus:1d,idle:90,2cpus:1-12:30")] == [86400, 5400, 131400]
+
+
+def test_an_interrupt_while_typer_parses_the_options_is_one_line_too(monkeypatch, capsys):
+    """typer's own main turns a KeyboardInterrupt outside the group's invoke (while it parses the
+    options, or leaves the context) into exit 130 with nothing said: the clean-clone CI's
+    `test_an_early_ctrl_c_is_one_line_and_exit_130[0.04]` caught that window once under load."""
+    from fscontrol.cli import app as app_mod
+    from fscontrol.cli.main import exit_code
+
+    def interrupted(self, *a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(app_mod.Group, "make_context", interrupted)
+    assert exit_code(["status", "--db", "/nonexistent/h.db"]) == 130
+    assert capsys.readouterr().err.strip().splitlines() == ["fscontrol: interrupted: `fscontrol status` stopped before it finished"]

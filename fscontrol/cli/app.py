@@ -40,7 +40,7 @@ from fscontrol.cli.options import (
 )
 from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
-from fscontrol.cli.interrupt import ACTING, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
+from fscontrol.cli.interrupt import ACTING, SAID, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
 
 
 class Group(TyperGroup):
@@ -52,6 +52,7 @@ class Group(TyperGroup):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             typer.echo(interrupted_line(ctx.invoked_subcommand), err=True)
+            SAID.append(1)
             raise typer.Exit(130) from None
 
 

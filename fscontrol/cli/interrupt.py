@@ -6,6 +6,7 @@ from __future__ import annotations
 
 # what an interrupt leaves behind, said in the one line it prints (the rest: "stopped")
 ACTING = ("tick", "control", "gate")
+SAID = []  # the app's group said the line already (typer itself turns an interrupt outside it into a silent 130)
 
 
 def interrupted_line(command: str | None) -> str:

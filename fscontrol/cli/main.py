@@ -36,8 +36,17 @@ def _run(args: list[str]) -> None:
 
     every = app.registered_commands, app.registered_groups
     only(args[0] if args else None)  # typer builds the command it runs, not all of them
+    from fscontrol.cli.interrupt import SAID
+
+    del SAID[:]
     try:
         app(args=args, prog_name="fscontrol")
+    except SystemExit as e:
+        # typer turns an interrupt outside the group's invoke (parsing the options, leaving the
+        # context) into exit 130 with nothing said: say it here
+        if e.code == 130 and not SAID:
+            raise KeyboardInterrupt from None
+        raise
     finally:  # called in-process (tests, exit_code): the app keeps all its commands
         app.registered_commands, app.registered_groups = every
 
