@@ -349,3 +349,34 @@ def test_sprio_of_the_old_d_is_not_used_and_status_says_why():
     snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=replace(_config(()), damping_factor=d),
                           shares=tuple(shown), usage_factors={"normal": 1.0}, source="test", prio_fairshare=old)
     assert any("d changed since the last decay pass" in w for w in rstatus.status_data(snap)["warnings"])
+
+
+def test_the_forecast_reads_sshares_fairshare_at_sshares_own_d():
+    """The second outside tester (22.05, `scontrol fsdampeningfactor 5` with slurm.conf at d = 1):
+    a user's own `sshare -u` row prints FairShare at slurm.conf's d, so read at slurmctld's d it
+    disagreed and the forecast fell back to the printed EffectvUsage (w00000@wide: 0.7426443 where
+    status and sprio had 0.7426780). The published file carries the d sshare's FairShare is at."""
+    from test_forecast_cli import T0, _config
+
+    from fscontrol.export import publish as pub
+    from fscontrol.forecast import service as uf
+    from fscontrol.store.history import StoredSnapshot
+
+    d = 5
+    rows = big_tree(busy=2_123_457)
+    exact = fairshare.effective_usage(rows)
+    s = fairshare.norm_shares(rows)
+    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}"), effective_usage=float(f"{exact[r.key]:.6f}"),
+                          norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / rows[0].raw_usage:.6f}"),
+                          fairshare=float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
+                  for r in rows)
+    snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=replace(_config(()), damping_factor=d), shares=shown,
+                          usage_factors={"normal": 1.0}, source="test")
+    published = pub.build_published(snap, target_core_hours=10_000, method="damping", control={"applying": False, "off": False})
+    assert published["config"]["sshare_damping"] == 1 and published["config"]["damping_factor"] == d
+    own = [r for r in shown if r.user == "u1" and r.account == "a0"]
+    want = fairshare.fairshare_factor(exact[("a0", "u1")], s[("a0", "u1")], d)
+    printed_f = fairshare.fairshare_factor(own[0].effective_usage, s[("a0", "u1")], d)
+    assert abs(printed_f - want) > 5e-6  # what the forecast said before
+    got = uf.forecast_data(published, own, user="u1", now=T0, stale_ok=True)["associations"][0]["fairshare"]
+    assert got == pytest.approx(want, abs=1e-6)

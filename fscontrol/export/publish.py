@@ -101,7 +101,7 @@ def build_published(
     `outlooks`: under Fair Tree, every user's outlook in its row (export.outlook), so that a user's
     forecast reads only its own rows; False where the caller forecasts one user itself."""
     from fscontrol.export import privacy
-    from fscontrol.model import fairshare
+    from fscontrol.model import effusage, fairshare
     from fscontrol.model.decay import decay_lambda
 
     cfg = snap.config
@@ -125,11 +125,11 @@ def build_published(
         "config": {
             "slurm_version": cfg.slurm_version,
             "priority_mode": cfg.mode,
-            "damping_factor": d,
+            "damping_factor": d,  # and the d sshare's FairShare is at (its slurm.conf's: forecast's own row)
+            "sshare_damping": effusage.sshare_damping_of(snap.shares) if cfg.mode == "classic" else None,
             "half_life_s": cfg.half_life_s,
             "calc_period_s": cfg.calc_period_s,
-            "private_data": sorted(f.lower() for f in cfg.private_data),
-            "usage_reset_period": cfg.usage_reset_period,  # the forecast warns: it does not model resets
+            "private_data": sorted(f.lower() for f in cfg.private_data), "usage_reset_period": cfg.usage_reset_period,
         },
         "decay_lambda": lam,
         "total_usage": total,

@@ -358,12 +358,13 @@ def _own_rows_refined(mine: list[ShareRow], published: dict[str, Any], d: float)
     from fscontrol.model.effusage import own_effective_usage
 
     exact = {(a["account"], a["user"]): a for a in published.get("associations", []) if a.get("user") in {r.user for r in mine}}
+    d_s = published.get("config", {}).get("sshare_damping") or d  # sshare's FairShare: its slurm.conf's d
     out = []
     for r in mine:
         a = exact.get((r.account, r.user))
         s = a["norm_shares"] if a is not None and a.get("raw_shares") == r.raw_shares and a.get("norm_shares") else None
         out.append(replace(r, norm_shares=s if s is not None else r.norm_shares,
-                           effective_usage=own_effective_usage(r, s, d)))
+                           effective_usage=own_effective_usage(r, s, d_s)))
     return out
 
 

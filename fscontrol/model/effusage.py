@@ -37,7 +37,7 @@ from fscontrol.records import ShareRow
 
 PRINTED_HALF = 5e-7  # half a unit of "%f"'s sixth decimal
 
-__all__ = ["computed_effective_usage", "own_effective_usage", "refined_effective_usage", "sprio_lags", "sshare_damping",
+__all__ = ["computed_effective_usage", "own_effective_usage", "refined_effective_usage", "sprio_lags", "sshare_damping", "sshare_damping_of",
            "PRINTED_HALF", "SPRIO_HALF"]
 
 
@@ -180,13 +180,20 @@ def _print_bounds(p: float | None, fp: float | None, s: float | None, d_s: float
     if d_s is not None and fp is not None and s and s > 0 and fp - hh < 1.0:
         flo = -math.log2(fp + hh) * d_s * s if fp + hh < 1.0 else 0.0
         fhi = -math.log2(fp - hh) * d_s * s if fp - hh > 0 else math.inf
-        if flo <= hi * (1 + 1e-9) and fhi >= lo * (1 - 1e-9):
-            if flo > lo:
-                lo = flo
-            if fhi < hi:
-                hi = fhi
-            if lo > hi:
-                lo = hi = 0.5 * (lo + hi)
+        lo, hi = _within(lo, hi, flo, fhi)
+    return lo, hi
+
+
+def _within(lo: float, hi: float, olo: float, ohi: float) -> tuple[float, float]:
+    """[lo, hi] narrowed to [olo, ohi] where the two bounds agree (overlap, to a relative 1e-9);
+    unchanged where they do not (the other figure is of another d or moment)."""
+    if olo <= hi * (1 + 1e-9) and ohi >= lo * (1 - 1e-9):
+        if olo > lo:
+            lo = olo
+        if ohi < hi:
+            hi = ohi
+        if lo > hi:
+            lo = hi = 0.5 * (lo + hi)
     return lo, hi
 
 
@@ -247,6 +254,14 @@ def sprio_lags(rows: Sequence[ShareRow], sprio: Mapping[tuple[str, str], float] 
         return 0
     ns = list(norm_shares) if norm_shares is not None else classic_shares_in_order(tl)
     return _sprio_rows(rows, tl, ns, sprio, d)[1]
+
+
+def sshare_damping_of(rows: Sequence[ShareRow]) -> int | None:
+    """sshare_damping over a whole tree in sshare's order (its classic NormShares computed here);
+    None where the rows are not one tree or none holds three figures."""
+    rows = list(rows)
+    tl = tree_in_order(rows)
+    return None if tl is None else sshare_damping(rows, classic_shares_in_order(tl))
 
 
 def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d, sprio=None) -> list[float | None]:
@@ -311,14 +326,7 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d, sprio=
         lo, hi = print_bounds(p, r.fairshare, ns[i], d_s)
         fs_i = sprio_at.get(i)
         if fs_i is not None:  # slurmctld's own factor at its d
-            slo, shi = _sprio_bounds(fs_i, ns[i], d)
-            if slo <= hi * (1 + 1e-9) and shi >= lo * (1 - 1e-9):
-                if slo > lo:
-                    lo = slo
-                if shi < hi:
-                    hi = shi
-                if lo > hi:
-                    lo = hi = 0.5 * (lo + hi)
+            lo, hi = _within(lo, hi, *_sprio_bounds(fs_i, ns[i], d))
         half = 0.5 * (hi - lo)
         if e < half and lo - e <= c <= hi + e:  # the rule is the finer, and of the same moment
             v = lo if c < lo else (hi if c > hi else c)
