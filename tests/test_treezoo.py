@@ -263,27 +263,37 @@ def test_published_rows_carry_the_exact_f():
     assert a["effective_usage"] == pytest.approx(4e-7, rel=1e-12)
 
 
-def test_the_forecast_from_the_users_own_sshare_row_is_exact_on_a_large_tree():
-    """`forecast` reads the user's own row live (`sshare -l -P -u`): EffectvUsage 0.000000 and
-    NormShares 0.000010 printed, where slurmctld holds 4e-7 and 1e-5. F from that printed pair is
-    1.000000; the row's FairShare (0.972655) and the published tree's exact NormShares pin
-    slurmctld's 2^(-0.04) (model/effusage.own_effective_usage), to the prints' rounding."""
+def _printed_and_published(rows, d: int):
+    """big_tree's rows as sshare prints them (6 decimals; FairShare at slurm.conf's d = 1), and the
+    file the agent publishes from them with slurmctld at d: (exact UE, NormShares, rows, file)."""
     from test_forecast_cli import T0, _config
 
     from fscontrol.export import publish as pub
-    from fscontrol.forecast import service as uf
     from fscontrol.store.history import StoredSnapshot
 
-    rows = big_tree()
     exact = fairshare.effective_usage(rows)
     s = fairshare.norm_shares(rows)
     shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}"), effective_usage=float(f"{exact[r.key]:.6f}"),
                           norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / rows[0].raw_usage:.6f}"),
                           fairshare=float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
                   for r in rows)
-    snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=_config(()), shares=shown,
+    snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=replace(_config(()), damping_factor=d), shares=shown,
                           usage_factors={"normal": 1.0}, source="test")
     published = pub.build_published(snap, target_core_hours=10_000, method="damping", control={"applying": False, "off": False})
+    return exact, s, shown, published
+
+
+def test_the_forecast_from_the_users_own_sshare_row_is_exact_on_a_large_tree():
+    """`forecast` reads the user's own row live (`sshare -l -P -u`): EffectvUsage 0.000000 and
+    NormShares 0.000010 printed, where slurmctld holds 4e-7 and 1e-5. F from that printed pair is
+    1.000000; the row's FairShare (0.972655) and the published tree's exact NormShares pin
+    slurmctld's 2^(-0.04) (model/effusage.own_effective_usage), to the prints' rounding."""
+    from test_forecast_cli import T0
+
+    from fscontrol.forecast import service as uf
+
+    rows = big_tree()
+    exact, s, shown, published = _printed_and_published(rows, 1)
     own = [r for r in shown if r.user == "u1" and r.account in ("a0", "a1")]  # what `sshare -l -P -u u1` shows of u1
     mine = own[0]
     assert mine.effective_usage == 0.0 and fairshare.fairshare_factor(mine.effective_usage, mine.norm_shares, 1) == 1.0
@@ -356,23 +366,13 @@ def test_the_forecast_reads_sshares_fairshare_at_sshares_own_d():
     a user's own `sshare -u` row prints FairShare at slurm.conf's d, so read at slurmctld's d it
     disagreed and the forecast fell back to the printed EffectvUsage (w00000@wide: 0.7426443 where
     status and sprio had 0.7426780). The published file carries the d sshare's FairShare is at."""
-    from test_forecast_cli import T0, _config
+    from test_forecast_cli import T0
 
-    from fscontrol.export import publish as pub
     from fscontrol.forecast import service as uf
-    from fscontrol.store.history import StoredSnapshot
 
     d = 5
     rows = big_tree(busy=2_123_457)
-    exact = fairshare.effective_usage(rows)
-    s = fairshare.norm_shares(rows)
-    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}"), effective_usage=float(f"{exact[r.key]:.6f}"),
-                          norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / rows[0].raw_usage:.6f}"),
-                          fairshare=float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
-                  for r in rows)
-    snap = StoredSnapshot(id=1, cluster="agave", taken_at=T0, config=replace(_config(()), damping_factor=d), shares=shown,
-                          usage_factors={"normal": 1.0}, source="test")
-    published = pub.build_published(snap, target_core_hours=10_000, method="damping", control={"applying": False, "off": False})
+    exact, s, shown, published = _printed_and_published(rows, d)
     assert published["config"]["sshare_damping"] == 1 and published["config"]["damping_factor"] == d
     own = [r for r in shown if r.user == "u1" and r.account == "a0"]
     want = fairshare.fairshare_factor(exact[("a0", "u1")], s[("a0", "u1")], d)
