@@ -2,9 +2,10 @@
 """The simulator's start times against slurmctld's, on the real testbed (issue #32 item 3).
 
 For each seed and fair-share algorithm: a workload generated from the seed (users in accounts
-with unequal shares, in bursts, 1-64 CPUs on the testbed's one 128-CPU node, runs of 20-150 s
-under time limits a minute or two longer) is submitted to the testbed's slurmctld (22.05, one
-node: the Debian packages run one slurmd per host here), captured (`capture --history`, with
+with unequal shares, in bursts, 1-64 CPUs on the testbed's 128 CPUs, runs of 20-150 s
+under time limits a minute or two longer) is submitted to the testbed's slurmctld (22.05; one
+node of 128 CPUs, or with `--nodes N` N nodes of 128/N, one slurmd each on this host: a new
+testbed folder, as a testbed keeps the nodes it was made with), captured (`capture --history`, with
 the decay passes' phase and SchedulerParameters), replayed (`simulate CAPTURE`, the capture's
 own config) and compared job by job (fscontrol.sim.fidelity). Opt-in: ~10 minutes per run.
 Figures and the command in docs/simulator-fidelity.md.
@@ -119,6 +120,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep the captures here (seedS-ALGO folders)")
     ap.add_argument("--replay", type=Path, nargs="+", help="only replay these kept captures")
     ap.add_argument("--out", type=Path, help="the figures as JSON")
+    ap.add_argument("--nodes", type=int, default=1, choices=range(1, 9), metavar="N",
+                    help="a testbed made here gets N nodes of 128/N CPUs (one slurmd each); default 1")
     a = ap.parse_args()
     results = {}
     if a.replay:
@@ -130,7 +133,10 @@ def main() -> None:
 
         from testbed import ensure_testbed, stop_testbed
 
-        tb = ensure_testbed()
+        import os
+
+        os.environ["TB_CPUS"] = str(128 // a.nodes)
+        tb = ensure_testbed(nodes=a.nodes)
         keep = a.keep or Path(tempfile.mkdtemp(prefix="fscontrol-fidelity-"))
         keep.mkdir(parents=True, exist_ok=True)
         try:

@@ -113,6 +113,8 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_forecast_busy.py": "testbed-f",  # ~15, opt-in (FSCONTROL_BUSY_FORECAST=1): not passing yet
     "test_integration_limits.py": "testbed-c",  # 0.6 (limits set with sacctmgr, one decay pass; 24.11 0.7, 26.05 0.7)
     "test_integration_simsweep.py": "testbed-a",  # ~1 (a 4-task job array of simulations, a capture --history)
+    # a testbed of its own with two nodes (two slurmd on this host): a 2-node job's billing, a capture of 2 nodes
+    "test_integration_multinode.py": "testbed-nodes",  # ~1.1 (22.05 68 s)
 }
 
 

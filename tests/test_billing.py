@@ -96,8 +96,8 @@ def test_max_tres_gres_on_a_multi_node_job_is_over_the_jobs_totals():
     assoc_mgr_tres_weighted on tres_alloc_cnt: CPU, Mem and Node are the job's totals, Node the node
     count), not node by node. A 2-node job, 8 CPUs and 4 GPUs (2 a node), under
     CPU=1.0,Node=6.0,GRES/gpu=8.0: MAX_TRES_GRES is max(8, 2 x 6) + 4 x 8 = 44, MAX_TRES max(8, 12, 32)
-    = 32, the sum 8 + 12 + 32 = 52. (One slurmd a host in Debian's build, so the testbed has no
-    2-node job: this is hand-worked from the source.)"""
+    = 32, the sum 8 + 12 + 32 = 52. Hand-worked from the source; slurmctld's own figure for this job
+    on a two-node testbed: tests/test_integration_multinode.py (44 on 26.05, 32 on 22.05 and 24.11)."""
     w = b.parse_weights("CPU=1.0,Node=6.0,GRES/gpu=8.0")
     job = b.parse_tres("cpu=8,gres/gpu=4,node=2")
     assert b.billing(job, w, "NO_FAIR_TREE,MAX_TRES_GRES", release="26.05") == 44.0

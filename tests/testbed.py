@@ -356,8 +356,11 @@ class Testbed:
         return fixed
 
 
-def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
-    """Start (or reuse) the testbed in `directory`. Raises TestbedUnavailable with the reason."""
+def ensure_testbed(directory: Path = DEFAULT_DIR, *, offset: int = PORT_OFFSET, nodes: int = 1) -> Testbed:
+    """Start (or reuse) the testbed in `directory`. Raises TestbedUnavailable with the reason.
+    `offset`: its ports (a second testbed of the same worker: PORT_OFFSET + 5, in the 10 ports
+    the worker's offset owns); `nodes`: how many slurmd, one per node (testbed.sh TB_NODES), used
+    when it is made."""
     if os.geteuid() != 0:
         raise TestbedUnavailable("the Slurm testbed needs root (it starts daemons and switches job users)")
     slurm = ("slurmctld", "slurmd", "slurmdbd") if SLURM_VERSION == "22.05" else ()
@@ -374,7 +377,8 @@ def ensure_testbed(directory: Path = DEFAULT_DIR) -> Testbed:
         with open(START_LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # starts one after another; the testbeds then run side by side
             p = subprocess.run([str(SCRIPT), "start", str(directory)], capture_output=True, text=True, timeout=300,
-                               env={**os.environ, **testbed_env(), "TB_SLURM": SLURM_VERSION})
+                               env={**os.environ, **testbed_env(offset), "TB_SLURM": SLURM_VERSION,
+                                    "TB_NODES": str(nodes)})
         if p.returncode != 0:
             raise TestbedUnavailable(f"scripts/testbed.sh start failed: {p.stderr.strip()[-2000:]}")
     return Testbed(dir=directory, started_here=not running, env=testbed_client_env(directory))

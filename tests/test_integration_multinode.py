@@ -1,0 +1,132 @@
+"""A testbed of two nodes: two slurmd on this host, one per node, each on its own port
+(`NodeName=... Port=`; scripts/testbed.sh TB_NODES). Debian's slurmd is built without
+--enable-multiple-slurmd, yet 22.05, 24.11 and 26.05 each run several on one host when every
+node has a port of its own and `-N` names it (each its spool, pid and log file through %n).
+
+- A job of two nodes bills as slurmctld bills it: under CPU=1.0,Node=6.0,GRES/gpu=8.0 a
+  2-node job of 8 CPUs and 2 GPUs a node (4 in all) bills MAX_TRES_GRES (26.05)
+  4 x 8 + max(8, 2 x 6) = 44 and MAX_TRES (22.05, 24.11: they read MAX_TRES_GRES as MAX_TRES)
+  max(8, 12, 32) = 32: over the job's totals, not node by node (tests/test_billing.py has the
+  case worked by hand from assoc_mgr.c; this is slurmctld's own figure, from sacct's AllocTRES).
+- A capture of the two-node machine holds both nodes, and `simulate CAPTURE` runs on two nodes
+  of 16 CPUs (a reservation holds whole nodes), not one of 32.
+
+Its own testbed (a folder and ports beside the worker's), stopped at the end. In group testbed-c;
+on 22.05, 24.11 and 26.05 (scripts/test.sh's lists)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from fscontrol.model import billing
+from fscontrol.slurm import parse
+
+pytestmark = pytest.mark.slurm
+
+NODE_CPUS = 16
+WEIGHTS = "CPU=1.0,Node=6.0,GRES/gpu=8.0"
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    from testbed import DEFAULT_DIR, PORT_OFFSET, TestbedUnavailable, ensure_testbed, stop_testbed
+
+    directory = DEFAULT_DIR.with_name(DEFAULT_DIR.name + "-nodes2")
+    env_cpus = os.environ.get("TB_CPUS")
+    os.environ["TB_CPUS"] = str(NODE_CPUS)
+    try:
+        tb = ensure_testbed(directory, offset=PORT_OFFSET + 5, nodes=2)
+    except TestbedUnavailable as e:
+        if os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1":
+            pytest.fail(f"real-Slurm tests must run here but the two-node testbed is unavailable: {e}", pytrace=False)
+        pytest.skip(f"Slurm testbed unavailable: {e}")
+    finally:
+        if env_cpus is None:
+            os.environ.pop("TB_CPUS", None)
+        else:
+            os.environ["TB_CPUS"] = env_cpus
+    yield tb
+    tb.cancel_all()
+    if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
+        stop_testbed(tb)
+
+
+def _nodes(tb) -> dict[str, str]:
+    out = tb.run("sinfo", "-h", "-N", "-p", "normal", "-o", "%N %c %t")
+    return {f[0]: f[1] for f in (ln.split() for ln in out.splitlines() if ln.strip())}
+
+
+def _alloc_tres(tb, job: str, timeout: float = 60) -> str:
+    end = time.time() + timeout
+    while True:
+        out = tb.run("sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,State,AllocTRES").strip()
+        f = out.split("|") if out else []
+        if len(f) == 3 and "billing=" in f[2] or time.time() > end:
+            return f[2] if len(f) == 3 else out
+        time.sleep(1)
+
+
+def test_two_slurmd_on_one_host_make_two_nodes(two_nodes):
+    assert _nodes(two_nodes) == {"tbnode1": str(NODE_CPUS), "tbnode2": str(NODE_CPUS)}
+    job = two_nodes.submit("alice", "flat", 2 * NODE_CPUS - 4, 5)
+    tres = _alloc_tres(two_nodes, job)
+    assert "node=2" in tres and f"cpu={2 * NODE_CPUS - 4}" in tres, tres
+
+
+def test_a_two_node_job_bills_over_its_totals(two_nodes):
+    from testbed import SLURM_VERSION
+
+    has = billing.has_max_tres_gres(SLURM_VERSION)
+    conf = two_nodes.conf.read_text()
+    try:
+        two_nodes.set_conf(PriorityFlags="NO_FAIR_TREE,MAX_TRES_GRES")
+        for _ in range(60):  # (24.11+: the reconfigure restarts slurmctld)
+            if two_nodes.controller_up():
+                break
+            time.sleep(1)
+        two_nodes.scontrol("update", "partitionname=normal", f"TRESBillingWeights={WEIGHTS}")
+        job = two_nodes.submit("alice", "flat", 8, 30, nodes="2", gres="gpu:2")
+        tres = _alloc_tres(two_nodes, job)
+        assert "node=2" in tres and "gres/gpu=4" in tres and "cpu=8" in tres, tres
+        got = parse._billing(tres)
+        assert got == (44 if has else 32), (SLURM_VERSION, tres)  # by hand, above
+        flags = "NO_FAIR_TREE,MAX_TRES_GRES" if has else "NO_FAIR_TREE,MAX_TRES"
+        model = billing.billing(billing.parse_tres(tres), billing.parse_weights(WEIGHTS), flags, release=SLURM_VERSION)
+        assert model == got, (model, got, tres)
+    finally:
+        two_nodes.cancel_all()
+        two_nodes.conf.write_text(conf)
+        two_nodes.scontrol("reconfigure")
+        for _ in range(60):
+            if two_nodes.controller_up():
+                break
+            time.sleep(1)
+
+
+def test_a_capture_of_two_nodes_replays_on_two_nodes(two_nodes, tmp_path):
+    from fscontrol.sim import history
+    from fscontrol.sim.run import _node_sched
+    from fscontrol.sim.slurmsched import SlurmSched
+    from fscontrol.slurm.source import capture
+
+    two_nodes.cancel_all()
+    t0 = time.time()
+    a = two_nodes.submit("alice", "flat", NODE_CPUS + 4, 20)   # two nodes
+    b = two_nodes.submit("bob", "flat", NODE_CPUS, 20)
+    for _ in range(120):
+        if not two_nodes.run("squeue", "-h", "-p", "normal", "-o", "%A").strip():
+            break
+        time.sleep(1)
+    time.sleep(2)
+    folder = tmp_path / "cap"
+    capture(two_nodes.source(), folder, history_s=time.time() - t0 + 2, note="two nodes")
+    nodes = history.parse_nodes((folder / "nodes.txt").read_text())
+    assert {k: v[0] for k, v in nodes.items()} == {"tbnode1": NODE_CPUS, "tbnode2": NODE_CPUS}
+    w = history.read_history(folder, partitions=["normal"])
+    assert w.meta["machine"] == {"nodes": 2, "cpus": 2 * NODE_CPUS}, w.meta["machine"]
+    assert w.nodes == 2 * NODE_CPUS
+    assert {a, b} <= {j.job_id for j in w.jobs}, (a, b, [j.job_id for j in w.jobs])
+    assert _node_sched(SlurmSched(), w).node_cpus == NODE_CPUS
