@@ -133,8 +133,9 @@ def test_simulator_matches_slurm_usage_and_sprio_at_every_pass(slurm):
 def test_a_capture_holds_what_a_replay_needs(slurm, tmp_path):
     """Issue #32 item 2: a capture keeps the decay passes' phase (slurmctld's own record,
     StateSaveLocation/priority_last_decay_ran), its SchedulerParameters (config.txt), the nodes
-    and the pending jobs with their limits; `simulate CAPTURE -p mf-classic` replays with the
-    capture's config (and says so), its passes in slurmctld's phase."""
+    and the pending jobs with their limits, the advance reservations; `simulate CAPTURE -p
+    mf-classic` replays with the capture's config (and says so, and names the reservations it does
+    not model), its passes in slurmctld's phase."""
     import json
 
     from typer.testing import CliRunner
@@ -147,12 +148,15 @@ def test_a_capture_holds_what_a_replay_needs(slurm, tmp_path):
     slurm.cancel_all()
     state = str(slurm.dir / "spool" / "ctld")
     held = slurm.submit("alice", "flat", 4, 300, begin="now+3600")  # pending at the capture, with its limit
+    slurm.scontrol("create", "reservation", "reservationname=fsc_cap", "starttime=now+3600", "duration=10",
+                   "users=alice", "corecnt=32", "partitionname=normal")
     try:
         before = last_decay_pass(state)
         capture(slurm.source(), tmp_path / "cap", history_s=600)
         after = last_decay_pass(state)
     finally:
         slurm.cancel_all()
+        slurm.run("scontrol", "delete", "reservation=fsc_cap", check=False)
     meta = json.loads((tmp_path / "cap" / "meta.json").read_text())
     assert meta["priority_last_decay_ran"] in (before, after) and before is not None
     config = (tmp_path / "cap" / "config.txt").read_text()
@@ -162,8 +166,12 @@ def test_a_capture_holds_what_a_replay_needs(slurm, tmp_path):
     w = load_workload(str(tmp_path / "cap"))
     assert w.meta["last_decay_pass"] == meta["priority_last_decay_ran"]
     assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128}
+    resv = w.meta["reservations"]  # advance reservations: recorded, named by the replay (not modelled)
+    assert [(r["name"], r["cpus"], r["users"]) for r in resv] == [("fsc_cap", 32, "alice")], resv
+    assert 3500 < resv[0]["start"] - meta["history_window"][1] < 3700 and resv[0]["end"] - resv[0]["start"] == 600
     job = next(j for j in w.jobs if j.job_id == held)
     assert (job.size, job.estimate) == (4, 420.0)  # testbed.submit: -t seconds // 60 + 2 minutes
     r = CliRunner().invoke(app, ["simulate", str(tmp_path / "cap"), "-p", "mf-classic", "--no-progress"])
     assert r.exit_code == 0, r.output
     assert "a capture's config wins over a preset" in r.output and "scheduler: slurmctld's" in r.output
+    assert "the capture holds 1 advance reservation(s) (fsc_cap): the replay does not model them" in r.output

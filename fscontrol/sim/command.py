@@ -147,6 +147,11 @@ def simulate(o: SimulateOptions) -> SimulateOutput:
         s_.policy()  # a bad -p fails here, before the workload is read
     wspec = sw.WorkloadSpec(o.workload, options)
     wl = load_workload(o.workload, **options)
+    resv = wl.meta.get("reservations") or []
+    if resv:
+        rnames = ", ".join(r["name"] for r in resv[:3]) + (f" and {len(resv) - 3} more" if len(resv) > 3 else "")
+        out.notes.append(f"the capture holds {len(resv)} advance reservation(s) ({rnames}): the replay does not "
+                         "model them, so jobs they delayed may start earlier here than slurmctld started them")
     per_user = o.by == "user"
     if o.sbatch is not None:
         out.sbatch_script = sw.write_sbatch(o.sbatch, wspec, specs, per_user=per_user)

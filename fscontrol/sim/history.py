@@ -351,6 +351,21 @@ def _queue(d: Path, commands: dict) -> dict[str, Any]:
                                                                                or ["squeue"]))}
 
 
+def _reservations(d: Path, commands: dict, window: list | None) -> list[dict[str, Any]]:
+    """The capture's advance reservations (``reservations.txt``, scontrol -o show reservation) that
+    reach into its history window or later: name, start, end, CPUs, nodes, flags, users, accounts."""
+    path = d / "reservations.txt"
+    if not path.is_file():
+        return []
+    from fscontrol.slurm.resv import parse_reservations
+
+    since = float(window[0]) if window else float("-inf")
+    rs = parse_reservations(path.read_text(), " ".join(commands.get("reservations", {}).get("argv") or ["scontrol"]))
+    return [{"name": r.name, "start": r.start, "end": r.end, "cpus": r.cpus, "nodes": r.nodes,
+             "flags": sorted(r.flags), "users": r.users, "accounts": r.accounts}
+            for r in rs if r.end > since]
+
+
 def read_history(
     folder: str | Path,
     *,
@@ -430,6 +445,7 @@ def read_history(
     if (d / "sshare.txt").is_file():
         shares = parse.parse_sshare((d / "sshare.txt").read_text(), " ".join(commands.get("sshare", {}).get("argv") or ["sshare"]))
     window = meta.get("history_window") if source == "jobs" else meta.get("sacct_window")
+    reservations = _reservations(d, commands, window)
     return Workload(
         name=d.name,
         nodes=size,
@@ -449,6 +465,7 @@ def read_history(
             "unit": unit,
             "machine": node_info,
             "partitions": sorted(parts) if parts else None,
+            "reservations": reservations,
             "stats": stats,
         },
     )

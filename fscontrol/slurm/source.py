@@ -384,7 +384,9 @@ def capture(source: LiveSlurm, folder: Path, window_s: float = 3600.0, note: str
     history_s: also record what the simulator needs to replay the last `history_s` seconds
     (``fscontrol simulate FOLDER``, fscontrol.sim.history): `jobs` (sacct with eligible times,
     time limits, CPUs and nodes, times not clipped), `nodes` (sinfo: each node's CPUs and
-    partitions) and `deps` (squeue: the pending jobs' dependencies); the association tree with its shares is the sshare output every capture has.
+    partitions), `deps` (squeue: the pending jobs' dependencies) and `reservations` (scontrol -o
+    show reservation: the advance reservations); the association tree with its shares is the sshare
+    output every capture has.
 
     The folder is made private (0700) and every file in it 0600: they name users and accounts.
 
@@ -467,6 +469,9 @@ def _capture_into(source: LiveSlurm, folder: Path, window_s: float, note: str, s
         outputs["jobs"] = source.run(parse.history_sacct_args(_iso_local(hist_start), _iso_local(end)))
         outputs["nodes"] = source.run(parse.NODES_ARGS)
         outputs["deps"] = source.run(parse.DEPS_ARGS)
+        from fscontrol.slurm.resv import RESV_ARGS
+
+        outputs["reservations"] = source.run(RESV_ARGS)  # advance reservations (the replay names them)
     cfg = parse.parse_config(outputs["config"].stdout)
     meta = {
         "cluster": source.cluster or cfg.cluster,
