@@ -13,6 +13,7 @@ import math
 from bisect import bisect_left as _bisect_left
 from bisect import insort as _insort
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 from fscontrol.act import control
@@ -49,6 +50,7 @@ insort: Final = _insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
+_second: Final = itemgetter(1)
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way). Keying
 # them all was faster at every size measured (whole SDSC log, hybrid at x2: 31 s against 57 s with
@@ -353,7 +355,6 @@ def simulate(
     pm_wfx: dict[int, float] = {}  # wf x F by association (memo, the pass's)
     pm_b = [0]  # jobs of index < pm_b[0] were queued at the pass; the others arrived since
     pm_heap: list[int] = []  # the associations' first keys (stale ones: the job started)
-    pm_built = [True]  # (pm_heap is built at the first read after a pass)
     tail: list[int] = []
 
     def pm_key(i: int) -> int:
@@ -368,22 +369,8 @@ def simulate(
         p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
         return -(int(p) if p >= 1 else 1) * QK + i
 
-    def pm_build() -> None:
-        pm_built[0] = True
-        b = pm_b[0]
-        h: list[int] = []
-        for kp in pend_l:
-            i = kp >> PS
-            if i >= b:
-                break
-            h.append(pm_key(i))
-        heapq.heapify(h)
-        pm_heap[:] = h
-
     def pm_top() -> int:
         """The first queue key (0: the queue is empty)."""
-        if not pm_built[0]:
-            pm_build()
         h = pm_heap
         while h and start[h[0] & QM] != INF:
             heappop(h)
@@ -410,12 +397,13 @@ def simulate(
         """The first queued job in the order that fits in f nodes and under the shadow or in the
         extra nodes (one exists: bf_any), as pass_easy's scan finds it."""
         top = f if f < q_none else q_none - 1
-        cnt = 0
-        ends: list[int] = []
+        cands: list[tuple[float, int]] = []  # (limit, index) of every job that fits, by size
         for s in range(q_min, top + 1):
             es = est_sz[s]
+            if not es:
+                continue
             if s <= extra:
-                m = len(es)
+                cands += es
             else:  # the jobs with t + limit <= shadow: a prefix (t + limit rises with the limit)
                 lo = 0
                 hi = len(es)
@@ -425,38 +413,29 @@ def simulate(
                         lo = mid + 1
                     else:
                         hi = mid
-                m = lo
-            ends.append(m)
-            cnt += m
+                if lo:
+                    cands += es[:lo]
         b = pm_b[0]
+        cnt = len(cands)
         if cnt <= pm_enum:
             # not too many: the least key among them (an association's first candidate, the least
             # index, has its least key: only those are keyed; an arrival's key is its own)
+            idx = sorted(map(_second, cands))
+            nb = bisect_left(idx, b)  # (idx[nb:]: the arrivals since the pass)
             best = 0
-            firsts: dict[int, int] = {}
-            for s in range(q_min, top + 1):
-                es = est_sz[s]
-                for k in range(ends[s - q_min]):
-                    i = es[k][1]
-                    if i < b:
-                        a = job_assoc[i]
-                        if a in firsts:
-                            if i < firsts[a]:
-                                firsts[a] = i
-                        else:
-                            firsts[a] = i
-                    else:
-                        kq = -prio_of[i] * QK + i
-                        if best == 0 or kq < best:
-                            best = kq
-            for i in firsts.values():
+            for k in range(nb, cnt):
+                i = idx[k]
+                kq = -prio_of[i] * QK + i
+                if best == 0 or kq < best:
+                    best = kq
+            first = idx[:nb]
+            first.reverse()  # (a dict keeps the last value given for a key: each association's least index)
+            for i in dict(zip(map(job_assoc.__getitem__, first), first)).values():
                 kq = pm_key(i)
                 if best == 0 or kq < best:
                     best = kq
             return best & QM
         # many: the queue in order (the associations' pending jobs merged, and the tail) until one fits
-        if not pm_built[0]:
-            pm_build()
         mh: list[tuple[int, int, int]] = []
         for kq in pm_heap:
             i = kq & QM
@@ -534,7 +513,7 @@ def simulate(
                 del pend_l[bisect_left(pend_l, (i << PS) | a)]
                 if uq:
                     insort(pend_l, (uq[0] << PS) | a)
-                    if pm_on[0] and pm_built[0] and uq[0] < pm_b[0]:
+                    if pm_on[0] and uq[0] < pm_b[0]:
                         heappush(pm_heap, pm_key(uq[0]))
             else:
                 del uq[bisect_left(uq, i)]
@@ -980,6 +959,11 @@ def simulate(
                 pend = [n << PS]
             runs = runs_l
             lp = last_pass
+            # in `pm` mode after this pass, the heap of the pending users' first jobs, keyed here
+            hk_on = not quiet and pm_after()
+            hk = pm_heap
+            if hk_on:
+                del hk[:]
             d_full = dt
             f_full = f_dt  # f1**d_full
             d_now = damp[0]
@@ -1029,37 +1013,42 @@ def simulate(
                 # own FairShare (the same operations)
                 if shares_parent[a]:
                     S[0] = root
-                    user_fs(a)
-                    continue
-                fa = fsp_ix[a]
-                ue_fs = ue_acct.get(fa)
-                if ue_fs is None:
-                    if fa == 0:
-                        ue_fs = 1.0
-                    elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
-                        x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
-                        if root0 > 0:
-                            un = x / root0
-                            if not un < 1.0:
-                                un = 1.0
-                        else:
-                            un = 0.0
-                        kind, w = rule[fa]
-                        ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
-                        ue_acct[fa] = ue_fs
-                    else:
-                        ue_fs = acct_ue(fa)
-                if root > 0:
-                    un = S[a] / root
-                    if not un < 1.0:
-                        un = 1.0
+                    fu = user_fs(a)
                 else:
-                    un = 0.0
-                kind, w = rule[a]
-                v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-                ue_user[a] = v
-                ns = norm_s[a]
-                f_cache[a] = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
+                    fa = fsp_ix[a]
+                    ue_fs = ue_acct.get(fa)
+                    if ue_fs is None:
+                        if fa == 0:
+                            ue_fs = 1.0
+                        elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
+                            x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
+                            if root0 > 0:
+                                un = x / root0
+                                if not un < 1.0:
+                                    un = 1.0
+                            else:
+                                un = 0.0
+                            kind, w = rule[fa]
+                            ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
+                            ue_acct[fa] = ue_fs
+                        else:
+                            ue_fs = acct_ue(fa)
+                    if root > 0:
+                        un = S[a] / root
+                        if not un < 1.0:
+                            un = 1.0
+                    else:
+                        un = 0.0
+                    kind, w = rule[a]
+                    v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+                    ue_user[a] = v
+                    ns = norm_s[a]
+                    fu = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
+                    f_cache[a] = fu
+                if hk_on:  # the key of the user's first job at this pass: pm_key(p), inlined
+                    age = t - eligible[p]
+                    pr = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fu
+                    hk.append(-(int(pr) if pr >= 1 else 1) * QK + p)
             S[0] = root
             last_pass = t
             if qkeys and not quiet:
@@ -1076,6 +1065,14 @@ def simulate(
     # later arrivals are appended with their own priority and sorted in then).
     lazy_ok = (depth == 1 or sched is not None) and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
+
+    def pm_after() -> bool:
+        """Whether the queue is in `pm` mode after a pass now (reprioritise_at_pass's choice)."""
+        if not pm:
+            return False
+        if pm_on[0]:
+            return len(qkeys) >= pm_q_off
+        return len(qkeys) >= pm_q_on
 
     def reprioritise_at_pass(t: float) -> None:
         if pm and pm_on[0] and len(qkeys) < pm_q_off:
@@ -1100,7 +1097,7 @@ def simulate(
             pm_wfx.clear()
             pm_b[0] = ai  # (the next arrival)
             del tail[:]
-            pm_built[0] = False
+            heapq.heapify(pm_heap)  # (the pending users' first jobs, keyed by the pass's walk)
             return
         if lazy_ok and free < q_min:
             # Fair Tree's F, every user's, stays until the next pass: read at the first look; classic:
