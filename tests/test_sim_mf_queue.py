@@ -1,5 +1,7 @@
 """The multifactor engine's merged queue (`pm` mode in sim/mfcore.py: under EASY with the presets'
 classic priorities, each association's pending jobs in index order, keyed at the pass on demand,
+each pending user's F at a pass computed only when read, the associations' first keys taken in
+order from bounds that hold for mfcore.LZ_W passes,
 instead of every job re-keyed and the queue re-sorted at every pass; taken and left at passes as the
 queue grows and shrinks) against the engine with the mode off (mfcore.PM_ON = False: the re-keyed, re-sorted queue, as before the change), on the
 same jobs: every start and end time, the start order, every association's final usage, the pass
@@ -38,18 +40,20 @@ def compressed(w: Workload, factor: float) -> Workload:
     return Workload(f"{w.name} x{factor:g}", w.nodes, jobs)
 
 
-VARIANTS = (  # label, PM_ON, PM_ENUM, PM_QUEUE_ON, PM_QUEUE_OFF (None: the module's)
-    ("off", False, None, None, None),
-    ("walk", True, 0, 1, 0),  # the mode at every pass with a queue, the queue walked for each pick
-    ("keyed", True, 10**9, 1, 0),  # ... the candidates keyed
-    ("switching", True, None, 6, 3),  # in and out of the mode as the queue grows and shrinks
-    ("default", True, None, None, None),
+VARIANTS = (  # label, PM_ON, PM_ENUM, PM_QUEUE_ON, PM_QUEUE_OFF, LZ_W (None: the module's)
+    ("off", False, None, None, None, None),
+    ("walk", True, 0, 1, 0, None),  # the mode at every pass with a queue, the queue walked for each pick
+    ("keyed", True, 10**9, 1, 0, None),  # ... the candidates keyed
+    ("switching", True, None, 6, 3, None),  # in and out of the mode as the queue grows and shrinks
+    ("bound-1", True, None, 1, 0, 1),  # the first keys' bounds renewed at every pass
+    ("bound-1000", True, None, 1, 0, 1000),  # ... kept 1,000 passes (loose: many keyed)
+    ("default", True, None, None, None, None),
 )
 
 
 def _runs(mod, monkeypatch, thunk):
     """The run with the mode off, and with it on in each way."""
-    saved = {k: getattr(mod, k) for k in ("PM_ON", "PM_ENUM", "PM_QUEUE_ON", "PM_QUEUE_OFF")}
+    saved = {k: getattr(mod, k) for k in ("PM_ON", "PM_ENUM", "PM_QUEUE_ON", "PM_QUEUE_OFF", "LZ_W")}
     out = {}
     for label, *vals in VARIANTS:
         for k, v in zip(saved, vals):

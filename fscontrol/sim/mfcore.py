@@ -60,6 +60,8 @@ PM_ENUM = 1 << 16
 # taken at a pass with at least PM_QUEUE_ON jobs queued, left at one with fewer than PM_QUEUE_OFF
 # (a short queue is re-keyed and sorted faster than the associations' heap is built)
 PM_ON = True
+# lazy passes: a bound on an association's first key holds this many passes
+LZ_W = 32
 PM_QUEUE_ON = 96
 PM_QUEUE_OFF = 48
 
@@ -163,6 +165,9 @@ def simulate(
 
     def charge(a: int, x: float) -> None:
         xs = x / G
+        if lz_pass[0] == pass_no and usp[a] != pass_no:  # (after a lazy pass's walk: lz_eval)
+            usp[a] = pass_no
+            usv[a] = S[a]
         for c in chains[a]:
             if not is_user[c] and snap_pass[c] != pass_no:
                 snap_pass[c] = pass_no
@@ -196,6 +201,12 @@ def simulate(
         """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
         if a in f_cache:
             return f_cache[a]
+        if lz_pass[0] == pass_no and a not in pm_fc:  # a lazy pass: its F from what the walk saw
+            uq = user_q[a]
+            if uq and uq[0] < pm_b[0]:
+                lz_eval(a)
+                if a in f_cache:
+                    return f_cache[a]
         if shares_parent[a]:
             fa = fsp_ix[a]
             f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
@@ -356,6 +367,157 @@ def simulate(
     pm_b = [0]  # jobs of index < pm_b[0] were queued at the pass; the others arrived since
     pm_heap: list[int] = []  # the associations' first keys (stale ones: the job started)
     tail: list[int] = []
+    # Lazy passes (`pm`): the walk only charges, and records root after each running job's charge
+    # and the charges (lz_root, lz_xs); a pending user's F at the pass is computed when first read
+    # (lz_eval: the same operations on the same values as the walk's). The heap of the associations'
+    # first keys is filled on demand from lz_bh, a heap of lower bounds on those keys: each
+    # evaluated association's bound holds for the next LZ_W passes (F can rise only as root's usage
+    # grows: UE >= UE_then x root0_then / root's most by then; that most from the largest charge a
+    # pass can bring, bill_cap + the padding; the age from the window's end); an association not
+    # evaluated since it queued, or whose bound ran out, is bounded by the largest priority (umax_k).
+    usp = [-1] * na  # the pass at which usv[a] was taken: association a's usage as the walk began
+    usv = [0.0] * na
+    lz_pass = [-1]  # the pass whose F are lazy (pass_no when the last pass was one)
+    lz_runs: list[int] = []
+    lz_root: list[float] = []
+    lz_xs: list[float] = []
+    lz_d = [prio.damping]  # d at the pass
+    fc_gen = [0]  # f_cache's clears since the start (d changed); lz_gen: at the lazy pass
+    lz_gen = [0]
+    lz_inval = [True]  # every bound dropped at the next lazy pass
+    lz_bh: list[int] = []
+    lz_cur = [0] * na  # the bound of association a now in lz_bh (0: none)
+    lz_new: list[int] = []  # associations queued since the last lazy pass
+    lz_evald: list[int] = []  # evaluated at this pass: their bounds (lz_next, to pass lz_nexp) for the next
+    lz_next = [0] * na
+    lz_nexp = [0] * na
+    lz_exq: list[tuple[int, int]] = []  # (last pass, bound) of the bounds in lz_bh
+    lz_cm = [0.0]  # the charge a second the bounds allow for
+    lz_dref = [0]  # the d they allow for
+    lz_rho = [0.0]  # this pass's bounds: UE >= UE now x lz_rho over the window
+    lz_tw = [0.0]  # ... the window's end (ages)
+    lz_last = [0.0, 0.0]  # the last lazy pass's time and number (passes every P between)
+    lz_w = LZ_W
+    lz_gw = math.pow(fP * (1.0 - 1e-12), lz_w)  # G falls at most by this over the window
+    bill_cap = 0.0  # the most that running jobs bill a second (their sizes add up to at most total)
+    for i in range(n):
+        if size[i] > 0:
+            if bill[i] / size[i] * total > bill_cap:
+                bill_cap = bill[i] / size[i] * total
+        else:
+            bill_cap = sum(bill)
+            break
+    umax_k = -(int(max(static) + wa + wf if n else 0.0) + 2) * QK  # -(the largest priority + 1) x QK
+
+    def lz_eval(a: int) -> float:
+        """Association a's F at the last pass (a lazy one), as the walk would have computed it when it
+        met a's first pending job (root then from lz_root; a's usage as the walk began plus its
+        charges before that job); kept for the pass (pm_fc, ue_user, f_cache unless d changed since),
+        and a bound on a's first key for the next passes (lz_next)."""
+        d_p = lz_d[0]
+        p = user_q[a][0]
+        if shares_parent[a]:
+            fa = fsp_ix[a]
+            v = acct_ue(fa)
+            ns = norm_s[fa]
+            f = fairshare.fairshare_factor(v, ns, d_p)
+        else:
+            lr = lz_runs
+            j = bisect_left(lr, p)
+            root = lz_root[j]
+            if usp[a] == pass_no:
+                x = usv[a]
+                for q in range(j):
+                    if job_assoc[lr[q]] == a:
+                        x = x + lz_xs[q]
+            else:
+                x = S[a]
+            ue_fs = acct_ue(fsp_ix[a])
+            if root > 0:
+                un = x / root
+                if not un < 1.0:
+                    un = 1.0
+            else:
+                un = 0.0
+            kind, w = rule[a]
+            v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+            ue_user[a] = v
+            ns = norm_s[a]
+            f = math.pow(2.0, -(v / ns) / d_p) if ns > 0 else 0.0
+        pm_fc[a] = f
+        if fc_gen[0] == lz_gen[0]:
+            f_cache[a] = f
+        fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / lz_dref[0]) if ns > 0 else 0.0
+        age = lz_tw[0] - eligible[p]
+        pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
+        lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
+        lz_nexp[a] = pass_no + lz_w
+        lz_evald.append(a)
+        return f
+
+    def lz_setup(t: float) -> None:
+        """A lazy pass (after its walk): the bounds of the pending associations' first keys."""
+        lz_pass[0] = pass_no
+        lz_gen[0] = fc_gen[0]
+        inval = lz_inval[0]
+        lz_inval[0] = False
+        cm = bill_cap + pad_rate + pulse_rate
+        if cm > lz_cm[0]:
+            lz_cm[0] = cm * 1.25
+            inval = True
+        if damp[0] > lz_dref[0]:
+            lz_dref[0] = damp[0]
+            inval = True
+        if t - lz_last[0] > (pass_no - lz_last[1]) * P + 1e-6:  # (passes skipped: an idle machine)
+            inval = True
+        lz_last[0] = t
+        lz_last[1] = float(pass_no)
+        den = G * lz_gw  # (0 when it underflows: no bound on root's growth, none from usage)
+        rmax = (lz_root[-1] + lz_cm[0] * P * lz_w / den) * (1.0 + 1e-9) if den > 0 else INF
+        lz_rho[0] = snap_val[0] / rmax * (1.0 - 1e-9) if 0 < rmax < INF else 0.0
+        lz_tw[0] = t + lz_w * P
+        bh = lz_bh
+        b = pm_b[0]
+        if inval:
+            del bh[:]
+            del lz_exq[:]
+            del lz_evald[:]
+            del lz_new[:]
+            for kp in pend_l:  # (in index order: a heap already)
+                lb = umax_k + (kp >> PS)
+                lz_cur[kp & PM] = lb
+                bh.append(lb)
+            return
+        if len(bh) > 2 * len(pend_l) + 64:  # (the bounds since replaced, dropped)
+            bh[:] = [lb for lb in bh if lz_cur[job_assoc[lb & QM]] == lb]
+            heapq.heapify(bh)
+        ex = lz_exq
+        for a in lz_evald:
+            uq = user_q[a]
+            if uq and uq[0] < b:
+                lb = lz_next[a]
+                lz_cur[a] = lb
+                heappush(bh, lb)
+                heappush(ex, (lz_nexp[a], lb))
+        del lz_evald[:]
+        for a in lz_new:
+            uq = user_q[a]
+            if uq and uq[0] < b:
+                lb = umax_k + uq[0]
+                lz_cur[a] = lb
+                heappush(bh, lb)
+        del lz_new[:]
+        while ex and ex[0][0] < pass_no:
+            lb = heappop(ex)[1]
+            a = job_assoc[lb & QM]
+            if lz_cur[a] == lb:
+                uq = user_q[a]
+                if uq and uq[0] < b:
+                    lb = umax_k + uq[0]
+                    lz_cur[a] = lb
+                    heappush(bh, lb)
+                else:
+                    lz_cur[a] = 0
 
     def pm_key(i: int) -> int:
         """Job i's queue key at the pass: preset_keys' operations."""
@@ -363,7 +525,7 @@ def simulate(
         if a in pm_wfx:
             x = pm_wfx[a]
         else:
-            x = wf * (pm_fc[a] if a in pm_fc else fs_of(a))
+            x = wf * (pm_fc[a] if a in pm_fc else lz_eval(a))
             pm_wfx[a] = x
         age = pm_t[0] - eligible[i]
         p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
@@ -372,8 +534,21 @@ def simulate(
     def pm_top() -> int:
         """The first queue key (0: the queue is empty)."""
         h = pm_heap
-        while h and start[h[0] & QM] != INF:
-            heappop(h)
+        bh = lz_bh
+        while True:
+            while h and start[h[0] & QM] != INF:
+                heappop(h)
+            if bh and (not h or bh[0] < h[0]):
+                # an association whose first key may come first: its key now (lz_eval)
+                lb = heappop(bh)
+                a = job_assoc[lb & QM]
+                if lz_cur[a] == lb:
+                    lz_cur[a] = 0
+                    uq = user_q[a]
+                    if uq and uq[0] < pm_b[0]:
+                        heappush(h, pm_key(uq[0]))
+                continue
+            break
         x = h[0] if h else 0
         if tail and (x == 0 or tail[0] < x):
             x = tail[0]
@@ -436,6 +611,14 @@ def simulate(
                     best = kq
             return best & QM
         # many: the queue in order (the associations' pending jobs merged, and the tail) until one fits
+        while lz_bh:  # (every association's first key now)
+            lb = heappop(lz_bh)
+            a = job_assoc[lb & QM]
+            if lz_cur[a] == lb:
+                lz_cur[a] = 0
+                uq = user_q[a]
+                if uq and uq[0] < b:
+                    heappush(pm_heap, pm_key(uq[0]))
         mh: list[tuple[int, int, int]] = []
         for kq in pm_heap:
             i = kq & QM
@@ -812,6 +995,7 @@ def simulate(
             damp[0] = dec.d_target
             if not fair_tree:
                 f_cache.clear()
+                fc_gen[0] += 1
             out.d_changes += 1
         d_last = dec.d_target
         if cs.padding_mode == "steady":
@@ -921,6 +1105,7 @@ def simulate(
                 for a in range(na):
                     S[a] = S[a] * G
                 G = 1.0
+                lz_inval[0] = True
         root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
         if dummy_ix is not None:
             dummy_charges(t)
@@ -959,11 +1144,11 @@ def simulate(
                 pend = [n << PS]
             runs = runs_l
             lp = last_pass
-            # in `pm` mode after this pass, the heap of the pending users' first jobs, keyed here
-            hk_on = not quiet and pm_after()
-            hk = pm_heap
-            if hk_on:
-                del hk[:]
+            # in `pm` mode after this pass: the pending users' F only when read (lz_eval), from
+            # what the walk records (root after each running job's charge, each charge)
+            lz_walk = not quiet and pm_after()
+            if lz_walk:
+                pend = [n << PS]
             d_full = dt
             f_full = f_dt  # f1**d_full
             d_now = damp[0]
@@ -975,6 +1160,42 @@ def simulate(
             root = S[0]
             k = 0
             nr = len(runs)
+            if lz_walk:
+                lz_runs[:] = runs
+                lrt = lz_root
+                del lrt[:]
+                lrt.append(root)
+                lx = lz_xs
+                del lx[:]
+                for r in runs:
+                    st = start[r]
+                    if st < lp:  # (a full interval)
+                        xs = d_full * bill[r] * f_full / G
+                    else:
+                        d = t - st
+                        xs = d * bill[r] * math.pow(f1, d) / G
+                    b = ja[r]
+                    if usp[b] != pass_no:  # (its usage as the walk began: lz_eval)
+                        usp[b] = pass_no
+                        usv[b] = S[b]
+                    S[b] = S[b] + xs
+                    c = mid1[b]
+                    if c >= 0:
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] = S[c] + xs
+                    else:
+                        for c in mids[b]:
+                            if snap_pass[c] != pass_no:
+                                snap_pass[c] = pass_no
+                                snap_val[c] = S[c]
+                            S[c] = S[c] + xs
+                    root += xs
+                    lrt.append(root)
+                    lx.append(xs)
+                k = nr
+                lz_d[0] = d_now
             for kp in pend:
                 p = kp >> PS
                 a = kp & PM
@@ -1013,7 +1234,7 @@ def simulate(
                 # own FairShare (the same operations)
                 if shares_parent[a]:
                     S[0] = root
-                    fu = user_fs(a)
+                    user_fs(a)
                 else:
                     fa = fsp_ix[a]
                     ue_fs = ue_acct.get(fa)
@@ -1043,12 +1264,7 @@ def simulate(
                     v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
                     ue_user[a] = v
                     ns = norm_s[a]
-                    fu = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
-                    f_cache[a] = fu
-                if hk_on:  # the key of the user's first job at this pass: pm_key(p), inlined
-                    age = t - eligible[p]
-                    pr = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fu
-                    hk.append(-(int(pr) if pr >= 1 else 1) * QK + p)
+                    f_cache[a] = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
             S[0] = root
             last_pass = t
             if qkeys and not quiet:
@@ -1084,6 +1300,7 @@ def simulate(
                 es.clear()
         elif pm and not pm_on[0] and len(qkeys) >= pm_q_on:
             pm_on[0] = True
+            lz_inval[0] = True
             lazy[0] = None
             for kp in pend_l:
                 for i in user_q[kp & PM]:
@@ -1093,11 +1310,11 @@ def simulate(
         if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
             pm_t[0] = t
             pm_fc.clear()
-            pm_fc.update(f_cache)
             pm_wfx.clear()
             pm_b[0] = ai  # (the next arrival)
             del tail[:]
-            heapq.heapify(pm_heap)  # (the pending users' first jobs, keyed by the pass's walk)
+            del pm_heap[:]
+            lz_setup(t)
             return
         if lazy_ok and free < q_min:
             # Fair Tree's F, every user's, stays until the next pass: read at the first look; classic:
@@ -1268,6 +1485,9 @@ def simulate(
                 if d > 0:  # charge(job_assoc[i], d * bill[i] * f1**d), inlined (a user's association)
                     xs = d * bill[i] * math.pow(f1, d) / G
                     b = job_assoc[i]
+                    if usp[b] != pass_no:  # (lz_eval reads the usage the pass's walk saw)
+                        usp[b] = pass_no
+                        usv[b] = S[b]
                     S[b] = S[b] + xs
                     for c in ups[b]:
                         if snap_pass[c] != pass_no:
@@ -1307,6 +1527,7 @@ def simulate(
                 uq = user_q[job_assoc[ai]]
                 if not uq:
                     pend_l.append((ai << PS) | job_assoc[ai])  # (the largest index so far)
+                    lz_new.append(job_assoc[ai])
                 uq.append(ai)
             if pm_on[0]:
                 insort(est_sz[s], (est[ai], ai))
@@ -1325,6 +1546,7 @@ def simulate(
             damp[0] = d_conf
             if not fair_tree:
                 f_cache.clear()
+                fc_gen[0] += 1
         if next_ctl <= t:
             if not any(a <= t < b for a, b in down):
                 control_tick(t)
