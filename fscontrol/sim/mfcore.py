@@ -367,6 +367,11 @@ def simulate(
     pm_b = [0]  # jobs of index < pm_b[0] were queued at the pass; the others arrived since
     pm_heap: list[int] = []  # the associations' first keys (stale ones: the job started)
     tail: list[int] = []
+    # est_sz holds, of each class of an association's queued jobs with the same size and limit, only
+    # the first (the least index: whenever another of the class fits, it fits too and comes before it
+    # in the order), and the arrivals since the pass (their keys are their own); cls: each class's jobs
+    cls: dict[tuple[int, int, float], list[int]] = {}
+    in_es = [False] * n
     # Lazy passes (`pm`): the walk only charges, and records root after each running job's charge
     # and the charges (lz_root, lz_xs); a pending user's F at the pass is computed when first read
     # (lz_eval: the same operations on the same values as the walk's). The heap of the associations'
@@ -681,6 +686,20 @@ def simulate(
         if pm_on[0]:
             es = est_sz[s]
             del es[bisect_left(es, (est[i], i))]
+            in_es[i] = False
+            ck = (job_assoc[i], s, est[i])
+            cl = cls[ck]
+            if cl[0] == i:
+                del cl[0]
+                if cl:
+                    m = cl[0]  # (the class's next, unless it is there already: an arrival since the pass)
+                    if not in_es[m]:
+                        insort(es, (est[m], m))
+                        in_es[m] = True
+                else:
+                    del cls[ck]
+            else:
+                del cl[bisect_left(cl, i)]
             qkeys.pop()
             if i >= pm_b[0]:
                 del tail[bisect_left(tail, -prio_of[i] * QK + i)]
@@ -1297,20 +1316,38 @@ def simulate(
             pm_on[0] = False
             qkeys[:] = [i for kp in pend_l for i in user_q[kp & PM]]
             for es in est_sz:
+                for ei in es:
+                    in_es[ei[1]] = False
                 es.clear()
+            cls.clear()
+            del tail[:]
         elif pm and not pm_on[0] and len(qkeys) >= pm_q_on:
             pm_on[0] = True
             lz_inval[0] = True
             lazy[0] = None
             for kp in pend_l:
-                for i in user_q[kp & PM]:
-                    est_sz[size[i]].append((est[i], i))
+                a = kp & PM
+                for i in user_q[a]:  # (in index order: each class's first is its least)
+                    ck = (a, size[i], est[i])
+                    cl = cls.get(ck)
+                    if cl is None:
+                        cls[ck] = [i]
+                        est_sz[size[i]].append((est[i], i))
+                        in_es[i] = True
+                    else:
+                        cl.append(i)
             for es in est_sz:
                 es.sort()
         if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
             pm_t[0] = t
             pm_fc.clear()
             pm_wfx.clear()
+            for kq in tail:  # the arrivals since the last pass: now keyed at this pass, as their classes
+                j = kq & QM
+                if cls[(job_assoc[j], size[j], est[j])][0] != j:
+                    es = est_sz[size[j]]
+                    del es[bisect_left(es, (est[j], j))]
+                    in_es[j] = False
             pm_b[0] = ai  # (the next arrival)
             del tail[:]
             del pm_heap[:]
@@ -1531,6 +1568,13 @@ def simulate(
                 uq.append(ai)
             if pm_on[0]:
                 insort(est_sz[s], (est[ai], ai))
+                in_es[ai] = True
+                ck = (job_assoc[ai], s, est[ai])
+                cl = cls.get(ck)
+                if cl is None:
+                    cls[ck] = [ai]
+                else:
+                    cl.append(ai)
                 qkeys.append(kq)  # (a count)
                 insort(tail, kq)
             elif lazy[0] is None:
