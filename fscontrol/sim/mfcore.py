@@ -397,8 +397,8 @@ def simulate(
     lz_next = [0] * na
     lz_nexp = [0] * na
     lz_exq: list[tuple[int, int]] = []  # (last pass, bound) of the bounds in lz_bh
-    lz_cm = [0.0]  # the charge a second the bounds allow for
-    lz_dref = [0]  # the d they allow for
+    lz_cm = [0.0]  # the charge a second the bounds allow for (the most so far; a larger one: dropped)
+    lz_dref = [0]  # the least d they were formed with (a larger d: dropped)
     lz_rho = [0.0]  # this pass's bounds: UE >= UE now x lz_rho over the window
     lz_tw = [0.0]  # ... the window's end (ages)
     lz_last = [0.0, 0.0]  # the last lazy pass's time and number (passes every P between)
@@ -452,7 +452,7 @@ def simulate(
         pm_fc[a] = f
         if fc_gen[0] == lz_gen[0]:
             f_cache[a] = f
-        fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / lz_dref[0]) if ns > 0 else 0.0
+        fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / d_p) if ns > 0 else 0.0
         age = lz_tw[0] - eligible[p]
         pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
         lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
@@ -467,12 +467,12 @@ def simulate(
         inval = lz_inval[0]
         lz_inval[0] = False
         cm = bill_cap + pad_rate + pulse_rate
-        if cm > lz_cm[0]:
-            lz_cm[0] = cm * 1.25
+        if cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
             inval = True
-        if damp[0] > lz_dref[0]:
-            lz_dref[0] = damp[0]
+            lz_cm[0] = cm
+        if damp[0] > lz_dref[0]:  # (a bound holds while d is at most the d it was formed with)
             inval = True
+        lz_dref[0] = damp[0]  # (the least d of the bounds from here on)
         if t - lz_last[0] > (pass_no - lz_last[1]) * P + 1e-6:  # (passes skipped: an idle machine)
             inval = True
         lz_last[0] = t
