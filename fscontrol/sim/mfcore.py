@@ -469,7 +469,9 @@ def simulate(
         cm = bill_cap + pad_rate + pulse_rate
         if cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
             inval = True
-            lz_cm[0] = cm
+            lz_cm[0] = cm * 2.0
+        elif cm * 4.0 < lz_cm[0]:  # (the bounds from here on allow for less: the least of them counts)
+            lz_cm[0] = cm * 2.0
         if damp[0] > lz_dref[0]:  # (a bound holds while d is at most the d it was formed with)
             inval = True
         lz_dref[0] = damp[0]  # (the least d of the bounds from here on)
