@@ -1,5 +1,7 @@
 """The multifactor engine's merged queue (`pm` mode in sim/mfcore.py: under EASY with the presets'
 classic priorities, each association's pending jobs in index order, keyed at the pass on demand,
+each pending user's F at a pass computed only when read, the associations' first keys taken in
+order from bounds that hold for mfcore.LZ_W passes,
 instead of every job re-keyed and the queue re-sorted at every pass; taken and left at passes as the
 queue grows and shrinks) against the engine with the mode off (mfcore.PM_ON = False: the re-keyed, re-sorted queue, as before the change), on the
 same jobs: every start and end time, the start order, every association's final usage, the pass
@@ -38,18 +40,20 @@ def compressed(w: Workload, factor: float) -> Workload:
     return Workload(f"{w.name} x{factor:g}", w.nodes, jobs)
 
 
-VARIANTS = (  # label, PM_ON, PM_ENUM, PM_QUEUE_ON, PM_QUEUE_OFF (None: the module's)
-    ("off", False, None, None, None),
-    ("walk", True, 0, 1, 0),  # the mode at every pass with a queue, the queue walked for each pick
-    ("keyed", True, 10**9, 1, 0),  # ... the candidates keyed
-    ("switching", True, None, 6, 3),  # in and out of the mode as the queue grows and shrinks
-    ("default", True, None, None, None),
+VARIANTS = (  # label, PM_ON, PM_ENUM, PM_QUEUE_ON, PM_QUEUE_OFF, LZ_W (None: the module's)
+    ("off", False, None, None, None, None),
+    ("walk", True, 0, 1, 0, None),  # the mode at every pass with a queue, the queue walked for each pick
+    ("keyed", True, 10**9, 1, 0, None),  # ... the candidates keyed
+    ("switching", True, None, 6, 3, None),  # in and out of the mode as the queue grows and shrinks
+    ("bound-1", True, None, 1, 0, 1),  # the first keys' bounds renewed at every pass
+    ("bound-1000", True, None, 1, 0, 1000),  # ... kept 1,000 passes (loose: many keyed)
+    ("default", True, None, None, None, None),
 )
 
 
 def _runs(mod, monkeypatch, thunk):
     """The run with the mode off, and with it on in each way."""
-    saved = {k: getattr(mod, k) for k in ("PM_ON", "PM_ENUM", "PM_QUEUE_ON", "PM_QUEUE_OFF")}
+    saved = {k: getattr(mod, k) for k in ("PM_ON", "PM_ENUM", "PM_QUEUE_ON", "PM_QUEUE_OFF", "LZ_W")}
     out = {}
     for label, *vals in VARIANTS:
         for k, v in zip(saved, vals):
@@ -117,3 +121,63 @@ def test_random_overloaded_same_schedule_with_the_merged_queue(monkeypatch, mod,
         return simulate_multifactor(w, prio, backfill=backfill)
 
     _same(_runs(mod, monkeypatch, run))
+
+
+def random_tree_workload(seed: int):
+    """A random overloaded workload on a random association tree: accounts under root and under
+    other accounts (FS_LEVEL users below the first tier), RawShares 1-5, FairShare=parent users,
+    many associations (the pass's walk keys every pending user's first job; the backfill pick
+    takes each association's least candidate), random usage at the start, and the controller's
+    dummy association."""
+    from fscontrol.records import ShareRow
+    from fscontrol.sim.mfconfig import DUMMY
+
+    rng = random.Random(seed)
+    nodes = rng.choice([16, 32, 64])
+    rows = [ShareRow("root", "", "", 0, None, False, 1.0, 0, None, 1.0, None)]
+    users: list[tuple[str, str]] = []
+    accounts: list[tuple[str, int]] = [("root", 0)]
+    for k in range(rng.randint(3, 8)):
+        parent, depth = rng.choice(accounts)
+        acct = f"acc{k}"
+        rows.append(ShareRow(acct, "", parent if parent != "root" else "root", depth + 1, rng.randint(1, 5), False,
+                             None, 0, None, None, None))
+        accounts.append((acct, depth + 1))
+        for u in range(rng.randint(1, 6)):
+            parent_share = rng.random() < 0.2
+            rows.append(ShareRow(acct, f"u{k}_{u}", acct, depth + 2, None if parent_share else rng.randint(1, 5),
+                                 parent_share, None, 0, None, None, None))
+            users.append((acct, f"u{k}_{u}"))
+    rows.append(ShareRow(DUMMY[0], "", "root", 1, 1, False, None, 0, None, None, None))
+    rows.append(ShareRow(DUMMY[0], DUMMY[1], DUMMY[0], 2, 1, False, None, 0, None, None, None))
+    usage = {k: float(rng.choice([0, 0, rng.randint(1, 10**6)])) for k in users}
+    t = 0.0
+    jobs = []
+    for i in range(rng.randint(300, 700)):
+        t += rng.choice([0.0, 0.0, 5.0, 30.0, 60.0, 120.0])
+        acct, user = rng.choice(users)
+        run = float(rng.randint(1, 120) * 60 + rng.choice([0, 7, 13]))
+        est = run + float(rng.choice([0, 0, 60, 600, 3600, 86400]))
+        size = rng.choice([1, 1, 1, 2, 2, 3, 4, 8, rng.randint(1, nodes)])
+        jobs.append(SimJob(str(i + 1), t, run, est, size, user=user, account=acct))
+    return Workload(f"random-tree-{seed}", nodes, jobs), tuple(rows), usage
+
+
+@pytest.mark.parametrize("mod", _engines(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("seed", range(10))
+def test_random_tree_same_schedule_with_the_merged_queue(monkeypatch, mod, seed):
+    w, rows, usage = random_tree_workload(seed)
+    rng = random.Random(2000 + seed)
+    prio = PriorityConfig(weight_age=float(rng.choice([1000, 5000])), weight_fairshare=float(rng.choice([10000, 100000])),
+                          max_age_s=float(rng.choice([600, 3600, 86400])), calc_period_s=float(rng.choice([60, 300])),
+                          half_life_s=float(rng.choice([600, 3600])), damping=rng.choice([1, 3]), fair_tree=False,
+                          limits=rng.choice([True, False]))
+    # every other seed with the hybrid controller (d and the dummy's padding change under the queue)
+    ctl = ControlSpec("hybrid", u_star=float(rng.choice([10**4, 10**6]))) if seed % 2 else None
+
+    def run():
+        return simulate_multifactor(w, prio, tree=rows, initial_usage=usage, control_spec=ctl)
+
+    runs = _runs(mod, monkeypatch, run)
+    _same(runs)
+    assert max(runs["off"].start[i] - j.submit for i, j in enumerate(w.jobs)) > 3600  # a queue formed

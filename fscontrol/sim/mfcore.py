@@ -13,6 +13,7 @@ import math
 from bisect import bisect_left as _bisect_left
 from bisect import insort as _insort
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 from fscontrol.act import control
@@ -49,6 +50,7 @@ insort: Final = _insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
+_second: Final = itemgetter(1)
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way). Keying
 # them all was faster at every size measured (whole SDSC log, hybrid at x2: 31 s against 57 s with
@@ -58,6 +60,8 @@ PM_ENUM = 1 << 16
 # taken at a pass with at least PM_QUEUE_ON jobs queued, left at one with fewer than PM_QUEUE_OFF
 # (a short queue is re-keyed and sorted faster than the associations' heap is built)
 PM_ON = True
+# lazy passes: a bound on an association's first key holds this many passes
+LZ_W = 32
 PM_QUEUE_ON = 96
 PM_QUEUE_OFF = 48
 
@@ -161,6 +165,9 @@ def simulate(
 
     def charge(a: int, x: float) -> None:
         xs = x / G
+        if lz_pass[0] == pass_no and usp[a] != pass_no:  # (after a lazy pass's walk: lz_eval)
+            usp[a] = pass_no
+            usv[a] = S[a]
         for c in chains[a]:
             if not is_user[c] and snap_pass[c] != pass_no:
                 snap_pass[c] = pass_no
@@ -194,6 +201,12 @@ def simulate(
         """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
         if a in f_cache:
             return f_cache[a]
+        if lz_pass[0] == pass_no and a not in pm_fc:  # a lazy pass: its F from what the walk saw
+            uq = user_q[a]
+            if uq and uq[0] < pm_b[0]:
+                lz_eval(a)
+                if a in f_cache:
+                    return f_cache[a]
         if shares_parent[a]:
             fa = fsp_ix[a]
             f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
@@ -353,8 +366,165 @@ def simulate(
     pm_wfx: dict[int, float] = {}  # wf x F by association (memo, the pass's)
     pm_b = [0]  # jobs of index < pm_b[0] were queued at the pass; the others arrived since
     pm_heap: list[int] = []  # the associations' first keys (stale ones: the job started)
-    pm_built = [True]  # (pm_heap is built at the first read after a pass)
     tail: list[int] = []
+    # est_sz holds, of each class of an association's queued jobs with the same size and limit, only
+    # the first (the least index: whenever another of the class fits, it fits too and comes before it
+    # in the order), and the arrivals since the pass (their keys are their own); cls: each class's jobs
+    cls: dict[tuple[int, int, float], list[int]] = {}
+    in_es = [False] * n
+    # Lazy passes (`pm`): the walk only charges, and records root after each running job's charge
+    # and the charges (lz_root, lz_xs); a pending user's F at the pass is computed when first read
+    # (lz_eval: the same operations on the same values as the walk's). The heap of the associations'
+    # first keys is filled on demand from lz_bh, a heap of lower bounds on those keys: each
+    # evaluated association's bound holds for the next LZ_W passes (F can rise only as root's usage
+    # grows: UE >= UE_then x root0_then / root's most by then; that most from the largest charge a
+    # pass can bring, bill_cap + the padding; the age from the window's end); an association not
+    # evaluated since it queued, or whose bound ran out, is bounded by the largest priority (umax_k).
+    usp = [-1] * na  # the pass at which usv[a] was taken: association a's usage as the walk began
+    usv = [0.0] * na
+    lz_pass = [-1]  # the pass whose F are lazy (pass_no when the last pass was one)
+    lz_runs: list[int] = []
+    lz_root: list[float] = []
+    lz_xs: list[float] = []
+    lz_d = [prio.damping]  # d at the pass
+    fc_gen = [0]  # f_cache's clears since the start (d changed); lz_gen: at the lazy pass
+    lz_gen = [0]
+    lz_inval = [True]  # every bound dropped at the next lazy pass
+    lz_bh: list[int] = []
+    lz_cur = [0] * na  # the bound of association a now in lz_bh (0: none)
+    lz_new: list[int] = []  # associations queued since the last lazy pass
+    lz_evald: list[int] = []  # evaluated at this pass: their bounds (lz_next, to pass lz_nexp) for the next
+    lz_next = [0] * na
+    lz_nexp = [0] * na
+    lz_exq: list[tuple[int, int]] = []  # (last pass, bound) of the bounds in lz_bh
+    lz_cm = [0.0]  # the charge a second the bounds allow for (the most so far; a larger one: dropped)
+    lz_dref = [0]  # the least d they were formed with (a larger d: dropped)
+    lz_rho = [0.0]  # this pass's bounds: UE >= UE now x lz_rho over the window
+    lz_tw = [0.0]  # ... the window's end (ages)
+    lz_last = [0.0, 0.0]  # the last lazy pass's time and number (passes every P between)
+    lz_w = LZ_W
+    lz_gw = math.pow(fP * (1.0 - 1e-12), lz_w)  # G falls at most by this over the window
+    bill_cap = 0.0  # the most that running jobs bill a second (their sizes add up to at most total)
+    for i in range(n):
+        if size[i] > 0:
+            if bill[i] / size[i] * total > bill_cap:
+                bill_cap = bill[i] / size[i] * total
+        else:
+            bill_cap = sum(bill)
+            break
+    umax_k = -(int(max(static) + wa + wf if n else 0.0) + 2) * QK  # -(the largest priority + 1) x QK
+
+    def lz_eval(a: int) -> float:
+        """Association a's F at the last pass (a lazy one), as the walk would have computed it when it
+        met a's first pending job (root then from lz_root; a's usage as the walk began plus its
+        charges before that job); kept for the pass (pm_fc, ue_user, f_cache unless d changed since),
+        and a bound on a's first key for the next passes (lz_next)."""
+        d_p = lz_d[0]
+        p = user_q[a][0]
+        if shares_parent[a]:
+            fa = fsp_ix[a]
+            v = acct_ue(fa)
+            ns = norm_s[fa]
+            f = fairshare.fairshare_factor(v, ns, d_p)
+        else:
+            lr = lz_runs
+            j = bisect_left(lr, p)
+            root = lz_root[j]
+            if usp[a] == pass_no:
+                x = usv[a]
+                for q in range(j):
+                    if job_assoc[lr[q]] == a:
+                        x = x + lz_xs[q]
+            else:
+                x = S[a]
+            ue_fs = acct_ue(fsp_ix[a])
+            if root > 0:
+                un = x / root
+                if not un < 1.0:
+                    un = 1.0
+            else:
+                un = 0.0
+            kind, w = rule[a]
+            v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+            ue_user[a] = v
+            ns = norm_s[a]
+            f = math.pow(2.0, -(v / ns) / d_p) if ns > 0 else 0.0
+        pm_fc[a] = f
+        if fc_gen[0] == lz_gen[0]:
+            f_cache[a] = f
+        fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / d_p) if ns > 0 else 0.0
+        age = lz_tw[0] - eligible[p]
+        pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
+        lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
+        lz_nexp[a] = pass_no + lz_w
+        lz_evald.append(a)
+        return f
+
+    def lz_setup(t: float) -> None:
+        """A lazy pass (after its walk): the bounds of the pending associations' first keys."""
+        lz_pass[0] = pass_no
+        lz_gen[0] = fc_gen[0]
+        inval = lz_inval[0]
+        lz_inval[0] = False
+        cm = bill_cap + pad_rate + pulse_rate
+        if cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
+            inval = True
+            lz_cm[0] = cm * 2.0
+        elif cm * 4.0 < lz_cm[0]:  # (the bounds from here on allow for less: the least of them counts)
+            lz_cm[0] = cm * 2.0
+        if damp[0] > lz_dref[0]:  # (a bound holds while d is at most the d it was formed with)
+            inval = True
+        lz_dref[0] = damp[0]  # (the least d of the bounds from here on)
+        if t - lz_last[0] > (pass_no - lz_last[1]) * P + 1e-6:  # (passes skipped: an idle machine)
+            inval = True
+        lz_last[0] = t
+        lz_last[1] = float(pass_no)
+        den = G * lz_gw  # (0 when it underflows: no bound on root's growth, none from usage)
+        rmax = (lz_root[-1] + lz_cm[0] * P * lz_w / den) * (1.0 + 1e-9) if den > 0 else INF
+        lz_rho[0] = snap_val[0] / rmax * (1.0 - 1e-9) if 0 < rmax < INF else 0.0
+        lz_tw[0] = t + lz_w * P
+        bh = lz_bh
+        b = pm_b[0]
+        if inval:
+            del bh[:]
+            del lz_exq[:]
+            del lz_evald[:]
+            del lz_new[:]
+            for kp in pend_l:  # (in index order: a heap already)
+                lb = umax_k + (kp >> PS)
+                lz_cur[kp & PM] = lb
+                bh.append(lb)
+            return
+        if len(bh) > 2 * len(pend_l) + 64:  # (the bounds since replaced, dropped)
+            bh[:] = [lb for lb in bh if lz_cur[job_assoc[lb & QM]] == lb]
+            heapq.heapify(bh)
+        ex = lz_exq
+        for a in lz_evald:
+            uq = user_q[a]
+            if uq and uq[0] < b:
+                lb = lz_next[a]
+                lz_cur[a] = lb
+                heappush(bh, lb)
+                heappush(ex, (lz_nexp[a], lb))
+        del lz_evald[:]
+        for a in lz_new:
+            uq = user_q[a]
+            if uq and uq[0] < b:
+                lb = umax_k + uq[0]
+                lz_cur[a] = lb
+                heappush(bh, lb)
+        del lz_new[:]
+        while ex and ex[0][0] < pass_no:
+            lb = heappop(ex)[1]
+            a = job_assoc[lb & QM]
+            if lz_cur[a] == lb:
+                uq = user_q[a]
+                if uq and uq[0] < b:
+                    lb = umax_k + uq[0]
+                    lz_cur[a] = lb
+                    heappush(bh, lb)
+                else:
+                    lz_cur[a] = 0
 
     def pm_key(i: int) -> int:
         """Job i's queue key at the pass: preset_keys' operations."""
@@ -362,31 +532,30 @@ def simulate(
         if a in pm_wfx:
             x = pm_wfx[a]
         else:
-            x = wf * (pm_fc[a] if a in pm_fc else fs_of(a))
+            x = wf * (pm_fc[a] if a in pm_fc else lz_eval(a))
             pm_wfx[a] = x
         age = pm_t[0] - eligible[i]
         p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
         return -(int(p) if p >= 1 else 1) * QK + i
 
-    def pm_build() -> None:
-        pm_built[0] = True
-        b = pm_b[0]
-        h: list[int] = []
-        for kp in pend_l:
-            i = kp >> PS
-            if i >= b:
-                break
-            h.append(pm_key(i))
-        heapq.heapify(h)
-        pm_heap[:] = h
-
     def pm_top() -> int:
         """The first queue key (0: the queue is empty)."""
-        if not pm_built[0]:
-            pm_build()
         h = pm_heap
-        while h and start[h[0] & QM] != INF:
-            heappop(h)
+        bh = lz_bh
+        while True:
+            while h and start[h[0] & QM] != INF:
+                heappop(h)
+            if bh and (not h or bh[0] < h[0]):
+                # an association whose first key may come first: its key now (lz_eval)
+                lb = heappop(bh)
+                a = job_assoc[lb & QM]
+                if lz_cur[a] == lb:
+                    lz_cur[a] = 0
+                    uq = user_q[a]
+                    if uq and uq[0] < pm_b[0]:
+                        heappush(h, pm_key(uq[0]))
+                continue
+            break
         x = h[0] if h else 0
         if tail and (x == 0 or tail[0] < x):
             x = tail[0]
@@ -410,12 +579,13 @@ def simulate(
         """The first queued job in the order that fits in f nodes and under the shadow or in the
         extra nodes (one exists: bf_any), as pass_easy's scan finds it."""
         top = f if f < q_none else q_none - 1
-        cnt = 0
-        ends: list[int] = []
+        cands: list[tuple[float, int]] = []  # (limit, index) of every job that fits, by size
         for s in range(q_min, top + 1):
             es = est_sz[s]
+            if not es:
+                continue
             if s <= extra:
-                m = len(es)
+                cands += es
             else:  # the jobs with t + limit <= shadow: a prefix (t + limit rises with the limit)
                 lo = 0
                 hi = len(es)
@@ -425,38 +595,37 @@ def simulate(
                         lo = mid + 1
                     else:
                         hi = mid
-                m = lo
-            ends.append(m)
-            cnt += m
+                if lo:
+                    cands += es[:lo]
         b = pm_b[0]
+        cnt = len(cands)
         if cnt <= pm_enum:
             # not too many: the least key among them (an association's first candidate, the least
             # index, has its least key: only those are keyed; an arrival's key is its own)
+            idx = sorted(map(_second, cands))
+            nb = bisect_left(idx, b)  # (idx[nb:]: the arrivals since the pass)
             best = 0
-            firsts: dict[int, int] = {}
-            for s in range(q_min, top + 1):
-                es = est_sz[s]
-                for k in range(ends[s - q_min]):
-                    i = es[k][1]
-                    if i < b:
-                        a = job_assoc[i]
-                        if a in firsts:
-                            if i < firsts[a]:
-                                firsts[a] = i
-                        else:
-                            firsts[a] = i
-                    else:
-                        kq = -prio_of[i] * QK + i
-                        if best == 0 or kq < best:
-                            best = kq
-            for i in firsts.values():
+            for k in range(nb, cnt):
+                i = idx[k]
+                kq = -prio_of[i] * QK + i
+                if best == 0 or kq < best:
+                    best = kq
+            first = idx[:nb]
+            first.reverse()  # (a dict keeps the last value given for a key: each association's least index)
+            for i in dict(zip(map(job_assoc.__getitem__, first), first)).values():
                 kq = pm_key(i)
                 if best == 0 or kq < best:
                     best = kq
             return best & QM
         # many: the queue in order (the associations' pending jobs merged, and the tail) until one fits
-        if not pm_built[0]:
-            pm_build()
+        while lz_bh:  # (every association's first key now)
+            lb = heappop(lz_bh)
+            a = job_assoc[lb & QM]
+            if lz_cur[a] == lb:
+                lz_cur[a] = 0
+                uq = user_q[a]
+                if uq and uq[0] < b:
+                    heappush(pm_heap, pm_key(uq[0]))
         mh: list[tuple[int, int, int]] = []
         for kq in pm_heap:
             i = kq & QM
@@ -519,6 +688,20 @@ def simulate(
         if pm_on[0]:
             es = est_sz[s]
             del es[bisect_left(es, (est[i], i))]
+            in_es[i] = False
+            ck = (job_assoc[i], s, est[i])
+            cl = cls[ck]
+            if cl[0] == i:
+                del cl[0]
+                if cl:
+                    m = cl[0]  # (the class's next, unless it is there already: an arrival since the pass)
+                    if not in_es[m]:
+                        insort(es, (est[m], m))
+                        in_es[m] = True
+                else:
+                    del cls[ck]
+            else:
+                del cl[bisect_left(cl, i)]
             qkeys.pop()
             if i >= pm_b[0]:
                 del tail[bisect_left(tail, -prio_of[i] * QK + i)]
@@ -534,7 +717,7 @@ def simulate(
                 del pend_l[bisect_left(pend_l, (i << PS) | a)]
                 if uq:
                     insort(pend_l, (uq[0] << PS) | a)
-                    if pm_on[0] and pm_built[0] and uq[0] < pm_b[0]:
+                    if pm_on[0] and uq[0] < pm_b[0]:
                         heappush(pm_heap, pm_key(uq[0]))
             else:
                 del uq[bisect_left(uq, i)]
@@ -833,6 +1016,7 @@ def simulate(
             damp[0] = dec.d_target
             if not fair_tree:
                 f_cache.clear()
+                fc_gen[0] += 1
             out.d_changes += 1
         d_last = dec.d_target
         if cs.padding_mode == "steady":
@@ -942,6 +1126,7 @@ def simulate(
                 for a in range(na):
                     S[a] = S[a] * G
                 G = 1.0
+                lz_inval[0] = True
         root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
         if dummy_ix is not None:
             dummy_charges(t)
@@ -980,6 +1165,11 @@ def simulate(
                 pend = [n << PS]
             runs = runs_l
             lp = last_pass
+            # in `pm` mode after this pass: the pending users' F only when read (lz_eval), from
+            # what the walk records (root after each running job's charge, each charge)
+            lz_walk = not quiet and pm_after()
+            if lz_walk:
+                pend = [n << PS]
             d_full = dt
             f_full = f_dt  # f1**d_full
             d_now = damp[0]
@@ -991,6 +1181,42 @@ def simulate(
             root = S[0]
             k = 0
             nr = len(runs)
+            if lz_walk:
+                lz_runs[:] = runs
+                lrt = lz_root
+                del lrt[:]
+                lrt.append(root)
+                lx = lz_xs
+                del lx[:]
+                for r in runs:
+                    st = start[r]
+                    if st < lp:  # (a full interval)
+                        xs = d_full * bill[r] * f_full / G
+                    else:
+                        d = t - st
+                        xs = d * bill[r] * math.pow(f1, d) / G
+                    b = ja[r]
+                    if usp[b] != pass_no:  # (its usage as the walk began: lz_eval)
+                        usp[b] = pass_no
+                        usv[b] = S[b]
+                    S[b] = S[b] + xs
+                    c = mid1[b]
+                    if c >= 0:
+                        if snap_pass[c] != pass_no:
+                            snap_pass[c] = pass_no
+                            snap_val[c] = S[c]
+                        S[c] = S[c] + xs
+                    else:
+                        for c in mids[b]:
+                            if snap_pass[c] != pass_no:
+                                snap_pass[c] = pass_no
+                                snap_val[c] = S[c]
+                            S[c] = S[c] + xs
+                    root += xs
+                    lrt.append(root)
+                    lx.append(xs)
+                k = nr
+                lz_d[0] = d_now
             for kp in pend:
                 p = kp >> PS
                 a = kp & PM
@@ -1030,36 +1256,36 @@ def simulate(
                 if shares_parent[a]:
                     S[0] = root
                     user_fs(a)
-                    continue
-                fa = fsp_ix[a]
-                ue_fs = ue_acct.get(fa)
-                if ue_fs is None:
-                    if fa == 0:
-                        ue_fs = 1.0
-                    elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
-                        x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
-                        if root0 > 0:
-                            un = x / root0
-                            if not un < 1.0:
-                                un = 1.0
-                        else:
-                            un = 0.0
-                        kind, w = rule[fa]
-                        ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
-                        ue_acct[fa] = ue_fs
-                    else:
-                        ue_fs = acct_ue(fa)
-                if root > 0:
-                    un = S[a] / root
-                    if not un < 1.0:
-                        un = 1.0
                 else:
-                    un = 0.0
-                kind, w = rule[a]
-                v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-                ue_user[a] = v
-                ns = norm_s[a]
-                f_cache[a] = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
+                    fa = fsp_ix[a]
+                    ue_fs = ue_acct.get(fa)
+                    if ue_fs is None:
+                        if fa == 0:
+                            ue_fs = 1.0
+                        elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
+                            x = snap_val[fa] if snap_pass[fa] == pass_no else S[fa]
+                            if root0 > 0:
+                                un = x / root0
+                                if not un < 1.0:
+                                    un = 1.0
+                            else:
+                                un = 0.0
+                            kind, w = rule[fa]
+                            ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
+                            ue_acct[fa] = ue_fs
+                        else:
+                            ue_fs = acct_ue(fa)
+                    if root > 0:
+                        un = S[a] / root
+                        if not un < 1.0:
+                            un = 1.0
+                    else:
+                        un = 0.0
+                    kind, w = rule[a]
+                    v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
+                    ue_user[a] = v
+                    ns = norm_s[a]
+                    f_cache[a] = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
             S[0] = root
             last_pass = t
             if qkeys and not quiet:
@@ -1077,6 +1303,14 @@ def simulate(
     lazy_ok = (depth == 1 or sched is not None) and gate is None and bool(wa) and max_age > 0 and bool(wf)
     lazy: list[Any] = [None, None, 0]
 
+    def pm_after() -> bool:
+        """Whether the queue is in `pm` mode after a pass now (reprioritise_at_pass's choice)."""
+        if not pm:
+            return False
+        if pm_on[0]:
+            return len(qkeys) >= pm_q_off
+        return len(qkeys) >= pm_q_on
+
     def reprioritise_at_pass(t: float) -> None:
         if pm and pm_on[0] and len(qkeys) < pm_q_off:
             # a short queue: back to the keyed list (every pending job, each association's in order;
@@ -1084,23 +1318,42 @@ def simulate(
             pm_on[0] = False
             qkeys[:] = [i for kp in pend_l for i in user_q[kp & PM]]
             for es in est_sz:
+                for ei in es:
+                    in_es[ei[1]] = False
                 es.clear()
+            cls.clear()
+            del tail[:]
         elif pm and not pm_on[0] and len(qkeys) >= pm_q_on:
             pm_on[0] = True
+            lz_inval[0] = True
             lazy[0] = None
             for kp in pend_l:
-                for i in user_q[kp & PM]:
-                    est_sz[size[i]].append((est[i], i))
+                a = kp & PM
+                for i in user_q[a]:  # (in index order: each class's first is its least)
+                    ck = (a, size[i], est[i])
+                    cl = cls.get(ck)
+                    if cl is None:
+                        cls[ck] = [i]
+                        est_sz[size[i]].append((est[i], i))
+                        in_es[i] = True
+                    else:
+                        cl.append(i)
             for es in est_sz:
                 es.sort()
         if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
             pm_t[0] = t
             pm_fc.clear()
-            pm_fc.update(f_cache)
             pm_wfx.clear()
+            for kq in tail:  # the arrivals since the last pass: now keyed at this pass, as their classes
+                j = kq & QM
+                if cls[(job_assoc[j], size[j], est[j])][0] != j:
+                    es = est_sz[size[j]]
+                    del es[bisect_left(es, (est[j], j))]
+                    in_es[j] = False
             pm_b[0] = ai  # (the next arrival)
             del tail[:]
-            pm_built[0] = False
+            del pm_heap[:]
+            lz_setup(t)
             return
         if lazy_ok and free < q_min:
             # Fair Tree's F, every user's, stays until the next pass: read at the first look; classic:
@@ -1271,6 +1524,9 @@ def simulate(
                 if d > 0:  # charge(job_assoc[i], d * bill[i] * f1**d), inlined (a user's association)
                     xs = d * bill[i] * math.pow(f1, d) / G
                     b = job_assoc[i]
+                    if usp[b] != pass_no:  # (lz_eval reads the usage the pass's walk saw)
+                        usp[b] = pass_no
+                        usv[b] = S[b]
                     S[b] = S[b] + xs
                     for c in ups[b]:
                         if snap_pass[c] != pass_no:
@@ -1310,9 +1566,17 @@ def simulate(
                 uq = user_q[job_assoc[ai]]
                 if not uq:
                     pend_l.append((ai << PS) | job_assoc[ai])  # (the largest index so far)
+                    lz_new.append(job_assoc[ai])
                 uq.append(ai)
             if pm_on[0]:
                 insort(est_sz[s], (est[ai], ai))
+                in_es[ai] = True
+                ck = (job_assoc[ai], s, est[ai])
+                cl = cls.get(ck)
+                if cl is None:
+                    cls[ck] = [ai]
+                else:
+                    cl.append(ai)
                 qkeys.append(kq)  # (a count)
                 insort(tail, kq)
             elif lazy[0] is None:
@@ -1328,6 +1592,7 @@ def simulate(
             damp[0] = d_conf
             if not fair_tree:
                 f_cache.clear()
+                fc_gen[0] += 1
         if next_ctl <= t:
             if not any(a <= t < b for a, b in down):
                 control_tick(t)
