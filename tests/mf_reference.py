@@ -34,9 +34,13 @@ What it models, in the order slurmctld does it (priority_multifactor.c `_decay_t
 With `sched` (a fscontrol.sim.slurmsched.SlurmSched, only its fields are read), scheduling is
 slurmctld's instead of EASY at every event:
 
-* the main scheduler at every arrival or end (not at a decay pass) over the first
-  default_queue_depth jobs of the queue, and every sched_interval from the first submission over
-  all of them: jobs start in queue order while they fit; the first that does not ends the pass;
+* the main scheduler at every end (not at a decay pass) over the first default_queue_depth jobs
+  of the queue, and every sched_interval from the first submission over all of them: jobs start in
+  queue order while they fit; the first that does not ends the pass. An arrival makes a request,
+  served (the main scheduler over default_queue_depth jobs) batch_sched_delay after the last
+  time the background loop scheduled (a timer's full pass, which serves a request made by its
+  time, or a request served), or at once if that is past; a pass at an end runs over every
+  pending job, the new ones too;
 * backfill every bf_interval from the first submission: for each of the first bf_max_job_test
   jobs in queue order, the earliest time T (now, the end of a running job by its limit, or the
   end of a reservation) at which the CPUs not running anything are enough for it and the
@@ -296,6 +300,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
     k_main = k_bf = 1  # the timers' next ticks: t0 + k x interval
     last_change = last_bf = -math.inf  # the last change (a job's arrival, start, end, completion, a
     # decay pass, a main pass passing jobs by) and the last backfill cycle
+    bg_last = -math.inf  # the background loop's last scheduling (a full pass or a request served)
+    req = due = math.inf  # the pending request: when made, when served
     while True:
         t = min([jobs[ai].submit] if ai < n else [math.inf])
         if running:
@@ -305,12 +311,22 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         if (ai < n or running or pending or completing) and next_pass < t:
             t = next_pass
         if pending:
-            t = min(t, t0 + k_main * si, t0 + k_bf * bi)
+            t = min(t, t0 + k_main * si, t0 + k_bf * bi, due)
         if t == math.inf:
             break
         if sched is not None:  # (a timer passed while nothing was pending: its next tick)
-            while t0 + k_main * si < t:
-                k_main += 1
+            # the background loop's schedulings before t, in time order (nothing was pending: they
+            # started nothing): the timer's full passes, each serving a request made by its time,
+            # and a request served at its due time
+            while min(t0 + k_main * si, due) < t:
+                if t0 + k_main * si <= due:
+                    bg_last = t0 + k_main * si
+                    if req <= bg_last:
+                        req = due = math.inf
+                    k_main += 1
+                else:
+                    bg_last = due
+                    req = due = math.inf
             while t0 + k_bf * bi < t:
                 k_bf += 1
         changed = False
@@ -331,12 +347,17 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 completing.remove((ft, c))
                 changed = True
                 last_change = t
+        arrived = False
         while ai < n and jobs[ai].submit <= t:
             pending.append(ai)
             prio_of[ai] = priority(ai, t)
             ai += 1
-            changed = True
+            arrived = True
             last_change = t
+        if sched is None:
+            changed = changed or arrived
+        elif arrived and req == math.inf:
+            req, due = t, max(t, bg_last + sched.batch_sched_delay_s)
         if next_pass <= t:
             do_pass(t)
             last_change = t
@@ -348,8 +369,15 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 main_sched(t, sched.default_queue_depth)
             if t0 + k_main * si <= t:
                 k_main += 1
+                bg_last = t
+                req = due = math.inf
                 if pending:
                     main_sched(t, n)
+            elif due <= t:
+                bg_last = t
+                req = due = math.inf
+                if pending:
+                    main_sched(t, sched.default_queue_depth)
             if t0 + k_bf * bi <= t:
                 k_bf += 1
                 if pending and last_change >= last_bf:  # else skipped: nothing changed since the last

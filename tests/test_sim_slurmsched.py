@@ -33,6 +33,9 @@ def test_scheduler_parameters_as_slurm_reads_them():
                           "default_queue_depth=9,sched_interval=20,bf_continue,defer\n", node_cpus=32)
     assert (s.bf_interval_s, s.bf_window_s, s.bf_resolution_s, s.bf_max_job_test, s.default_queue_depth,
             s.sched_interval_s, s.bf_continue, s.node_cpus) == (45.0, 3600.0, 120.0, 7, 9, 20.0, True, 32)
+    assert d.batch_sched_delay_s == 3.0  # controller.c's default
+    assert sched_from_config("SchedulerParameters=batch_sched_delay=0\n").batch_sched_delay_s == 0.0
+    assert sched_from_config("SchedulerParameters=batch_sched_delay=-2\n").batch_sched_delay_s == 3.0  # Slurm: the default
     assert not sched_from_config("SchedulerType=sched/builtin\n").backfill
     assert not sched_from_config("SchedulerParameters=bf_interval=-1\n").backfill
     with pytest.raises(ConfigError, match="bf_window"):
@@ -80,6 +83,35 @@ def test_the_main_scheduler_waits_for_backfill_where_easy_starts_at_once():
     assert simulate_multifactor(_jobs(), prio, sched=SlurmSched()).start == [0.0, 1200.0, 30.0]
     # no backfill (sched/builtin): job 3 waits behind the head, which takes the whole node at 1200
     assert simulate_multifactor(_jobs(), prio, sched=SlurmSched(backfill=False)).start == [0.0, 1200.0, 1800.0]
+
+
+def test_a_submission_waits_for_the_background_loops_batch_sched_delay():
+    """A batch job does not start in its submission RPC (job_allocate with allocate=0 is
+    test_only): the submission queues a request that slurmctld's background loop serves once
+    batch_sched_delay (3 s) has passed since the loop last scheduled (controller.c
+    `_slurmctld_background`); a job's end (its epilog complete) runs the main scheduler at once,
+    over every pending job. One 16-CPU node, no timer inside the case:
+    job 1 (t=0) starts at once (the loop has not scheduled yet), job 2 (t=1) at 3; job 3 (t=30)
+    at once, job 4 (t=31) at 33; job 5 (t=40, the whole node) is served at 40 and finds job 4
+    running: it starts when 4 ends (33 + 10 = 43, the epilog's pass); job 6 (t=41) waits behind
+    it (until 53). With batch_sched_delay=0 (the engine before): 2 at 1, 4 at 31, 5 at 41, 6 at 51."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("2", 1.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("3", 30.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("4", 31.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("5", 40.0, 10.0, 60.0, 16, user="u2", account="b"),
+            SimJob("6", 41.0, 10.0, 60.0, 2, user="u1", account="a")]
+    w = Workload("batch", 16, jobs)
+    sc = SlurmSched(bf_interval_s=1000.0, sched_interval_s=1000.0)
+    assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 3.0, 30.0, 33.0, 43.0, 53.0]
+    sc0 = SlurmSched(bf_interval_s=1000.0, sched_interval_s=1000.0, batch_sched_delay_s=0.0)
+    assert simulate_multifactor(w, prio, sched=sc0).start == [0.0, 1.0, 30.0, 31.0, 41.0, 51.0]
+    # the timer's full pass serves a request too: with sched_interval 2 s, job 2's request
+    # (t=1) is served by the pass at 2, and job 4's (t=31) by the pass at 32
+    sc2 = SlurmSched(bf_interval_s=1000.0, sched_interval_s=2.0)
+    assert simulate_multifactor(w, prio, sched=sc2).start[:4] == [0.0, 2.0, 30.0, 32.0]
 
 
 def _sim(*args: str):

@@ -53,6 +53,7 @@ class SlurmSched:
 
     sched_interval_s: float = 60.0
     default_queue_depth: int = 100
+    batch_sched_delay_s: float = 3.0  # a submission's main pass: at least this long after the background loop's last
     backfill: bool = True  # SchedulerType=sched/backfill (and bf_interval != -1)
     bf_interval_s: float = 30.0
     bf_window_s: float = 1440 * 60.0
@@ -71,6 +72,8 @@ class SlurmSched:
             raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
         if self.complete_s < 0:
             raise ConfigError("complete_s must be >= 0")
+        if self.batch_sched_delay_s < 0:
+            raise ConfigError("batch_sched_delay must be >= 0")
         if self.bf_max_job_user < 0:
             raise ConfigError("bf_max_job_user must be >= 0")
         if self.node_cpus < 0:
@@ -81,6 +84,7 @@ class SlurmSched:
 
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
+             "batch_sched_delay": "batch_sched_delay_s",
              "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
              "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", "bf_max_job_user": "bf_max_job_user"}
 
@@ -109,12 +113,14 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
                 v = int(val)
             except ValueError:
                 raise ConfigError(f"SchedulerParameters: {name}={val!r} is not an integer") from None
+            if name == "batch_sched_delay" and v < 0:
+                v = 3  # job_scheduler.c: "Invalid batch_sched_delay", the default kept
             if name == "bf_interval" and v == -1:
                 args["backfill"] = False
                 continue
             if name == "sched_interval" and v == -1:
                 v = 10**9  # the periodic main pass disabled
-            args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution")) else v)
+            args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
     if stype.strip() != "sched/backfill":
         args["backfill"] = False
     args["source"] = "SchedulerParameters=" + (params or "(Slurm's defaults)") + ("" if stype == "sched/backfill" else f", {stype}")
