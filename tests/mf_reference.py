@@ -44,7 +44,8 @@ slurmctld's instead of EASY at every event:
 * backfill every bf_interval from the first submission: for each of the first bf_max_job_test
   jobs in queue order, the earliest time T (now, the end of a running job by its limit, or the
   end of a reservation) at which the CPUs not running anything are enough for it and the
-  reservations made before it in the cycle that overlap [T, T + limit] leave enough CPUs: now:
+  reservations made before it in the cycle that overlap [T, T + limit] leave enough CPUs (the
+  running jobs' time as the select plugin's will-run test batches them, see `will_run`): now:
   it starts (and counts as running to its limit); later, within bf_window: a reservation of its
   whole nodes (ceil(size / node CPUs) x node CPUs, at most the machine; node_cpus 0: the
   machine) from floor(T / bf_resolution) x bf_resolution (not before now) to floor((T + limit) /
@@ -239,10 +240,38 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         def held_in(a, b):
             return sum(w for rb, re, w in resv if re > a and rb <= b)
 
+        def will_run(s):
+            """When the running jobs leave s CPUs free, as the select plugin's will-run test finds
+            it (cons_common/job_test.c `_will_run_test`): now if they are free; else the jobs
+            (by end) are removed in batches, the first up to E + 30 s (E: the first end rounded up
+            to a multiple of 30 s), the window doubling before each next batch until the next job
+            ends within it; after the batch where s CPUs are free, the end of its last job."""
+            if cpus_free_at(t) >= s:
+                return t
+            ends = sorted(e for e, c in busy)
+            e0 = ends[0] + (30 - ends[0] % 30)
+            w = 30
+            k = 0
+            while k < len(ends):
+                last = ends[k]
+                k += 1
+                while k < len(ends) and ends[k] <= e0 + w:
+                    last = ends[k]
+                    k += 1
+                if cpus_free_at(last) >= s:
+                    return last
+                w *= 2
+                while k < len(ends) and ends[k] > e0 + w:
+                    w *= 2
+            return None
+
         for i in queue()[:sched.bf_max_job_test]:
             s, d = jobs[i].size, jobs[i].estimate
-            when = sorted({t} | {e for e, c in busy if e > t} | {re for rb, re, w in resv if re > t})
-            T = next((x for x in when if cpus_free_at(x) >= s and machine - held_in(x, x + d) >= s), None)
+            T0 = will_run(s)
+            if T0 is None:
+                continue
+            when = sorted({T0} | {re for rb, re, w in resv if re > T0})
+            T = next((x for x in when if machine - held_in(x, x + d) >= s), None)
             if T is None:
                 continue
             if T == t:

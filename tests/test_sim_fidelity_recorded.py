@@ -3,8 +3,8 @@
 was tuned on), ran them on the 22.05 testbed (one 128-CPU node) and captured them into
 samples/fidelity/. Here the capture is replayed (`simulate CAPTURE`, its own config) and
 compared job by job (fscontrol.sim.fidelity), without a testbed. docs/simulator-fidelity.md has
-the figures; Fair Tree does not meet the targets yet (seed 23: 80% within 60 s): checked as
-measured, so a change that moves it shows."""
+the figures; Fair Tree meets the 60-s target on seed 23 (100%) but not yet the pairs' (81.8%):
+checked as measured, so a change that moves it shows."""
 
 from __future__ import annotations
 
@@ -23,18 +23,37 @@ def test_classic_replays_meet_the_start_time_targets(run):
     assert c["jobs"] == 45
     assert c["within_60s"] >= 0.90, fidelity.format_compare(c)
     assert c["pairs_in_order"] >= 0.90, fidelity.format_compare(c)
-    assert abs(c["mean_wait_error"]) <= 0.06, fidelity.format_compare(c)  # seed 23: +5.8%, seed 24: +0.5%
-    # every account with more than two jobs within 10%, but seed 23's physics (+12.4%: one job 76 s late)
-    for acct, m in c["per_account"].items():
-        if m["jobs"] > 2 and (run, acct) != ("seed23-classic", "physics"):
+    assert abs(c["mean_wait_error"]) <= 0.05, fidelity.format_compare(c)  # seed 23: -1.3%, seed 24: +1.0%
+    for acct, m in c["per_account"].items():  # every account with more than two jobs within 10%
+        if m["jobs"] > 2:
             assert abs(m["error"]) <= 0.10, (acct, fidelity.format_compare(c))
 
 
 def test_fair_tree_replay_as_measured():
-    """Not at the targets (docs/simulator-fidelity.md): the figures as measured, so a change
-    to the Fair Tree replay is seen here."""
+    """Within 60 s at the target since the submission's batch_sched_delay and the will-run
+    batches (docs/simulator-fidelity.md); the pairs (81.8%) and the mean wait (+5.8%) not yet:
+    the figures as measured, so a change to the Fair Tree replay is seen here. The independent
+    check: the same seed run again on the testbed replays at 100% / 100% / -1.1%
+    (docs/simulator-fidelity.md), and the job-by-job cause of the first divergence is in
+    test_sim_slurmsched.py::test_will_run_batches_as_the_select_plugin_removes_running_jobs."""
     c = fidelity.compare(fidelity.real_starts(FID / "seed23-fairtree"), fidelity.replay(FID / "seed23-fairtree"))
-    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == (0.978, 0.789), fidelity.format_compare(c)
+    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == (1.0, 0.818), fidelity.format_compare(c)
+    assert c["within_60s"] >= 0.90  # the target
+
+
+def test_fair_tree_rerun_meets_the_targets():
+    """Seed 23 under Fair Tree run again on the testbed (2026-11-27, with slurmctld's log: its
+    InitPrio lines, `sched: Allocate` at 3 s from the loop's last scheduling, the backfill
+    starts): slurmctld's timing differed from the first run by a second here and there, and its
+    real mean wait by 31%. The replay meets every target on it."""
+    c = fidelity.compare(fidelity.real_starts(FID / "seed23-fairtree-rerun"),
+                         fidelity.replay(FID / "seed23-fairtree-rerun"))
+    assert c["jobs"] == 45
+    assert c["within_60s"] >= 0.90 and c["pairs_in_order"] >= 0.90, fidelity.format_compare(c)  # 100%, 100%
+    assert abs(c["mean_wait_error"]) <= 0.05, fidelity.format_compare(c)  # -1.1%
+    for acct, m in c["per_account"].items():
+        if m["jobs"] > 2:
+            assert abs(m["error"]) <= 0.10, (acct, fidelity.format_compare(c))
 
 
 def test_the_replay_before_issue_32_missed_them():

@@ -266,3 +266,20 @@ def test_slurm_scheduler_batch_sched_delay_is_the_reference():
         if want is not None:
             assert ref.start == want, ref.start
         check_same_sched(w, prio, sc)
+
+
+def test_slurm_scheduler_will_run_batches_are_the_reference():
+    """test_sim_slurmsched's will-run batch case (H planned from the end of its batch's last job),
+    the engines against the reference."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("A", 0.0, 100.0, 100.0, 8, user="u2", account="b"),
+            SimJob("B", 0.0, 125.0, 125.0, 4, user="u2", account="b"),
+            SimJob("H", 1.0, 50.0, 50.0, 12, user="u1", account="a"),
+            SimJob("S", 2.0, 50.0, 90.0, 2, user="u1", account="a")]
+    w = Workload("batches", 16, jobs)
+    sc = SlurmSched(bf_resolution_s=1.0)
+    assert simulate_reference(w, prio, share_tree(w, dummy=None), sched=sc).start == [0.0, 0.0, 100.0, 30.0]
+    check_same_sched(w, prio, sc)

@@ -726,7 +726,7 @@ def simulate(
         bf_dirty[0] = bf_t[0] >= t
         if lazy[0] is not None:
             materialise()
-        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap)
+        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
