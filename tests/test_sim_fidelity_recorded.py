@@ -3,8 +3,8 @@
 was tuned on), ran them on the 22.05 testbed (one 128-CPU node) and captured them into
 samples/fidelity/. Here the capture is replayed (`simulate CAPTURE`, its own config) and
 compared job by job (fscontrol.sim.fidelity), without a testbed. docs/simulator-fidelity.md has
-the figures; Fair Tree meets the 60-s target on seed 23 (100%) but not yet the pairs' (81.8%):
-checked as measured, so a change that moves it shows."""
+the figures; Fair Tree meets every target on seed 23 run again, and on its other runs
+(seed 23's first, 31, 32) not all of them: checked as measured, so a change that moves them shows."""
 
 from __future__ import annotations
 
@@ -29,16 +29,20 @@ def test_classic_replays_meet_the_start_time_targets(run):
             assert abs(m["error"]) <= 0.10, (acct, fidelity.format_compare(c))
 
 
-def test_fair_tree_replay_as_measured():
-    """Within 60 s at the target since the submission's batch_sched_delay and the will-run
-    batches (docs/simulator-fidelity.md); the pairs (81.8%) and the mean wait (+5.8%) not yet:
-    the figures as measured, so a change to the Fair Tree replay is seen here. The independent
-    check: the same seed run again on the testbed replays at 100% / 100% / -1.1%
-    (docs/simulator-fidelity.md), and the job-by-job cause of the first divergence is in
-    test_sim_slurmsched.py::test_will_run_batches_as_the_select_plugin_removes_running_jobs."""
-    c = fidelity.compare(fidelity.real_starts(FID / "seed23-fairtree"), fidelity.replay(FID / "seed23-fairtree"))
-    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == (1.0, 0.818), fidelity.format_compare(c)
-    assert c["within_60s"] >= 0.90  # the target
+@pytest.mark.parametrize("run, figures", [
+    ("seed23-fairtree", (1.0, 0.818)),  # seed 23's first run: 100% within 60 s, not the pairs
+    ("seed31-fairtree", (0.889, 0.947)),  # held out: a 6-s lead on one job (docs: what is left)
+    ("seed32-fairtree", (0.889, 0.882)),  # a 1-s lead on job 67 moves a reservation a minute
+])
+def test_fair_tree_replay_as_measured(run, figures):
+    """Not all at the targets (docs/simulator-fidelity.md): the figures as measured, so a change
+    to the Fair Tree replay is seen here. The independent checks: the same seed 23 run again on
+    the testbed replays at the targets (below), and the two rules behind the figures are checked
+    on hand-made cases (test_sim_slurmsched.py: batch_sched_delay, the will-run batches with
+    seed 23's own end times; test_sim_mf_reference.py: the engine against the slow reference)."""
+    c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
+    assert c["jobs"] == 45
+    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == figures, fidelity.format_compare(c)
 
 
 def test_fair_tree_rerun_meets_the_targets():
