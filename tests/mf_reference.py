@@ -34,13 +34,18 @@ What it models, in the order slurmctld does it (priority_multifactor.c `_decay_t
 With `sched` (a fscontrol.sim.slurmsched.SlurmSched, only its fields are read), scheduling is
 slurmctld's instead of EASY at every event:
 
-* the main scheduler at every arrival or end (not at a decay pass) over the first
-  default_queue_depth jobs of the queue, and every sched_interval from the first submission over
-  all of them: jobs start in queue order while they fit; the first that does not ends the pass;
+* the main scheduler at every end (not at a decay pass) over the first default_queue_depth jobs
+  of the queue, and every sched_interval from the first submission over all of them: jobs start in
+  queue order while they fit; the first that does not ends the pass. An arrival makes a request,
+  served (the main scheduler over default_queue_depth jobs) batch_sched_delay after the last
+  time the background loop scheduled (a timer's full pass, which serves a request made by its
+  time, or a request served), or at once if that is past; a pass at an end runs over every
+  pending job, the new ones too;
 * backfill every bf_interval from the first submission: for each of the first bf_max_job_test
   jobs in queue order, the earliest time T (now, the end of a running job by its limit, or the
   end of a reservation) at which the CPUs not running anything are enough for it and the
-  reservations made before it in the cycle that overlap [T, T + limit] leave enough CPUs: now:
+  reservations made before it in the cycle that overlap [T, T + limit] leave enough CPUs (the
+  running jobs' time as the select plugin's will-run test batches them, see `will_run`): now:
   it starts (and counts as running to its limit); later, within bf_window: a reservation of its
   whole nodes (ceil(size / node CPUs) x node CPUs, at most the machine; node_cpus 0: the
   machine) from floor(T / bf_resolution) x bf_resolution (not before now) to floor((T + limit) /
@@ -235,10 +240,38 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         def held_in(a, b):
             return sum(w for rb, re, w in resv if re > a and rb <= b)
 
+        def will_run(s):
+            """When the running jobs leave s CPUs free, as the select plugin's will-run test finds
+            it (cons_common/job_test.c `_will_run_test`): now if they are free; else the jobs
+            (by end) are removed in batches, the first up to E + 30 s (E: the first end rounded up
+            to a multiple of 30 s), the window doubling before each next batch until the next job
+            ends within it; after the batch where s CPUs are free, the end of its last job."""
+            if cpus_free_at(t) >= s:
+                return t
+            ends = sorted(e for e, c in busy)
+            e0 = ends[0] + (30 - ends[0] % 30)
+            w = 30
+            k = 0
+            while k < len(ends):
+                last = ends[k]
+                k += 1
+                while k < len(ends) and ends[k] <= e0 + w:
+                    last = ends[k]
+                    k += 1
+                if cpus_free_at(last) >= s:
+                    return last
+                w *= 2
+                while k < len(ends) and ends[k] > e0 + w:
+                    w *= 2
+            return None
+
         for i in queue()[:sched.bf_max_job_test]:
             s, d = jobs[i].size, jobs[i].estimate
-            when = sorted({t} | {e for e, c in busy if e > t} | {re for rb, re, w in resv if re > t})
-            T = next((x for x in when if cpus_free_at(x) >= s and machine - held_in(x, x + d) >= s), None)
+            T0 = will_run(s)
+            if T0 is None:
+                continue
+            when = sorted({T0} | {re for rb, re, w in resv if re > T0})
+            T = next((x for x in when if machine - held_in(x, x + d) >= s), None)
             if T is None:
                 continue
             if T == t:
@@ -296,6 +329,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
     k_main = k_bf = 1  # the timers' next ticks: t0 + k x interval
     last_change = last_bf = -math.inf  # the last change (a job's arrival, start, end, completion, a
     # decay pass, a main pass passing jobs by) and the last backfill cycle
+    bg_last = -math.inf  # the background loop's last scheduling (a full pass or a request served)
+    req = due = math.inf  # the pending request: when made, when served
     while True:
         t = min([jobs[ai].submit] if ai < n else [math.inf])
         if running:
@@ -305,12 +340,22 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         if (ai < n or running or pending or completing) and next_pass < t:
             t = next_pass
         if pending:
-            t = min(t, t0 + k_main * si, t0 + k_bf * bi)
+            t = min(t, t0 + k_main * si, t0 + k_bf * bi, due)
         if t == math.inf:
             break
         if sched is not None:  # (a timer passed while nothing was pending: its next tick)
-            while t0 + k_main * si < t:
-                k_main += 1
+            # the background loop's schedulings before t, in time order (nothing was pending: they
+            # started nothing): the timer's full passes, each serving a request made by its time,
+            # and a request served at its due time
+            while min(t0 + k_main * si, due) < t:
+                if t0 + k_main * si <= due:
+                    bg_last = t0 + k_main * si
+                    if req <= bg_last:
+                        req = due = math.inf
+                    k_main += 1
+                else:
+                    bg_last = due
+                    req = due = math.inf
             while t0 + k_bf * bi < t:
                 k_bf += 1
         changed = False
@@ -331,12 +376,17 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 completing.remove((ft, c))
                 changed = True
                 last_change = t
+        arrived = False
         while ai < n and jobs[ai].submit <= t:
             pending.append(ai)
             prio_of[ai] = priority(ai, t)
             ai += 1
-            changed = True
+            arrived = True
             last_change = t
+        if sched is None:
+            changed = changed or arrived
+        elif arrived and req == math.inf:
+            req, due = t, max(t, bg_last + sched.batch_sched_delay_s)
         if next_pass <= t:
             do_pass(t)
             last_change = t
@@ -348,8 +398,15 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 main_sched(t, sched.default_queue_depth)
             if t0 + k_main * si <= t:
                 k_main += 1
+                bg_last = t
+                req = due = math.inf
                 if pending:
                     main_sched(t, n)
+            elif due <= t:
+                bg_last = t
+                req = due = math.inf
+                if pending:
+                    main_sched(t, sched.default_queue_depth)
             if t0 + k_bf * bi <= t:
                 k_bf += 1
                 if pending and last_change >= last_bf:  # else skipped: nothing changed since the last

@@ -3,8 +3,8 @@
 was tuned on), ran them on the 22.05 testbed (one 128-CPU node) and captured them into
 samples/fidelity/. Here the capture is replayed (`simulate CAPTURE`, its own config) and
 compared job by job (fscontrol.sim.fidelity), without a testbed. docs/simulator-fidelity.md has
-the figures; Fair Tree does not meet the targets yet (seed 23: 80% within 60 s): checked as
-measured, so a change that moves it shows."""
+the figures; Fair Tree meets every target on seed 23 run again, and on its other runs
+(seed 23's first, 31, 32) not all of them: checked as measured, so a change that moves them shows."""
 
 from __future__ import annotations
 
@@ -23,18 +23,43 @@ def test_classic_replays_meet_the_start_time_targets(run):
     assert c["jobs"] == 45
     assert c["within_60s"] >= 0.90, fidelity.format_compare(c)
     assert c["pairs_in_order"] >= 0.90, fidelity.format_compare(c)
-    assert abs(c["mean_wait_error"]) <= 0.06, fidelity.format_compare(c)  # seed 23: +5.8%, seed 24: +0.5%
-    # every account with more than two jobs within 10%, but seed 23's physics (+12.4%: one job 76 s late)
-    for acct, m in c["per_account"].items():
-        if m["jobs"] > 2 and (run, acct) != ("seed23-classic", "physics"):
+    assert abs(c["mean_wait_error"]) <= 0.05, fidelity.format_compare(c)  # seed 23: -1.3%, seed 24: +1.0%
+    for acct, m in c["per_account"].items():  # every account with more than two jobs within 10%
+        if m["jobs"] > 2:
             assert abs(m["error"]) <= 0.10, (acct, fidelity.format_compare(c))
 
 
-def test_fair_tree_replay_as_measured():
-    """Not at the targets (docs/simulator-fidelity.md): the figures as measured, so a change
-    to the Fair Tree replay is seen here."""
-    c = fidelity.compare(fidelity.real_starts(FID / "seed23-fairtree"), fidelity.replay(FID / "seed23-fairtree"))
-    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == (0.8, 0.688), fidelity.format_compare(c)
+@pytest.mark.parametrize("run, figures", [
+    ("seed23-fairtree", (1.0, 0.818)),  # seed 23's first run: 100% within 60 s, not the pairs
+    ("seed31-fairtree", (0.889, 0.947)),  # held out: a 6-s lead on one job (docs: what is left)
+    ("seed32-fairtree", (0.889, 0.882)),  # a 1-s lead on job 67 moves a reservation a minute
+    ("seed33-fairtree", (1.0, 1.0)),  # held out: every target but chem's mean wait (5.2 vs 6.8 s)
+])
+def test_fair_tree_replay_as_measured(run, figures):
+    """Not all at the targets (docs/simulator-fidelity.md): the figures as measured, so a change
+    to the Fair Tree replay is seen here. The independent checks: the same seed 23 run again on
+    the testbed replays at the targets (below), and the two rules behind the figures are checked
+    on hand-made cases (test_sim_slurmsched.py: batch_sched_delay, the will-run batches with
+    seed 23's own end times; test_sim_mf_reference.py: the engine against the slow reference)."""
+    c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
+    assert c["jobs"] == 45
+    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == figures, fidelity.format_compare(c)
+
+
+@pytest.mark.parametrize("run", ["seed23-fairtree-rerun", "seed34-fairtree"])
+def test_fair_tree_runs_meet_the_targets(run):
+    """Seed 34 (held out: chosen and run after the rules were written) and seed 23 under Fair
+    Tree run again on the testbed (2026-11-27, with slurmctld's log: its InitPrio lines,
+    `sched: Allocate` at 3 s from the loop's last scheduling, the backfill starts):
+    slurmctld's timing differed from seed 23's first run by a second here and there, and its
+    real mean wait by 31%. The replay meets every target on both (34: 100%, 99.8%, -0.3%)."""
+    c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
+    assert c["jobs"] == 45
+    assert c["within_60s"] >= 0.90 and c["pairs_in_order"] >= 0.90, fidelity.format_compare(c)
+    assert abs(c["mean_wait_error"]) <= 0.05, fidelity.format_compare(c)  # -1.1%, -0.3%
+    for acct, m in c["per_account"].items():
+        if m["jobs"] > 2:
+            assert abs(m["error"]) <= 0.10, (acct, fidelity.format_compare(c))
 
 
 def test_the_replay_before_issue_32_missed_them():

@@ -134,6 +134,7 @@ def scheds(draw):
     return SlurmSched(
         sched_interval_s=float(draw(st.sampled_from([60, 60, 7, 100]))),
         default_queue_depth=draw(st.sampled_from([100, 100, 2])),
+        batch_sched_delay_s=float(draw(st.sampled_from([3, 3, 0, 7]))),
         backfill=draw(st.sampled_from([True, True, True, False])),
         bf_interval_s=float(draw(st.sampled_from([30, 30, 45, 13]))),
         bf_window_s=float(draw(st.sampled_from([1440 * 60, 1440 * 60, 600]))),
@@ -241,4 +242,44 @@ def test_a_cycle_after_a_change_in_the_last_cycles_second_runs():
     sc = SlurmSched(bf_window_s=600.0, node_cpus=4)
     ref = simulate_reference(w, prio, share_tree(w, dummy=None), sched=sc)
     assert ref.start[23] == 3330.0, ref.start[23]
+    check_same_sched(w, prio, sc)
+
+
+def test_slurm_scheduler_batch_sched_delay_is_the_reference():
+    """test_sim_slurmsched's batch_sched_delay case, the engines against the reference (with
+    the timer's full pass serving a request, and with no delay)."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("2", 1.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("3", 30.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("4", 31.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("5", 40.0, 10.0, 60.0, 16, user="u2", account="b"),
+            SimJob("6", 41.0, 10.0, 60.0, 2, user="u1", account="a")]
+    w = Workload("batch", 16, jobs)
+    for iv, delay, want in ((1000.0, 3.0, [0.0, 3.0, 30.0, 33.0, 43.0, 53.0]), (2.0, 3.0, None),
+                            (1000.0, 0.0, [0.0, 1.0, 30.0, 31.0, 41.0, 51.0])):
+        sc = SlurmSched(bf_interval_s=1000.0, sched_interval_s=iv, batch_sched_delay_s=delay)
+        ref = simulate_reference(w, prio, share_tree(w, dummy=None), sched=sc)
+        if want is not None:
+            assert ref.start == want, ref.start
+        check_same_sched(w, prio, sc)
+
+
+def test_slurm_scheduler_will_run_batches_are_the_reference():
+    """test_sim_slurmsched's will-run batch case (H planned from the end of its batch's last job),
+    the engines against the reference."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("A", 0.0, 100.0, 100.0, 8, user="u2", account="b"),
+            SimJob("B", 0.0, 125.0, 125.0, 4, user="u2", account="b"),
+            SimJob("H", 1.0, 50.0, 50.0, 12, user="u1", account="a"),
+            SimJob("S", 2.0, 50.0, 90.0, 2, user="u1", account="a")]
+    w = Workload("batches", 16, jobs)
+    sc = SlurmSched(bf_resolution_s=1.0)
+    assert simulate_reference(w, prio, share_tree(w, dummy=None), sched=sc).start == [0.0, 0.0, 100.0, 30.0]
     check_same_sched(w, prio, sc)

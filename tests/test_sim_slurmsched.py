@@ -18,7 +18,7 @@ from fscontrol.sim import run_simulation
 from fscontrol.sim.load import load_workload
 from fscontrol.sim.multifactor import PriorityConfig, simulate_multifactor
 from fscontrol.sim.policies import get_policy
-from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, sched_from_config
+from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, sched_from_config, will_run_batches
 from fscontrol.sim.workload import SimJob, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +33,9 @@ def test_scheduler_parameters_as_slurm_reads_them():
                           "default_queue_depth=9,sched_interval=20,bf_continue,defer\n", node_cpus=32)
     assert (s.bf_interval_s, s.bf_window_s, s.bf_resolution_s, s.bf_max_job_test, s.default_queue_depth,
             s.sched_interval_s, s.bf_continue, s.node_cpus) == (45.0, 3600.0, 120.0, 7, 9, 20.0, True, 32)
+    assert d.batch_sched_delay_s == 3.0  # controller.c's default
+    assert sched_from_config("SchedulerParameters=batch_sched_delay=0\n").batch_sched_delay_s == 0.0
+    assert sched_from_config("SchedulerParameters=batch_sched_delay=-2\n").batch_sched_delay_s == 3.0  # Slurm: the default
     assert not sched_from_config("SchedulerType=sched/builtin\n").backfill
     assert not sched_from_config("SchedulerParameters=bf_interval=-1\n").backfill
     with pytest.raises(ConfigError, match="bf_window"):
@@ -80,6 +83,76 @@ def test_the_main_scheduler_waits_for_backfill_where_easy_starts_at_once():
     assert simulate_multifactor(_jobs(), prio, sched=SlurmSched()).start == [0.0, 1200.0, 30.0]
     # no backfill (sched/builtin): job 3 waits behind the head, which takes the whole node at 1200
     assert simulate_multifactor(_jobs(), prio, sched=SlurmSched(backfill=False)).start == [0.0, 1200.0, 1800.0]
+
+
+def test_a_submission_waits_for_the_background_loops_batch_sched_delay():
+    """A batch job does not start in its submission RPC (job_allocate with allocate=0 is
+    test_only): the submission queues a request that slurmctld's background loop serves once
+    batch_sched_delay (3 s) has passed since the loop last scheduled (controller.c
+    `_slurmctld_background`); a job's end (its epilog complete) runs the main scheduler at once,
+    over every pending job. One 16-CPU node, no timer inside the case:
+    job 1 (t=0) starts at once (the loop has not scheduled yet), job 2 (t=1) at 3; job 3 (t=30)
+    at once, job 4 (t=31) at 33; job 5 (t=40, the whole node) is served at 40 and finds job 4
+    running: it starts when 4 ends (33 + 10 = 43, the epilog's pass); job 6 (t=41) waits behind
+    it (until 53). With batch_sched_delay=0 (the engine before): 2 at 1, 4 at 31, 5 at 41, 6 at 51."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("2", 1.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("3", 30.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("4", 31.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("5", 40.0, 10.0, 60.0, 16, user="u2", account="b"),
+            SimJob("6", 41.0, 10.0, 60.0, 2, user="u1", account="a")]
+    w = Workload("batch", 16, jobs)
+    sc = SlurmSched(bf_interval_s=1000.0, sched_interval_s=1000.0)
+    assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 3.0, 30.0, 33.0, 43.0, 53.0]
+    sc0 = SlurmSched(bf_interval_s=1000.0, sched_interval_s=1000.0, batch_sched_delay_s=0.0)
+    assert simulate_multifactor(w, prio, sched=sc0).start == [0.0, 1.0, 30.0, 31.0, 41.0, 51.0]
+    # the timer's full pass serves a request too: with sched_interval 2 s, job 2's request
+    # (t=1) is served by the pass at 2, and job 4's (t=31) by the pass at 32
+    sc2 = SlurmSched(bf_interval_s=1000.0, sched_interval_s=2.0)
+    assert simulate_multifactor(w, prio, sched=sc2).start[:4] == [0.0, 2.0, 30.0, 32.0]
+
+
+def test_will_run_batches_as_the_select_plugin_removes_running_jobs():
+    """cons_common/job_test.c `_will_run_test`: E = the first end rounded up to 30 s; batches up
+    to E + 30, then the window doubles (60, 120, ...) until the next end is in it. Seed 23's
+    Fair Tree capture at t=120 (relative to its first submission, 1795707658, 28 s past a
+    multiple of 30): running jobs ending at 209 (57 CPUs), 232, 240, 242, 245, 265, 268; E = 212,
+    the first batch is 209..242, so the 48-CPU job that fits once 209 has ended is planned from
+    242 (the end of the batch's last job), an absolute minute: backfill's reservation starts at 242
+    and every 2-minute job (ending at 240) started beside it, the longer ones did not."""
+    t0 = 1795707658.0
+    ends = [t0 + x for x in (209, 232, 240, 242, 245, 265, 268)]
+    b = will_run_batches(ends)
+    assert b == [3, 3, 3, 3, 6, 6, 6]  # E + 30 = 242; then window 60: E + 60 = 272 takes the rest
+    assert (ends[b[0]] - t0, (ends[b[0]]) % 60) == (242.0, 0.0)
+    assert will_run_batches([]) == [] and will_run_batches([90.0]) == [0]
+    # a long gap: the window doubles until the next job ends within it (30, 60, 120, 240, 480)
+    assert will_run_batches([0.0, 40.0, 400.0]) == [1, 1, 2]
+
+
+def test_backfill_plans_from_the_end_of_the_will_run_batch():
+    """One 16-CPU node, bf_resolution 1 s. Jobs A (8 CPUs, limit 100 s) and B (4, limit 125 s)
+    run from 0; H (12 CPUs) waits, S (2 CPUs, limit 90 s) behind it. At the first backfill cycle
+    (t=30) H fits once A ends (100), but the will-run test removes A and B in one batch (E = 120,
+    batch to 150): H is planned from 125 (B's end), so S (ending by 120) starts at 30 beside it.
+    Planned from 100 (the end of the job that frees the CPUs: the replay before), S would wait
+    until 125."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("A", 0.0, 100.0, 100.0, 8, user="u2", account="b"),
+            SimJob("B", 0.0, 125.0, 125.0, 4, user="u2", account="b"),
+            SimJob("H", 1.0, 50.0, 50.0, 12, user="u1", account="a"),
+            SimJob("S", 2.0, 50.0, 90.0, 2, user="u1", account="a")]
+    w = Workload("batches", 16, jobs)
+    sc = SlurmSched(bf_resolution_s=1.0)
+    assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 0.0, 100.0, 30.0]
+    # the start estimate keeps the end of the freeing job (backfill_starts without `batched`)
+    running = [(100.0, 0), (125.0, 1)]
+    size, est = [8, 4, 12, 2], [100.0, 125.0, 50.0, 90.0]
+    assert backfill_starts(30.0, [2, 3], 4, running, size, est, 16, sc) == []
+    assert backfill_starts(30.0, [2, 3], 4, running, size, est, 16, sc, batched=True) == [3]
 
 
 def _sim(*args: str):

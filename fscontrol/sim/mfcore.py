@@ -909,7 +909,7 @@ def simulate(
         bf_dirty[0] = bf_t[0] >= t
         if lazy[0] is not None:
             materialise()
-        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap)
+        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
@@ -1477,6 +1477,21 @@ def simulate(
     cheap: list[tuple[float, int]] = []
     km = 1  # the timers' next ticks: t0 + km x si, t0 + kb x bi
     kb = 1
+    # A submission does not run the main scheduler: it queues a request (queue_job_scheduler) that
+    # slurmctld's background loop serves once batch_sched_delay has passed since the loop's last
+    # scheduling, its timer's full pass or a request served (controller.c `_slurmctld_background`;
+    # a batch job never starts in its submission RPC: job_allocate with allocate=0 is test_only).
+    # A job's end (epilog complete) runs the main scheduler at once (proc_req.c
+    # `_slurm_rpc_epilog_complete`: schedule(false)), over every pending job, the new ones too.
+    bd = float(sched.batch_sched_delay_s) if sched_on else 0.0
+    bg_last = -INF  # the background loop's last scheduling (a full pass or a request served)
+    batch_req = INF  # when the pending request was made (INF: none)
+    batch_due = INF  # when the loop serves it
+
+    def last_tick(x: float) -> float:
+        """The timer's last full pass at or before x (t0 + k x si, k >= 1), or -INF."""
+        k = math.floor((x - t0) / si) if si < INF else 0
+        return t0 + k * si if k >= 1 else -INF
     while True:
         t = submit[ai] if ai < n else INF
         if heap and heap[0][0] < t:
@@ -1498,6 +1513,8 @@ def simulate(
             if pulse_rate > 0 and pulse_end < t:
                 t = pulse_end
         if sched_on and qkeys and free >= q_min:
+            if batch_due < t:
+                t = batch_due
             if t0 + km * si < t:
                 t = t0 + km * si
             if t0 + kb * bi < t and bf_dirty[0]:
@@ -1619,6 +1636,16 @@ def simulate(
             next_pass += P
             reordered = True
         if sched_on:
+            if batch_req < INF:
+                # a request served while nothing could start (skipped: it started nothing): by the
+                # timer's first full pass at or after it, if that fell first, else at its time
+                tk = t0 + max(1, math.ceil((batch_req - t0) / si)) * si if si < INF else INF
+                if tk < t and tk <= batch_due:
+                    bg_last = max(bg_last, tk)
+                    batch_req = batch_due = INF
+                elif batch_due < t:
+                    bg_last = max(bg_last, batch_due)
+                    batch_req = batch_due = INF
             # the ticks that passed while nothing could start (skipped: they would start nothing)
             if t0 + km * si < t:
                 km = max(km, int((t - t0) // si))
@@ -1631,12 +1658,22 @@ def simulate(
             if ended or new or gated or reordered:
                 bf_dirty[0] = True
                 bf_t[0] = t
-            if ended or new or gated:
+            if new and batch_req == INF:
+                batch_req = t
+                batch_due = max(t, max(bg_last, last_tick(t)) + bd)
+            if ended or gated:
                 schedule(t, ended, new, gated)
-            if t0 + km * si <= t:  # (a tick at t)
+            if t0 + km * si <= t:  # (a tick at t: the full pass serves a pending request too)
                 km += 1
+                bg_last = t
+                batch_req = batch_due = INF
                 if qkeys and free >= q_min:
                     main_pass(t, n)
+            elif batch_due <= t:
+                bg_last = t
+                batch_req = batch_due = INF
+                if qkeys and free >= q_min:
+                    main_pass(t, sched.default_queue_depth)
             if t0 + kb * bi <= t:
                 kb += 1
                 if qkeys and free >= q_min and bf_dirty[0]:

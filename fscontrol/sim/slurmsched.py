@@ -53,6 +53,7 @@ class SlurmSched:
 
     sched_interval_s: float = 60.0
     default_queue_depth: int = 100
+    batch_sched_delay_s: float = 3.0  # a submission's main pass: at least this long after the background loop's last
     backfill: bool = True  # SchedulerType=sched/backfill (and bf_interval != -1)
     bf_interval_s: float = 30.0
     bf_window_s: float = 1440 * 60.0
@@ -71,6 +72,8 @@ class SlurmSched:
             raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
         if self.complete_s < 0:
             raise ConfigError("complete_s must be >= 0")
+        if self.batch_sched_delay_s < 0:
+            raise ConfigError("batch_sched_delay must be >= 0")
         if self.bf_max_job_user < 0:
             raise ConfigError("bf_max_job_user must be >= 0")
         if self.node_cpus < 0:
@@ -81,6 +84,7 @@ class SlurmSched:
 
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
+             "batch_sched_delay": "batch_sched_delay_s",
              "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
              "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", "bf_max_job_user": "bf_max_job_user"}
 
@@ -109,12 +113,14 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
                 v = int(val)
             except ValueError:
                 raise ConfigError(f"SchedulerParameters: {name}={val!r} is not an integer") from None
+            if name == "batch_sched_delay" and v < 0:
+                v = 3  # job_scheduler.c: "Invalid batch_sched_delay", the default kept
             if name == "bf_interval" and v == -1:
                 args["backfill"] = False
                 continue
             if name == "sched_interval" and v == -1:
                 v = 10**9  # the periodic main pass disabled
-            args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution")) else v)
+            args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
     if stype.strip() != "sched/backfill":
         args["backfill"] = False
     args["source"] = "SchedulerParameters=" + (params or "(Slurm's defaults)") + ("" if stype == "sched/backfill" else f", {stype}")
@@ -128,17 +134,52 @@ def whole_nodes(size: int, node_cpus: int, total: int) -> int:
     return min(total, -(-size // node_cpus) * node_cpus)
 
 
+WILL_RUN_WINDOW_S = 30  # cons_common/job_test.c `_will_run_test`: time_window = 30
+
+
+def will_run_batches(ends: Sequence[float]) -> list[int]:
+    """For running jobs sorted by their end (start + time limit), the index of the last job of the
+    batch each is removed in by the select plugin's will-run test (select/cons_tres, 22.05
+    cons_common/job_test.c `_will_run_test`): the first batch is the first job and those that end
+    by E + 30 s, E the first job's end rounded up to the next multiple of 30 s from the epoch
+    (`end_time + (time_window - end_time % time_window)`); the window then doubles (60, 120, ...)
+    until the next job ends within it, and the next batch takes the jobs that end by E + window.
+    The job is tested after each batch; where it fits, its start is the end of the LAST job of
+    that batch, not of the job that freed the CPUs it needed: backfill reserves from there."""
+    n = len(ends)
+    out = [0] * n
+    if not n:
+        return out
+    w = float(WILL_RUN_WINDOW_S)
+    e = ends[0] + (w - ends[0] % w)
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and ends[j + 1] <= e + w:
+            j += 1
+        for k in range(i, j + 1):
+            out[k] = j
+        i = j + 1
+        w *= 2
+        while i < n and ends[i] > e + w:
+            w *= 2
+    return out
+
+
 def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[float, int]], size: list[int],
                     est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0,
                     completing: list[tuple[float, int]] | None = None,
-                    fixed: Sequence[tuple[float, float, int]] = ()) -> list[int]:
+                    fixed: Sequence[tuple[float, float, int]] = (), batched: bool = False) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
     `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
     index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
     CPUs free now; `smallest`: no pending job is smaller (the cycle ends once fewer CPUs are free);
     `completing`: (when its CPUs are free, CPUs) of the jobs ended but not yet completed; `fixed`:
     (begin, end, CPUs) held besides the cycle's own reservations (the cluster's advance
-    reservations, forecast/start.py), each ending after t.
+    reservations, forecast/start.py), each ending after t. `batched`: the earliest time the running
+    jobs leave a job's CPUs free is the select plugin's (`will_run_batches`: the end of the last
+    job of the batch where it fits), as slurmctld computes it (the replay; the start estimate,
+    forecast/start.py, still takes the end of the job that frees the CPUs).
 
     As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
     (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
@@ -165,6 +206,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     keys = [queue[k] & mask for k in range(nq)] if mask != -1 else list(queue[:nq])
     busy: list[tuple[float, int]] | None = None  # (end, size), sorted: running, and started by this cycle
     cum: list[int] = []  # the CPUs free once busy[0..m] have ended, by m
+    bend: list[int] = []  # (batched) the last job of busy[m]'s will-run batch, by m
     out: list[int] = []
     nc = sc.node_cpus
     # the last job of the cycle that may still start now: one that asks for more CPUs than are
@@ -223,10 +265,12 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             if not cum:
                 cum = list(accumulate(map(itemgetter(1), busy), initial=free))
                 del cum[0]
+                if batched:
+                    bend = will_run_batches([x[0] for x in busy])
             m = bisect_left(cum, s)
             if m == len(cum):
                 continue
-            T = busy[m][0]
+            T = busy[bend[m]][0] if batched else busy[m][0]
             if T > horizon:
                 continue  # too far in the future: no reservation (reservations only push it later)
         # no reservation may hold its nodes in [T, T + d]: the first T (T itself or a reservation's
