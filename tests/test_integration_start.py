@@ -195,17 +195,28 @@ def test_start_an_array_task_and_a_heterogeneous_component(slurm):
 
 def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
     """Fair-share decaying and charged through the horizon (forecast/startfs.py), against slurmctld.
-    Usage reset (every F 1); alice's 128-CPU job (account flat) fills the node for 90 s; bob's
-    (flat) and then carol's (chem) 128-CPU jobs wait with equal priorities now (F 1 both, no age
+    Usage reset, and a pass waited for (slurmctld prices a job with the F of its last pass: until
+    then the old ones); every F is then 1. Alice's 128-CPU job (account flat) fills the node for
+    90 s; bob's (flat) and then carol's (chem) 128-CPU jobs wait at equal priorities (no age
     weight): held, the estimate puts bob first (the earlier job). slurmctld's passes (every 60 s)
     charge flat with alice's job, bob's F falls below carol's and carol starts first; the estimate
     that charges alice's job at its passes says so. Retried once if a pass fell between the
     submissions and the estimate (the priorities then already differ)."""
     from fscontrol.forecast import start as startmod
 
+    seen = []  # (seconds, bob's priority, carol's), for the message
     for attempt in range(2):
         slurm.cancel_all()
         slurm.reset_usage()
+        probes = [slurm.probe("bob", "flat"), slurm.probe("carol", "chem")]
+        deadline = time.time() + 150
+        while time.time() < deadline:  # the pass after the reset: both probes at F = 1, priced alike
+            q = dict(ln.split("|") for ln in slurm.run("squeue", "-h", "-t", "PD", "-o", "%i|%Q").split())
+            if q.get(probes[0]) == q.get(probes[1]) == "100000":
+                break
+            time.sleep(2)
+        assert q.get(probes[0]) == q.get(probes[1]) == "100000", q
+        slurm.run("scancel", *probes)
         big = slurm.submit("alice", "flat", 128, 90)
         for _ in range(100):
             if _start_of(slurm, big) is not None:
@@ -229,6 +240,8 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
     real = {}
     deadline = time.time() + 400
     while time.time() < deadline and len(real) < 2:
+        q = dict(ln.split("|") for ln in slurm.run("squeue", "-h", "-t", "PD", "-o", "%i|%Q").split())
+        seen.append((round(time.time() - now), q.get(b), q.get(c)))
         for j in (b, c):
             if j not in real:
                 t = _start_of(slurm, j)
@@ -238,7 +251,7 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
                     real[j] = t
         time.sleep(1)
     assert len(real) == 2, real
-    assert real[c] < real[b], real  # slurmctld: carol first, as the estimate said
+    assert real[c] < real[b], (real, seen[::5])  # slurmctld: carol first, as the estimate said
     rng = {e["job_id"]: e for e in on["jobs"]}
     assert rng[c]["early"] - 31 <= real[c] <= rng[c]["late"] + 31, (rng[c], real[c])
     slurm.cancel_all()

@@ -171,9 +171,7 @@ class Passes:
 
     def __init__(self, now: float, bf_until: float, n: int, aging, fs: Bound | None, prio0: Sequence[float],
                  elig: Sequence[float], run_ends: Sequence[float]):
-        import numpy as np
-
-        self.np = np
+        self.now = now
         self.n = n
         self.until = bf_until
         self.aging = aging  # (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s) or None
@@ -182,9 +180,23 @@ class Passes:
         self.calc = calc
         self.next = now + calc / 2  # the passes' phase is not known
         self.last = self.next - calc  # the pass before: sshare's usage is as of it
-        self.st_mask = np.zeros(n, dtype=bool)
-        self.e = np.asarray(elig, dtype=float)
         self.emin = min(elig, default=now)
+        self.np = None  # numpy, imported once a pass needs it (a CLI start without an age term or
+        self._raw = (prio0, elig, run_ends)  # fair-share does not pay for it; a user's copy may not have it)
+        self._started: list[int] = []
+        self.dfs = None
+        if fs is not None:
+            self._numpy()
+
+    def _numpy(self) -> None:
+        import numpy as np
+
+        self.np = np
+        prio0, elig, _ = self._raw
+        n, now, aging = self.n, self.now, self.aging
+        self.st_mask = np.zeros(n, dtype=bool)
+        self.st_mask[self._started] = True
+        self.e = np.asarray(elig, dtype=float)
         p = np.asarray(prio0, dtype=float)
         if aging is not None:
             w_age, max_age, _ = aging
@@ -192,7 +204,9 @@ class Passes:
         self.p0 = p  # each job's priority less its age term now
         self.order = np.arange(n)
         self.dfs = None  # PriorityWeightFairshare x (F at the last pass - F now) of each pending job
+        fs = self.fs
         if fs is not None:
+            run_ends = self._raw[2]
             m = fs.model
             _arrays(m, np)
             self.usage = np.asarray(m.usage, dtype=float)
@@ -209,6 +223,9 @@ class Passes:
             self.decay = 2.0 ** (-1.0 / m.half_life_s) if m.half_life_s > 0 else 1.0
 
     def started(self, i: int, at: float, end: float) -> None:
+        if self.np is None:
+            self._started.append(i)
+            return
         self.st_mask[i] = True
         if self.fs is not None:
             self.k_start[i] = at
@@ -246,7 +263,6 @@ class Passes:
     def run(self, t: float, waiting_len: int) -> list[int] | None:
         """The pass(es) due by t: the new queue (every pending job not started, by priority, ties to
         the earlier job) when it must be set, else None (as the age-only re-sort before it)."""
-        np = self.np
         while self.next <= t:
             tp = self.next
             self.next += self.calc
@@ -256,6 +272,9 @@ class Passes:
         age_due = aging is not None and t - self.emin >= aging[1]
         if not age_due and self.dfs is None:
             return None  # all gain alike: the order is the one the queue has
+        if self.np is None:
+            self._numpy()
+        np = self.np
         key = self.p0
         if aging is not None:
             key = key + aging[0] * np.minimum(1.0, (t - self.e) / aging[1])
@@ -284,6 +303,10 @@ def read_live(source, pairs: Mapping[str, str], pending: int = 0,
     from fscontrol.slurm.parse import SSHARE_ARGS, parse_sshare
 
     cap = MAX_PENDING if max_pending is None else max_pending
+    try:
+        import numpy  # noqa: F401  (the passes' arithmetic)
+    except ImportError:
+        return None, "fair-share held at its present value: numpy is not installed where this runs"
     if pending > cap:
         return None, (f"fair-share held at its present value: {pending:,} jobs pending, over the {cap:,} for which it "
                       "is recomputed at each pass (the cost of one estimate)")
