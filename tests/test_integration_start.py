@@ -197,10 +197,11 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
     """Fair-share decaying and charged through the horizon (forecast/startfs.py), against slurmctld.
     Usage reset, and a pass waited for (slurmctld prices a job with the F of its last pass: until
     then the old ones); every F is then 1. Alice's 128-CPU job (account flat) fills the node for
-    90 s; bob's (flat) and then carol's (chem) 128-CPU jobs wait at equal priorities (no age
+    150 s; bob's (flat) and then carol's (chem) 128-CPU jobs wait at equal priorities (no age
     weight): held, the estimate puts bob first (the earlier job). slurmctld's passes (every 60 s)
-    charge flat with alice's job, bob's F falls below carol's and carol starts first; the estimate
-    that charges alice's job at its passes says so. Retried once if a pass fell between the
+    charge flat with alice's job, and the pass after (F lags the usage by one pass) prices bob's
+    job below carol's: carol starts first; the estimate that charges alice's job at its passes says
+    so (two passes are needed: 150 s leaves room for them whatever the passes' phase). Retried once if a pass fell between the
     submissions and the estimate (the priorities then already differ)."""
     from fscontrol.forecast import start as startmod
 
@@ -217,7 +218,7 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
             time.sleep(2)
         assert q.get(probes[0]) == q.get(probes[1]) == "100000", q
         slurm.run("scancel", *probes)
-        big = slurm.submit("alice", "flat", 128, 90)
+        big = slurm.submit("alice", "flat", 128, 150)
         for _ in range(100):
             if _start_of(slurm, big) is not None:
                 break

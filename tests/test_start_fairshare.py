@@ -49,31 +49,34 @@ def starts(jobs, fs=True, pairs=PAIRS, usage=(100_000, 100_000), billing=None):
 
 
 def test_a_running_job_charges_its_account_past_the_other_and_the_order_flips():
-    # alice's job holds the node (128 CPUs, billing 128) to NOW + 120. Passes at NOW + 30, + 90
-    # (the phase half a period on). The first charges 30 s x 128 = 3,840, the second 60 s more:
-    # A's usage 111,520 over root's 211,520 at NOW + 90. Bob's job is `gap` below alice's: it goes
-    # first if 1000 x (F_bob - F_alice) > gap at that pass.
+    # alice's job holds the node (128 CPUs, billing 128) to NOW + 180. Passes at NOW + 30, 90, 150
+    # (the phase half a period on). Each pass prices the jobs with the F of the usage before its own
+    # charges (slurmctld's F lags RawUsage by one pass): the pass at +30 charges 30 s x 128 = 3,840,
+    # the one at +90 prices with it and charges 60 s more, the one at +150 prices with A's usage
+    # 111,520 over root's 211,520. Bob's job is `gap` below alice's: it goes first if
+    # 1000 x (F_bob - F_alice) > gap at that pass.
     lead = 1000 * (F(100_000, 211_520) - F(111_520, 211_520))
     assert 37 < lead < 38  # the hand-worked figure: 37.76
-    assert 1000 * (F(100_000, 203_840) - F(103_840, 203_840)) < 37  # at NOW + 30: not yet (13.07)
+    assert 1000 * (F(100_000, 203_840) - F(103_840, 203_840)) < 37  # at NOW + 90: not yet (13.07)
     for gap, first in ((37, "3"), (38, "2")):
-        jobs = [job(1, "alice", "A", "RUNNING", 128, 120, start=NOW),
+        jobs = [job(1, "alice", "A", "RUNNING", 128, 180, start=NOW),
                 job(2, "alice", "A", "PENDING", 128, 600, prio=1500 + gap), job(3, "bob", "B", "PENDING", 128, 600, prio=1500)]
         got = starts(jobs)
         other = "2" if first == "3" else "3"
-        assert (got[first], got[other]) == (NOW + 120, NOW + 720), gap
+        assert (got[first], got[other]) == (NOW + 180, NOW + 780), gap
         held = starts(jobs, fs=False)  # fair-share held: alice's job first whatever the gap
-        assert (held["2"], held["3"]) == (NOW + 120, NOW + 720)
+        assert (held["2"], held["3"]) == (NOW + 180, NOW + 780)
 
 
 def test_a_job_the_estimate_starts_is_charged_too():
     # no running job: alice's 64-CPU job starts now and charges A 64 a second until NOW + 300; her
-    # 128-CPU job and bob's wait for the node. At the pass at NOW + 270 A has 100,000 + 270 x 64 =
-    # 117,280 of 217,280; bob overtakes her if the fair-share gap exceeds the priority gap.
-    lead = 1000 * (F(100_000, 217_280) - F(117_280, 217_280))
-    lead_before = 1000 * (F(100_000, 213_440) - F(113_440, 213_440))  # the pass at NOW + 210
-    assert lead_before < 50 < lead  # 46.8 and 57.9
-    for gap, first in ((50, "3"), (60, "2")):
+    # 128-CPU job and bob's wait for the node. The last pass before NOW + 300 (at +270) prices with
+    # A's usage after the pass at +210: 100,000 + 210 x 64 = 113,440 of 213,440; the one before
+    # (+210) with 109,600 of 209,600. Bob overtakes her if the fair-share gap exceeds the priority gap.
+    lead = 1000 * (F(100_000, 213_440) - F(113_440, 213_440))
+    lead_before = 1000 * (F(100_000, 209_600) - F(109_600, 209_600))
+    assert lead_before < 40 < lead < 50  # 31.8 and 46.8
+    for gap, first in ((40, "3"), (50, "2")):
         jobs = [job(1, "alice", "A", "PENDING", 64, 300, prio=3000),
                 job(2, "alice", "A", "PENDING", 128, 600, prio=1500 + gap), job(3, "bob", "B", "PENDING", 128, 600, prio=1500)]
         got = starts(jobs)
@@ -84,18 +87,40 @@ def test_a_job_the_estimate_starts_is_charged_too():
 
 
 def test_billing_sets_the_charge():
-    # the same job billed 2 a CPU (squeue's billing=256) charges twice as fast: at NOW + 90 A has
-    # 100,000 + 90 x 256 = 123,040 of 223,040, and a 60-point gap is overtaken (71.5)
+    # the same job billed 2 a CPU (squeue's billing=256) charges twice as fast: the pass at +150
+    # prices with A at 100,000 + 90 x 256 = 123,040 of 223,040, and a 60-point gap is overtaken
+    # (71.5); billed 128 (its CPUs), 37.8: not
     assert 1000 * (F(100_000, 223_040) - F(123_040, 223_040)) > 60
-    jobs = [job(1, "alice", "A", "RUNNING", 128, 120, start=NOW),
+    jobs = [job(1, "alice", "A", "RUNNING", 128, 180, start=NOW),
             job(2, "alice", "A", "PENDING", 128, 600, prio=1560), job(3, "bob", "B", "PENDING", 128, 600, prio=1500)]
-    assert starts(jobs)["2"] == NOW + 120
-    assert starts(jobs, billing={"1": 256.0})["3"] == NOW + 120
+    assert starts(jobs)["2"] == NOW + 180
+    assert starts(jobs, billing={"1": 256.0})["3"] == NOW + 180
+
+
+def test_the_present_factor_is_sshare_s_and_the_next_pass_applies_the_last_charge():
+    # slurmctld's F lags RawUsage by one pass: sshare's FairShare column is the F in the priorities
+    # now, its RawUsage already holds the last real pass's charges. A at 111,520 of 211,520 but both
+    # printed 0.5 (the last pass charged A): the first modelled pass (+30) moves F to the model's,
+    # bob's lead 37.76 > 37 and he goes first when alice's job ends at +60. Printed as the model
+    # computes them, nothing moves and alice's job stays first.
+    def tree(fa, fb):
+        r = rows(111_520, 100_000)
+        from dataclasses import replace
+
+        return [replace(x, fairshare=fa) if x.user == "alice" else replace(x, fairshare=fb) if x.user == "bob" else x
+                for x in r]
+    jobs = [job(1, "alice", "A", "RUNNING", 128, 60, start=NOW),
+            job(2, "alice", "A", "PENDING", 128, 600, prio=1537), job(3, "bob", "B", "PENDING", 128, 600, prio=1500)]
+    for printed, first in (((0.5, 0.5), "3"), ((round(F(111_520, 211_520), 6), round(F(100_000, 211_520), 6)), "2")):
+        m, _ = startfs.fairshare_model(tree(*printed), PAIRS)
+        got = {e.job_id: e.start for e in st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, fairshare=(m, {}))}
+        assert got[first] == NOW + 60, printed
 
 
 def test_decay_alone_moves_no_factor():
-    # with a half-life, every usage decays alike: the F of each association does not move, and
-    # the F after a charge is model.fairshare's on the decayed and charged usage (an independent code)
+    # with a half-life, every usage decays alike (Slurm's factor 1 - 0.693 / T a second): the F of
+    # each association does not move, and the F after a charge is model.fairshare's on the decayed
+    # and charged usage (an independent code)
     import numpy as np
 
     pairs = dict(PAIRS, PriorityDecayHalfLife="00:05:00")
@@ -103,10 +128,11 @@ def test_decay_alone_moves_no_factor():
     jobs = [job(1, "alice", "A", "RUNNING", 128, 120, start=NOW), job(2, "bob", "B", "PENDING", 8, 600, prio=1)]
     b = startfs.bind(m, jobs[1:], jobs[:1], {}, NOW)
     p = startfs.Passes(NOW, NOW + 86400, 1, None, b, [1.0], [NOW], [NOW + 120])
-    f0 = p.f0.copy()
-    assert not p._apply(np.zeros(2), 60.0) and np.array_equal(p.f0, f0)
-    assert p.usage[0] == pytest.approx(150_000 * 2 ** (-60 / 300))
-    assert p._apply(np.array([0.0, 30.0]), 60.0)
+    f = 1 - 0.693 / 300
+    assert not p._apply(np.zeros(2), 60.0) and p.dfs is None and not p.dirty
+    assert p.usage[0] == pytest.approx(150_000 * f ** 60)
+    assert not p._apply(np.array([0.0, 30.0]), 60.0) and p.dirty  # charged: this pass's F is the old one
+    assert p._apply(np.zeros(2), 0.0)  # the next pass prices with the charged usage
     x = m.index  # tree order: breadth-first (root, A, B, alice, bob)
     u = {k: p.usage[i] for k, i in x.items()}
     new = compute_fairshare([ShareRow("root", "", "", 0, None, False, 1.0, u[("root", "")], 1.0, 1.0, None),
@@ -114,11 +140,12 @@ def test_decay_alone_moves_no_factor():
                              ShareRow("A", "alice", "A", 2, 1, False, None, u[("A", "alice")], None, None, None),
                              ShareRow("B", "", "root", 1, 1, False, None, u[("B", "")], None, None, None),
                              ShareRow("B", "bob", "B", 2, 1, False, None, u[("B", "bob")], None, None, None)], 1.0)
-    charge = 30 * 128 * 2 ** (-30 / 300)  # alice's job, 30 s at billing 128, pre-decayed as Slurm's pass
-    assert u[("A", "alice")] == pytest.approx(100_000 * 2 ** (-120 / 300) + charge)
-    assert u[("B", "bob")] == pytest.approx(50_000 * 2 ** (-120 / 300))
+    charge = 30 * 128 * f ** 30  # alice's job, 30 s at billing 128, pre-decayed as Slurm's pass
+    assert u[("A", "alice")] == pytest.approx(100_000 * f ** 120 + charge)
+    assert u[("B", "bob")] == pytest.approx(50_000 * f ** 120)
     fa = startfs.factors(m, p.usage, np)
     assert [fa[x[a.key]] for a in new] == pytest.approx([a.fairshare for a in new], rel=1e-12)
+    assert p.dfs[0] == pytest.approx(1000 * (fa[x[("B", "bob")]] - p.f0[x[("B", "bob")]]))
 
 
 def test_factors_match_model_fairshare_on_random_trees():

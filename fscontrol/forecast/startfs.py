@@ -23,10 +23,12 @@ Pure: no Slurm, no clock.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fscontrol.model.fairshare import ROOT, TreeError, build_tree, effective_usage_rule, norm_shares_of
+from fscontrol.model.decay import decay_factor_per_second
+from fscontrol.model.fairshare import TreeError, build_tree, effective_usage_rule, norm_shares_of
 from fscontrol.records import ShareRow
 from fscontrol.slurm.parse import parse_duration
 
@@ -48,6 +50,7 @@ class FairShareModel:
     weight: tuple[float, ...]
     shares: tuple[float, ...]  # NormShares
     levels: tuple[tuple[int, ...], ...]  # the positions by depth, root's level first
+    printed: tuple[float, ...]  # sshare's FairShare of each user association (nan: an account, or none)
     damping: float
     w_fs: float  # PriorityWeightFairshare
     half_life_s: float
@@ -92,8 +95,9 @@ def fairshare_model(rows: Sequence[ShareRow], pairs: Mapping[str, str]) -> tuple
         kind.append(kd)
         weight.append(wt)
     levels = tuple(tuple(i for i in range(len(order)) if depth[i] == lv) for lv in range(1, max(depth) + 1))
+    printed = tuple(float(t.rows[k].fairshare) if (k[1] and t.rows[k].fairshare is not None) else math.nan for k in order)
     return FairShareModel(index, tuple(float(t.rows[k].raw_usage) for k in order), tuple(anc), tuple(fsp), tuple(kind),
-                          tuple(weight), tuple(s[k] for k in order), levels, d, w, float(hl or 0), float(calc)), ""
+                          tuple(weight), tuple(s[k] for k in order), levels, printed, d, w, float(hl or 0), float(calc)), ""
 
 
 def parse_billing(text: str) -> dict[str, float]:
@@ -210,7 +214,16 @@ class Passes:
             m = fs.model
             _arrays(m, np)
             self.usage = np.asarray(m.usage, dtype=float)
-            self.f0 = factors(m, self.usage, np)
+            # the F in the priorities now: slurmctld's F lags RawUsage by one pass (it is computed
+            # from the usage before the pass's charges), so sshare's RawUsage is the next pass's F.
+            # sshare's FairShare column is the present one: where it differs from the model's F on
+            # RawUsage by more than its 6 decimals, the last real pass charged, and the next
+            # modelled pass moves F by the difference
+            fm = factors(m, self.usage, np)
+            pr = np.asarray(m.printed, dtype=float)
+            keep = np.isnan(pr) | (np.abs(pr - fm) <= 1.5e-6)
+            self.f0 = np.where(keep, fm, pr)
+            self.dirty = not bool(keep.all())  # the next pass computes F anew
             a = np.asarray(fs.assoc, dtype=np.intp)
             self.ok = a >= 0
             self.a = np.where(self.ok, a, 0)
@@ -220,7 +233,7 @@ class Passes:
             self.k_end = np.full(k, np.inf)
             self.k_start[n:] = fs.run_start
             self.k_end[n:] = run_ends
-            self.decay = 2.0 ** (-1.0 / m.half_life_s) if m.half_life_s > 0 else 1.0
+            self.decay = decay_factor_per_second(m.half_life_s)  # Slurm's 1 - 0.693 / T
 
     def started(self, i: int, at: float, end: float) -> None:
         if self.np is None:
@@ -249,16 +262,19 @@ class Passes:
         f = self.decay
         if f != 1.0:
             self.usage *= f ** dt
-        if not ov.any():
-            return False  # decay alone: no classic F moves
-        ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0)
-        per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
-        desc, anc = m._np_pairs  # type: ignore[attr-defined]
-        self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
-        fa = factors(m, self.usage, np)
-        d = m.w_fs * (fa - self.f0)
-        self.dfs = np.where(self.ok[: self.n], d[self.a[: self.n]], 0.0)
-        return True
+        moved = self.dirty
+        if moved:
+            # this pass's F: from the usage before its charges (slurmctld's lag; decay alone moves no F)
+            fa = factors(m, self.usage, np)
+            d = m.w_fs * (fa - self.f0)
+            self.dfs = np.where(self.ok[: self.n], d[self.a[: self.n]], 0.0)
+        self.dirty = bool(ov.any())
+        if self.dirty:  # charged: the next pass's F moves
+            ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0)
+            per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
+            desc, anc = m._np_pairs  # type: ignore[attr-defined]
+            self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
+        return moved
 
     def run(self, t: float, waiting_len: int) -> list[int] | None:
         """The pass(es) due by t: the new queue (every pending job not started, by priority, ties to
