@@ -2,23 +2,24 @@
 term growing and classic fair-share decaying and charged through the horizon.
 
 At each PriorityCalcPeriod pass within bf_window slurmctld (priority_multifactor.c `_decay_thread`)
-decays every association's usage by 2^(-dt/half-life), charges each running job's billing x the
+decays every association's usage (1 - 0.693/T a second), charges each running job's billing x the
 seconds it ran since the last pass (pre-decayed: `run_delta * pow(decay, run_delta)`, as
-model.decay.slurm_pass) to its association and every parent up to root, recomputes NormUsage,
-EffectvUsage and F = 2^(-(UE/S)/d) (model.fairshare's rules), and re-prices the pending jobs.
+model.decay.slurm_pass) to its association and every parent up to root, and re-prices the pending
+jobs with F = 2^(-(UE/S)/d) (model.fairshare's rules) of the usage *before* that pass's charges: F
+lags RawUsage by one pass (seen on the testbed, 22.05 and 26.05: docs/start.md).
 
 Decay alone moves no classic F (each NormUsage is usage over root's usage, both decay alike); only
-the charges do: the running jobs and the jobs the estimate starts. A pass that charges nothing
-(no job running since the last) changes no F and is skipped. Each job's priority at a pass is its
-priority now (squeue's %Q) + PriorityWeightFairshare x (F at the pass - F now), both F from the
-same model on sshare's RawUsage: with nothing charged the delta is exactly 0, and the model's own
-lag against sprio (sshare's integer RawUsage) cancels out. The queue is re-sorted only when its
-order under the new priorities is not the one it has (a check in numpy, no sort).
+the charges do: the running jobs and the jobs the estimate starts. A pass after one that charged
+nothing computes no F. Each job's priority at a pass is its priority now (squeue's %Q) +
+PriorityWeightFairShare x (F at the pass - F now). F now is sshare's FairShare column (the F in the
+priorities now), or the model's F on sshare's RawUsage where the two agree to the column's 6
+decimals: with nothing charged the delta is exactly 0. The queue is re-sorted only when its order
+under the new priorities is not the one it has (a stable sort of the queue as it is, checked).
 
 Fair Tree (PriorityFlags without NO_FAIR_TREE, Slurm's default since 19.05): the factor is a rank over
 the whole tree; it is held at its present value (`fairshare_model` returns None and a reason).
 
-Pure: no Slurm, no clock.
+Pure (no Slurm, no clock) but `read_live`, which runs sshare and squeue.
 """
 
 from __future__ import annotations
