@@ -237,3 +237,10 @@ def test_billing_from_squeue():
     # pending jobs' requested
     text = "4|cpu=32,mem=1M,node=1,billing=32|\n3|cpu=64,mem=1M,node=1,billing=64|\n1|cpu=64,node=1,billing=64|\n9|N/A|\n"
     assert startfs.parse_billing(text) == {"4": 32.0, "3": 64.0, "1": 64.0}
+
+
+def test_over_the_cap_fair_share_is_held_and_said():
+    # over startfs.MAX_PENDING pending jobs no command is run (source None is never touched): held,
+    # with the note the output prints
+    fs, note = startfs.read_live(None, PAIRS, pending=startfs.MAX_PENDING + 1)
+    assert fs is None and f"{startfs.MAX_PENDING + 1:,} jobs pending" in note and "held" in note

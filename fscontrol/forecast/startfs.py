@@ -34,7 +34,7 @@ from fscontrol.records import ShareRow
 from fscontrol.slurm.parse import parse_duration
 
 # above this many pending jobs fair-share is held (the cost: one user's estimate under 1 s; docs/start.md)
-MAX_PENDING = 2000
+MAX_PENDING = 1000
 # the billing each job is charged at (squeue: allocated TRES when running, requested when pending)
 SQUEUE_TRES_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,Tres:0|")
 
