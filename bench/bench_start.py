@@ -86,6 +86,29 @@ def run(a) -> dict:
         rng2 = random.Random(a.seed + 2)
         jobs = [replace(j, submit=now - rng2.uniform(0, 8 * 86400)) if j.state == "PENDING" else j for j in jobs]
         extra["age"] = (1e6, 7 * 86400.0, 300.0)
+    if a.fairshare:
+        # --fairshare: classic fair-share charged and decayed at each pass (forecast/startfs.py): the
+        # users in 30 accounts (u_k in a{k % 30}), RawShares 1-10 per account and 1 per user, a
+        # week's usage spread at random; PriorityWeightFairshare 1,000,000 (the priorities' range),
+        # passes every 5 minutes, half-life 7 days; billing = CPUs
+        from dataclasses import replace
+
+        from fscontrol.forecast import startfs
+        from fscontrol.records import ShareRow
+
+        jobs = [replace(j, account=f"a{int(j.user[1:]) % 30}") for j in jobs]
+        rng3 = random.Random(a.seed + 3)
+        uu = {f"u{k}": rng3.uniform(0, 2 * a.nodes * 128 * 7 * 86400 / a.users) for k in range(a.users)}
+        rows = [ShareRow("root", "", "", 0, None, False, 1.0, int(sum(uu.values())), 1.0, 1.0, None)]
+        for acc in range(30):
+            mine = [u for u in uu if int(u[1:]) % 30 == acc]
+            rows.append(ShareRow(f"a{acc}", "", "root", 1, rng3.randint(1, 10), False, None,
+                                 int(sum(uu[u] for u in mine)), None, None, None))
+            rows += [ShareRow(f"a{acc}", u, f"a{acc}", 2, 1, False, None, int(uu[u]), None, None, None) for u in mine]
+        m, why = startfs.fairshare_model(rows, {"PriorityWeightFairShare": "1000000", "PriorityFlags": "NO_FAIR_TREE",
+                                                "PriorityCalcPeriod": "00:05:00", "PriorityDecayHalfLife": "7-00:00:00"})
+        assert m is not None, why
+        extra["fairshare"] = (m, {})
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"running": len(jobs) - a.pending, "rss_queue_mib": round(rss0, 1), "cases": []}
     for label, user in (("middle of the queue", mid), ("lowest-priority job", last)):
@@ -114,8 +137,9 @@ def main() -> None:
     ap.add_argument("--against-old", action="store_true", help="the old planner too, in its own process")
     ap.add_argument("--reservations", type=int, default=0, help="advance reservations (10 nodes, 4 h, 12 h apart)")
     ap.add_argument("--age", action="store_true", help="the age term growing (submissions over 8 days, max age 7)")
+    ap.add_argument("--fairshare", action="store_true", help="classic fair-share charged at each pass (startfs)")
     a = ap.parse_args()
-    if (a.reservations or a.age) and a.against_old:
+    if (a.reservations or a.age or a.fairshare) and a.against_old:
         ap.error("--against-old plans without reservations: not with --reservations")
     if a.impl:
         print(json.dumps(run(a)))
@@ -124,11 +148,13 @@ def main() -> None:
     for impl in ("new", "old") if a.against_old else ("new",):
         cmd = [sys.executable, __file__, "--impl", impl, "--pending", str(a.pending), "--nodes", str(a.nodes),
                "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat),
-               "--reservations", str(a.reservations), *(["--age"] if a.age else [])]
+               "--reservations", str(a.reservations), *(["--age"] if a.age else []),
+               *(["--fairshare"] if a.fairshare else [])]
         res[impl] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     new = res["new"]
     print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users, "
-          f"{a.reservations} reservations{', the age term growing' if a.age else ''}")
+          f"{a.reservations} reservations{', the age term growing' if a.age else ''}"
+          f"{', fair-share charged at each pass' if a.fairshare else ''}")
     for k, c in enumerate(new["cases"]):
         line = (f"  {c['label']} ({c['user']}, {c['jobs']} jobs, {c['estimated']} estimated): CPU {c['cpu_s']:.3f} s "
                 f"(min {c['cpu_min']:.3f}, max {c['cpu_max']:.3f})")

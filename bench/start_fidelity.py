@@ -9,7 +9,8 @@ testbed under a busy load (issue #32 item 4; figures in docs/start.md).
    `squeue --start` are taken at the same moment.
 3. Once all have started, the real starts come from sacct. Per snapshot and pending job:
    |estimate - real start| for ours (and our limits-as-run-times end of the range), and for
-   squeue --start where it gives a time.
+   squeue --start where it gives a time. "fairshare_held": the same, from the estimate taken at the
+   same moment with fair-share held at its present value (`read_live(..., fairshare=False)`).
 
     FSCONTROL_TESTBED_DIR=/tmp/tb-x FSCONTROL_TESTBED_PORT_OFFSET=N \\
         .venv/bin/python bench/start_fidelity.py --seed 31 --out /tmp/start31.json
@@ -63,11 +64,13 @@ def snapshot(tb) -> dict:
     t = time.process_time()
     ours = startmod.read_live(tb.source(), now=now)
     cpu = time.process_time() - t
+    # the same queue with fair-share held at its present value (before forecast/startfs.py)
+    held = startmod.read_live(tb.source(), now=now, fairshare=False)
     sq = {}
     for line in tb.run("squeue", "--start", "-h", "-o", "%i|%S").splitlines():
         i, _, s = line.partition("|")
         sq[i.strip()] = parse_time(s.strip()) if s.strip() not in ("N/A", "") else None
-    return {"now": now, "cpu_s": cpu, "ours": ours["jobs"], "squeue": sq, "notes": ours["notes"]}
+    return {"now": now, "cpu_s": cpu, "ours": ours["jobs"], "held": held["jobs"], "squeue": sq, "notes": ours["notes"]}
 
 
 def real_starts(tb, ids: list[str]) -> dict[str, float]:
@@ -81,11 +84,11 @@ def real_starts(tb, ids: list[str]) -> dict[str, float]:
     return out
 
 
-def figures(snaps: list[dict], real: dict[str, float]) -> dict:
+def figures(snaps: list[dict], real: dict[str, float], which: str = "ours") -> dict:
     ours, late, sq, both_o, both_s = [], [], [], [], []
     n = n_est = n_sq = 0
     for s in snaps:
-        for e in s["ours"]:
+        for e in s[which]:
             r = real.get(e["job_id"])
             if r is None:
                 continue
@@ -135,6 +138,8 @@ def main() -> None:
         real = real_starts(tb, ids)
         f = figures(snaps, real)
         f["seed"] = a.seed
+        # beside it: the same snapshots' estimates with fair-share held (not charged through the horizon)
+        f["fairshare_held"] = figures(snaps, real, "held") if snaps and "held" in snaps[0] else None
         print(json.dumps(f, indent=1), flush=True)
         if a.out:
             a.out.write_text(json.dumps({"figures": f, "snapshots": snaps, "real": real}, indent=1) + "\n")

@@ -67,6 +67,7 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
              tests/test_integration_tres.py::test_a_gpu_plan_bills_what_slurm_bills
              tests/test_integration_tres.py::test_a_plan_without_qos_bills_the_association_s_default_qos
              tests/test_integration_start.py::test_start_an_array_task_and_a_heterogeneous_component
+             tests/test_integration_start.py::test_fair_share_charged_through_the_horizon_orders_the_queue
              tests/test_integration_start_resv.py tests/test_integration_multinode.py)
   # one after the other, beside the 22.05 suite: two cores serve three Slurms better in turn than at once
   (

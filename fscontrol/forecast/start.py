@@ -12,10 +12,10 @@ not fit; backfill every `bf_interval` planning with time limits, whole-node rese
   slurmctld's backfill does.
 * the range: the same run with every job running to its limit (what `squeue --start` assumes)
   beside the typical-fraction run; the estimate is the typical-fraction one.
-* pending jobs in the order of the priorities squeue shows now. Simplification: priorities are
-  held through the horizon (fair-share does not decay nor age grow in this first version), one
-  pool of CPUs (partitions are not told apart), no reservations; a job's GPUs count as their share
-  of the CPUs (estimate's `total_gpus`).
+* pending jobs in the order of the priorities squeue shows now, re-sorted at each priority pass
+  within bf_window as the age term grows and classic fair-share is charged (startfs.py; Fair Tree
+  held). One pool of CPUs (partitions are not told apart); a job's GPUs count as their share of
+  the CPUs (estimate's `total_gpus`); advance reservations (resvplan.py).
 * a job that cannot start for a reason other than resources and priority (held, dependency,
   partition down, a limit reached, ...) gets no estimate but that reason.
 * PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The
@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fscontrol.errors import EstimateTooCostly, NotFoundError
-from fscontrol.forecast import resvplan
+from fscontrol.forecast import resvplan, startfs
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, QJob, gpu_count,
     age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
@@ -62,7 +62,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
           total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float,
           owners: Sequence[str] | None = None, wins: Sequence = (), pmember: Sequence[int] | None = None,
           rmember: Sequence[int] | None = None, why: dict[int, int] | None = None,
-          aging: tuple[float, float, float, Sequence[float], Sequence[float]] | None = None) -> dict[int, float]:
+          aging: tuple[float, float, float, Sequence[float], Sequence[float]] | None = None,
+          fs: startfs.Bound | None = None) -> dict[int, float]:
     """Start times of the pending jobs (by index): `running` (real end, end at its limit, CPUs),
     `pending` in priority order (run time, limit, CPUs, not before), `blocked` CPUs never free.
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
@@ -74,7 +75,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     a job a reservation kept from starting when CPUs were free, that window's index. `aging`:
     (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s, each pending job's priority now,
     its eligible time): at each priority pass within bf_window the age term grows and the queue is
-    re-sorted (only where that can change the order: some job at the maximum age, some not)."""
+    re-sorted (only where that can change the order: some job at the maximum age, some not). `fs`:
+    classic fair-share charged and decayed at those passes too (startfs.Passes)."""
     n = len(pending)
     size = [p[2] for p in pending]
     limit = [p[1] for p in pending]
@@ -113,18 +115,18 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     begins = any(p[3] > now for p in pending)
     smallest = min(size) if size else 0
 
-    reordered = False  # waiting is no longer in index order (the age term re-sorted it)
+    reordered = False  # waiting is no longer in index order (a priority pass re-sorted it)
     stale = 0  # then: started jobs left in waiting
     by_rank: list[int] = []  # past bf_window after a re-sort: the tree's leaves' jobs, and their ranks
     rank_of: dict[int, int] = {}
-    if aging is not None:
-        w_age, max_age, calc_p, prio0, elig_t = aging
-        next_calc = now + calc_p / 2  # the passes' phase is not known
-        emin, emax = min(elig_t, default=now), max(elig_t, default=now)
-        np_p0 = np_e = None  # each job's priority less its age term now, its eligible time (numpy)
-        if w_age <= 0 or max_age <= 0 or calc_p <= 0 or now - emax >= max_age:
-            aging = None  # no age term, or every job at its maximum now: the order never changes
-    st_mask = None  # (numpy) the pending jobs started, once a re-sort needs it
+    passes = None  # the priority passes (startfs.Passes): the age term, fair-share
+    if aging is not None or fs is not None:
+        w_age, max_age, calc_p, prio0, elig_t = aging if aging is not None else (0.0, 0.0, 0.0, [], [])
+        if w_age <= 0 or max_age <= 0 or calc_p <= 0 or now - max(elig_t, default=now) >= max_age:
+            aging = None  # no age term, or every job at its maximum now: the order never changes by age
+        if aging is not None or fs is not None:
+            passes = startfs.Passes(now, bf_until, n, None if aging is None else aging[:3], fs, prio0, elig_t,
+                                    [max(now, e) for e, _, _ in running])
     fresh: list[int] = []  # started since the last event's bookkeeping
     tree: list[float] = []  # past bf_window: a min-tree of the sizes of the jobs that may start (first fit)
     leaves = 1
@@ -139,8 +141,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         live[i] = at + limit[i]
         insort(runs, (at + limit[i], i))
         fresh.append(i)
-        if st_mask is not None:
-            st_mask[i] = True
+        if passes is not None:
+            passes.started(i, at, at + pending[i][0])
         if holds is not None:
             holds.started(i, size[i])
         if tree:
@@ -349,28 +351,15 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s
-        if aging is not None and t >= next_calc and t < bf_until:
-            # a priority pass: the age term grows (PriorityWeightAge x min(1, age / PriorityMaxAge));
-            # re-sorted only once some job is at the maximum (before, all gain alike)
-            while next_calc <= t:
-                next_calc += calc_p
-            if t - emin >= max_age:
-                import numpy as np  # here only: a CLI start without an age term does not pay for it
-
-                if np_p0 is None:
-                    np_e = np.asarray(elig_t, dtype=float)
-                    np_p0 = np.asarray(prio0, dtype=float) - w_age * np.minimum(1.0, np.maximum(0.0, now - np_e) / max_age)
-                if st_mask is None:
-                    st_mask = np.zeros(n, dtype=bool)
-                    st_mask[list(started)] = True
-                w = np.flatnonzero(~st_mask)  # waiting holds every pending job not started
-                key = np_p0[w] + w_age * np.minimum(1.0, (t - np_e[w]) / max_age)
-                new = w[np.lexsort((w, -key))]  # by priority, ties to the earlier job
-                if not np.array_equal(new, w) or len(w) != len(waiting):
-                    waiting = new.tolist()
-                    reordered = True
-                    changed = True
-                    stale = 0
+        if passes is not None and passes.due(t):
+            # a priority pass: the age term grows, fair-share is charged (startfs); re-sorted only
+            # where the order changes
+            new = passes.run(t, len(waiting))
+            if new is not None:
+                waiting = new
+                reordered = True
+                changed = True
+                stale = 0
     return started
 
 
@@ -378,8 +367,8 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
              fractions: Mapping[str, float] | None = None, hidden_cpus: int = 0,
              users: set[str] | None = None, job_ids: set[str] | None = None,
              horizon_s: float = HORIZON_S, total_gpus: int = 0, windows: Sequence[resvplan.Window] = (),
-             skipped: Mapping[str, str] | None = None, age: tuple[float, float, float] | None = None
-             ) -> list[Estimate]:
+             skipped: Mapping[str, str] | None = None, age: tuple[float, float, float] | None = None,
+             fairshare: tuple[startfs.FairShareModel, Mapping[str, float]] | None = None) -> list[Estimate]:
     """An Estimate for each pending job (those of `users` / `job_ids` when given; the others are
     still played, they hold the queue). `hidden_cpus`: CPUs in use by jobs the caller cannot see
     (PrivateData), busy through the horizon. `total_gpus`: the cluster's GPUs; a job that asks for
@@ -388,7 +377,9 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     `windows`: the advance reservations modelled (resvplan); `skipped`: {name: why} of those that
     are not, whose jobs get that reason. `age`: (PriorityWeightAge, PriorityMaxAge s,
     PriorityCalcPeriod s): the age term grows through the horizon and re-sorts the queue (each
-    job eligible since its submission, or its begin time)."""
+    job eligible since its submission, or its begin time). `fairshare`: (startfs.fairshare_model,
+    each job's billing): classic fair-share charged by the running and the started jobs at each
+    pass (startfs), else held."""
     fr = dict(fractions or {})
 
     def size(j: QJob) -> int:
@@ -440,10 +431,11 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     rmember = [widx.get(j.reservation, -1) for j in run_jobs] if windows else None
     why: dict[int, int] = {}
     aging = None
-    if age is not None and age[0] > 0:
+    if (age is not None and age[0] > 0) or fairshare is not None:
         elig = [max(j.submit if j.submit is not None else now, j.start if (j.reason == "BeginTime" and j.start) else 0.0)
                 for j in playable]
-        aging = (age[0], age[1], age[2], [j.priority for j in playable], elig)
+        aging = (*(age if age is not None and age[0] > 0 else (0.0, 0.0, 0.0)), [j.priority for j in playable], elig)
+    fsb = startfs.bind(fairshare[0], playable, run_jobs, fairshare[1], now) if fairshare is not None else None
     for name, use_fr in (("typical", True), ("limits", False)):
         running = []
         for j in run_jobs:
@@ -457,7 +449,7 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, size(j), nb))
         runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
-                           [j.user for j in playable], windows, pmember, rmember, why if use_fr else None, aging)
+                           [j.user for j in playable], windows, pmember, rmember, why if use_fr else None, aging, fsb)
     for i in want:
         j = playable[i]
         e = out[j.job_id]
@@ -523,7 +515,7 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
     return {"now": now, "now_iso": _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat(timespec="seconds"),
             "model": "Slurm's scheduler model, " + sched.source + "; runs: each user's typical fraction of the limit "
                      "(sacct, 14 days), range up to limits as run times; priorities as now, but the age term "
-                     "grows at each priority pass (fair-share held)",
+                     "grows and classic fair-share is charged at each priority pass (notes)",
             "notes": notes,
             "jobs": [{"job_id": e.job_id, "user": e.user, "start": e.start, "early": e.early, "late": e.late,
                       "reason": e.reason, "squeue_start": e.squeue_start, "fraction": e.extra.get("fraction"),
@@ -532,9 +524,11 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
 
 
 def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set[str] | None = None,
-              me: str | None = None, private_jobs: bool | None = None, max_pending: int | None = None) -> dict:
+              me: str | None = None, private_jobs: bool | None = None, max_pending: int | None = None,
+              fairshare: bool = True) -> dict:
     """Run squeue, sinfo, sacct and scontrol show config on `source` (LiveSlurm) and estimate.
-    `max_pending`: with more jobs pending than that, EstimateTooCostly (before any estimate)."""
+    `max_pending`: with more jobs pending than that, EstimateTooCostly (before any estimate).
+    `fairshare`: False holds fair-share at its present value (the bench's comparison)."""
     from fscontrol.sim.slurmsched import sched_from_config
     from fscontrol.slurm.parse import parse_config_pairs
 
@@ -590,9 +584,12 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     if age is not None:
         notes.append(f"age: PriorityWeightAge {age[0]:g} over PriorityMaxAge {age[1] / 3600:g} h, a priority pass every "
                      f"{age[2]:g} s: the queue is re-sorted at each pass within bf_window as the jobs age")
+    fairshare, fs_note = (startfs.read_live(source, pairs, sum(j.state == "PENDING" for j in jobs)) if fairshare
+                          else (None, "fair-share held at its present value"))
+    notes.append(fs_note)
     ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
                     users=users, job_ids=job_ids, total_gpus=total_gpus, windows=wins, skipped=skipped,
-                    age=age)
+                    age=age, fairshare=fairshare)
     if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
         from dataclasses import replace
 

@@ -1,0 +1,344 @@
+"""The priority passes of `fscontrol start`'s estimate (forecast/start.py, issue #32 item 4): the age
+term growing and classic fair-share decaying and charged through the horizon.
+
+At each PriorityCalcPeriod pass within bf_window slurmctld (priority_multifactor.c `_decay_thread`)
+decays every association's usage (1 - 0.693/T a second), charges each running job's billing x the
+seconds it ran since the last pass (pre-decayed: `run_delta * pow(decay, run_delta)`, as
+model.decay.slurm_pass) to its association and every parent up to root, and re-prices the pending
+jobs with F = 2^(-(UE/S)/d) (model.fairshare's rules) of the usage *before* that pass's charges: F
+lags RawUsage by one pass (seen on the testbed, 22.05 and 26.05: docs/start.md).
+
+Decay alone moves no classic F (each NormUsage is usage over root's usage, both decay alike); only
+the charges do: the running jobs and the jobs the estimate starts. A pass after one that charged
+nothing computes no F. Each job's priority at a pass is its priority now (squeue's %Q) +
+PriorityWeightFairShare x (F at the pass - F now). F now is sshare's FairShare column (the F in the
+priorities now), or the model's F on sshare's RawUsage where the two agree to the column's 6
+decimals: with nothing charged the delta is exactly 0. The queue is re-sorted only when its order
+under the new priorities is not the one it has (a stable sort of the queue as it is, checked).
+
+Fair Tree (PriorityFlags without NO_FAIR_TREE, Slurm's default since 19.05): the factor is a rank over
+the whole tree; it is held at its present value (`fairshare_model` returns None and a reason).
+
+Pure (no Slurm, no clock) but `read_live`, which runs sshare and squeue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from fscontrol.model.decay import decay_factor_per_second
+from fscontrol.model.fairshare import TreeError, build_tree, effective_usage_rule, norm_shares_of
+from fscontrol.records import ShareRow
+from fscontrol.slurm.parse import parse_duration
+
+# above this many pending jobs fair-share is held (the cost: one user's estimate under 1 s; docs/start.md)
+MAX_PENDING = 1000
+# the billing each job is charged at (squeue: allocated TRES when running, requested when pending)
+SQUEUE_TRES_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,Tres:0|")
+
+
+@dataclass(frozen=True)
+class FairShareModel:
+    """Classic fair-share of an association tree (sshare's rows) as arrays in tree order."""
+
+    index: dict[tuple[str, str], int]  # (account, user) -> position
+    usage: tuple[float, ...]  # RawUsage now
+    anc: tuple[tuple[int, ...], ...]  # each association's chain: itself, its parents, root
+    fsp: tuple[int, ...]  # its fs parent (-1 for root)
+    kind: tuple[int, ...]  # fairshare.effective_usage_rule's kind and weight
+    weight: tuple[float, ...]
+    shares: tuple[float, ...]  # NormShares
+    levels: tuple[tuple[int, ...], ...]  # the positions by depth, root's level first
+    printed: tuple[float, ...]  # sshare's FairShare of each user association (nan: an account, or none)
+    damping: float
+    w_fs: float  # PriorityWeightFairshare
+    half_life_s: float
+    calc_s: float
+
+
+def fairshare_model(rows: Sequence[ShareRow], pairs: Mapping[str, str]) -> tuple[FairShareModel | None, str]:
+    """The model from sshare's rows and `scontrol show config`'s pairs, or None and why it is held."""
+    try:
+        w = float(pairs.get("PriorityWeightFairShare", pairs.get("PriorityWeightFairshare", "0")) or 0)
+    except ValueError:
+        return None, "PriorityWeightFairshare unreadable"
+    if w <= 0:
+        return None, "no PriorityWeightFairshare"
+    flags = pairs.get("PriorityFlags", "").upper()
+    if "NO_FAIR_TREE" not in flags:
+        return None, "Fair Tree: the fair-share factor is a rank over the tree, held at its present value"
+    try:
+        d = float(pairs.get("FairShareDampeningFactor", "1") or 1)
+        hl = parse_duration(pairs.get("PriorityDecayHalfLife", "7-00:00:00") or "7-00:00:00")
+        calc = parse_duration(pairs.get("PriorityCalcPeriod", "00:05:00") or "00:05:00")
+    except ValueError:
+        return None, "FairShareDampeningFactor, PriorityDecayHalfLife or PriorityCalcPeriod unreadable"
+    if d <= 0 or not calc:
+        return None, "no damping factor or no PriorityCalcPeriod"
+    try:
+        t = build_tree(rows)
+    except TreeError as e:
+        return None, f"sshare's associations do not form a tree ({e})"
+    order = t.order
+    index = {k: i for i, k in enumerate(order)}
+    s = norm_shares_of(t)
+    depth = [0] * len(order)
+    anc: list[tuple[int, ...]] = [(0,)]
+    fsp, kind, weight = [-1], [0], [0.0]
+    for i, k in enumerate(order[1:], start=1):
+        p = index[t.parent[k]]
+        depth[i] = depth[p] + 1
+        anc.append((i,) + anc[p])
+        fsp.append(index[t.fs_parent[k]])
+        kd, wt = effective_usage_rule(t, k)
+        kind.append(kd)
+        weight.append(wt)
+    levels = tuple(tuple(i for i in range(len(order)) if depth[i] == lv) for lv in range(1, max(depth) + 1))
+    printed = tuple(float(t.rows[k].fairshare) if (k[1] and t.rows[k].fairshare is not None) else math.nan for k in order)
+    return FairShareModel(index, tuple(float(t.rows[k].raw_usage) for k in order), tuple(anc), tuple(fsp), tuple(kind),
+                          tuple(weight), tuple(s[k] for k in order), levels, printed, d, w, float(hl or 0), float(calc)), ""
+
+
+def parse_billing(text: str) -> dict[str, float]:
+    """job id -> its billing, from `SQUEUE_TRES_ARGS` ('cpu=4,mem=...,billing=4'); absent where none."""
+    out = {}
+    for line in text.splitlines():
+        f = line.strip().split("|")
+        if len(f) < 2 or not f[0]:
+            continue
+        for kv in f[1].split(","):
+            k, _, v = kv.partition("=")
+            if k.strip() == "billing":
+                try:
+                    out[f[0].strip()] = float(v)
+                except ValueError:
+                    pass
+    return out
+
+
+def _arrays(m: FairShareModel, np) -> None:
+    """The model's tuples as numpy arrays, once (kept on the model)."""
+    if hasattr(m, "_np"):
+        return
+    object.__setattr__(m, "_np", (np.asarray(m.kind), np.asarray(m.weight), np.asarray(m.fsp)))
+    object.__setattr__(m, "_np_levels", [np.asarray(lv, dtype=np.intp) for lv in m.levels])
+    object.__setattr__(m, "_np_s", np.asarray(m.shares))
+    desc = [d for d, a in enumerate(m.anc) for _ in a]
+    object.__setattr__(m, "_np_pairs", (np.asarray(desc, dtype=np.intp),
+                                        np.asarray([x for a in m.anc for x in a], dtype=np.intp)))
+
+
+def factors(m: FairShareModel, usage, np):
+    """F of every association (numpy) at these RawUsages: model.fairshare's classic rules."""
+    _arrays(m, np)
+    total = usage[0]
+    un = np.minimum(1.0, usage / total) if total > 0 else np.zeros_like(usage)
+    ue = np.empty_like(usage)
+    ue[0] = 1.0
+    kind, w, fsp = m._np  # type: ignore[attr-defined]
+    for lv in m._np_levels:  # type: ignore[attr-defined]
+        par = ue[fsp[lv]]
+        u = un[lv]
+        k = kind[lv]
+        ue[lv] = np.where(k == 0, u, np.where(k == 2, u + (par - u) * w[lv], par))
+    s = m._np_s  # type: ignore[attr-defined]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(s > 0, np.exp2(-(ue / np.where(s > 0, s, 1.0)) / m.damping), 0.0)
+    return f
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A FairShareModel bound to the estimate's jobs: each key's association (-1: held) and billing
+    rate (pending 0..n-1, then the running), and each running job's start."""
+
+    model: FairShareModel
+    assoc: tuple[int, ...]
+    rate: tuple[float, ...]
+    run_start: tuple[float, ...]
+
+
+def bind(m: FairShareModel, pending: Sequence, running: Sequence, billing: Mapping[str, float], now: float) -> Bound:
+    """`pending` / `running`: the QJobs in the estimate's key order; billing from `parse_billing`
+    (a job without one is billed its CPUs, as TRESBillingWeights' default)."""
+    assoc, rate = [], []
+    for j in list(pending) + list(running):
+        assoc.append(m.index.get((j.account, j.user), -1))
+        rate.append(billing.get(j.job_id, float(j.cpus)))
+    return Bound(m, tuple(assoc), tuple(rate), tuple(j.start if j.start is not None else now for j in running))
+
+
+class Passes:
+    """The priority passes of one estimate run: call `started` for each job the plan starts,
+    `due(t)` at each event and then `run(t, ...)`, which gives the queue's new order or None."""
+
+    def __init__(self, now: float, bf_until: float, n: int, aging, fs: Bound | None, prio0: Sequence[float],
+                 elig: Sequence[float], run_ends: Sequence[float]):
+        self.now = now
+        self.n = n
+        self.until = bf_until
+        self.aging = aging  # (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s) or None
+        self.fs = fs
+        calc = aging[2] if aging is not None else fs.model.calc_s
+        self.calc = calc
+        self.next = now + calc / 2  # the passes' phase is not known
+        self.last = self.next - calc  # the pass before: sshare's usage is as of it
+        self.emin = min(elig, default=now)
+        self.np = None  # numpy, imported once a pass needs it (a CLI start without an age term or
+        self._raw = (prio0, elig, run_ends)  # fair-share does not pay for it; a user's copy may not have it)
+        self._started: list[int] = []
+        self.dfs = None
+        if fs is not None:
+            self._numpy()
+
+    def _numpy(self) -> None:
+        import numpy as np
+
+        self.np = np
+        prio0, elig, _ = self._raw
+        n, now, aging = self.n, self.now, self.aging
+        self.st_mask = np.zeros(n, dtype=bool)
+        self.st_mask[self._started] = True
+        self.e = np.asarray(elig, dtype=float)
+        p = np.asarray(prio0, dtype=float)
+        if aging is not None:
+            w_age, max_age, _ = aging
+            p = p - w_age * np.minimum(1.0, np.maximum(0.0, now - self.e) / max_age)
+        self.p0 = p  # each job's priority less its age term now
+        self.order = np.arange(n)
+        self.dfs = None  # PriorityWeightFairshare x (F at the last pass - F now) of each pending job
+        fs = self.fs
+        if fs is not None:
+            run_ends = self._raw[2]
+            m = fs.model
+            _arrays(m, np)
+            self.usage = np.asarray(m.usage, dtype=float)
+            # the F in the priorities now: slurmctld's F lags RawUsage by one pass (it is computed
+            # from the usage before the pass's charges), so sshare's RawUsage is the next pass's F.
+            # sshare's FairShare column is the present one: where it differs from the model's F on
+            # RawUsage by more than its 6 decimals, the last real pass charged, and the next
+            # modelled pass moves F by the difference
+            fm = factors(m, self.usage, np)
+            pr = np.asarray(m.printed, dtype=float)
+            keep = np.isnan(pr) | (np.abs(pr - fm) <= 1.5e-6)
+            self.f0 = np.where(keep, fm, pr)
+            self.dirty = not bool(keep.all())  # the next pass computes F anew
+            a = np.asarray(fs.assoc, dtype=np.intp)
+            self.ok = a >= 0
+            self.a = np.where(self.ok, a, 0)
+            self.rate = np.asarray(fs.rate, dtype=float)
+            k = n + len(run_ends)
+            self.k_start = np.full(k, np.inf)
+            self.k_end = np.full(k, np.inf)
+            self.k_start[n:] = fs.run_start
+            self.k_end[n:] = run_ends
+            self.decay = decay_factor_per_second(m.half_life_s)  # Slurm's 1 - 0.693 / T
+
+    def started(self, i: int, at: float, end: float) -> None:
+        if self.np is None:
+            self._started.append(i)
+            return
+        self.st_mask[i] = True
+        if self.fs is not None:
+            self.k_start[i] = at
+            self.k_end[i] = end
+
+    def due(self, t: float) -> bool:
+        return t >= self.next and t < self.until
+
+    def _charge(self, tp: float) -> bool:
+        """Slurm's pass at `tp`: decay, charge the jobs run since the last; True if any F moved."""
+        np = self.np
+        dt = tp - self.last
+        ov = np.minimum(self.k_end, tp) - np.maximum(self.k_start, self.last)
+        ov = np.where(self.ok, np.maximum(ov, 0.0), 0.0)
+        self.last = tp
+        return self._apply(ov, dt)
+
+    def _apply(self, ov, dt) -> bool:
+        np = self.np
+        m = self.fs.model
+        f = self.decay
+        if f != 1.0:
+            self.usage *= f ** dt
+        moved = self.dirty
+        if moved:
+            # this pass's F: from the usage before its charges (slurmctld's lag; decay alone moves no F)
+            fa = factors(m, self.usage, np)
+            d = m.w_fs * (fa - self.f0)
+            self.dfs = np.where(self.ok[: self.n], d[self.a[: self.n]], 0.0)
+        self.dirty = bool(ov.any())
+        if self.dirty:  # charged: the next pass's F moves
+            ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0)
+            per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
+            desc, anc = m._np_pairs  # type: ignore[attr-defined]
+            self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
+        return moved
+
+    def run(self, t: float, waiting_len: int) -> list[int] | None:
+        """The pass(es) due by t: the new queue (every pending job not started, by priority, ties to
+        the earlier job) when it must be set, else None (as the age-only re-sort before it)."""
+        while self.next <= t:
+            tp = self.next
+            self.next += self.calc
+            if self.fs is not None:
+                self._charge(tp)
+        aging = self.aging
+        age_due = aging is not None and t - self.emin >= aging[1]
+        if not age_due and self.dfs is None:
+            return None  # all gain alike: the order is the one the queue has
+        if self.np is None:
+            self._numpy()
+        np = self.np
+        key = self.p0
+        if aging is not None:
+            key = key + aging[0] * np.minimum(1.0, (t - self.e) / aging[1])
+        if self.dfs is not None:
+            key = key + self.dfs
+        o = self.order[~self.st_mask[self.order]]  # the queue as it is: every pending job not started
+        ko = key[o]
+        # by priority, ties to the earlier job (the order a lexsort gives): a stable sort of the queue
+        # as it is (timsort: linear where little moved), checked for ties that newly met out of order
+        p = np.argsort(-ko, kind="stable")
+        o, ko = o[p], ko[p]
+        if len(o) > 1 and bool(np.any((ko[:-1] == ko[1:]) & (o[:-1] > o[1:]))):
+            o = o[np.lexsort((o, -ko))]
+        self.order = o
+        if len(o) != waiting_len or (len(o) > 1 and not bool(np.all(o[:-1] < o[1:]))):
+            return o.tolist()  # not in index order (or started jobs to drop): the queue is set anew
+        return None
+
+
+def read_live(source, pairs: Mapping[str, str], pending: int = 0,
+              max_pending: int | None = None) -> tuple[tuple[FairShareModel, dict[str, float]] | None, str]:
+    """sshare's rows and the jobs' billing from `source` (LiveSlurm): (model, billing) for
+    start.estimate's `fairshare`, or None; and the note the output gives either way. Over
+    `max_pending` (MAX_PENDING) pending jobs, held (the cost), and the note says so."""
+    from fscontrol.errors import FscontrolError
+    from fscontrol.slurm.parse import SSHARE_ARGS, parse_sshare
+
+    cap = MAX_PENDING if max_pending is None else max_pending
+    try:
+        import numpy  # noqa: F401  (the passes' arithmetic)
+    except ImportError:
+        return None, "fair-share held at its present value: numpy is not installed where this runs"
+    if pending > cap:
+        return None, (f"fair-share held at its present value: {pending:,} jobs pending, over the {cap:,} for which it "
+                      "is recomputed at each pass (the cost of one estimate)")
+
+    m, why = fairshare_model((), pairs) if "NO_FAIR_TREE" not in pairs.get("PriorityFlags", "").upper() else (None, "")
+    if m is None and why:
+        return None, "fair-share held at its present value: " + why
+    try:
+        rows = parse_sshare(source.run(SSHARE_ARGS).stdout)
+        m, why = fairshare_model(rows, pairs)
+        if m is None:
+            return None, "fair-share held at its present value: " + why
+        billing = parse_billing(source.run(SQUEUE_TRES_ARGS).stdout)
+    except FscontrolError as e:
+        return None, f"fair-share held at its present value: sshare or squeue failed ({str(e).splitlines()[0][:120]})"
+    return (m, billing), (f"fair-share: classic F recomputed at each priority pass within bf_window (every "
+                          f"{m.calc_s:g} s), usage decaying (half-life {m.half_life_s / 3600:g} h) and charged with "
+                          "the running jobs and those the estimate starts (billing from squeue)")
