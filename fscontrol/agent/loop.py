@@ -17,13 +17,16 @@ from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 
-from fscontrol.agent import pipeline, publishing
+from fscontrol.agent import pipeline, publishing, trimpad
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
 from fscontrol.errors import FscontrolError, InternalError, LockedError
 from fscontrol.act import lock
 from fscontrol.act.lock import agent_lock
 from fscontrol.slurm.source import SlurmSource
+
+
+PAD_AFTER_PASS_S = 1.0  # padding_mode = "trim": the next padding job this long after the pass
 
 
 class _Log:
@@ -262,6 +265,10 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         d_job("trim", pipeline.trim_damping, name)
 
     @unless_closing
+    def pad_job(name: str | None) -> None:
+        d_job("pad", trimpad.start_pad, name)
+
+    @unless_closing
     def pass_job(name: str | None) -> None:
         """Control just before each decay pass (agent.pass_lead ahead of it): d is chosen on the
         usage that pass will read, and the padding the pass charges is planned with every running
@@ -293,6 +300,9 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         if cfg.pass_trim_s > 0 and coming - cfg.pass_trim_s > now:  # the last word on d before the coming pass
             later(trim_job, datetime.fromtimestamp(coming - cfg.pass_trim_s, timezone.utc), f"trim:{name}", name,
                   misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
+            if trimpad.active(cfg.cluster(name)):  # the next padding job, just after the pass
+                later(pad_job, datetime.fromtimestamp(coming + PAD_AFTER_PASS_S, timezone.utc), f"pad:{name}", name,
+                      misfire_grace_time=30)
         # control again before the next pass: the coming one if there is still time (the loop's
         # start), else the one after it
         at = coming - cfg.pass_lead_s if coming - cfg.pass_lead_s > now + 0.5 else coming + period - cfg.pass_lead_s
