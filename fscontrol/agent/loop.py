@@ -260,9 +260,11 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     def watch_job(name: str | None) -> None:
         d_job("watch", pipeline.watch_damping, name)
 
+    passes_at: dict = {}  # the coming decay pass by cluster, for the trim (padding_mode = "trim": too late to pad?)
+
     @unless_closing
     def trim_job(name: str | None) -> None:
-        d_job("trim", pipeline.trim_damping, name)
+        d_job("trim", lambda *a, **kw: pipeline.trim_damping(*a, pass_at=passes_at.get(name), **kw), name)
 
     @unless_closing
     def pad_job(name: str | None) -> None:
@@ -297,6 +299,7 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         aligned[name] = True
         coming, period = nxt
         now = time.time()
+        passes_at[name] = coming
         if cfg.pass_trim_s > 0 and coming - cfg.pass_trim_s > now:  # the last word on d before the coming pass
             later(trim_job, datetime.fromtimestamp(coming - cfg.pass_trim_s, timezone.utc), f"trim:{name}", name,
                   misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it

@@ -487,14 +487,17 @@ def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: 
     return executor.one_action_tick(db, source.run, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
 
 
-def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
+def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None,
+                 pass_at: float | None = None):
     """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
     pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
     and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
     their last stretch at once; this catches all but the last fraction of a second of them.
     Recorded like any action (intent first). Returns the action, or None when d stays. Only d:
     the padding for the pass was set by the control tick; with persist = true the next control
-    tick writes slurm.conf if a restart would start too far off (persist_tolerance, persist_interval)."""
+    tick writes slurm.conf if a restart would start too far off (persist_tolerance, persist_interval).
+    padding_mode = "trim": d and the padding together (agent/trimpad.py); `pass_at`, the coming
+    pass where the loop knows it: no padding when the cancel could land after it."""
     from fscontrol.act import actions as act
     from fscontrol.act import control
 
@@ -522,7 +525,8 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     from fscontrol.agent import trimpad
 
     if trimpad.active(cc):  # d and the padding into this pass's own read, together
-        return trimpad.trim(source, db, cc, cluster, last, d_last, float(total), started, apply, cfg.slurm_timeout_s)
+        return trimpad.trim(source, db, cc, cluster, last, d_last, float(total), started, apply, cfg.slurm_timeout_s,
+                            pass_at=pass_at)
     ideal = cc.target_usage / (float(last["s_ref"]) * total)
     d = control.clamp_d(round(ideal)) if cc.method == "hybrid" else control.choose_damping(ideal, d_last, cc.hysteresis)
     d = min(d, cc.max_damping)  # never above the config's bound (as the control tick)

@@ -31,6 +31,7 @@ from fscontrol.store import ledger as store_ledger
 TRIM_PAD = "trim_pad"  # agent_state: the padding jobs and the pass before, from the control tick
 PASS_READ = "pass_read"  # pipeline.PASS_READ (pipeline imports this module)
 CANCEL_LATENCY_S = 0.3  # the trim's read to the cancel: sacctmgr's round trip (0.27 s on the testbed)
+LATE_MARGIN_S = 0.1  # a cancel expected closer to the pass than this is not tried
 
 
 def active(cc) -> bool:
@@ -54,11 +55,13 @@ def record_control(db, snap, cc) -> None:
 
 
 def trim(source, db, cc, cluster: str, last: dict, d_last: int, total: float, started: float, apply: bool,
-         budget_s: float):
+         budget_s: float, pass_at: float | None = None):
     """The trim's padding: d and k chosen on root's usage `total` just read, then the QOS's
     UsageFactor, the cancel of the padding jobs, and d (commands in that order: the factor must
-    be in slurmctld before the cancel, and the cancel before the pass). Returns the last action
-    run, or None when nothing was to be done."""
+    be in slurmctld before the cancel, and the cancel before the pass). `pass_at`: the coming
+    pass, where known: a trim run so late that the cancel could land after it pads nothing (the
+    nearest d; the job runs on through the pass at UsageFactor 0). Returns the last action run,
+    or None when nothing was to be done."""
     from fscontrol.act import actions as act
     from fscontrol.act import control
 
@@ -66,7 +69,10 @@ def trim(source, db, cc, cluster: str, last: dict, d_last: int, total: float, st
     s_ref = float(last["s_ref"])
     at_cancel = math.floor(time.time() + CANCEL_LATENCY_S)
     last_pass = st.get("last_pass")
-    jobs = [] if last_pass is None or started - float(st.get("at") or 0) > 120 else [
+    if pass_at is not None and time.time() > pass_at:
+        return None  # the pass has run: what this trim read is not what it read
+    late = pass_at is not None and time.time() + CANCEL_LATENCY_S + LATE_MARGIN_S > pass_at
+    jobs = [] if late or last_pass is None or started - float(st.get("at") or 0) > 120 else [
         (job_id, b, at_cancel - max(math.floor(float(start)), math.floor(float(last_pass)))) for job_id, start, b in st["jobs"]]
     pad = control.trim_padding(cc.target_usage, s_ref, total, jobs=[(b, dt) for _, b, dt in jobs],
                                half_life_s=float(st.get("half_life") or 0), d_max=cc.max_damping)
