@@ -310,9 +310,9 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
         elif cfg.pass_trim_s > 0 and trim_at > now:
             later(trim_job, datetime.fromtimestamp(trim_at, timezone.utc), f"trim:{name}", name,
                   misfire_grace_time=max(1, int(cfg.pass_trim_s)))  # late is after the pass: drop it
-            if trimpad.active(cfg.cluster(name)):  # the next padding job, just after the pass
-                later(pad_job, datetime.fromtimestamp(coming + PAD_AFTER_PASS_S, timezone.utc), f"pad:{name}", name,
-                      misfire_grace_time=30)
+        if cfg.pass_trim_s > 0 and trimpad.active(cfg.cluster(name)):  # the next padding job, just after the pass
+            later(pad_job, datetime.fromtimestamp(coming + PAD_AFTER_PASS_S, timezone.utc), f"pad:{name}", name,
+                  misfire_grace_time=30)
         # control again before the next pass: the coming one if there is still time (the loop's
         # start), else the one after it
         at = coming - cfg.pass_lead_s if coming - cfg.pass_lead_s > now + 0.5 else coming + period - cfg.pass_lead_s
