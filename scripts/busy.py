@@ -52,12 +52,13 @@ from fscontrol.agent import config  # noqa: E402
 from fscontrol.slurm import parse  # noqa: E402
 from fscontrol.store import history as store  # noqa: E402
 
+DUMMY = ("fsadmin", "fsdummy")  # the agent's dummy association (the config's default)
 ASSOCS = [("alice", "flat"), ("bob", "flat"), ("carol", "flat"), ("dave", "flat"), ("alice", "physics"), ("bob", "physics"),
           ("carol", "chem")]
 
 
 def sampler(tb, probes: dict[str, tuple[str, str]], stop: threading.Event, out: list) -> None:
-    """Every second: (time, {assoc: (EffectvUsage, NormShares)}, root RawUsage, {assoc: F})."""
+    """Every second: (time, {assoc: (EffectvUsage, NormShares)}, root RawUsage, {assoc: F}, the dummy's RawUsage)."""
     while not stop.is_set():
         t = time.time()
         try:
@@ -69,11 +70,16 @@ def sampler(tb, probes: dict[str, tuple[str, str]], stop: threading.Event, out: 
         root = next(r.raw_usage for r in rows if r.depth == 0)
         ue = {r.key: (r.effective_usage, r.norm_shares) for r in rows if r.user}
         f = {probes[p.job_id][::-1]: p.fairshare_norm for p in prio if p.job_id in probes}  # (account, user)
-        out.append((t, ue, root, f))
+        dummy = next((r.raw_usage for r in rows if r.key == DUMMY), 0.0)
+        out.append((t, ue, root, f, dummy))
         stop.wait(max(0.0, 1.0 - (time.time() - t)))
 
 
-def passes(samples: list, s_ref: float, u_star: float) -> list[dict]:
+def passes(samples: list, s_ref: float, u_star: float, f_pass: float | None = None) -> list[dict]:
+    """`f_pass`: one pass's decay (f^period), for padding_mode = "trim": the padding the trim
+    charged after the sampler's last read before the pass (its cancel lands in the last second)
+    is the dummy's RawUsage after the pass undone by that decay, less its RawUsage before (no
+    padding job runs at a pass then: the next starts after it, at UsageFactor 0)."""
     out = []
     for i in range(1, len(samples) - 2):
         ue0, ue1 = samples[i - 1][1], samples[i][1]
@@ -82,6 +88,12 @@ def passes(samples: list, s_ref: float, u_star: float) -> list[dict]:
         if {k: v[0] for k, v in samples[i + 2][1].items()} != {k: v[0] for k, v in ue1.items()}:
             continue  # another pass already: not a clean read
         u_pre = samples[i - 1][2]
+        w_pre = samples[i - 1][4] if len(samples[i - 1]) > 4 else 0.0
+        pad_late = 0.0
+        if f_pass and len(samples[i]) > 4:
+            late = samples[i][4] / f_pass - w_pre
+            pad_late = late if late > 2.0 else 0.0  # (sshare's RawUsage is whole: below 2, rounding)
+        u_pre += pad_late
         f_after = samples[i + 2][3]
         errs, ds = [], []
         for key, (eu, s_user) in ue1.items():
@@ -93,7 +105,8 @@ def passes(samples: list, s_ref: float, u_star: float) -> list[dict]:
         if errs:
             out.append({"t": samples[i][0], "t_before": samples[i - 1][0], "worst": max(errs, key=abs),
                         "mean": sum(errs) / len(errs),
-                        "spread": max(errs) - min(errs), "d": round(sum(ds) / len(ds)), "u_pre": u_pre})
+                        "spread": max(errs) - min(errs), "d": round(sum(ds) / len(ds)), "u_pre": u_pre,
+                        "w_read": w_pre + pad_late, "pad_late": pad_late})
     return out
 
 
@@ -136,6 +149,8 @@ def main() -> int:
     ap.add_argument("--method", default="hybrid", choices=("hybrid", "damping"),
                     help="the control method (the same seed gives the same jobs at the same times)")
     ap.add_argument("--seed", type=int, default=12, help="the random load's seed")
+    ap.add_argument("--padding-mode", default="steady", choices=("steady", "pulse", "trim"),
+                    help="hybrid's padding_mode (trim: the padding lands in the pass's own read)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--recount", type=Path, help="a run's JSON: add the padding columns from --db, print it, stop")
     ap.add_argument("--db", type=Path, help="with --recount: that run's database (/tmp/fscontrol-busy/busy-*.db)")
@@ -153,7 +168,9 @@ def main() -> int:
     tb.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
     original = tb.conf.read_text()
     probes = {tb.probe(*a): a for a in ASSOCS}
-    cc = {"target_core_hours": args.u_star, "method": args.method, "padding_mode": "steady"}
+    cc = {"target_core_hours": args.u_star, "method": args.method, "padding_mode": args.padding_mode}
+    conf0 = parse.parse_config(tb.source().config().stdout)
+    f_pass = (1 - 0.693 / conf0.half_life_s) ** conf0.calc_period_s if args.padding_mode == "trim" else None
     if args.persist:
         cc.update(persist=True, slurm_conf=str(tb.conf))
     work = Path("/tmp/fscontrol-busy")
@@ -219,7 +236,7 @@ def main() -> int:
         "SELECT s.taken_at, s.id AS snapshot_id, d.d_target, d.s_ref, d.d_ideal FROM decisions d "
         "JOIN snapshots s ON s.id = d.snapshot_id ORDER BY s.taken_at"))
     s_ref = next(d["s_ref"] for d in reversed(decisions) if d["s_ref"])
-    ps = passes(samples, s_ref, args.u_star * 3600)
+    ps = passes(samples, s_ref, args.u_star * 3600, f_pass)
     print(f"{len(samples)} samples, {len(ps)} passes, {len(decisions)} decisions", file=sys.stderr)
     if os.environ.get("BUSY_DUMP"):
         Path(os.environ["BUSY_DUMP"]).write_text(json.dumps([(t, {"/".join(k): v for k, v in ue.items()}, r, {"/".join(k): x for k, x in f.items()}) for t, ue, r, f in samples]))
@@ -248,7 +265,10 @@ def main() -> int:
         p["d_ideal_pre"] = x
         p["error_in_steps"] = abs(p["mean"]) * x
         p["padding"] = padding_before(db, p["t"])
-        x_real = args.u_star * 3600 / (s_ref * max(1.0, p["u_pre"] - p["padding"]))
+        # the real usage the pass read: the sampler's dummy RawUsage where it has it (the trim's
+        # padding of that very pass included), else the agent's decision before it
+        w_read = p["w_read"] if args.padding_mode == "trim" else p["padding"]
+        x_real = args.u_star * 3600 / (s_ref * max(1.0, p["u_pre"] - w_read))
         p["rounding_alone"] = round(x_real) / x_real - 1
     marks = [(w, t) for w, t in events if w in ("burst", "reconfigure", "restart")]
 
@@ -259,6 +279,7 @@ def main() -> int:
         return {"min": round((p["t"] - t0) / 60, 2), "error": round(p["worst"], 5), "d": p["d"],
                 "d_ideal": round(p["d_ideal_pre"], 2), "rounding_alone": round(p["rounding_alone"], 5),
                 "t": p["t"], "u_pre": p["u_pre"], "padding": p["padding"], "error_mean": round(p["mean"], 6),
+                "w_read": p.get("w_read"), "pad_late": p.get("pad_late"),
                 "record": None if p.get("record") is None else round(p["record"], 5),
                 "record_vs_sprio": None if p.get("record_vs_sprio") is None else round(p["record_vs_sprio"], 5),
                 "charged_after_read": None if p.get("charged_after_read") is None else round(p["charged_after_read"], 5),
@@ -280,7 +301,7 @@ def main() -> int:
         "loop": counts,
         "trims": db.execute("SELECT count(*) FROM actions WHERE stage = 'trim' AND status = 'ok'").fetchone()[0],
         "spread_between_users_max": max((p["spread"] for p in ps), default=None),
-        "method": args.method, "seed": args.seed, "t0": t0, "s_ref": s_ref, "db": str(db_path),
+        "method": args.method, "padding_mode": args.padding_mode, "seed": args.seed, "t0": t0, "s_ref": s_ref, "db": str(db_path),
     }
     measured = [p for p in ps if p["t"] - t0 >= args.warmup * 60]
     with_rec = [p for p in measured if p.get("record_vs_sprio") is not None]

@@ -96,7 +96,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_padding_full.py": "testbed-d",  # 0.3
     "test_integration_trim.py": "testbed-d",  # 3
     "test_integration_persist.py": "testbed-d",  # ~6 (fscontrol run 4 min under a busy load, persist on)
-    "test_integration_pass_record.py": "testbed-b",  # ~11 (a record against sprio; 6 passes of hybrid at d 5-35)
+    "test_integration_pass_record.py": "testbed-b",  # ~15 (a record against sprio; 6 passes of hybrid at d 5-35; 3 of trim padding)
     "test_site_install.py": "testbed-c",  # 1.5 (a venv and a pip install, the README checklist, ticks, a user)
     "test_integration_why.py": "testbed-d",  # 1.5 (the weights set and back; a gate hold, a tie, the padding job, other reasons)
     "test_integration_fairtree_forecast.py": "testbed-e",  # ~14 (switches to Fair Tree, watches 10 min)

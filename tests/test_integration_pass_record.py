@@ -18,6 +18,8 @@ as it stands when it starts), F from sprio after it.
    every running job a whole period in its plan (20 s x 8 CPUs too much each pass: its passes
    missed by d's rounding, -1.2%, on 24.11), and stepped d down only to the floor of its ideal
    when real usage outgrew the padding (+5.6%).
+3. padding_mode = "trim" (the last test): d and the padding chosen together at the trim, the
+   padding landing in that same pass's read; exact within 0.2% from the second pass.
 """
 
 from __future__ import annotations
@@ -159,6 +161,59 @@ def test_hybrid_padding_planned_for_the_running_jobs_makes_the_next_pass_exact(s
         # d's rounding alone, on the same real usage, misses by more at most passes (d 4-10: up to 12%)
         assert sum(abs(r["error"]) < abs(r["rounding_alone"]) for r in settled) >= len(settled) - 1, settled
         assert max(abs(r["rounding_alone"]) for r in settled) > 0.01, settled
+    finally:
+        slurm.cancel_all()
+        slurm.scontrol("reconfigure")
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=fspad", "set", "usagefactor=1")
+
+
+def test_hybrid_trim_padding_lands_in_the_same_pass_and_makes_it_exact(slurm, tmp_path):
+    """padding_mode = "trim" (issue 30 item 1, agent/trimpad.py): d and the padding chosen
+    together on the trim's read just before the pass; the padding job's cancel charges its
+    stretch since the last pass at once, at the UsageFactor the trim set, into that same pass's
+    read. A job still starts mid-period every pass (the usage the steady plan must foresee)."""
+    from fscontrol.agent import trimpad
+
+    _clean(slurm)
+    db = store.open_db(tmp_path / "h.db")
+    rows = []
+    try:
+        probes = {slurm.probe(u, a): (u, a) for u, a in PROBES}
+        slurm.submit("alice", "flat", 16, 1200)
+        slurm.wait_for_pass()
+        u_star = 2700.0  # d about 4-8 here, as above: d's rounding alone misses by up to 6-12%
+        cfg = config.from_dict({"agent": {"apply": True}, "clusters": {"tbcluster": {
+            "target_core_hours": u_star / 3600, "method": "hybrid", "padding_mode": "trim"}}})
+        for k in range(3):
+            p0 = _last_pass(slurm)
+            _until(p0 + 20)
+            slurm.submit("bob", "physics", 8, 1200)
+            _until(p0 + 56.5)
+            res = pipeline.control_tick(slurm.source(), db, cfg, apply=True)  # the first submits the padding job
+            assert res.decision.s_ref and res.decision.method == "hybrid"
+            _until(p0 + 58.6)
+            pipeline.trim_damping(slurm.source(), db, cfg, apply=True)
+            _until(p0 + 59.4)
+            u_pre, pad = _root_before_pass(slurm, p0, with_padding=True)
+            slurm.wait_for_pass()
+            assert _last_pass(slurm) - p0 < 70, "more than one pass"
+            trimpad.start_pad(slurm.source(), db, cfg, apply=True)  # the next padding job, after the pass
+            time.sleep(2)
+            s_ref = res.decision.s_ref
+            h = _halving_sprio(slurm, probes, s_ref, u_pre)
+            x = u_star / (s_ref * (u_pre - pad))  # the ideal d on the real usage this pass read: d alone
+            rows.append({"pass": k, "error": h / u_star - 1, "d": slurm.damping(), "d_ideal_real": x,
+                         "rounding_alone": round(x) / x - 1, "padding": pad})
+            print(f"\ntrim pass {k}: H/u* - 1 = {rows[-1]['error']:+.4%}, d {rows[-1]['d']}, padding {pad:.0f}; "
+                  f"d alone on the real usage: ideal {x:.3f}, {rows[-1]['rounding_alone']:+.3%}")
+        settled = rows[1:]  # the first pass's padding job started 3 s before it: too short to pad
+        # exact up to sshare's whole RawUsage and a whole second of the padding job's stretch
+        assert all(abs(r["error"]) <= 0.002 for r in settled), settled
+        # in d's steps (1/d): d's rounding alone leaves |error| x d_ideal uniform on [0, 0.5] (last run, 22.05:
+        # -0.0001% and -0.015% at d 30 and 17, where d alone on the same real usage gives -0.50% and -2.28%)
+        assert all(abs(r["error"]) * r["d_ideal_real"] <= 0.05 for r in settled), settled
+        kinds = [r[0] for r in db.execute("SELECT kind FROM actions WHERE stage = 'trim' ORDER BY id")]
+        assert "cancel_dummy" in kinds and "set_usage_factor" in kinds
     finally:
         slurm.cancel_all()
         slurm.scontrol("reconfigure")

@@ -20,6 +20,13 @@ PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half,
 # (an unlimited job shows billions of TRESRunMins on root and the dummy account, which would trip
 # any GrpTRESRunMins limit there; a day shows 1,440)
 PULSE_JOB_NAME = "fscontrol-pulse"
+TRIM_JOB_NAME = "fscontrol-trimpad"  # padding_mode = "trim": cancelled by the trim before every pass, started after it
+
+
+def trim_pad_limit_s(calc_period_s: float) -> int:
+    """The trim's padding job's time limit: three passes (it is cancelled before each; if the agent
+    stops, a job left running is charged at most until then), at least 2 minutes."""
+    return int(max(120, 60 * math.ceil(3 * calc_period_s / 60)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +85,12 @@ def control_plan(
     calc_period_s: float,
     now: float | None = None,
     reservation: str | None = None,
+    usage_factor_now: float | None = None,
 ) -> list[Action]:
     """The commands that carry a decision out, each with its reason. `now` (the snapshot's time)
     renews the steady padding job's time limit once less than half of it is left; `reservation`
-    (config padding_reservation) is where the padding jobs run."""
+    (config padding_reservation) is where the padding jobs run. `usage_factor_now`: the padding
+    QOS's UsageFactor in the snapshot (padding_mode = "trim": 0 whenever no trim is about to cancel)."""
     if dec.advise_only:
         return []
     plan: list[Action] = []
@@ -124,6 +133,15 @@ def control_plan(
                         plan.append(Action("extend_dummy", ("scontrol", "update", f"JobId={j.job_id}", f"TimeLimit={minutes}"),
                                            f"steady padding job {j.job_id} has {left / 3600:.1f} h left: a day more",
                                            job_id=j.job_id))
+    if padding_mode == "trim" and dec.method == "hybrid" and not running:
+        # normally started just after each pass (agent/trimpad.py); this one is the fallback (the
+        # first tick, a pass the loop missed). At UsageFactor 0 it charges nothing until a trim sets it.
+        if usage_factor_now is None or abs(usage_factor_now) > 1e-9:
+            plan.append(set_usage_factor(padding_qos, 0.0, "trim padding: the QOS charges nothing until the trim "
+                                                           "sets it just before a pass"))
+        plan.append(submit_dummy(user, account, dummy_partition, padding_qos, trim_pad_limit_s(calc_period_s),
+                                 TRIM_JOB_NAME, "trim padding needs its 1-CPU dummy job (cancelled by the trim before "
+                                 "each pass, its stretch since the pass charged at once)", reservation))
     if dec.pulse_usage_factor is not None and padding_mode == "pulse" and not running:
         plan.append(
             set_usage_factor(padding_qos, dec.pulse_usage_factor,

@@ -283,6 +283,15 @@ def plan_control(
         d = d_hold
         w_target = u_star / (s_ref * d) - u_next
         bound = None
+    elif method == "hybrid" and padding_mode == "trim":
+        # the padding lands in the coming pass's own read, chosen at the trim (trim_padding), with d
+        # the floor of the ideal on its later read; here the nearest d, what the pass gets if no trim runs
+        d = clamp_d(round(d_ideal_now)) if d_ideal_now >= 1 else 1
+        if d != d_hold:
+            notes.append(f"d for the coming pass: {d} (ideal {d_ideal_now:.2f} on the usage there is now); the trim "
+                         "sets the floor of its ideal and pads the rest into the same pass's read")
+        w_target = 0.0
+        bound = 0.5 / d_ideal_now if d_ideal_now >= 1 else None
     elif method == "hybrid":
         fp = decay_factor_per_second(half_life_s) ** calc_period_s if half_life_s > 0 else 1.0
         left = u_next + w_now * fp  # the padding there now, after the next pass's decay
@@ -305,7 +314,7 @@ def plan_control(
 
     k = None
     pulse_k = None
-    if method in ("padding", "hybrid"):
+    if method in ("padding", "hybrid") and padding_mode != "trim":
         fp = decay_factor_per_second(half_life_s) ** calc_period_s if half_life_s > 0 else 1.0
         needed = w_target - w_now * fp  # what the next pass must add
         if padding_mode == "steady":
@@ -319,3 +328,55 @@ def plan_control(
         d_target=d, d_ideal=d_ideal_unbounded, w_target=w_target, usage_factor=k, pulse_usage_factor=pulse_k,
         h_planned=h_planned, bound=bound, d_next=d_next,
     )
+
+
+TRIM_K_MAX = 10000.0  # the trim's UsageFactor never above this (a cold start's padding takes passes, not one)
+TRIM_MIN_STRETCH_S = 10.0  # below this many billing-seconds of stretch a whole second's error is too large: no padding
+
+
+@dataclass(frozen=True, slots=True)
+class TrimPad:
+    """The trim's last word before a pass (padding_mode = "trim", issue 30): d and the padding that
+    land in the same pass's read."""
+
+    d: int
+    d_ideal: float | None
+    x: float  # padding wanted in the pass's read: u* / (S_ref d) - U (billing-seconds, >= 0)
+    stretch: float  # what UsageFactor 1 would charge: sum of billing x Delta x f^Delta over the padding jobs
+    k: float | None  # the QOS UsageFactor that makes the jobs' end charge x; None = no padding this pass
+    note: str = ""
+
+
+def trim_padding(u_star: float, s_ref: float, total: float, *, jobs: Sequence[tuple[float, float]],
+                 half_life_s: float, d_max: int = D_MAX, k_max: float = TRIM_K_MAX) -> TrimPad:
+    """d and the padding chosen together so that S_ref x d x (U + x) = u* on the usage the pass
+    will read (hybrid, padding_mode = "trim"). Pure.
+
+    U is root's RawUsage read at the trim, just before the pass; d is the floor of the ideal
+    u* / (S_ref U) (so x >= 0) and x = u* / (S_ref d) - U, at most one step of d. x is delivered by
+    cancelling the padding jobs just before the pass: Slurm 22.05 charges a job's end at once
+    (priority_multifactor.c priority_p_job_end -> _apply_new_usage from the last pass to now, with
+    `limits`) as Delta x billing x UsageFactor x f^Delta, Delta in whole seconds since the later of
+    the job's start and the last pass, f = 1 - 0.693 / half-life, at the UsageFactor its QOS has
+    then. `jobs`: (billing, Delta) of each padding job to be cancelled. So k = x / sum(b Delta f^Delta).
+    Without a padding job that ran long enough (TRIM_MIN_STRETCH_S: a whole second's error would
+    be too large a share), no padding and the nearest d: d's rounding alone, as damping."""
+    f = decay_factor_per_second(half_life_s) if half_life_s > 0 else 1.0
+    stretch = sum(b * dt * f ** dt for b, dt in jobs if b > 0 and dt > 0)
+    if total <= 0 or not s_ref or u_star <= 0:
+        return TrimPad(1, None, 0.0, stretch, None, "no usage yet")
+    ideal = u_star / (s_ref * total)
+    d_cap = max(1, min(int(d_max), D_MAX))
+    if ideal < 1:
+        return TrimPad(1, ideal, 0.0, stretch, None, "u* below what d = 1 allows: no padding")
+    if stretch < TRIM_MIN_STRETCH_S:  # no padding this pass (no job, or pending on a full cluster): d's rounding alone
+        return TrimPad(min(clamp_d(round(ideal)), d_cap), ideal, 0.0, stretch, None,
+                       f"the padding job has run {stretch:.0f} s since the last pass: too short to pad, the nearest d")
+    d = min(clamp_d(math.floor(ideal)), d_cap)
+    x = max(0.0, u_star / (s_ref * d) - total)
+    k = x / stretch
+    note = ""
+    if k > k_max:
+        note = f"UsageFactor {k:,.1f} capped at {k_max:,.0f}"
+        k = k_max
+    return TrimPad(d, ideal, x, stretch, k, note)

@@ -194,16 +194,23 @@ def settle_ledger_row(db, cluster: str, a, status: str) -> None:
 def one_action_tick(db: Database, run: Run, cluster: str, stage: str, a, apply_it: bool,
                     started: float, budget_s: float):
     """A tick of one command (the watch, the trim): the intent recorded first, then the outcome."""
+    return actions_tick(db, run, cluster, stage, [a], apply_it, started, budget_s)[0]
+
+
+def actions_tick(db: Database, run: Run, cluster: str, stage: str, plan: Sequence, apply_it: bool,
+                 started: float, budget_s: float) -> list:
+    """A tick of a few dependent commands (the trim's padding): every intent recorded first, in
+    one transaction, then each outcome; the rest skipped after a failure."""
+    status = "pending" if apply_it else "planned"
     with store.transaction(db):
         tick_id = store.record_tick(db, cluster, started, None, "running", stage=stage)
-        (aid,) = store_ledger.write_actions(db, cluster, None, stage, [replace(a, status="pending" if apply_it else "planned")],
-                                     started, tick_id)
-    done = a
+        ids = store_ledger.write_actions(db, cluster, None, stage, [replace(a, status=status) for a in plan], started, tick_id)
+    done = list(plan)
     if apply_it:
-        (done,) = apply(db, run, [a], [aid], time.monotonic() + budget_s, dependent=True)
+        done = apply(db, run, plan, ids, time.monotonic() + budget_s, dependent=True)
+    bad = next((a for a in done if a.status not in ("ok", "planned")), None)
     with store.transaction(db):
-        store.update_tick(db, tick_id, "ok" if done.status in ("ok", "planned") else "failed", time.time(),
-                          None if done.status in ("ok", "planned") else done.output)
+        store.update_tick(db, tick_id, "ok" if bad is None else "failed", time.time(), None if bad is None else bad.output)
     return done
 
 

@@ -33,7 +33,7 @@
     method = "hybrid"                  # damping | padding | hybrid | none (report only)
     reference_share = "median"         # median | mean | min | max | a number in (0, 1]
     dummy = "fsadmin/fsdummy"          # ACCOUNT/USER of the padding association
-    padding_mode = "steady"            # steady (default) | pulse
+    padding_mode = "steady"            # steady (default) | pulse | trim (hybrid: padding into the pass's own read)
     max_damping = 1000                 # d never above this (a cold start's ideal d is huge)
     persist = false                    # true: d also in slurm.conf, for a restart to start on it
     slurm_conf = "/etc/slurm/slurm.conf"  # default: SLURM_CONF from `scontrol show config`
@@ -58,7 +58,7 @@ from fscontrol.model.allocations import Allocation, parse_allocations, parse_per
 from fscontrol.errors import ConfigError
 
 METHODS = ("damping", "padding", "hybrid", "none")
-PADDING_MODES = ("pulse", "steady")
+PADDING_MODES = ("pulse", "steady", "trim")
 REF_RULES = ("median", "mean", "min", "max")
 GATE_ACTIONS = ("hold", "nice")
 
@@ -211,6 +211,9 @@ def _cluster(name: str, raw: Mapping[str, Any]) -> ClusterConfig:
             out[k] = _type(sec, k, raw[k], str)
     if "padding_mode" in raw:
         out["padding_mode"] = _choice(sec, "padding_mode", raw["padding_mode"], PADDING_MODES)
+        if out["padding_mode"] == "trim" and out.get("method") not in ("hybrid", "none", None):
+            raise ConfigError(f"config: '{sec}padding_mode' = \"trim\" goes with method = \"hybrid\" "
+                              f"(it pads the rest of d's step), not {out['method']!r}")
     for k in ("padding_threshold", "hysteresis"):
         if k in raw:
             v = float(_type(sec, k, raw[k], (int, float)))

@@ -378,6 +378,11 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
                                                 *_halving_slurm_used(db, previous, snap, latest_usage))
                     did = store_ledger.write_decision(db, cluster, sid, snap.taken_at, dec, apply)
                     store_ledger.set_state(db, cluster, PASS_READ, _pass_read(snap, sid), snap.taken_at)
+                    if cc is not None and cc.padding_mode == "trim":
+                        from fscontrol.agent import trimpad
+
+                        if trimpad.active(cc):
+                            trimpad.record_control(db, snap, cc)
                 c_ids = executor.write_plan(db, cluster, did, "off" if stages.off else "control", c_plan,
                                             apply_it=apply, at=snap.taken_at, tick_id=tick_id)
                 if apply:
@@ -482,14 +487,17 @@ def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: 
     return executor.one_action_tick(db, source.run, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
 
 
-def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
+def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None,
+                 pass_at: float | None = None):
     """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
     pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
     and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
     their last stretch at once; this catches all but the last fraction of a second of them.
     Recorded like any action (intent first). Returns the action, or None when d stays. Only d:
     the padding for the pass was set by the control tick; with persist = true the next control
-    tick writes slurm.conf if a restart would start too far off (persist_tolerance, persist_interval)."""
+    tick writes slurm.conf if a restart would start too far off (persist_tolerance, persist_interval).
+    padding_mode = "trim": d and the padding together (agent/trimpad.py); `pass_at`, the coming
+    pass where the loop knows it: no padding when the cancel could land after it."""
     from fscontrol.act import actions as act
     from fscontrol.act import control
 
@@ -514,6 +522,11 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
             store_ledger.set_state(db, cluster, PASS_READ, read, out.finished_at)
     if total <= 0:
         return None
+    from fscontrol.agent import trimpad
+
+    if trimpad.active(cc):  # d and the padding into this pass's own read, together
+        return trimpad.trim(source, db, cc, cluster, last, d_last, float(total), started, apply, cfg.slurm_timeout_s,
+                            pass_at=pass_at)
     ideal = cc.target_usage / (float(last["s_ref"]) * total)
     d = control.clamp_d(round(ideal)) if cc.method == "hybrid" else control.choose_damping(ideal, d_last, cc.hysteresis)
     d = min(d, cc.max_damping)  # never above the config's bound (as the control tick)
@@ -712,6 +725,7 @@ def _decide_control(db: Database, snap: Snapshot, cc, off=None):
         calc_period_s=snap.config.calc_period_s,
         now=snap.taken_at,
         reservation=cc.padding_reservation,
+        usage_factor_now={q.name: q.usage_factor for q in snap.qos}.get(cc.padding_qos),
     )
     return dec, plan
 

@@ -13,6 +13,8 @@ Severities:
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 
 from dataclasses import dataclass
@@ -443,6 +445,8 @@ def _padding(s: Survey, intent: Intent, add) -> None:
                 f"qos+={intent.padding_qos}.")
         else:
             need = PADDING_JOB_S if intent.padding_mode == "steady" else _calc_period(s.config)
+            if intent.padding_mode == "trim" and need is not None:  # three passes, at least 2 minutes
+                need = int(max(120, 60 * math.ceil(3 * need / 60)))  # (act.actions.trim_pad_limit_s)
             if q.max_wall_s is not None and need is not None and q.max_wall_s < need:
                 add("padding-qos-maxwall", "fatal", "control",
                     f"the padding QOS {q.name} has MaxWall {q.max_wall_s} s, shorter than the {need} s the "
