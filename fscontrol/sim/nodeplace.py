@@ -42,6 +42,16 @@ The rule (Slurm 22.05.8's source, src/plugins/select/):
   batch) and its nodes. Backfill then reserves those nodes, whole, in node_space
   (`_add_reservation(start_time, end_reserve, avail_bitmap, ...)` after `bit_not`), and
   `squeue --start` shows them (job_ptr->sched_nodes, SchedNodeList).
+* **The cycle** (`backfill_cycle`; backfill.c `_attempt_backfill`, `_add_reservation`,
+  `_test_resv_overlap`): per job in priority order, the nodes usable from `start_res` (now at
+  first) over its limit, `later_start` the first point where the map gives a node back; a
+  will-run start before start_res moves to it; a start now starts the job; one after
+  later_start, or on nodes the map holds within the plan's rounded window, tries again from
+  later_start (TRY_LATER); else its nodes are held from the start to start + limit, both
+  rounded down to bf_resolution.
+
+Checked against slurmctld 22.05.8 and 24.11.5 on 4 nodes x 32 CPUs (tests/test_nodeplace.py,
+tests/data/captures/nodeplace-4x32*/, recorded by scripts/record-nodeplace.py).
 
 Not modelled: node weights, features, GRES, memory, -N / --ntasks-per-node / -c > 1 /
 --exclusive / -w, a node COMPLETING (the main scheduler skips a node in cg_node_bitmap;
@@ -53,7 +63,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-__all__ = ["place", "will_run", "reservation_nodes", "backfill_cycle"]
+__all__ = ["VERSIONS", "place", "will_run", "reservation_nodes", "backfill_cycle"]
 
 
 def _sets(free: Sequence[int]) -> list[list[int]]:
@@ -140,8 +150,12 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None) -> list[
     return None
 
 
+VERSIONS = ("22.05", "24.11")
+
+
 def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequence[int]]], now: float,
-             usable: Sequence[bool] | None = None, *, max_nodes: int | None = None, kill_wait: float = 30.0
+             usable: Sequence[bool] | None = None, *, max_nodes: int | None = None, kill_wait: float = 30.0,
+             start: float | None = None, until: float | None = None, version: str = "22.05"
              ) -> tuple[float, list[int]] | None:
     """When and where backfill's will-run test plans a job of `n` tasks: (start, CPUs per node)
     or None (it never fits on the usable nodes).
@@ -157,15 +171,37 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
     (60, 120... s) at least once and until it reaches the next job's end, and the next batch
     takes every job ending by E + window. A job on no usable node is passed over. The start is
     the end of the batch's last job (one that ended by now: its end + KillWait, at least now + 1,
-    `_guess_job_end` with OverTimeLimit=0)."""
+    `_guess_job_end` with OverTimeLimit=0).
+
+    `version` "24.11" (select/cons_tres/job_test.c `_will_run_test`, `_future_run_test`): backfill
+    passes its `start` (start_res) and `until` (later_start, None: none): from a start after now
+    the test now is skipped; the jobs ending before `start` are taken off first and the job tried
+    there (success: "now", which backfill moves to its start_res); the batches stop at the first
+    job ending after `until`. 22.05 ignores both."""
+    if version not in VERSIONS:
+        raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     mask = [True] * len(free) if usable is None else list(usable)
     if len(mask) != len(free):
         raise ValueError("usable and free must list the same nodes")
     cur = [f if ok else 0 for f, ok in zip(free, mask)]
-    got = place(cur, n, max_nodes=max_nodes)
-    if got is not None:
-        return now, got
+    newer = version != "22.05"
+    if newer and start is None:
+        start = now
+    if not (newer and start is not None and start > now):
+        got = place(cur, n, max_nodes=max_nodes)
+        if got is not None:
+            return now, got
     jobs = sorted(((float(e), list(a)) for e, a in running), key=lambda x: x[0])
+    if newer and start:
+        gone = [j for j in jobs if j[0] < start]
+        jobs = [j for j in jobs if not j[0] < start]
+        for _, a in gone:
+            for i, c in enumerate(a):
+                if mask[i]:
+                    cur[i] += c
+        got = place(cur, n, max_nodes=max_nodes)
+        if got is not None:
+            return now, got
     window = 30.0
     end_time: float | None = None
     k = 0
@@ -174,7 +210,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
         last: float | None = None
         nxt: float | None = None
         while True:
-            if k >= len(jobs):
+            if k >= len(jobs) or (newer and until and jobs[k][0] > until):
                 more = False
                 break
             e, a = jobs[k]
@@ -237,7 +273,7 @@ def _add_reservation(space: list[list], begin: float, end: float, nodes: frozens
 
 def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequence[int],
                    running: Sequence[tuple[float, Sequence[int]]], *, resolution: float = 60.0,
-                   window: float = 1440 * 60.0) -> list[tuple[str, float, list[int]] | None]:
+                   window: float = 1440 * 60.0, version: str = "22.05") -> list[tuple[str, float, list[int]] | None]:
     """One backfill cycle on nodes: for each pending job of `queue` ((tasks, time limit in s), in
     priority order) ("start", now, CPUs per node) if it starts now, ("plan", start, CPUs per
     node) if it is planned (its nodes then held whole from the start to the start + limit, both
@@ -251,7 +287,14 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
     moves to start_res; a start after later_start, or nodes a record of the plan's rounded
     window holds (`_test_resv_overlap`), tries again from later_start (TRY_LATER). No advance
     reservations, licenses, QOS or per-user limits; the map's equal neighbours are not merged
-    (a speed-up in Slurm that changes no answer)."""
+    (a speed-up in Slurm that changes no answer).
+
+    `version` "24.11" (backfill.c `_set_slot_time`, `_attempt_backfill`): the will-run test gets
+    start_res and later_start (`will_run`); a hold ends at start + limit rounded **up** to
+    `resolution`; the overlap with the map is tested before the later_start check."""
+    if version not in VERSIONS:
+        raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
+    newer = version != "22.05"
     nn = len(free)
     every = frozenset(range(nn))
     begin0 = math.floor(now / resolution) * resolution
@@ -277,13 +320,24 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
                     avail &= av
                 else:
                     break
-            got = will_run(n, cur, run, now, [i in avail for i in range(nn)]) if avail else None
+            got = will_run(n, cur, run, now, [i in avail for i in range(nn)], start=start_res, until=later or None,
+                           version=version) if avail else None
             if got is None:
                 if later:
                     continue
                 break
             start, alloc = got
             start = max(start, start_res)
+            nodes = frozenset(i for i, c in enumerate(alloc) if c)
+            b = math.floor(start / resolution) * resolution
+            if newer:
+                e = math.floor((start + limit + resolution - 1) / resolution) * resolution
+            else:
+                e = math.floor((start + limit) / resolution) * resolution
+            overlap = start > now and any(rb < e and re_ > b and not nodes <= av for rb, re_, av in space)
+            if newer and overlap:
+                later = start  # _test_resv_overlap: try again from its start
+                continue
             if start <= now:
                 result = ("start", now, alloc)
                 break
@@ -291,11 +345,8 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
                 continue
             if start > now + window:
                 break
-            b = math.floor(start / resolution) * resolution
-            e = math.floor((start + limit) / resolution) * resolution
-            nodes = frozenset(i for i, c in enumerate(alloc) if c)
-            if any(rb < e and re_ > b and not nodes <= av for rb, re_, av in space):
-                later = start  # _test_resv_overlap: try again from its start
+            if overlap:
+                later = start
                 continue
             _add_reservation(space, b, e, nodes, resolution)
             result = ("plan", start, alloc)
