@@ -8,16 +8,20 @@ environment, from the checkout:
     TB_CPUS=32 TB_NODES=4 TB_CTLD_PORT=... scripts/testbed.sh start DIR   # (or tests/testbed.py ensure_testbed)
     eval "$(scripts/testbed.sh env DIR)"
     python3 scripts/record-nodeplace.py DIR tests/data/captures/nodeplace-4x32
+    python3 scripts/record-nodeplace.py DIR tests/data/captures/nodeplace-4x32 churn-1 churn-2
 
 Each scenario: `fill` jobs pinned with -w (to shape the free CPUs; their placement is not under
 test), then the jobs under test, each submitted once the one before it runs (`run`) or left to
-pend (`pend`). NAME.txt: `scontrol -d -o show job` of the scenario's jobs (SLURM_TIME_FORMAT=%s),
+pend (`pend`); `churn-SEED` (named on the command line): random submissions and cancellations
+(`churn`). NAME.txt: `scontrol -d -o show job` of the scenario's jobs (SLURM_TIME_FORMAT=%s),
 once the backfill plan has settled for a scenario with pending jobs; NAME.cmd: the commands, the
-user, the time and the Slurm version. All the scenario's jobs are cancelled after it."""
+user, the time and the Slurm version. All the scenario's jobs are cancelled after it. For the
+24.11 testbed (FSCONTROL_SLURM=24.11): OUT tests/data/captures/nodeplace-4x32-24.11."""
 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import time
@@ -95,6 +99,52 @@ def plans(ids: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def churn(name: str, seed: int, steps: int = 40) -> None:
+    """`churn-SEED`: from an empty machine, `steps` random events: a job of 1-8 or 1-40 CPUs (at most
+    the free CPUs) submitted and left to start, or (with probability 0.35, or when fewer than 4
+    CPUs are free) a random running job cancelled and waited out of the queue. NAME.txt: each
+    job's `scontrol -d -o show job` read once it runs; NAME.cmd: the events in order."""
+    rng = random.Random(seed)
+    live: dict[str, int] = {}
+    lines: list[str] = []
+    cmds = [f"# scripts/record-nodeplace.py {name}: {version}, user {USER}, "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, testbed {D} (4 nodes x 32 CPUs, CR_CPU)"]
+    for _ in range(steps):
+        free = 128 - sum(live.values())
+        if live and (free < 4 or rng.random() < 0.35):
+            job = rng.choice(sorted(live))
+            run("scancel", job)
+            for _ in range(120):
+                if not state(job):
+                    break
+                time.sleep(0.5)
+            else:
+                raise SystemExit(f"job {job} did not leave the queue")
+            del live[job]
+            cmds.append(f"scancel {job}   # cancel {job}, then waited until squeue no longer lists it")
+            continue
+        n = min(free, rng.choice([rng.randint(1, 8), rng.randint(1, 40)]))
+        argv = ["sbatch", "--parsable", f"--chdir={D / 'jobs'}", "-o", "/dev/null", "-A", ACCOUNT,
+                "-n", str(n), "-t", "30", "--wrap", "sleep 3000"]
+        job = run(*argv, user=USER).strip().split(";")[0]
+        for _ in range(120):
+            if state(job) == "RUNNING":
+                break
+            time.sleep(0.5)
+        else:
+            raise SystemExit(f"job {job} ({n}) did not start: {show([job])}")
+        lines.append(show([job]))
+        live[job] = n
+        cmds.append(" ".join(a if " " not in a else repr(a) for a in argv) + f"   # run -> job {job}")
+    cmds.append("SLURM_TIME_FORMAT=%s scontrol -d -o show job JOBID   # for each job, once it runs")
+    (OUT / f"{name}.txt").write_text("".join(lines))
+    (OUT / f"{name}.cmd").write_text("\n".join(cmds) + "\n")
+    print(f"{name}: {len(lines)} jobs recorded", file=sys.stderr)
+    if live:
+        run("scancel", *live, check=False)
+    queue_empty()
+
+
 version = run("sinfo", "--version").strip()
 OUT.mkdir(parents=True, exist_ok=True)
 if run("squeue", "-h", "-o", "%A").split():
@@ -144,3 +194,6 @@ for name, steps in SCENARIOS.items():
     print(f"{name}: {len(ids)} jobs recorded", file=sys.stderr)
     run("scancel", *ids, check=False)
     queue_empty()
+for name in sorted(ONLY):
+    if name.startswith("churn-"):
+        churn(name, int(name.split("-", 1)[1]))

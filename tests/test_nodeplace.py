@@ -160,6 +160,29 @@ def test_main_scheduler_placements_match_slurmctld(name, version):
     assert tested >= 3
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("name", ["churn-1", "churn-2"])
+def test_placements_through_random_submissions_and_cancellations(name, version):
+    """Random jobs of 1-40 CPUs submitted one by one, random ones cancelled between them (holes
+    in the middle of nodes, sets cut by full nodes): replayed event by event, the model puts
+    every job where slurmctld did."""
+    jobs = {j["JobId"]: j for j in read_jobs(name, version)}
+    free = [CPUS] * len(NODES)
+    placed = 0
+    for line in (VERSIONS[version] / f"{name}.cmd").read_text().splitlines():
+        m = re.search(r"# run -> job (\d+)$", line)
+        if m:
+            job = jobs[m.group(1)]
+            assert place(free, int(job["NumCPUs"])) == job["alloc"], (name, job["JobId"], free)
+            free = [f - a for f, a in zip(free, job["alloc"])]
+            placed += 1
+            continue
+        m = re.search(r"# cancel (\d+),", line)
+        if m:
+            free = [f + a for f, a in zip(free, jobs[m.group(1)]["alloc"])]
+    assert placed == len(jobs) >= 15
+
+
 def _snapshot(name: str, version: str = "22.05"):
     jobs = read_jobs(name, version)
     running = [j for j in jobs if j["JobState"] == "RUNNING"]
