@@ -12,8 +12,8 @@ environment, from the checkout:
 
 Each scenario: `fill` jobs pinned with -w (to shape the free CPUs; their placement is not under
 test), then the jobs under test, each submitted once the one before it runs (`run`) or left to
-pend (`pend`); `churn-SEED` (named on the command line): random submissions and cancellations
-(`churn`). NAME.txt: `scontrol -d -o show job` of the scenario's jobs (SLURM_TIME_FORMAT=%s),
+pend (`pend`); `churn-SEED` and `bfchurn-SEED` (named on the command line): random submissions
+and cancellations (`churn`), a random machine and queue for backfill (`bfchurn`). NAME.txt: `scontrol -d -o show job` of the scenario's jobs (SLURM_TIME_FORMAT=%s),
 once the backfill plan has settled for a scenario with pending jobs; NAME.cmd: the commands, the
 user, the time and the Slurm version. All the scenario's jobs are cancelled after it. For the
 24.11 testbed (FSCONTROL_SLURM=24.11): OUT tests/data/captures/nodeplace-4x32-24.11."""
@@ -145,6 +145,58 @@ def churn(name: str, seed: int, steps: int = 40) -> None:
     queue_empty()
 
 
+def settle(ids: list[str]) -> None:
+    """Until two reads 35 s apart (a backfill cycle is every 30 s) give the same plans."""
+    last = None
+    for _ in range(8):
+        time.sleep(35)
+        now = plans(ids)
+        if now == last:
+            return
+        last = now
+
+
+def bfchurn(name: str, seed: int) -> None:
+    """`bfchurn-SEED`: random jobs of 1-40 CPUs with limits of 3-20 minutes started one by one until
+    fewer than 24 CPUs are free, then 6 random jobs of 1-60 CPUs with limits of 1-30 minutes
+    submitted at once; read once the backfill plans have settled (`settle`)."""
+    rng = random.Random(seed)
+    ids: list[str] = []
+    cmds = [f"# scripts/record-nodeplace.py {name}: {version}, user {USER}, "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, testbed {D} (4 nodes x 32 CPUs, CR_CPU)"]
+    used = 0
+    while 128 - used >= 24:
+        n = min(128 - used, rng.choice([rng.randint(1, 8), rng.randint(1, 40)]))
+        argv = ["sbatch", "--parsable", f"--chdir={D / 'jobs'}", "-o", "/dev/null", "-A", ACCOUNT,
+                "-n", str(n), "-t", str(rng.randint(3, 20)), "--wrap", "sleep 3000"]
+        job = run(*argv, user=USER).strip().split(";")[0]
+        for _ in range(120):
+            if state(job) == "RUNNING":
+                break
+            time.sleep(0.5)
+        else:
+            raise SystemExit(f"job {job} ({n}) did not start: {show([job])}")
+        ids.append(job)
+        used += n
+        cmds.append(" ".join(a if " " not in a else repr(a) for a in argv) + f"   # run -> job {job}")
+    for _ in range(6):
+        n = rng.choice([rng.randint(1, 8), rng.randint(1, 60)])
+        argv = ["sbatch", "--parsable", f"--chdir={D / 'jobs'}", "-o", "/dev/null", "-A", ACCOUNT,
+                "-n", str(n), "-t", str(rng.randint(1, 30)), "--wrap", "sleep 3000"]
+        job = run(*argv, user=USER).strip().split(";")[0]
+        ids.append(job)
+        cmds.append(" ".join(a if " " not in a else repr(a) for a in argv) + f"   # pend -> job {job}")
+    settle(ids)
+    time.sleep(1)
+    (OUT / f"{name}.txt").write_text(show(ids))
+    cmds.append("SLURM_TIME_FORMAT=%s scontrol -d -o show job JOBID   # for each job above, in order, once two "
+                "reads 35 s apart gave the same StartTime and SchedNodeList")
+    (OUT / f"{name}.cmd").write_text("\n".join(cmds) + "\n")
+    print(f"{name}: {len(ids)} jobs recorded", file=sys.stderr)
+    run("scancel", *ids, check=False)
+    queue_empty()
+
+
 version = run("sinfo", "--version").strip()
 OUT.mkdir(parents=True, exist_ok=True)
 if run("squeue", "-h", "-o", "%A").split():
@@ -197,3 +249,5 @@ for name, steps in SCENARIOS.items():
 for name in sorted(ONLY):
     if name.startswith("churn-"):
         churn(name, int(name.split("-", 1)[1]))
+    elif name.startswith("bfchurn-"):
+        bfchurn(name, int(name.split("-", 1)[1]))

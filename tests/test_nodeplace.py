@@ -253,12 +253,12 @@ def test_backfill_starts_what_ends_before_the_plan():
     assert int(j["StartTime"]) + _limit_s(j) < int(pending[0]["StartTime"])
 
 
-@pytest.mark.parametrize("name", ["plan", "plan2"])
+@pytest.mark.parametrize("name", ["plan", "plan2", "bfchurn-1", "bfchurn-2", "bfchurn-3"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_backfill_cycle_plans_every_pending_job_as_slurmctld(name, version):
     """A backfill cycle on the recorded state (the plans had settled: the cycle that recorded them
     saw the same running jobs): the model starts nothing, and plans each pending job at
-    slurmctld's StartTime on its SchedNodeList. plan2's second job: the first job's plan holds
+    slurmctld's StartTime on its SchedNodeList (bfchurn-*: random machines and queues). plan2's second job: the first job's plan holds
     nodes 1, 2 and 4 until its end rounded down to the minute; node 3 frees only in 30 minutes,
     so backfill tries again from that rounded end (later_start) and plans the job there, on
     node 1, in the CPUs free now."""
