@@ -50,7 +50,7 @@ The rule (Slurm 22.05.8's source, src/plugins/select/):
   later_start (TRY_LATER); else its nodes are held from the start to start + limit, both
   rounded down to bf_resolution.
 
-Checked against slurmctld 22.05.8 and 24.11.5 on 4 nodes x 32 CPUs (tests/test_nodeplace.py,
+Checked against slurmctld 22.05.8, 24.11.5 and 26.05.5 on 4 nodes x 32 CPUs (tests/test_nodeplace.py,
 tests/data/captures/nodeplace-4x32*/, recorded by scripts/record-nodeplace.py).
 
 Not modelled: node weights, features, GRES, memory, -N / --ntasks-per-node / -c > 1 /
@@ -150,7 +150,7 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None) -> list[
     return None
 
 
-VERSIONS = ("22.05", "24.11")
+VERSIONS = ("22.05", "24.11", "26.05")
 
 
 def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequence[int]]], now: float,
@@ -177,7 +177,9 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
     passes its `start` (start_res) and `until` (later_start, None: none): from a start after now
     the test now is skipped; the jobs ending before `start` are taken off first and the job tried
     there (success: "now", which backfill moves to its start_res); the batches stop at the first
-    job ending after `until`. 22.05 ignores both."""
+    job ending after `until`. 22.05 ignores both. "26.05" as 24.11, but the start is the end of the
+    last job taken off in the batches that ran on one of the nodes chosen (`_future_run_test`,
+    `_get_last_relevant_job`), not of the batch's last job."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     mask = [True] * len(free) if usable is None else list(usable)
@@ -204,6 +206,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             return now, got
     window = 30.0
     end_time: float | None = None
+    removed: list[tuple[float, list[int]]] = []
     k = 0
     more = True
     while more:
@@ -220,6 +223,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             if end_time is None:
                 end_time = e + (window - math.fmod(e, window))
             last = e
+            removed.append((e, a))
             for i, c in enumerate(a):
                 if mask[i]:
                     cur[i] += c
@@ -237,6 +241,8 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
                 break
         got = place(cur, n, max_nodes=max_nodes)
         if got is not None:
+            if version == "26.05":  # _get_last_relevant_job: the last end on the nodes chosen
+                last = max((e for e, a in removed if any(c and g for c, g in zip(a, got))), default=last)
             if last <= now:
                 last = last + kill_wait if last + kill_wait > now else now + 1
             return last, got
