@@ -1,0 +1,16 @@
+# scripts/record-nodeplace.py bfchurn-3: slurm-wlm 26.05.5, user alice, 2026-11-27T08:57:31Z, testbed /tmp/tb-nodeplace-26.05 (4 nodes x 32 CPUs, CR_CPU)
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 4 -t 14 --wrap 'sleep 3000'   # run -> job 81
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 8 -t 3 --wrap 'sleep 3000'   # run -> job 82
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 8 -t 9 --wrap 'sleep 3000'   # run -> job 83
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 35 -t 15 --wrap 'sleep 3000'   # run -> job 84
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 3 -t 19 --wrap 'sleep 3000'   # run -> job 85
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 7 -t 8 --wrap 'sleep 3000'   # run -> job 86
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 1 -t 11 --wrap 'sleep 3000'   # run -> job 87
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 39 -t 16 --wrap 'sleep 3000'   # run -> job 88
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 47 -t 30 --wrap 'sleep 3000'   # pend -> job 89
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 57 -t 4 --wrap 'sleep 3000'   # pend -> job 90
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 9 -t 7 --wrap 'sleep 3000'   # pend -> job 91
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 44 -t 25 --wrap 'sleep 3000'   # pend -> job 92
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 27 -t 19 --wrap 'sleep 3000'   # pend -> job 93
+sbatch --parsable --chdir=/tmp/tb-nodeplace-26.05/jobs -o /dev/null -A flat -n 35 -t 19 --wrap 'sleep 3000'   # pend -> job 94
+SLURM_TIME_FORMAT=%s scontrol -d -o show job JOBID   # for each job above, in order, once two reads 35 s apart gave the same StartTime and SchedNodeList
