@@ -5,30 +5,58 @@
 usage list. `Ranker` gives the same ranks (the same float operations, the same stable sort, the
 same walk) from index lists, and redoes only what changed since its last call:
 
-- a sibling group (an fs parent's children) is re-evaluated (LevelFS) and re-sorted only when the
-  usage of the parent or of one of its children changed (LevelFS = S / (U_child / U_parent): nothing
-  else enters it). The engine keeps usage scaled by the decay (true usage = value x G), so a decay
-  pass changes no value and no rank: only charges do;
-- the walk (slurmctld's `_calc_tree_fs`) is redone only when a group's order or its ties changed;
-  otherwise every rank is the one already given.
+- only the associations the engine charged since (and their ancestors) are compared with the last
+  values; a sibling group (an fs parent's children) is looked at only when the usage of the parent
+  or of one of its children changed (LevelFS = S / (U_child / U_parent): nothing else enters it).
+  The engine keeps usage scaled by the decay (true usage = value x G), so a decay pass changes no
+  value and no rank: only charges do;
+- a large group of plain children (no FairShare=parent, no share 0, all users or all accounts)
+  is kept in the order of K = S / U (U: the child's own usage; "the fast path"), which does not
+  depend on the parent's usage: a charge to the root moves every LevelFS of its children by one
+  common scale, and re-sorting them all at every charge was most of the cost. Only the children
+  whose own usage changed are taken out and put back (by bisection). This keeps the exact order
+  of `sorted(..., key=LevelFS, reverse=True)` when every two neighbours are apart by more than
+  a relative MARGIN (1e-12) in K, and every value is far from underflow and overflow:
+  LevelFS = fl(S / fl(U / P)) = (S P / U)(1 + e1)/(1 + e2) with |e| <= 2^-53 for normal numbers,
+  so the ratio of two children's LevelFS is within a factor (1 +- 4u) of the ratio of their exact
+  S/U, and K is within (1 +- u) of it: two children whose K differ by more than 1e-12 relative
+  compare the same way, strictly (no tie), whatever the parent's usage P. The children with no
+  usage (LevelFS inf, all tied) come first, in the group's own order. Whenever two neighbours are
+  closer than that (an exact tie or a near tie), a value leaves the safe range, or the first
+  child's LevelFS is NO_VAL (the walk's start), the group is evaluated in full as before (every
+  LevelFS computed, the stable sort), and its K order rebuilt;
+- the walk (slurmctld's `_calc_tree_fs`) is redone only over the span of the one group whose
+  order or ties changed (from the first to the last place that moved, and on while the next user
+  is tied to the one before), from the walk's state there (the rank of the user before, the users
+  before); more than one changed group: the whole walk. It reads the ties the group evaluation
+  recorded, never the LevelFS values (the fast path leaves those of unmoved children stale).
 
-tests/test_sim_ftrank.py compares it with fairtree.rank_users on random trees and usage.
+`update` returns only the users whose F changed (the whole set at the first call); `F` holds them
+all. tests/test_sim_ftrank.py compares it with the previous ranker (tests/ftrank_reference.py) and
+with fairtree.rank_users on random trees and usage, with exact ties and near ties.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
+from operator import ne
 
 from fscontrol.model import fairtree
 
 NO_VAL = fairtree.NO_VAL
 INF = math.inf
+MARGIN = 1.0 + 1e-12  # neighbours' K must differ by more than this factor (see the module's note)
+LO, HI = 1e-250, 1e250  # the safe range of K, LevelFS and U / P on the fast path
 
 
 class Ranker:
     """Ranks of the user associations of one tree (`keys`: the engine's association order, root
     first; `shares`: fairtree.fair_tree_shares; `kids`: fairtree.children_lists)."""
+
+    FAST_MIN = 16  # the smallest group kept in K order (the tests lower it to reach every path)
 
     def __init__(self, t_tree: fairtree.Tree, keys: Sequence[tuple[str, str]],
                  shares: Mapping[tuple[str, str], float], kids: Mapping[tuple[str, str], list[tuple[str, str]]]) -> None:
@@ -38,24 +66,58 @@ class Ranker:
         self.n_users = sum(1 for k in t_tree.order if k[1])
         self.user = [bool(k[1]) for k in keys]
         self.fp = [-1] + [kix[t_tree.fs_parent[k]] for k in keys[1:]]
+        par = [-1] + [kix[t_tree.parent[k]] for k in keys[1:]]
+        chains: list[tuple[int, ...]] = []
+        for i in range(na):  # an association and its ancestors: what a charge to it changes
+            ch = [i]
+            while par[ch[-1]] >= 0:
+                ch.append(par[ch[-1]])
+            chains.append(tuple(ch))
+        self.chains = chains
         self.s = [0.0] + [float(shares[k]) for k in keys[1:]]
         self.sp = [False] + [bool(t_tree.rows[k].shares_parent) for k in keys[1:]]
         # each fs parent's children, in children_lists' order (the stable sort's tie order)
         self.kids: list[list[int]] = [[] for _ in range(na)]
         for p, ch in kids.items():
             self.kids[kix[p]] = [kix[c] for c in ch]
+        self.ix = [0] * na  # a child's place in its parent's list
+        for ch in self.kids:
+            for j, k in enumerate(ch):
+                self.ix[k] = j
+        self.cnt = [1 if u else 0 for u in self.user]  # the users under each association (fs tree)
+        for i in reversed(range(1, na)):
+            self.cnt[self.fp[i]] += self.cnt[i]
         self.parents = [p for p in range(na) if self.kids[p]]
         self.plain = [all(not self.sp[k] and self.s[k] != 0.0 for k in ch) for ch in self.kids]
         self.mixed = [len({self.user[k] for k in ch}) > 1 for ch in self.kids]
+        self.one = [len(ch) == 1 and self.plain[p] for p, ch in enumerate(self.kids)]
+        self.unit = [all(self.cnt[k] == 1 for k in ch) for ch in self.kids]  # (a user each: place = users)
+        self.fast_ok = [bool(ch) and self.plain[p] and not self.mixed[p] for p, ch in enumerate(self.kids)]
         self.lf = [0.0] * na
         self.sorted: list[list[int]] = [list(c) for c in self.kids]
         self.ties: list[list[bool]] = [[] for _ in range(na)]
+        # the fast path's state of a group (None: not kept): the children with no usage (in the
+        # group's order), the others by K = S/U decreasing, and -K of those (ascending, to bisect)
+        self.kv = [0.0] * na
+        self.infb: list[list[int] | None] = [None] * na
+        self.kfin: list[list[int]] = [[] for _ in range(na)]
+        self.kneg: list[list[float]] = [[] for _ in range(na)]
+        self.synced = [False] * na  # the group's order and ties are its K order's (the fast path's last)
+        self.smin = [min((self.s[k] for k in ch), default=0.0) for ch in self.kids]
+        self.smax = [max((self.s[k] for k in ch), default=0.0) for ch in self.kids]
         self.last: list[float] | None = None
-        self.ranks: dict[int, float] = {}
+        n = self.n_users
+        self.F: dict[int, float] = {}  # every user's F (rank / users)
+        self.rk: dict[int, int] = {}  # every user's rank
+        self.seq = [0] * n  # the users in the walk's order
+        self.rpos = [0] * n  # the rank at each place of the walk
+        self.stats = {"fast": 0, "full": 0, "span": 0, "walk": 0}
 
-    def _group(self, p: int, vals: Sequence[float]) -> bool:
-        """Re-evaluate group p (its children's LevelFS, fairtree._level_fs on level_values' U) and
-        re-sort it; True when its order or its ties changed."""
+    # ------------------------------------------------------------------ groups
+    def _full(self, p: int, vals: Sequence[float]) -> bool:
+        """Re-evaluate group p in full (every child's LevelFS, fairtree._level_fs on level_values'
+        U) and re-sort it; True when its order or its ties changed."""
+        self.stats["full"] += 1
         lf = self.lf
         s, sp, user = self.s, self.sp, self.user
         pu = vals[p]
@@ -87,94 +149,340 @@ class Ranker:
                     u = vals[k] / pu if pu > 0 else 0.0
                     v = INF if u == 0.0 else s[k] / u
                 lf[k] = v
-        mix = self.mixed[p]
         if len(ch) == 1:
             order = ch
-        elif mix:
+        elif self.mixed[p]:
             # rank_users' sort: higher LevelFS first, users before accounts on a tie, else stable
             order = sorted(ch, key=lambda k: (-lf[k], 0 if user[k] else 1))
         else:  # (all users or all accounts: by LevelFS alone; reverse=True keeps the sort stable)
             order = sorted(ch, key=lf.__getitem__, reverse=True)
         ties = [lf[a] == lf[b] for a, b in zip(order, order[1:])]
-        lead = NO_VAL == lf[order[0]]  # (the walk's prev starts at NO_VAL)
-        ties.append(lead)
+        ties.append(NO_VAL == lf[order[0]])  # (the walk's prev starts at NO_VAL)
+        if self.fast_ok[p] and len(ch) >= self.FAST_MIN:
+            self._build_fast(p, vals)
+            # (the K order is the order given: the next fast call may walk only what it moves)
+            self.synced[p] = self.infb[p] is not None and self._implied(p) == (order, ties)
         if order == self.sorted[p] and ties == self.ties[p]:
             return False
         self.sorted[p] = list(order)
         self.ties[p] = ties
         return True
 
-    def rank(self, vals: Sequence[float]) -> dict[int, float] | None:
-        """The users' F (rank / users) by association index from the usage `vals` (the engine's S),
-        or None when they are the ones the last call gave."""
-        last = self.last
-        na = self.na
-        if last is None:
-            for p in self.parents:
-                self._group(p, vals)
-            changed = True
-        else:
-            if list(vals) == last:
-                return None
-            fp, kids = self.fp, self.kids
-            dirty: set[int] = set()
-            for i in [i for i, x, y in zip(range(na), vals, last) if x != y]:
-                if i:
-                    dirty.add(fp[i])
-                if kids[i]:
-                    dirty.add(i)
-            changed = False
-            for p in dirty:
-                if self._group(p, vals):
-                    changed = True
-        self.last = list(vals)
-        if not changed:
+    def _build_fast(self, p: int, vals: Sequence[float]) -> None:
+        """Group p's K order from the usage `vals`, or none when two neighbours are too close."""
+        s, kv = self.s, self.kv
+        self.infb[p] = None
+        inf: list[int] = []
+        fin: list[int] = []
+        for k in self.kids[p]:
+            v = vals[k]
+            if v == 0.0:
+                kv[k] = INF
+                inf.append(k)
+                continue
+            x = kv[k] = s[k] / v
+            if not LO <= x <= HI:
+                return
+            fin.append(k)
+        fin.sort(key=kv.__getitem__, reverse=True)
+        for a, b in zip(fin, fin[1:]):
+            if not kv[a] > kv[b] * MARGIN:
+                return
+        self.infb[p] = inf
+        self.kfin[p] = fin
+        self.kneg[p] = [-kv[k] for k in fin]
+
+    def _fast(self, p: int, vals: Sequence[float], ch: list[int]) -> list[tuple[int, int]] | None | bool:
+        """Group p on the fast path after its children `ch` (and perhaps p) changed: the spans of
+        places that may have moved (in order, apart), None when nothing did, False when the fast
+        path cannot say (the caller evaluates the group in full)."""
+        infb = self.infb[p]
+        assert infb is not None
+        kfin, kneg, kv, s, ix = self.kfin[p], self.kneg[p], self.kv, self.s, self.ix
+        ixg = ix.__getitem__
+        pu = vals[p]
+        if not 0.0 < pu < INF:
+            return False
+        ninf = len(infb)
+        # each changed child's place before any change, then all taken out (from the last place)
+        olds: list[tuple[int, int]] = []
+        for c in ch:
+            x = kv[c]
+            if x == INF:
+                olds.append((bisect_left(infb, ix[c], key=ixg), c))
+            else:
+                j = bisect_left(kneg, -x)
+                while kfin[j] != c:  # (equal K: never on the fast path, kept for safety)
+                    j += 1
+                olds.append((ninf + j, c))
+        olds.sort(reverse=True)
+        cut = 0  # finite children taken out, from the top down
+        sites: list[int] = []
+        for j, c in olds:
+            if j < ninf:
+                del infb[j]
+            else:
+                j -= ninf
+                del kfin[j]
+                del kneg[j]
+                sites.append(j)
+        # the neighbours that met where a child was taken out (its new place: minus those above)
+        sites.reverse()
+        last = len(kfin) - 1
+        for cut, j in enumerate(sites):
+            j -= cut + 1
+            if 0 <= j < last and not kv[kfin[j]] > kv[kfin[j + 1]] * MARGIN:
+                return False
+        # put back by the new K; each new neighbour pair checked as it forms
+        for c in ch:
+            v = vals[c]
+            if v == 0.0:
+                kv[c] = INF
+                insort(infb, c, key=ixg)
+                continue
+            x = kv[c] = s[c] / v
+            if not LO <= x <= HI:
+                return False
+            j = bisect_right(kneg, -x)
+            if j and not kv[kfin[j - 1]] > x * MARGIN:
+                return False
+            if j < len(kfin) and not x > kv[kfin[j]] * MARGIN:
+                return False
+            kneg.insert(j, -x)
+            kfin.insert(j, c)
+        if kfin:
+            top, bot = -kneg[0] * pu, -kneg[-1] * pu
+            if not (LO <= bot and top <= HI and self.smin[p] / top >= LO and self.smax[p] / bot <= HI):
+                return False
+            if not infb:
+                c = kfin[0]
+                if NO_VAL == s[c] / (vals[c] / pu):  # (the walk's start: then the full path)
+                    return False
+        self.stats["fast"] += 1
+        oldt = self.ties[p]
+        ninf = len(infb)
+        order, ties = self._implied(p)
+        if order == self.sorted[p] and ties == oldt:
+            self.synced[p] = True
             return None
-        self.ranks = self._walk()
-        return self.ranks
+        self.sorted[p] = order
+        self.ties[p] = ties
+        if not olds or not self.synced[p]:  # (the order given was not the K order's: walk it all)
+            self.synced[p] = True
+            return [(0, len(order) - 1)]
+        segs: list[tuple[int, int]] = []
+        for a, c in olds:  # (unmoved too: its ties may have changed, from inf or to it)
+            x = kv[c]
+            if x == INF:
+                b = bisect_left(infb, ix[c], key=ixg)
+            else:
+                b = bisect_left(kneg, -x)
+                while kfin[b] != c:
+                    b += 1
+                b += ninf
+            segs.append((a, b) if a < b else (b, a))
+        segs.sort()
+        out = [segs[0]]
+        for a, b in segs[1:]:
+            if a <= out[-1][1] + 1:
+                if b > out[-1][1]:
+                    out[-1] = (out[-1][0], b)
+            else:
+                out.append((a, b))
+        return out
 
-    def _walk(self) -> dict[int, float]:
-        lf, user, srt, kids = self.lf, self.user, self.sorted, self.kids
-        n = self.n_users
-        out: dict[int, float] = {}
-        state = [n, n]  # rank, rank with no ties
+    def _implied(self, p: int) -> tuple[list[int], list[bool]]:
+        """Fast group p's order and ties (the children with no usage first, tied, then by K)."""
+        infb = self.infb[p]
+        assert infb is not None
+        ninf = len(infb)
+        order = infb + self.kfin[p]
+        nt = ninf - 1 if ninf else 0
+        return order, [True] * nt + [False] * (len(order) - nt)  # (m - 1 pairs, then the lead: False)
 
-        def calc(sibs: list[int], account_tied: bool) -> None:
-            prev = NO_VAL
-            i = 0
-            m = len(sibs)
-            while i < m:
-                k = sibs[i]
-                v = lf[k]
-                tied = True if (i == 0 and account_tied) else (prev == v)
-                if user[k]:
-                    if not tied:
-                        state[0] = state[1]
-                    out[k] = state[0]
-                    state[1] -= 1
-                elif len(srt[k]) == 1 and user[srt[k][0]]:  # calc([its one user], tied), inlined
-                    c = srt[k][0]
-                    if not (tied or NO_VAL == lf[c]):
-                        state[0] = state[1]
-                    out[c] = state[0]
-                    state[1] -= 1
+    def _group(self, p: int, vals: Sequence[float], ch: list[int]) -> list[tuple[int, int]] | None:
+        """Group p after its children `ch` (and perhaps p) changed: the spans of places whose
+        child or tie may have changed (in order, apart), None when nothing did."""
+        if self.infb[p] is not None:
+            r = self._fast(p, vals, ch)
+            if r is not False:
+                return r  # type: ignore[return-value]
+        old, oldt = self.sorted[p], self.ties[p]
+        if not self._full(p, vals):
+            return None
+        new, newt = self.sorted[p], self.ties[p]
+        m = len(new)
+        if len(oldt) != len(newt) or oldt[-1] != newt[-1]:
+            return [(0, m - 1)]
+        lo = 0
+        while lo < m and new[lo] == old[lo] and (lo == m - 1 or newt[lo] == oldt[lo]):
+            lo += 1
+        hi = m - 1
+        while hi > lo and new[hi] == old[hi] and newt[hi - 1] == oldt[hi - 1]:
+            hi -= 1
+        return [(lo, hi) if lo < m else (0, m - 1)]
+
+    # ------------------------------------------------------------------ the ranking
+    def update(self, vals: Sequence[float], touched: Iterable[int] | None = None) -> dict[int, float]:
+        """The users whose F (rank / users) changed since the last call, by association index,
+        from the usage `vals` (the engine's S); every user at the first call. `touched`: the
+        associations charged since the last call (their ancestors are implied), or None to
+        compare every value."""
+        last = self.last
+        if last is None:
+            self.last = list(vals)
+            for p in self.parents:
+                self._full(p, vals)
+            self._span(0, 0, len(self.sorted[0]) - 1)
+            return dict(self.F)
+        if touched is None:
+            changed = list(compress(range(self.na), map(ne, vals, last)))
+        else:
+            cand: set[int] = set()
+            chains = self.chains
+            for a in touched:
+                cand.update(chains[a])
+            changed = [i for i in cand if vals[i] != last[i]]
+        if not changed:
+            return {}
+        fp, kids, one = self.fp, self.kids, self.one
+        dirty: dict[int, list[int]] = {}
+        for i in changed:
+            last[i] = vals[i]
+            if i:
+                q = fp[i]
+                if q in dirty:
+                    dirty[q].append(i)
                 else:
-                    # fairtree._count_tied_accounts: the following users with the same LevelFS
-                    merge = 0
-                    for j in range(i + 1, m):
-                        if not user[sibs[j]] or v != lf[sibs[j]]:
-                            break
-                        merge += 1
-                    if merge:  # (never: users sort before accounts on a tie; kept literal, as fairtree's)
-                        merged: list[int] = []
-                        for j in range(i, i + merge + 1):
-                            merged.extend(kids[sibs[j]])
-                        calc(sorted(merged, key=lambda k: (-lf[k], 0 if user[k] else 1)), tied)
-                    else:
-                        calc(srt[k], tied)
-                    i += merge
-                prev = v
-                i += 1
+                    dirty[q] = [i]
+            if kids[i] and i not in dirty:
+                dirty[i] = []
+        moved: list[tuple[int, list[tuple[int, int]]]] = []
+        s, lf, ties = self.s, self.lf, self.ties
+        for p, ch in dirty.items():
+            if one[p]:  # _full's one plain child, inlined: only its lead tie can change
+                k = kids[p][0]
+                pu = vals[p]
+                u = vals[k] / pu if pu > 0 else 0.0
+                v = lf[k] = INF if u == 0.0 else s[k] / u
+                if (NO_VAL == v) != ties[p][0]:
+                    ties[p] = [NO_VAL == v]
+                    moved.append((p, [(0, 0)]))
+                continue
+            r = self._group(p, vals, ch)
+            if r is not None:
+                moved.append((p, r))
+        if not moved:
+            return {}
+        if len(moved) == 1:
+            p, segs = moved[0]
+            out: dict[int, float] = {}
+            for lo, hi in segs:
+                out.update(self._span(p, lo, hi))
+            return out
+        return self._span(0, 0, len(self.sorted[0]) - 1)
 
-        calc(srt[0], False)
-        return {k: r / n for k, r in out.items()}
+    def rank(self, vals: Sequence[float]) -> dict[int, float] | None:
+        """Every user's F from `vals`, or None when no F changed since the last call (the
+        previous interface: compares every value)."""
+        first = self.last is None
+        ch = self.update(vals)
+        return dict(self.F) if (ch or first) else None
+
+    def _tied_in_parent(self, p: int) -> bool:
+        """The `account_tied` the walk passes to group p (root: False)."""
+        if p == 0:
+            return False
+        q = self.fp[p]
+        i = self.sorted[q].index(p)
+        if i:
+            return self.ties[q][i - 1]
+        return self.ties[q][-1] or self._tied_in_parent(q)
+
+    def _before(self, p: int) -> int:
+        """The users the walk meets before group p's subtree."""
+        if p == 0:
+            return 0
+        q = self.fp[p]
+        sq = self.sorted[q]
+        i = sq.index(p)
+        return self._before(q) + sum(map(self.cnt.__getitem__, sq[:i]))
+
+    def _first_tied(self, k: int, tied: bool) -> bool | None:
+        """Whether the first user the walk meets in k's subtree is tied (None: k has no user)."""
+        user, srt, ties, cnt = self.user, self.sorted, self.ties, self.cnt
+        while not user[k]:
+            sk = srt[k]
+            for i, c in enumerate(sk):
+                if cnt[c]:
+                    break
+            else:
+                return None
+            tied = (tied or ties[k][-1]) if i == 0 else ties[k][i - 1]
+            k = sk[i]
+        return tied
+
+    def _span(self, p: int, lo: int, hi: int) -> dict[int, float]:
+        """Walk group p's places lo..hi again, and on (in p, then in its ancestors) while the next
+        user is tied to the one before: the users whose F changed."""
+        order = self.sorted[p]
+        if hi < lo or not order:
+            return {}
+        self.stats["walk" if (p == 0 and lo == 0 and hi == len(order) - 1) else "span"] += 1
+        user, srt, ties, cnt = self.user, self.sorted, self.ties, self.cnt
+        n = self.n_users
+        seq, rpos, rk, F = self.seq, self.rpos, self.rk, self.F
+        out: dict[int, float] = {}
+        g = self._before(p) + (lo if self.unit[p] else sum(map(cnt.__getitem__, order[:lo])))
+        # rank, rank with no ties, the rank the last walk gave at the last place written
+        state = [rpos[g - 1] if g else n, n - g, rpos[g - 1] if g else n]
+
+        def put(k: int, tied: bool) -> None:
+            if not tied:
+                state[0] = state[1]
+            r = state[0]
+            pos = n - state[1]
+            seq[pos] = k
+            state[2] = rpos[pos]
+            rpos[pos] = r
+            state[1] -= 1
+            if rk.get(k) != r:
+                rk[k] = r
+                out[k] = F[k] = r / n
+
+        def calc(q: int, account_tied: bool) -> None:
+            sibs = srt[q]
+            tq = ties[q]
+            for i, k in enumerate(sibs):
+                tied = (account_tied or tq[-1]) if i == 0 else tq[i - 1]
+                if user[k]:
+                    put(k, tied)
+                elif cnt[k]:
+                    calc(k, tied)
+
+        fp = self.fp
+        tp = ties[p]
+        m = len(order)
+        x = lo
+        while True:
+            while x < m:
+                k = order[x]
+                tied = (tp[-1] or self._tied_in_parent(p)) if x == 0 else tp[x - 1]
+                if x > hi and (state[0] == state[2] or self._first_tied(k, tied) is False):
+                    return out  # (from here the walk is the last one's: same state, or a fresh start)
+                if user[k]:
+                    put(k, tied)
+                elif cnt[k]:
+                    sk = srt[k]
+                    if len(sk) == 1 and user[sk[0]]:  # calc(k, tied), inlined: an account with one user
+                        put(sk[0], tied or ties[k][-1])
+                    else:
+                        calc(k, tied)
+                x += 1
+            if p == 0:
+                return out
+            # past the group's end: what follows it in its parent's walk may be tied to its last user
+            q = fp[p]
+            order = srt[q]
+            x = order.index(p) + 1
+            p, tp, m, hi = q, ties[q], len(order), -1
