@@ -179,9 +179,9 @@ def test_a_large_flat_tree_on_the_fast_path_as_the_engine_charges_it(seed):
     assert r.stats["fast"] >= 100  # (the fast path taken at most steps)
 
 
-def test_near_ties_in_k_a_few_ulps_apart_fall_back_and_stay_exact():
+def test_near_ties_in_k_a_few_ulps_apart_are_evaluated_and_stay_exact():
     # two accounts with the same share whose usage is 1 ulp apart: K within the margin, so the
-    # root group is evaluated in full; as the root's usage moves their LevelFS tie or part
+    # fast path evaluates their LevelFS (a cluster); as the root's usage moves they tie or part
     rows = random_rows(random.Random(7), max_kids=20, flat=True)
     t = fairshare.build_tree(rows)
     keys = list(t.order)
@@ -191,7 +191,7 @@ def test_near_ties_in_k_a_few_ulps_apart_fall_back_and_stay_exact():
     a2, u2 = keys.index(("a2", "")), keys.index(("a2", "u0"))
     vals = [0.0] * len(keys)
     for i, k in enumerate(keys[1:], 1):
-        vals[i] = 1.0 + i / 7.0
+        vals[i] = 1.01 + i / 7.3
     vals[a1] = vals[u1] = 3.0
     vals[a2] = vals[u2] = math.nextafter(3.0, math.inf)
     vals[0] = sum(v for k, v in zip(keys, vals) if k[1])
@@ -204,7 +204,8 @@ def test_near_ties_in_k_a_few_ulps_apart_fall_back_and_stay_exact():
         seen_tie |= F[u1] == F[u2]
         seen_apart |= F[u1] != F[u2]
     assert seen_tie and seen_apart  # (the near tie both ways: the case the margin exists for)
-    assert r.infb[0] is None  # (kept off the fast path)
+    assert r.infb[0] is not None and r.close[0] == {a1}  # (the fast path, with the one cluster)
+    assert r.stats["fast"] >= 390
 
 
 # ---------------------------------------------------------------- injected bugs are caught

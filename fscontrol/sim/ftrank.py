@@ -102,6 +102,8 @@ class Ranker:
         self.infb: list[list[int] | None] = [None] * na
         self.kfin: list[list[int]] = [[] for _ in range(na)]
         self.kneg: list[list[float]] = [[] for _ in range(na)]
+        self.close: list[set[int]] = [set() for _ in range(na)]  # K-order children close to their next
+        self.cspans: list[list[tuple[int, int]]] = [[] for _ in range(na)]  # the clusters' places, last given
         self.synced = [False] * na  # the group's order and ties are its K order's (the fast path's last)
         self.smin = [min((self.s[k] for k in ch), default=0.0) for ch in self.kids]
         self.smax = [max((self.s[k] for k in ch), default=0.0) for ch in self.kids]
@@ -161,7 +163,7 @@ class Ranker:
         if self.fast_ok[p] and len(ch) >= self.FAST_MIN:
             self._build_fast(p, vals)
             # (the K order is the order given: the next fast call may walk only what it moves)
-            self.synced[p] = self.infb[p] is not None and self._implied(p) == (order, ties)
+            self.synced[p] = self.infb[p] is not None and self._implied(p, vals) == (order, ties)
         if order == self.sorted[p] and ties == self.ties[p]:
             return False
         self.sorted[p] = list(order)
@@ -169,7 +171,7 @@ class Ranker:
         return True
 
     def _build_fast(self, p: int, vals: Sequence[float]) -> None:
-        """Group p's K order from the usage `vals`, or none when two neighbours are too close."""
+        """Group p's K order from the usage `vals` (none when a K is out of the safe range)."""
         s, kv = self.s, self.kv
         self.infb[p] = None
         inf: list[int] = []
@@ -185,12 +187,11 @@ class Ranker:
                 return
             fin.append(k)
         fin.sort(key=kv.__getitem__, reverse=True)
-        for a, b in zip(fin, fin[1:]):
-            if not kv[a] > kv[b] * MARGIN:
-                return
+        self.close[p] = {a for a, b in zip(fin, fin[1:]) if not kv[a] > kv[b] * MARGIN}
         self.infb[p] = inf
         self.kfin[p] = fin
         self.kneg[p] = [-kv[k] for k in fin]
+        self.cspans[p] = []
 
     def _fast(self, p: int, vals: Sequence[float], ch: list[int]) -> list[tuple[int, int]] | None | bool:
         """Group p on the fast path after its children `ch` (and perhaps p) changed: the spans of
@@ -198,13 +199,14 @@ class Ranker:
         path cannot say (the caller evaluates the group in full)."""
         infb = self.infb[p]
         assert infb is not None
-        kfin, kneg, kv, s, ix = self.kfin[p], self.kneg[p], self.kv, self.s, self.ix
+        kfin, kneg, kv, s, ix, close = self.kfin[p], self.kneg[p], self.kv, self.s, self.ix, self.close[p]
         ixg = ix.__getitem__
         pu = vals[p]
         if not 0.0 < pu < INF:
             return False
         ninf = len(infb)
-        # each changed child's place before any change, then all taken out (from the last place)
+        # each changed child's place in K order before any change, then all taken out (from the
+        # last place up, so that the places above stay)
         olds: list[tuple[int, int]] = []
         for c in ch:
             x = kv[c]
@@ -212,12 +214,10 @@ class Ranker:
                 olds.append((bisect_left(infb, ix[c], key=ixg), c))
             else:
                 j = bisect_left(kneg, -x)
-                while kfin[j] != c:  # (equal K: never on the fast path, kept for safety)
+                while kfin[j] != c:  # (equal K: the first of them, then on)
                     j += 1
                 olds.append((ninf + j, c))
         olds.sort(reverse=True)
-        cut = 0  # finite children taken out, from the top down
-        sites: list[int] = []
         for j, c in olds:
             if j < ninf:
                 del infb[j]
@@ -225,15 +225,15 @@ class Ranker:
                 j -= ninf
                 del kfin[j]
                 del kneg[j]
-                sites.append(j)
-        # the neighbours that met where a child was taken out (its new place: minus those above)
-        sites.reverse()
-        last = len(kfin) - 1
-        for cut, j in enumerate(sites):
-            j -= cut + 1
-            if 0 <= j < last and not kv[kfin[j]] > kv[kfin[j + 1]] * MARGIN:
-                return False
-        # put back by the new K; each new neighbour pair checked as it forms
+                if close:
+                    close.discard(c)
+                if j:  # (the neighbours that meet: is the one before close to its new next?)
+                    a = kfin[j - 1]
+                    if j < len(kfin) and not kv[a] > kv[kfin[j]] * MARGIN:
+                        close.add(a)
+                    elif close:
+                        close.discard(a)
+        # put back by the new K, each new neighbour pair checked as it forms
         for c in ch:
             v = vals[c]
             if v == 0.0:
@@ -244,33 +244,40 @@ class Ranker:
             if not LO <= x <= HI:
                 return False
             j = bisect_right(kneg, -x)
-            if j and not kv[kfin[j - 1]] > x * MARGIN:
-                return False
+            if j:
+                a = kfin[j - 1]
+                if not kv[a] > x * MARGIN:
+                    close.add(a)
+                elif close:
+                    close.discard(a)
             if j < len(kfin) and not x > kv[kfin[j]] * MARGIN:
-                return False
+                close.add(c)
             kneg.insert(j, -x)
             kfin.insert(j, c)
         if kfin:
             top, bot = -kneg[0] * pu, -kneg[-1] * pu
             if not (LO <= bot and top <= HI and self.smin[p] / top >= LO and self.smax[p] / bot <= HI):
                 return False
-            if not infb:
-                c = kfin[0]
-                if NO_VAL == s[c] / (vals[c] / pu):  # (the walk's start: then the full path)
-                    return False
-        self.stats["fast"] += 1
         oldt = self.ties[p]
-        ninf = len(infb)
-        order, ties = self._implied(p)
+        old_spans = self.cspans[p]
+        got = self._implied(p, vals)
+        if got is None:
+            return False
+        order, ties = got
+        self.stats["fast"] += 1
         if order == self.sorted[p] and ties == oldt:
             self.synced[p] = True
             return None
         self.sorted[p] = order
         self.ties[p] = ties
-        if not olds or not self.synced[p]:  # (the order given was not the K order's: walk it all)
+        if not olds and not old_spans and not self.cspans[p] or not self.synced[p]:
+            # (the order given was not the K order's, or only the lead: walk it all)
             self.synced[p] = True
             return [(0, len(order) - 1)]
-        segs: list[tuple[int, int]] = []
+        ninf = len(infb)
+        # what may have moved: each changed child from its old place to its new one (in K order;
+        # a child in a cluster of close ones anywhere in it), and every cluster, old and new
+        segs = old_spans + self.cspans[p]
         for a, c in olds:  # (unmoved too: its ties may have changed, from inf or to it)
             x = kv[c]
             if x == INF:
@@ -291,14 +298,52 @@ class Ranker:
                 out.append((a, b))
         return out
 
-    def _implied(self, p: int) -> tuple[list[int], list[bool]]:
-        """Fast group p's order and ties (the children with no usage first, tied, then by K)."""
+    def _implied(self, p: int, vals: Sequence[float]) -> tuple[list[int], list[bool]] | None:
+        """Fast group p's order and ties at its usage in `vals`: the children with no usage first
+        (tied, in the group's order), then by K, each cluster of close K sorted by its LevelFS
+        (evaluated: _full's operations and sort); None when the first LevelFS is NO_VAL."""
         infb = self.infb[p]
         assert infb is not None
+        kfin, s = self.kfin[p], self.s
         ninf = len(infb)
-        order = infb + self.kfin[p]
+        order = infb + kfin
         nt = ninf - 1 if ninf else 0
-        return order, [True] * nt + [False] * (len(order) - nt)  # (m - 1 pairs, then the lead: False)
+        ties = [True] * nt + [False] * (len(order) - nt)  # (m - 1 pairs, then the lead: False)
+        pu = vals[p]
+        if not 0.0 < pu < INF:
+            return None
+        spans: list[tuple[int, int]] = []
+        close = self.close[p]
+        if close:
+            kv, kneg, ix, lf = self.kv, self.kneg[p], self.ix, self.lf
+            at = []
+            for a in close:
+                j = bisect_left(kneg, -kv[a])
+                while kfin[j] != a:
+                    j += 1
+                at.append(j)
+            at.sort()
+            i = 0
+            while i < len(at):
+                j0 = at[i]
+                while i + 1 < len(at) and at[i + 1] == at[i] + 1:
+                    i += 1
+                j1 = at[i] + 1  # (the last in the cluster: the next of the last close one)
+                i += 1
+                mem = sorted(kfin[j0:j1 + 1], key=ix.__getitem__)
+                for k in mem:
+                    lf[k] = s[k] / (vals[k] / pu)
+                mem.sort(key=lf.__getitem__, reverse=True)
+                order[ninf + j0:ninf + j1 + 1] = mem
+                for x in range(j1 - j0):
+                    ties[ninf + j0 + x] = lf[mem[x]] == lf[mem[x + 1]]
+                spans.append((ninf + j0, ninf + j1))
+        if not infb and kfin:
+            c = order[0]
+            if NO_VAL == s[c] / (vals[c] / pu):  # (the walk's start: then the full path)
+                return None
+        self.cspans[p] = spans
+        return order, ties
 
     def _group(self, p: int, vals: Sequence[float], ch: list[int]) -> list[tuple[int, int]] | None:
         """Group p after its children `ch` (and perhaps p) changed: the spans of places whose
