@@ -113,7 +113,7 @@ class Ranker:
         self.rk: dict[int, int] = {}  # every user's rank
         self.seq = [0] * n  # the users in the walk's order
         self.rpos = [0] * n  # the rank at each place of the walk
-        self.stats = {"fast": 0, "full": 0, "span": 0, "walk": 0}
+        self.stats = {"stay": 0, "fast": 0, "full": 0, "span": 0, "walk": 0}
 
     # ------------------------------------------------------------------ groups
     def _full(self, p: int, vals: Sequence[float]) -> bool:
@@ -205,8 +205,7 @@ class Ranker:
         if not 0.0 < pu < INF:
             return False
         ninf = len(infb)
-        # each changed child's place in K order before any change, then all taken out (from the
-        # last place up, so that the places above stay)
+        # each changed child's place in K order before any change
         olds: list[tuple[int, int]] = []
         for c in ch:
             x = kv[c]
@@ -218,6 +217,49 @@ class Ranker:
                     j += 1
                 olds.append((ninf + j, c))
         olds.sort(reverse=True)
+        if olds and self.synced[p]:
+            # a child whose new K stays clear of its neighbours' (neither of them changed) keeps
+            # its place and its ties: its K is updated where it is (most charges move nothing)
+            stay = []
+            nf = len(kfin)
+            prevj = -2
+            for j, c in reversed(olds):  # (by place, increasing)
+                if j < ninf or j == prevj + 1:
+                    stay = []
+                    break
+                prevj = j
+                v = vals[c]
+                if v == 0.0:
+                    continue
+                x = s[c] / v
+                if not LO <= x <= HI:
+                    continue
+                j -= ninf
+                if (j == 0 or kv[kfin[j - 1]] > x * MARGIN) and (j == nf - 1 or x > kv[kfin[j + 1]] * MARGIN):
+                    stay.append((j, c, x))
+            if stay:
+                for j, c, x in stay:
+                    kv[c] = x
+                    kneg[j] = -x
+                    if close:
+                        close.discard(c)
+                        if j:
+                            close.discard(kfin[j - 1])
+                if len(stay) == len(olds):
+                    if not close and not self.cspans[p]:
+                        if infb or NO_VAL != s[kfin[0]] / (vals[kfin[0]] / pu):
+                            if kfin:
+                                top, bot = -kneg[0] * pu, -kneg[-1] * pu
+                                if LO <= bot and top <= HI and self.smin[p] / top >= LO and self.smax[p] / bot <= HI:
+                                    self.stats["stay"] += 1
+                                    return None
+                    olds = []
+                    ch = []
+                else:
+                    kept = {c for _, c, _ in stay}
+                    olds = [o for o in olds if o[1] not in kept]
+                    ch = [c for c in ch if c not in kept]
+        # the others taken out (from the last place up, so that the places above stay)
         for j, c in olds:
             if j < ninf:
                 del infb[j]
@@ -378,7 +420,7 @@ class Ranker:
             self.last = list(vals)
             for p in self.parents:
                 self._full(p, vals)
-            self._span(0, 0, len(self.sorted[0]) - 1)
+            self._span(0, [(0, len(self.sorted[0]) - 1)])
             return dict(self.F)
         if touched is None:
             changed = list(compress(range(self.na), map(ne, vals, last)))
@@ -421,11 +463,9 @@ class Ranker:
             return {}
         if len(moved) == 1:
             p, segs = moved[0]
-            out: dict[int, float] = {}
-            for lo, hi in segs:
-                out.update(self._span(p, lo, hi))
-            return out
-        return self._span(0, 0, len(self.sorted[0]) - 1)
+            return self._span(p, segs)
+        self.stats["walk"] += 1
+        return self._span(0, [(0, len(self.sorted[0]) - 1)])
 
     def rank(self, vals: Sequence[float]) -> dict[int, float] | None:
         """Every user's F from `vals`, or None when no F changed since the last call (the
@@ -467,67 +507,94 @@ class Ranker:
             k = sk[i]
         return tied
 
-    def _span(self, p: int, lo: int, hi: int) -> dict[int, float]:
-        """Walk group p's places lo..hi again, and on (in p, then in its ancestors) while the next
-        user is tied to the one before: the users whose F changed."""
-        order = self.sorted[p]
-        if hi < lo or not order:
-            return {}
-        self.stats["walk" if (p == 0 and lo == 0 and hi == len(order) - 1) else "span"] += 1
+    def _span(self, p: int, segs: list[tuple[int, int]]) -> dict[int, float]:
+        """Walk group p's places lo..hi again for each (lo, hi) of `segs` (in order, apart), and
+        on (in p, then in its ancestors) while the next user is tied to the one before: the users
+        whose F changed."""
+        out: dict[int, float] = {}
+        order0 = self.sorted[p]
+        if not order0:
+            return out
+        user, srt, ties, cnt, fp = self.user, self.sorted, self.ties, self.cnt, self.fp
+        n = self.n_users
+        seq, rpos, rk, F = self.seq, self.rpos, self.rk, self.F
+        before = self._before(p)
+        unit = self.unit[p]
+        p0 = p
+        for lo, hi in segs:
+            if hi < lo:
+                continue
+            self.stats["span"] += 1
+            p = p0
+            order = order0
+            g = before + (lo if unit else sum(map(cnt.__getitem__, order[:lo])))
+            # the rank, the rank with no ties, the rank the last walk gave at the last place written
+            r0 = rold = rpos[g - 1] if g else n
+            r1 = n - g
+            tp = ties[p]
+            m = len(order)
+            x = lo
+            while True:
+                while x < m:
+                    k = order[x]
+                    tied = (tp[-1] or self._tied_in_parent(p)) if x == 0 else tp[x - 1]
+                    if x > hi and (r0 == rold or self._first_tied(k, tied) is False):
+                        break  # (from here the walk is the last one's: same state, or a fresh start)
+                    x += 1
+                    if user[k]:
+                        u = k
+                    elif cnt[k]:
+                        sk = srt[k]
+                        if len(sk) == 1 and user[sk[0]]:  # an account with one user (calc, inlined)
+                            u = sk[0]
+                            tied = tied or ties[k][-1]
+                        else:
+                            r0, r1, rold = self._calc(k, tied, r0, r1, rold, out)
+                            continue
+                    else:
+                        continue
+                    # a user's place (calc's, inlined)
+                    if not tied:
+                        r0 = r1
+                    pos = n - r1
+                    seq[pos] = u
+                    rold = rpos[pos]
+                    rpos[pos] = r0
+                    r1 -= 1
+                    if rk.get(u) != r0:
+                        rk[u] = r0
+                        out[u] = F[u] = r0 / n
+                else:
+                    if p != 0:
+                        # past the group's end: what follows it in its parent's walk may be tied
+                        q = fp[p]
+                        order = srt[q]
+                        x = order.index(p) + 1
+                        p, tp, m, hi = q, ties[q], len(order), -1
+                        continue
+                break
+        return out
+
+    def _calc(self, q: int, account_tied: bool, r0: int, r1: int, rold: int,
+              out: dict[int, float]) -> tuple[int, int, int]:
+        """The walk through account q's group (slurmctld's recursion), from the walk's state."""
         user, srt, ties, cnt = self.user, self.sorted, self.ties, self.cnt
         n = self.n_users
         seq, rpos, rk, F = self.seq, self.rpos, self.rk, self.F
-        out: dict[int, float] = {}
-        g = self._before(p) + (lo if self.unit[p] else sum(map(cnt.__getitem__, order[:lo])))
-        # rank, rank with no ties, the rank the last walk gave at the last place written
-        state = [rpos[g - 1] if g else n, n - g, rpos[g - 1] if g else n]
-
-        def put(k: int, tied: bool) -> None:
-            if not tied:
-                state[0] = state[1]
-            r = state[0]
-            pos = n - state[1]
-            seq[pos] = k
-            state[2] = rpos[pos]
-            rpos[pos] = r
-            state[1] -= 1
-            if rk.get(k) != r:
-                rk[k] = r
-                out[k] = F[k] = r / n
-
-        def calc(q: int, account_tied: bool) -> None:
-            sibs = srt[q]
-            tq = ties[q]
-            for i, k in enumerate(sibs):
-                tied = (account_tied or tq[-1]) if i == 0 else tq[i - 1]
-                if user[k]:
-                    put(k, tied)
-                elif cnt[k]:
-                    calc(k, tied)
-
-        fp = self.fp
-        tp = ties[p]
-        m = len(order)
-        x = lo
-        while True:
-            while x < m:
-                k = order[x]
-                tied = (tp[-1] or self._tied_in_parent(p)) if x == 0 else tp[x - 1]
-                if x > hi and (state[0] == state[2] or self._first_tied(k, tied) is False):
-                    return out  # (from here the walk is the last one's: same state, or a fresh start)
-                if user[k]:
-                    put(k, tied)
-                elif cnt[k]:
-                    sk = srt[k]
-                    if len(sk) == 1 and user[sk[0]]:  # calc(k, tied), inlined: an account with one user
-                        put(sk[0], tied or ties[k][-1])
-                    else:
-                        calc(k, tied)
-                x += 1
-            if p == 0:
-                return out
-            # past the group's end: what follows it in its parent's walk may be tied to its last user
-            q = fp[p]
-            order = srt[q]
-            x = order.index(p) + 1
-            p, tp, m, hi = q, ties[q], len(order), -1
+        tq = ties[q]
+        for i, k in enumerate(srt[q]):
+            tied = (account_tied or tq[-1]) if i == 0 else tq[i - 1]
+            if user[k]:
+                if not tied:
+                    r0 = r1
+                pos = n - r1
+                seq[pos] = k
+                rold = rpos[pos]
+                rpos[pos] = r0
+                r1 -= 1
+                if rk.get(k) != r0:
+                    rk[k] = r0
+                    out[k] = F[k] = r0 / n
+            elif cnt[k]:
+                r0, r1, rold = self._calc(k, tied, r0, r1, rold, out)
+        return r0, r1, rold
