@@ -2,38 +2,37 @@
 
 `fairtree.level_values` + `fairtree.rank_users` rank the whole tree from dicts keyed by
 (account, user); the engine ranks at every decay pass with a pending job, on the same tree, from its
-usage list. `Ranker` gives the same ranks (the same float operations, the same stable sort, the
-same walk) from index lists, and redoes only what changed since its last call:
+usage list. `Ranker.update` gives the same ranks (the same float operations, the same stable sort,
+the same walk) from index lists, and redoes only what changed since its last call:
 
-- only the associations the engine charged since (and their ancestors) are compared with the last
-  values; a sibling group (an fs parent's children) is looked at only when the usage of the parent
-  or of one of its children changed (LevelFS = S / (U_child / U_parent): nothing else enters it).
-  The engine keeps usage scaled by the decay (true usage = value x G), so a decay pass changes no
-  value and no rank: only charges do;
-- a large group of plain children (no FairShare=parent, no share 0, all users or all accounts)
-  is kept in the order of K = S / U (U: the child's own usage; "the fast path"), which does not
-  depend on the parent's usage: a charge to the root moves every LevelFS of its children by one
-  common scale, and re-sorting them all at every charge was most of the cost. Only the children
-  whose own usage changed are taken out and put back (by bisection). This keeps the exact order
-  of `sorted(..., key=LevelFS, reverse=True)` when every two neighbours are apart by more than
-  a relative MARGIN (1e-12) in K, and every value is far from underflow and overflow:
-  LevelFS = fl(S / fl(U / P)) = (S P / U)(1 + e1)/(1 + e2) with |e| <= 2^-53 for normal numbers,
-  so the ratio of two children's LevelFS is within a factor (1 +- 4u) of the ratio of their exact
-  S/U, and K is within (1 +- u) of it: two children whose K differ by more than 1e-12 relative
-  compare the same way, strictly (no tie), whatever the parent's usage P. The children with no
-  usage (LevelFS inf, all tied) come first, in the group's own order. Whenever two neighbours are
-  closer than that (an exact tie or a near tie), a value leaves the safe range, or the first
-  child's LevelFS is NO_VAL (the walk's start), the group is evaluated in full as before (every
-  LevelFS computed, the stable sort), and its K order rebuilt;
-- the walk (slurmctld's `_calc_tree_fs`) is redone only over the span of the one group whose
-  order or ties changed (from the first to the last place that moved, and on while the next user
-  is tied to the one before), from the walk's state there (the rank of the user before, the users
-  before); more than one changed group: the whole walk. It reads the ties the group evaluation
-  recorded, never the LevelFS values (the fast path leaves those of unmoved children stale).
+- only the associations charged since (and their ancestors) are compared with the last values; a
+  sibling group (an fs parent's children) is looked at only when the usage of the parent or of one
+  of its children changed (LevelFS = S / (U / P): nothing else enters it). The engine keeps usage
+  scaled by the decay (true usage = value x G), so a decay pass changes no rank: only charges do;
+- a group of FAST_MIN or more plain children (no FairShare=parent, no share 0, all users or all
+  accounts) is kept in the order of K = S / U, which does not depend on the parent's usage P: a
+  charge to the root moves every LevelFS of its children by one common scale, and re-evaluating
+  and re-sorting them all at every charge was most of the cost. Only the children whose own usage
+  changed are moved (bisection), or updated in place when they stay clear of their neighbours.
+  Why the order is exact: for normal numbers LevelFS = fl(S / fl(U / P)) = (S P / U)(1 + e1) /
+  (1 + e2), |e| <= u = 2^-53, so two children's LevelFS ratio is within (1 +- 4u) of their exact
+  S/U ratio, and K within (1 +- u) of it: two neighbours whose K differ by more than the relative
+  MARGIN (1e-12) compare the same way, strictly (no tie), whatever P. Neighbours closer than that
+  (exact or near ties) form a cluster whose LevelFS are evaluated at each call and sorted as the
+  full sort does (stable in the group's order); the children with no usage (LevelFS inf, all
+  tied) come first, in the group's order. A value out of the safe range (LO..HI: no underflow or
+  overflow), a parent with no usage, or a first LevelFS of NO_VAL (the walk's start) sends the
+  group to the full evaluation (every LevelFS, the stable sort), and its K order is rebuilt;
+- the walk (slurmctld's `_calc_tree_fs`) is redone only over the spans of the one group whose
+  order or ties changed (each moved child from its old place to its new one, each cluster), from
+  the walk's state there (the rank of the user before, the users before), and on while that state
+  differs from the last walk's and the next user is tied to the one before; more than one changed
+  group: the whole walk. It reads the ties the groups recorded, never the LevelFS (the fast path
+  leaves those of unmoved children stale).
 
-`update` returns only the users whose F changed (the whole set at the first call); `F` holds them
-all. tests/test_sim_ftrank.py compares it with the previous ranker (tests/ftrank_reference.py) and
-with fairtree.rank_users on random trees and usage, with exact ties and near ties.
+`update` returns only the users whose F changed (every user at the first call); `F` holds them
+all. tests/test_sim_ftrank_fast.py compares it with the previous ranker (tests/ftrank_reference.py)
+and with fairtree.rank_users at every step of random usage sequences, with exact and near ties.
 """
 
 from __future__ import annotations
