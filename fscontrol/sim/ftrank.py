@@ -68,17 +68,17 @@ class Ranker:
         par = [-1] + [kix[t_tree.parent[k]] for k in keys[1:]]
         chains: list[tuple[int, ...]] = []
         for i in range(na):  # an association and its ancestors: what a charge to it changes
-            ch = [i]
-            while par[ch[-1]] >= 0:
-                ch.append(par[ch[-1]])
-            chains.append(tuple(ch))
+            up = [i]
+            while par[up[-1]] >= 0:
+                up.append(par[up[-1]])
+            chains.append(tuple(up))
         self.chains = chains
         self.s = [0.0] + [float(shares[k]) for k in keys[1:]]
         self.sp = [False] + [bool(t_tree.rows[k].shares_parent) for k in keys[1:]]
         # each fs parent's children, in children_lists' order (the stable sort's tie order)
         self.kids: list[list[int]] = [[] for _ in range(na)]
-        for p, ch in kids.items():
-            self.kids[kix[p]] = [kix[c] for c in ch]
+        for pk, cks in kids.items():
+            self.kids[kix[pk]] = [kix[c] for c in cks]
         self.ix = [0] * na  # a child's place in its parent's list
         for ch in self.kids:
             for j, k in enumerate(ch):
@@ -219,7 +219,7 @@ class Ranker:
         if olds and self.synced[p]:
             # a child whose new K stays clear of its neighbours' (neither of them changed) keeps
             # its place and its ties: its K is updated where it is (most charges move nothing)
-            stay = []
+            stay: list[tuple[int, int, float]] = []
             nf = len(kfin)
             prevj = -2
             for j, c in reversed(olds):  # (by place, increasing)
