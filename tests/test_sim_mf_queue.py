@@ -1,5 +1,5 @@
 """The multifactor engine's merged queue (`pm` mode in sim/mfcore.py: under EASY with the presets'
-priorities (classic, or Fair Tree: its F one per association too), each association's pending jobs in index order, keyed at the pass on demand,
+classic priorities, each association's pending jobs in index order, keyed at the pass on demand,
 each pending user's F at a pass computed only when read, the associations' first keys taken in
 order from bounds that hold for mfcore.LZ_W passes,
 instead of every job re-keyed and the queue re-sorted at every pass; taken and left at passes as the
@@ -71,7 +71,7 @@ def _same(runs) -> None:
 
 
 @pytest.mark.parametrize("mod", _engines(), ids=lambda m: m.__name__)
-@pytest.mark.parametrize("policy", ["mf-classic", "mf-classic+hybrid", "mf-fairtree"])
+@pytest.mark.parametrize("policy", ["mf-classic", "mf-classic+hybrid"])
 @pytest.mark.parametrize("factor", [1.0, 2.0, 4.0])
 def test_sdsc_prefix_same_schedule_with_the_merged_queue(monkeypatch, mod, policy, factor):
     w = compressed(read_swf(SWF, limit=4000), factor)
@@ -113,7 +113,7 @@ def test_random_overloaded_same_schedule_with_the_merged_queue(monkeypatch, mod,
     rng = random.Random(1000 + seed)
     prio = PriorityConfig(weight_age=float(rng.choice([1000, 5000])), weight_fairshare=float(rng.choice([10000, 100000])),
                           max_age_s=float(rng.choice([600, 3600, 86400])), calc_period_s=float(rng.choice([60, 300])),
-                          half_life_s=float(rng.choice([600, 3600])), damping=rng.choice([1, 3]), fair_tree=seed % 3 == 2,
+                          half_life_s=float(rng.choice([600, 3600])), damping=rng.choice([1, 3]), fair_tree=False,
                           limits=rng.choice([True, False]))
     backfill = seed % 4 != 3
 

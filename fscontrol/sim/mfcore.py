@@ -354,8 +354,7 @@ def simulate(
                     return True
         return False
 
-    # The queue in order without its keys (`pm`: EASY, the presets' priorities, no gate; classic or
-    # Fair Tree, whose F is one per association too, ranked at the pass):
+    # The queue in order without its keys (`pm`: EASY, the presets' priorities, classic, no gate):
     # at a pass every pending job's priority changes, but within an association its jobs keep their
     # order (the same F, an age that falls with the index, a static part the same for all: the
     # integer priority does not rise with the index, ties go by index). The queue is then the merge
@@ -365,7 +364,7 @@ def simulate(
     # EASY reads the order from it and the tail (pm_top), and finds the first job that can backfill
     # from the queued jobs' sizes and limits (pm_first_fit), so no pass sorts the whole queue. In
     # this mode qkeys holds one entry a queued job (its length and truth are read; not its order).
-    pm = PM_ON and probe_ok and bool(wa) and max_age > 0 and bool(wf)
+    pm = PM_ON and probe_ok and not fair_tree and bool(wa) and max_age > 0 and bool(wf)
     if pm:
         s0 = static[0] if n else 0.0
         pm = all(x == s0 for x in static) and all(submit[i] <= submit[i + 1] for i in range(n - 1))
@@ -1355,8 +1354,6 @@ def simulate(
             for es in est_sz:
                 es.sort()
         if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
-            if ft_due[0] is not None:  # (Fair Tree: the pass's ranks, from its usage, as a read would)
-                ft_settle()
             pm_t[0] = t
             pm_fc.clear()
             pm_wfx.clear()
