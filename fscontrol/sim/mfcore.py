@@ -163,7 +163,13 @@ def simulate(
     mids = [tuple(c for c in u if c != 0) for u in ups]  # the same but root
     mid1 = [m[0] if len(m) == 1 else -1 for m in mids]  # the one, when there is one
 
+    # Fair Tree: the associations charged since the ranker last saw the live usage (their
+    # ancestors are implied): what it compares with its last values (ftrank.Ranker.update)
+    ft_touched: set[int] = set()
+
     def charge(a: int, x: float) -> None:
+        if fair_tree:
+            ft_touched.add(a)
         xs = x / G
         if lz_pass[0] == pass_no and usp[a] != pass_no:  # (after a lazy pass's walk: lz_eval)
             usp[a] = pass_no
@@ -237,10 +243,15 @@ def simulate(
     ft_due: list[list[float] | None] = [None]
 
     def fair_tree_rank(vals: list[float] | None = None) -> None:
-        ranks = ft_ranker.rank(S if vals is None else vals)
-        if ranks is not None:  # (None: the same ranks as the last)
-            f_cache.clear()
-            f_cache.update(ranks)
+        # the users whose F changed (f_cache holds every user's F, and only that, in Fair Tree).
+        # A snapshot (vals) leaves the charged set as it is: the live usage may differ from it.
+        if vals is None:
+            changed = ft_ranker.update(S, ft_touched)
+            ft_touched.clear()
+        else:
+            changed = ft_ranker.update(vals, ft_touched)
+        if changed:
+            f_cache.update(changed)
 
     def ft_settle() -> None:
         vals = ft_due[0]
@@ -1127,6 +1138,8 @@ def simulate(
                     S[a] = S[a] * G
                 G = 1.0
                 lz_inval[0] = True
+                if fair_tree:
+                    ft_touched.update(range(na))
         root0 = S[0]  # root's usage as the pass starts (at_pass_start(0) until the walk charges it)
         if dummy_ix is not None:
             dummy_charges(t)
@@ -1544,6 +1557,8 @@ def simulate(
                     if usp[b] != pass_no:  # (lz_eval reads the usage the pass's walk saw)
                         usp[b] = pass_no
                         usv[b] = S[b]
+                    if fair_tree:
+                        ft_touched.add(b)
                     S[b] = S[b] + xs
                     for c in ups[b]:
                         if snap_pass[c] != pass_no:
