@@ -32,6 +32,14 @@ def _start_of(slurm, job_id: str) -> float | None:
     return parse_time(start) if state in ("RUNNING", "COMPLETING") else None
 
 
+def _real_start(slurm, job_id: str) -> float | None:
+    """When the job started: squeue's while it runs, sacct's once it has left the queue; None while it pends."""
+    t = _start_of(slurm, job_id)
+    if t is None and not slurm.run("squeue", "-h", "-j", job_id, "-o", "%T").strip():
+        t = parse_time(slurm.run("sacct", "-X", "-n", "-P", "-j", job_id, "-o", "Start").strip())
+    return t
+
+
 def test_start_estimates_real_pending_jobs(slurm):
     slurm.cancel_all()
     big = slurm.submit("alice", "flat", 128, 40)  # limit 40 // 60 + 2 = 2 min
@@ -89,9 +97,7 @@ def test_start_estimates_real_pending_jobs(slurm):
     while time.time() < deadline and len(real) < 2:
         for j in (a, b):
             if j not in real:
-                t = _start_of(slurm, j)
-                if t is None and not slurm.run("squeue", "-h", "-j", j, "-o", "%T").strip():
-                    t = parse_time(slurm.run("sacct", "-X", "-n", "-P", "-j", j, "-o", "Start").strip())
+                t = _real_start(slurm, j)
                 if t is not None:
                     real[j] = t
         time.sleep(1)
@@ -245,9 +251,7 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
         seen.append((round(time.time() - now), q.get(b), q.get(c)))
         for j in (b, c):
             if j not in real:
-                t = _start_of(slurm, j)
-                if t is None and not slurm.run("squeue", "-h", "-j", j, "-o", "%T").strip():
-                    t = parse_time(slurm.run("sacct", "-X", "-n", "-P", "-j", j, "-o", "Start").strip())
+                t = _real_start(slurm, j)
                 if t is not None:
                     real[j] = t
         time.sleep(1)

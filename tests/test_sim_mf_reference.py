@@ -250,15 +250,9 @@ def test_slurm_scheduler_batch_sched_delay_is_the_reference():
     the timer's full pass serving a request, and with no delay)."""
     from fscontrol.sim.slurmsched import SlurmSched
 
-    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
-                          half_life_s=600.0, fair_tree=False)
-    jobs = [SimJob("1", 0.0, 20.0, 60.0, 4, user="u1", account="a"),
-            SimJob("2", 1.0, 20.0, 60.0, 4, user="u1", account="a"),
-            SimJob("3", 30.0, 10.0, 60.0, 4, user="u2", account="b"),
-            SimJob("4", 31.0, 10.0, 60.0, 4, user="u2", account="b"),
-            SimJob("5", 40.0, 10.0, 60.0, 16, user="u2", account="b"),
-            SimJob("6", 41.0, 10.0, 60.0, 2, user="u1", account="a")]
-    w = Workload("batch", 16, jobs)
+    from test_sim_slurmsched import batch_case
+
+    prio, w = batch_case()
     for iv, delay, want in ((1000.0, 3.0, [0.0, 3.0, 30.0, 33.0, 43.0, 53.0]), (2.0, 3.0, None),
                             (1000.0, 0.0, [0.0, 1.0, 30.0, 31.0, 41.0, 51.0])):
         sc = SlurmSched(bf_interval_s=1000.0, sched_interval_s=iv, batch_sched_delay_s=delay)

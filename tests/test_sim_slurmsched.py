@@ -85,6 +85,21 @@ def test_the_main_scheduler_waits_for_backfill_where_easy_starts_at_once():
     assert simulate_multifactor(_jobs(), prio, sched=SlurmSched(backfill=False)).start == [0.0, 1200.0, 1800.0]
 
 
+def batch_case():
+    """The hand case of batch_sched_delay (the test below; test_sim_mf_reference.py runs it
+    against the reference): one 16-CPU node, six jobs of two users."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("2", 1.0, 20.0, 60.0, 4, user="u1", account="a"),
+            SimJob("3", 30.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("4", 31.0, 10.0, 60.0, 4, user="u2", account="b"),
+            SimJob("5", 40.0, 10.0, 60.0, 16, user="u2", account="b"),
+            SimJob("6", 41.0, 10.0, 60.0, 2, user="u1", account="a")]
+    w = Workload("batch", 16, jobs)
+    return prio, w
+
+
 def test_a_submission_waits_for_the_background_loops_batch_sched_delay():
     """A batch job does not start in its submission RPC (job_allocate with allocate=0 is
     test_only): the submission queues a request that slurmctld's background loop serves once
@@ -95,15 +110,7 @@ def test_a_submission_waits_for_the_background_loops_batch_sched_delay():
     at once, job 4 (t=31) at 33; job 5 (t=40, the whole node) is served at 40 and finds job 4
     running: it starts when 4 ends (33 + 10 = 43, the epilog's pass); job 6 (t=41) waits behind
     it (until 53). With batch_sched_delay=0 (the engine before): 2 at 1, 4 at 31, 5 at 41, 6 at 51."""
-    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
-                          half_life_s=600.0, fair_tree=False)
-    jobs = [SimJob("1", 0.0, 20.0, 60.0, 4, user="u1", account="a"),
-            SimJob("2", 1.0, 20.0, 60.0, 4, user="u1", account="a"),
-            SimJob("3", 30.0, 10.0, 60.0, 4, user="u2", account="b"),
-            SimJob("4", 31.0, 10.0, 60.0, 4, user="u2", account="b"),
-            SimJob("5", 40.0, 10.0, 60.0, 16, user="u2", account="b"),
-            SimJob("6", 41.0, 10.0, 60.0, 2, user="u1", account="a")]
-    w = Workload("batch", 16, jobs)
+    prio, w = batch_case()
     sc = SlurmSched(bf_interval_s=1000.0, sched_interval_s=1000.0)
     assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 3.0, 30.0, 33.0, 43.0, 53.0]
     sc0 = SlurmSched(bf_interval_s=1000.0, sched_interval_s=1000.0, batch_sched_delay_s=0.0)
