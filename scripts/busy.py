@@ -58,7 +58,8 @@ ASSOCS = [("alice", "flat"), ("bob", "flat"), ("carol", "flat"), ("dave", "flat"
 
 
 def sampler(tb, probes: dict[str, tuple[str, str]], stop: threading.Event, out: list) -> None:
-    """Every second: (time, {assoc: (EffectvUsage, NormShares)}, root RawUsage, {assoc: F}, the dummy's RawUsage)."""
+    """Every second: (time, {assoc: (EffectvUsage, NormShares)}, root RawUsage, {assoc: F}, the dummy's RawUsage,
+    {top-level account: (RawUsage, EffectvUsage)})."""
     while not stop.is_set():
         t = time.time()
         try:
@@ -71,7 +72,9 @@ def sampler(tb, probes: dict[str, tuple[str, str]], stop: threading.Event, out: 
         ue = {r.key: (r.effective_usage, r.norm_shares) for r in rows if r.user}
         f = {probes[p.job_id][::-1]: p.fairshare_norm for p in prio if p.job_id in probes}  # (account, user)
         dummy = next((r.raw_usage for r in rows if r.key == DUMMY), 0.0)
-        out.append((t, ue, root, f, dummy))
+        top = {r.account: (r.raw_usage, r.effective_usage) for r in rows
+               if r.depth == 1 and not r.user and not r.shares_parent}
+        out.append((t, ue, root, f, dummy, top))
         stop.wait(max(0.0, 1.0 - (time.time() - t)))
 
 
@@ -94,6 +97,14 @@ def passes(samples: list, s_ref: float, u_star: float, f_pass: float | None = No
             late = samples[i][4] / f_pass - w_pre
             pad_late = late if late > 2.0 else 0.0  # (sshare's RawUsage is whole: below 2, rounding)
         u_pre += pad_late
+        # a job that ended after the sampler's read, in the last second before the pass, is in what
+        # the pass read too: a pass sets a top-level account's EffectvUsage to its RawUsage over
+        # root's as they stand when it starts, so an account no such job touched gives root's
+        # usage then exactly (its RawUsage before over its EffectvUsage after), one it touched less
+        if len(samples[i]) > 5:
+            ratios = [raw / samples[i][5][a][1] for a, (raw, _) in samples[i - 1][5].items()
+                      if a in samples[i][5] and (samples[i][5][a][1] or 0) >= 0.01]
+            u_pre = max([u_pre, *ratios])
         f_after = samples[i + 2][3]
         errs, ds = [], []
         for key, (eu, s_user) in ue1.items():
@@ -239,7 +250,7 @@ def main() -> int:
     ps = passes(samples, s_ref, args.u_star * 3600, f_pass)
     print(f"{len(samples)} samples, {len(ps)} passes, {len(decisions)} decisions", file=sys.stderr)
     if os.environ.get("BUSY_DUMP"):
-        Path(os.environ["BUSY_DUMP"]).write_text(json.dumps([(t, {"/".join(k): v for k, v in ue.items()}, r, {"/".join(k): x for k, x in f.items()}) for t, ue, r, f in samples]))
+        Path(os.environ["BUSY_DUMP"]).write_text(json.dumps([(t, {"/".join(k): v for k, v in ue.items()}, r, {"/".join(k): x for k, x in f.items()}) for t, ue, r, f, *_ in samples]))
     for p in ps:  # what the agent read last before the pass, and the d it chose for it
         before = [d for d in decisions if d["taken_at"] < p["t_before"] + 1.0]
         if before:

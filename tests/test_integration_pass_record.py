@@ -70,6 +70,32 @@ def _root_before_pass(slurm, p_before: float, with_padding: bool = False):
     return float(raw)
 
 
+def _pass_phase(slurm) -> float:
+    """The fraction of a second at which slurmctld's decay passes run: the decay thread wakes every
+    PriorityCalcPeriod after its start, to the microsecond (priority_multifactor.c, `abs.tv_sec +=
+    calc_period`), and writes priority_last_decay_ran at the end of each pass (milliseconds on
+    the testbed)."""
+    import os
+
+    t = os.stat(slurm.dir / "spool" / "ctld" / "priority_last_decay_ran").st_mtime_ns / 1e9
+    assert int(t) - _last_pass(slurm) in (0, 1), "slurmctld's record of its last pass is not its time"
+    return t - _last_pass(slurm) if int(t) == _last_pass(slurm) else 0.0
+
+
+def _sacct_end(slurm, job: str) -> float:
+    """sacct's End of a job, POSIX seconds (waited for: slurmdbd records it within seconds)."""
+    import subprocess
+
+    env = {**(slurm.env or {}), "SLURM_TIME_FORMAT": "%s"}
+    for _ in range(30):
+        out = subprocess.run(["sacct", "-nP", "-X", "-j", job, "-o", "End"], env=env, capture_output=True, text=True,
+                             timeout=30, check=True).stdout.split()
+        if out and out[0].isdigit():
+            return float(out[0])
+        time.sleep(1)
+    raise AssertionError(f"sacct shows no End for job {job}")
+
+
 def _halving_sprio(slurm, probes: dict, s_ref: float, u_pre: float) -> float:
     """H as Slurm's priorities used it at the pass just run (mean over the probed users with usage)."""
     rows = slurm.sshare()
@@ -118,6 +144,44 @@ def test_the_record_agrees_with_sprio_when_a_job_ends_between_the_read_and_the_p
         print(f"\nrecord {h_slurm / u_star - 1:+.3%}, sprio {h / u_star - 1:+.3%}, the control read alone {old / u_star - 1:+.3%}")
         assert abs(h_slurm - h) / u_star <= 0.002, (h_slurm, h)
         assert abs(old - h) / u_star > 0.01
+
+        # 2. A job that ends in the pass's own second, just before the pass (an outside tester's
+        # busy run, issue 30 item 2): sacct's End is that second, the same whole second as the
+        # pass's time, so End cannot tell whether the pass read its tail. The pass runs at a fixed
+        # fraction of a second (the decay thread's phase, set when slurmctld starts): read from the
+        # mtime of slurmctld's record of its last pass, and slurmctld restarted until it leaves
+        # half a second for the cancel and a read before the pass.
+        phase = _pass_phase(slurm)
+        for _ in range(12):
+            if phase >= 0.5:
+                break
+            slurm.stop_controller()
+            slurm.start_controller()
+            slurm.wait_for_pass()  # a restart runs a pass at once
+            phase = _pass_phase(slurm)
+        assert phase >= 0.5, f"the decay pass's phase stayed below 0.5 s over 12 restarts ({phase:.3f})"
+        big = slurm.submit("carol", "chem", 32, 900)
+        slurm.wait_for_pass()  # big is charged from this pass on
+        p1 = _last_pass(slurm)
+        _until(p1 + 50)
+        second = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        s_ref, d = second.decision.s_ref, second.decision.d_target
+        read = second.decision.u_real + second.decision.w_now
+        _until(p1 + 60 + 0.05)  # the pass runs at p1 + 60 + phase: its own second, before it
+        slurm.run("scancel", big)
+        u_pre = _root_before_pass(slurm, p1)
+        assert u_pre / read - 1 > 0.05, (u_pre, read)
+        slurm.wait_for_pass()
+        assert _last_pass(slurm) == p1 + 60, "more than one pass"
+        time.sleep(2)
+        h = _halving_sprio(slurm, probes, s_ref, u_pre)
+        end = _sacct_end(slurm, big)
+        assert end == p1 + 60, f"big ended at {end}, not in the pass's own second {p1 + 60} (timing)"
+        pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+        h_slurm = db.execute("SELECT h_slurm FROM decisions WHERE id = ?", [second.decision_id]).fetchone()[0]
+        print(f"pass's own second: record {h_slurm / u_star - 1:+.3%}, sprio {h / u_star - 1:+.3%}, "
+              f"the control read alone {s_ref * d * read / u_star - 1:+.3%} (phase {phase:.3f} s)")
+        assert abs(h_slurm - h) / u_star <= 0.002, (h_slurm, h)
     finally:
         slurm.cancel_all()
         slurm.scontrol("reconfigure")

@@ -620,7 +620,37 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
                 continue
             ended[job_id] = (max(float(t0), p0), float(end), float(billing or cpus or 0) * uf.get(qos, 1.0))
         used = decay.usage_read_at_pass(raw, -math.inf, pass_at, ended.values(), snap.config.half_life_s)
+    by_accounts = _root_used_by_accounts(before, snap)
+    if by_accounts is not None and by_accounts > used:
+        used = by_accounts  # a job ended after the last read but before the pass (in the pass's own second)
     return previous["s_ref"] * snap.config.damping_factor * used, snap.taken_at
+
+
+def _root_used_by_accounts(before: list[tuple], snap: Snapshot, min_effective: float = 0.01) -> float | None:
+    """Root's usage as the pass used it, read from the top-level accounts (issue 30 item 2): a
+    classic pass sets each account's EffectvUsage to its RawUsage over root's, both as they stand
+    when the pass starts (priority_multifactor.c: _set_children_usage_efctv runs before the decay
+    and the running jobs' charges). So an account's RawUsage at the last read before the pass over
+    its EffectvUsage after it is root's usage at the pass exactly when no job of that account
+    ended in between, and less when one did (its tail is charged at its end). The largest over the
+    top-level accounts (not FairShare=parent; EffectvUsage >= `min_effective`, where sshare's six
+    decimals are within 0.005 points) is a lower bound that is exact as soon as one account had no
+    job ending in those seconds; it needs no job's end time, whose whole second cannot tell a job
+    that ended just before the pass from one that ended just after. `before`: the read's
+    (account, user, depth, raw_usage, effective_usage) rows. None under Fair Tree or depth
+    oblivious (another EffectvUsage), or without such an account."""
+    if snap.config.mode != "classic":
+        return None
+    raw_before = {a: float(raw) for a, u, depth, raw, _ in before if not u and depth == 1}
+    best = None
+    for r in snap.shares:
+        if r.depth != 1 or r.user or r.shares_parent or r.effective_usage is None or r.effective_usage < min_effective:
+            continue
+        raw = raw_before.get(r.account)
+        if raw:
+            u = raw / r.effective_usage
+            best = u if best is None else max(best, u)
+    return best
 
 
 def _decide_off(db: Database, snap: Snapshot, cc):
