@@ -208,8 +208,17 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
     charge flat with alice's job, and the pass after (F lags the usage by one pass) prices bob's
     job below carol's: carol starts first; the estimate that charges alice's job at its passes says
     so (two passes are needed: 150 s leaves room for them whatever the passes' phase). Retried once if a pass fell between the
-    submissions and the estimate (the priorities then already differ)."""
+    submissions and the estimate (the priorities then already differ).
+
+    The estimate takes a running job to end at its user's typical fraction of its time limit
+    (sacct, 14 days), which is whatever earlier tests left for alice (1/3 on a reused testbed: her
+    job then ended in the estimate at +80 s, before F could move, and the test failed there). So
+    her job's limit is set from that fraction, and the job runs that fraction of it: the estimate's
+    "typical" run and the real one both end it at >= 150 s."""
+    import math
+
     from fscontrol.forecast import start as startmod
+    from fscontrol.forecast.startqueue import SACCT_FRACTION_ARGS, parse_fractions
 
     seen = []  # (seconds, bob's priority, carol's), for the message
     for attempt in range(2):
@@ -224,7 +233,9 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
             time.sleep(2)
         assert q.get(probes[0]) == q.get(probes[1]) == "100000", q
         slurm.run("scancel", *probes)
-        big = slurm.submit("alice", "flat", 128, 150)
+        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout).get("alice", 1.0)
+        limit_min = math.ceil(150 / (frac * 60))
+        big = slurm.submit("alice", "flat", 128, round(frac * limit_min * 60), time=str(limit_min))
         for _ in range(100):
             if _start_of(slurm, big) is not None:
                 break
