@@ -105,7 +105,8 @@ def run(a) -> dict:
             rows.append(ShareRow(f"a{acc}", "", "root", 1, rng3.randint(1, 10), False, None,
                                  int(sum(uu[u] for u in mine)), None, None, None))
             rows += [ShareRow(f"a{acc}", u, f"a{acc}", 2, 1, False, None, int(uu[u]), None, None, None) for u in mine]
-        m, why = startfs.fairshare_model(rows, {"PriorityWeightFairShare": "1000000", "PriorityFlags": "NO_FAIR_TREE",
+        m, why = startfs.fairshare_model(rows, {"PriorityWeightFairShare": "1000000",
+                                                "PriorityFlags": "" if a.fairtree else "NO_FAIR_TREE",
                                                 "PriorityCalcPeriod": "00:05:00", "PriorityDecayHalfLife": "7-00:00:00"})
         assert m is not None, why
         extra["fairshare"] = (m, {})
@@ -138,6 +139,7 @@ def main() -> None:
     ap.add_argument("--reservations", type=int, default=0, help="advance reservations (10 nodes, 4 h, 12 h apart)")
     ap.add_argument("--age", action="store_true", help="the age term growing (submissions over 8 days, max age 7)")
     ap.add_argument("--fairshare", action="store_true", help="classic fair-share charged at each pass (startfs)")
+    ap.add_argument("--fairtree", action="store_true", help="with --fairshare: Fair Tree's ranks instead of classic F")
     a = ap.parse_args()
     if (a.reservations or a.age or a.fairshare) and a.against_old:
         ap.error("--against-old plans without reservations: not with --reservations")
@@ -149,12 +151,12 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--impl", impl, "--pending", str(a.pending), "--nodes", str(a.nodes),
                "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat),
                "--reservations", str(a.reservations), *(["--age"] if a.age else []),
-               *(["--fairshare"] if a.fairshare else [])]
+               *(["--fairshare"] if a.fairshare else []), *(["--fairtree"] if a.fairtree else [])]
         res[impl] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     new = res["new"]
     print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users, "
           f"{a.reservations} reservations{', the age term growing' if a.age else ''}"
-          f"{', fair-share charged at each pass' if a.fairshare else ''}")
+          f"{(', Fair Tree ranks' if a.fairtree else ', fair-share') + ' charged at each pass' if a.fairshare else ''}")
     for k, c in enumerate(new["cases"]):
         line = (f"  {c['label']} ({c['user']}, {c['jobs']} jobs, {c['estimated']} estimated): CPU {c['cpu_s']:.3f} s "
                 f"(min {c['cpu_min']:.3f}, max {c['cpu_max']:.3f})")

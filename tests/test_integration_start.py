@@ -199,7 +199,8 @@ def test_start_an_array_task_and_a_heterogeneous_component(slurm):
         slurm.cancel_all()
 
 
-def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
+@pytest.mark.parametrize("algo", ["classic", "fairtree"])
+def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm, algo):
     """Fair-share decaying and charged through the horizon (forecast/startfs.py), against slurmctld.
     Usage reset, and a pass waited for (slurmctld prices a job with the F of its last pass: until
     then the old ones); every F is then 1. Alice's 128-CPU job (account flat) fills the node for
@@ -214,14 +215,30 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
     (sacct, 14 days), which is whatever earlier tests left for alice (1/3 on a reused testbed: her
     job then ended in the estimate at +80 s, before F could move, and the test failed there). So
     her job's limit is set from that fraction, and the job runs that fraction of it: the estimate's
-    "typical" run and the real one both end it at >= 150 s."""
+    "typical" run and the real one both end it at >= 150 s.
+
+    Under Fair Tree (`fairtree`, slurmctld restarted into it and back) the same holds by rank:
+    flat's charge puts its LevelFS below science's, so carol (chem, under science) ranks above bob;
+    Fair Tree ranks from the usage after a pass's charges (no lag), so the first pass flips it."""
+    if algo == "fairtree":
+        slurm.set_priority_flags("", restart=True)
+        try:
+            _fair_share_through_the_horizon(slurm, algo)
+        finally:
+            slurm.cancel_all()
+            slurm.set_priority_flags("NO_FAIR_TREE", restart=True)
+    else:
+        _fair_share_through_the_horizon(slurm, algo)
+
+
+def _fair_share_through_the_horizon(slurm, algo: str) -> None:
     import math
 
     from fscontrol.forecast import start as startmod
     from fscontrol.forecast.startqueue import SACCT_FRACTION_ARGS, parse_fractions
 
     seen = []  # (seconds, bob's priority, carol's), for the message
-    for attempt in range(2):
+    for _attempt in range(2):
         slurm.cancel_all()
         slurm.reset_usage()
         probes = [slurm.probe("bob", "flat"), slurm.probe("carol", "chem")]
@@ -250,7 +267,8 @@ def test_fair_share_charged_through_the_horizon_orders_the_queue(slurm):
         if prio.get(b) == prio.get(c):
             break
     assert prio.get(b) == prio.get(c), prio
-    assert any(n.startswith("fair-share: classic F recomputed") for n in on["notes"]), on["notes"]
+    what = "Fair Tree's ranks" if algo == "fairtree" else "classic F"
+    assert any(n.startswith(f"fair-share: {what} recomputed") for n in on["notes"]), on["notes"]
     est = {e["job_id"]: e["start"] for e in on["jobs"]}
     hst = {e["job_id"]: e["start"] for e in held["jobs"]}
     assert hst[b] < hst[c], hst  # held: equal priorities, the earlier job first

@@ -223,9 +223,66 @@ def test_with_nothing_charged_the_estimates_are_those_with_fair_share_held(aged)
     assert moved >= 3
 
 
+FT = dict(PAIRS, PriorityFlags="")  # Fair Tree, Slurm's default
+
+
+def test_fair_tree_a_running_job_flips_the_order_at_the_first_pass():
+    # Fair Tree: F = rank / users over the tree. A and B tied (LevelFS 0.5 / (100,000 / 200,000) = 1
+    # each): alice and bob share the top rank, F 1.0 each. The pass at +30 charges A 30 s x 128 =
+    # 3,840 and ranks from the usage after it (fair_tree.c: no lag, unlike classic): LevelFS A =
+    # 0.5 / (103,840 / 203,840) = 0.9815 < B's 1.0192, so bob ranks 2 (F 1.0), alice 1 (F 0.5):
+    # alice's job loses 1000 x 0.5 = 500 points. Her job 1000, bob's 900: bob's goes first when the
+    # node frees; bob's at 400 (600 below): not.
+    assert abs(0.5 / (103_840 / 203_840) - 0.9815) < 1e-4 and abs(0.5 / (100_000 / 203_840) - 1.0192) < 1e-4
+    for bob_prio, first in ((900, "3"), (400, "2")):
+        jobs = [job(1, "alice", "A", "RUNNING", 128, 180, start=NOW), job(2, "alice", "A", "PENDING", 128, 60, prio=1000),
+                job(3, "bob", "B", "PENDING", 128, 60, prio=bob_prio)]
+        got = starts(jobs, pairs=FT)
+        held = starts(jobs, fs=False, pairs=FT)
+        assert held == {"2": NOW + 180, "3": NOW + 240}
+        assert min(got, key=got.get) == first, (bob_prio, got)
+    # no lag: alice's job ends at +40, after the first pass. Fair Tree has flipped by then; classic
+    # (F from the usage before the pass's charges) flips a pass later, so alice's goes first there
+    jobs = [job(1, "alice", "A", "RUNNING", 128, 40, start=NOW), job(2, "alice", "A", "PENDING", 128, 60, prio=1000),
+            job(3, "bob", "B", "PENDING", 128, 60, prio=900)]
+    assert starts(jobs, pairs=FT) == {"3": NOW + 40, "2": NOW + 100}
+    assert starts(jobs, pairs=PAIRS) == {"2": NOW + 40, "3": NOW + 100}
+
+
+def test_fair_tree_ranks_match_model_fairtree_on_random_trees():
+    # the ranker startfs uses (sim.ftrank, over the model's tree and order) against
+    # model.fairtree.compute_fair_tree on the same rows, after random charges
+    from dataclasses import replace
+
+    from fscontrol.model.fairshare import build_tree
+    from fscontrol.model.fairtree import compute_fair_tree
+
+    rng = random.Random(7)
+    for _ in range(40):
+        rws = [ShareRow("root", "", "", 0, None, False, 1.0, 0, 1.0, 1.0, None)]
+        accts = []
+        for a in range(rng.randint(2, 5)):
+            name = f"a{a}"
+            parent = rng.choice(["root"] + [x for x, d in accts if d == 1])
+            depth = 1 if parent == "root" else 2
+            accts.append((name, depth))
+            rws.append(ShareRow(name, "", parent, depth, rng.randint(1, 4), False, None, 0, None, None, None))
+            for u in range(rng.randint(1, 3)):
+                rws.append(ShareRow(name, f"u{u}", name, depth + 1, rng.randint(1, 4), False, None, 0, None, None, None))
+        # usage: each user's random, accounts and root the sums (as sshare prints them)
+        t = build_tree(rws)
+        use = {k: (rng.randint(1, 10**6) if k[1] else 0) for k in t.order}
+        for k in reversed(t.order[1:]):
+            use[t.parent[k]] += use[k]
+        rws = [replace(r, raw_usage=use[(r.account, r.user)]) for r in rws]
+        m, why = startfs.fairshare_model(rws, FT)
+        assert m is not None, why
+        got = startfs._ranker(m).update([float(u) for u in m.usage])
+        want = {(a.account, a.user): a.fairshare for a in compute_fair_tree(rws).assocs if a.user}
+        assert {m.tree.order[i]: f for i, f in got.items()} == want
+
+
 def test_held_where_it_cannot_be_built():
-    m, why = startfs.fairshare_model(rows(), dict(PAIRS, PriorityFlags=""))
-    assert m is None and "Fair Tree" in why
     m, why = startfs.fairshare_model(rows(), dict(PAIRS, PriorityWeightFairShare="0"))
     assert m is None and "PriorityWeightFairshare" in why
     m, why = startfs.fairshare_model(rows()[1:], PAIRS)  # no root row (PrivateData=usage, say)
@@ -244,3 +301,15 @@ def test_over_the_cap_fair_share_is_held_and_said():
     # with the note the output prints
     fs, note = startfs.read_live(None, PAIRS, pending=startfs.MAX_PENDING + 1)
     assert fs is None and f"{startfs.MAX_PENDING + 1:,} jobs pending" in note and "held" in note
+
+
+def test_fair_tree_over_the_association_cap_is_held_and_said():
+    # the ranker's set-up and first ranking grow with the tree (~0.2 s at 20,000 associations, ~1 s
+    # at 100,000): above startfs.MAX_FAIR_TREE_ASSOCS Fair Tree is held, with the reason; classic not
+    rws = rows()
+    m, _ = startfs.fairshare_model(rws, FT)
+    assert startfs.too_costly(m) == ""
+    why = startfs.too_costly(m, max_assocs=len(rws) - 1)
+    assert why.startswith(f"Fair Tree over {len(rws)} associations, above the {len(rws) - 1}") and "cost" in why
+    m, _ = startfs.fairshare_model(rws, PAIRS)
+    assert startfs.too_costly(m, max_assocs=1) == ""

@@ -16,8 +16,11 @@ priorities now), or the model's F on sshare's RawUsage where the two agree to th
 decimals: with nothing charged the delta is exactly 0. The queue is re-sorted only when its order
 under the new priorities is not the one it has (a stable sort of the queue as it is, checked).
 
-Fair Tree (PriorityFlags without NO_FAIR_TREE, Slurm's default since 19.05): the factor is a rank over
-the whole tree; it is held at its present value (`fairshare_model` returns None and a reason).
+Fair Tree (PriorityFlags without NO_FAIR_TREE, Slurm's default since 19.05): the factor is a user's
+rank over the whole tree (rank / users). fair_tree.c `fair_tree_decay` decays, charges the running
+jobs and then ranks from the usage after those charges: no lag. The ranks are sim.ftrank's
+incremental ranker (the simulator's, checked against model.fairtree.rank_users), on usage kept as
+true usage / G (the decay since now), so only charges move a rank.
 
 Pure (no Slurm, no clock) but `read_live`, which runs sshare and squeue.
 """
@@ -35,6 +38,9 @@ from fscontrol.slurm.parse import parse_duration
 
 # above this many pending jobs fair-share is held (the cost: one user's estimate under 1 s; docs/start.md)
 MAX_PENDING = 1000
+# under Fair Tree, above this many associations (the ranker's set-up and first ranking: ~1 s at
+# 100,000, ~0.2 s at 20,000 on one core; docs/start.md)
+MAX_FAIR_TREE_ASSOCS = 20000
 # the billing each job is charged at (squeue: allocated TRES when running, requested when pending)
 SQUEUE_TRES_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,Tres:0|")
 
@@ -56,6 +62,9 @@ class FairShareModel:
     w_fs: float  # PriorityWeightFairshare
     half_life_s: float
     calc_s: float
+    # Fair Tree (PriorityFlags without NO_FAIR_TREE): the tree the ranks are taken over (F is then
+    # sim.ftrank's rank / users, not the classic formula, and kind/weight/shares/levels are empty)
+    tree: object | None = None
 
 
 def fairshare_model(rows: Sequence[ShareRow], pairs: Mapping[str, str]) -> tuple[FairShareModel | None, str]:
@@ -66,9 +75,7 @@ def fairshare_model(rows: Sequence[ShareRow], pairs: Mapping[str, str]) -> tuple
         return None, "PriorityWeightFairshare unreadable"
     if w <= 0:
         return None, "no PriorityWeightFairshare"
-    flags = pairs.get("PriorityFlags", "").upper()
-    if "NO_FAIR_TREE" not in flags:
-        return None, "Fair Tree: the fair-share factor is a rank over the tree, held at its present value"
+    fair_tree = "NO_FAIR_TREE" not in pairs.get("PriorityFlags", "").upper()
     try:
         d = float(pairs.get("FairShareDampeningFactor", "1") or 1)
         hl = parse_duration(pairs.get("PriorityDecayHalfLife", "7-00:00:00") or "7-00:00:00")
@@ -83,6 +90,14 @@ def fairshare_model(rows: Sequence[ShareRow], pairs: Mapping[str, str]) -> tuple
         return None, f"sshare's associations do not form a tree ({e})"
     order = t.order
     index = {k: i for i, k in enumerate(order)}
+    if fair_tree:
+        anc = [(0,)]
+        for k in order[1:]:
+            anc.append((index[k],) + anc[index[t.parent[k]]])
+        printed = tuple(float(t.rows[k].fairshare) if (k[1] and t.rows[k].fairshare is not None) else math.nan
+                        for k in order)
+        return FairShareModel(index, tuple(float(t.rows[k].raw_usage) for k in order), tuple(anc), (), (), (), (), (),
+                              printed, 1.0, w, float(hl or 0), float(calc), tree=t), ""
     s = norm_shares_of(t)
     depth = [0] * len(order)
     anc: list[tuple[int, ...]] = [(0,)]
@@ -128,6 +143,16 @@ def _arrays(m: FairShareModel, np) -> None:
     desc = [d for d, a in enumerate(m.anc) for _ in a]
     object.__setattr__(m, "_np_pairs", (np.asarray(desc, dtype=np.intp),
                                         np.asarray([x for a in m.anc for x in a], dtype=np.intp)))
+
+
+def _ranker(m: FairShareModel):
+    """sim.ftrank's incremental Fair Tree ranker over the model's tree (the simulator's, the same
+    ranks as model.fairtree.rank_users)."""
+    from fscontrol.model import fairtree
+    from fscontrol.sim.ftrank import Ranker
+
+    t = m.tree
+    return Ranker(t, t.order, fairtree.fair_tree_shares(t), fairtree.children_lists(t))
 
 
 def factors(m: FairShareModel, usage, np):
@@ -220,7 +245,15 @@ class Passes:
             # sshare's FairShare column is the present one: where it differs from the model's F on
             # RawUsage by more than its 6 decimals, the last real pass charged, and the next
             # modelled pass moves F by the difference
-            fm = factors(m, self.usage, np)
+            if m.tree is not None:  # Fair Tree: ranks over usage kept scaled by the decay (x G)
+                self.G = 1.0
+                self.ranker = _ranker(m)
+                fm = np.zeros(len(m.usage))
+                for i, f in self.ranker.update(self.usage.tolist()).items():
+                    fm[i] = f
+                self.fa = fm.copy()
+            else:
+                fm = factors(m, self.usage, np)
             pr = np.asarray(m.printed, dtype=float)
             keep = np.isnan(pr) | (np.abs(pr - fm) <= 1.5e-6)
             self.f0 = np.where(keep, fm, pr)
@@ -261,6 +294,8 @@ class Passes:
         np = self.np
         m = self.fs.model
         f = self.decay
+        if m.tree is not None:
+            return self._apply_fair_tree(ov, dt)
         if f != 1.0:
             self.usage *= f ** dt
         moved = self.dirty
@@ -276,6 +311,34 @@ class Passes:
             desc, anc = m._np_pairs  # type: ignore[attr-defined]
             self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
         return moved
+
+    def _apply_fair_tree(self, ov, dt) -> bool:
+        """Fair Tree's pass (fair_tree.c `fair_tree_decay`): the decay, the running jobs' charges,
+        then the ranks from the usage after them: no lag, unlike classic. The usage is kept as
+        true usage / G (G the decay since now), as the simulator's engine keeps it, so a pass that
+        charges nothing changes no rank."""
+        np = self.np
+        m = self.fs.model
+        f = self.decay
+        if f != 1.0:
+            self.G *= f ** dt
+        touched = None
+        if ov.any():
+            ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0) / self.G
+            per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
+            desc, anc = m._np_pairs  # type: ignore[attr-defined]
+            self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
+            touched = np.nonzero(per)[0].tolist()
+        changed = self.ranker.update(self.usage.tolist(), touched) if touched else {}
+        for i, fv in changed.items():
+            self.fa[i] = fv
+        first = self.dfs is None
+        if changed or (first and self.dirty):
+            d = m.w_fs * (self.fa - self.f0)
+            self.dfs = np.where(self.ok[: self.n], d[self.a[: self.n]], 0.0)
+            self.dirty = False
+            return True
+        return False
 
     def run(self, t: float, waiting_len: int) -> list[int] | None:
         """The pass(es) due by t: the new queue (every pending job not started, by priority, ties to
@@ -311,6 +374,15 @@ class Passes:
         return None
 
 
+def too_costly(m: FairShareModel, max_assocs: int = MAX_FAIR_TREE_ASSOCS) -> str:
+    """Why fair-share is held for this model's cost ("" when it is not): Fair Tree over more than
+    `max_assocs` associations."""
+    if m.tree is not None and len(m.usage) > max_assocs:
+        return (f"Fair Tree over {len(m.usage):,} associations, above the {max_assocs:,} for which its ranks are "
+                "recomputed at each pass (the cost of one estimate)")
+    return ""
+
+
 def read_live(source, pairs: Mapping[str, str], pending: int = 0,
               max_pending: int | None = None) -> tuple[tuple[FairShareModel, dict[str, float]] | None, str]:
     """sshare's rows and the jobs' billing from `source` (LiveSlurm): (model, billing) for
@@ -328,17 +400,18 @@ def read_live(source, pairs: Mapping[str, str], pending: int = 0,
         return None, (f"fair-share held at its present value: {pending:,} jobs pending, over the {cap:,} for which it "
                       "is recomputed at each pass (the cost of one estimate)")
 
-    m, why = fairshare_model((), pairs) if "NO_FAIR_TREE" not in pairs.get("PriorityFlags", "").upper() else (None, "")
-    if m is None and why:
-        return None, "fair-share held at its present value: " + why
     try:
         rows = parse_sshare(source.run(SSHARE_ARGS).stdout)
         m, why = fairshare_model(rows, pairs)
         if m is None:
             return None, "fair-share held at its present value: " + why
+        why = too_costly(m)
+        if why:
+            return None, "fair-share held at its present value: " + why
         billing = parse_billing(source.run(SQUEUE_TRES_ARGS).stdout)
     except FscontrolError as e:
         return None, f"fair-share held at its present value: sshare or squeue failed ({str(e).splitlines()[0][:120]})"
-    return (m, billing), (f"fair-share: classic F recomputed at each priority pass within bf_window (every "
+    what = "Fair Tree's ranks" if m.tree is not None else "classic F"
+    return (m, billing), (f"fair-share: {what} recomputed at each priority pass within bf_window (every "
                           f"{m.calc_s:g} s), usage decaying (half-life {m.half_life_s / 3600:g} h) and charged with "
                           "the running jobs and those the estimate starts (billing from squeue)")
