@@ -53,7 +53,8 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # in group c; the 4-min billing and UsageFactor test runs on 22.05, where the formula is the same but
   # for MAX_TRES_GRES)
   # and the short control experiments (halving, padding, trim), the start estimate around a reservation
-  # (4.5 min), a testbed of two nodes (a 2-node job billed MAX_TRES_GRES; 1 min); the control holds (21 min) and the
+  # (4.5 min), a testbed of two nodes (a 2-node job billed MAX_TRES_GRES; 1 min), the start estimate's fair-share
+  # classic (its Fair Tree case, 4 min, on 22.05 only); the control holds (21 min) and the
   # classic forecast's hybrid hold (17 min) run on 22.05 only
   list_2605=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
              tests/test_integration_fairtree_forecast.py tests/test_integration_forecast_job.py
@@ -67,7 +68,7 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
              tests/test_integration_tres.py::test_a_gpu_plan_bills_what_slurm_bills
              tests/test_integration_tres.py::test_a_plan_without_qos_bills_the_association_s_default_qos
              tests/test_integration_start.py::test_start_an_array_task_and_a_heterogeneous_component
-             tests/test_integration_start.py::test_fair_share_charged_through_the_horizon_orders_the_queue
+             "tests/test_integration_start.py::test_fair_share_charged_through_the_horizon_orders_the_queue[classic]"
              tests/test_integration_start_resv.py tests/test_integration_multinode.py)
   # one after the other, beside the 22.05 suite: two cores serve three Slurms better in turn than at once
   (
