@@ -70,6 +70,17 @@ def _root_before_pass(slurm, p_before: float, with_padding: bool = False):
     return float(raw)
 
 
+def _big_job_and_a_control_read(slurm, db, cfg, lead_s: float):
+    """carol's 32-CPU job, charged from the next pass p on; the control tick `lead_s` after p:
+    (the job, p, the tick's result, its S_ref, its d, root's usage as it read it)."""
+    big = slurm.submit("carol", "chem", 32, 900)
+    slurm.wait_for_pass()
+    p = _last_pass(slurm)
+    _until(p + lead_s)
+    res = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
+    return big, p, res, res.decision.s_ref, res.decision.d_target, res.decision.u_real + res.decision.w_now
+
+
 def _pass_phase(slurm) -> float:
     """The fraction of a second at which slurmctld's decay passes run: the decay thread wakes every
     PriorityCalcPeriod after its start, to the microsecond (priority_multifactor.c, `abs.tv_sec +=
@@ -122,13 +133,7 @@ def test_the_record_agrees_with_sprio_when_a_job_ends_between_the_read_and_the_p
         slurm.submit("alice", "flat", 8, 900)
         slurm.submit("bob", "physics", 4, 900)
         slurm.wait_for_pass()
-        big = slurm.submit("carol", "chem", 32, 900)
-        slurm.wait_for_pass()  # big is charged from this pass on
-        p0 = _last_pass(slurm)
-        _until(p0 + 52)
-        first = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
-        s_ref, d = first.decision.s_ref, first.decision.d_target
-        read = first.decision.u_real + first.decision.w_now
+        big, p0, first, s_ref, d, read = _big_job_and_a_control_read(slurm, db, cfg, 52)
         slurm.run("scancel", big)  # its tail since p0 (about 53 s x 32 CPUs) is charged now, before the pass
         _until(p0 + 58)
         u_pre = _root_before_pass(slurm, p0)
@@ -160,13 +165,7 @@ def test_the_record_agrees_with_sprio_when_a_job_ends_between_the_read_and_the_p
             slurm.wait_for_pass()  # a restart runs a pass at once
             phase = _pass_phase(slurm)
         assert phase >= 0.5, f"the decay pass's phase stayed below 0.5 s over 12 restarts ({phase:.3f})"
-        big = slurm.submit("carol", "chem", 32, 900)
-        slurm.wait_for_pass()  # big is charged from this pass on
-        p1 = _last_pass(slurm)
-        _until(p1 + 50)
-        second = pipeline.control_tick(slurm.source(), db, cfg, apply=True)
-        s_ref, d = second.decision.s_ref, second.decision.d_target
-        read = second.decision.u_real + second.decision.w_now
+        big, p1, second, s_ref, d, read = _big_job_and_a_control_read(slurm, db, cfg, 50)
         _until(p1 + 60 + 0.05)  # the pass runs at p1 + 60 + phase: its own second, before it
         slurm.run("scancel", big)
         u_pre = _root_before_pass(slurm, p1)
