@@ -266,7 +266,7 @@ def test_hybrid_trim_padding_lands_in_the_same_pass_and_makes_it_exact(slurm, tm
             h = _halving_sprio(slurm, probes, s_ref, u_pre)
             x = u_star / (s_ref * (u_pre - pad))  # the ideal d on the real usage this pass read: d alone
             rows.append({"pass": k, "error": h / u_star - 1, "d": slurm.damping(), "d_ideal_real": x,
-                         "rounding_alone": round(x) / x - 1, "padding": pad})
+                         "rounding_alone": round(x) / x - 1, "padding": pad, "decision": res.decision_id, "h": h})
             print(f"\ntrim pass {k}: H/u* - 1 = {rows[-1]['error']:+.4%}, d {rows[-1]['d']}, padding {pad:.0f}; "
                   f"d alone on the real usage: ideal {x:.3f}, {rows[-1]['rounding_alone']:+.3%}")
         settled = rows[1:]  # the first pass's padding job started 3 s before it: too short to pad
@@ -277,6 +277,13 @@ def test_hybrid_trim_padding_lands_in_the_same_pass_and_makes_it_exact(slurm, tm
         assert all(abs(r["error"]) * r["d_ideal_real"] <= 0.05 for r in settled), settled
         kinds = [r[0] for r in db.execute("SELECT kind FROM actions WHERE stage = 'trim' ORDER BY id")]
         assert "cancel_dummy" in kinds and "set_usage_factor" in kinds
+        # the record (issue 30 item 2): the halving Slurm used at each pass, from the top-level accounts
+        # the trim read a second before it (the padding's cancel lands between that read and the pass)
+        pipeline.control_tick(slurm.source(), db, cfg, apply=True)  # the tick after the last pass records it
+        for r in rows:
+            h_slurm = db.execute("SELECT h_slurm FROM decisions WHERE id = ?", [r["decision"]]).fetchone()[0]
+            print(f"trim pass {r['pass']}: record {h_slurm / u_star - 1:+.4%}, sprio {r['h'] / u_star - 1:+.4%}")
+            assert abs(h_slurm - r["h"]) / u_star <= 0.002, (r, h_slurm)
     finally:
         slurm.cancel_all()
         slurm.scontrol("reconfigure")

@@ -267,3 +267,16 @@ def test_root_usage_from_sshare_root_only():
         parse_root_usage(" root|root|0\n")
     with pytest.raises(ParseError):
         parse_root_usage("root||lots\n")
+
+
+def test_root_and_top_level_accounts_in_one_sshare():
+    # real output of parse.root_usage_args(("flat", "science", "fsadmin")) on the 22.05 testbed
+    # (slurm-wlm 22.05.8, 2026-11-27): the accounts' own rows, indented, no users but root's own
+    out = "root||124\n root|root|0\n flat||74\n fsadmin||0\n science||50\n"
+    assert parse.root_usage_args(("flat", "science", "fsadmin")) == (
+        "sshare", "-n", "-P", "-A", "root,flat,science,fsadmin", "-o", "Account,User,RawUsage")
+    assert parse.root_usage_args(()) == parse.ROOT_USAGE_ARGS
+    assert parse.parse_account_usage(out) == {"root": 124, "flat": 74, "fsadmin": 0, "science": 50}
+    assert parse.parse_root_usage(out) == 124 == 74 + 50  # root is its children's sum (RawUsage truncated)
+    with pytest.raises(ParseError):
+        parse.parse_account_usage("root||124\n flat||lots\n")

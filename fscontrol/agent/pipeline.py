@@ -511,13 +511,17 @@ def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: s
     if (last is None or not last.get("s_ref") or last.get("advise_only") or d_last is None
             or started - float(last.get("decided_at") or 0) > 120):
         return None  # no fresh decision to trim (the control tick did not run just now)
-    out = source.root_usage()
-    total = parse.parse_root_usage(out.stdout, " ".join(out.argv))
     read = store_ledger.get_state(db, cluster, PASS_READ)
-    if read and read.get("raw") is not None and read.get("snapshot_id") == last.get("snapshot_id"):
+    fresh = bool(read and read.get("raw") is not None and read.get("snapshot_id") == last.get("snapshot_id"))
+    # with root, the largest top-level accounts (the record of the pass reads root's usage from them)
+    out = source.root_usage(tuple(read.get("top") or ()) if fresh else ())
+    total = parse.parse_root_usage(out.stdout, " ".join(out.argv))
+    if fresh:
         # the last read before the pass: the halving Slurm used is recorded from it (_halving_slurm_used)
+        accounts = parse.parse_account_usage(out.stdout, " ".join(out.argv))
         read.update(at=out.finished_at, mid=(out.started_at + out.finished_at) / 2, raw=float(total), by="trim",
-                    control_at=read.get("control_at", read["at"]), control_raw=read.get("control_raw", read["raw"]))
+                    control_at=read.get("control_at", read["at"]), control_raw=read.get("control_raw", read["raw"]),
+                    top_raw={a: float(accounts[a]) for a in read.get("top") or () if a in accounts})
         with store.transaction(db):
             store_ledger.set_state(db, cluster, PASS_READ, read, out.finished_at)
     if total <= 0:
@@ -546,9 +550,14 @@ def _pass_read(snap: Snapshot, sid: int) -> dict:
     started (a job that ends before the pass charges its tail from the later of its start and
     that pass). The trim (trim_damping) replaces `raw`/`at` with its later read."""
     root = snap.root
+    top = sorted((r for r in snap.shares if r.depth == 1 and not r.user and not r.shares_parent),
+                 key=lambda r: -r.raw_usage)[:TOP_ACCOUNTS]
     return {"snapshot_id": sid, "at": snap.taken_at, "raw": float(root.raw_usage) if root else None,
-            "pass_before": snap.usage_at, "by": "control",
+            "pass_before": snap.usage_at, "by": "control", "top": [r.account for r in top if r.raw_usage > 0],
             "running": {q.job_id: q.start for q in snap.queue if q.state == "RUNNING" and q.start is not None}}
+
+
+TOP_ACCOUNTS = 20  # the trim reads root's usage and that of the 20 largest top-level accounts (one sshare)
 
 
 def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
@@ -620,6 +629,13 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
                 continue
             ended[job_id] = (max(float(t0), p0), float(end), float(billing or cpus or 0) * uf.get(qos, 1.0))
         used = decay.usage_read_at_pass(raw, -math.inf, pass_at, ended.values(), snap.config.half_life_s)
+        trim_top = read.get("top_raw") if not by_control else None
+        if trim_top and len(trim_top) >= 2:
+            # the trim read the top-level accounts a second before the pass: one of them no job
+            # touched in that second gives root's usage at the pass exactly (no job's end time needed)
+            by_accounts = _root_used_by_accounts([(a, "", 1, raw_a, None) for a, raw_a in trim_top.items()], snap)
+            if by_accounts is not None:
+                return previous["s_ref"] * snap.config.damping_factor * by_accounts, snap.taken_at
     by_accounts = _root_used_by_accounts(before, snap)
     if by_accounts is not None and by_accounts > used:
         used = by_accounts  # a job ended after the last read but before the pass (in the pass's own second)

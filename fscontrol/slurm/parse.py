@@ -15,7 +15,7 @@ import gc
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
@@ -732,6 +732,24 @@ def iter_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS),
 
 
 ROOT_USAGE_ARGS = ("sshare", "-n", "-P", "-A", "root", "-o", "Account,User,RawUsage")
+
+
+def root_usage_args(accounts: Sequence[str] = ()) -> tuple[str, ...]:
+    """ROOT_USAGE_ARGS, with these accounts' rows too (`-A root,a,b`: one RPC; without -a sshare
+    prints the accounts' own rows, not their users')."""
+    if not accounts:
+        return ROOT_USAGE_ARGS
+    return ("sshare", "-n", "-P", "-A", ",".join(("root", *accounts)), "-o", "Account,User,RawUsage")
+
+
+def parse_account_usage(text: str, command: str = " ".join(ROOT_USAGE_ARGS)) -> dict[str, int]:
+    """Each account row's RawUsage (rows with no user) from `root_usage_args`'s output, root's included."""
+    out: dict[str, int] = {}
+    for no, line in _lines(text):
+        f = line.split("|")
+        if len(f) == 3 and f[0].strip() and not f[1].strip():
+            out[f[0].strip()] = _int(f[2].strip(), command, "RawUsage", no, line)
+    return out
 
 
 def parse_root_usage(text: str, command: str = " ".join(ROOT_USAGE_ARGS)) -> int:

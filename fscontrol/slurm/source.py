@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -220,9 +221,10 @@ class LiveSlurm:
                 return ()
             raise
 
-    def root_usage(self) -> CommandOutput:
-        """Root's RawUsage alone (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`."""
-        return self.run(parse.ROOT_USAGE_ARGS)  # run() adds -M once
+    def root_usage(self, accounts: Sequence[str] = ()) -> CommandOutput:
+        """Root's RawUsage (one small RPC): `sshare -n -P -A root -o Account,User,RawUsage`; with
+        `accounts`, those accounts' rows too (`-A root,a,b`)."""
+        return self.run(parse.root_usage_args(accounts))  # run() adds -M once
 
     def version(self) -> str:
         out = self.run(("sinfo", "--version")).stdout.strip()
