@@ -1,15 +1,17 @@
-"""The scheduling steps both event loops run, written once: EASY's head, shadow and backfill pick
-(at a pass and for the arrivals alone), the general pass with an availability profile, and the
-gate's stall rule.
+"""The scheduling steps both event loops run, written once: EASY's shadow and backfill pick (at a
+pass and for the arrivals alone), the general pass with an availability profile, and the gate's
+stall rule.
 
 `engine` (FCFS, EASY, linear priority, SFS, the gate) and `mfcore` (priority/multifactor) keep
 their own queues: the static engine a list of job indices (or rank keys), the multifactor engine
 sorted integer keys. A queue entry `kq` names job `kq & mask` (mask -1: the entry is the index).
-These functions only decide: they return which entries start, in queue order, and the caller
-starts them (the same jobs in the same order as a loop that started each as it went: nothing the
-decision reads changes when a job starts but the free nodes, tracked here, and the running jobs,
-which the shadow takes the head run's jobs into). EASY's whole pass is one call (`easy_pass`): in
-the plain engines a call costs about what a short queue's pick does (docs/benchmarks.md).
+Each loop starts its head run itself (the jobs in order while they fit: its own queue's walk, a
+few lines, with no call where nothing fits), then, when a job behind the head could start, makes
+one call here. These functions only decide: they return which entries start, in queue order, and
+the caller starts them (the same jobs in the same order as a loop that started each as it went:
+nothing the decision reads changes when a job starts but the free nodes, tracked here). In the
+plain engines a call costs about what a short queue's pick does (docs/benchmarks.md), hence one
+call a pass and none on the paths where nothing can start.
 
 Plain Python, and compiled with mfcore: `fscontrol.sim.accel` builds the compiled engine from
 mfcore.py with this file's body in place of mfcore's import of it, so the compiled loop calls these
@@ -25,46 +27,30 @@ import math
 from .availability import Profile
 
 
-def easy_pass(q: list[int], mask: int, size: list[int], est: list[float], t: float, free: int, smin: int,
-              running: list[tuple[float, int]] | None,
-              shadow: float = -math.inf, extra: int = -1) -> tuple[int, list[int], float, int]:
-    """EASY at one pass, in one call: `(k, started, shadow, extra)`.
+def easy_backfill(q: list[int], mask: int, size: list[int], est: list[float], t: float, free: int, smin: int,
+                  running: list[tuple[float, int]] | None,
+                  shadow: float = -math.inf, extra: int = -1) -> tuple[list[int], float, int]:
+    """EASY's backfill, in one call: `(started, shadow, extra)`.
 
-    With `running` (the sorted (predicted end, index) of the running jobs): the first `k` entries
-    of `q` start in order, each in the nodes the ones before it left; the first that does not fit
-    is the head. Its shadow time is the first predicted end by which enough nodes are free, every
-    job predicted to end then included (leaving the ties out undercounts the extra nodes: 2.8 min
-    of mean wait on the SDSC log), and `extra` the nodes it leaves spare then. Then the backfill
+    With `running` (the sorted (predicted end, index) of every running job, the head run's
+    included: the caller has started it): `q[0]` is the head, the first entry that does not fit in
+    the `free` nodes. Its shadow time is the first predicted end by which enough nodes are free,
+    every job predicted to end then included (leaving the ties out undercounts the extra nodes:
+    2.8 min of mean wait on the SDSC log), and `extra` the nodes it leaves spare then. Then the
     pick: the entries behind the head (`started`, in queue order) whose job fits in the free nodes
-    and ends by the shadow time or fits in the extra nodes, `extra` what is left of those. The
-    walk stops once fewer than `smin` nodes are free (no queued job is smaller); with fewer than
-    `smin` free after the head run (or no head) neither shadow nor pick is made: `(k, [], -inf,
-    -1)` (no backfill: a `smin` above the machine's size). A lone job that does not fit as `q`
-    (with `smin` 0) gives its shadow and extra.
+    and ends by the shadow time or fits in the extra nodes, `extra` what is left of those. The walk
+    stops once fewer than `smin` nodes are free (no queued job is smaller). `q` the head alone
+    gives its shadow and extra.
 
-    With `running` None, the arrival-only pass: `q` the new entries in queue order, all behind a
-    kept head, picked against its kept `shadow` and `extra` (`k` is 0).
+    With `running` None, the arrival-only pick: `q` the new entries in queue order, all behind a
+    kept head, picked against its kept `shadow` and `extra`.
 
-    Only decides: the caller starts the head run and then `started` (the same jobs in the same
-    order as a loop that started each as it went: nothing here reads what a start changes but
-    the free nodes, tracked here)."""
-    k = 0
-    lo = 0
+    A queue entry `kq` names job `kq & mask`. Only decides: the caller starts `started` in order
+    (the same jobs in the same order as a loop that started each as it went: nothing here reads
+    what a start changes but the free nodes, tracked here)."""
     started: list[int] = []
     if running is not None:
-        for kq in q:
-            s = size[kq & mask]
-            if s > free:
-                break
-            free -= s
-            k += 1
-        if k == len(q) or free < smin:
-            return k, started, -math.inf, -1
-        if k:  # the head run's jobs run too, from now to their predicted ends (as the caller will put them)
-            running = running[:]
-            for kq in q[:k]:
-                bisect.insort(running, (t + est[kq & mask], kq & mask))
-        hsize = size[q[k] & mask]
+        hsize = size[q[0] & mask]
         avail = free
         m = len(running)
         shadow, extra = math.inf, 0  # (never kept: the head fits once every running job ended)
@@ -77,12 +63,13 @@ def easy_pass(q: list[int], mask: int, size: list[int], est: list[float], t: flo
                     j += 1
                 shadow, extra = e, avail - hsize
                 break
-        lo = k + 1
     if free > 0:
-        for kq in (q[lo:] if lo else q):  # (entries, not positions: a position costs a lookup a job)
-            i = kq & mask
-            s = size[i]
+        # the whole queue, entries not positions (the head does not fit: the size test passes it
+        # over), the job named again only where it fits: the cheapest walk (most entries fail)
+        for kq in q:
+            s = size[kq & mask]
             if s <= free:
+                i = kq & mask
                 if t + est[i] <= shadow:
                     pass
                 elif s <= extra:
@@ -93,15 +80,13 @@ def easy_pass(q: list[int], mask: int, size: list[int], est: list[float], t: flo
                 started.append(kq)
                 if free < smin:
                     break
-    return k, started, shadow, extra
+    return started, shadow, extra
 
 
-def drop_started(q: list[int], started: list[int], k: int) -> None:
-    """Take the started entries out of a queue sorted by entry: the entries `started` (all behind
-    the first `k`) and the first `k`."""
+def drop_started(q: list[int], started: list[int]) -> None:
+    """Take the started entries out of a queue sorted by entry."""
     for kq in started:
         del q[bisect.bisect_left(q, kq)]
-    del q[:k]
 
 
 def general_pick(q: list[int], mask: int, size: list[int], est: list[float], t: float, free: int,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .easycore import drop_started, easy_pass, gate_stall, general_pick
+from .easycore import easy_backfill, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -312,38 +312,38 @@ def simulate(
     easy_headkey: tuple = ()
     easy_headrank = -1
 
-    # easy_pass's smin: with no backfill one above the machine (the head run alone); with EASY 1
-    # (with 0 free nodes nothing starts before the next end, and an end brings a full pass)
-    bf_min = 1 if backfill else total + 1
-
     def pass_fast(t: float) -> None:
         nonlocal easy_valid, easy_shadow, easy_extra, easy_headkey
-        q = queue
-        if not backfill and size[q[0]] > free:  # nothing starts (no call: the usual FCFS pass)
-            easy_valid = True
-            easy_headkey = qkeys[0]
+        k = 0  # the head run: the jobs in queue order while they fit
+        for i in queue:
+            if size[i] > free:
+                break
+            start_job(i, t)
+            k += 1
+        if k:
+            del queue[:k], qkeys[:k]
+            if not queue:
+                easy_valid = False
+                return
+        easy_valid = True
+        easy_headkey = qkeys[0]
+        if not backfill or free == 0:
+            # free == 0: nothing can start before the next end, and an end brings a full pass
             easy_shadow, easy_extra = -INF, -1
             return
-        k, started, easy_shadow, easy_extra = easy_pass(q, -1, size, est, t, free, bf_min, running)
-        for p in range(k):
-            start_job(q[p], t)
-        if k == len(q):
-            del queue[:], qkeys[:]
-            easy_valid = False
-            return
+        started, easy_shadow, easy_extra = easy_backfill(queue, -1, size, est, t, free, 1, running)
         for i in started:
             dequeue(i)
             start_job(i, t)
-        del queue[:k], qkeys[:k]
-        easy_valid = True
-        easy_headkey = qkeys[0]
 
     # Short queues stay in a sorted list scanned as before (the tree's upkeep costs more than a
     # short scan); past TREE_ON pending jobs they move into the tree, and back below TREE_OFF. Its
-    # entries are keys rank x RK + index (the rank's order; the job is key & RM, as mfcore's queue)
+    # entries are keys (rank << RS) | index (the rank's order; the job is key & RM, as mfcore's
+    # queue); where the rank is the index (FCFS on a log sorted by submit) the key is the index
+    # itself (RS 0: ints of one digit, the cheapest to compare and mask)
     small: list[int] = []
-    RS = max(1, n.bit_length())
-    RM = (1 << RS) - 1
+    RM = (1 << max(1, n.bit_length())) - 1
+    RS = 0 if rank is at_rank else max(1, n.bit_length())
     use_tree = False
     first_hint = -1  # in the tree: the first pending rank when known (nothing pending before it)
 
@@ -415,28 +415,28 @@ def simulate(
         """pass_fast on ranks: the same jobs start, in the same order (see the module doc)."""
         nonlocal qn, easy_valid, easy_shadow, easy_extra, easy_headrank, first_hint
         if not use_tree:
-            q = small
-            if qn == 1 and size[q[0] & RM] <= free:  # a lone job that fits: it starts (no call)
-                start_job(q[0] & RM, t)
-                small.clear()
-                qn = 0
-                easy_valid = False
-                return
-            k, started, easy_shadow, easy_extra = easy_pass(q, RM, size, est, t, free, bf_min, running)
-            for p in range(k):
-                start_job(q[p] & RM, t)
-            if k == len(q):
-                small.clear()
-                qn = 0
-                easy_valid = False
-                return
+            k = 0  # the head run
+            for kr in small:
+                if size[kr & RM] > free:
+                    break
+                start_job(kr & RM, t)
+                k += 1
+            if k:
+                del small[:k]
+                qn -= k
+                if not qn:
+                    easy_valid = False
+                    return
             easy_valid = True
-            easy_headrank = q[k] >> RS
-            for kq in started:
-                start_job(kq & RM, t)
-            if k or started:
-                drop_started(small, started, k)
-            qn -= k + len(started)
+            easy_headrank = small[0] >> RS
+            if free == 0:  # (as in the tree below)
+                easy_shadow, easy_extra = -INF, -1
+                return
+            started, easy_shadow, easy_extra = easy_backfill(small, RM, size, est, t, free, 1, running)
+            for kr in started:
+                start_job(kr & RM, t)
+                del small[bisect_left(small, kr)]
+            qn -= len(started)
             return
         r = first_hint if first_hint >= 0 and ms[NL + first_hint] != INF else ix_first()
         while r >= 0 and size[at_rank[r]] <= free:
@@ -454,7 +454,7 @@ def simulate(
             # free == 0: nothing can start before the next end, and an end brings a full pass
             easy_shadow, easy_extra = -INF, -1
         else:
-            _, _, shadow, extra = easy_pass([at_rank[r]], -1, size, est, t, free, 0, running)  # (the head alone)
+            _, shadow, extra = easy_backfill([at_rank[r]], -1, size, est, t, free, 0, running)  # (the head alone)
             f = free
             while f > 0:
                 p = ix_next(f, extra, t, shadow)
@@ -479,7 +479,7 @@ def simulate(
                 return False
         if free == 0 or (len(new) == 1 and size[new[0]] > free):  # nothing starts (no call: the usual case)
             return True
-        _, started, _, easy_extra = easy_pass(new, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        started, _, easy_extra = easy_backfill(new, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
         for i in started:
             r = rank[i]
             if use_tree:
@@ -500,7 +500,7 @@ def simulate(
             return True
         # in queue order, as a full pass
         nq = sorted(new, key=key_of) if len(new) > 1 else new
-        _, started, _, easy_extra = easy_pass(nq, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        started, _, easy_extra = easy_backfill(nq, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
         for i in started:
             dequeue(i)
             start_job(i, t)

@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_pass, gate_stall, general_pick
+from .easycore import drop_started, easy_backfill, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -763,7 +763,7 @@ def simulate(
             easy_valid = False
             easy_stale = True
             return
-        _, _, shadow, extra = easy_pass([h], QM, size, est, t, free, 0, running)  # (the head alone)
+        _, shadow, extra = easy_backfill([h], QM, size, est, t, free, 0, running)  # (the head alone)
         if f > 0:
             while bf_any(t, f, shadow, extra):
                 i = pm_first_fit(t, f, shadow, extra)
@@ -784,29 +784,33 @@ def simulate(
             return
         easy_stale = False
         q = qkeys
-        # (q_min before the head run starts: at most the one after, so a pick it lets through
-        # starts nothing when the one after stops it below)
-        k, started, shadow, extra = easy_pass(q, QM, size, est, t, free, q_min if backfill else total + 1, running)
-        for p in range(k):
-            start_job(q[p] & QM, t)
-        if k == len(q):
+        nq = len(q)
+        k = 0
+        while k < nq and size[q[k] & QM] <= free:  # the head run
+            start_job(q[k] & QM, t)
+            k += 1
+        if k == nq:
             del qkeys[:]
             easy_valid = False
             return
+        if k:
+            del q[:k]
         if not backfill:
-            del qkeys[:k]
             easy_valid = True
             easy_head = qkeys[0]
             easy_shadow, easy_extra = -INF, -1
             return
         if free < q_min:  # nothing else fits: the head's shadow is found when a job can next start
-            del q[:k]
             easy_valid = False
             easy_stale = True
             return
-        for kq in started:
-            start_job(kq & QM, t)
-        drop_started(q, started, k)
+        # (q_min: the smallest job still queued; at most the one after a start, so a pick it lets
+        # through starts nothing when the one after would stop it below)
+        started, shadow, extra = easy_backfill(q, QM, size, est, t, free, q_min, running)
+        if started:
+            for kq in started:
+                start_job(kq & QM, t)
+            drop_started(q, started)
         easy_valid = True
         easy_shadow, easy_extra = shadow, extra
         easy_head = q[0]
@@ -818,10 +822,12 @@ def simulate(
                 return False
         # in queue order, as a full pass would try them (several arrivals at one time: a later
         # one may sort first; found by the independent reference, tests/mf_reference.py)
+        if len(new) == 1 and size[new[0] & QM] > free:  # nothing starts (no call: the usual case)
+            return True
         nq = sorted(new) if len(new) > 1 else new
-        _, started, _, easy_extra = easy_pass(nq, QM, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        started, _, easy_extra = easy_backfill(nq, QM, size, est, t, free, 0, None, easy_shadow, easy_extra)
         if not pm_on[0]:
-            drop_started(qkeys, started, 0)
+            drop_started(qkeys, started)
         for kq in started:
             start_job(kq & QM, t)
         return True
@@ -830,7 +836,7 @@ def simulate(
         started = general_pick(qkeys, QM, size, est, t, free, running, depth, backfill, no_skip)
         for kq in started:
             start_job(kq & QM, t)
-        drop_started(qkeys, started, 0)
+        drop_started(qkeys, started)
 
     def main_pass(t: float, lim: int) -> None:
         """Slurm's main scheduler: the jobs in priority order (at most `lim`), each started while it
@@ -910,7 +916,7 @@ def simulate(
                 easy_head = kq
                 if backfill:
                     # (kq alone: it does not fit, as no job queued before these arrivals does)
-                    _, _, easy_shadow, easy_extra = easy_pass([kq], QM, size, est, t, free, 0, running)
+                    _, easy_shadow, easy_extra = easy_backfill([kq], QM, size, est, t, free, 0, running)
                 else:
                     easy_shadow, easy_extra = -INF, -1
                 easy_valid = True
