@@ -2,8 +2,10 @@
 
 `python -m fscontrol.sim.accel build` compiles a copy of mfcore.py with mypyc (the `accel` extra:
 mypy, a C compiler and Python's headers) into `fscontrol/sim/_mfcore_accel*.so`. The copy carries
-the SHA-256 of the mfcore.py it was made from; `engine()` uses it only while that is still the
-file beside it, so an edited mfcore.py is never shadowed by an old build. The same operations in
+the SHA-256 of the source it was made from: mfcore.py with the body of easycore.py (the EASY and
+backfill steps the static engine runs too) in place of its import, so the compiled loop calls them
+natively. `engine()` uses it only while that is still what the files beside it make, so an edited
+mfcore.py or easycore.py is never shadowed by an old build. The same operations in
 the same order, in C doubles: the compiled engine gives the same start times and usage as the
 Python one (tests/test_sim_accel.py runs both). `FSCONTROL_SIM_ENGINE=python` forces the Python one.
 
@@ -27,12 +29,26 @@ from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "mfcore.py"
+SHARED = HERE / "easycore.py"  # compiled into the same module (see compiled_source)
+SHARED_IMPORT = "from .easycore import "
 MODULE = "_mfcore_accel"
 _cache: dict[str, tuple[ModuleType, str]] = {}
 
 
+def compiled_source() -> str:
+    """What mypyc compiles: mfcore.py with its one import of easycore replaced by easycore's body
+    (its `from __future__` line dropped: mfcore's stands first)."""
+    src = SOURCE.read_text()
+    lines = src.split("\n")
+    at = [k for k, line in enumerate(lines) if line.startswith(SHARED_IMPORT)]
+    if len(at) != 1:
+        raise RuntimeError(f"{SOURCE.name}: expected one line starting {SHARED_IMPORT!r}, found {len(at)}")
+    body = [line for line in SHARED.read_text().split("\n") if line != "from __future__ import annotations"]
+    return "\n".join(lines[: at[0]] + body + lines[at[0] + 1:])
+
+
 def source_sha() -> str:
-    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    return hashlib.sha256(compiled_source().encode()).hexdigest()
 
 
 def _compiled() -> tuple[ModuleType | None, str]:
@@ -96,8 +112,8 @@ def using(mod: ModuleType) -> Iterator[None]:
 
 
 def build(*, quiet: bool = False) -> Path:
-    """Compile a copy of mfcore.py with mypyc, in a scratch copy of the package, and put the
-    extension modules beside mfcore.py. Returns the compiled module's path. Raises RuntimeError
+    """Compile mfcore.py (with easycore.py in it: compiled_source) with mypyc, in a scratch copy of
+    the package, and put the extension modules beside mfcore.py. Returns the compiled module's path. Raises RuntimeError
     with mypyc's last lines when it fails (no mypyc, no compiler, a type error)."""
     pkg_root = HERE.parent.parent  # the folder holding the fscontrol package
     sha = source_sha()
@@ -106,7 +122,7 @@ def build(*, quiet: bool = False) -> Path:
         shutil.copytree(pkg_root / "fscontrol", work / "fscontrol",
                         ignore=shutil.ignore_patterns("__pycache__", "*.so"))
         src = work / "fscontrol" / "sim" / f"{MODULE}.py"
-        src.write_text(SOURCE.read_text() + f'\n\nACCEL_SOURCE_SHA = "{sha}"\n')
+        src.write_text(compiled_source() + f'\n\nACCEL_SOURCE_SHA = "{sha}"\n')
         mypyc = [sys.executable, "-m", "mypyc"]
         # (only the compiled module must type-check: the modules it imports stay Python, and a
         # type error in one of them is not this build's concern)

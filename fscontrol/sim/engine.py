@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .availability import Profile
+from .easycore import easy_backfill, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -305,11 +305,6 @@ def simulate(
         del qkeys[pos]
         del queue[pos]
 
-    def remove_positions(pos: list[int]) -> None:
-        for p in reversed(pos):
-            del queue[p]
-            del qkeys[p]
-
     # EASY state kept between passes for the arrival-only fast path
     easy_valid = False
     easy_shadow = 0.0
@@ -317,70 +312,38 @@ def simulate(
     easy_headkey: tuple = ()
     easy_headrank = -1
 
-    def shadow_of(hsize: int) -> tuple[float, int]:
-        """The head job's shadow time and the nodes it leaves spare then ("extra")."""
-        avail = free
-        n = len(running)
-        for k, (e, i) in enumerate(running):
-            avail += size[i]
-            if avail >= hsize:
-                # every job predicted to end at the shadow time frees its nodes then: leaving
-                # the ties out undercounts the extra nodes (2.8 min of mean wait on the SDSC log)
-                k += 1
-                while k < n and running[k][0] == e:
-                    avail += size[running[k][1]]
-                    k += 1
-                return e, avail - hsize
-        return INF, 0  # pragma: no cover
-
     def pass_fast(t: float) -> None:
-        nonlocal free, easy_valid, easy_shadow, easy_extra, easy_headkey
-        q = queue
-        nq = len(q)
-        k = 0
-        while k < nq and size[q[k]] <= free:
-            start_job(q[k], t)
+        nonlocal easy_valid, easy_shadow, easy_extra, easy_headkey
+        k = 0  # the head run: the jobs in queue order while they fit
+        for i in queue:
+            if size[i] > free:
+                break
+            start_job(i, t)
             k += 1
-        if k == nq:
-            del queue[:], qkeys[:]
-            easy_valid = False
-            return
-        head = q[k]
-        if not backfill:
+        if k:
             del queue[:k], qkeys[:k]
-            easy_valid = True
-            easy_headkey = qkeys[0]
+            if not queue:
+                easy_valid = False
+                return
+        easy_valid = True
+        easy_headkey = qkeys[0]
+        if not backfill or free == 0:
+            # free == 0: nothing can start before the next end, and an end brings a full pass
             easy_shadow, easy_extra = -INF, -1
             return
-        shadow, extra = shadow_of(size[head])
-        started: list[int] = []
-        f = free
-        if f > 0:
-            for p in range(k + 1, nq):
-                i = q[p]
-                s = size[i]
-                if s <= f:
-                    if t + est[i] <= shadow:
-                        pass
-                    elif s <= extra:
-                        extra -= s
-                    else:
-                        continue
-                    start_job(i, t)
-                    f -= s
-                    started.append(p)
-                    if f == 0:
-                        break
-        if started:
-            remove_positions(started)
-        del queue[:k], qkeys[:k]
-        easy_valid = True
-        easy_shadow, easy_extra = shadow, extra
-        easy_headkey = qkeys[0]
+        started, easy_shadow, easy_extra = easy_backfill(queue, -1, size, est, t, free, 1, running)
+        for i in started:
+            dequeue(i)
+            start_job(i, t)
 
-    # Short queues stay in a sorted list of ranks scanned as before (the tree's upkeep costs more
-    # than a short scan); past TREE_ON pending jobs they move into the tree, and back below TREE_OFF.
+    # Short queues stay in a sorted list scanned as before (the tree's upkeep costs more than a
+    # short scan); past TREE_ON pending jobs they move into the tree, and back below TREE_OFF. Its
+    # entries are keys (rank << RS) | index (the rank's order; the job is key & RM, as mfcore's
+    # queue); where the rank is the index (FCFS on a log sorted by submit) the key is the index
+    # itself (RS 0: ints of one digit, the cheapest to compare and mask)
     small: list[int] = []
+    RM = (1 << max(1, n.bit_length())) - 1
+    RS = 0 if rank is at_rank else max(1, n.bit_length())
     use_tree = False
     first_hint = -1  # in the tree: the first pending rank when known (nothing pending before it)
 
@@ -426,14 +389,15 @@ def simulate(
         if use_tree:
             ix_add(r, size[i], est[i], cls[i])
             return
-        if not small or r > small[-1]:
-            small.append(r)
+        kr = (r << RS) | i
+        if not small or kr > small[-1]:
+            small.append(kr)
         else:
-            insort(small, r)
+            insort(small, kr)
         if qn > TREE_ON:
-            for r in small:
-                j = at_rank[r]
-                ix_add(r, size[j], est[j], cls[j])
+            for kr in small:
+                j = kr & RM
+                ix_add(kr >> RS, size[j], est[j], cls[j])
             small.clear()
             use_tree = True
 
@@ -441,59 +405,38 @@ def simulate(
         nonlocal use_tree
         r = ix_next_pending(-1)
         while r >= 0:
-            small.append(r)
+            small.append((r << RS) | at_rank[r])
             r = ix_next_pending(r)
-        for r in small:
-            ix_del(r, cls[at_rank[r]])
+        for kr in small:
+            ix_del(kr >> RS, cls[kr & RM])
         use_tree = False
 
     def pass_fast_ix(t: float) -> None:
         """pass_fast on ranks: the same jobs start, in the same order (see the module doc)."""
         nonlocal qn, easy_valid, easy_shadow, easy_extra, easy_headrank, first_hint
         if not use_tree:
-            q = small
-            nq = len(q)
-            k = 0
-            while k < nq and size[at_rank[q[k]]] <= free:
-                start_job(at_rank[q[k]], t)
+            k = 0  # the head run
+            for kr in small:
+                if size[kr & RM] > free:
+                    break
+                start_job(kr & RM, t)
                 k += 1
-            if k == nq:
-                small.clear()
-                qn = 0
-                easy_valid = False
-                return
-            r = q[k]
-            easy_valid = True
-            easy_headrank = r
-            if not backfill:
+            if k:
                 del small[:k]
                 qn -= k
+                if not qn:
+                    easy_valid = False
+                    return
+            easy_valid = True
+            easy_headrank = small[0] >> RS
+            if free == 0:  # (as in the tree below)
                 easy_shadow, easy_extra = -INF, -1
                 return
-            shadow, extra = shadow_of(size[at_rank[r]])
-            started: list[int] = []
-            f = free
-            if f > 0:
-                for p in range(k + 1, nq):
-                    i = at_rank[q[p]]
-                    s = size[i]
-                    if s <= f:
-                        if t + est[i] <= shadow:
-                            pass
-                        elif s <= extra:
-                            extra -= s
-                        else:
-                            continue
-                        start_job(i, t)
-                        f -= s
-                        started.append(p)
-                        if f == 0:
-                            break
-            for p in reversed(started):
-                del small[p]
-            del small[:k]
-            qn -= k + len(started)
-            easy_shadow, easy_extra = shadow, extra
+            started, easy_shadow, easy_extra = easy_backfill(small, RM, size, est, t, free, 1, running)
+            for kr in started:
+                start_job(kr & RM, t)
+                del small[bisect_left(small, kr)]
+            qn -= len(started)
             return
         r = first_hint if first_hint >= 0 and ms[NL + first_hint] != INF else ix_first()
         while r >= 0 and size[at_rank[r]] <= free:
@@ -511,7 +454,7 @@ def simulate(
             # free == 0: nothing can start before the next end, and an end brings a full pass
             easy_shadow, easy_extra = -INF, -1
         else:
-            shadow, extra = shadow_of(size[at_rank[r]])
+            _, shadow, extra = easy_backfill([at_rank[r]], -1, size, est, t, free, 0, running)  # (the head alone)
             f = free
             while f > 0:
                 p = ix_next(f, extra, t, shadow)
@@ -534,22 +477,17 @@ def simulate(
         for i in new:
             if rank[i] < easy_headrank:
                 return False
-        for i in new:
-            s = size[i]
-            if s <= free:
-                if t + est[i] <= easy_shadow:
-                    pass
-                elif s <= easy_extra:
-                    easy_extra -= s
-                else:
-                    continue
-                r = rank[i]
-                if use_tree:
-                    ix_del(r, cls[i])
-                else:
-                    del small[bisect_left(small, r)]
-                qn -= 1
-                start_job(i, t)
+        if free == 0 or (len(new) == 1 and size[new[0]] > free):  # nothing starts (no call: the usual case)
+            return True
+        started, _, easy_extra = easy_backfill(new, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        for i in started:
+            r = rank[i]
+            if use_tree:
+                ix_del(r, cls[i])
+            else:
+                del small[bisect_left(small, (r << RS) | i)]
+            qn -= 1
+            start_job(i, t)
         return True
 
     def arrivals_fast(t: float, new: list[int]) -> bool:
@@ -558,17 +496,14 @@ def simulate(
         for i in new:
             if key_of(i) < easy_headkey:
                 return False
-        for i in (sorted(new, key=key_of) if len(new) > 1 else new):  # in queue order, as a full pass
-            s = size[i]
-            if s <= free:
-                if t + est[i] <= easy_shadow:
-                    pass
-                elif s <= easy_extra:
-                    easy_extra -= s
-                else:
-                    continue
-                dequeue(i)
-                start_job(i, t)
+        if not backfill or free == 0:  # nothing starts behind the head (no call)
+            return True
+        # in queue order, as a full pass
+        nq = sorted(new, key=key_of) if len(new) > 1 else new
+        started, _, easy_extra = easy_backfill(nq, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        for i in started:
+            dequeue(i)
+            start_job(i, t)
         return True
 
     def pass_general(t: float) -> None:
@@ -581,28 +516,11 @@ def simulate(
                 if occ[a] <= target[a] and size[i] <= free:
                     start_job(i, t)  # occ re-checked at the next job (placement updates it)
                     started.add(i)
-        prof = Profile(t, free, [(e, size[i]) for e, i in running])
-        reserved = 0
-        for i in queue:
-            if i in started:
-                continue
-            s = size[i]
-            d = est[i]
-            if s <= free and prof.min_free(t, t + d) >= s:
-                start_job(i, t)
-                prof.reserve(t, t + d, s)
-                started.add(i)
-                continue
-            if reserved < depth:
-                r = prof.earliest(s, d)
-                prof.reserve(r, r + d, s)
-                reserved += 1
-                if reserved == depth and not backfill:
-                    break  # the primary loop ends at the depth-th job that does not fit
-            elif free == 0:
-                break
-        if started:
-            remove_positions([p for p, i in enumerate(queue) if i in started])
+        picked = general_pick(queue, -1, size, est, t, free, running, depth, backfill, started)
+        for i in picked:
+            start_job(i, t)
+        for i in (*started, *picked):  # (SFS: its first loop's starts too)
+            dequeue(i)
 
     # gate
     ledger: set[int] = set()
@@ -753,13 +671,12 @@ def simulate(
             elif ended or acted or sched_iv > 0 or not easy_valid or not arrivals_fast(t, new):
                 pass_fast(t)
         # a gate that holds everything with an empty machine would never end: stop it
-        if kind == "gate" and not heap and ai >= n and (queue or ledger) and not acted and not new:
-            stall_ticks += 1
+        if kind == "gate":  # (no call at every event of the other policies)
+            stall_ticks = gate_stall(not heap and ai >= n and bool(queue or ledger) and not acted and not new,
+                                     stall_ticks)
             if stall_ticks > 3:
                 out.notes.append(f"stopped at t={t:.0f}: nothing runs and the gate does not act")
                 break
-        else:
-            stall_ticks = 0
         if progress is not None and events % tick_every == 0:
             progress(done, n)
     out.events = events

@@ -36,9 +36,10 @@ from .mfconfig import (
     share_tree,
 )
 from .mfconfig import INF as _INF
-from .availability import Profile as _Profile
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
+# (one line: fscontrol.sim.accel compiles easycore's body in its place)
+from .easycore import drop_started, easy_backfill, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -738,19 +739,7 @@ def simulate(
     easy_shadow = 0.0
     easy_extra = 0
     easy_head = 0
-
-    def shadow_of(hsize: int) -> tuple[float, int]:
-        avail = free
-        m = len(running)
-        for k, (e, i) in enumerate(running):
-            avail += size[i]
-            if avail >= hsize:
-                k += 1
-                while k < m and running[k][0] == e:
-                    avail += size[running[k][1]]
-                    k += 1
-                return e, avail - hsize
-        return INF, 0
+    no_skip: set[int] = set()
 
     def pm_pass(t: float) -> None:
         """pass_easy on the queue in `pm` mode (the same starts, in the same order)."""
@@ -774,7 +763,7 @@ def simulate(
             easy_valid = False
             easy_stale = True
             return
-        shadow, extra = shadow_of(size[h & QM])
+        _, shadow, extra = easy_backfill([h], QM, size, est, t, free, 0, running)  # (the head alone)
         if f > 0:
             while bf_any(t, f, shadow, extra):
                 i = pm_first_fit(t, f, shadow, extra)
@@ -797,47 +786,31 @@ def simulate(
         q = qkeys
         nq = len(q)
         k = 0
-        while k < nq and size[q[k] & QM] <= free:
+        while k < nq and size[q[k] & QM] <= free:  # the head run
             start_job(q[k] & QM, t)
             k += 1
         if k == nq:
             del qkeys[:]
             easy_valid = False
             return
-        head = q[k] & QM
+        if k:
+            del q[:k]
         if not backfill:
-            del qkeys[:k]
             easy_valid = True
             easy_head = qkeys[0]
             easy_shadow, easy_extra = -INF, -1
             return
-        f = free
-        if f < q_min:  # nothing else fits: the head's shadow is found when a job can next start
-            del q[:k]
+        if free < q_min:  # nothing else fits: the head's shadow is found when a job can next start
             easy_valid = False
             easy_stale = True
             return
-        shadow, extra = shadow_of(size[head])
-        started: list[int] = []
-        if f > 0:
-            for p in range(k + 1, nq):
-                i = q[p] & QM
-                s = size[i]
-                if s <= f:
-                    if t + est[i] <= shadow:
-                        pass
-                    elif s <= extra:
-                        extra -= s
-                    else:
-                        continue
-                    start_job(i, t)
-                    f -= s
-                    started.append(p)
-                    if f < q_min:  # (q_min: the smallest job still queued)
-                        break
-        for p in reversed(started):
-            del q[p]
-        del q[:k]
+        # (q_min: the smallest job still queued; at most the one after a start, so a pick it lets
+        # through starts nothing when the one after would stop it below)
+        started, shadow, extra = easy_backfill(q, QM, size, est, t, free, q_min, running)
+        if started:
+            for kq in started:
+                start_job(kq & QM, t)
+            drop_started(q, started)
         easy_valid = True
         easy_shadow, easy_extra = shadow, extra
         easy_head = q[0]
@@ -849,44 +822,21 @@ def simulate(
                 return False
         # in queue order, as a full pass would try them (several arrivals at one time: a later
         # one may sort first; found by the independent reference, tests/mf_reference.py)
-        for kq in (sorted(new) if len(new) > 1 else new):
-            i = kq & QM
-            s = size[i]
-            if s <= free:
-                if t + est[i] <= easy_shadow:
-                    pass
-                elif s <= easy_extra:
-                    easy_extra -= s
-                else:
-                    continue
-                if not pm_on[0]:
-                    del qkeys[bisect_left(qkeys, kq)]
-                start_job(i, t)
+        if len(new) == 1 and size[new[0] & QM] > free:  # nothing starts (no call: the usual case)
+            return True
+        nq = sorted(new) if len(new) > 1 else new
+        started, _, easy_extra = easy_backfill(nq, QM, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        if not pm_on[0]:
+            drop_started(qkeys, started)
+        for kq in started:
+            start_job(kq & QM, t)
         return True
 
     def pass_general(t: float) -> None:
-        prof = _Profile(t, free, [(e, size[i]) for e, i in running])
-        reserved = 0
-        started: list[int] = []
-        for p, kq in enumerate(qkeys):
-            i = kq & QM
-            s = size[i]
-            d = est[i]
-            if s <= free and prof.min_free(t, t + d) >= s:
-                start_job(i, t)
-                prof.reserve(t, t + d, s)
-                started.append(p)
-                continue
-            if reserved < depth:
-                r = prof.earliest(s, d)
-                prof.reserve(r, r + d, s)
-                reserved += 1
-                if reserved == depth and not backfill:
-                    break
-            elif free == 0:
-                break
-        for p in reversed(started):
-            del qkeys[p]
+        started = general_pick(qkeys, QM, size, est, t, free, running, depth, backfill, no_skip)
+        for kq in started:
+            start_job(kq & QM, t)
+        drop_started(qkeys, started)
 
     def main_pass(t: float, lim: int) -> None:
         """Slurm's main scheduler: the jobs in priority order (at most `lim`), each started while it
@@ -965,7 +915,8 @@ def simulate(
                             break
                 easy_head = kq
                 if backfill:
-                    easy_shadow, easy_extra = shadow_of(size[kq & QM])
+                    # (kq alone: it does not fit, as no job queued before these arrivals does)
+                    _, easy_shadow, easy_extra = easy_backfill([kq], QM, size, est, t, free, 0, running)
                 else:
                     easy_shadow, easy_extra = -INF, -1
                 easy_valid = True
@@ -1634,13 +1585,10 @@ def simulate(
             gated = gate_tick(t)
             next_gate = t + gate_interval_s
             # a gate that holds everything on an empty machine would never end: stop it
-            if not heap and ai >= n and held and not qkeys and not gated:
-                stall += 1
-                if stall > 3:
-                    out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
-                    break
-            else:
-                stall = 0
+            stall = gate_stall(not heap and ai >= n and bool(held) and not qkeys and not gated, stall)
+            if stall > 3:
+                out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
+                break
         reordered = gated
         if next_pass <= t:
             # a quiet pass (classic, plain, nothing can start): when nothing happens before the next
