@@ -252,6 +252,8 @@ def simulate(
             changed = ft_ranker.update(vals, ft_touched)
         if changed:
             f_cache.update(changed)
+            if pm_on[0]:
+                ft_drop(changed)
 
     def ft_settle() -> None:
         vals = ft_due[0]
@@ -364,7 +366,7 @@ def simulate(
     # EASY reads the order from it and the tail (pm_top), and finds the first job that can backfill
     # from the queued jobs' sizes and limits (pm_first_fit), so no pass sorts the whole queue. In
     # this mode qkeys holds one entry a queued job (its length and truth are read; not its order).
-    pm = PM_ON and probe_ok and not fair_tree and bool(wa) and max_age > 0 and bool(wf)
+    pm = PM_ON and probe_ok and bool(wa) and max_age > 0 and bool(wf)
     if pm:
         s0 = static[0] if n else 0.0
         pm = all(x == s0 for x in static) and all(submit[i] <= submit[i + 1] for i in range(n - 1))
@@ -429,7 +431,21 @@ def simulate(
         """Association a's F at the last pass (a lazy one), as the walk would have computed it when it
         met a's first pending job (root then from lz_root; a's usage as the walk began plus its
         charges before that job); kept for the pass (pm_fc, ue_user, f_cache unless d changed since),
-        and a bound on a's first key for the next passes (lz_next)."""
+        and a bound on a's first key for the next passes (lz_next). Fair Tree: a's F from the
+        ranker (ranked first if the pass left it due), and a bound that holds while that F does
+        (a ranking that changes it drops the bound: ft_drop)."""
+        if fair_tree:
+            if ft_due[0] is not None:
+                ft_settle()
+            p = user_q[a][0]
+            f = f_cache.get(a, 0.0)
+            pm_fc[a] = f
+            age = lz_tw[0] - eligible[p]
+            pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
+            lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
+            lz_nexp[a] = pass_no + lz_w
+            lz_evald.append(a)
+            return f
         d_p = lz_d[0]
         p = user_q[a][0]
         if shares_parent[a]:
@@ -471,6 +487,26 @@ def simulate(
         lz_evald.append(a)
         return f
 
+    def ft_drop(changed: Mapping[int, float]) -> None:
+        """Fair Tree, `pm` mode: the associations whose F a ranking changed lose their bounds
+        (now, if this pass's bounds are set; else when they are: ft_chg)."""
+        if lz_pass[0] != pass_no:
+            ft_chg.extend(changed)
+            return
+        b = pm_b[0]
+        bh = lz_bh
+        for a in changed:
+            if lz_cur[a] != 0:
+                uq = user_q[a]
+                if uq and uq[0] < b:
+                    lb = umax_k + uq[0]
+                    lz_cur[a] = lb
+                    heappush(bh, lb)
+                else:
+                    lz_cur[a] = 0
+
+    ft_chg: list[int] = []  # Fair Tree: associations whose F changed before this pass's bounds were set
+
     def lz_setup(t: float) -> None:
         """A lazy pass (after its walk): the bounds of the pending associations' first keys."""
         lz_pass[0] = pass_no
@@ -478,21 +514,24 @@ def simulate(
         inval = lz_inval[0]
         lz_inval[0] = False
         cm = bill_cap + pad_rate + pulse_rate
-        if cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
+        if fair_tree:  # (F from the ranks: neither d nor the charges bound it; ft_drop)
+            pass
+        elif cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
             inval = True
             lz_cm[0] = cm * 2.0
         elif cm * 4.0 < lz_cm[0]:  # (the bounds from here on allow for less: the least of them counts)
             lz_cm[0] = cm * 2.0
-        if damp[0] > lz_dref[0]:  # (a bound holds while d is at most the d it was formed with)
+        if damp[0] > lz_dref[0] and not fair_tree:  # (a bound holds while d is at most the d it was formed with)
             inval = True
         lz_dref[0] = damp[0]  # (the least d of the bounds from here on)
         if t - lz_last[0] > (pass_no - lz_last[1]) * P + 1e-6:  # (passes skipped: an idle machine)
             inval = True
         lz_last[0] = t
         lz_last[1] = float(pass_no)
-        den = G * lz_gw  # (0 when it underflows: no bound on root's growth, none from usage)
-        rmax = (lz_root[-1] + lz_cm[0] * P * lz_w / den) * (1.0 + 1e-9) if den > 0 else INF
-        lz_rho[0] = snap_val[0] / rmax * (1.0 - 1e-9) if 0 < rmax < INF else 0.0
+        if not fair_tree:
+            den = G * lz_gw  # (0 when it underflows: no bound on root's growth, none from usage)
+            rmax = (lz_root[-1] + lz_cm[0] * P * lz_w / den) * (1.0 + 1e-9) if den > 0 else INF
+            lz_rho[0] = snap_val[0] / rmax * (1.0 - 1e-9) if 0 < rmax < INF else 0.0
         lz_tw[0] = t + lz_w * P
         bh = lz_bh
         b = pm_b[0]
@@ -501,6 +540,7 @@ def simulate(
             del lz_exq[:]
             del lz_evald[:]
             del lz_new[:]
+            del ft_chg[:]
             for kp in pend_l:  # (in index order: a heap already)
                 lb = umax_k + (kp >> PS)
                 lz_cur[kp & PM] = lb
@@ -525,6 +565,15 @@ def simulate(
                 lz_cur[a] = lb
                 heappush(bh, lb)
         del lz_new[:]
+        for a in ft_chg:  # (Fair Tree: F changed by this pass's ranking, after those bounds were formed)
+            uq = user_q[a]
+            if uq and uq[0] < b:
+                lb = umax_k + uq[0]
+                lz_cur[a] = lb
+                heappush(bh, lb)
+            else:
+                lz_cur[a] = 0
+        del ft_chg[:]
         while ex and ex[0][0] < pass_no:
             lb = heappop(ex)[1]
             a = job_assoc[lb & QM]
