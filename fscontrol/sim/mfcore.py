@@ -386,7 +386,7 @@ def simulate(
     cls: dict[tuple[int, int, float], list[int]] = {}
     in_es = [False] * n
     # Lazy passes (`pm`): the walk only charges, and records root after each running job's charge
-    # and the charges (lz_root, lz_xs); a pending user's F at the pass is computed when first read
+    # and each charged user's usage after it (lz_root, lz_ap, lz_av); a pending user's F at the pass is computed when first read
     # (lz_eval: the same operations on the same values as the walk's). The heap of the associations'
     # first keys is filled on demand from lz_bh, a heap of lower bounds on those keys: each
     # evaluated association's bound holds for the next LZ_W passes (F can rise only as root's usage
@@ -398,7 +398,11 @@ def simulate(
     lz_pass = [-1]  # the pass whose F are lazy (pass_no when the last pass was one)
     lz_runs: list[int] = []
     lz_root: list[float] = []
-    lz_xs: list[float] = []
+    # each association's usage after each of its charges in the walk (as the walk left S[a]): the
+    # walk's positions (index in lz_runs) and the values, for the pass lz_as[a] (lz_eval bisects)
+    lz_as = [-1] * na
+    lz_ap: list[list[int]] = [[] for _ in range(na)]
+    lz_av: list[list[float]] = [[] for _ in range(na)]
     lz_d = [prio.damping]  # d at the pass
     fc_gen = [0]  # f_cache's clears since the start (d changed); lz_gen: at the lazy pass
     lz_gen = [0]
@@ -410,6 +414,15 @@ def simulate(
     lz_next = [0] * na
     lz_nexp = [0] * na
     lz_exq: list[tuple[int, int]] = []  # (last pass, bound) of the bounds in lz_bh
+    # the bound on F behind each association's bound (pm_first_fit's, for any of its jobs), good
+    # through pass lz_fbx[a] while no pass dropped every bound since (lz_fbg[a] == lz_igen[0]) and,
+    # Fair Tree, no ranking changed its F (ft_drop). (Those two checks are belt and braces: a
+    # dropped bound is replaced by the largest priority, and pm_top, which runs before any pick at
+    # a pass, keys every such association first, so it is keyed at the pass when a pick reads it.)
+    lz_fb = [1.0] * na
+    lz_fbx = [-1] * na
+    lz_fbg = [0] * na
+    lz_igen = [0]
     lz_cm = [0.0]  # the charge a second the bounds allow for (the most so far; a larger one: dropped)
     lz_dref = [0]  # the least d they were formed with (a larger d: dropped)
     lz_rho = [0.0]  # this pass's bounds: UE >= UE now x lz_rho over the window
@@ -445,6 +458,9 @@ def simulate(
             lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
             lz_nexp[a] = pass_no + lz_w
             lz_evald.append(a)
+            lz_fb[a] = f
+            lz_fbx[a] = pass_no + lz_w
+            lz_fbg[a] = lz_igen[0]
             return f
         d_p = lz_d[0]
         p = user_q[a][0]
@@ -459,9 +475,10 @@ def simulate(
             root = lz_root[j]
             if usp[a] == pass_no:
                 x = usv[a]
-                for q in range(j):
-                    if job_assoc[lr[q]] == a:
-                        x = x + lz_xs[q]
+                if lz_as[a] == pass_no:  # (its usage after its last charge before that job)
+                    m = bisect_left(lz_ap[a], j)
+                    if m:
+                        x = lz_av[a][m - 1]
             else:
                 x = S[a]
             ue_fs = acct_ue(fsp_ix[a])
@@ -480,6 +497,9 @@ def simulate(
         if fc_gen[0] == lz_gen[0]:
             f_cache[a] = f
         fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / d_p) if ns > 0 else 0.0
+        lz_fb[a] = fb
+        lz_fbx[a] = pass_no + lz_w
+        lz_fbg[a] = lz_igen[0]
         age = lz_tw[0] - eligible[p]
         pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
         lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
@@ -490,6 +510,8 @@ def simulate(
     def ft_drop(changed: Mapping[int, float]) -> None:
         """Fair Tree, `pm` mode: the associations whose F a ranking changed lose their bounds
         (now, if this pass's bounds are set; else when they are: ft_chg)."""
+        for a in changed:
+            lz_fbx[a] = -1
         if lz_pass[0] != pass_no:
             ft_chg.extend(changed)
             return
@@ -536,6 +558,7 @@ def simulate(
         bh = lz_bh
         b = pm_b[0]
         if inval:
+            lz_igen[0] += 1
             del bh[:]
             del lz_exq[:]
             del lz_evald[:]
@@ -672,10 +695,32 @@ def simulate(
                     best = kq
             first = idx[:nb]
             first.reverse()  # (a dict keeps the last value given for a key: each association's least index)
+            # an association keyed at this pass: its candidate's key; another: a lower bound on it,
+            # from its bound on F (lz_fb, else F <= 1) and the job's age now, keyed only while its
+            # bound comes before the least key so far (in the order of the bounds)
+            lbs: list[int] = []
+            tp = pm_t[0]
             for i in dict(zip(map(job_assoc.__getitem__, first), first)).values():
-                kq = pm_key(i)
-                if best == 0 or kq < best:
-                    best = kq
+                a = job_assoc[i]
+                if a in pm_wfx:
+                    kq = pm_key(i)
+                    if best == 0 or kq < best:
+                        best = kq
+                else:
+                    fb = lz_fb[a] if lz_fbx[a] >= pass_no and lz_fbg[a] == lz_igen[0] else 1.0
+                    age = tp - eligible[i]
+                    pb = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
+                    lb = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + i
+                    if best == 0 or lb < best:
+                        lbs.append(lb)
+            if lbs:
+                lbs.sort()
+                for lb in lbs:
+                    if best != 0 and lb > best:
+                        break
+                    kq = pm_key(lb & QM)
+                    if best == 0 or kq < best:
+                        best = kq
             return best & QM
         # many: the queue in order (the associations' pending jobs merged, and the tail) until one fits
         while lz_bh:  # (every association's first key now)
@@ -1248,8 +1293,7 @@ def simulate(
                 lrt = lz_root
                 del lrt[:]
                 lrt.append(root)
-                lx = lz_xs
-                del lx[:]
+                q = 0
                 for r in runs:
                     st = start[r]
                     if st < lp:  # (a full interval)
@@ -1261,7 +1305,16 @@ def simulate(
                     if usp[b] != pass_no:  # (its usage as the walk began: lz_eval)
                         usp[b] = pass_no
                         usv[b] = S[b]
-                    S[b] = S[b] + xs
+                    sb = S[b] + xs
+                    S[b] = sb
+                    if lz_as[b] != pass_no:
+                        lz_as[b] = pass_no
+                        lz_ap[b] = [q]
+                        lz_av[b] = [sb]
+                    else:
+                        lz_ap[b].append(q)
+                        lz_av[b].append(sb)
+                    q += 1
                     c = mid1[b]
                     if c >= 0:
                         if snap_pass[c] != pass_no:
@@ -1276,7 +1329,6 @@ def simulate(
                             S[c] = S[c] + xs
                     root += xs
                     lrt.append(root)
-                    lx.append(xs)
                 k = nr
                 lz_d[0] = d_now
             for kp in pend:
