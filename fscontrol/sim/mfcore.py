@@ -1307,10 +1307,14 @@ def simulate(
                         usv[b] = S[b]
                     sb = S[b] + xs
                     S[b] = sb
-                    if lz_as[b] != pass_no:
+                    if lz_as[b] != pass_no:  # (the lists kept: no allocation a pass)
                         lz_as[b] = pass_no
-                        lz_ap[b] = [q]
-                        lz_av[b] = [sb]
+                        ap = lz_ap[b]
+                        del ap[:]
+                        ap.append(q)
+                        av = lz_av[b]
+                        del av[:]
+                        av.append(sb)
                     else:
                         lz_ap[b].append(q)
                         lz_av[b].append(sb)
