@@ -356,7 +356,7 @@ def simulate(
                     return True
         return False
 
-    # The queue in order without its keys (`pm`: EASY, the presets' priorities, classic, no gate):
+    # The queue in order without its keys (`pm`: EASY, the presets' priorities, no gate; classic or Fair Tree):
     # at a pass every pending job's priority changes, but within an association its jobs keep their
     # order (the same F, an age that falls with the index, a static part the same for all: the
     # integer priority does not rise with the index, ties go by index). The queue is then the merge
