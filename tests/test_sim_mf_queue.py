@@ -9,7 +9,10 @@ records and counters, identical (repr of the whole run). Both ways of picking th
 backfills are run (mfcore.PM_ENUM: 0, the queue walked in order; large, the candidates keyed), and
 the mode taken at every pass or switched in and out often (mfcore.PM_QUEUE_ON/OFF), on
 overloaded logs (arrivals 2x and 4x faster: long queues, many backfill picks) and random
-overloaded workloads with several accounts and users. The compiled engine too where it is built."""
+overloaded workloads with several accounts and users. Fair Tree too (the SDSC prefix and the random
+trees): its F from the ranker, each association's bound held while the ranker leaves its F as it
+was (a ranking that changes it drops the bound: mfcore's ft_drop). The compiled engine too where
+it is built."""
 
 from __future__ import annotations
 
@@ -71,7 +74,7 @@ def _same(runs) -> None:
 
 
 @pytest.mark.parametrize("mod", _engines(), ids=lambda m: m.__name__)
-@pytest.mark.parametrize("policy", ["mf-classic", "mf-classic+hybrid"])
+@pytest.mark.parametrize("policy", ["mf-classic", "mf-classic+hybrid", "mf-fairtree"])
 @pytest.mark.parametrize("factor", [1.0, 2.0, 4.0])
 def test_sdsc_prefix_same_schedule_with_the_merged_queue(monkeypatch, mod, policy, factor):
     w = compressed(read_swf(SWF, limit=4000), factor)
@@ -164,13 +167,14 @@ def random_tree_workload(seed: int):
 
 
 @pytest.mark.parametrize("mod", _engines(), ids=lambda m: m.__name__)
+@pytest.mark.parametrize("fair_tree", [False, True], ids=["classic", "fairtree"])
 @pytest.mark.parametrize("seed", range(10))
-def test_random_tree_same_schedule_with_the_merged_queue(monkeypatch, mod, seed):
+def test_random_tree_same_schedule_with_the_merged_queue(monkeypatch, mod, fair_tree, seed):
     w, rows, usage = random_tree_workload(seed)
     rng = random.Random(2000 + seed)
     prio = PriorityConfig(weight_age=float(rng.choice([1000, 5000])), weight_fairshare=float(rng.choice([10000, 100000])),
                           max_age_s=float(rng.choice([600, 3600, 86400])), calc_period_s=float(rng.choice([60, 300])),
-                          half_life_s=float(rng.choice([600, 3600])), damping=rng.choice([1, 3]), fair_tree=False,
+                          half_life_s=float(rng.choice([600, 3600])), damping=rng.choice([1, 3]), fair_tree=fair_tree,
                           limits=rng.choice([True, False]))
     # every other seed with the hybrid controller (d and the dummy's padding change under the queue)
     ctl = ControlSpec("hybrid", u_star=float(rng.choice([10**4, 10**6]))) if seed % 2 else None

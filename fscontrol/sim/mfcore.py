@@ -253,6 +253,8 @@ def simulate(
             changed = ft_ranker.update(vals, ft_touched)
         if changed:
             f_cache.update(changed)
+            if pm_on[0]:
+                ft_drop(changed)
 
     def ft_settle() -> None:
         vals = ft_due[0]
@@ -355,7 +357,7 @@ def simulate(
                     return True
         return False
 
-    # The queue in order without its keys (`pm`: EASY, the presets' priorities, classic, no gate):
+    # The queue in order without its keys (`pm`: EASY, the presets' priorities, no gate; classic or Fair Tree):
     # at a pass every pending job's priority changes, but within an association its jobs keep their
     # order (the same F, an age that falls with the index, a static part the same for all: the
     # integer priority does not rise with the index, ties go by index). The queue is then the merge
@@ -365,7 +367,7 @@ def simulate(
     # EASY reads the order from it and the tail (pm_top), and finds the first job that can backfill
     # from the queued jobs' sizes and limits (pm_first_fit), so no pass sorts the whole queue. In
     # this mode qkeys holds one entry a queued job (its length and truth are read; not its order).
-    pm = PM_ON and probe_ok and not fair_tree and bool(wa) and max_age > 0 and bool(wf)
+    pm = PM_ON and probe_ok and bool(wa) and max_age > 0 and bool(wf)
     if pm:
         s0 = static[0] if n else 0.0
         pm = all(x == s0 for x in static) and all(submit[i] <= submit[i + 1] for i in range(n - 1))
@@ -385,7 +387,7 @@ def simulate(
     cls: dict[tuple[int, int, float], list[int]] = {}
     in_es = [False] * n
     # Lazy passes (`pm`): the walk only charges, and records root after each running job's charge
-    # and the charges (lz_root, lz_xs); a pending user's F at the pass is computed when first read
+    # and each charged user's usage after it (lz_root, lz_ap, lz_av); a pending user's F at the pass is computed when first read
     # (lz_eval: the same operations on the same values as the walk's). The heap of the associations'
     # first keys is filled on demand from lz_bh, a heap of lower bounds on those keys: each
     # evaluated association's bound holds for the next LZ_W passes (F can rise only as root's usage
@@ -397,7 +399,11 @@ def simulate(
     lz_pass = [-1]  # the pass whose F are lazy (pass_no when the last pass was one)
     lz_runs: list[int] = []
     lz_root: list[float] = []
-    lz_xs: list[float] = []
+    # each association's usage after each of its charges in the walk (as the walk left S[a]): the
+    # walk's positions (index in lz_runs) and the values, for the pass lz_as[a] (lz_eval bisects)
+    lz_as = [-1] * na
+    lz_ap: list[list[int]] = [[] for _ in range(na)]
+    lz_av: list[list[float]] = [[] for _ in range(na)]
     lz_d = [prio.damping]  # d at the pass
     fc_gen = [0]  # f_cache's clears since the start (d changed); lz_gen: at the lazy pass
     lz_gen = [0]
@@ -409,6 +415,15 @@ def simulate(
     lz_next = [0] * na
     lz_nexp = [0] * na
     lz_exq: list[tuple[int, int]] = []  # (last pass, bound) of the bounds in lz_bh
+    # the bound on F behind each association's bound (pm_first_fit's, for any of its jobs), good
+    # through pass lz_fbx[a] while no pass dropped every bound since (lz_fbg[a] == lz_igen[0]) and,
+    # Fair Tree, no ranking changed its F (ft_drop). (Those two checks are belt and braces: a
+    # dropped bound is replaced by the largest priority, and pm_top, which runs before any pick at
+    # a pass, keys every such association first, so it is keyed at the pass when a pick reads it.)
+    lz_fb = [1.0] * na
+    lz_fbx = [-1] * na
+    lz_fbg = [0] * na
+    lz_igen = [0]
     lz_cm = [0.0]  # the charge a second the bounds allow for (the most so far; a larger one: dropped)
     lz_dref = [0]  # the least d they were formed with (a larger d: dropped)
     lz_rho = [0.0]  # this pass's bounds: UE >= UE now x lz_rho over the window
@@ -430,7 +445,24 @@ def simulate(
         """Association a's F at the last pass (a lazy one), as the walk would have computed it when it
         met a's first pending job (root then from lz_root; a's usage as the walk began plus its
         charges before that job); kept for the pass (pm_fc, ue_user, f_cache unless d changed since),
-        and a bound on a's first key for the next passes (lz_next)."""
+        and a bound on a's first key for the next passes (lz_next). Fair Tree: a's F from the
+        ranker (ranked first if the pass left it due), and a bound that holds while that F does
+        (a ranking that changes it drops the bound: ft_drop)."""
+        if fair_tree:
+            if ft_due[0] is not None:
+                ft_settle()
+            p = user_q[a][0]
+            f = f_cache.get(a, 0.0)
+            pm_fc[a] = f
+            age = lz_tw[0] - eligible[p]
+            pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
+            lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
+            lz_nexp[a] = pass_no + lz_w
+            lz_evald.append(a)
+            lz_fb[a] = f
+            lz_fbx[a] = pass_no + lz_w
+            lz_fbg[a] = lz_igen[0]
+            return f
         d_p = lz_d[0]
         p = user_q[a][0]
         if shares_parent[a]:
@@ -444,9 +476,10 @@ def simulate(
             root = lz_root[j]
             if usp[a] == pass_no:
                 x = usv[a]
-                for q in range(j):
-                    if job_assoc[lr[q]] == a:
-                        x = x + lz_xs[q]
+                if lz_as[a] == pass_no:  # (its usage after its last charge before that job)
+                    m = bisect_left(lz_ap[a], j)
+                    if m:
+                        x = lz_av[a][m - 1]
             else:
                 x = S[a]
             ue_fs = acct_ue(fsp_ix[a])
@@ -465,12 +498,37 @@ def simulate(
         if fc_gen[0] == lz_gen[0]:
             f_cache[a] = f
         fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / d_p) if ns > 0 else 0.0
+        lz_fb[a] = fb
+        lz_fbx[a] = pass_no + lz_w
+        lz_fbg[a] = lz_igen[0]
         age = lz_tw[0] - eligible[p]
         pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
         lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
         lz_nexp[a] = pass_no + lz_w
         lz_evald.append(a)
         return f
+
+    def ft_drop(changed: Mapping[int, float]) -> None:
+        """Fair Tree, `pm` mode: the associations whose F a ranking changed lose their bounds
+        (now, if this pass's bounds are set; else when they are: ft_chg)."""
+        for a in changed:
+            lz_fbx[a] = -1
+        if lz_pass[0] != pass_no:
+            ft_chg.extend(changed)
+            return
+        b = pm_b[0]
+        bh = lz_bh
+        for a in changed:
+            if lz_cur[a] != 0:
+                uq = user_q[a]
+                if uq and uq[0] < b:
+                    lb = umax_k + uq[0]
+                    lz_cur[a] = lb
+                    heappush(bh, lb)
+                else:
+                    lz_cur[a] = 0
+
+    ft_chg: list[int] = []  # Fair Tree: associations whose F changed before this pass's bounds were set
 
     def lz_setup(t: float) -> None:
         """A lazy pass (after its walk): the bounds of the pending associations' first keys."""
@@ -479,29 +537,34 @@ def simulate(
         inval = lz_inval[0]
         lz_inval[0] = False
         cm = bill_cap + pad_rate + pulse_rate
-        if cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
+        if fair_tree:  # (F from the ranks: neither d nor the charges bound it; ft_drop)
+            pass
+        elif cm > lz_cm[0]:  # (a bound holds while the charge a second is at most the one it allowed for)
             inval = True
             lz_cm[0] = cm * 2.0
         elif cm * 4.0 < lz_cm[0]:  # (the bounds from here on allow for less: the least of them counts)
             lz_cm[0] = cm * 2.0
-        if damp[0] > lz_dref[0]:  # (a bound holds while d is at most the d it was formed with)
+        if damp[0] > lz_dref[0] and not fair_tree:  # (a bound holds while d is at most the d it was formed with)
             inval = True
         lz_dref[0] = damp[0]  # (the least d of the bounds from here on)
         if t - lz_last[0] > (pass_no - lz_last[1]) * P + 1e-6:  # (passes skipped: an idle machine)
             inval = True
         lz_last[0] = t
         lz_last[1] = float(pass_no)
-        den = G * lz_gw  # (0 when it underflows: no bound on root's growth, none from usage)
-        rmax = (lz_root[-1] + lz_cm[0] * P * lz_w / den) * (1.0 + 1e-9) if den > 0 else INF
-        lz_rho[0] = snap_val[0] / rmax * (1.0 - 1e-9) if 0 < rmax < INF else 0.0
+        if not fair_tree:
+            den = G * lz_gw  # (0 when it underflows: no bound on root's growth, none from usage)
+            rmax = (lz_root[-1] + lz_cm[0] * P * lz_w / den) * (1.0 + 1e-9) if den > 0 else INF
+            lz_rho[0] = snap_val[0] / rmax * (1.0 - 1e-9) if 0 < rmax < INF else 0.0
         lz_tw[0] = t + lz_w * P
         bh = lz_bh
         b = pm_b[0]
         if inval:
+            lz_igen[0] += 1
             del bh[:]
             del lz_exq[:]
             del lz_evald[:]
             del lz_new[:]
+            del ft_chg[:]
             for kp in pend_l:  # (in index order: a heap already)
                 lb = umax_k + (kp >> PS)
                 lz_cur[kp & PM] = lb
@@ -526,6 +589,15 @@ def simulate(
                 lz_cur[a] = lb
                 heappush(bh, lb)
         del lz_new[:]
+        for a in ft_chg:  # (Fair Tree: F changed by this pass's ranking, after those bounds were formed)
+            uq = user_q[a]
+            if uq and uq[0] < b:
+                lb = umax_k + uq[0]
+                lz_cur[a] = lb
+                heappush(bh, lb)
+            else:
+                lz_cur[a] = 0
+        del ft_chg[:]
         while ex and ex[0][0] < pass_no:
             lb = heappop(ex)[1]
             a = job_assoc[lb & QM]
@@ -624,10 +696,32 @@ def simulate(
                     best = kq
             first = idx[:nb]
             first.reverse()  # (a dict keeps the last value given for a key: each association's least index)
+            # an association keyed at this pass: its candidate's key; another: a lower bound on it,
+            # from its bound on F (lz_fb, else F <= 1) and the job's age now, keyed only while its
+            # bound comes before the least key so far (in the order of the bounds)
+            lbs: list[int] = []
+            tp = pm_t[0]
             for i in dict(zip(map(job_assoc.__getitem__, first), first)).values():
-                kq = pm_key(i)
-                if best == 0 or kq < best:
-                    best = kq
+                a = job_assoc[i]
+                if a in pm_wfx:
+                    kq = pm_key(i)
+                    if best == 0 or kq < best:
+                        best = kq
+                else:
+                    fb = lz_fb[a] if lz_fbx[a] >= pass_no and lz_fbg[a] == lz_igen[0] else 1.0
+                    age = tp - eligible[i]
+                    pb = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
+                    lb = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + i
+                    if best == 0 or lb < best:
+                        lbs.append(lb)
+            if lbs:
+                lbs.sort()
+                for lb in lbs:
+                    if best != 0 and lb > best:
+                        break
+                    kq = pm_key(lb & QM)
+                    if best == 0 or kq < best:
+                        best = kq
             return best & QM
         # many: the queue in order (the associations' pending jobs merged, and the tail) until one fits
         while lz_bh:  # (every association's first key now)
@@ -1150,8 +1244,7 @@ def simulate(
                 lrt = lz_root
                 del lrt[:]
                 lrt.append(root)
-                lx = lz_xs
-                del lx[:]
+                q = 0
                 for r in runs:
                     st = start[r]
                     if st < lp:  # (a full interval)
@@ -1163,7 +1256,20 @@ def simulate(
                     if usp[b] != pass_no:  # (its usage as the walk began: lz_eval)
                         usp[b] = pass_no
                         usv[b] = S[b]
-                    S[b] = S[b] + xs
+                    sb = S[b] + xs
+                    S[b] = sb
+                    if lz_as[b] != pass_no:  # (the lists kept: no allocation a pass)
+                        lz_as[b] = pass_no
+                        ap = lz_ap[b]
+                        del ap[:]
+                        ap.append(q)
+                        av = lz_av[b]
+                        del av[:]
+                        av.append(sb)
+                    else:
+                        lz_ap[b].append(q)
+                        lz_av[b].append(sb)
+                    q += 1
                     c = mid1[b]
                     if c >= 0:
                         if snap_pass[c] != pass_no:
@@ -1178,7 +1284,6 @@ def simulate(
                             S[c] = S[c] + xs
                     root += xs
                     lrt.append(root)
-                    lx.append(xs)
                 k = nr
                 lz_d[0] = d_now
             for kp in pend:
