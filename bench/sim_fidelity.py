@@ -7,7 +7,10 @@ under time limits a minute or two longer) is submitted to the testbed's slurmctl
 node of 128 CPUs, or with `--nodes N` N nodes of 128/N, one slurmd each on this host: a new
 testbed folder, as a testbed keeps the nodes it was made with), captured (`capture --history`, with
 the decay passes' phase and SchedulerParameters), replayed (`simulate CAPTURE`, the capture's
-own config) and compared job by job (fscontrol.sim.fidelity). Opt-in: ~10 minutes per run.
+own config) and compared job by job (fscontrol.sim.fidelity). During the run, after every decay
+pass, sshare's RawUsage and sprio's F (one probe job per association, pending in the DOWN
+partition `parked`) are read into the capture's passes.json; the replay's own F at those passes,
+on its own schedule, is compared with them (fscontrol.sim.passfidelity). Opt-in: ~10 minutes per run.
 Figures and the command in docs/simulator-fidelity.md.
 
     sudo FSCONTROL_TESTBED_DIR=/tmp/tb-x FSCONTROL_TESTBED_PORT_OFFSET=N \\
@@ -30,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from fscontrol.sim import fidelity  # noqa: E402
+from fscontrol.sim import fidelity, passfidelity  # noqa: E402
 
 # (user, account) pairs of the testbed's tree, the flat account's users and science's
 # (physics, chem: science has RawShares 2), with how often each submits
@@ -59,7 +62,8 @@ def workload(seed: int, jobs: int = 45, span_s: float = 180.0) -> list[tuple[flo
 
 
 def run_on_testbed(tb, seed: int, algo: str, folder: Path) -> None:
-    from fscontrol.slurm.source import capture
+    from fscontrol.slurm import parse
+    from fscontrol.slurm.source import capture, last_decay_pass
 
     tb.cancel_all()
     if algo == "fairtree":
@@ -68,23 +72,65 @@ def run_on_testbed(tb, seed: int, algo: str, folder: Path) -> None:
         tb.set_priority_flags("NO_FAIR_TREE")
     tb.set_conf(**AGE)
     tb.reset_usage()
+    jobs = workload(seed)
+    # one probe per association of the workload, pending in the DOWN partition `parked`, so sprio
+    # shows its F after every pass (as tests/test_integration_sim_fidelity.py). Submitted more than
+    # the capture's 2-s margin before the first job: outside the workload (own_jobs); pending at
+    # the capture, the replay leaves them out (PartitionDown)
+    probes = {tb.probe(u, a): (a, u) for u, a in sorted({(u, a) for _, u, a, _, _ in jobs})}
+    time.sleep(3)
     # the fair-share factors slurmctld holds are the last pass's until its next: wait for one, or
     # the first jobs get the previous run's (the replay starts from no usage)
     tb.wait_for_pass()
     time.sleep(1)
-    jobs = workload(seed)
+    state = str(tb.dir / "spool" / "ctld")
+    last = last_decay_pass(state)
+    passes: list[dict] = []
+
+    def read_pass() -> None:
+        """After a new decay pass (slurmctld's priority_last_decay_ran moved): sshare's and
+        sprio's text, kept if no other pass fell between the two reads."""
+        nonlocal last
+        now = last_decay_pass(state)
+        if now is None or now == last:
+            return
+        last = now
+        at = time.time()
+        shares = tb.run(*parse.SSHARE_ARGS)
+        prio = tb.run(*parse.SPRIO_ARGS)
+        if last_decay_pass(state) == now:
+            passes.append({"pass": now, "read_at": [at, time.time()], "sshare": shares, "sprio": prio})
+
     t0 = time.time()
     ids = []
-    for off, u, a, cpus, secs in jobs:
-        wait = t0 + off - time.time()
-        if wait > 0:
-            time.sleep(wait)
-        ids.append(tb.submit(u, a, cpus, secs))
+    due = list(jobs)
+    while due:
+        read_pass()
+        while due and t0 + due[0][0] <= time.time():
+            _, u, a, cpus, secs = due.pop(0)
+            ids.append(tb.submit(u, a, cpus, secs))
+        time.sleep(0.1)
     print(f"  {len(ids)} jobs submitted in {time.time() - t0:.0f} s; waiting for them to end", flush=True)
     while tb.run("squeue", "-h", "-p", "normal", "-o", "%A").strip():
-        time.sleep(5)
+        for _ in range(10):
+            read_pass()
+            time.sleep(0.5)
     time.sleep(3)
+    read_pass()
     capture(tb.source(), folder, history_s=time.time() - t0 + 2, note=f"sim_fidelity seed {seed} {algo}")
+    tb.run("scancel", *probes, check=False)
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "passes.json").write_text(json.dumps({
+        "note": "sshare's and sprio's text just after each decay pass of the run (bench/sim_fidelity.py), "
+                "the pass's time from slurmctld's StateSaveLocation/priority_last_decay_ran; probes: one job "
+                "per association pending in the DOWN partition parked, so sprio shows its F",
+        "slurm_version": meta.get("slurm_version"),
+        "commands": {"sshare": list(parse.SSHARE_ARGS), "sprio": list(parse.SPRIO_ARGS),
+                     "pass": f"{state}/priority_last_decay_ran"},
+        "probes": {j: list(k) for j, k in probes.items()},
+        "passes": passes,
+    }, indent=1) + "\n")
+    print(f"  {len(passes)} decay passes read (sshare, sprio)", flush=True)
 
 
 def own_jobs(folder: Path, into: Path) -> Path:
@@ -109,7 +155,13 @@ def report(folder: Path) -> dict:
         real = fidelity.real_starts(own)
         sim = fidelity.replay(own)
         c = fidelity.compare(real, sim)
-    print(fidelity.format_compare(c), flush=True)
+        print(fidelity.format_compare(c), flush=True)
+        if (own / "passes.json").is_file():  # F per pass against sprio: the replay's own schedule, then the real starts
+            for given in (False, True):
+                p = passfidelity.compare_passes(own, given_real_starts=given)
+                print(passfidelity.format_passes(p), flush=True)
+                c["f_per_pass" + ("_given_real_starts" if given else "")] = {
+                    k: v for k, v in p.items() if k != "misses"} | {"misses": len(p["misses"])}
     return c
 
 
