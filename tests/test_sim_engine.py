@@ -128,6 +128,10 @@ def test_gate_hold_resets_age_and_nice_keeps_it():
     assert starts(nice)["b2"] == 3600 and starts(nice)["s1"] == 4200
     assert hold.stats["holds"] == 1 and hold.stats["releases"] == 1
     assert nice.stats["nices"] == 1 and nice.stats["unnices"] == 1
+    # each release is followed by an "unmark" (act/gate.py): no scheduler action, counted as none
+    # (the static engine took it for an un-nice: hold mode reported 1 un-nice, mfcore 0)
+    assert hold.stats["nices"] == 0 and hold.stats["unnices"] == 0
+    assert nice.stats["holds"] == 0 and nice.stats["releases"] == 0
 
 
 def test_policy_validation_and_presets():

@@ -567,12 +567,14 @@ def simulate(
                 enqueue(i)
                 ledger.add(i)
                 out.nices += 1
-            else:
+            elif a.kind == "unnice":
                 dequeue(i)
                 nice[i] = 0
                 enqueue(i)
                 ledger.discard(i)
                 out.unnices += 1
+            # "unmark" clears the agent's AdminComment: nothing the scheduler sees (as mfcore.gate_tick;
+            # it was taken for an un-nice here, so a hold mode's every release counted one)
         return bool(plan.actions), bool(plan.deferred)
 
     def _qjob(i: int, state: str, reason: str, t: float) -> QueueJob:
