@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import sqlite3
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from fscontrol.act import executor
 from fscontrol.agent import diagnose, fitting, publishing, quota
@@ -633,16 +633,16 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
         if trim_top and len(trim_top) >= 2:
             # the trim read the top-level accounts a second before the pass: one of them no job
             # touched in that second gives root's usage at the pass exactly (no job's end time needed)
-            by_accounts = _root_used_by_accounts([(a, "", 1, raw_a, None) for a, raw_a in trim_top.items()], snap)
+            by_accounts = _root_used_by_accounts(trim_top, snap)
             if by_accounts is not None:
                 return previous["s_ref"] * snap.config.damping_factor * by_accounts, snap.taken_at
-    by_accounts = _root_used_by_accounts(before, snap)
+    by_accounts = _root_used_by_accounts({a: float(raw) for a, u, depth, raw, _ in before if not u and depth == 1}, snap)
     if by_accounts is not None and by_accounts > used:
         used = by_accounts  # a job ended after the last read but before the pass (in the pass's own second)
     return previous["s_ref"] * snap.config.damping_factor * used, snap.taken_at
 
 
-def _root_used_by_accounts(before: list[tuple], snap: Snapshot, min_effective: float = 0.01) -> float | None:
+def _root_used_by_accounts(raw_before: Mapping[str, float], snap: Snapshot, min_effective: float = 0.01) -> float | None:
     """Root's usage as the pass used it, read from the top-level accounts (issue 30 item 2): a
     classic pass sets each account's EffectvUsage to its RawUsage over root's, both as they stand
     when the pass starts (priority_multifactor.c: _set_children_usage_efctv runs before the decay
@@ -652,12 +652,11 @@ def _root_used_by_accounts(before: list[tuple], snap: Snapshot, min_effective: f
     top-level accounts (not FairShare=parent; EffectvUsage >= `min_effective`, where sshare's six
     decimals are within 0.005 points) is a lower bound that is exact as soon as one account had no
     job ending in those seconds; it needs no job's end time, whose whole second cannot tell a job
-    that ended just before the pass from one that ended just after. `before`: the read's
-    (account, user, depth, raw_usage, effective_usage) rows. None under Fair Tree or depth
+    that ended just before the pass from one that ended just after. `raw_before`: each top-level
+    account's RawUsage at that read (the trim's, or the control tick's snapshot). None under Fair Tree or depth
     oblivious (another EffectvUsage), or without such an account."""
     if snap.config.mode != "classic":
         return None
-    raw_before = {a: float(raw) for a, u, depth, raw, _ in before if not u and depth == 1}
     best = None
     for r in snap.shares:
         if r.depth != 1 or r.user or r.shares_parent or r.effective_usage is None or r.effective_usage < min_effective:
