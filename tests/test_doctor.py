@@ -550,3 +550,49 @@ def test_max_tres_gres_before_25_05(tmp_path, version, file_flags, shown, warned
         line = found[0].line()
         assert line.startswith("WARNING max-tres-gres: ") and f"Slurm {version}" in line and "-> fix: " in line
         assert "\n" not in line
+
+
+def test_damping_set_by_an_agent_whose_history_is_not_read_is_not_undone(tmp_path):
+    """Issue 30 (an outside tester): `doctor` with a fresh config, during a running agent's run,
+    advised the `scontrol fsdampeningfactor` that would undo the agent's d. With the trace persist
+    leaves (slurm.conf.fscontrol-original) it names the agent and advises no change of d; without
+    it, the fix puts "run the doctor with the agent's config" first and says where it looked."""
+    s = _survey(tmp_path, config={"FairShareDampeningFactor": "23"})
+    damping = Intent(method="hybrid")
+    signed = dict(conf_damping="37", conf_read=True, conf_path="/etc/slurm/slurm.conf",
+                  agent_history="/var/lib/fscontrol/history.db",
+                  agent_sign="/etc/slurm/slurm.conf.fscontrol-original exists")
+    found = checks.check(dataclasses.replace(s, **signed), damping)
+    assert [(f.check, f.severity) for f in found] == [("damping-agent-unseen", "warning")]
+    assert "scontrol fsdampeningfactor" not in found[0].fix
+    assert "looked in /var/lib/fscontrol/history.db" in found[0].message
+    plain = checks.check(dataclasses.replace(s, **dict(signed, agent_sign=None)), damping)
+    assert [f.check for f in plain] == ["damping-by-hand"]
+    assert plain[0].fix.startswith("if an fscontrol agent with another history controls d, run the doctor with its config")
+    assert "looked in /var/lib/fscontrol/history.db" in plain[0].message
+
+
+def test_diagnose_finds_the_persisted_original_beside_slurm_conf(tmp_path):
+    """diagnose() reads the trace itself: the pre-agent copy beside the slurm.conf it read; the
+    check then names the agent and advises no `scontrol fsdampeningfactor`."""
+    from fscontrol.agent import diagnose as dg
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c1\nFairShareDampeningFactor=37\n")
+    from fscontrol.agent import config
+
+    source = RecordedSlurm(_sample(tmp_path, config={"FairShareDampeningFactor": "23"}))
+    cfg_path = tmp_path / "c.toml"
+    cfg_path.write_text('[clusters.tbcluster]\ntarget_core_hours = 10\nmethod = "hybrid"\npadding_mode = "steady"\n')
+    cfg = config.load(cfg_path)
+
+    s, found = dg.diagnose(source, cfg, db_path=tmp_path / "none.db", slurm_conf=str(conf))
+    assert s.agent_sign is None and s.agent_history == str(tmp_path / "none.db")
+    (tmp_path / "slurm.conf.fscontrol-original").write_text("ClusterName=c1\n")
+    s, found = dg.diagnose(source, cfg, db_path=tmp_path / "none.db", slurm_conf=str(conf))
+    assert s.agent_sign and "slurm.conf.fscontrol-original exists" in s.agent_sign
+    # (a recorded source reads no slurm.conf: the file's d, and the check on it, on the testbed:
+    # tests/test_integration_doctor.py test_damping_by_hand_and_reverted)
+    found = checks.check(dataclasses.replace(s, conf_damping="37", conf_read=True), Intent(method="hybrid"))
+    hit = [f for f in found if f.check.startswith("damping-")]
+    assert [f.check for f in hit] == ["damping-agent-unseen"] and "scontrol fsdampeningfactor" not in hit[0].fix

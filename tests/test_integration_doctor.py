@@ -332,6 +332,15 @@ def test_damping_by_hand_and_reverted(slurm, tmp_path):
     try:
         slurm.scontrol("fsdampeningfactor", "7")
         assert _checks(slurm, cfg) == {"damping-by-hand": "warning"}
+        # the pre-agent copy persist keeps beside slurm.conf: an agent whose history this doctor
+        # does not read owns d; it must not advise setting d back (issue 30, an outside tester)
+        original = Path(str(slurm.conf.resolve()) + ".fscontrol-original")
+        original.write_bytes(slurm.conf.read_bytes())
+        try:
+            _, f = diagnose(slurm.source(), cfg)
+            assert [x.check for x in f] == ["damping-agent-unseen"] and "scontrol fsdampeningfactor" not in f[0].fix
+        finally:
+            original.unlink()
         # the agent's own action (as its executor records it), then a reconfigure, as config
         # management runs one: slurmctld is back at slurm.conf's d
         db_path = tmp_path / "h.db"

@@ -93,6 +93,12 @@ def test_control_off_puts_everything_back(slurm, tmp_path):
         after = _state(slurm)
         for key in before:
             assert after[key] == before[key], key
+        # status says so (issue 30, an outside tester: it still said "control applied", with the
+        # snapshot's d, while slurmctld had the d put back): off, since when, and slurmctld's d
+        st = _fscontrol(slurm, "status", "-c", str(cfg))
+        assert st.returncode == 0, st.stderr
+        assert "control applied" not in st.stdout and "control off since " in st.stdout, st.stdout
+        assert f"damping factor d={_d(slurm)}" in st.stdout and f"d is {_d(slurm)}" in st.stdout, st.stdout
 
         again = _fscontrol(slurm, "tick", "-c", str(cfg), "--apply")  # off stays off
         assert again.returncode == 0, again.stderr

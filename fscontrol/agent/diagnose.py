@@ -51,8 +51,16 @@ def diagnose(source, cfg=None, db_path: str | Path | None = None,
     name = cluster or pre.config.get("ClusterName")
     if cc is not None and cluster is None and cfg.clusters:
         cc = cfg.cluster(name)
-    d = agent_damping(db_path or (cfg.db if cfg is not None else None), name)
-    s = dataclasses.replace(pre, agent_damping=d)
+    from fscontrol.act import lock, slurmconf
+
+    history = Path(db_path) if db_path else lock.agent_history(cfg)  # the config's agent.db, else root's agent's
+    d = agent_damping(history, name)
+    sign = None
+    if d is None and pre.conf_path:
+        original = slurmconf.original_path(pre.conf_path)
+        if Path(original).exists():  # the pre-agent copy persist keeps: an agent has owned this file's d line
+            sign = f"{original} exists (an fscontrol agent with persist = true has written this file's d)"
+    s = dataclasses.replace(pre, agent_damping=d, agent_history=str(history), agent_sign=sign)
     return s, checks.check(s, checks.Intent.of(cc, cfg.clusters if cfg is not None else ()))
 
 

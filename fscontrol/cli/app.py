@@ -133,7 +133,6 @@ def status(
     from fscontrol.report import table as rtable
     from fscontrol.slurm.parse import gc_paused
     from fscontrol.store import history as store
-    from fscontrol.store import ledger as store_ledger
 
     if helpformat:
         typer.echo(rstatus.format_fields_help())
@@ -152,14 +151,8 @@ def status(
 
                 pipeline.collect(_source(source, cluster), database)
             snap = store.load_snapshot(database, cluster=cluster, running=False)  # status reads no running job
-            cc = cfg.cluster(snap.cluster)
-            data = rstatus.status_data(
-                snap,
-                target_core_hours=ustar if ustar is not None else cc.target_core_hours,
-                dummy=cc.dummy_key,
-                reference=cc.reference_share,
-                control_history=store_ledger.decision_history(database, snap.cluster, 60),
-                total_held=rstatus.holds_total(store_ledger.last_decision(database, snap.cluster), snap.config.damping_factor),
+            data = rstatus.status_of(
+                database, snap, cfg.cluster(snap.cluster), target_core_hours=ustar,
                 only_users=[x for x in (users or "").split(",") if x],
                 only_accounts=[x for x in (accounts or "").split(",") if x],
                 tree=tree,
@@ -263,10 +256,10 @@ def history(
     import time
 
     from fscontrol.agent import config
+    from fscontrol.report import decisions as rdecisions
     from fscontrol.report import historychart
     from fscontrol.report import ticks as rticks
     from fscontrol.store import history as store
-    from fscontrol.model.allocations import parse_period
 
     try:
         for path, opt in ((png, "--png"), (html_out, "--html")):
@@ -275,13 +268,8 @@ def history(
         cfg = config.load(config_path)
         database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
         now = time.time()
-        try:
-            start = float(since)  # a POSIX time; a small number is a duration in seconds
-        except ValueError:
-            start = None
-        if start is None or start < 1e9:
-            start = now - parse_period(since, where="--since")
-        name = cluster or _only_cluster(database)
+        start = rdecisions.period_start(since, now)
+        name = rdecisions.pick_cluster(database, cluster)
         data = rticks.history_data(name, start, now, store.history(database, name, start, now))
         if json_out or png or html_out:
             data["timeline"] = historychart.timeline(database, name, start, now)
@@ -294,13 +282,44 @@ def history(
     typer.echo(json.dumps(data, indent=2) if json_out else rticks.format_history(data))
 
 
-def _only_cluster(database) -> str:
-    from fscontrol.store import history as store
+@app.command()
+def decisions(
+    db: DbOpt = None,
+    cluster: ClusterOpt = None,
+    since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m) or a POSIX time.")] = "1d",
+    json_out: JsonOpt = False,
+    config_path: ConfigOpt = None,
+    parsable: Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|' (as sacct -P).")] = False,
+    noheader: Annotated[bool, typer.Option("--noheader", "-n", help="The table's rows alone, no header lines (as sacct -n).")] = False,
+    fields: Annotated[Optional[str], typer.Option("--format", "-o", help="The table's fields, comma-separated, in any case "
+                                                  "(--helpformat lists them).")] = None,
+    helpformat: Annotated[bool, typer.Option("--helpformat", help="List the fields -o takes, and exit.")] = False,
+) -> None:
+    """The control decisions one by one, oldest first: d before and after, the padding, the
+    halving error the decision read (before acting) and the one it expected at the next decay
+    pass, then that pass's time (slurmctld's own) and the halving Slurm's priorities used at it,
+    with its error against u*, and the actions the decision planned with their outcome. A
+    summary line counts the passes within 1% of u*. -P, -n and -o as sacct's; --json everything."""
+    import time
 
-    names = store.clusters(database)
-    if len(names) != 1:
-        raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
-    return names[0]
+    from fscontrol.agent import config
+    from fscontrol.report import decisions as rdecisions
+    from fscontrol.report.status import format_fields_help
+
+    if helpformat:
+        typer.echo(format_fields_help(rdecisions.FIELDS))
+        return
+    try:
+        cols = rdecisions.fields(fields)
+        cfg = config.load(config_path)
+        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
+        data = rdecisions.decisions_data(database, cluster, since, time.time())
+    except FscontrolError as e:
+        raise _fail(e) from None
+    if json_out:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        _print_lines(rdecisions.decisions_lines(data, cols, parsable=parsable, header=not noheader))
 
 
 @app.command()

@@ -373,6 +373,10 @@ def _tree(shares: tuple[ShareRow, ...], add) -> None:
             "sacctmgr modify user where name=USER account=ACCOUNT set fairshare=1 (or remove the association).")
 
 
+def _looked(s: Survey) -> str:
+    return f"looked in {s.agent_history}" if s.agent_history else "no history named"
+
+
 def _damping(s: Survey, intent: Intent, add) -> None:
     runtime = _int(_Conf(s.config).get("FairShareDampeningFactor"))
     if runtime is None:
@@ -395,13 +399,22 @@ def _damping(s: Survey, intent: Intent, add) -> None:
              "carries the agent's d).") if not intent.persist else
             ("let fscontrol own slurm.conf's FairShareDampeningFactor line: leave it out of config management's "
              "template (or template the agent's value)."))
+    elif agent is None and conf is not None and runtime != conf and s.agent_sign:
+        # an agent this doctor cannot see (another history) owns d: never advise undoing its d
+        add("damping-agent-unseen", "warning", "control",
+            f"FairShareDampeningFactor is {runtime} in slurmctld but {conf} in {s.conf_path}, and {s.agent_sign}: "
+            f"most likely a running agent's d, set from a history this doctor did not read ({_looked(s)}).",
+            "run the doctor with that agent's own config (`fscontrol doctor --config` naming its agent.db), which "
+            "checks its d; do not set d by hand while an agent controls it (the agent would set it again).")
     elif agent is None and conf is not None and runtime != conf:
         add("damping-by-hand", "warning", "control",
-            f"FairShareDampeningFactor is {runtime} in slurmctld but {conf} in {s.conf_path}: set by hand "
-            f"(`scontrol fsdampeningfactor`); the next reconfigure or restart puts back {conf}, and method "
+            f"FairShareDampeningFactor is {runtime} in slurmctld but {conf} in {s.conf_path}, and no fscontrol "
+            f"history read here set it ({_looked(s)}): set by hand (`scontrol fsdampeningfactor`) or by an agent "
+            f"with another history; the next reconfigure or restart puts back {conf}, and method "
             f"{intent.method} will set its own d.",
-            f"`scontrol fsdampeningfactor {conf}` (or write FairShareDampeningFactor={runtime} in slurm.conf), "
-            "and let the agent set d from then on.")
+            "if an fscontrol agent with another history controls d, run the doctor with its config (its agent.db) "
+            f"and change nothing; if it was set by hand, `scontrol fsdampeningfactor {conf}` (or write "
+            f"FairShareDampeningFactor={runtime} in slurm.conf), and let the agent set d from then on.")
     elif agent is None and runtime != 1 and intent.method in ("damping", "hybrid"):
         add("damping-preset", "info", "control",
             f"FairShareDampeningFactor is already {runtime} (not Slurm's default 1): the agent will move it; "

@@ -1,11 +1,11 @@
-"""`fscontrol control` and `control off`: the plan (or what was done) as data and text. Pure."""
+"""`fscontrol control` and `control off`: the plan (or what was done) as data and text; and the control record `status` shows (what Slurm used at each pass, what the agent expects next). Pure."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
 
-from fscontrol.report.table import Field, HOUR, _fmt, pick_fields
+from fscontrol.report.table import Field, HOUR, _fmt, _iso, pick_fields
 
 
 FAIR_TREE_ADVICE = (
@@ -179,3 +179,76 @@ def format_off(data: dict) -> str:
     lines.append("  the agent no longer acts on this cluster; `fscontrol control on` resumes"
                  if data["mode"] == "apply" else "  (dry run: nothing was changed; --apply carries it out)")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- status's control line
+def damping_after(agent_state: dict | None, taken_at: float) -> int | None:
+    """The d read back from slurmctld after the agent acted on the snapshot taken at `taken_at`
+    (or later), or None: the snapshot's d is the d in force."""
+    rec = (agent_state or {}).get("damping_in_force")
+    if isinstance(rec, dict) and rec.get("d") is not None and float(rec.get("at") or 0.0) >= taken_at:
+        return int(rec["d"])
+    return None
+
+
+def holds_total(last_decision: dict | None, d: int, agent_state: dict | None = None) -> bool:
+    """Whether the agent holds the halving (S_ref d U) as usage grows, by its last decision: one it
+    applied, not advice only, with a method that controls, and d above its floor (1), as the
+    forecast judges from the published snapshot (forecast.classic.total_held). Never once
+    `control off --apply` has stopped it (agent_state's `off`)."""
+    if (agent_state or {}).get("off"):
+        return False
+    if not last_decision or not last_decision.get("apply") or last_decision.get("advise_only"):
+        return False
+    method = last_decision.get("method")
+    return method in ("damping", "padding", "hybrid") and not (method in ("damping", "hybrid") and d <= 1)
+
+
+def _error_next(r: dict) -> float | None:
+    """The halving error a decision expected at the coming pass: S_ref x the d it left x the
+    usage it read (h_now x d_target / d_now; a dry run leaves d_now)."""
+    h, u, d0 = r.get("h_now"), r.get("u_star"), r.get("d_now")
+    if h is None or not u or not d0:
+        return None
+    d = r.get("d_target") if r.get("apply") and r.get("d_target") else d0
+    return h * d / d0 / u - 1
+
+
+def _pass_when(h: dict) -> str:
+    """When the pass a decision's "error Slurm used" belongs to ran: slurmctld's own record of it
+    (priority_last_decay_ran, read with the snapshot that saw it), else when the agent saw it."""
+    if h.get("pass_at"):
+        return f"pass at {h['pass_at']}"
+    if h.get("pass_seen_at"):
+        return f"pass seen at {h['pass_seen_at']}"
+    return f"decided {h['time']}"
+
+
+def _control_history(rows: list[dict]) -> list[dict]:
+    """The controller's record: halving achieved vs target over time, d and padding."""
+    out = []
+    for r in rows:
+        h = r["h_now"]
+        out.append(
+            {
+                "time": _iso(r["taken_at"]),
+                "method": r["method"],
+                "damping": r["d_now"],
+                "damping_target": r.get("d_target"),
+                "padding_core_hours": (r["w_now"] or 0.0) / HOUR,
+                "halving_core_hours": None if h is None else h / HOUR,
+                "target_core_hours": (r["u_star"] or 0.0) / HOUR,
+                # before the decision acted (the snapshot's usage at the d in force then): not what Slurm used
+                "error": None if h is None or not r["u_star"] else h / r["u_star"] - 1,
+                # what the decision left for the coming pass (its d on the usage it read)
+                "error_next": _error_next(r),
+                # the halving Slurm's priorities used at the next decay pass (none seen: None)
+                "halving_slurm_core_hours": None if r.get("h_slurm") is None else r["h_slurm"] / HOUR,
+                "error_slurm": None if r.get("h_slurm") is None or not r["u_star"] else r["h_slurm"] / r["u_star"] - 1,
+                # the pass that error belongs to: when slurmctld ran it, else when the agent saw it
+                "pass_at": None if r.get("pass_at") is None else _iso(r["pass_at"]),
+                "pass_seen_at": None if r.get("pass_seen_at") is None else _iso(r["pass_seen_at"]),
+                "applied": bool(r["apply"]),
+            }
+        )
+    return out

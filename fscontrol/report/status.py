@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from fscontrol.model import effusage, fairshare
 from fscontrol.model.fairshare import UNDERFLOW
 from fscontrol.store.history import StoredSnapshot
+from fscontrol.report.control import _control_history, _pass_when, damping_after, holds_total  # noqa: F401 (status's own names)
 from fscontrol.report.table import Field, HOUR, StatusTable, _duration, _fmt, _iso, pick_fields, sparkline, table_lines
 
 
@@ -69,6 +70,7 @@ def status_data(
     tree: bool = False,
     columns: bool = False,
     total_held: bool = False,
+    agent_state: dict | None = None,
 ) -> dict:
     """Everything `fscontrol status` shows, as plain data. `only_users`/`only_accounts` (-u/-A,
     as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
@@ -82,14 +84,19 @@ def status_data(
     Under Fair Tree, status_data_fair_tree.
 
     The table is a list of dicts, one a row (what --json prints); `columns`: a StatusTable
-    instead, the same values a column at a time (what the text needs: no dict per row)."""
+    instead, the same values a column at a time (what the text needs: no dict per row).
+
+    `agent_state` (control_state): whether `control off --apply` stopped the agent, and the d it
+    read back from slurmctld after its last action. A d read back after the snapshot is the d in
+    force: F and the halving use it, and the snapshot's own d is shown beside it."""
     if snap.config.mode == "fair_tree":
         data = status_data_fair_tree(snap, dummy, only_users, only_accounts, tree=tree)
         if columns:
             data["table"] = StatusTable.from_rows(data["table"])
         return data
     cfg = snap.config
-    d = cfg.damping_factor
+    d_in_force = damping_after(agent_state, snap.taken_at)
+    d = cfg.damping_factor if d_in_force is None else d_in_force
     shares = snap.shares
     n = len(shares)
     # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
@@ -203,8 +210,13 @@ def status_data(
                         "(within PriorityCalcPeriod); F here is what that pass will use.")
     if held_form != "classic":
         warnings.append(stale_shares_warning("classic", held_form))
+    head = _snapshot_head(snap)
+    off = (agent_state or {}).get("off")
+    if d != cfg.damping_factor:
+        head["damping_factor"] = d
+        head["damping_factor_snapshot"] = cfg.damping_factor
     return {
-        **_snapshot_head(snap),
+        **head,
         "shares_form": held_form,
         "total_usage_core_hours": total / HOUR,
         "users": len(real),
@@ -226,17 +238,30 @@ def status_data(
         "warnings": warnings,
         "table": table if columns else table.rows(),
         "control": _control_history(control_history or []),
+        "control_off": None if not off else {"at": _iso(float(off.get("at") or 0.0)), "by": off.get("by")},
     }
 
 
-def holds_total(last_decision: dict | None, d: int) -> bool:
-    """Whether the agent holds the halving (S_ref d U) as usage grows, by its last decision: one it
-    applied, not advice only, with a method that controls, and d above its floor (1), as the
-    forecast judges from the published snapshot (forecast.classic.total_held)."""
-    if not last_decision or not last_decision.get("apply") or last_decision.get("advise_only"):
-        return False
-    method = last_decision.get("method")
-    return method in ("damping", "padding", "hybrid") and not (method in ("damping", "hybrid") and d <= 1)
+def status_of(db, snap: StoredSnapshot, cc, *, target_core_hours: float | None = None, decisions: int = 60, **table) -> dict:
+    """status_data for a stored snapshot with what the agent's own record adds: its last
+    `decisions` (the control line; 0: none), whether it holds the total (its last decision, and
+    `control off`), and the d it read back from slurmctld after acting. `cc`: the cluster's config
+    (its u* unless `target_core_hours` is given, its dummy and reference share). `fscontrol
+    status` and the metrics both call it, so both judge alike."""
+    from fscontrol.store import ledger
+
+    state = ledger.control_state(db, snap.cluster)
+    d_now = damping_after(state, snap.taken_at) or snap.config.damping_factor
+    return status_data(
+        snap,
+        target_core_hours=cc.target_core_hours if target_core_hours is None else target_core_hours,
+        dummy=cc.dummy_key,
+        reference=cc.reference_share,
+        control_history=ledger.decision_history(db, snap.cluster, decisions) if decisions else None,
+        total_held=holds_total(ledger.last_decision(db, snap.cluster), d_now, state),
+        agent_state=state,
+        **table,
+    )
 
 
 def _cannot_halve(user: str, account: str, ue: float, s: float, d: int, s_ref: float | None, total: float) -> dict:
@@ -276,43 +301,6 @@ def _comparison(snap: StoredSnapshot, d: int, target_core_hours, dummy, s_ref) -
         {"model": m.name, "damping": m.damping, "underflow": m.n_underflow, "f_le_half": m.n_half, "users": mc.n_users}
         for m in mc.models
     ]
-
-
-def _error_next(r: dict) -> float | None:
-    """The halving error a decision expected at the coming pass: S_ref x the d it left x the
-    usage it read (h_now x d_target / d_now; a dry run leaves d_now)."""
-    h, u, d0 = r.get("h_now"), r.get("u_star"), r.get("d_now")
-    if h is None or not u or not d0:
-        return None
-    d = r.get("d_target") if r.get("apply") and r.get("d_target") else d0
-    return h * d / d0 / u - 1
-
-
-def _control_history(rows: list[dict]) -> list[dict]:
-    """The controller's record: halving achieved vs target over time, d and padding."""
-    out = []
-    for r in rows:
-        h = r["h_now"]
-        out.append(
-            {
-                "time": _iso(r["taken_at"]),
-                "method": r["method"],
-                "damping": r["d_now"],
-                "damping_target": r.get("d_target"),
-                "padding_core_hours": (r["w_now"] or 0.0) / HOUR,
-                "halving_core_hours": None if h is None else h / HOUR,
-                "target_core_hours": (r["u_star"] or 0.0) / HOUR,
-                # before the decision acted (the snapshot's usage at the d in force then): not what Slurm used
-                "error": None if h is None or not r["u_star"] else h / r["u_star"] - 1,
-                # what the decision left for the coming pass (its d on the usage it read)
-                "error_next": _error_next(r),
-                # the halving Slurm's priorities used at the next decay pass (none seen: None)
-                "halving_slurm_core_hours": None if r.get("h_slurm") is None else r["h_slurm"] / HOUR,
-                "error_slurm": None if r.get("h_slurm") is None or not r["u_star"] else r["h_slurm"] / r["u_star"] - 1,
-                "applied": bool(r["apply"]),
-            }
-        )
-    return out
 
 
 STATUS_FIELDS: tuple[Field, ...] = (
@@ -397,7 +385,10 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
     head = [
         ("cluster", f"{data['cluster']} (Slurm {data['slurm_version']}), snapshot {data['snapshot_id']} at {data['taken_at']}"),
         ("priority", f"{data['priority_mode']} ({','.join(data['priority_flags']) or 'no flags'}), "
-         f"damping factor d={data['damping_factor']}, half-life {_duration(data['half_life_s'])}, "
+         f"damping factor d={data['damping_factor']}"
+         + (f" (read back from slurmctld after the agent's last action; the snapshot read {data['damping_factor_snapshot']})"
+            if data.get("damping_factor_snapshot") is not None else "")
+         + f", half-life {_duration(data['half_life_s'])}, "
          f"decay every {_duration(data['calc_period_s'])}"),
         ("total decayed usage", f"{data['total_usage_core_hours']:,.2f} core-hours"),
         ("users", f"N={data['users']}, active M={data['active_users']}"),
@@ -424,6 +415,11 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
         yield "(d S U / (1 - EffectvUsage - d S), d as it is now); u/-log2 F (Yalim) only for a user alone in a first-tier account."
     yield from cannot_halve_lines(data)
     hist = data.get("control") or []
+    off = data.get("control_off")
+    if off:
+        yield ""
+        yield (f"control off since {off['at']} ({off.get('by') or 'control off'}): the agent acts on nothing until "
+               f"`fscontrol control on`; d is {data['damping_factor']}" + (", as the agent found it" if hist else ""))
     if hist:
         # what Slurm used at the passes (issue 30): never the snapshot's pre-action figure as "now"
         errs = [h["error_slurm"] for h in hist]
@@ -433,12 +429,14 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
         pct = lambda v: "-" if v is None else format(v, "+.2%")  # noqa: E731
         yield ""
         yield (
-            f"control ({last['method']}, last {len(hist)} decisions), target {last['target_core_hours']:,.2f} core-hours: "
+            f"control ({last['method']}, last {len(hist)} decisions{' before it was turned off' if off else ''}), "
+            f"target {last['target_core_hours']:,.2f} core-hours: "
             f"error Slurm used at the last pass {pct(used['error_slurm'] if used else None)}"
-            f"{' (' + used['time'] + ')' if used else ' (no pass seen yet)'}, expected at the next pass "
-            f"{pct(last.get('error_next'))}; worst Slurm used {'-' if not known else format(max(known), '.2%')} "
-            f"over {len(known)} passes; d={last.get('damping_target') or last['damping']}, padding "
-            f"{last['padding_core_hours']:,.2f} core-hours"
+            f"{' (' + _pass_when(used) + ')' if used else ' (no pass seen yet)'}"
+            + ("" if off else f", expected at the next pass {pct(last.get('error_next'))}")
+            + f"; worst Slurm used {'-' if not known else format(max(known), '.2%')} over {len(known)} passes"
+            + ("" if off else f"; d={last.get('damping_target') or last['damping']}, padding "
+               f"{last['padding_core_hours']:,.2f} core-hours")
         )
         if known:
             yield f"  error Slurm used, by pass  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})"

@@ -58,6 +58,8 @@ class Survey:
     conf_read: bool = False  # the file was read (conf_damping None then means: no such line)
     conf_priority_flags: str | None = None  # that file's PriorityFlags value (as written: older Slurm shows it changed)
     agent_damping: int | None = None  # the d the agent itself last set (its history), when known
+    agent_history: str | None = None  # the history the doctor looked in for that d (agent.diagnose)
+    agent_sign: str | None = None  # a trace an fscontrol agent left on the cluster although that history said nothing
     # the priority plugin slurmctld runs (it loads it only at start; `show config` shows the file):
     pending: tuple[str, ...] | None = None  # jobs sprio must list (pending, eligible, not held), from squeue
     sprio_ids: frozenset[str] | None = None  # a job sprio listed (read before squeue; the first is enough), or none

@@ -87,13 +87,42 @@ def update_action(db: sqlite_utils.Database, action_id: int, status: str, output
 
 def decision_history(db: sqlite_utils.Database, cluster: str, limit: int = 50) -> list[dict]:
     cur = db.execute(
+        # pass_at: when the pass the decision's h_slurm belongs to ran (slurmctld's priority_last_decay_ran,
+        # read with the snapshot that saw it: that snapshot's usage_at), NULL where it was not readable
         """SELECT d.id, s.taken_at, d.method, d.d_now, d.d_target, d.w_now, d.w_target, d.h_now, d.h_planned,
-                  d.h_measured, d.h_slurm, d.u_star, d.apply FROM decisions d JOIN snapshots s ON s.id = d.snapshot_id
+                  d.h_measured, d.h_slurm, d.u_star, d.apply, d.pass_seen_at,
+                  (SELECT p.usage_at FROM snapshots p WHERE p.cluster = d.cluster AND p.taken_at = d.pass_seen_at
+                   AND d.h_slurm IS NOT NULL LIMIT 1) AS pass_at
+           FROM decisions d JOIN snapshots s ON s.id = d.snapshot_id
            WHERE d.cluster = ? ORDER BY d.id DESC LIMIT ?""",
         [cluster, limit],
     )
     cols = [c[0] for c in cur.description]
     return [dict(zip(cols, r)) for r in cur.fetchall()][::-1]
+
+
+def decisions_between(db: sqlite_utils.Database, cluster: str, since: float, until: float) -> list[dict]:
+    """The control decisions taken in [since, until], oldest first, each with the halving Slurm
+    used at the pass after it (h_slurm), that pass's time (pass_at: the usage_at of the snapshot
+    that saw it; pass_seen_at: that snapshot's time) and the actions it planned (kind, status)."""
+    cur = db.execute(
+        """SELECT d.id, d.decided_at, d.method, d.apply, d.advise_only, d.u_star, d.d_now, d.d_target, d.w_now,
+                  d.w_target, d.h_now, d.h_slurm, d.pass_seen_at,
+                  (SELECT p.usage_at FROM snapshots p WHERE p.cluster = d.cluster AND p.taken_at = d.pass_seen_at
+                   AND d.h_slurm IS NOT NULL LIMIT 1) AS pass_at
+           FROM decisions d WHERE d.cluster = ? AND d.decided_at BETWEEN ? AND ? ORDER BY d.id""",
+        [cluster, since, until])
+    cols = [c[0] for c in cur.description]
+    rows = [dict(zip(cols, r)) for r in cur.fetchall()]
+    acts: dict[int, list[dict]] = {}
+    if rows:
+        for did, kind, status in db.execute(
+                "SELECT decision_id, kind, status FROM actions WHERE cluster = ? AND decision_id BETWEEN ? AND ? ORDER BY id",
+                [cluster, rows[0]["id"], rows[-1]["id"]]):
+            acts.setdefault(did, []).append({"kind": kind, "status": status})
+    for r in rows:
+        r["actions"] = acts.get(r["id"], [])
+    return rows
 
 
 def gate_ledger(db: sqlite_utils.Database, cluster: str) -> dict[str, int]:
@@ -183,3 +212,10 @@ def open_actions(db: sqlite_utils.Database, cluster: str) -> list[dict]:
     cur = db.execute("SELECT id, kind, argv, job_id, status FROM actions WHERE cluster = ? AND status IN ('pending', 'unknown') ORDER BY id",
                      [cluster])
     return [{"id": i, "kind": k, "argv": json.loads(a), "job_id": j, "status": st} for i, k, a, j, st in cur.fetchall()]
+
+
+def control_state(db: sqlite_utils.Database, cluster: str) -> dict:
+    """What the agent's own state says about control now (agent_state rows): `off`, set by
+    `control off --apply` until `control on`; `damping_in_force`, the d an applying tick (or
+    control off) read back from slurmctld after acting, with the snapshot time it follows."""
+    return {"off": get_state(db, cluster, "acting_off"), "damping_in_force": get_state(db, cluster, "damping_in_force")}

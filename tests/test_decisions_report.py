@@ -1,0 +1,131 @@
+"""Issue 30's admin findings (an outside tester's busy run): `decisions` lists each control
+decision with the halving Slurm used at the pass after it, dated by that pass; `status` dates "error
+Slurm used at the last pass" by the pass, not by the decision; after `control off --apply`, status
+says control is off and shows the d slurmctld was read back at, not "control applied" with the
+snapshot's d. Over the recorded series (samples/testbed-series: ten snapshots of a real 22.05,
+each interval holding a decay pass), ticked as the agent ticks; each figure checked against the
+history's own rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fscontrol.cli.app import app
+from fscontrol.report.table import _iso
+from fscontrol.store import history as store
+from fscontrol.store import ledger
+
+ROOT = Path(__file__).resolve().parent.parent
+SERIES = ROOT / "samples" / "testbed-series"
+
+
+@pytest.fixture(scope="module")
+def ticked(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dec")
+    cfg = tmp / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "damping"\n')
+    db = tmp / "h.db"
+    for snap_dir in sorted(p for p in SERIES.iterdir() if p.is_dir()):
+        r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(snap_dir), "--db", str(db)])
+        assert r.exit_code == 0, r.output
+    return cfg, db
+
+
+def _copy(ticked, tmp_path) -> Path:
+    import shutil
+
+    db = tmp_path / "h.db"
+    shutil.copy(ticked[1], db)
+    return db
+
+
+def test_decisions_lists_every_decision_with_what_slurm_used(ticked):
+    cfg, db = ticked
+    r = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "--since", "1700000000", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    h = store.open_db(db, readonly=True)
+    rows = h.execute("SELECT d.decided_at, d.h_now, d.h_slurm, d.u_star, d.d_now, d.pass_seen_at FROM decisions d "
+                     "ORDER BY d.id").fetchall()
+    taken = [t for (t,) in h.execute("SELECT taken_at FROM snapshots ORDER BY id")]
+    assert len(data["decisions"]) == len(rows) == 10
+    for got, (at, h_now, h_slurm, u, d_now, seen) in zip(data["decisions"], rows):
+        assert got["time"] == _iso(at) and got["damping_before"] == got["damping_after"] == d_now  # a dry run
+        assert got["error_read"] == pytest.approx(h_now / u - 1)
+        assert got["error_expected"] == pytest.approx(h_now / u - 1)  # the d in force meets the next pass
+        if h_slurm is None:
+            assert got["error_slurm"] is None and got["pass_seen_at"] is None
+        else:
+            assert got["error_slurm"] == pytest.approx(h_slurm / u - 1)
+            # the pass was seen by the snapshot after the decision's own
+            assert seen in taken and got["pass_seen_at"] == _iso(seen) and seen > at
+        assert [a["status"] for a in got["actions"]] == ["planned"] * len(got["actions"])  # a dry run plans
+    planned = h.execute("SELECT count(*) FROM actions WHERE decision_id IS NOT NULL").fetchone()[0]
+    assert planned >= 1 and sum(len(x["actions"]) for x in data["decisions"]) == planned
+    known = [abs(hs / u - 1) for _, _, hs, u, _, _ in rows if hs is not None]
+    assert data["passes"] == len(known) >= 1 and data["worst_error_slurm"] == pytest.approx(max(known))
+    assert data["within_1pct"] == sum(e <= 0.01 for e in known)
+    # -P: the field names, then one row per decision, | between fields; -n: the rows alone
+    p = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "1700000000", "-P"]).output.splitlines()
+    assert p[0].split("|")[:3] == ["Time", "Method", "Applied"] and len(p) == 11
+    assert [ln.split("|")[0] for ln in p[1:]] == [x["time"] for x in data["decisions"]]
+    n = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "1700000000", "-P", "-n",
+                                 "-o", "time,errorslurm"]).output.splitlines()
+    assert len(n) == 10 and n[0] == f"{data['decisions'][0]['time']}|" + (
+        "" if data["decisions"][0]["error_slurm"] is None else format(100 * data["decisions"][0]["error_slurm"], "+.2f"))
+    text = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "1700000000"]).output
+    assert f"passes with Slurm's halving known: {len(known)}" in text and "Slurm err %" in text
+    bad = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-o", "time,nosuch"])
+    assert bad.exit_code == 2 and "unknown field 'nosuch'" in bad.output
+
+
+def test_status_dates_what_slurm_used_by_the_pass(ticked, tmp_path):
+    """The pass's own time where slurmctld's record of it was read (the settling snapshot's
+    usage_at), else when the agent saw it; never the decision's time."""
+    cfg, _ = ticked
+    db = _copy(ticked, tmp_path)
+    h = store.open_db(db)
+    seen = [s for (s,) in h.execute("SELECT pass_seen_at FROM decisions WHERE h_slurm IS NOT NULL ORDER BY id")]
+    line = lambda: next(ln for ln in CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg)]).output.splitlines()
+                        if ln.startswith("control ("))  # noqa: E731
+    assert f"(pass seen at {_iso(seen[-1])})" in line()
+    with store.transaction(h):  # slurmctld's record of the pass, as a root tick on the controller reads it
+        h.execute("UPDATE snapshots SET usage_at = ? WHERE taken_at = ?", [seen[-1] - 17.0, seen[-1]])
+    assert f"(pass at {_iso(seen[-1] - 17.0)})" in line()
+    dec = json.loads(CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "1700000000",
+                                              "--json"]).output)
+    assert [x["pass_at"] for x in dec["decisions"] if x["pass_at"]] == [_iso(seen[-1] - 17.0)]
+
+
+def test_status_after_control_off_says_off_and_shows_the_d_read_back(ticked, tmp_path):
+    """What `control off --apply` records (agent_state acting_off, and the d it read back from
+    slurmctld after putting it back): status no longer says the agent holds the halving, names
+    when control went off, and shows that d, with the snapshot's beside it. On the real testbed:
+    tests/test_integration_off.py."""
+    cfg, _ = ticked
+    db = _copy(ticked, tmp_path)
+    h = store.open_db(db)
+    before = CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"])
+    d_snap = json.loads(before.output)["damping_factor"]
+    last = h.execute("SELECT max(taken_at) FROM snapshots").fetchone()[0]
+    d_back = d_snap + 6
+    with store.transaction(h):
+        ledger.set_state(h, "tbcluster", "acting_off", {"by": "control off", "at": last}, last)
+        ledger.set_state(h, "tbcluster", "damping_in_force", {"d": d_back, "at": last}, last)
+    r = CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg)])
+    assert r.exit_code == 0, r.output
+    assert f"damping factor d={d_back} (read back from slurmctld after the agent's last action; the snapshot read {d_snap})" in r.output
+    assert f"control off since {_iso(last)} (control off): the agent acts on nothing until `fscontrol control on`; d is {d_back}" in r.output
+    assert "control applied" not in r.output and "expected at the next pass" not in r.output
+    data = json.loads(CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"]).output)
+    assert data["damping_factor"] == d_back and data["damping_factor_snapshot"] == d_snap
+    assert data["control_off"] == {"at": _iso(last), "by": "control off"} and data["total_held"] is False
+    # a d read back before the snapshot is not the d in force: the snapshot's stands
+    with store.transaction(h):
+        ledger.set_state(h, "tbcluster", "damping_in_force", {"d": d_back, "at": last - 1.0}, last)
+    data = json.loads(CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"]).output)
+    assert data["damping_factor"] == d_snap and "damping_factor_snapshot" not in data
