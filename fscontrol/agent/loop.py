@@ -60,6 +60,55 @@ def clusters_to_serve(cfg, cluster: str | None, live: bool) -> list[str | None]:
     return [None]
 
 
+def setup(config_path: Path | None, db: Path | None, source: str, cluster: str | None, defaults: bool | None = None):
+    """The agent commands' options as what they run on: the config, the history's path, the
+    clusters to serve and a source per cluster (its --source, each Slurm command within the
+    config's slurm_timeout). `defaults` (tick and run: their --defaults): without a config file
+    (--config or $FSCONTROL_CONFIG) the agent refuses to start unless it is True; None (control,
+    gate): the defaults are fine."""
+    from fscontrol.agent import config
+    from fscontrol.errors import ConfigError
+    from fscontrol.slurm.source import from_spec
+
+    if defaults is False and config_path is None:
+        raise ConfigError("no config file: give --config FILE (or set $FSCONTROL_CONFIG), or --defaults to run on the "
+                          "built-in defaults (`fscontrol config check --json` lists them)")
+    if defaults and config_path is not None:
+        raise ConfigError(f"--defaults runs without a config file, and {config_path} is given (--config or "
+                          "$FSCONTROL_CONFIG): give one of them")
+    cfg = config.load(config_path)
+    path = db or (Path(cfg.db) if cfg.db else store.default_db_path())
+    clusters = clusters_to_serve(cfg, cluster, source == "live")
+    return cfg, Path(path), clusters, (lambda name: from_spec(source, name, cfg.slurm_timeout_s))
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRun:
+    """What `fscontrol control` did: the cluster, its tick (None for `control on`), and whether it
+    was asked to act (the command's --apply or, except for `control off`, the config's agent.apply)."""
+
+    cluster: str | None
+    tick: pipeline.TickResult | None
+    apply: bool
+
+
+def control(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, switch: str | None,
+            apply: bool) -> ControlRun:
+    """`fscontrol control [off|on]`. No switch: one tick that plans the control and acts when
+    `apply` (the command's --apply) or the config's agent.apply says so. "off": one tick that
+    undoes what the agent did and stops it acting, carried out only with `apply`: the config's
+    agent.apply is for the agent's ticks, `control off` always plans unless told --apply on its
+    own command line (issue #30). "on": the agent acts again from its next tick (set_acting)."""
+    if switch == "on":
+        return ControlRun(set_acting(cfg, db_path, name, by=None), None, False)
+    if switch == "off":
+        stages, acts = pipeline.Stages(off="control off"), apply
+    else:
+        stages, acts = pipeline.Stages(control=True), apply or cfg.apply
+    tick = one_tick(cfg, make_source, db_path, name, apply=acts, stages=stages, metrics=False)
+    return ControlRun(tick.cluster, tick, acts)
+
+
 def lock_path(cfg, db_path: Path, name: str | None = None) -> Path:
     """The cluster's lock (act/lock.py): keyed to the cluster, beside the agent's history."""
     return lock.cluster_lock_path(cfg.lock, db_path, name or cfg.cluster(None).name or None)
@@ -157,9 +206,12 @@ def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
             db.close()
 
 
-def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False):
-    """The loop's gate job (and the stop-time release): one gate tick under the lock."""
-    return one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(gate=True, release_all=release_all)).gate
+def gate_only(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, apply: bool, release_all: bool = False,
+              metrics: bool = True):
+    """The loop's gate job (and the stop-time release), and `fscontrol gate` (no metrics file):
+    one gate tick under the lock."""
+    return one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(gate=True, release_all=release_all),
+                    metrics=metrics).gate
 
 
 def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,

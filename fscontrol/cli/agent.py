@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from fscontrol.cli.common import _fail, _print_lines, _source, _table_alone
+from fscontrol.cli.common import _fail, _print_lines, _table_alone
 from fscontrol.cli.options import (
     ClusterOpt,
     ConfigOpt,
@@ -62,7 +61,6 @@ def control(
     fields (--helpformat lists them); -P and -n print the table alone, the decision's notes go to
     stderr; --json prints everything."""
     from fscontrol.agent import loop as agent
-    from fscontrol.agent import pipeline
     from fscontrol.report import control as rcontrol
     from fscontrol.report import status as rstatus
     from fscontrol.report import table as rtable
@@ -76,19 +74,15 @@ def control(
         columns = rtable.pick_fields(fields, rcontrol.CONTROL_FIELDS, rcontrol.CONTROL_DEFAULT_FIELDS)
         if switch is not None and (parsable or noheader or fields):
             raise ConfigError(f"-P, -n and -o are for the plan's table; `control {switch}` has none (--json for scripts)")
-        cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
-        if switch == "on":
-            name = agent.set_acting(cfg, path, cluster, by=None)
-            typer.echo(json.dumps({"cluster": name, "acting": True}) if json_out else
-                       f"{name}: the agent acts again from its next tick (control and gate, as configured)")
-            return
-        stages = pipeline.Stages(off="control off") if switch == "off" else pipeline.Stages(control=True)
-        # `control off` undoes and stops: only --apply on this command line carries it out; the
-        # config's agent.apply is for the agent's ticks (issue #30)
-        acts = apply if switch == "off" else (apply or cfg.apply)
-        tick = agent.one_tick(cfg, make_source, path, cluster, apply=acts, stages=stages, metrics=False)
+        cfg, path, _, make_source = agent.setup(config_path, db, source, cluster)
+        ctl = agent.control(cfg, make_source, path, cluster, switch=switch, apply=apply)
     except FscontrolError as e:
         raise _fail(e) from None
+    if switch == "on":
+        typer.echo(json.dumps({"cluster": ctl.cluster, "acting": True}) if json_out else
+                   f"{ctl.cluster}: the agent acts again from its next tick (control and gate, as configured)")
+        return
+    tick = ctl.tick
     if switch == "off":
         data = rcontrol.off_data(tick)
         typer.echo(json.dumps(data, indent=2) if json_out else rcontrol.format_off(data))
@@ -104,32 +98,11 @@ def control(
         typer.echo(rcontrol.format_control(data, columns))
     if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
         raise typer.Exit(3)
-    if data["advise_only"] and (apply or cfg.apply):  # asked to act, and it cannot: say so to scripts too
+    if data["advise_only"] and ctl.apply:  # asked to act, and it cannot: say so to scripts too
         from fscontrol.errors import UnsafeActionError
 
         reason = next((n for n in data["notes"] if n.startswith("advice only: ")), "advice only")
         raise _fail(UnsafeActionError(f"--apply: nothing was done, {reason}"))
-
-
-def _agent_setup(config_path, db, source, cluster, defaults: bool | None = None):
-    """The config, the history path and a source per cluster, as tick and run share them.
-    `defaults` (tick and run: their --defaults): without a config file (--config or
-    $FSCONTROL_CONFIG) the agent refuses to start unless it is True; None: the defaults are fine."""
-    from fscontrol.agent import loop as agent
-    from fscontrol.agent import config
-    from fscontrol.store import history as store
-
-    if defaults is False and config_path is None:
-        raise ConfigError("no config file: give --config FILE (or set $FSCONTROL_CONFIG), or --defaults to run on the "
-                          "built-in defaults (`fscontrol config check --json` lists them)")
-    if defaults and config_path is not None:
-        raise ConfigError(f"--defaults runs without a config file, and {config_path} is given (--config or "
-                          "$FSCONTROL_CONFIG): give one of them")
-    cfg = config.load(config_path)
-    path = db or (Path(cfg.db) if cfg.db else store.default_db_path())
-    live = source == "live"
-    clusters = agent.clusters_to_serve(cfg, cluster, live)
-    return cfg, Path(path), clusters, (lambda name: _source(source, name, cfg.slurm_timeout_s))
 
 
 def tick(
@@ -156,7 +129,7 @@ def tick(
     from fscontrol.report import ticks as rticks
 
     try:
-        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
+        cfg, path, clusters, make_source = agent.setup(config_path, db, source, cluster, defaults)
         outcomes = agent.tick(cfg, make_source, path, clusters, apply=apply or cfg.apply)
     except FscontrolError as e:
         raise _fail(e) from None
@@ -202,7 +175,7 @@ def run(
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # its per-run lines would drown ours
     stop = threading.Event()
     try:
-        cfg, path, clusters, make_source = _agent_setup(config_path, db, source, cluster, defaults)
+        cfg, path, clusters, make_source = agent.setup(config_path, db, source, cluster, defaults)
         limit = parse_period(duration, where="--for") if duration else None
     except FscontrolError as e:
         raise _fail(e) from None
@@ -245,7 +218,6 @@ def gate(
     no header, -o the fields (--helpformat lists them); -P and -n print the table alone, the
     rest of the report goes to stderr; --json prints everything."""
     from fscontrol.agent import loop as agent
-    from fscontrol.agent import pipeline
     from fscontrol.report import gate as rgate
     from fscontrol.report import status as rstatus
     from fscontrol.report import table as rtable
@@ -260,9 +232,8 @@ def gate(
             raise ConfigError("--actions picks the table -P, -n or -o print; give one of them (the plain report shows both)")
         rtable.pick_fields(fields, rgate.GATE_ACTION_FIELDS if actions_table else rgate.GATE_FIELDS,
                            rgate.GATE_ACTION_DEFAULT_FIELDS if actions_table else rgate.GATE_DEFAULT_FIELDS)  # before any tick
-        cfg, path, _, make_source = _agent_setup(config_path, db, source, cluster)
-        res = agent.one_tick(cfg, make_source, path, cluster, apply=apply or cfg.apply,
-                             stages=pipeline.Stages(gate=True, release_all=release_all), metrics=False).gate
+        cfg, path, _, make_source = agent.setup(config_path, db, source, cluster)
+        res = agent.gate_only(cfg, make_source, path, cluster, apply=apply or cfg.apply, release_all=release_all, metrics=False)
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:

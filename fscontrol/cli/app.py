@@ -38,7 +38,7 @@ from fscontrol.cli.options import (
     JsonOpt,
     PublishedOpt,
 )
-from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
+from fscontrol.errors import ConfigError, FscontrolError, OutputError
 
 from fscontrol.cli.interrupt import ACTING, SAID, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
 
@@ -128,11 +128,10 @@ def status(
     --json prints everything, whatever the table's options."""
     import math
 
-    from fscontrol.agent import config
+    from fscontrol.agent import commands
     from fscontrol.report import status as rstatus
     from fscontrol.report import table as rtable
     from fscontrol.slurm.parse import gc_paused
-    from fscontrol.store import history as store
 
     if helpformat:
         typer.echo(rstatus.format_fields_help())
@@ -144,20 +143,9 @@ def status(
     with gc_paused():
         try:
             columns = rstatus.status_fields(fields, long=long, tree=tree)
-            cfg = config.load(config_path)
-            database = _db(db or (Path(cfg.db) if cfg.db else None), create=source is not None)
-            if source is not None:
-                from fscontrol.agent import pipeline
-
-                pipeline.collect(_source(source, cluster), database)
-            snap = store.load_snapshot(database, cluster=cluster, running=False)  # status reads no running job
-            data = rstatus.status_of(
-                database, snap, cfg.cluster(snap.cluster), target_core_hours=ustar,
-                only_users=[x for x in (users or "").split(",") if x],
-                only_accounts=[x for x in (accounts or "").split(",") if x],
-                tree=tree,
-                columns=True,  # read a column at a time; --json makes its rows one at a time (json_chunks)
-            )
+            data = commands.status(config_path, db, source=source, cluster=cluster, target=ustar,
+                                   users=[x for x in (users or "").split(",") if x],
+                                   accounts=[x for x in (accounts or "").split(",") if x], tree=tree)
         except FscontrolError as e:
             raise _fail(e) from None
         if data["priority_mode"] == "fair_tree":  # Fair Tree's columns: rank and LevelFS, no halving
@@ -253,30 +241,11 @@ def history(
     saw it and as Slurm used it at the next pass), d and the padding over time, the actions by
     kind and outcome, failed ticks with their errors; --json adds the ticks and the gate's holds
     per time bucket (the `timeline` that --png and --html draw)."""
-    import time
-
-    from fscontrol.agent import config
-    from fscontrol.report import decisions as rdecisions
-    from fscontrol.report import historychart
+    from fscontrol.agent import commands
     from fscontrol.report import ticks as rticks
-    from fscontrol.store import history as store
 
     try:
-        for path, opt in ((png, "--png"), (html_out, "--html")):
-            if path is not None:
-                historychart.check_output(path, opt)
-        cfg = config.load(config_path)
-        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        now = time.time()
-        start = rdecisions.period_start(since, now)
-        name = rdecisions.pick_cluster(database, cluster)
-        data = rticks.history_data(name, start, now, store.history(database, name, start, now))
-        if json_out or png or html_out:
-            data["timeline"] = historychart.timeline(database, name, start, now)
-        if png is not None:
-            historychart.plot_png(data, png)
-        if html_out is not None:
-            historychart.write_html(data, html_out)
+        data = commands.history(config_path, db, cluster=cluster, since=since, timeline=json_out, png=png, html=html_out)
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(json.dumps(data, indent=2) if json_out else rticks.format_history(data))
@@ -335,15 +304,10 @@ def fit(
 
     Resets (RawUsage=0) and usage lost in a slurmctld crash are breaks, not data. Collect at an
     interval that is a multiple of PriorityCalcPeriod: usage moves only at decay passes."""
-    from fscontrol.agent import config, fitting
+    from fscontrol.agent import commands
 
     try:
-        from fscontrol.store import history as store
-
-        cfg = config.load(config_path)
-        path = db or (Path(cfg.db) if cfg.db else None) or store.default_db_path()
-        rw = not Path(path).exists() or store.writable(path)  # a read-only history: fitted, shown, not stored
-        name, n_snap, r = fitting.fit_history(_db(path, create=False, readonly=not rw), cluster, last=last, record_fit=rw)
+        name, n_snap, r, rw = commands.fit(config_path, db, cluster, last=last)
     except FscontrolError as e:
         raise _fail(e) from None
     data = {
@@ -435,8 +399,7 @@ def capture(
     except FscontrolError as e:
         raise _fail(e) from None
     except OSError as e:
-        typer.echo(f"fscontrol: error: {folder}: {e.strerror or e}", err=True)
-        raise typer.Exit(1) from None
+        raise _fail(OutputError(f"{folder}: {e.strerror or e}")) from None
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")
 
 

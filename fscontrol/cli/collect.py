@@ -24,18 +24,14 @@ def collect(
     nothing but a failed-tick record, and exits 3."""
     import typer
 
-    from fscontrol.agent import config, pipeline
+    from fscontrol.agent import commands
+    from fscontrol.cli.common import _fail
     from fscontrol.errors import FscontrolError
-    from fscontrol.slurm import source as sources
-    from fscontrol.store import history as store
 
     try:
-        cfg = config.load(config_path)
-        db = store.open_db(db or (cfg.db if cfg.db else None) or store.default_db_path())
-        res = pipeline.collect(sources.from_spec(source, cluster, cfg.slurm_timeout_s), db)
+        res = commands.collect(config_path, db, source, cluster)
     except FscontrolError as e:
-        typer.echo(f"fscontrol: error: {e}", err=True)
-        raise typer.Exit(e.exit_code) from None
+        raise _fail(e) from None
     snap = res.snapshot
     info = {
         "snapshot_id": res.snapshot_id,

@@ -11,8 +11,10 @@ import typer
 from fscontrol.errors import FscontrolError
 
 
-def _fail(e: FscontrolError) -> typer.Exit:
-    typer.echo(f"fscontrol: error: {e}", err=True)
+def _fail(e: FscontrolError, hint: str = "") -> typer.Exit:
+    """The one way an error leaves a command: `fscontrol: error: ...` on stderr (with the command's
+    `hint`, e.g. the option that overrides it) and the error's exit code (fscontrol.cli.app)."""
+    typer.echo(f"fscontrol: error: {e}{hint}", err=True)
     return typer.Exit(e.exit_code)
 
 

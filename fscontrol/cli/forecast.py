@@ -86,6 +86,7 @@ def forecast(
     nobody else's data. With nothing published, it forecasts from a recorded sample (--source
     FOLDER) or from the history --db, the config's agent.db or $FSCONTROL_DB names."""
     args = _arguments(dict(locals()))  # first: the options, as typer converted them
+    from fscontrol.cli.common import _fail
     from fscontrol.errors import FscontrolError
 
     from fscontrol.forecast.request import forecast as run_request
@@ -95,9 +96,7 @@ def forecast(
     except FscontrolError as e:
         from fscontrol.forecast.service import StaleSnapshotError
 
-        hint = " (--stale-ok forecasts anyway)" if isinstance(e, StaleSnapshotError) else ""
-        typer.echo(f"fscontrol: error: {e}{hint}", err=True)
-        raise typer.Exit(e.exit_code) from None
+        raise _fail(e, " (--stale-ok forecasts anyway)" if isinstance(e, StaleSnapshotError) else "") from None
     from fscontrol.forecast import service as uf
 
     fmt = uf.format_forecast

@@ -11,7 +11,7 @@ import typer
 
 from fscontrol.cli.common import _fail
 from fscontrol.cli.options import JsonOpt
-from fscontrol.errors import FscontrolError, NotFoundError
+from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
 def simulate(
     workload: Annotated[
@@ -109,9 +109,8 @@ def simulate(
         out = simcmd.simulate(opts)
     except FscontrolError as e:
         raise _fail(e) from None
-    except (ValueError, OSError) as e:
-        typer.echo(f"fscontrol: error: {e}", err=True)
-        raise typer.Exit(2) from None
+    except (ValueError, OSError) as e:  # a workload or option the simulator cannot read: a usage error (2)
+        raise _fail(ConfigError(str(e))) from None
     typer.echo(simcmd.render(out, json_out=json_out))
 
 

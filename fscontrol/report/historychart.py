@@ -54,6 +54,27 @@ def timeline(db: Any, cluster: str, since: float, until: float, buckets: int = B
     return {"bucket_seconds": width, "buckets": rows, "holds_now": held}
 
 
+def history_report(db: Any, cluster: str | None, since: str, now: float, *, with_timeline: bool = False,
+                   png: Path | None = None, html: Path | None = None) -> dict:
+    """`fscontrol history`'s data: the record (report.ticks.history_data) of `cluster` (None: the
+    history's only one) from `since` (a duration, 7d, 12h, 90m, or a POSIX time) to `now`; with
+    `with_timeline` or a chart, the ticks and holds per bucket too, drawn into `png` and `html`."""
+    from fscontrol.report.decisions import period_start, pick_cluster
+    from fscontrol.report.ticks import history_data
+    from fscontrol.store import history as store
+
+    start = period_start(since, now)
+    name = pick_cluster(db, cluster)
+    data = history_data(name, start, now, store.history(db, name, start, now))
+    if with_timeline or png or html:
+        data["timeline"] = timeline(db, name, start, now)
+    if png is not None:
+        plot_png(data, png)
+    if html is not None:
+        write_html(data, html)
+    return data
+
+
 def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
