@@ -106,4 +106,19 @@ def test_build_checks_the_file_without_importing_it(compiled, monkeypatch, capsy
     monkeypatch.setattr(accel, "source_sha", lambda: "f" * 64)
     assert accel.built_file() is None
     assert accel.main(["nonsense"]) == 2
-    assert capsys.readouterr().err.startswith("usage: python -m fscontrol.sim.accel")
+    err = capsys.readouterr().err
+    assert err.startswith("Usage: python -m fscontrol.sim.accel") and "No such command 'nonsense'" in err
+    assert accel.main(["status"]) == 0
+    assert capsys.readouterr().out.startswith("multifactor engine: ")
+
+
+def test_the_engine_does_not_import_the_command_line():
+    """`python -m fscontrol.sim.accel` is a typer command line (the project's one framework); the
+    engine imports fscontrol.sim.accel to pick its engine, and that import loads no typer or click."""
+    import subprocess
+    import sys
+
+    code = "import sys, fscontrol.sim.accel as a; a.engine(); print(sorted({'typer', 'click'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, timeout=120,
+                         cwd=ROOT).stdout
+    assert out.strip() == "[]"

@@ -158,23 +158,38 @@ def built_file() -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args in (["build"], ["build", "--force"]):
-        if "--force" not in args and (so := built_file()) is not None:
+    """`python -m fscontrol.sim.accel build [--force] | status`: typer, the project's one
+    command-line framework, imported here only (the engine's import of this module never loads it).
+    Returns the exit code: 0 ok, 1 the build failed, 2 a usage error."""
+    import typer
+
+    cli = typer.Typer(help="The compiled multifactor engine: build it (mypyc) or say which engine runs.",
+                      no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                      context_settings={"help_option_names": ["-h", "--help"]})
+
+    @cli.command("build")
+    def build_cmd(force: bool = typer.Option(False, "--force", help="Rebuild even when the compiled engine is up to date.")) -> None:
+        """Compile mfcore.py with mypyc (nothing to do when the build is up to date)."""
+        if not force and (so := built_file()) is not None:
             print(f"multifactor engine: compiled ({so.name}; up to date, --force rebuilds it)")
-            return 0
+            return
         try:
             so = build()
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as e:
             print(f"fscontrol.sim.accel: error: {e}", file=sys.stderr)
-            return 1
+            raise typer.Exit(1) from None
         print(f"multifactor engine: compiled ({so.name}, built from {SOURCE})")
-        return 0
-    if args == ["status"]:
+
+    @cli.command("status")
+    def status_cmd() -> None:
+        """Say which engine runs, and why."""
         print(f"multifactor engine: {status()}")
-        return 0
-    print("usage: python -m fscontrol.sim.accel build [--force] | status", file=sys.stderr)
-    return 2
+
+    try:
+        cli(args=sys.argv[1:] if argv is None else list(argv), prog_name="python -m fscontrol.sim.accel")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
 
 
 if __name__ == "__main__":
