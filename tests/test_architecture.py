@@ -41,10 +41,45 @@ def test_the_check_sees_an_upward_import(tmp_path):
     assert import_graph.cycles(g) == [["fscontrol.cli.app", "fscontrol.store.history"]]
 
 
-def test_modules_over_600_lines_are_explained():
-    doc = (ROOT / "docs" / "architecture.md").read_text()
+MIN_REASON_WORDS = 8  # a reason says why the module is one piece: more than a name or a label
+
+
+def explained_modules(doc: str) -> dict[str, str]:
+    """docs/architecture.md's "Modules over 600 lines, and why": each entry a list item
+    "- `fscontrol/....py`: the reason" (its lines up to the next item), as {path: reason}. A
+    module named only inside another's reason is not explained."""
     section = doc.split("## Modules over 600 lines, and why", 1)[1].split("\n## ", 1)[0]
-    explained = set(re.findall(r"`(fscontrol/[\w/]+\.py)`", section))
+    entries: dict[str, str] = {}
+    for item in re.split(r"\n(?=- )", section):
+        m = re.match(r"- `(fscontrol/[\w/]+\.py)`:?(.*)", item, re.S)
+        if m:
+            entries[m.group(1)] = " ".join(m.group(2).split())
+    return entries
+
+
+def reason_words(reason: str) -> int:
+    """The words of a reason, the names in backticks left out (a list of modules is no reason)."""
+    return len(re.findall(r"[A-Za-z]+", re.sub(r"`[^`]*`", " ", reason)))
+
+
+def test_modules_over_600_lines_are_explained():
+    """Every module over 600 lines has an entry with a reason of its own (not only its name)."""
+    explained = explained_modules((ROOT / "docs" / "architecture.md").read_text())
     long = {str(p.relative_to(ROOT)) for p in (ROOT / "fscontrol").rglob("*.py")
             if len(p.read_text().splitlines()) > 600}
-    assert long <= explained, f"over 600 lines, not explained in docs/architecture.md: {sorted(long - explained)}"
+    assert long <= set(explained), f"over 600 lines, not explained in docs/architecture.md: {sorted(long - set(explained))}"
+    thin = {m: explained[m] for m in long if reason_words(explained[m]) < MIN_REASON_WORDS}
+    assert not thin, f"over 600 lines, named without a reason in docs/architecture.md: {thin}"
+
+
+def test_the_600_line_check_wants_a_reason():
+    """The check is not a name-check: a module named with no reason, or only inside another's
+    reason, is not explained."""
+    doc = ("## Modules over 600 lines, and why\n\nintro\n\n- `fscontrol/a.py`: one event loop, written as "
+           "closures over its local state so mypyc compiles it\n  to C, said over two lines.\n"
+           "- `fscontrol/b.py`\n- `fscontrol/c.py`: short.\n- `fscontrol/d.py`: the steps shared with "
+           "`fscontrol/e.py`, written once.\n\n## Next\n- `fscontrol/f.py`: not in the section at all, whatever it says.\n")
+    got = explained_modules(doc)
+    assert set(got) == {"fscontrol/a.py", "fscontrol/b.py", "fscontrol/c.py", "fscontrol/d.py"}
+    assert got["fscontrol/a.py"].endswith("to C, said over two lines.") and got["fscontrol/b.py"] == ""
+    assert [m for m, r in got.items() if reason_words(r) < MIN_REASON_WORDS] == ["fscontrol/b.py", "fscontrol/c.py", "fscontrol/d.py"]
