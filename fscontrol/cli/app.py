@@ -390,11 +390,11 @@ def capture(
     which --source can replay without Slurm; with --history, a period the simulator can replay.
     The folder is private (0700, files 0600)."""
     from fscontrol.model.allocations import parse_period
-    from fscontrol.slurm.source import LiveSlurm, capture as do_capture
+    from fscontrol.slurm.source import capture as do_capture
 
     try:
         history_s = None if history is None else parse_period(history, where="--history")
-        meta = do_capture(LiveSlurm(cluster=cluster), folder, window_s=window, note=note, since=since, history_s=history_s,
+        meta = do_capture(_source("live", cluster), folder, window_s=window, note=note, since=since, history_s=history_s,
                            force=force)
     except FscontrolError as e:
         raise _fail(e) from None
