@@ -27,7 +27,7 @@ CLI_OWN = {"_fail", "_print_lines", "_table_alone", "_source", "_db"}
 # list, or the exit code a report's findings give)
 OUTPUT = re.compile(r"^(format_\w+|render\w*|\w+_lines|\w+_rows|\w+_notes|json_chunks|text_block|tick_data|control_data"
                     r"|off_data|gate_fields|effective|report|exit_for)$")
-OPTIONS = {"pick_fields", "status_fields"}  # -o: the fields asked for, checked against the table's
+OPTIONS = {"pick_fields", "status_fields", "fields"}  # -o: the fields asked for, checked against the table's
 PROCESS = {"gc_paused"}  # the garbage collector paused around a big report: no work of its own
 
 
