@@ -1,6 +1,6 @@
 """The scheduling steps both event loops run, written once: EASY's shadow and backfill pick (at a
 pass and for the arrivals alone), the general pass with an availability profile, and the gate's
-stall rule.
+steps: its plan applied to the queue and its stall rule.
 
 `engine` (FCFS, EASY, linear priority, SFS, the gate) and `mfcore` (priority/multifactor) keep
 their own queues: the static engine a list of job indices (or rank keys), the multifactor engine
@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
+from typing import Any
 
 from .availability import Profile
 
@@ -120,7 +122,60 @@ def general_pick(q: list[int], mask: int, size: list[int], est: list[float], t: 
     return started
 
 
-def gate_stall(stuck: bool, stall: int) -> int:
-    """The gate's stall count after a gate tick: a gate that holds everything on an empty machine
-    would never end, so a run stops once this passes 3 (four stuck ticks in a row)."""
-    return stall + 1 if stuck else 0
+def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held: set[int], ledger: set[int],
+               eligible: list[float], nice: list[int], leave: Callable[[int], None],
+               join: Callable[[int, float], None]) -> tuple[int, int, int, int]:
+    """The gate's plan (`fscontrol.act.gate.plan_gate`'s) applied to a simulated queue at time t:
+    `(holds, releases, nices, unnices)`.
+
+    The ledger first loses the entries the plan calls stale. Then each action in order: a hold
+    takes the job out of the queue (`leave(i)`) and holds it; a release restarts its age
+    (`eligible[i] = t`: no ACCRUE_ALWAYS) and queues it again (`join(i, t)`); a nice or an un-nice
+    takes it out, sets its nice (`nice_value`, or 0) and queues it again, its key made anew. The
+    ledger gains the held and niced jobs and loses the released and un-niced ones. An "unmark"
+    (each release's follow-up: the agent's AdminComment cleared) is nothing the scheduler sees.
+    `leave` runs before the job's age or nice changes (the queue finds the job by its old key),
+    `join` after. `id_ix`: job id -> job index; `held`, `ledger`: job indices."""
+    for jid in plan.stale_ledger:
+        ledger.discard(id_ix[jid])
+    holds = releases = nices = unnices = 0
+    for a in plan.actions:
+        kind = a.kind
+        i = id_ix[a.job_id]
+        if kind == "hold":
+            leave(i)
+            held.add(i)
+            ledger.add(i)
+            holds += 1
+        elif kind == "release":
+            held.discard(i)
+            ledger.discard(i)
+            eligible[i] = t
+            join(i, t)
+            releases += 1
+        elif kind == "nice":
+            leave(i)
+            nice[i] = nice_value
+            ledger.add(i)
+            join(i, t)
+            nices += 1
+        elif kind == "unnice":
+            leave(i)
+            nice[i] = 0
+            ledger.discard(i)
+            join(i, t)
+            unnices += 1
+    return holds, releases, nices, unnices
+
+
+def gate_stall(stall: int, running: bool, arriving: bool, waiting: bool, changed: bool) -> int:
+    """The gate's stall count after a gate tick: `stall + 1` when the tick is stuck, else 0. A run
+    stops once the count passes 3 (four stuck ticks in a row).
+
+    A tick is stuck when the queue can make no progress without the gate: no job runs (`running`
+    False) and none is left to arrive (`arriving` False), jobs wait (`waiting`: queued, held or in
+    the gate's ledger), and nothing happened at the tick (`changed` False: no end, no arrival, no
+    gate action). Then the last pass, on an empty machine, started none of the queued jobs: every
+    one is larger than the machine or queued behind one that is; nothing ends or arrives to change
+    that, so only the gate could (a release, a nice), and it does not act."""
+    return stall + 1 if not running and not arriving and waiting and not changed else 0

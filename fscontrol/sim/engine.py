@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .easycore import easy_backfill, gate_stall, general_pick
+from .easycore import easy_backfill, gate_apply, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -86,7 +86,7 @@ def simulate(
     end = [INF] * n
     eligible = list(submit)  # age counts from here (reset on release)
     nice = [0] * n
-    held = [False] * n
+    held: set[int] = set()
 
     kind = policy.kind
     use_prio = kind != "fcfs"
@@ -542,40 +542,19 @@ def simulate(
         for i in queue:
             qj.append(_qjob(i, "PENDING", "Priority", t))
         for i in ledger:
-            if held[i]:
+            if i in held:
                 qj.append(_qjob(i, "PENDING", "JobHeldAdmin", t))
         plan = plan_gate(qj, allocs, {job_ids[i]: 0 for i in ledger}, gate_opts, now=t)
         out.gate_ticks += 1
-        for jid in plan.stale_ledger:
-            ledger.discard(id_ix[jid])
-        for a in plan.actions:
-            i = id_ix[a.job_id]
-            if a.kind == "hold":
-                dequeue(i)
-                held[i] = True
-                ledger.add(i)
-                out.holds += 1
-            elif a.kind == "release":
-                held[i] = False
-                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
-                ledger.discard(i)
-                enqueue(i)
-                out.releases += 1
-            elif a.kind == "nice":
-                dequeue(i)
-                nice[i] = policy.gate_nice
-                enqueue(i)
-                ledger.add(i)
-                out.nices += 1
-            elif a.kind == "unnice":
-                dequeue(i)
-                nice[i] = 0
-                enqueue(i)
-                ledger.discard(i)
-                out.unnices += 1
-            # "unmark" clears the agent's AdminComment: nothing the scheduler sees (as mfcore.gate_tick;
-            # it was taken for an un-nice here, so a hold mode's every release counted one)
+        h, r, ni, un = gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin)
+        out.holds += h
+        out.releases += r
+        out.nices += ni
+        out.unnices += un
         return bool(plan.actions), bool(plan.deferred)
+
+    def rejoin(i: int, t: float) -> None:
+        enqueue(i)
 
     def _qjob(i: int, state: str, reason: str, t: float) -> QueueJob:
         prio = int(aw * (t - eligible[i]) + sw * size[i] - nice[i]) if state == "PENDING" else 0
@@ -643,7 +622,8 @@ def simulate(
                 new.append(ai)
                 ai += 1
         acted = False
-        if next_gate <= t:
+        ticked = next_gate <= t
+        if ticked:
             if gate_dirty or new or ended:
                 acted, deferred = gate_tick(t)
                 gate_dirty = acted or deferred
@@ -672,10 +652,9 @@ def simulate(
                 pass_general(t)
             elif ended or acted or sched_iv > 0 or not easy_valid or not arrivals_fast(t, new):
                 pass_fast(t)
-        # a gate that holds everything with an empty machine would never end: stop it
-        if kind == "gate":  # (no call at every event of the other policies)
-            stall_ticks = gate_stall(not heap and ai >= n and bool(queue or ledger) and not acted and not new,
-                                     stall_ticks)
+        # a gate that holds everything with an empty machine would never end: stop it (the rule: easycore)
+        if ticked:  # (no call at the other events, nor for the other policies)
+            stall_ticks = gate_stall(stall_ticks, bool(heap), ai < n, bool(queue or held or ledger), changed)
             if stall_ticks > 3:
                 out.notes.append(f"stopped at t={t:.0f}: nothing runs and the gate does not act")
                 break

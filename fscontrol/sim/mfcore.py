@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_backfill, gate_stall, general_pick
+from .easycore import drop_started, easy_backfill, gate_apply, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -1119,6 +1119,10 @@ def simulate(
         insort(qkeys, -pr * QK + i)
         q_add(size[i])
 
+    def unqueue(i: int) -> None:
+        del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
+        q_drop(size[i])
+
     def gate_tick(t: float) -> bool:
         from fscontrol.act.gate import plan_gate
 
@@ -1127,37 +1131,11 @@ def simulate(
         qj += [_qjob(kq & QM, "PENDING", "Priority") for kq in qkeys]
         qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
         plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
-        for jid in plan.stale_ledger:
-            ledger.discard(id_ix[jid])
-        for a in plan.actions:
-            i = id_ix[a.job_id]
-            if a.kind == "hold":
-                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
-                q_drop(size[i])
-                held.add(i)
-                ledger.add(i)
-                out.holds += 1
-            elif a.kind == "release":
-                held.discard(i)
-                ledger.discard(i)
-                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
-                requeue(i, t)
-                out.releases += 1
-            elif a.kind == "nice":
-                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
-                q_drop(size[i])
-                nice[i] = gate.nice_value
-                ledger.add(i)
-                requeue(i, t)
-                out.nices += 1
-            elif a.kind == "unnice":
-                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
-                q_drop(size[i])
-                nice[i] = 0
-                ledger.discard(i)
-                requeue(i, t)
-                out.unnices += 1
-            # "unmark" clears the agent's AdminComment: nothing the scheduler sees
+        h, r, ni, un = gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue)
+        out.holds += h
+        out.releases += r
+        out.nices += ni
+        out.unnices += un
         return bool(plan.actions)
 
     # ------------------------------------------------------------ passes
@@ -1690,7 +1668,7 @@ def simulate(
             gated = gate_tick(t)
             next_gate = t + gate_interval_s
             # a gate that holds everything on an empty machine would never end: stop it
-            stall = gate_stall(not heap and ai >= n and bool(held) and not qkeys and not gated, stall)
+            stall = gate_stall(stall, bool(heap), ai < n, bool(qkeys or held or ledger), gated or ended or bool(new))
             if stall > 3:
                 out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
                 break
