@@ -20,7 +20,7 @@ from fscontrol.act.gate import GateAction, GatePlan
 from fscontrol.sim import Policy, SimJob, Workload, accel, easycore, engine, get_policy, mfcore
 from fscontrol.sim.run import run_simulation
 
-STEPS = ("easy_backfill", "drop_started", "general_pick", "gate_apply", "gate_stall")
+STEPS = ("easy_backfill", "easy_fits", "easy_search", "drop_started", "general_pick", "gate_apply", "gate_stall")
 
 
 def _inline_easy(q, size, est, t, free, running, smin=1):
@@ -139,6 +139,62 @@ def test_easy_steps_match_the_rule_written_out_on_random_queues():
         assert (got[0], got[2]) == want_a
         seen["arrivals started"] += bool(want_a[0])
     assert min(seen.values()) > 10, seen  # (each case met often)
+
+
+def _fits_written_out(s, limit, f, t, shadow, extra):
+    """Behind the head, a job starts when it fits in the free nodes and either ends by the head's
+    shadow time or fits in the extra nodes the head leaves spare then."""
+    return s <= f and (t + limit <= shadow or s <= extra)
+
+
+def test_easy_search_picks_as_the_walk_does_on_random_queues():
+    """The large queues' form (the engines search their own structure for the next job): with a
+    search that scans the queue for the first job passing the rule written out, the same jobs start
+    in the same order, with the same shadow and extra nodes, as the rule's walk (_inline_easy)."""
+    rng = random.Random(2930)
+    met = 0
+    for _ in range(400):
+        n = rng.randint(2, 40)
+        size = [rng.choice([1, 1, 2, 3, 4, 8, 16]) for _ in range(n)]
+        est = [float(rng.choice([60, 600, 3600, 7200])) for _ in range(n)]
+        nr = rng.randint(1, 8)
+        running = [(100.0 + rng.choice([60, 600, 600, 3600]), n + r) for r in range(nr)]
+        size += [rng.choice([1, 2, 4, 8]) for _ in range(nr)]
+        total = max(max(size[:n]), sum(size[n:])) + rng.randint(0, 4)
+        free = total - sum(size[n:])
+        q = list(range(n))
+        rng.shuffle(q)
+        want = _inline_easy(q, size, est, 100.0, free, running)
+        if want[1] is None:
+            continue
+        run = sorted(running)
+        k = 0
+        while size[q[k]] <= free:  # the head run, as the engines walk it
+            free -= size[q[k]]
+            insort(run, (100.0 + est[q[k]], q[k]))
+            k += 1
+        left = q[k + 1:]
+        got = q[:k]
+
+        def first(t, f, shadow, extra):
+            return next((i for i in left if _fits_written_out(size[i], est[i], f, t, shadow, extra)), -1)
+
+        def start(i, t):
+            left.remove(i)
+            got.append(i)
+
+        shadow_extra = easycore.easy_search(q[k], size, est, 100.0, free, run, first, start)
+        assert (got, shadow_extra) == want
+        met += len(got) > k
+    assert met > 50, met
+
+
+def test_easy_fits_is_the_rule_written_out():
+    rng = random.Random(2931)
+    for _ in range(2000):
+        a = (rng.randint(1, 9), float(rng.choice([60, 600, 3600])), rng.randint(0, 9), 100.0,
+             rng.choice([-math.inf, 160.0, 700.0, 3700.0, math.inf]), rng.randint(-1, 9))
+        assert easycore.easy_fits(*a) is _fits_written_out(*a)
 
 
 class _Queue:
@@ -301,6 +357,9 @@ def test_both_engines_call_the_one_copy():
         # ... nor of the stall rule (each engine names its facts once, in its one call)
         assert src.count("gate_stall(") == 1  # (its one call)
         assert "not heap and ai >= n" not in src
+        # ... nor of EASY's pick on the fast paths (the engines only search for the next job)
+        for part in ("extra -= ", "t + est[i] <", "t + est[i] >", "> shadow"):
+            assert part not in src
 
 
 def test_the_compiled_engine_compiles_the_steps_in():

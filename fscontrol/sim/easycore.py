@@ -1,6 +1,7 @@
 """The scheduling steps both event loops run, written once: EASY's shadow and backfill pick (at a
 pass and for the arrivals alone), the general pass with an availability profile, and the gate's
-steps: its plan applied to the queue and its stall rule.
+steps: its plan applied to the queue and its stall rule. The large queues' fast paths search their
+own structures for the next job to backfill, with `easy_fits`'s test, under `easy_search`.
 
 `engine` (FCFS, EASY, linear priority, SFS, the gate) and `mfcore` (priority/multifactor) keep
 their own queues: the static engine a list of job indices (or rank keys), the multifactor engine
@@ -83,6 +84,39 @@ def easy_backfill(q: list[int], mask: int, size: list[int], est: list[float], t:
                 if free < smin:
                     break
     return started, shadow, extra
+
+
+def easy_fits(s: int, limit: float, f: int, t: float, shadow: float, extra: int) -> bool:
+    """EASY's backfill test for one queued job behind the head (s nodes, time limit `limit`): it fits
+    in the f free nodes and ends by the shadow time or fits in the extra nodes (easy_backfill's walk
+    makes this test inline, entry by entry)."""
+    return s <= f and (t + limit <= shadow or s <= extra)
+
+
+def easy_search(head: int, size: list[int], est: list[float], t: float, free: int,
+                running: list[tuple[float, int]], first: Callable[[float, int, float, int], int],
+                start: Callable[[int, float], None]) -> tuple[float, int]:
+    """EASY's backfill where the queue is searched, not walked (the large queues' fast paths: the
+    static engine's rank tree, mfcore's merged per-association queue): `(shadow, extra)`.
+
+    Job `head` (the first queued job, larger than the `free` nodes) gives the shadow time and the
+    extra nodes (easy_backfill's). Then, while nodes are free, `first(t, f, shadow, extra)` names
+    the first queued job in queue order that passes `easy_fits` with f free nodes (-1: none), and
+    `start(i, t)` starts it (out of the caller's queue); a job that ends after the shadow takes its
+    nodes from the extra ones. The same jobs in the same order as easy_backfill's walk (each job
+    it starts is the first one left that passes, with the free and extra nodes as they then are)."""
+    _, shadow, extra = easy_backfill([head], -1, size, est, t, free, 0, running)
+    f = free
+    while f > 0:
+        i = first(t, f, shadow, extra)
+        if i < 0:
+            break
+        s = size[i]
+        if t + est[i] > shadow:
+            extra -= s  # (it passed easy_fits on its size: s <= extra)
+        start(i, t)
+        f -= s
+    return shadow, extra
 
 
 def drop_started(q: list[int], started: list[int]) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .easycore import easy_backfill, gate_apply, gate_stall, general_pick
+from .easycore import easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -187,9 +187,9 @@ def simulate(
                 p += 1
         return p - NL
 
-    def ix_next(f: int, extra: int, t: float, shadow: float) -> int:
-        """The first pending rank whose job fits now (size <= f) and either fits in the extra
-        nodes or ends before the shadow time; -1 when none. Searched from the root: every
+    def ix_next(t: float, f: int, shadow: float, extra: int) -> int:
+        """The first pending job in rank order that passes easy_fits (fits now, size <= f, and
+        either fits in the extra nodes or ends before the shadow time); -1 when none. Searched from the root: every
         pending job before the one a backfill pass looks for fails this test (the head does not
         fit, the others failed it with at least as many free and extra nodes), so no lower bound
         is needed, and a pass that can start nothing costs one look at the root. A subtree is
@@ -247,8 +247,8 @@ def simulate(
                     p += 1
         if p >= NL:
             i = at_rank[p - NL]
-            if size[i] <= f and (t + est[i] <= shadow or size[i] <= extra):
-                return p - NL
+            if easy_fits(size[i], est[i], f, t, shadow, extra):
+                return i
             p = 1  # pragma: no cover - the hair: search again, with backtracking
         classes = meb[:nb]
         while True:
@@ -267,8 +267,8 @@ def simulate(
                     p <<= 1
                     continue
                 i = at_rank[p - NL]
-                if t + est[i] <= shadow or size[i] <= extra:
-                    return p - NL
+                if easy_fits(size[i], est[i], f, t, shadow, extra):
+                    return i
             while p & 1:
                 p >>= 1
             if p == 0:
@@ -454,23 +454,16 @@ def simulate(
             # free == 0: nothing can start before the next end, and an end brings a full pass
             easy_shadow, easy_extra = -INF, -1
         else:
-            _, shadow, extra = easy_backfill([at_rank[r]], -1, size, est, t, free, 0, running)  # (the head alone)
-            f = free
-            while f > 0:
-                p = ix_next(f, extra, t, shadow)
-                if p < 0:
-                    break
-                i = at_rank[p]
-                s = size[i]
-                if t + est[i] > shadow:
-                    extra -= s  # started on the extra nodes (the leaf test: s <= extra)
-                start_job(i, t)
-                ix_del(p, cls[i])
-                qn -= 1
-                f -= s
-            easy_shadow, easy_extra = shadow, extra
+            easy_shadow, easy_extra = easy_search(at_rank[r], size, est, t, free, running, ix_next, start_ix)
         if qn < TREE_OFF:
             tree_off()
+
+    def start_ix(i: int, t: float) -> None:
+        """Start job i of the tree (easy_search's pick)."""
+        nonlocal qn
+        start_job(i, t)
+        ix_del(rank[i], cls[i])
+        qn -= 1
 
     def arrivals_fast_ix(t: float, new: list[int]) -> bool:
         nonlocal qn, easy_extra

@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_backfill, gate_apply, gate_stall, general_pick
+from .easycore import drop_started, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -352,9 +352,8 @@ def simulate(
         top = f if f < q_none else q_none - 1
         for s in range(q_min, top + 1):
             es = est_sz[s]
-            if es:
-                if s <= extra or t + es[0][0] <= shadow:
-                    return True
+            if es and easy_fits(s, es[0][0], f, t, shadow, extra):  # (its shortest limit)
+                return True
         return False
 
     # The queue in order without its keys (`pm`: EASY, the presets' priorities, no gate; classic or Fair Tree):
@@ -660,8 +659,10 @@ def simulate(
         return pm_key(i) if i < pm_b[0] else -prio_of[i] * QK + i
 
     def pm_first_fit(t: float, f: int, shadow: float, extra: int) -> int:
-        """The first queued job in the order that fits in f nodes and under the shadow or in the
-        extra nodes (one exists: bf_any), as pass_easy's scan finds it."""
+        """The first queued job in the order that passes easy_fits with f free nodes (-1: none, as
+        bf_any tells without the order), as pass_easy's scan finds it."""
+        if not bf_any(t, f, shadow, extra):
+            return -1
         top = f if f < q_none else q_none - 1
         cands: list[tuple[float, int]] = []  # (limit, index) of every job that fits, by size
         for s in range(q_min, top + 1):
@@ -752,8 +753,7 @@ def simulate(
             else:
                 i = tail[ti] & QM
                 ti += 1
-            s = size[i]
-            if s <= f and (t + est[i] <= shadow or s <= extra):
+            if easy_fits(size[i], est[i], f, t, shadow, extra):
                 return i
 
     def q_drop(s: int) -> None:
@@ -857,17 +857,8 @@ def simulate(
             easy_valid = False
             easy_stale = True
             return
-        _, shadow, extra = easy_backfill([h], QM, size, est, t, free, 0, running)  # (the head alone)
-        if f > 0:
-            while bf_any(t, f, shadow, extra):
-                i = pm_first_fit(t, f, shadow, extra)
-                s = size[i]
-                if not t + est[i] <= shadow:
-                    extra -= s
-                start_job(i, t)
-                f -= s
+        easy_shadow, easy_extra = easy_search(h & QM, size, est, t, free, running, pm_first_fit, start_job)
         easy_valid = True
-        easy_shadow, easy_extra = shadow, extra
         easy_head = h
 
 
