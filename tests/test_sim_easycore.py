@@ -18,6 +18,7 @@ from bisect import insort
 
 from fscontrol.act.gate import GateAction, GatePlan
 from fscontrol.sim import Policy, SimJob, Workload, accel, easycore, engine, get_policy, mfcore
+from fscontrol.sim.engine import RawRun
 from fscontrol.sim.run import run_simulation
 
 STEPS = ("easy_backfill", "easy_fits", "easy_search", "drop_started", "general_pick", "gate_apply", "gate_stall")
@@ -300,7 +301,9 @@ def test_gate_apply_matches_the_rule_written_out_on_random_plans():
         id_ix = {jid: i for i, jid in enumerate(ids)}
         t = 900.0
         held, ledger, eligible, nice, q = state[0]
-        got = easycore.gate_apply(plan, id_ix, t, 7, held, ledger, eligible, nice, q.leave, q.join)
+        tally = RawRun([], [])  # (the static engine's record; mfcore's MFRun has the same counters)
+        easycore.gate_apply(plan, id_ix, t, 7, held, ledger, eligible, nice, q.leave, q.join, tally)
+        got = (tally.holds, tally.releases, tally.nices, tally.unnices)
         held_w, ledger_w, eligible_w, nice_w, q_w = state[1]
         want = _gate_written_out(acts, stale, t, 7, held_w, ledger_w, eligible_w, nice_w, q_w)
         assert got == want

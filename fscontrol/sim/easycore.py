@@ -158,9 +158,9 @@ def general_pick(q: list[int], mask: int, size: list[int], est: list[float], t: 
 
 def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held: set[int], ledger: set[int],
                eligible: list[float], nice: list[int], leave: Callable[[int], None],
-               join: Callable[[int, float], None]) -> tuple[int, int, int, int]:
-    """The gate's plan (`fscontrol.act.gate.plan_gate`'s) applied to a simulated queue at time t:
-    `(holds, releases, nices, unnices)`.
+               join: Callable[[int, float], None], tally: Any) -> None:
+    """The gate's plan (`fscontrol.act.gate.plan_gate`'s) applied to a simulated queue at time t,
+    each action counted in the run's record `tally` (its holds, releases, nices and unnices).
 
     The ledger first loses the entries the plan calls stale. Then each action in order: a hold
     takes the job out of the queue (`leave(i)`) and holds it; a release restarts its age
@@ -199,7 +199,10 @@ def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held
             ledger.discard(i)
             join(i, t)
             unnices += 1
-    return holds, releases, nices, unnices
+    tally.holds += holds
+    tally.releases += releases
+    tally.nices += nices
+    tally.unnices += unnices
 
 
 def gate_stall(stall: int, running: bool, arriving: bool, waiting: bool, changed: bool) -> int:

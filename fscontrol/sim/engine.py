@@ -539,11 +539,7 @@ def simulate(
                 qj.append(_qjob(i, "PENDING", "JobHeldAdmin", t))
         plan = plan_gate(qj, allocs, {job_ids[i]: 0 for i in ledger}, gate_opts, now=t)
         out.gate_ticks += 1
-        h, r, ni, un = gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin)
-        out.holds += h
-        out.releases += r
-        out.nices += ni
-        out.unnices += un
+        gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin, out)
         return bool(plan.actions), bool(plan.deferred)
 
     def rejoin(i: int, t: float) -> None:

@@ -1122,11 +1122,7 @@ def simulate(
         qj += [_qjob(kq & QM, "PENDING", "Priority") for kq in qkeys]
         qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
         plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
-        h, r, ni, un = gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue)
-        out.holds += h
-        out.releases += r
-        out.nices += ni
-        out.unnices += un
+        gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue, out)
         return bool(plan.actions)
 
     # ------------------------------------------------------------ passes
