@@ -8,16 +8,18 @@ their own queues: the static engine a list of job indices (or rank keys), the mu
 sorted integer keys. A queue entry `kq` names job `kq & mask` (mask -1: the entry is the index).
 Each loop starts its head run itself (the jobs in order while they fit: its own queue's walk, a
 few lines, with no call where nothing fits), then, when a job behind the head could start, makes
-one call here. These functions only decide: they return which entries start, in queue order, and
-the caller starts them (the same jobs in the same order as a loop that started each as it went:
-nothing the decision reads changes when a job starts but the free nodes, tracked here). In the
+one call here. The walks (easy_backfill, general_pick) only decide: they return which entries
+start, in queue order, and the caller starts them (the same jobs in the same order as a loop that
+started each as it went: nothing the decision reads changes when a job starts but the free nodes,
+tracked here). easy_search and gate_apply act, but on the caller's queue only through the
+functions it passes (start a job; take one out of the queue, put it back). In the
 plain engines a call costs about what a short queue's pick does (docs/benchmarks.md), hence one
 call a pass and none on the paths where nothing can start.
 
 Plain Python, and compiled with mfcore: `fscontrol.sim.accel` builds the compiled engine from
 mfcore.py with this file's body in place of mfcore's import of it, so the compiled loop calls these
-natively (hence: no name of its own at module level but these functions, and only imports mfcore
-may repeat).
+natively (hence: no name of its own at module level but these functions and its imports, none of
+them a name mfcore gives another meaning).
 """
 
 from __future__ import annotations
