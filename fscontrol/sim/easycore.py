@@ -1,28 +1,33 @@
 """The scheduling steps both event loops run, written once: EASY's shadow and backfill pick (at a
 pass and for the arrivals alone), the general pass with an availability profile, and the gate's
-stall rule.
+steps: its plan applied to the queue and its stall rule. The large queues' fast paths search their
+own structures for the next job to backfill, with `easy_fits`'s test, under `easy_search`.
 
 `engine` (FCFS, EASY, linear priority, SFS, the gate) and `mfcore` (priority/multifactor) keep
 their own queues: the static engine a list of job indices (or rank keys), the multifactor engine
 sorted integer keys. A queue entry `kq` names job `kq & mask` (mask -1: the entry is the index).
 Each loop starts its head run itself (the jobs in order while they fit: its own queue's walk, a
 few lines, with no call where nothing fits), then, when a job behind the head could start, makes
-one call here. These functions only decide: they return which entries start, in queue order, and
-the caller starts them (the same jobs in the same order as a loop that started each as it went:
-nothing the decision reads changes when a job starts but the free nodes, tracked here). In the
+one call here. The walks (easy_backfill, general_pick) only decide: they return which entries
+start, in queue order, and the caller starts them (the same jobs in the same order as a loop that
+started each as it went: nothing the decision reads changes when a job starts but the free nodes,
+tracked here). easy_search and gate_apply act, but on the caller's queue only through the
+functions it passes (start a job; take one out of the queue, put it back). In the
 plain engines a call costs about what a short queue's pick does (docs/benchmarks.md), hence one
 call a pass and none on the paths where nothing can start.
 
 Plain Python, and compiled with mfcore: `fscontrol.sim.accel` builds the compiled engine from
 mfcore.py with this file's body in place of mfcore's import of it, so the compiled loop calls these
-natively (hence: no name of its own at module level but these functions, and only imports mfcore
-may repeat).
+natively (hence: no name of its own at module level but these functions and its imports, none of
+them a name mfcore gives another meaning).
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Callable
+from typing import Any
 
 from .availability import Profile
 
@@ -83,6 +88,39 @@ def easy_backfill(q: list[int], mask: int, size: list[int], est: list[float], t:
     return started, shadow, extra
 
 
+def easy_fits(s: int, limit: float, f: int, t: float, shadow: float, extra: int) -> bool:
+    """EASY's backfill test for one queued job behind the head (s nodes, time limit `limit`): it fits
+    in the f free nodes and ends by the shadow time or fits in the extra nodes (easy_backfill's walk
+    makes this test inline, entry by entry)."""
+    return s <= f and (t + limit <= shadow or s <= extra)
+
+
+def easy_search(head: int, size: list[int], est: list[float], t: float, free: int,
+                running: list[tuple[float, int]], first: Callable[[float, int, float, int], int],
+                start: Callable[[int, float], None]) -> tuple[float, int]:
+    """EASY's backfill where the queue is searched, not walked (the large queues' fast paths: the
+    static engine's rank tree, mfcore's merged per-association queue): `(shadow, extra)`.
+
+    Job `head` (the first queued job, larger than the `free` nodes) gives the shadow time and the
+    extra nodes (easy_backfill's). Then, while nodes are free, `first(t, f, shadow, extra)` names
+    the first queued job in queue order that passes `easy_fits` with f free nodes (-1: none), and
+    `start(i, t)` starts it (out of the caller's queue); a job that ends after the shadow takes its
+    nodes from the extra ones. The same jobs in the same order as easy_backfill's walk (each job
+    it starts is the first one left that passes, with the free and extra nodes as they then are)."""
+    _, shadow, extra = easy_backfill([head], -1, size, est, t, free, 0, running)
+    f = free
+    while f > 0:
+        i = first(t, f, shadow, extra)
+        if i < 0:
+            break
+        s = size[i]
+        if t + est[i] > shadow:
+            extra -= s  # (it passed easy_fits on its size: s <= extra)
+        start(i, t)
+        f -= s
+    return shadow, extra
+
+
 def drop_started(q: list[int], started: list[int]) -> None:
     """Take the started entries out of a queue sorted by entry."""
     for kq in started:
@@ -120,7 +158,63 @@ def general_pick(q: list[int], mask: int, size: list[int], est: list[float], t: 
     return started
 
 
-def gate_stall(stuck: bool, stall: int) -> int:
-    """The gate's stall count after a gate tick: a gate that holds everything on an empty machine
-    would never end, so a run stops once this passes 3 (four stuck ticks in a row)."""
-    return stall + 1 if stuck else 0
+def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held: set[int], ledger: set[int],
+               eligible: list[float], nice: list[int], leave: Callable[[int], None],
+               join: Callable[[int, float], None], tally: Any) -> None:
+    """The gate's plan (`fscontrol.act.gate.plan_gate`'s) applied to a simulated queue at time t,
+    each action counted in the run's record `tally` (its holds, releases, nices and unnices).
+
+    The ledger first loses the entries the plan calls stale. Then each action in order: a hold
+    takes the job out of the queue (`leave(i)`) and holds it; a release restarts its age
+    (`eligible[i] = t`: no ACCRUE_ALWAYS) and queues it again (`join(i, t)`); a nice or an un-nice
+    takes it out, sets its nice (`nice_value`, or 0) and queues it again, its key made anew. The
+    ledger gains the held and niced jobs and loses the released and un-niced ones. An "unmark"
+    (each release's follow-up: the agent's AdminComment cleared) is nothing the scheduler sees.
+    `leave` runs before the job's age or nice changes (the queue finds the job by its old key),
+    `join` after. `id_ix`: job id -> job index; `held`, `ledger`: job indices."""
+    for jid in plan.stale_ledger:
+        ledger.discard(id_ix[jid])
+    holds = releases = nices = unnices = 0
+    for a in plan.actions:
+        kind = a.kind
+        i = id_ix[a.job_id]
+        if kind == "hold":
+            leave(i)
+            held.add(i)
+            ledger.add(i)
+            holds += 1
+        elif kind == "release":
+            held.discard(i)
+            ledger.discard(i)
+            eligible[i] = t
+            join(i, t)
+            releases += 1
+        elif kind == "nice":
+            leave(i)
+            nice[i] = nice_value
+            ledger.add(i)
+            join(i, t)
+            nices += 1
+        elif kind == "unnice":
+            leave(i)
+            nice[i] = 0
+            ledger.discard(i)
+            join(i, t)
+            unnices += 1
+    tally.holds += holds
+    tally.releases += releases
+    tally.nices += nices
+    tally.unnices += unnices
+
+
+def gate_stall(stall: int, running: bool, arriving: bool, waiting: bool, changed: bool) -> int:
+    """The gate's stall count after a gate tick: `stall + 1` when the tick is stuck, else 0. A run
+    stops once the count passes 3 (four stuck ticks in a row).
+
+    A tick is stuck when the queue can make no progress without the gate: no job runs (`running`
+    False) and none is left to arrive (`arriving` False), jobs wait (`waiting`: queued, held or in
+    the gate's ledger), and nothing happened at the tick (`changed` False: no end, no arrival, no
+    gate action). Then the last pass, on an empty machine, started none of the queued jobs: every
+    one is larger than the machine or queued behind one that is; nothing ends or arrives to change
+    that, so only the gate could (a release, a nice), and it does not act."""
+    return stall + 1 if not running and not arriving and waiting and not changed else 0

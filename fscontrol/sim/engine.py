@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .easycore import easy_backfill, gate_stall, general_pick
+from .easycore import easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -86,7 +86,7 @@ def simulate(
     end = [INF] * n
     eligible = list(submit)  # age counts from here (reset on release)
     nice = [0] * n
-    held = [False] * n
+    held: set[int] = set()
 
     kind = policy.kind
     use_prio = kind != "fcfs"
@@ -187,9 +187,9 @@ def simulate(
                 p += 1
         return p - NL
 
-    def ix_next(f: int, extra: int, t: float, shadow: float) -> int:
-        """The first pending rank whose job fits now (size <= f) and either fits in the extra
-        nodes or ends before the shadow time; -1 when none. Searched from the root: every
+    def ix_next(t: float, f: int, shadow: float, extra: int) -> int:
+        """The first pending job in rank order that passes easy_fits (fits now, size <= f, and
+        either fits in the extra nodes or ends before the shadow time); -1 when none. Searched from the root: every
         pending job before the one a backfill pass looks for fails this test (the head does not
         fit, the others failed it with at least as many free and extra nodes), so no lower bound
         is needed, and a pass that can start nothing costs one look at the root. A subtree is
@@ -247,8 +247,8 @@ def simulate(
                     p += 1
         if p >= NL:
             i = at_rank[p - NL]
-            if size[i] <= f and (t + est[i] <= shadow or size[i] <= extra):
-                return p - NL
+            if easy_fits(size[i], est[i], f, t, shadow, extra):
+                return i
             p = 1  # pragma: no cover - the hair: search again, with backtracking
         classes = meb[:nb]
         while True:
@@ -267,8 +267,8 @@ def simulate(
                     p <<= 1
                     continue
                 i = at_rank[p - NL]
-                if t + est[i] <= shadow or size[i] <= extra:
-                    return p - NL
+                if easy_fits(size[i], est[i], f, t, shadow, extra):
+                    return i
             while p & 1:
                 p >>= 1
             if p == 0:
@@ -454,23 +454,16 @@ def simulate(
             # free == 0: nothing can start before the next end, and an end brings a full pass
             easy_shadow, easy_extra = -INF, -1
         else:
-            _, shadow, extra = easy_backfill([at_rank[r]], -1, size, est, t, free, 0, running)  # (the head alone)
-            f = free
-            while f > 0:
-                p = ix_next(f, extra, t, shadow)
-                if p < 0:
-                    break
-                i = at_rank[p]
-                s = size[i]
-                if t + est[i] > shadow:
-                    extra -= s  # started on the extra nodes (the leaf test: s <= extra)
-                start_job(i, t)
-                ix_del(p, cls[i])
-                qn -= 1
-                f -= s
-            easy_shadow, easy_extra = shadow, extra
+            easy_shadow, easy_extra = easy_search(at_rank[r], size, est, t, free, running, ix_next, start_ix)
         if qn < TREE_OFF:
             tree_off()
+
+    def start_ix(i: int, t: float) -> None:
+        """Start job i of the tree (easy_search's pick)."""
+        nonlocal qn
+        start_job(i, t)
+        ix_del(rank[i], cls[i])
+        qn -= 1
 
     def arrivals_fast_ix(t: float, new: list[int]) -> bool:
         nonlocal qn, easy_extra
@@ -542,40 +535,15 @@ def simulate(
         for i in queue:
             qj.append(_qjob(i, "PENDING", "Priority", t))
         for i in ledger:
-            if held[i]:
+            if i in held:
                 qj.append(_qjob(i, "PENDING", "JobHeldAdmin", t))
         plan = plan_gate(qj, allocs, {job_ids[i]: 0 for i in ledger}, gate_opts, now=t)
         out.gate_ticks += 1
-        for jid in plan.stale_ledger:
-            ledger.discard(id_ix[jid])
-        for a in plan.actions:
-            i = id_ix[a.job_id]
-            if a.kind == "hold":
-                dequeue(i)
-                held[i] = True
-                ledger.add(i)
-                out.holds += 1
-            elif a.kind == "release":
-                held[i] = False
-                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
-                ledger.discard(i)
-                enqueue(i)
-                out.releases += 1
-            elif a.kind == "nice":
-                dequeue(i)
-                nice[i] = policy.gate_nice
-                enqueue(i)
-                ledger.add(i)
-                out.nices += 1
-            elif a.kind == "unnice":
-                dequeue(i)
-                nice[i] = 0
-                enqueue(i)
-                ledger.discard(i)
-                out.unnices += 1
-            # "unmark" clears the agent's AdminComment: nothing the scheduler sees (as mfcore.gate_tick;
-            # it was taken for an un-nice here, so a hold mode's every release counted one)
+        gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin, out)
         return bool(plan.actions), bool(plan.deferred)
+
+    def rejoin(i: int, t: float) -> None:
+        enqueue(i)
 
     def _qjob(i: int, state: str, reason: str, t: float) -> QueueJob:
         prio = int(aw * (t - eligible[i]) + sw * size[i] - nice[i]) if state == "PENDING" else 0
@@ -643,7 +611,8 @@ def simulate(
                 new.append(ai)
                 ai += 1
         acted = False
-        if next_gate <= t:
+        ticked = next_gate <= t
+        if ticked:
             if gate_dirty or new or ended:
                 acted, deferred = gate_tick(t)
                 gate_dirty = acted or deferred
@@ -672,10 +641,9 @@ def simulate(
                 pass_general(t)
             elif ended or acted or sched_iv > 0 or not easy_valid or not arrivals_fast(t, new):
                 pass_fast(t)
-        # a gate that holds everything with an empty machine would never end: stop it
-        if kind == "gate":  # (no call at every event of the other policies)
-            stall_ticks = gate_stall(not heap and ai >= n and bool(queue or ledger) and not acted and not new,
-                                     stall_ticks)
+        # a gate that holds everything with an empty machine would never end: stop it (the rule: easycore)
+        if ticked:  # (no call at the other events, nor for the other policies)
+            stall_ticks = gate_stall(stall_ticks, bool(heap), ai < n, bool(queue or held or ledger), changed)
             if stall_ticks > 3:
                 out.notes.append(f"stopped at t={t:.0f}: nothing runs and the gate does not act")
                 break

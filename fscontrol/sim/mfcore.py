@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_backfill, gate_stall, general_pick
+from .easycore import drop_started, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -352,9 +352,8 @@ def simulate(
         top = f if f < q_none else q_none - 1
         for s in range(q_min, top + 1):
             es = est_sz[s]
-            if es:
-                if s <= extra or t + es[0][0] <= shadow:
-                    return True
+            if es and easy_fits(s, es[0][0], f, t, shadow, extra):  # (its shortest limit)
+                return True
         return False
 
     # The queue in order without its keys (`pm`: EASY, the presets' priorities, no gate; classic or Fair Tree):
@@ -660,8 +659,10 @@ def simulate(
         return pm_key(i) if i < pm_b[0] else -prio_of[i] * QK + i
 
     def pm_first_fit(t: float, f: int, shadow: float, extra: int) -> int:
-        """The first queued job in the order that fits in f nodes and under the shadow or in the
-        extra nodes (one exists: bf_any), as pass_easy's scan finds it."""
+        """The first queued job in the order that passes easy_fits with f free nodes (-1: none, as
+        bf_any tells without the order), as pass_easy's scan finds it."""
+        if not bf_any(t, f, shadow, extra):
+            return -1
         top = f if f < q_none else q_none - 1
         cands: list[tuple[float, int]] = []  # (limit, index) of every job that fits, by size
         for s in range(q_min, top + 1):
@@ -752,8 +753,7 @@ def simulate(
             else:
                 i = tail[ti] & QM
                 ti += 1
-            s = size[i]
-            if s <= f and (t + est[i] <= shadow or s <= extra):
+            if easy_fits(size[i], est[i], f, t, shadow, extra):
                 return i
 
     def q_drop(s: int) -> None:
@@ -857,17 +857,8 @@ def simulate(
             easy_valid = False
             easy_stale = True
             return
-        _, shadow, extra = easy_backfill([h], QM, size, est, t, free, 0, running)  # (the head alone)
-        if f > 0:
-            while bf_any(t, f, shadow, extra):
-                i = pm_first_fit(t, f, shadow, extra)
-                s = size[i]
-                if not t + est[i] <= shadow:
-                    extra -= s
-                start_job(i, t)
-                f -= s
+        easy_shadow, easy_extra = easy_search(h & QM, size, est, t, free, running, pm_first_fit, start_job)
         easy_valid = True
-        easy_shadow, easy_extra = shadow, extra
         easy_head = h
 
 
@@ -1119,6 +1110,10 @@ def simulate(
         insort(qkeys, -pr * QK + i)
         q_add(size[i])
 
+    def unqueue(i: int) -> None:
+        del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
+        q_drop(size[i])
+
     def gate_tick(t: float) -> bool:
         from fscontrol.act.gate import plan_gate
 
@@ -1127,37 +1122,7 @@ def simulate(
         qj += [_qjob(kq & QM, "PENDING", "Priority") for kq in qkeys]
         qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
         plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
-        for jid in plan.stale_ledger:
-            ledger.discard(id_ix[jid])
-        for a in plan.actions:
-            i = id_ix[a.job_id]
-            if a.kind == "hold":
-                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
-                q_drop(size[i])
-                held.add(i)
-                ledger.add(i)
-                out.holds += 1
-            elif a.kind == "release":
-                held.discard(i)
-                ledger.discard(i)
-                eligible[i] = t  # accrue time restarts (no ACCRUE_ALWAYS)
-                requeue(i, t)
-                out.releases += 1
-            elif a.kind == "nice":
-                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
-                q_drop(size[i])
-                nice[i] = gate.nice_value
-                ledger.add(i)
-                requeue(i, t)
-                out.nices += 1
-            elif a.kind == "unnice":
-                del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
-                q_drop(size[i])
-                nice[i] = 0
-                ledger.discard(i)
-                requeue(i, t)
-                out.unnices += 1
-            # "unmark" clears the agent's AdminComment: nothing the scheduler sees
+        gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue, out)
         return bool(plan.actions)
 
     # ------------------------------------------------------------ passes
@@ -1690,7 +1655,7 @@ def simulate(
             gated = gate_tick(t)
             next_gate = t + gate_interval_s
             # a gate that holds everything on an empty machine would never end: stop it
-            stall = gate_stall(not heap and ai >= n and bool(held) and not qkeys and not gated, stall)
+            stall = gate_stall(stall, bool(heap), ai < n, bool(qkeys or held or ledger), gated or ended or bool(new))
             if stall > 3:
                 out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
                 break
