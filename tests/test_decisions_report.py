@@ -129,3 +129,68 @@ def test_status_after_control_off_says_off_and_shows_the_d_read_back(ticked, tmp
         ledger.set_state(h, "tbcluster", "damping_in_force", {"d": d_back, "at": last - 1.0}, last)
     data = json.loads(CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"]).output)
     assert data["damping_factor"] == d_snap and "damping_factor_snapshot" not in data
+
+
+def test_the_record_uses_the_d_slurm_held_at_the_pass_not_a_later_restore(tmp_path):
+    """An outside tester: `control off --apply` 56 s after a pass put d back to 1 before the
+    loop's next tick settled the pass, and the record used d=1 where Slurm had used 11
+    (-90.91%). The d at the pass is the agent's last change before it when the agent changed d
+    again between the pass and the settling read."""
+    from types import SimpleNamespace
+
+    from fscontrol.act import actions
+    from fscontrol.agent.pipeline import _damping_at_pass
+
+    h = store.open_db(tmp_path / "h.db")
+    t0 = 1_800_000_000.0
+    with store.transaction(h):
+        ids = ledger.write_actions(h, "c", None, "control", [actions.set_damping(11, "the decision's d")], t0)
+        ledger.update_action(h, ids[0], "ok", "", None, t0 + 1.0)
+    previous = {"decided_at": t0, "d_now": 14}
+    snap = SimpleNamespace(cluster="c", taken_at=t0 + 64.0, config=SimpleNamespace(damping_factor=1))
+    # nothing changed d after the pass (at t0 + 3): the d the settling snapshot read stands
+    assert _damping_at_pass(h, previous, snap, t0 + 3.0) == 1
+    with store.transaction(h):
+        ids = ledger.write_actions(h, "c", None, "off", [actions.set_damping(1, "control off: put back")], t0 + 56.0)
+        ledger.update_action(h, ids[0], "ok", "", None, t0 + 56.2)
+    assert _damping_at_pass(h, previous, snap, t0 + 3.0) == 11  # the restore came after the pass
+    assert _damping_at_pass(h, previous, snap, t0 + 0.5) == 14  # every change after it: the d it read
+    assert _damping_at_pass(h, previous, snap, None) == 1  # pass time unknown: the read
+
+
+def test_decisions_taken_while_control_is_off_are_advice_not_applied(ticked, tmp_path):
+    """An outside tester: a running loop kept recording decisions after `control off --apply`,
+    shown as applied with the d they would have set; status counted their passes at d=1. They
+    are advice (apply and advise_only), leave d as read, and status's line stops at the off."""
+    cfg, _ = ticked
+    db = _copy(ticked, tmp_path)
+    h = store.open_db(db)
+    rows = h.execute("SELECT id, decided_at FROM decisions ORDER BY id").fetchall()
+    off_at = rows[6][1] + 1.0
+    with store.transaction(h):  # decisions 1-7 applied; the off; 8-10 a loop's ticks after it (advice only)
+        h.execute("UPDATE decisions SET apply = 1, d_target = d_now + 5")
+        h.execute("UPDATE decisions SET advise_only = 1 WHERE decided_at > ?", [off_at])
+        ledger.set_state(h, "tbcluster", "acting_off", {"by": "control off", "at": off_at}, off_at)
+    dec = json.loads(CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "1700000000",
+                                              "--json"]).output)["decisions"]
+    assert [x["applied"] for x in dec] == [True] * 7 + [False] * 3
+    assert all(x["damping_after"] == x["damping_before"] for x in dec[7:])
+    assert all(x["damping_after"] == x["damping_before"] + 5 for x in dec[:7])
+    st = json.loads(CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"]).output)
+    assert len(st["control"]) == 7 and st["control"][-1]["time"] == _iso(rows[6][1])
+    text = CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg)]).output
+    assert "last 7 decisions before it was turned off" in text
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "1e20", "infd"])
+def test_since_out_of_range_is_one_line_not_a_traceback(ticked, bad):
+    cfg, db = ticked
+    for cmd in ("decisions", "history"):
+        r = CliRunner().invoke(app, [cmd, "--db", str(db), "--config", str(cfg), "-S", bad])
+        assert r.exit_code == 2 and r.output.startswith("fscontrol: error: --since") and "Traceback" not in r.output, r.output
+
+
+def test_since_longer_than_the_epoch_is_everything(ticked):
+    cfg, db = ticked
+    r = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "99999999999999d", "--json"])
+    assert r.exit_code == 0 and len(json.loads(r.output)["decisions"]) == 10

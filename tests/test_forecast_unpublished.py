@@ -104,3 +104,32 @@ def test_what_is_published_still_wins_and_errors_stay_one_line(tmp_path, capsys,
     monkeypatch.setenv("FSCONTROL_DB", str(junk))
     code, out, err = _forecast(capsys, "-u", "carol", "--source", "published")
     assert code == 4 and err.startswith("fscontrol: error: history database") and len(err.splitlines()) == 1
+
+
+def test_forecast_from_a_sample_and_status_agree_on_whether_the_total_is_held(tmp_path, capsys):
+    """An outside tester (issue 30): at d=57 with a hybrid config that does not apply, status said
+    alice@flat's F cannot halve (the agent does not hold the total) while `forecast --source`
+    said "core-hours until F halves 12.1" and "the agent holds the halving": a recording has no
+    agent's record, and the forecast took "unknown" for "held". Both now judge from the config."""
+    import shutil
+
+    folder = tmp_path / "s57"
+    shutil.copytree(SERIES / "09", folder)
+    conf = folder / "config.txt"
+    conf.write_text("\n".join(f"{'FairShareDampeningFactor':<23} = 57" if ln.startswith("FairShareDampeningFactor") else ln
+                              for ln in conf.read_text().splitlines()) + "\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[clusters.tbcluster]\ntarget_core_hours = 1\nmethod = "hybrid"\npadding_mode = "steady"\n')
+    db = tmp_path / "h.db"
+    r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(folder), "--db", str(db)])
+    assert r.exit_code == 0, r.output
+    st = json.loads(CliRunner().invoke(app, ["status", "--db", str(db), "--config", str(cfg), "--json"]).output)
+    row = next(x for x in st["table"] if (x["user"], x["account"]) == ("alice", "flat"))
+    code, stdout, err = _forecast(capsys, "--source", str(folder), "-u", "alice", "-A", "flat", "--config", str(cfg), "--json")
+    assert code == 0, err
+    got = next(a for a in json.loads(stdout)["associations"] if a["account"] == "flat")
+    assert st["total_held"] is False
+    if row["usage_to_halve_core_hours"] is None:
+        assert got["core_hours_to_halve"] is None
+    else:
+        assert got["core_hours_to_halve"] == pytest.approx(row["usage_to_halve_core_hours"], rel=1e-6)

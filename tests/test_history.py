@@ -37,6 +37,6 @@ def test_history_of_the_series(tmp_path):
     assert abs(d0["error"] - (d0["halving_core_hours"] / 2 - 1)) < 1e-12
     assert {t["stage"] for t in data["ticks"]} == {"control"} and data["ticks"][0]["n"] == len(folders)
     text = CliRunner().invoke(app, ["history", "--db", str(db_path), "--since", since])
-    assert text.exit_code == 0 and f"{len(folders)} decisions" in text.output and "damping factor d" in text.output
+    assert text.exit_code == 0 and f"{len(folders)} decisions" in text.output and "d left in slurmctld" in text.output
     bad = CliRunner().invoke(app, ["history", "--db", str(db_path), "--since", "soon"])
     assert bad.exit_code == 2 and "--since" in bad.output

@@ -635,11 +635,29 @@ def _halving_slurm_used(db: Database, previous: dict, snap: Snapshot,
             # touched in that second gives root's usage at the pass exactly (no job's end time needed)
             by_accounts = _root_used_by_accounts(trim_top, snap)
             if by_accounts is not None:
-                return previous["s_ref"] * snap.config.damping_factor * by_accounts, snap.taken_at
+                return previous["s_ref"] * _damping_at_pass(db, previous, snap, pass_at) * by_accounts, snap.taken_at
     by_accounts = _root_used_by_accounts({a: float(raw) for a, u, depth, raw, _ in before if not u and depth == 1}, snap)
     if by_accounts is not None and by_accounts > used:
         used = by_accounts  # a job ended after the last read but before the pass (in the pass's own second)
-    return previous["s_ref"] * snap.config.damping_factor * used, snap.taken_at
+    return previous["s_ref"] * _damping_at_pass(db, previous, snap, pass_at) * used, snap.taken_at
+
+
+def _damping_at_pass(db: Database, previous: dict, snap: Snapshot, pass_at: float | None) -> int:
+    """The d slurmctld held at the pass: the d this snapshot read after it, unless the agent
+    itself changed d between the pass and this read (`control off` putting d back, a tick of the
+    loop after it): then the d its last change before the pass left, else the d the previous
+    decision read. An outside tester saw `control off` 56 s after a pass make the record use
+    the restored d=1 where Slurm had used 11 (-90.91% for -0.1%)."""
+    d = snap.config.damping_factor
+    if pass_at is None:
+        return d
+    sets = store_ledger.damping_sets(db, snap.cluster, float(previous["decided_at"]), snap.taken_at)
+    if not any(at > pass_at for at, _, _ in sets):
+        return d
+    before = [x for at, _, x in sets if at <= pass_at]
+    if before:
+        return before[-1] if before[-1] is not None else int(previous["d_now"] or d)
+    return int(previous["d_now"] or d)
 
 
 def _root_used_by_accounts(raw_before: Mapping[str, float], snap: Snapshot, min_effective: float = 0.01) -> float | None:

@@ -335,6 +335,9 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
                 inflow = publishing.published_inflow(db, snap)
             finally:
                 db.close()
+        # a recording has no agent's record: whether the agent acts is the config's (as status judges
+        # from an agent's last decision), never "unknown, so held" (an outside tester, issue 30)
+        control = {"applying": bool(getattr(config.load(args.config_path), "apply", False)), "off": False}
     else:
         cfg = config.load(args.config_path)
         path = args.db or cfg.db or os.environ.get("FSCONTROL_DB")
@@ -353,6 +356,7 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
             from fscontrol.store import quota as store_quota
 
             limits = store_quota.latest_limits(db, snap.cluster, snap.id)
+            control = publishing.published_control(db, cfg, snap.cluster)
         finally:
             db.close()
         if args.now is None and snap.source.startswith("recorded sample"):
@@ -362,6 +366,7 @@ def _unpublished_snapshot(args, who: str | None = None) -> dict | None:
     cc = config.load(args.config_path).cluster(snap.cluster)
     data = pub.build_published(snap, reference=cc.reference_share, dummy=cc.dummy_key,
                                target_core_hours=cc.target_core_hours, admins=(), published_at=time.time(),
-                               method=cc.method, inflow=inflow, outlooks=False)  # Fair Tree: ranks the one user
+                               method=cc.method, inflow=inflow, outlooks=False,  # Fair Tree: ranks the one user
+                               control=control)
     data["own_files"] = True
     return privacy.merge_own(data, pub.own_files(snap, secret=None, tres_limits=limits).get(who or "") or {"user": who})

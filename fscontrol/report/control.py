@@ -204,13 +204,25 @@ def holds_total(last_decision: dict | None, d: int, agent_state: dict | None = N
     return method in ("damping", "padding", "hybrid") and not (method in ("damping", "hybrid") and d <= 1)
 
 
+def acted(r: dict) -> bool:
+    """Whether a decision row acted on slurmctld: applied, and not advice only (a doctor's
+    finding, control off, Fair Tree). An outside tester saw decisions taken while `control off`
+    held reported as applied, with the d they would have set."""
+    return bool(r.get("apply")) and not r.get("advise_only")
+
+
+def d_left(r: dict) -> int | None:
+    """The d a decision row left in slurmctld: its target when it acted, else the d it read."""
+    return r["d_target"] if acted(r) and r.get("d_target") else r.get("d_now")
+
+
 def _error_next(r: dict) -> float | None:
     """The halving error a decision expected at the coming pass: S_ref x the d it left x the
     usage it read (h_now x d_target / d_now; a dry run leaves d_now)."""
     h, u, d0 = r.get("h_now"), r.get("u_star"), r.get("d_now")
     if h is None or not u or not d0:
         return None
-    d = r.get("d_target") if r.get("apply") and r.get("d_target") else d0
+    d = d_left(r)
     return h * d / d0 / u - 1
 
 
@@ -235,6 +247,7 @@ def _control_history(rows: list[dict]) -> list[dict]:
                 "method": r["method"],
                 "damping": r["d_now"],
                 "damping_target": r.get("d_target"),
+                "damping_left": d_left(r),
                 "padding_core_hours": (r["w_now"] or 0.0) / HOUR,
                 "halving_core_hours": None if h is None else h / HOUR,
                 "target_core_hours": (r["u_star"] or 0.0) / HOUR,
@@ -248,7 +261,7 @@ def _control_history(rows: list[dict]) -> list[dict]:
                 # the pass that error belongs to: when slurmctld ran it, else when the agent saw it
                 "pass_at": None if r.get("pass_at") is None else _iso(r["pass_at"]),
                 "pass_seen_at": None if r.get("pass_seen_at") is None else _iso(r["pass_seen_at"]),
-                "applied": bool(r["apply"]),
+                "applied": acted(r),
             }
         )
     return out

@@ -10,20 +10,31 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from fscontrol.errors import NotFoundError
+from fscontrol.report.control import acted, d_left
 from fscontrol.report.table import HOUR, Field, _iso, pick_fields, table_lines
 
 
 def period_start(since: str, now: float) -> float:
     """--since: a duration (7d, 12h, 90m, 3600) back from `now`, or a POSIX time (>= 1e9)."""
+    import math
+
+    from fscontrol.errors import ConfigError
     from fscontrol.model.allocations import parse_period
 
     try:
         start = float(since)  # a POSIX time; a small number is a duration in seconds
     except ValueError:
         start = None
+    if start is not None and not math.isfinite(start):
+        raise ConfigError(f"--since {since!r}: not a duration (7d, 12h, 90m) nor a POSIX time")
     if start is None or start < 1e9:
-        start = now - parse_period(since, where="--since")
-    return start
+        span = parse_period(since, where="--since")
+        if not math.isfinite(span):
+            raise ConfigError(f"--since {since!r}: not a duration (7d, 12h, 90m) nor a POSIX time")
+        start = now - span
+    if start > now + 366 * 86400.0:
+        raise ConfigError(f"--since {since!r}: a POSIX time in the future")
+    return max(start, 0.0)  # a duration longer than the epoch: everything
 
 
 def pick_cluster(db, cluster: str | None) -> str:
@@ -52,12 +63,12 @@ def decisions_data(db, cluster: str | None, since: str, now: float) -> dict:
     for r in ledger.decisions_between(db, name, start, now):
         u = r["u_star"] or None
         h_slurm = r["h_slurm"]
-        d_after = r["d_target"] if r["apply"] and r["d_target"] else r["d_now"]
+        d_after = d_left(r)
         rows.append({
             "id": r["id"],
             "time": _iso(r["decided_at"]),
             "method": r["method"],
-            "applied": bool(r["apply"]),
+            "applied": acted(r),
             "advice_only": bool(r["advise_only"]),
             "damping_before": r["d_now"],
             "damping_after": d_after,

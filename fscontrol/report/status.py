@@ -237,7 +237,10 @@ def status_data(
         "tree": tree,
         "warnings": warnings,
         "table": table if columns else table.rows(),
-        "control": _control_history(control_history or []),
+        # once `control off` stopped the agent, the decisions a running loop still records after it
+        # only advise: the control line is the record up to the off
+        "control": [h for h in _control_history(control_history or [])
+                    if not off or h["time"] <= _iso(float(off.get("at") or 0.0))],
         "control_off": None if not off else {"at": _iso(float(off.get("at") or 0.0)), "by": off.get("by")},
     }
 
@@ -397,7 +400,7 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
     ]
     if data.get("target_core_hours"):
         head.append(("target u*", f"{data['target_core_hours']:,.2f} core-hours "
-                     f"(at the snapshot's d and usage, before any action: {data['halving_error']:+.2%})" if data["halving_error"] is not None else ""))
+                     f"(H at d={data['damping_factor']} on the snapshot's usage: {data['halving_error']:+.2%})" if data["halving_error"] is not None else ""))
     if data.get("dummy"):
         head.append(("padding (dummy)", f"{data['dummy']}: {data['dummy_usage_core_hours']:,.2f} core-hours "
                      f"(real usage {data['real_usage_core_hours']:,.2f})"))
@@ -435,11 +438,11 @@ def status_lines(data: dict, fields: Sequence[Field] | None = None) -> Iterator[
             f"{' (' + _pass_when(used) + ')' if used else ' (no pass seen yet)'}"
             + ("" if off else f", expected at the next pass {pct(last.get('error_next'))}")
             + f"; worst Slurm used {'-' if not known else format(max(known), '.2%')} over {len(known)} passes"
-            + ("" if off else f"; d={last.get('damping_target') or last['damping']}, padding "
+            + ("" if off else f"; d={last['damping_left']}, padding "
                f"{last['padding_core_hours']:,.2f} core-hours")
         )
         if known:
-            yield f"  error Slurm used, by pass  {sparkline(errs)}  ({hist[0]['time']} .. {last['time']})"
+            yield f"  error Slurm used, by pass  {sparkline(errs)}  (after the decisions of {hist[0]['time']} .. {last['time']})"
     if data.get("model_comparison"):
         from tabulate import tabulate  # a few rows: tabulate pays here
 

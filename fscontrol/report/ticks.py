@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from fscontrol.report.control import control_data, format_control
+from fscontrol.report.control import acted, control_data, d_left, format_control
 from fscontrol.report.table import HOUR, _fmt, _iso, sparkline
 
 
@@ -62,8 +62,8 @@ def history_data(cluster: str, since: float, until: float, rec: dict) -> dict:
     for d in rec["decisions"]:
         u = d["u_star"] or None
         decisions.append({
-            "time": _iso(d["decided_at"]), "method": d["method"], "applied": bool(d["apply"]), "advice_only": bool(d["advise_only"]),
-            "damping_now": d["d_now"], "damping_target": d["d_target"],
+            "time": _iso(d["decided_at"]), "method": d["method"], "applied": acted(d), "advice_only": bool(d["advise_only"]),
+            "damping_now": d["d_now"], "damping_target": d["d_target"], "damping_left": d_left(d),
             "padding_core_hours": None if d["w_now"] is None else d["w_now"] / HOUR,
             "halving_core_hours": None if d["h_now"] is None else d["h_now"] / HOUR,
             "halving_slurm_core_hours": None if d["h_slurm"] is None else d["h_slurm"] / HOUR,
@@ -98,7 +98,7 @@ def format_history(data: dict, width: int = 72) -> str:
         lines += [f"{len(dec)} decisions ({dec[0]['time']} .. {dec[-1]['time']}), method {dec[-1]['method']}",
                   row("halving / u* - 1 (Slurm)", [d["error_slurm"] for d in dec], "+.2%"),
                   row("  (its read, before acting)", [d["error"] for d in dec], "+.2%"),
-                  row("damping factor d", [d["damping_target"] for d in dec], "d"),
+                  row("d left in slurmctld", [d["damping_left"] for d in dec], "d"),
                   row("padding (core-hours)", [d["padding_core_hours"] for d in dec], ",.2f")]
         if data["worst_error_slurm"] is not None:
             lines.append(f"  worst |halving / u* - 1| as Slurm used it: {data['worst_error_slurm']:.2%}")

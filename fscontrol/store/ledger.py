@@ -219,3 +219,20 @@ def control_state(db: sqlite_utils.Database, cluster: str) -> dict:
     `control off --apply` until `control on`; `damping_in_force`, the d an applying tick (or
     control off) read back from slurmctld after acting, with the snapshot time it follows."""
     return {"off": get_state(db, cluster, "acting_off"), "damping_in_force": get_state(db, cluster, "damping_in_force")}
+
+
+def damping_sets(db: sqlite_utils.Database, cluster: str, since: float, until: float) -> list[tuple[float, str, int | None]]:
+    """The agent's own changes of slurmctld's runtime d done in (since, until], oldest first:
+    (done_at, kind, the d it set or None for a restore by slurm.conf and reconfigure)."""
+    out = []
+    for done_at, kind, argv in db.execute(
+            "SELECT done_at, kind, argv FROM actions WHERE cluster = ? AND status = 'ok' AND done_at > ? AND done_at <= ? "
+            "AND kind IN ('set_damping', 'restore_conf_damping') ORDER BY done_at, id", [cluster, since, until]):
+        d = None
+        if kind == "set_damping":
+            try:
+                d = int(json.loads(argv)[-1])
+            except (ValueError, TypeError, IndexError):
+                d = None
+        out.append((float(done_at), kind, d))
+    return out
