@@ -422,7 +422,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             if apply and dec is not None:  # (persist: slurm.conf when a restart would start too far off, even
                 # at a tick that leaves d as it is: an earlier write may have waited for persist_interval)
                 done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id,
-                                                             conf_path=snap.config.raw.get("SLURM_CONF"), now=snap.taken_at)
+                                                             conf_path=snap.config.raw.get("SLURM_CONF"), now=snap.taken_at,
+                                                             deadline=deadline)
             if apply and verified is None and any(a.kind == "set_damping" and a.status == "ok" for a in done):
                 verified = parse.parse_config(source.config().stdout).damping_factor  # (control off: d put back)
             if verified is not None:  # the d this tick left in slurmctld: what publish says (not the snapshot's)
