@@ -15,6 +15,7 @@ an argument list run with a timeout by the source's `run` (never a shell).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import namedtuple
 from dataclasses import replace
@@ -221,7 +222,6 @@ def actions_tick(db: Database, run: Run, cluster: str, stage: str, plan: Sequenc
     return done
 
 
-DEFAULT_DEADLINE_S = 300.0  # agent.tick_deadline's default: persist called without the tick's deadline
 URGENT_FACTOR = 2.0  # slurm.conf's d this far off is written inside persist_interval (slurmconf.persist_due)
 
 
@@ -232,7 +232,7 @@ def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: 
     persist_interval; `scontrol reconfigure` only with persist_reconfigure), and read the new d
     back. `conf_path`: SLURM_CONF as slurmctld reports it (used when the config names none). The
     write is an action like any other, run by `apply` under the tick's `deadline` (time.monotonic();
-    None: agent.tick_deadline's default from now)."""
+    None: none)."""
     from fscontrol.act import actions as act
 
     verified = None
@@ -320,8 +320,8 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
         if not ours:
             store_ledger.set_original(db, cluster, "slurm_conf_damping", {"path": path, "value": before}, now)
         (pid,) = store_ledger.write_actions(db, cluster, did, "control", [p_act], now, tick_id)
-    if deadline is None:
-        deadline = time.monotonic() + DEFAULT_DEADLINE_S
+    if deadline is None:  # no tick around it (a caller of its own): each command within its own timeout
+        deadline = math.inf
     (p_act,) = apply(db, run, [p_act], [pid], deadline, dependent=True)  # the one executor: deadline, statuses
     with store.transaction(db):
         if p_act.status == "ok":
