@@ -192,7 +192,7 @@ def test_a_lock_folder_under_a_folder_others_can_write_to_is_refused(tmp_path, m
     up.mkdir()
     (up / "state").mkdir(mode=0o700)
     up.chmod(mode)
-    with pytest.raises(UnsafeActionError, match=f"{up} above it is writable by others"):
+    with pytest.raises(UnsafeActionError, match=f"{up} on its way is writable by others"):
         with agent_lock(up / "state" / "tbcluster.lock"):
             pass
     assert list((up / "state").iterdir()) == []
@@ -211,6 +211,30 @@ def test_a_sticky_parent_like_tmp_is_fine_and_a_parent_of_another_user_is_not(tm
     os.chown(up, 54321, -1)
     with pytest.raises(UnsafeActionError, match="owner uid 54321"):
         with agent_lock(up / "state" / "tbcluster.lock"):
+            pass
+
+
+def test_a_link_on_the_way_is_followed_and_checked(tmp_path):
+    """A link on the way to the folder: the folders it leads through are checked as the kernel
+    walks them (a link into a folder others can write to is refused, and so is a link of another
+    user, who could repoint it); a link of the user's own to a sound folder is fine."""
+    good = tmp_path / "good"
+    (good / "state").mkdir(parents=True, mode=0o700)
+    (tmp_path / "via").symlink_to(good)
+    with agent_lock(tmp_path / "via" / "state" / "tbcluster.lock"):
+        pass
+    bad = tmp_path / "bad"
+    (bad / "state").mkdir(parents=True, mode=0o700)
+    bad.chmod(0o777)
+    (tmp_path / "rel").symlink_to("bad")  # relative, as `ln -s bad rel`
+    with pytest.raises(UnsafeActionError, match=f"{bad} on its way is writable by others"):
+        with agent_lock(tmp_path / "rel" / "state" / "tbcluster.lock"):
+            pass
+    if os.geteuid() != 0:
+        return
+    os.chown(tmp_path / "via", 54321, -1, follow_symlinks=False)
+    with pytest.raises(UnsafeActionError, match="the symbolic link .*via on its way belongs to uid 54321"):
+        with agent_lock(tmp_path / "via" / "state" / "tbcluster.lock"):
             pass
 
 

@@ -23,8 +23,9 @@ The keys assume every command uses the agent's config, as `--apply` assumes its 
 followed) and never truncated: a root tick cannot be made to write into another file. It must be a
 regular file owned by the running user with one link. The folder must be a real folder (not a
 symlink), belong to the running user or root and not be writable by group or others; and every
-folder above it (as the path resolves) must belong to the running user or root and be writable by
-group or others only with the sticky bit (/tmp), or the lock is refused: anyone who can write
+folder on the way to it (symlinks followed as the kernel does, each link the running user's or
+root's) must belong to the running user or root and be writable by group or others only with the
+sticky bit (/tmp), or the lock is refused: anyone who can write
 there could swap the file, or the folder, between our checks. The holder's pid is written over the first
 bytes (fixed width), for the "pid N holds it" message.
 
@@ -121,9 +122,7 @@ def check_agent_history(cfg, db_path: Path | str, doing: str = "--apply") -> Non
 
 def _check_folder(folder: Path) -> None:
     """The lock's folder: a real folder (lstat: a symlinked one is refused), the running user's or
-    root's, not writable by group or others; every folder above it (as the path resolves) the
-    running user's or root's and writable by group or others only with the sticky bit (/tmp):
-    whoever may rename an entry on the way could swap the folder itself."""
+    root's, not writable by group or others; and the way to it trusted (_check_way)."""
     try:
         st = os.lstat(folder)
     except OSError as e:
@@ -132,21 +131,51 @@ def _check_folder(folder: Path) -> None:
         raise UnsafeActionError(f"refusing the lock folder {folder}: it is a symbolic link (name the real folder)")
     if not stat.S_ISDIR(st.st_mode):
         raise StoreError(f"the lock folder {folder} is not a folder")
-    me = os.geteuid()
-    if st.st_uid not in (me, 0) or st.st_mode & 0o022:
+    if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022:
         raise UnsafeActionError(f"refusing the lock folder {folder}: others can write to it (owner uid {st.st_uid}, "
                                 f"mode {stat.S_IMODE(st.st_mode):04o}); give it to the agent's user, mode 0755 or 0700")
-    above = Path(os.path.realpath(folder.parent))
-    for p in (above, *above.parents):
-        try:
-            pst = os.stat(p)
-        except OSError as e:
-            raise StoreError(f"cannot use the lock folder {folder}: {p}: {e}") from None
-        if pst.st_uid not in (me, 0) or (pst.st_mode & 0o022 and not pst.st_mode & stat.S_ISVTX):
-            raise UnsafeActionError(f"refusing the lock folder {folder}: others can move it, {p} above it is writable by "
-                                    f"others (owner uid {pst.st_uid}, mode {stat.S_IMODE(pst.st_mode):04o}); keep the "
+    _check_way(folder)
+
+
+def _check_way(folder: Path) -> None:
+    """Every folder the path to `folder` is looked up in, symlinks followed as the kernel does:
+    the running user's or root's, and writable by group or others only with the sticky bit (/tmp);
+    every symlink on the way the running user's or root's. Whoever could rename an entry on the way
+    (or repoint a link) could swap the lock's folder between our checks."""
+    me = os.geteuid()
+    todo = list((folder if folder.is_absolute() else Path.cwd() / folder).parts[1:-1])  # `folder` itself: _check_folder
+    cur, hops = Path("/"), 0
+    while True:
+        st = os.stat(cur)  # a real folder: reached through checked lookups only
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            raise UnsafeActionError(f"refusing the lock folder {folder}: others can move it, {cur} on its way is writable "
+                                    f"by others (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}); keep the "
                                     "agent's history in a folder whose every parent is root's or the agent user's, "
                                     "mode 0755 (or sticky, as /tmp)")
+        while todo:
+            name = todo.pop(0)
+            if name == "..":
+                cur = cur.parent  # (a folder already walked through)
+                continue
+            nxt = cur / name
+            try:
+                lst = os.lstat(nxt)
+            except OSError as e:
+                raise StoreError(f"cannot use the lock folder {folder}: {nxt}: {e}") from None
+            if not stat.S_ISLNK(lst.st_mode):
+                cur = nxt
+                break
+            hops += 1
+            if lst.st_uid not in (me, 0) or hops > 40:
+                raise UnsafeActionError(f"refusing the lock folder {folder}: the symbolic link {nxt} on its way belongs "
+                                        f"to uid {lst.st_uid} (or the links loop): name the real folder")
+            target = Path(os.readlink(nxt))
+            if target.is_absolute():
+                cur, todo = Path("/"), list(target.parts[1:]) + todo
+                break
+            todo = list(target.parts) + todo
+        else:
+            return
 
 
 def _open_lock(path: Path) -> int:
