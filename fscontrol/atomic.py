@@ -8,10 +8,13 @@ import tempfile
 from pathlib import Path
 
 
-def write_text(path: str | Path, text: str, mode: int = 0o644, gid: int | None = None) -> Path:
+def write_text(path: str | Path, text: str, mode: int = 0o644, gid: int | None = None, uid: int | None = None) -> Path:
     """A temporary file in the same folder (so the rename stays on one filesystem), fsync,
-    chown to `gid` (when given) and chmod (world-readable by default) on the open file, os.replace;
-    the temporary file is removed on failure."""
+    chown to `uid`/`gid` (when given) and chmod (world-readable by default) on the open file,
+    os.replace; the temporary file is removed on failure. The temporary file is made by the writer
+    (O_EXCL) and everything is set through its descriptor, and os.replace replaces a symlink at
+    `path`, never follows it: nothing another user put in the folder is followed (a user's own
+    folder, export.privacy.write_own_files)."""
     p = Path(path)
     if not p.parent.is_dir():  # never made here: a typo would otherwise create folders as root
         raise FileNotFoundError(f"folder {p.parent} does not exist")
@@ -21,8 +24,8 @@ def write_text(path: str | Path, text: str, mode: int = 0o644, gid: int | None =
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-            if gid is not None:
-                os.fchown(fh.fileno(), -1, gid)
+            if gid is not None or uid is not None:
+                os.fchown(fh.fileno(), -1 if uid is None else uid, -1 if gid is None else gid)
             os.fchmod(fh.fileno(), mode)
         os.replace(tmp, p)
     except BaseException:

@@ -369,3 +369,20 @@ def test_the_page_builds_the_account_mates_stopped_projection_only_where_it_is_s
             b["recovery"]["if_others_stopped_days"] = a["recovery"]["if_others_stopped_days"]
             assert page == full  # nothing else differs
     assert saids == {True, False}  # both cases met
+
+
+def test_under_private_data_jobs_the_ranks_are_not_compared_with_a_job_id():
+    """The review of #29 (item 6): under PrivateData=jobs the published list carries each running
+    job's rank (running.order = "rank"), not its Slurm job id. A rank is no job id: the pending job
+    is taken as listed after every running job, as a job submitted now, whatever its own id."""
+    from fscontrol.forecast import loaded
+
+    published, snap = _shared_busy()
+    run = published["running"]
+    n = len(run["cluster"])
+    assert n >= 3 and run["order"] == "job_id"
+    ranked = dict(published, running=dict(run, order="rank", cluster=[[e[0], e[1], i] for i, e in enumerate(run["cluster"])]))
+    alice = next(r for r in snap.shares if r.key == ("flat", "alice"))
+    new = loaded.build(alice, snap.shares, ranked, (), 1.0, U_TOTAL, pending_job=None).proj.e_all
+    small = loaded.build(alice, snap.shares, ranked, (), 1.0, U_TOTAL, pending_job=1).proj.e_all
+    assert small.total == pytest.approx(new.total) and new.total > 0  # every running job counted before it

@@ -213,3 +213,23 @@ def test_the_same_reads_on_24_11_and_26_05(version):
     assert m["used"] == used[("physics", "")]["cpu"] > 0 and m["left"] == 600000 - m["used"]
     alice = quota.user_entries(entries, _parent(read), "alice", {"flat", "physics"})
     assert _find(alice, limit="GrpTRES")["holding"] == ["6"]
+
+
+@pytest.mark.parametrize("private", [("usage",), ("all",)], ids=",".join)
+def test_an_accounts_usage_stays_out_of_own_files_under_private_data_usage_or_all(tmp_path, private):
+    """The review of #29 (item 6): publish._own_limits tested `"usage" not in flags`, so under
+    PrivateData=all each member's own file carried their accounts' usage of a Grp limit."""
+    from dataclasses import replace
+
+    from fscontrol.export import publish as pub
+    from fscontrol.store import history as store
+    from fscontrol.store import quota as store_quota
+
+    db, res = _history(tmp_path)
+    snap = store.load_snapshot(db, cluster=res.snapshot.cluster)
+    snap = replace(snap, config=replace(snap.config, private_data=private))
+    out: dict = {}
+    pub._own_limits(out, snap, store_quota.latest_limits(db, res.snapshot.cluster))
+    accounts = [e for u in out.values() for e in u["tres_limits"]["entries"] if e["scope"] == "account"]
+    assert accounts and all(e["used"] is None and e["usage_private"] for e in accounts)
+    db.close()

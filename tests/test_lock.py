@@ -20,7 +20,7 @@ from fscontrol.act.lock import agent_lock
 from fscontrol.agent import config
 from fscontrol.agent import loop
 from fscontrol.cli.app import app
-from fscontrol.errors import LockedError, UnsafeActionError
+from fscontrol.errors import LockedError, NotFoundError, UnsafeActionError
 
 
 def test_a_symlink_in_the_locks_place_is_refused_and_its_target_untouched(tmp_path):
@@ -116,5 +116,136 @@ def test_the_agents_own_history_may_act_and_a_dry_run_may_use_any(tmp_path):
     with pytest.raises(UnsafeActionError):
         lock.check_agent_history(cfg, tmp_path / "copy.db")
     # a dry run takes the cluster's lock beside whatever history it was given, and acts on nothing
-    with loop._locked(cfg, tmp_path / "copy.db", "tbcluster", apply=False):
+    named = config.from_dict({"agent": {"db": str(tmp_path / "agent.db")}, "clusters": {"tbcluster": {}}})
+    with loop._locked(named, tmp_path / "copy.db", "tbcluster", apply=False):
         assert Path(tmp_path / "tbcluster.lock").exists()
+
+
+# ---------------------------------------------------------------------------- review of #29, item 1
+def test_one_cluster_has_one_lock_however_it_is_named(tmp_path):
+    """The review of #29 (item 1): with a config naming no cluster, the agent's tick (no -M) took
+    default.lock and an operator's `-M alpha` alpha.lock, on the same cluster; with a config
+    naming alpha and beta, `control --apply` without -M ran on Slurm's default cluster (alpha or
+    beta) under default.lock, beside the agent's alpha.lock and beta.lock."""
+    h = tmp_path / "history.db"
+    bare = config.from_dict({})
+    assert loop.lock_path(bare, h, None) == loop.lock_path(bare, h, "alpha") == tmp_path / "default.lock"
+    one = config.from_dict({"clusters": {"alpha": {}}})
+    assert loop.lock_path(one, h, None) == loop.lock_path(one, h, "alpha") == tmp_path / "alpha.lock"
+    two = config.from_dict({"clusters": {"alpha": {}, "beta": {}}})
+    assert loop.lock_path(two, h, "beta") == tmp_path / "beta.lock"
+    with pytest.raises(NotFoundError, match="which cluster\\? the config names alpha, beta: pick one with -M"):
+        loop.lock_path(two, h, None)
+    # the lock is taken: a tick without -M and one with -M alpha on a section-less config exclude each other
+    with loop._locked(bare, h, None):
+        with pytest.raises(LockedError):
+            with loop._locked(bare, h, "alpha"):
+                pass
+
+
+def test_control_without_M_on_a_config_naming_several_clusters_is_refused_before_anything(tmp_path):
+    cfg = tmp_path / "f.toml"
+    db = tmp_path / "agent" / "history.db"
+    cfg.write_text(f'[agent]\ndb = "{db}"\n[clusters.alpha]\n[clusters.beta]\n')
+    r = CliRunner().invoke(app, ["control", "--apply", "-c", str(cfg)])
+    assert r.exit_code != 0 and "pick one with -M" in r.output, r.output
+    assert not (tmp_path / "agent").exists()  # nothing made: no history, no default.lock
+
+
+# ---------------------------------------------------------------------------- item 2
+def test_control_on_switches_only_the_agents_own_history(tmp_path):
+    """The review of #29 (item 2): `control on --db OTHER` made OTHER and OTHER's lock, printed
+    "the agent acts again", exit 0, and the agent (its acting_off in its own history) stayed off."""
+    agents = tmp_path / "agent" / "history.db"
+    cfg = tmp_path / "f.toml"
+    cfg.write_text(f'[agent]\ndb = "{agents}"\n[clusters.prod]\n')
+    agents.parent.mkdir()
+    other = tmp_path / "op" / "history.db"
+    other.parent.mkdir()
+    r = CliRunner().invoke(app, ["control", "on", "-c", str(cfg), "--db", str(other)])
+    assert r.exit_code == 7, r.output
+    assert r.output.strip() == (f"fscontrol: error: control on refused: {other} is not the agent's history ({agents}, "
+                                "agent.db in the config); the agent's lock, ledger and originals are there "
+                                "(use the agent's config, or set agent.db)")
+    assert list(other.parent.iterdir()) == []
+    # on its own history it works
+    r = CliRunner().invoke(app, ["control", "on", "-c", str(cfg)])
+    assert r.exit_code == 0 and "prod: the agent acts again" in r.output, r.output
+
+
+# ---------------------------------------------------------------------------- item 11
+def test_a_symlinked_lock_folder_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "state").symlink_to(real)
+    with pytest.raises(UnsafeActionError, match="symbolic link"):
+        with agent_lock(tmp_path / "state" / "tbcluster.lock"):
+            pass
+    assert list(real.iterdir()) == []
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o757, 0o775])
+def test_a_lock_folder_under_a_folder_others_can_write_to_is_refused(tmp_path, mode):
+    """The folder itself 0700, its parent writable by others (no sticky bit): they could rename the
+    folder away and put their own in its place between our checks."""
+    up = tmp_path / "up"
+    up.mkdir()
+    (up / "state").mkdir(mode=0o700)
+    up.chmod(mode)
+    with pytest.raises(UnsafeActionError, match=f"{up} on its way is writable by others"):
+        with agent_lock(up / "state" / "tbcluster.lock"):
+            pass
+    assert list((up / "state").iterdir()) == []
+
+
+def test_a_sticky_parent_like_tmp_is_fine_and_a_parent_of_another_user_is_not(tmp_path):
+    up = tmp_path / "up"
+    up.mkdir()
+    (up / "state").mkdir(mode=0o700)
+    up.chmod(0o1777)
+    with agent_lock(up / "state" / "tbcluster.lock"):
+        pass
+    if os.geteuid() != 0:
+        pytest.skip("a folder of another uid: needs root to make")
+    up.chmod(0o755)
+    os.chown(up, 54321, -1)
+    with pytest.raises(UnsafeActionError, match="owner uid 54321"):
+        with agent_lock(up / "state" / "tbcluster.lock"):
+            pass
+
+
+def test_a_link_on_the_way_is_followed_and_checked(tmp_path):
+    """A link on the way to the folder: the folders it leads through are checked as the kernel
+    walks them (a link into a folder others can write to is refused, and so is a link of another
+    user, who could repoint it); a link of the user's own to a sound folder is fine."""
+    good = tmp_path / "good"
+    (good / "state").mkdir(parents=True, mode=0o700)
+    (tmp_path / "via").symlink_to(good)
+    with agent_lock(tmp_path / "via" / "state" / "tbcluster.lock"):
+        pass
+    bad = tmp_path / "bad"
+    (bad / "state").mkdir(parents=True, mode=0o700)
+    bad.chmod(0o777)
+    (tmp_path / "rel").symlink_to("bad")  # relative, as `ln -s bad rel`
+    with pytest.raises(UnsafeActionError, match=f"{bad} on its way is writable by others"):
+        with agent_lock(tmp_path / "rel" / "state" / "tbcluster.lock"):
+            pass
+    if os.geteuid() != 0:
+        return
+    os.chown(tmp_path / "via", 54321, -1, follow_symlinks=False)
+    with pytest.raises(UnsafeActionError, match="the symbolic link .*via on its way belongs to uid 54321"):
+        with agent_lock(tmp_path / "via" / "state" / "tbcluster.lock"):
+            pass
+
+
+def test_the_usual_lock_folders_are_still_fine(tmp_path, monkeypatch):
+    """~/.local/state/fscontrol (made by the agent, 0755 under the user's home) and a root-owned
+    /var/lib/fscontrol-like chain of 0755 folders."""
+    home = tmp_path / "home" / "op"
+    home.mkdir(parents=True, mode=0o755)
+    with agent_lock(home / ".local" / "state" / "fscontrol" / "tbcluster.lock"):
+        pass
+    var = tmp_path / "var" / "lib"
+    var.mkdir(parents=True, mode=0o755)
+    with agent_lock(var / "fscontrol" / "tbcluster.lock"):
+        pass

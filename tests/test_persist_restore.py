@@ -235,3 +235,42 @@ def test_a_restart_far_off_is_written_inside_the_interval_unless_a_reconfigure_f
     (p,) = _persist(db, cc, res, 1060.0)
     assert p.status == "ok" and "2x off or more" in p.reason, p
     assert f"FairShareDampeningFactor={d}\n" in conf.read_text()
+
+
+# ---------------------------------------------------------------------------- review of #29, item 7
+def test_persist_goes_through_the_executor_a_passed_deadline_writes_nothing(tmp_path):
+    """The review of #29 (item 7): persist ran slurmconf.edit_damping on its own path, with no
+    deadline check: slurm.conf was written after agent.tick_deadline had passed. Through
+    executor.apply it is skipped like every other action, the file untouched, no original kept."""
+    import time
+
+    conf, db, cc, res = _setup(tmp_path, "ClusterName=x\nFairShareDampeningFactor=7\n")
+    (p,) = executor._persist(db, lambda argv, timeout=None: "", cc, res.decision, res.decision_id, None, cc.slurm_conf,
+                             1000.0, act, deadline=time.monotonic() - 1.0)
+    assert p.status == "skipped" and "deadline" in p.output, p
+    assert conf.read_text() == "ClusterName=x\nFairShareDampeningFactor=7\n"
+    assert "slurm_conf_damping" not in store_ledger.originals(db, "tbcluster")
+    assert store_ledger.get_state(db, "tbcluster", "persist_written") is None
+    row = db.execute("SELECT status FROM actions WHERE kind = 'persist_damping'").fetchone()
+    assert row[0] == "skipped"
+
+
+def test_persist_refused_at_the_edit_is_recorded_refused_as_apply_records_it(tmp_path):
+    """slurm.conf changed to use Include between persist's read and its edit: slurmconf refuses
+    the edit (UnsafeActionError). apply records that "refused" (as for a restore); persist's own
+    path recorded "failed", which failed the tick."""
+    conf, db, cc, res = _setup(tmp_path, "ClusterName=x\nFairShareDampeningFactor=7\n")
+    real = slurmconf.edit_damping
+
+    def include_meanwhile(path, *a, **kw):
+        Path(path).write_text("ClusterName=x\nInclude more.conf\n")
+        return real(path, *a, **kw)
+
+    slurmconf.edit_damping = include_meanwhile
+    try:
+        (p,) = _persist(db, cc, res, 1000.0)
+    finally:
+        slurmconf.edit_damping = real
+    assert p.status == "refused" and "uses Include" in p.output, p
+    assert db.execute("SELECT status FROM actions WHERE kind = 'persist_damping'").fetchone()[0] == "refused"
+    assert "slurm_conf_damping" not in store_ledger.originals(db, "tbcluster")

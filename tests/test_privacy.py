@@ -100,7 +100,44 @@ def test_running_jobs_per_account_are_gated_on_private_data_jobs_and_accounts(pr
     assert len(run["cluster"]) == 3  # the cluster's jobs, naming no one
     own = pub.own_files(_snapshot(private), secret=None)
     assert own["carol"]["running"]["accounts"] == {}  # nor in a member's own file
-    assert [e[2] for e in own["carol"]["running"]["users"]["chem/carol"]] == [101]  # her own job: hers to see
+    # her own job: hers to see, at the place the published list gives it (a rank where PrivateData hides jobs)
+    expect = 0 if privacy.jobs_hidden(private) else 101
+    assert [e[2] for e in own["carol"]["running"]["users"]["chem/carol"]] == [expect]
+
+
+@pytest.mark.parametrize("private", [("jobs",), ("all",), ("jobs", "usage")], ids=",".join)
+def test_under_private_data_jobs_no_slurm_job_id_is_published(tmp_path, private):
+    """The review of #29 (item 6): the cluster's running list carried every running job's Slurm job
+    id under any PrivateData; squeue shows a user no one else's. Now their ranks in the same order,
+    and the file says so (running.order)."""
+    snap = _snapshot(private)
+    data = pub.build_published(snap)
+    run = data["running"]
+    assert run["order"] == "rank"
+    assert sorted(e[2] for e in run["cluster"]) == [0, 1, 2]
+    # the rank keeps slurmctld's job-list order: 101 (1 h left) < 102 (2 h) < 103 (no limit)
+    assert [e[2] for e in run["cluster"]] == [0, 1, 2]
+    text = pub.write_published(data, tmp_path / "tb.json").read_text()
+    for job_id in ("101", "102", "103"):
+        assert job_id not in text, job_id
+    own = pub.own_files(snap, secret=None)
+    assert all(job_id not in json.dumps(own) for job_id in ("101", "102", "103"))
+
+
+def test_without_private_data_jobs_the_list_keeps_the_job_ids():
+    run = pub.build_published(_snapshot(("usage",)))["running"]
+    assert run["order"] == "job_id" and sorted(e[2] for e in run["cluster"]) == [101, 102, 103]
+
+
+def test_every_private_data_test_counts_all():
+    """publish._own_limits tested "usage" alone (`all` let an account's usage through); start tested
+    the words "jobs" and "reservations" in the raw PrivateData value."""
+    for pd in (("all",), "all", "jobs,usage", ("JOBS",)):
+        assert privacy.jobs_hidden(pd)
+    assert not privacy.usage_public(("all",)) and not privacy.usage_public("usage,jobs")
+    assert privacy.usage_public(("jobs",)) and privacy.usage_public("")
+    assert privacy.reservations_hidden("all") and privacy.reservations_hidden("jobs,reservations")
+    assert not privacy.reservations_hidden("jobs")
 
 
 def test_without_private_data_the_running_jobs_are_published_by_name():

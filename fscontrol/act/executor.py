@@ -15,6 +15,7 @@ an argument list run with a timeout by the source's `run` (never a shell).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import namedtuple
 from dataclasses import replace
@@ -144,14 +145,8 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
             res = replace(a, status="skipped", output="not run: the tick's deadline (agent.tick_deadline) passed")
         else:
             try:
-                if a.kind == "restore_conf_damping":  # ("edit", path, "FairShareDampeningFactor=v" | "no ... line", ...)
-                    from fscontrol.act import slurmconf  # (here: a tick that edits no slurm.conf never imports it)
-
-                    value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
-                    mine = next((x.rsplit("=", 1)[1] for x in a.argv[3:] if x.startswith(slurmconf.ONLY_IF)), None)
-                    out = slurmconf.edit_damping(a.argv[1], value, lambda argv, t=left: run(argv, timeout=t).stdout,
-                                                 time.strftime("%Y%m%dT%H%M%S"),
-                                                 reconfigure=a.argv[-1] == "scontrol reconfigure", expect=mine)
+                if a.argv[0] == "edit":  # persist_damping, restore_conf_damping: slurm.conf (_edit_conf)
+                    out = _edit_conf(a, run, left)
                 else:
                     out = run(a.argv, timeout=left).stdout.strip()
                 job = out.split(";")[0] if a.kind == "submit_dummy" else a.job_id
@@ -159,8 +154,8 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
             except SlurmTimeoutError as e:
                 res = replace(a, status="unknown", output=str(e)[:2000])
             except UnsafeActionError as e:  # refused before it changed anything (slurmconf's checks)
-                res = replace(a, status="refused" if a.kind == "restore_conf_damping" else "failed", output=str(e)[:2000])
-            except (SlurmCommandError, OSError) as e:
+                res = replace(a, status="refused", output=str(e)[:2000])
+            except (FscontrolError, OSError) as e:
                 res = replace(a, status="failed", output=str(e)[:2000])
             if dependent and res.status != "ok":
                 blocked = "an earlier action failed or timed out"
@@ -172,6 +167,19 @@ def apply(db: Database, run: Run, plan, ids, deadline: float, *, dependent: bool
                 settle_ledger_row(db, cluster, a, res.status)
         done.append(res)
     return done
+
+
+def _edit_conf(a, run: Run, left: float) -> str:
+    """An edit of slurm.conf, ("edit", path, "FairShareDampeningFactor=v" | "no ... line",
+    [ONLY_IF=v,] ["scontrol reconfigure"]), through act/slurmconf.py, the one writer; its
+    reconfigure within what is left of the tick's deadline."""
+    from fscontrol.act import slurmconf  # (here: a tick that edits no slurm.conf never imports it)
+
+    value = a.argv[2].split("=", 1)[1] if "=" in a.argv[2] else None
+    mine = next((x.rsplit("=", 1)[1] for x in a.argv[3:] if x.startswith(slurmconf.ONLY_IF)), None)
+    return slurmconf.edit_damping(a.argv[1], value, lambda argv: run(argv, timeout=left).stdout,
+                                  time.strftime("%Y%m%dT%H%M%S"), reconfigure=a.argv[-1] == "scontrol reconfigure",
+                                  expect=mine)
 
 
 def settle_ledger_row(db, cluster: str, a, status: str) -> None:
@@ -218,11 +226,13 @@ URGENT_FACTOR = 2.0  # slurm.conf's d this far off is written inside persist_int
 
 
 def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: tuple, tick_id: int,
-                       conf_path: str | None = None, now: float | None = None):
+                       conf_path: str | None = None, now: float | None = None, deadline: float | None = None):
     """After control acted: write d into slurm.conf when persist asks for it (slurmconf.persist_due:
     only when a restart would start on a d more than persist_tolerance off, at most once every
     persist_interval; `scontrol reconfigure` only with persist_reconfigure), and read the new d
-    back. `conf_path`: SLURM_CONF as slurmctld reports it (used when the config names none)."""
+    back. `conf_path`: SLURM_CONF as slurmctld reports it (used when the config names none). The
+    write is an action like any other, run by `apply` under the tick's `deadline` (time.monotonic();
+    None: none)."""
     from fscontrol.act import actions as act
 
     verified = None
@@ -230,7 +240,7 @@ def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: 
     set_failed = any(a.kind == "set_damping" and a.status != "ok" for a in done)
     if cc.persist and not dec.advise_only and dec.method in ("damping", "hybrid") and not set_failed:
         done = done + _persist(db, run, cc, dec, did, tick_id, cc.slurm_conf or conf_path,
-                               time.time() if now is None else now, act)
+                               time.time() if now is None else now, act, deadline=deadline)
     if set_ok:
         verified = parse.parse_config(source.config().stdout).damping_factor
         if verified != dec.d_target:
@@ -240,7 +250,8 @@ def persist_and_verify(db: Database, source, run: Run, cc, dec, did: int, done: 
     return done, verified
 
 
-def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str | None, now: float, act) -> tuple:
+def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str | None, now: float, act, *,
+             deadline: float | None = None) -> tuple:
     """The slurm.conf write of persist, when due: () when not, else the recorded action.
 
     When persist cannot write slurm.conf at all (no file named, one that cannot be read, one
@@ -309,14 +320,10 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
         if not ours:
             store_ledger.set_original(db, cluster, "slurm_conf_damping", {"path": path, "value": before}, now)
         (pid,) = store_ledger.write_actions(db, cluster, did, "control", [p_act], now, tick_id)
-    try:
-        out = slurmconf.edit_damping(path, d, lambda argv: run(argv).stdout, time.strftime("%Y%m%dT%H%M%S"),
-                                     reconfigure=cc.persist_reconfigure)
-        p_act = replace(p_act, status="ok", output=out)
-    except (FscontrolError, OSError) as e:
-        p_act = replace(p_act, status="failed", output=str(e))
+    if deadline is None:  # no tick around it (a caller of its own): each command within its own timeout
+        deadline = math.inf
+    (p_act,) = apply(db, run, [p_act], [pid], deadline, dependent=True)  # the one executor: deadline, statuses
     with store.transaction(db):
-        store_ledger.update_action(db, pid, p_act.status, p_act.output, None, time.time())
         if p_act.status == "ok":
             store_ledger.set_state(db, cluster, "persist_written", {"at": now, "d": d, "path": path}, now)
         elif not ours:  # no edit: no original of one

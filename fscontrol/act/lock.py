@@ -7,11 +7,26 @@ command that may act on a cluster (`tick`, `run`, `control`, `control off`, `gat
 lock whoever runs it, because `--apply` is allowed only on the agent's own history (below), whose
 folder holds the locks.
 
+**Which cluster** (`lock_key`): one cluster has one key however it was named, from the config
+alone (no Slurm command before the lock):
+* the config names clusters ([clusters.X]): -M X gives X; no -M gives the config's one cluster
+  (an acting tick refuses when Slurm's ClusterName is another), and is refused when it names
+  several (the command would act on whichever Slurm reaches by default, under no cluster's lock:
+  pick one with -M);
+* the config names none: every command takes DEFAULT_KEY, with or without -M. Such a config
+  cannot tell `-M alpha` from no -M without asking Slurm (an extra command each tick), and one lock
+  for all is never wrong: at worst two clusters served by one section-less config wait on each
+  other. A site serving several clusters names them, and each gets its own lock.
+The keys assume every command uses the agent's config, as `--apply` assumes its history.
+
 **How.** The lock file is opened with O_NOFOLLOW (a symlink planted in its place is refused, never
 followed) and never truncated: a root tick cannot be made to write into another file. It must be a
-regular file owned by the running user with one link. The folder must belong to the running user
-or root and must not be writable by group or others, or the lock is refused (anyone who can
-write there could swap the file between our checks). The holder's pid is written over the first
+regular file owned by the running user with one link. The folder must be a real folder (not a
+symlink), belong to the running user or root and not be writable by group or others; and every
+folder on the way to it (symlinks followed as the kernel does, each link the running user's or
+root's) must belong to the running user or root and be writable by group or others only with the
+sticky bit (/tmp), or the lock is refused: anyone who can write
+there could swap the file, or the folder, between our checks. The holder's pid is written over the first
 bytes (fixed width), for the "pid N holds it" message.
 
 **The agent's own history.** `--apply` (and `agent.apply = true`) acts only on the history the
@@ -37,11 +52,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from fscontrol.errors import LockedError, StoreError, UnsafeActionError
+from fscontrol.errors import LockedError, NotFoundError, StoreError, UnsafeActionError
 from fscontrol.slurm import command
 
 ROOT_HISTORY = Path("/var/lib/fscontrol/history.db")  # root's default history (store.default_db_path)
-DEFAULT_KEY = "default"  # the lock of the cluster Slurm reaches without -M, when the config names none
+DEFAULT_KEY = "default"  # the lock of every cluster a config that names none is used on (lock_key)
 _PID_WIDTH = 11
 
 
@@ -57,9 +72,24 @@ def cluster_key(name: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or DEFAULT_KEY
 
 
-def cluster_lock_path(configured: str | None, db_path: Path | str, cluster: str | None) -> Path:
-    """The lock of one cluster: beside the history, or named after `agent.lock` when it is set."""
-    key = cluster_key(cluster)
+def lock_key(cfg, cluster: str | None) -> str:
+    """The key of the cluster a command names (-M, or a recorded sample's cluster; None: the one
+    Slurm reaches by default), from the config alone: the module's docstring says why. NotFoundError
+    when the config names several clusters and the command none."""
+    named = sorted(getattr(cfg, "clusters", None) or ())
+    if not named:
+        return DEFAULT_KEY
+    if cluster:
+        return cluster_key(cluster)
+    if len(named) == 1:
+        return cluster_key(named[0])
+    raise NotFoundError(f"which cluster? the config names {', '.join(named)}: pick one with -M (without it the "
+                        "command would reach Slurm's default cluster under none of their locks)")
+
+
+def cluster_lock_path(cfg, db_path: Path | str, cluster: str | None) -> Path:
+    """The lock of one cluster (lock_key): beside the history, or named after `agent.lock` when it is set."""
+    key, configured = lock_key(cfg, cluster), getattr(cfg, "lock", None)
     if configured:
         p = Path(configured)
         return p.with_name(f"{p.stem}.{key}{p.suffix or '.lock'}")
@@ -73,33 +103,79 @@ def agent_history(cfg) -> Path:
     return Path(os.environ.get("FSCONTROL_DB") or ROOT_HISTORY)
 
 
-def check_agent_history(cfg, db_path: Path | str) -> None:
-    """`--apply` only on the agent's own history (the module's docstring says why); UnsafeActionError
-    in one line otherwise, before anything is read or written."""
+def check_agent_history(cfg, db_path: Path | str, doing: str = "--apply") -> None:
+    """`--apply` (and `control on`: `doing`) only on the agent's own history (the module's docstring
+    says why); UnsafeActionError in one line otherwise, before anything is read or written."""
     own = agent_history(cfg)
     if os.path.realpath(db_path) != os.path.realpath(own):
         where = "agent.db in the config" if getattr(cfg, "db", None) else "the default: the config names no agent.db"
-        raise UnsafeActionError(f"--apply refused: {db_path} is not the agent's history ({own}, {where}); "
+        raise UnsafeActionError(f"{doing} refused: {db_path} is not the agent's history ({own}, {where}); "
                                 "the agent's lock, ledger and originals are there (use the agent's config, or set agent.db)")
     try:
         st = os.stat(db_path)
     except FileNotFoundError:
         return  # the agent's first tick makes it
     if st.st_uid != os.geteuid() and os.geteuid() != 0:
-        raise UnsafeActionError(f"--apply refused: the agent's history {db_path} belongs to uid {st.st_uid}, "
+        raise UnsafeActionError(f"{doing} refused: the agent's history {db_path} belongs to uid {st.st_uid}, "
                                 f"not to you (uid {os.geteuid()}): run it as the agent's user")
 
 
 def _check_folder(folder: Path) -> None:
+    """The lock's folder: a real folder (lstat: a symlinked one is refused), the running user's or
+    root's, not writable by group or others; and the way to it trusted (_check_way)."""
     try:
-        st = os.stat(folder)
+        st = os.lstat(folder)
     except OSError as e:
         raise StoreError(f"cannot use the lock folder {folder}: {e}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeActionError(f"refusing the lock folder {folder}: it is a symbolic link (name the real folder)")
     if not stat.S_ISDIR(st.st_mode):
         raise StoreError(f"the lock folder {folder} is not a folder")
     if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o022:
         raise UnsafeActionError(f"refusing the lock folder {folder}: others can write to it (owner uid {st.st_uid}, "
                                 f"mode {stat.S_IMODE(st.st_mode):04o}); give it to the agent's user, mode 0755 or 0700")
+    _check_way(folder)
+
+
+def _check_way(folder: Path) -> None:
+    """Every folder the path to `folder` is looked up in, symlinks followed as the kernel does:
+    the running user's or root's, and writable by group or others only with the sticky bit (/tmp);
+    every symlink on the way the running user's or root's. Whoever could rename an entry on the way
+    (or repoint a link) could swap the lock's folder between our checks."""
+    me = os.geteuid()
+    todo = list((folder if folder.is_absolute() else Path.cwd() / folder).parts[1:-1])  # `folder` itself: _check_folder
+    cur, hops = Path("/"), 0
+    while True:
+        st = os.stat(cur)  # a real folder: reached through checked lookups only
+        if st.st_uid not in (me, 0) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            raise UnsafeActionError(f"refusing the lock folder {folder}: others can move it, {cur} on its way is writable "
+                                    f"by others (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}); keep the "
+                                    "agent's history in a folder whose every parent is root's or the agent user's, "
+                                    "mode 0755 (or sticky, as /tmp)")
+        while todo:
+            name = todo.pop(0)
+            if name == "..":
+                cur = cur.parent  # (a folder already walked through)
+                continue
+            nxt = cur / name
+            try:
+                lst = os.lstat(nxt)
+            except OSError as e:
+                raise StoreError(f"cannot use the lock folder {folder}: {nxt}: {e}") from None
+            if not stat.S_ISLNK(lst.st_mode):
+                cur = nxt
+                break
+            hops += 1
+            if lst.st_uid not in (me, 0) or hops > 40:
+                raise UnsafeActionError(f"refusing the lock folder {folder}: the symbolic link {nxt} on its way belongs "
+                                        f"to uid {lst.st_uid} (or the links loop): name the real folder")
+            target = Path(os.readlink(nxt))
+            if target.is_absolute():
+                cur, todo = Path("/"), list(target.parts[1:]) + todo
+                break
+            todo = list(target.parts) + todo
+        else:
+            return
 
 
 def _open_lock(path: Path) -> int:

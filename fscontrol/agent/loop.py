@@ -110,18 +110,22 @@ def control(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *,
 
 
 def lock_path(cfg, db_path: Path, name: str | None = None) -> Path:
-    """The cluster's lock (act/lock.py): keyed to the cluster, beside the agent's history."""
-    return lock.cluster_lock_path(cfg.lock, db_path, name or cfg.cluster(None).name or None)
+    """The cluster's lock (act/lock.py): keyed to the cluster (lock.lock_key), beside the agent's history."""
+    return lock.cluster_lock_path(cfg, db_path, name)
 
 
-def _locked(cfg, db_path: Path, name: str | None, *, apply: bool = False, source: SlurmSource | None = None):
+def _locked(cfg, db_path: Path, name: str | None, *, apply: bool = False, source: SlurmSource | None = None,
+            doing: str = "--apply"):
     """The cluster's agent lock, taken only once the history's folder is known to exist (the lock
     sits beside the history: taking it first would make the folder of a mistyped --db). With
-    `apply` on a live source, only the agent's own history may act (lock.check_agent_history)."""
+    `apply` on a live source, only the agent's own history may act (lock.check_agent_history;
+    `doing` names the command in its refusal). The cluster is -M's, else the source's (a recorded
+    sample names its own)."""
+    key = lock_path(cfg, db_path, name or getattr(source, "cluster", None))  # which cluster? before anything is made
     store.ensure_db_folder(db_path)
     if apply and (source is None or getattr(source, "run", None) is not None):
-        lock.check_agent_history(cfg, db_path)
-    return agent_lock(lock_path(cfg, db_path, name))
+        lock.check_agent_history(cfg, db_path, doing)
+    return agent_lock(key)
 
 
 def tick(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str | None], *, apply: bool,
@@ -183,8 +187,10 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
 
 def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
     """`fscontrol control on` (by=None) clears the cluster's "acting off" switch; the loop's start
-    clears only the one its own stop set (by="on_stop"). Returns the cluster's name."""
-    with _locked(cfg, db_path, name):
+    clears only the one its own stop set (by="on_stop"). Returns the cluster's name. `control on`
+    switches only the agent's own history (lock.check_agent_history): on another it would make a
+    history and a lock of its own, say the agent acts again, and leave the agent off."""
+    with _locked(cfg, db_path, name, apply=by is None, doing="control on"):
         db = store.open_db(db_path)
         try:
             names = [name] if name else (sorted(cfg.clusters) or store.clusters(db))

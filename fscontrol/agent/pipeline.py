@@ -225,6 +225,7 @@ class Stages:
     publish: bool = False
     off: str | None = None  # `control off` ("control off") or the loop's stop ("on_stop"): undo all, stop acting
     gate_off: str | None = None  # with gate: the gate is turned off (why): release the agent's own ledgered holds
+    gate_off_unnamed: bool = False  # agent_tick knew no cluster name: gate_off is decided on the snapshot's (run_tick)
 
     @property
     def label(self) -> str:  # the ticks table's `stage`
@@ -278,7 +279,7 @@ def agent_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, now: floa
     do_gate = bool(gate and name and gate_on and due(db, name, "gate", cfg.schedule["gate"], t))
     gate_off = gate_off_reason(db, name, cc) if name and not gate_on else None
     stages = Stages(control=do_control, gate=do_gate or bool(gate_off), release_all=bool(gate_off), fit=True,
-                    publish=bool(cfg.publish_dir), gate_off=gate_off)
+                    publish=bool(cfg.publish_dir), gate_off=gate_off, gate_off_unnamed=not name)
     return run_tick(source, db, cfg, apply=apply, stages=stages, now=now, name=name, deadline=deadline)
 
 
@@ -290,6 +291,15 @@ def gate_off_reason(db: Database, cluster: str, cc) -> str | None:
     if not cc.gate.enabled:
         return f"[clusters.{cluster}.gate] enabled = false"
     return f"no allocations configured for {cluster}"
+
+
+def _gate_off_named(db: Database, stages: Stages, cluster: str, cc) -> Stages:
+    """agent_tick without a cluster name (no -M, no [clusters.X]): the gate-off release decided on
+    the cluster the snapshot names, as agent_tick decides it for a named one."""
+    if not stages.gate_off_unnamed or stages.gate or stages.off or cc is None or (cc.gate.enabled and cc.allocations):
+        return stages
+    why = gate_off_reason(db, cluster, cc)
+    return replace(stages, gate=True, release_all=True, gate_off=why) if why else stages
 
 
 def _gate_off_note(stages: Stages, rec, acts, apply: bool) -> str | None:
@@ -339,6 +349,9 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
         snap = read_snapshot(source, lambda c: store.previous_snapshot_time(db, c))
         cluster = snap.cluster
         limits_read = quota.read_limits(source, source.cluster)  # a separate read: None when it fails
+        if run is not None or not apply:  # (an --apply on a recorded sample stays a read)
+            stages = _gate_off_named(db, stages, cluster, cfg.cluster(cluster) if cfg is not None else None)
+            acting = bool(stages.control or stages.gate or stages.off)
         if acting and cfg is not None and cfg.clusters and cluster not in cfg.clusters:
             raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
                               f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
@@ -422,7 +435,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
             if apply and dec is not None:  # (persist: slurm.conf when a restart would start too far off, even
                 # at a tick that leaves d as it is: an earlier write may have waited for persist_interval)
                 done, verified = executor.persist_and_verify(db, source, run, cc, dec, did, done, tick_id,
-                                                             conf_path=snap.config.raw.get("SLURM_CONF"), now=snap.taken_at)
+                                                             conf_path=snap.config.raw.get("SLURM_CONF"), now=snap.taken_at,
+                                                             deadline=deadline)
             if apply and verified is None and any(a.kind == "set_damping" and a.status == "ok" for a in done):
                 verified = parse.parse_config(source.config().stdout).damping_factor  # (control off: d put back)
             if verified is not None:  # the d this tick left in slurmctld: what publish says (not the snapshot's)

@@ -12,6 +12,10 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
   them to anyone anyway (`names_public`).
 * Running jobs by association (who runs what, until when) reach the world-readable file only when
   names are public and PrivateData hides no jobs (`squeue` shows them to anyone anyway).
+* The cluster's running list (unnamed: each job's time to its limit, billing rate and place in
+  slurmctld's job list, for the forecasts) carries each job's Slurm job id only where PrivateData
+  hides no jobs; otherwise its rank among the running jobs (`running_order`: squeue shows a user
+  no one else's job id).
 * A user's own running jobs always reach that user's own file (squeue shows a user their own
   jobs); the running jobs of the accounts above the user only when PrivateData hides neither
   `jobs` nor `accounts` (`account_jobs_to_members`).
@@ -55,8 +59,34 @@ OWN_FORMAT = "fscontrol-own"
 SECRET_BYTES = 32
 
 
-def flags(private_data: Iterable[str]) -> frozenset[str]:
-    return frozenset(f.strip().lower() for f in private_data)
+def flags(private_data: Iterable[str] | str) -> frozenset[str]:
+    """The PrivateData flags, lower case: from the parsed config (SlurmConfig.private_data) or the
+    raw `PrivateData=jobs,usage` value (a user's own `scontrol show config`)."""
+    if isinstance(private_data, str):
+        private_data = private_data.split(",")
+    return frozenset(f.strip().lower() for f in private_data if f.strip())
+
+
+def jobs_hidden(private_data: Iterable[str] | str) -> bool:
+    """PrivateData hides jobs (`jobs` or `all`): squeue shows a user their own jobs alone."""
+    return bool(flags(private_data) & HIDES_JOBS)
+
+
+HIDES_USAGE = frozenset({"usage", "all"})
+
+
+def usage_public(private_data: Iterable[str] | str) -> bool:
+    """Slurm shows a user the usage of associations other than their own (PrivateData hides no
+    usage): e.g. their account's usage against a Grp limit (publish._own_limits)."""
+    return not flags(private_data) & HIDES_USAGE
+
+
+HIDES_RESERVATIONS = frozenset({"reservations", "all"})
+
+
+def reservations_hidden(private_data: Iterable[str] | str) -> bool:
+    """PrivateData hides reservations: scontrol shows a user only the reservations they are in."""
+    return bool(flags(private_data) & HIDES_RESERVATIONS)
 
 
 HIDES_PARTITIONS = frozenset({"partitions", "all"})
@@ -181,15 +211,34 @@ def account_path(parent: Mapping[str, str], account: str) -> list[str]:
     return out
 
 
+ORDER_JOB_ID = "job_id"  # the running lists' third field: the job's place in slurmctld's job list, its id
+ORDER_RANK = "rank"  # ... its rank among the running jobs (0..n-1 in that same order): PrivateData hides jobs
+
+
+def running_order(private_data: Iterable[str] | str) -> str:
+    """What the published running lists' third field is (`running.order`): every running job's
+    place in slurmctld's job list, as its job id where Slurm shows anyone the jobs, else as its
+    rank among them (squeue shows a user no one else's job id: the world-readable file must not)."""
+    return ORDER_RANK if jobs_hidden(private_data) else ORDER_JOB_ID
+
+
 def running_maps(snap, entry) -> tuple[list, dict[str, list], dict[str, list]]:
-    """Every running job as entry(job) in the cluster's list, under each account of its path and
-    under its account/user. Unfiltered: the callers decide (with this module) who may see which."""
+    """Every running job as entry(job, order) in the cluster's list, under each account of its path
+    and under its account/user; `order` is the job's place in slurmctld's job list as running_order
+    says (the same in the published file and in every own file of one snapshot). Unfiltered
+    otherwise: the callers decide (with this module) who may see which."""
+    from fscontrol.slurm.jobid import job_order
+
     parent = {r.account: r.parent for r in snap.shares if not r.user}
     cluster: list[list] = []
     accounts: dict[str, list[list]] = {}
     users: dict[str, list[list]] = {}
+    place = {job[0]: job_order(job[0]) for job in snap.running}
+    if running_order(snap.config.private_data) == ORDER_RANK:  # an array's tasks share their array's place
+        rank = {o: i for i, o in enumerate(sorted({o for o in place.values() if o is not None}))}
+        place = {j: rank.get(o) for j, o in place.items()}
     for job in snap.running:
-        e = entry(job)
+        e = entry(job, place[job[0]])
         cluster.append(e)
         _, account, user = job[0], job[1], job[2]
         for a in account_path(parent, account):
@@ -240,11 +289,14 @@ def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str
     it holds); own.json is the user's, 0400. Every name the host knows gets one (`own` gives the
     content; the others get an empty one), every file is rewritten at every publish (the folders'
     times move together), so neither a folder's existence nor its times tell anything. Not root:
-    the caller's own folders and files. Written through a temp file the writer opened (fchown and
-    fchmod on the descriptor, then rename: nothing a user puts in their folder is followed).
+    the caller's own folders and files. Written by atomic.write_text, the one atomic writer (a temp
+    file it made, fsync, fchown and fchmod on the descriptor, then rename: nothing a user puts in
+    their folder is followed).
     Folders of names no longer known are removed. A user whose folder cannot be written (they
     broke it) is skipped."""
     import shutil
+
+    from fscontrol import atomic
 
     folder = own_folder(published)
     if not folder.parent.is_dir():  # never made here: a typo would otherwise create folders as root
@@ -263,7 +315,7 @@ def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str
     for name in sorted(wanted):
         uid, gid = names.get(name, (me, os.getegid())) if root else (me, os.getegid())
         body = own.get(name) or {"format": OWN_FORMAT, "user": name}
-        data = (json.dumps(body, sort_keys=True, allow_nan=False) + "\n").encode()
+        data = json.dumps(body, sort_keys=True, allow_nan=False) + "\n"
         d = folder / name
         try:
             try:
@@ -278,7 +330,7 @@ def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str
             if root and (st.st_uid, st.st_gid) != (uid, gid):
                 os.chown(d, uid, gid, follow_symlinks=False)
             os.chmod(d, 0o500)
-            _write_owned(d, d / "own.json", data, uid if root else None, gid if root else None)
+            atomic.write_text(d / "own.json", data, mode=0o400, uid=uid if root else None, gid=gid if root else None)
         except OSError:
             continue
     for d in folder.iterdir():
@@ -288,25 +340,6 @@ def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str
             else:
                 d.unlink(missing_ok=True)
     return folder
-
-
-def _write_owned(folder: Path, target: Path, data: bytes, uid: int | None, gid: int | None) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".own.", suffix=".tmp", dir=folder)
-    try:
-        os.write(fd, data)
-        if uid is not None:
-            os.fchown(fd, uid, gid if gid is not None else -1)
-        os.fchmod(fd, 0o400)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, target)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_own(published_path: Path, user: str, uid: int) -> dict | None:

@@ -29,6 +29,7 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms o
 from fscontrol.errors import NotFoundError
 from fscontrol.export.rowindex import END as _END, INDEX_KEY, INDEX_LINE, by_index as _by_index, on_paths
 from fscontrol.export import jobqos
+from fscontrol.slurm.jobid import job_order  # noqa: F401 (publish.job_order: the forecasts read it here)
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -227,17 +228,19 @@ def _default_limits() -> dict[str, Any]:
 def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
     """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
     each account's whole subtree, every running job as [seconds to its time limit (None: no
-    limit), rate in billing-seconds per second, job id (its place in slurmctld's job list: a pass
-    charges the jobs in that order, see forecast.project_running)]. The cluster's list names no
+    limit), rate in billing-seconds per second, its place in slurmctld's job list (a pass charges
+    the jobs in that order, see forecast.project_running): its job id, or under PrivateData=jobs
+    its rank among the running jobs (`order`, privacy.running_order)]. The cluster's list names no
     one and is always here; the lists keyed by account (privacy.run_key: the account, or
     account/user) only where privacy.jobs_public allows (PrivateData hides no names and no jobs:
     squeue and sshare show them to anyone). Otherwise each user finds their own (and, where
     allowed, their accounts') in their own file (own_files, written by publish_latest)."""
     from fscontrol.export import privacy
 
-    cluster, accounts, users = privacy.running_maps(snap, lambda job: _entry(snap, job))
+    cluster, accounts, users = privacy.running_maps(snap, lambda job, order: _entry(snap, job, order))
     public = privacy.jobs_public(snap.config.private_data)
-    return {"as_of": snap.taken_at, "cluster": sorted(cluster, key=_end_key),
+    return {"as_of": snap.taken_at, "order": privacy.running_order(snap.config.private_data),
+            "cluster": sorted(cluster, key=_end_key),
             "accounts": {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())} if public else {},
             "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())} if public else {},
             "users_published": public}
@@ -263,7 +266,7 @@ def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, 
                 out[user] = {"format": privacy.OWN_FORMAT, "user": user, "cluster": snap.cluster, "snapshot_id": snap.id,
                              "gate_accounts": entries}
     if not privacy.jobs_public(snap.config.private_data) and snap.running:
-        _, accounts, users = privacy.running_maps(snap, lambda job: _entry(snap, job))
+        _, accounts, users = privacy.running_maps(snap, lambda job, order: _entry(snap, job, order))
         running_users = {job[2] for job in snap.running}
         for user in sorted({r.user for r in snap.shares if r.user}):
             mine = privacy.own_running(snap, user, accounts, users)
@@ -287,7 +290,7 @@ def _own_limits(out: dict[str, dict], snap: StoredSnapshot, tres_limits: dict[st
     from fscontrol.export import privacy
     from fscontrol.model import quota
 
-    others = "usage" not in privacy.flags(snap.config.private_data)
+    others = privacy.usage_public(snap.config.private_data)
     for user in sorted({r.user for r in snap.shares if r.user}):
         accounts = {r.account for r in snap.shares if r.user == user}
         mine = quota.user_entries(tres_limits["entries"], tres_limits.get("parent") or {}, user, accounts,
@@ -300,9 +303,9 @@ def _own_limits(out: dict[str, dict], snap: StoredSnapshot, tres_limits: dict[st
                 "lines": {r.account: quota.ancestors(parent, r.account) for r in snap.shares if r.user == user}}
 
 
-def _entry(snap: StoredSnapshot, job) -> list:
-    job_id, _, _, rate, ends_at = job
-    return [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, job_order(job_id)]
+def _entry(snap: StoredSnapshot, job, order: int | None) -> list:  # order: privacy.running_order
+    _, _, _, rate, ends_at = job
+    return [None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, order]
 
 
 def inflow_aggregates(snap: StoredSnapshot, snapshots: int, span_s: float, rates: dict[tuple[str, str], float],
@@ -341,13 +344,6 @@ def inflow_aggregates(snap: StoredSnapshot, snapshots: int, span_s: float, rates
             "users": dict(sorted(users.items())) if public else {},
             "users_var": dict(sorted(users_var.items())) if public else {},
             "users_published": public}
-
-
-def job_order(job_id: str) -> int | None:
-    """A job's place in slurmctld's job list: jobs are appended as they are created, so by job id
-    (an array task by its array's id). None when the id is not a number."""
-    head = str(job_id).split("_", 1)[0].split("+", 1)[0]
-    return int(head) if head.isdigit() else None
 
 
 def _end_key(e: list) -> float:

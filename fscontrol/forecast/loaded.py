@@ -110,7 +110,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     there is none (a sentence). `others_stopped`: the user's account-mates (every other user
     of the accounts on the path) stop now, their running jobs and their inflow with them; the
     user's own running jobs go on (they keep charging the user and their accounts)."""
-    from fscontrol.export.privacy import run_key
+    from fscontrol.export.privacy import ORDER_JOB_ID, run_key
     from fscontrol.forecast.classic import path_weights
     from fscontrol.forecast.projection import Projection
 
@@ -167,8 +167,10 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
             inflow_jobs += [(e[0], -w * e[1] * c / r0) for e in others]
         said.append(f"{k[0]} {c:,.1f}")
 
-    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job: after all)
-        return len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job)
+    by_id = running.get("order", ORDER_JOB_ID) == ORDER_JOB_ID  # else ranks (PrivateData=jobs): no job id to compare
+
+    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job, or ranks: after all)
+        return len(e) > 2 and e[2] is not None and (pending_job is None or not by_id or e[2] < pending_job)
 
     cluster_all = running["cluster"]
     held = total_held(published, d)

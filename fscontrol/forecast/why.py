@@ -325,6 +325,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
     """Run what `why` needs on `source` (a LiveSlurm: squeue, scontrol show config and partition,
     sinfo, sprio and, under Fair Tree, sshare; the published snapshot for the gate's state and the
     padding association) and explain the job. NotFoundError (exit 6) when the job is not pending."""
+    from fscontrol.export import privacy  # the one privacy policy
     import time
 
     from fscontrol.errors import ConfigError, SlurmCommandError
@@ -351,7 +352,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         except SlurmCommandError:
             state = reason = None
         raise not_pending(job_id, state, reason,
-                          bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
+                          privacy.jobs_hidden(cfg.private_data) and _not_operator())
     if job.state not in ("PENDING", "PD"):
         raise not_pending(job_id, job.state, job.reason or None)
     line = None
@@ -366,7 +367,6 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         partitions = {}
     gate_pub = dummy = None
     try:
-        from fscontrol.export import privacy
         from fscontrol.forecast.service import invoker
 
         data, path = pub.read_published(published or pub.default_path(cfg.cluster), cfg.cluster, head_only=True)
@@ -399,7 +399,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                     favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
                     now=time.time() if now is None else now, fairshare_detail=detail, gate_pub=gate_pub,
                     token=privacy_key(job.account), dummy=dummy, names=names,
-                    jobs_private=bool({f.lower() for f in cfg.private_data} & {"jobs", "all"}) and _not_operator())
+                    jobs_private=privacy.jobs_hidden(cfg.private_data) and _not_operator())
     if limits is not None:
         d["limit_values"] = limits
     d["job_id"] = job_id  # as asked (an array task 123_4, a component 123+1), not squeue's own id

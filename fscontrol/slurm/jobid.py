@@ -11,6 +11,13 @@ outside tester's issue #33 D6b: `start -j 123_4` was "not pending").
 from __future__ import annotations
 
 
+def job_order(job_id: str) -> int | None:
+    """A job's place in slurmctld's job list: jobs are appended as they are created, so by job id
+    (an array task by its array's id). None when the id is not a number."""
+    head = str(job_id).split("_", 1)[0].split("+", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
 def args(job_id: str) -> tuple[str, ...]:
     """The squeue that lists `job_id`'s rows as '%A|%i'."""
     return ("squeue", "-h", "-j", job_id, "-o", "%A|%i")
