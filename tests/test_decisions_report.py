@@ -194,3 +194,12 @@ def test_since_longer_than_the_epoch_is_everything(ticked):
     cfg, db = ticked
     r = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "99999999999999d", "--json"])
     assert r.exit_code == 0 and len(json.loads(r.output)["decisions"]) == 10
+
+
+def test_cluster_choice_as_status_makes_it(ticked):
+    """An outside tester: `decisions -M nosuch` printed "0 decisions" with exit 0 where status
+    says the cluster is not there (6); several clusters without -M is a usage error (2)."""
+    cfg, db = ticked
+    for cmd in ("decisions", "history"):
+        r = CliRunner().invoke(app, [cmd, "--db", str(db), "--config", str(cfg), "-M", "nosuch"])
+        assert r.exit_code == 6 and "cluster 'nosuch' is not in this history (it holds: tbcluster)" in r.output, r.output

@@ -588,9 +588,16 @@ def test_diagnose_finds_the_persisted_original_beside_slurm_conf(tmp_path):
 
     s, found = dg.diagnose(source, cfg, db_path=tmp_path / "none.db", slurm_conf=str(conf))
     assert s.agent_sign is None and s.agent_history == str(tmp_path / "none.db")
+    (tmp_path / "slurm.conf.fscontrol-original").write_text(conf.read_text())
+    s, found = dg.diagnose(source, cfg, db_path=tmp_path / "none.db", slurm_conf=str(conf))
+    assert s.agent_sign is None  # the file is the pre-agent one again (control off put it back): no agent's edit
     (tmp_path / "slurm.conf.fscontrol-original").write_text("ClusterName=c1\n")
     s, found = dg.diagnose(source, cfg, db_path=tmp_path / "none.db", slurm_conf=str(conf))
     assert s.agent_sign and "slurm.conf.fscontrol-original exists" in s.agent_sign
+    # slurmctld and slurm.conf agree on the agent's d (just after persist wrote it): still the agent's,
+    # not "the site's own setting" (damping-preset)
+    same = checks.check(dataclasses.replace(s, conf_damping="23", conf_read=True), Intent(method="hybrid"))
+    assert [f.check for f in same if f.check.startswith("damping-")] == ["damping-agent-unseen"]
     # (a recorded source reads no slurm.conf: the file's d, and the check on it, on the testbed:
     # tests/test_integration_doctor.py test_damping_by_hand_and_reverted)
     found = checks.check(dataclasses.replace(s, conf_damping="37", conf_read=True), Intent(method="hybrid"))

@@ -335,7 +335,7 @@ def test_damping_by_hand_and_reverted(slurm, tmp_path):
         # the pre-agent copy persist keeps beside slurm.conf: an agent whose history this doctor
         # does not read owns d; it must not advise setting d back (issue 30, an outside tester)
         original = Path(str(slurm.conf.resolve()) + ".fscontrol-original")
-        original.write_bytes(slurm.conf.read_bytes())
+        original.write_bytes(slurm.conf.read_bytes() + b"# before the agent's edit\n")
         try:
             _, f = diagnose(slurm.source(), cfg)
             assert [x.check for x in f] == ["damping-agent-unseen"] and "scontrol fsdampeningfactor" not in f[0].fix

@@ -58,8 +58,12 @@ def diagnose(source, cfg=None, db_path: str | Path | None = None,
     sign = None
     if d is None and pre.conf_path:
         original = slurmconf.original_path(pre.conf_path)
-        if Path(original).exists():  # the pre-agent copy persist keeps: an agent has owned this file's d line
-            sign = f"{original} exists (an fscontrol agent with persist = true has written this file's d)"
+        try:  # the pre-agent copy persist keeps, and the file no longer the same: an agent's edit is in place
+            if Path(original).read_bytes() != Path(pre.conf_path).read_bytes():
+                sign = (f"{original} exists and {pre.conf_path} differs from it (an fscontrol agent with "
+                        "persist = true has written this file's d and not put it back)")
+        except OSError:
+            pass  # no such copy (no agent persisted here), or a file we cannot read: no sign
     s = dataclasses.replace(pre, agent_damping=d, agent_history=str(history), agent_sign=sign)
     return s, checks.check(s, checks.Intent.of(cc, cfg.clusters if cfg is not None else ()))
 

@@ -399,11 +399,13 @@ def _damping(s: Survey, intent: Intent, add) -> None:
              "carries the agent's d).") if not intent.persist else
             ("let fscontrol own slurm.conf's FairShareDampeningFactor line: leave it out of config management's "
              "template (or template the agent's value)."))
-    elif agent is None and conf is not None and runtime != conf and s.agent_sign:
-        # an agent this doctor cannot see (another history) owns d: never advise undoing its d
+    elif agent is None and s.agent_sign:
+        # an agent this doctor cannot see (another history) owns d: never advise undoing its d,
+        # nor call it the site's own setting (slurm.conf then carries the agent's d)
         add("damping-agent-unseen", "warning", "control",
-            f"FairShareDampeningFactor is {runtime} in slurmctld but {conf} in {s.conf_path}, and {s.agent_sign}: "
-            f"most likely a running agent's d, set from a history this doctor did not read ({_looked(s)}).",
+            f"FairShareDampeningFactor is {runtime} in slurmctld and {conf if conf is not None else 'unset'} in "
+            f"{s.conf_path}, and {s.agent_sign}: most likely a running agent's d, set from a history this doctor "
+            f"did not read ({_looked(s)}).",
             "run the doctor with that agent's own config (`fscontrol doctor --config` naming its agent.db), which "
             "checks its d; do not set d by hand while an agent controls it (the agent would set it again).")
     elif agent is None and conf is not None and runtime != conf:

@@ -38,14 +38,21 @@ def period_start(since: str, now: float) -> float:
 
 
 def pick_cluster(db, cluster: str | None) -> str:
-    """-M's cluster, else the history's only one; NotFoundError naming the choices otherwise."""
-    if cluster:
-        return cluster
+    """-M's cluster (NotFoundError, exit 6, when the history has none of it), else the history's
+    only one; with several, a ConfigError (exit 2: a usage error, as status's) naming them."""
+    from fscontrol.errors import ConfigError
     from fscontrol.store import history as store
 
     names = store.clusters(db)
+    if cluster:
+        if cluster not in names:
+            raise NotFoundError(f"cluster {cluster!r} is not in this history"
+                                + (f" (it holds: {', '.join(names)})" if names else " (no snapshot yet)"))
+        return cluster
+    if not names:
+        raise NotFoundError("no history yet")
     if len(names) != 1:
-        raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
+        raise ConfigError(f"several clusters in the history, pick one with -M: {', '.join(names)}")
     return names[0]
 
 
