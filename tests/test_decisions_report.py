@@ -203,3 +203,15 @@ def test_cluster_choice_as_status_makes_it(ticked):
     for cmd in ("decisions", "history"):
         r = CliRunner().invoke(app, [cmd, "--db", str(db), "--config", str(cfg), "-M", "nosuch"])
         assert r.exit_code == 6 and "cluster 'nosuch' is not in this history (it holds: tbcluster)" in r.output, r.output
+
+
+def test_the_metrics_carry_what_slurm_used_at_the_last_pass(ticked):
+    """An outside tester: the metrics' halving error was the snapshot's pre-action figure and what
+    Slurm used was not exported. `fscontrol_halving_error_slurm_ratio` is the last recorded pass's."""
+    cfg, db = ticked
+    h = store.open_db(db, readonly=True)
+    hs, u = h.execute("SELECT h_slurm, u_star FROM decisions WHERE h_slurm IS NOT NULL ORDER BY id DESC LIMIT 1").fetchone()
+    r = CliRunner().invoke(app, ["metrics", "--db", str(db), "--config", str(cfg)])
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if ln.startswith("fscontrol_halving_error_slurm_ratio{"))
+    assert float(line.rsplit(" ", 1)[1]) == pytest.approx(hs / u - 1, rel=1e-9)

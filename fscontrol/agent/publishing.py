@@ -239,7 +239,7 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
         last = store_ledger.last_decision(db, name)
         # the one halving formula, as status and the forecast use it: while the agent holds the
         # total (S_ref d U), F halves after S d U (fairshare.usage_to_halve(total_held=); issue #30)
-        status = rstatus.status_of(db, snap, cc, decisions=0)
+        status = rstatus.status_of(db, snap, cc, decisions=3)  # the last pass Slurm used, for its metric
         state[name] = {"status": status, "taken_at": snap.taken_at, "decision": last,
                        "holds": len(store_ledger.gate_ledger(db, name)),
                        "name_users": privacy.metrics_name_users(snap.config.private_data, getattr(cfg, "metrics_group", None))}

@@ -72,7 +72,9 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
         "d_target": Family("damping_factor_target", "FairShareDampeningFactor the controller wants."),
         "halving": Family("halving_core_hours", "Usage that halves fair-share at the reference share (achieved), core-hours."),
         "target": Family("halving_target_core_hours", "The admin's target u*: fair-share should halve every u* core-hours."),
-        "error": Family("halving_error_ratio", "Achieved halving / target - 1."),
+        "error": Family("halving_error_ratio", "The snapshot's halving (S_ref d U at the d in force) / target - 1, before the agent acts on it."),
+        "error_slurm": Family("halving_error_slurm_ratio",
+                              "The halving Slurm's priorities used at the last decay pass the agent recorded / target - 1."),
         "s_ref": Family("reference_share", "The reference share S_ref the halving is computed for."),
         "users": Family("active_users", "Users with usage."),
         "f": Family("user_fairshare", "Fair-share factor F of the association (0..1): classic 2^(-UE/(S d)), or Fair Tree's rank / N."),
@@ -97,6 +99,9 @@ def families(clusters: Mapping[str, dict], ticks: list[dict]) -> list[Family]:
             fam["halving"].add(s["halving_core_hours"], **c)
             fam["target"].add(s["target_core_hours"], **c)
             fam["error"].add(s["halving_error"], **c)
+            used = next((h for h in reversed(s.get("control") or []) if h.get("error_slurm") is not None), None)
+            if used is not None:
+                fam["error_slurm"].add(used["error_slurm"], **c)
             fam["s_ref"].add(s["reference_share"], **c)
             fam["users"].add(s["active_users"], **c)
             fam["snap"].add(st.get("taken_at"), **c)
