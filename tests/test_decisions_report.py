@@ -215,3 +215,18 @@ def test_the_metrics_carry_what_slurm_used_at_the_last_pass(ticked):
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.output.splitlines() if ln.startswith("fscontrol_halving_error_slurm_ratio{"))
     assert float(line.rsplit(" ", 1)[1]) == pytest.approx(hs / u - 1, rel=1e-9)
+
+
+def test_since_takes_a_date_as_sacct_does(ticked):
+    from datetime import datetime
+
+    cfg, db = ticked
+    h = store.open_db(db, readonly=True)
+    times = [t for (t,) in h.execute("SELECT decided_at FROM decisions ORDER BY id")]
+    cut = datetime.fromtimestamp(times[4] - 1)  # local time, as sacct reads a date without a zone
+    r = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", cut.isoformat(timespec="seconds"),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    assert len(json.loads(r.output)["decisions"]) == 6
+    bad = CliRunner().invoke(app, ["decisions", "--db", str(db), "--config", str(cfg), "-S", "2026-13-45"])
+    assert bad.exit_code == 2 and "not a date" in bad.output

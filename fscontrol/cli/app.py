@@ -231,7 +231,7 @@ def start_cmd(
 def history(
     db: DbOpt = None,
     cluster: ClusterOpt = None,
-    since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m) or a POSIX time.")] = "7d",
+    since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m), a date (2026-11-23, 2026-11-23T13:15, as sacct -S) or a POSIX time.")] = "7d",
     json_out: JsonOpt = False,
     config_path: ConfigOpt = None,
     png: Annotated[Optional[Path], typer.Option("--png", help="Also draw the record over time into this PNG (needs the 'plot' extra: matplotlib).")] = None,
@@ -255,7 +255,7 @@ def history(
 def decisions(
     db: DbOpt = None,
     cluster: ClusterOpt = None,
-    since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m) or a POSIX time.")] = "1d",
+    since: Annotated[str, typer.Option("--since", "-S", help="How far back: a duration (7d, 12h, 90m), a date (2026-11-23, 2026-11-23T13:15, as sacct -S) or a POSIX time.")] = "1d",
     json_out: JsonOpt = False,
     config_path: ConfigOpt = None,
     parsable: Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|' (as sacct -P).")] = False,

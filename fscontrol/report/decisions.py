@@ -15,7 +15,8 @@ from fscontrol.report.table import HOUR, Field, _iso, pick_fields, table_lines
 
 
 def period_start(since: str, now: float) -> float:
-    """--since: a duration (7d, 12h, 90m, 3600) back from `now`, or a POSIX time (>= 1e9)."""
+    """--since: a duration (7d, 12h, 90m, 3600) back from `now`, a date as sacct -S takes it
+    (2026-11-23, 2026-11-23T13:15:00; local time unless it names a zone), or a POSIX time (>= 1e9)."""
     import math
 
     from fscontrol.errors import ConfigError
@@ -27,6 +28,14 @@ def period_start(since: str, now: float) -> float:
         start = None
     if start is not None and not math.isfinite(start):
         raise ConfigError(f"--since {since!r}: not a duration (7d, 12h, 90m) nor a POSIX time")
+    if start is None and any(c in since for c in "-:T"):  # a date, as sacct -S takes it (local time unless zoned)
+        from datetime import datetime
+
+        try:
+            start = datetime.fromisoformat(since.strip()).timestamp()
+        except ValueError:
+            raise ConfigError(f"--since {since!r}: not a date (2026-11-23, 2026-11-23T13:15:00), a duration "
+                              "(7d, 12h, 90m) nor a POSIX time") from None
     if start is None or start < 1e9:
         span = parse_period(since, where="--since")
         if not math.isfinite(span):
