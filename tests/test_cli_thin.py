@@ -64,9 +64,9 @@ def test_the_commands_make_one_call_each():
     one = {"status": "agent.commands.status", "history": "agent.commands.history", "collect": "agent.commands.collect",
            "fit": "agent.commands.fit", "decisions": "agent.commands.decisions", "metrics": "agent.commands.metrics",
            "publish": "agent.commands.publish", "capture": "agent.commands.capture", "control": "agent.commands.control",
-           "tick": "agent.commands.tick", "gate": "agent.commands.gate", "doctor": "agent.diagnose.doctor",
-           "config check": "agent.diagnose.config_check", "forecast": "forecast.request.forecast",
-           "simulate": "sim.cmdline.simulate", "simulate-merge": "sim.cmdline.merge"}
+           "tick": "agent.commands.tick", "gate": "agent.commands.gate", "doctor": "agent.commands.doctor",
+           "config check": "agent.commands.config_check", "forecast": "forecast.request.forecast",
+           "simulate": "sim.command.simulate"}
     assert {name: counted[name] for name in one} == {name: ["fscontrol." + f] for name, f in one.items()}
 
 
@@ -298,7 +298,9 @@ def test_the_command_line_translates_no_other_exception():
     OSError` or `except ValueError` making an error of its own (the library names its errors). The
     exceptions: the interrupt (Group.invoke, and the console script's main around the imports: exit
     130, its line written even when stderr is gone), the exit typer raises (main.py: an interrupt
-    it turned into exit 130 said once; exit_code returns it), and a closed pipe while printing."""
+    it turned into exit 130 said once; exit_code returns it), and a closed pipe while printing.
+    Left (issue #29, fscontrol/sim/ was another change's at the time): `simulate` turns the
+    simulator's ValueError/OSError into a ConfigError; sim.command.simulate should raise it."""
     import ast
 
     handlers = set()
@@ -315,5 +317,6 @@ def test_the_command_line_translates_no_other_exception():
                         ("main.py", "main", ("KeyboardInterrupt",)), ("main.py", "main", ("ValueError",)),
                         ("main.py", "main", ("OSError", "ValueError")), ("main.py", "_run", ("SystemExit",)),
                         ("main.py", "exit_code", ("SystemExit",)),
+                        ("simulate.py", "simulate", ("OSError", "ValueError")),
                         ("common.py", "_print_lines", ("BrokenPipeError",)),
                         ("common.py", "_print_lines", ("OSError", "ValueError"))}

@@ -1,6 +1,6 @@
 """The commands as one library call each (issue #29: the command line holds no orchestration):
-`collect`, `status`, `history`, `fit`, `decisions`, `metrics`, `publish`, `capture` and the
-agent's `control`, `tick` and `gate` take their options as plain values (paths, names, numbers)
+`collect`, `status`, `history`, `fit`, `decisions`, `metrics`, `publish`, `capture`, `doctor`,
+`config check` and the agent's `control`, `tick` and `gate` take their options as plain values (paths, names, numbers)
 and do the whole of the work: the config, the history, the source, the snapshot and the report's
 data, and for the agent's commands the exit code their outcome gives and the errors to say
 (Result). fscontrol.cli calls one of them and prints what it returns.
@@ -169,6 +169,34 @@ def capture(folder: Path, cluster: str | None, *, window_s: float = 3600.0, note
                           history_s=history_s, force=force)
     except OSError as e:
         raise OutputError(f"{folder}: {e.strerror or e}") from None
+
+
+def doctor(config_path: str | Path | None, source: str = "live", db: str | Path | None = None, cluster: str | None = None,
+           slurm_conf: str | Path | None = None):
+    """`fscontrol doctor`: the config, the cluster `source` serves (each Slurm command within the
+    config's slurm_timeout), diagnosed; report.doctor's data, its exit code the findings' (Result)."""
+    from fscontrol.agent.diagnose import diagnose
+    from fscontrol.report import doctor as rdoctor
+    from fscontrol.slurm.source import from_spec
+
+    cfg = config.load(config_path)
+    s, findings = diagnose(from_spec(source, cluster, cfg.slurm_timeout_s), cfg, db_path=db,
+                           slurm_conf=str(slurm_conf) if slurm_conf else None)
+    data = rdoctor.report(s, findings)
+    return Result(data, data["exit_code"])
+
+
+def config_check(config_path: str | Path | None, source: str = "live", doctor: bool = True):
+    """`fscontrol config check`: the config validated, its settings in force (defaults filled in)
+    and, with `doctor`, config_doctor's run on each cluster it names; report.doctor.config_check_data
+    (Result: exit 9 when a run found a fatal reason)."""
+    from fscontrol.agent.diagnose import config_doctor
+    from fscontrol.report import doctor as rdoctor
+
+    cfg = config.load(config_path)
+    data = rdoctor.config_check_data(config_path, cfg, config.effective(cfg), config.effective_lines(cfg),
+                                     config_doctor(cfg, source) if doctor else None)
+    return Result(data, data["exit_code"])
 
 
 # ---------------------------------------------------------------------------- the agent's commands

@@ -1,4 +1,4 @@
-"""`fscontrol doctor` and `config check` as library calls, and the doctor's part in the agent's first tick.
+"""`fscontrol doctor` as a library call (config check's run on each cluster too), and the doctor's part in the agent's first tick.
 
 diagnose() reads (fscontrol.slurm.survey), adds what only the history knows (the d the agent
 itself last set) and judges (fscontrol.doctor.checks). first_tick_findings() judges what a tick
@@ -82,22 +82,6 @@ def control_stop(snap, cc) -> str | None:
     return None if f is None else f"doctor: {f.check}: {f.message} -> fix: {f.fix}"
 
 
-def doctor(config_path: str | Path | None, source: str = "live", db: str | Path | None = None, cluster: str | None = None,
-           slurm_conf: str | Path | None = None):
-    """`fscontrol doctor`: the config, the cluster `source` serves (each Slurm command within the
-    config's slurm_timeout), diagnosed; report.doctor's data, its exit code the findings' (Result)."""
-    from fscontrol.agent import config
-    from fscontrol.agent.commands import Result
-    from fscontrol.report import doctor as rdoctor
-    from fscontrol.slurm.source import from_spec
-
-    cfg = config.load(config_path)
-    s, findings = diagnose(from_spec(source, cluster, cfg.slurm_timeout_s), cfg, db_path=db,
-                           slurm_conf=str(slurm_conf) if slurm_conf else None)
-    data = rdoctor.report(s, findings)
-    return Result(data, data["exit_code"])
-
-
 def config_doctor(cfg, source: str) -> list[dict]:
     """The doctor's report (report.doctor.report) for each cluster the config names (one Slurm
     when it names none), or report.doctor.not_run(cluster, why) where Slurm could not be read (no
@@ -116,16 +100,3 @@ def config_doctor(cfg, source: str) -> list[dict]:
         out.append(rdoctor.report(s, findings))
     return out
 
-
-def config_check(config_path: str | Path | None, source: str = "live", doctor: bool = True):
-    """`fscontrol config check`: the config validated, its settings in force (defaults filled in)
-    and, with `doctor`, config_doctor's run on each cluster it names; report.doctor.config_check_data
-    (Result: exit 9 when a run found a fatal reason)."""
-    from fscontrol.agent import config
-    from fscontrol.agent.commands import Result
-    from fscontrol.report import doctor as rdoctor
-
-    cfg = config.load(config_path)
-    data = rdoctor.config_check_data(config_path, cfg, config.effective(cfg), config.effective_lines(cfg),
-                                     config_doctor(cfg, source) if doctor else None)
-    return Result(data, data["exit_code"])

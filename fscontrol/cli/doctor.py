@@ -34,13 +34,13 @@ def doctor(
     Changes nothing."""
     import json
 
-    from fscontrol.agent import diagnose
+    from fscontrol.agent import commands
     from fscontrol.cli.common import _fail, _finish
     from fscontrol.errors import FscontrolError
     from fscontrol.report import doctor as rdoctor
 
     try:
-        res = diagnose.doctor(config_path, source, db, cluster, slurm_conf)
+        res = commands.doctor(config_path, source, db, cluster, slurm_conf)
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(json.dumps(res.data, indent=2) if json_out else "\n".join(rdoctor.report_lines(res.data)))
@@ -58,12 +58,12 @@ def config_check(config_path: ConfigOpt = None, json_out: JsonOpt = False,
     finds a fatal reason (docs/doctor.md), else 0 (its warnings and notes are printed)."""
     import json
 
-    from fscontrol.agent import diagnose
+    from fscontrol.agent import commands
     from fscontrol.cli.common import _fail, _finish
     from fscontrol.errors import FscontrolError
 
     try:
-        res = diagnose.config_check(config_path, source, doctor)
+        res = commands.config_check(config_path, source, doctor)
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(json.dumps(res.data["json"], indent=2) if json_out else "\n".join(res.data["lines"]))

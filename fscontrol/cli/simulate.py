@@ -1,6 +1,5 @@
 """The simulator's commands: `simulate`, `simulate-merge` and the array task `simulate-task`
-(registered on the app in fscontrol.cli.app); the orchestration is fscontrol.sim.command's, each
-command's one call fscontrol.sim.cmdline's."""
+(registered on the app in fscontrol.cli.app); the orchestration is fscontrol.sim.command's."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import typer
 
 from fscontrol.cli.common import _fail
 from fscontrol.cli.options import JsonOpt
-from fscontrol.errors import FscontrolError
+from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
 
 def simulate(
     workload: Annotated[
@@ -99,7 +98,6 @@ def simulate(
     one comparison line each. The mold-* policies let the scheduler pick each job's size
     (Srinivasan et al.'s moldable strategies) and add a per-category table (processor-seconds)
     against the first mold-* policy; they run on their own (not in a sweep)."""
-    from fscontrol.sim import cmdline
     from fscontrol.sim import command as simcmd
 
     opts = simcmd.SimulateOptions(
@@ -108,9 +106,11 @@ def simulate(
         agent_down, gate, halving_png, sigma, rf, lf, avg_par, xfactor, estimates, mold_backfill, share_over,
         categories_png, start_blocked=start_blocked)
     try:
-        out = cmdline.simulate(opts)
+        out = simcmd.simulate(opts)
     except FscontrolError as e:
         raise _fail(e) from None
+    except (ValueError, OSError) as e:  # a workload or option the simulator cannot read: a usage error (2)
+        raise _fail(ConfigError(str(e))) from None
     typer.echo(simcmd.render(out, json_out=json_out))
 
 
@@ -122,11 +122,14 @@ def simulate_merge(
 ) -> None:
     """The results of a sweep run as a Slurm job array (`simulate --sbatch`): the same table,
     --json and chart as the sweep run here."""
-    from fscontrol.sim import cmdline
     from fscontrol.sim import sweep as sw
 
     try:
-        res = cmdline.merge(folder, partial=partial, chart=chart)
+        res = sw.merge_results(folder, partial=partial)
+        if not res:
+            raise NotFoundError(f"no run of the sweep in {folder} has a result yet")
+        if chart is not None:
+            sw.write_chart(res, chart)
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(json.dumps(res, indent=2) if json_out else sw.format_sweep(res))

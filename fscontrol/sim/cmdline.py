@@ -1,12 +1,12 @@
-"""The simulator's command lines: `fscontrol simulate` and `simulate-merge` as one library call
-each, their errors named (`simulate`, `merge`: fscontrol.cli.simulate calls them); and the
-research runners (`python -m fscontrol.sim.experiment`, `.controlexp`, `.moldable_experiment`) on
-typer, the framework of the fscontrol command: a runner's options are its command function's
-signature; `run` gives it -h/--help and turns a bad option or value into one line on stderr (exit
-2) and an interrupt into one line (exit 130), never a traceback. A runner is not a fscontrol
-command: it sits below fscontrol.cli (the layers: a sim module may not import the cli, so it cannot
-use cli.common._fail) and its only errors are typer's usage errors, hence its own two lines
-(docs/architecture.md, the cli paragraph).
+"""The simulator's research runners (`python -m fscontrol.sim.experiment`, `.controlexp`,
+`.moldable_experiment`) on typer, the framework of the fscontrol command: a runner's options are
+its command function's signature; `run` gives it -h/--help and turns a bad option or value into
+one line on stderr (exit 2) and an interrupt into one line (exit 130), never a traceback.
+
+A runner is not a fscontrol command, so it writes those two lines itself rather than through
+fscontrol.cli.common._fail: a sim module sits below fscontrol.cli (the layers: it may not import
+the cli), its errors are typer's usage errors, not fscontrol's named ones, and its exit codes are
+the runner's (docs/architecture.md, the cli paragraph).
 """
 
 from __future__ import annotations
@@ -15,33 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 import typer
-
-
-def simulate(opts):
-    """`fscontrol simulate` (sim.command.simulate on `opts`, a SimulateOptions): its output for
-    sim.command.render. A workload or option the simulator cannot read (its ValueError, OSError) is
-    a ConfigError (a usage error, exit 2)."""
-    from fscontrol.errors import ConfigError
-    from fscontrol.sim import command as simcmd
-
-    try:
-        return simcmd.simulate(opts)
-    except (ValueError, OSError) as e:
-        raise ConfigError(str(e)) from None
-
-
-def merge(folder, *, partial: bool = False, chart=None) -> list[dict]:
-    """`fscontrol simulate-merge`: the results of a sweep run as a Slurm job array (sim.sweep's),
-    its comparison chart drawn into `chart`; none yet is a NotFoundError."""
-    from fscontrol.errors import NotFoundError
-    from fscontrol.sim import sweep as sw
-
-    res = sw.merge_results(folder, partial=partial)
-    if not res:
-        raise NotFoundError(f"no run of the sweep in {folder} has a result yet")
-    if chart is not None:
-        sw.write_chart(res, chart)
-    return res
 
 
 def run(command: Callable[..., int | None], argv: Sequence[str] | None, prog: str, help: str | None = None) -> int:
