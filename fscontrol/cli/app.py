@@ -12,7 +12,7 @@ This is the only place where errors become messages and exit codes:
   0 ok · 1 error · 2 bad configuration or usage · 3 Slurm command failed or unreadable ·
   4 history database locked/unreadable · 5 another tick is running · 6 not found (no snapshot,
   unknown user) · 7 refused as unsafe · 130 interrupted (Ctrl-C), one line saying what;
-  `doctor` (and `config check`) add 8 (a warning) and 9 (a fatal finding): fscontrol.cli.doctor.
+  `doctor` (and `config check`) add 8 (a warning) and 9 (a fatal finding): fscontrol.report.doctor.
 """
 
 from __future__ import annotations

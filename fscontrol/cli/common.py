@@ -4,7 +4,6 @@ Result's end), a source from the shared options, and printing a long report (fsc
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
