@@ -32,20 +32,12 @@ class Result:
     errors: tuple[tuple[str, FscontrolError], ...] = ()
 
 
-def history_path(cfg, db: Path | str | None) -> Path:
-    """The history's path: --db, else the config's agent.db, else store.default_db_path(). The one
-    place this choice is written."""
-    from fscontrol.store import history as store
-
-    return Path(db or (Path(cfg.db) if cfg.db else None) or store.default_db_path())
-
-
 def history_db(cfg, db: Path | str | None, *, create: bool = True, readonly: bool | None = None):
-    """The history the commands read (history_path); a report that creates nothing reads without
+    """The history the commands read (config.history_path); a report that creates nothing reads without
     writing (no migration, no new file)."""
     from fscontrol.store import history as store
 
-    return store.open_db(history_path(cfg, db), create=create, readonly=not create if readonly is None else readonly)
+    return store.open_db(config.history_path(cfg, db), create=create, readonly=not create if readonly is None else readonly)
 
 
 def collect(config_path: Path | None, db: Path | None, source: str = "live", cluster: str | None = None) -> dict:
@@ -111,7 +103,7 @@ def fit(config_path: Path | None, db: Path | None, cluster: str | None = None, l
     from fscontrol.store import history as store
 
     cfg = config.load(config_path)
-    path = history_path(cfg, db)
+    path = config.history_path(cfg, db)
     rw = not path.exists() or store.writable(path)  # a read-only history: fitted, shown, not stored
     name, n_snap, r = fitting.fit_history(history_db(cfg, path, create=False, readonly=not rw), cluster, last=last,
                                           record_fit=rw)
