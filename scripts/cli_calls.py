@@ -10,7 +10,9 @@ counts what else it calls. Every call in a command is resolved to one of:
   reached: an import (the ones inside the function too), an alias of one (`LOAD =
   store.load_snapshot` at the top or in the function), `getattr(module, "name")`, or a method
   called on a value a library call returned (`database.execute(...)` after `database =
-  store.open_db(...)`); one inside a loop or a comprehension counts twice (it runs more than once);
+  store.open_db(...)`); one inside a loop or a comprehension counts twice (it runs more than once),
+  and so does a library function passed on as a value (`map(pipeline.collect, clusters)`, a
+  callback: it may be called any number of times);
 - a helper of the command line (a function or class of fscontrol.cli, its own module's or
   another's, a method of such a class): followed, its calls counted here;
 - not counted: fscontrol.errors (what _fail says), ALLOWED (the output, option and process helpers
@@ -201,6 +203,17 @@ class Counter:
             self.modules[name] = load(self.root, name)
         return self.modules[name]
 
+    def _is_function(self, dotted: str) -> bool:
+        """Whether fscontrol's `dotted` names a function or class defined at the top of its module."""
+        split = self._split(dotted)
+        if split is None or "." in split[1]:
+            return False
+        try:
+            mod = self.module(split[0])
+        except (OSError, SyntaxError):
+            return False
+        return split[1] in mod.functions or split[1] in mod.classes
+
     def _split(self, dotted: str) -> tuple[str, str] | None:
         """fscontrol.cli.x.f -> ("fscontrol.cli.x", "f") when fscontrol/cli/x.py exists."""
         parts = dotted.split(".")
@@ -248,6 +261,19 @@ class Counter:
             elif isinstance(n, ast.ExceptHandler) and n.name:
                 assigned.setdefault(n.name, []).append(ast.Constant(None))
         resolving: set[str] = set()
+        callees = {id(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)}
+        # a class named to test an exception or a value's type (isinstance, except) is not called
+        for n in ast.walk(fn):
+            tested = None
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("isinstance", "issubclass") \
+                    and len(n.args) == 2:
+                tested = n.args[1]
+            elif isinstance(n, ast.ExceptHandler):
+                tested = n.type
+            if tested is not None:
+                callees |= {id(x) for x in (tested.elts if isinstance(tested, ast.Tuple) else [tested])}
+            elif isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, (ast.Name, ast.Attribute)):
+                callees.add(id(n.value))  # an alias: its calls are counted where it is called
 
         def worst(origins) -> tuple:
             origins = list(origins)
@@ -395,6 +421,20 @@ class Counter:
                 return self.calls(hmod, hname, seen, unresolved)
             return []
 
+        def passed_on(node: ast.expr) -> str | None:
+            """A library function or class named as a value (not called here): its name."""
+            try:
+                o = origin(node)
+            except Unresolved:
+                return None
+            if o[0] != "alias" or not o[1].startswith("fscontrol."):
+                return None
+            try:
+                kind, label = path_kind(o[1])
+            except Unresolved:
+                return None
+            return str(label) if kind == "lib" and self._is_function(o[1]) else None
+
         def cost(node: ast.AST) -> list[str]:
             if isinstance(node, (ast.If, ast.IfExp)):
                 body = seq(node.body) if isinstance(node.body, list) else cost(node.body)
@@ -412,6 +452,10 @@ class Counter:
                 inner = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
                 inner += [*first.ifs, *(x for g in rest for x in (g.iter, *g.ifs))]
                 return cost(first.iter) + 2 * seq(inner)
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
+                passed = passed_on(node)
+                if passed:
+                    return [passed, passed]
             out = own(node) if isinstance(node, ast.Call) else []
             for child in ast.iter_child_nodes(node):
                 out += cost(child)

@@ -94,9 +94,13 @@ def test_the_counter_finds_every_command():
 
 
 def _tree(tmp_path: Path, app_py: str) -> Path:
-    """A checkout holding the command line `app_py` beside the real cli/common.py."""
+    """A checkout holding the command line `app_py` beside the real cli/common.py and the real
+    library (linked)."""
     cli = tmp_path / "fscontrol" / "cli"
     cli.mkdir(parents=True)
+    for p in (ROOT / "fscontrol").iterdir():
+        if p.name not in ("cli", "__pycache__"):
+            (tmp_path / "fscontrol" / p.name).symlink_to(p)
     (cli / "app.py").write_text(textwrap.dedent(app_py))
     (cli / "common.py").write_text((ROOT / "fscontrol" / "cli" / "common.py").read_text())
     return tmp_path
@@ -170,6 +174,14 @@ def test_a_call_in_a_loop_counts_more_than_once(tmp_path):
     c = _status(tmp_path, "from fscontrol.agent import pipeline\nfor x in clusters:\n    pipeline.collect(x, db)\n"
                 "[pipeline.collect(x, db) for x in clusters]\n")
     assert c.calls == ["fscontrol.agent.pipeline.collect"] * 4 and len(c.calls) > BOUND
+
+
+def test_a_library_function_passed_on_counts_more_than_once(tmp_path):
+    """map(f, ...), a callback: called any number of times; a class only tested against is not."""
+    c = _status(tmp_path, "from fscontrol.agent import pipeline\nfrom fscontrol.store import history as store\n"
+                "list(map(pipeline.collect, clusters))\nrun(callback=store.open_db)\n"
+                "isinstance(db, store.Snapshot)\n", "def run(callback):\n    pass\n")
+    assert c.calls == ["fscontrol.agent.pipeline.collect"] * 2 + ["fscontrol.store.history.open_db"] * 2
 
 
 def test_a_helper_class_of_the_command_line_is_followed(tmp_path):
