@@ -22,8 +22,8 @@ counts what else it calls. Every call in a command is resolved to one of:
 - unresolved: anything else (a call on a name it cannot trace, `getattr` with a computed name,
   `__import__`, `eval`, importlib): listed, and tests/test_cli_thin.py fails on any.
 
-One run of a command takes one branch: an `if`, an `x if c else y` and a `try` count their
-costlier branch.
+The command's signature is read too (an option's callback, a default). One run of a command
+takes one branch: an `if`, an `x if c else y` and a `try` count their costlier branch.
 """
 
 from __future__ import annotations
@@ -421,19 +421,22 @@ class Counter:
                 return self.calls(hmod, hname, seen, unresolved)
             return []
 
-        def passed_on(node: ast.expr) -> str | None:
-            """A library function or class named as a value (not called here): its name."""
+        def passed_on(node: ast.expr) -> list[str]:
+            """A library function or class named as a value (not called here): its name; a
+            function of the command line: what it calls."""
             try:
                 o = origin(node)
             except Unresolved:
-                return None
+                return []
             if o[0] != "alias" or not o[1].startswith("fscontrol."):
-                return None
+                return []
             try:
                 kind, label = path_kind(o[1])
             except Unresolved:
-                return None
-            return str(label) if kind == "lib" and self._is_function(o[1]) else None
+                return []
+            if kind == "cli" and label not in seen:
+                return self.calls(*label, seen=seen, unresolved=unresolved)
+            return [str(label)] if kind == "lib" and self._is_function(o[1]) else []
 
         def cost(node: ast.AST) -> list[str]:
             if isinstance(node, (ast.If, ast.IfExp)):
@@ -455,7 +458,7 @@ class Counter:
             if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
                 passed = passed_on(node)
                 if passed:
-                    return [passed, passed]
+                    return 2 * passed
             out = own(node) if isinstance(node, ast.Call) else []
             for child in ast.iter_child_nodes(node):
                 out += cost(child)
@@ -467,7 +470,10 @@ class Counter:
                 out += cost(n)
             return out
 
-        return seq(fn.body)
+        args = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+        signature = [a.annotation for a in args if a.annotation is not None]
+        signature += [d for d in [*fn.args.defaults, *fn.args.kw_defaults] if d is not None]
+        return seq(signature) + seq(fn.body)  # an option's callback runs too
 
     def count(self, cmd: Command) -> Command:
         cmd.unresolved = []

@@ -184,6 +184,27 @@ def test_a_library_function_passed_on_counts_more_than_once(tmp_path):
     assert c.calls == ["fscontrol.agent.pipeline.collect"] * 2 + ["fscontrol.store.history.open_db"] * 2
 
 
+def test_a_library_function_as_an_options_callback_counts(tmp_path):
+    root = _tree(tmp_path, """
+        from typing import Annotated
+        import typer
+        from fscontrol.agent import pipeline
+
+        @app.command()
+        def status(db: Annotated[str, typer.Option(callback=pipeline.collect)] = None):
+            pass
+
+        @app.command()
+        def history(db: Annotated[str, typer.Option(callback=_check)] = None):
+            pass
+
+        def _check(value):
+            pipeline.collect(value)
+    """)
+    assert _counted(root)["status"].calls == ["fscontrol.agent.pipeline.collect"] * 2
+    assert _counted(root)["history"].calls == ["fscontrol.agent.pipeline.collect"] * 2
+
+
 def test_a_helper_class_of_the_command_line_is_followed(tmp_path):
     c = _status(tmp_path, "h = _H(db)\nh.go()\n_H(db).go()\n", '''
 from fscontrol.store import ledger
