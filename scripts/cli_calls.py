@@ -93,6 +93,7 @@ class Module:
     classes: set[str]
     imports: dict[str, str]  # a name bound at the top -> the dotted name it stands for (imports, aliases)
     other: set[str]  # other names bound at the top (values, not callables the counter can follow)
+    made: dict[str, str] = field(default_factory=dict)  # a name bound at the top to a call's value -> what it called
 
 
 @dataclass
@@ -147,6 +148,7 @@ def load(root: Path, name: str) -> Module:
                     functions[f"{n.name}.{m.name}"] = m
     imports = _bindings(tree.body, name.rpartition(".")[0])
     other: set[str] = set()
+    made: dict[str, str] = {}
     for n in tree.body:  # module-level aliases: LOAD = store.load_snapshot
         if isinstance(n, (ast.Assign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -154,12 +156,16 @@ def load(root: Path, name: str) -> Module:
             for t in targets:
                 if not isinstance(t, ast.Name):
                     continue
+                c = _dotted(n.value.func) if isinstance(n.value, ast.Call) else None
                 if d and (d[0] in imports or d[0] in functions or d[0] in classes):
                     head = imports.get(d[0], f"{name}.{d[0]}")
                     imports[t.id] = ".".join([head, *d[1]])
+                elif c and c[0] in imports:  # DB = store.open_db(...): what it returned, kept
+                    made[t.id] = ".".join([imports[c[0]], *c[1]])
+                    other.add(t.id)
                 else:
                     other.add(t.id)
-    return Module(name, tree, functions, classes, imports, other)
+    return Module(name, tree, functions, classes, imports, other, made)
 
 
 def commands(root: Path) -> list[Command]:
@@ -300,6 +306,9 @@ class Counter:
                 return ("alias", names[name])
             if name in mod.functions or name in mod.classes:
                 return ("alias", f"{module}.{name}")
+            made = mod.made.get(name)
+            if made is not None and made.startswith("fscontrol.") and not made.startswith(("fscontrol.errors.", "fscontrol.cli.")):
+                return ("lib", made)  # a library call's value made at import: a method on it is a library call
             if name in BUILTINS or name in mod.other:
                 return PLAIN
             raise Unresolved(f"line {line}: the name {name!r}")

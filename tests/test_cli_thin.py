@@ -240,6 +240,12 @@ def test_a_method_on_what_a_library_call_returned_counts(tmp_path):
                        "fscontrol.store.history.open_db().execute().fetchall", "fscontrol.store.history.open_db().execute"]
 
 
+def test_a_method_on_a_library_value_made_at_import_counts(tmp_path):
+    c = _status(tmp_path, "DB.execute(\"delete from holds\")\n", "from fscontrol.store import history as store\n"
+                "DB = store.open_db(\"/tmp/h.db\")\n")
+    assert c.calls == ["fscontrol.store.history.open_db().execute"]
+
+
 def test_a_call_it_cannot_resolve_fails(tmp_path):
     for body in ("import importlib\nimportlib.import_module(\"fscontrol.store.history\").open_db(db)\n",
                  "__import__(\"fscontrol.store.history\")\n",
