@@ -1,7 +1,8 @@
 """fscontrol's import graph, from the code's own imports (the standard library's ast).
 
     python scripts/import_graph.py                  # the layers, one line each, and any upward import
-    python scripts/import_graph.py --png FILE       # the package graph as a picture (matplotlib)
+    python scripts/import_graph.py --png FILE       # the package graph as a picture (matplotlib), its
+                                                    # edges written into the PNG (EDGES_KEY)
     python scripts/import_graph.py --root DIR       # another checkout (e.g. an older revision's worktree)
 
 Every import counts, the ones inside functions too (a lazy import is still a dependency). The
@@ -154,6 +155,44 @@ def package_graph(g: dict[str, set[str]]) -> dict[str, dict[str, int]]:
     return pg
 
 
+EDGES_KEY = "fscontrol-package-edges"  # the PNG text chunk holding the edges a picture draws
+
+
+def package_edges(g: dict[str, set[str]]) -> list[str]:
+    """The package graph's edges, "importer -> imported" (without the "fscontrol." prefix), sorted:
+    what the picture draws, one arrow each."""
+    return sorted(f"{a.removeprefix('fscontrol.')} -> {b.removeprefix('fscontrol.')}"
+                  for a, deps in package_graph(g).items() for b in deps)
+
+
+def png_edges(path: Path) -> list[str] | None:
+    """The edges a picture draw() made says it draws (its EDGES_KEY text chunk), or None (a picture
+    drawn before the chunk was written, or by something else). Standard library only."""
+    import zlib
+
+    data = Path(path).read_bytes()
+    pos = 8  # after the PNG signature: chunks of length, type, data, CRC
+    while pos + 8 <= len(data):
+        n = int.from_bytes(data[pos:pos + 4], "big")
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        pos += 12 + n
+        key, _, rest = body.partition(b"\0")
+        if key.decode("latin-1") != EDGES_KEY:
+            continue
+        if kind == b"tEXt":
+            text = rest.decode("latin-1")
+        elif kind == b"zTXt":
+            text = zlib.decompress(rest[1:]).decode("latin-1")
+        elif kind == b"iTXt":  # compression flag, method, language\0, translated keyword\0, text
+            flag, body2 = rest[0], rest[2:]
+            body2 = body2.split(b"\0", 2)[2]
+            text = (zlib.decompress(body2) if flag else body2).decode("utf-8")
+        else:
+            continue
+        return [line for line in text.split("\n") if line]
+    return None
+
+
 def floor_depths(pg: dict[str, dict[str, int]]) -> dict[str, int]:
     """Each package's floor: the longest chain of imports below it (0: imports no other package);
     a package in an import cycle sits on its cycle's highest floor."""
@@ -211,7 +250,7 @@ def draw(g: dict[str, set[str]], path: Path, title: str) -> None:
     ax.axis("off")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, metadata={EDGES_KEY: "\n".join(package_edges(g))})
     plt.close(fig)
 
 

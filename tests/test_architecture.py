@@ -8,6 +8,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -83,3 +85,26 @@ def test_the_600_line_check_wants_a_reason():
     assert set(got) == {"fscontrol/a.py", "fscontrol/b.py", "fscontrol/c.py", "fscontrol/d.py"}
     assert got["fscontrol/a.py"].endswith("to C, said over two lines.") and got["fscontrol/b.py"] == ""
     assert [m for m, r in got.items() if reason_words(r) < MIN_REASON_WORDS] == ["fscontrol/b.py", "fscontrol/c.py", "fscontrol/d.py"]
+
+
+def test_the_picture_of_the_imports_is_current():
+    """docs/imports-after.png draws the package graph the code has now: the edges written into it
+    when it was drawn (scripts/import_graph.py --png) are the code's (issue #29 item 9: the picture
+    had gone stale, forecast -> sim, web -> slurm, doctor -> model and doctor -> errors missing).
+    Redraw: python scripts/import_graph.py --png docs/imports-after.png"""
+    drawn = import_graph.png_edges(ROOT / "docs" / "imports-after.png")
+    assert drawn is not None, "docs/imports-after.png carries no edge list: redraw it with scripts/import_graph.py --png"
+    now = import_graph.package_edges(import_graph.graph(ROOT))
+    assert {"missing from the picture": sorted(set(now) - set(drawn)),
+            "drawn, gone from the code": sorted(set(drawn) - set(now))} == \
+        {"missing from the picture": [], "drawn, gone from the code": []}
+
+
+@pytest.mark.plot
+def test_the_picture_check_sees_a_changed_edge(tmp_path):
+    """The edge list round-trips through a drawn PNG, and one new import changes it."""
+    g = {"fscontrol.store.history": {"fscontrol.errors"}, "fscontrol.errors": set()}
+    import_graph.draw(g, tmp_path / "g.png", "t")
+    assert import_graph.png_edges(tmp_path / "g.png") == ["store -> errors"] == import_graph.package_edges(g)
+    g["fscontrol.store.history"].add("fscontrol.slurm.parse")
+    assert import_graph.png_edges(tmp_path / "g.png") != import_graph.package_edges(g)

@@ -410,3 +410,12 @@ def effective_lines(cfg: AgentConfig) -> list[str]:
         out.append(f"  gate: enabled = {str(g.enabled).lower()}, action = {g.action}, nice = {g.nice}, "
                    f"max_actions = {g.max_actions}; {len(cc.allocations)} allocation(s)")
     return out
+
+
+def history_path(cfg: AgentConfig, db: Path | str | None = None) -> Path:
+    """The history a command reads or writes: --db, else the config's agent.db, else
+    store.history.default_db_path() ($FSCONTROL_DB, root's or the user's). The one place this
+    choice is written (the agent's setup and agent.commands)."""
+    from fscontrol.store import history as store
+
+    return Path(db or (Path(cfg.db) if cfg.db else None) or store.default_db_path())

@@ -1,4 +1,4 @@
-"""`fscontrol doctor` as a library call, and the doctor's part in the agent's first tick.
+"""`fscontrol doctor` as a library call (config check's run on each cluster too), and the doctor's part in the agent's first tick.
 
 diagnose() reads (fscontrol.slurm.survey), adds what only the history knows (the d the agent
 itself last set) and judges (fscontrol.doctor.checks). first_tick_findings() judges what a tick
@@ -84,3 +84,23 @@ def control_stop(snap, cc) -> str | None:
         return None
     f = checks.control_blocker(checks.check(survey.from_snapshot(snap), checks.Intent.of(cc)))
     return None if f is None else f"doctor: {f.check}: {f.message} -> fix: {f.fix}"
+
+
+def config_doctor(cfg, source: str) -> list[dict]:
+    """The doctor's report (report.doctor.report) for each cluster the config names (one Slurm
+    when it names none), or report.doctor.not_run(cluster, why) where Slurm could not be read (no
+    Slurm on this host): `config check` goes on."""
+    from fscontrol.report import doctor as rdoctor
+    from fscontrol.slurm.source import from_spec
+
+    names = sorted(cfg.clusters) if len(cfg.clusters) > 1 else [None]
+    out = []
+    for name in names:
+        try:
+            s, findings = diagnose(from_spec(source, name, min(cfg.slurm_timeout_s, 30.0)), cfg)
+        except FscontrolError as e:
+            out.append(rdoctor.not_run(name or next(iter(cfg.clusters), None), str(e)))
+            continue
+        out.append(rdoctor.report(s, findings))
+    return out
+

@@ -77,9 +77,8 @@ def setup(config_path: Path | None, db: Path | None, source: str, cluster: str |
         raise ConfigError(f"--defaults runs without a config file, and {config_path} is given (--config or "
                           "$FSCONTROL_CONFIG): give one of them")
     cfg = config.load(config_path)
-    path = db or (Path(cfg.db) if cfg.db else store.default_db_path())
     clusters = clusters_to_serve(cfg, cluster, source == "live")
-    return cfg, Path(path), clusters, (lambda name: from_spec(source, name, cfg.slurm_timeout_s))
+    return cfg, config.history_path(cfg, db), clusters, (lambda name: from_spec(source, name, cfg.slurm_timeout_s))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fscontrol.cli.common import _fail, _print_lines, _table_alone
+from fscontrol.cli.common import _fail, _finish, _print_lines, _table_alone
 from fscontrol.cli.options import (
     ClusterOpt,
     ConfigOpt,
@@ -60,7 +60,7 @@ def control(
     Slurm's conventions for the table of commands: -P pipe-separated, -n no header, -o the
     fields (--helpformat lists them); -P and -n print the table alone, the decision's notes go to
     stderr; --json prints everything."""
-    from fscontrol.agent import loop as agent
+    from fscontrol.agent import commands
     from fscontrol.report import control as rcontrol
     from fscontrol.report import status as rstatus
     from fscontrol.report import table as rtable
@@ -74,35 +74,21 @@ def control(
         columns = rtable.pick_fields(fields, rcontrol.CONTROL_FIELDS, rcontrol.CONTROL_DEFAULT_FIELDS)
         if switch is not None and (parsable or noheader or fields):
             raise ConfigError(f"-P, -n and -o are for the plan's table; `control {switch}` has none (--json for scripts)")
-        cfg, path, _, make_source = agent.setup(config_path, db, source, cluster)
-        ctl = agent.control(cfg, make_source, path, cluster, switch=switch, apply=apply)
+        res = commands.control(config_path, db, source, cluster, switch=switch, apply=apply)
     except FscontrolError as e:
         raise _fail(e) from None
-    if switch == "on":
-        typer.echo(json.dumps({"cluster": ctl.cluster, "acting": True}) if json_out else
-                   f"{ctl.cluster}: the agent acts again from its next tick (control and gate, as configured)")
-        return
-    tick = ctl.tick
-    if switch == "off":
-        data = rcontrol.off_data(tick)
-        typer.echo(json.dumps(data, indent=2) if json_out else rcontrol.format_off(data))
-        if any(a["status"] in ("failed", "unknown", "refused") for a in data["actions"]):
-            raise typer.Exit(3)  # (refused: a slurm.conf line no longer the agent's, left for the admin)
-        return
-    data = rcontrol.control_data(tick.control)
+    data = res.data
     if json_out:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(data) if switch == "on" else json.dumps(data, indent=2))
+    elif switch == "on":
+        typer.echo(rcontrol.format_on(data))
+    elif switch == "off":
+        typer.echo(rcontrol.format_off(data))
     elif parsable or noheader:
         _table_alone(rcontrol.control_rows(data), columns, parsable, noheader, rcontrol.control_notes(data))
     else:
         typer.echo(rcontrol.format_control(data, columns))
-    if any(a["status"] in ("failed", "unknown") for a in data["actions"]):
-        raise typer.Exit(3)
-    if data["advise_only"] and ctl.apply:  # asked to act, and it cannot: say so to scripts too
-        from fscontrol.errors import UnsafeActionError
-
-        reason = next((n for n in data["notes"] if n.startswith("advice only: ")), "advice only")
-        raise _fail(UnsafeActionError(f"--apply: nothing was done, {reason}"))
+    _finish(res)
 
 
 def tick(
@@ -125,28 +111,17 @@ def tick(
     and, with the gate on, the holds it marks (see `fscontrol gate --help`). Every command is
     recorded with its reason before it runs; the next tick settles any whose outcome a kill or a
     timeout left unknown. The whole tick runs within agent.tick_deadline."""
-    from fscontrol.agent import loop as agent
+    from fscontrol.agent import commands
     from fscontrol.report import ticks as rticks
 
     try:
-        cfg, path, clusters, make_source = agent.setup(config_path, db, source, cluster, defaults)
-        outcomes = agent.tick(cfg, make_source, path, clusters, apply=apply or cfg.apply)
+        res = commands.tick(config_path, db, source, cluster, apply=apply, defaults=defaults)
     except FscontrolError as e:
         raise _fail(e) from None
-    data = rticks.tick_data(outcomes)
-    text = json.dumps(data, indent=2) if json_out else rticks.format_tick(data)
+    text = json.dumps(res.data, indent=2) if json_out else rticks.format_tick(res.data)
     if text:
         typer.echo(text)
-    for o in outcomes:
-        if o.error is not None:
-            where = f"cluster {o.cluster}: " if o.cluster and len(clusters) > 1 else ""
-            typer.echo(f"fscontrol: error: {where}{o.error}", err=True)
-    codes = [o.error.exit_code for o in outcomes if o.error is not None]
-    if codes:
-        raise typer.Exit(codes[0])
-    if any(a["status"] in ("failed", "unknown") for c in data["clusters"] for stage in ("control", "gate") if c.get(stage)
-           for a in c[stage]["actions"]):
-        raise typer.Exit(3)
+    _finish(res)
 
 
 def run(
@@ -217,11 +192,10 @@ def gate(
     Slurm's conventions for the accounts table (--actions: the actions'): -P pipe-separated, -n
     no header, -o the fields (--helpformat lists them); -P and -n print the table alone, the
     rest of the report goes to stderr; --json prints everything."""
-    from fscontrol.agent import loop as agent
+    from fscontrol.agent import commands
     from fscontrol.report import gate as rgate
     from fscontrol.report import status as rstatus
     from fscontrol.report import table as rtable
-    from fscontrol.act.gate import format_gate_plan, gate_notes
 
     if helpformat:
         typer.echo("accounts table:\n" + rstatus.format_fields_help(rgate.GATE_FIELDS) + "\n\nwith --actions:\n"
@@ -232,33 +206,15 @@ def gate(
             raise ConfigError("--actions picks the table -P, -n or -o print; give one of them (the plain report shows both)")
         rtable.pick_fields(fields, rgate.GATE_ACTION_FIELDS if actions_table else rgate.GATE_FIELDS,
                            rgate.GATE_ACTION_DEFAULT_FIELDS if actions_table else rgate.GATE_DEFAULT_FIELDS)  # before any tick
-        cfg, path, _, make_source = agent.setup(config_path, db, source, cluster)
-        res = agent.gate_only(cfg, make_source, path, cluster, apply=apply or cfg.apply, release_all=release_all, metrics=False)
+        res = commands.gate(config_path, db, source, cluster, apply=apply, release_all=release_all)
     except FscontrolError as e:
         raise _fail(e) from None
+    plan = res.data.plan
     if json_out:
-        data = res.plan.to_dict()
-        data["mode"] = "apply" if res.applied else "dry-run"
-        data["results"] = [{"job_id": a.job_id, "kind": a.kind, "status": a.status, "output": a.output} for a in res.actions]
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(json.dumps(rgate.gate_data(res.data), indent=2))
     elif parsable or noheader:
-        plan = res.plan
-        notes = ([] if actions_table else [f"{len(plan.actions)} action(s) planned (--actions lists them)"]) + gate_notes(plan)
-        if res.applied:
-            notes += [f"{a.status} {' '.join(a.argv)}  {a.output}" for a in res.actions]
-        elif res.actions:
-            notes.append("dry run: nothing was changed; --apply carries the plan out")
         _table_alone(rgate.gate_rows(plan, actions_table), rgate.gate_fields(plan, fields, actions_table), parsable,
-                     noheader, notes)
+                     noheader, rgate.gate_table_notes(res.data, actions_table))
     else:
-        if actions_table:  # -o with --actions: the actions table alone, padded
-            _print_lines(rtable.table_lines(rgate.gate_rows(res.plan, True), rgate.gate_fields(res.plan, fields, True)))
-        else:
-            typer.echo(format_gate_plan(res.plan) if fields is None else rgate.format_gate(res.plan, rgate.gate_fields(res.plan, fields)))
-        if res.applied:
-            for a in res.actions:
-                typer.echo(f"{a.status:8} {' '.join(a.argv)}  {a.output}")
-        elif res.actions:
-            typer.echo("(dry run: nothing was changed; --apply carries the plan out)")
-    if any(a.status in ("failed", "unknown") for a in res.actions):
-        raise typer.Exit(3)
+        _print_lines(rgate.gate_lines(res.data, fields, actions_table))
+    _finish(res)

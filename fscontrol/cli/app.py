@@ -12,7 +12,7 @@ This is the only place where errors become messages and exit codes:
   0 ok · 1 error · 2 bad configuration or usage · 3 Slurm command failed or unreadable ·
   4 history database locked/unreadable · 5 another tick is running · 6 not found (no snapshot,
   unknown user) · 7 refused as unsafe · 130 interrupted (Ctrl-C), one line saying what;
-  `doctor` (and `config check`) add 8 (a warning) and 9 (a fatal finding): fscontrol.cli.doctor.
+  `doctor` (and `config check`) add 8 (a warning) and 9 (a fatal finding): fscontrol.report.doctor.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from fscontrol.cli import collect as collect_cmd
 from fscontrol.cli import doctor as doctor_cmd
 from fscontrol.cli import forecast as forecast_cmd
 from fscontrol.cli import simulate as simulate_cmd
-from fscontrol.cli.common import _db, _fail, _print_lines, _source
+from fscontrol.cli.common import _fail, _print_lines, _source
 from fscontrol.cli.options import (
     ClusterOpt,
     ConfigOpt,
@@ -38,7 +38,7 @@ from fscontrol.cli.options import (
     JsonOpt,
     PublishedOpt,
 )
-from fscontrol.errors import ConfigError, FscontrolError, OutputError
+from fscontrol.errors import ConfigError, FscontrolError
 
 from fscontrol.cli.interrupt import ACTING, SAID, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
 
@@ -269,9 +269,7 @@ def decisions(
     pass, then that pass's time (slurmctld's own) and the halving Slurm's priorities used at it,
     with its error against u*, and the actions the decision planned with their outcome. A
     summary line counts the passes within 1% of u*. -P, -n and -o as sacct's; --json everything."""
-    import time
-
-    from fscontrol.agent import config
+    from fscontrol.agent import commands
     from fscontrol.report import decisions as rdecisions
     from fscontrol.report.status import format_fields_help
 
@@ -280,9 +278,7 @@ def decisions(
         return
     try:
         cols = rdecisions.fields(fields)
-        cfg = config.load(config_path)
-        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        data = rdecisions.decisions_data(database, cluster, since, time.time())
+        data = commands.decisions(config_path, db, cluster, since)
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:
@@ -305,37 +301,13 @@ def fit(
     Resets (RawUsage=0) and usage lost in a slurmctld crash are breaks, not data. Collect at an
     interval that is a multiple of PriorityCalcPeriod: usage moves only at decay passes."""
     from fscontrol.agent import commands
+    from fscontrol.report import fit as rfit
 
     try:
-        name, n_snap, r, rw = commands.fit(config_path, db, cluster, last=last)
+        data = commands.fit(config_path, db, cluster, last=last)
     except FscontrolError as e:
         raise _fail(e) from None
-    data = {
-        "cluster": name,
-        "snapshots": n_snap,
-        "half_life_s": r.half_life_s,
-        "half_life_se_s": r.half_life_se_s,
-        "configured_half_life_s": r.configured_half_life_s,
-        "expected_half_life_s": r.expected_half_life_s,
-        "drift": r.drift,
-        "drifted": r.drifted,
-        "residuals": r.n_residuals,
-        "breaks": r.n_breaks,
-        "outliers": r.n_outliers,
-        "converged": r.converged,
-        "stored": rw,
-    }
-    if json_out:
-        typer.echo(json.dumps(data, indent=2))
-        return
-    drift = "-" if r.drift is None else f"{r.drift:+.2%}"
-    typer.echo(
-        f"{name}: fitted half-life {r.half_life_s:,.1f} s ± {r.half_life_se_s:,.1f} s "
-        f"(configured {r.configured_half_life_s:,.0f} s, Slurm's 1-0.693/T gives {r.expected_half_life_s:,.1f} s; "
-        f"drift {drift}{', DRIFTED' if r.drifted else ''})\n"
-        f"from {r.n_residuals} snapshot pairs over {n_snap} snapshots; {r.n_breaks} breaks (resets), {r.n_outliers} outliers left out"
-        + ("" if rw else "\nnot stored: the history is read-only to you")
-    )
+    typer.echo(json.dumps(data, indent=2) if json_out else rfit.format_fit(data))
 
 
 app.command()(agent_cmd.control)
@@ -352,17 +324,16 @@ def metrics(
     """Prometheus text exposition of the history (usage, d, halving vs target, padding, per-user F
     and implied halving, agent holds, tick durations and failures), for node_exporter's textfile
     collector. `tick` and `run` write it after every tick when agent.metrics is set."""
-    from fscontrol.agent import config, publishing
+    from fscontrol.agent import commands
 
     try:
-        cfg = config.load(config_path)
-        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        if out is not None:
-            typer.echo(f"wrote {publishing.write_metrics(database, cfg, out)}")
-        else:
-            typer.echo(publishing.metrics_text(database, cfg), nl=False)
+        res = commands.metrics(config_path, db, out)
     except FscontrolError as e:
         raise _fail(e) from None
+    if "wrote" in res:
+        typer.echo(f"wrote {res['wrote']}")
+    else:
+        typer.echo(res["text"], nl=False)
 
 
 config_app = typer.Typer(help="The agent's configuration file.", no_args_is_help=True)
@@ -389,17 +360,12 @@ def capture(
     """Record a live cluster into a sample folder (outputs, exact commands, Slurm version, time),
     which --source can replay without Slurm; with --history, a period the simulator can replay.
     The folder is private (0700, files 0600)."""
-    from fscontrol.model.allocations import parse_period
-    from fscontrol.slurm.source import capture as do_capture
+    from fscontrol.agent import commands
 
     try:
-        history_s = None if history is None else parse_period(history, where="--history")
-        meta = do_capture(_source("live", cluster), folder, window_s=window, note=note, since=since, history_s=history_s,
-                           force=force)
+        meta = commands.capture(folder, cluster, window_s=window, note=note, since=since, history=history, force=force)
     except FscontrolError as e:
         raise _fail(e) from None
-    except OSError as e:
-        raise _fail(OutputError(f"{folder}: {e.strerror or e}")) from None
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")
 
 
@@ -424,20 +390,17 @@ def publish(
     """Publish the latest snapshot for `fscontrol forecast` (run as root, e.g. from cron after each
     collect): cluster-wide numbers (U, d, half-life, S_ref, H, lambda) in a world-readable JSON
     file, written atomically. With PrivateData=usage it holds no per-user (or per-account) rows."""
-
-    from fscontrol.agent import config, publishing
+    from fscontrol.agent import commands
 
     try:
-        cfg = config.load(config_path)
-        database = _db(db or (Path(cfg.db) if cfg.db else None), create=False)
-        path, data = publishing.publish_latest(database, cfg, cluster, out=out, admins=admin or (), live=True)
+        data = commands.publish(config_path, db, cluster, out=out, admins=admin or ())
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:
-        typer.echo(json.dumps({"path": str(path), "cluster": data["cluster"], "snapshot_id": data["snapshot_id"], "per_association": data["per_association"]}))
+        typer.echo(json.dumps(data))
     else:
         rows = "per-association rows" if data["per_association"] else "no per-user rows (PrivateData=usage)"
-        typer.echo(f"published snapshot {data['snapshot_id']} of {data['cluster']} to {path} ({rows})")
+        typer.echo(f"published snapshot {data['snapshot_id']} of {data['cluster']} to {data['path']} ({rows})")
 
 
 @app.command()
@@ -461,8 +424,8 @@ def web(
         serve(host, port, published=str(published) if published else None, source=source, cluster=cluster,
               token=None if no_token else secrets.token_urlsafe(18), ready=lambda url: typer.echo(f"serving {url}", err=True),
               workers=workers)
-    except OSError as e:
-        raise _fail(FscontrolError(f"cannot serve on {host}:{port}: {e.strerror or e}")) from None
+    except FscontrolError as e:
+        raise _fail(e) from None
 
 
 app.command()(agent_cmd.gate)

@@ -27,26 +27,15 @@ def collect(
     from fscontrol.agent import commands
     from fscontrol.cli.common import _fail
     from fscontrol.errors import FscontrolError
+    from fscontrol.report import collect as rcollect
 
     try:
-        res = commands.collect(config_path, db, source, cluster)
+        data = commands.collect(config_path, db, source, cluster)
     except FscontrolError as e:
         raise _fail(e) from None
-    snap = res.snapshot
-    info = {
-        "snapshot_id": res.snapshot_id,
-        "cluster": snap.cluster,
-        "taken_at": snap.taken_at,
-        "associations": len(snap.shares),
-        "users": len(snap.users),
-        "jobs_in_window": len(snap.jobs),
-        "queued_jobs": len(snap.queue),
-    }
     if json_out:
         import json
 
-        typer.echo(json.dumps(info))
+        typer.echo(json.dumps(data))
     else:
-        typer.echo(f"snapshot {res.snapshot_id} of {snap.cluster}: {info['associations']} associations "
-                   f"({info['users']} users), {info['jobs_in_window']} jobs in the sacct window, "
-                   f"{info['queued_jobs']} in the queue")
+        typer.echo(rcollect.format_collect(data))

@@ -1,34 +1,38 @@
-"""What the command modules share: an error as its one line and exit code, a source and a
-history from the shared options, and printing a long report (fscontrol.cli.app, agent, simulate)."""
+"""What the command modules share: an error as its one line and exit code (and a library
+Result's end), a source from the shared options, and printing a long report (fscontrol.cli.app, agent, simulate)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
 from fscontrol.errors import FscontrolError
 
 
-def _fail(e: FscontrolError, hint: str = "") -> typer.Exit:
-    """The one way an error leaves a command: `fscontrol: error: ...` on stderr (with the command's
-    `hint`, e.g. the option that overrides it) and the error's exit code (fscontrol.cli.app)."""
-    typer.echo(f"fscontrol: error: {e}{hint}", err=True)
+def _fail(e: FscontrolError, hint: str = "", where: str = "") -> typer.Exit:
+    """The one way an error leaves a command: `fscontrol: error: ...` on stderr (after `where`,
+    e.g. the cluster of a tick over several; with the command's `hint`, e.g. the option that
+    overrides it) and the error's exit code (fscontrol.cli.app)."""
+    typer.echo(f"fscontrol: error: {where}{e}{hint}", err=True)
     return typer.Exit(e.exit_code)
+
+
+def _finish(res) -> None:
+    """How a command whose library call returned a Result (fscontrol.agent.commands.Result) ends,
+    once its report is printed: each of its errors said by _fail, the first's exit code; else its
+    exit code when not 0."""
+    exits = [_fail(e, where=where) for where, e in res.errors]
+    if exits:
+        raise exits[0]
+    if res.exit_code:
+        raise typer.Exit(res.exit_code)
 
 
 def _source(spec: str, cluster: str | None, timeout_s: float = 60.0):
     from fscontrol.slurm.source import from_spec
 
     return from_spec(spec, cluster, timeout_s)
-
-
-def _db(path: Path | None, create: bool = True, readonly: bool | None = None):
-    from fscontrol.store import history as store
-
-    # a report that creates nothing reads without writing: no migration, no new file
-    return store.open_db(path or store.default_db_path(), create=create, readonly=not create if readonly is None else readonly)
 
 
 def _table_alone(rows, fields, parsable: bool, noheader: bool, notes=()) -> None:

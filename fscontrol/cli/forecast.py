@@ -89,21 +89,14 @@ def forecast(
     from fscontrol.cli.common import _fail
     from fscontrol.errors import FscontrolError
 
-    from fscontrol.forecast.request import forecast as run_request
+    from fscontrol.forecast import request
 
     try:
-        data = run_request(args)
+        data = request.forecast(args)
     except FscontrolError as e:
         from fscontrol.forecast.service import StaleSnapshotError
 
         raise _fail(e, " (--stale-ok forecasts anyway)" if isinstance(e, StaleSnapshotError) else "") from None
-    from fscontrol.forecast import service as uf
-
-    fmt = uf.format_forecast
-    if data.get("priority_mode") == "fair_tree" and "rank" in (data["associations"] or [{}])[0]:
-        from fscontrol.forecast import fairtree as ftf
-
-        fmt = ftf.format_forecast
     if json_out:
         import json
 
@@ -111,9 +104,7 @@ def forecast(
         for w in data["warnings"]:
             typer.echo(f"fscontrol: warning: {w}", err=True)
     else:
-        from fscontrol.model.quota import text_block
-
-        typer.echo(fmt(data) + text_block(data.get("tres_limits")))
+        typer.echo(request.format_forecast(data))
 
 
 def _arguments(params: dict):

@@ -219,6 +219,20 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     return data
 
 
+def format_forecast(data: dict) -> str:
+    """The forecast's text (`fscontrol forecast` without --json): Fair Tree's (rank and budget)
+    or classic fair-share's, then the user's limits."""
+    from fscontrol.forecast import service as uf
+    from fscontrol.model.quota import text_block
+
+    fmt = uf.format_forecast
+    if data.get("priority_mode") == "fair_tree" and "rank" in (data["associations"] or [{}])[0]:
+        from fscontrol.forecast import fairtree as ftf
+
+        fmt = ftf.format_forecast
+    return fmt(data) + text_block(data.get("tres_limits"))
+
+
 def _add_limits(data: dict, data_pub: dict, account: str | None) -> None:
     """The reader's limits from their own file (privacy.merge_own put them there; nobody else's are
     ever read): "limits" in the forecast's data, each with its plain words (model.quota.describe).

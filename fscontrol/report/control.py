@@ -155,6 +155,15 @@ def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
     return "\n".join(lines)
 
 
+def on_data(cluster: str | None) -> dict:
+    """`fscontrol control on`: the cluster the agent acts on again."""
+    return {"cluster": cluster, "acting": True}
+
+
+def format_on(data: dict) -> str:
+    return f"{data['cluster']}: the agent acts again from its next tick (control and gate, as configured)"
+
+
 def off_data(tick) -> dict:
     """`fscontrol control off`: what it undoes (or did undo), command by command."""
     acts = list(tick.control.actions if tick.control else ()) + list(tick.gate.actions if tick.gate else ())

@@ -1,4 +1,4 @@
-"""`fscontrol gate`: the SFS gate's accounts and actions as tables. Pure."""
+"""`fscontrol gate`: the SFS gate's accounts and actions as tables, its --json and its report. Pure."""
 
 from __future__ import annotations
 
@@ -76,3 +76,44 @@ def format_gate(plan, fields: Sequence[Field]) -> str:
     table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
                      headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
     return format_gate_plan(plan, table=table)
+
+
+def gate_data(res) -> dict:
+    """`fscontrol gate --json`: the plan, the mode and each action's outcome (`res`: the gate
+    tick's result: plan, actions, applied)."""
+    data = res.plan.to_dict()
+    data["mode"] = "apply" if res.applied else "dry-run"
+    data["results"] = [{"job_id": a.job_id, "kind": a.kind, "status": a.status, "output": a.output} for a in res.actions]
+    return data
+
+
+def gate_table_notes(res, actions_table: bool = False) -> list[str]:
+    """-P/-n: the report's lines beside the table (on stderr): what was planned, the plan's notes,
+    what was done (or that nothing was)."""
+    from fscontrol.act.gate import gate_notes
+
+    plan = res.plan
+    notes = ([] if actions_table else [f"{len(plan.actions)} action(s) planned (--actions lists them)"]) + gate_notes(plan)
+    if res.applied:
+        notes += [f"{a.status} {' '.join(a.argv)}  {a.output}" for a in res.actions]
+    elif res.actions:
+        notes.append("dry run: nothing was changed; --apply carries the plan out")
+    return notes
+
+
+def gate_lines(res, fields: str | None = None, actions_table: bool = False) -> list[str]:
+    """The plain report: the plan (-o: its accounts table with those fields; with --actions the
+    actions table alone, padded), then what was done (or that nothing was)."""
+    from fscontrol.act.gate import format_gate_plan
+    from fscontrol.report.table import table_lines
+
+    plan = res.plan
+    if actions_table:
+        lines = list(table_lines(gate_rows(plan, True), gate_fields(plan, fields, True)))
+    else:
+        lines = [format_gate_plan(plan) if fields is None else format_gate(plan, gate_fields(plan, fields))]
+    if res.applied:
+        lines += [f"{a.status:8} {' '.join(a.argv)}  {a.output}" for a in res.actions]
+    elif res.actions:
+        lines.append("(dry run: nothing was changed; --apply carries the plan out)")
+    return lines

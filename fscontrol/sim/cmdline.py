@@ -2,6 +2,11 @@
 `.moldable_experiment`) on typer, the framework of the fscontrol command: a runner's options are
 its command function's signature; `run` gives it -h/--help and turns a bad option or value into
 one line on stderr (exit 2) and an interrupt into one line (exit 130), never a traceback.
+
+A runner is not a fscontrol command, so it writes those two lines itself rather than through
+fscontrol.cli.common._fail: a sim module sits below fscontrol.cli (the layers: it may not import
+the cli), its errors are typer's usage errors, not fscontrol's named ones, and its exit codes are
+the runner's (docs/architecture.md, the cli paragraph).
 """
 
 from __future__ import annotations

@@ -23,13 +23,6 @@ from fscontrol.store.loaders import JobCharges, UsageHistory
 from fscontrol.store.schema import LEGACY_MOVED, MIGRATIONS, OPTIONAL_MIGRATIONS, applied_migrations, migrate
 
 
-TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
-
-
-if TYPE_CHECKING:  # the migrations get a real one; every other function here takes a historydb.Database
-    import sqlite_utils
-
-
 def default_db_path() -> Path:
     """/var/lib/fscontrol/history.db for root; $XDG_STATE_HOME/fscontrol/history.db otherwise."""
     if env := os.environ.get("FSCONTROL_DB"):
@@ -54,7 +47,7 @@ def ensure_db_folder(path: Path | str) -> None:
         raise StoreError(f"cannot create the folder of the history database {path}: {e}") from None
 
 
-def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, readonly: bool = False) -> sqlite_utils.Database:
+def open_db(path: Path | str, *, create: bool = True, timeout_s: float = 10.0, readonly: bool = False) -> Database:
     """Open (and migrate) the history. A locked, corrupt or foreign file is a StoreError.
 
     `readonly` (the reports): opened read-only and never migrated; a history an older fscontrol
@@ -108,7 +101,7 @@ def _wal(db, timeout_s: float) -> None:
             time.sleep(0.01)
 
 
-def _open_readonly(path: Path, timeout_s: float) -> sqlite_utils.Database:
+def _open_readonly(path: Path, timeout_s: float) -> Database:
     """mode=ro; a WAL history whose folder the reader cannot write (an admin's copy, a snapshot on a
     read-only mount: no -shm can be made) is opened immutable when it has no WAL content to miss."""
     from urllib.parse import quote
@@ -185,7 +178,7 @@ def _private(path: Path) -> None:
 
 
 @contextmanager
-def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
+def transaction(db: Database) -> Iterator[Database]:
     """One transaction; a lock or I/O error inside it becomes a StoreError, nothing half-written."""
     try:
         with db.atomic():
@@ -280,13 +273,13 @@ def insert_rows(conn: sqlite3.Connection, head: str, width: int, rows: Iterable[
         conn.execute(f"{head} VALUES {','.join([one] * n)}", values)
 
 
-def write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str = "") -> int:
+def write_snapshot(db: Database, snap: Snapshot, source: str = "") -> int:
     """Write one snapshot and all it carries. The caller holds the transaction."""
     with gc_paused():  # a tick holds the parsed snapshot: collections would re-scan it all
         return _write_snapshot(db, snap, source)
 
 
-def _write_snapshot(db: sqlite_utils.Database, snap: Snapshot, source: str) -> int:
+def _write_snapshot(db: Database, snap: Snapshot, source: str) -> int:
     cfg = snap.config
     users = snap.users
     root = snap.root
@@ -455,7 +448,7 @@ def _config_json(cfg: SlurmConfig) -> dict:
 
 
 def record_tick(
-    db: sqlite_utils.Database,
+    db: Database,
     cluster: str | None,
     started_at: float,
     finished_at: float,
@@ -471,7 +464,7 @@ def record_tick(
     return cur.lastrowid
 
 
-def last_ok(db: sqlite_utils.Database, cluster: str, stage: str) -> float | None:
+def last_ok(db: Database, cluster: str, stage: str) -> float | None:
     """When the stage last ran without failing for this cluster (None: never)."""
     return db.execute(  # a tick's stage is one name or several joined by '+' ("control+gate")
         "SELECT max(started_at) FROM ticks WHERE cluster = ? AND instr('+' || stage || '+', ?) > 0 AND status = 'ok'",
@@ -479,7 +472,7 @@ def last_ok(db: sqlite_utils.Database, cluster: str, stage: str) -> float | None
     ).fetchone()[0]
 
 
-def tick_stats(db: sqlite_utils.Database) -> list[dict]:
+def tick_stats(db: Database) -> list[dict]:
     """Per cluster and stage: ticks ok and failed, and the last tick's duration (for metrics)."""
     rows = db.execute(
         """SELECT cluster, coalesce(stage, 'collect'), sum(status = 'ok'), sum(status = 'failed'),
@@ -505,11 +498,11 @@ class StoredSnapshot:
     running: tuple = ()  # (job_id, account, user, rate per second, ends_at or None) of the running jobs; default ()
 
 
-def clusters(db: sqlite_utils.Database) -> list[str]:
+def clusters(db: Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY cluster").fetchall()]
 
 
-def latest_snapshot_id(db: sqlite_utils.Database, cluster: str | None = None) -> int | None:
+def latest_snapshot_id(db: Database, cluster: str | None = None) -> int | None:
     if cluster:
         row = db.execute("SELECT max(id) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()
     else:
@@ -517,7 +510,7 @@ def latest_snapshot_id(db: sqlite_utils.Database, cluster: str | None = None) ->
     return row[0] if row else None
 
 
-def previous_snapshot_time(db: sqlite_utils.Database, cluster: str) -> float | None:
+def previous_snapshot_time(db: Database, cluster: str) -> float | None:
     row = db.execute("SELECT max(taken_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()
     return row[0] if row else None
 
@@ -528,7 +521,7 @@ def _config_from_json(blob: dict) -> SlurmConfig:
                           "enforce": tuple(c["enforce"])})
 
 
-def latest_config(db: sqlite_utils.Database, cluster: str) -> SlurmConfig:
+def latest_config(db: Database, cluster: str) -> SlurmConfig:
     """The Slurm configuration stored with the latest snapshot of a cluster (load_snapshot's
     .config without reading the snapshot's associations)."""
     snapshot_id = latest_snapshot_id(db, cluster)
@@ -542,7 +535,7 @@ _SHARE_COLS = ", ".join(("a." if f in ("account", "user", "parent", "depth") els
                         for f in ShareRow.__slots__)  # ShareRow's fields, in its order
 
 
-def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, latest: bool) -> list[tuple]:
+def _share_values(db: Database, cluster: str, snapshot_id: int, latest: bool) -> list[tuple]:
     """A snapshot's association rows in tree order, as tuples in ShareRow's field order. The
     latest snapshot of a cluster (what the reports read) is assoc_current as it stands: no
     look-up of each association's latest sample (`latest`: the caller knows it is)."""
@@ -565,7 +558,7 @@ def _share_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int, lat
     ).fetchall()
 
 
-def latest_usage_values(db: sqlite_utils.Database, cluster: str) -> tuple[int | None, list[tuple]]:
+def latest_usage_values(db: Database, cluster: str) -> tuple[int | None, list[tuple]]:
     """(the cluster's latest snapshot id, usage_values of it), read from assoc_current: no look-up
     of each association's latest sample. Read before a new snapshot is written, it is the
     snapshot before that one (assoc_current then holds its values). Both reads in one read
@@ -583,7 +576,7 @@ def latest_usage_values(db: sqlite_utils.Database, cluster: str) -> tuple[int | 
         ).fetchall()
 
 
-def usage_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int) -> list[tuple]:
+def usage_values(db: Database, cluster: str, snapshot_id: int) -> list[tuple]:
     """(account, user, depth, raw_usage, effective_usage) of each association of a snapshot: the
     rows _share_values(latest=False) reads, five of their columns, in no particular order."""
     return db.execute(
@@ -597,7 +590,7 @@ def usage_values(db: sqlite_utils.Database, cluster: str, snapshot_id: int) -> l
     ).fetchall()
 
 
-def load_snapshot(db: sqlite_utils.Database, snapshot_id: int | None = None, cluster: str | None = None,
+def load_snapshot(db: Database, snapshot_id: int | None = None, cluster: str | None = None,
                   running: bool = True) -> StoredSnapshot:
     """A stored snapshot with its association rows in tree order (latest if no id). `running`
     False: without its running jobs (`status` reads none: at 220,000 running jobs they were a
@@ -646,15 +639,15 @@ JobCharges.__doc__ = """The charged jobs of a range of snapshots (read_job_charg
     SQLite returns them: the jobs with an association id, then those without (by name)."""
 
 
-def snapshot_ids(db: sqlite_utils.Database, cluster: str) -> list[int]:
+def snapshot_ids(db: Database, cluster: str) -> list[int]:
     return [r[0] for r in db.execute("SELECT id FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
 
 
-def update_tick(db: sqlite_utils.Database, tick_id: int, status: str, finished_at: float, error: str | None = None) -> None:
+def update_tick(db: Database, tick_id: int, status: str, finished_at: float, error: str | None = None) -> None:
     db.execute("UPDATE ticks SET status = ?, finished_at = ?, error = ? WHERE id = ?", [status, finished_at, error, tick_id])
 
 
-def history(db: sqlite_utils.Database, cluster: str, since: float, until: float) -> dict:
+def history(db: Database, cluster: str, since: float, until: float) -> dict:
     """The agent's record of a cluster over [since, until]: every decision (with the halving it
     aimed at and the one Slurm used), the actions by stage, kind and status (the failed and
     unknown ones in full), and the ticks by stage and status (the failed ones with their error)."""

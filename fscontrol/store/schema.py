@@ -7,8 +7,10 @@ from collections.abc import Callable
 from fscontrol.errors import StoreError
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the migrations get a real sqlite_utils.Database; migrate() the store's own
     import sqlite_utils
+
+    from fscontrol.store.connection import Database
 
 
 Migration = Callable[["sqlite_utils.Database"], None]
@@ -362,7 +364,7 @@ def applied_migrations(db) -> tuple[set[str], set[str] | None]:
     return done, legacy
 
 
-def migrate(db: sqlite_utils.Database) -> list[str]:
+def migrate(db: Database) -> list[str]:
     """Apply the migrations not yet applied (sqlite-utils' Migrations, each in its own transaction);
     a history with the legacy _migrations table is carried over first. Returns the names applied."""
     done, legacy = applied_migrations(db)

@@ -193,15 +193,18 @@ def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     app = make_app(published, source, cluster, identity="process", token=token, now=now)
-    with make_server(host, port, app, server_class=Server, handler_class=Quiet) as httpd:
-        shown = f"[{host}]" if ":" in host else host
-        url = f"http://{shown}:{httpd.server_port}/" + (f"?token={token}" if token else "")
-        (ready or print)(url)
-        if workers == 1:
-            httpd.serve_forever()
-            return
-        httpd.socket.setblocking(False)  # every worker wakes for a connection; those that lose the accept go on
-        _prefork(httpd, workers)
+    try:  # the port taken, an address not ours, a socket refused: the named error `fscontrol web` says
+        with make_server(host, port, app, server_class=Server, handler_class=Quiet) as httpd:
+            shown = f"[{host}]" if ":" in host else host
+            url = f"http://{shown}:{httpd.server_port}/" + (f"?token={token}" if token else "")
+            (ready or print)(url)
+            if workers == 1:
+                httpd.serve_forever()
+                return
+            httpd.socket.setblocking(False)  # every worker wakes for a connection; those that lose the accept go on
+            _prefork(httpd, workers)
+    except OSError as e:
+        raise FscontrolError(f"cannot serve on {host}:{port}: {e.strerror or e}") from None
 
 
 def _prefork(httpd, workers: int) -> None:
