@@ -192,8 +192,8 @@ def serve(host: str = "127.0.0.1", port: int = 8080, *, published: str | None = 
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    app = make_app(published, source, cluster, identity="process", token=token, now=now)
-    try:  # the port taken, an address not ours, a socket refused: the named error `fscontrol web` says
+    try:  # the port taken, an address not ours, a socket refused, a file unreadable: one named error
+        app = make_app(published, source, cluster, identity="process", token=token, now=now)
         with make_server(host, port, app, server_class=Server, handler_class=Quiet) as httpd:
             shown = f"[{host}]" if ":" in host else host
             url = f"http://{shown}:{httpd.server_port}/" + (f"?token={token}" if token else "")
