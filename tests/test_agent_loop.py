@@ -222,3 +222,19 @@ def test_run_refuses_a_bad_duration_and_a_bad_schedule(tmp_path):
     r = CliRunner().invoke(app, ["run", "-c", str(cfg), "-s", str(BASIC), "--db", str(tmp_path / "h.db")])
     assert r.exit_code == 2 and "'schedule.fit' (300 s) is shorter than 'schedule.collect' (600 s)" in r.output
     assert not os.path.exists(tmp_path / "h.db")
+
+
+def test_the_log_names_the_configs_cluster_before_the_first_tick(tmp_path, caplog):
+    """An outside tester (issue 30: "the log names the cluster"): without -M, the loop's first
+    lines said "control (default cluster) runs every 60s" although the config names tbcluster."""
+    import logging
+
+    cfg = _fast(config.from_dict({"clusters": {"tbcluster": {"target_core_hours": 10, "method": "hybrid"}}}),
+                collect=3600.0, control=3600.0, fit=3600.0)
+    stop = threading.Event()
+    threading.Timer(1.5, stop.set).start()
+    with caplog.at_level(logging.INFO):
+        agent.run_loop(cfg, lambda name: RecordedSlurm(BASIC, cluster=name), tmp_path / "h.db", [None], apply=False, stop=stop)
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("control tbcluster runs every") for m in said), said
+    assert not any("(default cluster)" in m for m in said), said

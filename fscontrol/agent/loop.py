@@ -238,7 +238,8 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
     reported: dict[str | None, str] = {}
 
     def called(name: str | None) -> str:
-        return name or reported.get(name) or "(default cluster)"
+        # before a tick has read slurmctld's name: the config's one cluster, if it names one
+        return name or reported.get(name) or cfg.cluster(None).name or "(default cluster)"
 
     def note(stage: str, outcomes: list[ClusterOutcome], name: str | None = None) -> None:
         with count_lock:
@@ -392,7 +393,7 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             try:
                 set_acting(cfg, db_path, name, by="on_stop")
             except FscontrolError as e:
-                log.error("could not resume control on %s: %s", name or "(default cluster)", e)
+                log.error("could not resume control on %s: %s", called(name), e)
     sched = BackgroundScheduler(
         executors={"default": ThreadPoolExecutor(1)},
         job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": int(cfg.schedule["collect"])},
@@ -423,17 +424,17 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
             try:
                 res = one_tick(cfg, make_source, db_path, name, apply=apply, stages=pipeline.Stages(off="on_stop"))
                 log.info("on_stop = restore: %d action(s) on %s", len(res.control.actions) + len(res.gate.actions),
-                         name or "(default cluster)")
+                         called(name))
             except FscontrolError as e:
-                log.error("restoring %s on stop failed: %s", name or "(default cluster)", e)
+                log.error("restoring %s on stop failed: %s", called(name), e)
     elif cfg.release_on_stop:
         for name in clusters:
             if cfg.cluster(name).gate.enabled:
                 try:
                     res = _release_when_free(cfg, make_source, db_path, name, apply)
-                    log.info("released %d agent hold(s) on %s", len(res.actions), name or "(default cluster)")
+                    log.info("released %d agent hold(s) on %s", len(res.actions), called(name))
                 except FscontrolError as e:
-                    log.error("release of the agent's holds on %s failed: %s", name or "(default cluster)", e)
+                    log.error("release of the agent's holds on %s failed: %s", called(name), e)
     return counts
 
 
