@@ -74,6 +74,22 @@ def test_config_check_prints_every_key_in_force(tmp_path):
         assert want in lines, want
 
 
+def test_config_check_prints_forecast_caps_and_the_history_in_force(tmp_path, monkeypatch):
+    """An outside tester (issue #30 item 4, "config check prints the effective value of each"):
+    the [forecast] caps were missing from the text, and `db` said "(default: $FSCONTROL_DB, else
+    ...)" with FSCONTROL_DB set. Every [forecast] key is printed, and db is the path in force."""
+    from fscontrol.agent.config import AgentConfig
+
+    monkeypatch.setenv("FSCONTROL_DB", str(tmp_path / "site.db"))
+    cfg = _cfg(tmp_path, '[forecast]\nmax_horizon = "30d"\nmax_plan_steps = 12\n[clusters.tb]\ntarget_core_hours = 100\n')
+    out = CliRunner().invoke(app, ["config", "check", "--config", str(cfg)]).output
+    lines = [ln.strip() for ln in out.splitlines()]
+    assert "[forecast]" in lines and 'max_horizon = "2592000s"' in lines and "max_plan_steps = 12" in lines
+    assert "max_cpus = (default: the cluster's size)" in lines
+    assert f"db = (default: {tmp_path / 'site.db'})" in lines
+    assert len(AgentConfig().forecast) == 3  # every cap: the three above
+
+
 def test_bad_toml_and_missing_file(tmp_path):
     r = CliRunner().invoke(app, ["config", "check", "--config", str(_cfg(tmp_path, "[agent\n"))])
     assert r.exit_code == 2 and "is not valid TOML" in r.output

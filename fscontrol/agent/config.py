@@ -385,10 +385,12 @@ def effective_lines(cfg: AgentConfig) -> list[str]:
     import json
 
     def show(key: str, v: Any) -> str:
+        if v is None and key == "db":  # the history in force: $FSCONTROL_DB or the running user's default
+            return f"(default: {history_path(cfg)})"
         if v is None:
             return _UNSET.get(key, "(not set)")
         if key.endswith("_s") and isinstance(v, float):
-            return f'"{v:g}s"'
+            return f'"{int(v)}s"' if v.is_integer() else f'"{v:g}s"'
         return json.dumps(v) if isinstance(v, (str, bool, list, tuple)) else f"{v:g}" if isinstance(v, float) else str(v)
 
     def name(key: str) -> str:  # the file's key (persist_interval, not persist_interval_s)
@@ -400,6 +402,9 @@ def effective_lines(cfg: AgentConfig) -> list[str]:
             out.append(f"  {name(k)} = {show(k, getattr(cfg, k))}")
     out.append("[schedule]")
     out += [f'  {k} = "{v:g}s"' for k, v in cfg.schedule.items()]
+    out.append("[forecast]")
+    for k, v in cfg.forecast.items():
+        out.append(f"  {name(k)} = {show(k, v)}" if v is not None else f"  {name(k)} = (default: the cluster's size)")
     for cname, cc in sorted(cfg.clusters.items()):
         out.append(f"[clusters.{cname}]")
         for k in ClusterConfig.__slots__:
