@@ -54,7 +54,7 @@ def pick_cluster(db, cluster: str | None) -> str:
 
     names = store.clusters(db)
     if cluster:
-        if cluster not in names:
+        if cluster not in names and not store.has_cluster(db, cluster):
             raise NotFoundError(f"cluster {cluster!r} is not in this history"
                                 + (f" (it holds: {', '.join(names)})" if names else " (no snapshot yet)"))
         return cluster

@@ -502,6 +502,12 @@ def clusters(db: Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY cluster").fetchall()]
 
 
+def has_cluster(db: Database, cluster: str) -> bool:
+    """Whether the history holds anything of `cluster`: a snapshot, a decision or a tick."""
+    return any(db.execute(f"SELECT 1 FROM {table} WHERE cluster = ? LIMIT 1", [cluster]).fetchone()
+               for table in ("snapshots", "decisions", "ticks"))
+
+
 def latest_snapshot_id(db: Database, cluster: str | None = None) -> int | None:
     if cluster:
         row = db.execute("SELECT max(id) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()
