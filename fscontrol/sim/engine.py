@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .easycore import easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
+from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -466,13 +466,13 @@ def simulate(
         qn -= 1
 
     def arrivals_fast_ix(t: float, new: list[int]) -> bool:
+        """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
         nonlocal qn, easy_extra
-        for i in new:
-            if rank[i] < easy_headrank:
-                return False
-        if free == 0 or (len(new) == 1 and size[new[0]] > free):  # nothing starts (no call: the usual case)
-            return True
-        started, _, easy_extra = easy_backfill(new, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, [rank[i] for i in new], easy_headrank, -1, size, est, t, free,
+                               easy_shadow, easy_extra)
+        if picked is None:
+            return False
+        started, easy_extra = picked
         for i in started:
             r = rank[i]
             if use_tree:
@@ -486,14 +486,11 @@ def simulate(
     def arrivals_fast(t: float, new: list[int]) -> bool:
         """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
         nonlocal easy_extra
-        for i in new:
-            if key_of(i) < easy_headkey:
-                return False
-        if not backfill or free == 0:  # nothing starts behind the head (no call)
-            return True
-        # in queue order, as a full pass
-        nq = sorted(new, key=key_of) if len(new) > 1 else new
-        started, _, easy_extra = easy_backfill(nq, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, [key_of(i) for i in new], easy_headkey, -1, size, est, t, free,
+                               easy_shadow, easy_extra)
+        if picked is None:
+            return False
+        started, easy_extra = picked
         for i in started:
             dequeue(i)
             start_job(i, t)

@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
+from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -901,16 +901,12 @@ def simulate(
         easy_head = q[0]
 
     def arrivals_easy(t: float, new: list[int]) -> bool:
+        """Check only the new entries against the kept EASY state; False: a full pass is needed."""
         nonlocal easy_extra
-        for kq in new:
-            if kq < easy_head:
-                return False
-        # in queue order, as a full pass would try them (several arrivals at one time: a later
-        # one may sort first; found by the independent reference, tests/mf_reference.py)
-        if len(new) == 1 and size[new[0] & QM] > free:  # nothing starts (no call: the usual case)
-            return True
-        nq = sorted(new) if len(new) > 1 else new
-        started, _, easy_extra = easy_backfill(nq, QM, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, new, easy_head, QM, size, est, t, free, easy_shadow, easy_extra)
+        if picked is None:
+            return False
+        started, easy_extra = picked
         if not pm_on[0]:
             drop_started(qkeys, started)
         for kq in started:
