@@ -16,12 +16,13 @@ import math
 import random
 from bisect import insort
 
-from fscontrol.act.gate import GateAction, GatePlan
+from fscontrol.act.gate import AGENT_HOLD_REASON, GateAction, GatePlan, _prio_key
+from fscontrol.records import QueueJob
 from fscontrol.sim import Policy, SimJob, Workload, accel, easycore, engine, get_policy, mfcore
 from fscontrol.sim.engine import RawRun
 from fscontrol.sim.run import run_simulation
 
-STEPS = ("easy_arrivals", "easy_backfill", "easy_fits", "easy_search", "drop_started", "general_pick", "gate_apply", "gate_stall")
+STEPS = ("easy_arrivals", "easy_backfill", "easy_fits", "easy_search", "drop_started", "general_pick", "gate_apply", "gate_queue", "gate_stall")
 
 
 def _inline_easy(q, size, est, t, free, running, smin=1):
@@ -357,6 +358,9 @@ def test_both_engines_call_the_one_copy():
         # no copy of the gate's action loop (the action kinds, the stale ledger) ...
         for word in ('"hold"', '"release"', '"nice"', '"unnice"', '"unmark"', "stale_ledger"):
             assert word not in src
+        # ... nor of the gate's view of the queue (a held job's priority: one rule)
+        assert "JobHeldAdmin" not in src and "AGENT_HOLD_REASON" not in src
+        assert src.count("gate_queue(") == 1
         # ... nor of the stall rule (each engine names its facts once, in its one call)
         assert src.count("gate_stall(") == 1  # (its one call)
         assert "not heap and ai >= n" not in src
@@ -416,3 +420,23 @@ def test_simultaneous_arrivals_in_any_order_give_one_schedule():
             differ += 1
     assert tried > 500
     assert differ == 0
+
+
+def test_the_gate_sees_held_jobs_at_priority_0_as_slurm_shows_them():
+    """The gate's view of a simulated queue (both engines build it with gate_queue): a held job's
+    priority is 0 whatever it would be queued by (Slurm's: plan_gate then releases the held jobs
+    oldest first), a queued job's its own, a running job's 0."""
+    prio = {0: 50, 1: 70, 2: 90, 3: 10}
+    made = []
+
+    def job(i, state, reason, p):
+        made.append((i, state, reason, p))
+        return QueueJob(str(i), "u", "a", "sim", "normal", state, 1, 1, p, 0, reason, float(i), None, 60)
+
+    qj = easycore.gate_queue([3], [0], [2, 1], prio.__getitem__, job)
+    assert [(j.job_id, j.state, j.reason, j.priority) for j in qj] == [
+        ("3", "RUNNING", "None", 0), ("0", "PENDING", "Priority", 50),
+        ("2", "PENDING", AGENT_HOLD_REASON, 0), ("1", "PENDING", AGENT_HOLD_REASON, 0)]
+    # the gate's order: held jobs by age (priority 0 each), not by the priority they were queued by
+    plan_order = sorted(qj[2:], key=_prio_key)
+    assert [j.job_id for j in plan_order] == ["1", "2"]

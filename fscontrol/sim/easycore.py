@@ -29,6 +29,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from fscontrol.act.gate import AGENT_HOLD_REASON
+from ..records import QueueJob
 from .availability import Profile
 
 
@@ -178,6 +180,19 @@ def general_pick(q: list[int], mask: int, size: list[int], est: list[float], t: 
         elif free == 0:
             break
     return started
+
+
+def gate_queue(running: list[int], queued: list[int], held: list[int], prio: Callable[[int], int],
+               job: Callable[[int, str, str, int], QueueJob]) -> list[QueueJob]:
+    """The queue as the gate sees it at a tick (squeue's view, in one rule for both engines): the
+    running jobs (RUNNING, no reason, priority 0), the queued ones (PENDING, reason Priority,
+    priority `prio(i)`: the one they are queued by) and the held ones (PENDING, the agent's hold
+    reason, priority 0: Slurm gives a held job priority 0, so the gate releases them oldest
+    first). `job(i, state, reason, priority)` makes job i's record."""
+    qj = [job(i, "RUNNING", "None", 0) for i in running]
+    qj += [job(i, "PENDING", "Priority", prio(i)) for i in queued]
+    qj += [job(i, "PENDING", AGENT_HOLD_REASON, 0) for i in held]
+    return qj
 
 
 def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held: set[int], ledger: set[int],

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
 from ..records import QueueJob
-from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
+from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_queue, gate_stall, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -526,14 +526,10 @@ def simulate(
     users = [j.user for j in jobs]
 
     def gate_tick(t: float) -> tuple[bool, bool]:
-        qj: list[QueueJob] = []
-        for _, i in running:
-            qj.append(_qjob(i, "RUNNING", "None", t))
-        for i in queue:
-            qj.append(_qjob(i, "PENDING", "Priority", t))
-        for i in ledger:
-            if i in held:
-                qj.append(_qjob(i, "PENDING", "JobHeldAdmin", t))
+        def prio(i: int) -> int:
+            return int(aw * (t - eligible[i]) + sw * size[i] - nice[i])
+
+        qj = gate_queue([i for _, i in running], queue, list(held), prio, _qjob)
         plan = plan_gate(qj, allocs, {job_ids[i]: 0 for i in ledger}, gate_opts, now=t)
         out.gate_ticks += 1
         gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin, out)
@@ -542,8 +538,7 @@ def simulate(
     def rejoin(i: int, t: float) -> None:
         enqueue(i)
 
-    def _qjob(i: int, state: str, reason: str, t: float) -> QueueJob:
-        prio = int(aw * (t - eligible[i]) + sw * size[i] - nice[i]) if state == "PENDING" else 0
+    def _qjob(i: int, state: str, reason: str, prio: int) -> QueueJob:
         return QueueJob(
             job_id=job_ids[i],
             user=users[i],

@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
+from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_queue, gate_stall, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -1094,11 +1094,13 @@ def simulate(
     id_ix = {j.job_id: i for i, j in enumerate(anyjobs)} if gate is not None else {}  # (read by the gate only)
     allocs = workload.allocations
 
-    def _qjob(i: int, state: str, reason: str) -> QueueJob:
+    def _qjob(i: int, state: str, reason: str, prio: int) -> QueueJob:
         j = anyjobs[i]
-        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i],
-                        prio_of[i] if state == "PENDING" and i not in held else 0, nice[i], reason, submit[i],
-                        start[i] if state == "RUNNING" else None, int(est[i]))
+        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i], prio, nice[i], reason,
+                        submit[i], start[i] if state == "RUNNING" else None, int(est[i]))
+
+    def _prio(i: int) -> int:
+        return prio_of[i]
 
     def requeue(i: int, t: float) -> None:
         pr = priority(i, t)
@@ -1114,9 +1116,7 @@ def simulate(
         from fscontrol.act.gate import plan_gate
 
         out.gate_ticks += 1
-        qj = [_qjob(i, "RUNNING", "None") for i in run_set]
-        qj += [_qjob(kq & QM, "PENDING", "Priority") for kq in qkeys]
-        qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
+        qj = gate_queue(list(run_set), [kq & QM for kq in qkeys], list(held), _prio, _qjob)
         plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
         gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue, out)
         return bool(plan.actions)
