@@ -22,7 +22,7 @@ from fscontrol.sim import Policy, SimJob, Workload, accel, easycore, engine, get
 from fscontrol.sim.engine import RawRun
 from fscontrol.sim.run import run_simulation
 
-STEPS = ("easy_arrivals", "easy_backfill", "easy_fits", "easy_search", "drop_started", "general_pick", "gate_apply", "gate_queue", "gate_stall")
+STEPS = ("easy_arrivals", "easy_backfill", "easy_fits", "easy_search", "drop_started", "general_pick", "gate_tick", "gate_stall", "gate_stop")
 
 
 def _inline_easy(q, size, est, t, free, running, smin=1):
@@ -358,9 +358,12 @@ def test_both_engines_call_the_one_copy():
         # no copy of the gate's action loop (the action kinds, the stale ledger) ...
         for word in ('"hold"', '"release"', '"nice"', '"unnice"', '"unmark"', "stale_ledger"):
             assert word not in src
-        # ... nor of the gate's view of the queue (a held job's priority: one rule)
-        assert "JobHeldAdmin" not in src and "AGENT_HOLD_REASON" not in src
-        assert src.count("gate_queue(") == 1
+        # ... nor of the gate's tick, its view of the queue (a held job's priority: one rule) ...
+        assert "JobHeldAdmin" not in src and "AGENT_HOLD_REASON" not in src and "plan_gate(" not in src
+        assert src.count("gate_tick(") == 1
+        # ... nor of the stall stop (its threshold, its note)
+        assert src.count("gate_stop(") == 1 and "stall > 3" not in src and "stall_ticks > 3" not in src
+        assert "stopped at" not in src
         # ... nor of the stall rule (each engine names its facts once, in its one call)
         assert src.count("gate_stall(") == 1  # (its one call)
         assert "not heap and ai >= n" not in src

@@ -31,9 +31,9 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fscontrol.act.gate import GateOptions, plan_gate
+from fscontrol.act.gate import GateOptions
 from ..records import QueueJob
-from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_queue, gate_stall, general_pick
+from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_stall, gate_stop, gate_tick, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -525,14 +525,14 @@ def simulate(
     id_ix = {jid: i for i, jid in enumerate(job_ids)}
     users = [j.user for j in jobs]
 
-    def gate_tick(t: float) -> tuple[bool, bool]:
+    def gate_now(t: float) -> tuple[bool, bool]:
+        """A gate tick at t (easycore's): (it acted, it deferred actions)."""
         def prio(i: int) -> int:
             return int(aw * (t - eligible[i]) + sw * size[i] - nice[i])
 
-        qj = gate_queue([i for _, i in running], queue, list(held), prio, _qjob)
-        plan = plan_gate(qj, allocs, {job_ids[i]: 0 for i in ledger}, gate_opts, now=t)
-        out.gate_ticks += 1
-        gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin, out)
+        assert gate_opts is not None  # (a gate tick only under the gate policy)
+        plan = gate_tick(t, [i for _, i in running], queue, prio, _qjob, allocs, gate_opts, job_ids, id_ix, held,
+                         ledger, eligible, nice, dequeue, rejoin, out)
         return bool(plan.actions), bool(plan.deferred)
 
     def rejoin(i: int, t: float) -> None:
@@ -606,7 +606,7 @@ def simulate(
         ticked = next_gate <= t
         if ticked:
             if gate_dirty or new or ended:
-                acted, deferred = gate_tick(t)
+                acted, deferred = gate_now(t)
                 gate_dirty = acted or deferred
             else:
                 out.gate_ticks += 1
@@ -636,8 +636,7 @@ def simulate(
         # a gate that holds everything with an empty machine would never end: stop it (the rule: easycore)
         if ticked:  # (no call at the other events, nor for the other policies)
             stall_ticks = gate_stall(stall_ticks, bool(heap), ai < n, bool(queue or held or ledger), changed)
-            if stall_ticks > 3:
-                out.notes.append(f"stopped at t={t:.0f}: nothing runs and the gate does not act")
+            if gate_stop(stall_ticks, t - t0, out.notes):
                 break
         if progress is not None and events % tick_every == 0:
             progress(done, n)

@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_apply, gate_queue, gate_stall, general_pick
+from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_stall, gate_stop, gate_tick, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -1092,6 +1092,7 @@ def simulate(
     held: set[int] = set()
     ledger: set[int] = set()
     id_ix = {j.job_id: i for i, j in enumerate(anyjobs)} if gate is not None else {}  # (read by the gate only)
+    ids = [j.job_id for j in anyjobs] if gate is not None else []
     allocs = workload.allocations
 
     def _qjob(i: int, state: str, reason: str, prio: int) -> QueueJob:
@@ -1112,13 +1113,10 @@ def simulate(
         del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
         q_drop(size[i])
 
-    def gate_tick(t: float) -> bool:
-        from fscontrol.act.gate import plan_gate
-
-        out.gate_ticks += 1
-        qj = gate_queue(list(run_set), [kq & QM for kq in qkeys], list(held), _prio, _qjob)
-        plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
-        gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue, out)
+    def gate_now(t: float) -> bool:
+        """A gate tick at t (easycore's): True when it acted."""
+        plan = gate_tick(t, list(run_set), [kq & QM for kq in qkeys], _prio, _qjob, allocs, gate, ids, id_ix, held,
+                         ledger, eligible, nice, unqueue, requeue, out)
         return bool(plan.actions)
 
     # ------------------------------------------------------------ passes
@@ -1648,12 +1646,11 @@ def simulate(
             next_ctl += P if cs is None or cs.interval_s is None else cs.interval_s
         gated = False
         if next_gate <= t:
-            gated = gate_tick(t)
+            gated = gate_now(t)
             next_gate = t + gate_interval_s
             # a gate that holds everything on an empty machine would never end: stop it
             stall = gate_stall(stall, bool(heap), ai < n, bool(qkeys or held or ledger), gated or ended or bool(new))
-            if stall > 3:
-                out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
+            if gate_stop(stall, t - t0, out.notes):
                 break
         reordered = gated
         if next_pass <= t:
