@@ -654,6 +654,16 @@ def update_tick(db: sqlite_utils.Database, tick_id: int, status: str, finished_a
     db.execute("UPDATE ticks SET status = ?, finished_at = ?, error = ? WHERE id = ?", [status, finished_at, error, tick_id])
 
 
+def fail_running_ticks(db: sqlite_utils.Database, cluster: str, error: str) -> None:
+    """Mark the cluster's ticks still 'running' failed, with `error` (a tick killed mid-run)."""
+    db.execute("UPDATE ticks SET status = 'failed', error = ? WHERE cluster = ? AND status = 'running'", [error, cluster])
+
+
+def last_fit_time(db: sqlite_utils.Database, cluster: str) -> float | None:
+    """When the cluster's decay was last fitted, None when never."""
+    return db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()[0]
+
+
 def history(db: sqlite_utils.Database, cluster: str, since: float, until: float) -> dict:
     """The agent's record of a cluster over [since, until]: every decision (with the halving it
     aimed at and the one Slurm used), the actions by stage, kind and status (the failed and
