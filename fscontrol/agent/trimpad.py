@@ -37,6 +37,7 @@ from fscontrol.store import ledger as store_ledger
 
 TRIM_PAD = "trim_pad"  # agent_state: the padding jobs and the pass before, from the control tick
 PASS_READ = "pass_read"  # agent_state: the agent's last read of root's usage before a decay pass
+TOP_ACCOUNTS = 20  # the trim reads root's usage and that of the 20 largest top-level accounts (one sshare)
 CANCEL_LATENCY_S = 0.3  # the trim's read to the cancel: sacctmgr's round trip (0.27 s on the testbed)
 LATE_MARGIN_S = 0.1  # a cancel expected closer to the pass than this is not tried
 
@@ -233,5 +234,3 @@ def pass_read(snap: Snapshot, sid: int) -> dict:
             "pass_before": snap.usage_at, "by": "control", "top": [r.account for r in top if r.raw_usage > 0],
             "running": {q.job_id: q.start for q in snap.queue if q.state == "RUNNING" and q.start is not None}}
 
-
-TOP_ACCOUNTS = 20  # the trim reads root's usage and that of the 20 largest top-level accounts (one sshare)

@@ -184,6 +184,11 @@ def _private(path: Path) -> None:
             os.chmod(p, st.st_mode & 0o700)
 
 
+def db_file(db: sqlite_utils.Database) -> str | None:
+    """The history's file, None for an in-memory one."""
+    return next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), None) or None
+
+
 @contextmanager
 def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
     """One transaction; a lock or I/O error inside it becomes a StoreError, nothing half-written."""
@@ -191,7 +196,7 @@ def transaction(db: sqlite_utils.Database) -> Iterator[sqlite_utils.Database]:
         with db.atomic():
             yield db
     except sqlite3.OperationalError as e:
-        path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "?")
+        path = db_file(db) or "?"
         if "locked" in str(e) or "busy" in str(e):
             raise StoreError(f"history database {path} is locked by another process, nothing was written ({e})") from None
         if "full" in str(e) or (path != "?" and _disk_full(Path(path))):

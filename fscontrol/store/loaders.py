@@ -448,3 +448,20 @@ def ended_jobs(db: sqlite_utils.Database, cluster: str, after_snapshot_id: int, 
         "JOIN snapshots s ON s.id = j.snapshot_id WHERE s.cluster = ? AND j.snapshot_id > ? "
         "AND j.state != 'RUNNING' AND j.end >= ? AND j.end < ?",
         [cluster, after_snapshot_id, end_from, end_before]).fetchall()
+
+
+def snapshot_times(db: sqlite_utils.Database, cluster: str) -> list[float]:
+    """When each snapshot of `cluster` was taken, in snapshot order."""
+    return [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
+
+
+def knows_pass_times(db: sqlite_utils.Database, cluster: str) -> bool:
+    """Whether any snapshot of `cluster` knows the decay pass its usage is from (usage_at)."""
+    return db.execute("SELECT count(usage_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()[0] > 0
+
+
+def pass_times(db: sqlite_utils.Database, cluster: str, first_id: int, last_id: int) -> list[tuple]:
+    """(usage_at, window_end) of the snapshots of `cluster` with ids in [first_id, last_id], in
+    order: the pass each one's usage is from (None where not known) and the end of its sacct window."""
+    return db.execute("SELECT usage_at, window_end FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
+                      [cluster, first_id, last_id]).fetchall()
