@@ -211,7 +211,7 @@ class Bound:
 
 
 def bind(m: FairShareModel, pending: Sequence, running: Sequence, billing: Mapping[str, float], now: float) -> Bound:
-    """`pending` / `running`: the QJobs in the estimate's key order; billing from `parse_billing`
+    """`pending` / `running`: the StartJobs in the estimate's key order; billing from `parse_billing`
     (a job without one is billed its CPUs, as TRESBillingWeights' default)."""
     assoc, rate = [], []
     for j in list(pending) + list(running):
