@@ -108,6 +108,8 @@ def easy_arrivals(new: list[int], keys: list[Any], head: Any, mask: int, size: l
             return None
     if free <= 0 or (len(new) == 1 and size[new[0] & mask] > free):  # nothing starts (the usual case)
         return [], extra
+    if extra < 0 and shadow == -math.inf:  # the kept state starts nothing behind the head (no backfill)
+        return [], extra
     nq = [kq for _, kq in sorted(zip(keys, new))] if len(new) > 1 else new
     started, _, extra = easy_backfill(nq, mask, size, est, t, free, 0, None, shadow, extra)
     return started, extra
