@@ -36,7 +36,7 @@ from fscontrol.forecast import start as st  # noqa: E402
 from fscontrol.sim.slurmsched import SlurmSched  # noqa: E402
 
 
-def queue(seed: int, nodes: int, pending: int, users: int, now: float) -> list[st.QJob]:
+def queue(seed: int, nodes: int, pending: int, users: int, now: float) -> list[st.StartJob]:
     rng = random.Random(seed)
     jobs = []
     total = nodes * 128
@@ -45,13 +45,13 @@ def queue(seed: int, nodes: int, pending: int, users: int, now: float) -> list[s
     while used < total:
         c = min(total - used, max(1, int(math.exp(rng.uniform(0, math.log(128))))))
         lim = rng.uniform(3600, 48 * 3600)
-        jobs.append(st.QJob(str(i), f"u{rng.randrange(users)}", "a", "p", "RUNNING", c, lim, now - rng.uniform(0, lim),
+        jobs.append(st.StartJob(str(i), f"u{rng.randrange(users)}", "a", "p", "RUNNING", c, lim, now - rng.uniform(0, lim),
                             0.0, "None", now - lim))
         used += c
         i += 1
     for _ in range(pending):
         c = max(1, int(math.exp(rng.uniform(0, math.log(256)))))
-        jobs.append(st.QJob(str(i), f"u{rng.randrange(users)}", "a", "p", "PENDING", c, rng.uniform(600, 48 * 3600),
+        jobs.append(st.StartJob(str(i), f"u{rng.randrange(users)}", "a", "p", "PENDING", c, rng.uniform(600, 48 * 3600),
                             None, float(rng.randrange(10**6)), "Priority", now - 60))
         i += 1
     return jobs

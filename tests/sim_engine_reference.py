@@ -1,5 +1,7 @@
 """REFERENCE COPY of fscontrol/sim/engine.py as it was before the size/estimate index (issue #15),
-kept verbatim so tests can check the new engine gives the same schedule. Do not edit.
+kept verbatim so tests can check the new engine gives the same schedule. Do not edit (one
+change since: simultaneous arrivals tried in queue order, the engine's bug fixed in both, review
+#29 item 4).
 
 The discrete-event core: a heap of job ends, a sorted pending queue, one pass per event time.
 
@@ -253,7 +255,9 @@ def simulate(
         for i in new:
             if key_of(i) < easy_headkey:
                 return False
-        for i in new:
+        # in queue order, as a full pass (the one change to the verbatim copy: it tried them in
+        # the workload's list order, a bug the engine had too, review #29 item 4)
+        for i in sorted(new, key=key_of):
             s = size[i]
             if s <= free:
                 if t + est[i] <= easy_shadow:

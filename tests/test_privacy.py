@@ -322,7 +322,7 @@ def test_without_private_data_the_gate_s_accounts_are_published_by_name():
 def test_why_says_the_gate_s_numbers_are_not_published_to_the_user_under_private_data():
     from fscontrol.forecast import waits
 
-    held = waits.QJob("9", "carol", "chem", "normal", "PENDING", 2, 0, 0, "JobHeldAdmin", "2026-11-26T10:00:00", "",
+    held = waits.WaitJob("9", "carol", "chem", "normal", "PENDING", 2, 0, 0, "JobHeldAdmin", "2026-11-26T10:00:00", "",
                       "fscontrol:hold")
     snap = _snapshot(("jobs",))
     gate = pub.build_published(snap, gate=_gate(snap))["gate"]

@@ -14,7 +14,7 @@ SC = SlurmSched(node_cpus=128)
 
 
 def job(i, user, state, cpus, limit, start=None, prio=0.0, reason="Priority"):
-    return st.QJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, NOW - 100)
+    return st.StartJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, NOW - 100)
 
 
 def by_id(ests):
@@ -193,12 +193,12 @@ def test_a_gpu_job_waits_for_the_gpus_with_cpus_free():
     # 128 CPUs and 4 GPUs; alice holds the 4 GPUs on 2 CPUs until NOW + 500: bob's 2-GPU job on 2
     # CPUs counts as max(2, 2 x 128 / 4 = 64) CPUs, alice's as 128: it starts at NOW + 500, not now
     # (126 CPUs are free)
-    alice = st.QJob("1", "alice", "a", "normal", "RUNNING", 2, 600, NOW - 100, 0.0, "None", NOW - 200, 4)
-    bob = st.QJob("2", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 2)
+    alice = st.StartJob("1", "alice", "a", "normal", "RUNNING", 2, 600, NOW - 100, 0.0, "None", NOW - 200, 4)
+    bob = st.StartJob("2", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 2)
     e = by_id(st.estimate([alice, bob], now=NOW, total_cpus=128, sched=SC, total_gpus=4))
     assert e["2"].start == NOW + 500
     e = by_id(st.estimate([alice, bob], now=NOW, total_cpus=128, sched=SC))  # a cluster without GPUs: a reason
     assert e["2"].start is None and e["2"].reason == "needs 2 GPUs, more than the 0 there are"
-    big = st.QJob("3", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 8)
+    big = st.StartJob("3", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 8)
     assert by_id(st.estimate([alice, big], now=NOW, total_cpus=128, sched=SC, total_gpus=4))["3"].reason == \
         "needs 8 GPUs, more than the 4 there are"

@@ -13,7 +13,7 @@ AGE = (1000.0, 600.0, 60.0)  # PriorityWeightAge 1000, PriorityMaxAge 10 min, Pr
 
 
 def job(i, user, state, cpus, limit, start=None, prio=0.0, submit=NOW, reason="Priority"):
-    return st.QJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, submit)
+    return st.StartJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, submit)
 
 
 def test_a_younger_job_overtakes_one_at_the_maximum_age():

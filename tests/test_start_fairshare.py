@@ -32,7 +32,7 @@ def rows(ua: float = 100_000, ub: float = 100_000) -> list[ShareRow]:
 
 
 def job(i, user, acct, state, cpus, limit, start=None, prio=0.0):
-    return st.QJob(str(i), user, acct, "normal", state, cpus, limit, start, prio, "Priority" if state == "PENDING" else "None",
+    return st.StartJob(str(i), user, acct, "normal", state, cpus, limit, start, prio, "Priority" if state == "PENDING" else "None",
                    NOW)
 
 

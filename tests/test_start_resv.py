@@ -22,7 +22,7 @@ SC = SlurmSched(node_cpus=128)
 
 
 def job(i, user, state, cpus, limit, start=None, prio=0.0, reason="Priority", resv=""):
-    return st.QJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, NOW - 100, reservation=resv)
+    return st.StartJob(str(i), user, "a", "normal", state, cpus, limit, start, prio, reason, NOW - 100, reservation=resv)
 
 
 def resv(name, begin, end, cpus, *flags):

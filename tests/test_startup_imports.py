@@ -63,7 +63,7 @@ from fscontrol.slurm import parse
 from fscontrol.forecast.why import diagnose, format_all
 data, _ = pub.read_published({str(published)!r}, head_only=True)
 assert data["associations"] == [] and "gate" in data
-job = waits.QJob("20", "dave", "flat", "normal", "PENDING", 1, 100, 0, "Priority", "2026-11-26T10:00:00", "", "")
+job = waits.WaitJob("20", "dave", "flat", "normal", "PENDING", 1, 100, 0, "Priority", "2026-11-26T10:00:00", "", "")
 parts = {{"normal": waits.Partition("normal", 1, "UP", frozenset({{"n1"}}))}}
 d = diagnose(job, [job, job], line=None, partitions=parts, weights={{}}, max_age_s=3600, favor_small=False,
              mode="classic", now=0.0, gate_pub=data.get("gate"))

@@ -68,7 +68,7 @@ from fscontrol.forecast import reasons, waits  # noqa: E402
 
 def _q(job_id, *, user="dave", account="flat", partition="normal", state="PENDING", cpus=1, priority=100, nice=0,
        reason="Priority", submit="2026-11-26T10:00:00", reservation="", comment=""):
-    return waits.QJob(job_id, user, account, partition, state, cpus, priority, nice, reason, submit, reservation, comment)
+    return waits.WaitJob(job_id, user, account, partition, state, cpus, priority, nice, reason, submit, reservation, comment)
 
 
 PARTS = {"normal": waits.Partition("normal", 1, "UP", frozenset({"n1", "n2"})),
@@ -374,7 +374,7 @@ def test_the_limit_a_job_waits_on_is_read_with_its_value():
 def test_a_job_waiting_for_resources_with_gpus_is_told_it_waits_for_gpus():
     """Issue #33 item 5: reason Resources for a job that asks for GPUs names them (a GPU job can wait
     with every CPU free); one without GRES keeps the CPUs, nodes or memory words."""
-    gpu = waits.QJob("21", "bob", "physics", "normal", "PENDING", 2, 100, 0, "Resources", "2026-11-26T10:00:00", "", "",
+    gpu = waits.WaitJob("21", "bob", "physics", "normal", "PENDING", 2, 100, 0, "Resources", "2026-11-26T10:00:00", "", "",
                      "gres/gpu:2 per node")
     d = why.diagnose(gpu, [gpu], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
                      mode="classic", now=0.0)
@@ -383,7 +383,7 @@ def test_a_job_waiting_for_resources_with_gpus_is_told_it_waits_for_gpus():
     d = why.diagnose(plain, [plain], line=None, partitions=PARTS, weights=WEIGHTS, max_age_s=3600, favor_small=False,
                      mode="classic", now=0.0)
     assert "GPU" not in d["reason_text"] and "CPUs, nodes or memory" in d["reason_text"]
-    other = waits.QJob("23", "bob", "physics", "normal", "PENDING", 2, 100, 0, "Resources", "2026-11-26T10:00:00", "", "",
+    other = waits.WaitJob("23", "bob", "physics", "normal", "PENDING", 2, 100, 0, "Resources", "2026-11-26T10:00:00", "", "",
                        "gres/fpga:1 per job")
     assert "generic resources (GRES)" in why.diagnose(other, [other], line=None, partitions=PARTS, weights=WEIGHTS,
                                                        max_age_s=3600, favor_small=False, mode="classic",

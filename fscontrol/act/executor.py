@@ -262,7 +262,7 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
     that works behind an exit code an admin learns to ignore (issue #30)."""
     from fscontrol.act import slurmconf
 
-    cluster = decision_cluster(db, did)
+    cluster = store_ledger.decision_cluster(db, did)
     d = dec.d_target
     argv = ("edit", path or "(unknown slurm.conf)", f"FairShareDampeningFactor={d}") + (
         ("scontrol reconfigure",) if cc.persist_reconfigure else ())
@@ -337,5 +337,3 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
 _NONE = object()
 
 
-def decision_cluster(db: Database, decision_id: int) -> str:
-    return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]

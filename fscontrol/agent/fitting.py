@@ -42,7 +42,7 @@ def _read_fit_history(db: Database, cluster: str, last: int | None, running: boo
     if not ids:
         return store_loaders.usage_history(db, cluster), None
     lo, hi = ids[0], ids[-1]
-    path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "")
+    path = store.db_file(db)
     if not path:
         hist = store_loaders.usage_history(db, cluster)
         return hist, store_loaders.read_job_charges(db.conn, lo, int(hist.ids[-1]) if hist.ids.size else hi, running=running)
@@ -81,8 +81,7 @@ def _at_the_passes(db: Database, cluster: str, hist, ids, times, charge, jobs):
 
     from fscontrol.model.fit import at_the_passes
 
-    rows = db.execute("SELECT usage_at, window_end FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
-                      [cluster, int(ids[0]), int(ids[-1])]).fetchall()
+    rows = store_loaders.pass_times(db, cluster, int(ids[0]), int(ids[-1]))
     at = np.array([np.nan if a is None else a for a, _ in rows], dtype=float)
     if at.shape != times.shape or not np.isfinite(at).any():
         return times, charge
@@ -105,7 +104,7 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
             raise NotFoundError("no history yet" if not names else f"several clusters in the history, pick one with -M: {', '.join(names)}")
         cluster = names[0]
     config = store.latest_config(db, cluster)
-    taken = [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
+    taken = store_loaders.snapshot_times(db, cluster)
     if len(thin_to_period(taken[-last:] if last else taken, max(config.calc_period_s, 1))) < 3:
         # said before numpy loads: a young history, every tick
         raise NotFoundError(f"cannot fit the decay of {cluster} yet: too few snapshot pairs to fit "
@@ -115,7 +114,7 @@ def fit_history(db: Database, cluster: str | None, *, last: int | None = None, n
     from fscontrol.model import fit as fitmod
 
     # snapshots that know their pass (usage_at): the jobs are read with their running billing too
-    timed = db.execute("SELECT count(usage_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()[0] > 0
+    timed = store_loaders.knows_pass_times(db, cluster)
     hist, jobs = _read_fit_history(db, cluster, last, running=timed)
     times, ids, usage_all = hist.times, hist.ids, hist.usage
     if last:

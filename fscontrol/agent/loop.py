@@ -316,13 +316,13 @@ def run_loop(cfg, make_source: SourceFactory, db_path: Path, clusters: list[str 
 
     @unless_closing
     def watch_job(name: str | None) -> None:
-        d_job("watch", pipeline.watch_damping, name)
+        d_job("watch", trimpad.watch_damping, name)
 
     passes_at: dict = {}  # the coming decay pass by cluster, for the trim (padding_mode = "trim": too late to pad?)
 
     @unless_closing
     def trim_job(name: str | None) -> None:
-        d_job("trim", lambda *a, **kw: pipeline.trim_damping(*a, pass_at=passes_at.get(name), **kw), name)
+        d_job("trim", lambda *a, **kw: trimpad.trim_damping(*a, pass_at=passes_at.get(name), **kw), name)
 
     @unless_closing
     def pad_job(name: str | None) -> None:

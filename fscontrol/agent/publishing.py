@@ -219,8 +219,7 @@ def _gate_published(db: Database, cfg, cc, snap) -> dict | None:
 
 def _db_file(db: Database) -> str | None:
     """The history's file (the site secret lives beside it), None for an in-memory one."""
-    row = db.execute("PRAGMA database_list").fetchone()
-    return row[2] if row and row[2] else None
+    return store.db_file(db)
 
 
 def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
@@ -228,7 +227,7 @@ def metrics_text(db: Database, cfg, clusters: list[str] | None = None) -> str:
     from fscontrol.export import metrics, privacy
     from fscontrol.report import status as rstatus
 
-    names = clusters or [r[0] for r in db.execute("SELECT DISTINCT cluster FROM snapshots ORDER BY 1")]
+    names = clusters or store.clusters(db)
     state = {}
     for name in names:
         try:

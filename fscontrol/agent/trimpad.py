@@ -1,4 +1,7 @@
-"""Hybrid's padding into the pass's own read (padding_mode = "trim", issue 30, docs/control.md).
+"""The loop's damping steps around a decay pass: its reconfigure watch (`watch_damping`), its trim
+just before the pass (`trim_damping`) and what a control tick records of its read for them and
+for the halving the pass used (`pass_read`, agent_state PASS_READ); and hybrid's padding into the
+pass's own read (padding_mode = "trim", issue 30, docs/control.md).
 
 On a busy cluster the usage a pass will read is known only at the trim, the agent's root read
 just before the pass. Padding planned a pass ahead misses by what jobs charge in between (~1.4%
@@ -25,11 +28,16 @@ import math
 import time
 
 from fscontrol.act import executor
+from fscontrol.records import Snapshot
+from fscontrol.slurm import parse
+from fscontrol.slurm.source import SlurmSource
+from fscontrol.store.connection import Database
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
 
 TRIM_PAD = "trim_pad"  # agent_state: the padding jobs and the pass before, from the control tick
-PASS_READ = "pass_read"  # pipeline.PASS_READ (pipeline imports this module)
+PASS_READ = "pass_read"  # agent_state: the agent's last read of root's usage before a decay pass
+TOP_ACCOUNTS = 20  # the trim reads root's usage and that of the 20 largest top-level accounts (one sshare)
 CANCEL_LATENCY_S = 0.3  # the trim's read to the cancel: sacctmgr's round trip (0.27 s on the testbed)
 LATE_MARGIN_S = 0.1  # a cancel expected closer to the pass than this is not tried
 
@@ -100,7 +108,7 @@ def trim(source, db, cc, cluster: str, last: dict, d_last: int, total: float, st
     done = executor.actions_tick(db, source.run, cluster, "trim", plan, apply, started, budget_s)
     cancels = [a for a in done if a.kind == "cancel_dummy"]
     if apply and cancels and all(a.status == "ok" for a in done if a.kind in ("set_usage_factor", "cancel_dummy")):
-        # the record of the halving Slurm used (pipeline._halving_slurm_used) starts from the trim's
+        # the record of the halving Slurm used (pipeline.halving_slurm_used) starts from the trim's
         # read: the padding charged at the cancel is in what the pass read (the QOS is back at 0 by
         # the next snapshot, so the ended job's own charge is not counted again there)
         read = store_ledger.get_state(db, cluster, PASS_READ)
@@ -136,3 +144,93 @@ def start_pad(source, db, cfg, *, apply: bool, name: str | None = None):
         store_ledger.set_state(db, cluster, TRIM_PAD, st, started)
     done = executor.actions_tick(db, source.run, cluster, "pad", plan, apply, started, cfg.slurm_timeout_s)
     return done[-1]
+
+
+def watch_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None):
+    """The loop's cheap reconfigure watch: one RPC (`scontrol show config`). When slurmctld's d is
+    not the one the agent last set (a reconfigure or a restart put slurm.conf's back), set it
+    again at once, recorded like any action (intent first). Returns the action, or None when
+    there is nothing to do. Bound: a decay pass uses the wrong d only when it falls within one
+    watch interval of the revert (with persist = true, on slurm.conf's d, within persist_tolerance of
+    the agent's unless persist_interval held the write back)."""
+    from fscontrol.act import actions as act
+
+    started = time.time()
+    conf_out = source.config()
+    conf = parse.parse_config(conf_out.stdout, " ".join(conf_out.argv))
+    cluster = source.cluster or name or conf.cluster
+    cc = cfg.cluster(cluster)
+    if cc.method not in ("damping", "hybrid") or conf.mode != "classic" or store_ledger.get_state(db, cluster, "acting_off"):
+        return None
+    d_last = store_ledger.last_applied_damping(db, cluster)
+    if d_last is None or d_last == conf.damping_factor:
+        return None
+    a = act.set_damping(d_last, f"watch: slurmctld's d is {conf.damping_factor} (a reconfigure or a restart?), "
+                                f"the agent holds {d_last}")
+    return executor.one_action_tick(db, source.run, cluster, "watch", a, apply, started, cfg.tick_deadline_s)
+
+
+def trim_damping(source: SlurmSource, db: Database, cfg, *, apply: bool, name: str | None = None,
+                 pass_at: float | None = None):
+    """The loop's last word before a decay pass (agent.pass_trim ahead of it): d for the usage the
+    pass will read, from root's RawUsage alone (one small RPC), with the last decision's S_ref
+    and u*. Jobs that end between the control tick (agent.pass_lead ahead) and the pass charge
+    their last stretch at once; this catches all but the last fraction of a second of them.
+    Recorded like any action (intent first). Returns the action, or None when d stays. Only d:
+    the padding for the pass was set by the control tick; with persist = true the next control
+    tick writes slurm.conf if a restart would start too far off (persist_tolerance, persist_interval).
+    padding_mode = "trim": d and the padding together (`trim`, above); `pass_at`, the coming
+    pass where the loop knows it: no padding when the cancel could land after it."""
+    from fscontrol.act import actions as act
+    from fscontrol.act import control
+
+    started = time.time()
+    cc = cfg.cluster(source.cluster or name)
+    cluster = source.cluster or name or cc.name
+    if cc.method not in ("damping", "hybrid") or not cc.target_usage or not cluster or store_ledger.get_state(db, cluster, "acting_off"):
+        return None
+    last = store_ledger.last_decision(db, cluster)
+    d_last = store_ledger.last_applied_damping(db, cluster)
+    if (last is None or not last.get("s_ref") or last.get("advise_only") or d_last is None
+            or started - float(last.get("decided_at") or 0) > 120):
+        return None  # no fresh decision to trim (the control tick did not run just now)
+    read = store_ledger.get_state(db, cluster, PASS_READ)
+    fresh = bool(read and read.get("raw") is not None and read.get("snapshot_id") == last.get("snapshot_id"))
+    # with root, the largest top-level accounts (the record of the pass reads root's usage from them)
+    out = source.root_usage(tuple(read.get("top") or ()) if fresh else ())
+    total = parse.parse_root_usage(out.stdout, " ".join(out.argv))
+    if fresh:
+        # the last read before the pass: the halving Slurm used is recorded from it (pipeline.halving_slurm_used)
+        accounts = parse.parse_account_usage(out.stdout, " ".join(out.argv))
+        read.update(at=out.finished_at, mid=(out.started_at + out.finished_at) / 2, raw=float(total), by="trim",
+                    control_at=read.get("control_at", read["at"]), control_raw=read.get("control_raw", read["raw"]),
+                    top_raw={a: float(accounts[a]) for a in read.get("top") or () if a in accounts})
+        with store.transaction(db):
+            store_ledger.set_state(db, cluster, PASS_READ, read, out.finished_at)
+    if total <= 0:
+        return None
+    if active(cc):  # d and the padding into this pass's own read, together
+        return trim(source, db, cc, cluster, last, d_last, float(total), started, apply, cfg.slurm_timeout_s,
+                    pass_at=pass_at)
+    ideal = cc.target_usage / (float(last["s_ref"]) * total)
+    d = control.clamp_d(round(ideal)) if cc.method == "hybrid" else control.choose_damping(ideal, d_last, cc.hysteresis)
+    d = min(d, cc.max_damping)  # never above the config's bound (as the control tick)
+    if d == d_last:
+        return None
+    a = act.set_damping(d, f"trim before the pass: root's RawUsage {total} ({total / 3600:,.2f} core-hours), ideal d {ideal:.2f} "
+                           f"(the control tick had set {d_last})")
+    return executor.one_action_tick(db, source.run, cluster, "trim", a, apply, started, cfg.slurm_timeout_s)
+
+
+def pass_read(snap: Snapshot, sid: int) -> dict:
+    """What a control tick read before the coming pass, for the halving that pass used
+    (pipeline.halving_slurm_used): root's RawUsage and when, the pass before it, and when each running job
+    started (a job that ends before the pass charges its tail from the later of its start and
+    that pass). The trim (trim_damping) replaces `raw`/`at` with its later read."""
+    root = snap.root
+    top = sorted((r for r in snap.shares if r.depth == 1 and not r.user and not r.shares_parent),
+                 key=lambda r: -r.raw_usage)[:TOP_ACCOUNTS]
+    return {"snapshot_id": sid, "at": snap.taken_at, "raw": float(root.raw_usage) if root else None,
+            "pass_before": snap.usage_at, "by": "control", "top": [r.account for r in top if r.raw_usage > 0],
+            "running": {q.job_id: q.start for q in snap.queue if q.state == "RUNNING" and q.start is not None}}
+

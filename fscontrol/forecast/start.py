@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from fscontrol.errors import EstimateTooCostly, NotFoundError
 from fscontrol.forecast import resvplan, startfs
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
-    SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, QJob, gpu_count,
+    SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, StartJob, gpu_count,
     age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
@@ -363,7 +363,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     return started
 
 
-def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmSched,
+def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: SlurmSched,
              fractions: Mapping[str, float] | None = None, hidden_cpus: int = 0,
              users: set[str] | None = None, job_ids: set[str] | None = None,
              horizon_s: float = HORIZON_S, total_gpus: int = 0, windows: Sequence[resvplan.Window] = (),
@@ -382,7 +382,7 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     pass (startfs), else held."""
     fr = dict(fractions or {})
 
-    def size(j: QJob) -> int:
+    def size(j: StartJob) -> int:
         if j.gpus and total_gpus:
             return max(j.cpus, min(total_cpus, math.ceil(j.gpus * total_cpus / total_gpus)))
         return j.cpus
@@ -391,7 +391,7 @@ def estimate(jobs: Sequence[QJob], *, now: float, total_cpus: int, sched: SlurmS
     pend = [j for j in jobs if j.state == "PENDING"]
     pend.sort(key=lambda j: (-j.priority, int(j.job_id.split("_")[0]) if j.job_id.split("_")[0].isdigit() else 0))
     out: dict[str, Estimate] = {}
-    playable: list[QJob] = []
+    playable: list[StartJob] = []
     widx: dict[str, int] = {}  # a job in a repeating reservation: its first occurrence
     for k, w in enumerate(windows):
         widx.setdefault(w.name, k)

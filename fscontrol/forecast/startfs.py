@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from fscontrol.model.decay import decay_factor_per_second
 from fscontrol.model.fairshare import TreeError, build_tree, effective_usage_rule, norm_shares_of
@@ -43,6 +44,29 @@ MAX_PENDING = 1000
 MAX_FAIR_TREE_ASSOCS = 20000
 # the billing each job is charged at (squeue: allocated TRES when running, requested when pending)
 SQUEUE_TRES_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,Tres:0|")
+
+
+class ArrayCache:
+    """Where a FairShareModel keeps its tuples as numpy arrays once made (`arrays`): a mutable
+    holder the frozen model refers to, so the model itself never changes."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: ModelArrays | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelArrays:
+    """A FairShareModel's tuples as numpy arrays (`arrays`)."""
+
+    kind: Any
+    weight: Any
+    fsp: Any
+    levels: list  # one index array per level, root's first
+    shares: Any
+    desc: Any  # with anc: every (association, one of its chain) pair, for charging a chain at once
+    anc: Any
 
 
 @dataclass(frozen=True)
@@ -65,6 +89,7 @@ class FairShareModel:
     # Fair Tree (PriorityFlags without NO_FAIR_TREE): the tree the ranks are taken over (F is then
     # sim.ftrank's rank / users, not the classic formula, and kind/weight/shares/levels are empty)
     tree: object | None = None
+    cache: ArrayCache = field(default_factory=ArrayCache, compare=False, repr=False)
 
 
 def fairshare_model(rows: Sequence[ShareRow], pairs: Mapping[str, str]) -> tuple[FairShareModel | None, str]:
@@ -133,16 +158,16 @@ def parse_billing(text: str) -> dict[str, float]:
     return out
 
 
-def _arrays(m: FairShareModel, np) -> None:
-    """The model's tuples as numpy arrays, once (kept on the model)."""
-    if hasattr(m, "_np"):
-        return
-    object.__setattr__(m, "_np", (np.asarray(m.kind), np.asarray(m.weight), np.asarray(m.fsp)))
-    object.__setattr__(m, "_np_levels", [np.asarray(lv, dtype=np.intp) for lv in m.levels])
-    object.__setattr__(m, "_np_s", np.asarray(m.shares))
-    desc = [d for d, a in enumerate(m.anc) for _ in a]
-    object.__setattr__(m, "_np_pairs", (np.asarray(desc, dtype=np.intp),
-                                        np.asarray([x for a in m.anc for x in a], dtype=np.intp)))
+def arrays(m: FairShareModel, np) -> ModelArrays:
+    """The model's tuples as numpy arrays, made once (kept in the model's cache)."""
+    a = m.cache.value
+    if a is None:
+        desc = [d for d, c in enumerate(m.anc) for _ in c]
+        a = m.cache.value = ModelArrays(np.asarray(m.kind), np.asarray(m.weight), np.asarray(m.fsp),
+                                        [np.asarray(lv, dtype=np.intp) for lv in m.levels], np.asarray(m.shares),
+                                        np.asarray(desc, dtype=np.intp),
+                                        np.asarray([x for c in m.anc for x in c], dtype=np.intp))
+    return a
 
 
 def _ranker(m: FairShareModel):
@@ -157,18 +182,18 @@ def _ranker(m: FairShareModel):
 
 def factors(m: FairShareModel, usage, np):
     """F of every association (numpy) at these RawUsages: model.fairshare's classic rules."""
-    _arrays(m, np)
+    a = arrays(m, np)
     total = usage[0]
     un = np.minimum(1.0, usage / total) if total > 0 else np.zeros_like(usage)
     ue = np.empty_like(usage)
     ue[0] = 1.0
-    kind, w, fsp = m._np  # type: ignore[attr-defined]
-    for lv in m._np_levels:  # type: ignore[attr-defined]
+    kind, w, fsp = a.kind, a.weight, a.fsp
+    for lv in a.levels:
         par = ue[fsp[lv]]
         u = un[lv]
         k = kind[lv]
         ue[lv] = np.where(k == 0, u, np.where(k == 2, u + (par - u) * w[lv], par))
-    s = m._np_s  # type: ignore[attr-defined]
+    s = a.shares
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(s > 0, np.exp2(-(ue / np.where(s > 0, s, 1.0)) / m.damping), 0.0)
     return f
@@ -186,7 +211,7 @@ class Bound:
 
 
 def bind(m: FairShareModel, pending: Sequence, running: Sequence, billing: Mapping[str, float], now: float) -> Bound:
-    """`pending` / `running`: the QJobs in the estimate's key order; billing from `parse_billing`
+    """`pending` / `running`: the StartJobs in the estimate's key order; billing from `parse_billing`
     (a job without one is billed its CPUs, as TRESBillingWeights' default)."""
     assoc, rate = [], []
     for j in list(pending) + list(running):
@@ -238,7 +263,7 @@ class Passes:
         if fs is not None:
             run_ends = self._raw[2]
             m = fs.model
-            _arrays(m, np)
+            arrays(m, np)
             self.usage = np.asarray(m.usage, dtype=float)
             # the F in the priorities now: slurmctld's F lags RawUsage by one pass (it is computed
             # from the usage before the pass's charges), so sshare's RawUsage is the next pass's F.
@@ -308,7 +333,8 @@ class Passes:
         if self.dirty:  # charged: the next pass's F moves
             ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0)
             per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
-            desc, anc = m._np_pairs  # type: ignore[attr-defined]
+            pairs = arrays(m, np)
+            desc, anc = pairs.desc, pairs.anc
             self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
         return moved
 
@@ -326,7 +352,8 @@ class Passes:
         if ov.any():
             ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0) / self.G
             per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
-            desc, anc = m._np_pairs  # type: ignore[attr-defined]
+            pairs = arrays(m, np)
+            desc, anc = pairs.desc, pairs.anc
             self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
             touched = np.nonzero(per)[0].tolist()
         changed = self.ranker.update(self.usage.tolist(), touched) if touched else {}

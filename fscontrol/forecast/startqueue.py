@@ -24,7 +24,11 @@ SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
 
 
 @dataclass(frozen=True, slots=True)
-class QJob:
+class StartJob:
+    """A job as the start-time estimate reads it (SQUEUE_START_ARGS): its size, time limit, start
+    and priority, for the replay of the queue (forecast/start.py). forecast/waits.WaitJob is the
+    job as `why` reads it."""
+
     job_id: str
     user: str
     account: str
@@ -42,7 +46,7 @@ class QJob:
 
 
 
-def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[QJob]:
+def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[StartJob]:
     out = []
     for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -59,7 +63,7 @@ def parse_queue(text: str, command: str = " ".join(SQUEUE_START_ARGS)) -> list[Q
         start = parse_time(f[7]) if f[7] not in ("N/A", "Unknown", "") else None
         submit = parse_time(f[10]) if f[10] not in ("N/A", "Unknown", "") else None
         resv = f[11] if len(f) >= 12 and f[11] not in ("(null)", "N/A") else ""
-        out.append(QJob(f[0], f[1], f[2], f[3], f[4], cpus, None if lim is None else float(lim), start, prio,
+        out.append(StartJob(f[0], f[1], f[2], f[3], f[4], cpus, None if lim is None else float(lim), start, prio,
                         f[9], submit, reservation=resv, own_id=f[12] if len(f) == 13 else ""))
     return out
 
@@ -151,7 +155,7 @@ def age_params(pairs: Mapping[str, str]) -> tuple[float, float, float] | None:
     return (w, float(m or 7 * 86400), float(p or 300)) if w > 0 else None
 
 
-def pending_row(source, jobs: Sequence[QJob], job_id: str) -> str:
+def pending_row(source, jobs: Sequence[StartJob], job_id: str) -> str:
     """The row of the queue (`jobs`, SQUEUE_START_ARGS's) that is the pending job `job_id` names: its
     own row, else the one whose own id (%A) squeue gives that name (slurm.jobid: an array task
     123_4 of a pending 123_[1-5], a het component 123+1 by its own id); NotFoundError (exit 6) with

@@ -41,7 +41,10 @@ _HOLD_REASONS = ("JobHeldUser", "JobHeldAdmin")
 
 
 @dataclass(frozen=True, slots=True)
-class QJob:
+class WaitJob:
+    """A job as `why` reads it (QUEUE_ARGS): its priority, nice, reason, hold and marks, for why it
+    waits. forecast/startqueue.StartJob is the job as the start-time estimate reads it."""
+
     job_id: str
     user: str
     account: str
@@ -67,7 +70,7 @@ def _id_key(job_id: str) -> tuple[int, int]:
     return (int(head) if head.isdigit() else 0, int(task) if task.isdigit() else -1)
 
 
-def parse_queue(text: str, command: str = " ".join(QUEUE_ARGS)) -> list[QJob]:
+def parse_queue(text: str, command: str = " ".join(QUEUE_ARGS)) -> list[WaitJob]:
     """The rows of QUEUE_ARGS (no header)."""
     n = QUEUE_FORMAT.count(",") + 1
     out = []
@@ -85,7 +88,7 @@ def parse_queue(text: str, command: str = " ".join(QUEUE_ARGS)) -> list[QJob]:
             raise ParseError(command, "CPUs, priority or nice is not a number", no, line) from None
         empty = ("", "(null)", "N/A", "None")
         gres = [f"{x} per node" if i == 0 else f"{x} per job" for i, x in enumerate(v[11:13]) if x not in empty]
-        out.append(QJob(v[0], v[1], v[2], v[3], v[4], cpus, prio, nice, v[8], v[9],
+        out.append(WaitJob(v[0], v[1], v[2], v[3], v[4], cpus, prio, nice, v[8], v[9],
                         "" if v[10] in empty else v[10], "" if v[13] in empty else v[13], ", ".join(gres)))
     return out
 
@@ -120,7 +123,7 @@ def parse_partitions(show_text: str, sinfo_text: str) -> dict[str, Partition]:
     return out
 
 
-def order_key(j: QJob, tier: int) -> tuple:
+def order_key(j: WaitJob, tier: int) -> tuple:
     """Slurm's queue order (sort_job_queue2, without preemption): smaller comes first."""
     return (0 if j.reservation else 1, -tier, -j.priority, j.submit, _id_key(j.job_id))
 
@@ -133,7 +136,7 @@ INELIGIBLE = frozenset({"dependency", "begin_time", "never", "user_hold", "admin
                         "reservation"})
 
 
-def eligible(j: QJob) -> bool:
+def eligible(j: WaitJob) -> bool:
     """A pending job that the scheduler may start now (not held, not waiting on a dependency, a begin
     time, a limit, its partition or its reservation)."""
     from fscontrol.forecast.reasons import plain_reason
@@ -141,7 +144,7 @@ def eligible(j: QJob) -> bool:
     return not j.held and plain_reason(j.reason)[0] not in INELIGIBLE
 
 
-def queue_place(job: QJob, queue: Sequence[QJob], partitions: Mapping[str, Partition]) -> dict:
+def queue_place(job: WaitJob, queue: Sequence[WaitJob], partitions: Mapping[str, Partition]) -> dict:
     """Where the job stands among the pending jobs of its partition that may start now, in Slurm's
     order: how many have a higher priority, how many the same (and which of those win the tie), its
     place; and how many pending jobs that cannot start now (eligible() is false) were set aside."""
@@ -171,7 +174,7 @@ def queue_place(job: QJob, queue: Sequence[QJob], partitions: Mapping[str, Parti
     }
 
 
-def higher_tiers(job: QJob, queue: Sequence[QJob], partitions: Mapping[str, Partition],
+def higher_tiers(job: WaitJob, queue: Sequence[WaitJob], partitions: Mapping[str, Partition],
                  dummy: tuple[str, str] | None, names: Mapping[str, str] | None = None) -> dict | None:
     """The partitions with a higher PriorityTier that share a node with the job's partition, their
     jobs, and the agent's padding job among them (by the published dummy association, else by its
@@ -222,7 +225,7 @@ def padding_advice(p: Mapping, partition: str) -> str:
             f"{partition}'s jobs when the agent submits it again (each day, or after it ends)")
 
 
-def hold_of(job: QJob, gate_pub: Mapping | None, token: str | None, now: float) -> dict | None:
+def hold_of(job: WaitJob, gate_pub: Mapping | None, token: str | None, now: float) -> dict | None:
     """Whose hold or demotion it is, and for the SFS gate's: the account against its target from
     the published snapshot (`token`: the job's account's key there, privacy.run_key), and when the
     gate lifts it. None when the job is neither held nor demoted."""

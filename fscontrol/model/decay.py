@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from fscontrol.records import JobRecord, QosRow
+from fscontrol.records import JobRecord, QosRow, Snapshot
 
 LN2 = math.log(2.0)
 
@@ -270,3 +271,100 @@ def left_ratio(pairs: Iterable[tuple[float, float]]) -> float | None:
             lim += to_limit
             ran += min(max(ran_on, 0.0), to_limit)
     return None if lim <= 0 else ran / lim
+
+
+def root_used_by_accounts(raw_before: Mapping[str, float], snap: Snapshot, min_effective: float = 0.01) -> float | None:
+    """Root's usage as the pass used it, read from the top-level accounts (issue 30 item 2): a
+    classic pass sets each account's EffectvUsage to its RawUsage over root's, both as they stand
+    when the pass starts (priority_multifactor.c: _set_children_usage_efctv runs before the decay
+    and the running jobs' charges). So an account's RawUsage at the last read before the pass over
+    its EffectvUsage after it is root's usage at the pass exactly when no job of that account
+    ended in between, and less when one did (its tail is charged at its end). The largest over the
+    top-level accounts (not FairShare=parent; EffectvUsage >= `min_effective`, where sshare's six
+    decimals are within 0.005 points) is a lower bound that is exact as soon as one account had no
+    job ending in those seconds; it needs no job's end time, whose whole second cannot tell a job
+    that ended just before the pass from one that ended just after. `raw_before`: each top-level
+    account's RawUsage at that read (the trim's, or the control tick's snapshot). None under Fair Tree or depth
+    oblivious (another EffectvUsage), or without such an account."""
+    if snap.config.mode != "classic":
+        return None
+    best = None
+    for r in snap.shares:
+        if r.depth != 1 or r.user or r.shares_parent or r.effective_usage is None or r.effective_usage < min_effective:
+            continue
+        raw = raw_before.get(r.account)
+        if raw:
+            u = raw / r.effective_usage
+            best = u if best is None else max(best, u)
+    return best
+
+
+def halving_used(previous: Mapping[str, Any], snap: Snapshot, before: Sequence[tuple], read: Mapping[str, Any] | None,
+                 ended_since: Callable[[float, float], Iterable[tuple]],
+                 damping_at: Callable[[float | None], int]) -> tuple[float | None, float | None]:
+    """The halving Slurm's priorities used at the decay pass between the previous decision and
+    this snapshot, if one ran: S_ref x the d in force now x the total usage that pass started
+    from (EffectvUsage is computed from the usage the pass before left). A pass shows as any
+    user's EffectvUsage moving. (None, None) when no pass ran in between, or when more than one
+    did (a restart's start-up pass and a regular one: what the first read is not known).
+
+    The usage the pass started from (issue 30): the agent's last read before the pass (`read`,
+    agent_state pass_read: the control tick's, or the trim's if it read later and finished before
+    the pass), plus the tail every job that ended between that read and the pass was charged at
+    its end (usage_read_at_pass, from the jobs sacct shows in the snapshots since:
+    `ended_since(from, to)`, each (job id, qos, billing, cpus, start, end) ended in [from, to)).
+    Where the pass's time cannot be read (slurmctld's record not readable here) the control
+    tick's read alone. `previous`: the previous decision (its snapshot_id, s_ref); `before`: the
+    usage rows of its snapshot, (account, user, depth, raw_usage, effective_usage); `damping_at(pass
+    time)`: the d slurmctld held at the pass (None: its time not known)."""
+    ue_before = {(a, u): eff for a, u, _, _, eff in before if u}
+    ue_now = {r.key: r.effective_usage for r in snap.shares if r.user}
+    if ue_before == ue_now or previous.get("s_ref") is None:
+        return None, None
+    root = next((r for r in before if r[2] == 0), None)  # one root a cluster (parse_sshare: depth 0 is root alone)
+    if root is None:
+        return None, None
+    used = float(root[3])
+    pass_at = snap.usage_at
+    if read and read.get("snapshot_id") == previous["snapshot_id"] and read.get("raw") is not None and pass_at is not None:
+        period = snap.config.calc_period_s
+        control_at = float(read.get("control_at", read["at"]))
+        p_before = read.get("pass_before")
+        if pass_at - control_at > period + 1.0 or (p_before is not None and pass_at - float(p_before) > period + 1.5):
+            # more than one pass since the pass before the read (a restart's start-up pass and a
+            # regular one): which one read what is not known
+            return None, None
+        read_at, raw = float(read["at"]), float(read["raw"])
+        if read_at > pass_at:  # the trim's read finished after the pass: the control tick's
+            read_at, raw = control_at, float(read.get("control_raw", raw))
+        p0 = read.get("pass_before")
+        p0 = float(p0) if p0 is not None else pass_at - period
+        started = read.get("running") or {}
+        by_control = read_at == control_at
+        mid = float(read.get("mid", read_at)) if not by_control else read_at
+        uf = {q.name: q.usage_factor for q in snap.qos}
+        ended = {}
+        for job_id, qos, billing, cpus, start, end in ended_since(math.floor(read_at) - 1, pass_at):
+            t0 = started.get(job_id, start)
+            if t0 is None:
+                continue
+            # sacct's End is a whole second (the job ended within the second after it). A job that
+            # ended in the pass's own second ended after the pass began (seen on the testbed: 6 of 6
+            # such jobs in a busy run were not in what the pass read). A job the
+            # control tick's squeue (run after its sshare) still saw running ended after that read;
+            # otherwise it ended after a read that ran before End + 0.5 s (mid: the read's midpoint)
+            if not ((by_control and job_id in started) or float(end) + 0.5 >= mid):
+                continue
+            ended[job_id] = (max(float(t0), p0), float(end), float(billing or cpus or 0) * uf.get(qos, 1.0))
+        used = usage_read_at_pass(raw, -math.inf, pass_at, ended.values(), snap.config.half_life_s)
+        trim_top = read.get("top_raw") if not by_control else None
+        if trim_top and len(trim_top) >= 2:
+            # the trim read the top-level accounts a second before the pass: one of them no job
+            # touched in that second gives root's usage at the pass exactly (no job's end time needed)
+            by_accounts = root_used_by_accounts(trim_top, snap)
+            if by_accounts is not None:
+                return previous["s_ref"] * damping_at(pass_at) * by_accounts, snap.taken_at
+    by_accounts = root_used_by_accounts({a: float(raw) for a, u, depth, raw, _ in before if not u and depth == 1}, snap)
+    if by_accounts is not None and by_accounts > used:
+        used = by_accounts  # a job ended after the last read but before the pass (in the pass's own second)
+    return previous["s_ref"] * damping_at(pass_at) * used, snap.taken_at

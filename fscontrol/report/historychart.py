@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fscontrol.errors import ConfigError, OutputError
+from fscontrol.store import ledger as store_ledger
 
 BUCKETS = 96  # time buckets of the tick and gate bars: a week in 105-minute bars
 HTML_POINTS = 400  # decisions drawn (and tabled) per line in the HTML at most: the file stays small
@@ -38,19 +39,12 @@ def timeline(db: Any, cluster: str, since: float, until: float, buckets: int = B
     def put(i: int, key: str, count: int) -> None:
         rows[min(max(int(i), 0), n - 1)][key] += count
 
-    for b, status, count in db.execute(
-            """SELECT CAST((started_at - ?) / ? AS INTEGER), status, count(*) FROM ticks
-               WHERE cluster = ? AND started_at BETWEEN ? AND ? AND status IN ('ok', 'failed') GROUP BY 1, 2""",
-            [since, width, cluster, since, until]).fetchall():
-        put(b, "ticks_ok" if status == "ok" else "ticks_failed", count)
     kinds = HOLD_KINDS + RELEASE_KINDS
-    for b, kind, count in db.execute(
-            f"""SELECT CAST((planned_at - ?) / ? AS INTEGER), kind, count(*) FROM actions
-                WHERE cluster = ? AND stage = 'gate' AND planned_at BETWEEN ? AND ?
-                AND kind IN ({','.join('?' * len(kinds))}) AND status IN ('ok', 'pending', 'unknown') GROUP BY 1, 2""",
-            [since, width, cluster, since, until, *kinds]).fetchall():
+    ticks, actions, held = store_ledger.activity_counts(db, cluster, since, until, width, kinds)
+    for b, status, count in ticks:
+        put(b, "ticks_ok" if status == "ok" else "ticks_failed", count)
+    for b, kind, count in actions:
         put(b, "holds" if kind in HOLD_KINDS else "releases", count)
-    held = db.execute("SELECT count(*) FROM gate_ledger WHERE cluster = ? AND state != 'hands_off'", [cluster]).fetchone()[0]
     return {"bucket_seconds": width, "buckets": rows, "holds_now": held}
 
 

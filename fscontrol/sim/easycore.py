@@ -1,6 +1,7 @@
 """The scheduling steps both event loops run, written once: EASY's shadow and backfill pick (at a
-pass and for the arrivals alone), the general pass with an availability profile, and the gate's
-steps: its plan applied to the queue and its stall rule. The large queues' fast paths search their
+pass and for the arrivals alone, `easy_arrivals` the whole step at arrivals), the general pass
+with an availability profile, and the gate's steps: its tick (its view of the queue, its plan,
+the plan applied to the queue) and its stall rule and stop. The large queues' fast paths search their
 own structures for the next job to backfill, with `easy_fits`'s test, under `easy_search`.
 
 `engine` (FCFS, EASY, linear priority, SFS, the gate) and `mfcore` (priority/multifactor) keep
@@ -11,7 +12,7 @@ few lines, with no call where nothing fits), then, when a job behind the head co
 one call here. The walks (easy_backfill, general_pick) only decide: they return which entries
 start, in queue order, and the caller starts them (the same jobs in the same order as a loop that
 started each as it went: nothing the decision reads changes when a job starts but the free nodes,
-tracked here). easy_search and gate_apply act, but on the caller's queue only through the
+tracked here). easy_search and gate_tick (gate_apply) act, but on the caller's queue only through the
 functions it passes (start a job; take one out of the queue, put it back). In the
 plain engines a call costs about what a short queue's pick does (docs/benchmarks.md), hence one
 call a pass and none on the paths where nothing can start.
@@ -29,6 +30,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from fscontrol.act.gate import AGENT_HOLD_REASON, GateOptions, GatePlan, plan_gate
+from ..records import QueueJob
 from .availability import Profile
 
 
@@ -86,6 +89,30 @@ def easy_backfill(q: list[int], mask: int, size: list[int], est: list[float], t:
                 if free < smin:
                     break
     return started, shadow, extra
+
+
+def easy_arrivals(new: list[int], keys: list[Any], head: Any, mask: int, size: list[int], est: list[float],
+                  t: float, free: int, shadow: float, extra: int) -> tuple[list[int], int] | None:
+    """EASY's step at arrivals alone (no job ended, the queue's order unchanged since the last
+    pass): `(started, extra)`, or None when a full pass is needed.
+
+    `new`: the entries that arrived at t, in any order; `keys`: each one's queue key (the order
+    the queue sorts by; `new` itself where entries are their keys), `head` the kept head's.
+    When one sorts before the kept head the head changes: None. Else the new entries, put in
+    queue order (simultaneous arrivals are tried as a full pass would try them, whatever order
+    they came in: a later one may sort first), are picked against the kept `shadow` and `extra`
+    (easy_backfill's arrival-only pick); `started` in queue order, `extra` what is left. Only
+    decides: the caller takes `started` out of its queue and starts them in order."""
+    for k in keys:
+        if k < head:
+            return None
+    if free <= 0 or (len(new) == 1 and size[new[0] & mask] > free):  # nothing starts (the usual case)
+        return [], extra
+    if extra < 0 and shadow == -math.inf:  # the kept state starts nothing behind the head (no backfill)
+        return [], extra
+    nq = [kq for _, kq in sorted(zip(keys, new))] if len(new) > 1 else new
+    started, _, extra = easy_backfill(nq, mask, size, est, t, free, 0, None, shadow, extra)
+    return started, extra
 
 
 def easy_fits(s: int, limit: float, f: int, t: float, shadow: float, extra: int) -> bool:
@@ -158,6 +185,19 @@ def general_pick(q: list[int], mask: int, size: list[int], est: list[float], t: 
     return started
 
 
+def gate_queue(running: list[int], queued: list[int], held: list[int], prio: Callable[[int], int],
+               job: Callable[[int, str, str, int], QueueJob]) -> list[QueueJob]:
+    """The queue as the gate sees it at a tick (squeue's view, in one rule for both engines): the
+    running jobs (RUNNING, no reason, priority 0), the queued ones (PENDING, reason Priority,
+    priority `prio(i)`: the one they are queued by) and the held ones (PENDING, the agent's hold
+    reason, priority 0: Slurm gives a held job priority 0, so the gate releases them oldest
+    first). `job(i, state, reason, priority)` makes job i's record."""
+    qj = [job(i, "RUNNING", "None", 0) for i in running]
+    qj += [job(i, "PENDING", "Priority", prio(i)) for i in queued]
+    qj += [job(i, "PENDING", AGENT_HOLD_REASON, 0) for i in held]
+    return qj
+
+
 def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held: set[int], ledger: set[int],
                eligible: list[float], nice: list[int], leave: Callable[[int], None],
                join: Callable[[int, float], None], tally: Any) -> None:
@@ -207,6 +247,22 @@ def gate_apply(plan: Any, id_ix: dict[str, int], t: float, nice_value: int, held
     tally.unnices += unnices
 
 
+def gate_tick(t: float, running: list[int], queued: list[int], prio: Callable[[int], int],
+              job: Callable[[int, str, str, int], QueueJob], allocs: Any, opts: GateOptions, ids: list[str],
+              id_ix: dict[str, int], held: set[int], ledger: set[int], eligible: list[float], nice: list[int],
+              leave: Callable[[int], None], join: Callable[[int, float], None], tally: Any) -> GatePlan:
+    """One tick of the agent's gate on a simulated queue at time t: the queue as the gate sees it
+    (gate_queue: `running`, `queued` in queue order, the held jobs), `plan_gate`'s plan for it (on
+    the workload's allocations `allocs`, the ledger's jobs each to be restored to Nice 0), applied
+    (gate_apply), the tick counted in the run's record (`tally.gate_ticks`). The plan (its actions
+    and what it deferred). `ids`: job index -> job id."""
+    qj = gate_queue(running, queued, list(held), prio, job)
+    plan = plan_gate(qj, allocs, {ids[i]: 0 for i in ledger}, opts, now=t)
+    tally.gate_ticks += 1
+    gate_apply(plan, id_ix, t, opts.nice_value, held, ledger, eligible, nice, leave, join, tally)
+    return plan
+
+
 def gate_stall(stall: int, running: bool, arriving: bool, waiting: bool, changed: bool) -> int:
     """The gate's stall count after a gate tick: `stall + 1` when the tick is stuck, else 0. A run
     stops once the count passes 3 (four stuck ticks in a row).
@@ -218,3 +274,13 @@ def gate_stall(stall: int, running: bool, arriving: bool, waiting: bool, changed
     one is larger than the machine or queued behind one that is; nothing ends or arrives to change
     that, so only the gate could (a release, a nice), and it does not act."""
     return stall + 1 if not running and not arriving and waiting and not changed else 0
+
+
+def gate_stop(stall: int, elapsed: float, notes: list[str]) -> bool:
+    """True when the run stops: the gate's stall count (gate_stall's) passed 3, four stuck ticks in
+    a row; then the run's `notes` say when (`elapsed`: seconds since the run's first arrival, the
+    time base of the engines' other notes)."""
+    if stall > 3:
+        notes.append(f"stopped at t={elapsed:.0f} s: nothing runs and the gate does not act")
+        return True
+    return False

@@ -31,9 +31,9 @@ from bisect import bisect_left, insort
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fscontrol.act.gate import GateOptions, plan_gate
+from fscontrol.act.gate import GateOptions
 from ..records import QueueJob
-from .easycore import easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
+from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_stall, gate_stop, gate_tick, general_pick
 from .policies import Policy
 from .workload import Workload
 
@@ -466,13 +466,13 @@ def simulate(
         qn -= 1
 
     def arrivals_fast_ix(t: float, new: list[int]) -> bool:
+        """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
         nonlocal qn, easy_extra
-        for i in new:
-            if rank[i] < easy_headrank:
-                return False
-        if free == 0 or (len(new) == 1 and size[new[0]] > free):  # nothing starts (no call: the usual case)
-            return True
-        started, _, easy_extra = easy_backfill(new, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, [rank[i] for i in new], easy_headrank, -1, size, est, t, free,
+                               easy_shadow, easy_extra)
+        if picked is None:
+            return False
+        started, easy_extra = picked
         for i in started:
             r = rank[i]
             if use_tree:
@@ -486,14 +486,11 @@ def simulate(
     def arrivals_fast(t: float, new: list[int]) -> bool:
         """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
         nonlocal easy_extra
-        for i in new:
-            if key_of(i) < easy_headkey:
-                return False
-        if not backfill or free == 0:  # nothing starts behind the head (no call)
-            return True
-        # in queue order, as a full pass
-        nq = sorted(new, key=key_of) if len(new) > 1 else new
-        started, _, easy_extra = easy_backfill(nq, -1, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, [key_of(i) for i in new], easy_headkey, -1, size, est, t, free,
+                               easy_shadow, easy_extra)
+        if picked is None:
+            return False
+        started, easy_extra = picked
         for i in started:
             dequeue(i)
             start_job(i, t)
@@ -528,25 +525,20 @@ def simulate(
     id_ix = {jid: i for i, jid in enumerate(job_ids)}
     users = [j.user for j in jobs]
 
-    def gate_tick(t: float) -> tuple[bool, bool]:
-        qj: list[QueueJob] = []
-        for _, i in running:
-            qj.append(_qjob(i, "RUNNING", "None", t))
-        for i in queue:
-            qj.append(_qjob(i, "PENDING", "Priority", t))
-        for i in ledger:
-            if i in held:
-                qj.append(_qjob(i, "PENDING", "JobHeldAdmin", t))
-        plan = plan_gate(qj, allocs, {job_ids[i]: 0 for i in ledger}, gate_opts, now=t)
-        out.gate_ticks += 1
-        gate_apply(plan, id_ix, t, policy.gate_nice, held, ledger, eligible, nice, dequeue, rejoin, out)
+    def gate_now(t: float) -> tuple[bool, bool]:
+        """A gate tick at t (easycore's): (it acted, it deferred actions)."""
+        def prio(i: int) -> int:
+            return int(aw * (t - eligible[i]) + sw * size[i] - nice[i])
+
+        assert gate_opts is not None  # (a gate tick only under the gate policy)
+        plan = gate_tick(t, [i for _, i in running], queue, prio, _qjob, allocs, gate_opts, job_ids, id_ix, held,
+                         ledger, eligible, nice, dequeue, rejoin, out)
         return bool(plan.actions), bool(plan.deferred)
 
     def rejoin(i: int, t: float) -> None:
         enqueue(i)
 
-    def _qjob(i: int, state: str, reason: str, t: float) -> QueueJob:
-        prio = int(aw * (t - eligible[i]) + sw * size[i] - nice[i]) if state == "PENDING" else 0
+    def _qjob(i: int, state: str, reason: str, prio: int) -> QueueJob:
         return QueueJob(
             job_id=job_ids[i],
             user=users[i],
@@ -614,7 +606,7 @@ def simulate(
         ticked = next_gate <= t
         if ticked:
             if gate_dirty or new or ended:
-                acted, deferred = gate_tick(t)
+                acted, deferred = gate_now(t)
                 gate_dirty = acted or deferred
             else:
                 out.gate_ticks += 1
@@ -644,8 +636,7 @@ def simulate(
         # a gate that holds everything with an empty machine would never end: stop it (the rule: easycore)
         if ticked:  # (no call at the other events, nor for the other policies)
             stall_ticks = gate_stall(stall_ticks, bool(heap), ai < n, bool(queue or held or ledger), changed)
-            if stall_ticks > 3:
-                out.notes.append(f"stopped at t={t:.0f}: nothing runs and the gate does not act")
+            if gate_stop(stall_ticks, t - t0, out.notes):
                 break
         if progress is not None and events % tick_every == 0:
             progress(done, n)

@@ -39,7 +39,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
-from .easycore import drop_started, easy_backfill, easy_fits, easy_search, gate_apply, gate_stall, general_pick
+from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_stall, gate_stop, gate_tick, general_pick
 from .workload import Workload, billing_rates
 
 # (Final: a compiled build reads these from C statics, not from the module's dict at every use)
@@ -901,16 +901,12 @@ def simulate(
         easy_head = q[0]
 
     def arrivals_easy(t: float, new: list[int]) -> bool:
+        """Check only the new entries against the kept EASY state; False: a full pass is needed."""
         nonlocal easy_extra
-        for kq in new:
-            if kq < easy_head:
-                return False
-        # in queue order, as a full pass would try them (several arrivals at one time: a later
-        # one may sort first; found by the independent reference, tests/mf_reference.py)
-        if len(new) == 1 and size[new[0] & QM] > free:  # nothing starts (no call: the usual case)
-            return True
-        nq = sorted(new) if len(new) > 1 else new
-        started, _, easy_extra = easy_backfill(nq, QM, size, est, t, free, 0, None, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, new, easy_head, QM, size, est, t, free, easy_shadow, easy_extra)
+        if picked is None:
+            return False
+        started, easy_extra = picked
         if not pm_on[0]:
             drop_started(qkeys, started)
         for kq in started:
@@ -1096,13 +1092,16 @@ def simulate(
     held: set[int] = set()
     ledger: set[int] = set()
     id_ix = {j.job_id: i for i, j in enumerate(anyjobs)} if gate is not None else {}  # (read by the gate only)
+    ids = [j.job_id for j in anyjobs] if gate is not None else []
     allocs = workload.allocations
 
-    def _qjob(i: int, state: str, reason: str) -> QueueJob:
+    def _qjob(i: int, state: str, reason: str, prio: int) -> QueueJob:
         j = anyjobs[i]
-        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i],
-                        prio_of[i] if state == "PENDING" and i not in held else 0, nice[i], reason, submit[i],
-                        start[i] if state == "RUNNING" else None, int(est[i]))
+        return QueueJob(j.job_id, j.user, j.account, "sim", "normal", state, size[i], size[i], prio, nice[i], reason,
+                        submit[i], start[i] if state == "RUNNING" else None, int(est[i]))
+
+    def _prio(i: int) -> int:
+        return prio_of[i]
 
     def requeue(i: int, t: float) -> None:
         pr = priority(i, t)
@@ -1114,15 +1113,10 @@ def simulate(
         del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
         q_drop(size[i])
 
-    def gate_tick(t: float) -> bool:
-        from fscontrol.act.gate import plan_gate
-
-        out.gate_ticks += 1
-        qj = [_qjob(i, "RUNNING", "None") for i in run_set]
-        qj += [_qjob(kq & QM, "PENDING", "Priority") for kq in qkeys]
-        qj += [_qjob(i, "PENDING", "JobHeldAdmin") for i in held]
-        plan = plan_gate(qj, allocs, {anyjobs[i].job_id: 0 for i in ledger}, gate, now=t)
-        gate_apply(plan, id_ix, t, gate.nice_value, held, ledger, eligible, nice, unqueue, requeue, out)
+    def gate_now(t: float) -> bool:
+        """A gate tick at t (easycore's): True when it acted."""
+        plan = gate_tick(t, list(run_set), [kq & QM for kq in qkeys], _prio, _qjob, allocs, gate, ids, id_ix, held,
+                         ledger, eligible, nice, unqueue, requeue, out)
         return bool(plan.actions)
 
     # ------------------------------------------------------------ passes
@@ -1652,12 +1646,11 @@ def simulate(
             next_ctl += P if cs is None or cs.interval_s is None else cs.interval_s
         gated = False
         if next_gate <= t:
-            gated = gate_tick(t)
+            gated = gate_now(t)
             next_gate = t + gate_interval_s
             # a gate that holds everything on an empty machine would never end: stop it
             stall = gate_stall(stall, bool(heap), ai < n, bool(qkeys or held or ledger), gated or ended or bool(new))
-            if stall > 3:
-                out.notes.append(f"stopped at t={t - t0:.0f} s: nothing runs and the gate does not act")
+            if gate_stop(stall, t - t0, out.notes):
                 break
         reordered = gated
         if next_pass <= t:

@@ -177,6 +177,11 @@ def _private(path: Path) -> None:
             os.chmod(p, st.st_mode & 0o700)
 
 
+def db_file(db: sqlite_utils.Database) -> str | None:
+    """The history's file, None for an in-memory one."""
+    return next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), None) or None
+
+
 @contextmanager
 def transaction(db: Database) -> Iterator[Database]:
     """One transaction; a lock or I/O error inside it becomes a StoreError, nothing half-written."""
@@ -184,7 +189,7 @@ def transaction(db: Database) -> Iterator[Database]:
         with db.atomic():
             yield db
     except sqlite3.OperationalError as e:
-        path = next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), "?")
+        path = db_file(db) or "?"
         if "locked" in str(e) or "busy" in str(e):
             raise StoreError(f"history database {path} is locked by another process, nothing was written ({e})") from None
         if "full" in str(e) or (path != "?" and _disk_full(Path(path))):
@@ -651,6 +656,16 @@ def snapshot_ids(db: Database, cluster: str) -> list[int]:
 
 def update_tick(db: Database, tick_id: int, status: str, finished_at: float, error: str | None = None) -> None:
     db.execute("UPDATE ticks SET status = ?, finished_at = ?, error = ? WHERE id = ?", [status, finished_at, error, tick_id])
+
+
+def fail_running_ticks(db: Database, cluster: str, error: str) -> None:
+    """Mark the cluster's ticks still 'running' failed, with `error` (a tick killed mid-run)."""
+    db.execute("UPDATE ticks SET status = 'failed', error = ? WHERE cluster = ? AND status = 'running'", [error, cluster])
+
+
+def last_fit_time(db: Database, cluster: str) -> float | None:
+    """When the cluster's decay was last fitted, None when never."""
+    return db.execute("SELECT max(fitted_at) FROM fits WHERE cluster = ?", [cluster]).fetchone()[0]
 
 
 def history(db: Database, cluster: str, since: float, until: float) -> dict:

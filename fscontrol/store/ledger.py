@@ -236,3 +236,27 @@ def damping_sets(db: sqlite_utils.Database, cluster: str, since: float, until: f
                 d = None
         out.append((float(done_at), kind, d))
     return out
+
+
+def decision_cluster(db: sqlite_utils.Database, decision_id: int) -> str:
+    """The cluster a recorded decision is for."""
+    return db.execute("SELECT cluster FROM decisions WHERE id = ?", [decision_id]).fetchone()[0]
+
+
+def activity_counts(db: sqlite_utils.Database, cluster: str, since: float, until: float, width: float,
+                    kinds: tuple[str, ...]) -> tuple[list[tuple], list[tuple], int]:
+    """The agent's activity on `cluster` over [since, until] in buckets `width` seconds wide
+    (bucket 0 starts at `since`): (bucket, status, count) of the ticks that ended ok or failed,
+    (bucket, kind, count) of the gate's actions of `kinds` carried out or that may have been
+    (status ok, pending, unknown), and the jobs the gate's ledger holds now (not hands-off)."""
+    ticks = db.execute(
+        """SELECT CAST((started_at - ?) / ? AS INTEGER), status, count(*) FROM ticks
+           WHERE cluster = ? AND started_at BETWEEN ? AND ? AND status IN ('ok', 'failed') GROUP BY 1, 2""",
+        [since, width, cluster, since, until]).fetchall()
+    actions = db.execute(
+        f"""SELECT CAST((planned_at - ?) / ? AS INTEGER), kind, count(*) FROM actions
+            WHERE cluster = ? AND stage = 'gate' AND planned_at BETWEEN ? AND ?
+            AND kind IN ({','.join('?' * len(kinds))}) AND status IN ('ok', 'pending', 'unknown') GROUP BY 1, 2""",
+        [since, width, cluster, since, until, *kinds]).fetchall()
+    held = db.execute("SELECT count(*) FROM gate_ledger WHERE cluster = ? AND state != 'hands_off'", [cluster]).fetchone()[0]
+    return ticks, actions, held

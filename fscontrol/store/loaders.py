@@ -1,4 +1,4 @@
-"""The decay fit's and the forecast's loaders: the usage series, the jobs' charges and the inflow of the history as numpy arrays (numpy imported by the functions that need it)."""
+"""The decay fit's and the forecast's loaders: the usage series, the jobs' charges and the inflow of the history as numpy arrays (numpy imported by the functions that need it); and the plain rows the tick's record of the halving Slurm used reads (snapshot_cluster, ended_jobs)."""
 
 from __future__ import annotations
 
@@ -431,3 +431,37 @@ def window_inflow(db: sqlite_utils.Database, cluster: str, since: float, until: 
     visits = [(a, u, r, t0, t1, None if e is None else max(0.0, e - last)) for a, u, r, t0, t1, e, _ in jobs.values()]
     rates, variances = arrival_inflow(visits, first, last, tick, q)
     return len(rows), last - first, rates, variances, q, ended
+
+
+def snapshot_cluster(db: sqlite_utils.Database, snapshot_id: int) -> str | None:
+    """The cluster of a snapshot, None when the history has no such snapshot."""
+    row = db.execute("SELECT cluster FROM snapshots WHERE id = ?", [snapshot_id]).fetchone()
+    return row[0] if row is not None else None
+
+
+def ended_jobs(db: sqlite_utils.Database, cluster: str, after_snapshot_id: int, end_from: float, end_before: float) -> list[tuple]:
+    """The jobs sacct showed ended (not RUNNING) in the snapshots of `cluster` after
+    `after_snapshot_id`, with End in [end_from, end_before): (job id, qos, billing, alloc cpus,
+    start, end) each, as often as the snapshots show them."""
+    return db.execute(
+        "SELECT j.job_id, j.qos, j.billing, j.alloc_cpus, j.start, j.end FROM job_usage j "
+        "JOIN snapshots s ON s.id = j.snapshot_id WHERE s.cluster = ? AND j.snapshot_id > ? "
+        "AND j.state != 'RUNNING' AND j.end >= ? AND j.end < ?",
+        [cluster, after_snapshot_id, end_from, end_before]).fetchall()
+
+
+def snapshot_times(db: sqlite_utils.Database, cluster: str) -> list[float]:
+    """When each snapshot of `cluster` was taken, in snapshot order."""
+    return [r[0] for r in db.execute("SELECT taken_at FROM snapshots WHERE cluster = ? ORDER BY id", [cluster])]
+
+
+def knows_pass_times(db: sqlite_utils.Database, cluster: str) -> bool:
+    """Whether any snapshot of `cluster` knows the decay pass its usage is from (usage_at)."""
+    return db.execute("SELECT count(usage_at) FROM snapshots WHERE cluster = ?", [cluster]).fetchone()[0] > 0
+
+
+def pass_times(db: sqlite_utils.Database, cluster: str, first_id: int, last_id: int) -> list[tuple]:
+    """(usage_at, window_end) of the snapshots of `cluster` with ids in [first_id, last_id], in
+    order: the pass each one's usage is from (None where not known) and the end of its sacct window."""
+    return db.execute("SELECT usage_at, window_end FROM snapshots WHERE cluster = ? AND id BETWEEN ? AND ? ORDER BY id",
+                      [cluster, first_id, last_id]).fetchall()
