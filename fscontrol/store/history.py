@@ -177,7 +177,7 @@ def _private(path: Path) -> None:
             os.chmod(p, st.st_mode & 0o700)
 
 
-def db_file(db: sqlite_utils.Database) -> str | None:
+def db_file(db: Database) -> str | None:
     """The history's file, None for an in-memory one."""
     return next((f for _, name, f in db.execute("PRAGMA database_list") if name == "main"), None) or None
 
