@@ -468,8 +468,7 @@ def simulate(
     def arrivals_fast_ix(t: float, new: list[int]) -> bool:
         """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
         nonlocal qn, easy_extra
-        picked = easy_arrivals(new, [rank[i] for i in new], easy_headrank, -1, size, est, t, free,
-                               easy_shadow, easy_extra)
+        picked = easy_arrivals(new, rank.__getitem__, easy_headrank, -1, size, est, t, free, easy_shadow, easy_extra)
         if picked is None:
             return False
         started, easy_extra = picked
@@ -486,8 +485,7 @@ def simulate(
     def arrivals_fast(t: float, new: list[int]) -> bool:
         """Check only the new jobs against the kept EASY state; False: a full pass is needed."""
         nonlocal easy_extra
-        picked = easy_arrivals(new, [key_of(i) for i in new], easy_headkey, -1, size, est, t, free,
-                               easy_shadow, easy_extra)
+        picked = easy_arrivals(new, key_of, easy_headkey, -1, size, est, t, free, easy_shadow, easy_extra)
         if picked is None:
             return False
         started, easy_extra = picked

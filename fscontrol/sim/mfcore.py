@@ -903,7 +903,7 @@ def simulate(
     def arrivals_easy(t: float, new: list[int]) -> bool:
         """Check only the new entries against the kept EASY state; False: a full pass is needed."""
         nonlocal easy_extra
-        picked = easy_arrivals(new, new, easy_head, QM, size, est, t, free, easy_shadow, easy_extra)
+        picked = easy_arrivals(new, None, easy_head, QM, size, est, t, free, easy_shadow, easy_extra)
         if picked is None:
             return False
         started, easy_extra = picked
