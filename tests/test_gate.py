@@ -312,7 +312,7 @@ def test_gate_safety_properties(rows, ledger, bound, mode):
 
 
 def test_format_gate_plan():
-    from fscontrol.act.gate import format_gate_plan
+    from fscontrol.report.gate import format_gate_plan
 
     text = format_gate_plan(plan_gate(base_queue(), ALLOCS, {"9"}, GateOptions(max_actions=2), now=NOW))
     assert "occupancy (nodes)" in text and "alice" in text and "over" in text

@@ -559,35 +559,6 @@ def plan_release_all(queue: Iterable[QueueJob], rec: Reconciled, *, now: float, 
     return GatePlan(now=now, action=mode, unit="cpus", accounts=(), actions=tuple(rec.cleanup) + tuple(acts))
 
 
-def format_gate_plan(plan: GatePlan, table: str | None = None) -> str:
-    """The plan as text: the per-account table (`table`: another rendering of it, -o's fields),
-    then the actions with their reasons."""
-    if plan.note and not plan.accounts and not plan.actions:
-        return "\n".join(gate_notes(plan))
-    if table is None:
-        from tabulate import tabulate
-
-        def num(x: float | None) -> str:
-            return "-" if x is None else _fmt(x)
-
-        rows = [
-            [a.account, a.state, num(a.occupancy), num(a.ideal), num(a.target), a.running_jobs, a.pending_jobs,
-             num(a.pending_demand), a.waiting_jobs, a.agent_held]
-            for a in plan.accounts
-        ]
-        headers = ["account", "state", f"occupancy ({plan.unit})", "ideal", "target", "running", "pending",
-                   "pending demand", "waiting", f"agent {'held' if plan.action == 'hold' else 'demoted'}"]
-        table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    out = [table, ""]
-    if plan.actions:
-        out.append(f"{len(plan.actions)} action(s):")
-        out.extend(f"  {a.kind:<8} {a.job_id:<12} {a.account:<12} {a.reason}" for a in plan.actions)
-    else:
-        out.append("no action")
-    out.extend(gate_notes(plan))
-    return "\n".join(out)
-
-
 def unconfigured_plan(cluster: str, now: float, action: GateMode, held: int = 0) -> GatePlan:
     """The gate on a cluster with no allocations: nothing to gate, and no failure (a dry run on a
     cluster the admin has not configured yet is the normal first step). Holds of an earlier
@@ -597,15 +568,3 @@ def unconfigured_plan(cluster: str, now: float, action: GateMode, held: int = 0)
     if held:
         note += f"; {held} job(s) the agent held earlier stay held until `fscontrol gate --release-all`"
     return GatePlan(now=now, action=action, unit="cpus", accounts=(), actions=(), note=note)
-
-
-def gate_notes(plan: GatePlan) -> list[str]:
-    """What the gate report says after its tables: deferred actions, the ledger, others' holds."""
-    out = [plan.note] if plan.note else []
-    if plan.deferred:
-        out.append(f"{plan.deferred} more action(s) deferred to the next tick (max actions per tick)")
-    if plan.stale_ledger:
-        out.append(f"ledger entries no longer ours (drop): {', '.join(plan.stale_ledger)}")
-    if plan.foreign_held:
-        out.append(f"held by users/admins, left alone: {', '.join(plan.foreign_held)}")
-    return out

@@ -71,8 +71,6 @@ def format_gate(plan, fields: Sequence[Field]) -> str:
     """The gate's report with -o's fields in its accounts table (the rest as the plain report)."""
     from tabulate import tabulate
 
-    from fscontrol.act.gate import format_gate_plan
-
     table = tabulate([["-" if r[f.key] is None else r[f.key] for f in fields] for r in gate_rows(plan)],
                      headers=[f.header for f in fields], tablefmt="simple", disable_numparse=True)
     return format_gate_plan(plan, table=table)
@@ -90,7 +88,6 @@ def gate_data(res) -> dict:
 def gate_table_notes(res, actions_table: bool = False) -> list[str]:
     """-P/-n: the report's lines beside the table (on stderr): what was planned, the plan's notes,
     what was done (or that nothing was)."""
-    from fscontrol.act.gate import gate_notes
 
     plan = res.plan
     notes = ([] if actions_table else [f"{len(plan.actions)} action(s) planned (--actions lists them)"]) + gate_notes(plan)
@@ -104,7 +101,6 @@ def gate_table_notes(res, actions_table: bool = False) -> list[str]:
 def gate_lines(res, fields: str | None = None, actions_table: bool = False) -> list[str]:
     """The plain report: the plan (-o: its accounts table with those fields; with --actions the
     actions table alone, padded), then what was done (or that nothing was)."""
-    from fscontrol.act.gate import format_gate_plan
     from fscontrol.report.table import table_lines
 
     plan = res.plan
@@ -117,3 +113,46 @@ def gate_lines(res, fields: str | None = None, actions_table: bool = False) -> l
     elif res.actions:
         lines.append("(dry run: nothing was changed; --apply carries the plan out)")
     return lines
+
+
+def format_gate_plan(plan, table: str | None = None) -> str:
+    """The plan as text: the per-account table (`table`: another rendering of it, -o's fields),
+    then the actions with their reasons."""
+    if plan.note and not plan.accounts and not plan.actions:
+        return "\n".join(gate_notes(plan))
+    if table is None:
+        from tabulate import tabulate
+
+        from fscontrol.act.gate import _fmt
+
+        def num(x: float | None) -> str:
+            return "-" if x is None else _fmt(x)
+
+        rows = [
+            [a.account, a.state, num(a.occupancy), num(a.ideal), num(a.target), a.running_jobs, a.pending_jobs,
+             num(a.pending_demand), a.waiting_jobs, a.agent_held]
+            for a in plan.accounts
+        ]
+        headers = ["account", "state", f"occupancy ({plan.unit})", "ideal", "target", "running", "pending",
+                   "pending demand", "waiting", f"agent {'held' if plan.action == 'hold' else 'demoted'}"]
+        table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    out = [table, ""]
+    if plan.actions:
+        out.append(f"{len(plan.actions)} action(s):")
+        out.extend(f"  {a.kind:<8} {a.job_id:<12} {a.account:<12} {a.reason}" for a in plan.actions)
+    else:
+        out.append("no action")
+    out.extend(gate_notes(plan))
+    return "\n".join(out)
+
+
+def gate_notes(plan) -> list[str]:
+    """What the gate report says after its tables: deferred actions, the ledger, others' holds."""
+    out = [plan.note] if plan.note else []
+    if plan.deferred:
+        out.append(f"{plan.deferred} more action(s) deferred to the next tick (max actions per tick)")
+    if plan.stale_ledger:
+        out.append(f"ledger entries no longer ours (drop): {', '.join(plan.stale_ledger)}")
+    if plan.foreign_held:
+        out.append(f"held by users/admins, left alone: {', '.join(plan.foreign_held)}")
+    return out
