@@ -338,8 +338,8 @@ def test_the_command_line_translates_no_other_exception():
     exceptions: the interrupt (Group.invoke, and the console script's main around the imports: exit
     130, its line written even when stderr is gone), the exit typer raises (main.py: an interrupt
     it turned into exit 130 said once; exit_code returns it), and a closed pipe while printing.
-    Left (issue #29, fscontrol/sim/ was another change's at the time): `simulate` turns the
-    simulator's ValueError/OSError into a ConfigError; sim.command.simulate should raise it."""
+    (`simulate` turned the simulator's ValueError/OSError into a ConfigError here; sim.command
+    does it now.)"""
     import ast
 
     handlers = set()
@@ -356,6 +356,5 @@ def test_the_command_line_translates_no_other_exception():
                         ("main.py", "main", ("KeyboardInterrupt",)), ("main.py", "main", ("ValueError",)),
                         ("main.py", "main", ("OSError", "ValueError")), ("main.py", "_run", ("SystemExit",)),
                         ("main.py", "exit_code", ("SystemExit",)),
-                        ("simulate.py", "simulate", ("OSError", "ValueError")),
                         ("common.py", "_print_lines", ("BrokenPipeError",)),
                         ("common.py", "_print_lines", ("OSError", "ValueError"))}

@@ -11,7 +11,7 @@ import typer
 
 from fscontrol.cli.common import _fail
 from fscontrol.cli.options import JsonOpt
-from fscontrol.errors import ConfigError, FscontrolError, NotFoundError
+from fscontrol.errors import FscontrolError, NotFoundError
 
 def simulate(
     workload: Annotated[
@@ -109,8 +109,6 @@ def simulate(
         out = simcmd.simulate(opts)
     except FscontrolError as e:
         raise _fail(e) from None
-    except (ValueError, OSError) as e:  # a workload or option the simulator cannot read: a usage error (2)
-        raise _fail(ConfigError(str(e))) from None
     typer.echo(simcmd.render(out, json_out=json_out))
 
 

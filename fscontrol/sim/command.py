@@ -85,7 +85,19 @@ def _sweeping(o: SimulateOptions) -> bool:
 
 def simulate(o: SimulateOptions) -> SimulateOutput:
     """Run what the options ask for (or write the job array, --sbatch), write the charts they
-    name, and return the results for `render`."""
+    name, and return the results for `render`. A workload or option the simulator cannot read
+    (ValueError or OSError from the readers) is a ConfigError: a usage error (exit 2)."""
+    try:
+        return _simulate(o)
+    except (ValueError, OSError) as e:
+        from fscontrol.errors import ConfigError, FscontrolError
+
+        if isinstance(e, FscontrolError):  # (a named error that is also a ValueError keeps its name)
+            raise
+        raise ConfigError(str(e)) from None
+
+
+def _simulate(o: SimulateOptions) -> SimulateOutput:
     from . import sweep as sw
     from .load import load_workload
     from .moldable import MoldParams, get_strategy
