@@ -238,7 +238,8 @@ def read(source, slurm_conf: str | None = None, agent_damping: int | None = None
                 sprio_ids, pending = frozenset(), _pending_listed(queue, prio.started_at)
     path = slurm_conf or config.get("SLURM_CONF")
     conf_damping, conf_read, conf_flags = None, False, None
-    if run is not None and path:  # (a recorded sample's SLURM_CONF is another machine's file)
+    # a recorded sample's SLURM_CONF is another machine's file: read only when named (--slurm-conf)
+    if path and (run is not None or slurm_conf):
         try:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
