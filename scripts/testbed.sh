@@ -481,6 +481,18 @@ start_slurmdbd() {
 
 start_slurmctld() {
   pid_of slurmctld >/dev/null && { log "slurmctld: already running"; return; }
+  # a slurmctld of this testbed with no (or a lost) pid file: the one a 24.11+ `scontrol
+  # reconfigure` just exec'd, slow to write its file on a loaded machine. Starting another would
+  # fail to bind ("Existing slurmctld process likely already is listening") and, exiting, remove
+  # the file the running one writes: every later start then failed the same way (a local CI,
+  # 14 setup errors on 24.11). Adopt it instead.
+  local own; own=$(own_pids slurmctld | head -1)
+  if [[ -n $own ]]; then
+    log "slurmctld: already running as pid $own (pid file missing): adopted"
+    wait_for "slurmctld" 60 scontrol ping
+    pid_of slurmctld >/dev/null || echo "$own" > "${PIDF[slurmctld]}"
+    return
+  fi
   if [[ -n $TROOT ]]; then in_root /usr/sbin/slurmctld -f "$SLURM_CONF"; else slurmctld -f "$SLURM_CONF"; fi
   wait_for "slurmctld" 60 scontrol ping
   wait_for "slurmctld pid file" 30 pid_of slurmctld
