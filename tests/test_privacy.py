@@ -97,7 +97,11 @@ def test_running_jobs_per_account_are_gated_on_private_data_jobs_and_accounts(pr
     """Fails on ef8da55: `running.accounts` was published under PrivateData=jobs,accounts."""
     run = pub.build_published(_snapshot(private))["running"]
     assert run["accounts"] == {} and run["users"] == {} and run["users_published"] is False
-    assert len(run["cluster"]) == 3  # the cluster's jobs, naming no one
+    # the cluster's jobs, naming no one: per job where Slurm shows jobs, else in groups (the two
+    # timed jobs are too few for two groups: one, at their rate-weighted time left)
+    expect = ([[4800.0, 12.0, None], [None, 16.0, None]] if privacy.jobs_hidden(private)
+              else [[3600.0, 8.0, 101], [7200.0, 4.0, 102], [None, 16.0, 103]])
+    assert run["cluster"] == expect and run["cluster_grouped"] is privacy.jobs_hidden(private)
     own = pub.own_files(_snapshot(private), secret=None)
     assert own["carol"]["running"]["accounts"] == {}  # nor in a member's own file
     # her own job: hers to see, at the place the published list gives it (a rank where PrivateData hides jobs)
@@ -113,10 +117,12 @@ def test_under_private_data_jobs_no_slurm_job_id_is_published(tmp_path, private)
     snap = _snapshot(private)
     data = pub.build_published(snap)
     run = data["running"]
-    assert run["order"] == "rank"
-    assert sorted(e[2] for e in run["cluster"]) == [0, 1, 2]
-    # the rank keeps slurmctld's job-list order: 101 (1 h left) < 102 (2 h) < 103 (no limit)
-    assert [e[2] for e in run["cluster"]] == [0, 1, 2]
+    assert run["order"] == "rank" and run["cluster_grouped"] is True
+    assert [e[2] for e in run["cluster"]] == [None, None]  # groups, no job's place (privacy.grouped_running)
+    # a user's own jobs carry their rank in slurmctld's job-list order: 101 (1 h left) < 102 (2 h) < 103
+    own = pub.own_files(snap, secret=None)
+    assert [e[2] for e in own["carol"]["running"]["users"]["chem/carol"]] == [0]
+    assert [e[2] for e in own["erin"]["running"]["users"]["phys/erin"]] == [2]
     text = pub.write_published(data, tmp_path / "tb.json").read_text()
     for job_id in ("101", "102", "103"):
         assert job_id not in text, job_id
@@ -330,3 +336,48 @@ def test_why_says_the_gate_s_numbers_are_not_published_to_the_user_under_private
     assert h["gate"] is None and "not published to you (PrivateData" in h["gate_unknown"]
     open_gate = pub.build_published(_snapshot(()), gate=_gate(_snapshot(())))["gate"]
     assert waits.hold_of(held, open_gate, privacy.run_key("chem"), now=T0 + 30)["gate"]["over_by"] == 4.0
+
+
+def _jobs(seed: int, n: int) -> list[list]:
+    import random
+
+    rng = random.Random(seed)
+    return [[None if rng.random() < 0.1 else rng.choice([0.0, rng.uniform(0, 30 * HOUR)]) if rng.random() < 0.05
+             else rng.uniform(0, 30 * HOUR), float(rng.randint(1, 64)), 1000 + i] for i in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_under_private_data_jobs_no_published_entry_is_one_job_and_the_work_left_is_kept(seed):
+    """The review of #29 (item 6, left open then): under PrivateData=jobs the world-readable list
+    still gave each running job's time to its limit and its rate (squeue hides both; sinfo shows
+    only the CPUs in use). Now groups of at least GROUP_MIN jobs that end in the same hour or
+    later: what the jobs still charge, sum(rate x time left), and their total rate are the jobs'
+    own; no group is one job."""
+    import math
+
+    jobs = _jobs(seed, [0, 1, 2, 3, 5, 17, 200][seed % 7])
+    groups = privacy.grouped_running(jobs)
+    timed = [j for j in jobs if j[0] is not None]
+    g_timed = [g for g in groups if g[0] is not None]
+    assert all(g[2] is None for g in groups)
+    assert math.fsum(g[1] for g in groups) == pytest.approx(math.fsum(j[1] for j in jobs), rel=1e-12, abs=0)
+    assert math.fsum(g[0] * g[1] for g in g_timed) == pytest.approx(math.fsum(j[0] * j[1] for j in timed),
+                                                                    rel=1e-12, abs=1e-9)
+    assert len(g_timed) <= max(1, len(timed) // privacy.GROUP_MIN)  # at least GROUP_MIN jobs a group
+    assert len(groups) - len(g_timed) == (1 if any(j[0] is None for j in jobs) else 0)
+    # the groups follow the jobs' order of time left, each at a time within its jobs'
+    assert [g[0] for g in g_timed] == sorted(g[0] for g in g_timed)
+    if len(timed) >= privacy.GROUP_MIN:
+        # by hand: walk the jobs in order of time left; a group closes once it holds GROUP_MIN jobs and
+        # the next job ends in a later hour; a last group too small joins the one before
+        sizes, cur, last = [], 0, None
+        for left in sorted(j[0] for j in timed):
+            if cur >= privacy.GROUP_MIN and left // privacy.GROUP_S > last // privacy.GROUP_S:
+                sizes.append(cur)
+                cur = 0
+            cur, last = cur + 1, left
+        if cur < privacy.GROUP_MIN and sizes:
+            sizes[-1] += cur
+        else:
+            sizes.append(cur)
+        assert len(g_timed) == len(sizes) and min(sizes) >= privacy.GROUP_MIN

@@ -13,9 +13,11 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
 * Running jobs by association (who runs what, until when) reach the world-readable file only when
   names are public and PrivateData hides no jobs (`squeue` shows them to anyone anyway).
 * The cluster's running list (unnamed: each job's time to its limit, billing rate and place in
-  slurmctld's job list, for the forecasts) carries each job's Slurm job id only where PrivateData
-  hides no jobs; otherwise its rank among the running jobs (`running_order`: squeue shows a user
-  no one else's job id).
+  slurmctld's job list, for the forecasts) is per job, with its Slurm job id, only where PrivateData
+  hides no jobs. Otherwise it carries no job: groups of at least GROUP_MIN jobs ending in the same
+  hour or later, each its summed rate and its rate-weighted time left (`grouped_running`: squeue
+  shows a user no one else's job, and sinfo only the CPUs in use). Ranks (`running_order`) stay
+  in the own files, for a user's own jobs.
 * A user's own running jobs always reach that user's own file (squeue shows a user their own
   jobs); the running jobs of the accounts above the user only when PrivateData hides neither
   `jobs` nor `accounts` (`account_jobs_to_members`).
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 from collections.abc import Iterable, Mapping
@@ -220,6 +223,41 @@ def running_order(private_data: Iterable[str] | str) -> str:
     place in slurmctld's job list, as its job id where Slurm shows anyone the jobs, else as its
     rank among them (squeue shows a user no one else's job id: the world-readable file must not)."""
     return ORDER_RANK if jobs_hidden(private_data) else ORDER_JOB_ID
+
+
+GROUP_S = 3600.0  # grouped_running: a group closes only at the end of an hour of time left ...
+GROUP_MIN = 3  # ... and only once it holds this many jobs
+
+
+def grouped_running(entries: Iterable[list]) -> list[list]:
+    """The cluster's running jobs where PrivateData hides jobs: no entry is one job. In order of
+    time left, jobs are grouped until a group holds GROUP_MIN jobs and the next job ends in a
+    later hour (GROUP_S) of time left; a last group too small joins the one before. Each group is
+    [its rate-weighted mean time left, its summed rate, None], the jobs with no limit one group
+    [None, summed rate, None]. The sum of rate x time left (what the jobs still charge, run to
+    their limits) is the jobs' own; only when within a group it is charged is smoothed (the
+    forecast's projection, docs/privacy.md)."""
+    entries = list(entries)
+    timed = sorted((float(e[0]), float(e[1])) for e in entries if e[0] is not None)
+    groups: list[list[tuple[float, float]]] = []
+    for left, rate in timed:
+        g = groups[-1] if groups else None
+        if g is None or (len(g) >= GROUP_MIN and math.floor(left / GROUP_S) > math.floor(g[-1][0] / GROUP_S)):
+            groups.append([(left, rate)])
+        else:
+            g.append((left, rate))
+    if len(groups) > 1 and len(groups[-1]) < GROUP_MIN:
+        small = groups.pop()
+        groups[-1] += small
+    out: list[list] = []
+    for g in groups:
+        rate = math.fsum(r for _, r in g)
+        left = math.fsum(x * r for x, r in g) / rate if rate > 0 else math.fsum(x for x, _ in g) / len(g)
+        out.append([left, rate, None])
+    unlimited = [float(e[1]) for e in entries if e[0] is None]
+    if unlimited:
+        out.append([None, math.fsum(unlimited), None])
+    return out
 
 
 def running_maps(snap, entry) -> tuple[list, dict[str, list], dict[str, list]]:

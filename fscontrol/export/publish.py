@@ -231,7 +231,8 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
     limit), rate in billing-seconds per second, its place in slurmctld's job list (a pass charges
     the jobs in that order, see forecast.project_running): its job id, or under PrivateData=jobs
     its rank among the running jobs (`order`, privacy.running_order)]. The cluster's list names no
-    one and is always here; the lists keyed by account (privacy.run_key: the account, or
+    one and is always here, per job only where PrivateData hides no jobs (else in groups of
+    several jobs, `cluster_grouped`: privacy.grouped_running); the lists keyed by account (privacy.run_key: the account, or
     account/user) only where privacy.jobs_public allows (PrivateData hides no names and no jobs:
     squeue and sshare show them to anyone). Otherwise each user finds their own (and, where
     allowed, their accounts') in their own file (own_files, written by publish_latest)."""
@@ -239,8 +240,10 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
 
     cluster, accounts, users = privacy.running_maps(snap, lambda job, order: _entry(snap, job, order))
     public = privacy.jobs_public(snap.config.private_data)
+    grouped = privacy.jobs_hidden(snap.config.private_data)  # no entry is one job (privacy.grouped_running)
     return {"as_of": snap.taken_at, "order": privacy.running_order(snap.config.private_data),
-            "cluster": sorted(cluster, key=_end_key),
+            "cluster": privacy.grouped_running(cluster) if grouped else sorted(cluster, key=_end_key),
+            "cluster_grouped": grouped,
             "accounts": {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())} if public else {},
             "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())} if public else {},
             "users_published": public}

@@ -169,8 +169,8 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
 
     by_id = running.get("order", ORDER_JOB_ID) == ORDER_JOB_ID  # else ranks (PrivateData=jobs): no job id to compare
 
-    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job, or ranks: after all)
-        return len(e) > 2 and e[2] is not None and (pending_job is None or not by_id or e[2] < pending_job)
+    def early(e) -> bool:  # listed before the pending job the forecast is for (a new job; ranks or groups: all)
+        return not by_id or (len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job))
 
     cluster_all = running["cluster"]
     held = total_held(published, d)
@@ -207,7 +207,9 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     else:
         src = "their usage held where it is (no history of their rate yet)"
     ends = "to their time limits" if q is None else f"to their typical end ({q:.0%} of the time to their limits)"
-    assumed = (f"the {len(cluster_all)} job(s) running now run {ends}; your accounts' other users keep "
+    jobs_now = (f"the jobs running now ({len(cluster_all)} group(s) of several, PrivateData=jobs)"
+                if running.get("cluster_grouped") else f"the {len(cluster_all)} job(s) running now")
+    assumed = (f"{jobs_now} run {ends}; your accounts' other users keep "
                f"submitting: {src} ({', '.join(said) or 'none'} CPUs); "
                f"{_held_text(published, d_pass) if held else 'the total usage moves with the cluster'}{own}; "
                f"the priority of {job}")
