@@ -113,9 +113,10 @@ def easy_arrivals(new: list[int], key: Callable[[int], Any] | None, head: Any, m
         for i in new:
             if key(i) < head:
                 return None
-    if free <= 0 or (len(new) == 1 and size[new[0] & mask] > free):  # nothing starts (the usual case)
-        return _NOTHING, extra
-    if extra < 0 and shadow == -math.inf:  # the kept state starts nothing behind the head (no backfill)
+    # nothing starts (the usual case): the kept state starts nothing behind the head (extra -1: no
+    # backfill, or no node free at the pass; a kept shadow's extra is never below 0), no node is
+    # free, or the one new job does not fit
+    if extra < 0 or free <= 0 or (len(new) == 1 and size[new[0] & mask] > free):
         return _NOTHING, extra
     nq = (sorted(new) if key is None else sorted(new, key=lambda i: (key(i), i))) if len(new) > 1 else new
     started, _, extra = easy_backfill(nq, mask, size, est, t, free, 0, None, shadow, extra)
