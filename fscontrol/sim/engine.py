@@ -307,6 +307,8 @@ def simulate(
         del qkeys[pos]
         del queue[pos]
 
+    rank_of = rank.__getitem__ if indexed else None  # (bound once: easy_arrivals's key on the indexed path)
+
     # EASY state kept between passes for the arrival-only fast path
     easy_valid = False
     easy_shadow = 0.0
@@ -344,8 +346,8 @@ def simulate(
     # queue); where the rank is the index (FCFS on a log sorted by submit) the key is the index
     # itself (RS 0: ints of one digit, the cheapest to compare and mask)
     small: list[int] = []
-    RM = (1 << max(1, n.bit_length())) - 1
     RS = 0 if rank is at_rank else max(1, n.bit_length())
+    RM = (1 << RS) - 1 if RS else -1  # -1: the entry is the index (easycore's convention: no mask op)
     use_tree = False
     first_hint = -1  # in the tree: the first pending rank when known (nothing pending before it)
 
@@ -391,14 +393,14 @@ def simulate(
         if use_tree:
             ix_add(r, size[i], est[i], cls[i])
             return
-        kr = (r << RS) | i
+        kr = (r << RS) | i if RS else i
         if not small or kr > small[-1]:
             small.append(kr)
         else:
             insort(small, kr)
         if qn > TREE_ON:
             for kr in small:
-                j = kr & RM
+                j = kr & RM if RS else kr
                 ix_add(kr >> RS, size[j], est[j], cls[j])
             small.clear()
             use_tree = True
@@ -407,10 +409,10 @@ def simulate(
         nonlocal use_tree
         r = ix_next_pending(-1)
         while r >= 0:
-            small.append((r << RS) | at_rank[r])
+            small.append((r << RS) | at_rank[r] if RS else r)
             r = ix_next_pending(r)
         for kr in small:
-            ix_del(kr >> RS, cls[kr & RM])
+            ix_del(kr >> RS, cls[kr & RM if RS else kr])
         use_tree = False
 
     def pass_fast_ix(t: float) -> None:
@@ -419,9 +421,10 @@ def simulate(
         if not use_tree:
             k = 0  # the head run
             for kr in small:
-                if size[kr & RM] > free:
+                i = kr & RM if RS else kr
+                if size[i] > free:
                     break
-                start_job(kr & RM, t)
+                start_job(i, t)
                 k += 1
             if k:
                 del small[:k]
@@ -436,7 +439,7 @@ def simulate(
                 return
             started, easy_shadow, easy_extra = easy_backfill(small, RM, size, est, t, free, 1, running)
             for kr in started:
-                start_job(kr & RM, t)
+                start_job(kr & RM if RS else kr, t)
                 del small[bisect_left(small, kr)]
             qn -= len(started)
             return
@@ -475,7 +478,7 @@ def simulate(
             if use_tree:
                 ix_del(r, cls[i])
             else:
-                del small[bisect_left(small, (r << RS) | i)]
+                del small[bisect_left(small, (r << RS) | i if RS else i)]
             qn -= 1
             start_job(i, t)
 
@@ -615,8 +618,10 @@ def simulate(
                 pass_general(t)
             elif ended or acted or sched_iv > 0 or not easy_valid:
                 (pass_fast_ix if indexed else pass_fast)(t)
+            elif free == 0:
+                pass  # nothing starts, and the kept state is read again only after an end's full pass
             elif indexed:
-                picked = easy_arrivals(new, rank.__getitem__, easy_headrank, -1, size, est, t, free, easy_shadow,
+                picked = easy_arrivals(new, rank_of, easy_headrank, -1, size, est, t, free, easy_shadow,
                                        easy_extra)
                 if picked is None:
                     pass_fast_ix(t)
