@@ -123,7 +123,7 @@ def test_readme_fast_test_commands_work_after_the_demo():
     import tomllib
 
     lines = [ln.split("#")[0].strip() for ln in _code_after(README, "## Running the fast tests")]
-    assert lines[1] == '.venv/bin/python -m pytest -m "not slurm" -q -n 2'
+    assert lines[1] == '.venv/bin/python -m pytest -m "not slurm and not slow" -q -n 2'
     assert lines[0].startswith("scripts/bootstrap.sh ")
     extras = set(lines[0].split()[1].split(","))
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
