@@ -23,3 +23,9 @@ def test_the_engines_reference_stays_in_the_fast_suite():
     reference, not only against its own earlier output."""
     assert not any("test_sim_mf_reference.py" in k for k in SLOW)
     assert "tests/test_sim_accel.py::test_compiled_engine_matches_python_on_the_reference_cases" not in SLOW
+
+
+def test_the_plot_marker_checks_stay_in_the_fast_suite():
+    """Issue #29 item 7 (every test that needs matplotlib marked the same way): its checks run in
+    the fast suite (an outside review found them moved out)."""
+    assert not any("test_plot_marker.py" in k for k in SLOW)
