@@ -89,7 +89,8 @@ def test_a_local_user_who_knows_every_name_recovers_nothing_from_the_published_f
     path = pub.write_published(data, tmp_path / "tb.json")
     text = path.read_text()
     assert recovered(text, "tb", _names(snap)) == set()
-    assert data["admins_hmac"] and data["running"]["cluster"]  # the tokens and the anonymous aggregate are there
+    assert data["admins_hmac"]  # the tokens are there, and the running jobs (or, too few to hide, their count)
+    assert data["running"]["cluster"] or data["running"]["cluster_withheld"] == 3
 
 
 @pytest.mark.parametrize("private", [("jobs", "accounts"), ("jobs",), ("accounts",), ("all",)], ids=",".join)
@@ -97,11 +98,12 @@ def test_running_jobs_per_account_are_gated_on_private_data_jobs_and_accounts(pr
     """Fails on ef8da55: `running.accounts` was published under PrivateData=jobs,accounts."""
     run = pub.build_published(_snapshot(private))["running"]
     assert run["accounts"] == {} and run["users"] == {} and run["users_published"] is False
-    # the cluster's jobs, naming no one: per job where Slurm shows jobs, else in groups (the two
-    # timed jobs are too few for two groups: one, at their rate-weighted time left)
-    expect = ([[4800.0, 12.0, None], [None, 16.0, None]] if privacy.jobs_hidden(private)
-              else [[3600.0, 8.0, 101], [7200.0, 4.0, 102], [None, 16.0, 103]])
+    # the cluster's jobs, naming no one: per job where Slurm shows jobs, else in groups of 3 users'
+    # jobs at least: three jobs of three users, two timed and one with no limit, make no group (an
+    # outside review: a group of fewer gave a job away), so all three are withheld, counted
+    expect = ([] if privacy.jobs_hidden(private) else [[3600.0, 8.0, 101], [7200.0, 4.0, 102], [None, 16.0, 103]])
     assert run["cluster"] == expect and run["cluster_grouped"] is privacy.jobs_hidden(private)
+    assert run["cluster_withheld"] == (3 if privacy.jobs_hidden(private) else 0)
     own = pub.own_files(_snapshot(private), secret=None)
     assert own["carol"]["running"]["accounts"] == {}  # nor in a member's own file
     # her own job: hers to see, at the place the published list gives it (a rank where PrivateData hides jobs)
@@ -118,7 +120,7 @@ def test_under_private_data_jobs_no_slurm_job_id_is_published(tmp_path, private)
     data = pub.build_published(snap)
     run = data["running"]
     assert run["order"] == "rank" and run["cluster_grouped"] is True
-    assert [e[2] for e in run["cluster"]] == [None, None]  # groups, no job's place (privacy.grouped_running)
+    assert all(e[2] is None for e in run["cluster"])  # groups, no job's place (privacy.grouped_running)
     # a user's own jobs carry their rank in slurmctld's job-list order: 101 (1 h left) < 102 (2 h) < 103
     own = pub.own_files(snap, secret=None)
     assert [e[2] for e in own["carol"]["running"]["users"]["chem/carol"]] == [0]
@@ -338,46 +340,57 @@ def test_why_says_the_gate_s_numbers_are_not_published_to_the_user_under_private
     assert waits.hold_of(held, open_gate, privacy.run_key("chem"), now=T0 + 30)["gate"]["over_by"] == 4.0
 
 
-def _jobs(seed: int, n: int) -> list[list]:
+def _jobs(seed: int, n: int, users: int) -> list[tuple]:
     import random
 
     rng = random.Random(seed)
-    return [[None if rng.random() < 0.1 else rng.choice([0.0, rng.uniform(0, 30 * HOUR)]) if rng.random() < 0.05
-             else rng.uniform(0, 30 * HOUR), float(rng.randint(1, 64)), 1000 + i] for i in range(n)]
+    out = []
+    for _ in range(n):
+        x = rng.random()
+        left = None if x < 0.1 else 0.0 if x < 0.13 else rng.uniform(0, 30 * HOUR)
+        out.append((left, float(rng.randint(1, 64)), f"u{rng.randrange(users)}"))
+    return out
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_under_private_data_jobs_no_published_entry_is_one_job_and_the_work_left_is_kept(seed):
+@pytest.mark.parametrize("seed", range(60))
+def test_under_private_data_jobs_no_published_entry_is_one_job_nor_one_user_s(seed):
     """The review of #29 (item 6, left open then): under PrivateData=jobs the world-readable list
-    still gave each running job's time to its limit and its rate (squeue hides both; sinfo shows
-    only the CPUs in use). Now groups of at least GROUP_MIN jobs that end in the same hour or
-    later: what the jobs still charge, sum(rate x time left), and their total rate are the jobs'
-    own; no group is one job."""
+    gave each running job's time to its limit and its rate (squeue hides both; sinfo shows only
+    the CPUs in use). Then groups of 3 jobs; an outside review broke those (one or two jobs
+    published exactly; a no-limit group of one; a group of the attacker's own jobs and one other,
+    read back by subtracting their own). Now every group holds 3 jobs of 3 users, its time left
+    to the hour, and the jobs no group can hide are withheld, counted."""
     import math
 
-    jobs = _jobs(seed, [0, 1, 2, 3, 5, 17, 200][seed % 7])
-    groups = privacy.grouped_running(jobs)
-    timed = [j for j in jobs if j[0] is not None]
+    n, users = [(0, 1), (1, 1), (2, 2), (3, 3), (3, 1), (5, 2), (17, 3), (200, 40), (40, 3), (12, 12)][seed % 10]
+    jobs = _jobs(seed, n, users)
+    groups, withheld = privacy.grouped_running(jobs)
+    timed = sorted(j for j in jobs if j[0] is not None)
+    unlimited = [j for j in jobs if j[0] is None]
     g_timed = [g for g in groups if g[0] is not None]
     assert all(g[2] is None for g in groups)
-    assert math.fsum(g[1] for g in groups) == pytest.approx(math.fsum(j[1] for j in jobs), rel=1e-12, abs=0)
-    assert math.fsum(g[0] * g[1] for g in g_timed) == pytest.approx(math.fsum(j[0] * j[1] for j in timed),
-                                                                    rel=1e-12, abs=1e-9)
-    assert len(g_timed) <= max(1, len(timed) // privacy.GROUP_MIN)  # at least GROUP_MIN jobs a group
-    assert len(groups) - len(g_timed) == (1 if any(j[0] is None for j in jobs) else 0)
-    # the groups follow the jobs' order of time left, each at a time within its jobs'
-    assert [g[0] for g in g_timed] == sorted(g[0] for g in g_timed)
-    if len(timed) >= privacy.GROUP_MIN:
-        # by hand: walk the jobs in order of time left; a group closes once it holds GROUP_MIN jobs and
-        # the next job ends in a later hour; a last group too small joins the one before
-        sizes, cur, last = [], 0, None
-        for left in sorted(j[0] for j in timed):
-            if cur >= privacy.GROUP_MIN and left // privacy.GROUP_S > last // privacy.GROUP_S:
-                sizes.append(cur)
-                cur = 0
-            cur, last = cur + 1, left
-        if cur < privacy.GROUP_MIN and sizes:
-            sizes[-1] += cur
+    assert all(g[0] % privacy.GROUP_S == 0 for g in g_timed)  # to the hour
+    # by hand: walk the timed jobs in order of time left; a group closes once it holds 3 jobs of 3
+    # users and the next job ends in a later hour; a last group short of that joins the one before;
+    # a group still short is withheld; the jobs with no limit are one group under the same rule
+    sizes: list[list[tuple]] = []
+    for job in timed:
+        g = sizes[-1] if sizes else None
+        if g is None or (len(g) >= 3 and len({u for *_, u in g}) >= 3 and job[0] // 3600 > g[-1][0] // 3600):
+            sizes.append([job])
         else:
-            sizes.append(cur)
-        assert len(g_timed) == len(sizes) and min(sizes) >= privacy.GROUP_MIN
+            g.append(job)
+    if len(sizes) > 1 and not (len(sizes[-1]) >= 3 and len({u for *_, u in sizes[-1]}) >= 3):
+        last = sizes.pop()
+        sizes[-1] += last
+    kept = [g for g in sizes if len(g) >= 3 and len({u for *_, u in g}) >= 3]
+    assert len(g_timed) == len(kept)
+    for got, g in zip(g_timed, kept, strict=True):
+        rate = math.fsum(r for _, r, _ in g)
+        assert got[1] == pytest.approx(rate, rel=1e-12)
+        assert abs(got[0] - math.fsum(x * r for x, r, _ in g) / rate) <= privacy.GROUP_S / 2 + 1e-6
+    u_ok = len(unlimited) >= 3 and len({u for *_, u in unlimited}) >= 3
+    assert (len(groups) - len(g_timed)) == (1 if u_ok else 0)
+    assert withheld == len(jobs) - sum(len(g) for g in kept) - (len(unlimited) if u_ok else 0)
+    # no group is one user's: whoever subtracts their own jobs from any group still holds two others' sum
+    assert all(len({u for *_, u in g}) >= 3 for g in kept)

@@ -14,10 +14,11 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
   names are public and PrivateData hides no jobs (`squeue` shows them to anyone anyway).
 * The cluster's running list (unnamed: each job's time to its limit, billing rate and place in
   slurmctld's job list, for the forecasts) is per job, with its Slurm job id, only where PrivateData
-  hides no jobs. Otherwise it carries no job: groups of at least GROUP_MIN jobs ending in the same
-  hour or later, each its summed rate and its rate-weighted time left (`grouped_running`: squeue
-  shows a user no one else's job, and sinfo only the CPUs in use). Ranks (`running_order`) stay
-  in the own files, for a user's own jobs.
+  hides no jobs. Otherwise it carries no job and no one user's jobs: groups of at least 3 jobs of
+  3 users ending in the same hour or later, each its summed rate and its rate-weighted time left
+  to the hour; jobs no group can hide are withheld (`grouped_running`: squeue shows a user no one
+  else's job, and sinfo only the CPUs in use). Ranks (`running_order`) stay in the own files, for
+  a user's own jobs.
 * A user's own running jobs always reach that user's own file (squeue shows a user their own
   jobs); the running jobs of the accounts above the user only when PrivateData hides neither
   `jobs` nor `accounts` (`account_jobs_to_members`).
@@ -225,39 +226,52 @@ def running_order(private_data: Iterable[str] | str) -> str:
     return ORDER_RANK if jobs_hidden(private_data) else ORDER_JOB_ID
 
 
-GROUP_S = 3600.0  # grouped_running: a group closes only at the end of an hour of time left ...
-GROUP_MIN = 3  # ... and only once it holds this many jobs
+GROUP_S = 3600.0  # grouped_running: a group closes only at the end of an hour of time left, its time left to the hour ...
+GROUP_MIN = 3  # ... and only once it holds this many jobs ...
+GROUP_USERS = 3  # ... of this many users
 
 
-def grouped_running(entries: Iterable[list]) -> list[list]:
-    """The cluster's running jobs where PrivateData hides jobs: no entry is one job. In order of
-    time left, jobs are grouped until a group holds GROUP_MIN jobs and the next job ends in a
-    later hour (GROUP_S) of time left; a last group too small joins the one before. Each group is
-    [its rate-weighted mean time left, its summed rate, None], the jobs with no limit one group
-    [None, summed rate, None]. The sum of rate x time left (what the jobs still charge, run to
-    their limits) is the jobs' own; only when within a group it is charged is smoothed (the
-    forecast's projection, docs/privacy.md)."""
-    entries = list(entries)
-    timed = sorted((float(e[0]), float(e[1])) for e in entries if e[0] is not None)
-    groups: list[list[tuple[float, float]]] = []
-    for left, rate in timed:
+def _enough(group: list[tuple[float | None, float, str]]) -> bool:
+    return len(group) >= GROUP_MIN and len({u for _, _, u in group}) >= GROUP_USERS
+
+
+def grouped_running(jobs: Iterable[tuple[float | None, float, str]]) -> tuple[list[list], int]:
+    """The cluster's running jobs where PrivateData hides jobs, `jobs` each (time to its limit or
+    None, rate, user): (groups, jobs withheld). No entry is one job, nor one user's jobs: in order
+    of time left, jobs are grouped until a group holds GROUP_MIN jobs of GROUP_USERS users and the
+    next job ends in a later hour (GROUP_S) of time left; a last group short of that joins the one
+    before. Each group is [its rate-weighted mean time left, to the hour; its summed rate; None],
+    the jobs with no limit one group [None, summed rate, None] under the same rule. Jobs that no
+    group can hide (too few jobs or users run) are withheld, counted. A user who subtracts their
+    own jobs from a group still sees the sum of two other users' jobs at least; two snapshots in a
+    row show a started job's rate (as sinfo's allocated CPUs do) and its limit to the hour only.
+    Within a group the charge's timing is smoothed (its cost to the forecast: docs/privacy.md)."""
+    jobs = list(jobs)
+    timed = sorted((float(left), float(rate), user) for left, rate, user in jobs if left is not None)
+    groups: list[list[tuple[float | None, float, str]]] = []
+    for left, rate, user in timed:
         g = groups[-1] if groups else None
-        if g is None or (len(g) >= GROUP_MIN and math.floor(left / GROUP_S) > math.floor(g[-1][0] / GROUP_S)):
-            groups.append([(left, rate)])
+        if g is None or (_enough(g) and math.floor(left / GROUP_S) > math.floor(float(g[-1][0] or 0.0) / GROUP_S)):
+            groups.append([(left, rate, user)])
         else:
-            g.append((left, rate))
-    if len(groups) > 1 and len(groups[-1]) < GROUP_MIN:
+            g.append((left, rate, user))
+    if len(groups) > 1 and not _enough(groups[-1]):
         small = groups.pop()
         groups[-1] += small
+    unlimited: list[tuple[float | None, float, str]] = [(None, float(r), u) for left, r, u in jobs if left is None]
+    kept = [g for g in groups if _enough(g)]
+    withheld = len(timed) - sum(len(g) for g in kept)
     out: list[list] = []
-    for g in groups:
-        rate = math.fsum(r for _, r in g)
-        left = math.fsum(x * r for x, r in g) / rate if rate > 0 else math.fsum(x for x, _ in g) / len(g)
-        out.append([left, rate, None])
-    unlimited = [float(e[1]) for e in entries if e[0] is None]
-    if unlimited:
-        out.append([None, math.fsum(unlimited), None])
-    return out
+    for g in kept:
+        rate = math.fsum(r for _, r, _ in g)
+        mean = (math.fsum(float(x or 0.0) * r for x, r, _ in g) / rate if rate > 0
+                else math.fsum(float(x or 0.0) for x, _, _ in g) / len(g))
+        out.append([round(mean / GROUP_S) * GROUP_S, rate, None])
+    if unlimited and _enough(unlimited):
+        out.append([None, math.fsum(r for _, r, _ in unlimited), None])
+    elif unlimited:
+        withheld += len(unlimited)
+    return out, withheld
 
 
 def running_maps(snap, entry) -> tuple[list, dict[str, list], dict[str, list]]:

@@ -241,9 +241,14 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
     cluster, accounts, users = privacy.running_maps(snap, lambda job, order: _entry(snap, job, order))
     public = privacy.jobs_public(snap.config.private_data)
     grouped = privacy.jobs_hidden(snap.config.private_data)  # no entry is one job (privacy.grouped_running)
+    withheld = 0
+    if grouped:
+        cluster, withheld = privacy.grouped_running(
+            (None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, user)
+            for _, _, user, rate, ends_at in snap.running)
     return {"as_of": snap.taken_at, "order": privacy.running_order(snap.config.private_data),
-            "cluster": privacy.grouped_running(cluster) if grouped else sorted(cluster, key=_end_key),
-            "cluster_grouped": grouped,
+            "cluster": cluster if grouped else sorted(cluster, key=_end_key),
+            "cluster_grouped": grouped, "cluster_withheld": withheld,
             "accounts": {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())} if public else {},
             "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())} if public else {},
             "users_published": public}

@@ -207,7 +207,9 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     else:
         src = "their usage held where it is (no history of their rate yet)"
     ends = "to their time limits" if q is None else f"to their typical end ({q:.0%} of the time to their limits)"
-    jobs_now = (f"the jobs running now ({len(cluster_all)} group(s) of several, PrivateData=jobs)"
+    withheld = int(running.get("cluster_withheld") or 0)
+    jobs_now = (f"the jobs running now ({len(cluster_all)} group(s) of several users' jobs, PrivateData=jobs"
+                + (f"; {withheld} job(s) too few to hide in a group left out" if withheld else "") + ")"
                 if running.get("cluster_grouped") else f"the {len(cluster_all)} job(s) running now")
     assumed = (f"{jobs_now} run {ends}; your accounts' other users keep "
                f"submitting: {src} ({', '.join(said) or 'none'} CPUs); "
