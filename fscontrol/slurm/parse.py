@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
 from fscontrol.errors import ParseError
-from fscontrol.slurm import configjson
+from fscontrol.slurm import configjson, privatedata
 from fscontrol.records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job, share_rows
 
 # ---------------------------------------------------------------------------- commands
@@ -881,7 +881,7 @@ def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig
         half_life_s=half,
         calc_period_s=calc,
         usage_reset_period=p.get("PriorityUsageResetPeriod", "NONE"),
-        private_data=flags("PrivateData"),
+        private_data=privatedata.flag_list(p.get("PrivateData")),
         enforce=flags("AccountingStorageEnforce"),
         weights=weights,
         raw=p,
