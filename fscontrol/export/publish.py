@@ -226,7 +226,7 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
     """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
     each account's whole subtree, every running job as [seconds to its time limit (None: no
     limit), rate in billing-seconds per second, its place in slurmctld's job list (a pass charges
-    the jobs in that order, see forecast.project_running): its job id, or under PrivateData=jobs
+    the jobs in that order, see forecast.classic.project_running): its job id, or under PrivateData=jobs
     its rank among the running jobs (`order`, privacy.running_order)]. The cluster's list names no
     one and is always here, per job only where PrivateData hides no jobs (else in groups of
     several jobs, `cluster_grouped`: privacy.grouped_running); the lists keyed by account (privacy.run_key: the account, or
@@ -319,7 +319,7 @@ def inflow_aggregates(snap: StoredSnapshot, snapshots: int, span_s: float, rates
     read from: the forecast trusts it in proportion, and each rate's variance (`*_var`,
     decay.arrival_inflow) says how far from "their usage stays where it is" it may be taken
     (forecast.loaded). `left_ratio`: how much of its time to the limit a running job typically
-    still runs, read from `ended` jobs (store.window_inflow; None: to the limit)."""
+    still runs, read from `ended` jobs (store.loaders.window_inflow; None: to the limit)."""
     from fscontrol.export import privacy
 
     parent = {r.account: r.parent for r in snap.shares if not r.user}

@@ -406,7 +406,7 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
     FairShare=parent account are counted with that account's siblings. A FairShare=parent
     association holds its fs parent's NormShares and adds nothing to its level. Classic: a level
     adds up to its fs parent's NormShares (1 under root); Fair Tree: to 1 (or to the classic
-    figure, which 22.05 keeps after a switch by reconfigure: fairtree.shares_form).
+    figure, which 22.05 keeps after a switch by reconfigure: model.fairtree.FairTree.shares_form).
 
     Not for a user's own `sshare` under PrivateData, which shows only part of the tree."""
     seen: set[tuple[str, str]] = set()
@@ -450,7 +450,7 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
         wants = [1.0] if parent.depth == 0 else [parent.norm_shares]
         if fair_tree and parent.depth > 0:
             # Fair Tree's own NormShares add up to 1 at each level; slurmctld may still hold the
-            # classic ones after PriorityFlags was switched by reconfigure (fairtree.shares_form)
+            # classic ones after PriorityFlags was switched by reconfigure (model.fairtree.FairTree.shares_form)
             wants.insert(0, 1.0)
         total = sum(shared)
         want = min(wants, key=lambda w: abs(total - w))
