@@ -153,3 +153,25 @@ def test_the_module_check_reads_each_packages_own_paragraph(tmp_path):
            "loops; `progress.py` a bar.\n\n**`fscontrol/doctor/`:** reads `slurm/survey.py` and `profile`.\n\n"
            "**At the bottom:** `errors.py`.\n\n## Next\n")
     assert unnamed_modules(doc, tmp_path) == ["sim/profile.py", "slurm/survey.py"]
+
+
+def test_no_comment_or_doc_names_what_no_longer_exists():
+    """Every `module.name` in fscontrol's comments and docstrings and in docs/*.md names something
+    that exists (scripts/stale_names.py; review of #29: publish.py's `pipeline.gate_table` and
+    twenty more had gone stale)."""
+    import stale_names
+
+    assert stale_names.stale(ROOT) == []
+
+
+def test_the_stale_name_check_sees_a_renamed_function(tmp_path):
+    import stale_names
+
+    (tmp_path / "fscontrol" / "agent").mkdir(parents=True)
+    (tmp_path / "fscontrol" / "agent" / "decide.py").write_text("def gate_table():\n    pass\n")
+    (tmp_path / "fscontrol" / "agent" / "pipeline.py").write_text(
+        '"""Composes decide.gate_table and agent.decide.gate_table; slurm.conf and history.db are files."""\n'
+        "# the table (pipeline.gate_plan; decide.gate_tabel; see agent/gone.py)\n")
+    assert [(w, m) for w, m, _ in stale_names.stale(tmp_path)] == [
+        ("fscontrol/agent/pipeline.py:2", "pipeline.gate_plan"), ("fscontrol/agent/pipeline.py:2", "decide.gate_tabel"),
+        ("fscontrol/agent/pipeline.py:2", "agent/gone.py")]
