@@ -1,9 +1,9 @@
 """PrivateData: what slurm.conf's PrivateData hides from a user who is not an operator, read in one place.
 
-Slurm's flags (slurm.conf(5)): `accounts`, `events`, `jobs`, `nodes`, `partitions`,
-`reservations`, `usage`, `users`, and `all` for every one of them. Everything in fscontrol that
+Each flag hides one of Slurm's views from such a user (slurm.conf(5): `accounts`, `jobs`,
+`partitions`, `reservations`, `usage`, `users`, ...), `all` every one. Everything in fscontrol that
 reads PrivateData goes through this module: the parser (`parse_config`'s SlurmConfig.private_data),
-the doctor (PrivateData=usage), the privacy policy of what the agent publishes
+the doctor (PrivateData=usage), `status`'s warning, the privacy policy of what the agent publishes
 (export/privacy.py: what may reach a file a user reads) and the user's commands (`why` and
 `start`: squeue shows a user their own jobs alone). A value is either the parsed config's flags
 (SlurmConfig.private_data, lower case) or the raw text of `scontrol show config`
