@@ -216,7 +216,7 @@ class QueueJob:
     submit: float | None
     start: float | None
     time_limit_s: int | None  # None = UNLIMITED
-    admin_comment: str = ""  # where the agent marks the jobs it holds or demotes (gate.MARK); default ""
+    admin_comment: str = ""  # where the agent marks the jobs it holds or demotes (HOLD_MARK, nice_mark); default ""
 
 
 def new_queue_job(*values) -> QueueJob:

@@ -22,7 +22,12 @@ counts what else it calls. Every call in a command is resolved to one of:
 - unresolved: anything else (a call on a name it cannot trace, `getattr` with a computed name,
   `__import__`, `eval`, importlib): listed, and tests/test_cli_thin.py fails on any.
 
-The command's signature is read too (an option's callback, a default). One run of a command
+The command's signature is read too (an option's callback, a default), and so is an option defined
+once at the top of a module of the command line (`SourceOpt = Annotated[..., typer.Option(callback=
+...)]` in cli/options.py) where a command names it: what building it calls, and its callback's calls
+(a callback is code the command runs), are the command's; a callback the counter cannot resolve is
+listed like any call. The apps' own callbacks (`@app.callback()`, run before every command) are
+counted too, each as "MODULE callback". One run of a command
 takes one branch: an `if`, an `x if c else y` and a `try` count their costlier branch.
 """
 
@@ -94,6 +99,19 @@ class Module:
     imports: dict[str, str]  # a name bound at the top -> the dotted name it stands for (imports, aliases)
     other: set[str]  # other names bound at the top (values, not callables the counter can follow)
     made: dict[str, str] = field(default_factory=dict)  # a name bound at the top to a call's value -> what it called
+    values: dict[str, str] = field(default_factory=dict)  # a name bound at the top to a value -> its key in functions
+
+
+VALUE = "<value>"  # functions[VALUE + name]: a name's value at the top of a module, read as a function
+
+
+def _value_function(name: str, value: ast.expr) -> ast.FunctionDef:
+    """`name = value` at the top of a module as a function whose body is the value: what building
+    it calls (an option's `typer.Option(callback=...)` in cli/options.py) is read as a function's."""
+    fn = ast.FunctionDef(name=VALUE + name, args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                                              kw_defaults=[], kwarg=None, defaults=[]),
+                         body=[ast.Expr(value)], decorator_list=[], returns=None, type_params=[])
+    return ast.fix_missing_locations(ast.copy_location(fn, value))
 
 
 @dataclass
@@ -149,6 +167,7 @@ def load(root: Path, name: str) -> Module:
     imports = _bindings(tree.body, name.rpartition(".")[0])
     other: set[str] = set()
     made: dict[str, str] = {}
+    values: dict[str, str] = {}
     for n in tree.body:  # module-level aliases: LOAD = store.load_snapshot
         if isinstance(n, (ast.Assign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -165,7 +184,10 @@ def load(root: Path, name: str) -> Module:
                     other.add(t.id)
                 else:
                     other.add(t.id)
-    return Module(name, tree, functions, classes, imports, other, made)
+                    if n.value is not None:  # SourceOpt = Annotated[str, typer.Option(callback=...)]: followed where named
+                        functions[VALUE + t.id] = _value_function(t.id, n.value)
+                        values[t.id] = VALUE + t.id
+    return Module(name, tree, functions, classes, imports, other, made, values)
 
 
 def commands(root: Path) -> list[Command]:
@@ -190,6 +212,21 @@ def commands(root: Path) -> list[Command]:
                     and args and isinstance(args[0], ast.Attribute) and isinstance(args[0].value, ast.Name)):
                 prefix = "config " if isinstance(reg.func.value, ast.Name) and reg.func.value.id == "config_app" else ""
                 out.append(Command(prefix + named(reg, args[0].attr), app.imports[args[0].value.id], args[0].attr))
+    return out
+
+
+def app_callbacks(root: Path) -> list[Command]:
+    """The functions a typer app runs before any of its commands (`@app.callback()` in a module of
+    fscontrol/cli: the --version option's callback), each as a Command named "MODULE callback": what
+    they call is added to every command's run."""
+    out = []
+    for path in sorted((root / "fscontrol" / "cli").glob("*.py")):
+        mod = load(root, f"fscontrol.cli.{path.stem}")
+        for node in mod.tree.body:
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "callback"
+                    for d in node.decorator_list):
+                out.append(Command(f"{path.stem} callback", mod.name, node.name))
     return out
 
 
@@ -368,6 +405,8 @@ class Counter:
                     return "cli", (hmod, hname)
                 if hname in helper.classes:
                     return "cli-class", (hmod, hname)
+                if hname in helper.values:  # an option (or any value) defined at the top of a cli module
+                    return "cli-value", (hmod, helper.values[hname])
                 if hname in helper.imports and helper.imports[hname] != path:
                     return path_kind(helper.imports[hname])
                 raise Unresolved(f"{path}: not a function or class of {hmod}")
@@ -394,7 +433,10 @@ class Counter:
             elif isinstance(func, ast.Attribute):
                 base = origin(func.value)
                 if base[0] == "alias":
-                    return path_kind(f"{base[1]}.{func.attr}")
+                    kind, label = path_kind(f"{base[1]}.{func.attr}")
+                    if kind == "cli-value":
+                        raise Unresolved(f"line {node.lineno}: a call of the value {ast.unparse(func)}")
+                    return kind, label
                 if base[0] == "lib":
                     return "lib", f"{base[1]}().{func.attr}"
                 if base[0] == "cli":
@@ -406,7 +448,10 @@ class Counter:
             else:
                 o = origin(func)
             if o[0] == "alias":
-                return path_kind(o[1])
+                kind, label = path_kind(o[1])
+                if kind == "cli-value":  # a value of the command line called: what it runs is not known here
+                    raise Unresolved(f"line {node.lineno}: a call of the value {ast.unparse(func)}")
+                return kind, label
             if o[0] == "lib":
                 return "lib", f"{o[1]}()"
             raise Unresolved(f"line {node.lineno}: a call of {ast.unparse(func)}")
@@ -430,22 +475,30 @@ class Counter:
                 return self.calls(hmod, hname, seen, unresolved)
             return []
 
-        def passed_on(node: ast.expr) -> list[str]:
-            """A library function or class named as a value (not called here): its name; a
-            function of the command line: what it calls."""
-            try:
-                o = origin(node)
-            except Unresolved:
-                return []
+        def passed_on(node: ast.expr) -> tuple[list[str], int]:
+            """A library function or class named as a value (not called here): its name, twice
+            (it may be called any number of times); a function of the command line: what it calls,
+            twice; a value at the top of a module of the command line (an option in cli/options.py,
+            its callback too): what building it calls, once."""
+            if isinstance(node, ast.Name) and node.id in mod.values and node.id not in assigned \
+                    and node.id not in params and node.id not in names and module.startswith("fscontrol.cli."):
+                o = ("alias", f"{module}.{node.id}")
+            else:
+                try:
+                    o = origin(node)
+                except Unresolved:
+                    return [], 0
             if o[0] != "alias" or not o[1].startswith("fscontrol."):
-                return []
+                return [], 0
             try:
                 kind, label = path_kind(o[1])
             except Unresolved:
-                return []
+                return [], 0
+            if kind == "cli-value":
+                return ([] if label in seen else self.calls(*label, seen=seen, unresolved=unresolved)), 1
             if kind == "cli" and label not in seen:
-                return self.calls(*label, seen=seen, unresolved=unresolved)
-            return [str(label)] if kind == "lib" and self._is_function(o[1]) else []
+                return self.calls(*label, seen=seen, unresolved=unresolved), 2
+            return ([str(label)], 2) if kind == "lib" and self._is_function(o[1]) else ([], 0)
 
         def cost(node: ast.AST) -> list[str]:
             if isinstance(node, (ast.If, ast.IfExp)):
@@ -465,9 +518,9 @@ class Counter:
                 inner += [*first.ifs, *(x for g in rest for x in (g.iter, *g.ifs))]
                 return cost(first.iter) + 2 * seq(inner)
             if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and id(node) not in callees:
-                passed = passed_on(node)
+                passed, times = passed_on(node)
                 if passed:
-                    return 2 * passed
+                    return times * passed
             out = own(node) if isinstance(node, ast.Call) else []
             for child in ast.iter_child_nodes(node):
                 out += cost(child)
@@ -495,7 +548,7 @@ def main() -> None:
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent, help="the checkout to read")
     args = ap.parse_args()
     counter = Counter(args.root)
-    for cmd in commands(args.root):
+    for cmd in [*commands(args.root), *app_callbacks(args.root)]:
         counter.count(cmd)
         print(f"{len(cmd.calls):3}  {cmd.name:<16} {', '.join(c.removeprefix('fscontrol.') for c in cmd.calls)}")
         for u in cmd.unresolved:

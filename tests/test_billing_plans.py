@@ -242,7 +242,7 @@ def test_every_reset_is_the_first_boundary_after_the_last(now, period):
 
 
 def test_the_partitions_are_published_only_where_privatedata_shows_them():
-    """privacy.partitions_public: PrivateData=partitions (or all) hides them from users in Slurm, so
+    """privatedata.partitions_public: PrivateData=partitions (or all) hides them from users in Slurm, so
     the world-readable file carries no partition then (a GPU plan is refused, a CPU plan is CPUs);
     the QOS UsageFactors, flags and release are cluster configuration anyone's sacctmgr shows."""
     from dataclasses import replace

@@ -272,6 +272,33 @@ def test_the_reviewers_fooling_command_fails(tmp_path):
     assert c.unresolved  # _db: no such helper of the command line (and the method on what it returns)
 
 
+def test_an_options_callback_defined_in_cli_options_counts(tmp_path):
+    """The second fooling command line (tests/data/cli_fool/options.py): the library calls of a
+    typer option's callback defined once in cli/options.py, named as a type alias or as
+    `options.X`, are the command's (a callback is code the command runs: a library function as
+    the callback counts twice, as a callback passed on does), and a callback it cannot resolve fails."""
+    root = _tree(tmp_path, (ROOT / "tests" / "data" / "cli_fool" / "options_app.py").read_text())
+    (root / "fscontrol" / "cli" / "options.py").write_text((ROOT / "tests" / "data" / "cli_fool" / "options.py").read_text())
+    c = _counted(root)
+    collect, open_db = "fscontrol.agent.pipeline.collect", "fscontrol.store.history.open_db"
+    assert sorted(c["status"].calls) == sorted([collect, open_db] * 2 + [open_db] * 2) and not c["status"].unresolved
+    assert sorted(c["history"].calls) == sorted([collect, open_db] * 2) and not c["history"].unresolved
+    assert c["fit"].unresolved and "getattr with a computed name" in c["fit"].unresolved[0]
+    assert set(_not_thin(root)) == {"status", "history", "fit"}
+
+
+def test_the_real_options_are_read(tmp_path):
+    """The real cli/options.py's options are followed where a command names them (they call no
+    library function: validation and conversion only), and so is the app's own callback
+    (--version, run before every command): it calls nothing of the library."""
+    counter = cli_calls.Counter(ROOT)
+    opts = counter.module("fscontrol.cli.options")
+    assert {"SourceOpt", "DbOpt", "ConfigOpt", "ClusterOpt", "JsonOpt", "PublishedOpt"} <= set(opts.values)
+    assert all(counter.calls("fscontrol.cli.options", f) == [] for f in opts.values.values())
+    found = [counter.count(c) for c in cli_calls.app_callbacks(ROOT)]
+    assert [(c.name, c.function, c.calls, c.unresolved) for c in found] == [("app callback", "_main", [], [])]
+
+
 def _error_writers(paths) -> set[tuple[str, str]]:
     """(file, function) of each piece of code that writes an error's wording ("error:" in a string
     it writes) to stderr: typer.echo/click.echo(..., err=True), print(..., file=sys.stderr),

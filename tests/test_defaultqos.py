@@ -21,7 +21,7 @@ from fscontrol.export import jobqos as ejq
 from fscontrol.export import privacy
 from fscontrol.export import publish as pub
 from fscontrol.forecast import start as startmod
-from fscontrol.slurm import jobid
+from fscontrol.slurm import jobid, privatedata
 from fscontrol.slurm import jobqos
 
 # as the 22.05 testbed printed them (sacctmgr -P show assoc format=Cluster,Account,User,DefaultQOS,QOS;
@@ -81,7 +81,7 @@ def test_published_where_privatedata_shows_it_and_always_in_the_users_own_file()
         assert own["yalim"]["job_qos"] == YALIM["yalim"] and set(own) == {"yalim"}
         merged = privacy.merge_own({**data, "own_files": True}, own["yalim"])
         assert ejq.for_plan(merged, "yalim", None) == ("dq2", "the DefaultQOS of yalim@yalim (yalim's default account)")
-    assert privacy.associations_public(()) and not privacy.associations_public(("associations",))
+    assert privatedata.associations_public(()) and not privatedata.associations_public(("associations",))
 
 
 def test_for_plan_picks_the_account_then_the_default_account():

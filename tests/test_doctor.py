@@ -217,6 +217,9 @@ def test_qos_limits_are_read():
 # ---------------------------------------------------------------------------- notes
 def test_notes(tmp_path):
     assert _found(tmp_path, config={"PrivateData": "usage,jobs"}) == {"private-usage": "info"}
+    # `all` hides usage too (slurm.privatedata): the doctor read the word USAGE alone and said nothing
+    assert _found(tmp_path / "all", config={"PrivateData": "all"}) == {"private-usage": "info"}
+    assert _found(tmp_path / "jobs", config={"PrivateData": "jobs"}) == {}
     assert _found(tmp_path / "b", qos="Name|UsageFactor\nnormal|1.000000\nlow|0.500000\n") == {
         "padding-qos-missing": "fatal", "qos-usage-factor": "info"}
     assert _found(tmp_path / "c", config={"SLURM_VERSION": "19.05.8"}) == {"slurm-version": "info"}

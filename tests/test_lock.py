@@ -170,7 +170,38 @@ def test_control_on_switches_only_the_agents_own_history(tmp_path):
     assert list(other.parent.iterdir()) == []
     # on its own history it works
     r = CliRunner().invoke(app, ["control", "on", "-c", str(cfg)])
-    assert r.exit_code == 0 and "prod: the agent acts again" in r.output, r.output
+    assert r.exit_code == 0 and "prod: the agent was not off; nothing changed" in r.output, r.output
+
+
+def test_control_on_says_whether_the_agent_was_off(tmp_path):
+    """The review of #29: `control on` said "the agent acts again from its next tick" when the agent
+    had never been off. Now it says which case holds (exit 0 in both), and --json says was_off."""
+    import json
+
+    from fscontrol.store import history as store
+    from fscontrol.store import ledger
+
+    agents = tmp_path / "agent" / "history.db"
+    cfg = tmp_path / "f.toml"
+    cfg.write_text(f'[agent]\ndb = "{agents}"\n[clusters.prod]\n')
+    agents.parent.mkdir()
+    never = CliRunner().invoke(app, ["control", "on", "-c", str(cfg)])
+    assert never.exit_code == 0 and never.output.startswith("prod: the agent was not off; nothing changed"), never.output
+    db = store.open_db(agents)
+    ledger.set_state(db, "prod", "acting_off", {"by": "control off", "at": 100.0}, 100.0)
+    db.close()
+    again = CliRunner().invoke(app, ["control", "on", "-c", str(cfg), "--json"])
+    assert again.exit_code == 0 and json.loads(again.output) == {"cluster": "prod", "acting": True, "was_off": True}
+    db = store.open_db(agents)
+    assert ledger.get_state(db, "prod", "acting_off") is None
+    db.close()
+    twice = CliRunner().invoke(app, ["control", "on", "-c", str(cfg)])
+    assert twice.exit_code == 0 and "was not off; nothing changed" in twice.output and "acts again" not in twice.output
+    db = store.open_db(agents)
+    ledger.set_state(db, "prod", "acting_off", {"by": "on_stop", "at": 200.0}, 200.0)
+    db.close()
+    back = CliRunner().invoke(app, ["control", "on", "-c", str(cfg)])
+    assert back.exit_code == 0 and back.output.startswith("prod: the agent acts again from its next tick"), back.output
 
 
 # ---------------------------------------------------------------------------- item 11

@@ -23,6 +23,7 @@ from fscontrol.export import metrics
 from fscontrol.export import privacy
 from fscontrol.export import publish as pub
 from fscontrol.records import ShareRow, SlurmConfig
+from fscontrol.slurm import privatedata
 from fscontrol.report import status as rstatus
 from fscontrol.store.history import StoredSnapshot
 
@@ -101,13 +102,13 @@ def test_running_jobs_per_account_are_gated_on_private_data_jobs_and_accounts(pr
     # the cluster's jobs, naming no one: per job where Slurm shows jobs, else in groups of 3 users'
     # jobs at least: three jobs of three users, two timed and one with no limit, make no group (an
     # outside review: a group of fewer gave a job away), so all three are withheld, counted
-    expect = ([] if privacy.jobs_hidden(private) else [[3600.0, 8.0, 101], [7200.0, 4.0, 102], [None, 16.0, 103]])
-    assert run["cluster"] == expect and run["cluster_grouped"] is privacy.jobs_hidden(private)
-    assert run["cluster_withheld"] == (3 if privacy.jobs_hidden(private) else 0)
+    expect = ([] if privatedata.jobs_hidden(private) else [[3600.0, 8.0, 101], [7200.0, 4.0, 102], [None, 16.0, 103]])
+    assert run["cluster"] == expect and run["cluster_grouped"] is privatedata.jobs_hidden(private)
+    assert run["cluster_withheld"] == (3 if privatedata.jobs_hidden(private) else 0)
     own = pub.own_files(_snapshot(private), secret=None)
     assert own["carol"]["running"]["accounts"] == {}  # nor in a member's own file
     # her own job: hers to see, at the place the published list gives it (a rank where PrivateData hides jobs)
-    expect = 0 if privacy.jobs_hidden(private) else 101
+    expect = 0 if privatedata.jobs_hidden(private) else 101
     assert [e[2] for e in own["carol"]["running"]["users"]["chem/carol"]] == [expect]
 
 
@@ -141,11 +142,11 @@ def test_every_private_data_test_counts_all():
     """publish._own_limits tested "usage" alone (`all` let an account's usage through); start tested
     the words "jobs" and "reservations" in the raw PrivateData value."""
     for pd in (("all",), "all", "jobs,usage", ("JOBS",)):
-        assert privacy.jobs_hidden(pd)
-    assert not privacy.usage_public(("all",)) and not privacy.usage_public("usage,jobs")
-    assert privacy.usage_public(("jobs",)) and privacy.usage_public("")
-    assert privacy.reservations_hidden("all") and privacy.reservations_hidden("jobs,reservations")
-    assert not privacy.reservations_hidden("jobs")
+        assert privatedata.jobs_hidden(pd)
+    assert not privatedata.usage_public(("all",)) and not privatedata.usage_public("usage,jobs")
+    assert privatedata.usage_public(("jobs",)) and privatedata.usage_public("")
+    assert privatedata.reservations_hidden("all") and privatedata.reservations_hidden("jobs,reservations")
+    assert not privatedata.reservations_hidden("jobs")
 
 
 def test_without_private_data_the_running_jobs_are_published_by_name():
@@ -313,7 +314,7 @@ def test_the_gate_s_accounts_follow_the_running_jobs_policy(private):
     assert data["gate"]["next_at"] == T0 + 120.0  # when it decides names no one
     assert recovered(json.dumps(data), "tb", _names(snap)) == set()
     own = pub.own_files(snap, secret=None, gate=_gate(snap))
-    if privacy.account_jobs_to_members(private):  # a member sees their own account's entry, not another's
+    if privatedata.account_jobs_to_members(private):  # a member sees their own account's entry, not another's
         assert set(own["carol"]["gate_accounts"]) == {"chem"} and set(own["erin"]["gate_accounts"]) == {"phys"}
         seen = privacy.merge_own({**data, "own_files": True}, own["carol"])["gate"]["accounts"]
         assert set(seen) == {"chem"}

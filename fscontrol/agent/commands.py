@@ -210,7 +210,7 @@ def control(config_path: Path | None, db: Path | None, source: str, cluster: str
     cfg, path, _, make_source = loop.setup(config_path, db, source, cluster)
     ctl = loop.control(cfg, make_source, path, cluster, switch=switch, apply=apply)
     if switch == "on":
-        return Result(rcontrol.on_data(ctl.cluster))
+        return Result(rcontrol.on_data(ctl.cluster, was_off=bool(ctl.was_off)))
     if switch == "off":
         data = rcontrol.off_data(ctl.tick)
         return Result(data, 3 if any(a["status"] in ("failed", "unknown", "refused") for a in data["actions"]) else 0)

@@ -84,11 +84,13 @@ def setup(config_path: Path | None, db: Path | None, source: str, cluster: str |
 @dataclass(frozen=True, slots=True)
 class ControlRun:
     """What `fscontrol control` did: the cluster, its tick (None for `control on`), and whether it
-    was asked to act (the command's --apply or, except for `control off`, the config's agent.apply)."""
+    was asked to act (the command's --apply or, except for `control off`, the config's agent.apply);
+    for `control on`, whether the agent was off (and now acts again) or was not (nothing changed)."""
 
     cluster: str | None
     tick: pipeline.TickResult | None
     apply: bool
+    was_off: bool | None = None
 
 
 def control(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *, switch: str | None,
@@ -97,9 +99,11 @@ def control(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *,
     `apply` (the command's --apply) or the config's agent.apply says so. "off": one tick that
     undoes what the agent did and stops it acting, carried out only with `apply`: the config's
     agent.apply is for the agent's ticks, `control off` always plans unless told --apply on its
-    own command line (issue #30). "on": the agent acts again from its next tick (set_acting)."""
+    own command line (issue #30). "on": the agent acts again from its next tick (set_acting), or,
+    when it was not off, nothing changes (was_off False)."""
     if switch == "on":
-        return ControlRun(set_acting(cfg, db_path, name, by=None), None, False)
+        cluster, was_off = set_acting(cfg, db_path, name, by=None)
+        return ControlRun(cluster, None, False, was_off=was_off)
     if switch == "off":
         stages, acts = pipeline.Stages(off="control off"), apply
     else:
@@ -184,9 +188,10 @@ def one_tick(cfg, make_source: SourceFactory, db_path: Path, name: str | None, *
             db.close()
 
 
-def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
+def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> tuple[str, bool]:
     """`fscontrol control on` (by=None) clears the cluster's "acting off" switch; the loop's start
-    clears only the one its own stop set (by="on_stop"). Returns the cluster's name. `control on`
+    clears only the one its own stop set (by="on_stop"). Returns the cluster's name and whether a
+    switch was cleared (False: the agent was not off, or off by another's hand, and nothing changed). `control on`
     switches only the agent's own history (lock.check_agent_history): on another it would make a
     history and a lock of its own, say the agent acts again, and leave the agent off."""
     with _locked(cfg, db_path, name, apply=by is None, doing="control on"):
@@ -199,14 +204,15 @@ def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> str:
                 raise NotFoundError(f"which cluster? pick one with -M: {', '.join(names) or 'none known'}")
             cluster = names[0]
             state = store_ledger.get_state(db, cluster, "acting_off")
-            if state is not None and (by is None or state.get("by") == by):
+            cleared = state is not None and (by is None or state.get("by") == by)
+            if cleared:
                 with store.transaction(db):
                     store_ledger.set_state(db, cluster, "acting_off", None, time.time())
                     written = store_ledger.get_state(db, cluster, "persist_written")
                     if written and written.get("at") is not None:  # off/on resets persist_interval: the
                         # first tick after `control on` persists a changed d at once (issue #30)
                         store_ledger.set_state(db, cluster, "persist_written", dict(written, at=None), time.time())
-            return cluster
+            return cluster, cleared
         finally:
             db.close()
 

@@ -220,7 +220,7 @@ class TickResult:
     tick_id: int
     collected: CollectResult
     control: ControlResult | None  # None: control was not run this tick
-    fit: object | None  # fit.Fit when a fit was due and there was enough history
+    fit: object | None  # model.fit.FitResult when a fit was due and there was enough history
     gate: GateResult | None
     published: str | None  # path of the published snapshot
     reconciled: tuple = ()  # (what, old, new, why) settled against Slurm at the start of the tick; default ()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from fscontrol.errors import ConfigError
 from fscontrol.model import billing
 from fscontrol.records import ShareRow
-from fscontrol.slurm import versions
+from fscontrol.slurm import privatedata, versions
 from fscontrol.slurm.parse import parse_duration
 from fscontrol.slurm.survey import Survey
 
@@ -523,9 +523,9 @@ def _info(c: dict, s: Survey, add) -> None:
     untested = versions.untested_warning(c.get("SLURM_VERSION", "unknown"))
     if untested:
         add("slurm-version", "info", "control", untested, "none needed; docs/testing.md lists the tested releases.")
-    if "USAGE" in _flags(c.get("PrivateData")):
+    if privatedata.usage_hidden(c.get("PrivateData")):
         add("private-usage", "info", "fair-share",
-            "PrivateData=usage: users see only their own sshare rows, so their forecasts need the agent's published "
+            f"PrivateData={c.get('PrivateData')}: users see only their own sshare rows, so their forecasts need the agent's published "
             "snapshot.",
             "set [agent] publish_dir in the fscontrol config (docs/deploy.md).")
     if s.qos is not None:

@@ -4,7 +4,7 @@ The agent reads it at each publish (slurm.jobqos.read: every association's Defau
 every user's default account) and publishes it where Slurm would show it:
 
 * in each user row of the world-readable file ("job_qos": {"qos", "from", "default"}) only where
-  privacy.associations_public (anyone's `sacctmgr show assoc` / `show user` shows them then);
+  privatedata.associations_public (anyone's `sacctmgr show assoc` / `show user` shows them then);
 * always in each user's own file ("job_qos": {"default_account", "accounts": {account: {"qos",
   "from"}}}), which only that user reads (Slurm shows a user their own associations).
 
@@ -18,9 +18,9 @@ from typing import Any
 
 def annotate_rows(rows: list[dict], job_qos: dict[str, dict] | None, private_data) -> None:
     """Add "job_qos" to each user row of `rows` (the world-readable file's), where allowed."""
-    from fscontrol.export import privacy
+    from fscontrol.slurm import privatedata
 
-    if not job_qos or not privacy.associations_public(private_data):
+    if not job_qos or not privatedata.associations_public(private_data):
         return
     for r in rows:
         e = job_qos.get(r.get("user") or "")

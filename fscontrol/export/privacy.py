@@ -3,13 +3,14 @@
 Three things leave root's hands: the published snapshot (`<cluster>.json` and the public page
 `<cluster>.html`, world-readable), each user's own file (`<cluster>.users/<name>/own.json`,
 readable by that user alone) and the Prometheus textfile (node_exporter serves it over HTTP, to anyone who
-can reach the port). Each consults this module, and nothing else decides what they may hold.
+can reach the port). Each consults this module, and nothing else decides what they may hold; what each PrivateData
+flag hides is read in fscontrol/slurm/privatedata.py (`privatedata.` below).
 
 The rule: fscontrol never shows a user more than Slurm itself would show them.
 
 * Names (a user's or an account's usage, F, rank, running jobs) reach the world-readable files
   only when PrivateData hides none of usage, users, accounts (or `all`): then `sshare -a` shows
-  them to anyone anyway (`names_public`).
+  them to anyone anyway (`privatedata.names_public`).
 * Running jobs by association (who runs what, until when) reach the world-readable file only when
   names are public and PrivateData hides no jobs (`squeue` shows them to anyone anyway).
 * The cluster's running list (unnamed: each job's time to its limit, billing rate and place in
@@ -21,7 +22,7 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
   a user's own jobs.
 * A user's own running jobs always reach that user's own file (squeue shows a user their own
   jobs); the running jobs of the accounts above the user only when PrivateData hides neither
-  `jobs` nor `accounts` (`account_jobs_to_members`).
+  `jobs` nor `accounts` (`privatedata.account_jobs_to_members`).
 * The metrics name a user only when names are public, or when the admin names a group for
   node_exporter (`[agent] metrics_group`): then the textfile is written 0640 root:GROUP and
   carries every series. Otherwise it is 0644 with the aggregate series alone.
@@ -29,10 +30,10 @@ The rule: fscontrol never shows a user more than Slurm itself would show them.
   the site secret, a random 32-byte key made at the first run, readable by root alone
   (`load_secret`). Hashing every name in passwd or sacctmgr matches none of them.
 * The partitions' billing rules (TRESBillingWeights, CPUs, GPUs) reach the world-readable file
-  only when PrivateData hides no partitions (`partitions_public`); the QOS UsageFactors, the
+  only when PrivateData hides no partitions (`privatedata.partitions_public`); the QOS UsageFactors, the
   PriorityFlags and the release always (cluster configuration: anyone's sacctmgr/scontrol shows them).
 * The QOS a job gets without --qos (each association's DefaultQOS, slurm.jobqos) and each user's
-  default account reach the world-readable rows only where `associations_public`; each user's
+  default account reach the world-readable rows only where `privatedata.associations_public`; each user's
   own always reach their own file (Slurm shows a user their own associations and user record).
 * Admins (`[agent] admins`, who may `forecast --user` anyone) are published as HMAC tokens; each
   admin's own file holds their token, so `forecast` recognises its own user without the file
@@ -55,83 +56,19 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from fscontrol.errors import OutputError, UnsafeActionError
+from fscontrol.slurm import privatedata
 
-HIDES_NAMES = frozenset({"usage", "users", "accounts", "all"})
-HIDES_JOBS = frozenset({"jobs", "all"})
-HIDES_ACCOUNT_JOBS = frozenset({"jobs", "accounts", "all"})
 OWN_FORMAT = "fscontrol-own"
 SECRET_BYTES = 32
 
-
-def flags(private_data: Iterable[str] | str) -> frozenset[str]:
-    """The PrivateData flags, lower case: from the parsed config (SlurmConfig.private_data) or the
-    raw `PrivateData=jobs,usage` value (a user's own `scontrol show config`)."""
-    if isinstance(private_data, str):
-        private_data = private_data.split(",")
-    return frozenset(f.strip().lower() for f in private_data if f.strip())
-
-
-def jobs_hidden(private_data: Iterable[str] | str) -> bool:
-    """PrivateData hides jobs (`jobs` or `all`): squeue shows a user their own jobs alone."""
-    return bool(flags(private_data) & HIDES_JOBS)
-
-
-HIDES_USAGE = frozenset({"usage", "all"})
-
-
-def usage_public(private_data: Iterable[str] | str) -> bool:
-    """Slurm shows a user the usage of associations other than their own (PrivateData hides no
-    usage): e.g. their account's usage against a Grp limit (publish._own_limits)."""
-    return not flags(private_data) & HIDES_USAGE
-
-
-HIDES_RESERVATIONS = frozenset({"reservations", "all"})
-
-
-def reservations_hidden(private_data: Iterable[str] | str) -> bool:
-    """PrivateData hides reservations: scontrol shows a user only the reservations they are in."""
-    return bool(flags(private_data) & HIDES_RESERVATIONS)
-
-
-HIDES_PARTITIONS = frozenset({"partitions", "all"})
-
-
-def partitions_public(private_data: Iterable[str]) -> bool:
-    """Slurm shows every partition, its TRESBillingWeights included, to anyone (`scontrol show
-    partition`): the published snapshot may carry them (export.publish.billing_published)."""
-    return not flags(private_data) & HIDES_PARTITIONS
-
-
-def names_public(private_data: Iterable[str]) -> bool:
-    """Slurm shows every association's name and usage to anyone (`sshare -a`)."""
-    return not flags(private_data) & HIDES_NAMES
-
-
-HIDES_ASSOCIATIONS = frozenset({"associations", "all"})
-
-
-def associations_public(private_data: Iterable[str]) -> bool:
-    """Slurm shows every association's settings (its DefaultQOS, `sacctmgr show assoc`) and every
-    user's default account (`sacctmgr show user`) to anyone: names are public and PrivateData hides
-    no associations. Otherwise each user reads their own in their own file (publish.own_files)."""
-    return names_public(private_data) and not flags(private_data) & HIDES_ASSOCIATIONS
-
-
-def jobs_public(private_data: Iterable[str]) -> bool:
-    """Running jobs by association may go in the world-readable file."""
-    pd = flags(private_data)
-    return not pd & HIDES_NAMES and not pd & HIDES_JOBS
-
-
-def account_jobs_to_members(private_data: Iterable[str]) -> bool:
-    """A user may be told about the running jobs of the accounts above them (other people's jobs,
-    summed per account): only when PrivateData hides neither jobs nor accounts."""
-    return not flags(private_data) & HIDES_ACCOUNT_JOBS
+# What each PrivateData flag hides is read in one place, fscontrol/slurm/privatedata.py (the
+# doctor and the user's commands read it there too); this module decides, from it, what may go
+# in each file a user reads.
 
 
 def metrics_name_users(private_data: Iterable[str], metrics_group: str | None) -> bool:
     """Per-user series in the textfile: names are public, or the file is readable by a group alone."""
-    return bool(metrics_group) or names_public(private_data)
+    return bool(metrics_group) or privatedata.names_public(private_data)
 
 
 # ---------------------------------------------------------------------------- the site secret
@@ -223,7 +160,7 @@ def running_order(private_data: Iterable[str] | str) -> str:
     """What the published running lists' third field is (`running.order`): every running job's
     place in slurmctld's job list, as its job id where Slurm shows anyone the jobs, else as its
     rank among them (squeue shows a user no one else's job id: the world-readable file must not)."""
-    return ORDER_RANK if jobs_hidden(private_data) else ORDER_JOB_ID
+    return ORDER_RANK if privatedata.jobs_hidden(private_data) else ORDER_JOB_ID
 
 
 GROUP_S = 3600.0  # grouped_running: a group closes only at the end of an hour of time left, its time left to the hour ...
@@ -306,12 +243,12 @@ def own_running(snap, user: str, accounts: dict[str, list], users: dict[str, lis
     mine = [r.account for r in snap.shares if r.user == user]
     own_users = {run_key(a, user): users[run_key(a, user)] for a in mine if run_key(a, user) in users}
     own_accounts: dict[str, list] = {}
-    if account_jobs_to_members(snap.config.private_data):
+    if privatedata.account_jobs_to_members(snap.config.private_data):
         for a in mine:
             for x in account_path(parent, a):
                 if x in accounts:
                     own_accounts[x] = accounts[x]
-    return {"users": own_users, "accounts": own_accounts, "accounts_published": account_jobs_to_members(snap.config.private_data)}
+    return {"users": own_users, "accounts": own_accounts, "accounts_published": privatedata.account_jobs_to_members(snap.config.private_data)}
 
 
 # ---------------------------------------------------------------------------- own files

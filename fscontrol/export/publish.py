@@ -29,6 +29,7 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms o
 from fscontrol.errors import NotFoundError
 from fscontrol.export.rowindex import END as _END, INDEX_KEY, INDEX_LINE, by_index as _by_index, on_paths
 from fscontrol.export import jobqos
+from fscontrol.slurm import privatedata
 from fscontrol.slurm.jobid import job_order  # noqa: F401 (publish.job_order: the forecasts read it here)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,10 +55,8 @@ def _iso(t: float) -> str:
 def is_private(private_data: tuple[str, ...] | list[str]) -> bool:
     """True when PrivateData hides any of usage, users or accounts (or `all`): then no per-user
     row and no name is published (Slurm itself would not show them to other users). The policy
-    is fscontrol.export.privacy's."""
-    from fscontrol.export import privacy
-
-    return not privacy.names_public(private_data)
+    is fscontrol.export.privacy's, on what slurm.privatedata says each flag hides."""
+    return not privatedata.names_public(private_data)
 
 
 def build_published(
@@ -149,8 +148,8 @@ def build_published(
         "limits": limits or _default_limits(),
         "billing": billing_published(snap, partitions),
         "running": running_aggregates(snap),
-        "gate": None if gate is None else {**gate, "accounts": gate.get("accounts", {}) if privacy.jobs_public(cfg.private_data) else {},
-                                           "accounts_published": privacy.jobs_public(cfg.private_data)},
+        "gate": None if gate is None else {**gate, "accounts": gate.get("accounts", {}) if privatedata.jobs_public(cfg.private_data) else {},
+                                           "accounts_published": privatedata.jobs_public(cfg.private_data)},
         "own_files": False,  # publish_latest: True once each user's own file is written beside it
         "inflow": None if inflow is None else inflow_aggregates(snap, *inflow),
         # last and one row a line (write_published): a forecast reads only its own rows (read_published)
@@ -171,12 +170,10 @@ def build_published(
 def billing_published(snap: StoredSnapshot, partitions: dict[str, dict] | None) -> dict[str, Any]:
     """The cluster's billing rules, for plans in Slurm's words (forecast.billingplan): cluster
     configuration, no user's data. The partitions go where PrivateData does not hide them
-    (privacy.partitions_public: Slurm shows them to anyone then); the QOS names and UsageFactors
+    (privatedata.partitions_public: Slurm shows them to anyone then); the QOS names and UsageFactors
     (`sacctmgr show qos` shows them to anyone), PriorityFlags as slurmctld shows them, the release."""
-    from fscontrol.export import privacy
-
     cfg = snap.config
-    parts = partitions if partitions is not None and privacy.partitions_public(cfg.private_data) else None
+    parts = partitions if partitions is not None and privatedata.partitions_public(cfg.private_data) else None
     default = next((n for n, p in (parts or {}).items() if p.get("default")), None)
     return {
         "release": cfg.slurm_version or None,
@@ -191,13 +188,13 @@ def billing_published(snap: StoredSnapshot, partitions: dict[str, dict] | None) 
 def gate_summary(table: dict[str, Any], shares: tuple[ShareRow, ...], cluster: str, every_s: float) -> dict[str, Any]:
     """What `fscontrol why` tells a user whose job the SFS gate holds, and no more: per managed
     account, its occupancy against its target at the gate's latest decision (`table`, as the tick
-    recorded it: pipeline.gate_table), keyed by every account it covers (privacy.run_key; its
-    sub-accounts too: an allocation on a parent counts their jobs), with the account that holds
-    the allocation where it is a parent. Also when the gate decided, how often it runs, and how
+    recorded it: agent.decide.gate_table, kept as agent_state "gate_table"), keyed by every account
+    it covers (privacy.run_key; its sub-accounts too: an allocation on a parent counts their
+    jobs), with the account that holds the allocation where it is a parent. Also when the gate decided, how often it runs, and how
     many accounts at or under target had jobs waiting (holds last only while some do). Pure, and
     unfiltered: an account's occupancy is its running jobs, so the accounts go where running jobs
-    per account may go (build_published: the world-readable file only where privacy.jobs_public;
-    own_files: a member's own accounts, where privacy.account_jobs_to_members)."""
+    per account may go (build_published: the world-readable file only where privatedata.jobs_public;
+    own_files: a member's own accounts, where privatedata.account_jobs_to_members)."""
     from fscontrol.export import privacy
 
     rows = table.get("accounts", {})
@@ -229,26 +226,23 @@ def running_aggregates(snap: StoredSnapshot) -> dict[str, Any]:
     """What runs now, for forecasts that know the cluster keeps running: for the cluster and for
     each account's whole subtree, every running job as [seconds to its time limit (None: no
     limit), rate in billing-seconds per second, its place in slurmctld's job list (a pass charges
-    the jobs in that order, see forecast.project_running): its job id, or under PrivateData=jobs
+    the jobs in that order, see forecast.classic.project_running): its job id, or under PrivateData=jobs
     its rank among the running jobs (`order`, privacy.running_order)]. The cluster's list names no
     one and is always here, per job only where PrivateData hides no jobs (else in groups of
     several jobs, `cluster_grouped`: privacy.grouped_running); the lists keyed by account (privacy.run_key: the account, or
-    account/user) only where privacy.jobs_public allows (PrivateData hides no names and no jobs:
+    account/user) only where privatedata.jobs_public allows (PrivateData hides no names and no jobs:
     squeue and sshare show them to anyone). Otherwise each user finds their own (and, where
     allowed, their accounts') in their own file (own_files, written by publish_latest)."""
     from fscontrol.export import privacy
 
     cluster, accounts, users = privacy.running_maps(snap, lambda job, order: _entry(snap, job, order))
-    public = privacy.jobs_public(snap.config.private_data)
-    grouped = privacy.jobs_hidden(snap.config.private_data)  # no entry is one job (privacy.grouped_running)
-    withheld = 0
-    if grouped:
-        cluster, withheld = privacy.grouped_running(
-            (None if ends_at is None else max(0.0, ends_at - snap.taken_at), rate, user)
-            for _, _, user, rate, ends_at in snap.running)
+    public = privatedata.jobs_public(snap.config.private_data)
+    grouped = privatedata.jobs_hidden(snap.config.private_data)  # no entry is one job (privacy.grouped_running)
+    if grouped:  # (the jobs' users decide the groups: none holds one user's jobs)
+        cluster, withheld = privacy.grouped_running((_entry(snap, job, None)[0], job[3], job[2]) for job in snap.running)
     return {"as_of": snap.taken_at, "order": privacy.running_order(snap.config.private_data),
             "cluster": cluster if grouped else sorted(cluster, key=_end_key),
-            "cluster_grouped": grouped, "cluster_withheld": withheld,
+            "cluster_grouped": grouped, "cluster_withheld": withheld if grouped else 0,
             "accounts": {k: sorted(v, key=_end_key) for k, v in sorted(accounts.items())} if public else {},
             "users": {k: sorted(v, key=_end_key) for k, v in sorted(users.items())} if public else {},
             "users_published": public}
@@ -266,14 +260,14 @@ def own_files(snap: StoredSnapshot, *, secret: bytes | None, admins: tuple[str, 
 
     out: dict[str, dict] = {}
     pd = snap.config.private_data
-    if gate and gate.get("accounts") and not privacy.jobs_public(pd) and privacy.account_jobs_to_members(pd):
+    if gate and gate.get("accounts") and not privatedata.jobs_public(pd) and privatedata.account_jobs_to_members(pd):
         for user in sorted({r.user for r in snap.shares if r.user}):
             mine = {privacy.run_key(r.account) for r in snap.shares if r.user == user}
             entries = {k: v for k, v in gate["accounts"].items() if k in mine}
             if entries:
                 out[user] = {"format": privacy.OWN_FORMAT, "user": user, "cluster": snap.cluster, "snapshot_id": snap.id,
                              "gate_accounts": entries}
-    if not privacy.jobs_public(snap.config.private_data) and snap.running:
+    if not privatedata.jobs_public(snap.config.private_data) and snap.running:
         _, accounts, users = privacy.running_maps(snap, lambda job, order: _entry(snap, job, order))
         running_users = {job[2] for job in snap.running}
         for user in sorted({r.user for r in snap.shares if r.user}):
@@ -298,7 +292,7 @@ def _own_limits(out: dict[str, dict], snap: StoredSnapshot, tres_limits: dict[st
     from fscontrol.export import privacy
     from fscontrol.model import quota
 
-    others = privacy.usage_public(snap.config.private_data)
+    others = privatedata.usage_public(snap.config.private_data)
     for user in sorted({r.user for r in snap.shares if r.user}):
         accounts = {r.account for r in snap.shares if r.user == user}
         mine = quota.user_entries(tres_limits["entries"], tres_limits.get("parent") or {}, user, accounts,
@@ -322,12 +316,12 @@ def inflow_aggregates(snap: StoredSnapshot, snapshots: int, span_s: float, rates
     """The submissions that keep coming (the inflow c of du/dt = c - lambda u): the work the jobs
     that started over the recent snapshots bring per second (billing-seconds per second), for the
     cluster and each account's whole subtree and account/user, keyed as `running` is
-    (privacy.run_key) and published where `running`'s are (privacy.jobs_public; the cluster's
+    (privacy.run_key) and published where `running`'s are (privatedata.jobs_public; the cluster's
     figures name no one and are always here). `snapshots` and `span_s` say how much history it is
     read from: the forecast trusts it in proportion, and each rate's variance (`*_var`,
     decay.arrival_inflow) says how far from "their usage stays where it is" it may be taken
     (forecast.loaded). `left_ratio`: how much of its time to the limit a running job typically
-    still runs, read from `ended` jobs (store.window_inflow; None: to the limit)."""
+    still runs, read from `ended` jobs (store.loaders.window_inflow; None: to the limit)."""
     from fscontrol.export import privacy
 
     parent = {r.account: r.parent for r in snap.shares if not r.user}
@@ -344,7 +338,7 @@ def inflow_aggregates(snap: StoredSnapshot, snapshots: int, span_s: float, rates
         k = privacy.run_key(account, user)
         users[k] = users.get(k, 0.0) + rate
         users_var[k] = users_var.get(k, 0.0) + var
-    public = privacy.jobs_public(snap.config.private_data)
+    public = privatedata.jobs_public(snap.config.private_data)
     return {"snapshots": snapshots, "span_s": span_s, "cluster": math.fsum(rates.values()),
             "cluster_var": math.fsum(variances.values()), "left_ratio": left_ratio, "left_ratio_jobs": ended,
             "accounts": dict(sorted(accounts.items())) if public else {},

@@ -529,7 +529,7 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     """Run squeue, sinfo, sacct and scontrol show config on `source` (LiveSlurm) and estimate.
     `max_pending`: with more jobs pending than that, EstimateTooCostly (before any estimate).
     `fairshare`: False holds fair-share at its present value (the bench's comparison)."""
-    from fscontrol.export import privacy  # the one privacy policy
+    from fscontrol.slurm import privatedata  # what PrivateData hides
     from fscontrol.sim.slurmsched import sched_from_config
     from fscontrol.slurm.parse import parse_config_pairs
 
@@ -553,7 +553,7 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     hidden = 0
     if private_jobs is None:
         import os
-        private_jobs = privacy.jobs_hidden(pairs.get("PrivateData", "")) and os.geteuid() != 0
+        private_jobs = privatedata.jobs_hidden(pairs.get("PrivateData", "")) and os.geteuid() != 0
     if private_jobs:
         seen = sum(j.cpus for j in jobs if j.state in ("RUNNING", "COMPLETING"))
         hidden = max(0, alloc - seen)
@@ -578,7 +578,7 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     notes += rnotes
     import os
 
-    if privacy.reservations_hidden(pairs.get("PrivateData", "")) and os.geteuid() != 0:
+    if privatedata.reservations_hidden(pairs.get("PrivateData", "")) and os.geteuid() != 0:
         notes.append("PrivateData=reservations: scontrol shows you only the reservations you are in; "
                      "others' may delay your jobs beyond these estimates")
     age = age_params(pairs)

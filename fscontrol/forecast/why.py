@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from fscontrol.errors import FscontrolError, NotFoundError, ParseError
 from fscontrol.slurm.assocmgr import MAX_LEVELS as _MAX_LEVELS
-from fscontrol.slurm import jobid
+from fscontrol.slurm import jobid, privatedata
 from fscontrol.slurm.jobid import job_state  # noqa: F401 (why.job_state; start uses it too)
 from fscontrol.slurm.assocmgr import assoc_mgr_args, limit_field, limit_values, parse_assoc_mgr  # noqa: F401 (why.*)
 
@@ -352,7 +352,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         except SlurmCommandError:
             state = reason = None
         raise not_pending(job_id, state, reason,
-                          privacy.jobs_hidden(cfg.private_data) and _not_operator())
+                          privatedata.jobs_hidden(cfg.private_data) and _not_operator())
     if job.state not in ("PENDING", "PD"):
         raise not_pending(job_id, job.state, job.reason or None)
     line = None
@@ -399,7 +399,7 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
                     favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
                     now=time.time() if now is None else now, fairshare_detail=detail, gate_pub=gate_pub,
                     token=privacy_key(job.account), dummy=dummy, names=names,
-                    jobs_private=privacy.jobs_hidden(cfg.private_data) and _not_operator())
+                    jobs_private=privatedata.jobs_hidden(cfg.private_data) and _not_operator())
     if limits is not None:
         d["limit_values"] = limits
     d["job_id"] = job_id  # as asked (an array task 123_4, a component 123+1), not squeue's own id

@@ -155,13 +155,17 @@ def format_control(data: dict, fields: Sequence[Field] | None = None) -> str:
     return "\n".join(lines)
 
 
-def on_data(cluster: str | None) -> dict:
-    """`fscontrol control on`: the cluster the agent acts on again."""
-    return {"cluster": cluster, "acting": True}
+def on_data(cluster: str | None, *, was_off: bool) -> dict:
+    """`fscontrol control on`: the cluster, acting now; `was_off`: it was off and acts again (False:
+    it was not off, and nothing changed)."""
+    return {"cluster": cluster, "acting": True, "was_off": was_off}
 
 
 def format_on(data: dict) -> str:
-    return f"{data['cluster']}: the agent acts again from its next tick (control and gate, as configured)"
+    if data.get("was_off", True):
+        return f"{data['cluster']}: the agent acts again from its next tick (control and gate, as configured)"
+    return (f"{data['cluster']}: the agent was not off; nothing changed (it acts at its ticks: control and gate, "
+            "as configured)")
 
 
 def off_data(tick) -> dict:

@@ -3,7 +3,7 @@
 Five panels on one time axis: the halving usage against the target u* (as the agent saw it and
 as Slurm used it), the damping factor d (in force and wanted), the padding, the gate's holds and
 releases, and the ticks (ok and failed). The data are `history --json`'s own: the decisions of
-`report.history_data` and the `timeline` computed here (ticks and gate actions per time bucket).
+`report.ticks.history_data` and the `timeline` computed here (ticks and gate actions per time bucket).
 
 The PNG needs matplotlib (the optional extra 'plot'); the HTML needs nothing: one file with
 inline CSS and SVG, no script, no external request, a table of the plotted values under each

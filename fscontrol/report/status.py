@@ -6,9 +6,9 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
-from fscontrol.export import privacy
 from fscontrol.model import effusage, fairshare
 from fscontrol.model.fairshare import UNDERFLOW
+from fscontrol.slurm import privatedata
 from fscontrol.store.history import StoredSnapshot
 from fscontrol.report.control import _control_history, _pass_when, damping_after, holds_total  # noqa: F401 (status's own names)
 from fscontrol.report.table import Field, HOUR, StatusTable, _duration, _fmt, _iso, pick_fields, sparkline, table_lines
@@ -202,7 +202,7 @@ def status_data(
     untested = slurm_versions.untested_warning(cfg.slurm_version)
     if untested:
         warnings.append(untested)
-    if not privacy.usage_public(cfg.private_data):
+    if not privatedata.usage_public(cfg.private_data):
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     lagging = effusage.sprio_lags(shares, snap.prio_fairshare, d, held, tl) if snap.prio_fairshare else 0
     if lagging:
@@ -535,7 +535,7 @@ def status_data_fair_tree(
         affected = ", ".join(f"{u}@{a} {'/'.join(map(str, r))}" for (a, u), r in sorted((ft.rank_choices or {}).items()))
         warnings.append(f"sshare cannot order {names}: equal LevelFS to its 6 decimals, a tie slurmctld's rounding "
                         f"breaks either way or not at all; the ranks shown take the tie (possible ranks: {affected}).")
-    if not privacy.usage_public(cfg.private_data):
+    if not privatedata.usage_public(cfg.private_data):
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
     return {
         **_snapshot_head(snap),

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
 from fscontrol.errors import ParseError
-from fscontrol.slurm import configjson
+from fscontrol.slurm import configjson, privatedata
 from fscontrol.records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job, share_rows
 
 # ---------------------------------------------------------------------------- commands
@@ -406,7 +406,7 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
     FairShare=parent account are counted with that account's siblings. A FairShare=parent
     association holds its fs parent's NormShares and adds nothing to its level. Classic: a level
     adds up to its fs parent's NormShares (1 under root); Fair Tree: to 1 (or to the classic
-    figure, which 22.05 keeps after a switch by reconfigure: fairtree.shares_form).
+    figure, which 22.05 keeps after a switch by reconfigure: model.fairtree.FairTree.shares_form).
 
     Not for a user's own `sshare` under PrivateData, which shows only part of the tree."""
     seen: set[tuple[str, str]] = set()
@@ -450,7 +450,7 @@ def check_share_tree(rows: tuple[ShareRow, ...], command: str = " ".join(SSHARE_
         wants = [1.0] if parent.depth == 0 else [parent.norm_shares]
         if fair_tree and parent.depth > 0:
             # Fair Tree's own NormShares add up to 1 at each level; slurmctld may still hold the
-            # classic ones after PriorityFlags was switched by reconfigure (fairtree.shares_form)
+            # classic ones after PriorityFlags was switched by reconfigure (model.fairtree.FairTree.shares_form)
             wants.insert(0, 1.0)
         total = sum(shared)
         want = min(wants, key=lambda w: abs(total - w))
@@ -881,7 +881,7 @@ def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig
         half_life_s=half,
         calc_period_s=calc,
         usage_reset_period=p.get("PriorityUsageResetPeriod", "NONE"),
-        private_data=flags("PrivateData"),
+        private_data=privatedata.flag_list(p.get("PrivateData")),
         enforce=flags("AccountingStorageEnforce"),
         weights=weights,
         raw=p,

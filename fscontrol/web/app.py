@@ -9,8 +9,9 @@ Who the page is for:
 Either way the page shows only that user's own forecast; `?user=NAME` works only for those
 `fscontrol forecast --user` allows (root, or an admin listed in a root-owned snapshot).
 
-It calls the CLI's own code (forecast_cmd._forecast: the same options, sources and checks), so
-the page and its JSON endpoint show the numbers `fscontrol forecast --json` prints.
+It calls the forecast service the CLI calls (forecast.request.forecast on a ForecastRequest: the
+same options, sources and checks), so the page and its JSON endpoint show the numbers
+`fscontrol forecast --json` prints.
 
 Routes: GET /  the page (the planner's fields in the query string work without JavaScript);
 GET /api/forecast?cpus=&days=&runs=&gap=&target=[&account=]  the planner's forecast as JSON
