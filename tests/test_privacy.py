@@ -13,6 +13,7 @@ import json
 import os
 import pwd
 import stat
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -176,9 +177,12 @@ def test_own_files_are_readable_by_their_user_alone_and_every_known_name_has_one
     sizes = set()
     for name, (uid, _) in names.items():
         d, f = folder / name, folder / name / "own.json"
-        assert stat.S_IMODE(os.lstat(d).st_mode) == 0o500 and stat.S_IMODE(os.lstat(f).st_mode) == 0o400
-        if root:
-            assert os.lstat(d).st_uid == uid and os.lstat(f).st_uid == uid
+        if root:  # root's, with an ACL for the user alone (the group bits show its mask; others none)
+            assert stat.S_IMODE(os.lstat(d).st_mode) == 0o750 and stat.S_IMODE(os.lstat(f).st_mode) == 0o440
+            assert os.lstat(d).st_uid == 0 and os.lstat(f).st_uid == 0
+            assert privacy._acl_readers(os.open(f, os.O_RDONLY)) == {uid}
+        else:
+            assert stat.S_IMODE(os.lstat(d).st_mode) == 0o500 and stat.S_IMODE(os.lstat(f).st_mode) == 0o400
         sizes.add(os.lstat(d).st_size)
     assert len(sizes) == 1  # what others can stat (the user's folder) is alike for everyone
     carol = privacy.read_own(path, "carol", 4001)
@@ -187,8 +191,11 @@ def test_own_files_are_readable_by_their_user_alone_and_every_known_name_has_one
     assert seen["own_users_published"] and set(seen["users"]) == {"chem/carol"}
     assert privacy.read_own(path, ADMIN, 4004)["admin_token"] in data["admins_hmac"]
     assert privacy.read_own(path, "carol", 4002 if root else 99999) is None  # not hers: not read
-    # a name no longer known loses its folder; a user who breaks their folder is skipped, not followed
+    # a name no longer known loses its folder; a folder of the user's (the scheme before, or a
+    # filesystem without ACLs) that they broke is taken back, not followed
     del names["zoe"]
+    if root:
+        os.chown(folder / "dave", 4002, 4002)
     (folder / "dave").chmod(0o700)
     (folder / "dave" / "own.json").unlink()
     (folder / "dave" / "own.json").symlink_to(tmp_path / "secret")
@@ -196,6 +203,58 @@ def test_own_files_are_readable_by_their_user_alone_and_every_known_name_has_one
     assert not (folder / "zoe").exists() and (folder / "dave" / "own.json").is_file()
     assert not (folder / "dave" / "own.json").is_symlink()
     assert stat.S_IMODE((tmp_path / "secret").stat().st_mode) == 0o600
+
+
+def test_a_user_can_write_nothing_in_their_own_folder_and_others_cannot_enter_it(tmp_path):
+    """An outside review of #29: `<user>/` was the user's (0500), so they could chmod it and fill
+    the filesystem of root's publish folder (and of the history, often slurmctld's state); what they
+    put there stayed. Now, as root, it is root's with an ACL that lets the user alone read, and
+    whatever a user had put there goes at the next publish. Played as the users themselves."""
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0:  # (the fast suite runs as root in CI: scripts/test.sh)
+        pytest.skip("plays two users with setpriv: root only")
+    tmp_path = Path(tempfile.mkdtemp(prefix="fscontrol-own-", dir="/tmp"))  # (pytest's is root's 0700: no user gets in)
+    tmp_path.chmod(0o755)
+    try:
+        _play_users(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def _play_users(tmp_path: Path) -> None:
+    import subprocess
+
+    snap = _snapshot(("usage",))
+    data = pub.build_published(snap)
+    data["own_files"] = True
+    path = pub.write_published(data, tmp_path / "tb.json")
+    names = {"carol": (4001, 4001), "dave": (4002, 4002)}
+    folder = tmp_path / "tb.users"
+    folder.mkdir(mode=0o711)
+    (folder / "carol").mkdir(mode=0o700)  # carol's folder as the scheme before made it, with her filler
+    (folder / "carol" / "filler.bin").write_bytes(b"\0" * 4096)
+    os.chown(folder / "carol" / "filler.bin", 4001, 4001)
+    os.chown(folder / "carol", 4001, 4001)
+    privacy.write_own_files(path, pub.own_files(snap, secret=None), names=names)
+    assert sorted(os.listdir(folder / "carol")) == ["own.json"]  # her filler is gone
+
+    def as_user(uid: int, code: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=60)
+
+    mine = folder / "carol" / "own.json"
+    r = as_user(4001, f"import json; print(json.load(open({str(mine)!r}))['user'])")
+    assert r.returncode == 0 and r.stdout.strip() == "carol", r.stderr  # she reads her own
+    for code in (f"open({str(folder / 'carol' / 'x')!r}, 'w')", f"import os; os.chmod({str(folder / 'carol')!r}, 0o700)",
+                 f"open({str(mine)!r}, 'a')", f"import os; os.chmod({str(mine)!r}, 0o600)"):
+        r = as_user(4001, code)
+        assert r.returncode != 0 and "PermissionError" in r.stderr, code  # and can write nothing there
+    r = as_user(4002, f"import os; os.listdir({str(folder / 'carol')!r})")
+    assert r.returncode != 0 and "PermissionError" in r.stderr  # dave cannot enter carol's folder
+    r = as_user(4002, f"open({str(mine)!r})")
+    assert r.returncode != 0 and "PermissionError" in r.stderr
 
 
 def test_the_site_secret_is_made_once_and_refused_when_others_could_read_it(tmp_path):

@@ -52,6 +52,7 @@ import json
 import math
 import os
 import stat
+import struct
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -272,10 +273,70 @@ def known_names() -> dict[str, tuple[int, int]]:
     return {p.pw_name: (p.pw_uid, p.pw_gid) for p in pwd.getpwall()}
 
 
+_ACL = "system.posix_acl_access"
+
+
+def _acl(owner: int, uid: int, perm: int) -> bytes:
+    """A POSIX access ACL in the kernel's extended-attribute form (version 2): the owner `owner`,
+    user `uid` `perm`, nothing for the group and for others (the mask `perm`)."""
+    def entry(tag: int, p: int, ident: int = 0xFFFFFFFF) -> bytes:
+        return struct.pack("<HHI", tag, p, ident)
+
+    return struct.pack("<I", 2) + entry(0x01, owner) + entry(0x02, perm, uid) + entry(0x04, 0) + entry(0x10, perm) + entry(0x20, 0)
+
+
+def _acl_readers(fd: int) -> set[int]:
+    """The users a file's access ACL lets read it by name (none without an ACL)."""
+    try:
+        raw = os.getxattr(fd, _ACL)
+    except OSError:
+        return set()
+    out = set()
+    for k in range(4, len(raw) - 7, 8):
+        tag, perm, ident = struct.unpack_from("<HHI", raw, k)
+        if tag == 0x02 and perm & 4:
+            out.add(ident)
+    return out
+
+
+def _root_own(d: Path, uid: int, data: str) -> bool:
+    """Root's form of a user's folder: `d` root's, 0700, and own.json root's, 0400, each with an
+    access ACL that lets `uid` (and no one else) read them: the user can read their file and
+    write nothing here (an outside review: a folder of the user's own let them fill the publish
+    filesystem). Whatever else the folder holds (from when it was the user's) is removed. False
+    where the filesystem has no ACLs (nothing changed then)."""
+    import shutil
+
+    from fscontrol import atomic
+
+    try:
+        os.setxattr(d, _ACL, _acl(7, uid, 5), follow_symlinks=False)  # (probe and set: before the chown)
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return False
+        raise
+    os.chown(d, 0, 0, follow_symlinks=False)
+    os.chmod(d, 0o700)
+    os.setxattr(d, _ACL, _acl(7, uid, 5), follow_symlinks=False)  # (chmod rewrote the mask)
+    with os.scandir(d) as it:
+        for e in it:
+            if e.name == "own.json" and e.is_file(follow_symlinks=False):
+                continue
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                os.unlink(e.path)
+    atomic.write_text(d / "own.json", data, mode=0o400, uid=0, gid=0)
+    os.setxattr(d / "own.json", _ACL, _acl(4, uid, 4), follow_symlinks=False)
+    return True
+
+
 def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str, tuple[int, int]] | None = None) -> Path:
     """Write each user's own file, `<cluster>.users/<user>/own.json`. The folder is root's, mode
-    0711 (not listable); `<user>/` is the user's, mode 0500 (no one else may enter it or stat what
-    it holds); own.json is the user's, 0400. Every name the host knows gets one (`own` gives the
+    0711 (not listable); as root, `<user>/` and own.json are root's too, 0700 and 0400, with an
+    access ACL that lets the user alone read them (`_root_own`: no one else may enter the folder or
+    stat what it holds, and the user can write nothing there); where the filesystem has no ACLs,
+    `<user>/` is the user's, mode 0500, and own.json the user's, 0400. Every name the host knows gets one (`own` gives the
     content; the others get an empty one), every file is rewritten at every publish (the folders'
     times move together), so neither a folder's existence nor its times tell anything. Not root:
     the caller's own folders and files. Written by atomic.write_text, the one atomic writer (a temp
@@ -316,6 +377,8 @@ def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str
                 os.unlink(d)
                 os.mkdir(d, 0o500)
                 st = os.lstat(d)
+            if root and _root_own(d, uid, data):
+                continue
             if root and (st.st_uid, st.st_gid) != (uid, gid):
                 os.chown(d, uid, gid, follow_symlinks=False)
             os.chmod(d, 0o500)
@@ -344,6 +407,8 @@ def read_own(published_path: Path, user: str, uid: int) -> dict | None:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_uid not in (uid, 0):
+            return None
+        if st.st_uid == 0 and uid != 0 and uid not in _acl_readers(fd):  # root's: for the user its ACL names
             return None
         data = json.loads(os.read(fd, 1 << 26))
     except (OSError, ValueError):
