@@ -20,6 +20,12 @@ current one, timed the same way. Each line says whether every job's start and en
 association's final usage are the same to the bit (a SHA-256 of their repr, both sides).
 The baseline runs the Python engine (a revision's archive has no compiled build); compare it with
 `--engine python`.
+
+--instr (compiled engine only): each case's worker runs under `valgrind --tool=callgrind
+--toggle-collect=CPyDef_simulate` (PYTHONHASHSEED=0), which counts the instructions executed inside
+the compiled `simulate` call and nothing else (not the interpreter's start-up, nor reading the log):
+deterministic, unlike CPU time on a shared machine. Prints G instructions per case and the ratio
+to the normal case's per job. About 40x slower than a timed run.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -109,13 +117,25 @@ def archive(rev: str) -> str:
     return d
 
 
-def case(root: str, row: str, limit: int, factor: float, engine: str) -> dict:
-    """One case in a worker process importing fscontrol from `root`."""
-    p = subprocess.run([sys.executable, __file__, "--worker", "--root", root, "--row", row, "--limit", str(limit),
-                        "--factor", repr(factor), "--engine", engine], capture_output=True, text=True, timeout=3600)
+def case(root: str, row: str, limit: int, factor: float, engine: str, instr: bool = False) -> dict:
+    """One case in a worker process importing fscontrol from `root` (instr: under callgrind, the
+    instructions of the compiled `simulate` call in "cpu")."""
+    cmd = [sys.executable, __file__, "--worker", "--root", root, "--row", row, "--limit", str(limit),
+           "--factor", repr(factor), "--engine", engine]
+    env = None
+    if instr:
+        cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=CPyDef_simulate", "--callgrind-out-file=/dev/null"] + cmd
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=36000, env=env)
     if p.returncode != 0:
         raise SystemExit(f"worker ({root}) failed: {p.stderr.strip().splitlines()[-1:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    if instr:
+        m = re.search(r"Collected\s*:\s*(\d+)", p.stderr)
+        if m is None:
+            raise SystemExit(f"callgrind: no count ({p.stderr.strip().splitlines()[-1:]})")
+        r["cpu"] = int(m.group(1)) / 1e9
+    return r
 
 
 def main() -> None:
@@ -127,6 +147,7 @@ def main() -> None:
     ap.add_argument("--rows", default=",".join(ROW_NAMES))
     ap.add_argument("--before", metavar="REV", help="also the package at git revision REV, interleaved")
     ap.add_argument("--engine", choices=("auto", "python", "compiled"), default="auto")
+    ap.add_argument("--instr", action="store_true", help="instructions (callgrind) of the compiled engine, not CPU time")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--row", help=argparse.SUPPRESS)
@@ -143,13 +164,16 @@ def main() -> None:
             raise SystemExit(f"unknown row {r!r}: choose from {', '.join(ROW_NAMES)}")
     sizes = [a.limit] if a.limit is not None else [int(x) for x in a.sizes.split(",") if x]
     factors = [1.0] + [float(x) for x in a.factors.split(",") if x]
+    if a.instr and (a.engine != "compiled" or a.before):
+        raise SystemExit("--instr: with --engine compiled and without --before")
     _, label = engine_module(a.engine)
     print(f"multifactor engine (now): {label}")
     root = None
     if a.before:
         root = archive(a.before)
         print(f"baseline: fscontrol at {a.before} (git archive in {root}), Python engine")
-    print(f"best of {a.repeat}, CPU time of the engine alone; ratio: to the normal case's cost per job at the same size")
+    what = "G instructions of the engine call (callgrind)" if a.instr else "CPU time of the engine alone"
+    print(f"best of {a.repeat}, {what}; ratio: to the normal case's cost per job at the same size")
     for size in sizes:
         for row in rows:
             normal: dict[str, float] = {}
@@ -157,7 +181,7 @@ def main() -> None:
                 best = {"now": float("inf"), "before": float("inf")}
                 dig = {}
                 for _ in range(a.repeat):
-                    r = case(str(ROOT), row, size, f, a.engine)
+                    r = case(str(ROOT), row, size, f, a.engine, a.instr)
                     n = r["n"]
                     best["now"] = min(best["now"], r["cpu"])
                     dig["now"] = r["digest"]
@@ -170,8 +194,12 @@ def main() -> None:
                 if f == 1:
                     normal = dict(best)
                 us = best["now"] / n * 1e6
-                line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} s {us:6.1f} us/job "
-                        f"{n / best['now']:8,.0f} jobs/s ratio {best['now'] / normal['now']:5.2f}x")
+                if a.instr:
+                    line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} G instr {us * 1e3:8.0f} instr/job "
+                            f"ratio {best["now"] / normal["now"]:5.2f}x  schedule {dig['now'][:16]}")
+                else:
+                    line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} s {us:6.1f} us/job "
+                            f"{n / best['now']:8,.0f} jobs/s ratio {best['now'] / normal['now']:5.2f}x")
                 if root:
                     ub = best["before"] / n * 1e6
                     line += (f" | {a.before} {best['before']:7.2f} s {ub:6.1f} us/job ratio "
