@@ -196,7 +196,7 @@ def main() -> None:
                 us = best["now"] / n * 1e6
                 if a.instr:
                     line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} G instr {us * 1e3:8.0f} instr/job "
-                            f"ratio {best["now"] / normal["now"]:5.2f}x  schedule {dig['now'][:16]}")
+                            f"ratio {best['now'] / normal['now']:5.2f}x  schedule {dig['now'][:16]}")
                 else:
                     line = (f"{row:<11} {n:>7,} jobs {label_f:<6} now {best['now']:7.2f} s {us:6.1f} us/job "
                             f"{n / best['now']:8,.0f} jobs/s ratio {best['now'] / normal['now']:5.2f}x")
