@@ -13,7 +13,6 @@ import math
 from bisect import bisect_left as _bisect_left
 from bisect import insort as _insort
 from collections.abc import Mapping, Sequence
-from operator import itemgetter
 from typing import Any, Final
 
 from fscontrol.act import control
@@ -51,7 +50,6 @@ insort: Final = _insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
-_second: Final = itemgetter(1)
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way). Keying
 # them all was faster at every size measured (whole SDSC log, hybrid at x2: 31 s against 57 s with
@@ -340,7 +338,9 @@ def simulate(
     # limits by size, each list sorted (order-free): whether any queued job could backfill is
     # answered without the queue's order (bf_any), so a pass that would start nothing stops there
     probe_ok = track and sched is None and depth == 1
-    est_sz: list[list[tuple[float, int]]] = [[] for _ in range(q_none + 1)] if probe_ok else []
+    # (each entry a job's est key, ekey: its limit's rank among the jobs' limits x QK + index, so
+    # the entries sort as (limit, index) do; the limit is est[entry & QM])
+    est_sz: list[list[int]] = [[] for _ in range(q_none + 1)] if probe_ok else []
 
     def bf_any(t: float, f: int, shadow: float, extra: int) -> bool:
         """Whether a queued job of at most f nodes fits under the shadow (t + limit <= shadow) or
@@ -352,7 +352,7 @@ def simulate(
         top = f if f < q_none else q_none - 1
         for s in range(q_min, top + 1):
             es = est_sz[s]
-            if es and easy_fits(s, es[0][0], f, t, shadow, extra):  # (its shortest limit)
+            if es and easy_fits(s, est[es[0] & QM], f, t, shadow, extra):  # (its shortest limit)
                 return True
         return False
 
@@ -382,9 +382,30 @@ def simulate(
     tail: list[int] = []
     # est_sz holds, of each class of an association's queued jobs with the same size and limit, only
     # the first (the least index: whenever another of the class fits, it fits too and comes before it
-    # in the order), and the arrivals since the pass (their keys are their own); cls: each class's jobs
-    cls: dict[tuple[int, int, float], list[int]] = {}
+    # in the order), and the arrivals since the pass (their keys are their own); cls_l: each class's
+    # jobs, by the class's number (cls_of: a job's, -1 until the job first enters the mode; ekey:
+    # its est_sz entry, set then)
+    cls_l: list[list[int]] = []
+    cls_id: dict[tuple[int, int, float], int] = {}
+    cls_of = [-1] * n if probe_ok else []
+    ekey = [0] * n if probe_ok else []
+    est_rank: dict[float, int] = {}
     in_es = [False] * n
+
+    def cls_new(i: int) -> int:
+        """Job i's class number (numbered at its first sight) and est key."""
+        if not est_rank:
+            for r, v in enumerate(sorted(set(est))):
+                est_rank[v] = r
+        ck = (job_assoc[i], size[i], est[i])
+        c = cls_id.get(ck)
+        if c is None:
+            c = len(cls_l)
+            cls_id[ck] = c
+            cls_l.append([])
+        cls_of[i] = c
+        ekey[i] = est_rank[est[i]] * QK + i
+        return c
     # Lazy passes (`pm`): the walk only charges, and records root after each running job's charge
     # and each charged user's usage after it (lz_root, lz_ap, lz_av); a pending user's F at the pass is computed when first read
     # (lz_eval: the same operations on the same values as the walk's). The heap of the associations'
@@ -413,7 +434,10 @@ def simulate(
     lz_evald: list[int] = []  # evaluated at this pass: their bounds (lz_next, to pass lz_nexp) for the next
     lz_next = [0] * na
     lz_nexp = [0] * na
-    lz_exq: list[tuple[int, int]] = []  # (last pass, bound) of the bounds in lz_bh
+    # the bounds in lz_bh by their last pass (a bound formed at pass p lasts to p + LZ_W): those of
+    # the passes before lz_exc[0] are dropped already
+    lz_exb: dict[int, list[int]] = {}
+    lz_exc = [0]
     # the bound on F behind each association's bound (pm_first_fit's, for any of its jobs), good
     # through pass lz_fbx[a] while no pass dropped every bound since (lz_fbg[a] == lz_igen[0]) and,
     # Fair Tree, no ranking changed its F (ft_drop). (Those two checks are belt and braces: a
@@ -438,7 +462,7 @@ def simulate(
         else:
             bill_cap = sum(bill)
             break
-    umax_k = -(int(max(static) + wa + wf if n else 0.0) + 2) * QK  # -(the largest priority + 1) x QK
+    umax_k = -((int(max(static) + wa + wf if n else 0.0) + 2) * QK)  # -(the largest priority + 1) x QK
 
     def lz_eval(a: int) -> float:
         """Association a's F at the last pass (a lazy one), as the walk would have computed it when it
@@ -455,7 +479,7 @@ def simulate(
             pm_fc[a] = f
             age = lz_tw[0] - eligible[p]
             pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
-            lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
+            lz_next[a] = p - (int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK
             lz_nexp[a] = pass_no + lz_w
             lz_evald.append(a)
             lz_fb[a] = f
@@ -502,7 +526,7 @@ def simulate(
         lz_fbg[a] = lz_igen[0]
         age = lz_tw[0] - eligible[p]
         pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
-        lz_next[a] = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + p
+        lz_next[a] = p - (int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK
         lz_nexp[a] = pass_no + lz_w
         lz_evald.append(a)
         return f
@@ -560,7 +584,8 @@ def simulate(
         if inval:
             lz_igen[0] += 1
             del bh[:]
-            del lz_exq[:]
+            lz_exb.clear()
+            lz_exc[0] = pass_no
             del lz_evald[:]
             del lz_new[:]
             del ft_chg[:]
@@ -572,14 +597,19 @@ def simulate(
         if len(bh) > 2 * len(pend_l) + 64:  # (the bounds since replaced, dropped)
             bh[:] = [lb for lb in bh if lz_cur[job_assoc[lb & QM]] == lb]
             heapq.heapify(bh)
-        ex = lz_exq
+        exb = lz_exb
         for a in lz_evald:
             uq = user_q[a]
             if uq and uq[0] < b:
                 lb = lz_next[a]
                 lz_cur[a] = lb
                 heappush(bh, lb)
-                heappush(ex, (lz_nexp[a], lb))
+                xp = lz_nexp[a]
+                xl = exb.get(xp)
+                if xl is None:
+                    exb[xp] = [lb]
+                else:
+                    xl.append(lb)
         del lz_evald[:]
         for a in lz_new:
             uq = user_q[a]
@@ -597,17 +627,22 @@ def simulate(
             else:
                 lz_cur[a] = 0
         del ft_chg[:]
-        while ex and ex[0][0] < pass_no:
-            lb = heappop(ex)[1]
-            a = job_assoc[lb & QM]
-            if lz_cur[a] == lb:
-                uq = user_q[a]
-                if uq and uq[0] < b:
-                    lb = umax_k + uq[0]
-                    lz_cur[a] = lb
-                    heappush(bh, lb)
-                else:
-                    lz_cur[a] = 0
+        if exb:
+            for xp in range(lz_exc[0], pass_no):  # (the bounds that ran out: in any order, the same)
+                xl = exb.pop(xp, None)
+                if xl is None:
+                    continue
+                for lb in xl:
+                    a = job_assoc[lb & QM]
+                    if lz_cur[a] == lb:
+                        uq = user_q[a]
+                        if uq and uq[0] < b:
+                            lb = umax_k + uq[0]
+                            lz_cur[a] = lb
+                            heappush(bh, lb)
+                        else:
+                            lz_cur[a] = 0
+        lz_exc[0] = pass_no
 
     def pm_key(i: int) -> int:
         """Job i's queue key at the pass: preset_keys' operations."""
@@ -619,7 +654,7 @@ def simulate(
             pm_wfx[a] = x
         age = pm_t[0] - eligible[i]
         p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
-        return -(int(p) if p >= 1 else 1) * QK + i
+        return i - (int(p) if p >= 1 else 1) * QK
 
     def pm_top() -> int:
         """The first queue key (0: the queue is empty)."""
@@ -656,7 +691,7 @@ def simulate(
         return x
 
     def pm_key_of(i: int) -> int:
-        return pm_key(i) if i < pm_b[0] else -prio_of[i] * QK + i
+        return pm_key(i) if i < pm_b[0] else i - prio_of[i] * QK
 
     def pm_first_fit(t: float, f: int, shadow: float, extra: int) -> int:
         """The first queued job in the order that passes easy_fits with f free nodes (-1: none, as
@@ -664,7 +699,7 @@ def simulate(
         if not bf_any(t, f, shadow, extra):
             return -1
         top = f if f < q_none else q_none - 1
-        cands: list[tuple[float, int]] = []  # (limit, index) of every job that fits, by size
+        cands: list[int] = []  # the est keys of every job that fits, by size
         for s in range(q_min, top + 1):
             es = est_sz[s]
             if not es:
@@ -676,7 +711,7 @@ def simulate(
                 hi = len(es)
                 while lo < hi:
                     mid = (lo + hi) >> 1
-                    if t + es[mid][0] <= shadow:
+                    if t + est[es[mid] & QM] <= shadow:
                         lo = mid + 1
                     else:
                         hi = mid
@@ -687,12 +722,12 @@ def simulate(
         if cnt <= pm_enum:
             # not too many: the least key among them (an association's first candidate, the least
             # index, has its least key: only those are keyed; an arrival's key is its own)
-            idx = sorted(map(_second, cands))
+            idx = sorted([k & QM for k in cands])
             nb = bisect_left(idx, b)  # (idx[nb:]: the arrivals since the pass)
             best = 0
             for k in range(nb, cnt):
                 i = idx[k]
-                kq = -prio_of[i] * QK + i
+                kq = i - prio_of[i] * QK
                 if best == 0 or kq < best:
                     best = kq
             first = idx[:nb]
@@ -712,7 +747,7 @@ def simulate(
                     fb = lz_fb[a] if lz_fbx[a] >= pass_no and lz_fbg[a] == lz_igen[0] else 1.0
                     age = tp - eligible[i]
                     pb = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * fb
-                    lb = -(int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK + i
+                    lb = i - (int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK
                     if best == 0 or lb < best:
                         lbs.append(lb)
             if lbs:
@@ -793,24 +828,21 @@ def simulate(
             q_min = m
         if pm_on[0]:
             es = est_sz[s]
-            del es[bisect_left(es, (est[i], i))]
+            del es[bisect_left(es, ekey[i])]
             in_es[i] = False
-            ck = (job_assoc[i], s, est[i])
-            cl = cls[ck]
+            cl = cls_l[cls_of[i]]
             if cl[0] == i:
                 del cl[0]
                 if cl:
                     m = cl[0]  # (the class's next, unless it is there already: an arrival since the pass)
                     if not in_es[m]:
-                        insort(es, (est[m], m))
+                        insort(es, ekey[m])
                         in_es[m] = True
-                else:
-                    del cls[ck]
             else:
                 del cl[bisect_left(cl, i)]
             qkeys.pop()
             if i >= pm_b[0]:
-                del tail[bisect_left(tail, -prio_of[i] * QK + i)]
+                del tail[bisect_left(tail, i - prio_of[i] * QK)]
         heappush(heap, (e, i))
         insort(running, (t + est[i], i))
         run_set.add(i)
@@ -1106,11 +1138,11 @@ def simulate(
     def requeue(i: int, t: float) -> None:
         pr = priority(i, t)
         prio_of[i] = pr
-        insort(qkeys, -pr * QK + i)
+        insort(qkeys, i - pr * QK)
         q_add(size[i])
 
     def unqueue(i: int) -> None:
-        del qkeys[bisect_left(qkeys, -prio_of[i] * QK + i)]
+        del qkeys[bisect_left(qkeys, i - prio_of[i] * QK)]
         q_drop(size[i])
 
     def gate_now(t: float) -> bool:
@@ -1347,9 +1379,10 @@ def simulate(
             qkeys[:] = [i for kp in pend_l for i in user_q[kp & PM]]
             for es in est_sz:
                 for ei in es:
-                    in_es[ei[1]] = False
+                    in_es[ei & QM] = False
                 es.clear()
-            cls.clear()
+            for i in qkeys:  # (every job of a class is queued)
+                del cls_l[cls_of[i]][:]
             del tail[:]
         elif pm and not pm_on[0] and len(qkeys) >= pm_q_on:
             pm_on[0] = True
@@ -1358,14 +1391,14 @@ def simulate(
             for kp in pend_l:
                 a = kp & PM
                 for i in user_q[a]:  # (in index order: each class's first is its least)
-                    ck = (a, size[i], est[i])
-                    cl = cls.get(ck)
-                    if cl is None:
-                        cls[ck] = [i]
-                        est_sz[size[i]].append((est[i], i))
+                    c = cls_of[i]
+                    if c < 0:
+                        c = cls_new(i)
+                    cl = cls_l[c]
+                    if not cl:
+                        est_sz[size[i]].append(ekey[i])
                         in_es[i] = True
-                    else:
-                        cl.append(i)
+                    cl.append(i)
             for es in est_sz:
                 es.sort()
         if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
@@ -1374,9 +1407,9 @@ def simulate(
             pm_wfx.clear()
             for kq in tail:  # the arrivals since the last pass: now keyed at this pass, as their classes
                 j = kq & QM
-                if cls[(job_assoc[j], size[j], est[j])][0] != j:
+                if cls_l[cls_of[j]][0] != j:
                     es = est_sz[size[j]]
-                    del es[bisect_left(es, (est[j], j))]
+                    del es[bisect_left(es, ekey[j])]
                     in_es[j] = False
             pm_b[0] = ai  # (the next arrival)
             del tail[:]
@@ -1420,7 +1453,7 @@ def simulate(
                 wfx[a] = x
             age = t - eligible[i]
             p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
-            keys_.append(-(int(p) if p >= 1 else 1) * QK + i)
+            keys_.append(i - (int(p) if p >= 1 else 1) * QK)
         return keys_
 
     def reprioritise(t: float) -> None:
@@ -1456,7 +1489,7 @@ def simulate(
                 pr -= nice[i]
             ipr = int(pr) if pr >= 1 else 1
             prio_of[i] = ipr
-            append(-ipr * QK + i)
+            append(i - ipr * QK)
         new.sort()
         qkeys[:] = new
 
@@ -1604,7 +1637,7 @@ def simulate(
             else:
                 pr = priority(ai, t)
             prio_of[ai] = pr
-            kq = -pr * QK + ai
+            kq = ai - pr * QK
             s = size[ai]
             q_cnt[s] = q_cnt[s] + 1  # q_add(s), inlined
             if s < q_min:
@@ -1616,14 +1649,12 @@ def simulate(
                     lz_new.append(job_assoc[ai])
                 uq.append(ai)
             if pm_on[0]:
-                insort(est_sz[s], (est[ai], ai))
+                c = cls_of[ai]
+                if c < 0:
+                    c = cls_new(ai)
+                insort(est_sz[s], ekey[ai])
                 in_es[ai] = True
-                ck = (job_assoc[ai], s, est[ai])
-                cl = cls.get(ck)
-                if cl is None:
-                    cls[ck] = [ai]
-                else:
-                    cl.append(ai)
+                cls_l[c].append(ai)
                 qkeys.append(kq)  # (a count)
                 insort(tail, kq)
             elif lazy[0] is None:
