@@ -274,3 +274,27 @@ def test_persist_refused_at_the_edit_is_recorded_refused_as_apply_records_it(tmp
     assert p.status == "refused" and "uses Include" in p.output, p
     assert db.execute("SELECT status FROM actions WHERE kind = 'persist_damping'").fetchone()[0] == "refused"
     assert "slurm_conf_damping" not in store_ledger.originals(db, "tbcluster")
+
+
+def test_a_timed_out_reconfigure_after_persist_is_unknown_and_keeps_the_original(tmp_path):
+    """rev29: the reconfigure after persist's write timed out. It may have acted, so the file keeps
+    the agent's line (no rollback, no second reconfigure) and the outcome is 'unknown'; the write is
+    recorded with its original, so `control off` can still put the admin's line back."""
+    from dataclasses import replace
+
+    from fscontrol.errors import SlurmTimeoutError
+
+    conf, db, cc, res = _setup(tmp_path, "ClusterName=x\nFairShareDampeningFactor=7\n")
+    cc = replace(cc, persist_reconfigure=True)
+    calls = []
+
+    def slow(argv, timeout=None):
+        calls.append(tuple(argv))
+        raise SlurmTimeoutError("`scontrol reconfigure` timed out after 3 s")
+
+    (p,) = _persist(db, cc, res, 1000.0, run=slow)
+    assert p.status == "unknown" and "scontrol show config | grep -i dampening" in p.output, p
+    assert calls == [("scontrol", "reconfigure")]
+    assert slurmconf.conf_damping_value(conf.read_text()) == str(res.decision.d_target)
+    assert store_ledger.originals(db, "tbcluster")["slurm_conf_damping"]["value"] == "7"
+    assert store_ledger.get_state(db, "tbcluster", "persist_written")["d"] == res.decision.d_target

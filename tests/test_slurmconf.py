@@ -240,3 +240,72 @@ def test_bad_values_and_files_are_refused(tmp_path):
     (tmp_path / "dir.conf").mkdir()
     with pytest.raises((UnsafeActionError, OSError)):
         slurmconf.edit_damping(str(tmp_path / "dir.conf"), 3, ok, "t")
+
+
+def test_a_timed_out_reconfigure_keeps_the_new_file_and_is_not_repeated(tmp_path):
+    """rev29: a timeout was rolled back like a failure and reconfigured a second time; from Slurm
+    23.11 a reconfigure is a restart, so a timed-out one may have acted. The new file stays, one
+    reconfigure only, and the error is the timeout (the executor's 'unknown') naming what to check
+    and the backup to copy back by hand."""
+    from fscontrol.errors import SlurmTimeoutError
+
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(CONF)
+    calls = []
+
+    def slow(argv):
+        calls.append(argv)
+        raise SlurmTimeoutError("`scontrol reconfigure` timed out after 3 s")
+
+    with pytest.raises(SlurmTimeoutError) as e:
+        slurmconf.edit_damping(str(conf), 9, slow, "20261127T000003")
+    assert calls == [("scontrol", "reconfigure")]
+    assert conf.read_text() == "ClusterName=x\nFairShareDampeningFactor=9\n"
+    backup = str(tmp_path / "slurm.conf.fscontrol-20261127T000003")
+    assert slurmconf.backups(str(conf)) == [backup] and Path(backup).read_text() == CONF
+    assert "scontrol show config | grep -i dampening" in str(e.value) and backup in str(e.value)
+    assert "the old file is back" not in str(e.value)
+
+
+def test_a_restore_removes_only_the_agents_line(tmp_path):
+    """rev29: `control off` (the file had no d line) removed every d line, the admin's own one added
+    above the agent's after persist too. Only the agent's line (the last, in force, with the value it
+    wrote) goes; a d line below it (the agent's is no longer in force) is refused, nothing written."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c\n")
+    slurmconf.edit_damping(str(conf), 40, ok, "s1", reconfigure=False)  # persist
+    admin = "# pinned by admin\nFairShareDampeningFactor=10\n"
+    conf.write_text(admin + conf.read_text())
+    slurmconf.edit_damping(str(conf), None, ok, "s2", reconfigure=False, expect="40")  # control off
+    assert conf.read_text() == admin + "ClusterName=c\n"
+    # and a restore to the admin's old value: only the agent's line changes back
+    conf.write_text(admin + "ClusterName=c\nFairShareDampeningFactor=40\n")
+    slurmconf.edit_damping(str(conf), "7", ok, "s3", reconfigure=False, expect="40")
+    assert conf.read_text() == admin + "ClusterName=c\nFairShareDampeningFactor=7\n"
+    # the admin's line below the agent's: changed underneath, refused, the file as it is
+    text = "ClusterName=c\nFairShareDampeningFactor=40\nFairShareDampeningFactor=10\n"
+    conf.write_text(text)
+    with pytest.raises(UnsafeActionError, match="FairShareDampeningFactor=10, not the 40 the agent wrote"):
+        slurmconf.edit_damping(str(conf), None, ok, "s4", reconfigure=False, expect="40")
+    assert conf.read_text() == text
+
+
+def test_a_relative_include_is_resolved_as_slurm_does(tmp_path):
+    """rev29: Slurm's _add_full_path (parse_config.c) puts a relative Include beside the including
+    file's path as given, not its symlink's target; a nested one beside the nested file's path."""
+    shared, etc = tmp_path / "shared", tmp_path / "etc"
+    (shared / "conf.d").mkdir(parents=True)
+    etc.mkdir()
+    (shared / "slurm.conf").write_text("ClusterName=C\nInclude fs.conf\n")
+    (shared / "fs.conf").write_text("FairShareDampeningFactor=3\n")  # beside the target: not read
+    (etc / "fs.conf").write_text("FairShareDampeningFactor=7\n")  # beside the link: what slurmctld reads
+    (etc / "slurm.conf").symlink_to("../shared/slurm.conf")
+    assert slurmconf.read_damping(str(etc / "slurm.conf")) == ("7", str(etc / "fs.conf"))
+    (shared / "nested.conf").write_text("Include conf.d/prio.conf\n")
+    (shared / "conf.d" / "prio.conf").write_text("Include fs2.conf\n")
+    (shared / "conf.d" / "fs2.conf").write_text("FairShareDampeningFactor=9\n")
+    (shared / "fs2.conf").write_text("FairShareDampeningFactor=4\n")
+    assert slurmconf.read_damping(str(shared / "nested.conf")) == ("9", str(shared / "conf.d" / "fs2.conf"))
+    (etc / "c.conf").write_text("FairShareDampeningFactor=5\n")  # %c: ClusterName in lower case
+    (etc / "top.conf").write_text("Include %c.conf\n")
+    assert slurmconf.read_damping(str(etc / "top.conf"), "C") == ("5", str(etc / "c.conf"))

@@ -324,7 +324,9 @@ def _persist(db: Database, run: Run, cc, dec, did: int, tick_id: int, path: str 
         deadline = math.inf
     (p_act,) = apply(db, run, [p_act], [pid], deadline, dependent=True)  # the one executor: deadline, statuses
     with store.transaction(db):
-        if p_act.status == "ok":
+        # 'unknown': the reconfigure after the write timed out (slurmconf: the file stays written), so
+        # the file holds the agent's line: recorded as written, the original kept for `control off`
+        if p_act.status in ("ok", "unknown"):
             store_ledger.set_state(db, cluster, "persist_written", {"at": now, "d": d, "path": path}, now)
         elif not ours:  # no edit: no original of one
             if prev is _NONE:

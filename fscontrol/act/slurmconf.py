@@ -24,7 +24,13 @@ How it writes, and why:
   for slurmctld's next start. `scontrol reconfigure` follows a write only when the caller asks
   (config persist_reconfigure): from Slurm 23.11 it restarts slurmctld.
 - **Rollback.** When `scontrol reconfigure` (asked for) fails, the old bytes go back the same way and
-  slurmctld is reconfigured again; the error says so.
+  slurmctld is reconfigured again; the error says so. One that TIMES OUT is not rolled back: it may
+  have acted (from 23.11 a reconfigure is a restart), so the new file stays, nothing is reconfigured
+  a second time, and the SlurmTimeoutError (the executor's "unknown") names what to check and the
+  backup to copy back by hand.
+- **A restore touches only the agent's line** (`expect`): the last d line, the one in force, must
+  say what the agent wrote; only that line is put back or removed. A d line the admin added above
+  it stays; one added below it (so in force) is "changed underneath": refused, in one line.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import tempfile
 from collections.abc import Callable
 
 from fscontrol.act.control import D_MAX
-from fscontrol.errors import SlurmCommandError, UnsafeActionError
+from fscontrol.errors import SlurmCommandError, SlurmTimeoutError, UnsafeActionError
 
 Runner = Callable[[tuple[str, ...]], str]
 
@@ -67,14 +73,28 @@ def conf_damping_value(text: str) -> str | None:
     return value
 
 
+def _add_full_path(file_name: str, including: str) -> str:
+    """Slurm's `_add_full_path` (parse_config.c): a relative Include name beside the including
+    file's path as given (no realpath): everything up to its last '/', then "/" + file_name."""
+    head = including.rsplit("/", 1)[0] if "/" in including else including
+    return head + "/" + file_name
+
+
 def read_damping(path: str, cluster: str | None = None) -> tuple[str | None, str | None]:
     """FairShareDampeningFactor where slurmctld would read it from `path` at its next start: the
     last line read wins, an `Include FILE` read where it stands (a relative FILE in slurm.conf's
     folder, %c the ClusterName, as slurm.conf(5) "INCLUDE MODIFIERS" says). Returns (value, the
     file it comes from), (None, None) when no file has the line (Slurm's default, 1). Raises
     UnsafeActionError, in one line, when the d is unknown: a file that cannot be read, a name
-    with a wildcard (not followed), or Includes nested more than 10 deep."""
-    top = os.path.dirname(os.path.realpath(path))
+    with a wildcard (not followed), or Includes nested more than 10 deep.
+
+    A relative FILE is resolved as Slurm does (src/common/parse_config.c, `_parse_include_directive`
+    -> `_add_full_path(file_name, slurm_conf_path)`): the including file's path AS GIVEN (the
+    name slurmctld was started with, or the nested file's own path as Slurm built it), cut at its
+    last '/', then "/" FILE. Symlinks are not followed for this: a slurm.conf that is a link into
+    another folder includes from the link's folder, not its target's. (With no '/' in the path
+    Slurm keeps the whole name, "slurm.conf/FILE"; so does this.) %c is ClusterName in lower
+    case (`_parse_for_format`)."""
     found: list[tuple[str, str]] = []
 
     def walk(name: str, depth: int) -> None:
@@ -90,11 +110,11 @@ def read_damping(path: str, cluster: str | None = None) -> tuple[str | None, str
             body = line.split("#", 1)[0].strip()
             head, rest = (body.split(None, 1) + ["", ""])[:2]
             if head.lower() == "include" and rest.strip():
-                inc = rest.strip().replace("%c", cluster or "%c")
+                inc = rest.split()[0].replace("%c", cluster.lower() if cluster else "%c")
                 if "%c" in inc or any(c in inc for c in "*?["):
                     raise UnsafeActionError(f"{path}: Include {rest.strip()} (a modifier or wildcard fscontrol does not "
                                             "follow): slurm.conf's d is unknown")
-                walk(inc if os.path.isabs(inc) else os.path.join(top, inc), depth + 1)
+                walk(inc if inc.startswith("/") else _add_full_path(inc, name), depth + 1)
             elif _key(line) == KEY:
                 found.append((body.partition("=")[2].strip(), name))
 
@@ -130,15 +150,36 @@ def remove_damping(conf_text: str) -> str:
     return "".join(ln for ln in conf_text.splitlines(keepends=True) if _key(ln) != KEY)
 
 
-def set_damping_line(conf_text: str, value: int | str | None) -> str:
-    """The d line set to `value`, or removed (None). Pure."""
-    if value is None:
-        return remove_damping(conf_text)
+def _checked(value: int | str) -> int:
     if isinstance(value, str):
         if not value.strip().isdigit():
             raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={value!r}: must be an integer in 1..{D_MAX}")
         value = int(value)
-    return rewrite_damping(conf_text, value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= D_MAX:
+        raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={value!r}: must be an integer in 1..{D_MAX}")
+    return value
+
+
+def set_damping_line(conf_text: str, value: int | str | None) -> str:
+    """The d line set to `value`, or removed (None). Pure."""
+    if value is None:
+        return remove_damping(conf_text)
+    return rewrite_damping(conf_text, _checked(value))
+
+
+def set_last_damping_line(conf_text: str, value: int | str | None) -> str:
+    """Only the LAST d line (the one Slurm uses: the agent's, when a restore checked it) set to
+    `value`, or removed (None); every other line, another d line included, stays as it is. Pure."""
+    lines = conf_text.splitlines(keepends=True)
+    last = max((i for i, ln in enumerate(lines) if _key(ln) == KEY), default=None)
+    if last is None:
+        return conf_text if value is None else rewrite_damping(conf_text, _checked(value))
+    if value is None:
+        del lines[last]
+    else:
+        end = lines[last][len(lines[last].rstrip("\r\n")):]
+        lines[last] = f"FairShareDampeningFactor={_checked(value)}" + (end or "\n")
+    return "".join(lines)
 
 
 # ---------------------------------------------------------------------------- the file
@@ -310,7 +351,7 @@ def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *,
     if expect is not None and conf_damping_value(text) != expect:
         raise UnsafeActionError(refused_restore(path, conf_damping_value(text), expect))
     what = "removed" if value is None else f"= {value}"
-    new = set_damping_line(text, value).encode()
+    new = (set_damping_line(text, value) if expect is None else set_last_damping_line(text, value)).encode()
     if new == seen.data:
         return f"{path}: FairShareDampeningFactor already {what}; not written"
     made: list[str] = []
@@ -341,6 +382,12 @@ def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *,
         return f"{path}: FairShareDampeningFactor {what}; backup {backup}; not reconfigured (read at slurmctld's next start)"
     try:
         run(("scontrol", "reconfigure"))
+    except SlurmTimeoutError as e:  # it may have acted (23.11+: a restart): no rollback, no second reconfigure
+        raise SlurmTimeoutError(
+            f"scontrol reconfigure timed out after setting FairShareDampeningFactor {what} in {path} ({e}): it may or "
+            f"may not have acted, so the new file stays and slurmctld is not reconfigured again; check "
+            f"`scontrol show config | grep -i dampening` once slurmctld answers; the file before this edit is "
+            f"{backup} (copy it back by hand to undo)") from None
     except SlurmCommandError as e:
         head = f"scontrol reconfigure failed after setting FairShareDampeningFactor {what} in {path} ({e})"
         try:
