@@ -309,3 +309,24 @@ def test_a_relative_include_is_resolved_as_slurm_does(tmp_path):
     (etc / "c.conf").write_text("FairShareDampeningFactor=5\n")  # %c: ClusterName in lower case
     (etc / "top.conf").write_text("Include %c.conf\n")
     assert slurmconf.read_damping(str(etc / "top.conf"), "C") == ("5", str(etc / "c.conf"))
+
+
+def test_line_endings_and_extended_attributes_are_kept(tmp_path):
+    """rev29: a CRLF file came back with one LF line among CRLF ones, and the rename dropped the
+    file's extended attributes (the temporary file had none)."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_bytes(b"ClusterName=c\r\nFairShareDampeningFactor=5\r\nX=1\r\n")
+    slurmconf.edit_damping(str(conf), 9, ok, "s1", reconfigure=False)
+    assert conf.read_bytes() == b"ClusterName=c\r\nFairShareDampeningFactor=9\r\nX=1\r\n"
+    conf.write_bytes(b"ClusterName=c\r\nX=1")  # added: CRLF too
+    slurmconf.edit_damping(str(conf), 9, ok, "s2", reconfigure=False)
+    assert conf.read_bytes() == b"ClusterName=c\r\nX=1\r\nFairShareDampeningFactor=9\r\n"
+    slurmconf.edit_damping(str(conf), "4", ok, "s3", reconfigure=False, expect="9")  # a restore
+    assert conf.read_bytes() == b"ClusterName=c\r\nX=1\r\nFairShareDampeningFactor=4\r\n"
+    try:
+        os.setxattr(conf, "user.fscontrol-test", b"kept")
+    except OSError:
+        pytest.skip("no user extended attributes on this file system")
+    slurmconf.edit_damping(str(conf), 11, ok, "s4", reconfigure=False)
+    assert conf.read_bytes().endswith(b"FairShareDampeningFactor=11\r\n")
+    assert os.getxattr(conf, "user.fscontrol-test") == b"kept"

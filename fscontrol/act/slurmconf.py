@@ -17,6 +17,9 @@ How it writes, and why:
   compared with what is there just before the rename; if anything moved (an admin's editor,
   config management), nothing is written, in one line. (What lands in the microseconds between
   that check and the rename is not seen: POSIX has no compare-and-rename.)
+- **Line endings and extended attributes kept**: a CRLF file gets a CRLF line; the file's xattrs
+  (ACLs, SELinux label, ...) are copied to the temporary file before the rename (none where the
+  file system has none; one that cannot be copied refuses the edit).
 - **Backups.** Before each edit the file is copied to `<target>.fscontrol-<stamp>`; the newest
   MAX_BACKUPS are kept. The file as it was before the agent first edited it is kept for good as
   `<target>.fscontrol-original` (written once, never rotated).
@@ -35,6 +38,7 @@ How it writes, and why:
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
@@ -130,19 +134,26 @@ def rewrite_damping(conf_text: str, d: int) -> str:
     last state save)."""
     if not isinstance(d, int) or isinstance(d, bool) or not 1 <= d <= D_MAX:
         raise UnsafeActionError(f"refusing to write FairShareDampeningFactor={d!r}: must be an integer in 1..{D_MAX}")
+    nl = _newline(conf_text)
     out, done = [], False
     for line in conf_text.splitlines(keepends=True):
         if _key(line) == KEY:
             if not done:
-                out.append(f"FairShareDampeningFactor={d}\n")
+                out.append(f"FairShareDampeningFactor={d}{nl}")
                 done = True
             continue  # a duplicate line would be ambiguous: keep one
         out.append(line)
     if not done:
         if out and not out[-1].endswith("\n"):
-            out[-1] += "\n"
-        out.append(f"FairShareDampeningFactor={d}\n")
+            out[-1] += nl
+        out.append(f"FairShareDampeningFactor={d}{nl}")
     return "".join(out)
+
+
+def _newline(conf_text: str) -> str:
+    """The file's line ending (its first line's): a CRLF file gets CRLF lines back, not a mix."""
+    first = conf_text.find("\n")
+    return "\r\n" if first > 0 and conf_text[first - 1] == "\r" else "\n"
 
 
 def remove_damping(conf_text: str) -> str:
@@ -178,7 +189,7 @@ def set_last_damping_line(conf_text: str, value: int | str | None) -> str:
         del lines[last]
     else:
         end = lines[last][len(lines[last].rstrip("\r\n")):]
-        lines[last] = f"FairShareDampeningFactor={_checked(value)}" + (end or "\n")
+        lines[last] = f"FairShareDampeningFactor={_checked(value)}" + (end or _newline(conf_text))
     return "".join(lines)
 
 
@@ -236,6 +247,26 @@ def _fill(fd: int, data: bytes, st: os.stat_result) -> None:
         os.fchown(fd, st.st_uid, st.st_gid)
 
 
+def _copy_xattrs(src: str, dst: str) -> None:
+    """The extended attributes of `src` (an ACL, a label, config management's marks) onto `dst`,
+    so the renamed file keeps them; none where the file system has none (ENOTSUP). One that
+    cannot be copied refuses the edit rather than drop it."""
+    try:
+        names = os.listxattr(src)
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return
+        raise
+    for name in names:
+        try:
+            os.setxattr(dst, name, os.getxattr(src, name))
+        except OSError as e:
+            if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+                continue
+            raise UnsafeActionError(f"{src}: cannot keep its extended attribute {name} ({e.strerror or e}): "
+                                    "not written") from None
+
+
 def _replace(seen: _Seen, path: str, data: bytes) -> None:
     """`data` over seen.target: a unique temporary file in the same folder, the mode and owner
     kept, renamed over it only while the file is still what was read. Nothing is left behind
@@ -247,6 +278,7 @@ def _replace(seen: _Seen, path: str, data: bytes) -> None:
             _fill(fd, data, seen.st)
         finally:
             os.close(fd)
+        _copy_xattrs(seen.target, tmp)
         if not seen.same_as_now(path):
             raise UnsafeActionError(f"{path} changed while fscontrol was editing it: not written (theirs stands; "
                                     "the next tick tries again)")
