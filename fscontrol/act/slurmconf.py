@@ -86,8 +86,8 @@ def _add_full_path(file_name: str, including: str) -> str:
 
 def read_damping(path: str, cluster: str | None = None) -> tuple[str | None, str | None]:
     """FairShareDampeningFactor where slurmctld would read it from `path` at its next start: the
-    last line read wins, an `Include FILE` read where it stands (a relative FILE in slurm.conf's
-    folder, %c the ClusterName, as slurm.conf(5) "INCLUDE MODIFIERS" says). Returns (value, the
+    last line read wins, an `Include FILE` read where it stands (%c the ClusterName, as
+    slurm.conf(5) "INCLUDE MODIFIERS" says; a relative FILE as below). Returns (value, the
     file it comes from), (None, None) when no file has the line (Slurm's default, 1). Raises
     UnsafeActionError, in one line, when the d is unknown: a file that cannot be read, a name
     with a wildcard (not followed), or Includes nested more than 10 deep.
@@ -371,7 +371,11 @@ def edit_damping(path: str, value: int | str | None, run: Runner, stamp: str, *,
     slurmctld, and a start runs a decay pass at once.
 
     `expect` (a restore by `control off`): the value the agent itself wrote; a file whose d line
-    says anything else now (the admin or config management changed it since) is not touched."""
+    says anything else now (the admin or config management changed it since) is not touched, and
+    only that (last) line is set or removed: another d line above it (the admin's) stays.
+
+    A reconfigure that times out raises SlurmTimeoutError with the new file left in place (it may
+    have acted: no rollback, no second reconfigure); one that fails is rolled back."""
     seen = _read(path)
     if _INCLUDE.search(seen.data):
         raise UnsafeActionError(f"{path} uses Include: fscontrol does not edit a split slurm.conf (an included file "
