@@ -317,7 +317,7 @@ def test_format_gate_plan():
     text = format_gate_plan(plan_gate(base_queue(), ALLOCS, {"9"}, GateOptions(max_actions=2), now=NOW))
     assert "occupancy (nodes)" in text and "alice" in text and "over" in text
     assert "2 action(s):" in text and "hold     4" in text
-    assert "1 more action(s) deferred" in text and "no longer ours (drop): 9" in text
+    assert "1 more action(s) deferred" in text and "ledger rows dropped: 9 (the job left the queue or started)" in text
     quiet = format_gate_plan(plan_gate([], ALLOCS, (), now=NOW))
     assert "no action" in quiet
 
@@ -421,3 +421,70 @@ def test_a_failed_release_keeps_its_mark(tmp_path):
     assert [(a.kind, a.job_id, a.status) for a in done] == [
         ("release", "7", "failed"), ("unmark", "7", "skipped"), ("release", "8", "ok"), ("unmark", "8", "ok")]
     assert ("scontrol", "update", "JobId=7", "AdminComment=") not in calls
+
+
+# ---------------------------------------------------------------------------- [gate] action changed
+
+
+def _mode_switch(row_kind: str, mode: str):
+    """One job the agent marked as `row_kind` while the gate now runs as `mode`; nothing at or under
+    target waits, and the tick's ledger intent (executor.ledger_intent) after the plan."""
+    import types
+
+    from fscontrol.act import executor
+
+    if row_kind == "hold":
+        marked = qj(2, "alice", reason="JobHeldAdmin", comment=HOLD_MARK)
+        row = LedgerEntry("hold", 0, None, "held")
+    else:
+        marked = qj(2, "alice", nice=10000, comment="fscontrol:nice:10000")
+        row = LedgerEntry("nice", 5, 10000, "held")
+    q = [qj(1, "alice", state="RUNNING", nodes=400), marked]
+    rec = reconcile_ledger(q, {"2": row})
+    assert rec.held == {"2": row.restore_nice}
+    kinds = {j: rec.ledger[j].kind for j in rec.held}
+    plan = plan_gate(q, ALLOCS, rec.held, GateOptions(action=mode), now=NOW, kinds=kinds)
+    return plan, executor.ledger_intent(rec, plan, types.SimpleNamespace(queue=q))
+
+
+@pytest.mark.parametrize("row_kind,mode", [("hold", "nice"), ("nice", "hold")])
+def test_mode_change_releases_the_other_kind(row_kind, mode):
+    plan, ledger = _mode_switch(row_kind, mode)
+    assert plan.stale_ledger == ()
+    if row_kind == "hold":
+        assert [(a.kind, a.job_id) for a in plan.actions] == [("release", "2"), ("unmark", "2")]
+    else:
+        assert [(a.kind, a.job_id, a.nice) for a in plan.actions] == [("unnice", "2", 5)]  # its own Nice back
+    assert f"now {mode!r}" in plan.actions[0].reason
+    assert ledger["2"].state == "releasing" and ledger["2"].kind == row_kind
+
+
+@pytest.mark.parametrize("row_kind,mode", [("hold", "nice"), ("nice", "hold")])
+def test_mode_change_while_gating_releases_first(row_kind, mode):
+    """Even while someone under target waits (the hold would stay in its own mode), a job of the
+    other kind comes off: the next tick gates it per the new mode."""
+    if row_kind == "hold":
+        marked = qj(5, "alice", reason="JobHeldAdmin", comment=HOLD_MARK)
+    else:
+        marked = qj(5, "alice", nice=10000, comment="fscontrol:nice:10000")
+    q = [qj(1, "alice", state="RUNNING", nodes=400), qj(3, "bob", reason="Resources"), marked]
+    plan = plan_gate(q, ALLOCS, {"5": 0}, GateOptions(action=mode), now=NOW)  # kind from the job's mark
+    assert plan.actions[0].kind == ("release" if row_kind == "hold" else "unnice") and plan.actions[0].job_id == "5"
+    assert not any(a.kind in ("hold", "nice") and a.job_id == "5" for a in plan.actions)
+    assert plan.stale_ledger == ()
+
+
+def test_stale_rows_leave_the_ledger_with_why():
+    import types
+
+    from fscontrol.act import executor
+    from fscontrol.report.gate import gate_notes
+
+    q = [qj(1, "alice", state="RUNNING", nodes=400), qj(4, "alice", reason="Priority", comment="")]
+    plan = plan_gate(q, ALLOCS, {"4": 0, "8": 0}, GateOptions(), now=NOW)
+    assert plan.stale_ledger == ("4", "8")
+    assert dict(plan.stale_why) == {"4": "someone else released or re-niced it", "8": "the job left the queue or started"}
+    rec = types.SimpleNamespace(ledger={"4": LedgerEntry("hold"), "8": LedgerEntry("hold")})
+    assert executor.ledger_intent(rec, plan, types.SimpleNamespace(queue=q)) == {}
+    note = [n for n in gate_notes(plan) if n.startswith("ledger rows dropped")]
+    assert note == ["ledger rows dropped: 4 (someone else released or re-niced it), 8 (the job left the queue or started)"]

@@ -116,6 +116,8 @@ def ledger_intent(rec, plan, snap: Snapshot) -> dict:
     from fscontrol.act import gate
 
     entries = dict(rec.ledger) if rec is not None else {}
+    for jid in plan.stale_ledger:  # gone, or someone else's now: the plan says why (stale_why)
+        entries.pop(jid, None)
     nice_of = {j.job_id: j.nice for j in snap.queue}
     for a in plan.actions:
         if a.kind in ("hold", "nice"):

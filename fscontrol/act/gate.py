@@ -173,7 +173,8 @@ class GatePlan:
     actions: tuple[GateAction, ...]
     deferred: int = 0  # actions beyond max_actions, left for the next tick
     under_waiting: tuple[str, ...] = ()  # accounts at/under target with waiting jobs
-    stale_ledger: tuple[str, ...] = ()  # ledger ids no longer held/demoted by us: drop them
+    stale_ledger: tuple[str, ...] = ()  # ledger ids no longer held/demoted by us: their rows leave the ledger
+    stale_why: tuple[tuple[str, str], ...] = ()  # (id, why) for each of stale_ledger
     foreign_held: tuple[str, ...] = field(default=())  # held by a user/admin: left alone
     note: str | None = None  # why there is nothing to gate (no allocations configured)
 
@@ -195,6 +196,7 @@ class GatePlan:
             "deferred": self.deferred,
             "under_waiting": list(self.under_waiting),
             "stale_ledger": list(self.stale_ledger),
+            "stale_why": [list(x) for x in self.stale_why],
             "foreign_held": list(self.foreign_held),
             "note": self.note,
         }
@@ -255,6 +257,7 @@ def plan_gate(
     now: float,
     hands_off: Collection[str] = (),
     parents: Mapping[str, str] | None = None,
+    kinds: Mapping[str, str] | None = None,
 ) -> GatePlan:
     """Plan one gate tick.
 
@@ -268,6 +271,10 @@ def plan_gate(
     parents: account -> parent account (from sshare). A job counts for the nearest account on
       its path that has an allocation, so an allocation on a parent account covers the jobs of
       its sub-accounts (its occupancy is theirs).
+    kinds: ledger id -> its row's kind ("hold" | "nice"); a job without one is judged by its mark
+      (else by the mode). A job of the other kind than the mode (`[gate] action` changed) is still
+      the agent's: it is released (or un-niced) per its own kind, and gated per the new mode at a
+      later tick.
     """
     opts = options or GateOptions()
     unit = allocations_unit(allocations)
@@ -299,24 +306,30 @@ def plan_gate(
     def size(j: QueueJob) -> float:
         return job_size(j, unit, opts.node_cpus)
 
-    # Which ledger jobs are really still ours (held / demoted by us, pending)?
+    # Which ledger jobs are really still ours (held / demoted by us, pending)? Each judged by its
+    # own kind (the ledger row's, else its mark's), not by the mode: after `[gate] action` changed,
+    # the agent's holds of the other kind are still its own, and come off first (switched).
     agent_jobs: dict[str, list[QueueJob]] = {}
-    stale: list[str] = []
+    switched: list[QueueJob] = []
+    stale: list[tuple[str, str]] = []
     pending_ids = set()
     for acct, pjobs in pending.items():
         for j in pjobs:
             pending_ids.add(j.job_id)
             if j.job_id not in ours:
                 continue
-            if mode == "hold":
+            kind = _kind_of(j, kinds, mode)
+            if kind == "hold":
                 still = j.reason == AGENT_HOLD_REASON
             else:  # the Nice the agent set: its mark records it, so a config change strands nothing
                 still = j.nice == opts.nice_value or (j.admin_comment == nice_mark(j.nice) and j.nice != 0)
-            if still:
+            if not still:  # released / re-niced by someone else: not ours any more
+                stale.append((j.job_id, "someone else released or re-niced it"))
+            elif kind != mode:
+                switched.append(j)
+            else:
                 agent_jobs.setdefault(acct, []).append(j)
-            else:  # released / re-niced by someone else: not ours any more
-                stale.append(j.job_id)
-    stale.extend(i for i in ours if i not in pending_ids)
+    stale.extend((i, "the job left the queue or started") for i in ours if i not in pending_ids)
 
     foreign: list[str] = []
     accounts = sorted(set(running) | set(pending) | set(allocations))
@@ -355,7 +368,7 @@ def plan_gate(
                 pending_demand=sum(size(j) for j in p),
                 waiting_jobs=len(waiting),
                 waiting_demand=sum(size(j) for j in waiting),
-                agent_held=len(agent_jobs.get(acct, [])),
+                agent_held=len(agent_jobs.get(acct, [])) + sum(1 for j in switched if managed(j.account) == acct),
                 state=state,  # type: ignore[arg-type]
             )
         )
@@ -369,6 +382,13 @@ def plan_gate(
         return GateAction(undo, j.job_id, j.account, why, nice)
 
     releases: list[GateAction] = []
+    for j in switched:  # (priority order) the mode changed: the agent's mark of the other kind comes off first
+        was = "hold" if mode == "nice" else "nice"
+        why = f"the gate's action is now {mode!r}: the agent's {was} comes off (gated as {mode} at a later tick)"
+        if was == "hold":
+            releases.append(GateAction("release", j.job_id, j.account, why))
+        else:
+            releases.append(GateAction("unnice", j.job_id, j.account, why, int(restore.get(j.job_id, 0))))
     for acct in sorted(agent_jobs):
         held = agent_jobs[acct]  # already in priority order
         state = state_of[acct]
@@ -424,9 +444,21 @@ def plan_gate(
         actions=kept,
         deferred=max(0, len(units) - opts.max_actions),
         under_waiting=under_waiting,
-        stale_ledger=tuple(sorted(set(stale), key=_id_key)),
+        stale_ledger=tuple(sorted({i for i, _ in stale}, key=_id_key)),
+        stale_why=tuple(sorted(set(stale), key=lambda x: _id_key(x[0]))),
         foreign_held=tuple(sorted(foreign, key=_id_key)),
     )
+
+
+def _kind_of(j: QueueJob, kinds: Mapping[str, str] | None, mode: str) -> str:
+    """The kind of the agent's mark on a ledger job: its row's, else its mark's, else the mode."""
+    if kinds and j.job_id in kinds:
+        return kinds[j.job_id]
+    if j.admin_comment == HOLD_MARK:
+        return "hold"
+    if j.admin_comment.startswith(MARK_PREFIX + "nice:"):
+        return "nice"
+    return mode
 
 
 def _fmt(x: float) -> str:

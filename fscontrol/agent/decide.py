@@ -175,7 +175,8 @@ def decide_gate(snap: Snapshot, cc, rec, release_all: bool, gate_off: str | None
         options = gate.GateOptions(action=cc.gate.action, nice_value=cc.gate.nice, max_actions=cc.gate.max_actions,
                                    node_cpus=cc.gate.node_cpus)
         plan = gate.plan_gate(snap.queue, cc.allocations, rec.held, options, now=snap.taken_at, hands_off=rec.hands_off,
-                              parents={r.account: r.parent for r in snap.shares if not r.user and r.parent})
+                              parents={r.account: r.parent for r in snap.shares if not r.user and r.parent},
+                              kinds={j: rec.ledger[j].kind for j in rec.held})
         if rec.cleanup:
             plan = replace(plan, actions=tuple(rec.cleanup) + plan.actions)
     acts = [act.Action(a.kind, a.argv, a.reason, job_id=a.job_id) for a in plan.actions]

@@ -152,7 +152,8 @@ def gate_notes(plan) -> list[str]:
     if plan.deferred:
         out.append(f"{plan.deferred} more action(s) deferred to the next tick (max actions per tick)")
     if plan.stale_ledger:
-        out.append(f"ledger entries no longer ours (drop): {', '.join(plan.stale_ledger)}")
+        why = dict(getattr(plan, "stale_why", ()) or ())
+        out.append("ledger rows dropped: " + ", ".join(f"{j} ({why[j]})" if j in why else j for j in plan.stale_ledger))
     if plan.foreign_held:
         out.append(f"held by users/admins, left alone: {', '.join(plan.foreign_held)}")
     return out
