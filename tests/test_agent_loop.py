@@ -181,7 +181,7 @@ def test_a_stop_while_a_job_schedules_its_successor_ends_the_loop(tmp_path):
 def test_loop_skips_a_run_while_a_cron_tick_holds_the_lock(tmp_path):
     cfg = _fast(config.from_dict({"agent": {"lock": str(tmp_path / "a.lock")}}), collect=1.0, control=1.0)
     stop = threading.Event()
-    with agent_lock(tmp_path / "a.default.lock"):  # the loop's cluster: a config naming none has one lock (lock.lock_key)
+    with agent_lock(tmp_path / "a.tbcluster.lock"):  # the loop serves -M tbcluster: its own key (lock.lock_key)
         threading.Timer(1.5, stop.set).start()
         counts = agent.run_loop(cfg, _sources({"tbcluster": BASIC}), tmp_path / "h.db", ["tbcluster"], apply=False, stop=stop)
     assert counts["ok"] == 0 and counts["skipped"] >= 1 and counts["failed"] == 0

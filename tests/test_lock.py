@@ -129,18 +129,62 @@ def test_one_cluster_has_one_lock_however_it_is_named(tmp_path):
     beta) under default.lock, beside the agent's alpha.lock and beta.lock."""
     h = tmp_path / "history.db"
     bare = config.from_dict({})
-    assert loop.lock_path(bare, h, None) == loop.lock_path(bare, h, "alpha") == tmp_path / "default.lock"
+    assert loop.lock_path(bare, h, None) == tmp_path / "default.lock"  # which cluster: unknown before Slurm says
+    assert loop.lock_path(bare, h, "alpha") == tmp_path / "alpha.lock"  # (rev29: a named cluster is its own key)
     one = config.from_dict({"clusters": {"alpha": {}}})
     assert loop.lock_path(one, h, None) == loop.lock_path(one, h, "alpha") == tmp_path / "alpha.lock"
     two = config.from_dict({"clusters": {"alpha": {}, "beta": {}}})
     assert loop.lock_path(two, h, "beta") == tmp_path / "beta.lock"
     with pytest.raises(NotFoundError, match="which cluster\\? the config names alpha, beta: pick one with -M"):
         loop.lock_path(two, h, None)
-    # the lock is taken: a tick without -M and one with -M alpha on a section-less config exclude each other
-    with loop._locked(bare, h, None):
+    # the lock is taken: two ticks of one key exclude each other (a section-less config's no -M and
+    # -M alpha: the history's recorded key refuses the second, test_an_acting_command_under_another_key_is_refused)
+    with loop._locked(bare, h, "alpha"):
         with pytest.raises(LockedError):
-            with loop._locked(bare, h, "alpha"):
+            with loop._locked(one, h, None):
                 pass
+
+
+# ---------------------------------------------------------------------------- review rev29, item 2
+def test_a_named_cluster_has_one_key_whatever_the_config(tmp_path, monkeypatch):
+    """rev29: the agent (config [clusters.alpha], no agent.db) and root's `control off -M alpha
+    --apply` without --config shared the history and took alpha.lock and default.lock; -M Alpha
+    took Alpha.lock (Slurm lowercases ClusterName)."""
+    monkeypatch.setenv("FSCONTROL_DB", str(tmp_path / "history.db"))
+    agent = config.from_dict({"clusters": {"alpha": {}}})
+    op = config.from_dict({})
+    h = config.history_path(agent)
+    assert h == config.history_path(op)
+    assert loop.lock_path(agent, h, None) == loop.lock_path(op, h, "alpha") == loop.lock_path(op, h, "Alpha") \
+        == loop.lock_path(agent, h, "ALPHA") == tmp_path / "alpha.lock"
+    assert lock.lock_key(op, "alpha") != lock.DEFAULT_KEY
+
+
+def test_an_acting_command_under_another_key_is_refused(tmp_path):
+    from fscontrol.store import history as store
+    from fscontrol.store import ledger as store_ledger
+
+    h = tmp_path / "history.db"
+    bare = config.from_dict({})
+    db = store.open_db(h)
+    try:
+        lock.check_lock_key(db, "alpha", 1.0)  # no lock held: nothing checked, nothing recorded
+        assert store_ledger.get_state(db, "alpha", lock.KEY_STATE) is None
+        with loop._locked(bare, h, None):  # the agent: section-less config, no -M
+            lock.check_lock_key(db, "alpha", 1.0)
+            lock.check_lock_key(db, "alpha", 2.0)
+        assert store_ledger.get_state(db, "alpha", lock.KEY_STATE) == "default.lock"
+        with loop._locked(bare, h, "alpha"):  # the operator's -M alpha: another lock, refused in one line
+            with pytest.raises(UnsafeActionError, match="take the lock default.lock, and this one took alpha.lock") as e:
+                lock.check_lock_key(db, "alpha", 3.0)
+            assert "\n" not in str(e.value)
+            lock.check_lock_key(db, "alpha", 4.0, reset=True)  # `control on` with the new config
+        assert store_ledger.get_state(db, "alpha", lock.KEY_STATE) == "alpha.lock"
+        with loop._locked(bare, h, None):
+            with pytest.raises(UnsafeActionError):
+                lock.check_lock_key(db, "alpha", 5.0)
+    finally:
+        db.close()
 
 
 def test_control_without_M_on_a_config_naming_several_clusters_is_refused_before_anything(tmp_path):

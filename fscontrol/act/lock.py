@@ -13,11 +13,14 @@ alone (no Slurm command before the lock):
   (an acting tick refuses when Slurm's ClusterName is another), and is refused when it names
   several (the command would act on whichever Slurm reaches by default, under no cluster's lock:
   pick one with -M);
-* the config names none: every command takes DEFAULT_KEY, with or without -M. Such a config
-  cannot tell `-M alpha` from no -M without asking Slurm (an extra command each tick), and one lock
-  for all is never wrong: at worst two clusters served by one section-less config wait on each
-  other. A site serving several clusters names them, and each gets its own lock.
-The keys assume every command uses the agent's config, as `--apply` assumes its history.
+* -M X gives X whatever the config (a command run without the agent's config, or with none, takes
+  the agent's lock); the name lowercased, as Slurm lowercases ClusterName (-M Alpha is alpha);
+* no -M and a config that names none: DEFAULT_KEY (which cluster Slurm reaches is unknown before
+  asking it).
+A cluster can still be reached under two keys (the agent's section-less config without -M takes
+DEFAULT_KEY; an operator's -M alpha takes alpha): the history records the lock acting commands on
+each cluster take (check_lock_key, once Slurm named the cluster), and an acting command under
+another lock is refused with one line (`control on` with the new config records a changed one).
 
 **How.** The lock file is opened with O_NOFOLLOW (a symlink planted in its place is refused, never
 followed) and never truncated: a root tick cannot be made to write into another file. It must be a
@@ -48,6 +51,7 @@ import fcntl
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,21 +70,23 @@ def held_fds() -> tuple[int, ...]:
 
 
 def cluster_key(name: str | None) -> str:
-    """The lock's key: the cluster's name (a Slurm ClusterName), or DEFAULT_KEY."""
+    """The lock's key: the cluster's name lowercased (Slurm converts ClusterName to lower case, so
+    -M Alpha is cluster alpha), or DEFAULT_KEY."""
     if not name:
         return DEFAULT_KEY
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name).lstrip(".") or DEFAULT_KEY
+    return re.sub(r"[^a-z0-9_.-]", "_", name.lower()).lstrip(".") or DEFAULT_KEY
 
 
 def lock_key(cfg, cluster: str | None) -> str:
     """The key of the cluster a command names (-M, or a recorded sample's cluster; None: the one
-    Slurm reaches by default), from the config alone: the module's docstring says why. NotFoundError
-    when the config names several clusters and the command none."""
+    Slurm reaches by default), from the config alone: the module's docstring says why. A named
+    cluster is its own key whatever the config (never DEFAULT_KEY). NotFoundError when the config
+    names several clusters and the command none."""
+    if cluster:
+        return cluster_key(cluster)
     named = sorted(getattr(cfg, "clusters", None) or ())
     if not named:
         return DEFAULT_KEY
-    if cluster:
-        return cluster_key(cluster)
     if len(named) == 1:
         return cluster_key(named[0])
     raise NotFoundError(f"which cluster? the config names {', '.join(named)}: pick one with -M (without it the "
@@ -193,6 +199,37 @@ def _open_lock(path: Path) -> int:
     return fd
 
 
+KEY_STATE = "lock_key"  # agent_state: the lock key acting commands on the cluster take (check_lock_key)
+_held = threading.local()
+
+
+def held_key() -> str | None:
+    """The lock file this thread holds (its name: `<key>.lock`, or `agent.<key>.lock`), else None."""
+    paths = getattr(_held, "paths", None)
+    return paths[-1] if paths else None
+
+
+def check_lock_key(db, cluster: str, at: float, *, reset: bool = False) -> None:
+    """An acting command on `cluster`, under its lock (held_key): the history records which lock
+    acting commands on the cluster take (the first one's, or `reset`: `control on`'s); a command
+    under another lock is refused with one line (UnsafeActionError): two locks on one cluster would
+    let it act beside the agent's tick. Nothing when no lock is held (a caller of its own)."""
+    from fscontrol.store import history as store
+    from fscontrol.store import ledger as store_ledger
+
+    mine = held_key()
+    if mine is None:
+        return
+    known = store_ledger.get_state(db, cluster, KEY_STATE)
+    if known is not None and known != mine and not reset:
+        raise UnsafeActionError(f"refused: acting commands on cluster {cluster} take the lock {known}, and this one took "
+                                f"{mine} (another config or -M than the agent's): run it as the agent runs, or, if the "
+                                f"agent's config changed for good, `fscontrol control on -M {cluster}` with the new one")
+    if known != mine:
+        with store.transaction(db):
+            store_ledger.set_state(db, cluster, KEY_STATE, mine, at)
+
+
 @contextmanager
 def agent_lock(path: Path | str) -> Iterator[None]:
     path = Path(path)
@@ -209,7 +246,12 @@ def agent_lock(path: Path | str) -> Iterator[None]:
             holder = os.pread(fd, _PID_WIDTH, 0).decode(errors="replace").strip() or "?"
             raise LockedError(f"another fscontrol tick is running (pid {holder} holds {path})") from None
         os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH - 1}}\n".encode(), 0)  # over the first bytes: never truncated
-        with command.inherited(fd):  # the commands this tick runs keep the lock's file open
-            yield
+        paths = _held.__dict__.setdefault("paths", [])
+        paths.append(path.name)
+        try:
+            with command.inherited(fd):  # the commands this tick runs keep the lock's file open
+                yield
+        finally:
+            paths.remove(path.name)
     finally:
         os.close(fd)

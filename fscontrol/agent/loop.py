@@ -203,6 +203,8 @@ def set_acting(cfg, db_path: Path, name: str | None, *, by: str | None) -> tuple
 
                 raise NotFoundError(f"which cluster? pick one with -M: {', '.join(names) or 'none known'}")
             cluster = names[0]
+            if by is None:  # `control on`: from now on acting commands on the cluster take this lock
+                lock.check_lock_key(db, cluster, time.time(), reset=True)
             state = store_ledger.get_state(db, cluster, "acting_off")
             cleared = state is not None and (by is None or state.get("by") == by)
             if cleared:

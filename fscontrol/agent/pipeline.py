@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from fscontrol.act import executor
+from fscontrol.act import executor, lock
 from fscontrol.agent import decide, diagnose, fitting, publishing, quota, trimpad
 from fscontrol.agent.decide import advise_reason, gate_table, running_billings  # noqa: F401 - their names here too
 from fscontrol.agent.decide import decide_off as _decide_off  # noqa: F401 - (tests' name)
@@ -334,6 +334,8 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
         if acting and cfg is not None and cfg.clusters and cluster not in cfg.clusters:
             raise ConfigError(f"the config names cluster(s) {', '.join(sorted(cfg.clusters))}, but Slurm's ClusterName is "
                               f"{cluster}: name the table [clusters.{cluster}] (nothing was done)")
+        if apply and acting and run is not None:  # one lock per cluster, whatever config or -M (act/lock.py)
+            lock.check_lock_key(db, cluster, snap.taken_at)
         cc = cfg.cluster(cluster) if cfg is not None else None
         if cc is not None and store.previous_snapshot_time(db, cluster) is None:
             diagnose.first_tick_findings(snap, cc)  # the agent's first tick here, whatever its stages: logged
