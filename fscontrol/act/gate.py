@@ -271,10 +271,8 @@ def plan_gate(
     parents: account -> parent account (from sshare). A job counts for the nearest account on
       its path that has an allocation, so an allocation on a parent account covers the jobs of
       its sub-accounts (its occupancy is theirs).
-    kinds: ledger id -> its row's kind ("hold" | "nice"); a job without one is judged by its mark
-      (else by the mode). A job of the other kind than the mode (`[gate] action` changed) is still
-      the agent's: it is released (or un-niced) per its own kind, and gated per the new mode at a
-      later tick.
+    kinds: ledger id -> its row's kind ("hold" | "nice"; else its mark's, else the mode's). A job of
+      the other kind (`[gate] action` changed) is undone per its kind, gated per the mode later.
     """
     opts = options or GateOptions()
     unit = allocations_unit(allocations)
@@ -306,9 +304,8 @@ def plan_gate(
     def size(j: QueueJob) -> float:
         return job_size(j, unit, opts.node_cpus)
 
-    # Which ledger jobs are really still ours (held / demoted by us, pending)? Each judged by its
-    # own kind (the ledger row's, else its mark's), not by the mode: after `[gate] action` changed,
-    # the agent's holds of the other kind are still its own, and come off first (switched).
+    # Which ledger jobs are still ours (held / demoted by us, pending)? Each by its own kind, not
+    # the mode: after `[gate] action` changed, those of the other kind come off first (switched).
     agent_jobs: dict[str, list[QueueJob]] = {}
     switched: list[QueueJob] = []
     stale: list[tuple[str, str]] = []
