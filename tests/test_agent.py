@@ -23,7 +23,7 @@ def _cfg(tmp_path, text: str) -> Path:
 
 def test_second_tick_exits_5_while_one_holds_the_lock(tmp_path):
     cfg = _cfg(tmp_path, f'[agent]\nlock = "{tmp_path}/agent.lock"\n')
-    with agent_lock(tmp_path / "agent.default.lock"):  # the cluster Slurm reaches without -M (the config names none)
+    with agent_lock(tmp_path / "agent.tbcluster.lock"):  # the recorded sample names its cluster: its own key
         r = CliRunner().invoke(app, ["tick", "--config", str(cfg), "--source", str(SAMPLE), "--db", str(tmp_path / "h.db")])
     assert r.exit_code == 5
     assert r.output.strip().startswith("fscontrol: error: another fscontrol tick is running (pid ")
