@@ -1,7 +1,7 @@
 """An independent reference for the simulator's multifactor engine (fscontrol/sim/mfcore.py):
 Slurm's priority/multifactor with classic fair-share, written plainly and slowly from the
-documented algorithm, sharing none of the engine's code (only the Fair Tree ranking, which is
-fscontrol's model and is checked against sprio on the real testbed on its own).
+documented algorithm, sharing none of the engine's code nor of fscontrol's model (Fair Tree's
+ranking too is written again here from Slurm's fair_tree.c: `fair_tree_factors`).
 
 What it models, in the order slurmctld does it (priority_multifactor.c `_decay_thread` and
 `priority_p_job_end`; docs/simulator.md; ../DESIGN.md's Slurm facts):
@@ -66,8 +66,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from fscontrol.model import fairtree
-from fscontrol.model.fairshare import build_tree
 from fscontrol.records import ShareRow
 
 
@@ -98,6 +96,85 @@ def _norm_shares(rows: list[ShareRow]) -> tuple[dict, dict, dict]:
         if k in parent:
             norm[k] = norm[parent[k]] * (raw[k] / level[k] if level[k] else 0.0)
     return parent, level, norm
+
+
+NO_VAL = float(0xFFFFFFFE)  # slurm.h's NO_VAL: an account with FairShare=parent's level_fs
+
+
+def fair_tree_factors(rows: list[ShareRow], parent: dict, raw: dict, usage: dict) -> dict:
+    """Fair Tree's F of every user association, written again from Slurm's fair_tree.c, not from
+    fscontrol's model (which the engine ranks with): `_calc_assoc_fs` (S = RawShares / the
+    siblings' RawShares, FairShare=parent ones left out; U = usage / the usage of the nearest
+    ancestor that is not FairShare=parent; LF = S / U, 0 where S is 0, infinite where U is 0; a
+    FairShare=parent user infinite, such an account NO_VAL), `_cmp_level_fs` (higher LF first,
+    users before accounts on a tie, stable otherwise: qsort is not, but slurmctld's children
+    lists and sshare's rows come in one order), `_count_tied_accounts` (as written, it counts the
+    following users tied with an account: none, so `_merge_accounts` merges nothing) and
+    `_calc_tree_fs` (the rank starts at the number of user associations and falls by one a user,
+    tied users keep the rank before, an account tied with the sibling before starts its children
+    tied; F = rank / users)."""
+    keys = [(r.account, r.user) for r in rows]
+    use_parent = {(r.account, r.user) for r in rows if r.shares_parent}
+
+    def fs_parent(k):
+        p = parent[k]
+        while p in use_parent:
+            p = parent[p]
+        return p
+
+    # the level an association's S is taken in: every association whose usage is measured against
+    # the same ancestor (a FairShare=parent account's children share its parent's level), the
+    # FairShare=parent ones left out
+    fsp = {k: fs_parent(k) for k in parent}
+    level_of: dict = {}
+    for k, p in fsp.items():
+        if k not in use_parent:
+            level_of[p] = level_of.get(p, 0) + raw[k]
+    level = {k: level_of.get(p, 0) for k, p in fsp.items()}
+    # slurmctld's children lists are by that ancestor too (assoc_mgr: an association joins the
+    # children list of its fs_assoc_ptr): a FairShare=parent account's children are its parent's
+    kids: dict = {}
+    for k in keys:
+        if k in fsp:
+            kids.setdefault(fsp[k], []).append(k)
+
+    def level_fs(k) -> float:
+        if k in use_parent:
+            return math.inf if k[1] else NO_VAL
+        s = raw[k] / level[k] if level[k] else 0.0
+        if s == 0:
+            return 0.0
+        pu = usage[fs_parent(k)]
+        u = usage[k] / pu if pu else 0.0
+        return s / u if u else math.inf
+
+    n = sum(1 for k in keys if k[1])
+    state = {"rank": n, "rnt": n}
+    out: dict = {}
+
+    def walk(siblings: list, account_tied: bool) -> None:
+        lf = {k: level_fs(k) for k in siblings}
+        order = sorted(siblings, key=lambda k: (-lf[k], 0 if k[1] else 1))
+        prev = NO_VAL
+        i = 0
+        while i < len(order):
+            k = order[i]
+            tied = True if (i == 0 and account_tied) else prev == lf[k]
+            if k[1]:
+                if not tied:
+                    state["rank"] = state["rnt"]
+                out[k] = state["rank"] / n
+                state["rnt"] -= 1
+            else:
+                # `_count_tied_accounts` counts the FOLLOWING USERS tied with the account, and users
+                # sort before accounts on a tie: none, so no accounts are merged; an account tied
+                # with the one before starts its children tied (account_tied)
+                walk(list(kids.get(k, [])), tied)
+            prev = lf[k]
+            i += 1
+
+    walk(kids.get(("root", ""), []), False)
+    return out
 
 
 def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -> RefRun:
@@ -191,11 +268,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             for r in sorted(running):
                 d = t - max(last_pass, start[r])
                 charge(assoc[r], d * jobs[r].size * f ** d)
-            tree = build_tree(tuple(rows))
-            _, _, lf = fairtree.level_values(tree, dict(usage))
-            ranks, _ = fairtree.rank_users(tree, lf)
-            for u, rank in ranks.items():
-                user_f[u] = rank / len(users)
+            user_f.update(fair_tree_factors(rows, parent, raw, usage))
         else:
             seen: set = set()
             for i in range(n):  # the job list in creation order
