@@ -50,7 +50,14 @@ def test_start_estimates_around_a_reservation(slurm):
         a = slurm.submit("bob", "flat", 64, 30, time="5")  # 5-minute limit: across the reservation's start
         b = slurm.submit("carol", "chem", 64, 10, time="1", begin="now+20")  # ends before it
         c = slurm.submit("dave", "flat", 8, 10, time="1", reservation=NAME)
-        time.sleep(3)
+        # read once slurmctld has looked at all three (a reason other than None), however loaded the
+        # machine: what `start` reads is then what the scheduler decided, not a job it has not seen
+        seen_by = time.time() + 60
+        while time.time() < seen_by:
+            reasons = slurm.run("squeue", "-h", "-j", f"{a},{b},{c}", "-o", "%i|%r").split()
+            if len(reasons) == 3 and all(x.partition("|")[2] not in ("None", "") for x in reasons):
+                break
+            time.sleep(1)
         p = _cli(slurm, "start", "--json")
         assert p.returncode == 0, p.stderr
         d = json.loads(p.stdout)
@@ -59,11 +66,11 @@ def test_start_estimates_around_a_reservation(slurm):
         assert any(NAME in n and "reservations modelled" in n for n in d["notes"]), d["notes"]
         ea, eb, ec = ests[a], ests[b], ests[c]
         # bob's: at the reservation's end (within a backfill cycle), and it names it
-        assert ea["start"] is not None and r.end <= ea["start"] <= r.end + 31, (ea, r)
+        assert ea["start"] is not None and r.end <= ea["start"] <= r.end + 31, (ea.get("reason"), reasons, ea, r)
         assert (ea["reservation"], ea["reservation_role"]) == (NAME, "delayed by")
         # carol's: at her begin time, before it; dave's: at its start, in it
-        assert eb["start"] is not None and eb["start"] + 60 <= r.start and eb["reservation"] is None, (eb, r)
-        assert ec["start"] is not None and r.start <= ec["start"] <= r.start + 31, (ec, r)
+        assert eb["start"] is not None and eb["start"] + 60 <= r.start and eb["reservation"] is None, (eb.get("reason"), reasons, eb, r)
+        assert ec["start"] is not None and r.start <= ec["start"] <= r.start + 31, (ec.get("reason"), reasons, ec, r)
         assert (ec["reservation"], ec["reservation_role"]) == (NAME, "in")
         human = _cli(slurm, "start", "-u", "bob")
         assert human.returncode == 0 and f"delayed by reservation {NAME}" in human.stdout, human.stdout

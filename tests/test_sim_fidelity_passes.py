@@ -1,8 +1,11 @@
 """F per decay pass, the replay against sprio (issue #32 item 3's last target), on runs recorded on
 the testbed by bench/sim_fidelity.py (seeds 51 and 52, classic, 22.05, one 128-CPU node, chosen
 before they ran): after every pass of the real run, sshare's and sprio's text (one probe job per
-association pending in the DOWN partition) is in the capture's passes.json. Not at the target:
-the figures as measured (docs/simulator-fidelity.md, "F per pass"), so a change shows here."""
+association pending in the DOWN partition) is in the capture's passes.json. Given the real starts
+F is at the target (every pass, every association, within 1%) once the probes are in the pass's
+walk as slurmctld walks them (history.py's walk_pending; before: 25.6% and 37.5%). On the replay's
+own schedule it is not: the figures as measured (docs/simulator-fidelity.md, "F per pass"), so a
+change shows here."""
 
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ FID = Path(__file__).resolve().parent.parent / "samples" / "fidelity"
 
 @pytest.mark.parametrize("run, passes, own, given", [
     # (passes, share within 1% on the replay's own schedule, given the real starts)
-    ("seed51-classic", 13, 0.103, 0.256),
-    ("seed52-classic", 8, 0.125, 0.375),
+    ("seed51-classic", 13, 0.846, 1.0),
+    ("seed52-classic", 8, 0.333, 1.0),
 ])
 def test_f_per_pass_as_measured(run, passes, own, given):
     c = passfidelity.compare_passes(FID / run)

@@ -385,3 +385,51 @@ def test_simulate_gate_option():
     assert "mf-classic d=1 gate-hold" in r.output and "holds" in r.output
     r = _cli("section9:1", "--gate", "maybe")
     assert r.exit_code != 0 and "--gate must be" in r.output
+
+
+def test_a_pending_job_never_started_is_in_the_classic_pass_walk():
+    """slurmctld computes a user's EffectvUsage at their first pending job in the job list, during
+    the pass's walk (priority_multifactor.c `_get_fairshare_priority`, NO_VAL set at the pass's top
+    by `_set_children_usage_efctv`); a job pending in a DOWN partition is in that walk (issue #32's
+    probe jobs). By hand: A (1 share) has a1 and a2 (1 each), B has b1. a1's X runs from 0;
+    passes every 10 s from 0. At the pass at 10, A's UE is from the usage at the pass's top (0).
+    - With a1's job Y pending in the list after X (created later): the walk charges X first, so
+      a1's UN = 1 (all the usage), UE = 1 + (0 - 1) x 1/2 = 0.5, S = 1/2 x 1/2, F = 2^(-2) = 0.25.
+    - With a job of a1 pending before X in the list (created earlier) that never starts: a1's UE
+      is computed there, before X's charge: UN = 0, UE = 0, F = 1."""
+    from dataclasses import replace
+
+    from fscontrol.sim import mfcore
+
+    rows = (
+        ShareRow("root", "", "", 0, None, False, 1.0, 0, None, 1.0, None),
+        ShareRow("A", "", "root", 1, 1, False, None, 0, None, None, None),
+        ShareRow("A", "a1", "A", 2, 1, False, None, 0, None, None, None),
+        ShareRow("A", "a2", "A", 2, 1, False, None, 0, None, None, None),
+        ShareRow("B", "", "root", 1, 1, False, None, 0, None, None, None),
+        ShareRow("B", "b1", "B", 2, 1, False, None, 0, None, None, None),
+    )
+    jobs = [SimJob("10", 0, 100, 100, 1, "a1", "A"), SimJob("11", 1, 10, 100, 1, "a1", "A")]
+    pc = PriorityConfig(weight_fairshare=1000, calc_period_s=10, half_life_s=100, fair_tree=False, damping=1)
+    plain = Workload("walk", 1, list(jobs))
+    parked = Workload("walk", 1, list(jobs), meta={"walk_pending": [
+        {"job_id": "9", "account": "A", "user": "a1", "since": -5.0}]})
+    for sim in (simulate_multifactor, mfcore.simulate):  # the engine in use (compiled in CI) and the Python one
+        f_plain = {t: fs for t, _, fs in sim(plain, pc, tree=rows, first_pass=0.0, trace=True).trace}
+        assert f_plain[10][("A", "a1")] == pytest.approx(0.25, rel=1e-12)
+    r = simulate_multifactor(parked, pc, tree=rows, first_pass=0.0, trace=True)
+    assert {t: fs for t, _, fs in r.trace}[10][("A", "a1")] == 1.0
+    from fscontrol.sim.multifactor import walk_positions
+
+    assert walk_positions(parked) == [(0, "A", "a1", -5.0)]
+    # the Python engine the same, given the positions
+    r2 = mfcore.simulate(parked, pc, tree=rows, first_pass=0.0, trace=True, walk_pending=walk_positions(parked))
+    assert r2.trace == r.trace
+    # created after both jobs: the walk meets it last, a1's F as without it
+    late = replace(parked, meta={"walk_pending": [{"job_id": "12", "account": "A", "user": "a1", "since": -5.0}]})
+    r3 = simulate_multifactor(late, pc, tree=rows, first_pass=0.0, trace=True)
+    assert {t: fs for t, _, fs in r3.trace}[10][("A", "a1")] == pytest.approx(0.25, rel=1e-12)
+    # pending only from 15 on: not in the pass at 10's walk
+    since = replace(parked, meta={"walk_pending": [{"job_id": "9", "account": "A", "user": "a1", "since": 15.0}]})
+    r4 = simulate_multifactor(since, pc, tree=rows, first_pass=0.0, trace=True)
+    assert {t: fs for t, _, fs in r4.trace}[10][("A", "a1")] == pytest.approx(0.25, rel=1e-12)

@@ -129,11 +129,13 @@ def jobs_from_sacct(
     queue: dict[str, Any] | None = None,
     seen: set[str] | None = None,
     start_blocked: bool = False,
+    walk: list[dict[str, Any]] | None = None,
 ) -> tuple[list[SimJob], dict[str, int]]:
     """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS).
     `queue`: the capture's squeue rows by job id (records.QueueJob): the pending jobs' time limits
     and sizes where sacct has none. `seen`: filled with every job id read (kept or not).
-    start_blocked: replay the jobs held or in a DOWN partition at the capture too (as if released)."""
+    start_blocked: replay the jobs held or in a DOWN partition at the capture too (as if released).
+    `walk`: filled with the pending jobs left out that slurmctld's decay pass still walks (_pending)."""
     if unit not in UNITS:
         raise ConfigError(f"unit must be one of {', '.join(UNITS)}, not {unit!r}")
     it = iter(enumerate(lines, 1))
@@ -184,7 +186,7 @@ def jobs_from_sacct(
         if state == "PENDING":
             job = _pending(col(f, "JobID"), col(f, "User"), col(f, "Account"), col(f, "Partition"), col(f, "QOS"),
                            submit, eligible, limit, cpus, nodes, (queue or {}).get(col(f, "JobID")), unit, partitions,
-                           stats, start_blocked)
+                           stats, start_blocked, walk)
             if job is not None:
                 jobs.append(job)
             continue
@@ -222,10 +224,14 @@ def jobs_from_sacct(
 
 def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: float | None, eligible: float | None,
              limit: float | None, cpus: int, nodes: int, q, unit: str, partitions: frozenset[str] | None,
-             stats: dict[str, int], start_blocked: bool = False) -> SimJob | None:
+             stats: dict[str, int], start_blocked: bool = False, walk: list[dict[str, Any]] | None = None
+             ) -> SimJob | None:
     """A job pending at the capture as a SimJob: it arrives when it became eligible (else when
     submitted) and runs for its time limit. `q`: its squeue row (limit, CPUs, nodes, submit, and
-    the reason it waits: held or DOWN partition, not started; begin time, not before it)."""
+    the reason it waits: held or DOWN partition, not started; begin time, not before it). A job
+    left out in a DOWN partition (priority > 0: not held) goes to `walk` (job id, account, user,
+    since its submit): slurmctld's classic decay pass computes its user's EffectvUsage at it
+    (multifactor.py), so the replay keeps its place in that walk."""
     begin, dep = None, False
     if q is not None:
         reason = (q.reason or "").strip()
@@ -234,6 +240,9 @@ def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: 
             return None
         if reason in _PART_DOWN and not start_blocked:
             stats["partition_down"] += 1
+            since = submit if submit is not None else q.submit
+            if walk is not None and (q.priority or 0) > 0 and since is not None:
+                walk.append({"job_id": job_id, "account": account, "user": user, "since": since})
             return None
         if reason == "BeginTime":
             begin = q.start
@@ -398,16 +407,17 @@ def read_history(
     command = " ".join(argv)
     queue = _queue(d, commands)
     seen: set[str] = set()  # every job sacct printed: one pending in both is read once
+    walk: list[dict[str, Any]] = []  # left out, in the pass's walk (_pending)
     with open(path, encoding="utf-8", errors="strict") as fh:
         try:
             jobs, stats = jobs_from_sacct((ln.rstrip("\n") for ln in fh), command, unit=unit, partitions=parts,
-                                          queue=queue, seen=seen, start_blocked=start_blocked)
+                                          queue=queue, seen=seen, start_blocked=start_blocked, walk=walk)
         except UnicodeDecodeError as e:
             raise ConfigError(f"{path} holds bytes that are not UTF-8 (at byte {e.start})") from None
     for q in queue.values():  # pending at the capture, outside sacct's window
         if q.state == "PENDING" and q.job_id not in seen:
             job = _pending(q.job_id, q.user, q.account, q.partition, q.qos, q.submit, None, None, 0, 0, q, unit, parts,
-                           stats, start_blocked)
+                           stats, start_blocked, walk)
             if job is not None:
                 jobs.append(job)
     if (d / "deps.txt").is_file():
@@ -466,6 +476,7 @@ def read_history(
             "machine": node_info,
             "partitions": sorted(parts) if parts else None,
             "reservations": reservations,
+            "walk_pending": walk,
             "stats": stats,
         },
     )

@@ -84,6 +84,7 @@ def simulate(
     progress: ProgressFn | None = None,
     max_time: float | None = None,
     sched: Any = None,
+    walk_pending: Sequence[tuple[int, str, str, float]] = (),
 ) -> MFRun:
     """Run the workload under priority/multifactor. `tree`: the associations (sshare rows; their
     RawUsage is the usage at the start unless `initial_usage` is given); default the workload's
@@ -96,7 +97,11 @@ def simulate(
     Slurm without ACCRUE_ALWAYS); a nice is subtracted from the job's priority.
     `sched`: a `slurmsched.SlurmSched`: Slurm's own scheduler (the main scheduler on events and on
     its timer, stopping at the first job that does not fit; backfill on its own cycle with
-    whole-node reservations) instead of EASY at every event; `depth` and `backfill` then do not apply."""
+    whole-node reservations) instead of EASY at every event; `depth` and `backfill` then do not apply.
+    `walk_pending`: (position, account, user, pending since) of jobs the run never starts (a DOWN
+    partition) that slurmctld's classic pass still walks: a pending job before the workload's job
+    `position` in the job list, where the walk computes its user's EffectvUsage if it is the user's
+    first pending job (multifactor.py); Fair Tree ranks after every charge, so they change nothing there."""
 
     jobs = workload.jobs
     # (the jobs' ids, users and accounts as given: read without the declared types, which a
@@ -326,6 +331,27 @@ def simulate(
     PM = (1 << PS) - 1
     pend_l: list[int] = []
     user_q: list[list[int]] = [[] for _ in range(na)]
+    # walk_pending's jobs: (pending since, key as pend_l's), merged into a classic pass's walk
+    wp_keys: list[tuple[float, int]] = []
+    for wpos, wacct, wuser, wsince in walk_pending:
+        wk = (wacct or "default", wuser or "user")
+        if wk in kix and 0 <= wpos < n and not fair_tree:
+            wp_keys.append((float(wsince), (int(wpos) << PS) | kix[wk]))
+
+    def merge_walk(pend: list[int], t: float) -> list[int]:
+        """The pass's keys (each pending association's first job, the end key last) with
+        walk_pending's jobs pending at t: each association's first in the list."""
+        first: dict[int, int] = {}
+        for kp in pend[:-1]:
+            first[kp & PM] = kp
+        for since, kp in wp_keys:
+            if since <= t:
+                a = kp & PM
+                if a not in first or kp < first[a]:
+                    first[a] = kp
+        merged = sorted(first.values())
+        merged.append(n << PS)
+        return merged
     heap: list[tuple[float, int]] = []
     free = total
     # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
@@ -366,7 +392,7 @@ def simulate(
     # EASY reads the order from it and the tail (pm_top), and finds the first job that can backfill
     # from the queued jobs' sizes and limits (pm_first_fit), so no pass sorts the whole queue. In
     # this mode qkeys holds one entry a queued job (its length and truth are read; not its order).
-    pm = PM_ON and probe_ok and bool(wa) and max_age > 0 and bool(wf)
+    pm = PM_ON and probe_ok and bool(wa) and max_age > 0 and bool(wf) and not wp_keys
     if pm:
         s0 = static[0] if n else 0.0
         pm = all(x == s0 for x in static) and all(submit[i] <= submit[i + 1] for i in range(n - 1))
@@ -1219,6 +1245,8 @@ def simulate(
             lz_walk = not quiet and pm_after()
             if lz_walk:
                 pend = [n << PS]
+            elif wp_keys and not quiet:
+                pend = merge_walk(pend, t)
             d_full = dt
             f_full = f_dt  # f1**d_full
             d_now = damp[0]
@@ -1360,7 +1388,7 @@ def simulate(
     # computed then, from the pass's time and F (`lazy`: the pass's time, classic F by association
     # (None for Fair Tree: its F stays until the next pass), how many queue entries are the pass's;
     # later arrivals are appended with their own priority and sorted in then).
-    lazy_ok = (depth == 1 or sched is not None) and gate is None and bool(wa) and max_age > 0 and bool(wf)
+    lazy_ok = (depth == 1 or sched is not None) and gate is None and bool(wa) and max_age > 0 and bool(wf) and not wp_keys
     lazy: list[Any] = [None, None, 0]
 
     def pm_after() -> bool:

@@ -10,7 +10,10 @@ priority_multifactor.c, 22.05 and 24.11):
   is charged `dt * billing * UsageFactor * f^dt` (dt = t - max(last pass, its start)) and each
   pending job's priority recomputed. A user's own EffectvUsage is computed at their first pending
   job in that walk, from the usage then (so running jobs earlier in the list are in it), and
-  kept until the next pass. Under Fair Tree the pass decays, charges every running job, then
+  kept until the next pass. Pending jobs the replay never starts (a DOWN partition: a capture's
+  `walk_pending`) are in that walk too, at their place in the list by job id: a user's EffectvUsage
+  is computed at them when they come first (the charges of this pass's running jobs after them
+  not yet in it: the sprio of issue #32's probe jobs). Under Fair Tree the pass decays, charges every running job, then
   ranks the whole tree (fscontrol.model.fairtree) and sets every pending job's priority.
 * **A job's end** charges its last stretch at once (`priority_p_job_end`, with `limits` in
   AccountingStorageEnforce): `dt * billing * f^dt`, dt = end - max(last pass, start).
@@ -96,11 +99,34 @@ def simulate_multifactor(
     `slurmsched.SlurmSched`: Slurm's own scheduler instead of EASY (mfcore.simulate)."""
     from .accel import engine
 
+    extra: dict[str, Any] = {} if sched is None else {"sched": sched}
+    walk = walk_positions(workload)
+    if walk:
+        extra["walk_pending"] = walk
     return engine().simulate(
         workload, prio, tree=tree, control_spec=control_spec, disturbances=disturbances, depth=depth,
         backfill=backfill, first_pass=first_pass, initial_usage=initial_usage, trace=trace, trace_keys=trace_keys,
         record_passes=record_passes, gate=gate, gate_interval_s=gate_interval_s, progress=progress, max_time=max_time,
-        **({} if sched is None else {"sched": sched}))
+        **extra)
+
+
+def _id_key(job_id: str) -> tuple[int, int]:
+    head = job_id.split("_")[0].split("+")[0]
+    return (int(head), 0) if head.isdigit() else (1 << 62, 0)
+
+
+def walk_positions(workload: Workload) -> list[tuple[int, str, str, float]]:
+    """The capture's jobs that the replay never starts but slurmctld's pass walks
+    (`meta["walk_pending"]`, history.py: pending in a DOWN partition), each as the engine's
+    `walk_pending` entry: its place in the job list (how many of the workload's jobs have a lower
+    job id: slurmctld's list is in creation order), account, user, and pending since (its submit)."""
+    rows = workload.meta.get("walk_pending") or ()
+    if not rows:
+        return []
+    from bisect import bisect_left
+
+    ids = sorted(_id_key(j.job_id) for j in workload.jobs)
+    return [(bisect_left(ids, _id_key(r["job_id"])), r["account"], r["user"], float(r["since"])) for r in rows]
 
 
 # --------------------------------------------------------------------------- summaries
