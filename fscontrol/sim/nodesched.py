@@ -1,0 +1,279 @@
+"""Backfill on nodes, for the engine: `nodeplace.backfill_cycle`'s starts, pruned.
+
+The multifactor engine (mfcore.py) on a machine of several nodes with a node rule
+(`SlurmSched.node_rule`, set from a capture's Slurm version by run.py `_node_sched`) keeps each
+node's free CPUs and each running job's CPUs per node (`nodeplace.place` at its start), and runs
+this backfill cycle instead of `slurmsched.backfill_starts`' pooled one. It starts the jobs
+`nodeplace.backfill_cycle` starts, in the same order on the same nodes (tests/test_nodesched.py
+checks it on random machines and queues), at a fraction of the cost:
+
+* **the early stop**: a job starts in a cycle only at its first try (start_res = now), and only if
+  the free CPUs of the nodes the cycle's map leaves it over [now, now + limit] add up to its
+  tasks (`place` fits a job of one-CPU tasks iff they do). The map only gains holds and the free
+  CPUs only drop during a cycle, so once no job left in the queue passes that test, nothing more
+  starts: the cycle stops (the reservations of the jobs after are never used);
+* **the will-run test resumed, not replayed**: for a given set of usable nodes (and, 24.11 on,
+  start_res and later_start) the batches of running jobs taken off, and the free CPUs after each,
+  are the same for every job: computed once per cycle and set (until a job starts), and a job's
+  plan is the first batch where the usable free CPUs add up to its tasks (a bisect), `place`
+  run there once.
+
+Node sets are bit masks (node i: bit i)."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from typing import Any, Sequence
+
+from .nodeplace import VERSIONS, place
+
+__all__ = ["node_rule", "backfill_nodes"]
+
+
+def node_rule(slurm_version: str | None) -> str:
+    """The backfill rule (`nodeplace.VERSIONS`) of a Slurm version ("22.05.8" -> "22.05"): the
+    last modelled release at or before it (before 22.05: 22.05's)."""
+    try:
+        parts = (slurm_version or "").split(".")
+        v = (int(parts[0]), int(parts[1]))
+    except (ValueError, IndexError):
+        return "22.05"
+    rule = VERSIONS[0]
+    for r in VERSIONS:
+        a, b = r.split(".")
+        if (int(a), int(b)) <= v:
+            rule = r
+    return rule
+
+
+def _batches(cur: list[int], run: list[tuple[float, list[int]]], m: int, now: float, start: float | None,
+             until: float | None, newer: bool, kill_wait: float) -> tuple[list[int], list[tuple[float | None, list[int], int]]]:
+    """nodeplace.will_run's states for the usable nodes `m`: (sums, states), each state (start:
+    None for now, the CPUs free per node on the usable nodes, how many jobs of `run` were taken
+    off so far), in the order the test tries them; sums: their free CPUs in all (non-decreasing)."""
+    nn = len(cur)
+    c = [cur[i] if (m >> i) & 1 else 0 for i in range(nn)]
+    states: list[tuple[float | None, list[int], int]] = []
+    if newer and start is None:
+        start = now
+    if not (newer and start is not None and start > now):
+        states.append((None, list(c), 0))
+    jobs = run  # (sorted by end)
+    k = 0
+    if newer and start:
+        while k < len(jobs) and jobs[k][0] < start:
+            for i, x in enumerate(jobs[k][1]):
+                if x and (m >> i) & 1:
+                    c[i] += x
+            k += 1
+        states.append((None, list(c), k))
+    window = 30.0
+    end_time: float | None = None
+    more = True
+    while more:
+        last: float | None = None
+        nxt: float | None = None
+        while True:
+            if k >= len(jobs) or (newer and until and jobs[k][0] > until):
+                more = False
+                break
+            e, a = jobs[k]
+            k += 1
+            if not any(x and (m >> i) & 1 for i, x in enumerate(a)):
+                continue
+            if end_time is None:
+                end_time = e + (window - math.fmod(e, window))
+            last = e
+            for i, x in enumerate(a):
+                if x and (m >> i) & 1:
+                    c[i] += x
+            if k >= len(jobs):
+                more = False
+                break
+            nxt = jobs[k][0]
+            if nxt > end_time + window:
+                break
+        if last is None or end_time is None:
+            break
+        while True:
+            window *= 2
+            if nxt is None or not nxt > end_time + window:
+                break
+        states.append((last, list(c), k))
+    return [sum(s[1]) for s in states], states
+
+
+def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[int]]], m: int, now: float,
+              start: float, until: float | None, version: str, kill_wait: float = 30.0) -> tuple[float, list[int]] | None:
+    """nodeplace.will_run(n, cur, run, now, usable=m, start=, until=, version=), from the memo."""
+    newer = version != "22.05"
+    key = (m, start, until) if newer else m
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _batches(cur, run, m, now, start if newer else None, until if newer else None, newer,
+                                   kill_wait)
+    sums, states = got
+    k = bisect_left(sums, n)
+    if k == len(sums):
+        return None
+    when, c, taken = states[k]
+    alloc = place(c, n)
+    if alloc is None:  # (cannot happen: one-CPU tasks fit wherever the CPUs add up)
+        return None
+    if when is None:
+        return now, alloc
+    last = when
+    if version == "26.05":  # _get_last_relevant_job: the last end on the nodes chosen
+        last = max((e for e, a in run[:taken] if any(x and (m >> i) & 1 and alloc[i] for i, x in enumerate(a))),
+                   default=last)
+    if last <= now:
+        last = last + kill_wait if last + kill_wait > now else now + 1
+    return last, alloc
+
+
+def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], running: Sequence[tuple[float, list[int]]],
+                   size: Sequence[int], est: Sequence[float], sc: Any, mask: int = -1, smallest: int = 0,
+                   version: str = "22.05") -> list[tuple[int, list[int]]]:
+    """One backfill cycle on nodes at `now`: the jobs it starts, in order, with their CPUs per node.
+    `queue`: pending jobs in priority order (indices, or keys whose `mask` bits are the index);
+    `free`: each node's free CPUs; `running`: (end = start + limit, or when a completing job's CPUs
+    are free; CPUs per node); `sc`: a slurmsched.SlurmSched (bf_max_job_test, bf_resolution_s,
+    bf_window_s); `smallest`: no pending job is smaller. The starts of
+    `nodeplace.backfill_cycle(now, [(size, est) ...], free, running, resolution=, window=,
+    version=)`, up to the point where no job left can start."""
+    if version not in VERSIONS:
+        raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
+    nq = min(len(queue), sc.bf_max_job_test)
+    out: list[tuple[int, list[int]]] = []
+    if nq <= 0:
+        return out
+    keys = [queue[k] & mask for k in range(nq)] if mask != -1 else list(queue[:nq])
+    res = float(sc.bf_resolution_s)
+    window = float(sc.bf_window_s)
+    newer = version != "22.05"
+    nn = len(free)
+    every = (1 << nn) - 1
+    begin0 = math.floor(now / res) * res
+    window_end = math.floor((now + window) / res) * res
+    space: list[list[Any]] = [[begin0, window_end, every]]
+    cur = list(free)
+    tfree = sum(cur)
+    run = sorted(((float(e), list(a)) for e, a in running), key=lambda x: x[0])
+    memo: dict = {}
+    fit_pos = [k for k in range(nq) if size[keys[k]] <= tfree]
+    last = len(fit_pos) - 1
+    dirty = True
+
+    def usable_now(d: float) -> int:
+        """The nodes the map leaves a job over [now, now + d]."""
+        avail = every
+        end_time = now + d
+        for b, e, av in space:
+            if e <= now:
+                continue
+            if b <= end_time:
+                avail &= av
+            else:
+                break
+        return avail
+
+    for k in range(nq):
+        if tfree < smallest:
+            break
+        if dirty:  # the last job of the queue that may still start now
+            while last >= 0:
+                j = fit_pos[last]
+                if j < k:
+                    last = -1
+                    break
+                ij = keys[j]
+                if size[ij] <= tfree:
+                    av = usable_now(est[ij])
+                    if sum(cur[i] for i in range(nn) if (av >> i) & 1) >= size[ij]:
+                        break
+                last -= 1
+            if last < 0:
+                break
+            dirty = False
+        ji = keys[k]
+        n = size[ji]
+        limit = est[ji]
+        later = now
+        result: tuple[str, float, list[int]] | None = None
+        for _ in range(2 * len(space) + 4):  # TRY_LATER (as nodeplace.backfill_cycle)
+            start_res, later = later, 0.0
+            end_time = start_res + limit if start_res > now else now + limit
+            avail = every
+            for q, (b, e, av) in enumerate(space):
+                if e > start_res and q + 1 < len(space) and not later:
+                    if space[q + 1][2] & ~(avail & av):
+                        later = e
+                if e <= start_res:
+                    continue
+                if b <= end_time:
+                    avail &= av
+                else:
+                    break
+            got = _will_run(n, memo, cur, run, avail, now, start_res, later or None, version) if avail else None
+            if got is None:
+                if later:
+                    continue
+                break
+            st, alloc = got
+            st = max(st, start_res)
+            nodes = 0
+            for i, c in enumerate(alloc):
+                if c:
+                    nodes |= 1 << i
+            b = math.floor(st / res) * res
+            if newer:
+                e = math.floor((st + limit + res - 1) / res) * res
+            else:
+                e = math.floor((st + limit) / res) * res
+            overlap = st > now and any(rb < e and re_ > b and nodes & ~av for rb, re_, av in space)
+            if newer and overlap:
+                later = st
+                continue
+            if st <= now:
+                result = ("start", now, alloc)
+                break
+            if later and st > later:
+                continue
+            if st > now + window:
+                break
+            if overlap:
+                later = st
+                continue
+            _add_reservation(space, b, e, nodes, res)
+            dirty = True
+            result = ("plan", st, alloc)
+            break
+        if result is not None and result[0] == "start":
+            a = result[2]
+            cur = [f - x for f, x in zip(cur, a)]
+            tfree -= n
+            end_at = now + limit
+            p = bisect_left([r[0] for r in run], end_at)
+            while p < len(run) and run[p][0] <= end_at:
+                p += 1  # (after the ends equal to it: a stable sort's place)
+            run.insert(p, (end_at, a))
+            memo.clear()
+            dirty = True
+            out.append((ji, a))
+    return out
+
+
+def _add_reservation(space: list[list[Any]], begin: float, end: float, nodes: int, res: float) -> None:
+    """nodeplace._add_reservation on bit masks."""
+    begin = max(begin, space[0][0])
+    if end < begin + res:
+        end = begin + res
+    for cut in (begin, end):
+        for k, (b, e, av) in enumerate(space):
+            if b < cut < e:
+                space[k:k + 1] = [[b, cut, av], [cut, e, av]]
+                break
+    for rec in space:
+        if rec[0] >= begin and rec[1] <= end:
+            rec[2] = rec[2] & ~nodes

@@ -1,0 +1,66 @@
+"""The engine's backfill on nodes (fscontrol/sim/nodesched.py) against the reference cycle
+(nodeplace.backfill_cycle): the same jobs start, in the same order, on the same nodes, on random
+machines and queues, under each version's rule."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fscontrol.sim.nodeplace import VERSIONS, backfill_cycle, place
+from fscontrol.sim.nodesched import backfill_nodes, node_rule
+from fscontrol.sim.slurmsched import SlurmSched
+
+
+def _machine(rng: random.Random, nodes: int, cpus: int, now: float):
+    free = [cpus] * nodes
+    running = []
+    for _ in range(rng.randint(0, 4 * nodes)):
+        n = rng.randint(1, cpus + cpus // 2)
+        got = place(free, n)
+        if got is None:
+            continue
+        free = [f - a for f, a in zip(free, got)]
+        # ends: on the minute, on the bf grid, or anywhere (ties and the batches' windows)
+        end = now + rng.choice([rng.randint(1, 3600), 60 * rng.randint(1, 60), 30 * rng.randint(1, 120)])
+        running.append((float(end), got))
+    return free, running
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_starts_are_the_reference_cycles(version):
+    rng = random.Random(f"nodesched-{version}")
+    checked = started = 0
+    for case in range(300):
+        nodes = rng.choice([2, 3, 4, 8])
+        cpus = rng.choice([4, 8, 32])
+        now = 1_800_000_000.0 + rng.randint(0, 600)
+        free, running = _machine(rng, nodes, cpus, now)
+        q = [(rng.randint(1, nodes * cpus if rng.random() < 0.3 else cpus), float(rng.choice(
+            [60, 120, 300, 600, 1800, rng.randint(30, 7200)]))) for _ in range(rng.randint(1, 25))]
+        sc = SlurmSched(bf_resolution_s=rng.choice([60.0, 60.0, 30.0, 300.0]),
+                        bf_window_s=rng.choice([1440 * 60.0, 3600.0]), bf_max_job_test=rng.choice([500, 500, 5]))
+        ref = backfill_cycle(now, q[:sc.bf_max_job_test], free, running, resolution=sc.bf_resolution_s,
+                             window=sc.bf_window_s, version=version)
+        want = [(k, r[2]) for k, r in enumerate(ref) if r is not None and r[0] == "start"]
+        size = [n for n, _ in q]
+        est = [d for _, d in q]
+        got = backfill_nodes(now, list(range(len(q))), free, running, size, est, sc, smallest=min(size), version=version)
+        assert got == want, (case, free, running, q)
+        checked += 1
+        started += len(want)
+    assert checked == 300 and started > 100  # (the cases start jobs, not only plan them)
+
+
+def test_keys_carry_the_index():
+    """The engine passes priority keys whose low bits are the index (mask)."""
+    sc = SlurmSched()
+    keys = [(7 << 8) | 1, (3 << 8) | 0]
+    got = backfill_nodes(0.0, keys, [4, 4], [], [3, 5], [60.0, 60.0], sc, mask=0xFF)
+    assert [i for i, _ in got] == [1, 0] and sum(got[0][1]) == 5
+
+
+def test_node_rule():
+    assert [node_rule(v) for v in ("22.05.8", "23.02.1", "24.11.5", "25.05.0", "26.05.3", "27.11", "", None, "x")] == [
+        "22.05", "22.05", "24.11", "24.11", "26.05", "26.05", "22.05", "22.05", "22.05"]
