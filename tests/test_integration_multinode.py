@@ -109,6 +109,7 @@ def test_a_two_node_job_bills_over_its_totals(two_nodes):
 def test_a_capture_of_two_nodes_replays_on_two_nodes(two_nodes, tmp_path):
     from fscontrol.sim import history
     from fscontrol.sim.run import _node_sched
+    from fscontrol.sim.nodesched import node_rule
     from fscontrol.sim.slurmsched import SlurmSched
     from fscontrol.slurm.source import capture
 
@@ -126,7 +127,8 @@ def test_a_capture_of_two_nodes_replays_on_two_nodes(two_nodes, tmp_path):
     nodes = history.parse_nodes((folder / "nodes.txt").read_text())
     assert {k: v[0] for k, v in nodes.items()} == {"tbnode1": NODE_CPUS, "tbnode2": NODE_CPUS}
     w = history.read_history(folder, partitions=["normal"])
-    assert w.meta["machine"] == {"nodes": 2, "cpus": 2 * NODE_CPUS}, w.meta["machine"]
+    assert w.meta["machine"] == {"nodes": 2, "cpus": 2 * NODE_CPUS, "node_cpus": [NODE_CPUS]}, w.meta["machine"]
     assert w.nodes == 2 * NODE_CPUS
     assert {a, b} <= {j.job_id for j in w.jobs}, (a, b, [j.job_id for j in w.jobs])
-    assert _node_sched(SlurmSched(), w).node_cpus == NODE_CPUS
+    sc = _node_sched(SlurmSched(), w)
+    assert sc.node_cpus == NODE_CPUS and sc.node_model == node_rule(w.meta["slurm_version"])  # placed on nodes

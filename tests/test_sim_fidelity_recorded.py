@@ -62,18 +62,33 @@ def test_fair_tree_runs_meet_the_targets(run):
             assert abs(m["error"]) <= 0.10, (acct, fidelity.format_compare(c))
 
 
-@pytest.mark.parametrize("run, figures", [
-    ("seed41-classic-4x32", (0.889, 0.931)),  # held out, 4 nodes of 32 CPUs: mean wait -0.9%
-    ("seed42-classic-4x32", (0.8, 0.864)),  # held out: mean wait -18.6%, the pool (docs: "Several nodes")
+@pytest.mark.parametrize("run, figures, pooled", [
+    # (within 60 s, pairs in the real order, |mean wait error| at most), and the pool's within 60 s
+    ("seed41-classic-4x32", (0.933, 0.945, 0.012), 0.889),  # held out, 4 nodes of 32 CPUs
+    ("seed42-classic-4x32", (1.0, 1.0, 0.006), 0.80),  # held out: the pool was -18.6% (docs: "Several nodes")
 ])
-def test_four_node_replays_as_measured(run, figures):
-    """On 4 nodes of 32 CPUs (four slurmd on the testbed's host, TB_NODES=4) the replay pools
-    the CPUs, where slurmctld's backfill reserves every node a job is planned on, whole: short of
-    the targets (docs/simulator-fidelity.md, job by job). As measured, so a node model shows here.
-    Independent: the capture's own nodes (4 x 32, nodes.txt) and its real starts."""
-    c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
+def test_four_node_replays_on_nodes(run, figures, pooled, monkeypatch):
+    """On 4 nodes of 32 CPUs (four slurmd on the testbed's host, TB_NODES=4) the replay places
+    each job on nodes (nodeplace.place) and backfills on nodes (nodesched: slurmctld's backfill
+    reserves every node a job is planned on, whole), by the capture's 22.05 rule: at least as
+    close to the real starts as docs/simulator-fidelity.md states, and closer than the pool of
+    128 CPUs (the same replay with the node model off). Independent: the capture's own nodes
+    (4 x 32, nodes.txt) and its real starts."""
+    from dataclasses import replace
+
+    from fscontrol.sim import run as simrun
+
+    real = fidelity.real_starts(FID / run)
+    c = fidelity.compare(real, fidelity.replay(FID / run))
     assert c["jobs"] == 45
-    assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == figures, fidelity.format_compare(c)
+    within, pairs, wait = figures
+    assert c["within_60s"] >= within - 5e-4 and c["pairs_in_order"] >= pairs - 5e-4, fidelity.format_compare(c)
+    assert round(abs(c["mean_wait_error"]), 3) <= wait, fidelity.format_compare(c)  # (the docs round to 0.1%)
+    node_sched = simrun._node_sched
+    monkeypatch.setattr(simrun, "_node_sched", lambda sc, w: replace(node_sched(sc, w), node_model=""))
+    p = fidelity.compare(real, fidelity.replay(FID / run))
+    assert round(p["within_60s"], 3) == pooled, fidelity.format_compare(p)
+    assert c["within_60s"] > p["within_60s"] and c["mean_wait_error"] ** 2 <= p["mean_wait_error"] ** 2 + 1e-4
 
 
 def test_the_replay_before_issue_32_missed_them():

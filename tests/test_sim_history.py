@@ -91,7 +91,7 @@ def test_plain_samples_replay_with_sacct_totals(name):
 def test_recorded_history_sample_has_every_job_with_limits_and_eligible_times():
     w = read_history(HISTORY)
     meta = json.loads((HISTORY / "meta.json").read_text())
-    assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128}  # TB_CPUS on one node
+    assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128, "node_cpus": [128]}  # TB_CPUS on one node
     count, core_s = by_hand(HISTORY, "jobs")
     mine = [j for j in w.jobs if j.user in ("alice", "bob", "carol", "dave")]
     assert len(w.jobs) == count

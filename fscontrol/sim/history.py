@@ -435,7 +435,8 @@ def read_history(
         nodes = parse_nodes((d / "nodes.txt").read_text(), " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
         if parts is not None:
             nodes = {k: v for k, v in nodes.items() if v[1] & parts}
-        node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values())}
+        node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values()),
+                     "node_cpus": sorted({c for c, _ in nodes.values()})}  # (one size: [C])
         size = node_info["cpus"] if unit == "cpus" else node_info["nodes"]
     else:
         size = None

@@ -37,6 +37,8 @@ from .mfconfig import (
 from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
+from .nodesched import backfill_nodes as _backfill_nodes
+from .nodeplace import place as _place
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
 from .easycore import drop_started, easy_arrivals, easy_backfill, easy_fits, easy_search, gate_stall, gate_stop, gate_tick, general_pick
 from .workload import Workload, billing_rates
@@ -50,6 +52,8 @@ insort: Final = _insort
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
+backfill_nodes: Final = _backfill_nodes
+place_nodes: Final = _place
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way). Keying
 # them all was faster at every size measured (whole SDSC log, hybrid at x2: 31 s against 57 s with
@@ -354,6 +358,17 @@ def simulate(
         return merged
     heap: list[tuple[float, int]] = []
     free = total
+    # slurmctld's scheduler on nodes (sched.node_model, a machine of several nodes of node_cpus
+    # CPUs): each node's free CPUs, each job's CPUs per node (nodeplace.place at its start, the
+    # backfill's own nodes for a job it starts), backfill on nodes (nodesched.backfill_nodes). The
+    # main scheduler's test stays the pool's (a job of one-CPU tasks fits iff the free CPUs add up)
+    ncpu = int(sched.node_cpus) if sched is not None else 0
+    node_model = str(sched.node_model) if sched is not None and ncpu > 0 and total > ncpu and total % ncpu == 0 else ""
+    nodes_on = node_model != ""
+    nfree: list[int] = [ncpu] * (total // ncpu) if nodes_on else []
+    nalloc: list[list[int]] = [[] for _ in range(n)] if nodes_on else []
+    bf_alloc: dict[int, list[int]] = {}  # the nodes backfill gave the jobs it starts
+    cheap_i: list[tuple[float, int]] = []  # (when its CPUs are free, index) of the completing jobs (nodes_on)
     # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
     # while free < q_min nothing can start, whatever the order
     q_none = (max(size) if n else 0) + 1
@@ -846,6 +861,15 @@ def simulate(
         end[i] = e
         s = size[i]
         free -= s
+        if nodes_on:
+            na_ = bf_alloc.pop(i, None)
+            if na_ is None:
+                na_ = place_nodes(nfree, s)
+                if na_ is None:  # (cannot happen: the caller saw s CPUs free)
+                    raise RuntimeError(f"job {i}: {s} CPUs do not fit on nodes {nfree}")
+            for nk_ in range(len(na_)):
+                nfree[nk_] -= na_[nk_]
+            nalloc[i] = na_
         c = q_cnt[s] = q_cnt[s] - 1  # q_drop(s), inlined
         if c == 0 and s == q_min:
             m = s + 1
@@ -1009,7 +1033,14 @@ def simulate(
         bf_dirty[0] = bf_t[0] >= t
         if lazy[0] is not None:
             materialise()
-        starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
+        if nodes_on:
+            busy = [(e, nalloc[j]) for e, j in running] + [(e, nalloc[j]) for e, j in cheap_i]
+            got = backfill_nodes(t, qkeys, nfree, busy, size, est, sched, QM, q_min, node_model)
+            starts = [j for j, _ in got]
+            for j, a in got:
+                bf_alloc[j] = a
+        else:
+            starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
@@ -1616,10 +1647,16 @@ def simulate(
             e, i = heappop(heap)
             if lag > 0:  # its CPUs stay busy until the job has completed (epilog)
                 heappush(cheap, (e + lag, size[i]))
+                if nodes_on:
+                    heappush(cheap_i, (e + lag, i))
                 bf_dirty[0] = True  # (COMPLETING: a change for backfill)
                 bf_t[0] = t
             else:
                 free += size[i]
+                if nodes_on:
+                    na_ = nalloc[i]
+                    for nk_ in range(len(na_)):
+                        nfree[nk_] += na_[nk_]
                 ended = True
             del running[bisect_left(running, (start[i] + est[i], i))]
             run_set.discard(i)
@@ -1645,6 +1682,10 @@ def simulate(
         while cheap and cheap[0][0] <= t:
             free += heappop(cheap)[1]
             ended = True
+        while cheap_i and cheap_i[0][0] <= t:
+            na_ = nalloc[heappop(cheap_i)[1]]
+            for nk_ in range(len(na_)):
+                nfree[nk_] += na_[nk_]
         if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
             d = pulse_end - max(last_pass, pulse_start)
             if limits and d > 0 and dummy_ix is not None:  # (a pulse runs only with the dummy)

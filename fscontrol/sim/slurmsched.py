@@ -62,6 +62,10 @@ class SlurmSched:
     bf_continue: bool = False
     bf_max_job_user: int = 0  # at most this many jobs of one user tested in a cycle (0: no limit; the estimate only)
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
+    # "" (the pool: free CPUs as one count, a reservation ceil(CPUs / node_cpus) nodes' CPUs), or a
+    # nodeplace.VERSIONS rule: the engine keeps each node's CPUs (nodeplace.place) and backfills on
+    # nodes (nodesched.backfill_nodes) by that version's rule, on a machine of several nodes
+    node_model: str = ""
     complete_s: float = 0.0  # a job's CPUs are free this long after its end (COMPLETING: the epilog)
     source: str = "Slurm's defaults"
 
@@ -78,6 +82,8 @@ class SlurmSched:
             raise ConfigError("bf_max_job_user must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
+        if self.node_model not in ("", "22.05", "24.11", "26.05"):
+            raise ConfigError(f"node_model {self.node_model!r}: '' (the pool) or one of 22.05, 24.11, 26.05")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
