@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""CPU time of one backfill cycle on nodes (fscontrol.sim.nodeplace.backfill_cycle, a reference
-not yet in the engine) against the engine's pooled cycle (fscontrol.sim.slurmsched.backfill_starts)
-on the same synthetic machine and queue, and the ratio (docs/simulator-fidelity.md, "Where a
-job of tasks lands").
+"""Time of one backfill cycle on nodes: the reference (fscontrol.sim.nodeplace.backfill_cycle)
+and the engine's (fscontrol.sim.nodesched.backfill_nodes: the same starts, pruned), against the
+engine's pooled cycle (fscontrol.sim.slurmsched.backfill_starts) on the same synthetic machine
+and queue, and the ratios (docs/simulator-fidelity.md, "Where a job of tasks lands").
 
 From a seed: `--nodes` nodes of 32 CPUs filled with running jobs of 1-16 CPUs (placed by
 `nodeplace.place`, limits 1-60 minutes from now) until one no longer fits; `--pending` pending
@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fscontrol.sim.nodeplace import backfill_cycle, place  # noqa: E402
+from fscontrol.sim.nodesched import backfill_nodes  # noqa: E402
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts  # noqa: E402
 
 CPUS = 32
@@ -70,8 +71,11 @@ def main() -> None:
             sc = SlurmSched(node_cpus=CPUS)
             t_nodes = timed(partial(backfill_cycle, 0.0, queue, free, running), a.repeat)
             t_pool = timed(partial(backfill_starts, 0.0, q, sum(free), run_idx, size, est, CPUS * nodes, sc), a.repeat)
-            print(f"{nodes} nodes, {len(running)} running, {pending} pending: nodes {t_nodes * 1e3:.1f} ms, "
-                  f"pool {t_pool * 1e3:.2f} ms, ratio {t_nodes / t_pool:.0f}x")
+            busy = [(e, list(al)) for e, al in running]
+            t_eng = timed(partial(backfill_nodes, 0.0, q, free, busy, size, est, sc), a.repeat)
+            print(f"{nodes} nodes, {len(running)} running, {pending} pending: reference {t_nodes * 1e3:.1f} ms, "
+                  f"engine's {t_eng * 1e3:.2f} ms, pool {t_pool * 1e3:.2f} ms; reference / pool {t_nodes / t_pool:.0f}x, "
+                  f"engine's / pool {t_eng / t_pool:.1f}x")
 
 
 if __name__ == "__main__":

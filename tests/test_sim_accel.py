@@ -80,6 +80,22 @@ def test_compiled_engine_matches_python_under_slurmctlds_scheduler(compiled, nam
     assert repr(asdict(py)) == repr(asdict(c))
 
 
+def test_compiled_engine_matches_python_on_nodes(compiled):
+    """Issue #32 item 1: the same scheduler on nodes (SlurmSched.node_model: each job placed on
+    nodes, backfill on nodes), the log's machine cut into nodes of 8."""
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    whole = read_swf(SWF)
+    w = Workload(whole.name, whole.nodes, list(whole.jobs[:3000]), meta=whole.meta)
+    assert w.nodes % 8 == 0 and w.nodes > 8
+    sc = SlurmSched(node_cpus=8, complete_s=1.0, node_model="22.05")
+    py, c = _both(compiled, lambda: simulate_multifactor(w, get_policy("mf-classic").priority, sched=sc))
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+    pooled = simulate_multifactor(w, get_policy("mf-classic").priority, sched=SlurmSched(node_cpus=8, complete_s=1.0))
+    assert pooled.start != py.start  # (the node model changes the schedule)
+
+
 def test_a_stale_build_is_not_used(compiled, monkeypatch):
     """An mfcore.py edited after the build: the Python engine runs, and status says why."""
     monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)

@@ -47,77 +47,104 @@ def node_rule(slurm_version: str | None) -> str:
     return rule
 
 
-def _batches(cur: list[int], run: list[tuple[float, list[int]]], m: int, now: float, start: float | None,
-             until: float | None, newer: bool, kill_wait: float) -> tuple[list[int], list[tuple[float | None, list[int], int]]]:
-    """nodeplace.will_run's states for the usable nodes `m`: (sums, states), each state (start:
-    None for now, the CPUs free per node on the usable nodes, how many jobs of `run` were taken
-    off so far), in the order the test tries them; sums: their free CPUs in all (non-decreasing)."""
-    nn = len(cur)
-    c = [cur[i] if (m >> i) & 1 else 0 for i in range(nn)]
-    states: list[tuple[float | None, list[int], int]] = []
-    if newer and start is None:
-        start = now
-    if not (newer and start is not None and start > now):
-        states.append((None, list(c), 0))
-    jobs = run  # (sorted by end)
-    k = 0
-    if newer and start:
-        while k < len(jobs) and jobs[k][0] < start:
-            for i, x in enumerate(jobs[k][1]):
-                if x and (m >> i) & 1:
-                    c[i] += x
-            k += 1
-        states.append((None, list(c), k))
-    window = 30.0
-    end_time: float | None = None
-    more = True
-    while more:
+class _Batches:
+    """nodeplace.will_run's states for the usable nodes `m`, made as far as a job needs them and
+    resumed for the next (the will-run test resumed, not replayed): `states` (start: None for now;
+    the CPUs free per node on the usable nodes; how many jobs of `run` were taken off so far), in
+    the order the test tries them, `sums` their free CPUs in all (non-decreasing)."""
+
+    __slots__ = ("run", "sparse", "m", "newer", "until", "c", "k", "window", "end_time", "more", "sums", "states", "gone")
+
+    def __init__(self, cur: list[int], run: list[tuple[float, list[int]]], sparse: list[list[tuple[int, int]]],
+                 m: int, now: float, start: float | None, until: float | None, newer: bool) -> None:
+        nn = len(cur)
+        c = [cur[i] if (m >> i) & 1 else 0 for i in range(nn)]
+        self.run, self.sparse, self.m, self.newer, self.until = run, sparse, m, newer, until
+        self.sums: list[int] = []
+        self.states: list[tuple[float | None, list[int], int]] = []
+        if newer and start is None:
+            start = now
+        if not (newer and start is not None and start > now):
+            self._add(None, c, 0)
+        k = 0
+        if newer and start:
+            while k < len(run) and run[k][0] < start:
+                for i, x in sparse[k]:
+                    if (m >> i) & 1:
+                        c[i] += x
+                k += 1
+            self._add(None, c, k)
+        self.c, self.k, self.gone = c, k, k  # (the jobs ending before start: taken off, not in a batch)
+        self.window = 30.0
+        self.end_time: float | None = None
+        self.more = True
+
+    def _add(self, when: float | None, c: list[int], k: int) -> None:
+        self.states.append((when, list(c), k))
+        self.sums.append(sum(c))
+
+    def extend(self) -> bool:
+        """The next batch (False: none left)."""
+        if not self.more:
+            return False
+        jobs, sparse, m, c, k = self.run, self.sparse, self.m, self.c, self.k
+        newer, until, window = self.newer, self.until, self.window
+        end_time = self.end_time
         last: float | None = None
         nxt: float | None = None
         while True:
             if k >= len(jobs) or (newer and until and jobs[k][0] > until):
-                more = False
+                self.more = False
                 break
-            e, a = jobs[k]
+            e = jobs[k][0]
+            sp = sparse[k]
             k += 1
-            if not any(x and (m >> i) & 1 for i, x in enumerate(a)):
-                continue
+            on = False
+            for i, x in sp:
+                if (m >> i) & 1:
+                    c[i] += x
+                    on = True
+            if not on:
+                continue  # no usable node: passed over
             if end_time is None:
                 end_time = e + (window - math.fmod(e, window))
             last = e
-            for i, x in enumerate(a):
-                if x and (m >> i) & 1:
-                    c[i] += x
             if k >= len(jobs):
-                more = False
+                self.more = False
                 break
             nxt = jobs[k][0]
             if nxt > end_time + window:
                 break
+        self.k, self.end_time = k, end_time
         if last is None or end_time is None:
-            break
+            self.more = False
+            return False
         while True:
             window *= 2
             if nxt is None or not nxt > end_time + window:
                 break
-        states.append((last, list(c), k))
-    return [sum(s[1]) for s in states], states
+        self.window = window
+        self._add(last, c, k)
+        return True
 
 
-def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[int]]], m: int, now: float,
-              start: float, until: float | None, version: str, kill_wait: float = 30.0) -> tuple[float, list[int]] | None:
+def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[int]]],
+              sparse: list[list[tuple[int, int]]], m: int, now: float, start: float, until: float | None,
+              version: str, kill_wait: float = 30.0) -> tuple[float, list[int]] | None:
     """nodeplace.will_run(n, cur, run, now, usable=m, start=, until=, version=), from the memo."""
     newer = version != "22.05"
     key = (m, start, until) if newer else m
-    got = memo.get(key)
-    if got is None:
-        got = memo[key] = _batches(cur, run, m, now, start if newer else None, until if newer else None, newer,
-                                   kill_wait)
-    sums, states = got
+    bt = memo.get(key)
+    if bt is None:
+        bt = memo[key] = _Batches(cur, run, sparse, m, now, start if newer else None, until if newer else None, newer)
+    sums = bt.sums
+    while not sums or sums[-1] < n:
+        if not bt.extend():
+            break
     k = bisect_left(sums, n)
     if k == len(sums):
         return None
-    when, c, taken = states[k]
+    when, c, taken = bt.states[k]
     alloc = place(c, n)
     if alloc is None:  # (cannot happen: one-CPU tasks fit wherever the CPUs add up)
         return None
@@ -125,7 +152,7 @@ def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[in
         return now, alloc
     last = when
     if version == "26.05":  # _get_last_relevant_job: the last end on the nodes chosen
-        last = max((e for e, a in run[:taken] if any(x and (m >> i) & 1 and alloc[i] for i, x in enumerate(a))),
+        last = max((run[j][0] for j in range(bt.gone, taken) if any((m >> i) & 1 and alloc[i] for i, _ in sparse[j])),
                    default=last)
     if last <= now:
         last = last + kill_wait if last + kill_wait > now else now + 1
@@ -160,7 +187,9 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
     cur = list(free)
     tfree = sum(cur)
     run = sorted(((float(e), list(a)) for e, a in running), key=lambda x: x[0])
+    sparse = [[(i, x) for i, x in enumerate(a) if x] for _, a in run]  # each one's nodes and CPUs there
     memo: dict = {}
+    ufree: dict[int, int] = {}  # the free CPUs on a set of nodes (until a job starts)
     fit_pos = [k for k in range(nq) if size[keys[k]] <= tfree]
     last = len(fit_pos) - 1
     dirty = True
@@ -190,7 +219,12 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                 ij = keys[j]
                 if size[ij] <= tfree:
                     av = usable_now(est[ij])
-                    if sum(cur[i] for i in range(nn) if (av >> i) & 1) >= size[ij]:
+                    if av == every:
+                        break
+                    uf = ufree.get(av)
+                    if uf is None:
+                        uf = ufree[av] = sum(cur[i] for i in range(nn) if (av >> i) & 1)
+                    if uf >= size[ij]:
                         break
                 last -= 1
             if last < 0:
@@ -215,7 +249,7 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                     avail &= av
                 else:
                     break
-            got = _will_run(n, memo, cur, run, avail, now, start_res, later or None, version) if avail else None
+            got = _will_run(n, memo, cur, run, sparse, avail, now, start_res, later or None, version) if avail else None
             if got is None:
                 if later:
                     continue
@@ -258,7 +292,9 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
             while p < len(run) and run[p][0] <= end_at:
                 p += 1  # (after the ends equal to it: a stable sort's place)
             run.insert(p, (end_at, a))
+            sparse.insert(p, [(i, x) for i, x in enumerate(a) if x])
             memo.clear()
+            ufree.clear()
             dirty = True
             out.append((ji, a))
     return out
