@@ -3,8 +3,9 @@
 A model of Slurm 22.05's node selection for the jobs the simulator replays: `sbatch -n N`
 (one CPU per task, no -N, no --exclusive, no GRES, no -w) under SelectType=select/cons_tres,
 SelectTypeParameters=CR_CPU, nodes of one weight, no topology, SchedulerParameters without
-bf_busy_nodes / pack_serial_at_end (cons_common.c), partition without LLN. Not yet used by the
-engine (issue #32 item 1; docs/simulator-fidelity.md, "Where a job of tasks lands").
+bf_busy_nodes / pack_serial_at_end (cons_common.c), partition without LLN. The engine places
+jobs with `place` and backfills with nodesched.backfill_nodes, whose starts are `backfill_cycle`'s
+(issue #32 item 1; docs/simulator-fidelity.md, "Where a job of tasks lands").
 
 The rule (Slurm 22.05.8's source, src/plugins/select/):
 

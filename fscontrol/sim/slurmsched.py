@@ -30,8 +30,10 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
 
 Simplifications (docs/simulator-fidelity.md): one partition (the workload's jobs share the
 machine; PriorityTier is not modelled), the machine as `node_cpus`-CPU nodes whose free CPUs are
-pooled (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
-node_cpus) whole nodes), no per-user or per-partition backfill limits (bf_max_job_user, ...).
+pooled here (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
+node_cpus) whole nodes) unless `node_model` is set: then the engine places each job on nodes and
+backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes of
+one size); no per-user or per-partition backfill limits (bf_max_job_user, ...).
 """
 
 from __future__ import annotations
