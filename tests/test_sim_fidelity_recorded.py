@@ -91,6 +91,26 @@ def test_four_node_replays_on_nodes(run, figures, pooled, monkeypatch):
     assert c["within_60s"] > p["within_60s"] and c["mean_wait_error"] ** 2 <= p["mean_wait_error"] ** 2 + 1e-4
 
 
+@pytest.mark.parametrize("run, same", [("seed41-classic-4x32", 37), ("seed42-classic-4x32", 38)])
+def test_four_node_replays_place_jobs_on_as_many_nodes(run, same):
+    """Where the replay put each job against sacct's NNodes for it (the capture records no node
+    list): as measured (docs/simulator-fidelity.md), each node within the node's 32 CPUs."""
+    from fscontrol.sim.command import SimulateOptions, simulate
+
+    (r,) = simulate(SimulateOptions(str(FID / run), policy=["mf-classic"], progress=False)).results
+    nodes = r.mf.nodes
+    assert nodes is not None and len(nodes) == len(r.workload.jobs)
+    rows = [ln.split("|") for ln in (FID / run / "jobs.txt").read_text().splitlines()]
+    nn = {f[rows[0].index("JobID")]: int(f[rows[0].index("NNodes")]) for f in rows[1:]}
+    for j, a in zip(r.workload.jobs, nodes):
+        assert len(a) == 4 and sum(a) == j.size and all(0 <= x <= 32 for x in a), (j.job_id, a)
+    for t in r.start:  # at every start, the jobs running on a node hold at most its CPUs
+        held = [sum(a[k] for a, s, e in zip(nodes, r.start, r.end) if s <= t < e) for k in range(4)]
+        assert max(held) <= 32, (t, held)
+    got = sum(1 for j, a in zip(r.workload.jobs, nodes) if sum(1 for x in a if x) == nn[j.job_id])
+    assert got == same, got
+
+
 def test_the_replay_before_issue_32_missed_them():
     """The same capture under EASY at every event (the preset's scheduler, no capture phase, no
     completion latency): the comparison tells the two apart."""

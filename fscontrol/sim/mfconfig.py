@@ -268,6 +268,8 @@ class MFRun:
     # per pass, when `trace` is set: (t, {(account, user): RawUsage}, {(account, user): F})
     trace: list[tuple[float, dict, dict]] = field(default_factory=list)
     final_usage: dict[tuple[str, str], float] = field(default_factory=dict)
+    # on nodes (SlurmSched.node_model on several nodes): each job's CPUs per node (empty: never started)
+    nodes: list[list[int]] | None = None
 
 
 # --------------------------------------------------------------------------- the engine

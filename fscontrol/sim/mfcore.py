@@ -1812,6 +1812,8 @@ def simulate(
     out.passes = pass_no  # (one a pass)
     out.unfinished = sum(1 for x in end if x == INF)
     out.final_usage = {k: S[i] * G for i, k in enumerate(keys)}
+    if nodes_on:
+        out.nodes = nalloc
     if progress is not None:
         progress(done, n)
     return out

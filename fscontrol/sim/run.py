@@ -98,6 +98,8 @@ def ordered(workload: Workload, once: Callable[[Workload], Any]) -> Any:
         raw.ran = [raw.ran[back[i]] for i in range(len(jobs))]
     if getattr(raw, "reservation", None):
         raw.reservation = [raw.reservation[back[i]] for i in range(len(jobs))]
+    if getattr(raw, "nodes", None):
+        raw.nodes = [raw.nodes[back[i]] for i in range(len(jobs))]
     return raw
 
 
