@@ -73,6 +73,12 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
               f"{sc.bf_resolution_s:g} s, {sc.bf_max_job_test} jobs)" if sc.backfill else "no backfill")
         lines.append(f"scheduler: slurmctld's: main on events ({sc.default_queue_depth} jobs) and every "
                      f"{sc.sched_interval_s:g} s, {bf}; {sc.source}")
+        from .run import _node_sched
+
+        on = _node_sched(sc, w)
+        if on is not None and on.node_model and on.node_cpus and w.nodes > on.node_cpus:
+            lines.append(f"nodes: {w.nodes // on.node_cpus} of {on.node_cpus} CPUs, each job placed on them "
+                         f"(select/cons_tres) and backfill holding whole nodes, by Slurm {on.node_model}'s rule")
         lag = w.meta.get("completion_lag_s")
         if lag:
             lines.append(f"a job's CPUs free {lag:g} s after its end (its completion, as the capture's starts show)")
