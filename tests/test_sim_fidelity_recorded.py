@@ -17,8 +17,10 @@ from fscontrol.sim import fidelity
 FID = Path(__file__).resolve().parent.parent / "samples" / "fidelity"
 
 
-@pytest.mark.parametrize("run", ["seed23-classic", "seed24-classic"])
+@pytest.mark.parametrize("run", ["seed23-classic", "seed24-classic", "seed51-classic", "seed53-classic"])
 def test_classic_replays_meet_the_start_time_targets(run):
+    """Seeds 23, 24 (not tuned on), 51 (with its probe jobs in the pass's walk: 55.6% within 60 s
+    without) and 53 (held out: chosen and run after that change, 2026-11-27)."""
     c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
     assert c["jobs"] == 45
     assert c["within_60s"] >= 0.90, fidelity.format_compare(c)
@@ -46,13 +48,14 @@ def test_fair_tree_replay_as_measured(run, figures):
     assert (round(c["within_60s"], 3), round(c["pairs_in_order"], 3)) == figures, fidelity.format_compare(c)
 
 
-@pytest.mark.parametrize("run", ["seed23-fairtree-rerun", "seed34-fairtree"])
+@pytest.mark.parametrize("run", ["seed23-fairtree-rerun", "seed34-fairtree", "seed53-fairtree"])
 def test_fair_tree_runs_meet_the_targets(run):
     """Seed 34 (held out: chosen and run after the rules were written) and seed 23 under Fair
     Tree run again on the testbed (2026-11-27, with slurmctld's log: its InitPrio lines,
     `sched: Allocate` at 3 s from the loop's last scheduling, the backfill starts):
     slurmctld's timing differed from seed 23's first run by a second here and there, and its
-    real mean wait by 31%. The replay meets every target on both (34: 100%, 99.8%, -0.3%)."""
+    real mean wait by 31%. The replay meets every target on both (34: 100%, 99.8%, -0.3%), and on
+    seed 53 (held out, 2026-11-27: 97.8%, 97.4%, +0.0%)."""
     c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
     assert c["jobs"] == 45
     assert c["within_60s"] >= 0.90 and c["pairs_in_order"] >= 0.90, fidelity.format_compare(c)
