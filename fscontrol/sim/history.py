@@ -7,6 +7,9 @@
   Eligible,Start,End,ElapsedRaw,TimelimitRaw,ReqCPUS,AllocCPUS,ReqNodes,NNodes`` (times not
   clipped to the window, POSIX seconds);
 - ``nodes.txt``: ``sinfo -h -N -o %N|%P|%c|%T`` (each node's partitions and CPUs: the machine);
+- ``partitions.txt``: ``scontrol -o show partition`` (each partition's PriorityTier and
+  PriorityJobFactor: the replay's queue order and partition factor; a capture without it replays
+  one tier, and the partition factor from the config's PartitionName lines only);
 - ``sshare.txt`` (every capture has it): the association tree with its shares, carried on the
   workload (``Workload.shares``) for a fair-share engine.
 
@@ -375,6 +378,18 @@ def _reservations(d: Path, commands: dict, window: list | None) -> list[dict[str
             for r in rs if r.end > since]
 
 
+def _partitions(d: Path, commands: dict) -> dict[str, dict[str, int]]:
+    """The capture's partitions (``partitions.txt``, scontrol -o show partition): name ->
+    {"tier": PriorityTier, "job_factor": PriorityJobFactor}; {} without it."""
+    path = d / "partitions.txt"
+    if not path.is_file():
+        return {}
+    from fscontrol.slurm.partitions import parse_partitions
+
+    ps = parse_partitions(path.read_text(), " ".join(commands.get("partitions", {}).get("argv") or ["scontrol"]))
+    return {p.name: {"tier": p.tier, "job_factor": p.job_factor} for p in ps}
+
+
 def read_history(
     folder: str | Path,
     *,
@@ -457,6 +472,7 @@ def read_history(
         shares = parse.parse_sshare((d / "sshare.txt").read_text(), " ".join(commands.get("sshare", {}).get("argv") or ["sshare"]))
     window = meta.get("history_window") if source == "jobs" else meta.get("sacct_window")
     reservations = _reservations(d, commands, window)
+    part_info = _partitions(d, commands)
     return Workload(
         name=d.name,
         nodes=size,
@@ -477,6 +493,10 @@ def read_history(
             "machine": node_info,
             "partitions": sorted(parts) if parts else None,
             "reservations": reservations,
+            # the partitions' PriorityTier (the engine's queue: tier first) and PriorityJobFactor
+            # (the priority's partition factor, where the config's PartitionName lines are not)
+            "partition_tiers": {k: v["tier"] for k, v in part_info.items()},
+            "partition_factors": {k: v["job_factor"] for k, v in part_info.items()},
             "walk_pending": walk,
             "stats": stats,
         },

@@ -45,6 +45,7 @@ job keeps its last UsageFactor).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..records import ShareRow
@@ -100,6 +101,9 @@ def simulate_multifactor(
     from .accel import engine
 
     extra: dict[str, Any] = {} if sched is None else {"sched": sched}
+    factors = workload.meta.get("partition_factors")
+    if factors and not prio.partition_factor:  # a capture's partitions.txt (scontrol show config has none)
+        prio = replace(prio, partition_factor=tuple(factors.items()))
     walk = walk_positions(workload)
     if walk:
         extra["walk_pending"] = walk

@@ -474,6 +474,9 @@ def _capture_into(source: LiveSlurm, folder: Path, window_s: float, note: str, s
         from fscontrol.slurm.resv import RESV_ARGS
 
         outputs["reservations"] = source.run(RESV_ARGS)  # advance reservations (the replay names them)
+        from fscontrol.slurm.partitions import PARTITIONS_ARGS
+
+        outputs["partitions"] = source.run(PARTITIONS_ARGS)  # PriorityTier, PriorityJobFactor (the replay's queue)
     cfg = parse.parse_config(outputs["config"].stdout)
     meta = {
         "cluster": source.cluster or cfg.cluster,

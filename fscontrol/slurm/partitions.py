@@ -1,0 +1,48 @@
+"""The cluster's partitions: `scontrol -o show partition`, one line each (issue #32 item 1 of fscontrol).
+
+Each line is `Key=value` pairs separated by spaces ("PartitionName=normal AllowGroups=ALL ...
+PriorityJobFactor=1 PriorityTier=1 ... Nodes=tbnode1 ..."), the same keys on 22.05, 24.11 and
+26.05. The replay reads two: PriorityTier (slurmctld's main scheduler and backfill order their
+queue by the job's partition's tier first, then by priority: job_scheduler.c sort_job_queue2)
+and PriorityJobFactor (the partition factor of the job's priority, PriorityWeightPartition x the
+factor / the largest factor of any partition: priority/multifactor).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fscontrol.errors import ParseError
+
+PARTITIONS_ARGS = ("scontrol", "-o", "show", "partition")
+_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_]*)=(.*?)(?= [A-Za-z][A-Za-z0-9_]*=|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    tier: int  # PriorityTier
+    job_factor: int  # PriorityJobFactor
+    nodes: str  # scontrol's host list ("tbnode[1-4]"), "" for none
+
+
+def parse_partitions(text: str, command: str = " ".join(PARTITIONS_ARGS)) -> list[Partition]:
+    """The partitions in `scontrol -o show partition`'s output, in its order."""
+    out = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith("No partitions"):
+            continue
+        kv = dict(_PAIR.findall(s))
+        name = kv.get("PartitionName")
+        if not name:
+            raise ParseError(command, "no PartitionName", no, line)
+        try:
+            tier = int(kv.get("PriorityTier", "1"))
+            factor = int(kv.get("PriorityJobFactor", "1"))
+        except ValueError:
+            raise ParseError(command, "PriorityTier and PriorityJobFactor must be integers", no, line) from None
+        nodes = kv.get("Nodes", "")
+        out.append(Partition(name, tier, factor, "" if nodes == "(null)" else nodes))
+    return out
