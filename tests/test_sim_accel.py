@@ -96,6 +96,24 @@ def test_compiled_engine_matches_python_on_nodes(compiled):
     assert pooled.start != py.start  # (the node model changes the schedule)
 
 
+def test_compiled_engine_matches_python_with_partition_tiers(compiled):
+    """PriorityTier (a capture's partitions.txt: Workload.meta["partition_tiers"]): every third job
+    of the 3,000 in a partition of a higher tier, under slurmctld's scheduler."""
+    from dataclasses import replace
+
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    whole = read_swf(SWF)
+    jobs = [replace(j, partition="hi" if k % 3 == 0 else "normal") for k, j in enumerate(whole.jobs[:3000])]
+    w = Workload(whole.name, whole.nodes, jobs, meta={**whole.meta, "partition_tiers": {"hi": 10, "normal": 1}})
+    sc = SlurmSched(node_cpus=1, complete_s=1.0)
+    py, c = _both(compiled, lambda: simulate_multifactor(w, get_policy("mf-classic").priority, sched=sc))
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+    one = simulate_multifactor(Workload(w.name, w.nodes, jobs, meta=whole.meta), get_policy("mf-classic").priority, sched=sc)
+    assert one.start != py.start  # (the tiers change the schedule)
+
+
 def test_a_stale_build_is_not_used(compiled, monkeypatch):
     """An mfcore.py edited after the build: the Python engine runs, and status says why."""
     monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)

@@ -299,6 +299,11 @@ def simulate(
         qmax = max(qf.values()) or 1
         for i, j in enumerate(jobs):
             static[i] += wq * qf.get(getattr(j, "qos", "") or "normal", 0) / qmax
+    tiers = workload.meta.get("partition_tiers") or {}  # PriorityTier: the queue's first key (sort_job_queue2),
+    jt = [max([tiers[p] for p in (getattr(j, "partition", "") or "").split(",") if p in tiers] or [1]) for j in jobs]
+    if len(set(jt)) > 1:  # its rank among the jobs' tiers x 2^32 above the priority (one tier: nothing added)
+        rank = {x: k for k, x in enumerate(sorted(set(jt)))}
+        static = [x + rank[jt[i]] * 4294967296.0 for i, x in enumerate(static)]
     eligible = list(submit)
     nice = [0] * n
     start = [INF] * n
