@@ -82,6 +82,7 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_start_resv.py": "testbed-a",  # ~4.5 (a reservation 3 min ahead: three jobs to their real starts)
     "test_integration_start.py": "testbed-d",  # ~9.5 (the fair-share test classic and Fair Tree, 8 min on 22.05 2026-11-27) (in d since the 4-min fair-share test: a is ~30 without it) (fscontrol start: two jobs behind a running one to their real starts; -j an array task and a het component: 8-10 s; fair-share charged: a pass waited for, two jobs behind a 150-s one, ~4 min)
     "test_integration_sim_fidelity.py": "testbed-a",  # 6 (5 decay passes of the simulator against slurmctld)
+    "test_integration_sim_tier.py": "testbed-a",  # ~2 (a second partition of a higher PriorityTier: four jobs behind a full node)
     "test_integration_control.py": "testbed-b",  # 21.0 (padding, damping held 1 half-life each)
     "test_integration_doctor.py": "testbed-b",  # 1.1 (each doctor check set up: reconfigures, slurmctld restarts; 0.4 on 24.11)
     "test_integration_fit.py": "testbed-c",  # 9.0
