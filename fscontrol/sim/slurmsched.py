@@ -28,8 +28,15 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
 * `bf_continue` (keep walking the cycle's list after yielding locks) changes nothing here: the
   engine's cycle does not yield.
 
-Simplifications (docs/simulator-fidelity.md): one partition (the workload's jobs share the
-machine; PriorityTier is not modelled), the machine as `node_cpus`-CPU nodes whose free CPUs are
+* **PriorityTier**: both walk the queue by the job's partition's PriorityTier first, then by
+  priority (job_scheduler.c `sort_job_queue2`, used by the main scheduler and by backfill). The
+  engine folds the tier's rank x 2^32 into the priority (mfcore.py, from a capture's
+  partitions.txt: Workload.meta["partition_tiers"]). A job that does not fit stops the main pass
+  for its partition and the partition's nodes (`failed_parts`, `avail_node_bitmap`): with
+  partitions over the same nodes, for all, as the engine's one queue does.
+
+Simplifications (docs/simulator-fidelity.md): one machine and one queue (partitions over
+different nodes are not modelled, nor preemption between tiers), the machine as `node_cpus`-CPU nodes whose free CPUs are
 pooled here (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
 node_cpus) whole nodes) unless `node_model` is set: then the engine places each job on nodes and
 backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes of
