@@ -36,7 +36,10 @@ def test_replay_orders_the_queue_by_partition_tier_as_slurmctld(slurm, tmp_path)
         slurm.scontrol("create", "PartitionName=hi", f"Nodes={node}", "PriorityTier=10", "PriorityJobFactor=0",
                        "MaxTime=INFINITE", "State=UP")
         fill = slurm.submit("alice", "flat", 128, 30)
-        time.sleep(2)
+        for _ in range(240):  # running (26.05: its reconfigure restarts slurmctld, the node comes back slowly)
+            if slurm.run("squeue", "-h", "-j", fill, "-o", "%T").strip() == "RUNNING":
+                break
+            time.sleep(0.5)
         low = [slurm.submit("alice", "flat", 128, 8) for _ in range(2)]  # the higher priority, tier 1
         high = [slurm.submit("alice", "flat", 128, 8, partition="hi") for _ in range(2)]  # lower priority, tier 10
         time.sleep(3)

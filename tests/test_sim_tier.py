@@ -10,13 +10,18 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from fscontrol.sim import fidelity
 from fscontrol.sim.load import load_workload
 from fscontrol.sim.multifactor import PriorityConfig, simulate_multifactor
 from fscontrol.sim.workload import SimJob, Workload
 from fscontrol.slurm.partitions import parse_partitions
 
-CAP = Path(__file__).parent / "data" / "captures" / "tier-22.05"
+DATA = Path(__file__).parent / "data" / "captures"
+CAP = DATA / "tier-22.05"
+# (capture, the jobs in normal, the jobs in hi): the same run on 22.05.8 and 26.05.5
+RUNS = [(CAP, ["2", "3"], ["4", "5"]), (DATA / "tier-26.05", ["7", "8"], ["9", "10"])]
 
 
 def _order(starts: dict[str, float], ids) -> list[str]:
@@ -27,27 +32,30 @@ def test_the_partitions_are_read_with_their_tier_and_job_factor():
     ps = parse_partitions((CAP / "partitions.txt").read_text())
     assert [(p.name, p.tier, p.job_factor, p.nodes) for p in ps] == [
         ("normal", 1, 1, "tbnode1"), ("fsadmin", 10, 1, "tbnode1"), ("parked", 1, 1, "tbnode1"), ("hi", 10, 0, "tbnode1")]
+    p26 = parse_partitions((DATA / "tier-26.05" / "partitions.txt").read_text())  # 26.05.5: the same keys
+    assert [(p.name, p.tier, p.job_factor) for p in p26] == [(p.name, p.tier, p.job_factor) for p in ps]
     w = load_workload(str(CAP))
     assert w.meta["partition_tiers"] == {"normal": 1, "fsadmin": 10, "parked": 1, "hi": 10}
     assert w.meta["partition_factors"] == {"normal": 1, "fsadmin": 1, "parked": 1, "hi": 0}
 
 
-def test_the_replay_starts_the_higher_tier_first_as_slurmctld_did(tmp_path):
-    real = {k: v["start"] for k, v in fidelity.real_starts(CAP).items()}
-    mine = ["2", "3", "4", "5"]
-    assert _order(real, mine) == ["4", "5", "2", "3"]
-    sim = fidelity.replay(CAP)
+@pytest.mark.parametrize("cap,low,high", RUNS, ids=["22.05", "26.05"])
+def test_the_replay_starts_the_higher_tier_first_as_slurmctld_did(tmp_path, cap, low, high):
+    real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
+    mine = [*low, *high]
+    assert _order(real, mine) == [*high, *low]  # slurmctld: hi's jobs first, the lower priority
+    sim = fidelity.replay(cap)
     assert _order(sim, mine) == _order(real, mine)
     assert max(abs(sim[j] - real[j]) for j in real) <= 5  # each start within 5 s of slurmctld's
     # every partition in one tier: the priority alone (normal's PriorityJobFactor 1 against hi's 0)
     flat = tmp_path / "flat"
-    shutil.copytree(CAP, flat)
-    text = (CAP / "partitions.txt").read_text()
+    shutil.copytree(cap, flat)
+    text = (cap / "partitions.txt").read_text()
     (flat / "partitions.txt").write_text(re.sub(r"PriorityTier=\d+", "PriorityTier=1", text))
-    assert _order(fidelity.replay(flat), mine) == ["2", "3", "4", "5"]
+    assert _order(fidelity.replay(flat), mine) == mine
     # tiers swapped: normal's jobs first again (the tier decides, whichever partition holds it)
     (flat / "partitions.txt").write_text(text.replace("PriorityTier=1 ", "PriorityTier=20 "))
-    assert _order(fidelity.replay(flat), mine) == ["2", "3", "4", "5"]
+    assert _order(fidelity.replay(flat), mine) == mine
 
 
 def test_a_capture_without_partitions_replays_as_before(tmp_path):
