@@ -129,3 +129,26 @@ def test_the_replay_before_issue_32_missed_them():
     r = simrun.run_simulation(w, pol, per_user=False)
     c = fidelity.compare(fidelity.real_starts(FID / "seed24-classic"), {j.job_id: s for j, s in zip(w.jobs, r.start)})
     assert c["within_60s"] < 0.7 and c["mean_wait_error"] < -0.5  # 62.2%, -58.3%
+
+
+def test_four_node_seed_43_as_measured(monkeypatch):
+    """Seed 43 on 4 nodes of 32 CPUs, held out (chosen and run on the testbed after the node model
+    was written, 2026-11-27): on nodes closer on jobs and pairs than the pool, but its mean wait
+    misses the target (+9.7%, the pool -6.1%). Job by job (docs/simulator-fidelity.md): at +120 s
+    the replay plans job 20 (42 CPUs) on all four nodes from +278 s, which blocks job 21 (15 CPUs,
+    2 minutes); slurmctld started job 21 at +119 s. Which nodes the running jobs hold decides it,
+    and the capture does not record them: as measured, so a change shows here."""
+    from dataclasses import replace
+
+    from fscontrol.sim import run as simrun
+
+    run = FID / "seed43-classic-4x32"
+    real = fidelity.real_starts(run)
+    c = fidelity.compare(real, fidelity.replay(run))
+    got = (c["jobs"], round(c["within_60s"], 3), round(c["pairs_in_order"], 3), round(c["mean_wait_error"], 3))
+    assert got == (45, 0.911, 0.94, 0.097), fidelity.format_compare(c)
+    node_sched = simrun._node_sched
+    monkeypatch.setattr(simrun, "_node_sched", lambda sc, w: replace(node_sched(sc, w), node_model=""))
+    p = fidelity.compare(real, fidelity.replay(run))
+    got = (round(p["within_60s"], 3), round(p["pairs_in_order"], 3), round(p["mean_wait_error"], 3))
+    assert got == (0.822, 0.913, -0.061), fidelity.format_compare(p)
