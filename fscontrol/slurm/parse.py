@@ -48,7 +48,8 @@ def sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
 
 # `fscontrol capture --history`: what the simulator needs to replay a period (fscontrol.sim.history)
 HISTORY_FIELDS = ("JobID,User,Account,Partition,QOS,State,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
-                  "ReqCPUS,AllocCPUS,ReqNodes,NNodes,AllocTRES")  # AllocTRES: the billing the simulator charges
+                  "ReqCPUS,AllocCPUS,ReqNodes,NNodes,AllocTRES,NodeList")  # AllocTRES: the billing the simulator
+# charges; NodeList: where slurmctld put each job (read by no replay yet: to check its placement against)
 NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P|%c|%T")
 # the pending jobs' dependencies (capture --history: a replay starts no job before those it waits for)
 DEPS_ARGS = ("squeue", "-a", "-h", "-t", "PD", "-o", "%i|%E")
