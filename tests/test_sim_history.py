@@ -117,7 +117,8 @@ def test_recorded_history_sample_has_every_job_with_limits_and_eligible_times():
 def test_load_workload_and_cli_take_a_folder():
     w = load_workload(SAMPLES / "testbed-basic", history={"machine": 128, "unit": "cpus"})
     assert w.meta["source"] == "slurm" and w.nodes == 128
-    r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "--no-progress"])
+    r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "-p", "easy",
+                                 "--no-progress"])
     assert r.exit_code == 0, r.output
     assert "workload testbed-basic: 9 jobs on 128 CPUs; policy easy" in r.output  # 8 ran, 1 pending at the capture
     assert "not started: held 0, partition down 8" in r.output  # 8 more pending in the DOWN partition `parked`

@@ -425,8 +425,15 @@ def test_a_pending_job_never_started_is_in_the_classic_pass_walk():
     # the Python engine the same, given the positions
     r2 = mfcore.simulate(parked, pc, tree=rows, first_pass=0.0, trace=True, walk_pending=walk_positions(parked))
     assert r2.trace == r.trace
-    # created after both jobs: the walk meets it last, a1's F as without it
-    late = replace(parked, meta={"walk_pending": [{"job_id": "12", "account": "A", "user": "a1", "since": -5.0}]})
+    # submitted after both jobs: the walk meets it last, a1's F as without it
+    late = replace(parked, meta={"walk_pending": [{"job_id": "12", "account": "A", "user": "a1", "since": 5.0}]})
+    assert walk_positions(late) == [(2, "A", "a1", 5.0)]
+    # its place is by submission (the engine's list is by arrival), the job id only within a second:
+    # another job's id does not move it
+    tie = replace(parked, meta={"walk_pending": [{"job_id": "9", "account": "A", "user": "a1", "since": 0.0}]})
+    assert walk_positions(tie) == [(0, "A", "a1", 0.0)]
+    other = replace(parked, jobs=[replace(jobs[0], job_id="99"), jobs[1]])
+    assert walk_positions(replace(other, meta=late.meta)) == [(2, "A", "a1", 5.0)]
     r3 = simulate_multifactor(late, pc, tree=rows, first_pass=0.0, trace=True)
     assert {t: fs for t, _, fs in r3.trace}[10][("A", "a1")] == pytest.approx(0.25, rel=1e-12)
     # pending only from 15 on: not in the pass at 10's walk

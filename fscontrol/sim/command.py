@@ -116,6 +116,13 @@ def _simulate(o: SimulateOptions) -> SimulateOutput:
     out = SimulateOutput(o)
     if o.chart is not None and not o.chart.parent.is_dir():
         raise OutputError(f"cannot write the chart {o.chart}: folder {o.chart.parent} does not exist")
+    cap_conf = Path(o.workload) / "config.txt"
+    captured = Path(o.workload).is_dir() and cap_conf.is_file()
+    if not o.policy and o.sweep is None and captured and not mf_asked:
+        # a capture without -p: its own slurmctld replayed (its config below); -p easy etc. to compare
+        mf_asked = True
+        out.notes.append("no -p: the capture's own slurmctld replayed (its priority settings and scheduler); "
+                         "-p easy, fcfs, ... run other policies on its jobs")
     names = o.policy or ([] if o.sweep is not None or mf_asked else ["easy"])
     mold_names = [p for p in names if p.startswith("mold-")]
     mold = MoldParams(sigma=o.sigma, rf=o.rf, lf=o.lf, avg_par=o.avg_par, xfactor=o.xfactor, estimates=o.estimates,
@@ -126,8 +133,6 @@ def _simulate(o: SimulateOptions) -> SimulateOutput:
         raise ConfigError("mold-* policies run on their own: not with --sweep, --jobs, --chart, --sbatch or the multifactor options")
     if o.categories_png is not None and not mold_names:
         raise ConfigError("--categories-png needs at least one mold-* policy")
-    cap_conf = Path(o.workload) / "config.txt"
-    captured = Path(o.workload).is_dir() and cap_conf.is_file()
     mf_presets = [p for p in names if p.startswith("mf-")]
     if captured and o.slurm_conf is None and mf_presets:
         # a capture's own config wins over a preset: `-p mf-classic` on a capture replays its slurmctld
@@ -146,7 +151,7 @@ def _simulate(o: SimulateOptions) -> SimulateOutput:
                  if v is not None]
         if given:
             out.notes.append(f"mixed settings: {slurm_conf} with {', '.join(given)} over it")
-        elif not out.notes:
+        elif not any("settings from" in n for n in out.notes):
             out.notes.append(f"settings from {slurm_conf}")
     if mf_asked:  # one run per control method, each a spec the sweep, its processes and --sbatch can carry
         specs += sw.multifactor_specs(

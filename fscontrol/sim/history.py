@@ -63,6 +63,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,37 @@ _NONE = {"", "Unknown", "None", "N/A", "(null)"}
 # squeue reasons for a pending job Slurm will not start (sim/history.py module doc)
 _HELD = frozenset({"JobHeldAdmin", "JobHeldUser", "DependencyNeverSatisfied"})
 _PART_DOWN = frozenset({"PartitionDown", "PartitionInactive"})
+
+
+def squeue_id(job_id: str) -> str:
+    """The id squeue's JobID column prints for a job sacct names `job_id`: a pending array's record
+    `47_[1-3]` (or `47_[1-3%2]`) is job 47; a heterogeneous job's component `48+1` is job 49 (its
+    components get consecutive job ids, the leader first); anything else as it is."""
+    head, sep, rest = job_id.partition("_")
+    if sep and rest.startswith("[") and head.isdigit():
+        return head
+    lead, sep, k = job_id.partition("+")
+    if sep and lead.isdigit() and k.isdigit():
+        return str(int(lead) + int(k))
+    return job_id
+
+
+def array_tasks(job_id: str) -> list[str]:
+    """The task ids of a pending array's record (`47_[1-3,7]`, `47_[0-9%2]`: 47_1, 47_2, ...), or
+    [] for any other id (or a range over 100,000 tasks)."""
+    head, sep, rest = job_id.partition("_")
+    if not (sep and head.isdigit() and rest.startswith("[") and rest.endswith("]")):
+        return []
+    out: list[str] = []
+    for part in rest[1:-1].split("%")[0].split(","):
+        a, dash, b = part.partition("-")
+        if not a.isdigit() or (dash and not b.isdigit()):
+            return []
+        lo, hi = int(a), int(b) if dash else int(a)
+        if hi < lo or len(out) + hi - lo + 1 > 100_000:
+            return []
+        out += [f"{head}_{k}" for k in range(lo, hi + 1)]
+    return out
 
 
 def _time(v: str) -> float | None:
@@ -117,10 +149,29 @@ def parse_nodes(text: str, command: str = " ".join(parse.NODES_ARGS)) -> dict[st
             cpus = int(f[2])
         except ValueError:
             raise ParseError(command, f"CPUs {f[2]!r} is not an integer", no, line) from None
+        if cpus < 0:
+            raise ParseError(command, f"CPUs {cpus} is negative", no, line)
         node, part = f[0].strip(), f[1].strip().rstrip("*")
         prev = out.setdefault(node, (cpus, set()))
+        if prev[0] != cpus:
+            raise ParseError(command, f"node {node} has {prev[0]} CPUs on one line and {cpus} on this one", no, line)
         prev[1].add(part)
     return {k: (c, frozenset(p)) for k, (c, p) in out.items()}
+
+
+# sinfo %T states in which a node takes no new job (a trailing * : not responding; + or ~ etc. dropped)
+_NODE_OUT = ("down", "drain", "fail", "future", "inval", "maint", "reboot", "power")
+
+
+def nodes_out(text: str) -> list[str]:
+    """The nodes of a `sinfo -N` text (parse.NODES_ARGS, parsed by parse_nodes first) whose state
+    takes no new job: down, drained or draining, failing, future, maintenance, rebooting, powered off."""
+    out: list[str] = []
+    for line in text.splitlines():
+        f = line.split("|")
+        if len(f) == 4 and f[3].strip().lower().rstrip("*~#!%$@^-+").startswith(_NODE_OUT) and f[0].strip() not in out:
+            out.append(f[0].strip())
+    return out
 
 
 def jobs_from_sacct(
@@ -154,7 +205,7 @@ def jobs_from_sacct(
     stats = {"records": 0, "kept": 0, "never_started": 0, "pending": 0, "pending_no_limit": 0, "running_at_capture": 0,
              "other_partition": 0, "no_limit": 0, "overrun": 0, "zero_size": 0, "held": 0, "partition_down": 0,
              "dependency_ignored": 0, "dependency_ordered": 0, "begin_time": 0, "billed_not_cpus": 0,
-             "usage_factor": 0}
+             "usage_factor": 0, "array_tasks": 0}
     if header is None:
         return [], stats
     ix = {h: i for i, h in enumerate(header)}
@@ -172,8 +223,10 @@ def jobs_from_sacct(
         if len(f) != n:
             raise ParseError(command, f"{len(f)} fields, header has {n}", no, line)
         stats["records"] += 1
+        qid = squeue_id(col(f, "JobID"))
         if seen is not None:
             seen.add(col(f, "JobID"))
+            seen.add(qid)
         try:
             state = col(f, "State").split(" ", 1)[0]
             start = _time(col(f, "Start"))
@@ -188,10 +241,17 @@ def jobs_from_sacct(
             raise ParseError(command, f"bad value ({e})", no, line) from None
         if state == "PENDING":
             job = _pending(col(f, "JobID"), col(f, "User"), col(f, "Account"), col(f, "Partition"), col(f, "QOS"),
-                           submit, eligible, limit, cpus, nodes, (queue or {}).get(col(f, "JobID")), unit, partitions,
+                           submit, eligible, limit, cpus, nodes, (queue or {}).get(qid), unit, partitions,
                            stats, start_blocked, walk)
             if job is not None:
-                jobs.append(job)
+                tasks = array_tasks(job.job_id)  # a pending array's record: each task is a job of its own
+                if tasks:
+                    stats["array_tasks"] += len(tasks) - 1
+                    stats["pending"] += len(tasks) - 1
+                    stats["kept"] += len(tasks) - 1
+                    jobs += [replace(job, job_id=t) for t in tasks]
+                else:
+                    jobs.append(job)
             continue
         if start is None or submit is None or (elapsed == 0 and state == "CANCELLED"):
             stats["never_started"] += 1
@@ -236,16 +296,21 @@ def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: 
     since its submit): slurmctld's classic decay pass computes its user's EffectvUsage at it
     (multifactor.py), so the replay keeps its place in that walk."""
     begin, dep = None, False
+
+    def walked() -> None:  # left out of the replay, but in the pass's walk unless held (priority 0)
+        since = submit if submit is not None else (q.submit if q is not None else None)
+        if walk is not None and q is not None and (q.priority or 0) > 0 and since is not None:
+            walk.append({"job_id": job_id, "account": account, "user": user, "since": since})
+
     if q is not None:
         reason = (q.reason or "").strip()
         if reason in _HELD and not start_blocked:
             stats["held"] += 1
+            walked()  # (DependencyNeverSatisfied keeps its priority: handle_invalid_dependency)
             return None
         if reason in _PART_DOWN and not start_blocked:
             stats["partition_down"] += 1
-            since = submit if submit is not None else q.submit
-            if walk is not None and (q.priority or 0) > 0 and since is not None:
-                walk.append({"job_id": job_id, "account": account, "user": user, "since": since})
+            walked()
             return None
         if reason == "BeginTime":
             begin = q.start
@@ -263,6 +328,7 @@ def _pending(job_id: str, user: str, account: str, part: str, qos: str, submit: 
         return None
     if limit is None or limit <= 0:
         stats["pending_no_limit"] += 1
+        walked()
         return None
     size = cpus if unit == "cpus" else nodes
     if size <= 0:
@@ -446,10 +512,16 @@ def read_history(
                 j.usage_factor = f
                 stats["usage_factor"] += 1
     node_info: dict[str, Any] = {}
+    down: list[str] = []
     if (d / "nodes.txt").is_file():
-        nodes = parse_nodes((d / "nodes.txt").read_text(), " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
+        try:
+            ntext = (d / "nodes.txt").read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{d / 'nodes.txt'} holds bytes that are not UTF-8 (at byte {e.start})") from None
+        nodes = parse_nodes(ntext, " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
         if parts is not None:
             nodes = {k: v for k, v in nodes.items() if v[1] & parts}
+        down = [x for x in nodes_out(ntext) if x in nodes]
         node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values()),
                      "node_cpus": sorted({c for c, _ in nodes.values()})}  # (one size: [C])
         size = node_info["cpus"] if unit == "cpus" else node_info["nodes"]
@@ -498,6 +570,7 @@ def read_history(
             "partition_tiers": {k: v["tier"] for k, v in part_info.items()},
             "partition_factors": {k: v["job_factor"] for k, v in part_info.items()},
             "walk_pending": walk,
+            "nodes_down": down,
             "stats": stats,
         },
     )

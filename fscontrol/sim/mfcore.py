@@ -12,6 +12,7 @@ import heapq
 import math
 from bisect import bisect_left as _bisect_left
 from bisect import insort as _insort
+from bisect import bisect_right as _bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -49,6 +50,7 @@ FS_ROOT: Final = _FS_ROOT
 FS_LEVEL: Final = _FS_LEVEL
 bisect_left: Final = _bisect_left
 insort: Final = _insort
+bisect_right: Final = _bisect_right
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
@@ -340,12 +342,22 @@ def simulate(
     PM = (1 << PS) - 1
     pend_l: list[int] = []
     user_q: list[list[int]] = [[] for _ in range(na)]
-    # walk_pending's jobs: (pending since, key as pend_l's), merged into a classic pass's walk
-    wp_keys: list[tuple[float, int]] = []
+    # walk_pending's jobs, by association (only each one's first in the list counts): its pending
+    # times in order and, by each, the smallest key (as pend_l's) of its jobs pending by then
+    wp_by: dict[int, list[tuple[float, int]]] = {}
     for wpos, wacct, wuser, wsince in walk_pending:
         wk = (wacct or "default", wuser or "user")
         if wk in kix and 0 <= wpos < n and not fair_tree:
-            wp_keys.append((float(wsince), (int(wpos) << PS) | kix[wk]))
+            wa_ = kix[wk]
+            wp_by.setdefault(wa_, []).append((float(wsince), (int(wpos) << PS) | wa_))
+    wp_lists: list[tuple[int, list[float], list[int]]] = []
+    for wa_, wl_ in sorted(wp_by.items()):
+        wl_.sort()
+        wmins: list[int] = []
+        for _, wkey in wl_:
+            wmins.append(wkey if not wmins or wkey < wmins[-1] else wmins[-1])
+        wp_lists.append((wa_, [x for x, _ in wl_], wmins))
+    wp_keys = bool(wp_lists)
 
     def merge_walk(pend: list[int], t: float) -> list[int]:
         """The pass's keys (each pending association's first job, the end key last) with
@@ -353,9 +365,10 @@ def simulate(
         first: dict[int, int] = {}
         for kp in pend[:-1]:
             first[kp & PM] = kp
-        for since, kp in wp_keys:
-            if since <= t:
-                a = kp & PM
+        for a, sinces, mins in wp_lists:
+            x = bisect_right(sinces, t)
+            if x:
+                kp = mins[x - 1]
                 if a not in first or kp < first[a]:
                     first[a] = kp
         merged = sorted(first.values())

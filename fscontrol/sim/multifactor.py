@@ -114,23 +114,26 @@ def simulate_multifactor(
         **extra)
 
 
-def _id_key(job_id: str) -> tuple[int, int]:
+def _id_key(job_id: str) -> int:
     head = job_id.split("_")[0].split("+")[0]
-    return (int(head), 0) if head.isdigit() else (1 << 62, 0)
+    return int(head) if head.isdigit() else 1 << 62
 
 
 def walk_positions(workload: Workload) -> list[tuple[int, str, str, float]]:
     """The capture's jobs that the replay never starts but slurmctld's pass walks
-    (`meta["walk_pending"]`, history.py: pending in a DOWN partition), each as the engine's
-    `walk_pending` entry: its place in the job list (how many of the workload's jobs have a lower
-    job id: slurmctld's list is in creation order), account, user, and pending since (its submit)."""
+    (`meta["walk_pending"]`, history.py: pending in a DOWN partition, on a dependency never
+    satisfied, without a time limit), each as the engine's `walk_pending` entry: its place in the
+    engine's job list, account, user, and pending since (its submit). slurmctld's list is in
+    creation order; the engine's is the workload's (by arrival), so a job's place is among the
+    workload's jobs by submission: after those that arrived before it (by job id at the same second)."""
     rows = workload.meta.get("walk_pending") or ()
     if not rows:
         return []
     from bisect import bisect_left
 
-    ids = sorted(_id_key(j.job_id) for j in workload.jobs)
-    return [(bisect_left(ids, _id_key(r["job_id"])), r["account"], r["user"], float(r["since"])) for r in rows]
+    arr = [(j.submit, _id_key(j.job_id)) for j in workload.jobs]  # (the workload is sorted by arrival)
+    return [(bisect_left(arr, (float(r["since"]), _id_key(r["job_id"]))), r["account"], r["user"], float(r["since"]))
+            for r in rows]
 
 
 # --------------------------------------------------------------------------- summaries

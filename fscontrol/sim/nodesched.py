@@ -31,18 +31,28 @@ from .nodeplace import VERSIONS, place
 __all__ = ["node_rule", "backfill_nodes"]
 
 
+# the first release of each rule: 26.05's (cons_tres/job_test.c `_get_last_relevant_job`) came in
+# 25.11 (SchedMD commit 977bb2ee4f: in slurm-25-11-0-1, not in 25-05-0-1)
+_RULE_FROM = ((22, 5, "22.05"), (24, 11, "24.11"), (25, 11, "26.05"))
+
+
+def version_known(slurm_version: str | None) -> bool:
+    """Whether a capture's Slurm version reads as MAJOR.MINOR[.x]."""
+    parts = (slurm_version or "").split(".")
+    return len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit()
+
+
 def node_rule(slurm_version: str | None) -> str:
-    """The backfill rule (`nodeplace.VERSIONS`) of a Slurm version ("22.05.8" -> "22.05"): the
-    last modelled release at or before it (before 22.05: 22.05's)."""
-    try:
-        parts = (slurm_version or "").split(".")
-        v = (int(parts[0]), int(parts[1]))
-    except (ValueError, IndexError):
+    """The backfill rule (`nodeplace.VERSIONS`) of a Slurm version ("22.05.8" -> "22.05", "25.11.2"
+    -> "26.05"): the rule of the last release at or before it that changed it (before 22.05, or a
+    version that does not read: 22.05's; the report says so)."""
+    if not version_known(slurm_version):
         return "22.05"
-    rule = VERSIONS[0]
-    for r in VERSIONS:
-        a, b = r.split(".")
-        if (int(a), int(b)) <= v:
+    parts = (slurm_version or "").split(".")
+    v = (int(parts[0]), int(parts[1]))
+    rule = _RULE_FROM[0][2]
+    for a, b, r in _RULE_FROM:
+        if (a, b) <= v:
             rule = r
     return rule
 

@@ -77,8 +77,25 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
 
         on = _node_sched(sc, w)
         if on is not None and on.node_model and on.node_cpus and w.nodes > on.node_cpus:
+            from .nodesched import version_known
+
+            ver = w.meta.get("slurm_version")
             lines.append(f"nodes: {w.nodes // on.node_cpus} of {on.node_cpus} CPUs, each job placed on them "
-                         f"(select/cons_tres) and backfill holding whole nodes, by Slurm {on.node_model}'s rule")
+                         f"(select/cons_tres) and backfill holding whole nodes, by Slurm {on.node_model}'s rule"
+                         + ("" if version_known(ver) else f" (the capture's Slurm version {ver!r} does not read: "
+                            "22.05's assumed)"))
+        else:
+            m = w.meta.get("machine") or {}
+            if m.get("nodes", 0) > 1 and w.meta.get("unit", "cpus") == "cpus":
+                sizes = sorted(set(m.get("node_cpus") or []))
+                why = (f"nodes of {', '.join(map(str, sizes))} CPUs" if len(sizes) > 1
+                       else f"a machine of {w.nodes:,} CPUs, not the {m.get('cpus', 0):,} of its {m['nodes']} nodes")
+                lines.append(f"nodes: pooled ({why}): a job's CPUs are not placed on nodes, and a backfill "
+                             "reservation holds ceil(CPUs / node size) nodes")
+        down = w.meta.get("nodes_down") or []
+        if down:
+            lines.append(f"note: {len(down)} node(s) down or drained at the capture ({', '.join(down[:5])}"
+                         f"{', ...' if len(down) > 5 else ''}), replayed as up: the capture does not say since when")
         lag = w.meta.get("completion_lag_s")
         if lag:
             lines.append(f"a job's CPUs free {lag:g} s after its end (its completion, as the capture's starts show)")
