@@ -123,7 +123,7 @@ def test_load_workload_and_cli_take_a_folder():
     assert "workload testbed-basic: 9 jobs on 128 CPUs; policy easy" in r.output  # 8 ran, 1 pending at the capture
     assert "not started: held 0, partition down 8" in r.output  # 8 more pending in the DOWN partition `parked`
     r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--machine", "128", "--no-progress",
-                                 "--start-blocked"])
+                                 "-p", "easy", "--start-blocked"])
     assert "workload testbed-basic: 17 jobs on 128 CPUs; policy easy" in r.output and "not started" not in r.output and "CPU-hours" in r.output
     r = CliRunner().invoke(app, ["simulate", str(SAMPLES / "testbed-basic"), "--unit", "nodes", "--machine", "1",
                                  "--json", "--no-progress"])
