@@ -553,13 +553,30 @@ def simulate(
             ns = norm_s[fa]
             f = fairshare.fairshare_factor(v, ns, d_p)
         else:
+            # (bisect_left(lz_runs, p), then bisect_left(lz_ap[a], j), inline: a call to the bisect
+            # module from the compiled engine costs about 1,000 instructions, the loop a few dozen)
             lr = lz_runs
-            j = bisect_left(lr, p)
+            j = 0
+            hi = len(lr)
+            while j < hi:
+                mid = (j + hi) >> 1
+                if lr[mid] < p:
+                    j = mid + 1
+                else:
+                    hi = mid
             root = lz_root[j]
             if usp[a] == pass_no:
                 x = usv[a]
                 if lz_as[a] == pass_no:  # (its usage after its last charge before that job)
-                    m = bisect_left(lz_ap[a], j)
+                    ap = lz_ap[a]
+                    m = 0
+                    hi = len(ap)
+                    while m < hi:
+                        mid = (m + hi) >> 1
+                        if ap[mid] < j:
+                            m = mid + 1
+                        else:
+                            hi = mid
                     if m:
                         x = lz_av[a][m - 1]
             else:
