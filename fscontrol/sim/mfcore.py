@@ -478,11 +478,15 @@ def simulate(
     lz_pass = [-1]  # the pass whose F are lazy (pass_no when the last pass was one)
     lz_runs: list[int] = []
     lz_root: list[float] = []
-    # each association's usage after each of its charges in the walk (as the walk left S[a]): the
-    # walk's positions (index in lz_runs) and the values, for the pass lz_as[a] (lz_eval bisects)
+    # each association's usage after each of its charges in the walk (as the walk left S[a]), for
+    # the pass lz_as[a]: by the walk's position q (index in lz_runs), the charged association's
+    # usage after it (lz_rv[q]) and the position of that association's charge before it (lz_rp[q],
+    # -1: none); lz_lq[a], a's last position. (Two flat lists a pass, not two per association
+    # charged, cleared and refilled: lz_eval walks back from lz_lq[a], past the jobs after its own)
     lz_as = [-1] * na
-    lz_ap: list[list[int]] = [[] for _ in range(na)]
-    lz_av: list[list[float]] = [[] for _ in range(na)]
+    lz_lq = [-1] * na
+    lz_rv: list[float] = []
+    lz_rp: list[int] = []
     lz_d = [prio.damping]  # d at the pass
     fc_gen = [0]  # f_cache's clears since the start (d changed); lz_gen: at the lazy pass
     lz_gen = [0]
@@ -553,7 +557,7 @@ def simulate(
             ns = norm_s[fa]
             f = fairshare.fairshare_factor(v, ns, d_p)
         else:
-            # (bisect_left(lz_runs, p), then bisect_left(lz_ap[a], j), inline: a call to the bisect
+            # (bisect_left(lz_runs, p), inline: a call to the bisect
             # module from the compiled engine costs about 1,000 instructions, the loop a few dozen)
             lr = lz_runs
             j = 0
@@ -568,17 +572,11 @@ def simulate(
             if usp[a] == pass_no:
                 x = usv[a]
                 if lz_as[a] == pass_no:  # (its usage after its last charge before that job)
-                    ap = lz_ap[a]
-                    m = 0
-                    hi = len(ap)
-                    while m < hi:
-                        mid = (m + hi) >> 1
-                        if ap[mid] < j:
-                            m = mid + 1
-                        else:
-                            hi = mid
-                    if m:
-                        x = lz_av[a][m - 1]
+                    m = lz_lq[a]
+                    while m >= j:
+                        m = lz_rp[m]
+                    if m >= 0:
+                        x = lz_rv[m]
             else:
                 x = S[a]
             ue_fs = acct_ue(fsp_ix[a])
@@ -1329,6 +1327,8 @@ def simulate(
                 lrt = lz_root
                 del lrt[:]
                 lrt.append(root)
+                del lz_rv[:]
+                del lz_rp[:]
                 q = 0
                 for r in runs:
                     st = start[r]
@@ -1343,17 +1343,13 @@ def simulate(
                         usv[b] = S[b]
                     sb = S[b] + xs
                     S[b] = sb
-                    if lz_as[b] != pass_no:  # (the lists kept: no allocation a pass)
+                    if lz_as[b] != pass_no:
                         lz_as[b] = pass_no
-                        ap = lz_ap[b]
-                        del ap[:]
-                        ap.append(q)
-                        av = lz_av[b]
-                        del av[:]
-                        av.append(sb)
+                        lz_rp.append(-1)
                     else:
-                        lz_ap[b].append(q)
-                        lz_av[b].append(sb)
+                        lz_rp.append(lz_lq[b])
+                    lz_lq[b] = q
+                    lz_rv.append(sb)
                     q += 1
                     c = mid1[b]
                     if c >= 0:
