@@ -887,3 +887,19 @@ def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig
         weights=weights,
         raw=p,
     )
+
+
+_SCONTROL_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_]*)=(.*?)(?= [A-Za-z][A-Za-z0-9_]*=|$)")
+
+
+def scontrol_records(text: str, command: str, name_key: str, none_prefix: str) -> Iterator[tuple[int, str, dict[str, str]]]:
+    """`scontrol -o show ...`'s records: (line number, line, its Key=Value pairs) of each line but
+    the empty ones and the "No ..." one (`none_prefix`); a record without `name_key`: ParseError."""
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith(none_prefix):
+            continue
+        kv = dict(_SCONTROL_PAIR.findall(s))
+        if not kv.get(name_key):
+            raise ParseError(command, f"no {name_key}", no, line)
+        yield no, line, kv

@@ -10,13 +10,12 @@ factor / the largest factor of any partition: priority/multifactor).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from fscontrol.errors import ParseError
+from fscontrol.slurm.parse import scontrol_records
 
 PARTITIONS_ARGS = ("scontrol", "-o", "show", "partition")
-_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_]*)=(.*?)(?= [A-Za-z][A-Za-z0-9_]*=|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +29,8 @@ class Partition:
 def parse_partitions(text: str, command: str = " ".join(PARTITIONS_ARGS)) -> list[Partition]:
     """The partitions in `scontrol -o show partition`'s output, in its order."""
     out = []
-    for no, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
-        if not s or s.startswith("No partitions"):
-            continue
-        kv = dict(_PAIR.findall(s))
-        name = kv.get("PartitionName")
-        if not name:
-            raise ParseError(command, "no PartitionName", no, line)
+    for no, line, kv in scontrol_records(text, command, "PartitionName", "No partitions"):
+        name = kv["PartitionName"]
         try:
             tier = int(kv.get("PriorityTier", "1"))
             factor = int(kv.get("PriorityJobFactor", "1"))

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from datetime import tzinfo, timezone
 
 from fscontrol.errors import ParseError
-from fscontrol.slurm.parse import parse_time
+from fscontrol.slurm.parse import parse_time, scontrol_records
 
 RESV_ARGS = ("scontrol", "-o", "show", "reservation")
-_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_]*)=(.*?)(?= [A-Za-z][A-Za-z0-9_]*=|$)")
 _NULL = {"", "(null)", "N/A", "n/a"}
 
 
@@ -44,14 +43,8 @@ def _int(v: str | None) -> int:
 def parse_reservations(text: str, command: str = " ".join(RESV_ARGS), tz: tzinfo = timezone.utc) -> list[Reservation]:
     """The reservations in `scontrol -o show reservation`'s output (none: an empty list)."""
     out = []
-    for no, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
-        if not s or s.startswith("No reservations"):
-            continue
-        kv = dict(_PAIR.findall(s))
-        name = kv.get("ReservationName")
-        if not name:
-            raise ParseError(command, "no ReservationName", no, line)
+    for no, line, kv in scontrol_records(text, command, "ReservationName", "No reservations"):
+        name = kv["ReservationName"]
         try:
             start = parse_time(kv.get("StartTime", ""), tz)
             end = parse_time(kv.get("EndTime", ""), tz)
