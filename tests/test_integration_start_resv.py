@@ -50,12 +50,14 @@ def test_start_estimates_around_a_reservation(slurm):
         a = slurm.submit("bob", "flat", 64, 30, time="5")  # 5-minute limit: across the reservation's start
         b = slurm.submit("carol", "chem", 64, 10, time="1", begin="now+20")  # ends before it
         c = slurm.submit("dave", "flat", 8, 10, time="1", reservation=NAME)
-        # read once slurmctld has looked at all three (a reason other than None), however loaded the
-        # machine: what `start` reads is then what the scheduler decided, not a job it has not seen
-        seen_by = time.time() + 60
-        while time.time() < seen_by:
-            reasons = slurm.run("squeue", "-h", "-j", f"{a},{b},{c}", "-o", "%i|%r").split()
-            if len(reasons) == 3 and all(x.partition("|")[2] not in ("None", "") for x in reasons):
+        # read once slurmctld has looked at all three (each pending with a reason other than None),
+        # however loaded the machine: what `start` reads is then what the scheduler decided, not a
+        # job it has not seen. At most 12 s: carol's job begins 20 s ahead and must still be pending
+        seen_by = time.time() + 12
+        while True:
+            reasons = slurm.run("squeue", "-h", "-j", f"{a},{b},{c}", "-o", "%i|%T|%r").splitlines()
+            looked = all(x.split("|")[1] != "PENDING" or x.split("|")[2] not in ("None", "") for x in reasons)
+            if (len(reasons) == 3 and looked) or time.time() >= seen_by:
                 break
             time.sleep(1)
         p = _cli(slurm, "start", "--json")
