@@ -84,6 +84,12 @@ def test_capture_history_records_a_private_folder_the_simulator_replays(slurm, t
     while time.monotonic() < deadline and slurm.run("squeue", "-h", "-j", waits, "-o", "%r").strip() != "Dependency":
         time.sleep(1)
     assert slurm.run("squeue", "-h", "-j", waits, "-o", "%r").strip() == "Dependency"
+    # and until slurmdbd has the job it waits for running: the capture reads the jobs from sacct (CI,
+    # 2026-11-28: captured 1 s after that job started, sacct did not have it yet, so the replay had no
+    # job to order the dependent one after)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and slurm.run("sacct", "-n", "-X", "-P", "-j", first, "-o", "State").strip() != "RUNNING":
+        time.sleep(1)
     out = tmp_path / "cap"
     try:
         c = fsc(slurm.env, "capture", str(out), "--history", "10m")
