@@ -217,7 +217,7 @@ def simulate(
         """F of association a's jobs (classic): its own UE, or its fs parent's for FairShare=parent."""
         if a in f_cache:
             return f_cache[a]
-        if lz_pass[0] == pass_no and a not in pm_fc:  # a lazy pass: its F from what the walk saw
+        if lz_pass[0] == pass_no and pm_fcs[a] != pm_g[0]:  # a lazy pass: its F from what the walk saw
             uq = user_q[a]
             if uq and uq[0] < pm_b[0]:
                 lz_eval(a)
@@ -434,8 +434,16 @@ def simulate(
     pm_q_off = PM_QUEUE_OFF
     pm_on = [False]  # the mode, chosen at each pass from the queue's length (pm: whether it may be)
     pm_t = [0.0]  # the pass's time
-    pm_fc: dict[int, float] = {}  # the pass's F by association (its copy)
-    pm_wfx: dict[int, float] = {}  # wf x F by association (memo, the pass's)
+    # the pass's F by association (its copy; pm_fcv[a] holds while pm_fcs[a] == pm_g[0]) and wf x F
+    # (a memo, pm_wfv, while pm_wfs[a] == pm_g[0]): lists stamped with the pass's number, not dicts
+    # emptied at each pass (a boxed key and a hash table refilled at every pass, under overload)
+    pm_g = [1]
+    pm_fcv = [0.0] * na
+    pm_fcs = [0] * na
+    pm_wfv = [0.0] * na
+    pm_wfs = [0] * na
+    ff_seen = [0] * na  # pm_first_fit: associations seen at its call ff_g[0]
+    ff_g = [0]
     pm_b = [0]  # jobs of index < pm_b[0] were queued at the pass; the others arrived since
     pm_heap: list[int] = []  # the associations' first keys (stale ones: the job started)
     tail: list[int] = []
@@ -539,7 +547,8 @@ def simulate(
                 ft_settle()
             p = user_q[a][0]
             f = f_cache.get(a, 0.0)
-            pm_fc[a] = f
+            pm_fcv[a] = f
+            pm_fcs[a] = pm_g[0]
             age = lz_tw[0] - eligible[p]
             pb = static[p] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + wf * f
             lz_next[a] = p - (int(pb * (1.0 + 1e-9) + 1e-6) + 1) * QK
@@ -591,7 +600,8 @@ def simulate(
             ue_user[a] = v
             ns = norm_s[a]
             f = math.pow(2.0, -(v / ns) / d_p) if ns > 0 else 0.0
-        pm_fc[a] = f
+        pm_fcv[a] = f
+        pm_fcs[a] = pm_g[0]
         if fc_gen[0] == lz_gen[0]:
             f_cache[a] = f
         fb = math.pow(2.0, -((v * lz_rho[0]) / ns) / d_p) if ns > 0 else 0.0
@@ -721,11 +731,13 @@ def simulate(
     def pm_key(i: int) -> int:
         """Job i's queue key at the pass: preset_keys' operations."""
         a = job_assoc[i]
-        if a in pm_wfx:
-            x = pm_wfx[a]
+        g = pm_g[0]
+        if pm_wfs[a] == g:
+            x = pm_wfv[a]
         else:
-            x = wf * (pm_fc[a] if a in pm_fc else lz_eval(a))
-            pm_wfx[a] = x
+            x = wf * (pm_fcv[a] if pm_fcs[a] == g else lz_eval(a))
+            pm_wfv[a] = x
+            pm_wfs[a] = g
         age = pm_t[0] - eligible[i]
         p = static[i] + wa * (1.0 if age >= max_age else (age / max_age if age > 0 else 0.0)) + x
         return i - (int(p) if p >= 1 else 1) * QK
@@ -804,16 +816,21 @@ def simulate(
                 kq = i - prio_of[i] * QK
                 if best == 0 or kq < best:
                     best = kq
-            first = idx[:nb]
-            first.reverse()  # (a dict keeps the last value given for a key: each association's least index)
+            ff_g[0] += 1
+            fg = ff_g[0]
+            pg = pm_g[0]
             # an association keyed at this pass: its candidate's key; another: a lower bound on it,
             # from its bound on F (lz_fb, else F <= 1) and the job's age now, keyed only while its
             # bound comes before the least key so far (in the order of the bounds)
             lbs: list[int] = []
             tp = pm_t[0]
-            for i in dict(zip(map(job_assoc.__getitem__, first), first)).values():
+            for k in range(nb):  # (each association's least index: its first in idx)
+                i = idx[k]
                 a = job_assoc[i]
-                if a in pm_wfx:
+                if ff_seen[a] == fg:
+                    continue
+                ff_seen[a] = fg
+                if pm_wfs[a] == pg:
                     kq = pm_key(i)
                     if best == 0 or kq < best:
                         best = kq
@@ -1493,8 +1510,7 @@ def simulate(
                 es.sort()
         if pm_on[0]:  # (the keys on demand; the arrivals since the last pass join their associations)
             pm_t[0] = t
-            pm_fc.clear()
-            pm_wfx.clear()
+            pm_g[0] += 1
             for kq in tail:  # the arrivals since the last pass: now keyed at this pass, as their classes
                 j = kq & QM
                 if cls_l[cls_of[j]][0] != j:
