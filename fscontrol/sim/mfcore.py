@@ -193,14 +193,19 @@ def simulate(
     def at_pass_start(c: int) -> float:
         return snap_val[c] if snap_pass[c] == pass_no else S[c]
 
-    ue_acct: dict[int, float] = {}  # this pass's account UEs (memo)
-    ue_user: dict[int, float] = {}  # users' UE, kept until the next pass
+    # this pass's account UEs (a memo: ue_av[c] while ue_as[c] == pass_no) and users' UEs (ue_uv[a]
+    # while ue_us[a] == pass_no), kept until the next pass: lists stamped with the pass, not dicts
+    # emptied at every pass
+    ue_av = [0.0] * na
+    ue_as = [-1] * na
+    ue_uv = [0.0] * na
+    ue_us = [-1] * na
 
     def acct_ue(c: int) -> float:
         if c == 0:
             return 1.0
-        if c in ue_acct:
-            return ue_acct[c]
+        if ue_as[c] == pass_no:
+            return ue_av[c]
         root = at_pass_start(0)
         un = min(1.0, at_pass_start(c) / root) if root > 0 else 0.0
         fc = fsp_ix[c]
@@ -208,7 +213,8 @@ def simulate(
         # fairshare.effective_usage_step(rule[c], un, ue_fs), inlined (the same operations)
         kind, w = rule[c]
         v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-        ue_acct[c] = v
+        ue_av[c] = v
+        ue_as[c] = pass_no
         return v
 
     f_cache: dict[int, float] = {}  # F by association, until the next pass or a change of d
@@ -227,17 +233,18 @@ def simulate(
             fa = fsp_ix[a]
             f = fairshare.fairshare_factor(acct_ue(fa), norm_s[fa], damp[0])
         else:
-            if a in ue_user:
-                v = ue_user[a]
+            if ue_us[a] == pass_no:
+                v = ue_uv[a]
             else:
                 root = S[0]
                 un = min(1.0, S[a] / root) if root > 0 else 0.0
                 fa = fsp_ix[a]
-                ue_fs = ue_acct[fa] if fa in ue_acct else acct_ue(fa)
+                ue_fs = ue_av[fa] if ue_as[fa] == pass_no else acct_ue(fa)
                 # fairshare.effective_usage_step(rule[a], un, ue_fs), inlined (the same operations)
                 kind, w = rule[a]
                 v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-                ue_user[a] = v
+                ue_uv[a] = v
+                ue_us[a] = pass_no
             # fairshare.fairshare_factor(v, norm_s[a], damp[0]), inlined (the same operations)
             d_now = damp[0]
             if d_now <= 0:
@@ -538,7 +545,7 @@ def simulate(
     def lz_eval(a: int) -> float:
         """Association a's F at the last pass (a lazy one), as the walk would have computed it when it
         met a's first pending job (root then from lz_root; a's usage as the walk began plus its
-        charges before that job); kept for the pass (pm_fc, ue_user, f_cache unless d changed since),
+        charges before that job); kept for the pass (pm_fcv, ue_uv, f_cache unless d changed since),
         and a bound on a's first key for the next passes (lz_next). Fair Tree: a's F from the
         ranker (ranked first if the pass left it due), and a bound that holds while that F does
         (a ranking that changes it drops the bound: ft_drop)."""
@@ -597,7 +604,8 @@ def simulate(
                 un = 0.0
             kind, w = rule[a]
             v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-            ue_user[a] = v
+            ue_uv[a] = v
+            ue_us[a] = pass_no
             ns = norm_s[a]
             f = math.pow(2.0, -(v / ns) / d_p) if ns > 0 else 0.0
         pm_fcv[a] = f
@@ -1268,8 +1276,6 @@ def simulate(
             out.records.append(PassRecord(t - t0, damp[0], S[0] * G, S[dummy_ix] * G if dummy_ix is not None else 0.0,
                                           last_read[0]))
         pass_no += 1
-        ue_acct.clear()
-        ue_user.clear()
         if not fair_tree:
             f_cache.clear()
         dt = t - last_pass
@@ -1425,8 +1431,9 @@ def simulate(
                     user_fs(a)
                 else:
                     fa = fsp_ix[a]
-                    ue_fs = ue_acct.get(fa)
-                    if ue_fs is None:
+                    if ue_as[fa] == pass_no:
+                        ue_fs = ue_av[fa]
+                    else:
                         if fa == 0:
                             ue_fs = 1.0
                         elif fsp_ix[fa] == 0:  # a first-tier account: acct_ue(fa), inlined
@@ -1439,7 +1446,8 @@ def simulate(
                                 un = 0.0
                             kind, w = rule[fa]
                             ue_fs = un if kind == FS_ROOT else (un + (1.0 - un) * w if kind == FS_LEVEL else 1.0)
-                            ue_acct[fa] = ue_fs
+                            ue_av[fa] = ue_fs
+                            ue_as[fa] = pass_no
                         else:
                             ue_fs = acct_ue(fa)
                     if root > 0:
@@ -1450,7 +1458,8 @@ def simulate(
                         un = 0.0
                     kind, w = rule[a]
                     v = un if kind == FS_ROOT else (un + (ue_fs - un) * w if kind == FS_LEVEL else ue_fs)
-                    ue_user[a] = v
+                    ue_uv[a] = v
+                    ue_us[a] = pass_no
                     ns = norm_s[a]
                     f_cache[a] = math.pow(2.0, -(v / ns) / d_now) if ns > 0 else 0.0
             S[0] = root
