@@ -9,7 +9,8 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   It walks the pending jobs in priority order and starts each that fits; once one job of a
   partition is left pending, no later job of that partition starts ("Priority"): what it starts
   is a prefix of the queue. The engine runs it at every arrival and end and on its own timer.
-* **Backfill** runs every `bf_interval` (30 s; -1 or SchedulerType=sched/builtin: never). It walks
+* **Backfill** runs every `bf_interval` (30 s; -1 or SchedulerType=sched/builtin: never; the first
+  cycle where the backfill agent's chain puts it, `bf_first_cycle`). It walks
   at most `bf_max_job_test` (500) jobs in priority order against a plan of the machine
   (`backfill_starts`, after backfill.c `_attempt_backfill`): the running jobs end at their start
   plus their time limit; a job may start at the earliest time T when they leave its CPUs free
