@@ -18,7 +18,7 @@ from fscontrol.sim import run_simulation
 from fscontrol.sim.load import load_workload
 from fscontrol.sim.multifactor import PriorityConfig, simulate_multifactor
 from fscontrol.sim.policies import get_policy
-from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, sched_from_config, will_run_batches
+from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, bf_first_cycle, sched_from_config, will_run_batches
 from fscontrol.sim.workload import SimJob, Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,6 +160,55 @@ def test_backfill_plans_from_the_end_of_the_will_run_batch():
     size, est = [8, 4, 12, 2], [100.0, 125.0, 50.0, 90.0]
     assert backfill_starts(30.0, [2, 3], 4, running, size, est, 16, sc) == []
     assert backfill_starts(30.0, [2, 3], 4, running, size, est, 16, sc, batched=True) == [3]
+
+
+def test_the_backfill_agents_first_cycle_follows_the_changes_before_the_first_submission():
+    """backfill.c `backfill_agent`: a cycle, then a sleep of bf_interval; then a cycle if anything
+    changed since (`_more_work`), else a poll every second until something does. A decay pass is a
+    change while a job is pending (priority_multifactor.c `decay_apply_weighted_factors` sets
+    last_job_update for every pending job). Worked by hand, bf_interval 30, passes at -2 + 60 k,
+    the first submission at 0:
+    * nothing pending before it: the submission wakes the agent (0);
+    * a job pending since -58 (seed 44's probes): a cycle at -58; at -28 nothing has changed (the
+      pass at -62 came before), so the agent polls until the pass at -2 and runs there; at 28 the
+      submissions have changed things: a cycle at 28, 2 s before the grid from the first
+      submission (slurmctld started seed 44's jobs 69-73 at +28, the replay at +30);
+    * pending since -25 (seed 52's): a cycle at -25; at 5 the pass at -2 and the submission at 0
+      have changed things: 5;
+    * pending since -100 and -58: cycles at -100, -62 (the pass: nothing since -100 by -70),
+      -32 (the submission at -58 fell in between), then nothing by -2 but the pass at -2 itself:
+      -2, then 28."""
+    assert bf_first_cycle(0.0, 30.0, [], -2.0, 60.0) == 0.0
+    assert bf_first_cycle(0.0, 30.0, [5.0], -2.0, 60.0) == 0.0  # (pending from after it: none before)
+    assert bf_first_cycle(0.0, 30.0, [-58.0], -2.0, 60.0) == 28.0
+    assert bf_first_cycle(0.0, 30.0, [-58.0], 1798.0, 60.0) == 28.0  # (the passes' phase from any pass)
+    assert bf_first_cycle(0.0, 30.0, [-25.0], -2.0, 60.0) == 5.0
+    assert bf_first_cycle(0.0, 30.0, [-100.0, -58.0], -2.0, 60.0) == 28.0
+    assert bf_first_cycle(0.0, 30.0, [-100.0], -2.0, 0.0) == 0.0  # no passes: the submission wakes it
+
+
+def test_a_replay_runs_backfill_in_the_agents_phase_when_jobs_pended_before_it():
+    """The hand case above (job 3 backfilled beside the waiting head): with a job pending since
+    -58 (a DOWN partition's, walk_pending) and the decay passes at -2 + 60 k, slurmctld's backfill
+    agent runs at -2 (the pass), then at 28: job 3 (submitted at 20) starts at 28, not at the
+    cycle 30 s after the first submission; pending since -25, the cycles fall at 5, 35, ...: 35.
+    Nothing pending before the first submission: 30, as before. The Python engine and the one in
+    use (compiled in CI) alike."""
+    from dataclasses import replace
+
+    from fscontrol.sim import mfcore
+    from fscontrol.sim.multifactor import walk_positions
+
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    sc = SlurmSched()
+    w = _jobs()
+    for since, start3 in ((None, 30.0), (-58.0, 28.0), (-25.0, 35.0)):
+        wl = w if since is None else replace(w, meta={"walk_pending": [
+            {"job_id": "0", "account": "a", "user": "u1", "since": since}]})
+        assert simulate_multifactor(wl, prio, sched=sc, first_pass=-2.0).start == [0.0, 1200.0, start3], since
+        r = mfcore.simulate(wl, prio, sched=sc, first_pass=-2.0, walk_pending=walk_positions(wl))
+        assert r.start == [0.0, 1200.0, start3], since
 
 
 def _sim(*args: str):

@@ -38,6 +38,7 @@ from .mfconfig import (
 from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
+from .slurmsched import bf_first_cycle as _bf_first_cycle
 from .nodesched import backfill_nodes as _backfill_nodes
 from .nodeplace import place as _place
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
@@ -55,6 +56,7 @@ heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
 backfill_nodes: Final = _backfill_nodes
+bf_first_cycle: Final = _bf_first_cycle
 place_nodes: Final = _place
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way). Keying
@@ -1651,8 +1653,16 @@ def simulate(
     # done): (free at, CPUs), while its end is charged at the end itself
     lag = float(sched.complete_s) if sched_on else 0.0
     cheap: list[tuple[float, int]] = []
-    km = 1  # the timers' next ticks: t0 + km x si, t0 + kb x bi
+    km = 1  # the timers' next ticks: t0 + km x si, bf0 + kb x bi
     kb = 1
+    # backfill's cycles: every bf_interval from the first submission, or, with jobs pending before
+    # it (walk_pending), from the first cycle of the backfill agent's chain that falls at or after
+    # it (slurmsched.bf_first_cycle: a decay pass is a change while a job is pending)
+    bf0 = t0
+    if sched_on and bi < INF and walk_pending:
+        bf1 = bf_first_cycle(t0, bi, [float(w[3]) for w in walk_pending], last_pass, P)
+        if bf1 > t0:
+            bf0 = bf1 - bi
     # A submission does not run the main scheduler: it queues a request (queue_job_scheduler) that
     # slurmctld's background loop serves once batch_sched_delay has passed since the loop's last
     # scheduling, its timer's full pass or a request served (controller.c `_slurmctld_background`;
@@ -1693,8 +1703,8 @@ def simulate(
                 t = batch_due
             if t0 + km * si < t:
                 t = t0 + km * si
-            if t0 + kb * bi < t and bf_dirty[0]:
-                t = t0 + kb * bi
+            if bf0 + kb * bi < t and bf_dirty[0]:
+                t = bf0 + kb * bi
         if t == INF or t > horizon:
             break
         events += 1
@@ -1833,9 +1843,9 @@ def simulate(
                 km = max(km, int((t - t0) // si))
                 while t0 + km * si < t:
                     km += 1
-            if t0 + kb * bi < t:
-                kb = max(kb, int((t - t0) // bi))
-                while t0 + kb * bi < t:
+            if bf0 + kb * bi < t:
+                kb = max(kb, int((t - bf0) // bi))
+                while bf0 + kb * bi < t:
                     kb += 1
             if ended or new or gated or reordered:
                 bf_dirty[0] = True
@@ -1856,7 +1866,7 @@ def simulate(
                 batch_req = batch_due = INF
                 if qkeys and free >= q_min:
                     main_pass(t, sched.default_queue_depth)
-            if t0 + kb * bi <= t:
+            if bf0 + kb * bi <= t:
                 kb += 1
                 if qkeys and free >= q_min and bf_dirty[0]:
                     bf_pass(t)

@@ -9,7 +9,8 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   It walks the pending jobs in priority order and starts each that fits; once one job of a
   partition is left pending, no later job of that partition starts ("Priority"): what it starts
   is a prefix of the queue. The engine runs it at every arrival and end and on its own timer.
-* **Backfill** runs every `bf_interval` (30 s; -1 or SchedulerType=sched/builtin: never). It walks
+* **Backfill** runs every `bf_interval` (30 s; -1 or SchedulerType=sched/builtin: never; the first
+  cycle where the backfill agent's chain puts it, `bf_first_cycle`). It walks
   at most `bf_max_job_test` (500) jobs in priority order against a plan of the machine
   (`backfill_starts`, after backfill.c `_attempt_backfill`): the running jobs end at their start
   plus their time limit; a job may start at the earliest time T when they leave its CPUs free
@@ -147,6 +148,50 @@ def whole_nodes(size: int, node_cpus: int, total: int) -> int:
     if node_cpus <= 0:
         return total
     return min(total, -(-size // node_cpus) * node_cpus)
+
+
+def bf_first_cycle(t0: float, interval: float, pending_since: Sequence[float], pass_at: float,
+                   period: float) -> float:
+    """When slurmctld's backfill agent runs its first cycle at or after the first submission t0,
+    from what a capture knows of the time before it: the jobs pending then (`pending_since`: their
+    submissions; they stay pending) and the decay passes (every `period` from `pass_at`).
+
+    backfill.c `backfill_agent` (22.05): after a cycle it sleeps bf_interval, then runs a cycle if
+    anything changed since the last one ended (`_more_work`: last_job_update >= last_backfill_time),
+    else polls every second and runs at the first poll after a change. A submission is a change
+    (last_job_update), and so is every decay pass while a job is pending: the pass recomputes each
+    pending job's priority and sets last_job_update, changed or not (priority_multifactor.c
+    `decay_apply_weighted_factors`, called for every job by classic's `_decay_thread` and Fair
+    Tree's `fair_tree_decay`). With nothing pending before t0 nothing changed: the agent polls and
+    the first submission wakes it (t0 returned). With jobs pending, the agent runs at the first
+    of them (taken to be idle before it), then bf_interval after each cycle if a change fell in
+    between, else at the next change (a pass, another submission, t0): the cycle this returns is
+    the first of that chain at or after t0, and the agent's cycles then fall every bf_interval
+    from it while the workload keeps changing things."""
+    before = sorted(s for s in pending_since if s < t0)
+    if not before or not interval > 0 or interval == math.inf:
+        return t0
+    changes = list(before)
+    if period > 0:
+        p = pass_at - math.floor((pass_at - before[0]) / period) * period  # the first pass at or after it
+        if p <= before[0]:
+            p += period  # (a pass in the same second as the first submission: its cycle covers both)
+        while p < t0:
+            changes.append(p)
+            p += period
+    changes.append(t0)
+    changes.sort()
+    c = before[0]
+    k = 0
+    while c < t0:
+        check = c + interval
+        while k < len(changes) and changes[k] <= c:
+            k += 1
+        if changes[k] <= check:  # a change since the last cycle: it runs when the sleep ends
+            c = check
+        else:  # none: it polls every second and runs at the next change
+            c = changes[k]
+    return c
 
 
 WILL_RUN_WINDOW_S = 30  # cons_common/job_test.c `_will_run_test`: time_window = 30
