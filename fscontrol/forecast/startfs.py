@@ -28,7 +28,8 @@ Pure (no Slurm, no clock) but `read_live`, which runs sshare and squeue.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -286,6 +287,7 @@ class Passes:
             a = np.asarray(fs.assoc, dtype=np.intp)
             self.ok = a >= 0
             self.a = np.where(self.ok, a, 0)
+            self.ok_n, self.a_n = self.ok[:n], self.a[:n]  # the pending jobs'
             self.rate = np.asarray(fs.rate, dtype=float)
             k = n + len(run_ends)
             self.k_start = np.full(k, np.inf)
@@ -310,17 +312,23 @@ class Passes:
         """Slurm's pass at `tp`: decay, charge the jobs run since the last; True if any F moved."""
         np = self.np
         dt = tp - self.last
-        ov = np.minimum(self.k_end, tp) - np.maximum(self.k_start, self.last)
-        ov = np.where(self.ok, np.maximum(ov, 0.0), 0.0)
+        # only the jobs that ran since the last pass charge: the others' overlap is 0 (the cost at
+        # 10,000 pending jobs, most of them not started). In key order, so each association's sum
+        # adds the same terms in the same order as over every key (a 0 added changes no sum)
+        ks, ke = self.k_start, self.k_end
+        keys = np.flatnonzero((ks < tp) & (ke > self.last))
+        ov = np.minimum(ke[keys], tp) - np.maximum(ks[keys], self.last)
+        ov = np.where(self.ok[keys], np.maximum(ov, 0.0), 0.0)
         self.last = tp
-        return self._apply(ov, dt)
+        return self._apply(ov, dt, keys)
 
-    def _apply(self, ov, dt) -> bool:
+    def _apply(self, ov, dt, keys=None) -> bool:
+        """Decay by `dt` and charge each key's overlap `ov` (those of `keys`, else every key)."""
         np = self.np
         m = self.fs.model
         f = self.decay
         if m.tree is not None:
-            return self._apply_fair_tree(ov, dt)
+            return self._apply_fair_tree(ov, dt, keys)
         if f != 1.0:
             self.usage *= f ** dt
         moved = self.dirty
@@ -328,17 +336,18 @@ class Passes:
             # this pass's F: from the usage before its charges (slurmctld's lag; decay alone moves no F)
             fa = factors(m, self.usage, np)
             d = m.w_fs * (fa - self.f0)
-            self.dfs = np.where(self.ok[: self.n], d[self.a[: self.n]], 0.0)
+            self.dfs = np.where(self.ok_n, d[self.a_n], 0.0)
         self.dirty = bool(ov.any())
         if self.dirty:  # charged: the next pass's F moves
-            ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0)
-            per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
+            a, rate = (self.a, self.rate) if keys is None else (self.a[keys], self.rate[keys])
+            ch = ov * rate * (f ** ov if f != 1.0 else 1.0)
+            per = np.bincount(a, weights=ch, minlength=len(self.usage))
             pairs = arrays(m, np)
             desc, anc = pairs.desc, pairs.anc
             self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
         return moved
 
-    def _apply_fair_tree(self, ov, dt) -> bool:
+    def _apply_fair_tree(self, ov, dt, keys=None) -> bool:
         """Fair Tree's pass (fair_tree.c `fair_tree_decay`): the decay, the running jobs' charges,
         then the ranks from the usage after them: no lag, unlike classic. The usage is kept as
         true usage / G (G the decay since now), as the simulator's engine keeps it, so a pass that
@@ -350,8 +359,9 @@ class Passes:
             self.G *= f ** dt
         touched = None
         if ov.any():
-            ch = ov * self.rate * (f ** ov if f != 1.0 else 1.0) / self.G
-            per = np.bincount(self.a, weights=ch, minlength=len(self.usage))
+            a, rate = (self.a, self.rate) if keys is None else (self.a[keys], self.rate[keys])
+            ch = ov * rate * (f ** ov if f != 1.0 else 1.0) / self.G
+            per = np.bincount(a, weights=ch, minlength=len(self.usage))
             pairs = arrays(m, np)
             desc, anc = pairs.desc, pairs.anc
             self.usage += np.bincount(anc, weights=per[desc], minlength=len(self.usage))
@@ -362,12 +372,12 @@ class Passes:
         first = self.dfs is None
         if changed or (first and self.dirty):
             d = m.w_fs * (self.fa - self.f0)
-            self.dfs = np.where(self.ok[: self.n], d[self.a[: self.n]], 0.0)
+            self.dfs = np.where(self.ok_n, d[self.a_n], 0.0)
             self.dirty = False
             return True
         return False
 
-    def run(self, t: float, waiting_len: int) -> list[int] | None:
+    def run(self, t: float, waiting_len: int) -> MutableSequence[int] | None:
         """The pass(es) due by t: the new queue (every pending job not started, by priority, ties to
         the earlier job) when it must be set, else None (as the age-only re-sort before it)."""
         while self.next <= t:
@@ -397,7 +407,10 @@ class Passes:
             o = o[np.lexsort((o, -ko))]
         self.order = o
         if len(o) != waiting_len or (len(o) > 1 and not bool(np.all(o[:-1] < o[1:]))):
-            return o.tolist()  # not in index order (or started jobs to drop): the queue is set anew
+            # not in index order (or started jobs to drop): the queue is set anew, as an array of
+            # machine ints (a list would make 10,000 int objects at each pass, the pass's main cost;
+            # the planner reads only the queue's head within bf_window)
+            return array("q", o.astype(np.int64, copy=False).tobytes())
         return None
 
 
