@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right
 from itertools import filterfalse, islice
 from collections.abc import Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +104,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         free -= c
     heapq.heapify(ends)
     runs.sort()
+    rbusy = [(e, psize[k]) for e, k in runs]  # (live end, CPUs) of each of runs, in its order
     started: dict[int, float] = {}
     waiting: MutableSequence[int] = list(range(n))  # a priority pass may set it to an array
     need = set(stop_after) if stop_after is not None else None
@@ -140,7 +141,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
-        insort(runs, (at + limit[i], i))
+        j = bisect_right(runs, (at + limit[i], i))
+        runs.insert(j, (at + limit[i], i))
+        rbusy.insert(j, (at + limit[i], size[i]))
         fresh.append(i)
         if passes is not None:
             passes.started(i, at, at + pending[i][0])
@@ -291,7 +294,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                     run = sorted((max(e, t), k) for k, e in live.items())
                 fixed = holds.fixed(t) if holds is not None else ()
                 for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small,
-                                          fixed=fixed)
+                                          fixed=fixed, busy0=rbusy if run is runs else None)
                           if free >= small else ()):
                     start(i, t)
                     got += 1
@@ -354,6 +357,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             if le is not None:
                 j = bisect_left(runs, (le, k))
                 del runs[j]
+                del rbusy[j]
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s

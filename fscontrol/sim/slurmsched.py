@@ -229,7 +229,8 @@ def will_run_batches(ends: Sequence[float]) -> list[int]:
 def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[float, int]], size: list[int],
                     est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0,
                     completing: list[tuple[float, int]] | None = None,
-                    fixed: Sequence[tuple[float, float, int]] = (), batched: bool = False) -> list[int]:
+                    fixed: Sequence[tuple[float, float, int]] = (), batched: bool = False,
+                    busy0: Sequence[tuple[float, int]] | None = None) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
     `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
     index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
@@ -239,7 +240,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     reservations, forecast/start.py), each ending after t. `batched`: the earliest time the running
     jobs leave a job's CPUs free is the select plugin's (`will_run_batches`: the end of the last
     job of the batch where it fits), as slurmctld computes it (the replay; the start estimate,
-    forecast/start.py, still takes the end of the job that frees the CPUs).
+    forecast/start.py, still takes the end of the job that frees the CPUs). `busy0`: (end, CPUs) of
+    each of `running`, in its order, where the caller keeps it (made from `running` when not given).
 
     As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
     (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
@@ -276,10 +278,14 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     # no running job ends by t (one that does frees CPUs at t itself) and no limit is 0.
     first_end = min(running[0][0] if running else math.inf, min((c[0] for c in completing), default=math.inf)
                     if completing else math.inf)
-    prune = first_end > t and min(est[i] for i in keys) > 0
+    prune = first_end > t and min(map(est.__getitem__, keys)) > 0
     fit_pos = [k for k in range(nq) if size[keys[k]] <= free] if prune else []
     last = len(fit_pos) - 1
     dirty = True
+    # the CPUs of the reservations that begin by each of rb, summed (rbw's prefix sums), made when a
+    # check needs them and dropped when a reservation is added: the walk back over the jobs that fit
+    # checks each in a bisection, not a sum (the cost: ~250 checks a cycle at 10,000 pending)
+    cwb: list[int] | None = None
     # the reservations, as two sorted lists: their begins and their ends (with the CPUs they hold)
     rb: list[float] = []
     rbw: list[int] = []
@@ -304,8 +310,13 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     break
                 ij = keys[j]
                 sj = size[ij]
-                if sj <= free and (not rb or sum(rbw[:bisect_right(rb, t + est[ij])]) + sj <= total):
-                    break
+                if sj <= free:
+                    if not rb:
+                        break
+                    if cwb is None:
+                        cwb = list(accumulate(rbw, initial=0))
+                    if cwb[bisect_right(rb, t + est[ij])] + sj <= total:
+                        break
                 last -= 1
             if last < 0:
                 break  # nothing more starts in this cycle
@@ -319,7 +330,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         T = t
         if free < s:
             if busy is None:
-                busy = [(e, size[j]) for e, j in running]
+                busy = list(busy0) if busy0 is not None else [(e, size[j]) for e, j in running]
                 if completing:
                     busy = sorted(busy + completing)
             if not cum:
@@ -339,7 +350,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             x = T + d
             q = bisect_right(rb, x)
             p = bisect_right(re_, T)
-            held = sum(rbw[:q]) - sum(rew[:p])
+            held = (cwb[q] if cwb is not None else sum(rbw[:q])) - (sum(rew[:p]) if p else 0)
             nr = len(re_)
             while total - held < s:
                 if p == nr:
@@ -359,7 +370,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             out.append(i)
             free -= s
             if busy is None:
-                busy = [(e, size[j]) for e, j in running]
+                busy = list(busy0) if busy0 is not None else [(e, size[j]) for e, j in running]
                 if completing:
                     busy = sorted(busy + completing)
             insort(busy, (t + d, s))
@@ -372,10 +383,11 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         e = math.floor((T + d) / res) * res
         if e < b + res:
             e = b + res
-        w = whole_nodes(s, nc, total)
+        w = min(total, -(-s // nc) * nc) if nc > 0 else total  # whole_nodes(s, nc, total), inline
         j = bisect_right(rb, b)
         rb.insert(j, b)
         rbw.insert(j, w)
+        cwb = None
         j = bisect_right(re_, e)
         re_.insert(j, e)
         rew.insert(j, w)
