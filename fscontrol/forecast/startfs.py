@@ -38,8 +38,9 @@ from fscontrol.model.fairshare import TreeError, build_tree, effective_usage_rul
 from fscontrol.records import ShareRow
 from fscontrol.slurm.parse import parse_duration
 
-# above this many pending jobs fair-share is held (the cost: one user's estimate under 1 s; docs/start.md)
-MAX_PENDING = 1000
+# above this many pending jobs fair-share is held (the cost: one user's estimate under 1 s of CPU at
+# 10,000, charged through the horizon; docs/start.md)
+MAX_PENDING = 10_000
 # under Fair Tree, above this many associations (the ranker's set-up and first ranking: ~1 s at
 # 100,000, ~0.2 s at 20,000 on one core; docs/start.md)
 MAX_FAIR_TREE_ASSOCS = 20000
@@ -438,7 +439,7 @@ def read_live(source, pairs: Mapping[str, str], pending: int = 0,
         return None, "fair-share held at its present value: numpy is not installed where this runs"
     if pending > cap:
         return None, (f"fair-share held at its present value: {pending:,} jobs pending, over the {cap:,} for which it "
-                      "is recomputed at each pass (the cost of one estimate)")
+                      f"is recomputed at each pass (the cost of one estimate: about 1 s of CPU at {MAX_PENDING:,})")
 
     try:
         rows = parse_sshare(source.run(SSHARE_ARGS).stdout)

@@ -379,11 +379,15 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             continue
         if T > horizon:
             continue  # too far in the future: no reservation
-        b = max(t, math.floor(T / res) * res)
+        b = math.floor(T / res) * res  # max(t, ...) and whole_nodes(s, nc, total), inline (the cost)
+        if b < t:
+            b = t
         e = math.floor((T + d) / res) * res
         if e < b + res:
             e = b + res
-        w = min(total, -(-s // nc) * nc) if nc > 0 else total  # whole_nodes(s, nc, total), inline
+        w = -(-s // nc) * nc if nc > 0 else total
+        if w > total:
+            w = total
         j = bisect_right(rb, b)
         rb.insert(j, b)
         rbw.insert(j, w)
