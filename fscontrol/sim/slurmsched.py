@@ -352,13 +352,16 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             p = bisect_right(re_, T)
             held = (cwb[q] if cwb is not None else sum(rbw[:q])) - (sum(rew[:p]) if p else 0)
             nr = len(re_)
-            while total - held < s:
+            lim = total - s  # held > lim: too few CPUs left (ints: total - held < s)
+            while held > lim:
                 if p == nr:
                     T = math.inf
                     break
                 T = re_[p]
                 if T > horizon:
                     break
+                held -= rew[p]  # re_[p] == T: the first of those that end by T
+                p += 1
                 while p < nr and re_[p] <= T:
                     held -= rew[p]
                     p += 1
