@@ -1,27 +1,24 @@
 """When will my job start: every pending job's start estimated from the live queue (issue #32 item 4).
 
-The estimate plays the queue forward through Slurm's own scheduler model (sim/slurmsched.py: the
-main scheduler on each job end and every `sched_interval`, stopping at the first job that does
-not fit; backfill every `bf_interval` planning with time limits, whole-node reservations at
-`bf_resolution` within `bf_window`, at most `bf_max_job_test` jobs and `bf_max_job_user` of a user), parameters from
-`scontrol show config`'s SchedulerParameters:
+The estimate plays the queue forward through Slurm's own scheduler model (sim/slurmsched.py: the main scheduler
+on each job end and every `sched_interval`, stopping at the first job that does not fit; backfill every
+`bf_interval` planning with time limits, whole-node reservations at `bf_resolution` within `bf_window`, at most
+`bf_max_job_test` jobs and `bf_max_job_user` of a user), parameters from `scontrol show config`'s
+SchedulerParameters:
 
-* running jobs end at start + each user's typical fraction of the limit (the median of
-  ElapsedRaw / TimelimitRaw over their jobs ended in sacct's window), pending jobs run that long
-  too; a user with no history runs to the limit. The scheduler itself plans with the limits, as
-  slurmctld's backfill does.
+* running jobs end at start + each user's typical fraction of the limit (the median of ElapsedRaw / TimelimitRaw
+  over their jobs ended in sacct's window), pending jobs run that long too; a user with no history runs to the
+  limit. The scheduler itself plans with the limits, as slurmctld's backfill does.
 * the range: the same run with every job running to its limit (what `squeue --start` assumes)
   beside the typical-fraction run; the estimate is the typical-fraction one.
-* pending jobs in the order of the priorities squeue shows now, re-sorted at each priority pass
-  within bf_window as the age term grows and classic fair-share is charged (startfs.py; Fair Tree
-  held). One pool of CPUs (partitions are not told apart); a job's GPUs count as their share of
-  the CPUs (estimate's `total_gpus`); advance reservations (resvplan.py).
+* pending jobs in the order of the priorities squeue shows now, re-sorted at each priority pass within bf_window as
+  the age term grows and fair-share is charged (startfs.py: classic or Fair Tree). One pool of CPUs (partitions are
+  not told apart); a job's GPUs count as their share of the CPUs (estimate's `total_gpus`); advance reservations.
 * a job that cannot start for a reason other than resources and priority (held, dependency,
   partition down, a limit reached, ...) gets no estimate but that reason.
-* PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The
-  estimate then uses only those and treats the CPUs others use now (sinfo's allocated count) as
-  busy through the horizon: a job that needs them gets no estimate ("depends on jobs PrivateData
-  hides"), so nothing about hidden jobs is revealed.
+* PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The estimate then uses
+  only those and treats the CPUs others use now (sinfo's allocated count) as busy through the horizon: a job that
+  needs them gets no estimate ("depends on jobs PrivateData hides"), so nothing about hidden jobs is revealed.
 
 Pure: no Slurm, no clock (`now` is given); `read_live` runs the commands.
 """
@@ -30,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, insort
 from itertools import filterfalse, islice
 from collections.abc import Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field
@@ -141,9 +138,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
-        j = bisect_right(runs, (at + limit[i], i))
-        runs.insert(j, (at + limit[i], i))
-        rbusy.insert(j, (at + limit[i], size[i]))
+        insort(runs, (live[i], i))
+        rbusy.insert(bisect_left(runs, (live[i], i)), (live[i], size[i]))  # beside it, in runs' order
         fresh.append(i)
         if passes is not None:
             passes.started(i, at, at + pending[i][0])
@@ -264,13 +260,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 got += 1
         if t >= next_bf and t < bf_until:
             if changed and sc.backfill and free >= smallest:
-                elig = []
                 per_user: dict[str, int] | None = {} if (sc.bf_max_job_user and owners is not None) else None
-                # the first bf_max_job_test jobs not started: without begin times, reservations or a
-                # per-user cap, taken in C (the cost: a cycle at each pass and each start or end)
-                fast = not begins and holds is None and per_user is None
-                if fast:
-                    elig = list(islice(filterfalse(started.__contains__, waiting), sc.bf_max_job_test))
+                fast = not begins and holds is None and per_user is None  # the first jobs not started, in C
+                elig = list(islice(filterfalse(started.__contains__, waiting), sc.bf_max_job_test)) if fast else []
                 for i in () if fast else waiting:
                     if i not in started and pending[i][3] <= t:
                         if holds is not None and kmember[i] >= 0:
