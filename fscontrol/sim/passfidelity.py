@@ -121,6 +121,22 @@ def moved_charges(jobs: list, real: dict[str, tuple[float, float]], sim: dict[st
     return sorted(out, key=lambda m: -abs(m["sim_charge"] - m["real_charge"]))
 
 
+def ended_in_pass_second(jobs: list, real: dict[str, tuple[float, float]], passes: list[float]) -> list[dict[str, Any]]:
+    """The jobs whose real end (sacct's whole second) is the second of one of `passes` (a pass and
+    those before it: the charge's difference is carried on, decayed), with that pass: whether each ended
+    before the pass (its last stretch charged, then decayed by the pass, and in the accounts'
+    EffectvUsage and the walk's usage from the top) or after it (charged in the walk, at its place
+    in the job list) is finer than sacct's seconds; the replay ends it before (an end at a pass's
+    time is handled first). slurmctld's log has the order (`_job_complete` in ms against the decay
+    thread's phase): seed 45 at +297 s, job 32 ended 40 ms after the pass."""
+    secs = {int(t) for t in passes}
+    out = []
+    for j in jobs:
+        if j.job_id in real and int(real[j.job_id][1]) in secs and real[j.job_id][1] > real[j.job_id][0]:
+            out.append({"job": j.job_id, "key": (j.account, j.user), "cpus": j.size, "pass": int(real[j.job_id][1])})
+    return sorted(out, key=lambda x: -x["pass"])
+
+
 def compare_passes(folder: str | Path, *, tol: float = 0.01, given_real_starts: bool = False) -> dict[str, Any]:
     """The replay's F (and RawUsage) at the real run's passes against sprio's (and sshare's)."""
     from .fidelity import real_starts
@@ -158,7 +174,8 @@ def compare_passes(folder: str | Path, *, tol: float = 0.01, given_real_starts: 
             else:
                 moved = moved_charges(rep["jobs"], real_se, sim_se, t, half_life)
                 misses.append({"pass": t, "key": k, "real_f": real_f, "sim_f": sf[k], "error": e,
-                               "moved": moved[:3], "own": [m for m in moved if m["key"] == k][:2]})
+                               "moved": moved[:3], "own": [m for m in moved if m["key"] == k][:2],
+                               "tied": ended_in_pass_second(rep["jobs"], real_se, [p for p, _, _ in rp["passes"] if p <= t])})
             if abs(e) > abs(worst):
                 worst, worst_at = e, (t, k)
         for k, ru in usage.items():
@@ -191,7 +208,12 @@ def format_passes(c: dict[str, Any], *, max_misses: int = 6) -> str:
         why = "; ".join(
             f"job {x['job']} ({x['key'][0]}/{x['key'][1]}, {x['cpus']} CPUs) real {x['real'][0] - t0:+.0f}..{x['real'][1] - t0:+.0f} s, "
             f"replay {x['sim'][0] - t0:+.0f}..{x['sim'][1] - t0:+.0f} s: charge {x['real_charge']:.0f} -> {x['sim_charge']:.0f}"
-            for x in (m["own"] or m["moved"])[:2]) or "no job's charge moved (the maths, not the schedule)"
+            for x in (m["own"] or m["moved"])[:2])
+        tied = ", ".join(f"job {x['job']} ({x['key'][0]}/{x['key'][1]}, {x['cpus']} CPUs) ended in the second of the pass "
+                         f"at +{x['pass'] - t0:.0f} s" for x in m.get("tied", ())[:3])
+        if tied:  # (sacct's seconds cannot order it against the pass: ended_in_pass_second)
+            why = (why + "; " if why else "") + tied + " (before or after that pass: finer than sacct's seconds)"
+        why = why or "no job's charge moved (the maths, not the schedule)"
         lines.append(f"  miss at +{m['pass'] - t0:.0f} s, {m['key'][0]}/{m['key'][1]}: F {m['sim_f']:.4f} vs sprio "
                      f"{m['real_f']:.4f} ({m['error']:+.2%}): {why}")
     if len(c["misses"]) > max_misses:
