@@ -119,6 +119,11 @@ def run_on_testbed(tb, seed: int, algo: str, folder: Path) -> None:
     read_pass()
     capture(tb.source(), folder, history_s=time.time() - t0 + 2, note=f"sim_fidelity seed {seed} {algo}")
     tb.run("scancel", *probes, check=False)
+    # slurmctld's log, kept: its ms times (`_job_complete`, the decay thread's `_read_last_decay_ran`)
+    # order a job's end against a pass of the same second, which sacct's seconds cannot (docs)
+    log = Path(tb.dir) / "log" / "slurmctld.log"
+    if log.is_file():
+        (folder / "slurmctld.log").write_bytes(log.read_bytes())
     meta = json.loads((folder / "meta.json").read_text())
     (folder / "passes.json").write_text(json.dumps({
         "note": "sshare's and sprio's text just after each decay pass of the run (bench/sim_fidelity.py), "
