@@ -81,13 +81,20 @@ def test_sprio_f_by_hand_from_sshare(run):
     # classic seed 52: flat/bob's job 62 ended before that second's pass (as the replay has it):
     # after it, F at the next passes is off
     ("seed52-classic", "62", None, 0.771, 1.0),
+    # classic seed 45 (4 x 32): flat/bob's job 32 ended at 02:08:51.163, 40 ms after the pass (the
+    # decay thread's phase .122): given the real starts F goes from 74.3% to 100%, RawUsage 94.6% to 100%
+    ("seed45-classic-4x32", "32", 1795831731, 1.0, 1.0),
+    # seed 54: classic job 19 at 02:05:42.998 (phase .695): F 75.0% -> 100%, RawUsage 94.3% -> 100%;
+    # Fair Tree job 69 at 02:16:04.526 (the pass read by .323): RawUsage 94.1% -> 100%
+    ("seed54-classic", "19", 1795831542, 1.0, 1.0),
+    ("seed54-fairtree", "69", 1795832164, 1.0, 1.0),
 ])
 def test_an_end_in_the_passs_second(monkeypatch, run, job, pass_s, given, usage):
     """A job whose sacct End is a pass's second ended before the pass or after it: sacct cannot say
     (a miss names it: ended_in_pass_second), the replay ends it first. Moving its end 1 ms after
     the pass (charged in the walk, not decayed by the pass) gives what the order gives: seed 53's
-    was after (RawUsage to 100%), seed 52's before (F falls to 77.1%), so no one tie rule fits both
-    (seed 45's job 32, held out in /work/notes: after, 40 ms; F 74.3% -> 100%)."""
+    was after (RawUsage to 100%), seed 52's before (F falls to 77.1%), so no one tie rule fits all
+    (slurmctld.log's ms times gave the order in every case it has: seeds 45, 53 and 54)."""
     from dataclasses import replace
 
     rp = passfidelity.real_passes(FID / run)
