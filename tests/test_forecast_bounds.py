@@ -325,3 +325,64 @@ def test_web_workers_serve_and_end_together(basic):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def _held_by_the_forecast_caches() -> tuple[int, int]:
+    """(the lists of running jobs, the elements of every list, tuple and dict) reachable from the
+    state of the modules that cache across requests (forecast.loaded, forecast.projection): what a
+    worker keeps between pages, counted by reference, not by RSS."""
+    import gc
+    import types
+
+    from fscontrol.forecast import loaded, projection
+
+    skip = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.CodeType)
+    seen: set[int] = set()
+    stack: list = [vars(loaded), vars(projection)]
+    job_lists = elements = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (list, tuple, dict, set)):
+            elements += len(obj)
+        if isinstance(obj, list) and len(obj) >= 100 and all(isinstance(e, list) and len(e) >= 2 for e in obj):
+            job_lists += 1  # a snapshot's published running jobs ([time left, amount, id], ...), or their cut
+        stack.extend(gc.get_referents(obj))
+    return job_lists, elements
+
+
+def test_a_worker_keeps_one_snapshots_caches_however_many_are_published(tmp_path):
+    """Issue #31 item 2, bounded memory per worker: the forecast's per-snapshot caches (the cluster's
+    job lists, their sorted charges, the total's track) hold the current snapshot's only. Before,
+    module-wide memos of 8-32 entries kept the last ~16 snapshots' (at 1M jobs: +90 MiB a replaced
+    snapshot, to ~1,060 MiB a worker). The same pages on each of 6 snapshots in turn: afterwards
+    the caches reference what they did after the first snapshot, and no older snapshot."""
+    import shutil
+
+    published, sample, _ = _synthetic(tmp_path, 300, 3000)
+    live = tmp_path / "live.json"
+    shutil.copy(published, live)
+    app = make_app(published=str(live), source="published", now=_taken(published) + 600)
+    users = _web_users(sample, 3)
+
+    def pages() -> list[bytes]:
+        out = []
+        for user in users:
+            for query, path in ((f"user={user}", "/"),
+                                (f"user={user}&cpus=16&length=7&unit=d&runs=2&gap=3&target=0.5", "/api/forecast")):
+                status, body = _get(app, query, path)
+                assert status == "200 OK", body[:300]
+                out.append(body)
+        return out
+
+    first = pages()
+    held = _held_by_the_forecast_caches()
+    assert held[0] >= 1 and held[1] > 3000  # the snapshot's running jobs are cached: the check sees them
+    for _ in range(5):  # the agent replaces the file (a new inode: the index reads it anew)
+        tmp = live.with_suffix(".tmp")
+        shutil.copy(published, tmp)
+        os.replace(tmp, live)
+        assert pages() == first  # the same snapshot's content: the same answers
+    assert _held_by_the_forecast_caches() == held

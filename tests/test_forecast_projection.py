@@ -103,27 +103,24 @@ def test_every_users_projection_on_one_snapshot_shares_the_totals_track_and_answ
     early = tuple(cluster[: len(cluster) // 2])
     plan_a = [Segment(3 * 86400.0, 16.0), Segment(86400.0, 0.0)]
 
-    def make(user_jobs, plan, total0=4e7):
+    def make(user_jobs, plan, total0=4e7, cache=None):
         return Projection(2e5, total0, period_s=300.0, half_life_s=7 * 86400.0, weighted_jobs=user_jobs,
                           cluster_jobs=cluster, plan=plan, self_weight=0.4, own0=5e4, own_jobs=[(600.0, 2.0)],
-                          own_early=[(600.0, 2.0)], early_jobs=early, inflow=2.0, total_inflow=30.0)
+                          own_early=[(600.0, 2.0)], early_jobs=early, inflow=2.0, total_inflow=30.0, cache=cache)
 
     users = [[(120.0 * (u + 1), 4.0, 0.5), (None, 1.0, 0.2)] for u in range(3)]
     ks = [0, 1, 5, 288, 2016, 10000]
-    pj._tracks.clear()
-    pj._shared.clear()
-    pj._by_obj.clear()
     alone = []
-    for uj in users:  # each with empty caches
-        pj._tracks.clear()
-        pj._shared.clear()
-        pj._by_obj.clear()
-        p = make(uj, plan_a)
+    for uj in users:  # each with its own empty cache, and with none
+        p = make(uj, plan_a, cache=pj.Cache())
         alone.append(([p.at(k) for k in ks], p.limit(), p.peak(0, 2000)))
-    pj._tracks.clear()
-    shared = [make(uj, plan_a) for uj in users]
+        q = make(uj, plan_a)
+        assert ([q.at(k) for k in ks], q.limit(), q.peak(0, 2000)) == alone[-1]
+    cache = pj.Cache()
+    shared = [make(uj, plan_a, cache=cache) for uj in users]
     assert shared[0].tt is shared[1].tt is shared[2].tt
+    assert make(users[0], plan_a).tt is not shared[0].tt  # no cache: nothing shared
     for p, (ats, lim, pk) in zip(shared, alone):
         assert [p.at(k) for k in ks] == ats and p.limit() == lim and p.peak(0, 2000) == pk
-    assert make(users[0], []).tt is not shared[0].tt  # another plan: another total
-    assert make(users[0], plan_a, total0=5e7).tt is not shared[0].tt  # another start: another total
+    assert make(users[0], [], cache=cache).tt is not shared[0].tt  # another plan: another total
+    assert make(users[0], plan_a, total0=5e7, cache=cache).tt is not shared[0].tt  # another start: another total

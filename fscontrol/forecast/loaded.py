@@ -122,11 +122,12 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     weights = path_weights(rows, r.key)
     if weights is None or period <= 0 or not r.norm_shares or total <= 0:
         return "the jobs running now could not be projected (your account rows are not visible)"
+    scope = _scope_of(running)
     inflow = published.get("inflow") or {}
     q = inflow.get("left_ratio")
     if q is not None and 0 < q < 1 and int(inflow.get("left_ratio_jobs") or 0) >= MIN_ENDED:
         base = running
-        running = _same(("typical_end", base, float(q)), lambda: _typical_end(base, float(q)))
+        running = _same(scope, ("typical_end", base, float(q)), lambda: _typical_end(base, float(q)))
     else:
         q = None
     own_tok = run_key(*r.key)
@@ -177,23 +178,23 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     d_pass = _controlled_damping(published, d, total) if held else None
     t_in, t_jobs = 0.0, ()
     if not held:
-        r0 = _same(("r0", cluster_all), lambda: math.fsum(e[1] for e in cluster_all))
+        r0 = _same(scope, ("r0", cluster_all), lambda: math.fsum(e[1] for e in cluster_all))
         c_cl = float(inflow.get("cluster") or 0.0)
         c_eq = total * (1 - fp) / (period * fp) if fp < 1 else 0.0
         t_in = c_eq + trust * _shrink(c_cl - c_eq, float(inflow.get("cluster_var") or 0.0)) * (c_cl - c_eq)
         if r0 > 0:
-            t_jobs = _same(("t_jobs", cluster_all, t_in), lambda: tuple((e[0], -e[1] * t_in / r0) for e in cluster_all))
+            t_jobs = _same(scope, ("t_jobs", cluster_all, t_in), lambda: tuple((e[0], -e[1] * t_in / r0) for e in cluster_all))
     ue0 = r.effective_usage or 0.0
     # after the pass just past, the weighted usage is known: the RawUsages sshare shows now
     u_first = math.fsum(w * float(by[k].raw_usage) for k, w in weights.items()) if all(k in by for k in weights) else None
     proj = Projection(ue0 * total, total, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
-                      cluster_jobs=None if held else _same(("jobs", cluster_all), lambda: tuple(tuple(x[:2]) for x in cluster_all)),
+                      cluster_jobs=None if held else _same(scope, ("jobs", cluster_all), lambda: tuple(tuple(x[:2]) for x in cluster_all)),
                       plan=plan, self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
                       own_jobs=[tuple(e[:2]) for e in mine], own_early=[tuple(e[:2]) for e in mine if early(e)],
-                      early_jobs=_same(("early", cluster_all, pending_job),
+                      early_jobs=_same(scope, ("early", cluster_all, pending_job),
                                        lambda: tuple(tuple(e[:2]) for e in cluster_all if early(e))),
                       inflow=c_weighted, inflow_jobs=inflow_jobs, total_inflow=t_in, total_inflow_jobs=t_jobs,
-                      u_first=u_first, total_first=None if held else total)
+                      u_first=u_first, total_first=None if held else total, cache=scope.cache)
     from fscontrol.model.fairshare import fairshare_factor
 
     f_now = fairshare_factor(ue0, r.norm_shares, d)
@@ -219,24 +220,52 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
                   sigma=math.sqrt(var_w) if BLEND else 0.0, share_now=ue0)
 
 
-_SAME_MAX = 32
-_same_memo: dict[tuple, tuple] = {}
+_SAME_MAX = 8  # a snapshot's derived lists (_same): typical_end, r0, t_jobs, jobs, and a few pending jobs' "early"
 
 
-def _same(key: tuple, make: Callable[[], Any]) -> Any:
+class _Scope:
+    """What the forecasts on one snapshot share: the cluster's job lists derived from it (_same)
+    and the projections' Cache."""
+
+    def __init__(self, running: dict) -> None:
+        from fscontrol.forecast.projection import Cache
+
+        self.running = running
+        self.cache = Cache()
+        self.same: dict[tuple, tuple] = {}
+
+
+_scope: _Scope | None = None  # the snapshot last forecast on (its `running`), and its caches
+
+
+def _scope_of(running: dict) -> _Scope:
+    """The caches of the snapshot whose published `running` this is (the same object while the
+    process answers from one snapshot: the web page's index parses it once). Another snapshot's
+    gets new, empty caches and the old ones go with it: a process holds one snapshot's derived
+    lists and charges, however many snapshots the agent publishes (issue #31 item 2: module-wide
+    memos of 16 and 32 entries held ~16 snapshots' job lists, +90 MiB a replaced snapshot at 1M
+    jobs). A request still on the old snapshot keeps its own scope until it ends."""
+    global _scope
+    scope = _scope
+    if scope is None or scope.running is not running:
+        scope = _scope = _Scope(running)
+    return scope
+
+
+def _same(scope: _Scope, key: tuple, make: Callable[[], Any]) -> Any:
     """make(), the same object again while key[1] (a list of the published snapshot, which no one
     changes) is the same object: a process that answers many users from one snapshot (the web
     page) derives the cluster's job lists once, and the projection then finds its shared charges
     by identity (forecast.projection._jobs). The entry keeps the object, so its id is never a
-    later object's."""
+    later object's. Kept in the snapshot's `scope`, at most _SAME_MAX, the least recently used
+    first out."""
     ident = (key[0], id(key[1]), *key[2:])
-    hit = _same_memo.get(ident)
+    cache = scope.cache
+    hit = cache.get(scope.same, ident)
     if hit is not None and hit[0] is key[1]:
         return hit[1]
-    if len(_same_memo) >= _SAME_MAX:
-        _same_memo.pop(next(iter(_same_memo)))
     val = make()
-    _same_memo[ident] = (key[1], val)
+    cache.put(scope.same, ident, (key[1], val), _SAME_MAX)
     return val
 
 

@@ -21,36 +21,67 @@ Standard library only: on the `fscontrol forecast` cold-start path.
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 
 Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x weight
 _MEMO = 1 << 16  # the most charges a set of jobs remembers (by pass)
-_SHARED = 8  # the sets of jobs kept between projections (_jobs)
-_shared: dict[tuple, _Jobs] = {}
-_by_obj: dict[tuple, tuple] = {}  # (id(jobs), ...) -> (jobs, its _Jobs): a tuple seen again skips the key
+_SHARED = 6  # the sets of jobs a Cache keeps (_jobs): the cluster's, its inflow's, a few pending jobs' "early"
+_TRACKS = 16  # the total's tracks a Cache keeps (_total_track): one a plan and start
 
 
-def _jobs(jobs: Sequence[Job], period: float, fp: float, future: bool = False) -> _Jobs:
-    """_Jobs(jobs, ...), the same object again for the same jobs (compared whole): every user's
-    projection on one snapshot charges the cluster's running jobs (the total), so a process that
-    answers many (the web page) sorts them and reads their charge at a pass once, not once each."""
+class Cache:
+    """What the projections on ONE snapshot share (the web page answers many users from one): the
+    cluster's running jobs sorted and charged once (_jobs), the total's track stepped once a plan
+    (_total_track). The caller keeps one Cache a snapshot and drops it with the snapshot
+    (forecast.loaded: a new snapshot gets a new Cache), so what it holds is the current
+    snapshot's, never an old one's (issue #31 item 2: module-wide caches kept the last 8-16
+    snapshots' job lists, +90 MiB a replaced snapshot at 1M jobs). Within it, least recently used
+    entries go first, so a stream of users' own pending jobs (their "early" lists) never evicts the
+    cluster's. Thread-safe: the page's threads share it."""
+
+    def __init__(self) -> None:
+        self.by_obj: dict[tuple, tuple] = {}  # (id(jobs), ...) -> (jobs, its _Jobs): a tuple seen again skips the key
+        self.shared: dict[tuple, _Jobs] = {}
+        self.tracks: dict[tuple, tuple] = {}
+        self.lock = threading.Lock()
+
+    def get(self, table: dict, key):
+        with self.lock:
+            hit = table.pop(key, None)
+            if hit is not None:
+                table[key] = hit  # the most recently used last
+            return hit
+
+    def put(self, table: dict, key, value, most: int):
+        with self.lock:
+            table.pop(key, None)
+            while len(table) >= most:
+                del table[next(iter(table))]
+            table[key] = value
+        return value
+
+
+def _jobs(jobs: Sequence[Job], period: float, fp: float, future: bool = False, cache: Cache | None = None) -> _Jobs:
+    """_Jobs(jobs, ...), the same object again for the same jobs (compared whole) within `cache`:
+    every user's projection on one snapshot charges the cluster's running jobs (the total), so a
+    process that answers many (the web page) sorts them and reads their charge at a pass once, not
+    once each. Without a cache, a new one."""
+    if cache is None:
+        return _Jobs(jobs, period, fp, future)
     ident = (id(jobs), period, fp, future)
-    seen = _by_obj.get(ident)
+    seen = cache.get(cache.by_obj, ident)
     if seen is not None and seen[0] is jobs and isinstance(jobs, tuple):  # the same (immutable) jobs again
         return seen[1]
     key_jobs = tuple((j[0], j[1]) for j in jobs)
     key = (period, fp, future, key_jobs)
-    hit = _shared.get(key)
+    hit = cache.get(cache.shared, key)
     if hit is None:
-        if len(_shared) >= _SHARED:
-            _shared.pop(next(iter(_shared)))
-        hit = _shared[key] = _Jobs(key_jobs, period, fp, future)
+        hit = cache.put(cache.shared, key, _Jobs(key_jobs, period, fp, future), _SHARED)
     if isinstance(jobs, tuple):
-        if len(_by_obj) >= _SHARED:
-            _by_obj.pop(next(iter(_by_obj)))
-        _by_obj[ident] = (jobs, hit)  # the entry keeps `jobs`: its id is never a later object's
+        cache.put(cache.by_obj, ident, (jobs, hit), _SHARED)  # the entry keeps `jobs`: its id is never a later object's
     return hit
 
 
@@ -192,22 +223,18 @@ class _Track:
         return _advance(self.state[i], self.fp, self.rates[i], k - self.starts[i] + 1)
 
 
-_TRACKS = 16  # the total's tracks kept between projections (_total_track)
-_tracks: dict[tuple, tuple] = {}
-
-
-def _total_track(shared: tuple, plan_key: tuple, rest: tuple, make) -> _Track:
-    """The total usage's track, the same object again for the same charges and start: every user's
-    projection on one snapshot moves the cluster's total alike (the running jobs, the inflow, the
-    same plan), so a process that answers many (the web page) steps its thousands of segments
-    once. `shared`: the shared _Jobs objects of the channel (kept in the entry, so an id in the
-    key is never a later object's)."""
+def _total_track(shared: tuple, plan_key: tuple, rest: tuple, make, cache: Cache | None) -> _Track:
+    """The total usage's track, the same object again for the same charges and start within
+    `cache`: every user's projection on one snapshot moves the cluster's total alike (the running
+    jobs, the inflow, the same plan), so a process that answers many (the web page) steps its
+    thousands of segments once. `shared`: the shared _Jobs objects of the channel (kept in the
+    entry, so an id in the key is never a later object's). Without a cache, a new one."""
+    if cache is None:
+        return make()
     key = (tuple(id(x) for x in shared), plan_key, rest)
-    hit = _tracks.get(key)
+    hit = cache.get(cache.tracks, key)
     if hit is None or any(a is not b for a, b in zip(hit[0], shared)):
-        if len(_tracks) >= _TRACKS:
-            _tracks.pop(next(iter(_tracks)))
-        hit = _tracks[key] = (shared, make())
+        hit = cache.put(cache.tracks, key, (shared, make()), _TRACKS)
     return hit[1]
 
 
@@ -229,7 +256,7 @@ class Projection:
                  self_weight: float = 0.0, own0: float | None = None, own_early: Sequence = (),
                  own_jobs: Sequence = (), early_jobs: Sequence = (), inflow: float = 0.0, inflow_jobs: Sequence = (),
                  total_inflow: float = 0.0, total_inflow_jobs: Sequence = (), u_first: float | None = None,
-                 total_first: float | None = None) -> None:
+                 total_first: float | None = None, cache: Cache | None = None) -> None:
         from fscontrol.model.decay import decay_factor_per_second
 
         f = decay_factor_per_second(half_life_s)
@@ -244,14 +271,14 @@ class Projection:
         gt = None
         shared: tuple = ()
         if not self.held:
-            shared = (_jobs(cluster_jobs, P, fp),) + ((_jobs(total_inflow_jobs, P, fp, future=True),)
+            shared = (_jobs(cluster_jobs, P, fp, cache=cache),) + ((_jobs(total_inflow_jobs, P, fp, True, cache),)
                                                       if total_inflow_jobs else ())
             gt = _sum(shared[0], _Plan(plan, P, f, total_inflow), shared[1] if len(shared) > 1 else None)
         self.ws = self_weight if (self_weight and own0 is not None) else 0.0
         own_j = _Jobs(own_jobs, P, fp)
         go = _sum(own_j, pl)
         self.e_own = _Jobs(own_early, P, fp)
-        self.e_all = _jobs(early_jobs, P, fp)
+        self.e_all = _jobs(early_jobs, P, fp, cache=cache)
         self.total0 = total0
         u = u0
         if self.ws and total0 > 0:  # as the walk: the snapshot's mid-pass own term taken out
@@ -270,7 +297,7 @@ class Projection:
         else:
             x0 = float(total0)
             self.tt = _total_track(shared, tuple((seg.duration_s, seg.rate) for seg in plan),
-                                   (P, fp, float(total_inflow), x0), lambda: _Track(gt, x0, fp))
+                                   (P, fp, float(total_inflow), x0), lambda: _Track(gt, x0, fp), cache)
         self._starts: list[int] | None = None
 
     @property
