@@ -38,9 +38,10 @@ from fscontrol.model.fairshare import TreeError, build_tree, effective_usage_rul
 from fscontrol.records import ShareRow
 from fscontrol.slurm.parse import parse_duration
 
-# above this many pending jobs fair-share is held (the cost: one user's estimate under 1 s of CPU at
-# 10,000, charged through the horizon; docs/start.md)
-MAX_PENDING = 10_000
+# above this many pending jobs fair-share is held, so that one user's estimate stays under 1 s of CPU
+# up to 10,000 pending (charged through the horizon: 0.82 s at 8,000, 1.10 s at 10,000; held at
+# 10,000: 0.75 s; bench/bench_start.py on an idle machine, docs/start.md)
+MAX_PENDING = 8_000
 # under Fair Tree, above this many associations (the ranker's set-up and first ranking: ~1 s at
 # 100,000, ~0.2 s at 20,000 on one core; docs/start.md)
 MAX_FAIR_TREE_ASSOCS = 20000
@@ -439,7 +440,7 @@ def read_live(source, pairs: Mapping[str, str], pending: int = 0,
         return None, "fair-share held at its present value: numpy is not installed where this runs"
     if pending > cap:
         return None, (f"fair-share held at its present value: {pending:,} jobs pending, over the {cap:,} for which it "
-                      f"is recomputed at each pass (the cost of one estimate: about 1 s of CPU at {MAX_PENDING:,})")
+                      f"is recomputed at each pass (the cost of one estimate: about 0.8 s of CPU at {MAX_PENDING:,})")
 
     try:
         rows = parse_sshare(source.run(SSHARE_ARGS).stdout)
