@@ -1,5 +1,7 @@
 """`status --json` streamed (issue #31 item 4): report.table.json_chunks gives json.dumps(data,
-indent=2) of the table's rows, the same text, without holding the rows or the text whole."""
+indent=2) of the table's rows, without holding the rows or the text whole: the same text, but for
+the exponent form of floats below 1e-4 or from 1e16 in columns of numbers (orjson's, the same
+values: test_a_column_of_numbers_reads_back_the_same_values)."""
 
 from __future__ import annotations
 
@@ -77,3 +79,61 @@ def test_a_column_of_few_floats_takes_the_distinct_path(monkeypatch):
     assert rtable._encoded([i / 3 for i in range(1200)]) == _dumps_each([i / 3 for i in range(1200)]) and seen == [1200]
     mixed = [0.25, None] * 600
     assert rtable._encoded(mixed) == _dumps_each(mixed) and seen == [1200]
+
+
+def _exact(a, b) -> bool:
+    """Parsed JSON equal, floats to the bit (NaN equal to NaN)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b) or (a != a and b != b)
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_exact(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@pytest.mark.parametrize("values", [
+    [i * 1.37e-9 for i in range(1500)],  # EffectvUsage of a large tree: below 1e-4, Python writes 1.37e-09
+    [1e-5 * (1 + i / 977) for i in range(1200)],  # 1e-5..1e-4: orjson writes 0.0000137, Python 1.37e-05
+    [1e16 * (1 + i / 97) for i in range(300)] + [1e21, 1e300, 5e-324, -0.0, 0.0, 0.1, 2.5],
+    [None, 0.25, None, 1e-7] * 300,  # a column with blanks
+    [None, True, False, 3, -7, 0.5] * 200,  # numbers, bools and blanks
+    [2**70, 1, 2.5] * 400,  # an int beyond 64 bits: json's encoder
+    [math.nan, 1.5e-9, math.inf] * 400,  # non-finite: json's NaN / Infinity, never orjson's null
+])
+def test_a_column_of_numbers_reads_back_the_same_values(values):
+    """A column of numbers is encoded by orjson (issue #31: Python's float repr was half of `status
+    --json` at 100,000 associations): every value reads back the same, to the bit; the text differs
+    from json.dumps's only in how a float below 1e-4 or from 1e16 is written (1.5e-7, not 1.5e-07);
+    a NaN or an infinity keeps json's text."""
+    got = rtable._encoded(values)
+    want = _dumps_each(values)
+    assert len(got) == len(values)
+    for g, w, v in zip(got, want, values):
+        assert _exact(json.loads(g), json.loads(w)), (g, w)
+        if g != w:  # only a float's exponent form
+            assert type(v) is float and v and not (1e-4 <= abs(v) < 1e16) and math.isfinite(v), (g, w)
+    data = {"table": StatusTable({"x": values, "user": ["u"] * len(values)})}
+    assert _exact(json.loads("".join(rtable.json_chunks(data))), json.loads(json.dumps({"table": StatusTable(
+        {"x": values, "user": ["u"] * len(values)}).rows()}, indent=2)))
+    if any(type(v) is float and not math.isfinite(v) for v in values) or any(type(v) is int and abs(v) >= 2**63 for v in values):
+        assert got == want
+
+
+def test_without_orjson_the_text_is_json_dumps(monkeypatch):
+    """orjson is a dependency; a Python without it still writes the report, as json.dumps does."""
+    import builtins
+
+    values = [i * 1.37e-9 for i in range(1500)]
+    assert rtable._encoded(values) != _dumps_each(values)  # orjson's texts (1.37e-9), the same values
+    real = builtins.__import__
+
+    def no_orjson(name, *a, **k):
+        if name == "orjson":
+            raise ImportError("no orjson")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_orjson)
+    assert rtable._encoded(values) == _dumps_each(values)

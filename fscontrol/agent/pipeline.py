@@ -438,6 +438,7 @@ def run_tick(source: SlurmSource, db: Database, cfg, *, apply: bool, stages: Sta
     if error is not None:
         raise error
 
+    _keep_status_basis(db, sid, snap)
     fitted = None
     if stages.fit and cfg is not None and fit_due(db, cluster, cfg.schedule["fit"], started):
         try:
@@ -505,3 +506,23 @@ class GateResult:
     applied: bool
     note: str | None = None  # one line for the tick's report (the gate turned off: what was released, or why not)
 
+
+
+def _keep_status_basis(db: Database, sid: int, snap: Snapshot) -> None:
+    """What classic `status` computes from the snapshot's rows alone (report.status.classic_basis)
+    at the d status will use (the snapshot's, or the one this tick read back after acting),
+    computed once, from the rows the tick holds in the order the history reads them back, and
+    kept with the snapshot (store.history.save_status_basis): at 100,000 associations a quarter
+    of `status --json`, and of the metrics' and publish's (issue #31). Fair Tree's status has its
+    own maths."""
+    if snap.config.mode == "fair_tree":
+        return
+    from fscontrol.report import status as rstatus
+    from fscontrol.report.control import damping_after
+
+    d = damping_after(store_ledger.control_state(db, snap.cluster), snap.taken_at) or snap.config.damping_factor
+    try:
+        with store.transaction(db):
+            store.save_status_basis(db, snap.cluster, sid, snap.shares, lambda rows, prio: rstatus.classic_basis(rows, prio, d))
+    except sqlite3.OperationalError:  # the history busy past its timeout: the tick's work is done, status computes it
+        pass

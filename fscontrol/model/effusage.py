@@ -339,3 +339,24 @@ def _refined_in_order(rows: list[ShareRow], tl, norm_shares, d_sshare, d, sprio=
         ue[i], err[i] = v, e
         out[i] = v
     return out
+
+
+def classic_basis(shares: Sequence[ShareRow], prio: Mapping[tuple[str, str], float] | None,
+                  d: float) -> tuple[list[float], str, list[float | None], int] | None:
+    """What classic `status` computes from a snapshot's rows alone, at slurmctld's d `d`: the
+    NormShares slurmctld holds and their form (fairtree.held_shares_in_order: after a reconfigure
+    switched Fair Tree off, Slurm 22.05 keeps Fair Tree's until a restart), sshare's EffectvUsage
+    with the digits its 6 decimals drop recomputed from RawUsage and the tree
+    (refined_effective_usage: at 100,000 associations a user with no usage of their own prints
+    0.000000, issue #33), and how many of sprio's factors `prio` lag (sprio_lags). None where the
+    rows are not in tree order. The agent computes it once when it writes a snapshot and keeps it
+    with it: a quarter of `status --json` at 100,000 associations (issue #31)."""
+    from fscontrol.model import fairtree
+
+    tl = tree_in_order(shares) if isinstance(shares, (list, tuple)) else None
+    fast = fairtree.held_shares_in_order(shares, "classic", tl=tl)
+    if fast is None:
+        return None
+    held, form, _ = fast
+    refined = refined_effective_usage(shares, tl=tl, norm_shares=held, d=d, sprio=prio)
+    return held, form, refined, (sprio_lags(shares, prio, d, held, tl) if prio else 0)

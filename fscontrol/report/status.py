@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from fscontrol.model import effusage, fairshare
 from fscontrol.model.fairshare import UNDERFLOW
 from fscontrol.slurm import privatedata
-from fscontrol.store.history import StoredSnapshot
+from fscontrol.store.history import StatusBasis, StoredSnapshot
 from fscontrol.report.control import _control_history, _pass_when, damping_after, holds_total  # noqa: F401 (status's own names)
 from fscontrol.report.table import Field, HOUR, StatusTable, _duration, _fmt, _iso, pick_fields, sparkline, table_lines
 
@@ -100,20 +100,21 @@ def status_data(
     d = cfg.damping_factor if d_in_force is None else d_in_force
     shares = snap.shares
     n = len(shares)
-    # NormShares recomputed from RawShares: sshare prints 6 decimals (0.000400 for 1/2501), which
-    # alone moves F by up to 1e-3 on a 2,500-user cluster; EffectvUsage is Slurm's own (it lags
-    # RawUsage by one pass exactly as the factor slurmctld schedules with), its dropped digits
-    # recomputed (effusage.refined_effective_usage)
-    # -- as slurmctld holds them: after a reconfigure switched Fair Tree off, Slurm 22.05 keeps
-    # Fair Tree's NormShares until a restart (fairtree.held_shares), and computes F with those
-    from fscontrol.model import fairtree
-
-    tl = fairshare.tree_in_order(shares) if isinstance(shares, (list, tuple)) else None
-    fast = fairtree.held_shares_in_order(shares, "classic", tl=tl)
-    if fast is not None:  # rows in tree order (the history's): lists, no Tree
-        held, held_form, index = fast
+    # NormShares recomputed from RawShares as slurmctld holds them (sshare's 6 decimals alone move F
+    # by up to 1e-3 at 2,500 users), EffectvUsage Slurm's own (lagging RawUsage by one pass, as the
+    # factor slurmctld schedules with) with its dropped digits recomputed: effusage.classic_basis,
+    # stored with the snapshot when it was written (at slurmctld's d then)
+    basis = snap.basis
+    if basis is None or basis.rows is not shares or basis.damping != d:
+        basis = classic_basis(shares, snap.prio_fairshare, d)
+    if basis is not None:  # rows in tree order (the history's): lists, no Tree
+        held, held_form, refined, lagging = basis.held, basis.held_form, basis.refined, basis.lagging
+        # the dummy's row alone (a dict of every key was a tenth of the basis's saving)
+        index = {dummy: i for i, r in enumerate(shares) if r.user == dummy[1] and r.account == dummy[0]} if dummy else {}
         exact = None
     else:
+        from fscontrol.model import fairtree
+
         held_form = "classic"
         try:
             exact, held_form = fairtree.held_shares(fairshare.build_tree(shares), "classic")
@@ -122,6 +123,8 @@ def status_data(
             exact = {}
         index = {(r.account, r.user): i for i, r in enumerate(shares)}
         held = [exact.get((r.account, r.user), r.norm_shares) for r in shares]
+        refined = effusage.refined_effective_usage(shares, norm_shares=held, d=d, sprio=snap.prio_fairshare)
+        lagging = effusage.sprio_lags(shares, snap.prio_fairshare, d, held) if snap.prio_fairshare else 0
     acc = [r.account for r in shares]
     usr = [r.user for r in shares]
     raw = [r.raw_usage for r in shares]
@@ -157,9 +160,6 @@ def status_data(
     A = [acc[i] for i in sel]
     R = [raw[i] for i in sel]
     S = [held[i] for i in sel]
-    # sshare's EffectvUsage, with the digits its 6 decimals drop recomputed from RawUsage and the
-    # tree (at 100,000 associations a user with no usage of their own prints 0.000000: issue #33)
-    refined = effusage.refined_effective_usage(shares, tl=tl, norm_shares=held, d=d, sprio=snap.prio_fairshare)
     E = [refined[i] for i in sel]
     log2 = math.log2
     F = [None if not u or e is None or s_u is None else (2.0 ** (-(e / s_u) / d) if s_u > 0 else 0.0)
@@ -204,7 +204,6 @@ def status_data(
         warnings.append(untested)
     if not privatedata.usage_public(cfg.private_data):
         warnings.append("PrivateData=usage: users see only their own rows; publish a snapshot for `forecast`.")
-    lagging = effusage.sprio_lags(shares, snap.prio_fairshare, d, held, tl) if snap.prio_fairshare else 0
     if lagging:
         warnings.append(f"sprio's fair-share factor of {lagging} pending association(s) is not at the d slurmctld holds "
                         f"(d={d}): d changed since the last decay pass, and sprio follows at the next one "
@@ -244,6 +243,12 @@ def status_data(
                     if not off or h["time"] <= _iso(float(off.get("at") or 0.0))],
         "control_off": None if not off else {"at": _iso(float(off.get("at") or 0.0)), "by": off.get("by")},
     }
+
+
+def classic_basis(shares: Sequence, prio, d: float) -> StatusBasis | None:
+    """effusage.classic_basis as the store keeps it, aligned with `shares` (None: not in tree order)."""
+    got = effusage.classic_basis(shares, prio, d)
+    return None if got is None else StatusBasis(d, *got, shares)
 
 
 def status_of(db, snap: StoredSnapshot, cc, *, target_core_hours: float | None = None, decisions: int = 60, **table) -> dict:

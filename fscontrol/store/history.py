@@ -7,11 +7,12 @@ rows are the latest sample at or before it."""
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -501,6 +502,81 @@ class StoredSnapshot:
     source: str
     prio_fairshare: dict[tuple[str, str], float] = field(default_factory=dict)  # sprio's F by association (default: none)
     running: tuple = ()  # (job_id, account, user, rate per second, ends_at or None) of the running jobs; default ()
+    basis: StatusBasis | None = None  # what status computes from the rows alone, stored with the snapshot (or None)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusBasis:
+    """What `status` computes from a classic snapshot's rows alone (report.status.classic_basis),
+    aligned with its rows: the NormShares slurmctld holds, their form, the refined EffectvUsage,
+    and how many of sprio's factors lag, all at slurmctld's d `damping`. Computed once when the
+    snapshot is written (save_status_basis) and read with it (load_snapshot)."""
+    damping: float
+    held: list[float]
+    held_form: str
+    refined: list[float | None]
+    lagging: int
+    rows: tuple | None = None  # the rows it is aligned with, as read (a snapshot given other rows does not use it)
+
+
+def save_status_basis(db: Database, cluster: str, sid: int, shares: Sequence[ShareRow], compute) -> None:
+    """Keep `compute(rows, prio)` (a StatusBasis) as the status basis of snapshot `sid`, the latest
+    of `cluster`, just written from `shares`: `rows` are those rows in the order load_snapshot
+    reads them back (the history's order, read from its keys alone: the rows are not read again),
+    `prio` sprio's factors as it reads them. One row a cluster (the latest snapshot's replaces the
+    one before). None kept where the history has no table for it (an older schema opened as it
+    is), where `sid` is no longer the latest, or where compute gives None."""
+    if not _has_table(db, "status_basis") or latest_snapshot_id(db, cluster) != sid:
+        return
+    at = {(r.account, r.user): r for r in shares}
+    try:
+        rows = tuple(at[k] for k in db.execute(
+            """SELECT a.account, a.user FROM assocs a JOIN assoc_current s ON s.assoc_id = a.id
+               WHERE a.cluster = ? AND s.present = 1 AND s.snapshot_id <= ? ORDER BY a.path""", [cluster, sid]))
+    except KeyError:  # not the rows just written
+        return
+    del at
+    if len(rows) != len(shares):
+        return
+    basis = compute(rows, _prio_fairshare(db, sid))
+    if basis is None:
+        return
+    db.execute("INSERT OR REPLACE INTO status_basis VALUES (?,?,?,?,?,?,?,?)", [
+        cluster, sid, float(basis.damping), basis.held_form, basis.lagging,
+        array("q", [r.raw_usage for r in rows]).tobytes(), array("d", basis.held).tobytes(),
+        array("d", [_NO_VALUE if v is None else v for v in basis.refined]).tobytes()])
+
+
+def _prio_fairshare(db: Database, sid: int) -> dict[tuple[str, str], float]:
+    """sprio's fair-share factor of a snapshot's pending jobs by (account, user) (the last row of each)."""
+    return {(account, user): f for account, user, f in db.execute(
+        "SELECT account, user, fairshare_norm FROM prio WHERE snapshot_id = ? AND account IS NOT NULL", [sid])}
+
+
+_NO_VALUE = float("nan")  # a refined EffectvUsage of None (no print to refine) as stored
+
+
+def _has_table(db: Database, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [name]).fetchone() is not None
+
+
+def _status_basis(db: Database, cluster: str, sid: int, shares: tuple[ShareRow, ...]) -> StatusBasis | None:
+    """The stored basis of snapshot `sid`, if it is there and holds these rows (the same count and
+    RawUsage in the same order); else None (the reader computes it)."""
+    if not _has_table(db, "status_basis"):
+        return None
+    row = db.execute("SELECT damping, held_form, lagging, raw_usage, held, refined FROM status_basis "
+                     "WHERE cluster = ? AND snapshot_id = ?", [cluster, sid]).fetchone()
+    if row is None:
+        return None
+    d, form, lagging, raw, held, refined = row
+    if len(raw) != 8 * len(shares) or array("q", raw) != array("q", [r.raw_usage for r in shares]):
+        return None
+    held_l = array("d", held).tolist()
+    ref = array("d", refined).tolist()
+    if any(v != v for v in ref):
+        ref = [None if v != v else v for v in ref]
+    return StatusBasis(d, held_l, form, ref, lagging, shares)
 
 
 def clusters(db: Database) -> list[str]:
@@ -620,14 +696,10 @@ def load_snapshot(db: Database, snapshot_id: int | None = None, cluster: str | N
     blob = json.loads(cfg_json)
     cfg = _config_from_json(blob)
     shares = share_rows(_share_values(db, cl, sid, latest=sid == latest_snapshot_id(db, cl)))
-    prio = {
-        (account, user): f
-        for account, user, f in db.execute(
-            "SELECT account, user, fairshare_norm FROM prio WHERE snapshot_id = ? AND account IS NOT NULL", [sid]
-        )
-    }
+    prio = _prio_fairshare(db, sid)
     jobs = tuple(db.execute("SELECT job_id, account, user, rate, ends_at FROM running_jobs WHERE snapshot_id = ? "
                             "ORDER BY job_id", [sid]).fetchall()) if running else ()
+    basis = _status_basis(db, cl, sid, shares) if cfg.mode != "fair_tree" else None
     return StoredSnapshot(
         id=sid,
         cluster=cl,
@@ -638,6 +710,7 @@ def load_snapshot(db: Database, snapshot_id: int | None = None, cluster: str | N
         source=source,
         prio_fairshare=prio,
         running=jobs,
+        basis=basis,
     )
 
 

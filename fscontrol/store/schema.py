@@ -300,6 +300,24 @@ def _m010_assoc_path_index(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX assocs_cluster_path ON assocs (cluster, path)")
 
 
+def _m011_status_basis(db: sqlite_utils.Database) -> None:
+    # what `status` computes from a snapshot's associations alone, computed once when the snapshot
+    # is written (report.status.classic_basis; issue #31: at 100,000 associations a quarter of
+    # `status --json`): the NormShares slurmctld holds and the refined EffectvUsage, as packed
+    # doubles in the history's row order, for the latest snapshot of each cluster. Readers do
+    # without it (OPTIONAL_MIGRATIONS): they compute the same values
+    db.execute("""CREATE TABLE status_basis (
+            cluster TEXT PRIMARY KEY,
+            snapshot_id INTEGER NOT NULL,
+            damping REAL NOT NULL,
+            held_form TEXT NOT NULL,
+            lagging INTEGER NOT NULL,
+            raw_usage BLOB NOT NULL,
+            held BLOB NOT NULL,
+            refined BLOB NOT NULL
+        )""")
+
+
 # The schema's migrations, in order: sqlite-utils' own migration sets (sqlite_utils.migrations,
 # the `_sqlite_migrations` table) apply them, each in one transaction with the record of it. The
 # names are also read here without sqlite-utils (applied_migrations): it is imported only when one
@@ -315,6 +333,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("008_usage_at", _m008_usage_at),
     ("009_tres_limits", _m009_tres_limits),
     ("010_assoc_path_index", _m010_assoc_path_index),
+    ("011_status_basis", _m011_status_basis),
 ]
 
 
@@ -322,8 +341,8 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 # Migrations that only add a table or an index its readers do without (store.quota reads no
 # limits from a history that lacks it; the associations are read in path order with or without
-# the index): a read-only open of a history without them still reads it as it is
-OPTIONAL_MIGRATIONS = frozenset({"009_tres_limits", "010_assoc_path_index"})
+# the index; status computes what status_basis would hold): a read-only open of a history without them still reads it as it is
+OPTIONAL_MIGRATIONS = frozenset({"009_tres_limits", "010_assoc_path_index", "011_status_basis"})
 
 
 MIGRATION_SET = "fscontrol"  # the migration_set of our rows in _sqlite_migrations
