@@ -28,7 +28,7 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms o
 
 from fscontrol.errors import NotFoundError
 from fscontrol.export.rowindex import END as _END, INDEX_KEY, INDEX_LINE, by_index as _by_index, on_paths
-from fscontrol.export import jobqos
+from fscontrol.export import jobqos, runsorted
 from fscontrol.slurm import privatedata
 from fscontrol.slurm.jobid import job_order  # noqa: F401 (publish.job_order: the forecasts read it here)
 
@@ -437,10 +437,20 @@ def published_text(data: dict[str, Any]) -> str:
     entries by bisection, and the rows by seek. json.dumps writes ASCII (ensure_ascii), so a
     character is a byte. Readers that know nothing of the index (VERSION 1 from before it) read
     the file as before: it is one JSON document, the index two keys more."""
-    head = {k: v for k, v in data.items() if k not in ("associations", INDEX_KEY, "row_index")}
+    head = {k: v for k, v in data.items() if k not in ("associations", INDEX_KEY, "row_index", runsorted.KEY)}
     if "associations" not in data:
         return json.dumps(head, indent=1, sort_keys=False, allow_nan=False) + "\n"
-    rows = [json.dumps(r, separators=(",", ":"), allow_nan=False) for r in data["associations"]]
+    run, where, block = head.get("running"), None, ""
+    if data["associations"] and isinstance(run, dict) and isinstance(run.get("cluster"), list):
+        # running last in the head, one line a key, and what a reader needs of it found without parsing it
+        # (export/runsorted.py); a row's own running list by seek ("run_at")
+        head.pop("running")
+        carry = isinstance(run.get("accounts"), dict) and isinstance(run.get("users"), dict)
+        head[runsorted.KEY] = runsorted.meta(run["cluster"], carry)
+        block, accts, usrs = runsorted.block(run)
+        where = (lambda r: usrs.get(f"{r.get('account')}/{r['user']}") if r.get("user") else accts.get(r.get("account"))) if carry else None
+    rows = [json.dumps(r if where is None or (at := where(r)) is None else {**r, "run_at": list(at)},
+                       separators=(",", ":"), allow_nan=False) for r in data["associations"]]
     if not rows:
         text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
         return text[:-2] + ",\n" + ROWS_LINE + "]\n}\n"
@@ -455,8 +465,8 @@ def published_text(data: dict[str, Any]) -> str:
     entries = sorted(e + (count[e[0]],) for e in entries)
     index = INDEX_LINE + "\n" + ",\n".join(json.dumps(list(e), separators=(",", ":")) for e in entries) + _END.decode()
     head[INDEX_KEY] = len(index)
-    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
-    return text[:-2] + ",\n" + ROWS_LINE + "\n" + ",\n".join(rows) + "\n ],\n" + index
+    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)[:-2] + (",\n" + block if block else "")
+    return text + ",\n" + ROWS_LINE + "\n" + ",\n".join(rows) + "\n ],\n" + index
 
 
 def read_published(path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None,
@@ -533,6 +543,7 @@ def _whole(p: Path) -> Any:
     data = json.loads(p.read_bytes())
     if isinstance(data, dict):
         data.pop(INDEX_KEY, None)
+        data.pop(runsorted.KEY, None)  # (every row and "running" whole: its sorted copy is not the data's)
         data.pop("row_index", None)
     return data
 
@@ -544,16 +555,9 @@ def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = Fa
     row does not)."""
     if users is None:
         return _whole(p)
-    rows_line = ROWS_LINE.encode()
-    head: list[bytes] = []
-    at = 0  # where the rows' line starts
     with p.open("rb") as fh:
-        while line := _line(fh):
-            if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
-                break
-            head.append(line)
-            at += len(line)
-        else:
+        head, at, run_at, found = runsorted.read_head(fh, ROWS_LINE.encode(), _line)  # where the rows' line starts
+        if not found:
             return _whole(p)
         data = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
         if not isinstance(data, dict):
@@ -561,7 +565,7 @@ def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = Fa
         size = data.pop(INDEX_KEY, None)
         if head_only:
             data["associations"] = []
-            return data
+            return runsorted.fill(data, [], run_at, None)
         wanted = {*users, ""}
         try:
             rows = _by_index(fh, at, size, wanted, ancestors) if type(size) is int else None
@@ -575,6 +579,7 @@ def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = Fa
                 return _whole(p)
             if ancestors:
                 rows = on_paths(rows, users)
+        data = runsorted.fill(data, rows, run_at, lambda o, n: (fh.seek(o), fh.read(n))[1])
     data["associations"] = rows
     return data
 

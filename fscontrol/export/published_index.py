@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fscontrol.export.publish import ROWS_LINE, PublishedError, check_published, locate, read_published
+from fscontrol.export import runsorted
+from fscontrol.export.publish import ROWS_LINE, PublishedError, _line, check_published, locate, read_published
 from fscontrol.export.rowindex import INDEX_KEY, by_index
 
 _USER = ',"user":'
@@ -45,6 +46,7 @@ class _View:
     where: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     indexed: tuple[int, int] | None = None  # (where the rows' line starts, the row index's size)
     order: dict[int, int] = field(default_factory=dict)  # id(an account's row) -> its place in the file
+    run_at: int | None = None  # where the running block starts, in runsorted's layout (None: not in it)
 
 
 class _Snapshot:
@@ -81,21 +83,16 @@ class _Snapshot:
 
     def _build(self, use_index: bool = True) -> _View:
         decode = json.JSONDecoder().raw_decode
-        head: list[bytes] = []
-        rows_line = ROWS_LINE.encode()
         with self._reader() as fh:
-            for line in fh:
-                if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
-                    break
-                head.append(line)
-            else:
+            head, at, run_at, found = runsorted.read_head(fh, ROWS_LINE.encode(), _line)
+            if not found:
                 data = check_published(json.loads(b"".join(head)), self.path)
                 data.pop(INDEX_KEY, None)  # the file's row index is not the data's (read_published)
                 data.pop("row_index", None)
                 return _View(data)
-            offset = fh.tell()  # (a file iterated by line keeps tell() right in binary mode)
+            offset = fh.tell()  # just after the rows' line
             if use_index:
-                view = self._from_row_index(fh, head, offset - len(line))
+                view = self._from_row_index(fh, head, at, run_at)
                 if view:  # (None, or False where a test refuses the file's index)
                     return view
                 fh.seek(offset)  # (the index's reads moved the file: the scan starts at the first row)
@@ -123,11 +120,11 @@ class _Snapshot:
                 else:
                     where.setdefault(user, []).append((start, len(raw)))
         text = b"".join(head).decode("utf-8").rstrip().removesuffix(",") + "\n}"
-        data = check_published(json.loads(text), self.path)
+        data = _sorted_once(check_published(json.loads(text), self.path), run_at)
         data.pop(INDEX_KEY, None)  # the row index's size: the file's, not the data's (read_published)
-        return _View(data, True, accounts, where, None, {id(r): i for i, r in enumerate(accounts.values())})
+        return _View(data, True, accounts, where, None, {id(r): i for i, r in enumerate(accounts.values())}, run_at)
 
-    def _from_row_index(self, fh, head: list[bytes], at: int) -> _View | None:
+    def _from_row_index(self, fh, head: list[bytes], at: int, run_at: int | None = None) -> _View | None:
         """The file's own row index (publish.published_text writes it after the rows) in place of
         the scan: the head parsed, the accounts' rows read through the index, and each request's
         rows found by bisection on it (rowindex.by_index, as read_published does). A snapshot at
@@ -150,8 +147,8 @@ class _Snapshot:
                 return None
             accounts[r.get("account")] = r
         data.pop(INDEX_KEY, None)
-        return _View(check_published(data, self.path), True, accounts, {}, (at, size),
-                     {id(r): i for i, r in enumerate(accounts.values())})
+        return _View(_sorted_once(check_published(data, self.path), run_at), True, accounts, {}, (at, size),
+                     {id(r): i for i, r in enumerate(accounts.values())}, run_at)
 
     def rows(self, users: set[str] | frozenset[str]) -> list[dict] | None:
         """The users' rows and the accounts' on their paths up to the root (what a user's own
@@ -214,6 +211,8 @@ class PublishedIndex:
         if v.head is None or rows is None:
             return read_published(p, cluster, users)
         data = check_published(v.head, p, cluster)
+        if v.run_at is not None:  # the rows' own running lists, by seek (export/runsorted.py)
+            data = runsorted.fill(data, rows, v.run_at, lambda o, n: os.pread(snap.fd, n, o))
         return ({**data, "associations": rows} if v.has_rows else dict(data)), p
 
     def _current(self, p: Path) -> _Snapshot:
@@ -236,3 +235,15 @@ class PublishedIndex:
                 return snap
         except (OSError, ValueError) as e:
             raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
+
+
+def _sorted_once(data: dict, run_at: int | None) -> dict:
+    """The head as the view keeps it: in runsorted's layout, the cluster's running entries decoded
+    once for the snapshot (every request's projection charges them) and the head's copy of them
+    dropped, so a worker holds one decoded copy (export/runsorted.py)."""
+    m, run = data.get(runsorted.KEY), data.get("running")
+    if run_at is None or not isinstance(m, dict) or not isinstance(run, dict):
+        return data
+    data[runsorted.KEY] = {k: m.get(k) for k in ("format", "n", "rows_carry")}
+    data["running"] = {**run, "cluster": runsorted.from_meta(m)}
+    return data

@@ -125,13 +125,23 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     scope = _scope_of(running)
     inflow = published.get("inflow") or {}
     q = inflow.get("left_ratio")
+    from fscontrol.export import runsorted
+    from fscontrol.forecast.projection import sorted_jobs
+
+    cluster_in = running["cluster"]  # sorted once a snapshot (the file's running_sorted, or here)
+    srt = _same(scope, ("sorted", cluster_in), lambda: runsorted.of_entries(cluster_in))
     if q is not None and 0 < q < 1 and int(inflow.get("left_ratio_jobs") or 0) >= MIN_ENDED:
-        base = running
-        running = _same(scope, ("typical_end", base, float(q)), lambda: _typical_end(base, float(q)))
+        base, q = srt, float(q)
+        srt = _same(scope, ("typical_end", base, q), lambda: runsorted.scaled(base, q))
     else:
         q = None
+
+    def listed(part: str, key: str) -> list:  # a published list, cut to its typical end (_typical_end)
+        got = (running.get(part) or {}).get(key) or []
+        return got if q is None else [[None if e[0] is None else e[0] * q, *e[1:]] for e in got]
+
     own_tok = run_key(*r.key)
-    mine = (running.get("users") or {}).get(own_tok) or []
+    mine = listed("users", own_tok)
     own_ids = {e[2] for e in mine if len(e) > 2 and e[2] is not None}
     c_own = float((inflow.get("users") or {}).get(own_tok, 0.0))
     var_own = float((inflow.get("users_var") or {}).get(own_tok, 0.0))
@@ -146,7 +156,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
         if k[1]:  # the user's own association: their running jobs; their future is the plan
             jobs += [(e[0], e[1], w) for e in mine]
             continue
-        group = (running.get("accounts") or {}).get(run_key(k[0])) or []
+        group = listed("accounts", run_key(k[0]))
         if others_stopped:  # only the user's own jobs charge the account (by id; else their own list)
             group = [e for e in group if len(e) > 2 and e[2] in own_ids] if own_ids else mine
             jobs += [(e[0], e[1], w) for e in group]
@@ -173,26 +183,42 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     def early(e) -> bool:  # listed before the pending job the forecast is for (a new job; ranks or groups: all)
         return not by_id or (len(e) > 2 and e[2] is not None and (pending_job is None or e[2] < pending_job))
 
-    cluster_all = running["cluster"]
+    cluster_all = srt
     held = total_held(published, d)
     d_pass = _controlled_damping(published, d, total) if held else None
     t_in, t_jobs = 0.0, ()
     if not held:
-        r0 = _same(scope, ("r0", cluster_all), lambda: math.fsum(e[1] for e in cluster_all))
+        r0 = srt.r0
         c_cl = float(inflow.get("cluster") or 0.0)
         c_eq = total * (1 - fp) / (period * fp) if fp < 1 else 0.0
         t_in = c_eq + trust * _shrink(c_cl - c_eq, float(inflow.get("cluster_var") or 0.0)) * (c_cl - c_eq)
-        if r0 > 0:
-            t_jobs = _same(scope, ("t_jobs", cluster_all, t_in), lambda: tuple((e[0], -e[1] * t_in / r0) for e in cluster_all))
+        if r0 > 0:  # (amounts -c x rate: among equal times left, in the rates' descending order when c > 0)
+            t_jobs = _same(scope, ("t_jobs", srt, t_in, period, half_life), lambda: sorted_jobs(
+                srt.lefts, [-a * t_in / r0 for a in (srt.rates_down_in_ties() if t_in > 0 else srt.rates)],
+                [-a * t_in / r0 for a in srt.untimed_rates()], period_s=period, half_life_s=half_life, future=True))
+
+    def cluster_jobs():  # the cluster's, charged once a snapshot
+        return _same(scope, ("jobs", srt, period, half_life), lambda: sorted_jobs(
+            srt.lefts, srt.rates, srt.untimed_rates(), period_s=period, half_life_s=half_life))
+
+    def early_jobs():  # listed before the pending job: all of them when each has its place and no job is named
+        if not by_id or (srt.all_ids and pending_job is None):
+            return cluster_jobs()
+
+        def make():
+            keep = [i for i, j in enumerate(srt.ids) if j >= 0 and (pending_job is None or j < pending_job)]
+            return sorted_jobs([srt.lefts[i] for i in keep], [srt.rates[i] for i in keep],
+                               [a for a, j in srt.untimed if j is not None and (pending_job is None or j < pending_job)],
+                               period_s=period, half_life_s=half_life)
+        return _same(scope, ("early", srt, pending_job, period, half_life), make)
     ue0 = r.effective_usage or 0.0
     # after the pass just past, the weighted usage is known: the RawUsages sshare shows now
     u_first = math.fsum(w * float(by[k].raw_usage) for k, w in weights.items()) if all(k in by for k in weights) else None
     proj = Projection(ue0 * total, total, period_s=period, half_life_s=half_life, weighted_jobs=jobs,
-                      cluster_jobs=None if held else _same(scope, ("jobs", cluster_all), lambda: tuple(tuple(x[:2]) for x in cluster_all)),
+                      cluster_jobs=None if held else cluster_jobs(),
                       plan=plan, self_weight=weights.get(r.key, 0.0), own0=float(r.raw_usage),
                       own_jobs=[tuple(e[:2]) for e in mine], own_early=[tuple(e[:2]) for e in mine if early(e)],
-                      early_jobs=_same(scope, ("early", cluster_all, pending_job),
-                                       lambda: tuple(tuple(e[:2]) for e in cluster_all if early(e))),
+                      early_jobs=early_jobs(),
                       inflow=c_weighted, inflow_jobs=inflow_jobs, total_inflow=t_in, total_inflow_jobs=t_jobs,
                       u_first=u_first, total_first=None if held else total, cache=scope.cache)
     from fscontrol.model.fairshare import fairshare_factor
@@ -247,8 +273,8 @@ def _scope_of(running: dict) -> _Scope:
     jobs). A request still on the old snapshot keeps its own scope until it ends."""
     global _scope
     scope = _scope
-    if scope is None or scope.running is not running:
-        scope = _scope = _Scope(running)
+    if scope is None or scope.running is not running["cluster"]:  # (a reader's own copy of `running` keeps it)
+        scope = _scope = _Scope(running["cluster"])
     return scope
 
 

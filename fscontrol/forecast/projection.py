@@ -24,6 +24,8 @@ import math
 import threading
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
+from operator import mul
 
 
 Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x weight
@@ -69,6 +71,10 @@ def _jobs(jobs: Sequence[Job], period: float, fp: float, future: bool = False, c
     every user's projection on one snapshot charges the cluster's running jobs (the total), so a
     process that answers many (the web page) sorts them and reads their charge at a pass once, not
     once each. Without a cache, a new one."""
+    if isinstance(jobs, _Jobs):  # charged once by the caller (sorted_jobs)
+        if (jobs.P, jobs.fp, jobs.future) != (period, fp, future):
+            raise ValueError("jobs charged for another period, decay or start")
+        return jobs
     if cache is None:
         return _Jobs(jobs, period, fp, future)
     ident = (id(jobs), period, fp, future)
@@ -104,12 +110,30 @@ class _Jobs:
         self._breaks: list[int] | None = None
         self._memo: dict[int, float] = {}
 
+    @classmethod
+    def presorted(cls, lefts: Sequence[float], amounts: Sequence[float], untimed: Sequence[float], period: float,
+                  fp: float, future: bool = False) -> _Jobs:
+        """The same as _Jobs([(left, amount)...] + [(None, amount)...]) when (left, amount) are
+        already in sorted order: no sort, the prefix sums in the same order (the same floats)."""
+        self = cls.__new__(cls)
+        self.P, self.fp, self.future = period, fp, future
+        self.inf_amount = math.fsum(float(a) for a in untimed)
+        self.total = self.inf_amount + math.fsum(amounts)
+        self.lefts = lefts
+        self.cum_a = list(accumulate(amounts, initial=0.0))
+        self.cum_al = list(accumulate(map(mul, amounts, lefts), initial=0.0))
+        self._breaks, self._memo = None, {}
+        return self
+
     def breaks(self) -> list[int]:
         if self._breaks is None:
             out = {0, 1}
-            for left in self.lefts:
-                k = int(left // self.P)
+            P, lefts, i, n = self.P, self.lefts, 0, len(self.lefts)
+            while i < n:  # lefts are sorted, so left // P only grows: one step a distinct pass
+                kf = lefts[i] // P
+                k = int(kf)
                 out.update((k, k + 1, k + 2))
+                i = bisect_right(lefts, kf, i + 1, n, key=lambda x: x // P)
             self._breaks = sorted(out)
         return self._breaks
 
@@ -387,3 +411,14 @@ class Projection:
             if lo >= k_max:
                 break
         return None
+
+
+def sorted_jobs(lefts: Sequence[float], amounts: Sequence[float], untimed: Sequence[float], *, period_s: float,
+                half_life_s: float, future: bool = False) -> _Jobs:
+    """Running jobs in (time left, amount) order charged once, for Projection's `cluster_jobs`,
+    `early_jobs` or `total_inflow_jobs` (the same answers as the jobs given as a list, with no
+    sort: forecast.loaded on export/runsorted.py's sorted columns)."""
+    from fscontrol.model.decay import decay_factor_per_second
+
+    P = float(period_s)
+    return _Jobs.presorted(lefts, amounts, untimed, P, decay_factor_per_second(half_life_s) ** P, future)

@@ -1,0 +1,229 @@
+"""The published running jobs in a layout a reader takes without parsing them all (issue #31 item
+2): at 1M jobs a snapshot's `running` is ~220,000 cluster entries and ~500,000 more under the
+accounts and users, and a web worker spent 2.5-3.7 s of CPU parsing and sorting them on its first
+page after each new snapshot.
+
+What `fscontrol publish` adds (publish.published_text), all of it derived from the `running` the
+file already holds, so nothing more is exposed (docs/privacy.md):
+* the head key "running_sorted": the cluster's entries sorted by (time left, rate, place) as
+  little-endian binary columns in base64 (times left, rates, places; -1 for no place), the entries
+  with no time limit, their count and the rates' exact sum: what every projection on the snapshot
+  charges (forecast.projection), read in milliseconds instead of parsed and sorted;
+* "running" written last in the head, one line a key, so a reader skips its three long lines
+  (the cluster's entries, the accounts', the users') without reading them into memory;
+* where the rows carry them (`rows_carry`), each association row's "run_at": [offset, length] of
+  its own list in the running block's "accounts" (an account row) or "users" (a user row) line,
+  counted from the block's first byte, so a user's forecast reads by seek the few lists on its path.
+
+A reader that knows nothing of these (an older fscontrol) reads the file as before: one JSON
+document, "running" as it always was. A file without them (an older agent's) is read as before
+by this one too (read_head: no key, nothing skipped). Standard library only (the forecast's
+cold-start path)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import sys
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
+
+KEY = "running_sorted"
+FORMAT = 1
+BLOCK = b' "running": {\n'
+_SKIP = {b'  "cluster": ': "cluster", b'  "accounts": ': "accounts", b'  "users": ': "users"}
+_PEEK = 16  # longer than each of _SKIP's prefixes
+
+
+def _b64(a: array) -> str:
+    if sys.byteorder != "little":  # pragma: no cover (the file is little-endian whatever writes it)
+        a = array(a.typecode, a)
+        a.byteswap()
+    return base64.b64encode(a.tobytes()).decode("ascii")
+
+
+def _column(text: str, code: str) -> array:
+    a = array(code)
+    a.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder != "little":  # pragma: no cover
+        a.byteswap()
+    return a
+
+
+class SortedRunning(Sequence):
+    """The cluster's running entries sorted by (time left, rate, place), the ones with no limit
+    after them: `lefts`, `rates`, `ids` (array columns of the timed ones; -1 is no place),
+    `untimed` ([rate, place] pairs), `r0` (math.fsum of every rate). As a sequence it is the
+    entries [time left, rate, place] in that order (what `running["cluster"]` held, sorted)."""
+
+    def __init__(self, lefts: array, rates: array, ids: array, untimed: list, r0: float) -> None:
+        if not len(lefts) == len(rates) == len(ids):
+            raise ValueError("running_sorted: columns of different lengths")
+        self.lefts, self.rates, self.ids, self.untimed, self.r0 = lefts, rates, ids, untimed, r0
+        self.all_ids = (min(ids) >= 0 if len(ids) else True) and all(u[1] is not None for u in untimed)
+        self._list: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.lefts) + len(self.untimed)
+
+    def __getitem__(self, i):
+        if self._list is None:
+            self._list = [[x, r, None if j < 0 else j] for x, r, j in zip(self.lefts, self.rates, self.ids)] + \
+                [[None, float(r), j] for r, j in self.untimed]
+        return self._list[i]
+
+    def rates_down_in_ties(self) -> array:
+        """The rates with each run of equal times left in descending order: (time left, -rate) order,
+        the order of (time left, -c rate) for any c > 0 (forecast.loaded's inflow that replaces
+        the jobs as they end), found without a sort."""
+        out = array("d", self.rates)
+        lefts, i, n = self.lefts, 0, len(self.lefts)
+        while i < n:
+            j = bisect_right(lefts, lefts[i], i + 1, n)
+            if j - i > 1:
+                out[i:j] = out[i:j][::-1]
+            i = j
+        return out
+
+    def untimed_rates(self) -> list[float]:
+        return [float(r) for r, _ in self.untimed]
+
+
+def of_entries(entries: Sequence) -> SortedRunning:
+    """SortedRunning of published entries [time left or None, rate, place or None] (a file
+    without running_sorted, or the entries cut to their typical end: forecast.loaded)."""
+    if isinstance(entries, SortedRunning):
+        return entries
+    timed = sorted((float(e[0]), float(e[1]), -1 if len(e) < 3 or e[2] is None else int(e[2]))
+                   for e in entries if e[0] is not None)
+    return SortedRunning(array("d", (t[0] for t in timed)), array("d", (t[1] for t in timed)),
+                         array("q", (t[2] for t in timed)),
+                         [[float(e[1]), None if len(e) < 3 or e[2] is None else int(e[2])] for e in entries if e[0] is None],
+                         math.fsum(float(e[1]) for e in entries))
+
+
+def scaled(s: SortedRunning, q: float) -> SortedRunning:
+    """The entries with each time left cut to q of it (forecast.loaded._typical_end), sorted again."""
+    return of_entries([[x * q, r, None if j < 0 else j] for x, r, j in zip(s.lefts, s.rates, s.ids)]
+                      + [[None, r, j] for r, j in s.untimed])
+
+
+def meta(cluster: Sequence, rows_carry: bool) -> dict:
+    """The head's "running_sorted" for the published `cluster` entries."""
+    s = of_entries(cluster)
+    return {"format": FORMAT, "n": len(s), "lefts": _b64(s.lefts), "rates": _b64(s.rates), "ids": _b64(s.ids),
+            "untimed": s.untimed, "r0": s.r0, "rows_carry": rows_carry}
+
+
+def from_meta(m: dict) -> SortedRunning:
+    if not isinstance(m, dict) or m.get("format") != FORMAT:
+        raise ValueError("running_sorted: not a format this fscontrol reads")
+    s = SortedRunning(_column(m["lefts"], "d"), _column(m["rates"], "d"), _column(m["ids"], "q"),
+                      [[float(r), None if j is None else int(j)] for r, j in m["untimed"]], float(m["r0"]))
+    if len(s) != m.get("n"):
+        raise ValueError("running_sorted: the count does not fit the columns")
+    return s
+
+
+def block(running: dict) -> tuple[str, dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+    """The running block's text (' "running": {' to ' }', one line a key) and where each
+    account's and each account/user's list is in it: {key: (offset from the block's start, length)}."""
+    lines = [BLOCK.decode()]
+    at = len(lines[0])
+    where: dict[str, dict[str, tuple[int, int]]] = {"accounts": {}, "users": {}}
+    keys = list(running)
+    for i, k in enumerate(keys):
+        start = f"  {json.dumps(k)}: "
+        end = ",\n" if i < len(keys) - 1 else "\n"
+        v = running[k]
+        if k in where and isinstance(v, dict):
+            parts, pos = [], at + len(start) + 1
+            for name, jobs in v.items():
+                lead = ("," if parts else "") + json.dumps(name) + ":"
+                text = json.dumps(jobs, separators=(",", ":"), allow_nan=False)
+                where[k][name] = (pos + len(lead), len(text))
+                parts.append(lead + text)
+                pos += len(lead) + len(text)
+            body = "{" + "".join(parts) + "}"
+        else:
+            body = json.dumps(v, separators=(",", ":"), allow_nan=False)
+        lines.append(start + body + end)
+        at += len(lines[-1])
+    lines.append(" }")
+    return "".join(lines), where["accounts"], where["users"]
+
+
+def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | None, bool]:
+    """The head's lines up to the rows' line (not included), from fh's start: (lines, where the
+    rows' line starts, where the running block starts (None: not in this layout), whether the
+    rows' line was found). In this layout the running block's long lines are skipped unread (the
+    cluster's always: running_sorted replaces it; the accounts' and users' where the rows carry
+    theirs) and stand in the lines as null; `read_line` reads one whole line (publish._line)."""
+    head: list[bytes] = []
+    pos = 0
+    run_at = None
+    skip: set[str] = set()
+    while True:
+        if run_at is not None and skip:
+            line = fh.readline(_PEEK)
+            name = next((n for p, n in _SKIP.items() if line.startswith(p)), None) if not line.endswith(b"\n") else None
+            if name in skip:
+                n = len(line)
+                while not line.endswith(b"\n"):
+                    line = fh.readline(1 << 20)
+                    if not line:
+                        break
+                    n += len(line)
+                prefix = next(p for p, v in _SKIP.items() if v == name)
+                head.append(prefix + b"null" + (b",\n" if line.endswith(b",\n") else b"\n"))
+                pos += n
+                continue
+            if line and not line.endswith(b"\n"):
+                line += read_line(fh)
+        else:
+            line = read_line(fh)
+        if not line:
+            return head, pos, run_at, False
+        if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
+            return head, pos, run_at, True
+        if line == BLOCK and run_at is None:
+            try:
+                got = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+            except ValueError:
+                got = None
+            m = got.get(KEY) if isinstance(got, dict) else None
+            if isinstance(m, dict) and m.get("format") == FORMAT:
+                run_at = pos
+                skip = {"cluster", "accounts", "users"} if m.get("rows_carry") else {"cluster"}
+        head.append(line)
+        pos += len(line)
+
+
+def fill(data: dict, rows: list[dict], run_at: int | None, pread) -> dict:
+    """`data` (a head read by read_head, in this layout) with its running as a reader uses it:
+    the cluster's entries from running_sorted, and where the rows carry them, the lists of `rows`'
+    accounts and users read by `pread(offset, length)`. A head in no such layout is returned as it is."""
+    m = data.get(KEY)
+    run = data.get("running")
+    if run_at is None or not isinstance(m, dict) or not isinstance(run, dict):
+        return data
+    out = dict(data)
+    out.pop(KEY)  # (the layout's, not the data's)
+    run = dict(run)
+    if not isinstance(run.get("cluster"), SortedRunning):
+        run["cluster"] = from_meta(m)
+    if m.get("rows_carry"):
+        accounts, users = {}, {}
+        for r in rows:
+            at = r.get("run_at")
+            if isinstance(at, list) and len(at) == 2:
+                jobs = json.loads(pread(run_at + int(at[0]), int(at[1])))
+                if r.get("user"):
+                    users[f"{r['account']}/{r['user']}"] = jobs
+                else:
+                    accounts[r["account"]] = jobs
+        run["accounts"], run["users"] = accounts, users
+    out["running"] = run
+    return out
