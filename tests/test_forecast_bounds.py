@@ -22,7 +22,7 @@ import webfixtures as wf
 from fscontrol.agent import config
 from fscontrol.errors import ConfigError
 from fscontrol.export import publish as pub
-from fscontrol.export import limits
+from fscontrol.export import limits, runsorted
 from fscontrol.web.app import make_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +134,8 @@ def test_published_rows_are_read_for_the_asker_only(basic):
     assert [a for a in whole["associations"] if a["user"] in ("carol", "")] == data["associations"]
     for k in ("row_index", pub.INDEX_KEY):  # the file's row index: not part of the data read
         del whole[k]
-    assert {k: v for k, v in whole.items() if k != "associations"} == {k: v for k, v in data.items() if k != "associations"}
+    assert runsorted.as_read(whole, data["associations"]) == data  # and the running lists of carol's rows only
+    whole.pop(runsorted.KEY)  # (the running jobs sorted: the layout's, not the data's)
     assert pub.read_published(basic)[0] == whole
 
 
@@ -283,7 +284,7 @@ def test_a_new_snapshot_is_indexed_anew(basic, tmp_path):
     index = PublishedIndex()
     first, _ = index.read(f, users={"carol"})
     assert index.read(f, users={"carol"})[0] == first and index.builds == 1
-    fresh = pub.read_published(f, users={"carol"})[0]
+    fresh = pub.read_published(f, users={"carol"}, ancestors=True)[0]
     assert {k: v for k, v in first.items() if k != "associations"} == {k: v for k, v in fresh.items() if k != "associations"}
     mine = [a for a in fresh["associations"] if a["user"] == "carol"]
     assert mine and [a for a in first["associations"] if a["user"]] == mine
@@ -333,6 +334,9 @@ def _held_by_the_forecast_caches() -> tuple[int, int]:
     worker keeps between pages, counted by reference, not by RSS."""
     import gc
     import types
+    from array import array
+
+    from fscontrol.export import runsorted
 
     from fscontrol.forecast import loaded, projection
 
@@ -345,10 +349,12 @@ def _held_by_the_forecast_caches() -> tuple[int, int]:
         if id(obj) in seen or isinstance(obj, skip):
             continue
         seen.add(id(obj))
-        if isinstance(obj, (list, tuple, dict, set)):
+        if isinstance(obj, (list, tuple, dict, set, array)):
             elements += len(obj)
         if isinstance(obj, list) and len(obj) >= 100 and all(isinstance(e, list) and len(e) >= 2 for e in obj):
             job_lists += 1  # a snapshot's published running jobs ([time left, amount, id], ...), or their cut
+        if isinstance(obj, runsorted.SortedRunning) and len(obj) >= 100:
+            job_lists += 1  # ... or the same sorted into columns (export/runsorted.py)
         stack.extend(gc.get_referents(obj))
     return job_lists, elements
 

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from fscontrol.cli.app import app
 from fscontrol.export import publish as pub
+from fscontrol.export import runsorted
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +76,7 @@ def test_a_user_s_rows_through_the_index_are_the_whole_file_s(big):
     for want in picks:
         expected = [r for r in rows if r["user"] in want or r["user"] == ""]
         data, _ = pub.read_published(path, users=want)
-        assert data == {**whole, "associations": expected}, sorted(want)[:3]
+        assert data == runsorted.as_read(whole, expected), sorted(want)[:3]  # (the running lists of these rows only)
         assert pub.read_published(old, users=want)[0] == data  # the scan of the file without its index
         # ancestors: the accounts on the users' paths only (walked here from the whole file's rows)
         path_accounts = set()
@@ -89,10 +90,11 @@ def test_a_user_s_rows_through_the_index_are_the_whole_file_s(big):
         if want - {"nobody-here"}:
             assert "root" in path_accounts
         data, _ = pub.read_published(path, users=want, ancestors=True)
-        assert data == {**whole, "associations": on_path}, sorted(want)[:3]
+        assert data == runsorted.as_read(whole, on_path), sorted(want)[:3]
         assert pub.read_published(old, users=want, ancestors=True)[0] == data
-    assert pub.read_published(path)[0] == {**whole, "associations": rows}  # every row: the index is not returned
-    assert pub.read_published(path, head_only=True)[0] == {**whole, "associations": []}
+    plain = {k: v for k, v in whole.items() if k != runsorted.KEY}  # every row: the index is not returned, nor running_sorted
+    assert pub.read_published(path)[0] == {**plain, "associations": rows}
+    assert pub.read_published(path, head_only=True)[0] == runsorted.as_read(whole, [])
 
 
 def test_the_index_reads_no_other_row(big, tmp_path):

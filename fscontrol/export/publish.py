@@ -424,7 +424,7 @@ def write_published(data: dict[str, Any], path: Path | str) -> Path:
 ROWS_LINE = ' "associations": ['
 
 
-def published_text(data: dict[str, Any]) -> str:
+def published_text(data: dict[str, Any], sorted_running: bool = True) -> str:
     """The file's JSON: the cluster-wide part indented, then the per-association rows, one compact
     row a line, then their index, so that a forecast reads only its user's rows (read_published's
     `users`) without reading the others (100,000 associations are ~30 MB of JSON).
@@ -436,21 +436,15 @@ def published_text(data: dict[str, Any]) -> str:
     line to the end of the file, so a reader finds the index from the file's size, a user's
     entries by bisection, and the rows by seek. json.dumps writes ASCII (ensure_ascii), so a
     character is a byte. Readers that know nothing of the index (VERSION 1 from before it) read
-    the file as before: it is one JSON document, the index two keys more."""
+    the file as before: it is one JSON document, the index two keys more. `sorted_running`: the
+    running jobs in export/runsorted.py's layout (False: as before it, e.g. an older agent's file)."""
     head = {k: v for k, v in data.items() if k not in ("associations", INDEX_KEY, "row_index", runsorted.KEY)}
     if "associations" not in data:
         return json.dumps(head, indent=1, sort_keys=False, allow_nan=False) + "\n"
     run, where, block = head.get("running"), None, ""
-    if data["associations"] and isinstance(run, dict) and isinstance(run.get("cluster"), list):
-        # running last in the head, one line a key, and what a reader needs of it found without parsing it
-        # (export/runsorted.py); a row's own running list by seek ("run_at")
-        head.pop("running")
-        carry = isinstance(run.get("accounts"), dict) and isinstance(run.get("users"), dict)
-        head[runsorted.KEY] = runsorted.meta(run["cluster"], carry)
-        block, accts, usrs = runsorted.block(run)
-        where = (lambda r: usrs.get(f"{r.get('account')}/{r['user']}") if r.get("user") else accts.get(r.get("account"))) if carry else None
-    rows = [json.dumps(r if where is None or (at := where(r)) is None else {**r, "run_at": list(at)},
-                       separators=(",", ":"), allow_nan=False) for r in data["associations"]]
+    if sorted_running and data["associations"] and isinstance(run, dict) and isinstance(run.get("cluster"), list):
+        head[runsorted.KEY], block, where = runsorted.layout(head.pop("running"))  # export/runsorted.py
+    rows = [json.dumps(runsorted.row(r, where), separators=(",", ":"), allow_nan=False) for r in data["associations"]]
     if not rows:
         text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
         return text[:-2] + ",\n" + ROWS_LINE + "]\n}\n"

@@ -89,6 +89,7 @@ class _Snapshot:
                 data = check_published(json.loads(b"".join(head)), self.path)
                 data.pop(INDEX_KEY, None)  # the file's row index is not the data's (read_published)
                 data.pop("row_index", None)
+                data.pop(runsorted.KEY, None)  # (as read_published reads a file whole)
                 return _View(data)
             offset = fh.tell()  # just after the rows' line
             if use_index:

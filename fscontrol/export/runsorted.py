@@ -28,7 +28,7 @@ import math
 import sys
 from array import array
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 KEY = "running_sorted"
 FORMAT = 1
@@ -74,6 +74,14 @@ class SortedRunning(Sequence):
                 [[None, float(r), j] for r, j in self.untimed]
         return self._list[i]
 
+    def __eq__(self, other) -> bool:
+        """The same entries (in any order: the file's list is in its own order)."""
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and _canon(self) == _canon(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
     def rates_down_in_ties(self) -> array:
         """The rates with each run of equal times left in descending order: (time left, -rate) order,
         the order of (time left, -c rate) for any c > 0 (forecast.loaded's inflow that replaces
@@ -91,6 +99,23 @@ class SortedRunning(Sequence):
         return [float(r) for r, _ in self.untimed]
 
 
+def _canon(entries: Sequence) -> list:
+    return sorted((e[0] is None, e[0] or 0.0, float(e[1]), -1 if len(e) < 3 or e[2] is None else e[2]) for e in entries)
+
+
+def as_read(whole: dict, rows: list[dict]) -> dict:
+    """What a reader of `rows` (with the head) gets of a whole file's data `whole` in this layout:
+    the running lists of those rows' accounts and users only, no running_sorted (the tests' check
+    that a read through the index is the whole file's)."""
+    out = {k: v for k, v in whole.items() if k not in (KEY, "associations")}
+    run = out.get("running")
+    if KEY in whole and (whole[KEY] or {}).get("rows_carry") and isinstance(run, dict):
+        mine = {(r["account"], r.get("user") or "") for r in rows if r.get("run_at")}
+        out["running"] = {**run, "accounts": {k: v for k, v in run["accounts"].items() if (k, "") in mine},
+                          "users": {k: v for k, v in run["users"].items() if tuple(k.split("/", 1)) in mine}}
+    return {**out, "associations": rows}
+
+
 def of_entries(entries: Sequence) -> SortedRunning:
     """SortedRunning of published entries [time left or None, rate, place or None] (a file
     without running_sorted, or the entries cut to their typical end: forecast.loaded)."""
@@ -105,7 +130,7 @@ def of_entries(entries: Sequence) -> SortedRunning:
 
 
 def scaled(s: SortedRunning, q: float) -> SortedRunning:
-    """The entries with each time left cut to q of it (forecast.loaded._typical_end), sorted again."""
+    """The entries with each time left cut to q of it (forecast.loaded: jobs end before their limits), sorted again."""
     return of_entries([[x * q, r, None if j < 0 else j] for x, r, j in zip(s.lefts, s.rates, s.ids)]
                       + [[None, r, j] for r, j in s.untimed])
 
@@ -125,6 +150,25 @@ def from_meta(m: dict) -> SortedRunning:
     if len(s) != m.get("n"):
         raise ValueError("running_sorted: the count does not fit the columns")
     return s
+
+
+def layout(running: dict) -> tuple[dict, str, Callable[[dict], tuple[int, int] | None] | None]:
+    """For publish.published_text: the head's running_sorted, the running block's text, and where
+    a row's own list is in the block (None: the rows carry none)."""
+    carry = isinstance(running.get("accounts"), dict) and isinstance(running.get("users"), dict)
+    text, accts, usrs = block(running)
+
+    def where(r: dict) -> tuple[int, int] | None:
+        return usrs.get(f"{r.get('account')}/{r['user']}") if r.get("user") else accts.get(r.get("account"))
+    return meta(running["cluster"], carry), text, where if carry else None
+
+
+def row(r: dict, where: Callable[[dict], tuple[int, int] | None] | None) -> dict:
+    """The row as written: its "run_at" where `where` (layout's) has one, never one read from an older file."""
+    at = where(r) if where is not None else None
+    if at is None:
+        return r if "run_at" not in r else {k: v for k, v in r.items() if k != "run_at"}
+    return {**r, "run_at": list(at)}
 
 
 def block(running: dict) -> tuple[str, dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:

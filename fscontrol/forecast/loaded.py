@@ -136,7 +136,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
     else:
         q = None
 
-    def listed(part: str, key: str) -> list:  # a published list, cut to its typical end (_typical_end)
+    def listed(part: str, key: str) -> list:  # a published list, each time left cut to its typical end (q of it)
         got = (running.get(part) or {}).get(key) or []
         return got if q is None else [[None if e[0] is None else e[0] * q, *e[1:]] for e in got]
 
@@ -320,17 +320,6 @@ def _held_text(published: dict, d_pass: float | None) -> str:
             f"for the usage each pass reads)" if u >= 100 else
             f"the agent holds the halving at its target ({u:.3g} core-hours for the reference share; it sets d "
             f"for the usage each pass reads)")
-
-
-def _typical_end(running: dict, q: float) -> dict:
-    """The published running jobs with each one's time left cut to its typical end: q x the time
-    to its limit (jobs end before their limits; the history says by how much)."""
-    def cut(entries):
-        return [[None if e[0] is None else e[0] * q, *e[1:]] for e in entries]
-
-    return dict(running, cluster=cut(running["cluster"]),
-                accounts={k: cut(v) for k, v in (running.get("accounts") or {}).items()},
-                users={k: cut(v) for k, v in (running.get("users") or {}).items()})
 
 
 def _shrink(diff: float, var: float) -> float:
