@@ -164,3 +164,18 @@ def test_the_web_index_reads_the_old_layout_and_the_new(layouts):
     assert new["cluster"] == old["cluster"]  # (compared as entries)
     assert new["users"] and all(old[p][k] == v for p in ("accounts", "users") for k, v in new[p].items())
     assert runsorted.KEY not in got[0]
+
+
+def test_short_running_lines_are_skipped_whole(tmp_path):
+    """No job runs: the running block's lines are short ('  "cluster": [],'), skipped all the same."""
+    data = {"format": pub.FORMAT, "version": pub.VERSION, "cluster": "c", "taken_at": 1.0,
+            "running": {"as_of": 1.0, "order": "job_id", "cluster": [], "cluster_grouped": False, "cluster_withheld": 0,
+                        "accounts": {}, "users": {}, "users_published": True},
+            "associations": [{"account": "root", "user": "", "parent": "", "depth": 0},
+                             {"account": "a", "user": "", "parent": "root", "depth": 1},
+                             {"account": "a", "user": "ann", "parent": "a", "depth": 2}]}
+    f = tmp_path / "c.json"
+    pub.write_published(data, f)
+    for got in (pub.read_published(f, users={"ann"}, ancestors=True)[0], PublishedIndex().read(f, users={"ann"})[0]):
+        assert got["running"]["cluster"] == [] and got["running"]["users"] == {} and got["running"]["accounts"] == {}
+        assert [r["user"] for r in got["associations"]] == ["", "", "ann"]

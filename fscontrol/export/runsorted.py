@@ -214,14 +214,14 @@ def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | 
             line = fh.readline(_PEEK)
             name = next((n for p, n in _SKIP.items() if line.startswith(p)), None) if not line.endswith(b"\n") else None
             if name in skip:
-                n = len(line)
+                n, tail = len(line), line[-2:]
                 while not line.endswith(b"\n"):
                     line = fh.readline(1 << 20)
                     if not line:
                         break
-                    n += len(line)
+                    n, tail = n + len(line), (tail + line)[-2:]
                 prefix = next(p for p, v in _SKIP.items() if v == name)
-                head.append(prefix + b"null" + (b",\n" if line.endswith(b",\n") else b"\n"))
+                head.append(prefix + b"null" + (b",\n" if tail == b",\n" else b"\n"))
                 pos += n
                 continue
             if line and not line.endswith(b"\n"):
