@@ -174,7 +174,8 @@ class _Snapshot:
             # scan tells which, once for this snapshot, as read_published's fallback does
             with self._lock:
                 if self.view.indexed is not None:
-                    self.view = self._build(use_index=False)
+                    old, self.view = self.view, self._build(use_index=False)
+                    _keep_cluster(old, self.view)  # (the same file: its projections' caches stay valid)
                 v = self.view
             if v.head is None or v.indexed is not None:
                 return None, v  # not one row a line after all: the caller reads it as read_published does
@@ -248,3 +249,12 @@ def _sorted_once(data: dict, run_at: int | None) -> dict:
     data[runsorted.KEY] = {k: m.get(k) for k in ("format", "n", "rows_carry")}
     data["running"] = {**run, "cluster": runsorted.from_meta(m)}
     return data
+
+
+def _keep_cluster(old: _View, new: _View) -> None:
+    """The new view of the same snapshot keeps the old one's decoded cluster entries (the same
+    object), so the forecast's per-snapshot caches (forecast.loaded, keyed on it) stay warm."""
+    a, b = (v.head.get("running") if v.head else None for v in (old, new))
+    if isinstance(a, dict) and isinstance(b, dict) and isinstance(a.get("cluster"), runsorted.SortedRunning) \
+            and a.get("cluster") == b.get("cluster"):
+        b["cluster"] = a["cluster"]
