@@ -72,10 +72,12 @@ except KeyboardInterrupt:
 """
 
 
-def run_measured(argv: list[str], env: dict) -> tuple[float, float, str]:
-    """(CPU s, peak RSS MiB, stdout) of one child process (its own rusage: os.wait4)."""
+def run_measured(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
+    """(CPU s, peak RSS MiB, stdout) of one child process (its own rusage: os.wait4; this process
+    stays small, as a forked child's ru_maxrss counts what it was forked from). `cwd`: not a
+    checkout's (python -m and -c put the working folder first on sys.path)."""
     with tempfile.TemporaryFile() as out:
-        p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd)
         _, status, ru = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -85,12 +87,13 @@ def run_measured(argv: list[str], env: dict) -> tuple[float, float, str]:
     return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, text
 
 
-def load(tree: Path, pub: Path, now: float, users: list[str], clients: int, seconds: float, every: float, env: dict) -> dict:
+def load(pub: Path, now: float, users: list[str], clients: int, seconds: float, every: float, env: dict) -> dict:
     """Requests a second and latency of `clients` threads against `fscontrol web --workers 2` while
     the file is replaced every `every` s."""
     live = pub.with_name("live-" + pub.name)
     shutil.copy(pub, live)
-    srv = subprocess.Popen([sys.executable, "-c", SERVER, str(live), str(now)], stdout=subprocess.PIPE, text=True, env=env)
+    srv = subprocess.Popen([sys.executable, "-c", SERVER, str(live), str(now)], stdout=subprocess.PIPE, text=True, env=env,
+                           cwd=pub.parent)
     try:
         port = int(re.search(r":(\d+)/", srv.stdout.readline()).group(1))
         times: list[float] = []
@@ -154,7 +157,7 @@ def main() -> int:
     names = sorted({ln.split("|")[1] for ln in lines if ln.split("|")[1]})
     users = names[:: max(1, len(names) // 200)][:200]
     trees = [("this checkout", ROOT)] + ([("before", a.before.resolve())] if a.before else [])
-    print(f"{os.uname().nodename}: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start")
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-firstpage-") as tmp:
         for name, tree in trees:
@@ -164,20 +167,21 @@ def main() -> int:
             pub = folder / "c.json"
             r: dict = {}
             r["publish_cpu_s"], r["publish_peak_mib"], _ = run_measured(
-                [sys.executable, "-m", "fscontrol", "publish", "--db", str(a.db), "--out", str(pub)], env)
-            taken = float(re.search(r'"taken_at": *([0-9.]+)', pub.read_text(encoding="utf-8")[:4000]).group(1))
+                [sys.executable, "-m", "fscontrol", "publish", "--db", str(a.db), "--out", str(pub)], env, folder)
+            with pub.open("rb") as fh:
+                taken = float(re.search(rb'"taken_at": *([0-9.]+)', fh.read(4000)).group(1))
             now = taken + 600
             r["file_mb"] = pub.stat().st_size / 1e6
             r["forecast_cpu_s"], r["forecast_peak_mib"], _ = run_measured(
                 [sys.executable, "-m", "fscontrol", "forecast", "--published", str(pub), "--source", "published",
-                 "--user", users[0], "--now", str(now), "--stale-ok", "--json"], env)
+                 "--user", users[1], "--now", str(now), "--stale-ok", "--json"], env, folder)
             _, _, out = run_measured([sys.executable, "-c", PAGES, str(pub), str(now), ",".join(users), str(a.replace),
-                                      str(a.pages)], env)
+                                      str(a.pages)], env, folder)
             r["page"] = json.loads(out.strip().splitlines()[-1])
-            r["load"] = load(tree, pub, now, users, a.clients, a.seconds, a.every, env)
+            r["load"] = load(pub, now, users, a.clients, a.seconds, a.every, env)
             results[name] = r
             pg, ld = r["page"], r["load"]
-            print(f"== {name} ({tree})")
+            print(f"== {name} ({tree}; forecast and first page for {users[1]}, {users[0]})")
             print(f"  publish                      {r['publish_cpu_s']:7.2f} s CPU  {r['publish_peak_mib']:6.0f} MiB peak  "
                   f"(file {r['file_mb']:.1f} MB)")
             print(f"  forecast --published         {r['forecast_cpu_s']:7.2f} s CPU  {r['forecast_peak_mib']:6.0f} MiB peak")
