@@ -41,8 +41,8 @@ def test_the_stored_basis_gives_the_report_the_rows_give(sample, tmp_path):
     snap = store.load_snapshot(db, running=False)
     assert snap.basis is not None and snap.basis.rows is snap.shares
     computed = rstatus.classic_basis(snap.shares, snap.prio_fairshare, snap.config.damping_factor)
-    assert (computed.held, computed.held_form, computed.refined, computed.lagging) == (
-        snap.basis.held, snap.basis.held_form, snap.basis.refined, snap.basis.lagging)
+    assert (computed.held, computed.held_form, computed.refined, computed.lagging, computed.sprio) == (
+        snap.basis.held, snap.basis.held_form, snap.basis.refined, snap.basis.lagging, snap.basis.sprio)
     plain = replace(snap, basis=None)
     for kw in ({}, {"tree": True}, {"target_core_hours": 123.0, "dummy": ("acct001", "u00001")}):
         assert _json(rstatus.status_data(snap, **kw)) == _json(rstatus.status_data(plain, **kw))
@@ -120,3 +120,33 @@ def test_fair_tree_keeps_no_classic_basis(tmp_path):
     db = store.open_db(_collect(tmp_path, "testbed-fairtree"), readonly=True)
     assert store.load_snapshot(db, running=False).basis is None
     assert db.execute("SELECT count(*) FROM status_basis").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("sample", ["testbed-basic", "testbed-2411-classic", "testbed-2605-classic", "synthetic-agave"])
+def test_status_without_sprios_rows_reports_the_same(sample, tmp_path):
+    """`status` reads a snapshot without sprio's factors by association where the stored basis holds
+    each row's (load_snapshot prio=False: at 1M jobs, 135,000 sprio rows); at another d (read back
+    after the snapshot) status_of reads them and computes the basis again. Same report both ways."""
+    from fscontrol.agent import config
+
+    db = store.open_db(_collect(tmp_path, sample), readonly=True)
+    full = store.load_snapshot(db, running=False)
+    lean = store.load_snapshot(db, running=False, prio=False)
+    assert full.prio_fairshare and lean.prio_fairshare == {} and lean.basis.sprio == full.basis.sprio
+    assert any(v is not None for v in lean.basis.sprio)
+    cc = config.load(None).cluster(full.cluster)
+    for kw in ({}, {"tree": True}, {"columns": True}):
+        assert _json(rstatus.status_of(db, lean, cc, **kw)) == _json(rstatus.status_of(db, replace(full, basis=None), cc, **kw))
+    d = full.config.damping_factor + 3  # a d read back after the snapshot: the factors read, the basis made at d
+    state = {"damping_in_force": {"d": d, "at": full.taken_at + 1}}
+    import fscontrol.store.ledger as ledger
+
+    real = ledger.control_state
+    try:
+        ledger.control_state = lambda db_, cluster: state
+        got = rstatus.status_of(db, lean, cc)
+        want = rstatus.status_of(db, replace(full, basis=None), cc)
+    finally:
+        ledger.control_state = real
+    assert got["damping_factor"] == d and _json(got) == _json(want)
+    assert any(r["fairshare_sprio"] is not None for r in got["table"])

@@ -67,7 +67,8 @@ def status(config_path: Path | None, db: Path | None, *, source: str | None = No
         from fscontrol.slurm.source import from_spec
 
         pipeline.collect(from_spec(source, cluster), database)
-    snap = store.load_snapshot(database, cluster=cluster, running=False)  # status reads no running job
+    # no running job, and sprio's factors only where the stored basis does not hold them
+    snap = store.load_snapshot(database, cluster=cluster, running=False, prio=False)
     return rstatus.status_of(
         database, snap, cfg.cluster(snap.cluster), target_core_hours=target,
         only_users=list(users),

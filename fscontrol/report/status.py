@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from fscontrol.model import effusage, fairshare
 from fscontrol.model.fairshare import UNDERFLOW
 from fscontrol.slurm import privatedata
-from fscontrol.store.history import StatusBasis, StoredSnapshot
+from fscontrol.store.history import StatusBasis, StoredSnapshot, prio_fairshare_of
 from fscontrol.report.control import _control_history, _pass_when, damping_after, holds_total  # noqa: F401 (status's own names)
 from fscontrol.report.table import Field, HOUR, StatusTable, _duration, _fmt, _iso, pick_fields, sparkline, table_lines
 
@@ -77,19 +78,16 @@ def status_data(
     as sshare's) keep those rows of the table (an account: its whole subtree); the cluster-wide
     figures stay the cluster's. `tree` (--tree) adds the account rows (user "", F and the
     halving figures None) in sshare's order, each row with its depth below root; with -u, the
-    accounts above the users shown.
-
-    F is Slurm's classic factor from the EffectvUsage and NormShares Slurm holds (they lag
-    RawUsage by one decay pass, exactly as the factor slurmctld schedules with) and the d in
-    force in slurmctld. The dummy (padding) association is shown but not counted as a user.
-    Under Fair Tree, status_data_fair_tree.
-
-    The table is a list of dicts, one a row (what --json prints); `columns`: a StatusTable
-    instead, the same values a column at a time (what the text needs: no dict per row).
+    accounts above the users shown. F is Slurm's classic factor from the EffectvUsage and
+    NormShares Slurm holds (they lag RawUsage by one decay pass, exactly as the factor slurmctld
+    schedules with) and the d in force in slurmctld. The dummy (padding) association is shown but
+    not counted as a user. Under Fair Tree, status_data_fair_tree. The table is a list of dicts,
+    one a row (what --json prints); `columns`: a StatusTable instead, the same values a column at
+    a time (what the text needs: no dict per row).
 
     `agent_state` (control_state): whether `control off --apply` stopped the agent, and the d it
-    read back from slurmctld after its last action. A d read back after the snapshot is the d in
-    force: F and the halving use it, and the snapshot's own d is shown beside it."""
+    read back from slurmctld after its last action: after the snapshot, the d in force, which F and
+    the halving use (the snapshot's own d shown beside it)."""
     if snap.config.mode == "fair_tree":
         data = status_data_fair_tree(snap, dummy, only_users, only_accounts, tree=tree)
         if columns:
@@ -108,8 +106,7 @@ def status_data(
     if basis is None or basis.rows is not shares or basis.damping != d:
         basis = classic_basis(shares, snap.prio_fairshare, d)
     if basis is not None:  # rows in tree order (the history's): lists, no Tree
-        held, held_form, refined, lagging = basis.held, basis.held_form, basis.refined, basis.lagging
-        # the dummy's row alone (a dict of every key was a tenth of the basis's saving)
+        held, held_form, refined, lagging, sprio = basis.held, basis.held_form, basis.refined, basis.lagging, basis.sprio
         index = {dummy: i for i, r in enumerate(shares) if r.user == dummy[1] and r.account == dummy[0]} if dummy else {}
         exact = None
     else:
@@ -180,7 +177,8 @@ def status_data(
     table = StatusTable({
         "user": U, "account": A, "raw_usage": R, "usage_core_hours": [x / HOUR for x in R], "norm_shares": S,
         "effective_usage": E, "fairshare": F, "fairshare_sshare": [r.fairshare for r in rows_],
-        "fairshare_sprio": ([prio.get((a, u)) if u else None for a, u in zip(A, U)] if prio else [None] * len(sel)),
+        "fairshare_sprio": ([sprio[i] if usr[i] else None for i in sel] if basis is not None else
+                            [prio.get((a, u)) if u else None for a, u in zip(A, U)] if prio else [None] * len(sel)),
         "usage_to_halve_core_hours": halve, "alone_at_first_tier": alone, "implied_halving_core_hours": implied,
         "underflow": [f is not None and f < UNDERFLOW for f in F],
         "dummy": [i == dummy_i and u != "" for i, u in zip(sel, U)] if dummy else [False] * len(sel),
@@ -248,19 +246,21 @@ def status_data(
 def classic_basis(shares: Sequence, prio, d: float) -> StatusBasis | None:
     """effusage.classic_basis as the store keeps it, aligned with `shares` (None: not in tree order)."""
     got = effusage.classic_basis(shares, prio, d)
-    return None if got is None else StatusBasis(d, *got, shares)
+    return None if got is None else StatusBasis(d, *got, [prio.get((r.account, r.user)) if prio else None
+                                                          for r in shares], shares)  # sprio's factor of each row
 
 
 def status_of(db, snap: StoredSnapshot, cc, *, target_core_hours: float | None = None, decisions: int = 60, **table) -> dict:
     """status_data for a stored snapshot with what the agent's own record adds: its last
     `decisions` (the control line; 0: none), whether it holds the total (its last decision, and
     `control off`), and the d it read back from slurmctld after acting. `cc`: the cluster's config
-    (its u* unless `target_core_hours` is given, its dummy and reference share). `fscontrol
-    status` and the metrics both call it, so both judge alike."""
+    (its u* unless `target_core_hours` is given, its dummy and reference share). `status` and the
+    metrics both call it, so both judge alike. (load_snapshot's prio=False: see there.)"""
     from fscontrol.store import ledger
-
     state = ledger.control_state(db, snap.cluster)
     d_now = damping_after(state, snap.taken_at) or snap.config.damping_factor
+    if snap.basis is not None and snap.basis.damping != d_now:  # computed again at d_now, from sprio's factors
+        snap = replace(snap, basis=None, prio_fairshare=prio_fairshare_of(db, snap.id))
     return status_data(
         snap,
         target_core_hours=cc.target_core_hours if target_core_hours is None else target_core_hours,

@@ -516,6 +516,7 @@ class StatusBasis:
     held_form: str
     refined: list[float | None]
     lagging: int
+    sprio: list[float | None]  # sprio's fair-share factor of each row's association (None: no pending job)
     rows: tuple | None = None  # the rows it is aligned with, as read (a snapshot given other rows does not use it)
 
 
@@ -538,16 +539,25 @@ def save_status_basis(db: Database, cluster: str, sid: int, shares: Sequence[Sha
     del at
     if len(rows) != len(shares):
         return
-    basis = compute(rows, _prio_fairshare(db, sid))
+    basis = compute(rows, prio_fairshare_of(db, sid))
     if basis is None:
         return
-    db.execute("INSERT OR REPLACE INTO status_basis VALUES (?,?,?,?,?,?,?,?)", [
+    db.execute("INSERT OR REPLACE INTO status_basis VALUES (?,?,?,?,?,?,?,?,?)", [
         cluster, sid, float(basis.damping), basis.held_form, basis.lagging,
         array("q", [r.raw_usage for r in rows]).tobytes(), array("d", basis.held).tobytes(),
-        array("d", [_NO_VALUE if v is None else v for v in basis.refined]).tobytes()])
+        _doubles(basis.refined), _doubles(basis.sprio)])
 
 
-def _prio_fairshare(db: Database, sid: int) -> dict[tuple[str, str], float]:
+def _doubles(values: list[float | None]) -> bytes:
+    return array("d", [_NO_VALUE if v is None else v for v in values]).tobytes()
+
+
+def _values(blob: bytes) -> list[float | None]:
+    out = array("d", blob).tolist()
+    return [None if v != v else v for v in out] if any(v != v for v in out) else out
+
+
+def prio_fairshare_of(db: Database, sid: int) -> dict[tuple[str, str], float]:
     """sprio's fair-share factor of a snapshot's pending jobs by (account, user) (the last row of each)."""
     return {(account, user): f for account, user, f in db.execute(
         "SELECT account, user, fairshare_norm FROM prio WHERE snapshot_id = ? AND account IS NOT NULL", [sid])}
@@ -565,18 +575,14 @@ def _status_basis(db: Database, cluster: str, sid: int, shares: tuple[ShareRow, 
     RawUsage in the same order); else None (the reader computes it)."""
     if not _has_table(db, "status_basis"):
         return None
-    row = db.execute("SELECT damping, held_form, lagging, raw_usage, held, refined FROM status_basis "
+    row = db.execute("SELECT damping, held_form, lagging, raw_usage, held, refined, sprio FROM status_basis "
                      "WHERE cluster = ? AND snapshot_id = ?", [cluster, sid]).fetchone()
     if row is None:
         return None
-    d, form, lagging, raw, held, refined = row
+    d, form, lagging, raw, held, refined, sprio = row
     if len(raw) != 8 * len(shares) or array("q", raw) != array("q", [r.raw_usage for r in shares]):
         return None
-    held_l = array("d", held).tolist()
-    ref = array("d", refined).tolist()
-    if any(v != v for v in ref):
-        ref = [None if v != v else v for v in ref]
-    return StatusBasis(d, held_l, form, ref, lagging, shares)
+    return StatusBasis(d, array("d", held).tolist(), form, _values(refined), lagging, _values(sprio), shares)
 
 
 def clusters(db: Database) -> list[str]:
@@ -678,10 +684,12 @@ def usage_values(db: Database, cluster: str, snapshot_id: int) -> list[tuple]:
 
 
 def load_snapshot(db: Database, snapshot_id: int | None = None, cluster: str | None = None,
-                  running: bool = True) -> StoredSnapshot:
+                  running: bool = True, prio: bool = True) -> StoredSnapshot:
     """A stored snapshot with its association rows in tree order (latest if no id). `running`
     False: without its running jobs (`status` reads none: at 220,000 running jobs they were a
-    tenth of `status --json`'s CPU; issue #31)."""
+    tenth of `status --json`'s CPU; issue #31). `prio` False: sprio's factors by association left
+    out (prio_fairshare empty) where the stored basis holds each row's: for report.status.status_of,
+    which reads them where it does not use the basis (at another d)."""
     if snapshot_id is None:
         snapshot_id = latest_snapshot_id(db, cluster)
         if snapshot_id is None:
@@ -696,10 +704,12 @@ def load_snapshot(db: Database, snapshot_id: int | None = None, cluster: str | N
     blob = json.loads(cfg_json)
     cfg = _config_from_json(blob)
     shares = share_rows(_share_values(db, cl, sid, latest=sid == latest_snapshot_id(db, cl)))
-    prio = _prio_fairshare(db, sid)
+    basis = _status_basis(db, cl, sid, shares) if cfg.mode != "fair_tree" else None
+    # `prio` False: sprio's factors by association not read where the basis holds each row's (at
+    # 1M jobs, 135,000 sprio rows were a tenth of `status --json`); prio_fairshare is then empty
+    factors = prio_fairshare_of(db, sid) if prio or basis is None else {}
     jobs = tuple(db.execute("SELECT job_id, account, user, rate, ends_at FROM running_jobs WHERE snapshot_id = ? "
                             "ORDER BY job_id", [sid]).fetchall()) if running else ()
-    basis = _status_basis(db, cl, sid, shares) if cfg.mode != "fair_tree" else None
     return StoredSnapshot(
         id=sid,
         cluster=cl,
@@ -708,7 +718,7 @@ def load_snapshot(db: Database, snapshot_id: int | None = None, cluster: str | N
         shares=shares,
         usage_factors=blob.get("qos", {}),
         source=source,
-        prio_fairshare=prio,
+        prio_fairshare=factors,
         running=jobs,
         basis=basis,
     )

@@ -304,7 +304,7 @@ def _m011_status_basis(db: sqlite_utils.Database) -> None:
     # what `status` computes from a snapshot's associations alone, computed once when the snapshot
     # is written (report.status.classic_basis; issue #31: at 100,000 associations a quarter of
     # `status --json`): the NormShares slurmctld holds and the refined EffectvUsage, as packed
-    # doubles in the history's row order, for the latest snapshot of each cluster. Readers do
+    # doubles in the history's row order (and sprio's factor of each), for the latest snapshot of each cluster. Readers do
     # without it (OPTIONAL_MIGRATIONS): they compute the same values
     db.execute("""CREATE TABLE status_basis (
             cluster TEXT PRIMARY KEY,
@@ -314,7 +314,8 @@ def _m011_status_basis(db: sqlite_utils.Database) -> None:
             lagging INTEGER NOT NULL,
             raw_usage BLOB NOT NULL,
             held BLOB NOT NULL,
-            refined BLOB NOT NULL
+            refined BLOB NOT NULL,
+            sprio BLOB NOT NULL
         )""")
 
 
