@@ -29,9 +29,10 @@ the caller's setting (with PYTHONDONTWRITEBYTECODE=1 every start recompiles fsco
 It also checks, once, that the forecast's process never imports numpy or scipy.
 
 --instructions counts each process's instructions with valgrind's callgrind instead of timing it
-(the ratios then hold on a loaded machine, where wall time is noise; --runs 1 is enough).
+(the ratios then hold on a loaded machine, where wall time is noise; --runs 1 is enough). --cpu
+times each process's own CPU (user + system, os.wait4) instead of the wall clock.
 
-Run:  .venv/bin/python bench/bench_forecast.py [--runs 10] [--users 93238] [--compare DIR] [--no-bytecode] [--instructions]
+Run:  .venv/bin/python bench/bench_forecast.py [--runs 10] [--users 93238] [--compare DIR] [--no-bytecode] [--instructions | --cpu]
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     return time.perf_counter() - t0, p.returncode
 
 
+def _cpu(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """The process's own CPU seconds (user + system, from os.wait4), and its exit code."""
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime + ru.ru_stime, p.returncode
+
+
 def _instructions(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     """The process's instruction count (valgrind's callgrind: deterministic where wall time is noise
     on a loaded machine), and its exit code."""
@@ -87,8 +96,9 @@ def main() -> int:
     ap.add_argument("--no-bytecode", action="store_true", help="keep the caller's PYTHONDONTWRITEBYTECODE")
     ap.add_argument("--instructions", action="store_true",
                     help="count each process's instructions (valgrind callgrind) instead of timing it; --runs 1 is enough")
+    ap.add_argument("--cpu", action="store_true", help="time each process's own CPU (user + system) instead of the wall clock")
     args = ap.parse_args()
-    measure = _instructions if args.instructions else _timed
+    measure = _instructions if args.instructions else (_cpu if args.cpu else _timed)
     if args.instructions and shutil.which("valgrind") is None:
         print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
@@ -173,7 +183,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"cold processes, {args.runs} runs each after {args.warmup} warm-up rounds, interleaved; "
+    print(f"{'instructions' if args.instructions else ('CPU time' if args.cpu else 'wall time')} of cold processes, {args.runs} runs each after {args.warmup} warm-up rounds, interleaved; "
           f"bytecode {'as the caller has it' if args.no_bytecode else 'cached (private PYTHONPYCACHEPREFIX)'}; "
           f"{n_assoc:,} associations{' (SYNTHETIC)' if args.users else ''}")
     print(f"python {sys.version.split()[0]} at {sys.executable}; load average {os.getloadavg()[0]:.2f} at the end")

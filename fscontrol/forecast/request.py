@@ -170,7 +170,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
 
         argv = ("sshare", "-l", "-P") + (("-u", who) if who != process_user else ())
         live = LiveSlurm(cluster=args.cluster)
-        rows = uf.parse_own_sshare(live.run(argv).stdout)
+        rows = uf.parse_own_sshare(live.run(argv).stdout, who)
         from fscontrol.errors import SlurmCommandError
 
         try:
@@ -188,7 +188,7 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
 
         recorded = RecordedSlurm(Path(args.source), cluster=args.cluster)
         out = recorded.sshare()
-        rows = uf.parse_own_sshare(out.stdout)
+        rows = uf.parse_own_sshare(out.stdout, who)
         if args.now is None:  # a recording: the forecast is as of when it was recorded, not today
             args.now = max(out.finished_at, float(data_pub.get("taken_at") or 0))
         if args.job is not None:  # -j names one of `who`'s pending jobs in the recorded squeue

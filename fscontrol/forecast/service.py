@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from fscontrol.errors import ConfigError, NotFoundError, UnsafeActionError
 from fscontrol.forecast.classic import Segment, idle_time_to_fairshare, total_held, trajectory, usage_to_fairshare
+from fscontrol.forecast.ownsshare import parse_own_sshare  # noqa: F401 (service.parse_own_sshare: the user's rows of sshare)
 from fscontrol.records import ShareRow
 from fscontrol.export.html import duration_text
 
@@ -61,72 +62,6 @@ def _finite(x: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------------------- sshare rows
-def parse_own_sshare(text: str) -> tuple[ShareRow, ...]:
-    """The rows of `sshare -l -P` run as a normal user.
-
-    Without PrivateData that is root, the accounts and the user's own rows: a tree, read by
-    fscontrol.slurm.parse.parse_sshare. With PrivateData=usage slurmctld returns only the user's own
-    associations (no root, no accounts), which parse_sshare rejects as a tree; then only the
-    user rows are read (account, user, shares, usage columns), without the tree checks."""
-    from fscontrol.errors import ParseError
-    from fscontrol.slurm.parse import parse_sshare
-
-    try:
-        return parse_sshare(text, "sshare -l -P")
-    except ParseError:
-        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("CLUSTER: ")]
-        if not lines:
-            raise
-        header = lines[0].split("|")
-        need = ("Account", "User", "RawShares", "NormShares", "RawUsage", "EffectvUsage")
-        if any(c not in header for c in need):
-            raise
-        ix = {c: i for i, c in enumerate(header)}
-        out = []
-        for no, line in enumerate(lines[1:], 2):
-            f = line.split("|")
-            if len(f) != len(header):
-                raise ParseError("sshare -l -P", f"expected {len(header)} fields, got {len(f)}", no, line) from None
-            user = f[ix["User"]].strip()
-            if not user:
-                continue
-            raw_acc = f[ix["Account"]]
-            acc = raw_acc.strip()
-
-            def num(col: str, kind: type = float, f=f, no=no, line=line):
-                return _cell(f, ix, col, kind, no, line)
-
-            shares_txt = f[ix["RawShares"]].strip()
-            out.append(
-                ShareRow(
-                    account=acc,
-                    user=user,
-                    parent=acc,
-                    depth=len(raw_acc) - len(raw_acc.lstrip(" ")),
-                    raw_shares=None if shares_txt in ("", "parent") else num("RawShares", int),
-                    shares_parent=shares_txt == "parent",
-                    norm_shares=num("NormShares"),
-                    raw_usage=int(num("RawUsage", int) or 0),
-                    norm_usage=num("NormUsage"),
-                    effective_usage=num("EffectvUsage"),
-                    fairshare=num("FairShare"),
-                )
-            )
-        return tuple(out)  # may be empty: no association at all is an unknown user, not garbage
-
-
-def _cell(f: list[str], ix: dict[str, int], col: str, kind: type, no: int, line: str):
-    from fscontrol.errors import ParseError
-
-    v = f[ix[col]].strip() if col in ix else ""
-    if v == "":
-        return None
-    try:
-        return kind(v)
-    except ValueError:
-        raise ParseError("sshare -l -P", f"{col} is not a number: {v!r}", no, line) from None
-
-
 def rows_from_published(published: dict[str, Any], user: str) -> tuple[ShareRow, ...]:
     """The user's rows from a published snapshot that carries per-association rows."""
     if not published.get("per_association"):
