@@ -150,3 +150,20 @@ def test_status_without_sprios_rows_reports_the_same(sample, tmp_path):
         ledger.control_state = real
     assert got["damping_factor"] == d and _json(got) == _json(want)
     assert any(r["fairshare_sprio"] is not None for r in got["table"])
+
+
+def test_a_status_basis_table_of_another_shape_is_not_read(tmp_path):
+    """A history whose status_basis lacks a column (a development build's first shape, without
+    sprio's factors): status computes the basis, publish and collect go on."""
+    db_path = _collect(tmp_path, "testbed-basic")
+    want = _json(rstatus.status_data(store.load_snapshot(store.open_db(db_path, readonly=True), running=False)))
+    conn = sqlite3.connect(db_path)
+    conn.execute("ALTER TABLE status_basis DROP COLUMN sprio")
+    conn.commit()
+    conn.close()
+    snap = store.load_snapshot(store.open_db(db_path, readonly=True), running=False, prio=False)
+    assert snap.basis is None and snap.prio_fairshare and _json(rstatus.status_data(snap)) == want
+    r = CliRunner().invoke(app, ["collect", "--source", str(ROOT / "samples" / "testbed-basic"), "--db", str(db_path)])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["status", "--json", "--db", str(db_path)])
+    assert r.exit_code == 0, r.output

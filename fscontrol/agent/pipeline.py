@@ -23,7 +23,8 @@ from fscontrol.slurm import parse
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
 from fscontrol.store import loaders as store_loaders
-from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, ParseError, UnsafeActionError)
+from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, ParseError, StoreError,
+                              UnsafeActionError)
 from fscontrol.store.connection import Database
 from fscontrol.records import Snapshot
 from fscontrol.slurm.source import RecordedSlurm, SlurmSource, last_decay_pass
@@ -524,5 +525,5 @@ def _keep_status_basis(db: Database, sid: int, snap: Snapshot) -> None:
     try:
         with store.transaction(db):
             store.save_status_basis(db, snap.cluster, sid, snap.shares, lambda rows, prio: rstatus.classic_basis(rows, prio, d))
-    except sqlite3.OperationalError:  # the history busy past its timeout: the tick's work is done, status computes it
-        pass
+    except StoreError:  # the history busy past its timeout, or a table of another shape: the tick's work is
+        pass  # done and kept; status computes the basis itself

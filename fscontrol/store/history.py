@@ -575,8 +575,11 @@ def _status_basis(db: Database, cluster: str, sid: int, shares: tuple[ShareRow, 
     RawUsage in the same order); else None (the reader computes it)."""
     if not _has_table(db, "status_basis"):
         return None
-    row = db.execute("SELECT damping, held_form, lagging, raw_usage, held, refined, sprio FROM status_basis "
-                     "WHERE cluster = ? AND snapshot_id = ?", [cluster, sid]).fetchone()
+    try:
+        row = db.execute("SELECT damping, held_form, lagging, raw_usage, held, refined, sprio FROM status_basis "
+                         "WHERE cluster = ? AND snapshot_id = ?", [cluster, sid]).fetchone()
+    except sqlite3.OperationalError:  # a table of another shape (a development build's): computed instead
+        return None
     if row is None:
         return None
     d, form, lagging, raw, held, refined, sprio = row
