@@ -33,6 +33,7 @@ from fscontrol.slurm import privatedata
 from fscontrol.slurm.jobid import job_order  # noqa: F401 (publish.job_order: the forecasts read it here)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterator
     from typing import Any
 
     from fscontrol.records import ShareRow
@@ -415,19 +416,26 @@ def default_path(cluster: str | None, publish_dir: str | None = None) -> Path:
 def write_published(data: dict[str, Any], path: Path | str) -> Path:
     """Write atomically: a temp file in the same folder, fsync, chmod 0644, os.replace.
 
-    Readers see the old file or the new one, never a half-written one."""
-    from fscontrol.atomic import write_text
+    Readers see the old file or the new one, never a half-written one. The text is written in
+    pieces (published_chunks), never held whole (issue #31: ~70 MB at 1M jobs)."""
+    from fscontrol.atomic import write_chunks
 
-    return write_text(path, published_text(data))
+    return write_chunks(path, published_chunks(data))
 
 
 ROWS_LINE = ' "associations": ['
+_STEP = 1024  # rows encoded a piece: the writer's memory bounded by it, not by the cluster
 
 
 def published_text(data: dict[str, Any], sorted_running: bool = True) -> str:
-    """The file's JSON: the cluster-wide part indented, then the per-association rows, one compact
-    row a line, then their index, so that a forecast reads only its user's rows (read_published's
-    `users`) without reading the others (100,000 associations are ~30 MB of JSON).
+    """The file's JSON whole (published_chunks joined)."""
+    return "".join(published_chunks(data, sorted_running))
+
+
+def published_chunks(data: dict[str, Any], sorted_running: bool = True) -> Iterator[str]:
+    """The file's JSON in pieces: the cluster-wide part indented, then the per-association rows,
+    one compact row a line, then their index, so that a forecast reads only its user's rows
+    (read_published's `users`) without reading the others (100,000 associations are ~30 MB of JSON).
 
     The index ("row_index") is one line `[user, account, offset, length, n]` a row, sorted (the
     accounts' rows, user "", first, by account; n: how many rows that user has, the accounts'
@@ -437,30 +445,45 @@ def published_text(data: dict[str, Any], sorted_running: bool = True) -> str:
     entries by bisection, and the rows by seek. json.dumps writes ASCII (ensure_ascii), so a
     character is a byte. Readers that know nothing of the index (VERSION 1 from before it) read
     the file as before: it is one JSON document, the index two keys more. `sorted_running`: the
-    running jobs in export/runsorted.py's layout (False: as before it, e.g. an older agent's file)."""
+    running jobs in export/runsorted.py's layout (False: as before it, e.g. an older agent's file).
+
+    The index's size goes in the head, before the rows: the rows are encoded twice, once for their
+    lengths (the index) and once as they are written, _STEP at a time, so no more than _STEP of
+    their texts is held at once (issue #31: the whole text was ~70 MB at 1M jobs, its pieces more)."""
     head = {k: v for k, v in data.items() if k not in ("associations", INDEX_KEY, "row_index", runsorted.KEY)}
     if "associations" not in data:
-        return json.dumps(head, indent=1, sort_keys=False, allow_nan=False) + "\n"
+        yield json.dumps(head, indent=1, sort_keys=False, allow_nan=False) + "\n"
+        return
     run, where, block = head.get("running"), None, ""
     if sorted_running and data["associations"] and isinstance(run, dict) and isinstance(run.get("cluster"), list):
         head[runsorted.KEY], block, where = runsorted.layout(head.pop("running"))  # export/runsorted.py
-    rows = [json.dumps(runsorted.row(r, where), separators=(",", ":"), allow_nan=False) for r in data["associations"]]
-    if not rows:
+    assoc = data["associations"]
+    if not assoc:
         text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
-        return text[:-2] + ",\n" + ROWS_LINE + "]\n}\n"
+        yield text[:-2] + ",\n" + ROWS_LINE + "]\n}\n"
+        return
+    encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
     entries = []
     at = len(ROWS_LINE) + 1
-    for r, row in zip(data["associations"], rows):
-        entries.append((r.get("user") or "", str(r.get("account") or ""), at, len(row)))
-        at += len(row) + 2  # ",\n"
     count: dict[str, int] = {}
-    for e in entries:
-        count[e[0]] = count.get(e[0], 0) + 1
-    entries = sorted(e + (count[e[0]],) for e in entries)
-    index = INDEX_LINE + "\n" + ",\n".join(json.dumps(list(e), separators=(",", ":")) for e in entries) + _END.decode()
+    for r in assoc:
+        n = len(encode(runsorted.row(r, where)))
+        user = r.get("user") or ""
+        entries.append((user, str(r.get("account") or ""), at, n))
+        count[user] = count.get(user, 0) + 1
+        at += n + 2  # ",\n"
+    entries.sort()
+    index = INDEX_LINE + "\n" + ",\n".join(json.dumps([*e, count[e[0]]], separators=(",", ":")) for e in entries) + _END.decode()
+    del entries, count
     head[INDEX_KEY] = len(index)
-    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)[:-2] + (",\n" + block if block else "")
-    return text + ",\n" + ROWS_LINE + "\n" + ",\n".join(rows) + "\n ],\n" + index
+    yield json.dumps(head, indent=1, sort_keys=False, allow_nan=False)[:-2] + (",\n" + block if block else "")
+    del head, block
+    yield ",\n" + ROWS_LINE + "\n"
+    last = len(assoc)
+    for i in range(0, last, _STEP):
+        yield ",\n".join(encode(runsorted.row(r, where)) for r in assoc[i:i + _STEP]) + (",\n" if i + _STEP < last else "")
+    yield "\n ],\n"
+    yield index
 
 
 def read_published(path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None,
