@@ -456,7 +456,7 @@ def published_chunks(data: dict[str, Any], sorted_running: bool = True) -> Itera
         return
     run, where, block = head.get("running"), None, ""
     if sorted_running and data["associations"] and isinstance(run, dict) and isinstance(run.get("cluster"), list):
-        head[runsorted.KEY], block, where = runsorted.layout(head.pop("running"))  # export/runsorted.py
+        head[runsorted.KEY], block, where = runsorted.layout(head.pop("running"), pieces=True)  # export/runsorted.py
     assoc = data["associations"]
     if not assoc:
         text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
@@ -476,8 +476,14 @@ def published_chunks(data: dict[str, Any], sorted_running: bool = True) -> Itera
     index = INDEX_LINE + "\n" + ",\n".join(json.dumps([*e, count[e[0]]], separators=(",", ":")) for e in entries) + _END.decode()
     del entries, count
     head[INDEX_KEY] = len(index)
-    yield json.dumps(head, indent=1, sort_keys=False, allow_nan=False)[:-2] + (",\n" + block if block else "")
-    del head, block
+    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
+    del head
+    yield text[:-2]
+    del text
+    if block:  # (not joined to the head's text: ~25 MB each at 1M jobs)
+        yield ",\n"
+        yield from block
+    del block
     yield ",\n" + ROWS_LINE + "\n"
     last = len(assoc)
     for i in range(0, last, _STEP):
