@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 
 def write_text(path: str | Path, text: str, mode: int = 0o644, gid: int | None = None, uid: int | None = None) -> Path:
-    """A temporary file in the same folder (so the rename stays on one filesystem), fsync,
+    """`text` written atomically (write_chunks)."""
+    return write_chunks(path, (text,), mode, gid, uid)
+
+
+def write_chunks(path: str | Path, chunks: Iterable[str], mode: int = 0o644, gid: int | None = None,
+                 uid: int | None = None) -> Path:
+    """The text of `chunks` (written as they come: the whole text is never held) written
+    atomically: a temporary file in the same folder (so the rename stays on one filesystem), fsync,
     chown to `uid`/`gid` (when given) and chmod (world-readable by default) on the open file,
     os.replace; the temporary file is removed on failure. The temporary file is made by the writer
     (O_EXCL) and everything is set through its descriptor, and os.replace replaces a symlink at
@@ -21,7 +29,8 @@ def write_text(path: str | Path, text: str, mode: int = 0o644, gid: int | None =
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
             if gid is not None or uid is not None:

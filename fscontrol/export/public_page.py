@@ -6,7 +6,7 @@ next to it. Static: no script at all, a CSP that allows no request."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,12 @@ def html_path(json_path: Path | str) -> Path:
 
 
 def render_public(data: Mapping[str, Any]) -> str:
+    return "".join(public_chunks(data))
+
+
+def public_chunks(data: Mapping[str, Any]) -> Iterator[str]:
+    """The page's text in pieces (the table's rows a few hundred at a time: at 100,000
+    associations the page is ~19 MB, never held whole; issue #31)."""
     cfg = data["config"]
     ft = cfg.get("priority_mode") == "fair_tree"
     cluster = data["cluster"]
@@ -57,15 +63,21 @@ def render_public(data: Mapping[str, Any]) -> str:
     priv = cfg.get("private_data") or []
     kv.append(("PrivateData", esc(", ".join(priv) or "none")))
     body.append('<section class="card"><dl class="kv">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in kv) + "</dl></section>")
-    if data.get("per_association"):
-        body.append(_table(data, ft))
-    else:
+    table = bool(data.get("per_association"))
+    if not table:
         body.append('<section class="card"><h2>Associations</h2><p id="private">Not published: this cluster\'s PrivateData '
                     'hides usage or names from other users, so this page shows no user and no account.</p></section>')
-    body.append('<section class="card"><h2>Your own fair-share</h2><p>Run <code>fscontrol forecast</code> on a login node, '
-                "or open the fscontrol app in Open OnDemand: F now and why, when it recovers, and what a campaign does to it.</p></section>")
-    body.append(f"<footer>fscontrol, published {esc(_iso(data.get('published_at')))}.</footer>")
-    return page(f"Fair-share on {cluster}", "".join(body), csp_meta=True)
+    tail = ['<section class="card"><h2>Your own fair-share</h2><p>Run <code>fscontrol forecast</code> on a login node, '
+                "or open the fscontrol app in Open OnDemand: F now and why, when it recovers, and what a campaign does to it.</p></section>",
+            f"<footer>fscontrol, published {esc(_iso(data.get('published_at')))}.</footer>"]
+    before, after = page(f"Fair-share on {cluster}", _BODY, csp_meta=True).rsplit(_BODY, 1)
+    yield before + "".join(body)
+    if table:
+        yield from _table(data, ft)
+    yield "".join(tail) + after
+
+
+_BODY = "\x00body\x00"  # where the body goes in html.page's text (no escaped title holds a NUL)
 
 
 def _iso(t: float | None) -> str:
@@ -74,7 +86,13 @@ def _iso(t: float | None) -> str:
     return "?" if t is None else datetime.fromtimestamp(float(t), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _table(data: Mapping[str, Any], ft: bool) -> str:
+def _table(data: Mapping[str, Any], ft: bool) -> Iterator[str]:
+    head = ("<th scope='col'>user / account</th><th scope='col'>in</th><th class='n' scope='col'>share</th>"
+            "<th class='n' scope='col'>decayed usage (core-h)</th><th class='n' scope='col'>effective usage</th>"
+            f"<th class='n' scope='col'>F{' = rank / N' if ft else ''}</th>" + ("" if ft else "<th class='n' scope='col'>halves every (core-h)</th>"))
+    yield ('<section class="card"><h2>Associations</h2><p>What <code>sshare -a -l</code> shows anyone on this cluster, '
+           'with F as the scheduler computes it.</p><div class="scroll"><table id="associations"><thead><tr>'
+           f'{head}</tr></thead><tbody>')
     rows = []
     for a in data["associations"]:
         if a["depth"] == 0:
@@ -87,18 +105,16 @@ def _table(data: Mapping[str, Any], ft: bool) -> str:
             f'<td class="n">{num(a["norm_shares"], ".4f")}</td><td class="n">{num(a["usage_core_hours"])}</td>'
             f'<td class="n">{num(a["effective_usage"], ".4f")}</td><td class="n">{num(a["fairshare"], ".4f")}</td>'
             + ("" if ft else f'<td class="n">{num(a.get("halving_core_hours"))}</td>') + "</tr>")
-    head = ("<th scope='col'>user / account</th><th scope='col'>in</th><th class='n' scope='col'>share</th>"
-            "<th class='n' scope='col'>decayed usage (core-h)</th><th class='n' scope='col'>effective usage</th>"
-            f"<th class='n' scope='col'>F{' = rank / N' if ft else ''}</th>" + ("" if ft else "<th class='n' scope='col'>halves every (core-h)</th>"))
-    return ('<section class="card"><h2>Associations</h2><p>What <code>sshare -a -l</code> shows anyone on this cluster, '
-            'with F as the scheduler computes it.</p><div class="scroll"><table id="associations"><thead><tr>'
-            f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')
+        if len(rows) >= 512:
+            yield "".join(rows)
+            rows = []
+    yield "".join(rows) + "</tbody></table></div></section>"
 
 
 def write_public(data: Mapping[str, Any], json_path: Path | str) -> Path:
     """Write <cluster>.html next to the JSON, atomically and world-readable like it."""
-    from ..atomic import write_text
+    from ..atomic import write_chunks
 
-    return write_text(html_path(json_path), render_public(data))
+    return write_chunks(html_path(json_path), public_chunks(data))
 
 

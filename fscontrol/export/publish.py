@@ -27,12 +27,13 @@ from pathlib import Path
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: ~5 ms of the forecast's start)
 
 from fscontrol.errors import NotFoundError
-from fscontrol.export.rowindex import END as _END, INDEX_KEY, INDEX_LINE, by_index as _by_index, on_paths
+from fscontrol.export.rowindex import INDEX_KEY, INDEX_LINE, ROWS_LINE, by_index as _by_index, on_paths  # noqa: F401 (publish.INDEX_LINE: the tests read it here)
 from fscontrol.export import jobqos, runsorted
 from fscontrol.slurm import privatedata
 from fscontrol.slurm.jobid import job_order  # noqa: F401 (publish.job_order: the forecasts read it here)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterator
     from typing import Any
 
     from fscontrol.records import ShareRow
@@ -415,52 +416,25 @@ def default_path(cluster: str | None, publish_dir: str | None = None) -> Path:
 def write_published(data: dict[str, Any], path: Path | str) -> Path:
     """Write atomically: a temp file in the same folder, fsync, chmod 0644, os.replace.
 
-    Readers see the old file or the new one, never a half-written one."""
-    from fscontrol.atomic import write_text
+    Readers see the old file or the new one, never a half-written one. The text is written in
+    pieces (published_chunks), never held whole (issue #31: ~70 MB at 1M jobs)."""
+    from fscontrol.atomic import write_chunks
 
-    return write_text(path, published_text(data))
+    return write_chunks(path, published_chunks(data))
 
 
-ROWS_LINE = ' "associations": ['
 
 
 def published_text(data: dict[str, Any], sorted_running: bool = True) -> str:
-    """The file's JSON: the cluster-wide part indented, then the per-association rows, one compact
-    row a line, then their index, so that a forecast reads only its user's rows (read_published's
-    `users`) without reading the others (100,000 associations are ~30 MB of JSON).
+    """The file's JSON whole (export/pubwrite.py's published_chunks joined: its layout)."""
+    return "".join(published_chunks(data, sorted_running))
 
-    The index ("row_index") is one line `[user, account, offset, length, n]` a row, sorted (the
-    accounts' rows, user "", first, by account; n: how many rows that user has, the accounts'
-    rows counted as user "", so a reader knows when an entry is missing); the offset counts bytes from the start of the
-    ' "associations": [' line. The head's "row_index_bytes" is the index's size from its first
-    line to the end of the file, so a reader finds the index from the file's size, a user's
-    entries by bisection, and the rows by seek. json.dumps writes ASCII (ensure_ascii), so a
-    character is a byte. Readers that know nothing of the index (VERSION 1 from before it) read
-    the file as before: it is one JSON document, the index two keys more. `sorted_running`: the
-    running jobs in export/runsorted.py's layout (False: as before it, e.g. an older agent's file)."""
-    head = {k: v for k, v in data.items() if k not in ("associations", INDEX_KEY, "row_index", runsorted.KEY)}
-    if "associations" not in data:
-        return json.dumps(head, indent=1, sort_keys=False, allow_nan=False) + "\n"
-    run, where, block = head.get("running"), None, ""
-    if sorted_running and data["associations"] and isinstance(run, dict) and isinstance(run.get("cluster"), list):
-        head[runsorted.KEY], block, where = runsorted.layout(head.pop("running"))  # export/runsorted.py
-    rows = [json.dumps(runsorted.row(r, where), separators=(",", ":"), allow_nan=False) for r in data["associations"]]
-    if not rows:
-        text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)
-        return text[:-2] + ",\n" + ROWS_LINE + "]\n}\n"
-    entries = []
-    at = len(ROWS_LINE) + 1
-    for r, row in zip(data["associations"], rows):
-        entries.append((r.get("user") or "", str(r.get("account") or ""), at, len(row)))
-        at += len(row) + 2  # ",\n"
-    count: dict[str, int] = {}
-    for e in entries:
-        count[e[0]] = count.get(e[0], 0) + 1
-    entries = sorted(e + (count[e[0]],) for e in entries)
-    index = INDEX_LINE + "\n" + ",\n".join(json.dumps(list(e), separators=(",", ":")) for e in entries) + _END.decode()
-    head[INDEX_KEY] = len(index)
-    text = json.dumps(head, indent=1, sort_keys=False, allow_nan=False)[:-2] + (",\n" + block if block else "")
-    return text + ",\n" + ROWS_LINE + "\n" + ",\n".join(rows) + "\n ],\n" + index
+
+def published_chunks(data: dict[str, Any], sorted_running: bool = True) -> Iterator[str]:
+    """The file's JSON in pieces (export/pubwrite.py)."""
+    from fscontrol.export import pubwrite
+
+    return pubwrite.published_chunks(data, sorted_running)
 
 
 def read_published(path: Path | str, cluster: str | None = None, users: set[str] | frozenset[str] | None = None,

@@ -9,6 +9,7 @@ import json
 import os
 
 INDEX_LINE = ' "row_index": ['
+ROWS_LINE = ' "associations": ['  # the rows' line (export.pubwrite): a row's offset counts from its start
 INDEX_KEY = "row_index_bytes"
 END = b"\n ]\n}\n"  # what follows the index's last entry
 

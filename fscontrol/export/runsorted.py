@@ -154,11 +154,13 @@ def from_meta(m: dict) -> SortedRunning:
     return s
 
 
-def layout(running: dict) -> tuple[dict, str, Callable[[dict], tuple[int, int] | None] | None]:
-    """For publish.published_text: the head's running_sorted, the running block's text, and where
-    a row's own list is in the block (None: the rows carry none)."""
+def layout(running: dict, pieces: bool = False) -> tuple[dict, str | list[str], Callable[[dict], tuple[int, int] | None] | None]:
+    """For publish.published_chunks: the head's running_sorted, the running block's text (`pieces`:
+    as the list of its pieces, never joined: ~25 MB at 1M jobs), and where a row's own list is in
+    the block (None: the rows carry none)."""
     carry = isinstance(running.get("accounts"), dict) and isinstance(running.get("users"), dict)
-    text, accts, usrs = block(running)
+    parts, accts, usrs = block_pieces(running)
+    text = parts if pieces else "".join(parts)
 
     def where(r: dict) -> tuple[int, int] | None:
         return usrs.get(f"{r.get('account')}/{r['user']}") if r.get("user") else accts.get(r.get("account"))
@@ -176,6 +178,12 @@ def row(r: dict, where: Callable[[dict], tuple[int, int] | None] | None) -> dict
 def block(running: dict) -> tuple[str, dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
     """The running block's text (' "running": {' to ' }', one line a key) and where each
     account's and each account/user's list is in it: {key: (offset from the block's start, length)}."""
+    parts, accts, usrs = block_pieces(running)
+    return "".join(parts), accts, usrs
+
+
+def block_pieces(running: dict) -> tuple[list[str], dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+    """block's text as its pieces (one a list, never joined), with block's positions."""
     lines = [BLOCK.decode()]
     at = len(lines[0])
     where: dict[str, dict[str, tuple[int, int]]] = {"accounts": {}, "users": {}}
@@ -192,13 +200,16 @@ def block(running: dict) -> tuple[str, dict[str, tuple[int, int]], dict[str, tup
                 where[k][name] = (pos + len(lead), len(text))
                 parts.append(lead + text)
                 pos += len(lead) + len(text)
-            body = "{" + "".join(parts) + "}"
-        else:
-            body = json.dumps(v, separators=(",", ":"), allow_nan=False)
+            lines.append(start + "{")
+            lines += parts
+            lines.append("}" + end)
+            at = pos + 1 + len(end)
+            continue
+        body = json.dumps(v, separators=(",", ":"), allow_nan=False)
         lines.append(start + body + end)
         at += len(lines[-1])
     lines.append(" }")
-    return "".join(lines), where["accounts"], where["users"]
+    return lines, where["accounts"], where["users"]
 
 
 def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | None, bool]:
