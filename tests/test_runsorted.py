@@ -179,3 +179,79 @@ def test_short_running_lines_are_skipped_whole(tmp_path):
     for got in (pub.read_published(f, users={"ann"}, ancestors=True)[0], PublishedIndex().read(f, users={"ann"})[0]):
         assert got["running"]["cluster"] == [] and got["running"]["users"] == {} and got["running"]["accounts"] == {}
         assert [r["user"] for r in got["associations"]] == ["", "", "ann"]
+
+
+def _damaged(src: Path, dst: Path, edit) -> Path:
+    """A copy of the published file `src` with `edit(text) -> text` applied (the same length or not)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(edit(src.read_text()))
+    return dst
+
+
+def _run_at_edits(text: str) -> dict[str, str]:
+    """A row's run_at moved by one byte, pointed at another association's list, made huge, negative,
+    a float, null; one base64 character of the rates changed; r0 doubled; the count; a column gone."""
+    import re
+
+    rows = [json.loads(ln.strip().rstrip(",")) for ln in text.splitlines() if '"run_at"' in ln and ln.strip().startswith("{")]
+    mine, other = rows[0], next(r for r in rows[1:] if r["run_at"] != rows[0]["run_at"])
+    old = json.dumps(mine["run_at"], separators=(",", ":"))
+    at = text.index(f'"run_at":{old}') if f'"run_at":{old}' in text else text.index(f'"run_at": {json.dumps(mine["run_at"])}')
+    seg = text[at:text.index("]", at) + 1]
+
+    def put(v) -> str:
+        return text[:at] + seg.split(":", 1)[0] + ":" + json.dumps(v, separators=(",", ":")) + text[at + len(seg):]
+
+    rates = re.search(r'"rates": "([^"]+)"', text).group(1)
+    r0 = re.search(r'"r0": ([^,\n]+)', text).group(1)
+    n = int(re.search(r'"running_sorted": \{\s*"format": 1,\s*"n": (\d+)', text).group(1))
+    bad = rates[:4] + ("A" if rates[4] != "A" else "B") + rates[5:]
+    return {
+        "shifted": put([mine["run_at"][0] + 1, mine["run_at"][1]]),
+        "shorter": put([mine["run_at"][0], mine["run_at"][1] - 1]),
+        "another's": put(other["run_at"]),
+        "huge": put([mine["run_at"][0], 999999999999]),
+        "negative": put([-5, mine["run_at"][1]]),
+        "float": put([1.5e300, mine["run_at"][1]]),
+        "null": put([None, mine["run_at"][1]]),
+        "rates": text.replace(rates, bad, 1),
+        "r0": text.replace(f'"r0": {r0}', f'"r0": {json.dumps(float(r0) * 2)}', 1),
+        "n": text.replace(f'"n": {n},', f'"n": {n + 1},', 1),
+        "no r0": re.sub(r'\s*"r0": [^,\n]+,', "", text, count=1),
+    }
+
+
+def test_a_damaged_file_is_refused_in_one_line_never_read_as_another_users(layouts, tmp_path):
+    """An outside review (2026-11-28): a run_at off by a byte, pointing at another association's
+    list, or absurd, and a damaged running_sorted column crashed the web page (500) or gave a
+    wrong forecast without a word. Each is now PublishedError (the command's one line, exit 6;
+    the page's error), by either reader."""
+    from fscontrol.export.publish import PublishedError
+    from fscontrol.forecast.request import ForecastRequest, forecast
+    from fscontrol.web.app import make_app
+
+    data, files = layouts
+    src = files["plain", True]
+    users = {r["user"] for r in data["associations"] if r["user"]}
+    now = float(data["taken_at"]) + 600
+    edits = _run_at_edits(src.read_text())
+    assert len(edits) == 11
+    first = next(json.loads(ln.strip().rstrip(",")) for ln in src.read_text().splitlines()
+                 if '"run_at"' in ln and ln.strip().startswith("{"))  # the row whose run_at is damaged
+    under = {r["user"] for r in data["associations"] if r["user"] and r["account"] == first["account"]}
+    assert under
+    for name, text in edits.items():
+        assert text != src.read_text(), name
+        f = _damaged(src, tmp_path / name.replace(" ", "_").replace("'", "") / "tbcluster.json", lambda _t, text=text: text)
+        for read in (lambda: pub.read_published(f, users=users, ancestors=True),
+                     lambda: PublishedIndex().read(f, users=users)):
+            with pytest.raises(PublishedError):
+                read()
+        for u in sorted(under):  # a user whose path reads that list (a column: every user)
+            with pytest.raises(PublishedError):
+                forecast(ForecastRequest(published=f, source="published", user=u, now=now))
+        app = make_app(published=str(f), source="published", now=now)
+        st: list = []
+        body = b"".join(app({"REQUEST_METHOD": "GET", "PATH_INFO": "/", "QUERY_STRING": f"user={min(under)}"},
+                            lambda s, h: st.append(s)))
+        assert not st[0].startswith(("200", "500")) and b"unreadable" in body, (name, st, body[-300:])

@@ -456,7 +456,7 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
         raise PublishedError(f"{p} is not a regular file: not a published snapshot")
     try:
         data = _load(p, frozenset() if head_only else users, head_only, ancestors and users is not None)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, TypeError, KeyError, IndexError, OverflowError) as e:
         raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
     except (RecursionError, MemoryError):
         raise PublishedError(f"published snapshot {p} is unreadable: nested too deep or too big for a snapshot") from None

@@ -208,13 +208,17 @@ class PublishedIndex:
             return read_published(path, cluster)
         p = locate(path, cluster)
         snap = self._current(p)
-        v = snap.view  # one view for the whole request (another's rebuild replaces it, never changes it)
-        rows, v = snap.rows_of(v, users) if v.head is not None else (None, v)  # (None: read as read_published does)
-        if v.head is None or rows is None:
-            return read_published(p, cluster, users)
-        data = check_published(v.head, p, cluster)
-        if v.run_at is not None:  # the rows' own running lists, by seek (export/runsorted.py)
-            data = runsorted.fill(data, rows, v.run_at, lambda o, n: os.pread(snap.fd, n, o))
+        try:
+            v = snap.view  # one view for the whole request (another's rebuild replaces it, never changes it)
+            rows, v = snap.rows_of(v, users) if v.head is not None else (None, v)  # (None: read as read_published does)
+            if v.head is None or rows is None:
+                return read_published(p, cluster, users)
+            data = check_published(v.head, p, cluster)
+            if v.run_at is not None:  # the rows' own running lists, by seek (export/runsorted.py)
+                data = runsorted.fill(data, rows, v.run_at, lambda o, n: os.pread(snap.fd, n, o))
+        except (OSError, ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, MemoryError) as e:
+            # a damaged file (an offset, a column): one error, as read_published's, never a page's 500
+            raise PublishedError(f"published snapshot {p} is unreadable: {type(e).__name__}: {e}") from None
         return ({**data, "associations": rows} if v.has_rows else dict(data)), p
 
     def _current(self, p: Path) -> _Snapshot:

@@ -145,12 +145,24 @@ def meta(cluster: Sequence, rows_carry: bool) -> dict:
 
 
 def from_meta(m: dict) -> SortedRunning:
+    """The head's running_sorted decoded, and checked as publish writes it (ValueError otherwise: a
+    damaged file is refused, never charged): times left finite, >= 0 and sorted, rates finite and
+    >= 0, places -1 or more, the count, and the rates' exact sum (math.fsum) equal to r0."""
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ValueError("running_sorted: not a format this fscontrol reads")
-    s = SortedRunning(_column(m["lefts"], "d"), _column(m["rates"], "d"), _column(m["ids"], "q"),
-                      [[float(r), None if j is None else int(j)] for r, j in m["untimed"]], float(m["r0"]))
-    if len(s) != m.get("n"):
-        raise ValueError("running_sorted: the count does not fit the columns")
+    try:
+        untimed = [[float(r), None if j is None else int(j)] for r, j in m["untimed"]]
+        s = SortedRunning(_column(m["lefts"], "d"), _column(m["rates"], "d"), _column(m["ids"], "q"), untimed,
+                          float(m["r0"]))
+    except (KeyError, TypeError, ValueError) as e:  # (binascii.Error is a ValueError)
+        raise ValueError(f"running_sorted: damaged ({type(e).__name__}: {e})") from None
+    lefts, rates = s.lefts, s.rates
+    every = [*rates, *(r for r, _ in untimed)]
+    if len(s) != m.get("n") or s.r0 != math.fsum(every) or not math.isfinite(s.r0) \
+            or (every and min(every) < 0.0) or (len(lefts) and not (lefts[0] >= 0.0 and math.isfinite(lefts[-1]))) \
+            or not math.isfinite(sum(lefts)) or (len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
+            or any(a > b for a, b in zip(lefts, lefts[1:])):
+        raise ValueError("running_sorted: damaged (its columns are not what publish writes)")
     return s
 
 
@@ -258,6 +270,30 @@ def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | 
         pos += len(line)
 
 
+_MAX_LIST = 1 << 30  # one account's running list is far shorter: longer is a damaged run_at
+
+
+def _own_list(pread, run_at: int, at, key: str) -> list:
+    """The running list a row's run_at [offset, length] points at, checked to be `key`'s as the
+    block writes it (`,"key":[...]` or `{"key":[...]`, then `,` or `}`): a damaged or shifted
+    run_at is refused (ValueError), never read as another association's jobs."""
+    if not (isinstance(at, list) and len(at) == 2 and all(type(x) is int for x in at)
+            and 0 <= at[0] and 2 <= at[1] <= _MAX_LIST):
+        raise ValueError(f"running lists: a damaged run_at ({at!r:.40})")
+    lead = json.dumps(key).encode() + b":"
+    start = run_at + at[0] - len(lead) - 1
+    if start < run_at:
+        raise ValueError(f"running lists: a damaged run_at ({at!r:.40})")
+    got = pread(start, len(lead) + 1 + at[1] + 1)
+    if got[:1] not in (b",", b"{") or got[1:1 + len(lead)] != lead or got[-1:] not in (b",", b"}") \
+            or len(got) != len(lead) + at[1] + 2:
+        raise ValueError(f"running lists: run_at of {key!r} does not point at its list")
+    jobs = json.loads(got[1 + len(lead):-1])
+    if not isinstance(jobs, list):
+        raise ValueError(f"running lists: run_at of {key!r} does not point at a list")
+    return jobs
+
+
 def fill(data: dict, rows: list[dict], run_at: int | None, pread) -> dict:
     """`data` (a head read by read_head, in this layout) with its running as a reader uses it:
     the cluster's entries from running_sorted, and where the rows carry them, the lists of `rows`'
@@ -275,12 +311,13 @@ def fill(data: dict, rows: list[dict], run_at: int | None, pread) -> dict:
         accounts, users = {}, {}
         for r in rows:
             at = r.get("run_at")
-            if isinstance(at, list) and len(at) == 2:
-                jobs = json.loads(pread(run_at + int(at[0]), int(at[1])))
+            if at is not None:
+                key = f"{r['account']}/{r['user']}" if r.get("user") else r["account"]
+                jobs = _own_list(pread, run_at, at, key)
                 if r.get("user"):
-                    users[f"{r['account']}/{r['user']}"] = jobs
+                    users[key] = jobs
                 else:
-                    accounts[r["account"]] = jobs
+                    accounts[key] = jobs
         run["accounts"], run["users"] = accounts, users
     out["running"] = run
     return out
