@@ -25,10 +25,12 @@ from __future__ import annotations
 import base64
 import json
 import math
+import operator
 import sys
 from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from itertools import islice
 
 KEY = "running_sorted"
 FORMAT = 1
@@ -161,7 +163,7 @@ def from_meta(m: dict) -> SortedRunning:
     if len(s) != m.get("n") or s.r0 != math.fsum(every) or not math.isfinite(s.r0) \
             or (every and min(every) < 0.0) or (len(lefts) and not (lefts[0] >= 0.0 and math.isfinite(lefts[-1]))) \
             or not math.isfinite(sum(lefts)) or (len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
-            or any(a > b for a, b in zip(lefts, lefts[1:])):
+            or not all(map(operator.le, lefts, islice(lefts, 1, None))):
         raise ValueError("running_sorted: damaged (its columns are not what publish writes)")
     return s
 
