@@ -40,8 +40,23 @@ def _real_start(slurm, job_id: str) -> float | None:
     return t
 
 
+def _give_history(slurm, user: str, account: str) -> None:
+    """One short ended job of the user's in sacct, so the estimate has a typical fraction of the
+    limit for them (20 s of a 1-minute limit: the third the test's 40 s of 2 minutes runs): with
+    none, their running job is played to its limit and a real start before it falls outside the
+    range. A testbed fresh for this test has no history (found on a new testbed, 2026-11-28; in CI
+    earlier tests had given alice some)."""
+    j = slurm.submit(user, account, 1, 20, time="1")
+    for _ in range(180):
+        if slurm.run("sacct", "-X", "-n", "-P", "-j", j, "-o", "State").strip() == "COMPLETED":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{user}'s 20-s job {j} did not complete")
+
+
 def test_start_estimates_real_pending_jobs(slurm):
     slurm.cancel_all()
+    _give_history(slurm, "alice", "flat")
     big = slurm.submit("alice", "flat", 128, 40)  # limit 40 // 60 + 2 = 2 min
     for _ in range(100):
         s0 = _start_of(slurm, big)
