@@ -12,7 +12,7 @@ kernel's high-water mark of resident memory, interpreter and imports included) i
 * floor-nogc: the same with the cyclic garbage collector off, for reference (the GC re-scans the
             growing list of rows; fscontrol's parsers pause it).
 * measured: fscontrol: read the files, parse_config + parse_sshare + parse_sacct, build a
-            records.Snapshot, open a fresh SQLite history and write_snapshot in one transaction.
+            snaprecords.Snapshot, open a fresh SQLite history and write_snapshot in one transaction.
 * storage:  10 consecutive snapshots of the same associations where ~10% of them change each
             time (decaying usage) and the rest are unchanged; database growth per snapshot and
             per association, against a full copy (every association changed) for comparison.
@@ -109,7 +109,7 @@ def child_floor(folder: Path, gc_off: bool = False) -> dict:
 def child_measured(folder: Path) -> dict:
     from fscontrol.slurm import parse
     from fscontrol.store import history as store
-    from fscontrol.records import Snapshot
+    from fscontrol.snaprecords import Snapshot
 
     info = json.loads((folder / "info.json").read_text())
     db_path = folder / "measured.db"
@@ -160,7 +160,7 @@ def child_storage(folder: Path, n_snap: int = 10, change_frac: float = 0.10, see
 
     from fscontrol.slurm import parse
     from fscontrol.store import history as store
-    from fscontrol.records import Snapshot
+    from fscontrol.snaprecords import Snapshot
 
     config = parse.parse_config((folder / "config.txt").read_text())
     shares0 = parse.parse_sshare((folder / "sshare.txt").read_text())

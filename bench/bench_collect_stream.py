@@ -11,7 +11,7 @@ imports included), one after the other:
 * read:     the baseline: read every byte of sshare.txt and sacct.txt, nothing else;
 * streamed: what collect does now: parse_sshare, spool.from_file(sacct.txt) (the whole-output
             check and the one parse of every line, its records pickled to a temporary file a few
-            thousand at a time), a records.Snapshot, open_db and write_snapshot in one
+            thousand at a time), a snaprecords.Snapshot, open_db and write_snapshot in one
             transaction (the records unpickled as they are inserted, not parsed again);
 * materialized: what collect did before: the text read whole, parse_sacct into a tuple of
             JobRecords, the same Snapshot and write_snapshot (this tree's);
@@ -64,7 +64,7 @@ def child(kind: str, folder: Path) -> dict:
     else:
         from fscontrol.slurm import parse
         from fscontrol.store import history as store
-        from fscontrol.records import Snapshot
+        from fscontrol.snaprecords import Snapshot
 
         info = json.loads((folder / "info.json").read_text())
         config = parse.parse_config((folder / "config.txt").read_text())

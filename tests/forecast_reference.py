@@ -25,7 +25,7 @@ def project_running(u0: float, total0: float, *, passes: int, period_s: float, h
                     inflow_jobs: Sequence = (), total_inflow: float = 0.0,
                     total_inflow_jobs: Sequence = ()) -> list[tuple[float, float]]:
     """(effective usage, total usage) after each of the next `passes` decay passes, Slurm's way
-    (decay.slurm_pass): the forecast starts right after a pass; each pass decays everything by
+    (passes.slurm_pass): the forecast starts right after a pass; each pass decays everything by
     f^P and charges each job rate x overlap x f^(pass time - overlap start).
 
     weighted_jobs: (seconds to the job's limit or None, rate, weight on this user's effective

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions, plan_gate
-from fscontrol.records import QueueJob
+from fscontrol.snaprecords import QueueJob
 from fscontrol.sim.policies import Policy
 from fscontrol.sim.workload import Workload
 

@@ -17,7 +17,7 @@ from fscontrol.cli.main import exit_code
 def forecast_main(argv):
     return exit_code(["forecast", *argv])
 from fscontrol.act.gate import plan_gate
-from fscontrol.records import QueueJob
+from fscontrol.snaprecords import QueueJob
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
 

@@ -13,7 +13,8 @@ import pytest
 from fscontrol.act import control
 from fscontrol.agent import pipeline
 from fscontrol.model.decay import decay_factor_per_second
-from fscontrol.records import JobRecord, QueueJob, ShareRow
+from fscontrol.records import JobRecord, ShareRow
+from fscontrol.snaprecords import QueueJob
 
 P = 60.0
 HL = 300.0

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from fscontrol.model.decay import Charge, slurm_usage
+from fscontrol.model.passes import Charge, slurm_usage
 from fscontrol.records import ShareRow
 from fscontrol.sim.history import jobs_from_sacct
 from fscontrol.sim.mfconfig import PriorityConfig
@@ -26,7 +26,7 @@ def test_history_reads_the_billing_from_alloctres():
 
 
 def test_engine_charges_each_jobs_billing():
-    """Root's RawUsage at every pass equals decay.slurm_usage on the jobs' billing (GPU jobs bill
+    """Root's RawUsage at every pass equals passes.slurm_usage on the jobs' billing (GPU jobs bill
     up to 9x their CPUs), and not the CPU-charged staircase."""
     rng = random.Random(4)
     jobs = []

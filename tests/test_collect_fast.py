@@ -18,7 +18,8 @@ from fscontrol.agent import pipeline
 from fscontrol.slurm import spool
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger
-from fscontrol.records import JobRecord, QueueJob, ShareRow, new_queue_job, share_rows, twin_of
+from fscontrol.records import JobRecord, ShareRow, share_rows, twin_of
+from fscontrol.snaprecords import QueueJob, new_queue_job
 from fscontrol.slurm.source import RecordedSlurm
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

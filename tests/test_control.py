@@ -14,7 +14,8 @@ from fscontrol.act import slurmconf
 from fscontrol.slurm import parse
 from fscontrol.model.decay import decay_factor_per_second
 from fscontrol.errors import UnsafeActionError
-from fscontrol.records import QueueJob, ShareRow
+from fscontrol.records import ShareRow
+from fscontrol.snaprecords import QueueJob
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "testbed-basic"
 DUMMY = ("fsadmin", "fsdummy")

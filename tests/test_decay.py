@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from scipy.integrate import quad, solve_ivp
 
 from fscontrol.model.decay import (
-    Charge,
     decay_factor_per_second,
     decay_lambda,
     decayed_charge,
@@ -23,11 +22,11 @@ from fscontrol.model.decay import (
     job_charge,
     ode_step,
     piecewise_usage,
-    slurm_pass,
-    slurm_usage,
     usage_factors,
 )
-from fscontrol.records import JobRecord, QosRow
+from fscontrol.model.passes import Charge, slurm_pass, slurm_usage
+from fscontrol.records import JobRecord
+from fscontrol.snaprecords import QosRow
 
 RUN2 = Path(__file__).parent / "data" / "captures" / "run2"
 HL = 300  # the testbed's PriorityDecayHalfLife

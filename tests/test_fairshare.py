@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fscontrol.model.decay import Charge, slurm_usage
+from fscontrol.model.passes import Charge, slurm_usage
 from fscontrol.model.fairshare import (
     ROOT,
     TreeError,

@@ -154,13 +154,13 @@ PASS_JOBS = [(16, 200), (32, 120), (8, 330), (4, 60), (24, 260), (12, 400)]  # (
 
 
 def late_collects(seed: int, late_s: float):
-    """test_integration_fit's experiment under Slurm's own step model (decay.slurm_usage: passes
+    """test_integration_fit's experiment under Slurm's own step model (passes.slurm_usage: passes
     on a fixed grid, each a whole second, 1 s late at times; a job's tail charged when it ends),
     with collects that start on the minute but finish late by an exponential delay (a loaded
     machine). Returns the snapshot times, the pass each one's RawUsage is from, RawUsage
     truncated as sshare prints it, each window's sacct charge, and the charge after the pass of
     the jobs still running at each snapshot (store.pass_tails)."""
-    from fscontrol.model.decay import Charge, slurm_usage
+    from fscontrol.model.passes import Charge, slurm_usage
 
     rng = np.random.default_rng(seed)
     passes = np.floor(rng.uniform(0, PASS_P) - 3 * PASS_P + PASS_P * np.arange(16)) + (rng.random(16) < 0.2)

@@ -17,7 +17,8 @@ from fscontrol.export import publish as pub
 from fscontrol.forecast import service as uf
 from fscontrol.forecast.classic import parse_plan
 from fscontrol.model.decay import arrival_inflow, left_ratio
-from fscontrol.records import ShareRow, SlurmConfig
+from fscontrol.records import ShareRow
+from fscontrol.snaprecords import SlurmConfig
 from fscontrol.store.history import StoredSnapshot
 
 P, T = 60.0, 300.0  # the testbed's passes and half-life

@@ -23,7 +23,8 @@ from fscontrol.forecast import service as uf
 from fscontrol.cli.app import app
 from fscontrol.errors import NotFoundError, UnsafeActionError
 from fscontrol.forecast.classic import parse_plan
-from fscontrol.records import ShareRow, SlurmConfig
+from fscontrol.records import ShareRow
+from fscontrol.snaprecords import SlurmConfig
 from fscontrol.store.history import StoredSnapshot
 
 ROOT = Path(__file__).resolve().parent.parent

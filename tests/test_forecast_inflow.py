@@ -79,7 +79,7 @@ def test_published_inflow_is_keyed_like_the_running_jobs_and_private_where_they_
     assert inflow["users"]["flat/bob"] == 2.0 and inflow["users_published"]
     assert (inflow["left_ratio"], inflow["left_ratio_jobs"], inflow["snapshots"]) == (0.6, 9, 20)
     # where PrivateData hides names or jobs: the cluster's figures only, as for the running jobs
-    from fscontrol.records import SlurmConfig
+    from fscontrol.snaprecords import SlurmConfig
 
     c = snap.config
     for flag in ("jobs", "usage", "users", "accounts", "all"):

@@ -13,7 +13,7 @@ from dataclasses import replace
 from fscontrol.errors import ConfigError, UnsafeActionError
 from fscontrol.act.gate import (HOLD_MARK, GateAction, GateOptions, LedgerEntry, apply_to_ledger, is_waiting, job_size,
                             plan_gate, plan_release_all, reconcile_ledger)
-from fscontrol.records import QueueJob
+from fscontrol.snaprecords import QueueJob
 
 NOW = 1_700_000_000.0
 

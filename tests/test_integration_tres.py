@@ -98,7 +98,7 @@ def test_gpu_billing_usage_factor_padding_and_f_match_slurm(slurm, tmp_path):
         assert got == want, tres
         assert got[gpu] == 16 and got[cpu] == 6 and got[pad] == 1, tres  # MAX(4*1, 2*8); 6; the padding: 1 CPU
         db = store.open_db(tmp_path / "h.db")
-        # what the tick reads (records.Snapshot: the sacct jobs of the window since an hour ago)
+        # what the tick reads (snaprecords.Snapshot: the sacct jobs of the window since an hour ago)
         live = pipeline.read_snapshot(slurm.source(), lambda c: time.time() - 3600)
         bills, pad_bill = pipeline.running_billings(live, ("fsadmin", "fsdummy"))
         assert pad_bill == 1.0 and bills[gpu] == 16.0 and bills[cpu] == 6.0, (bills, pad_bill)

@@ -9,7 +9,7 @@ import pytest
 
 from fscontrol.act import control
 from fscontrol.model import decay
-from fscontrol.records import QueueJob
+from fscontrol.snaprecords import QueueJob
 
 T = 300.0  # the testbed's half-life
 F = decay.decay_factor_per_second(T)

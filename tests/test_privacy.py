@@ -23,7 +23,8 @@ from fscontrol.errors import UnsafeActionError
 from fscontrol.export import metrics
 from fscontrol.export import privacy
 from fscontrol.export import publish as pub
-from fscontrol.records import ShareRow, SlurmConfig
+from fscontrol.records import ShareRow
+from fscontrol.snaprecords import SlurmConfig
 from fscontrol.slurm import privatedata
 from fscontrol.report import status as rstatus
 from fscontrol.store.history import StoredSnapshot

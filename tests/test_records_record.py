@@ -11,9 +11,9 @@ import pickle
 import pytest
 
 # the modules whose records were hand-written (records.record) before
-MODULES = ["fscontrol.records", "fscontrol.act.actions", "fscontrol.act.control", "fscontrol.agent.config",
+MODULES = ["fscontrol.records", "fscontrol.snaprecords", "fscontrol.act.actions", "fscontrol.act.control", "fscontrol.agent.config",
            "fscontrol.agent.loop", "fscontrol.agent.pipeline", "fscontrol.forecast.classic", "fscontrol.forecast.fairtree",
-           "fscontrol.model.allocations", "fscontrol.model.decay", "fscontrol.model.fairshare", "fscontrol.model.fairtree",
+           "fscontrol.model.allocations", "fscontrol.model.decay", "fscontrol.model.passes", "fscontrol.model.fairshare", "fscontrol.model.fairtree",
            "fscontrol.report.table", "fscontrol.store.history"]
 
 

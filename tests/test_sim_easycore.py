@@ -17,7 +17,7 @@ import random
 from bisect import insort
 
 from fscontrol.act.gate import AGENT_HOLD_REASON, GateAction, GatePlan, _prio_key
-from fscontrol.records import QueueJob
+from fscontrol.snaprecords import QueueJob
 from fscontrol.sim import Policy, SimJob, Workload, accel, easycore, engine, get_policy, mfcore
 from fscontrol.sim.engine import RawRun
 from fscontrol.sim.run import run_simulation

@@ -9,7 +9,8 @@ import pytest
 
 from fscontrol.model import fairshare
 from fscontrol.model import fairtree
-from fscontrol.model.decay import Charge, decay_factor_per_second, slurm_usage
+from fscontrol.model.decay import decay_factor_per_second
+from fscontrol.model.passes import Charge, slurm_usage
 from fscontrol.errors import ConfigError
 from fscontrol.records import ShareRow
 from fscontrol.sim.multifactor import (
@@ -59,7 +60,7 @@ def test_hand_worked_classic_case_usage_lag_and_order():
 
 
 def test_usage_matches_decay_models_staircase_for_random_jobs():
-    """Root's RawUsage at every pass equals decay.slurm_usage (the step model written separately
+    """Root's RawUsage at every pass equals passes.slurm_usage (the step model written separately
     for the forecast) on the same jobs, with the end-of-job top-up."""
     rng = random.Random(3)
     jobs = []

@@ -207,7 +207,8 @@ def test_the_gate_s_table_published_without_names():
     from fscontrol.export.privacy import run_key
     from fscontrol.export.publish import gate_summary
     from fscontrol.model.allocations import Allocation
-    from fscontrol.records import QueueJob, ShareRow
+    from fscontrol.records import ShareRow
+    from fscontrol.snaprecords import QueueJob
 
     q = [QueueJob("1", "alice", "physics", "normal", "normal", "RUNNING", 1, 96, 0, 0, "None", 0.0, 0.0, 600),
          QueueJob("2", "alice", "physics", "normal", "normal", "PENDING", 1, 2, 10, 0, "Priority", 1.0, None, 600),

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from fscontrol.act.control import D_MAX, Decision
 from fscontrol.errors import UnsafeActionError
-from fscontrol.records import QueueJob
+from fscontrol.snaprecords import QueueJob
 
 DUMMY_JOB_NAME = "fscontrol-padding"
 PADDING_LIMIT_S = 86400  # the steady padding job's time limit: renewed at half, never UNLIMITED

@@ -35,7 +35,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 from fscontrol.model.decay import decay_factor_per_second
-from fscontrol.records import QueueJob, ShareRow
+from fscontrol.records import ShareRow
+from fscontrol.snaprecords import QueueJob
 
 D_MAX = 65535  # FairShareDampeningFactor is a uint16 in Slurm
 

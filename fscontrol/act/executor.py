@@ -22,7 +22,7 @@ from dataclasses import replace
 from collections.abc import Callable, Sequence
 
 from fscontrol.errors import FscontrolError, SlurmCommandError, SlurmTimeoutError, UnsafeActionError
-from fscontrol.records import Snapshot
+from fscontrol.snaprecords import Snapshot
 from fscontrol.slurm import parse
 from fscontrol.store import history as store
 from fscontrol.store import ledger as store_ledger

@@ -42,7 +42,8 @@ from typing import Any, Literal
 
 from fscontrol.model.allocations import Allocation, allocations_unit
 from fscontrol.errors import ConfigError, UnsafeActionError
-from fscontrol.records import HOLD_MARK, MARK_PREFIX, LedgerEntry, QueueJob, mark_of, nice_mark  # noqa: F401 - the gate's marks
+from fscontrol.records import HOLD_MARK, MARK_PREFIX, mark_of, nice_mark  # noqa: F401 - the gate's marks
+from fscontrol.snaprecords import LedgerEntry, QueueJob
 
 ActionKind = Literal["hold", "release", "nice", "unnice", "unmark"]
 GateMode = Literal["hold", "nice"]

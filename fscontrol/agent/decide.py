@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from fscontrol.agent import diagnose
 from fscontrol.errors import ConfigError, UnsafeActionError
-from fscontrol.records import Snapshot
+from fscontrol.snaprecords import Snapshot
 from fscontrol.store import ledger as store_ledger
 from fscontrol.store.connection import Database
 

@@ -26,7 +26,7 @@ from fscontrol.store import loaders as store_loaders
 from fscontrol.errors import (ConfigError, FscontrolError, InternalError, NotFoundError, ParseError, StoreError,
                               UnsafeActionError)
 from fscontrol.store.connection import Database
-from fscontrol.records import Snapshot
+from fscontrol.snaprecords import Snapshot
 from fscontrol.slurm.source import RecordedSlurm, SlurmSource, last_decay_pass
 
 FIRST_WINDOW_S = 3600.0  # sacct look-back for a cluster's first snapshot

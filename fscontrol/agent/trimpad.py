@@ -28,7 +28,7 @@ import math
 import time
 
 from fscontrol.act import executor
-from fscontrol.records import Snapshot
+from fscontrol.snaprecords import Snapshot
 from fscontrol.slurm import parse
 from fscontrol.slurm.source import SlurmSource
 from fscontrol.store.connection import Database

@@ -37,6 +37,7 @@ from fscontrol.cli.options import (
     DbOpt,
     JsonOpt,
     PublishedOpt,
+    VersionOpt,
 )
 from fscontrol.errors import ConfigError, FscontrolError
 
@@ -74,18 +75,9 @@ app = typer.Typer(
 )
 
 
-def _version(value: bool) -> None:
-    if value:
-        from fscontrol import __version__
-
-        typer.echo(f"fscontrol {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
-                                          help="Print fscontrol's version and exit.")] = False,
+    version: VersionOpt = False,
 ) -> None:
     """Fair-share control agent for Slurm clusters."""
 

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from fscontrol.cli.options import ClusterOpt, ConfigOpt, DbOpt, JsonOpt, PublishedOpt
+from fscontrol.cli.options import ClusterOpt, ConfigOpt, DbOpt, JsonOpt, PublishedOpt, VersionOpt
 
 EPILOG = (
     "\b\nexamples:\n"
@@ -25,14 +25,6 @@ EPILOG = (
     "\b\nexit codes: 0 ok, 2 bad option or plan, 3 sshare failed, 6 no snapshot / unknown user,\n"
     "7 asked for another user's data without being an admin, 130 interrupted"
 )
-
-
-def _version(value: bool) -> None:
-    if value:
-        from fscontrol import __version__
-
-        typer.echo(f"fscontrol {__version__}")
-        raise typer.Exit()
 
 
 def forecast(
@@ -79,8 +71,7 @@ def forecast(
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw F over time into this PNG (needs the 'plot' "
                                                  "extra: matplotlib).")] = None,
     now: Annotated[Optional[float], typer.Option("--now", hidden=True, help="Pretend it is this POSIX time (tests).")] = None,
-    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
-                                          help="Print fscontrol's version and exit.")] = False,
+    version: VersionOpt = False,
 ) -> None:
     """Your fair-share: F now and why (usage, share, the usage that halves it), when it is back at
     --target if you stop, how many core-hours halve it again, and what a planned campaign does to

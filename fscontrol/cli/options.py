@@ -33,6 +33,20 @@ ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-M", help=CLUST
 JsonOpt = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 PublishedOpt = Annotated[Optional[Path], typer.Option("--published", help=PUBLISHED_HELP)]
 
+
+def _version(value: bool) -> None:
+    if value:
+        from fscontrol import __version__
+
+        typer.echo(f"fscontrol {__version__}")
+        raise typer.Exit()
+
+
+# the app's and the forecast's -V (a forecast's users type `fscontrol forecast -V`); a name, not the
+# Annotated text, in the commands' (string) annotations: typer evaluates those as it builds the command
+VersionOpt = Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                          help="Print fscontrol's version and exit.")]
+
 ParsableOpt = Annotated[bool, typer.Option("--parsable", "-P", help="The table alone, every field delimited by '|', no padding "
                                            "(as sshare -P); the rest of the report goes to stderr.")]
 NoHeaderOpt = Annotated[bool, typer.Option("--noheader", "-n", help="The table's rows alone, no header lines (as sshare -n).")]

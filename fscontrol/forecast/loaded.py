@@ -221,7 +221,7 @@ def build(r, rows: Sequence, published: dict, plan: Sequence[Segment], d: float,
                       early_jobs=early_jobs(),
                       inflow=c_weighted, inflow_jobs=inflow_jobs, total_inflow=t_in, total_inflow_jobs=t_jobs,
                       u_first=u_first, total_first=None if held else total, cache=scope.cache)
-    from fscontrol.model.fairshare import fairshare_factor
+    from fscontrol.model.fsfactor import fairshare_factor
 
     f_now = fairshare_factor(ue0, r.norm_shares, d)
     own = "" if running.get("users_published") or running.get("own_users_published") else \

@@ -290,7 +290,7 @@ def _own_rows_refined(mine: list[ShareRow], published: dict[str, Any], d: float)
     several percent (issue #33)."""
     from dataclasses import replace
 
-    from fscontrol.model.effusage import own_effective_usage
+    from fscontrol.model.fsfactor import own_effective_usage
 
     exact = {(a["account"], a["user"]): a for a in published.get("associations", []) if a.get("user") in {r.user for r in mine}}
     d_s = published.get("config", {}).get("sshare_damping") or d  # sshare's FairShare: its slurm.conf's d
@@ -385,7 +385,7 @@ def _one(
     points: int,
     held: bool = True,
 ) -> dict[str, Any]:
-    from fscontrol.model.fairshare import damping_to_halve, fairshare_factor, usage_to_halve
+    from fscontrol.model.fsfactor import damping_to_halve, fairshare_factor, usage_to_halve
 
     s = r.norm_shares or 0.0
     ue = r.effective_usage or 0.0

@@ -4,7 +4,7 @@ term growing and classic fair-share decaying and charged through the horizon.
 At each PriorityCalcPeriod pass within bf_window slurmctld (priority_multifactor.c `_decay_thread`)
 decays every association's usage (1 - 0.693/T a second), charges each running job's billing x the
 seconds it ran since the last pass (pre-decayed: `run_delta * pow(decay, run_delta)`, as
-model.decay.slurm_pass) to its association and every parent up to root, and re-prices the pending
+model.passes.slurm_pass) to its association and every parent up to root, and re-prices the pending
 jobs with F = 2^(-(UE/S)/d) (model.fairshare's rules) of the usage *before* that pass's charges: F
 lags RawUsage by one pass (seen on the testbed, 22.05 and 26.05: docs/start.md).
 

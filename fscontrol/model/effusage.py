@@ -35,7 +35,7 @@ from fscontrol.model.fairshare import (
 )
 from fscontrol.records import ShareRow
 
-PRINTED_HALF = 5e-7  # half a unit of "%f"'s sixth decimal
+from fscontrol.model.fsfactor import PRINTED_HALF, _print_bounds, _within, own_effective_usage  # noqa: F401 (one row's prints)
 
 __all__ = ["computed_effective_usage", "own_effective_usage", "refined_effective_usage", "sprio_lags", "sshare_damping", "sshare_damping_of",
            "PRINTED_HALF", "SPRIO_HALF"]
@@ -167,46 +167,6 @@ def sshare_damping(rows: Sequence[ShareRow], ns: Sequence[float]) -> int | None:
     ks.sort()
     k = round(ks[len(ks) // 2])
     return k if k >= 1 else None
-
-
-def _print_bounds(p: float | None, fp: float | None, s: float | None, d_s: float | None) -> tuple[float, float]:
-    """(lo, hi): what sshare's printed EffectvUsage `p` and FairShare `fp` allow of slurmctld's
-    usage_efctv, for an association of NormShares `s` (slurmctld's, exact) whose FairShare sshare
-    computed at d `d_s`: EffectvUsage's rounding, and FairShare's where it agrees with it (where it
-    does not, sshare's d is not d_s)."""
-    h = PRINTED_HALF
-    hh = h * (1 + 1e-9)  # a print's rounding, with its last ulp
-    lo, hi = (p - h, p + h) if p is not None else (-math.inf, math.inf)
-    if d_s is not None and fp is not None and s and s > 0 and fp - hh < 1.0:
-        flo = -math.log2(fp + hh) * d_s * s if fp + hh < 1.0 else 0.0
-        fhi = -math.log2(fp - hh) * d_s * s if fp - hh > 0 else math.inf
-        lo, hi = _within(lo, hi, flo, fhi)
-    return lo, hi
-
-
-def _within(lo: float, hi: float, olo: float, ohi: float) -> tuple[float, float]:
-    """[lo, hi] narrowed to [olo, ohi] where the two bounds agree (overlap, to a relative 1e-9);
-    unchanged where they do not (the other figure is of another d or moment)."""
-    if olo <= hi * (1 + 1e-9) and ohi >= lo * (1 - 1e-9):
-        if olo > lo:
-            lo = olo
-        if ohi < hi:
-            hi = ohi
-        if lo > hi:
-            lo = hi = 0.5 * (lo + hi)
-    return lo, hi
-
-
-def own_effective_usage(row: ShareRow, norm_shares: float | None, d: float | None) -> float | None:
-    """A user's own row as `sshare -u USER` shows it (no tree to go down): slurmctld's EffectvUsage
-    as closely as the row's prints pin it, the middle of what its EffectvUsage and FairShare allow
-    (FairShare read at `d`, where it agrees), 0 where they allow 0. `norm_shares`: slurmctld's exact NormShares (the
-    published tree's), else the printed one."""
-    s = norm_shares if norm_shares is not None else row.norm_shares
-    if row.effective_usage is None:
-        return None
-    lo, hi = _print_bounds(row.effective_usage, None if row.shares_parent else row.fairshare, s, d)
-    return 0.0 if lo <= 0.0 else 0.5 * (lo + hi)  # 0 where the prints allow it: no usage on the path
 
 
 SPRIO_HALF = 5e-8  # sprio -n prints its factors with 7 decimals

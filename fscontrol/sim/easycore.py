@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fscontrol.act.gate import AGENT_HOLD_REASON, GateOptions, GatePlan, plan_gate
-from ..records import QueueJob
+from ..snaprecords import QueueJob
 from .availability import Profile
 
 

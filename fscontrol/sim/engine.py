@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fscontrol.act.gate import GateOptions
-from ..records import QueueJob
+from ..snaprecords import QueueJob
 from .easycore import easy_arrivals, easy_backfill, easy_fits, easy_search, gate_stall, gate_stop, gate_tick, general_pick
 from .policies import Policy
 from .workload import Workload

@@ -186,7 +186,7 @@ def jobs_from_sacct(
     walk: list[dict[str, Any]] | None = None,
 ) -> tuple[list[SimJob], dict[str, int]]:
     """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS).
-    `queue`: the capture's squeue rows by job id (records.QueueJob): the pending jobs' time limits
+    `queue`: the capture's squeue rows by job id (snaprecords.QueueJob): the pending jobs' time limits
     and sizes where sacct has none. `seen`: filled with every job id read (kept or not).
     start_blocked: replay the jobs held or in a DOWN partition at the capture too (as if released).
     `walk`: filled with the pending jobs left out that slurmctld's decay pass still walks (_pending)."""

@@ -23,7 +23,8 @@ from fscontrol.model.decay import decay_factor_per_second
 from ..errors import ConfigError
 from fscontrol.model.fairshare import FS_LEVEL as _FS_LEVEL
 from fscontrol.model.fairshare import FS_ROOT as _FS_ROOT
-from ..records import QueueJob, ShareRow
+from ..records import ShareRow
+from ..snaprecords import QueueJob
 from .mfconfig import (
     DUMMY,
     ControlSpec,

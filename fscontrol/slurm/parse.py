@@ -21,7 +21,11 @@ from datetime import datetime, timezone, tzinfo
 
 from fscontrol.errors import ParseError
 from fscontrol.slurm import configjson, privatedata
-from fscontrol.records import JobRecord, PrioRow, QosRow, QueueJob, ShareRow, SlurmConfig, new_queue_job, share_rows
+from fscontrol.records import JobRecord, ShareRow, share_rows
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # made where they are parsed (fscontrol.snaprecords): the forecast reads only sshare's rows
+    from fscontrol.snaprecords import PrioRow, QosRow, QueueJob, SlurmConfig
 
 # ---------------------------------------------------------------------------- commands
 # The exact argument lists fscontrol runs (without the leading `-M cluster`), shared by the
@@ -649,9 +653,12 @@ def parse_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS)
 
 
 def iter_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS), tz: tzinfo = timezone.utc,
-                make=new_queue_job) -> Iterator:
+                make=None) -> Iterator:
     """parse_squeue's records one at a time, each `make(*fields)` (QueueJob's order; `tuple`-like
-    makers let spool.Spooled keep them on disk); its errors raised as the parse reaches them."""
+    makers let spool.Spooled keep them on disk; default a QueueJob, snaprecords.new_queue_job);
+    its errors raised as the parse reaches them."""
+    if make is None:
+        from fscontrol.snaprecords import new_queue_job as make
     need = ("JOBID", "USER", "ACCOUNT", "PARTITION", "STATE", "NODES", "CPUS", "PRIORITY", "REASON")
     if isinstance(text, str):
         comment_last = text.lstrip().split("\n", 1)[0].rstrip().endswith("|ADMIN_COMMENT")
@@ -768,8 +775,10 @@ def parse_sprio(text: str | Iterable[str], command: str = " ".join(SPRIO_ARGS)) 
     return tuple(iter_sprio(text, command))
 
 
-def iter_sprio(text: str | Iterable[str], command: str = " ".join(SPRIO_ARGS), make=PrioRow) -> Iterator:
-    """parse_sprio's rows one at a time, each `make(*fields)` (as iter_squeue)."""
+def iter_sprio(text: str | Iterable[str], command: str = " ".join(SPRIO_ARGS), make=None) -> Iterator:
+    """parse_sprio's rows one at a time, each `make(*fields)` (as iter_squeue; default a PrioRow)."""
+    if make is None:
+        from fscontrol.snaprecords import PrioRow as make
     if isinstance(text, str):
         if not text.strip() or text.strip().startswith("You have no pending jobs") or "No pending jobs" in text:
             return
@@ -808,6 +817,8 @@ def _plain_num(value: str, minimum: float | None) -> float | None:
 
 
 def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...]:
+    from fscontrol.snaprecords import QosRow
+
     header, rows = _table(text, command, ("Name", "UsageFactor"))
     ix = {name: i for i, name in enumerate(header)}
     return tuple(
@@ -842,6 +853,8 @@ def parse_config_pairs(text: str, command: str = " ".join(CONFIG_ARGS)) -> dict[
 
 def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig:
     """The priority settings fscontrol needs from `scontrol show config`."""
+    from fscontrol.snaprecords import SlurmConfig
+
     p = parse_config_pairs(text, command)
 
     def need(key: str) -> str:

@@ -405,14 +405,14 @@ def _plain(*values) -> tuple:
 
 def queue_of(lines, command: str) -> Spooled:
     """squeue's jobs from its output's lines (or text), spooled (Spooled of QueueJob)."""
-    from fscontrol.records import new_queue_job
+    from fscontrol.snaprecords import new_queue_job
 
     return Spooled(parse.iter_squeue(lines, command, make=_plain), new_queue_job)
 
 
 def prio_of(lines, command: str) -> Spooled:
     """sprio's rows from its output's lines (or text), spooled (Spooled of PrioRow)."""
-    from fscontrol.records import PrioRow
+    from fscontrol.snaprecords import PrioRow
 
     return Spooled(parse.iter_sprio(lines, command, make=_plain), PrioRow)
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from fscontrol.errors import NotFoundError, StoreError
 from fscontrol.slurm.parse import gc_paused
 from fscontrol.store.connection import Database
-from fscontrol.records import ShareRow, Snapshot, SlurmConfig, share_rows
+from fscontrol.records import ShareRow, share_rows
+from fscontrol.snaprecords import Snapshot, SlurmConfig
 from fscontrol.store.loaders import JobCharges, UsageHistory
 from fscontrol.store.schema import LEGACY_MOVED, MIGRATIONS, OPTIONAL_MIGRATIONS, applied_migrations, migrate
 

@@ -137,7 +137,7 @@ def ledger_entries(db: sqlite_utils.Database, cluster: str) -> dict:
     rows = db.execute("SELECT job_id, kind, restore_nice, set_nice, state FROM gate_ledger WHERE cluster = ?", [cluster]).fetchall()
     if not rows:  # no hold: the gate's module is not needed (a tick without the gate)
         return {}
-    from fscontrol.records import LedgerEntry
+    from fscontrol.snaprecords import LedgerEntry
 
     return {j: LedgerEntry(kind, n, s_nice, state) for j, kind, n, s_nice, state in rows}
 
