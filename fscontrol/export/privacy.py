@@ -52,7 +52,6 @@ import json
 import math
 import os
 import stat
-import struct
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -279,6 +278,8 @@ _ACL = "system.posix_acl_access"
 def _acl(owner: int, uid: int, perm: int) -> bytes:
     """A POSIX access ACL in the kernel's extended-attribute form (version 2): the owner `owner`,
     user `uid` `perm`, nothing for the group and for others (the mask `perm`)."""
+    import struct
+
     def entry(tag: int, p: int, ident: int = 0xFFFFFFFF) -> bytes:
         return struct.pack("<HHI", tag, p, ident)
 
@@ -292,6 +293,8 @@ def _acl_readers(fd: int) -> set[int]:
     except OSError:
         return set()
     out = set()
+    import struct
+
     for k in range(4, len(raw) - 7, 8):
         tag, perm, ident = struct.unpack_from("<HHI", raw, k)
         if tag == 0x02 and perm & 4:

@@ -30,7 +30,6 @@ from fscontrol.errors import NotFoundError
 from fscontrol.export.rowindex import INDEX_KEY, INDEX_LINE, ROWS_LINE, by_index as _by_index, on_paths  # noqa: F401 (publish.INDEX_LINE: the tests read it here)
 from fscontrol.export import jobqos, runsorted
 from fscontrol.slurm import privatedata
-from fscontrol.slurm.jobid import job_order  # noqa: F401 (publish.job_order: the forecasts read it here)
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Iterator

@@ -62,8 +62,6 @@ class Biller:
 
     def rate_of(self, tres: dict[str, float], what: str) -> float:
         """The rate of one step's job, in billing units a second (classic.parse_plan's rate_of)."""
-        from fscontrol.model import billing
-
         gpus = tres.get("gres/gpu", 0.0)
         if self.override is not None:
             if gpus or tres.get("node", 1.0) != 1.0:
@@ -86,6 +84,8 @@ class Biller:
         if gpus and not have_gpus:
             raise PlanError(f"{what!r} asks for GPUs, but partition {self.partition} has none: name a partition "
                             "with GPUs (-p/--partition)")
+        from fscontrol.model import billing  # here: a plan billed per core or without weights needs none of it
+
         weights = billing.parse_weights(self.weights_text)
         types = self.part.get("gpu_types") or []
         if gpus and len(types) == 1:  # one GPU type on the partition: Slurm counts the job's GPUs under it too

@@ -169,17 +169,20 @@ def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
 
 
 # ---------------------------------------------------------------------------- plan strings
-_WHAT = re.compile(r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$", re.IGNORECASE | re.ASCII)  # ASCII digits only
+# _WHAT, _GPUS and _SLURM_TIME are patterns, compiled by `re` (and cached) when an error message or
+# a duration in Slurm's format first needs them: a plan such as 8cpus:1h reads none of them, and
+# the three compiled at import cost the forecast's start 2.5 M instructions (callgrind)
+_WHAT = r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$"  # ASCII digits only (re.ASCII)
 # one term of what a job asks for, Slurm's words: 4cpus, 2gpus (or 2gres/gpu), 1node; joined with '+'
 _TERM = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<what>cpus?|cores?|gpus?|gres/gpu|nodes?)$", re.IGNORECASE | re.ASCII)
 _TRES_OF = {"cpu": "cpu", "cpus": "cpu", "core": "cpu", "cores": "cpu", "gpu": "gres/gpu", "gpus": "gres/gpu",
             "gres/gpu": "gres/gpu", "node": "node", "nodes": "node"}
-_GPUS = re.compile(r"^\d+(?:\.\d+)?\s*(?:gpus?|gres/gpu)$", re.IGNORECASE | re.ASCII)  # refused with how to bill them (_why)
+_GPUS = r"^\d+(?:\.\d+)?\s*(?:gpus?|gres/gpu)$"  # refused with how to bill them (_why)
 PLAN_FORM = ("'<N>cpus:<duration>' or 'idle:<duration>' (GPUs: '<N>cpus+<M>gpus:<duration>'), a duration with a unit s, m, h, d, w or in Slurm's time "
              "format (e.g. '56cpus:14d,idle:3d' or '56cpus:14-0,idle:3-0')")
 # Slurm's time formats (sbatch -t): minutes, minutes:seconds, hours:minutes:seconds, days-hours,
 # days-hours:minutes, days-hours:minutes:seconds
-_SLURM_TIME = re.compile(r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$", re.ASCII)
+_SLURM_TIME = r"^(?:(?P<d>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$"
 
 
 def parse_duration(text: str) -> float:
@@ -189,7 +192,7 @@ def parse_duration(text: str) -> float:
     m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdwSMHDW])", t, re.ASCII)
     if m:
         return float(m.group(1)) * UNITS_S[m.group(2).lower()]
-    m = _SLURM_TIME.fullmatch(t)
+    m = re.fullmatch(_SLURM_TIME, t, re.ASCII)
     if m:
         if m.group("d") is not None:
             return (int(m.group("d")) * 86400 + int(m.group("dh")) * 3600 + int(m.group("dm") or 0) * 60
@@ -304,12 +307,12 @@ def _why(part: str) -> str:
     if ":" not in part:
         return " (no single ':' between what runs and for how long)"
     what, _, dur = part.partition(":")
-    if _GPUS.match(what):
+    if re.match(_GPUS, what, re.IGNORECASE | re.ASCII):
         return (f" ({what!r} names no CPUs: write them too, e.g. '4cpus+{what}', billed under the partition's "
                 "TRESBillingWeights; where the forecast has none, write the job's billing as cpus: 4 CPUs + 2 GPUs under "
                 "TRESBillingWeights=CPU=1.0,GRES/gpu=8.0 bill '20cpus', or '16cpus' under PriorityFlags=MAX_TRES; "
                 "docs/billing.md)")
-    if not _WHAT.match(what) and what.lower() != "idle" and plan_tres_safe(what) is None:
+    if not re.match(_WHAT, what, re.IGNORECASE | re.ASCII) and what.lower() != "idle" and plan_tres_safe(what) is None:
         return f" ({what!r} is neither '<N>cpus' nor 'idle')"
     if plan_tres_safe(what) is not None and "cpu" not in plan_tres_safe(what):
         return f" ({what!r} names no CPUs: write them too, e.g. '4cpus+{what}')"
@@ -368,7 +371,7 @@ def project_running(u0: float, total0: float, *, passes: int, period_s: float, h
                     cluster_jobs: Sequence[tuple[float | None, float]] | None,
                     plan: Sequence[Segment] = (), **kw) -> list[tuple[float, float]]:
     """(effective usage, total usage) after each of the next `passes` decay passes, Slurm's way
-    (decay.slurm_pass): the forecast starts right after a pass; each pass decays everything by
+    (passes.slurm_pass): the forecast starts right after a pass; each pass decays everything by
     f^P and charges each job rate x overlap x f^(pass time - overlap start).
 
     weighted_jobs: (seconds to the job's limit or None, rate, weight on this user's effective

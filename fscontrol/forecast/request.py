@@ -285,7 +285,7 @@ def _recorded_pending(recorded, who: str) -> list[tuple[int, str, bool]]:
     """`who`'s pending jobs in a recording's squeue, as own_pending_jobs gives them (none when
     the recording has no squeue: then no -j is theirs)."""
     from fscontrol.errors import FscontrolError
-    from fscontrol.export.publish import job_order
+    from fscontrol.slurm.jobid import job_order
 
     try:
         jobs = list(recorded.squeue_jobs())

@@ -343,7 +343,7 @@ def own_pending_jobs(text: str) -> list[tuple[int, str, bool]]:
     list, account, held). Job ids that are not numbers (array tasks pending as 12_[1-9]) count by
     their array's id; a job held by an admin or its user (reason JobHeldAdmin, JobHeldUser) is
     held: it waits for a release, not for its priority."""
-    from fscontrol.export.publish import job_order
+    from fscontrol.slurm.jobid import job_order
 
     out = []
     for line in text.splitlines():

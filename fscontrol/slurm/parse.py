@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone, tzinfo
 
 from fscontrol.errors import ParseError
-from fscontrol.slurm import configjson, privatedata
+from fscontrol.slurm import privatedata
 from fscontrol.records import JobRecord, ShareRow, share_rows
 
 TYPE_CHECKING = False
@@ -248,7 +248,8 @@ def parse_time(value: str, tz: tzinfo = timezone.utc) -> float | None:
     return dt.replace(tzinfo=tz).timestamp()
 
 
-_DURATION = re.compile(r"(?:[0-9]+-)?[0-9]+(?::[0-9]+){0,2}")
+# a pattern, compiled by `re` (and cached) when a duration is first read: the forecast reads none
+_DURATION = r"(?:[0-9]+-)?[0-9]+(?::[0-9]+){0,2}"
 
 
 def parse_duration(value: str) -> int | None:
@@ -256,7 +257,7 @@ def parse_duration(value: str) -> int | None:
     v = value.strip()
     if v.upper() in ("UNLIMITED", "INFINITE", "NONE", "N/A", ""):
         return None
-    if not _DURATION.fullmatch(v):
+    if not re.fullmatch(_DURATION, v):
         raise ValueError(f"bad duration {value!r}")
     days = 0
     if "-" in v:
@@ -833,6 +834,8 @@ def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...
 # ---------------------------------------------------------------------------- scontrol show config
 def parse_config_pairs(text: str, command: str = " ".join(CONFIG_ARGS)) -> dict[str, str]:
     """`Key = Value` pairs of `scontrol show config`, from its text or its --json form (26.05+)."""
+    from fscontrol.slurm import configjson  # here: the forecast parses sshare alone
+
     if configjson.looks_like_json(text):
         return configjson.config_pairs_from_json(text, command)
     pairs: dict[str, str] = {}
@@ -902,7 +905,7 @@ def parse_config(text: str, command: str = " ".join(CONFIG_ARGS)) -> SlurmConfig
     )
 
 
-_SCONTROL_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9_]*)=(.*?)(?= [A-Za-z][A-Za-z0-9_]*=|$)")
+_SCONTROL_PAIR = r"([A-Za-z][A-Za-z0-9_]*)=(.*?)(?= [A-Za-z][A-Za-z0-9_]*=|$)"  # compiled by `re` on first use, as _DURATION
 
 
 def scontrol_records(text: str, command: str, name_key: str, none_prefix: str) -> Iterator[tuple[int, str, dict[str, str]]]:
@@ -912,7 +915,7 @@ def scontrol_records(text: str, command: str, name_key: str, none_prefix: str) -
         s = line.strip()
         if not s or s.startswith(none_prefix):
             continue
-        kv = dict(_SCONTROL_PAIR.findall(s))
+        kv = dict(re.findall(_SCONTROL_PAIR, s))
         if not kv.get(name_key):
             raise ParseError(command, f"no {name_key}", no, line)
         yield no, line, kv

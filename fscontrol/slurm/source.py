@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 
 from fscontrol.slurm import command
-from fscontrol.slurm import configjson
 from fscontrol.slurm import parse
 from fscontrol.errors import ConfigError, NotFoundError, SlurmCommandError, SlurmTimeoutError
 from fscontrol.records import CommandOutput
@@ -121,6 +120,8 @@ class LiveSlurm:
         `scontrol --json show config` prints JSON on 26.05, the text on 24.11 (its --json does not
         reach show config) and fails on 22.05 (no such option); the text is then asked for, and this
         source asks for it directly from then on. parse.parse_config reads both forms."""
+        from fscontrol.slurm import configjson  # here: the forecast reads sshare alone
+
         if self._config_json is not False:
             try:
                 out = self.run(parse.CONFIG_JSON_ARGS)
