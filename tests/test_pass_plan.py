@@ -1,6 +1,6 @@
 """Issue 30, the pure parts: the usage a decay pass started from, rebuilt from a read before it
 and the tails of the jobs that ended in between; the usage the pass after the coming one reads,
-planned job by job. Checked against Slurm's own step model (decay.slurm_pass), run second by
+planned job by job. Checked against Slurm's own step model (passes.slurm_pass), run second by
 second where a job ends between passes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from fscontrol.act import control
-from fscontrol.model import decay
+from fscontrol.model import decay, passes
 from fscontrol.snaprecords import QueueJob
 
 T = 300.0  # the testbed's half-life
@@ -30,11 +30,11 @@ def test_the_usage_a_pass_read_is_the_read_plus_the_tails_charged_after_it():
 
 
 def test_the_plan_charges_each_running_job_from_its_start_not_a_whole_period():
-    """Against Slurm's pass (decay.slurm_pass): usage 5,000 at the pass at 0, the coming pass at
+    """Against Slurm's pass (passes.slurm_pass): usage 5,000 at the pass at 0, the coming pass at
     60; a 16-CPU job running since -100 s (charged 60 s) and an 8-CPU one since 20 s (charged 40 s,
     where predict_real_usage charges a whole period); no time limits: no tails."""
     running = [job("1", 16, -100.0, limit=None), job("2", 8, 20.0, limit=None)]
-    want = decay.slurm_pass(5_000.0, 60.0, [(60.0, 16.0), (40.0, 8.0)], T)
+    want = passes.slurm_pass(5_000.0, 60.0, [(60.0, 16.0), (40.0, 8.0)], T)
     got, tails = control.predict_read_at_next_pass(5_000.0, running, now=57.0, last_pass=0.0, pass_at=60.0,
                                                    next_pass_at=120.0, half_life_s=T, usage_factors={})
     assert got == pytest.approx(want, rel=1e-12) and tails == 0.0
