@@ -12,8 +12,8 @@ SchedulerParameters:
 * the range: the same run with every job running to its limit (what `squeue --start` assumes)
   beside the typical-fraction run; the estimate is the typical-fraction one.
 * pending jobs in the order of the priorities squeue shows now, re-sorted at each priority pass within bf_window as
-  the age term grows and fair-share is charged (startfs.py: classic or Fair Tree). One pool of CPUs (partitions are
-  not told apart); a job's GPUs count as their share of the CPUs (estimate's `total_gpus`); advance reservations.
+  the age term grows and fair-share is charged (startfs.py: classic or Fair Tree). One pool of CPUs (startparts.py
+  plays partitions on separate nodes apart); a job's GPUs count as their share of the CPUs; advance reservations.
 * a job that cannot start for a reason other than resources and priority (held, dependency,
   partition down, a limit reached, ...) gets no estimate but that reason.
 * PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The estimate then uses
@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 from bisect import bisect_left, insort
 from itertools import filterfalse, islice
 from collections.abc import Mapping, MutableSequence, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fscontrol.errors import EstimateTooCostly, NotFoundError
-from fscontrol.forecast import resvplan, startfs
+from fscontrol.forecast import resvplan, startfs, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, StartJob, gpu_count,
     age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
@@ -507,7 +508,8 @@ def render(d: Mapping) -> str:
             continue
         rng = f"{_hm(e['early'], now)} .. {_hm(e['late'], now) if e['late'] is not None else '?'}"
         lines.append(f"{e['job_id']:>10} {e['user']:<10} {_hm(e['start'], now):>12} {rng:>24}  {_hm(e['squeue_start'], now):>14}"
-                     + (f"  {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else ""))
+                     + (f"  {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else "")
+                     + (f"  partition {e['partition']}" if e.get("pool") else ""))
     return "\n".join(lines)
 
 
@@ -521,7 +523,8 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
             "notes": notes,
             "jobs": [{"job_id": e.job_id, "user": e.user, "start": e.start, "early": e.early, "late": e.late,
                       "reason": e.reason, "squeue_start": e.squeue_start, "fraction": e.extra.get("fraction"),
-                      "reservation": e.extra.get("reservation"), "reservation_role": e.extra.get("reservation_role")}
+                      "reservation": e.extra.get("reservation"), "reservation_role": e.extra.get("reservation_role"),
+                      "partition": e.extra.get("partition"), "pool": e.extra.get("pool")}
                      for e in ests]}
 
 
@@ -554,7 +557,6 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
         job_ids = set(named)
     hidden = 0
     if private_jobs is None:
-        import os
         private_jobs = privatedata.jobs_hidden(pairs.get("PrivateData", "")) and os.geteuid() != 0
     if private_jobs:
         seen = sum(j.cpus for j in jobs if j.state in ("RUNNING", "COMPLETING"))
@@ -568,18 +570,15 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     total_gpus = 0
     gpus = parse_job_gpus(source.run(SQUEUE_GPU_ARGS).stdout)
     if gpus:
-        from dataclasses import replace
-
         jobs = [replace(j, gpus=gpus[j.job_id]) if j.job_id in gpus else j for j in jobs]
         total_gpus = parse_sinfo_gpus(source.run(SINFO_GPU_ARGS).stdout)
         notes.append(f"GPUs: {total_gpus} on the cluster; a job with GPUs counts as the larger of its CPUs and its "
                      "GPUs' share of the CPUs (GPUs x CPUs / GPUs), so it waits for the GPUs it needs")
     from fscontrol.slurm.resv import RESV_ARGS, parse_reservations
 
-    wins, skipped, rnotes = resvplan.windows(parse_reservations(source.run(RESV_ARGS).stdout), now)
+    resvs = parse_reservations(source.run(RESV_ARGS).stdout)
+    wins, skipped, rnotes = resvplan.windows(resvs, now)
     notes += rnotes
-    import os
-
     if privatedata.reservations_hidden(pairs.get("PrivateData", "")) and os.geteuid() != 0:
         notes.append("PrivateData=reservations: scontrol shows you only the reservations you are in; "
                      "others' may delay your jobs beyond these estimates")
@@ -590,11 +589,10 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     fairshare, fs_note = (startfs.read_live(source, pairs, sum(j.state == "PENDING" for j in jobs)) if fairshare
                           else (None, "fair-share held at its present value"))
     notes.append(fs_note)
-    ests = estimate(jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
-                    users=users, job_ids=job_ids, total_gpus=total_gpus, windows=wins, skipped=skipped,
-                    age=age, fairshare=fairshare)
+    ests, pnotes = startparts.read_live(source, jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
+                                        private=private_jobs, users=users, job_ids=job_ids, total_gpus=total_gpus,
+                                        resvs=resvs, windows=wins, skipped=skipped, age=age, fairshare=fairshare)
+    notes += pnotes
     if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
-        from dataclasses import replace
-
         ests = [replace(e, job_id=x) for e in ests for x in named.get(e.job_id, [e.job_id])]
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)
