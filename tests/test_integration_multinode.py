@@ -132,3 +132,76 @@ def test_a_capture_of_two_nodes_replays_on_two_nodes(two_nodes, tmp_path):
     assert {a, b} <= {j.job_id for j in w.jobs}, (a, b, [j.job_id for j in w.jobs])
     sc = _node_sched(SlurmSched(), w)
     assert sc.node_cpus == NODE_CPUS and sc.node_model == node_rule(w.meta["slurm_version"])  # placed on nodes
+
+
+def test_start_plays_partitions_on_separate_nodes_apart(two_nodes):
+    """`fscontrol start` with two partitions over one node each (issue #32 item 4, forecast/startparts.py):
+    dave's job fills tbnode1 (partition pa) to its 1-minute limit (it sleeps longer: killed at the
+    limit, so its run is the limit whatever his history); carol's job of pa waits for it while
+    tbnode2 (pb) is idle. Played as one pool it started "now" on pb's idle CPUs; by pool it waits
+    for dave's limit, and slurmctld starts it then: the estimate within 60 s of the real start."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from fscontrol.slurm.parse import parse_time
+
+    tb = two_nodes
+    tb.cancel_all()
+
+    def sbatch(user: str, partition: str, minutes: int, sleep: int) -> str:
+        return tb.run("sbatch", "--parsable", f"--chdir={tb.dir / 'jobs'}", "-o", "/dev/null", "-A",
+                      "flat" if user == "dave" else "chem", "-p", partition, "-n", str(NODE_CPUS), "-t", str(minutes),
+                      "--wrap", f"sleep {sleep}", user=user).strip().split(";")[0]
+
+    def state_start(job: str) -> tuple[str, float | None]:
+        s = tb.run("squeue", "-h", "-j", job, "-o", "%T|%S").strip()
+        if not s:  # left the queue: sacct's start
+            return "DONE", parse_time(tb.run("sacct", "-X", "-n", "-P", "-j", job, "-o", "Start").strip())
+        st, _, t = s.partition("|")
+        return st, parse_time(t) if st in ("RUNNING", "COMPLETING") else None
+
+    made = []
+    try:
+        for name, node in (("pa", "tbnode1"), ("pb", "tbnode2")):
+            tb.scontrol("create", f"PartitionName={name}", f"Nodes={node}", "MaxTime=INFINITE", "State=UP")
+            made.append(name)
+        dave = sbatch("dave", "pa", 1, 600)
+        s0 = None
+        for _ in range(100):
+            st, s0 = state_start(dave)
+            if s0 is not None:
+                break
+            time.sleep(0.3)
+        assert s0 is not None, "dave's job did not start"
+        carol = sbatch("carol", "pa", 1, 10)
+        time.sleep(3)
+        p = subprocess.run([sys.executable, "-m", "fscontrol.cli.main", "start", "--json"], capture_output=True,
+                           text=True, timeout=120, env=tb.env, cwd=Path(__file__).resolve().parents[1])
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        e = next(x for x in d["jobs"] if x["job_id"] == carol)
+        sq = tb.run("squeue", "--start", "-h", "-j", carol, "-o", "%i %P %S %r").strip()
+        assert e["start"] is not None, e
+        assert e["partition"] == "pa" and e["pool"] == "pa", e
+        assert any("own nodes" in n for n in d["notes"]), d["notes"]
+        # not "now" on pb's idle node: at dave's limit (s0 + 60), the range's end too
+        assert e["start"] >= d["now"] + 40 and abs(e["late"] - (s0 + 60)) <= 31, (e, s0, d["now"])
+        real = None
+        for _ in range(240):
+            st, real = state_start(carol)
+            if real is not None:
+                break
+            time.sleep(1)
+        assert real is not None, "carol's job did not start"
+        now = d["now"]
+        sqs = "-" if e["squeue_start"] is None else f"+{e['squeue_start'] - now:.0f} s"
+        print(f"\nstart estimate for carol's job {carol} (partition pa) at now = {now:.0f}: +{e['start'] - now:.0f} s "
+              f"(range +{e['early'] - now:.0f} .. +{e['late'] - now:.0f}); squeue --start: {sqs} ({sq}); "
+              f"real start: +{real - now:.0f} s; dave's job started at {s0 - now:+.0f} s")
+        assert abs(e["start"] - real) <= 60, (e["start"], real, d["now"])
+    finally:
+        tb.cancel_all()
+        for name in made:
+            tb.scontrol("delete", f"PartitionName={name}")
