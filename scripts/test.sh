@@ -53,7 +53,8 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # in group c; the 4-min billing and UsageFactor test runs on 22.05, where the formula is the same but
   # for MAX_TRES_GRES)
   # and the short control experiments (halving, padding, trim), the start estimate around a reservation
-  # (4.5 min), a testbed of two nodes (a 2-node job billed MAX_TRES_GRES; 1 min), the start estimate's fair-share
+  # (4.5 min), a testbed of two nodes (a 2-node job billed MAX_TRES_GRES, the start estimate over two
+  # partitions on separate nodes; 2.5 min), the start estimate's fair-share
   # classic (its Fair Tree case, 4 min, on 22.05 only); the control holds (21 min) and the
   # classic forecast's hybrid hold (17 min) run on 22.05 only
   list_2605=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py

@@ -10,6 +10,8 @@ node has a port of its own and `-N` names it (each its spool, pid and log file t
   case worked by hand from assoc_mgr.c; this is slurmctld's own figure, from sacct's AllocTRES).
 - A capture of the two-node machine holds both nodes, and `simulate CAPTURE` runs on two nodes
   of 16 CPUs (a reservation holds whole nodes), not one of 32.
+- `fscontrol start` plays two partitions over one node each apart: a job waiting for its
+  partition's busy node is not estimated "now" on the other's idle node (~90 s).
 
 Its own testbed (a folder and ports beside the worker's), stopped at the end. In group testbed-c;
 on 22.05, 24.11 and 26.05 (scripts/test.sh's lists)."""
