@@ -30,7 +30,7 @@ DISJOINT = "n1|a*|128/0/0/128|(null)\nn2|b|0/128/0/128|(null)\n"
 
 def run(jobs, text=DISJOINT, **kw):
     kw.setdefault("total_cpus", 256)
-    ests, notes = startparts.estimate_pools(jobs, nodes(text), now=NOW, sched=SC, **kw)
+    ests, notes = startparts.estimate_pools(jobs, nodes(text), st.estimate, now=NOW, sched=SC, **kw)
     return {e.job_id: e for e in ests}, notes
 
 

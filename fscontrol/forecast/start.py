@@ -36,13 +36,11 @@ from dataclasses import dataclass, field, replace
 from fscontrol.errors import EstimateTooCostly, NotFoundError
 from fscontrol.forecast import resvplan, startfs, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
-    SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, StartJob, gpu_count,
+    SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, WAITING, StartJob, gpu_count,
     age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
 
 HORIZON_S = 7 * 86400.0
-# squeue reasons under which only priority and resources stand between a job and its start
-WAITING = {"Priority", "Resources", "None", "BeginTime", "ReqNodeNotAvail", ""}
 
 
 @dataclass(slots=True)
@@ -589,9 +587,10 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     fairshare, fs_note = (startfs.read_live(source, pairs, sum(j.state == "PENDING" for j in jobs)) if fairshare
                           else (None, "fair-share held at its present value"))
     notes.append(fs_note)
-    ests, pnotes = startparts.read_live(source, jobs, now=now, total_cpus=total, sched=sc, fractions=fr, hidden_cpus=hidden,
-                                        private=private_jobs, users=users, job_ids=job_ids, total_gpus=total_gpus,
-                                        resvs=resvs, windows=wins, skipped=skipped, age=age, fairshare=fairshare)
+    ests, pnotes = startparts.read_live(source, jobs, estimate, now=now, total_cpus=total, sched=sc, fractions=fr,
+                                        hidden_cpus=hidden, private=private_jobs, users=users, job_ids=job_ids,
+                                        total_gpus=total_gpus, resvs=resvs, windows=wins, skipped=skipped, age=age,
+                                        fairshare=fairshare)
     notes += pnotes
     if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
         ests = [replace(e, job_id=x) for e in ests for x in named.get(e.job_id, [e.job_id])]

@@ -152,18 +152,19 @@ def pool_reservations(resvs: Sequence, pool: Pool, nodes: Mapping[str, Node]) ->
     return out
 
 
-def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], *, now: float, total_cpus: int, sched,
+def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: float, total_cpus: int, sched,
                    hidden_cpus: int = 0, private: bool = False, users: set[str] | None = None,
                    job_ids: set[str] | None = None, total_gpus: int = 0, resvs: Sequence = (),
                    windows: Sequence = (), skipped: Mapping[str, str] | None = None, fairshare=None,
                    **kw) -> tuple[list, list[str]]:
-    """(start.estimate's answer, notes) with each pool of partitions played on its own (the module's
-    docstring). `total_cpus`, `hidden_cpus`, `total_gpus`, `windows`, `skipped`: the cluster's, as
-    start.read_live reads them, used as they are with one pool; `resvs`: the reservations
-    (slurm/resv.py), cut by pool with several; `private`: PrivateData=jobs hides others' jobs
-    (each pool's hidden CPUs: its nodes' allocated CPUs less the jobs seen there)."""
+    """(`estimate`'s answer, notes) with each pool of partitions played on its own (the module's
+    docstring); `estimate` is start.estimate (given: start calls this module). `total_cpus`,
+    `hidden_cpus`, `total_gpus`, `windows`, `skipped`: the cluster's, as start.read_live reads them,
+    used as they are with one pool; `resvs`: the reservations (slurm/resv.py), cut by pool with
+    several; `private`: PrivateData=jobs hides others' jobs (each pool's hidden CPUs: its nodes'
+    allocated CPUs less the jobs seen there)."""
     from fscontrol.forecast import resvplan
-    from fscontrol.forecast.start import WAITING, estimate
+    from fscontrol.forecast.startqueue import WAITING
 
     def played(j) -> bool:  # start.estimate's test: the pending jobs it plays (the others get a reason)
         return j.state != "PENDING" or (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
@@ -224,6 +225,6 @@ def _partial_note(g: Pool) -> str:
             "played as one pool, as if each of its partitions could use all of them")
 
 
-def read_live(source, jobs: Sequence, **kw) -> tuple[list, list[str]]:
+def read_live(source, jobs: Sequence, estimate, **kw) -> tuple[list, list[str]]:
     """`estimate_pools` over the nodes `SINFO_PARTS_ARGS` lists on `source` (LiveSlurm)."""
-    return estimate_pools(jobs, parse_nodes(source.run(SINFO_PARTS_ARGS).stdout), **kw)
+    return estimate_pools(jobs, parse_nodes(source.run(SINFO_PARTS_ARGS).stdout), estimate, **kw)

@@ -21,6 +21,8 @@ SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
 # the GPUs each job asks for (per node x its nodes, and per job): 'gres:gpu:2' (22.05), 'gres/gpu:2' (26.05)
 SQUEUE_GPU_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,tres-per-node:0|,tres-per-job:0|,NumNodes:0")
 SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
+# squeue reasons under which only priority and resources stand between a job and its start
+WAITING = {"Priority", "Resources", "None", "BeginTime", "ReqNodeNotAvail", ""}
 
 
 @dataclass(frozen=True, slots=True)
