@@ -135,8 +135,9 @@ def test_gpus_and_privatedata_count_by_pool():
     # his 56-CPU job of gpu needs more than the 64 - 16 CPUs he may count on
     big = job(3, "bob", "gpu", "PENDING", 56, 300, prio=5)
     small = job(4, "bob", "cpu", "PENDING", 100, 300, prio=5)
-    e, _ = run([big, small], text, total_cpus=192, private=True, hidden_cpus=16)
+    e, notes = run([big, small], text, total_cpus=192, private=True, hidden_cpus=16)
     assert e["3"].start is None and "PrivateData" in e["3"].reason
+    assert any(n.startswith("PrivateData=jobs, by pool") for n in notes)
     assert e["4"].start == NOW  # n2 has nothing hidden
 
 
@@ -209,6 +210,7 @@ def test_render_and_json_name_the_partition_with_several_pools():
     d = st.to_dict(list(e.values()), now=NOW, sched=SC, notes=notes)
     assert d["jobs"][0]["partition"] == "a" and d["jobs"][0]["pool"] == "a"
     assert "partition a" in st.render(d)
+    assert "; partition a, played apart" in st.why_line(d["jobs"][0], NOW)
     assert {"job_id", "user", "start", "early", "late", "reason", "squeue_start", "fraction", "reservation",
             "reservation_role"} <= set(d["jobs"][0])
 

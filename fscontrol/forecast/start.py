@@ -489,7 +489,8 @@ def why_line(e: Mapping, now: float) -> str:
     if e.get("start") is None:
         return f"estimated start: none ({e.get('reason') or 'unknown'})" + (sq if "squeue_start" in e else "")
     late = _hm(e["late"], now) if e.get("late") is not None else "?"
-    rv = f"; {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else ""
+    rv = (f"; {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else "") + (
+        f"; partition {e['partition']}, played apart from the partitions on other nodes" if e.get("pool") else "")
     return (f"estimated start: {_hm(e['start'], now)} ({_hm(e['early'], now)} .. {late}; "
             "fscontrol start explains the model)" + rv + sq)
 

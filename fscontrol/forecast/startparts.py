@@ -202,6 +202,9 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
              + (" (fair-share: every pool's running jobs are charged in each, the jobs the estimate starts only in "
                 "their own pool's)" if fairshare is not None else "")]
     notes += [_partial_note(g) for g in groups if g.partial]
+    if private:
+        notes.append("PrivateData=jobs, by pool: the CPUs counted busy in each are those allocated on its nodes "
+                     "less your own jobs there")
     for k, g in enumerate(groups):
         mine = [j for j in jobs if of[j.job_id] == k]
         if not any(j.state == "PENDING" and (users is None or j.user in users)
