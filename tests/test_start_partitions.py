@@ -25,7 +25,7 @@ def nodes(text):
 
 
 # two nodes: n1 in partition a, n2 in partition b (sinfo -a -h -N -o %N|%P|%C|%G)
-DISJOINT = "n1|a*|128/0/0/128|(null)\nn2|b|0/128/0/128|(null)\n"
+DISJOINT = "n1|a*|128/0/0/128|(null)|up\nn2|b|0/128/0/128|(null)|up\n"
 
 
 def run(jobs, text=DISJOINT, **kw):
@@ -35,7 +35,7 @@ def run(jobs, text=DISJOINT, **kw):
 
 
 def test_parse_nodes_and_host_lists():
-    got = nodes("n1|a*|64/64/0/128|gpu:4(S:0)\nn1|b|64/64/0/128|gpu:4(S:0)\nn2|b|0/64/0/64|(null)\n")
+    got = nodes("n1|a*|64/64/0/128|gpu:4(S:0)|up\nn1|b|64/64/0/128|gpu:4(S:0)|up\nn2|b|0/64/0/64|(null)|up\n")
     assert (got["n1"].cpus, got["n1"].alloc, got["n1"].gpus, got["n1"].parts) == (128, 64, 4, {"a", "b"})
     assert (got["n2"].cpus, got["n2"].parts) == (64, {"b"})
     with pytest.raises(ParseError):
@@ -64,7 +64,7 @@ def test_partitions_over_the_same_or_overlapping_nodes_are_one_pool_as_before():
     # a over n1, n2; b over n2, n3: they share n2, so one pool of 384 CPUs; the estimate is
     # start.estimate's itself (bob's job fits beside alice's in the 256 idle CPUs: now; carol's
     # 64 then wait for the first end, bob's at NOW + 300)
-    text = "n1|a|128/0/0/128|\nn2|a|0/128/0/128|\nn2|b|0/128/0/128|\nn3|b|0/128/0/128|\n"
+    text = "n1|a|128/0/0/128||up\nn2|a|0/128/0/128||up\nn2|b|0/128/0/128||up\nn3|b|0/128/0/128||up\n"
     jobs = [job(1, "alice", "a", "RUNNING", 128, 600, NOW - 100), job(2, "bob", "a", "PENDING", 256, 300, prio=100),
             job(3, "carol", "b", "PENDING", 64, 300, prio=50)]
     e, notes = run(jobs, text, total_cpus=384)
@@ -74,13 +74,13 @@ def test_partitions_over_the_same_or_overlapping_nodes_are_one_pool_as_before():
     assert "pool" not in e["2"].extra
     assert any("over only some" in n and "a, b" in n for n in notes)
     # a partition over all of the pool's nodes and one over part of them: one pool, the part named
-    text2 = "n1|all|0/128/0/128|\nn2|all|0/128/0/128|\nn2|half|0/128/0/128|\n"
+    text2 = "n1|all|0/128/0/128||up\nn2|all|0/128/0/128||up\nn2|half|0/128/0/128||up\n"
     g, _, why = startparts.pools(nodes(text2), [job(7, "x", "all", "PENDING", 1, 60), job(8, "y", "half", "PENDING", 1, 60)])
     assert (len(g), g[0].cpus, g[0].partial, why) == (1, 256, ("half",), "")
 
 
 def test_one_partition_is_exactly_start_estimate():
-    text = "n1|normal*|100/28/0/128|\nn2|normal*|0/128/0/128|\n"
+    text = "n1|normal*|100/28/0/128||up\nn2|normal*|0/128/0/128||up\n"
     jobs = [job(1, "alice", "normal", "RUNNING", 100, 600, NOW - 100), job(2, "bob", "normal", "PENDING", 200, 300, prio=100),
             job(3, "carol", "normal", "PENDING", 28, 900, prio=50), job(4, "dave", "normal", "PENDING", 64, 60, prio=10)]
     e, notes = run(jobs, text, fractions={"alice": 0.5})
@@ -117,7 +117,7 @@ def test_a_partition_sinfo_does_not_list_plays_one_pool_and_says_so():
 def test_gpus_and_privatedata_count_by_pool():
     # n1 (gpu, 4 GPUs, 64 CPUs) and n2 (cpu, 128 CPUs). Alice holds 2 of n1's GPUs until NOW + 500;
     # bob's 3-GPU job waits for them (his share of the pool: 3 x 64 / 4 = 48 CPUs, 2 GPUs' 32 held).
-    text = "n1|gpu|16/48/0/64|gpu:4\nn2|cpu|0/128/0/128|(null)\n"
+    text = "n1|gpu|16/48/0/64|gpu:4|up\nn2|cpu|0/128/0/128|(null)|up\n"
     alice = st.StartJob("1", "alice", "a", "gpu", "RUNNING", 16, 600, NOW - 100, 0.0, "None", NOW - 200, gpus=2)
     bob = st.StartJob("2", "bob", "a", "gpu", "PENDING", 8, 300, None, 10.0, "Resources", NOW - 50, gpus=3)
     e, _ = run([alice, bob], text, total_cpus=192, total_gpus=4)
@@ -218,7 +218,7 @@ def test_render_and_json_name_the_partition_with_several_pools():
 def test_a_partition_without_jobs_joins_no_pools_and_a_job_not_played_gets_its_reason():
     # "all" over both nodes (no jobs) and "parked" (DOWN: its job pends with PartitionDown) join
     # nothing: a and b stay two pools, bob's job of a waits for n1 as above
-    text = DISJOINT + "n1|all|128/0/0/128|\nn2|all|0/128/0/128|\nn1|parked|128/0/0/128|\nn2|parked|0/128/0/128|\n"
+    text = DISJOINT + "n1|all|128/0/0/128||up\nn2|all|0/128/0/128||up\nn1|parked|128/0/0/128||down\nn2|parked|0/128/0/128||down\n"
     jobs = [job(1, "alice", "a", "RUNNING", 128, 600, NOW - 100), job(2, "bob", "a", "PENDING", 64, 300, prio=100),
             job(3, "carol", "parked", "PENDING", 8, 300, prio=500, reason="PartitionDown")]
     e, notes = run(jobs, text)
@@ -231,3 +231,54 @@ def test_a_partition_without_jobs_joins_no_pools_and_a_job_not_played_gets_its_r
     assert e["2"].start == NOW and "pool" not in e["2"].extra
     assert notes == ["partition(s) a over only some of the nodes of the pool a,all: played as one pool, as if each of "
                      "its partitions could use all of them"]
+
+
+def test_a_down_partition_listed_by_a_pending_job_joins_no_pool():
+    # (an outside tester's case on the two-node testbed, 2026-11-28: the estimate 136 s early.) a on
+    # n1 (full until NOW + 500), b on n2 DOWN, h on n2 (full until NOW + 1000). Alice's job of `a,b`
+    # can start only in a (slurmctld starts nothing in a DOWN partition), so a and h stay two pools:
+    # carol's job of h waits for h's job, NOW + 1000, not for n1's end as one pool of a, b, h said.
+    text = "n1|a|128/0/0/128||up\nn2|b|128/0/0/128||down\nn2|h|128/0/0/128||up\n"
+    jobs = [job(1, "dave", "a", "RUNNING", 128, 600, NOW - 100), job(2, "bob", "h", "RUNNING", 128, 1100, NOW - 100),
+            job(3, "alice", "a,b", "PENDING", 128, 300, prio=100), job(4, "carol", "h", "PENDING", 128, 300, prio=50)]
+    e, notes = run(jobs, text=text)
+    assert e["3"].start == NOW + 500 and e["3"].extra["pool"] == "a"
+    assert e["4"].start == NOW + 1000 and e["4"].extra["pool"] == "h"
+    assert "2 pool(s)" in notes[0]
+    # b UP: alice's job may start on n2 too, and the three partitions are one pool (the documented approximation)
+    e, notes = run(jobs, text=text.replace("||down", "||up"))
+    assert "pool" not in e["3"].extra and not any("pool(s)" in n for n in notes)  # one pool of every node: as before
+
+
+def test_a_down_or_drained_nodes_cpus_are_not_free():
+    # sinfo's A/I/O/T: a DOWN or DRAINED node's CPUs are "other" (O); jobs cannot use them
+    got = nodes("n1|a|0/0/128/128||up\nn2|a|64/64/0/128||up\n")
+    assert (got["n1"].cpus, got["n2"].cpus) == (0, 128)
+    from fscontrol.forecast.startqueue import parse_sinfo
+
+    assert parse_sinfo("n1|128|0/0/128/128\nn2|128|64/64/0/128\n") == (128, 128, 64)
+    # the whole cluster's estimate (one pool): bob's 128 CPUs wait for alice's end on n2, not n1's "free" CPUs
+    jobs = [job(1, "alice", "a", "RUNNING", 64, 600, NOW - 100), job(2, "bob", "a", "PENDING", 128, 300, prio=100)]
+    e = {x.job_id: x for x in st.estimate(jobs, now=NOW, total_cpus=128, sched=SC)}
+    assert e["2"].start == NOW + 500
+
+
+@pytest.mark.parametrize("bad", [
+    "n1|a|-1/0/1/0||up",            # a negative count
+    "n1|a|64/0/0/128||up",          # A + I + O != T
+    "n1|a|0/128/0/128|x|y|up",      # a field too many
+    "n1||0/128/0/128||up",          # no partition
+    "|a|0/128/0/128||up",           # no node
+    "n1|a|0/128/0/128||sideways",   # no such state
+    "n1|a|0/128/0/128|",            # the state missing (an older column list)
+    "",                             # no node at all
+])
+def test_doubtful_sinfo_is_refused(bad):
+    with pytest.raises(ParseError):
+        nodes(bad)
+
+
+@pytest.mark.parametrize("bad", ["n[1-3", "n1-3]", "n[5-3]", "n[a-c]", "n[1-x]", "n[[1-2]]"])
+def test_a_host_list_that_cannot_be_read_is_refused(bad):
+    with pytest.raises(ParseError):
+        startparts.expand_hostlist(bad)

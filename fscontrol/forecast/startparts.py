@@ -21,44 +21,68 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from fscontrol.errors import ParseError
 
-# each node once per partition it is in, hidden partitions too (-a): its CPUs (A/I/O/T) and GPUs
-SINFO_PARTS_ARGS = ("sinfo", "-a", "-h", "-N", "-o", "%N|%P|%C|%G")
+# each node once per partition it is in, hidden partitions too (-a): its CPUs (A/I/O/T), GPUs and the
+# partition's state (up, down, drain, inact)
+SINFO_PARTS_ARGS = ("sinfo", "-a", "-h", "-N", "-o", "%N|%P|%C|%G|%a")
+# partitions whose pending jobs slurmctld does not start (DOWN: queued, not started; INACTIVE: neither);
+# UP and DRAIN (no new jobs queued, the pending ones started) do
+_NOT_STARTING = {"down", "inact", "inactive"}
+_STATES = {"up", "drain", *_NOT_STARTING}
 
 
 @dataclass(slots=True)
 class Node:
-    cpus: int
+    cpus: int  # the CPUs jobs may use: sinfo's total less its "other" (a DOWN or DRAINED node's)
     alloc: int
     gpus: int
     parts: set[str]
+    stopped: set[str] = field(default_factory=set)  # of its partitions, those DOWN or INACTIVE
 
 
 def parse_nodes(text: str, command: str = " ".join(SINFO_PARTS_ARGS)) -> dict[str, Node]:
-    """node -> its CPUs, CPUs allocated now, GPUs and partitions, from `SINFO_PARTS_ARGS`."""
+    """node -> its usable CPUs, CPUs allocated now, GPUs and partitions, from `SINFO_PARTS_ARGS`.
+    Anything doubtful is a ParseError (the estimate is not made on it): a line of another shape,
+    CPUs that are not four counts adding up (A + I + O = T), an empty name, an unknown partition
+    state, no node at all."""
     from fscontrol.forecast.startqueue import gpu_count
 
     out: dict[str, Node] = {}
     for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        f = [x.strip() for x in line.split("|", 3)]
-        if len(f) != 4:
-            raise ParseError(command, f"{len(f)} fields, expected 4", no, line)
+        f = [x.strip() for x in line.split("|")]
+        if len(f) != 5:
+            raise ParseError(command, f"{len(f)} fields, expected 5", no, line)
+        name, part, cpus, gres, state = f
+        part = part.rstrip("*")
+        if not name or not part:
+            raise ParseError(command, "a node or partition without a name", no, line)
         try:
-            a, _i, _o, t = (int(x) for x in f[2].split("/"))
+            a, i, o, t = (int(x) for x in cpus.split("/"))
         except ValueError:
             raise ParseError(command, "CPUs not A/I/O/T", no, line) from None
-        n = out.setdefault(f[0], Node(t, a, gpu_count(f[3]), set()))
-        n.parts.add(f[1].rstrip("*"))
+        if min(a, i, o, t) < 0 or a + i + o != t:
+            raise ParseError(command, "CPUs A/I/O/T that do not add up", no, line)
+        if state.lower() not in _STATES:
+            raise ParseError(command, f"unknown partition state {state!r}", no, line)
+        n = out.setdefault(name, Node(t - o, a, gpu_count(gres), set()))
+        n.parts.add(part)
+        if state.lower() in _NOT_STARTING:
+            n.stopped.add(part)
+    if not out:
+        raise ParseError(command, "no nodes listed")
     return out
 
 
 def expand_hostlist(s: str) -> list[str]:
-    """Slurm's host list ("n[1-3,05],gpu1") as names (scontrol show hostnames' answer)."""
+    """Slurm's host list ("n[1-3,05],gpu1") as names (scontrol show hostnames' answer); a list it
+    cannot read (an unclosed bracket, a range that runs down, a bound not a number) is a ParseError."""
+    if s and (s.count("[") != s.count("]") or re.search(r"\[[^\]]*\[|\][^\[]*\]", s)):
+        raise ParseError("scontrol -o show reservation", "a host list with unbalanced brackets", None, s)
     out: list[str] = []
     for item in re.findall(r"[^,\[]*(?:\[[^\]]*\][^,\[]*)*", s or ""):
         if not item:
@@ -70,6 +94,8 @@ def expand_hostlist(s: str) -> list[str]:
         pre, ranges, rest = m.groups()
         for r in ranges.split(","):
             lo, _, hi = r.partition("-")
+            if not lo.isdigit() or (hi and (not hi.isdigit() or int(hi) < int(lo))):
+                raise ParseError("scontrol -o show reservation", f"a host range {r!r} that is not LO-HI", None, s)
             nums = [lo] if not hi else [str(k).zfill(len(lo)) for k in range(int(lo), int(hi) + 1)]
             out.extend(pre + x + tail for x in nums for tail in (expand_hostlist(rest) if rest else [""]))
     return out
@@ -107,11 +133,16 @@ def pools(nodes: Mapping[str, Node], jobs: Sequence) -> tuple[list[Pool], dict[s
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
 
+    stopped = {p for n in nodes.values() for p in n.stopped}
+    first: dict[str, str] = {}  # each job's partition that names its pool
     for j in jobs:
         ps = [p for p in j.partition.split(",") if p]
         unknown = [p for p in ps if p not in of_node]
         if unknown or not ps:
             return [], {}, f"job {j.job_id}'s partition {j.partition or '(none)'} is not in sinfo's nodes"
+        if j.state == "PENDING":  # a pending job of `a,b` with b DOWN or INACTIVE starts in a alone
+            ps = [p for p in ps if p not in stopped] or ps
+        first[j.job_id] = ps[0]
         for p in ps:
             parent.setdefault(p, p)
         for p in ps[1:]:
@@ -130,7 +161,7 @@ def pools(nodes: Mapping[str, Node], jobs: Sequence) -> tuple[list[Pool], dict[s
         partial = tuple(p for p in parts if len(of_node[p]) < len(names))
         out.append(Pool(parts, frozenset(names), sum(n.cpus for n in mine), max(n.cpus for n in mine),
                         sum(n.alloc for n in mine), sum(n.gpus for n in mine), partial))
-    return out, {j.job_id: idx[find(j.partition.split(",")[0])] for j in jobs}, ""
+    return out, {j.job_id: idx[find(first[j.job_id])] for j in jobs}, ""
 
 
 def pool_reservations(resvs: Sequence, pool: Pool, nodes: Mapping[str, Node]) -> list:

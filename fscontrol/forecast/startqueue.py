@@ -129,8 +129,11 @@ def parse_sinfo_gpus(text: str) -> int:
 
 
 def parse_sinfo(text: str) -> tuple[int, int, int]:
-    """(total CPUs, CPUs of the largest node, CPUs allocated now) from `SINFO_CPUS_ARGS`."""
+    """(total CPUs, CPUs of the largest node, CPUs allocated now) from `SINFO_CPUS_ARGS`; the total
+    is of the CPUs jobs may use: each node's less sinfo's "other" (a DOWN or DRAINED node's CPUs,
+    counted free before 2026-11-28)."""
     seen: dict[str, tuple[int, int]] = {}
+    usable: dict[str, int] = {}
     for line in text.splitlines():
         f = line.strip().split("|")
         if len(f) != 3:
@@ -140,9 +143,10 @@ def parse_sinfo(text: str) -> tuple[int, int, int]:
         except ValueError:
             raise ParseError(" ".join(SINFO_CPUS_ARGS), "CPUs not A/I/O/T", None, line) from None
         seen[f[0]] = (t, a)  # a node in several partitions is listed once per partition
+        usable[f[0]] = max(0, t - _o)
     if not seen:
         raise ParseError(" ".join(SINFO_CPUS_ARGS), "no nodes listed")
-    return sum(t for t, _ in seen.values()), max(t for t, _ in seen.values()), sum(a for _, a in seen.values())
+    return sum(usable.values()), max(t for t, _ in seen.values()), sum(a for _, a in seen.values())
 
 
 def age_params(pairs: Mapping[str, str]) -> tuple[float, float, float] | None:
