@@ -92,6 +92,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         k = len(psize)
         psize.append(c)
         kmember.append(rmember[no] if rmember is not None else -1)
+        if not c:  # no CPUs here (startparts: another pool's job, charged by fair-share alone): its end frees nothing
+            continue
         if holds is not None:
             holds.started(k, c)
         live[k] = max(le, e, now)
@@ -592,6 +594,8 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
                                         hidden_cpus=hidden, private=private_jobs, users=users, job_ids=job_ids,
                                         total_gpus=total_gpus, resvs=resvs, windows=wins, skipped=skipped, age=age,
                                         fairshare=fairshare)
+    if any(x.startswith("fair-share held") for x in pnotes):  # the pools held it after all: their note says why
+        notes.remove(fs_note)
     notes += pnotes
     if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
         ests = [replace(e, job_id=x) for e in ests for x in named.get(e.job_id, [e.job_id])]

@@ -224,6 +224,20 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
     jobs = live
     run = [j for j in jobs if j.state in ("RUNNING", "COMPLETING")]
     run_ids = {j.job_id for j in run}
+    held = ""
+    if fairshare is not None:
+        from fscontrol.forecast.startfs import MAX_PENDING
+
+        # each pool played runs its own backfill cycles through the horizon, so the cost grows with
+        # the pools (ten pools of 1,000 pending jobs each: 2.3 s with fair-share charged, one pool of
+        # the 10,000: 1.2 s): charged only where pending jobs x pools played stays within MAX_PENDING
+        played = {of[j.job_id] for j in jobs if j.state == "PENDING" and (users is None or j.user in users)
+                  and (job_ids is None or j.job_id in job_ids)}
+        pending = sum(j.state == "PENDING" for j in jobs)
+        if len(played) > 1 and pending * len(played) > MAX_PENDING:
+            fairshare = None
+            held = (f"fair-share held at its present value: {pending:,} jobs pending in {len(played)} pools played apart, "
+                    f"over the {MAX_PENDING:,} (pending jobs x pools) for which it is recomputed at each pass (the cost)")
     if fairshare is not None:  # the other pools' running jobs charge fair-share too (no CPUs here)
         model, billing = fairshare
         billing = {**billing, **{j.job_id: billing.get(j.job_id, float(j.cpus)) for j in run}}
@@ -233,6 +247,8 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
              + (" (fair-share: every pool's running jobs are charged in each, the jobs the estimate starts only in "
                 "their own pool's)" if fairshare is not None else "")]
     notes += [_partial_note(g) for g in groups if g.partial]
+    if held:
+        notes.append(held)
     if private:
         notes.append("PrivateData=jobs, by pool: the CPUs counted busy in each are those allocated on its nodes "
                      "less your own jobs there")
