@@ -9,13 +9,11 @@ SchedulerParameters:
 * running jobs end at start + each user's typical fraction of the limit (the median of ElapsedRaw / TimelimitRaw
   over their jobs ended in sacct's window), pending jobs run that long too; a user with no history runs to the
   limit. The scheduler itself plans with the limits, as slurmctld's backfill does.
-* the range: the same run with every job running to its limit (what `squeue --start` assumes)
-  beside the typical-fraction run; the estimate is the typical-fraction one.
+* the range: that run and the same run with every job running to its limit (what `squeue --start` assumes).
 * pending jobs in the order of the priorities squeue shows now, re-sorted at each priority pass within bf_window as
   the age term grows and fair-share is charged (startfs.py: classic or Fair Tree). One pool of CPUs (startparts.py
   plays partitions on separate nodes apart); a job's GPUs count as their share of the CPUs; advance reservations.
-* a job that cannot start for a reason other than resources and priority (held, dependency,
-  partition down, a limit reached, ...) gets no estimate but that reason.
+* a job that cannot start for a reason other than resources and priority (held, dependency, ...) gets that reason.
 * PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The estimate then uses
   only those and treats the CPUs others use now (sinfo's allocated count) as busy through the horizon: a job that
   needs them gets no estimate ("depends on jobs PrivateData hides"), so nothing about hidden jobs is revealed.
