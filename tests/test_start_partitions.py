@@ -298,8 +298,45 @@ def test_fair_share_held_where_pending_jobs_times_pools_is_over_the_cap(monkeypa
     monkeypatch.setattr(startfs, "MAX_PENDING", 5)
     e, notes = run(jobs, fairshare=(m, {}))
     held = [n for n in notes if n.startswith("fair-share held")]
-    assert len(held) == 1 and "3 jobs pending in 2 pools" in held[0], notes
+    assert len(held) == 1 and "3 jobs pending in the 2 pools" in held[0], notes
     assert (e["1"].start, e["2"].start, e["3"].start) == (NOW, NOW + 180, NOW + 780)  # the priorities of now
     # one pool played (bob's jobs alone asked for): charged, whatever the cap
     e, notes = run(jobs, fairshare=(m, {}), users={"bob"})
     assert not any(n.startswith("fair-share held") for n in notes)
+
+
+def test_partition_states_set_the_reasons_a_second_tester_found():
+    # (B3) every partition of bob's job DOWN, squeue's reason still Priority: not played (PartitionDown);
+    # carol's job of c on the same idle node starts now
+    text = "n1|a|0/128/0/128||down\nn1|c|0/128/0/128||up\n"
+    jobs = [job(2, "bob", "a", "PENDING", 128, 300, prio=100), job(3, "carol", "c", "PENDING", 128, 300, prio=50)]
+    e, _ = run(jobs, text=text, total_cpus=128)
+    assert e["2"].start is None and "PartitionDown" in (e["2"].reason or ""), e["2"]
+    assert e["3"].start == NOW
+    # (B4) a job of a,b with b DOWN, squeue's reason PartitionDown: slurmctld starts it in a (idle): now
+    text = "n1|a|0/128/0/128||up\nn2|b|0/128/0/128||down\n"
+    e, _ = run([job(4, "dave", "a,b", "PENDING", 128, 300, prio=100, reason="PartitionDown")], text=text)
+    assert e["4"].start == NOW, e["4"]
+
+
+def test_a_drained_nodes_gpus_are_not_usable_and_host_lists_stay_ascii():
+    got = nodes("g1|gpu|0/0/64/64|gpu:4|up\nc1|gpu|0/64/0/64|(null)|up\n")
+    assert (got["g1"].cpus, got["g1"].gpus, got["c1"].gpus) == (0, 0, 0)
+    for bad in ("n[\u00b2-3]", "n[1-]", "n]1[", "n]1[2]"):
+        with pytest.raises(ParseError):
+            startparts.expand_hostlist(bad)
+
+
+def test_the_fair_share_cap_counts_the_pools_played_only(monkeypatch):
+    # 2 jobs in the two pools played (alice's), 3 in a third not played: 2 x 2 = 4 is the cost counted
+    m, _ = startfs.fairshare_model(rows(100_000, 100_000), PAIRS)
+    text = DISJOINT + "n3|c|0/128/0/128||up\n"
+    jobs = [job(1, "alice", "a", "PENDING", 128, 300, prio=10, acct="A"), job(2, "alice", "b", "PENDING", 128, 300, prio=10, acct="A")]
+    jobs += [job(10 + k, "bob", "c", "PENDING", 128, 300, prio=5, acct="B") for k in range(3)]
+    monkeypatch.setattr(startfs, "MAX_PENDING", 4)
+    _, notes = run(jobs, text=text, total_cpus=384, fairshare=(m, {}), users={"alice"})
+    assert not any(n.startswith("fair-share held") for n in notes), notes
+    monkeypatch.setattr(startfs, "MAX_PENDING", 3)
+    _, notes = run(jobs, text=text, total_cpus=384, fairshare=(m, {}), users={"alice"})
+    held = [n for n in notes if n.startswith("fair-share held")]
+    assert held and "2 jobs pending in the 2 pools" in held[0] and "4 (pending x pools) over the 3" in held[0], notes

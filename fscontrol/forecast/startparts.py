@@ -69,7 +69,7 @@ def parse_nodes(text: str, command: str = " ".join(SINFO_PARTS_ARGS)) -> dict[st
             raise ParseError(command, "CPUs A/I/O/T that do not add up", no, line)
         if state.lower() not in _STATES:
             raise ParseError(command, f"unknown partition state {state!r}", no, line)
-        n = out.setdefault(name, Node(t - o, a, gpu_count(gres), set()))
+        n = out.setdefault(name, Node(t - o, a, gpu_count(gres) if t > o else 0, set()))  # a DOWN node's GPUs neither
         n.parts.add(part)
         if state.lower() in _NOT_STARTING:
             n.stopped.add(part)
@@ -78,10 +78,18 @@ def parse_nodes(text: str, command: str = " ".join(SINFO_PARTS_ARGS)) -> dict[st
     return out
 
 
+_DIGITS = re.compile(r"[0-9]+\Z")
+
+
 def expand_hostlist(s: str) -> list[str]:
     """Slurm's host list ("n[1-3,05],gpu1") as names (scontrol show hostnames' answer); a list it
     cannot read (an unclosed bracket, a range that runs down, a bound not a number) is a ParseError."""
-    if s and (s.count("[") != s.count("]") or re.search(r"\[[^\]]*\[|\][^\[]*\]", s)):
+    depth = 0
+    for ch in s or "":
+        depth += (ch == "[") - (ch == "]")
+        if depth not in (0, 1):
+            raise ParseError("scontrol -o show reservation", "a host list with unbalanced brackets", None, s)
+    if depth:
         raise ParseError("scontrol -o show reservation", "a host list with unbalanced brackets", None, s)
     out: list[str] = []
     for item in re.findall(r"[^,\[]*(?:\[[^\]]*\][^,\[]*)*", s or ""):
@@ -93,8 +101,8 @@ def expand_hostlist(s: str) -> list[str]:
             continue
         pre, ranges, rest = m.groups()
         for r in ranges.split(","):
-            lo, _, hi = r.partition("-")
-            if not lo.isdigit() or (hi and (not hi.isdigit() or int(hi) < int(lo))):
+            lo, sep, hi = r.partition("-")
+            if not _DIGITS.match(lo) or (sep and (not _DIGITS.match(hi) or int(hi) < int(lo))):
                 raise ParseError("scontrol -o show reservation", f"a host range {r!r} that is not LO-HI", None, s)
             nums = [lo] if not hi else [str(k).zfill(len(lo)) for k in range(int(lo), int(hi) + 1)]
             out.extend(pre + x + tail for x in nums for tail in (expand_hostlist(rest) if rest else [""]))
@@ -201,6 +209,7 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
         return j.state != "PENDING" or (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
                                         or (bool(windows) and resvplan.reserved_reason(j.reason)))
 
+    jobs = _by_partition_state(jobs, nodes)
     part = {j.job_id: j.partition for j in jobs}
     live = [j for j in jobs if played(j)]
     groups, of, why = pools(nodes, live) if nodes else ([], {}, "sinfo listed no nodes")
@@ -233,11 +242,12 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
         # the 10,000: 1.2 s): charged only where pending jobs x pools played stays within MAX_PENDING
         played = {of[j.job_id] for j in jobs if j.state == "PENDING" and (users is None or j.user in users)
                   and (job_ids is None or j.job_id in job_ids)}
-        pending = sum(j.state == "PENDING" for j in jobs)
+        pending = sum(j.state == "PENDING" and of[j.job_id] in played for j in jobs)
         if len(played) > 1 and pending * len(played) > MAX_PENDING:
             fairshare = None
-            held = (f"fair-share held at its present value: {pending:,} jobs pending in {len(played)} pools played apart, "
-                    f"over the {MAX_PENDING:,} (pending jobs x pools) for which it is recomputed at each pass (the cost)")
+            held = (f"fair-share held at its present value: {pending:,} jobs pending in the {len(played)} pools played "
+                    f"apart, {pending * len(played):,} (pending x pools) over the {MAX_PENDING:,} for which it is "
+                    "recomputed at each pass (the cost)")
     if fairshare is not None:  # the other pools' running jobs charge fair-share too (no CPUs here)
         model, billing = fairshare
         billing = {**billing, **{j.job_id: billing.get(j.job_id, float(j.cpus)) for j in run}}
@@ -268,6 +278,29 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
             e.extra["pool"] = ",".join(g.parts)
         ests += got
     return ests, notes
+
+
+def _by_partition_state(jobs: Sequence, nodes: Mapping[str, Node]) -> list:
+    """The pending jobs' reasons as the partitions' states make them: one whose every partition is
+    DOWN or INACTIVE waits for that (PartitionDown), whatever squeue's reason still says (slurmctld
+    updates it when it reaches the job); one of `a,b` with b DOWN and a up is started in a, even
+    while squeue says PartitionDown (its reason flips from pass to pass: seen on the testbed)."""
+    from fscontrol.forecast.startqueue import WAITING
+
+    stopped = {p for n in nodes.values() for p in n.stopped}
+    if not stopped:
+        return list(jobs)
+    out = []
+    for j in jobs:
+        ps = [p for p in j.partition.split(",") if p]
+        if j.state == "PENDING" and ps:
+            down = all(p in stopped for p in ps)
+            if down and j.reason != "PartitionDown" and j.reason in WAITING:
+                j = replace(j, reason="PartitionDown")
+            elif not down and j.reason == "PartitionDown":
+                j = replace(j, reason="Priority")
+        out.append(j)
+    return out
 
 
 def _partial_note(g: Pool) -> str:
