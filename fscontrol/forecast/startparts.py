@@ -234,14 +234,15 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
     run = [j for j in jobs if j.state in ("RUNNING", "COMPLETING")]
     run_ids = {j.job_id for j in run}
     held = ""
+    # the pools played: those with a pending job asked about (the others' estimates are not asked for)
+    played = {of[j.job_id] for j in jobs if j.state == "PENDING" and (users is None or j.user in users)
+              and (job_ids is None or j.job_id in job_ids)}
     if fairshare is not None:
         from fscontrol.forecast.startfs import MAX_PENDING
 
         # each pool played runs its own backfill cycles through the horizon, so the cost grows with
         # the pools (ten pools of 1,000 pending jobs each: 2.3 s with fair-share charged, one pool of
         # the 10,000: 1.2 s): charged only where pending jobs x pools played stays within MAX_PENDING
-        played = {of[j.job_id] for j in jobs if j.state == "PENDING" and (users is None or j.user in users)
-                  and (job_ids is None or j.job_id in job_ids)}
         pending = sum(j.state == "PENDING" and of[j.job_id] in played for j in jobs)
         if len(played) > 1 and pending * len(played) > MAX_PENDING:
             fairshare = None
@@ -263,10 +264,9 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
         notes.append("PrivateData=jobs, by pool: the CPUs counted busy in each are those allocated on its nodes "
                      "less your own jobs there")
     for k, g in enumerate(groups):
-        mine = [j for j in jobs if of[j.job_id] == k]
-        if not any(j.state == "PENDING" and (users is None or j.user in users)
-                   and (job_ids is None or j.job_id in job_ids) for j in mine):
+        if k not in played:
             continue
+        mine = [j for j in jobs if of[j.job_id] == k]
         hidden = max(0, g.alloc - sum(j.cpus for j in mine if j.job_id in run_ids)) if private else 0
         ghosts = [replace(j, cpus=0, gpus=0) for j in run if of[j.job_id] != k] if fairshare is not None else []
         wins, skip, _ = resvplan.windows(pool_reservations(resvs, g, nodes), now)
