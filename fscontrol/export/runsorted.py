@@ -28,9 +28,8 @@ import math
 import operator
 import sys
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import islice
+from itertools import compress, islice
 
 KEY = "running_sorted"
 FORMAT = 1
@@ -91,12 +90,14 @@ class SortedRunning(Sequence):
         the order of (time left, -c rate) for any c > 0 (forecast.loaded's inflow that replaces
         the jobs as they end), found without a sort."""
         out = array("d", self.rates)
-        lefts, i, n = self.lefts, 0, len(self.lefts)
-        while i < n:
-            j = bisect_right(lefts, lefts[i], i + 1, n)
-            if j - i > 1:
-                out[i:j] = out[i:j][::-1]
-            i = j
+        lefts = self.lefts
+        ties = compress(range(1, len(lefts)), map(operator.eq, lefts, islice(lefts, 1, None)))  # i: lefts[i - 1] == lefts[i]
+        i = next(ties, None)
+        while i is not None:
+            start, end = i - 1, i + 1  # a run of equal times left, lefts[start:end]
+            while (i := next(ties, None)) == end:
+                end += 1
+            out[start:end] = out[start:end][::-1]
         return out
 
     def untimed_rates(self) -> list[float]:
@@ -159,10 +160,10 @@ def from_meta(m: dict) -> SortedRunning:
     except (KeyError, TypeError, ValueError) as e:  # (binascii.Error is a ValueError)
         raise ValueError(f"running_sorted: damaged ({type(e).__name__}: {e})") from None
     lefts, rates = s.lefts, s.rates
-    every = [*rates, *(r for r, _ in untimed)]
+    every = [*rates, *(r for r, _ in untimed)] if untimed else rates
     if len(s) != m.get("n") or s.r0 != math.fsum(every) or not math.isfinite(s.r0) \
             or (every and min(every) < 0.0) or (len(lefts) and not (lefts[0] >= 0.0 and math.isfinite(lefts[-1]))) \
-            or not math.isfinite(sum(lefts)) or (len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
+            or not math.isfinite(sum(lefts)) or (not s.all_ids and len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
             or not all(map(operator.le, lefts, islice(lefts, 1, None))):
         raise ValueError("running_sorted: damaged (its columns are not what publish writes)")
     return s
