@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 import re
+from collections import namedtuple
 from collections.abc import Iterable, Sequence
 
 from fscontrol.model.decay import ode_step, piecewise_usage
@@ -32,11 +33,11 @@ class Segment:
     tres: dict | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class ForecastPoint:
-    t: float  # seconds since the forecast's start
-    usage: float  # billing-seconds
-    fairshare: float
+ForecastPoint = namedtuple("ForecastPoint", ("t", "usage", "fairshare"), module=__name__)
+ForecastPoint.__doc__ = """A point of a trajectory: `t` seconds since the forecast's start, the usage then (billing-seconds)
+    and its fair-share. A named tuple, not a frozen record (fscontrol.records): a forecast makes
+    hundreds of them, and building the record's class at import was ~4 M instructions of every
+    forecast's start (issue #31 item 5)."""
 
 
 def fairshare_at(usage: float, halving: float) -> float:
