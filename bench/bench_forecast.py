@@ -9,7 +9,10 @@ of --runs is reported. In the same run:
   --user USER --plan ...` (the published file is made first from the recorded sample:
   `collect` into a temporary history, then `publish`). With --users N the sample is a
   SYNTHETIC cluster of N users made by scripts/gen_synthetic.py (93,238 users: ~100,000
-  associations), else samples/testbed-basic;
+  associations), else samples/testbed-basic; its sshare is an admin's whole tree (`sshare -a`),
+  so with --users the same forecast is also run from the published rows (`--source published`)
+  and from what `sshare -l -P` shows the user on a live cluster (the accounts' rows and the
+  user's own, cut from the sample: the default `--source live` path at that size);
 * help:     `fscontrol --help` and `fscontrol why --help`, for reference: the floor of any
             command of the typer app, and of `why` (whose own work needs a live Slurm);
 * library:  the same forecast as a plain `python -c` calling fscontrol's functions, without
@@ -137,11 +140,20 @@ def main() -> int:
 
         forecast_args = ["forecast", "--published", str(published), "--source", source, "--user", user, "--plan", PLAN,
                          "--stale-ok"]
+        own = None
+        if args.users:  # what `sshare -l -P` shows the user on a live cluster: the accounts and their own rows
+            own = tmp / "own"
+            shutil.copytree(source, own)
+            with open(Path(source) / "sshare.txt") as f, open(own / "sshare.txt", "w") as out:
+                out.writelines(ln for i, ln in enumerate(f) if i == 0 or ln.split("|")[1] in ("", user))
         commands: dict[str, list[str]] = {}
         for tag, (py, _) in trees.items():
             fsc = str(py.parent / "fscontrol")
             commands[f"{tag}python -c 'import typer'"] = [str(py), "-c", "import typer"]
             commands[f"{tag}fscontrol forecast"] = [fsc, *forecast_args]
+            if own is not None:
+                commands[f"{tag}  ... published rows"] = [fsc, *forecast_args[:3], "--source", "published", *forecast_args[5:]]
+                commands[f"{tag}  ... own sshare"] = [fsc, *forecast_args[:3], "--source", str(own), *forecast_args[5:]]
             commands[f"{tag}fscontrol why --help"] = [fsc, "why", "--help"]
             commands[f"{tag}fscontrol --help"] = [fsc, "--help"]
         commands["forecast, library only"] = [sys.executable, "-c", LIBRARY_ONLY, str(published), source, user, PLAN]
@@ -210,6 +222,10 @@ def main() -> int:
         ok &= ratio < TARGET_RATIO
         print(f"{tag or 'this tree: '}forecast / import typer: {ratio:.2f}x, why --help / import typer: {why:.2f}x "
               f"(target < {TARGET_RATIO:g}x: forecast {'met' if ratio < TARGET_RATIO else 'NOT met'})")
+        for what in ("published rows", "own sshare"):
+            if f"{tag}  ... {what}" in times:
+                r = statistics.median(times[f"{tag}  ... {what}"]) / base
+                print(f"{tag or 'this tree: '}forecast from the {what}: {r:.2f}x ({'met' if r < TARGET_RATIO else 'NOT met'})")
     return 0 if not heavy else 1
 
 

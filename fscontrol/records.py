@@ -3,7 +3,8 @@
 Parsers produce them from Slurm's text, the store writes and reads them, the maths consumes
 them. Each is a frozen dataclass with slots (like the records of the other modules); a snapshot's
 own (Snapshot, SlurmConfig, QueueJob, PrioRow, QosRow) and the ledger's are in fscontrol.snaprecords
-(the forecast's start builds none of them); the few made
+(the forecast's start builds none of them), what one Slurm command printed (CommandOutput) in
+fscontrol.slurm.source, which runs them (a forecast from the published rows runs none); the few made
 by the hundred thousand go through a twin (_twin) or are named tuples (JobRecord). Times are POSIX seconds (float, UTC); usage is Slurm's RawUsage unit, billing-seconds
 (decayed), unless a field name says core-hours.
 """
@@ -19,16 +20,6 @@ if TYPE_CHECKING:
     from typing import Literal
 
     PriorityMode = Literal["classic", "fair_tree", "depth_oblivious", "basic", "unknown"]
-
-
-@dataclass(frozen=True, slots=True)
-class CommandOutput:
-    """What one Slurm command printed, with how and when it was asked."""
-
-    argv: tuple[str, ...]
-    stdout: str
-    started_at: float
-    finished_at: float
 
 
 @dataclass(frozen=True, slots=True)

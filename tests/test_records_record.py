@@ -14,7 +14,7 @@ import pytest
 MODULES = ["fscontrol.records", "fscontrol.snaprecords", "fscontrol.act.actions", "fscontrol.act.control", "fscontrol.agent.config",
            "fscontrol.agent.loop", "fscontrol.agent.pipeline", "fscontrol.forecast.classic", "fscontrol.forecast.fairtree",
            "fscontrol.model.allocations", "fscontrol.model.decay", "fscontrol.model.passes", "fscontrol.model.fairshare", "fscontrol.model.fairtree",
-           "fscontrol.report.table", "fscontrol.store.history"]
+           "fscontrol.report.table", "fscontrol.slurm.source", "fscontrol.store.history"]
 
 
 def _record_classes() -> list[type]:

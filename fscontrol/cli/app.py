@@ -30,6 +30,7 @@ from fscontrol.cli import collect as collect_cmd
 from fscontrol.cli import doctor as doctor_cmd
 from fscontrol.cli import forecast as forecast_cmd
 from fscontrol.cli import simulate as simulate_cmd
+from fscontrol.cli import startgc
 from fscontrol.cli.common import _fail, _print_lines, _source
 from fscontrol.cli.options import (
     ClusterOpt,
@@ -49,6 +50,7 @@ class Group(TyperGroup):
     command ends it with one line on stderr and exit code 130, not a traceback nor silence."""
 
     def invoke(self, ctx):
+        startgc.done()  # the collector on again (fscontrol.cli.startgc)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:

@@ -1,18 +1,23 @@
 """The console script: the typer app (fscontrol.cli.app), built for the one command it runs.
 
-Only `sys` and fscontrol.cli.interrupt (the standard library alone) are imported here: a Ctrl-C that lands while the app's modules still import (the first
-~0.1 s of every command) ends the command with the same one line and exit code 130 as one that
-lands while it runs (fscontrol.cli.app.Group), not a traceback."""
+Only `sys`, fscontrol.cli.interrupt and fscontrol.cli.startgc (the standard library alone) are
+imported here: a Ctrl-C that lands while the app's modules still import (the first ~0.1 s of
+every command) ends the command with the same one line and exit code 130 as one that lands while
+it runs (fscontrol.cli.app.Group), not a traceback. The garbage collector is off while the
+command starts (fscontrol.cli.startgc)."""
 
 from __future__ import annotations
 
 import sys
 
+from fscontrol.cli import startgc
 from fscontrol.cli.interrupt import interrupted_line
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
+    if argv is None:  # the console script's own process (not in-process: tests, exit_code)
+        startgc.off()
     try:
         _run(args)
     except KeyboardInterrupt:  # before the app's own handler is in place (imports), or after it

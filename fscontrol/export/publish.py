@@ -523,10 +523,11 @@ def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = Fa
     if users is None:
         return _whole(p)
     with p.open("rb") as fh:
-        head, at, run_at, found = runsorted.read_head(fh, ROWS_LINE.encode(), _line)  # where the rows' line starts
+        parsed: list = []
+        head, at, run_at, found = runsorted.read_head(fh, ROWS_LINE.encode(), _line, parsed)  # where the rows' line starts
         if not found:
             return _whole(p)
-        data = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+        data = runsorted.head_json(head, parsed)
         if not isinstance(data, dict):
             return data
         size = data.pop(INDEX_KEY, None)

@@ -12,6 +12,7 @@ INDEX_LINE = ' "row_index": ['
 ROWS_LINE = ' "associations": ['  # the rows' line (export.pubwrite): a row's offset counts from its start
 INDEX_KEY = "row_index_bytes"
 END = b"\n ]\n}\n"  # what follows the index's last entry
+_LINEAR = 512  # bytes of entries (~12) read one by one after the bisection: each probe and each entry read is a json.loads
 
 
 def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[dict] | None:
@@ -107,7 +108,7 @@ def _first_entry(fh, lo: int, end: int, key: tuple[str, ...], after: bool) -> in
     before it lower) and `end`."""
     n = len(key)
     hi = end
-    while hi - lo > 4096:
+    while hi - lo > _LINEAR:
         mid = (lo + hi) // 2
         fh.seek(mid)
         fh.readline()  # on to the next entry's start

@@ -22,33 +22,35 @@ cold-start path)."""
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 import math
 import operator
 import sys
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from itertools import islice
+from itertools import compress, islice
 
 KEY = "running_sorted"
 FORMAT = 1
 BLOCK = b' "running": {\n'
 _SKIP = {b'  "cluster": ': "cluster", b'  "accounts": ': "accounts", b'  "users": ': "users"}
 _PEEK = 16  # longer than each of _SKIP's prefixes
+_CHUNK = 1 << 18  # a skipped line is read by chunks of this many bytes
 
 
 def _b64(a: array) -> str:
     if sys.byteorder != "little":  # pragma: no cover (the file is little-endian whatever writes it)
         a = array(a.typecode, a)
         a.byteswap()
-    return base64.b64encode(a.tobytes()).decode("ascii")
+    return binascii.b2a_base64(a.tobytes(), newline=False).decode("ascii")  # (base64.b64encode's, without importing base64)
 
 
 def _column(text: str, code: str) -> array:
     a = array(code)
-    a.frombytes(base64.b64decode(text, validate=True))
+    if not isinstance(text, str) or not text.isascii():  # (b64decode's own checks, without importing base64)
+        raise ValueError("running_sorted: a column is not base64 text")
+    a.frombytes(binascii.a2b_base64(text, strict_mode=True))
     if sys.byteorder != "little":  # pragma: no cover
         a.byteswap()
     return a
@@ -91,12 +93,14 @@ class SortedRunning(Sequence):
         the order of (time left, -c rate) for any c > 0 (forecast.loaded's inflow that replaces
         the jobs as they end), found without a sort."""
         out = array("d", self.rates)
-        lefts, i, n = self.lefts, 0, len(self.lefts)
-        while i < n:
-            j = bisect_right(lefts, lefts[i], i + 1, n)
-            if j - i > 1:
-                out[i:j] = out[i:j][::-1]
-            i = j
+        lefts = self.lefts
+        ties = compress(range(1, len(lefts)), map(operator.eq, lefts, islice(lefts, 1, None)))  # i: lefts[i - 1] == lefts[i]
+        i = next(ties, None)
+        while i is not None:
+            start, end = i - 1, i + 1  # a run of equal times left, lefts[start:end]
+            while (i := next(ties, None)) == end:
+                end += 1
+            out[start:end] = out[start:end][::-1]
         return out
 
     def untimed_rates(self) -> list[float]:
@@ -159,10 +163,10 @@ def from_meta(m: dict) -> SortedRunning:
     except (KeyError, TypeError, ValueError) as e:  # (binascii.Error is a ValueError)
         raise ValueError(f"running_sorted: damaged ({type(e).__name__}: {e})") from None
     lefts, rates = s.lefts, s.rates
-    every = [*rates, *(r for r, _ in untimed)]
+    every = [*rates, *(r for r, _ in untimed)] if untimed else rates
     if len(s) != m.get("n") or s.r0 != math.fsum(every) or not math.isfinite(s.r0) \
             or (every and min(every) < 0.0) or (len(lefts) and not (lefts[0] >= 0.0 and math.isfinite(lefts[-1]))) \
-            or not math.isfinite(sum(lefts)) or (len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
+            or (not s.all_ids and len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
             or not all(map(operator.le, lefts, islice(lefts, 1, None))):
         raise ValueError("running_sorted: damaged (its columns are not what publish writes)")
     return s
@@ -226,10 +230,11 @@ def block_pieces(running: dict) -> tuple[list[str], dict[str, tuple[int, int]], 
     return lines, where["accounts"], where["users"]
 
 
-def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | None, bool]:
+def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None) -> tuple[list[bytes], int, int | None, bool]:
     """The head's lines up to the rows' line (not included), from fh's start: (lines, where the
     rows' line starts, where the running block starts (None: not in this layout), whether the
-    rows' line was found). In this layout the running block's long lines are skipped unread (the
+    rows' line was found). `parsed`: a list that gets what this read parsed of the head (for
+    head_json: the lines before the running block, parsed once). In this layout the running block's long lines are skipped unread (the
     cluster's always: running_sorted replaces it; the accounts' and users' where the rows carry
     theirs) and stand in the lines as null; `read_line` reads one whole line (publish._line)."""
     head: list[bytes] = []
@@ -240,13 +245,15 @@ def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | 
         if run_at is not None and skip:
             line = fh.readline(_PEEK)
             name = next((n for p, n in _SKIP.items() if line.startswith(p)), None) if not line.endswith(b"\n") else None
-            if name in skip:
+            if name in skip:  # on to the line's end by chunks (readline copies it piece by piece: ~2 ms at 100,000 associations)
                 n, tail = len(line), line[-2:]
-                while not line.endswith(b"\n"):
-                    line = fh.readline(1 << 20)
-                    if not line:
+                while chunk := fh.read(_CHUNK):
+                    end = chunk.find(b"\n")
+                    if end >= 0:
+                        n, tail = n + end + 1, (tail + chunk[:end + 1])[-2:]
+                        fh.seek(end + 1 - len(chunk), 1)
                         break
-                    n, tail = n + len(line), (tail + line)[-2:]
+                    n, tail = n + len(chunk), (tail + chunk)[-2:]
                 prefix = next(p for p, v in _SKIP.items() if v == name)
                 head.append(prefix + b"null" + (b",\n" if tail == b",\n" else b"\n"))
                 pos += n
@@ -268,8 +275,25 @@ def read_head(fh, rows_line: bytes, read_line) -> tuple[list[bytes], int, int | 
             if isinstance(m, dict) and m.get("format") == FORMAT:
                 run_at = pos
                 skip = {"cluster", "accounts", "users"} if m.get("rows_carry") else {"cluster"}
+                if parsed is not None:
+                    parsed[:] = [got, len(head)]
         head.append(line)
         pos += len(line)
+
+
+def head_json(head: list[bytes], parsed: list | None = None):
+    """The head's JSON (the lines read_head gave), the lines before the running block taken as
+    read_head parsed them (`parsed`): only the block is parsed again, not the ~130 KB of
+    running_sorted's columns before it. The same value as parsing every line."""
+    if parsed:
+        got, n = parsed
+        try:
+            block = json.loads(b"{" + b"".join(head[n:]).rstrip().removesuffix(b",") + b"\n}")
+        except ValueError:
+            block = None
+        if isinstance(got, dict) and isinstance(block, dict) and not (block.keys() & got.keys()):
+            return got | block
+    return json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
 
 
 _MAX_LIST = 1 << 30  # one account's running list is far shorter: longer is a damaged run_at

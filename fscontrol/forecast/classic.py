@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import math
 import re
+from collections import namedtuple
 from collections.abc import Iterable, Sequence
 
 from fscontrol.model.decay import ode_step, piecewise_usage
@@ -32,11 +33,11 @@ class Segment:
     tres: dict | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
-class ForecastPoint:
-    t: float  # seconds since the forecast's start
-    usage: float  # billing-seconds
-    fairshare: float
+ForecastPoint = namedtuple("ForecastPoint", ("t", "usage", "fairshare"), module=__name__)
+ForecastPoint.__doc__ = """A point of a trajectory: `t` seconds since the forecast's start, the usage then (billing-seconds)
+    and its fair-share. A named tuple, not a frozen record (fscontrol.records): a forecast makes
+    hundreds of them, and building the record's class at import was ~4 M instructions of every
+    forecast's start (issue #31 item 5)."""
 
 
 def fairshare_at(usage: float, halving: float) -> float:
@@ -174,7 +175,7 @@ def usage_after(u0: float, rate: float, lam: float, dt: float) -> float:
 # the three compiled at import cost the forecast's start 2.5 M instructions (callgrind)
 _WHAT = r"^(?:(?P<idle>idle)|(?P<n>\d+(?:\.\d+)?)(?:cpus?|cores?))$"  # ASCII digits only (re.ASCII)
 # one term of what a job asks for, Slurm's words: 4cpus, 2gpus (or 2gres/gpu), 1node; joined with '+'
-_TERM = re.compile(r"^(?P<n>\d+(?:\.\d+)?)(?P<what>cpus?|cores?|gpus?|gres/gpu|nodes?)$", re.IGNORECASE | re.ASCII)
+_TERM = r"^(?P<n>\d+(?:\.\d+)?)(?P<what>cpus?|cores?|gpus?|gres/gpu|nodes?)$"  # re.IGNORECASE | re.ASCII: compiled on first use
 _TRES_OF = {"cpu": "cpu", "cpus": "cpu", "core": "cpu", "cores": "cpu", "gpu": "gres/gpu", "gpus": "gres/gpu",
             "gres/gpu": "gres/gpu", "node": "node", "nodes": "node"}
 _GPUS = r"^\d+(?:\.\d+)?\s*(?:gpus?|gres/gpu)$"  # refused with how to bill them (_why)
@@ -213,7 +214,7 @@ def plan_tres(what: str) -> dict[str, float] | None:
     None when `what` is not such a list (PlanError when a term repeats)."""
     out: dict[str, float] = {}
     for term in what.split("+"):
-        m = _TERM.match(term.strip())
+        m = re.match(_TERM, term.strip(), re.IGNORECASE | re.ASCII)
         if m is None:
             return None
         tres = _TRES_OF[m.group("what").lower()]
@@ -278,7 +279,7 @@ def parse_plan(text: str, billing_per_core: float = 1.0, usage_factor: float = 1
 def _cpu_text(what: str) -> str:
     """The CPUs' number as the plan wrote it ('4' of '4cpus+2gpus')."""
     for term in what.split("+"):
-        m = _TERM.match(term.strip())
+        m = re.match(_TERM, term.strip(), re.IGNORECASE | re.ASCII)
         if m and _TRES_OF[m.group("what").lower()] == "cpu":
             return m.group("n")
     return ""

@@ -32,6 +32,8 @@ Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x we
 _MEMO = 1 << 16  # the most charges a set of jobs remembers (by pass)
 _SHARED = 6  # the sets of jobs a Cache keeps (_jobs): the cluster's, its inflow's, a few pending jobs' "early"
 _TRACKS = 16  # the total's tracks a Cache keeps (_total_track): one a plan and start
+_SHARE_BREAKS = 256  # sets of at least this many jobs share their breaks with the next set of the same times left
+_last_breaks: tuple | None = None  # (times left, P, breaks) of the last such set: one entry, the snapshot's cluster
 
 
 class Cache:
@@ -127,15 +129,52 @@ class _Jobs:
 
     def breaks(self) -> list[int]:
         if self._breaks is None:
-            out = {0, 1}
-            P, lefts, i, n = self.P, self.lefts, 0, len(self.lefts)
-            while i < n:  # lefts are sorted, so left // P only grows: one step a distinct pass
-                kf = lefts[i] // P
-                k = int(kf)
-                out.update((k, k + 1, k + 2))
-                i = bisect_right(lefts, kf, i + 1, n, key=lambda x: x // P)
-            self._breaks = sorted(out)
+            global _last_breaks
+            last = _last_breaks  # (one read: the page's threads replace it whole)
+            if last is not None and last[0] is self.lefts and last[1] == self.P:  # the same times left (the cluster's jobs and their inflow)
+                self._breaks = last[2]
+            else:
+                ks = set(map(int, map(float(self.P).__rfloordiv__, self.lefts)))  # each job's left // P
+                self._breaks = sorted({0, 1}.union(ks, [k + 1 for k in ks], [k + 2 for k in ks]))
+                if len(self.lefts) >= _SHARE_BREAKS:
+                    _last_breaks = (self.lefts, self.P, self._breaks)
         return self._breaks
+
+    def values(self, ks: Sequence[int]) -> list[float]:
+        """[value(k) for k in ks], ks sorted: the same floats, in one loop (a track's thousands of
+        segments read the charge once each), remembered as value's are (the plan's track and
+        the idle one's read the same passes)."""
+        P, fp, lefts, cum_a, cum_al = self.P, self.fp, self.lefts, self.cum_a, self.cum_al
+        n = len(lefts)
+        inf, top_a = self.inf_amount, cum_a[n]
+        memo = self._memo
+        if len(memo) + len(ks) > _MEMO:
+            memo.clear()
+        out = []
+        add = out.append
+        i_full = i_part = 0
+        k_prev = -2
+        for k in ks:
+            v = memo.get(k)
+            if v is None:
+                if k == 0:
+                    v = 0.0 if self.future else fp * P * self.total
+                else:
+                    a0, a1 = (k - 1) * P, k * P
+                    if k_prev == k - 1:  # a0 is the last pass's a1: past the lefts equal to it
+                        i_part = i_full
+                        while i_part < n and lefts[i_part] == a0:
+                            i_part += 1
+                    else:
+                        i_part = bisect_right(lefts, a0, i_part)
+                    i_full = bisect_left(lefts, a1, i_part)
+                    full = inf + (top_a - cum_a[i_full])
+                    part = (cum_al[i_full] - cum_al[i_part]) - a0 * (cum_a[i_full] - cum_a[i_part])
+                    v = fp * (P * full + part)
+                memo[k] = v
+                k_prev = k
+            add(v)
+        return out
 
     def value(self, k: int) -> float:
         v = self._memo.get(k)
@@ -176,6 +215,21 @@ class _Plan:
             out += [k, k + 1, k + 2]
         return out
 
+    def values(self, ks: Sequence[int]) -> list[float]:
+        """[value(k) for k in ks], ks sorted: past the plan's end only the inflow charges (the same
+        float each pass)."""
+        end = self.bounds[-1]
+        out = []
+        tail = None
+        for k in ks:
+            if (k - 1) * self.P >= end and k >= 1:
+                if tail is None:
+                    tail = self.value(k)
+                out.append(tail)
+            else:
+                out.append(self.value(k))
+        return out
+
     def value(self, k: int) -> float:
         a0, a1 = (k - 1) * self.P, k * self.P
         c = 0.0
@@ -206,6 +260,10 @@ class _Sum:
     def value(self, k: int) -> float:
         return sum(c.value(k) for c in self.channels)
 
+    def values(self, ks: Sequence[int]) -> list[float]:
+        """[value(k) for k in ks]: each channel's in one loop, added in value's order."""
+        return list(map(sum, zip(*(c.values(ks) for c in self.channels))))
+
 
 def _advance(x: float, m: float, c: float, n: int) -> float:
     """x after n steps of x <- x m + c."""
@@ -227,17 +285,22 @@ class _Track:
 
     def __init__(self, channel, x0: float, fp: float, frozen0: bool = False) -> None:
         self.fp, self.frozen0 = fp, frozen0
-        self.starts = sorted({0, 1, *(b for b in channel.breaks() if b >= 0)})
-        self.state: list[float] = []
-        self.rates: list[float] = []
+        got = {0, 1}.union(channel.breaks())
+        self.starts = starts = sorted(got if min(got) >= 0 else (b for b in got if b >= 0))
+        self.rates = rates = channel.values(starts)
+        self.state = state = []
         x = x0
-        last = len(self.starts) - 1
-        for i, a in enumerate(self.starts):
-            self.state.append(x)
-            c = channel.value(a)
-            self.rates.append(c)
-            if i < last and not (frozen0 and a == 0):
-                x = _advance(x, fp, c, self.starts[i + 1] - a)
+        one = fp == 1.0
+        for a, b, c in zip(starts, starts[1:], rates):  # _advance inline: the same floats
+            state.append(x)
+            if not (frozen0 and a == 0):
+                n = b - a
+                if one:
+                    x = x + c * n
+                else:
+                    mn = fp**n
+                    x = x * mn + c * (1.0 - mn) / (1.0 - fp)
+        state.append(x)
 
     def at(self, k: int) -> float:
         """x after pass k, k >= 0."""

@@ -8,14 +8,16 @@ Imports stay inside the functions: this is on `fscontrol forecast`'s cold-start 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 
-@dataclass
 class ForecastRequest:
     """What a forecast is asked for (the command's options; fscontrol.cli.forecast documents each).
-    `now` is set to a recording's time when the request forecasts from one."""
+    `now` is set to a recording's time when the request forecasts from one.
+
+    ForecastRequest(**fields): the fields below, each given or its default. A plain class, not a
+    dataclass: a dataclass of 22 fields compiles its generated methods from source at import, ~7 M
+    instructions of every forecast's start (issue #31 item 5); a request is only ever built by name."""
 
     user: str | None = None
     account: str | None = None
@@ -38,6 +40,23 @@ class ForecastRequest:
     now: float | None = None
     reader: object = None  # read_published's stand-in (same arguments), e.g. the web's per-snapshot index
     said_only: bool = False  # the web page's: build only the projections whose answers are said (service.forecast_data)
+
+    def __init__(self, **fields) -> None:
+        known = ForecastRequest.__annotations__
+        for name, value in fields.items():
+            if name not in known:
+                raise TypeError(f"ForecastRequest() got an unexpected keyword argument {name!r}")
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return "ForecastRequest(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in ForecastRequest.__annotations__) + ")"
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not ForecastRequest:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in ForecastRequest.__annotations__)
+
+    __hash__ = None  # type: ignore[assignment]  (mutable, as the dataclass was)
 
 
 def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:

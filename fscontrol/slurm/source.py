@@ -12,13 +12,25 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from fscontrol.slurm import command
 from fscontrol.slurm import parse
 from fscontrol.errors import ConfigError, NotFoundError, SlurmCommandError, SlurmTimeoutError
-from fscontrol.records import CommandOutput
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutput:
+    """What one Slurm command printed, with how and when it was asked (a record: fscontrol.records
+    says why it is here, with the source that runs the commands)."""
+
+    argv: tuple[str, ...]
+    stdout: str
+    started_at: float
+    finished_at: float
+
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
 if TYPE_CHECKING:
