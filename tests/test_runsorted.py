@@ -255,3 +255,35 @@ def test_a_damaged_file_is_refused_in_one_line_never_read_as_another_users(layou
         body = b"".join(app({"REQUEST_METHOD": "GET", "PATH_INFO": "/", "QUERY_STRING": f"user={min(under)}"},
                             lambda s, h: st.append(s)))
         assert not st[0].startswith(("200", "500")) and b"unreadable" in body, (name, st, body[-300:])
+
+
+def test_a_column_whose_times_left_sum_past_a_float_is_refused():
+    """An outside review (issue #31 item 5): times left sorted, >= 0 and each finite can still sum
+    to inf (1e308 twice); 4dd212b refused such a file, 5bff763 forecast from it. Refused again."""
+    import base64
+    from array import array
+
+    m = json.loads(json.dumps(runsorted.meta(_entries(200, 4), True)))
+    runsorted.from_meta(m)  # as publish wrote it: read
+    lefts = array("d", base64.b64decode(m["lefts"]))
+    lefts[-2:] = array("d", [1e308, 1e308])
+    m["lefts"] = base64.b64encode(lefts.tobytes()).decode("ascii")
+    with pytest.raises(ValueError, match="not what publish writes"):
+        runsorted.from_meta(m)
+
+
+@pytest.mark.parametrize("column", ["AAAA\u00e9AAA", 123, None, [1, 2], True])
+def test_a_column_that_is_not_base64_text_says_what_base64_says(column):
+    """The column read without the base64 module says what base64.b64decode(validate=True) says
+    (the command's one line is the same as 4dd212b's)."""
+    import base64
+
+    try:
+        base64.b64decode(column, validate=True)
+    except (TypeError, ValueError) as e:
+        want = f"running_sorted: damaged ({type(e).__name__}: {e})"
+    m = json.loads(json.dumps(runsorted.meta(_entries(50, 5), True)))
+    m["lefts"] = column
+    with pytest.raises(ValueError) as got:
+        runsorted.from_meta(m)
+    assert str(got.value) == want

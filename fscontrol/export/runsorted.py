@@ -48,8 +48,10 @@ def _b64(a: array) -> str:
 
 def _column(text: str, code: str) -> array:
     a = array(code)
-    if not isinstance(text, str) or not text.isascii():  # (b64decode's own checks, without importing base64)
-        raise ValueError("running_sorted: a column is not base64 text")
+    if not isinstance(text, str):  # b64decode's own checks and words, without importing base64
+        raise TypeError(f"argument should be a bytes-like object or ASCII string, not {type(text).__name__!r}")
+    if not text.isascii():
+        raise ValueError("string argument should contain only ASCII characters")
     a.frombytes(binascii.a2b_base64(text, strict_mode=True))
     if sys.byteorder != "little":  # pragma: no cover
         a.byteswap()
@@ -152,7 +154,8 @@ def meta(cluster: Sequence, rows_carry: bool) -> dict:
 
 def from_meta(m: dict) -> SortedRunning:
     """The head's running_sorted decoded, and checked as publish writes it (ValueError otherwise: a
-    damaged file is refused, never charged): times left finite, >= 0 and sorted, rates finite and
+    damaged file is refused, never charged): times left finite, >= 0 and sorted, their sum finite
+    (finite ends do not make it so: 1e308 twice), rates finite and
     >= 0, places -1 or more, the count, and the rates' exact sum (math.fsum) equal to r0."""
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise ValueError("running_sorted: not a format this fscontrol reads")
@@ -166,7 +169,7 @@ def from_meta(m: dict) -> SortedRunning:
     every = [*rates, *(r for r, _ in untimed)] if untimed else rates
     if len(s) != m.get("n") or s.r0 != math.fsum(every) or not math.isfinite(s.r0) \
             or (every and min(every) < 0.0) or (len(lefts) and not (lefts[0] >= 0.0 and math.isfinite(lefts[-1]))) \
-            or (not s.all_ids and len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
+            or not math.isfinite(sum(lefts)) or (not s.all_ids and len(s.ids) and min(s.ids) < -1) or any(j is not None and j < 0 for _, j in untimed) \
             or not all(map(operator.le, lefts, islice(lefts, 1, None))):
         raise ValueError("running_sorted: damaged (its columns are not what publish writes)")
     return s
