@@ -51,7 +51,13 @@ class Loaded:
 
     def share(self, k: int) -> float:
         """The usage share after pass k, blended (see the class)."""
-        x = self.proj.share(k)
+        return self._blended(k, self.proj.share(k))
+
+    def shares(self, ks) -> list[float]:
+        """[share(k) for k in ks], ks ascending (Projection.shares: each track walked once)."""
+        return [self._blended(k, x) for k, x in zip(ks, self.proj.shares(ks))]
+
+    def _blended(self, k: int, x: float) -> float:
         if not self.sigma or self.share_now is None or math.isinf(x):
             return x
         fp = self.proj.fp
@@ -100,7 +106,7 @@ class Loaded:
         x = self.share_for(target)
         k0 = max(0, after + 1)
         horizon = self.proj.events(k0)[-1] + self.passes(20 * max(half_life_s, self.period))
-        k = self.proj.first_at_or_below(x, k0, k_max=horizon, share=self.share)
+        k = self.proj.first_at_or_below(x, k0, k_max=horizon, share=self.share, shares=self.shares)
         return (None if k is None else self.t(k)), settles
 
 

@@ -32,6 +32,7 @@ Job = tuple  # (seconds to its limit or None, amount[, ...]): amount = rate x we
 _MEMO = 1 << 16  # the most charges a set of jobs remembers (by pass)
 _SHARED = 6  # the sets of jobs a Cache keeps (_jobs): the cluster's, its inflow's, a few pending jobs' "early"
 _TRACKS = 16  # the total's tracks a Cache keeps (_total_track): one a plan and start
+_BLOCK = 256  # first_at_or_below reads the events' shares this many at a time
 _SHARE_BREAKS = 256  # sets of at least this many jobs share their breaks with the next set of the same times left
 _last_breaks: tuple | None = None  # (times left, P, breaks) of the last such set: one entry, the snapshot's cluster
 
@@ -309,6 +310,28 @@ class _Track:
         i = bisect_right(self.starts, k) - 1
         return _advance(self.state[i], self.fp, self.rates[i], k - self.starts[i] + 1)
 
+    def at_many(self, ks: Sequence[int]) -> list[float]:
+        """[at(k) for k in ks], ks ascending: the same floats, the segment found by walking on."""
+        starts, state, rates, fp = self.starts, self.state, self.rates, self.fp
+        last = len(starts) - 1
+        out = []
+        i = 0
+        for k in ks:
+            if k == 0 and self.frozen0:
+                out.append(state[0])
+                continue
+            while i < last and starts[i + 1] <= k:
+                i += 1
+            n = k - starts[i] + 1  # _advance, inline: the same floats
+            if n <= 0:
+                out.append(state[i])
+            elif fp == 1.0:
+                out.append(state[i] + rates[i] * n)
+            else:
+                mn = fp**n
+                out.append(state[i] * mn + rates[i] * (1.0 - mn) / (1.0 - fp))
+        return out
+
 
 def _total_track(shared: tuple, plan_key: tuple, rest: tuple, make, cache: Cache | None) -> _Track:
     """The total usage's track, the same object again for the same charges and start within
@@ -419,6 +442,31 @@ class Projection:
         u, tot = self.at(k)
         return u / tot if tot > 0 else math.inf
 
+    def shares(self, ks: Sequence[int]) -> list[float]:
+        """[share(k) for k in ks], ks ascending: the same floats, each track walked once (a search
+        over thousands of events reads them all: first_at_or_below)."""
+        if not ks:
+            return []
+        us = self.tu.at_many(ks)
+        tots = [self._t_const] * len(ks) if self.tt is None else self.tt.at_many(ks)
+        if self.ws:
+            prev = [k - 1 for k in ks]
+            if self.tt is None:
+                tots_prev = [self._t_const] * len(ks)
+            else:
+                tots_prev = self.tt.at_many([max(k, 0) for k in prev])
+            owns = self.to.at_many(ks)
+            nxt = [k + 1 for k in ks]
+            e_o, e_a = self.e_own.values(nxt), self.e_all.values(nxt)
+            fp, ws = self.fp, self.ws
+            for j, k in enumerate(ks):
+                tot_prev = self.total0 if k == 0 else tots_prev[j]
+                if tot_prev > 0:
+                    own, tot = owns[j], tots[j]
+                    mid = (own * fp + e_o[j]) / (tot * fp + e_a[j])
+                    us[j] = us[j] + ws * (mid - own / tot) * tot
+        return [u / tot if tot > 0 else math.inf for u, tot in zip(us, tots)]
+
     def events(self, k0: int = 0, k1: int | None = None) -> list[int]:
         """The passes where a segment starts or ends, within [k0, k1]: the candidates for a
         peak (inside a segment every state moves monotonically toward its fixed point)."""
@@ -451,18 +499,31 @@ class Projection:
                 u_inf += self.ws * ((own_inf * self.fp + e_o) / (tot_inf * self.fp + e_a) - own_inf / tot_inf) * tot_inf
         return u_inf / tot_inf if tot_inf > 0 else math.inf
 
-    def first_at_or_below(self, x: float, k0: int, k_max: int = 10**9, share=None) -> int | None:
+    def first_at_or_below(self, x: float, k0: int, k_max: int = 10**9, share=None, shares=None) -> int | None:
         """The first pass k >= k0 whose u/total <= x; None when none comes (checked to the
         settled limit, or k_max). `share`: another function of k to search (monotone between
         events, as u/total is)."""
+        shares = shares or (self.shares if share is None else None)
         share = share or self.share
         if share(k0) <= x:
             return k0
-        bounds = [k for k in self.events(k0) if k > k0] + [k_max]
+        his = []  # the events after k0, capped at k_max: where the share is read
         lo = k0
-        for hi in bounds:
+        for hi in [k for k in self.events(k0) if k > k0] + [k_max]:
             hi = min(hi, k_max)
-            if hi > lo and share(hi) <= x:
+            if hi > lo:
+                his.append(hi)
+                lo = hi
+            if lo >= k_max:
+                break
+        at = 0
+        while at < len(his):  # in blocks, each track walked once a block (shares), or one at a time
+            block = his[at:at + _BLOCK]
+            got = shares(block) if shares is not None else [share(k) for k in block]
+            hit = next((j for j, v in enumerate(got) if v <= x), None)
+            if hit is not None:
+                hi = block[hit]
+                lo = his[at + hit - 1] if at + hit > 0 else k0
                 while hi - lo > 1:  # monotone inside a segment: bisect
                     mid = (lo + hi) // 2
                     if share(mid) <= x:
@@ -470,9 +531,7 @@ class Projection:
                     else:
                         lo = mid
                 return hi
-            lo = hi
-            if lo >= k_max:
-                break
+            at += _BLOCK
         return None
 
 
