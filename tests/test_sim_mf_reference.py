@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from fscontrol.sim import accel
@@ -60,25 +60,133 @@ def configs(draw):
     )
 
 
-def check_same(w: Workload, prio: PriorityConfig) -> None:
+def near_tied_users(rows, usage: dict, rel: float = 1e-9) -> set:
+    """The user associations under siblings whose Fair Tree LevelFS (S / (U / the parent's U), from
+    the users' usage; an account's is the sum of its users') are equal to within rel but not 0 or
+    infinite: a mathematical tie, which slurmctld decides by the last bits of its long-double S/U
+    (fair_tree.c `_cmp_level_fs`, `_calc_tree_fs`: `==` on level_fs) and the engine (usage scaled by
+    the decay, S = usage / G) and the reference (usage decayed in place) by their own rounding."""
+    kids: dict = {}
+    for r in rows:
+        if r.depth:
+            kids.setdefault((r.parent, ""), []).append((r.account, r.user))
+    raw = {(r.account, r.user): (r.raw_shares or 0) for r in rows}
+    memo: dict = {}
+
+    def use(k):
+        if k not in memo:
+            memo[k] = usage.get(k, 0.0) if k[1] else sum(use(c) for c in kids.get(k, []))
+        return memo[k]
+
+    def users_under(k):
+        return {k} if k[1] else set().union(*[users_under(c) for c in kids.get(k, [])])
+
+    out: set = set()
+    for p, ch in kids.items():
+        level, pu = sum(raw[c] for c in ch), use(p)
+        lf = {c: raw[c] / level / (use(c) / pu) for c in ch if raw[c] and pu > 0 and use(c) > 0}
+        for a in lf:
+            for b in lf:
+                if a < b and math.isclose(lf[a], lf[b], rel_tol=rel):
+                    out |= users_under(a) | users_under(b)
+    return out
+
+
+def check_same(w: Workload, prio: PriorityConfig, sched=None) -> set:
+    """The engines against the reference: every start and end, and RawUsage and F after every pass.
+    Under Fair Tree, a pass where they rank mathematically tied siblings differently (see
+    `near_tied_users`: only those siblings' users' F may differ) ends the comparison there: from it
+    on the runs may part, and the jobs started before it must agree. Returns the engines that parted."""
     rows = share_tree(w, dummy=None)
-    ref = simulate_reference(w, prio, rows)
+    ref = simulate_reference(w, prio, rows, sched=sched)
+    t0 = w.jobs[0].submit if w.jobs else 0.0
+    parted = set()
     for name, eng in _engines():
-        run = eng.simulate(w, prio, tree=rows, trace=True)
-        assert run.start == ref.start, f"{name}: start times differ from the reference"
-        assert run.end == ref.end, name
-        assert len(run.trace) == len(ref.trace), f"{name}: {len(run.trace)} passes, the reference {len(ref.trace)}"
+        run = eng.simulate(w, prio, tree=rows, trace=True, sched=sched)
+        horizon = math.inf
         for (t1, u1, f1), (t2, u2, f2) in zip(run.trace, ref.trace):
             assert math.isclose(t1, t2, abs_tol=1e-9), name
             for k in u2:
                 assert math.isclose(u1[k], u2[k], rel_tol=1e-9, abs_tol=1e-6), (name, t1, k, u1[k], u2[k])
+            bad = {k for k in u2 if not math.isclose(f1[k], f2[k], rel_tol=1e-9, abs_tol=1e-12)}
+            if bad and prio.fair_tree:
+                tied = near_tied_users(rows, u2)
+                assert bad <= tied, (name, t1, {k: (f1[k], f2[k]) for k in bad}, "not a tie", tied)
+                horizon = t0 + t2
+                parted.add(name)
+                break
+            for k in bad:
                 assert math.isclose(f1[k], f2[k], rel_tol=1e-9, abs_tol=1e-12), (name, t1, k, f1[k], f2[k])
+        if horizon == math.inf:
+            assert run.start == ref.start, f"{name}: start times differ from the reference"
+            assert run.end == ref.end, name
+            assert len(run.trace) == len(ref.trace), f"{name}: {len(run.trace)} passes, the reference {len(ref.trace)}"
+        else:
+            before = [i for i, s in enumerate(ref.start) if s < horizon]
+            assert [run.start[i] for i in before] == [ref.start[i] for i in before], f"{name}: starts before the tie"
+            assert [run.end[i] for i in before] == [ref.end[i] for i in before], name
+            assert not any(s < horizon for i, s in enumerate(run.start) if i not in set(before)), name
+    return parted
+
+
+def _tie_case_6_vs_4_2() -> tuple[Workload, PriorityConfig]:
+    """Found at 800 examples: u10's one 6-CPU job and u11's 4- and 2-CPU jobs start together at
+    1297 (Fair Tree, a1's two users): mathematically equal usage at the pass at 1320."""
+    rows = [(0, 1297, 13, "u00", "a0"), (0, 30, 1, "u00", "a0"), (0, 30, 4, "u11", "a1"), (0, 30, 1, "u00", "a0"),
+            (0, 427, 2, "u00", "a0"), (0, 30, 6, "u10", "a1"), (0, 840, 2, "u00", "a0"), (0, 30, 1, "u00", "a0"),
+            (1000, 30, 2, "u11", "a1")] + [(1000, 30, 1, "u00", "a0")] * 24
+    jobs = [SimJob(str(k + 1), float(s), float(r), float(r), z, user=u, account=a)
+            for k, (s, r, z, u, a) in enumerate(rows)]
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=10000.0, weight_jobsize=0.0, max_age_s=600.0,
+                          calc_period_s=60.0, half_life_s=600.0, damping=1, fair_tree=True, favor_small=False,
+                          limits=False)
+    return Workload("random", 16, jobs), prio
+
+
+def _tie_case_start_times() -> tuple[Workload, PriorityConfig]:
+    """Found at 800 examples: u10's 6-CPU job and u12's 4- and 2-CPU jobs start together at 1740;
+    at the pass at 1800 their usage is mathematically equal, and the order decides job 12's start
+    (2014 if u12 ties with u10, 2100 if it ranks below)."""
+    rows = [(0, 1740, 1740, 13, "u00", "a0"), (0, 30, 30, 1, "u00", "a0"), (7, 450, 4050, 4, "u12", "a1"),
+            (37, 30, 3630, 2, "u11", "a1"), (98, 643, 1243, 3, "u00", "a0"), (248, 823, 1423, 6, "u10", "a1"),
+            (309, 1243, 4843, 3, "u00", "a0"), (709, 30, 30, 1, "u10", "a1"), (1709, 1080, 1080, 2, "u12", "a1"),
+            (1709, 30, 30, 11, "u10", "a1"), (1709, 73, 73, 1, "u00", "a0"), (1859, 37, 3637, 4, "u12", "a1")]
+    rows += [(2859, 30, 30, 1, "u00", "a0")] * 21
+    jobs = [SimJob(str(k + 1), float(s), float(r), float(e), z, user=u, account=a)
+            for k, (s, r, e, z, u, a) in enumerate(rows)]
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=10000.0, weight_jobsize=500.0, max_age_s=600.0,
+                          calc_period_s=300.0, half_life_s=3600.0, damping=1, fair_tree=True, favor_small=True,
+                          limits=False)
+    return Workload("random", 16, jobs), prio
 
 
 @settings(max_examples=int(__import__("os").environ.get("FSCONTROL_REF_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads(), configs())
+@example(*_tie_case_6_vs_4_2())
+@example(*_tie_case_start_times())
 def test_the_engine_is_the_reference_pass_by_pass(w, prio):
-    check_same(w, prio)
+    if check_same(w, prio):
+        event("parted at a Fair Tree tie decided by rounding")
+
+
+@pytest.mark.parametrize("case, users, at", [(_tie_case_6_vs_4_2, {("a1", "u10"), ("a1", "u11")}, 1320.0),
+                                             (_tie_case_start_times, {("a1", "u10"), ("a1", "u12")}, 1800.0)])
+def test_fair_tree_ties_decided_by_rounding_end_the_comparison(case, users, at):
+    """The two cases Hypothesis found: a 6-CPU job against a 4- and a 2-CPU job of the sibling user,
+    started in the same second, give the two users mathematically equal usage (6x = 4x + 2x), and
+    Fair Tree ranks them by `==` on LevelFS: the engine's S = usage / G rounds them apart (u10 in the first,
+    u12 in the second ranked one place lower: F 2/3 instead of 1, 1/2 instead of 3/4), the reference's
+    in-place decay keeps them equal (tied). slurmctld's own arithmetic (priority_multifactor.c
+    `_apply_new_usage`: double d x pow(f, d) x CPUs added to long-double usage_raw), done with numpy's
+    long double, breaks the first (4x + 2x below 6x: the engine's order) and keeps the second: neither
+    model is Slurm to the bit. Both are such a tie at that pass, agree before it, and the comparison stops there."""
+    w, prio = case()
+    ref = simulate_reference(w, prio, share_tree(w, dummy=None))
+    usage = next(u for t, u, f in ref.trace if t == at)
+    assert users <= near_tied_users(share_tree(w, dummy=None), usage)
+    a, b = sorted(users)
+    assert usage[a] != 0.0 and math.isclose(usage[a], usage[b], rel_tol=1e-12)
+    assert "python" in check_same(w, prio)  # the Python engine parts from the reference at the tie
 
 
 def test_a_hand_sized_case_has_passes_and_backfill():
@@ -145,25 +253,16 @@ def scheds(draw):
     )
 
 
-def check_same_sched(w: Workload, prio: PriorityConfig, sc) -> None:
-    rows = share_tree(w, dummy=None)
-    ref = simulate_reference(w, prio, rows, sched=sc)
-    for name, eng in _engines():
-        run = eng.simulate(w, prio, tree=rows, trace=True, sched=sc)
-        assert run.start == ref.start, f"{name}: start times differ from the reference"
-        assert run.end == ref.end, name
-        assert len(run.trace) == len(ref.trace), name
-        for (t1, u1, f1), (t2, u2, f2) in zip(run.trace, ref.trace):
-            for k in u2:
-                assert math.isclose(u1[k], u2[k], rel_tol=1e-9, abs_tol=1e-6), (name, t1, k)
-                assert math.isclose(f1[k], f2[k], rel_tol=1e-9, abs_tol=1e-12), (name, t1, k)
+def check_same_sched(w: Workload, prio: PriorityConfig, sc) -> set:
+    return check_same(w, prio, sched=sc)
 
 
 @settings(max_examples=int(__import__("os").environ.get("FSCONTROL_REF_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(workloads(), configs(), scheds())
 def test_slurm_scheduler_is_the_reference_pass_by_pass(w, prio, sc):
-    check_same_sched(w, prio, sc)
+    if check_same_sched(w, prio, sc):
+        event("parted at a Fair Tree tie decided by rounding")
 
 
 def test_slurm_scheduler_hand_case_main_stops_and_backfill_waits_for_its_cycle():
