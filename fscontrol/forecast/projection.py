@@ -161,7 +161,7 @@ class _Jobs:
                 if k == 0:
                     v = 0.0 if self.future else fp * P * self.total
                 else:
-                    a0, a1 = (k - 1) * P, k * P
+                    a0, a1 = (k - 1) * P, k * P  # lefts >= a1 run the whole pass; a0 < left < a1: their last stretch
                     if k_prev == k - 1:  # a0 is the last pass's a1: past the lefts equal to it
                         i_part = i_full
                         while i_part < n and lefts[i_part] == a0:
@@ -179,22 +179,7 @@ class _Jobs:
 
     def value(self, k: int) -> float:
         v = self._memo.get(k)
-        if v is None:
-            if len(self._memo) >= _MEMO:
-                self._memo.clear()
-            v = self._memo[k] = self._value(k)
-        return v
-
-    def _value(self, k: int) -> float:
-        if k == 0:
-            return 0.0 if self.future else self.fp * self.P * self.total
-        a0, a1 = (k - 1) * self.P, k * self.P
-        i_full = bisect_left(self.lefts, a1)  # lefts >= a1 run the whole pass
-        i_part = bisect_right(self.lefts, a0)  # a0 < left < a1: their last stretch
-        n = len(self.lefts)
-        full = self.inf_amount + (self.cum_a[n] - self.cum_a[i_full])
-        part = (self.cum_al[i_full] - self.cum_al[i_part]) - a0 * (self.cum_a[i_full] - self.cum_a[i_part])
-        return self.fp * (self.P * full + part)
+        return self.values((k,))[0] if v is None else v
 
 
 class _Plan:
@@ -315,7 +300,7 @@ class _Track:
         starts, state, rates, fp = self.starts, self.state, self.rates, self.fp
         last = len(starts) - 1
         out = []
-        i = 0
+        i = max(0, bisect_right(starts, ks[0]) - 1) if ks else 0  # the first k's segment, then walking on
         for k in ks:
             if k == 0 and self.frozen0:
                 out.append(state[0])
@@ -429,32 +414,16 @@ class Projection:
 
     def at(self, k: int) -> tuple[float, float]:
         """(effective usage, total) after pass k, k >= 0."""
-        u, tot = self.tu.at(k), self._tot(k)
-        if self.ws:
-            tot_prev = self.total0 if k == 0 else self._tot(k - 1)
-            if tot_prev > 0:
-                own = self.to.at(k)
-                mid = (own * self.fp + self.e_own.value(k + 1)) / (tot * self.fp + self.e_all.value(k + 1))
-                u = u + self.ws * (mid - own / tot) * tot
-        return u, tot
+        us, tots = self._at_many((k,))
+        return us[0], tots[0]
 
-    def share(self, k: int) -> float:
-        u, tot = self.at(k)
-        return u / tot if tot > 0 else math.inf
-
-    def shares(self, ks: Sequence[int]) -> list[float]:
-        """[share(k) for k in ks], ks ascending: the same floats, each track walked once (a search
-        over thousands of events reads them all: first_at_or_below)."""
-        if not ks:
-            return []
+    def _at_many(self, ks: Sequence[int]) -> tuple[list[float], list[float]]:
+        """([effective usage], [total]) after each pass of ks (ascending): each track walked once.
+        The user's own term is read mid-pass, as the walk reads it (the class's docstring)."""
         us = self.tu.at_many(ks)
         tots = [self._t_const] * len(ks) if self.tt is None else self.tt.at_many(ks)
         if self.ws:
-            prev = [k - 1 for k in ks]
-            if self.tt is None:
-                tots_prev = [self._t_const] * len(ks)
-            else:
-                tots_prev = self.tt.at_many([max(k, 0) for k in prev])
+            tots_prev = tots if self.tt is None else self.tt.at_many([max(k - 1, 0) for k in ks])
             owns = self.to.at_many(ks)
             nxt = [k + 1 for k in ks]
             e_o, e_a = self.e_own.values(nxt), self.e_all.values(nxt)
@@ -465,6 +434,16 @@ class Projection:
                     own, tot = owns[j], tots[j]
                     mid = (own * fp + e_o[j]) / (tot * fp + e_a[j])
                     us[j] = us[j] + ws * (mid - own / tot) * tot
+        return us, tots
+
+    def share(self, k: int) -> float:
+        u, tot = self.at(k)
+        return u / tot if tot > 0 else math.inf
+
+    def shares(self, ks: Sequence[int]) -> list[float]:
+        """[share(k) for k in ks], ks ascending: the same floats, each track walked once (a search
+        over thousands of events reads them all: first_at_or_below)."""
+        us, tots = self._at_many(ks)
         return [u / tot if tot > 0 else math.inf for u, tot in zip(us, tots)]
 
     def events(self, k0: int = 0, k1: int | None = None) -> list[int]:
