@@ -101,7 +101,11 @@ def forecast(
 
 
 def _arguments(params: dict):
-    """The forecast's options as a ForecastRequest (the service reads it, and sets `now` for a recording)."""
+    """The forecast's options as a ForecastRequest (the service reads it, and sets `now` for a
+    recording). The text builds only the projections whose answers it says (`said_only`, as the
+    web page): "if your account's other users stopped" where the recovery does not come; --json
+    has every field."""
     from fscontrol.forecast.request import ForecastRequest
 
-    return ForecastRequest(**{k: v for k, v in params.items() if k not in ("version", "json_out")})
+    return ForecastRequest(**{k: v for k, v in params.items() if k not in ("version", "json_out")},
+                           said_only=not params["json_out"])

@@ -57,12 +57,29 @@ class Loaded:
         """[share(k) for k in ks], ks ascending (Projection.shares: each track walked once)."""
         return [self._blended(k, x) for k, x in zip(ks, self.proj.shares(ks))]
 
+    def share_floor(self, ka: int, kb: int) -> float:
+        """A lower bound of share(k) over passes ka..kb (Projection.share_floor's, blended): the
+        blend share_now + D^3 / (D^2 + v_k) rises with D, and v_k with k, so the projection's
+        floor and the span's v at its end (its start where D < 0) bound it."""
+        x = self.proj.share_floor(ka, kb)
+        if not self.sigma or self.share_now is None or math.isinf(x):
+            return x
+        delta = x - self.share_now
+        v = self._spread(kb if delta >= 0 else ka)
+        d2 = delta * delta
+        out = x if d2 + v <= 0 else self.share_now + delta * d2 / (d2 + v)
+        return out - 1e-9 * (abs(self.share_now) + abs(x))
+
+    def _spread(self, k: int) -> float:
+        """v_k: the variance the inflow's uncertainty puts on the share after pass k (grows with k)."""
+        fp = self.proj.fp
+        grow = (k + 1) * self.period if fp >= 1 else self.period * fp * (1 - fp ** (k + 1)) / (1 - fp)
+        return (self.sigma * grow / self.proj.total0) ** 2
+
     def _blended(self, k: int, x: float) -> float:
         if not self.sigma or self.share_now is None or math.isinf(x):
             return x
-        fp = self.proj.fp
-        grow = (k + 1) * self.period if fp >= 1 else self.period * fp * (1 - fp ** (k + 1)) / (1 - fp)
-        v = (self.sigma * grow / self.proj.total0) ** 2
+        v = self._spread(k)
         delta = x - self.share_now
         d2 = delta * delta
         return x if d2 + v <= 0 else self.share_now + delta * d2 / (d2 + v)
@@ -81,6 +98,12 @@ class Loaded:
         if k < 0:
             return self.f_now
         return self.f_of(self.share(k))
+
+    def fairshares(self, ks) -> list[float]:
+        """[fairshare(k) for k in ks], ks ascending (-1 first, if at all): the same floats, each
+        track walked once."""
+        head = [self.f_now] if ks and ks[0] < 0 else []
+        return head + [self.f_of(x) for x in self.shares(ks[len(head):])]
 
     def f_of(self, share: float) -> float:
         if math.isinf(share):
@@ -106,7 +129,8 @@ class Loaded:
         x = self.share_for(target)
         k0 = max(0, after + 1)
         horizon = self.proj.events(k0)[-1] + self.passes(20 * max(half_life_s, self.period))
-        k = self.proj.first_at_or_below(x, k0, k_max=horizon, share=self.share, shares=self.shares)
+        k = self.proj.first_at_or_below(x, k0, k_max=horizon, share=self.share, shares=self.shares,
+                                        floor=self.share_floor)
         return (None if k is None else self.t(k)), settles
 
 
@@ -383,7 +407,7 @@ def apply(a: dict, idle: Loaded, planned: Loaded | None, plan_end: float, target
     if planned is not None:
         end_k = n_plan - 1
         cands = [-1] + planned.proj.events(0, end_k)
-        low_k = max(cands, key=lambda k: (-planned.fairshare(k), -k))  # the lowest F, the earliest such pass
+        low_k = max(zip(planned.fairshares(cands), cands), key=lambda c: (-c[0], -c[1]))[1]  # the lowest F, the earliest such pass
         after, settles_after = planned.time_to(target, end_k, half_life_s)
         after = None if after is None else max(0.0, after - planned.t(end_k))
         stopped_after = (a.get("after_plan") or {}).get("idle_days_to_target")
@@ -403,17 +427,16 @@ def apply(a: dict, idle: Loaded, planned: Loaded | None, plan_end: float, target
             tail = max(1.2 * after, half_life_s, 10 * use.period)
         horizon_s = plan_end + tail
     n = max(2, points)
-    seen, traj = set(), []
+    ks: list[int] = []
     for i in range(n):
         t = horizon_s * i / (n - 1)
         k = -1 if i == 0 else max(0, round(t / use.period) - 1)
-        if k in seen:
-            continue
-        seen.add(k)
-        tk = 0.0 if k < 0 else use.t(k)
-        f = use.fairshare(k)
-        traj.append({"days": round(tk / DAY, 6), "fairshare": round(f, 6),
-                     "effective_usage_core_hours": None if k < 0 else round(use.proj.at(k)[0] / HOUR, 3)})
+        if not ks or k != ks[-1]:  # ascending: a repeat is the last one
+            ks.append(k)
+    usage = use.proj.usages(ks[1:])  # each track walked once: the same floats as at(k) one by one
+    traj = [{"days": round((0.0 if k < 0 else use.t(k)) / DAY, 6), "fairshare": round(f, 6),
+             "effective_usage_core_hours": None if k < 0 else round(usage[i - 1] / HOUR, 3)}
+            for i, (k, f) in enumerate(zip(ks, use.fairshares(ks)))]
     if traj:
         traj[0]["effective_usage_core_hours"] = a.get("effective_usage_core_hours")
     a["trajectory"] = traj
