@@ -47,7 +47,7 @@ one size); no per-user or per-partition backfill limits (bf_max_job_user, ...).
 from __future__ import annotations
 
 import math
-from itertools import accumulate
+from itertools import accumulate, compress, count
 from operator import itemgetter
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
@@ -282,10 +282,13 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     fit_pos = [k for k in range(nq) if size[keys[k]] <= free] if prune else []
     last = len(fit_pos) - 1
     dirty = True
-    # the CPUs of the reservations that begin by each of rb, summed (rbw's prefix sums), made when a
-    # check needs them and dropped when a reservation is added: the walk back over the jobs that fit
-    # checks each in a bisection, not a sum (the cost: ~250 checks a cycle at 10,000 pending)
-    cwb: list[int] | None = None
+    # the walk back over the jobs that fit (~250 checks a cycle at 10,000 pending) checks the last
+    # one with hl, the CPUs of the reservations that begin by xl (its t + limit), kept as
+    # reservations are added (no prefix sums made anew at each: they cost more than the checks)
+    wtot = 0  # the CPUs of every reservation (rbw's sum)
+    hl_at = -1  # the position in fit_pos of the job whose hl is kept
+    hl = 0
+    xl = 0.0
     # the reservations, as two sorted lists: their begins and their ends (with the CPUs they hold)
     rb: list[float] = []
     rbw: list[int] = []
@@ -295,6 +298,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         for b0, e0, w0 in sorted(fixed):
             rb.append(b0)
             rbw.append(w0)
+            wtot += w0
         for b0, e0, w0 in sorted(fixed, key=itemgetter(1)):
             re_.append(e0)
             rew.append(w0)
@@ -313,9 +317,11 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                 if sj <= free:
                     if not rb:
                         break
-                    if cwb is None:
-                        cwb = list(accumulate(rbw, initial=0))
-                    if cwb[bisect_right(rb, t + est[ij])] + sj <= total:
+                    if hl_at != last:  # the CPUs of the reservations that begin within its limit
+                        xl = t + est[ij]
+                        hl = wtot - sum(rbw[bisect_right(rb, xl):])
+                        hl_at = last
+                    if hl + sj <= total:
                         break
                 last -= 1
             if last < 0:
@@ -347,28 +353,29 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         # no reservation may hold its nodes in [T, T + d]: the first T (T itself or a reservation's
         # end after it: what they hold drops only there) where those that hold them leave s CPUs
         if rb:
-            x = T + d
-            q = bisect_right(rb, x)
+            q = bisect_right(rb, T + d)
             p = bisect_right(re_, T)
-            held = (cwb[q] if cwb is not None else sum(rbw[:q])) - (sum(rew[:p]) if p else 0)
-            nr = len(re_)
+            held = wtot - sum(rbw[q:]) - (sum(rew[:p]) if p else 0)
             lim = total - s  # held > lim: too few CPUs left (ints: total - held < s)
             while held > lim:
-                if p == nr:
+                # the first end by which those that end free enough with the begins by T + d as they
+                # are: the ends before it fail (their begins by then are no fewer); found in C, not
+                # walked end by end (the cost: ~18 ends where a walk is needed)
+                n = next(compress(count(1), map((held - lim).__le__, accumulate(rew[p:]))), 0)
+                if not n:
                     T = math.inf
                     break
-                T = re_[p]
+                p2 = p + n
+                T = re_[p2 - 1]
                 if T > horizon:
                     break
-                held -= rew[p]  # re_[p] == T: the first of those that end by T
-                p += 1
-                while p < nr and re_[p] <= T:
-                    held -= rew[p]
-                    p += 1
-                x = T + d
-                while q < nr and rb[q] <= x:
-                    held += rbw[q]
-                    q += 1
+                p3 = bisect_right(re_, T, p2)  # every end at T
+                held -= sum(rew[p:p3])
+                p = p3
+                q2 = bisect_right(rb, T + d, q)
+                if q2 > q:
+                    held += sum(rbw[q:q2])
+                    q = q2
         if T <= t:
             out.append(i)
             free -= s
@@ -394,7 +401,9 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         j = bisect_right(rb, b)
         rb.insert(j, b)
         rbw.insert(j, w)
-        cwb = None
+        wtot += w
+        if b <= xl:
+            hl += w
         j = bisect_right(re_, e)
         re_.insert(j, e)
         rew.insert(j, w)
