@@ -47,8 +47,8 @@ one size); no per-user or per-partition backfill limits (bf_max_job_user, ...).
 from __future__ import annotations
 
 import math
-from itertools import accumulate, compress, count
-from operator import itemgetter
+from itertools import accumulate, compress, count, repeat
+from operator import itemgetter, le
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
@@ -255,8 +255,10 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     * the CPUs the reservations hold over [T, T + d] are W_begin(T + d) - W_end(T), the CPUs of
       those that begin by T + d less those that end by T (one that ends by T began before it),
       from two sorted lists. What they hold drops only at a reservation's end, so the T sought is
-      T itself or the first reservation end after it where they leave s CPUs: one walk along the
-      two lists (the scan tried fewer ends, but every end it skipped fails too);
+      T itself or the first reservation end after it where they leave s CPUs: a walk along the
+      two lists (the scan tried fewer ends, but every end it skipped fails too) that jumps, in C,
+      to the first end by which enough have ended with the begins by T + d as they are (the ends
+      before it fail: their begins are no fewer), then takes the begins by the new T + d;
     * once no job left in the cycle may start now (each asks for more CPUs than are free, or the
       reservations beginning within its limit hold its nodes), nothing more starts (their
       reservations are dropped at the cycle's end): the cycle stops there."""
@@ -307,6 +309,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         if free < smallest:
             break  # nothing more starts in this cycle
         if prune and dirty:
+            cwb = None
             while last >= 0:
                 j = fit_pos[last]
                 if j < k:
@@ -319,7 +322,9 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                         break
                     if hl_at != last:  # the CPUs of the reservations that begin within its limit
                         xl = t + est[ij]
-                        hl = wtot - sum(rbw[bisect_right(rb, xl):])
+                        if cwb is None:  # rbw's prefix sums, for this walk (down through every job
+                            cwb = list(accumulate(rbw, initial=0))  # that fits where the cycle ends)
+                        hl = cwb[bisect_right(rb, xl)]
                         hl_at = last
                     if hl + sj <= total:
                         break
@@ -361,8 +366,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                 # the first end by which those that end free enough with the begins by T + d as they
                 # are: the ends before it fail (their begins by then are no fewer); found in C, not
                 # walked end by end (the cost: ~18 ends where a walk is needed)
-                n = next(compress(count(1), map((held - lim).__le__, accumulate(rew[p:]))), 0)
-                if not n:
+                n = next(compress(count(1), map(le, repeat(held - lim), accumulate(rew[p:bisect_right(re_, horizon, p)]))), 0)
+                if not n:  # none by bf_window's end (the walk stopped at the first end past it)
                     T = math.inf
                     break
                 p2 = p + n
