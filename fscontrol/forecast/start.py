@@ -137,8 +137,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
-        insort(runs, (live[i], i))
-        rbusy.insert(bisect_left(runs, (live[i], i)), (live[i], size[i]))  # beside it, in runs' order
+        if at < bf_until:  # runs and rbusy serve the backfill cycles, which run within bf_window alone
+            insort(runs, (live[i], i))
+            rbusy.insert(bisect_left(runs, (live[i], i)), (live[i], size[i]))  # beside it, in runs' order
         fresh.append(i)
         if passes is not None:
             passes.started(i, at, at + pending[i][0])
@@ -161,6 +162,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
 
     def first_fit(pos: int, cap: int) -> int:
         """The first job from `pos` on (in priority order) of at most `cap` CPUs that may start, or -1."""
+        if tree[1] > cap:
+            return -1  # none at all
         j = pos + leaves
         while True:
             if tree[j] <= cap:
@@ -347,8 +350,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             le = live.pop(k, None)
             if le is not None:
                 j = bisect_left(runs, (le, k))
-                del runs[j]
-                del rbusy[j]
+                if j < len(runs) and runs[j][1] == k:  # (a job started past bf_window is not in runs)
+                    del runs[j]
+                    del rbusy[j]
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s

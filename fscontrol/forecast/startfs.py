@@ -254,6 +254,7 @@ class Passes:
         n, now, aging = self.n, self.now, self.aging
         self.st_mask = np.zeros(n, dtype=bool)
         self.st_mask[self._started] = True
+        self.fresh = True  # a job started since the queue (order) was last set: it drops out at the next
         self.e = np.asarray(elig, dtype=float)
         p = np.asarray(prio0, dtype=float)
         if aging is not None:
@@ -290,12 +291,19 @@ class Passes:
             self.ok = a >= 0
             self.a = np.where(self.ok, a, 0)
             self.ok_n, self.a_n = self.ok[:n], self.a[:n]  # the pending jobs'
+            # each pending job's association, or one past the last for a job held (its delta 0): a
+            # pass's deltas by job are one gather of the associations' with a 0 appended
+            self.a_x = np.where(self.ok_n, self.a_n, len(m.usage))
             self.rate = np.asarray(fs.rate, dtype=float)
             k = n + len(run_ends)
             self.k_start = np.full(k, np.inf)
             self.k_end = np.full(k, np.inf)
             self.k_start[n:] = fs.run_start
             self.k_end[n:] = run_ends
+            # the keys that may still charge, ascending: the running jobs', those started since
+            # added (`_new`), those ended by a pass dropped (the charge reads these, not every key)
+            self.cand = np.arange(n, k)
+            self._new: list[int] = []
             self.decay = decay_factor_per_second(m.half_life_s)  # Slurm's 1 - 0.693 / T
 
     def started(self, i: int, at: float, end: float) -> None:
@@ -303,9 +311,11 @@ class Passes:
             self._started.append(i)
             return
         self.st_mask[i] = True
+        self.fresh = True
         if self.fs is not None:
             self.k_start[i] = at
             self.k_end[i] = end
+            self._new.append(i)
 
     def due(self, t: float) -> bool:
         return t >= self.next and t < self.until
@@ -318,7 +328,13 @@ class Passes:
         # 10,000 pending jobs, most of them not started). In key order, so each association's sum
         # adds the same terms in the same order as over every key (a 0 added changes no sum)
         ks, ke = self.k_start, self.k_end
-        keys = np.flatnonzero((ks < tp) & (ke > self.last))
+        c = self.cand
+        if self._new:
+            c = np.sort(np.concatenate((c, np.asarray(self._new, dtype=c.dtype))))
+            self._new = []
+        kc = ke[c]
+        keys = c[(ks[c] < tp) & (kc > self.last)]  # as flatnonzero over every key: a key not in c never started or has ended
+        self.cand = c[kc > tp]  # one that ends by tp charges no more (the passes after it start from tp)
         ov = np.minimum(ke[keys], tp) - np.maximum(ks[keys], self.last)
         ov = np.where(self.ok[keys], np.maximum(ov, 0.0), 0.0)
         self.last = tp
@@ -338,7 +354,7 @@ class Passes:
             # this pass's F: from the usage before its charges (slurmctld's lag; decay alone moves no F)
             fa = factors(m, self.usage, np)
             d = m.w_fs * (fa - self.f0)
-            self.dfs = np.where(self.ok_n, d[self.a_n], 0.0)
+            self.dfs = np.append(d, 0.0)[self.a_x]
         self.dirty = bool(ov.any())
         if self.dirty:  # charged: the next pass's F moves
             a, rate = (self.a, self.rate) if keys is None else (self.a[keys], self.rate[keys])
@@ -374,7 +390,7 @@ class Passes:
         first = self.dfs is None
         if changed or (first and self.dirty):
             d = m.w_fs * (self.fa - self.f0)
-            self.dfs = np.where(self.ok_n, d[self.a_n], 0.0)
+            self.dfs = np.append(d, 0.0)[self.a_x]
             self.dirty = False
             return True
         return False
@@ -399,7 +415,10 @@ class Passes:
             key = key + aging[0] * np.minimum(1.0, (t - self.e) / aging[1])
         if self.dfs is not None:
             key = key + self.dfs
-        o = self.order[~self.st_mask[self.order]]  # the queue as it is: every pending job not started
+        o = self.order
+        if self.fresh:  # the queue as it is: every pending job not started
+            o = o[~self.st_mask[o]]
+            self.fresh = False
         ko = key[o]
         # by priority, ties to the earlier job (the order a lexsort gives): a stable sort of the queue
         # as it is (timsort: linear where little moved), checked for ties that newly met out of order
