@@ -324,7 +324,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             fresh.clear()
         if not waiting or (need is not None and not need):
             break
-        nxt = min(next_bf if t < bf_until else math.inf, next_main, ends[0][0] if ends else math.inf)
+        # past bf_window (the first fit has run at t) a main scheduler tick with no job ended since
+        # starts nothing (free CPUs and the tree as the first fit left them): the next event is an
+        # end, where no begin time or reservation releases a job at a tick
+        nxt = min(next_bf if t < bf_until else math.inf,
+                  next_main if (t < bf_until or begins or holds is not None) else math.inf,
+                  ends[0][0] if ends else math.inf)
         while wbegins and wbegins[0] <= t:
             wbegins.pop(0)
         if wbegins:

@@ -294,6 +294,7 @@ class Passes:
             # each pending job's association, or one past the last for a job held (its delta 0): a
             # pass's deltas by job are one gather of the associations' with a 0 appended
             self.a_x = np.where(self.ok_n, self.a_n, len(m.usage))
+            self.d_x = np.zeros(len(m.usage) + 1)  # the associations' deltas and that 0
             self.rate = np.asarray(fs.rate, dtype=float)
             k = n + len(run_ends)
             self.k_start = np.full(k, np.inf)
@@ -354,7 +355,8 @@ class Passes:
             # this pass's F: from the usage before its charges (slurmctld's lag; decay alone moves no F)
             fa = factors(m, self.usage, np)
             d = m.w_fs * (fa - self.f0)
-            self.dfs = np.append(d, 0.0)[self.a_x]
+            self.d_x[:-1] = d
+            self.dfs = self.d_x[self.a_x]
         self.dirty = bool(ov.any())
         if self.dirty:  # charged: the next pass's F moves
             a, rate = (self.a, self.rate) if keys is None else (self.a[keys], self.rate[keys])
@@ -390,7 +392,8 @@ class Passes:
         first = self.dfs is None
         if changed or (first and self.dirty):
             d = m.w_fs * (self.fa - self.f0)
-            self.dfs = np.append(d, 0.0)[self.a_x]
+            self.d_x[:-1] = d
+            self.dfs = self.d_x[self.a_x]
             self.dirty = False
             return True
         return False
