@@ -137,9 +137,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
         live[i] = at + limit[i]
-        if at < bf_until:  # runs and rbusy serve the backfill cycles, which run within bf_window alone
-            insort(runs, (live[i], i))
-            rbusy.insert(bisect_left(runs, (live[i], i)), (live[i], size[i]))  # beside it, in runs' order
+        insort(runs, (live[i], i))
+        rbusy.insert(bisect_left(runs, (live[i], i)), (live[i], size[i]))  # beside it, in runs' order
         fresh.append(i)
         if passes is not None:
             passes.started(i, at, at + pending[i][0])
@@ -162,8 +161,6 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
 
     def first_fit(pos: int, cap: int) -> int:
         """The first job from `pos` on (in priority order) of at most `cap` CPUs that may start, or -1."""
-        if tree[1] > cap:
-            return -1  # none at all
         j = pos + leaves
         while True:
             if tree[j] <= cap:
@@ -177,8 +174,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             j += 1
 
     while waiting and t <= endt and (need is None or need):
-        got = 0
-        depth = 0
+        got = depth = 0
         if t >= bf_until:
             # past bf_window every job that fits starts, in priority order (first fit; no backfill
             # cycle): the next one is found in a min-tree of sizes, not by a scan of the queue
@@ -324,12 +320,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             fresh.clear()
         if not waiting or (need is not None and not need):
             break
-        # past bf_window (the first fit has run at t) a main scheduler tick with no job ended since
-        # starts nothing (free CPUs and the tree as the first fit left them): the next event is an
-        # end, where no begin time or reservation releases a job at a tick
-        nxt = min(next_bf if t < bf_until else math.inf,
-                  next_main if (t < bf_until or begins or holds is not None) else math.inf,
-                  ends[0][0] if ends else math.inf)
+        tick = next_main if (t < bf_until or begins or holds is not None) else math.inf  # docs/start.md, "Cost"
+        nxt = min(next_bf if t < bf_until else math.inf, tick, ends[0][0] if ends else math.inf)
         while wbegins and wbegins[0] <= t:
             wbegins.pop(0)
         if wbegins:
@@ -355,9 +347,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             le = live.pop(k, None)
             if le is not None:
                 j = bisect_left(runs, (le, k))
-                if j < len(runs) and runs[j][1] == k:  # (a job started past bf_window is not in runs)
-                    del runs[j]
-                    del rbusy[j]
+                del runs[j]
+                del rbusy[j]
             changed = True
         if t >= next_main:
             next_main = t + sc.sched_interval_s
