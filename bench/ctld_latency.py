@@ -11,39 +11,16 @@ gaps whose median the replay takes (history.completion_lag). docs/simulator-fide
 from __future__ import annotations
 
 import sys
-from bisect import bisect_right
 from pathlib import Path
 
 from fscontrol.sim.ctldlog import summary
-from fscontrol.sim.history import completion_lag
-
-
-def sacct_gaps(path: Path) -> list[int]:
-    """history.completion_lag's inputs: for each job that waited and started within 10 s of a
-    job's end, the seconds from the last end at or before its start."""
-    lines = path.read_text().splitlines()
-    head = lines[0].split("|")
-    ix = {k: head.index(k) for k in ("Start", "End", "Submit", "Eligible")}
-    rows = []
-    for ln in lines[1:]:
-        f = ln.split("|")
-        try:
-            rows.append((int(f[ix["Start"]]), int(f[ix["End"]]), max(int(f[ix["Submit"]]), int(f[ix["Eligible"]]))))
-        except ValueError:
-            continue
-    ends = sorted(e for _, e, _ in rows)
-    out = []
-    for st, _, el in rows:
-        k = bisect_right(ends, st)
-        if st > el + 1 and k and st - ends[k - 1] <= 10:
-            out.append(st - ends[k - 1])
-    return out
+from fscontrol.sim.history import completion_gaps, completion_lag
 
 
 def main(argv: list[str]) -> int:
     for a in argv:
         d = Path(a)
-        g = sacct_gaps(d / "jobs.txt")
+        g = completion_gaps(d / "jobs.txt") or []
         hist = " ".join(f"{s}s:{sum(1 for x in g if min(x, 4) == s)}" for s in range(5))
         print(f"{d.name}: sacct gaps (4 = 4 s or more) {hist}; median (the replay's) {completion_lag(d / 'jobs.txt')}")
         if (d / "slurmctld.log").is_file():

@@ -382,6 +382,17 @@ def completion_lag(path: Path) -> float | None:
     over the jobs that waited and started within 10 s of another job's end, of that delay (the
     job completing: its epilog, then the scheduler's pass). From a capture's jobs.txt (sacct with
     POSIX times); None with fewer than 5 such starts."""
+    gaps = completion_gaps(path)
+    if gaps is None or len(gaps) < 5:
+        return None
+    gaps.sort()
+    return gaps[len(gaps) // 2]
+
+
+def completion_gaps(path: Path) -> list[float] | None:
+    """completion_lag's delays, one for each job that waited and started within 10 s of a job's
+    end: the seconds from the last end at or before its start (bench/ctld_latency.py shows them);
+    None where jobs.txt is missing or has no Start, End and Submit."""
     try:
         lines = path.read_text().splitlines()
     except (OSError, UnicodeDecodeError):
@@ -414,10 +425,7 @@ def completion_lag(path: Path) -> float | None:
         k = bisect_right(ends, st)
         if st > el + 1 and k and st - ends[k - 1] <= 10:
             gaps.append(st - ends[k - 1])
-    if len(gaps) < 5:
-        return None
-    gaps.sort()
-    return gaps[len(gaps) // 2]
+    return gaps
 
 
 def _queue(d: Path, commands: dict) -> dict[str, Any]:
