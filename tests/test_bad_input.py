@@ -102,6 +102,14 @@ def test_forecast_billing_per_core_must_be_positive(value, capsys, tmp_path):
     assert code == 2 and "--billing-per-core" in err and "Traceback" not in err, err
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "-1"])
+def test_forecast_now_must_be_a_posix_time(value, capsys, tmp_path):
+    """An outside tester's: --now nan/inf/1e300 ended in datetime's traceback."""
+    code = forecast_main(["--published", str(tmp_path), "--source", str(SAMPLE), "--now", value])
+    err = capsys.readouterr().err
+    assert code == 2 and "--now must be a POSIX time" in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+
+
 def _job(job_id, account, state, cpus):
     return QueueJob(str(job_id), "u", account, "batch", "normal", state, 1, cpus, 100, 0,
                     "Priority" if state == "PENDING" else "None", 0.0, 0.0 if state == "RUNNING" else None, 3600)

@@ -59,6 +59,9 @@ class ForecastRequest:
     __hash__ = None  # type: ignore[assignment]  (mutable, as the dataclass was)
 
 
+_YEAR_10000 = 253402300800.0  # 10000-01-01T00:00:00Z: the last POSIX time datetime can print is before it
+
+
 def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
     """The forecast `args` ask for, as plain data. `asker` (name, uid[, admin]): who asks when it is
     not the process's own user, e.g. the web page's REMOTE_USER (fscontrol.web.app, with whether the
@@ -88,6 +91,8 @@ def forecast(args: ForecastRequest, asker: tuple | None = None) -> dict:
         raise ConfigError(f"--billing-per-core must be a number > 0 (a core's billing weight x the QOS UsageFactor), got {args.billing_per_core:g}")
     if args.job is not None and args.job < 1:
         raise ConfigError(f"--job must be a job id (a whole number of at least 1), got {args.job}")
+    if args.now is not None and not (math.isfinite(args.now) and 0 <= args.now < _YEAR_10000):
+        raise ConfigError(f"--now must be a POSIX time (seconds since 1970, before the year 10000), got {args.now:g}")
     segments: list = []
     process_user, _ = uf.invoker()
     requester, uid = (asker or uf.invoker())[:2]
