@@ -109,9 +109,6 @@ class Projection:
             self._starts = got[bisect_left(got, 0):]  # (a track's starts are never negative)
         return self._starts
 
-    def _tot(self, k: int) -> float:
-        return self._t_const if self.tt is None else self.tt.at(k)
-
     def at(self, k: int) -> tuple[float, float]:
         """(effective usage, total) after pass k, k >= 0."""
         us, tots = self._at_many((k,))
