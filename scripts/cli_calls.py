@@ -191,8 +191,10 @@ def load(root: Path, name: str) -> Module:
 
 
 def commands(root: Path) -> list[Command]:
-    """The commands fscontrol/cli/app.py registers: `@app.command()` on a function there, or
-    `app.command(...)(module.function)` / `config_app.command(...)(...)` for one elsewhere in cli."""
+    """The commands fscontrol/cli/app.py registers: `@app.command()` on a function there,
+    `app.command(...)(module.function)` / `config_app.command(...)(...)` for one elsewhere in cli,
+    or `_lazy(app, "name", "module"[, "function"])` (registered by name, imported when built: the
+    function is the name's with - as _ unless given)."""
     app = load(root, "fscontrol.cli.app")
     out = []
 
@@ -212,6 +214,12 @@ def commands(root: Path) -> list[Command]:
                     and args and isinstance(args[0], ast.Attribute) and isinstance(args[0].value, ast.Name)):
                 prefix = "config " if isinstance(reg.func.value, ast.Name) and reg.func.value.id == "config_app" else ""
                 out.append(Command(prefix + named(reg, args[0].attr), app.imports[args[0].value.id], args[0].attr))
+            elif isinstance(reg, ast.Name) and reg.id == "_lazy" and len(args) >= 3 \
+                    and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in args[1:]):
+                group, name, module = args[0], args[1].value, args[2].value
+                function = args[3].value if len(args) > 3 else name.replace("-", "_")
+                prefix = "config " if isinstance(group, ast.Name) and group.id == "config_app" else ""
+                out.append(Command(prefix + name, f"fscontrol.cli.{module}", function))
     return out
 
 

@@ -81,3 +81,22 @@ def test_simulate_json_prints_no_table_and_imports_no_tabulate():
     assert "tabulate" not in mods and "matplotlib" not in mods
     text = _modules_after(code.replace(", '--json'", ""))
     assert "tabulate" in text  # the text report's tables: there it pays
+
+
+def test_a_command_imports_only_its_own_command_module(published):
+    """The app registers the command modules' commands by name (cli.app._lazy): `forecast` builds and
+    imports cli.forecast alone, not the agent's, the simulator's, collect's or the doctor's."""
+    args = ["forecast", "--published", str(published), "--source", str(SAMPLE), "--user", "alice", "--stale-ok"]
+    run = (f"import sys\nfrom fscontrol.cli.main import exit_code\nassert exit_code({args!r}) == 0\n"
+           "print(repr(sorted(m for m in sys.modules if m.startswith('fscontrol.cli.'))))")
+    out = subprocess.run([sys.executable, "-c", run], check=True, capture_output=True, text=True, timeout=120).stdout
+    mods = set(json.loads(out.strip().splitlines()[-1].replace("'", '"')))
+    assert "fscontrol.cli.forecast" in mods
+    assert not mods & {"fscontrol.cli.agent", "fscontrol.cli.simulate", "fscontrol.cli.collect", "fscontrol.cli.doctor"}
+    # every command is still there for help and for in-process callers (CliRunner on the whole app)
+    r = CliRunner().invoke(app, ["--help"])
+    assert r.exit_code == 0 and all(c in r.output for c in ("collect", "control", "tick", "run", "gate", "simulate",
+                                                            "simulate-merge", "forecast", "doctor", "config"))
+    assert "simulate-task" not in r.output  # hidden, as before
+    r = CliRunner().invoke(app, ["config", "check", "--help"])
+    assert r.exit_code == 0 and "--config" in r.output

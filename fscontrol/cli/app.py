@@ -25,11 +25,8 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from fscontrol.cli import agent as agent_cmd
-from fscontrol.cli import collect as collect_cmd
-from fscontrol.cli import doctor as doctor_cmd
-from fscontrol.cli import forecast as forecast_cmd
-from fscontrol.cli import simulate as simulate_cmd
+from typer.models import CommandInfo
+
 from fscontrol.cli import startgc
 from fscontrol.cli.common import _fail, _print_lines, _source
 from fscontrol.cli.options import (
@@ -43,6 +40,43 @@ from fscontrol.cli.options import (
 from fscontrol.errors import ConfigError, FscontrolError
 
 from fscontrol.cli.interrupt import ACTING, SAID, interrupted_line  # noqa: E402,F401  (the console entry prints it too)
+
+
+class _Lazy(CommandInfo):
+    """A command of one of the command-group modules (cli.agent, cli.collect, cli.doctor,
+    cli.forecast, cli.simulate), registered by name and imported when typer builds it (its
+    callback read): a process builds only the command it runs (`only`), so `forecast` does not
+    import the agent's or the simulator's command modules (issue #31: start-up paid only for what
+    a command uses). `epilog`: the module's EPILOG."""
+
+    def __init__(self, name: str, module: str, attr: str, epilog: bool = False, **kw) -> None:
+        self._where, self._with_epilog = (module, attr), epilog
+        super().__init__(name, **kw)
+
+    def _module(self):
+        import importlib
+
+        return importlib.import_module(f"fscontrol.cli.{self._where[0]}")
+
+    @property
+    def callback(self):
+        return getattr(self._module(), self._where[1])
+
+    @callback.setter
+    def callback(self, value) -> None:  # (CommandInfo.__init__ sets None)
+        pass
+
+    @property
+    def epilog(self):
+        return self._module().EPILOG if self._with_epilog else None
+
+    @epilog.setter
+    def epilog(self, value) -> None:
+        pass
+
+
+def _lazy(group: typer.Typer, name: str, module: str, attr: str | None = None, epilog: bool = False, **kw) -> None:
+    group.registered_commands.append(_Lazy(name, module, attr or name.replace("-", "_"), epilog, **kw))
 
 
 class Group(TyperGroup):
@@ -84,7 +118,7 @@ def _main(
     """Fair-share control agent for Slurm clusters."""
 
 
-app.command(epilog=collect_cmd.EPILOG)(collect_cmd.collect)
+_lazy(app, "collect", "collect", epilog=True)
 
 
 @app.command()
@@ -304,9 +338,9 @@ def fit(
     typer.echo(json.dumps(data, indent=2) if json_out else rfit.format_fit(data))
 
 
-app.command()(agent_cmd.control)
-app.command()(agent_cmd.tick)
-app.command()(agent_cmd.run)
+_lazy(app, "control", "agent")
+_lazy(app, "tick", "agent")
+_lazy(app, "run", "agent")
 
 
 @app.command()
@@ -334,7 +368,7 @@ config_app = typer.Typer(help="The agent's configuration file.", no_args_is_help
 app.add_typer(config_app, name="config")
 
 
-config_app.command("check")(doctor_cmd.config_check)
+_lazy(config_app, "check", "doctor", "config_check")
 
 
 @app.command()
@@ -363,8 +397,8 @@ def capture(
     typer.echo(f"recorded {meta['cluster']} (Slurm {meta['slurm_version']}) at {meta['captured_at']} into {folder}")
 
 
-app.command(epilog=forecast_cmd.EPILOG)(forecast_cmd.forecast)
-app.command(epilog=doctor_cmd.EPILOG)(doctor_cmd.doctor)
+_lazy(app, "forecast", "forecast", epilog=True)
+_lazy(app, "doctor", "doctor", epilog=True)
 
 
 @app.command()
@@ -422,10 +456,10 @@ def web(
         raise _fail(e) from None
 
 
-app.command()(agent_cmd.gate)
-app.command()(simulate_cmd.simulate)
-app.command("simulate-merge")(simulate_cmd.simulate_merge)
-app.command("simulate-task", hidden=True)(simulate_cmd.simulate_task)
+_lazy(app, "gate", "agent")
+_lazy(app, "simulate", "simulate")
+_lazy(app, "simulate-merge", "simulate")
+_lazy(app, "simulate-task", "simulate", hidden=True)
 
 
 def only(name: str | None) -> None:

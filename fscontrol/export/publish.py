@@ -524,12 +524,20 @@ def _load(p: Path, users: set[str] | frozenset[str] | None, head_only: bool = Fa
         return _whole(p)
     with p.open("rb") as fh:
         parsed: list = []
-        head, at, run_at, found = runsorted.read_head(fh, ROWS_LINE.encode(), _line, parsed)  # where the rows' line starts
+        maps: dict[str, bytes] = {}  # the inflow's long maps, read by need (export/headmaps.py)
+        head, at, run_at, found = runsorted.read_head(fh, ROWS_LINE.encode(), _line, parsed, maps)  # where the rows' line starts
         if not found:
             return _whole(p)
         data = runsorted.head_json(head, parsed)
         if not isinstance(data, dict):
             return data
+        if maps:
+            from fscontrol.export.headmaps import EntryMap
+
+            inflow = data.get("inflow")
+            if not isinstance(inflow, dict) or any(inflow.get(k, 0) is not None for k in maps):
+                raise ValueError("the inflow's maps are not where the published layout writes them")
+            inflow.update({k: EntryMap(raw, k, PublishedError) for k, raw in maps.items()})
         size = data.pop(INDEX_KEY, None)
         if head_only:
             data["associations"] = []

@@ -29,7 +29,7 @@ import operator
 import sys
 from array import array
 from collections.abc import Callable, Sequence
-from itertools import compress, islice
+from itertools import compress, islice, repeat
 
 KEY = "running_sorted"
 FORMAT = 1
@@ -70,6 +70,7 @@ class SortedRunning(Sequence):
         self.lefts, self.rates, self.ids, self.untimed, self.r0 = lefts, rates, ids, untimed, r0
         self.all_ids = (min(ids) >= 0 if len(ids) else True) and all(u[1] is not None for u in untimed)
         self._list: list | None = None
+        self._ties: list[bool] | None = None  # _tie_flags
 
     def __len__(self) -> int:
         return len(self.lefts) + len(self.untimed)
@@ -95,8 +96,7 @@ class SortedRunning(Sequence):
         the order of (time left, -c rate) for any c > 0 (forecast.loaded's inflow that replaces
         the jobs as they end), found without a sort."""
         out = array("d", self.rates)
-        lefts = self.lefts
-        ties = compress(range(1, len(lefts)), map(operator.eq, lefts, islice(lefts, 1, None)))  # i: lefts[i - 1] == lefts[i]
+        ties = compress(range(1, len(self.lefts)), self._tie_flags())  # i: lefts[i - 1] == lefts[i]
         i = next(ties, None)
         while i is not None:
             start, end = i - 1, i + 1  # a run of equal times left, lefts[start:end]
@@ -104,6 +104,17 @@ class SortedRunning(Sequence):
                 end += 1
             out[start:end] = out[start:end][::-1]
         return out
+
+    def _tie_flags(self) -> list[bool]:
+        """[lefts[i - 1] == lefts[i] for i >= 1], once an object (a scaled copy shares its source's)."""
+        if self._ties is None:
+            lefts = self.lefts
+            self._ties = list(map(operator.eq, lefts, islice(lefts, 1, None)))
+        return self._ties
+
+    def ties(self) -> int:
+        """How many entries have the same time left as the one before them."""
+        return sum(self._tie_flags())
 
     def untimed_rates(self) -> list[float]:
         return [float(r) for r, _ in self.untimed]
@@ -140,7 +151,17 @@ def of_entries(entries: Sequence) -> SortedRunning:
 
 
 def scaled(s: SortedRunning, q: float) -> SortedRunning:
-    """The entries with each time left cut to q of it (forecast.loaded: jobs end before their limits), sorted again."""
+    """The entries with each time left cut to q of it (forecast.loaded: jobs end before their limits), sorted again.
+    For q > 0 the product keeps the order (x <= y: x q <= y q), so the columns stand as they are
+    unless two different times left round to the same product: a tie, ordered by rate and place,
+    then the entries are sorted again (the same result either way)."""
+    if q > 0 and math.isfinite(q):
+        cut = list(map(operator.mul, s.lefts, repeat(q)))
+        flags = list(map(operator.eq, cut, islice(cut, 1, None)))
+        if sum(flags) == s.ties():  # no new tie (x = y still gives x q = y q): the order and the ties stand
+            out = SortedRunning(array("d", cut), s.rates, s.ids, s.untimed, s.r0)
+            out._ties = flags
+            return out
     return of_entries([[x * q, r, None if j < 0 else j] for x, r, j in zip(s.lefts, s.rates, s.ids)]
                       + [[None, r, j] for r, j in s.untimed])
 
@@ -233,17 +254,21 @@ def block_pieces(running: dict) -> tuple[list[str], dict[str, tuple[int, int]], 
     return lines, where["accounts"], where["users"]
 
 
-def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None) -> tuple[list[bytes], int, int | None, bool]:
+def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None,
+              maps: dict[str, bytes] | None = None) -> tuple[list[bytes], int, int | None, bool]:
     """The head's lines up to the rows' line (not included), from fh's start: (lines, where the
     rows' line starts, where the running block starts (None: not in this layout), whether the
     rows' line was found). `parsed`: a list that gets what this read parsed of the head (for
     head_json: the lines before the running block, parsed once). In this layout the running block's long lines are skipped unread (the
     cluster's always: running_sorted replaces it; the accounts' and users' where the rows carry
-    theirs) and stand in the lines as null; `read_line` reads one whole line (publish._line)."""
+    theirs) and stand in the lines as null; `read_line` reads one whole line (publish._line).
+    `maps`: a dict that gets the text of the inflow's long maps (export/headmaps.py), skipped
+    unparsed and null in the lines (None: read as every line)."""
     head: list[bytes] = []
     pos = 0
     run_at = None
     skip: set[str] = set()
+    in_parent = False
     while True:
         if run_at is not None and skip:
             line = fh.readline(_PEEK)
@@ -253,10 +278,10 @@ def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None) -> tu
                 while chunk := fh.read(_CHUNK):
                     end = chunk.find(b"\n")
                     if end >= 0:
-                        n, tail = n + end + 1, (tail + chunk[:end + 1])[-2:]
+                        n, tail = n + end + 1, (tail + chunk[max(0, end - 1):end + 1])[-2:]
                         fh.seek(end + 1 - len(chunk), 1)
                         break
-                    n, tail = n + len(chunk), (tail + chunk)[-2:]
+                    n, tail = n + len(chunk), (tail + chunk[-2:])[-2:]  # (not the whole chunk copied)
                 prefix = next(p for p, v in _SKIP.items() if v == name)
                 head.append(prefix + b"null" + (b",\n" if tail == b",\n" else b"\n"))
                 pos += n
@@ -265,6 +290,17 @@ def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None) -> tu
                 line += read_line(fh)
         else:
             line = read_line(fh)
+            if maps is not None:
+                if line == _INFLOW:
+                    in_parent = True
+                elif in_parent and line.startswith(b" }"):
+                    in_parent = False
+                elif in_parent and line.endswith(b": {\n") and line in (headmaps := _headmaps()).NAMES:
+                    raw, close = headmaps.skip(fh)  # by need: its text kept, null in the lines
+                    maps[headmaps.NAMES[line]] = raw
+                    head.append(line[:-2] + b"null" + close[3:])
+                    pos += len(line) + len(raw) + len(close)
+                    continue
         if not line:
             return head, pos, run_at, False
         if line.rstrip(b"\n") in (rows_line, rows_line + b"]"):
@@ -282,6 +318,15 @@ def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None) -> tu
                     parsed[:] = [got, len(head)]
         head.append(line)
         pos += len(line)
+
+
+_INFLOW = b' "inflow": {\n'  # (headmaps.PARENT: that module is imported where a map is skipped)
+
+
+def _headmaps():
+    from fscontrol.export import headmaps
+
+    return headmaps
 
 
 def head_json(head: list[bytes], parsed: list | None = None):
