@@ -37,7 +37,10 @@ It also checks, once, that the forecast's process never imports numpy or scipy.
 (the ratios then hold on a loaded machine, where wall time is noise; --runs 1 is enough). --cpu
 times each process's own CPU (user + system, os.wait4) instead of the wall clock.
 
-Run:  .venv/bin/python bench/bench_forecast.py [--runs 10] [--users 93238 [--jobs 18600]] [--compare DIR] [--no-bytecode] [--instructions | --cpu]
+--inflow publishes the snapshot with a MADE-UP inflow history (INFLOW_PUBLISH: what an agent that has
+run an hour publishes), whose per-account and per-user maps and typical job ends the forecast reads.
+
+Run:  .venv/bin/python bench/bench_forecast.py [--runs 10] [--users 93238 [--jobs 18600]] [--inflow] [--compare DIR] [--no-bytecode] [--instructions | --cpu]
 """
 
 from __future__ import annotations
@@ -64,6 +67,19 @@ LIBRARY_ONLY = (
     "rows = uf.parse_own_sshare(RecordedSlurm(src).sshare().stdout); "
     "print(uf.format_forecast(uf.forecast_data(d, rows, user=user, now=time.time(), plan=fc.parse_plan(plan), "
     "stale_ok=True, requester=user)))"
+)
+
+
+# --inflow: `fscontrol publish` with the history's inflow window MADE UP as an agent that has run an
+# hour would publish it (12 snapshots over an hour, a rate and a variance for each account/user with a
+# running job, running jobs ending at 60% of their time to the limit, read from 500 ended jobs): the
+# head's inflow maps (~11,000 lines at 100,000 associations) and the typical-end columns a forecast reads.
+INFLOW_PUBLISH = (
+    "import random, sys; import fscontrol.agent.publishing as P; from fscontrol.cli.main import main\n"
+    "def made_up(db, snap):\n"
+    "    rnd = random.Random(7); pairs = sorted({(j[1], j[2]) for j in snap.running})\n"
+    "    return 12, 3600.0, {p: rnd.uniform(0.1, 50.0) for p in pairs}, {p: rnd.uniform(0.0, 5.0) for p in pairs}, 0.6, 500\n"
+    "P.published_inflow = made_up; main(sys.argv[1:])"
 )
 
 
@@ -113,6 +129,8 @@ def main() -> int:
     ap.add_argument("--user", default=None, help="whose forecast (default: alice; u00020 with --users, and the user with "
                     "the lowest FairShare beside)")
     ap.add_argument("--jobs", type=int, default=2000, help="with --users: the synthetic cluster's jobs (18600: ~4,100 running)")
+    ap.add_argument("--inflow", action="store_true",
+                    help="publish with a MADE-UP inflow history (what an agent publishes after an hour: _inflow_history)")
     ap.add_argument("--compare", type=Path, help="another checkout, with its own .venv, timed beside this one")
     ap.add_argument("--no-bytecode", action="store_true", help="keep the caller's PYTHONDONTWRITEBYTECODE")
     ap.add_argument("--instructions", action="store_true",
@@ -150,11 +168,12 @@ def main() -> int:
         db, published = tmp / "h.db", tmp / "public" / "cluster.json"
         published.parent.mkdir()  # publish writes into a folder that exists (it makes none: issue #14)
         script = Path(sys.executable).parent / "fscontrol"
-        for argv in (
-            [str(script), "collect", "--source", source, "--db", str(db)],
-            [str(script), "publish", "--db", str(db), "--out", str(published)],
-        ):
-            subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+        subprocess.run([str(script), "collect", "--source", source, "--db", str(db)], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+        publish = [str(script), "publish", "--db", str(db), "--out", str(published)]
+        if args.inflow:  # the same command in a process whose history has an hour of inflow (made up)
+            publish = [sys.executable, "-c", INFLOW_PUBLISH, *publish[1:]]
+        subprocess.run(publish, check=True, env=env, stdout=subprocess.DEVNULL)
 
         forecast_args = ["forecast", "--published", str(published), "--source", source, "--user", user, "--plan", PLAN,
                          "--stale-ok"]
@@ -220,7 +239,8 @@ def main() -> int:
 
     print(f"{'instructions' if args.instructions else ('CPU time' if args.cpu else 'wall time')} of cold processes, {args.runs} runs each after {args.warmup} warm-up rounds, interleaved; "
           f"bytecode {'as the caller has it' if args.no_bytecode else 'cached (private PYTHONPYCACHEPREFIX)'}; "
-          f"{n_assoc:,} associations{' (SYNTHETIC)' if args.users else ''}")
+          f"{n_assoc:,} associations{' (SYNTHETIC)' if args.users else ''}"
+          f"{'; a MADE-UP inflow history (--inflow)' if args.inflow else ''}")
     print(f"python {sys.version.split()[0]} at {sys.executable}; load average {os.getloadavg()[0]:.2f} at the end")
     print()
     unit, scale = ("M", 1e-6) if args.instructions else ("ms", 1000)
