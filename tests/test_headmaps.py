@@ -148,3 +148,39 @@ def test_the_breaks_floors_are_every_job_s_own():
                 xs.append(rnd.uniform(0, 50 * P))
         xs.sort()
         assert charges._floors(xs, P) == sorted({int(x // P) for x in xs})
+
+
+def test_a_map_that_runs_into_the_next_or_is_written_otherwise_is_never_misread(published, tmp_path, capsys):
+    """An outside tester's cases: a map whose closing line is lost ran on into the next map (its
+    variances read as rates); a line cut inside its key, other spacing or an escaped key were read
+    as a missing entry (0). Now the first is refused when read, the cut line is refused, and valid
+    JSON written otherwise is read as json.loads reads it (the map parsed whole)."""
+    path, maps, data = published
+    user = _user(data)
+    account = next(r["account"] for r in data["associations"] if r["user"] == user)
+    text = path.read_bytes()
+    start = text.index(b'\n  "accounts": {')
+    key = json.dumps(account).encode()
+    at = text.index(b"\n   " + key + b": ", start)
+    end = text.index(b"\n", at + 1)
+    line = text[at:end]
+    value = line[len(b"\n   " + key + b": "):].rstrip(b",")
+    comma = b"," if line.endswith(b",") else b""
+    close = text.index(b"\n  }", start)
+    noclose = tmp_path / "noclose.json"
+    noclose.write_bytes(text[:close] + text[text.index(b"\n", close + 1):])  # the `  },` line gone
+    with pytest.raises(pub.PublishedError, match="unreadable"):
+        pub.read_published(noclose, users={user})
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(text[:at] + b"\n   " + key[:-3] + text[end:])
+    got = pub.read_published(cut, users={user}, ancestors=True)[0]["inflow"]["accounts"]
+    with pytest.raises(pub.PublishedError, match="damaged"):
+        got.get(account)
+    for other in (b"\n    " + key + b": " + value + comma, b"\n   " + key + b" : " + value + comma,
+                  b"\n   " + key + b":" + value + comma, b"\n\t" + key + b": " + value + comma,
+                  b"\n   " + key.replace(b"-", b"\\u002d") + b": " + value + comma,
+                  b"\n   " + key + b": " + value + comma + b" "):
+        odd = tmp_path / "odd.json"
+        odd.write_bytes(text[:at] + other + text[end:])
+        got = pub.read_published(odd, users={user}, ancestors=True)[0]["inflow"]["accounts"]
+        assert got[account] == maps["accounts"][account] == json.loads(odd.read_text())["inflow"]["accounts"][account], other

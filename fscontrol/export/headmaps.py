@@ -8,7 +8,10 @@ an entry in that text by its key, as json.dumps wrote it, and parses the whole m
 only when it is iterated. The file's layout does not change: it is the same JSON document, and a
 reader that parses it whole sees the same values. As for the rows read through the index, an
 entry the forecast does not read is not parsed: a damaged one that it reads is refused
-(PublishedError), never read as another key's."""
+(PublishedError), never read as another key's; a map that runs on into the next (its close lost)
+makes the file unreadable; and a key not found is called missing only where every line of the map
+is one entry as json.dumps writes it and the key appears nowhere else in it: otherwise the map is
+parsed whole (other spacing, escapes, a line cut short: read as json.loads reads them, or refused)."""
 
 from __future__ import annotations
 
@@ -47,7 +50,10 @@ def skip(fh, at_most: int = _MAX_MAP) -> tuple[bytes, bytes]:
             if close not in (b"  }\n", b"  },\n"):
                 raise ValueError("a map of the head does not close as the published layout writes it")
             parts.append(chunk)
-            return b"".join(parts)[:n + cut], close
+            raw = b"".join(parts)[:n + cut]
+            if b"{\n" in raw:  # an object opened inside (a key holds no newline): it ran on into the next map
+                raise ValueError("a map of the head does not close where the next one begins")
+            return raw, close
         n += len(chunk)
         if n > at_most:
             raise ValueError("a map of the head is too long for a published snapshot")
@@ -59,10 +65,11 @@ class EntryMap(Mapping):
     """A map of the head kept as its text (`skip`'s): `get` finds one entry by its key, a number;
     iterating parses it whole. `error` (an exception class) is raised for a damaged entry or map."""
 
-    __slots__ = ("_raw", "_whole", "_error", "_name")
+    __slots__ = ("_raw", "_whole", "_error", "_name", "_plain")
 
     def __init__(self, raw: bytes, name: str, error: type[Exception] = ValueError) -> None:
         self._raw, self._whole, self._error, self._name = raw, None, error, name
+        self._plain: bool | None = None  # one entry a line as json.dumps writes it (checked at a first miss)
 
     def __bool__(self) -> bool:
         return bool(self._raw.strip())
@@ -80,23 +87,27 @@ class EntryMap(Mapping):
 
     def __getitem__(self, key: str) -> Any:
         if self._whole is not None:
-            return self._whole[key]
+            got = self._whole[key]
+            if type(got) not in (int, float) or not math.isfinite(got):
+                raise self._error(f"the published inflow's {self._name} entry for {key!r} is damaged")
+            return got
         if not isinstance(key, str):
             raise KeyError(key)
         needle = b"\n   " + json.dumps(key).encode() + b": "
         at = self._raw.rfind(needle)  # (json.loads keeps a repeated key's last value)
-        if at < 0:
-            if not self._raw.isascii():  # not as json.dumps writes a key: find it in the parsed map
-                return self._parsed()[key]
+        if at < 0:  # missing, unless the map is not as json.dumps(indent=1) writes it: then parsed whole
+            raw = self._raw
+            if self._plain is None:  # (an escape anywhere, or a line without its key and value: counted once)
+                self._plain = b"\\" not in raw and raw.count(b"\n") == raw.count(b'": ')
+            if not self._plain or raw.find(needle[4:-2]) >= 0:
+                self._parsed()  # (the key with other spacing, a line cut short or two on one line: read
+                return self[key]  # as json.loads reads it, or the map refused; never taken for missing)
             raise KeyError(key)
         start = at + len(needle)
         end = self._raw.find(b"\n", start)
-        if end < 0:  # the last entry: no comma
-            text = self._raw[start:]
-        elif self._raw[end - 1:end] == b",":
-            text = self._raw[start:end - 1]
-        else:
-            text = b""
+        text = (self._raw[start:] if end < 0 else self._raw[start:end]).rstrip(b" \t\r")  # (JSON's spaces)
+        if end >= 0:  # an entry before the last: its comma (the last has none)
+            text = text[:-1] if text.endswith(b",") else b""
         try:
             got = json.loads(text) if text else None
         except ValueError:
