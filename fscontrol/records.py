@@ -1,7 +1,8 @@
 """Plain, immutable records that flow between the stages.
 
 Parsers produce them from Slurm's text, the store writes and reads them, the maths consumes
-them. Each is a frozen dataclass with slots (like the records of the other modules); a snapshot's
+them. Each is a frozen dataclass with slots (like the records of the other modules), except the
+few that every command or a hot loop makes (ShareRow, JobRecord: named tuples, each says why); a snapshot's
 own (Snapshot, SlurmConfig, QueueJob, PrioRow, QosRow) and the ledger's are in fscontrol.snaprecords
 (the forecast's start builds none of them), what one Slurm command printed (CommandOutput) in
 fscontrol.slurm.source, which runs them (a forecast from the published rows runs none); the few made
@@ -12,7 +13,6 @@ by the hundred thousand go through a twin (_twin) or are named tuples (JobRecord
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass
 
 # `typing` is for type checkers only on the collect path: importing it costs a collect ~5 ms
 TYPE_CHECKING = False
@@ -22,28 +22,31 @@ if TYPE_CHECKING:
     PriorityMode = Literal["classic", "fair_tree", "depth_oblivious", "basic", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
-class ShareRow:
+class ShareRow(namedtuple("ShareRow", (
+    "account",  # str
+    "user",  # str: "" for an account row
+    "parent",  # str: the parent account, "" for the root row
+    "depth",  # int
+    "raw_shares",  # int | None: None for root, and for `parent` shares (then shares_parent)
+    "shares_parent",  # bool
+    "norm_shares",  # float | None
+    "raw_usage",  # int: sshare truncates RawUsage to an integer
+    "norm_usage",  # float | None
+    "effective_usage",  # float | None
+    "fairshare",  # float | None
+    "billing_run_mins",  # int | None: TRESRunMins billing=N: billing-minutes still to run
+    "level_fs",  # float | None: LevelFS, slurmctld's own Fair Tree value, 6 decimals (None: not printed)
+), defaults=(None, None), module=__name__)):
     """One association as `sshare -a -l -P` prints it.
 
-    `user` is "" for an account row. `parent` is the parent account, "" for the root row.
-    `raw_shares` is None for root, and for `parent` shares (then `shares_parent` is True).
-    sshare truncates RawUsage to an integer.
+    A named tuple, not a frozen dataclass (issue #29's exception: a cost a user notices): every
+    command reads these, and the dataclass's generated methods, compiled from source when the
+    class is built, were ~7 M instructions of each `fscontrol forecast`'s start, 2% of it
+    (issue #31 item 5). Immutable, equal and hashable by value as the dataclass was; a changed
+    copy is `row._replace(...)`, the fields `ShareRow._fields`.
     """
 
-    account: str
-    user: str
-    parent: str
-    depth: int
-    raw_shares: int | None
-    shares_parent: bool
-    norm_shares: float | None
-    raw_usage: int
-    norm_usage: float | None
-    effective_usage: float | None
-    fairshare: float | None
-    billing_run_mins: int | None = None  # TRESRunMins billing=N: billing-minutes still to run
-    level_fs: float | None = None  # LevelFS: slurmctld's own Fair Tree value, 6 decimals (None: not printed)
+    __slots__ = ()
 
     @property
     def is_user(self) -> bool:
@@ -90,19 +93,12 @@ def twin_of(cls: type) -> type | None:
 
 def share_rows(values) -> tuple[ShareRow, ...]:
     """ShareRows from tuples in ShareRow's field order (shares_parent as 0/1 or a bool), as
-    ShareRow(*v) would make them, at about a third of the cost (_twin)."""
-    twin = twin_of(ShareRow)
-    if twin is None:  # pragma: no cover - a ShareRow whose layout no longer matches the twin's
-        return tuple(ShareRow(*v[:5], bool(v[5]), *v[6:]) for v in values)
+    ShareRow(*v) makes them; a whole tuple becomes the row without a call of ShareRow's own."""
+    new = tuple.__new__
     cls = ShareRow
-    out = []
-    add = out.append
-    for v in values:
-        o = twin(*v)
-        o.shares_parent = bool(o.shares_parent)  # SQLite's 0/1
-        o.__class__ = cls
-        add(o)
-    return tuple(out)
+    n = len(cls._fields)
+    return tuple([new(cls, v if v[5].__class__ is bool else (*v[:5], bool(v[5]), *v[6:])) if len(v) == n
+                  else cls(*v[:5], bool(v[5]), *v[6:]) for v in values])
 
 
 JobRecord = namedtuple("JobRecord", (

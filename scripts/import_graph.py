@@ -20,7 +20,8 @@ from pathlib import Path
 
 # lowest first; a module may import from its own layer and the layers before it
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("fscontrol.errors", "fscontrol.records", "fscontrol.snaprecords", "fscontrol.atomic", "fscontrol.plotting"),
+    ("fscontrol.errors", "fscontrol.records", "fscontrol.snaprecords", "fscontrol.atomic", "fscontrol.plotting",
+     "fscontrol.jsontext"),
     ("fscontrol.slurm",),
     ("fscontrol.model",),
     ("fscontrol.doctor",),  # the doctor's rules: pure functions over what slurm.survey read

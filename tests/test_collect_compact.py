@@ -131,15 +131,15 @@ def test_stored_tables_equal_the_plain_reference(synth, tmp_path):
     rows = list(snap.shares)
     users = [i for i, r in enumerate(rows) if r.user]
     for i in users[::10]:
-        rows[i] = dataclasses.replace(rows[i], raw_usage=rows[i].raw_usage + 1000)
+        rows[i] = rows[i]._replace(raw_usage=rows[i].raw_usage + 1000)
     gone = rows.pop(users[5])
     acc = next(r for r in rows if r.user == "" and r.depth == 1)
-    rows.insert(rows.index(acc) + 1, dataclasses.replace(rows[users[3]], account=acc.account, user="newcomer",
+    rows.insert(rows.index(acc) + 1, rows[users[3]]._replace(account=acc.account, user="newcomer",
                                                          parent=acc.account, depth=2))
     sub = next((r for r in rows if r.user == "" and r.depth == 2), None)
     if sub is not None:  # a second-level account: give it a new parent (same depth: a move all the same)
         other = next(r.account for r in rows if r.user == "" and r.depth == 1 and r.account != sub.parent)
-        rows = [dataclasses.replace(r, parent=other) if r is sub else r for r in rows]
+        rows = [r._replace(parent=other) if r is sub else r for r in rows]
     snap2 = dataclasses.replace(snap, shares=tuple(rows), taken_at=snap.taken_at + 300)
     sid2 = _write(db, snap2)
     got2 = _stored(db, sid2)

@@ -7,7 +7,6 @@ fsadmin, physics}, one share each. sprio's normalized fair-share factor is slurm
 
 from __future__ import annotations
 
-import dataclasses
 import csv
 import math
 from datetime import UTC, datetime
@@ -197,7 +196,7 @@ def modelled_rows(capture: str) -> list[ShareRow]:
     for r in rows:
         m = usage.get(r.key, 0.0)
         assert abs(m - r.raw_usage) < 1.0 + 1e-9, (capture, r.key, m, r.raw_usage)  # sshare truncates
-        out.append(ShareRow(**{**{s: getattr(r, s) for s in r.__slots__}, "raw_usage": m}))
+        out.append(ShareRow(**{**r._asdict(), "raw_usage": m}))
     return out
 
 
@@ -473,7 +472,7 @@ def _charge(rows, key, x):
     while acct:
         path.add((acct, ""))
         acct = by[(acct, "")].parent
-    return [dataclasses.replace(r, raw_usage=r.raw_usage + x) if r.key in path else r for r in rows]
+    return [r._replace(raw_usage=r.raw_usage + x) if r.key in path else r for r in rows]
 
 
 def _check_halving(rows, d):
@@ -540,7 +539,7 @@ def test_path_weights_rebuild_effective_usage_and_add_up_to_one(rows):
 
     res = compute_fairshare(rows, 1)
     ns = {q.key: q.norm_shares for q in res}
-    shown = [dataclasses.replace(r, norm_shares=ns[r.key]) for r in rows]
+    shown = [r._replace(norm_shares=ns[r.key]) for r in rows]
     un = {q.key: q.norm_usage for q in res}
     for q in res:
         if not q.user:

@@ -232,8 +232,6 @@ def test_classic_norm_shares_left_by_a_reconfigure_are_recognised_and_rank_alike
     then prints classic NormShares. Seen on the testbed (CI, 2026-11-23). fscontrol recognises
     the form and ranks with it, as slurmctld does; every sibling's S is scaled alike, so the
     ranks are Fair Tree's own."""
-    from dataclasses import replace
-
     from fscontrol.model import fairshare
 
     rows = tree("""
@@ -246,10 +244,10 @@ def test_classic_norm_shares_left_by_a_reconfigure_are_recognised_and_rank_alike
         2 B b2 1 0
     """)
     classic = fairshare.norm_shares(rows)
-    stale = tuple(replace(r, norm_shares=classic[r.key]) for r in rows)
+    stale = tuple(r._replace(norm_shares=classic[r.key]) for r in rows)
     own = compute_fair_tree(rows)
     ft_form = {a.key: a.norm_shares for a in own.assocs}
-    fresh = tuple(replace(r, norm_shares=(1.0 if r.depth == 0 else ft_form[r.key])) for r in rows)
+    fresh = tuple(r._replace(norm_shares=(1.0 if r.depth == 0 else ft_form[r.key])) for r in rows)
     assert compute_fair_tree(fresh).shares_form == "fair_tree"
     got = compute_fair_tree(stale)
     assert got.shares_form == "classic" and got.stale_shares
@@ -266,8 +264,6 @@ def test_printed_levelfs_restores_an_exact_tie_that_integer_usage_splits():
     u = 1999.8, A = 999.9, P = 2999.7: LevelFS (2/3)/(1999.8/2999.7) = (1/3)/(999.9/2999.7) = 1
     exactly, a tie (u first, a shares its rank: both rank 2 of 2). sshare prints 1999, 999, 2998
     and LevelFS 1.000000 for both. From the integers alone A leads (1.00033 vs 0.99983)."""
-    from dataclasses import replace
-
     from fscontrol.model.fairtree import compute_fair_tree
 
     rows = tree("""
@@ -280,11 +276,11 @@ def test_printed_levelfs_restores_an_exact_tie_that_integer_usage_splits():
     blind = compute_fair_tree(rows).by_key()
     assert (blind[("P", "u")].rank, blind[("A", "a")].rank) == (1, 2)
     printed = {("P", "u"): 1.0, ("A", ""): 1.0}
-    seen = tuple(replace(r, level_fs=printed.get(r.key, r.level_fs)) for r in rows)
+    seen = tuple(r._replace(level_fs=printed.get(r.key, r.level_fs)) for r in rows)
     ft = compute_fair_tree(seen).by_key()
     assert (ft[("P", "u")].rank, ft[("A", "a")].rank) == (2, 2)
     # the same printed value but integers no truncation can reconcile (u 1999 vs A 400): ordered by them
-    far = tuple(replace(r, raw_usage=400) if r.key in (("A", ""), ("A", "a")) else r for r in seen)
+    far = tuple(r._replace(raw_usage=400) if r.key in (("A", ""), ("A", "a")) else r for r in seen)
     ft = compute_fair_tree(far).by_key()
     assert (ft[("P", "u")].rank, ft[("A", "a")].rank) == (1, 2)
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.integrate import solve_ivp
 
-from fscontrol.errors import ConfigError
+from fscontrol.errors import ConfigError, PlanError
 from fscontrol.forecast.classic import (
     PlanError,
     Segment,
@@ -123,15 +123,23 @@ def test_rate_from_cores():
 @pytest.mark.parametrize(
     "text,expected",
     [
-        ("56cpus:14d", [Segment(14 * DAY, 56.0)]),
+        ("56cpus:14d", [Segment(14 * DAY, 56.0, {"cpu": 56.0, "node": 1.0})]),
         ("idle:3d", [Segment(3 * DAY, 0.0)]),
-        ("1cpu:90s", [Segment(90.0, 1.0)]),
-        ("28cores:2w, idle:12h,84CPUS : 30m", [Segment(14 * DAY, 28.0), Segment(12 * 3600.0, 0.0), Segment(1800.0, 84.0)]),
-        ("2.5cpus:1.5h", [Segment(5400.0, 2.5)]),
+        ("1cpu:90s", [Segment(90.0, 1.0, {"cpu": 1.0, "node": 1.0})]),
+        ("28cores:2w, idle:12h,84CPUS : 30m", [Segment(14 * DAY, 28.0, {"cpu": 28.0, "node": 1.0}), Segment(12 * 3600.0, 0.0),
+                                               Segment(1800.0, 84.0, {"cpu": 84.0, "node": 1.0})]),
+        ("2.5cpus:1.5h", [Segment(5400.0, 2.5, {"cpu": 2.5, "node": 1.0})]),
+        ("4cpus+2gpus:1h", None),  # GPUs are refused without billing weights (test_billing_plans)
     ],
 )
 def test_parse_plan(text, expected):
+    # a step is equal to another when its duration, rate and what its job asks for (tres) are
+    if expected is None:
+        with pytest.raises(PlanError):
+            parse_plan(text)
+        return
     assert parse_plan(text) == expected
+    assert parse_plan(text, rate_of=lambda tres, what: 2.0 * tres["cpu"])[0].tres == expected[0].tres
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,7 @@ def _add(rows, key, x):
         if k == ("root", ""):
             break
         k = parent[k]
-    return [replace(r, raw_usage=r.raw_usage + x) if r.key in path else r for r in rows]
+    return [r._replace(raw_usage=r.raw_usage + x) if r.key in path else r for r in rows]
 
 
 def _rank(rows, key):
@@ -193,8 +192,6 @@ def test_an_exact_tie_that_truncated_usage_hides_is_read_off_sshare_levelfs(tmp_
     exactly equal (sshare prints 1.166667 for both) and ranks bob@lab with dave (rule 3 of Fair
     Tree's ties). sshare's RawUsage is truncated (3607 and 1803, not 2:1): recomputed from it
     alone, dave sorts ahead of lab by a hair and the tie is lost. sprio is the check."""
-    from dataclasses import replace as dc_replace
-
     db = store.open_db(tmp_path / "h.db")
     snap = store.load_snapshot(db, pipeline.collect(RecordedSlurm(TIE), db).snapshot_id)  # LevelFS kept in the history
     prio = snap.prio_fairshare
@@ -206,7 +203,7 @@ def test_an_exact_tie_that_truncated_usage_hides_is_read_off_sshare_levelfs(tmp_
     for k, f in prio.items():
         assert abs(ft[k].fairshare - f) <= 5e-6, (k, ft[k].fairshare, f)
     assert ft[("genomics", "dave")].rank == ft[("lab", "bob")].rank == 6 and ft[("lab", "alice")].rank == 4
-    blind = compute_fair_tree([dc_replace(r, level_fs=None) for r in snap.shares]).by_key()
+    blind = compute_fair_tree([r._replace(level_fs=None) for r in snap.shares]).by_key()
     assert abs(blind[("genomics", "dave")].fairshare - prio[("genomics", "dave")]) > 0.1  # what #17 saw
 
 

@@ -37,8 +37,28 @@ def _values(cls: type, salt: int) -> list:
 
 def test_every_module_has_its_records():
     names = {c.__name__ for c in CLASSES}
-    assert len(CLASSES) >= 30 and {"ShareRow", "Snapshot", "SlurmConfig", "Decision", "Action", "AgentConfig",
-                                   "StoredSnapshot", "TickResult", "AssocFairTree", "Segment"} <= names
+    assert len(CLASSES) >= 28 and {"Snapshot", "SlurmConfig", "Decision", "Action", "AgentConfig",
+                                   "StoredSnapshot", "TickResult", "AssocFairTree"} <= names
+
+
+# the records every forecast's start builds are named tuples (issue #29's exception, a cost the
+# forecast's start-up target notices: issue #31 item 5); each says so, and behaves as a record
+NAMED = ["fscontrol.records.ShareRow", "fscontrol.forecast.classic.Segment", "fscontrol.slurm.source.CommandOutput",
+         "fscontrol.records.JobRecord", "fscontrol.forecast.classic.ForecastPoint"]
+
+
+@pytest.mark.parametrize("name", NAMED)
+def test_the_named_tuples_are_immutable_records_that_say_why(name):
+    mod, _, attr = name.rpartition(".")
+    cls = getattr(importlib.import_module(mod), attr)
+    assert not dataclasses.is_dataclass(cls) and issubclass(cls, tuple) and "named tuple" in cls.__doc__.lower()
+    values = [f"{f}-1" for f in cls._fields]
+    a, a2 = cls(*values), cls(*values)
+    assert a == a2 and hash(a) == hash(a2) and a._replace(**{cls._fields[0]: "x"}) != a
+    assert pickle.loads(pickle.dumps(a)) == a and type(pickle.loads(pickle.dumps(a))) is cls and copy.copy(a) == a
+    with pytest.raises(AttributeError):
+        setattr(a, cls._fields[-1], "y")
+    assert not hasattr(a, "__dict__")
 
 
 def test_no_hand_written_record_machinery_is_left():

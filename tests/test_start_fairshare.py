@@ -105,9 +105,7 @@ def test_the_present_factor_is_sshare_s_and_the_next_pass_applies_the_last_charg
     # computes them, nothing moves and alice's job stays first.
     def tree(fa, fb):
         r = rows(111_520, 100_000)
-        from dataclasses import replace
-
-        return [replace(x, fairshare=fa) if x.user == "alice" else replace(x, fairshare=fb) if x.user == "bob" else x
+        return [x._replace(fairshare=fa) if x.user == "alice" else x._replace(fairshare=fb) if x.user == "bob" else x
                 for x in r]
     jobs = [job(1, "alice", "A", "RUNNING", 128, 60, start=NOW),
             job(2, "alice", "A", "PENDING", 128, 600, prio=1537), job(3, "bob", "B", "PENDING", 128, 600, prio=1500)]
@@ -175,9 +173,7 @@ def test_factors_match_model_fairshare_on_random_trees():
         for r in reversed(out[1:]):
             key = (r.parent, "") if not r.user else (r.account, "")
             use[key] = use[key] + use[r.key] if key != r.key else use[key]
-        from dataclasses import replace
-
-        out = [replace(r, raw_usage=use[r.key]) for r in out]
+        out = [r._replace(raw_usage=use[r.key]) for r in out]
         d = rng.choice([1, 2, 5])
         m, why = startfs.fairshare_model(out, dict(PAIRS, FairShareDampeningFactor=str(d)))
         assert m is not None, why
@@ -252,8 +248,6 @@ def test_fair_tree_a_running_job_flips_the_order_at_the_first_pass():
 def test_fair_tree_ranks_match_model_fairtree_on_random_trees():
     # the ranker startfs uses (sim.ftrank, over the model's tree and order) against
     # model.fairtree.compute_fair_tree on the same rows, after random charges
-    from dataclasses import replace
-
     from fscontrol.model.fairshare import build_tree
     from fscontrol.model.fairtree import compute_fair_tree
 
@@ -274,7 +268,7 @@ def test_fair_tree_ranks_match_model_fairtree_on_random_trees():
         use = {k: (rng.randint(1, 10**6) if k[1] else 0) for k in t.order}
         for k in reversed(t.order[1:]):
             use[t.parent[k]] += use[k]
-        rws = [replace(r, raw_usage=use[(r.account, r.user)]) for r in rws]
+        rws = [r._replace(raw_usage=use[(r.account, r.user)]) for r in rws]
         m, why = startfs.fairshare_model(rws, FT)
         assert m is not None, why
         got = startfs._ranker(m).update([float(u) for u in m.usage])

@@ -46,10 +46,14 @@ def published(tmp_path_factory):
 def test_the_forecast_process_imports_nothing_it_does_not_use(published):
     args = ["forecast", "--published", str(published), "--source", str(SAMPLE), "--user", "alice",
             "--plan", "8cpus:1h,idle:30m", "--stale-ok"]
-    for extra in ([], ["--json"]):
+    for extra in ([], ["--json"], ["--source", "published"]):
         mods = _modules_after(f"from fscontrol.cli.main import exit_code\nassert exit_code({args + extra!r}) == 0")
         assert "fscontrol" in mods and "typer" in mods
         assert not mods & NEVER, sorted(mods & NEVER)
+        # the text report reads its JSON through fscontrol.jsontext (the json package compiles six
+        # regular expressions at import) and builds no dataclass (each compiles its methods from
+        # source: the records it makes are named tuples); --json writes with json itself
+        assert not mods & {"dataclasses", *(() if "--json" in extra else ("json",))}, sorted(mods & {"json", "dataclasses"})
 
 
 def test_the_why_process_imports_nothing_it_does_not_use(published):
@@ -100,3 +104,27 @@ def test_a_command_imports_only_its_own_command_module(published):
     assert "simulate-task" not in r.output  # hidden, as before
     r = CliRunner().invoke(app, ["config", "check", "--help"])
     assert r.exit_code == 0 and "--config" in r.output
+
+
+def test_version_builds_no_command():
+    # `fscontrol --version` (and -V) prints the version before any command is read: typer builds
+    # none of them (it built all ~40, 1.86x `import typer`'s instructions, for one line)
+    from fscontrol import __version__
+
+    for flag in ("--version", "-V"):
+        code = f"""
+import typer.main
+built = []
+orig = typer.main.get_command_from_info
+def counted(*a, **kw):
+    built.append(1)
+    return orig(*a, **kw)
+typer.main.get_command_from_info = counted
+from fscontrol.cli.main import exit_code
+assert exit_code([{flag!r}]) == 0
+assert not built, built
+"""
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and out.stdout.strip() == f"fscontrol {__version__}", out.stderr
+        mods = _modules_after(f"from fscontrol.cli.main import exit_code\nassert exit_code([{flag!r}]) == 0")
+        assert "fscontrol" in mods and not mods & NEVER

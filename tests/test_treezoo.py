@@ -63,18 +63,18 @@ def test_fair_tree_shares_with_parent_accounts_add_up_by_level():
     rows[i:i] = extra
     rows = tuple(rows)
     ft = fair_tree_shares(fairshare.build_tree(rows))
-    fresh = tuple(replace(r, norm_shares=1.0 if r.depth == 0 else ft[r.key]) for r in rows)
+    fresh = tuple(r._replace(norm_shares=1.0 if r.depth == 0 else ft[r.key]) for r in rows)
     by = {r.key: r for r in fresh}
     assert by[("ops", "alice")].norm_shares == pytest.approx(1 / 7)
     assert by[("bio", "dave")].norm_shares == pytest.approx(2 / 4)  # beside chem and physics, under science
     parse.check_share_tree(fresh, fair_tree=True)
     with pytest.raises(ParseError, match="under science"):
-        parse.check_share_tree(tuple(replace(r, norm_shares=0.3) if r.key == ("bio", "dave") else r for r in fresh),
+        parse.check_share_tree(tuple(r._replace(norm_shares=0.3) if r.key == ("bio", "dave") else r for r in fresh),
                                fair_tree=True)
     # classic NormShares of the same tree (22.05 keeps them after reconfigure switched to Fair Tree)
     classic = fairshare.norm_shares(rows)
-    parse.check_share_tree(tuple(replace(r, norm_shares=classic[r.key]) for r in rows), fair_tree=True)
-    parse.check_share_tree(tuple(replace(r, norm_shares=classic[r.key]) for r in rows))
+    parse.check_share_tree(tuple(r._replace(norm_shares=classic[r.key]) for r in rows), fair_tree=True)
+    parse.check_share_tree(tuple(r._replace(norm_shares=classic[r.key]) for r in rows))
 
 
 # ---------------------------------------------------------------------------- EffectvUsage
@@ -93,7 +93,7 @@ def big_tree(n_accounts: int = 1000, users: int = 100, busy: int = 40_000, total
 
 def printed(rows: list[ShareRow], ue: dict) -> list[ShareRow]:
     """The rows as sshare prints them: EffectvUsage to 6 decimals."""
-    return [replace(r, effective_usage=float(f"{ue[r.key]:.6f}")) for r in rows]
+    return [r._replace(effective_usage=float(f"{ue[r.key]:.6f}")) for r in rows]
 
 
 def test_hand_worked_idle_user_in_a_large_tree():
@@ -148,7 +148,7 @@ def test_status_shows_the_exact_f():
     rows = big_tree(n_accounts=200, users=50, busy=8_000, total=10**9)
     exact = fairshare.effective_usage(rows)
     s = fairshare.norm_shares(rows)
-    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}")) for r in printed(rows, exact))
+    shown = tuple(r._replace(norm_shares=float(f"{s[r.key]:.6f}")) for r in printed(rows, exact))
     conf = "\n".join(ln for ln in (CAPTURE.parent / "show_config.txt").read_text().splitlines() if not ln.startswith("#"))
     cfg = parse.parse_config(conf)
     assert cfg.mode == "classic" and cfg.damping_factor == 1
@@ -166,7 +166,7 @@ def test_refined_is_exact_where_printed_is_consistent(rows, scale, d):
     """Printed to 6 decimals from slurmctld's exact values (RawUsage whole, as here): refined is
     always within the print's 5e-7 of slurmctld's value, and on a cluster whose RawUsage is fine
     enough (root's over 4e6: the truncation bound 2/T under 5e-7) it is that value, and F with it."""
-    rows = [replace(r, raw_usage=r.raw_usage * scale) for r in rows]
+    rows = [r._replace(raw_usage=r.raw_usage * scale) for r in rows]
     exact = fairshare.effective_usage(rows)
     shown = printed(rows, exact)
     ue = effusage.refined_effective_usage(shown)
@@ -185,7 +185,7 @@ def test_refined_is_exact_where_printed_is_consistent(rows, scale, d):
 def test_refined_never_leaves_the_printed_rounding(rows, shift):
     """Printed values of another moment (every UE shifted): refined stays within 5e-7 of each."""
     exact = fairshare.effective_usage(rows)
-    shown = [replace(r, effective_usage=round(min(1.0, exact[r.key] + shift), 6)) for r in rows]
+    shown = [r._replace(effective_usage=round(min(1.0, exact[r.key] + shift), 6)) for r in rows]
     for r, u in zip(shown, effusage.refined_effective_usage(shown)):
         assert abs(u - r.effective_usage) <= 5e-7 * (1 + 1e-9)
         assert not math.isnan(u)
@@ -200,7 +200,7 @@ def test_refined_holds_slurmctlds_f_when_its_figures_are_of_another_moment(rows,
     = 2^(-(UE/S)/d) from the full values), the refined EffectvUsage stays within the printed one's
     rounding and gives slurmctld's F within 1e-6 (the two prints' rounding) on every row with
     shares."""
-    rows = [replace(r, raw_usage=r.raw_usage * scale) for r in rows]
+    rows = [r._replace(raw_usage=r.raw_usage * scale) for r in rows]
     exact = fairshare.effective_usage(rows)
     total = rows[0].raw_usage
     s = fairshare.norm_shares(rows)
@@ -218,7 +218,7 @@ def test_refined_holds_slurmctlds_f_when_its_figures_are_of_another_moment(rows,
     for r in rows:
         n = (r.raw_usage / total) if total else 0.0
         f = fairshare.fairshare_factor(exact[r.key], s[r.key], d) if s[r.key] > 0 else 0.0
-        shown.append(replace(r, raw_usage=later[r.key], norm_usage=None if r.depth == 0 else p6(min(1.0, n)),
+        shown.append(r._replace(raw_usage=later[r.key], norm_usage=None if r.depth == 0 else p6(min(1.0, n)),
                              effective_usage=p6(exact[r.key]),
                              fairshare=None if r.shares_parent or r.depth == 0 else p6(f)))
     ue = effusage.refined_effective_usage(shown, d=d)
@@ -239,7 +239,7 @@ def test_refined_uses_sshares_own_d(d_sshare):
     rows = big_tree()
     exact = fairshare.effective_usage(rows)
     s = fairshare.norm_shares(rows)
-    shown = [replace(r, effective_usage=float(f"{exact[r.key]:.6f}"),
+    shown = [r._replace(effective_usage=float(f"{exact[r.key]:.6f}"),
                      fairshare=None if r.depth == 0 else float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], d_sshare):.6f}"))
              for r in rows]
     assert effusage.sshare_damping(shown, [s[r.key] for r in shown]) == d_sshare
@@ -256,7 +256,7 @@ def test_published_rows_carry_the_exact_f():
     rows = big_tree()
     exact = fairshare.effective_usage(rows)
     s = fairshare.norm_shares(rows)
-    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}")) for r in printed(rows, exact))
+    shown = tuple(r._replace(norm_shares=float(f"{s[r.key]:.6f}")) for r in printed(rows, exact))
     out = {(a["account"], a["user"]): a for a in publish._rows(shown, 1, float(rows[0].raw_usage), None)}
     a = out[("a0", "u1")]
     assert a["fairshare"] == pytest.approx(2 ** -0.04, abs=1e-12) and a["norm_shares"] == pytest.approx(1e-5, rel=1e-12)
@@ -273,7 +273,7 @@ def _printed_and_published(rows, d: int):
 
     exact = fairshare.effective_usage(rows)
     s = fairshare.norm_shares(rows)
-    shown = tuple(replace(r, norm_shares=float(f"{s[r.key]:.6f}"), effective_usage=float(f"{exact[r.key]:.6f}"),
+    shown = tuple(r._replace(norm_shares=float(f"{s[r.key]:.6f}"), effective_usage=float(f"{exact[r.key]:.6f}"),
                           norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / rows[0].raw_usage:.6f}"),
                           fairshare=float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
                   for r in rows)
@@ -313,12 +313,12 @@ def _runtime_d_tree(d: int):
     exact = fairshare.effective_usage(rows)
     s = fairshare.norm_shares(rows)
     total = rows[0].raw_usage
-    shown = [replace(r, effective_usage=float(f"{exact[r.key]:.6f}"),
+    shown = [r._replace(effective_usage=float(f"{exact[r.key]:.6f}"),
                      norm_usage=None if r.depth == 0 else float(f"{r.raw_usage / total:.6f}"),
                      fairshare=None if r.depth == 0 else float(f"{fairshare.fairshare_factor(exact[r.key], s[r.key], 1):.6f}"))
              for r in rows]
     grown = {("a0", "u0"), ("a0", ""), ("root", "")}  # a job of u0's charged after the pass
-    shown = [replace(r, raw_usage=r.raw_usage + 700_000) if r.key in grown else r for r in shown]
+    shown = [r._replace(raw_usage=r.raw_usage + 700_000) if r.key in grown else r for r in shown]
     key = ("a0", "u0")
     sprio = {key: float(f"{fairshare.fairshare_factor(exact[key], s[key], d):.7f}")}
     return shown, exact, s, key, sprio

@@ -17,7 +17,6 @@ This is the only place where errors become messages and exit codes:
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -91,6 +90,13 @@ class Group(TyperGroup):
             typer.echo(interrupted_line(ctx.invoked_subcommand), err=True)
             SAID.append(1)
             raise typer.Exit(130) from None
+
+
+def _json(data, indent: int | None = 2) -> str:
+    """A command's --json text (json imported here: a command that prints none does not import it)."""
+    import json
+
+    return json.dumps(data, indent=indent)
 
 
 app = typer.Typer(
@@ -217,7 +223,7 @@ def why(
         data = whymod.why_job(_source("live", cluster), job_id, None if published is None else str(published))
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else whymod.format_all(data))
+    typer.echo(_json(data) if json_out else whymod.format_all(data))
 
 
 @app.command("start")
@@ -252,7 +258,7 @@ def start_cmd(
                                   me=getpass.getuser())
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else startmod.render(data))
+    typer.echo(_json(data) if json_out else startmod.render(data))
 
 
 @app.command()
@@ -276,7 +282,7 @@ def history(
         data = commands.history(config_path, db, cluster=cluster, since=since, timeline=json_out, png=png, html=html_out)
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else rticks.format_history(data))
+    typer.echo(_json(data) if json_out else rticks.format_history(data))
 
 
 @app.command()
@@ -310,7 +316,7 @@ def decisions(
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(_json(data))
     else:
         _print_lines(rdecisions.decisions_lines(data, cols, parsable=parsable, header=not noheader))
 
@@ -335,7 +341,7 @@ def fit(
         data = commands.fit(config_path, db, cluster, last=last)
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(json.dumps(data, indent=2) if json_out else rfit.format_fit(data))
+    typer.echo(_json(data) if json_out else rfit.format_fit(data))
 
 
 _lazy(app, "control", "agent")
@@ -425,7 +431,7 @@ def publish(
     except FscontrolError as e:
         raise _fail(e) from None
     if json_out:
-        typer.echo(json.dumps(data))
+        typer.echo(_json(data, None))
     else:
         rows = "per-association rows" if data["per_association"] else "no per-user rows (PrivateData=usage)"
         typer.echo(f"published snapshot {data['snapshot_id']} of {data['cluster']} to {data['path']} ({rows})")
@@ -465,12 +471,16 @@ _lazy(app, "simulate-task", "simulate", hidden=True)
 def only(name: str | None) -> None:
     """Keep only the command (or group) `name` in the app, when it is one: typer turns every
     registered command into a click command (signature, options, help) before it runs any, about
-    10 ms a process at fscontrol's size, for the one the console script is asked. Anything else
-    (no argument, --help, an unknown or mistyped name) keeps the whole app, so help and errors
-    list every command as before."""
+    10 ms a process at fscontrol's size, for the one the console script is asked. `--version` (or
+    -V) first keeps none: it prints and exits before any is read. Anything else (no argument,
+    --help, an unknown or mistyped name) keeps the whole app, so help and errors list every
+    command as before."""
     def command_name(c) -> str:
         return c.name or c.callback.__name__.lower().replace("_", "-")
 
+    if name in ("--version", "-V"):  # the app's own option, eager: it prints and exits before any command
+        app.registered_commands, app.registered_groups = [], []
+        return
     commands = [c for c in app.registered_commands if command_name(c) == name]
     groups = [g for g in app.registered_groups if g.name == name]
     if commands or groups:

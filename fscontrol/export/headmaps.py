@@ -15,10 +15,11 @@ parsed whole (other spacing, escapes, a line cut short: read as json.loads reads
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from fscontrol import jsontext
 
 # the maps read by need: (the head's key at indent 1, the map's key at indent 2)
 PARENT = b' "inflow": {\n'
@@ -77,7 +78,7 @@ class EntryMap(Mapping):
     def _parsed(self) -> dict[str, Any]:
         if self._whole is None:
             try:
-                got = json.loads(b"{" + self._raw + b"}") if self._raw.strip() else {}
+                got = jsontext.loads(b"{" + self._raw + b"}") if self._raw.strip() else {}
             except ValueError as e:
                 raise self._error(f"the published inflow's {self._name} map is damaged: {e}") from None
             if not isinstance(got, dict):
@@ -93,7 +94,7 @@ class EntryMap(Mapping):
             return got
         if not isinstance(key, str):
             raise KeyError(key)
-        needle = b"\n   " + json.dumps(key).encode() + b": "
+        needle = b"\n   " + jsontext.dumps_str(key).encode() + b": "
         at = self._raw.rfind(needle)  # (json.loads keeps a repeated key's last value)
         if at < 0:  # missing, unless the map is not as json.dumps(indent=1) writes it: then parsed whole
             raw = self._raw
@@ -109,7 +110,7 @@ class EntryMap(Mapping):
         if end >= 0:  # an entry before the last: its comma (the last has none)
             text = text[:-1] if text.endswith(b",") else b""
         try:
-            got = json.loads(text) if text else None
+            got = jsontext.loads(text) if text else None
         except ValueError:
             got = None
         if type(got) not in (int, float) or not math.isfinite(got):  # (a number, as publish writes it: no NaN)

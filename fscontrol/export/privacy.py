@@ -48,13 +48,13 @@ see.
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from fscontrol import jsontext
 from fscontrol.errors import OutputError, UnsafeActionError
 from fscontrol.slurm import privatedata
 
@@ -347,6 +347,8 @@ def write_own_files(published: Path, own: Mapping[str, dict], names: Mapping[str
     their folder is followed).
     Folders of names no longer known are removed. A user whose folder cannot be written (they
     broke it) is skipped."""
+    import json  # (the writer's: a forecast reads with jsontext)
+
     import shutil
 
     from fscontrol import atomic
@@ -413,7 +415,7 @@ def read_own(published_path: Path, user: str, uid: int) -> dict | None:
             return None
         if st.st_uid == 0 and uid != 0 and uid not in _acl_readers(fd):  # root's: for the user its ACL names
             return None
-        data = json.loads(os.read(fd, 1 << 26))
+        data = jsontext.loads(os.read(fd, 1 << 26))
     except (OSError, ValueError):
         return None
     finally:

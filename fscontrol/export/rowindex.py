@@ -5,8 +5,9 @@ cold-start path)."""
 
 from __future__ import annotations
 
-import json
 import os
+
+from fscontrol import jsontext
 
 INDEX_LINE = ' "row_index": ['
 ROWS_LINE = ' "associations": ['  # the rows' line (export.pubwrite): a row's offset counts from its start
@@ -45,7 +46,7 @@ def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[d
             return []
         fh.seek(lo)
         block = fh.read(hi - lo).rstrip().removesuffix(b",")
-        spans = json.loads(b"[" + block + b"]")
+        spans = jsontext.loads(b"[" + block + b"]")
         raws = []
         for e in spans:
             if tuple(e[:len(key)]) != key:
@@ -54,7 +55,7 @@ def by_index(fh, at: int, size: int, users: set[str], ancestors: bool) -> list[d
                 raise ValueError(f"the index has {len(spans)} of {key[0]!r}'s {e[4]} rows")
             fh.seek(at + e[2])
             raws.append(fh.read(e[3]))
-        rows = json.loads(b"[" + b",".join(raws) + b"]")
+        rows = jsontext.loads(b"[" + b",".join(raws) + b"]")
         for e, r in zip(spans, rows):
             if not isinstance(r, dict) or (r.get("user") or "", str(r.get("account") or "")) != (e[0], e[1]):
                 raise ValueError("the index does not fit the rows")
@@ -99,7 +100,7 @@ def on_paths(rows: list[dict], users: set[str] | frozenset[str]) -> list[dict]:
 
 
 def _entry_key(line: bytes) -> list:
-    return json.loads(line.rstrip().removesuffix(b","))
+    return jsontext.loads(line.rstrip().removesuffix(b","))
 
 
 def _first_entry(fh, lo: int, end: int, key: tuple[str, ...], after: bool) -> int:

@@ -23,13 +23,14 @@ cold-start path)."""
 from __future__ import annotations
 
 import binascii
-import json
 import math
 import operator
 import sys
 from array import array
 from collections.abc import Callable, Sequence
 from itertools import compress, islice, repeat
+
+from fscontrol import jsontext
 
 KEY = "running_sorted"
 FORMAT = 1
@@ -226,6 +227,8 @@ def block(running: dict) -> tuple[str, dict[str, tuple[int, int]], dict[str, tup
 
 def block_pieces(running: dict) -> tuple[list[str], dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
     """block's text as its pieces (one a list, never joined), with block's positions."""
+    import json  # (the writer's: a forecast reads with jsontext)
+
     lines = [BLOCK.decode()]
     at = len(lines[0])
     where: dict[str, dict[str, tuple[int, int]]] = {"accounts": {}, "users": {}}
@@ -307,7 +310,7 @@ def read_head(fh, rows_line: bytes, read_line, parsed: list | None = None,
             return head, pos, run_at, True
         if line == BLOCK and run_at is None:
             try:
-                got = json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+                got = jsontext.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
             except ValueError:
                 got = None
             m = got.get(KEY) if isinstance(got, dict) else None
@@ -336,12 +339,12 @@ def head_json(head: list[bytes], parsed: list | None = None):
     if parsed:
         got, n = parsed
         try:
-            block = json.loads(b"{" + b"".join(head[n:]).rstrip().removesuffix(b",") + b"\n}")
+            block = jsontext.loads(b"{" + b"".join(head[n:]).rstrip().removesuffix(b",") + b"\n}")
         except ValueError:
             block = None
         if isinstance(got, dict) and isinstance(block, dict) and not (block.keys() & got.keys()):
             return got | block
-    return json.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
+    return jsontext.loads(b"".join(head).rstrip().removesuffix(b",") + b"\n}")
 
 
 _MAX_LIST = 1 << 30  # one account's running list is far shorter: longer is a damaged run_at
@@ -354,7 +357,7 @@ def _own_list(pread, run_at: int, at, key: str) -> list:
     if not (isinstance(at, list) and len(at) == 2 and all(type(x) is int for x in at)
             and 0 <= at[0] and 2 <= at[1] <= _MAX_LIST):
         raise ValueError(f"running lists: a damaged run_at ({at!r:.40})")
-    lead = json.dumps(key).encode() + b":"
+    lead = jsontext.dumps_str(key).encode() + b":"
     start = run_at + at[0] - len(lead) - 1
     if start < run_at:
         raise ValueError(f"running lists: a damaged run_at ({at!r:.40})")
@@ -362,7 +365,7 @@ def _own_list(pread, run_at: int, at, key: str) -> list:
     if got[:1] not in (b",", b"{") or got[1:1 + len(lead)] != lead or got[-1:] not in (b",", b"}") \
             or len(got) != len(lead) + at[1] + 2:
         raise ValueError(f"running lists: run_at of {key!r} does not point at its list")
-    jobs = json.loads(got[1 + len(lead):-1])
+    jobs = jsontext.loads(got[1 + len(lead):-1])
     if not isinstance(jobs, list):
         raise ValueError(f"running lists: run_at of {key!r} does not point at a list")
     return jobs

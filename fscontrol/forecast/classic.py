@@ -11,7 +11,6 @@ answer as an approximation (see fairshare.AssocFairShare). Usage is in RawUsage 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import math
 import re
 from collections import namedtuple
@@ -23,14 +22,12 @@ from fscontrol.errors import PlanError
 UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """`duration_s` seconds at `rate` billing-seconds per second (0 = idle). `tres`: what the step's
-    job asks for (plan_tres: cpu, gres/gpu, node), where the plan said; the caps read it."""
-
-    duration_s: float
-    rate: float
-    tres: dict | None = field(default=None, compare=False, hash=False, repr=False)
+Segment = namedtuple("Segment", ("duration_s", "rate", "tres"), defaults=(None,), module=__name__)
+Segment.__doc__ = """A plan's step: `duration_s` seconds at `rate` billing-seconds per second (0 = idle). `tres`: what
+    the step's job asks for (plan_tres: cpu, gres/gpu, node), where the plan said; the caps read it.
+    A named tuple, not a frozen record (fscontrol.records): every forecast parses a plan, and the
+    record's class, built at import, was ~5 M instructions of each forecast's start (issue #31
+    item 5). Two steps are equal when all three fields are."""
 
 
 ForecastPoint = namedtuple("ForecastPoint", ("t", "usage", "fairshare"), module=__name__)

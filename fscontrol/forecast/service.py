@@ -288,8 +288,6 @@ def _own_rows_refined(mine: list[ShareRow], published: dict[str, Any], d: float)
     share of 5.4e-6) and EffectvUsage as its printed EffectvUsage and FairShare pin it
     (model/effusage.own_effective_usage): on a large tree F from the printed pair alone is off by
     several percent (issue #33)."""
-    from dataclasses import replace
-
     from fscontrol.model.fsfactor import own_effective_usage
 
     exact = {(a["account"], a["user"]): a for a in published.get("associations", []) if a.get("user") in {r.user for r in mine}}
@@ -298,8 +296,8 @@ def _own_rows_refined(mine: list[ShareRow], published: dict[str, Any], d: float)
     for r in mine:
         a = exact.get((r.account, r.user))
         s = a["norm_shares"] if a is not None and a.get("raw_shares") == r.raw_shares and a.get("norm_shares") else None
-        out.append(replace(r, norm_shares=s if s is not None else r.norm_shares,
-                           effective_usage=own_effective_usage(r, s, d_s)))
+        out.append(r._replace(norm_shares=s if s is not None else r.norm_shares,
+                              effective_usage=own_effective_usage(r, s, d_s)))
     return out
 
 

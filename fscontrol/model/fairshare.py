@@ -28,7 +28,7 @@ The rules follow Slurm 22.05 (`assoc_mgr.c`: `_find_assoc_parent`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
@@ -454,7 +454,7 @@ def remove_associations(rows: Iterable[ShareRow], keys: Collection[Key]) -> tupl
         if k in keys:
             continue
         if k in delta:
-            r = replace(r, raw_usage=max(0.0, r.raw_usage - delta[k]))  # type: ignore[arg-type]
+            r = r._replace(raw_usage=max(0.0, r.raw_usage - delta[k]))
         out.append(r)
     return tuple(out)
 

@@ -208,9 +208,7 @@ def captured_tree(workload: Workload, *, dummy: tuple[str, str] | None = DUMMY) 
     the end of the period, not at its start: a replay starts from none, its first half-lives are
     warm-up), plus an association for each job's (account, user) the tree lacks (RawShares 1; an
     account missing too goes under root) and the controller's dummy account and user."""
-    from dataclasses import replace as _replace
-
-    rows = [_replace(r, raw_usage=0, norm_usage=None, effective_usage=None, fairshare=None, level_fs=None)
+    rows = [r._replace(raw_usage=0, norm_usage=None, effective_usage=None, fairshare=None, level_fs=None)
             for r in workload.shares]
     have = {r.key for r in rows}
     accounts = {r.account for r in rows if not r.user}

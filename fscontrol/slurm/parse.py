@@ -173,7 +173,7 @@ def _tres_int(v: str) -> int:
     """A TRES count as Slurm prints it (an integer, at times with a fraction): ValueError otherwise."""
     if v.isdigit() and v.isascii():
         return int(v)
-    if not _FLOAT_TEXT.fullmatch(v) or v.startswith("-"):
+    if not re.fullmatch(_FLOAT_TEXT, v) or v.startswith("-"):
         raise ValueError(f"bad TRES count {v!r}")
     x = float(v)
     if x - x != 0:
@@ -181,9 +181,10 @@ def _tres_int(v: str) -> int:
     return int(x)
 
 
-JOB_ID = re.compile(r"[0-9]{1,10}(?:_[0-9]{1,10})?(?:\+[0-9]{1,5})?")  # a job, an array task, a het component
-_INT_TEXT = re.compile(r"-?[0-9]+")
-_FLOAT_TEXT = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+JOB_ID = r"[0-9]{1,10}(?:_[0-9]{1,10})?(?:\+[0-9]{1,5})?"  # a job, an array task, a het component (compiled where squeue is read)
+# the slow paths' patterns (the fast ones read plain digits without them): compiled by `re` on first use
+_INT_TEXT = r"-?[0-9]+"
+_FLOAT_TEXT = r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 
 
 def _num(value: str, kind: type, command: str, col: str, no: int, line: str, *, allow_empty: bool = False,
@@ -197,7 +198,7 @@ def _num(value: str, kind: type, command: str, col: str, no: int, line: str, *, 
         raise ParseError(command, f"empty {col}", no, line)
     if allow_inf and kind is float and v.lower() == "inf":
         return math.inf
-    if not (_INT_TEXT if kind is int else _FLOAT_TEXT).fullmatch(v):
+    if not re.fullmatch(_INT_TEXT if kind is int else _FLOAT_TEXT, v):
         raise ParseError(command, f"{col} is not a number: {v!r}", no, line)
     x = kind(v)
     if minimum is not None and x < minimum:
@@ -667,6 +668,7 @@ def iter_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS),
     else:
         header, rows = _stream_table(text, command, need, free_last=None)
     ix = {name: i for i, name in enumerate(header)}
+    job_id_ok = re.compile(JOB_ID).fullmatch
     i_id, i_user, i_acct, i_part, i_state, i_nodes, i_cpus, i_prio, i_reason = (ix[c] for c in need)
     i_comment, i_submit, i_start, i_limit, i_qos, i_nice = (
         ix.get(c) for c in ("ADMIN_COMMENT", "SUBMIT_TIME", "START_TIME", "TIME_LIMIT", "QOS", "NICE"))
@@ -686,7 +688,7 @@ def iter_squeue(text: str | Iterable[str], command: str = " ".join(SQUEUE_ARGS),
         for no, f in rows:
             comment = f[i_comment].strip() if i_comment is not None else ""
             job_id = f[i_id].strip()
-            if not JOB_ID.fullmatch(job_id):
+            if not job_id_ok(job_id):
                 raise ParseError(command, f"JOBID is not a Slurm job id: {job_id!r}", no, "|".join(f))
             key = int(job_id) if job_id.isdigit() and job_id.isascii() and job_id[0] != "0" else job_id
             if key in seen:
@@ -796,22 +798,24 @@ def iter_sprio(text: str | Iterable[str], command: str = " ".join(SPRIO_ARGS), m
     i_id, i_user, i_part, i_prio, i_fs = (ix[c] for c in ("JOBID", "USER", "PARTITION", "PRIORITY", "FAIRSHARE"))
     one: dict[str, str] = {}
     same = one.setdefault
+    float_text = re.compile(_FLOAT_TEXT).fullmatch
     for no, f in rows:
         # _num's value where it has one (_plain_num), else _num itself raises its error with the line
-        prio = _plain_num(f[i_prio], 0)
+        prio = _plain_num(f[i_prio], 0, float_text)
         if prio is None:
             prio = _num(f[i_prio], float, command, "PRIORITY", no, "|".join(f), minimum=0)
-        fs = _plain_num(f[i_fs], None)
+        fs = _plain_num(f[i_fs], None, float_text)
         if fs is None or not 0 <= fs <= 1:
             fs = _unit(_num(f[i_fs], float, command, "FAIRSHARE", no, "|".join(f)), command, "FAIRSHARE", no, "|".join(f))
         user, part = f[i_user].strip(), f[i_part].strip()
         yield make(f[i_id].strip(), same(user, user), same(part, part), prio, fs)
 
 
-def _plain_num(value: str, minimum: float | None) -> float | None:
-    """_num(value, float, ..., minimum=minimum)'s value when it returns one; None where it raises."""
+def _plain_num(value: str, minimum: float | None, float_text) -> float | None:
+    """_num(value, float, ..., minimum=minimum)'s value when it returns one; None where it raises
+    (`float_text`: _FLOAT_TEXT's compiled fullmatch)."""
     v = value.strip()
-    if v in _EMPTY or not _FLOAT_TEXT.fullmatch(v):
+    if v in _EMPTY or not float_text(v):
         return None
     x = float(v)
     return None if minimum is not None and x < minimum else x

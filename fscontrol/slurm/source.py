@@ -6,30 +6,27 @@ runs on a live cluster, with no patching of subprocess.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
 import time
+from collections import namedtuple
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from fscontrol import jsontext
 from fscontrol.slurm import command
 from fscontrol.slurm import parse
 from fscontrol.errors import ConfigError, NotFoundError, SlurmCommandError, SlurmTimeoutError
 
 
-@dataclass(frozen=True, slots=True)
-class CommandOutput:
-    """What one Slurm command printed, with how and when it was asked (a record: fscontrol.records
-    says why it is here, with the source that runs the commands)."""
-
-    argv: tuple[str, ...]
-    stdout: str
-    started_at: float
-    finished_at: float
+CommandOutput = namedtuple("CommandOutput", ("argv", "stdout", "started_at", "finished_at"), module=__name__)
+CommandOutput.__doc__ = """What one Slurm command printed (`argv`: a tuple of str, `stdout`: str), with when it was asked
+    (`started_at`, `finished_at`: POSIX seconds). A named tuple, not a frozen record
+    (fscontrol.records): every command that reads Slurm makes some, and the record's class, built
+    at import, was ~3 M instructions of a forecast's start from the user's own sshare (issue #31
+    item 5)."""
 
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING without importing typing: records says why)
@@ -277,8 +274,8 @@ class RecordedSlurm:
         if not meta_path.is_file():
             raise NotFoundError(f"{self.folder} is not a recorded sample (no meta.json)")
         try:
-            self.meta = json.loads(meta_path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
+            self.meta = jsontext.loads(meta_path.read_text())
+        except (OSError, ValueError) as e:  # (ValueError: json.JSONDecodeError, and the text not UTF-8)
             raise NotFoundError(f"{meta_path}: unreadable ({e})") from None
         if self.cluster is None:
             self.cluster = self.meta.get("cluster")
@@ -453,7 +450,7 @@ def check_capture_folder(folder: Path, force: bool = False) -> str:
         raise ConfigError(f"{folder} is not empty and not an earlier capture (no meta.json): nothing written; "
                           "give a new folder")
     try:
-        commands = json.loads(meta_path.read_text()).get("commands", {})
+        commands = jsontext.loads(meta_path.read_text()).get("commands", {})
         ours = {"meta.json"} | {f"{n}.txt" for n in commands}
     except (OSError, ValueError, AttributeError):
         ours = {"meta.json"}
@@ -468,6 +465,8 @@ def check_capture_folder(folder: Path, force: bool = False) -> str:
 
 def _capture_into(source: LiveSlurm, folder: Path, window_s: float, note: str, since: float | None,
                   history_s: float | None) -> dict:
+    import json  # (here: a forecast's reads go through jsontext)
+
     os.chmod(folder, 0o700)
     outputs: dict[str, CommandOutput] = {}
     outputs["config"] = source.config()

@@ -629,7 +629,7 @@ def latest_config(db: Database, cluster: str) -> SlurmConfig:
 
 
 _SHARE_COLS = ", ".join(("a." if f in ("account", "user", "parent", "depth") else "s.") + f
-                        for f in ShareRow.__slots__)  # ShareRow's fields, in its order
+                        for f in ShareRow._fields)  # ShareRow's fields, in its order
 
 
 def _share_values(db: Database, cluster: str, snapshot_id: int, latest: bool) -> list[tuple]:
