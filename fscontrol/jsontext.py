@@ -31,7 +31,7 @@ class _Decoding:
     object_pairs_hook = None
     parse_float = float
     parse_int = int
-    parse_constant = {"-Infinity": -_INF, "Infinity": _INF, "NaN": _INF - _INF}.__getitem__
+    parse_constant = {"-Infinity": -_INF, "Infinity": _INF, "NaN": float("nan")}.__getitem__  # json's _CONSTANTS
     memo: dict = {}
 
 
@@ -61,7 +61,10 @@ def loads(s: str | bytes | bytearray):
     start = len(text) - len(text.lstrip(_WS))
     try:
         value, end = _scan(text, start)
-    except (StopIteration, ValueError, RecursionError):
+    except Exception:  # noqa: BLE001 - json.loads raises its own error for the same text
+        # (StopIteration where no value starts; a text the scanner refuses deeper in raises
+        # json's JSONDecodeError, which the C scanner finds only where json.decoder is imported:
+        # without it, CPython 3.11 raises SystemError; RecursionError; MemoryError)
         return _json_loads(s)
     if end != len(text) and text[end:].strip(_WS):  # more than white space after the value
         return _json_loads(s)

@@ -93,12 +93,17 @@ def twin_of(cls: type) -> type | None:
 
 def share_rows(values) -> tuple[ShareRow, ...]:
     """ShareRows from tuples in ShareRow's field order (shares_parent as 0/1 or a bool), as
-    ShareRow(*v) makes them; a whole tuple becomes the row without a call of ShareRow's own."""
-    new = tuple.__new__
-    cls = ShareRow
-    n = len(cls._fields)
-    return tuple([new(cls, v if v[5].__class__ is bool else (*v[:5], bool(v[5]), *v[6:])) if len(v) == n
-                  else cls(*v[:5], bool(v[5]), *v[6:]) for v in values])
+    ShareRow(*v) makes them: each row a tuple of the class, built without a call of ShareRow's
+    own (a snapshot reads 100,000). A list or tuple of shorter rows (the defaults left out) takes
+    ShareRow's own call; a stream (parse.parse_sshare's) gives whole rows."""
+    new, cls, yes, no = tuple.__new__, ShareRow, True, False
+    try:
+        return tuple([new(cls, (a, u, p, d, rs, yes if sp else no, ns, ru, nu, eu, fs, br, lf))
+                      for a, u, p, d, rs, sp, ns, ru, nu, eu, fs, br, lf in values])
+    except ValueError:  # a row of other than 13 values
+        if not isinstance(values, (list, tuple)):
+            raise
+        return tuple([cls(*v[:5], bool(v[5]), *v[6:]) for v in values])
 
 
 JobRecord = namedtuple("JobRecord", (

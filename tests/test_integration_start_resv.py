@@ -41,28 +41,41 @@ def _real_start(slurm, job_id: str) -> float | None:
     return None
 
 
-def test_start_estimates_around_a_reservation(slurm):
-    slurm.cancel_all()
+def _scenario(slurm):
+    """The reservation and the three jobs, read by `start --json` once slurmctld has looked at them:
+    (the reservation, bob's, carol's and dave's job ids, squeue's reasons, start's data)."""
+    slurm.cancel_all()  # (a reservation with jobs in it cannot be deleted)
+    slurm.run("scontrol", "delete", f"reservation={NAME}", check=False)
     slurm.run("scontrol", "create", "reservation", f"reservationname={NAME}", "starttime=now+3minutes",
               "duration=1", "nodes=ALL", "users=dave")
+    (r,) = [x for x in parse_reservations(slurm.run(*RESV_ARGS)) if x.name == NAME]
+    a = slurm.submit("bob", "flat", 64, 30, time="5")  # 5-minute limit: across the reservation's start
+    b = slurm.submit("carol", "chem", 64, 10, time="1", begin="now+20")  # ends before it
+    c = slurm.submit("dave", "flat", 8, 10, time="1", reservation=NAME)
+    # read once slurmctld has looked at all three (each pending with a reason other than None),
+    # however loaded the machine: what `start` reads is then what the scheduler decided, not a
+    # job it has not seen. At most 12 s: carol's job begins 20 s ahead and must still be pending
+    seen_by = time.time() + 12
+    while True:
+        reasons = slurm.run("squeue", "-h", "-j", f"{a},{b},{c}", "-o", "%i|%T|%r").splitlines()
+        looked = all(x.split("|")[1] != "PENDING" or x.split("|")[2] not in ("None", "") for x in reasons)
+        if (len(reasons) == 3 and looked) or time.time() >= seen_by:
+            break
+        time.sleep(1)
+    p = _cli(slurm, "start", "--json")
+    assert p.returncode == 0, p.stderr
+    return r, a, b, c, reasons, json.loads(p.stdout)
+
+
+def test_start_estimates_around_a_reservation(slurm):
     try:
-        (r,) = [x for x in parse_reservations(slurm.run(*RESV_ARGS)) if x.name == NAME]
-        a = slurm.submit("bob", "flat", 64, 30, time="5")  # 5-minute limit: across the reservation's start
-        b = slurm.submit("carol", "chem", 64, 10, time="1", begin="now+20")  # ends before it
-        c = slurm.submit("dave", "flat", 8, 10, time="1", reservation=NAME)
-        # read once slurmctld has looked at all three (each pending with a reason other than None),
-        # however loaded the machine: what `start` reads is then what the scheduler decided, not a
-        # job it has not seen. At most 12 s: carol's job begins 20 s ahead and must still be pending
-        seen_by = time.time() + 12
-        while True:
-            reasons = slurm.run("squeue", "-h", "-j", f"{a},{b},{c}", "-o", "%i|%T|%r").splitlines()
-            looked = all(x.split("|")[1] != "PENDING" or x.split("|")[2] not in ("None", "") for x in reasons)
-            if (len(reasons) == 3 and looked) or time.time() >= seen_by:
-                break
-            time.sleep(1)
-        p = _cli(slurm, "start", "--json")
-        assert p.returncode == 0, p.stderr
-        d = json.loads(p.stdout)
+        r, a, b, c, reasons, d = _scenario(slurm)
+        carol = next((e for e in d["jobs"] if e["job_id"] == b), {})
+        if carol.get("start") is None and "ReqNodeNotAvail" in (carol.get("reason") or ""):
+            # slurmctld itself held carol's job off the reserved node (seen once in a CI run on a
+            # loaded machine, 22.05): the premise failed, not the estimate; the scenario once more
+            print(f"slurmctld held carol's job {b} for the reservation ({carol.get('reason')}): the scenario again")
+            r, a, b, c, reasons, d = _scenario(slurm)
         ests = {e["job_id"]: e for e in d["jobs"]}
         assert {a, b, c} <= ests.keys(), d
         assert any(NAME in n and "reservations modelled" in n for n in d["notes"]), d["notes"]

@@ -90,3 +90,38 @@ def test_a_repeated_key_keeps_the_last_value_and_numbers_keep_their_types():
     assert type(jsontext.loads("5")) is int and type(jsontext.loads("5.0")) is float
     with pytest.raises(json.JSONDecodeError, match="Extra data"):
         jsontext.loads("[1] [2]")
+
+
+def test_damaged_text_gives_json_s_error_in_a_process_that_never_imported_json():
+    # the C scanner builds its errors from json.decoder, which it looks up only where it is
+    # imported: the forecast's process has not (an outside tester's SystemError, before the fallback)
+    import subprocess
+    import sys
+
+    cases = ["[1 2]", '{"a" 1}', '"abc', '{"a":1,}', "[1] x", "", "nul\x00", '{"a": [1, {"b": "c\td"}]}', "[" * 50_000]
+    code = f"""
+import sys
+from fscontrol import jsontext
+assert "json" not in sys.modules and "json.decoder" not in sys.modules
+out = []
+for s in {cases!r}:
+    try:
+        out.append(("value", repr(jsontext.loads(s))))
+    except Exception as e:
+        out.append(("error", type(e).__name__, str(e)))
+print(repr(out))
+"""
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    want = []
+    for s in cases:
+        try:
+            want.append(("value", repr(json.loads(s))))
+        except Exception as e:  # noqa: BLE001
+            want.append(("error", type(e).__name__, str(e)))
+    assert got.stdout.strip() == repr(want)
+
+
+def test_nan_is_json_s_own():
+    x = jsontext.loads("[NaN]")[0]
+    assert math.isnan(x) and math.copysign(1.0, x) == math.copysign(1.0, json.loads("NaN"))
