@@ -459,7 +459,35 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
         raise PublishedError(f"published snapshot {p} is unreadable: {e}") from None
     except (RecursionError, MemoryError):
         raise PublishedError(f"published snapshot {p} is unreadable: nested too deep or too big for a snapshot") from None
-    return check_published(data, p, cluster), p
+    data = check_published(data, p, cluster)
+    if users is not None and not head_only:
+        _check_rows(data.get("associations"), p)
+    return data, p
+
+
+def _check_rows(rows: Any, p: Path) -> None:
+    """The rows a user's reading took from the file are as its writer writes them (pubwrite:
+    json.dumps with allow_nan=False, names from Slurm): objects, every number finite, every name
+    text that can be printed (no lone surrogate). Else the file is damaged: PublishedError, one line
+    (a NaN in a user's row ended the forecast in a traceback)."""
+    if not isinstance(rows, list):
+        raise PublishedError(f"published snapshot {p} is unreadable: its associations are not a list")
+    for r in rows:
+        if not isinstance(r, dict):
+            raise PublishedError(f"published snapshot {p} is unreadable: an association that is not an object")
+        for k, v in r.items():
+            if (v.__class__ is float and not math.isfinite(v)) or (v.__class__ is str and not _printable(v)):
+                who = "/".join(str(r.get(x) or "-") for x in ("account", "user")).encode("utf-8", "backslashreplace").decode()
+                raise PublishedError(f"published snapshot {p} is unreadable: the row of {who} holds {k} = {v!r}, "
+                                     "which its writer never writes (a damaged file)".encode("utf-8", "backslashreplace").decode())
+
+
+def _printable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 MAX_LINE = 64 << 20  # a published file's lines are short (the head indented, a row a line): longer is no snapshot
@@ -501,6 +529,10 @@ def check_published(data: Any, p: Path, cluster: str | None = None) -> dict[str,
         raise PublishedError(f"{p} has published-snapshot version {data.get('version')!r}; this fscontrol reads {VERSION}")
     if cluster and data.get("cluster") != cluster:
         raise PublishedError(f"{p} is for cluster {data.get('cluster')!r}, not {cluster!r}")
+    name = data.get("cluster")
+    if not isinstance(name, str) or not _printable(name):
+        raise PublishedError(f"published snapshot {p} is unreadable: its cluster name {name!r} is not text it can print"
+                             .encode("utf-8", "backslashreplace").decode())
     return data
 
 
