@@ -466,30 +466,18 @@ def read_published(path: Path | str, cluster: str | None = None, users: set[str]
 
 
 def _check_rows(rows: Any, p: Path) -> None:
-    """The rows a user's reading took from the file are as its writer writes them (pubwrite:
-    json.dumps with allow_nan=False, names from Slurm): objects, every number finite, every name
-    text that can be printed (no lone surrogate). Else the file is damaged: PublishedError, one line
-    (a NaN in a user's row ended the forecast in a traceback)."""
-    if not isinstance(rows, list):
-        raise PublishedError(f"published snapshot {p} is unreadable: its associations are not a list")
-    for r in rows:
-        if not isinstance(r, dict):
-            raise PublishedError(f"published snapshot {p} is unreadable: an association that is not an object")
-        for k, v in r.items():
-            if (v.__class__ is float and not math.isfinite(v)) or (v.__class__ is str and not _printable(v)):
-                who = "/".join(str(r.get(x) or "-") for x in ("account", "user")).encode("utf-8", "backslashreplace").decode()
-                raise PublishedError(f"published snapshot {p} is unreadable: the row of {who} holds {k} = {v!r}, "
-                                     "which its writer never writes (a damaged file)".encode("utf-8", "backslashreplace").decode())
+    """The rows a user's reading took are as the writer (pubwrite) writes them: objects, every number
+    finite (allow_nan=False), every name printable (Slurm's). Else PublishedError, one line (a NaN
+    in a user's row ended the forecast in a traceback)."""
+    for r in rows if isinstance(rows, list) else [None]:
+        bad = next(((k, v) for k, v in r.items() if (v.__class__ is float and not math.isfinite(v))
+                    or (v.__class__ is str and _unprintable(v))), None) if isinstance(r, dict) else ("row", r)
+        if bad is not None:
+            raise PublishedError(f"published snapshot {p} is unreadable: an association holds {bad[0]} = {bad[1]!r}, "
+                                 "which its writer never writes (a damaged file)".encode("utf-8", "backslashreplace").decode())
 
 
-def _printable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
+_unprintable = lambda text: text.encode("utf-8", "surrogatepass") != text.encode("utf-8", "replace")  # noqa: E731 (a lone surrogate)
 MAX_LINE = 64 << 20  # a published file's lines are short (the head indented, a row a line): longer is no snapshot
 MAX_WHOLE = 1 << 30  # a file read whole (not in the rows-a-line layout): 100,000 associations are ~80 MB
 
@@ -530,7 +518,7 @@ def check_published(data: Any, p: Path, cluster: str | None = None) -> dict[str,
     if cluster and data.get("cluster") != cluster:
         raise PublishedError(f"{p} is for cluster {data.get('cluster')!r}, not {cluster!r}")
     name = data.get("cluster")
-    if not isinstance(name, str) or not _printable(name):
+    if not isinstance(name, str) or _unprintable(name):
         raise PublishedError(f"published snapshot {p} is unreadable: its cluster name {name!r} is not text it can print"
                              .encode("utf-8", "backslashreplace").decode())
     return data
