@@ -295,11 +295,29 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         nonlocal last_change
         q = queue()[:depth]
         for k, i in enumerate(q):
+            if getattr(sched, "sched_max_job_start", 0) and k >= sched.sched_max_job_start:
+                return  # sched_max_job_start: it started that many, it stops (no job passed by)
             if jobs[i].size > free_nodes():
                 if k + 1 < len(q):  # a job passed by behind it (Reason=Priority): a change
                     last_change = t
                 return
             begin(i, t)
+
+    def tested_by_backfill():
+        """The queue's jobs a cycle tests: one is skipped when the jobs tested before it include
+        the limit's count of its user (of its account and user, of its partition, of its user in
+        its partition); bf_max_job_assoc, when set, replaces bf_max_job_user."""
+        lim = {"user": sched.bf_max_job_user if not sched.bf_max_job_assoc else 0, "assoc": sched.bf_max_job_assoc,
+               "part": sched.bf_max_job_part, "user_part": sched.bf_max_job_user_part}
+        who = {"user": lambda i: jobs[i].user or "user", "assoc": lambda i: (jobs[i].account or "default", jobs[i].user or "user"),
+               "part": lambda i: jobs[i].partition, "user_part": lambda i: (jobs[i].user or "user", jobs[i].partition)}
+        out = []
+        for i in queue():
+            if len(out) == sched.bf_max_job_test:
+                break
+            if all(not n or sum(who[k](x) == who[k](i) for x in out) < n for k, n in lim.items()):
+                out.append(i)
+        return out
 
     def backfill(t):
         res = sched.bf_resolution_s
@@ -338,7 +356,10 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                     w *= 2
             return None
 
-        for i in queue()[:sched.bf_max_job_test]:
+        n_started = 0
+        for i in tested_by_backfill():
+            if sched.bf_max_job_start and n_started == sched.bf_max_job_start:
+                break
             s, d = jobs[i].size, jobs[i].estimate
             T0 = will_run(s)
             if T0 is None:
@@ -350,6 +371,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             if T == t:
                 begin(i, t)
                 busy.append((t + d, s))
+                n_started += 1
             elif T <= t + sched.bf_window_s:
                 b = max(t, math.floor(T / res) * res)
                 e = max(math.floor((T + d) / res) * res, b + res)

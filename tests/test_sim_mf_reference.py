@@ -30,7 +30,8 @@ def _engines():
 def workloads(draw):
     machine = draw(st.sampled_from([8, 16, 32]))
     n_acct = draw(st.integers(1, 3))
-    users = [(f"a{a}", f"u{a}{u}") for a in range(n_acct) for u in range(draw(st.integers(1, 3)))]
+    shared = draw(st.booleans())  # a user in several accounts (the per-user and per-association limits differ)
+    users = [(f"a{a}", f"u{u}" if shared else f"u{a}{u}") for a in range(n_acct) for u in range(draw(st.integers(1, 3)))]
     n = draw(st.integers(5, 45))
     t = 0.0
     jobs = []
@@ -40,7 +41,8 @@ def workloads(draw):
         run = float(draw(st.integers(1, 60)) * 30 + draw(st.sampled_from([0, 7, 13])))
         est = run + float(draw(st.sampled_from([0, 0, 60, 600, 3600])))
         size = draw(st.integers(1, machine))
-        jobs.append(SimJob(str(i + 1), t, run, est, size, user=user, account=acct))
+        part = draw(st.sampled_from(["", "", "b"]))  # (the per-partition limits; no partition factor)
+        jobs.append(SimJob(str(i + 1), t, run, est, size, user=user, account=acct, partition=part))
     return Workload("random", machine, jobs)
 
 
@@ -250,6 +252,10 @@ def scheds(draw):
         bf_max_job_test=draw(st.sampled_from([500, 500, 3])),
         node_cpus=draw(st.sampled_from([0, 0, 4, 8])),
         complete_s=float(draw(st.sampled_from([0, 0, 1, 2.5]))),
+        **draw(st.sampled_from([{}, {}, {}, {}, {}, {}, {"bf_max_job_user": 1}, {"bf_max_job_user": 2}, {"bf_max_job_assoc": 1},
+                                {"bf_max_job_part": 2}, {"bf_max_job_user_part": 1}, {"bf_max_job_start": 1},
+                                {"bf_max_job_start": 2, "bf_max_job_user": 1}, {"sched_max_job_start": 1},
+                                {"sched_max_job_start": 2, "bf_max_job_assoc": 2, "bf_max_job_user": 1}])),
     )
 
 

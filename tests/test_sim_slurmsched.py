@@ -271,3 +271,115 @@ def test_a_replay_starts_its_passes_in_the_captured_phase(tmp_path):
     assert fp is not None and fp <= first and (t0 + 3617.0 - fp) % 60 == 0 and first - fp < 60
     # (and the preset, with no capture's settings, keeps its passes at the first submission)
     assert _first_pass(get_policy("mf-classic"), w) is None
+
+
+# ------------------------------------------------ SchedulerParameters' count limits (issue #32 item 1)
+def test_the_count_limits_as_slurm_reads_them():
+    """backfill.c `_load_config` and job_scheduler.c: each limit 0 (none) by default; a negative
+    one, or bf_max_job_start over 10,000, is logged as invalid and taken as 0; bf_max_job_assoc
+    set beside bf_max_job_user wins ("bf_max_job_assoc taking precedence")."""
+    d = sched_from_config("SchedulerParameters=(null)\n")
+    assert (d.bf_max_job_user, d.bf_max_job_assoc, d.bf_max_job_part, d.bf_max_job_user_part, d.bf_max_job_start,
+            d.sched_max_job_start, d.bf_limited, d.limits_text()) == (0, 0, 0, 0, 0, 0, False, "")
+    s = sched_from_config("SchedulerParameters=bf_max_job_user=3,bf_max_job_part=9,bf_max_job_user_part=2,"
+                          "bf_max_job_start=5,sched_max_job_start=4,bf_continue\n")
+    assert (s.bf_max_job_user, s.bf_max_job_part, s.bf_max_job_user_part, s.bf_max_job_start, s.sched_max_job_start,
+            s.bf_limited) == (3, 9, 2, 5, 4, True)
+    assert s.limits_text() == "bf_max_job_user=3,bf_max_job_part=9,bf_max_job_user_part=2,bf_max_job_start=5,sched_max_job_start=4"
+    both = sched_from_config("SchedulerParameters=bf_max_job_user=3,bf_max_job_assoc=2\n")
+    assert (both.bf_max_job_user, both.bf_max_job_assoc) == (0, 2)
+    bad = sched_from_config("SchedulerParameters=bf_max_job_user=-1,bf_max_job_start=10001,sched_max_job_start=-3\n")
+    assert (bad.bf_max_job_user, bad.bf_max_job_start, bad.sched_max_job_start, bad.bf_limited) == (0, 0, 0, False)
+    assert sched_from_config("SchedulerParameters=bf_max_job_start=10000\n").bf_max_job_start == 10000
+    with pytest.raises(ConfigError, match="bf_max_job_part must be >= 0"):
+        SlurmSched(bf_max_job_part=-1)
+
+
+def test_bf_tested_skips_a_users_jobs_past_the_limit_and_counts_them_nowhere():
+    """Eight pending jobs in priority order; each limit on its own, worked by hand."""
+    from fscontrol.sim.slurmsched import bf_tested
+
+    user = ["u1", "u1", "u2", "u1", "u2", "u1", "u3", "u1"]
+    acct = ["a", "b", "a", "a", "a", "b", "a", "a"]
+    part = ["p", "p", "q", "q", "p", "p", "q", "q"]
+    q = list(range(8))
+
+    def tested(**lim):
+        return bf_tested(q, SlurmSched(**lim), user, acct, part)
+
+    assert tested() == q  # no limit: every job, up to bf_max_job_test
+    assert tested(bf_max_job_test=3) == [0, 1, 2]
+    assert tested(bf_max_job_user=1) == [0, 2, 6]  # u1's first, u2's first, u3's
+    assert tested(bf_max_job_user=2) == [0, 1, 2, 4, 6]
+    # (the skipped jobs do not count towards bf_max_job_test: u1's 3, 5, 7 skipped, 6 still tested)
+    assert tested(bf_max_job_user=1, bf_max_job_test=3) == [0, 2, 6]
+    assert tested(bf_max_job_assoc=1) == [0, 1, 2, 6]  # a/u1, b/u1, a/u2, a/u3
+    assert tested(bf_max_job_assoc=1, bf_max_job_user=1) == [0, 1, 2, 6]  # the association's limit wins
+    assert tested(bf_max_job_part=2) == [0, 1, 2, 3]  # p: 0, 1; q: 2, 3
+    assert tested(bf_max_job_user_part=1) == [0, 2, 3, 4, 6]  # u1 in p, u2 in q, u1 in q, u2 in p, u3 in q
+    # a job skipped by one limit takes no count of another: with user_part=1, jobs 1 and 5 (u1 in p
+    # again) are skipped and leave p's count at 2 (jobs 0, 4), q's reaches 3 with job 6; with part=2
+    # job 6 is the third of q and is skipped too
+    assert tested(bf_max_job_user_part=1, bf_max_job_part=3) == [0, 2, 3, 4, 6]
+    assert tested(bf_max_job_user_part=1, bf_max_job_part=2) == [0, 2, 3, 4]
+    # keys: the index in the mask's bits
+    assert bf_tested([(9 << 8) | 0, (7 << 8) | 1, (5 << 8) | 3], SlurmSched(bf_max_job_user=1), user, acct, part,
+                     mask=0xFF) == [(9 << 8) | 0]
+
+
+def test_bf_max_job_start_ends_a_cycle_after_that_many_starts():
+    """One 16-CPU node, nothing running: four 2-CPU jobs all start in one cycle, or the first two
+    with bf_max_job_start=2, on the pool and on nodes."""
+    from fscontrol.sim.nodesched import backfill_nodes
+
+    size, est = [2, 2, 2, 2], [60.0] * 4
+    assert backfill_starts(100.0, [0, 1, 2, 3], 16, [], size, est, 16, SlurmSched()) == [0, 1, 2, 3]
+    assert backfill_starts(100.0, [0, 1, 2, 3], 16, [], size, est, 16, SlurmSched(bf_max_job_start=2)) == [0, 1]
+    got = backfill_nodes(100.0, [0, 1, 2, 3], [8, 8], [], size, est, SlurmSched(bf_max_job_start=3))
+    assert [j for j, _ in got] == [0, 1, 2]
+    assert len(backfill_nodes(100.0, [0, 1, 2, 3], [8, 8], [], size, est, SlurmSched())) == 4
+
+
+def limits_case(small_users=("u3", "u3", "u3"), small_accts=("c", "c", "c"), small_part=""):
+    """One 16-CPU node: job 1 (8 CPUs, limit 600 s, runs 300 s) starts at 0; job 2 (the whole node)
+    waits for it at the head of the queue (backfill reserves the node from 600); three 2-CPU
+    jobs of 60-s limits (20-s runs) behind it fit before that reservation: backfill starts them."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 300.0, 600.0, 8, user="u1", account="a"),
+            SimJob("2", 1.0, 300.0, 600.0, 16, user="u2", account="b")]
+    jobs += [SimJob(str(3 + k), 2.0 + k, 20.0, 60.0, 2, user=u, account=a, partition=small_part)
+             for k, (u, a) in enumerate(zip(small_users, small_accts))]
+    return prio, Workload("limits", 16, jobs)
+
+
+def test_the_replay_applies_the_count_limits_cycle_by_cycle():
+    """limits_case, worked by hand. Backfill's cycles fall at 0, 30, 60, ... (the first
+    submission); the main scheduler stops at job 2 (it does not fit), so the small jobs start only
+    by backfill. No limit: all three at the cycle of 30. bf_max_job_user=1: one of u3's a cycle
+    (30, 60, 90: each start is a change, so the next cycle runs). Three users: all at 30 again.
+    bf_max_job_start=2: two at 30, the third at 60. bf_max_job_assoc=1 with u3's jobs in c, c, d:
+    3 and 5 at 30, 4 at 60. bf_max_job_part=2: job 2 and one small job a cycle in the one
+    partition (30, 60, 90); the small jobs in a partition of their own: two at 30, one at 60.
+    Job 2 starts when job 1 ends (300), its reservation honoured throughout."""
+    prio, w = limits_case()
+    sim = lambda w, **lim: simulate_multifactor(w, prio, sched=SlurmSched(**lim)).start  # noqa: E731
+    assert sim(w) == [0.0, 300.0, 30.0, 30.0, 30.0]
+    assert sim(w, bf_max_job_user=1) == [0.0, 300.0, 30.0, 60.0, 90.0]
+    assert sim(limits_case(("u3", "u4", "u5"))[1], bf_max_job_user=1) == [0.0, 300.0, 30.0, 30.0, 30.0]
+    assert sim(w, bf_max_job_start=2) == [0.0, 300.0, 30.0, 30.0, 60.0]
+    assert sim(limits_case(small_accts=("c", "c", "d"))[1], bf_max_job_assoc=1) == [0.0, 300.0, 30.0, 60.0, 30.0]
+    assert sim(w, bf_max_job_part=2) == [0.0, 300.0, 30.0, 60.0, 90.0]
+    assert sim(limits_case(small_part="p")[1], bf_max_job_part=2) == [0.0, 300.0, 30.0, 30.0, 60.0]
+
+
+def test_sched_max_job_start_ends_a_main_pass_after_that_many_starts():
+    """Without backfill, three 2-CPU jobs submitted at 0 on an empty 16-CPU node: the first
+    submission's main pass starts all three; with sched_max_job_start=1 it starts one, and each
+    other waits for the next main pass: the timer's (sched_interval 60 s: 60, 120), as no job
+    ends before (limits and runs of 1,000 s)."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    w = Workload("smax", 16, [SimJob(str(k), 0.0, 1000.0, 1000.0, 2, user="u1", account="a") for k in (1, 2, 3)])
+    assert simulate_multifactor(w, prio, sched=SlurmSched(backfill=False)).start == [0.0, 0.0, 0.0]
+    assert simulate_multifactor(w, prio, sched=SlurmSched(backfill=False, sched_max_job_start=1)).start == [0.0, 60.0, 120.0]

@@ -3,7 +3,8 @@
 The estimate plays the queue forward through Slurm's own scheduler model (sim/slurmsched.py: the main scheduler
 on each job end and every `sched_interval`, stopping at the first job that does not fit; backfill every
 `bf_interval` planning with time limits, whole-node reservations at `bf_resolution` within `bf_window`, at most
-`bf_max_job_test` jobs and `bf_max_job_user` of a user), parameters from `scontrol show config`'s
+`bf_max_job_test` jobs, SchedulerParameters' per-user, -association and -partition limits and
+bf_max_job_start; the main pass's sched_max_job_start), parameters from `scontrol show config`'s
 SchedulerParameters:
 
 * running jobs end at start + each user's typical fraction of the limit (the median of ElapsedRaw / TimelimitRaw
@@ -36,7 +37,7 @@ from fscontrol.forecast import resvplan, startfs, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, WAITING, StartJob, gpu_count,
     age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
-from fscontrol.sim.slurmsched import SlurmSched, backfill_starts
+from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, bf_tested
 
 HORIZON_S = 7 * 86400.0
 
@@ -55,7 +56,7 @@ class Estimate:
 
 def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequence[tuple[float, float, int, float]],
           total: int, sc: SlurmSched, blocked: int, stop_after: set[int] | None, horizon: float,
-          owners: Sequence[str] | None = None, wins: Sequence = (), pmember: Sequence[int] | None = None,
+          owners: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None, wins: Sequence = (), pmember: Sequence[int] | None = None,
           rmember: Sequence[int] | None = None, why: dict[int, int] | None = None,
           aging: tuple[float, float, float, Sequence[float], Sequence[float]] | None = None,
           fs: startfs.Bound | None = None) -> dict[int, float]:
@@ -64,8 +65,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
     within `bf_window` of now; past it every job that fits starts (first fit, a cheap stand-in
     for backfill without reservations; the cost: docs/start.md). `owners`: each pending job's
-    user, for `bf_max_job_user` (backfill.c: a user's jobs past that many in a cycle are skipped,
-    and do not count towards `bf_max_job_test`). `wins`: the advance reservations (resvplan.Window),
+    user, account and partition (three lists), for SchedulerParameters' per-user, -association and
+    -partition limits (slurmsched.bf_tested: a user's jobs past bf_max_job_user in a cycle are
+    skipped, and do not count towards `bf_max_job_test`). `wins`: the advance reservations (resvplan.Window),
     `pmember` / `rmember` the window each pending / running job is in (-1: none); `why` gets, for
     a job a reservation kept from starting when CPUs were free, that window's index. `aging`:
     (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s, each pending job's priority now,
@@ -231,8 +233,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         else:
             failed = False  # with reservations: a job not in one did not fit (job_scheduler.c's failed
             failed_w: set[int] = set()  # partition), and the windows whose job did not (its failed_resv)
+            smax, got0 = sc.sched_max_job_start, got
             for i in waiting:  # the main scheduler: the prefix that fits
-                if depth >= sc.default_queue_depth or free < smallest:
+                if depth >= sc.default_queue_depth or free < smallest or (smax and got - got0 >= smax):
                     break
                 if i in started:
                     continue
@@ -258,22 +261,14 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 got += 1
         if t >= next_bf and t < bf_until:
             if changed and sc.backfill and free >= smallest:
-                per_user: dict[str, int] | None = {} if (sc.bf_max_job_user and owners is not None) else None
-                fast = not begins and holds is None and per_user is None  # the first jobs not started, in C
-                elig = list(islice(filterfalse(started.__contains__, waiting), sc.bf_max_job_test)) if fast else []
-                for i in () if fast else waiting:
-                    if i not in started and pending[i][3] <= t:
-                        if holds is not None and kmember[i] >= 0:
-                            continue  # a job in a reservation: the main scheduler's
-                        if per_user is not None:
-                            u = owners[i]
-                            c = per_user.get(u, 0)
-                            if c >= sc.bf_max_job_user:
-                                continue
-                            per_user[u] = c + 1
-                        elig.append(i)
-                        if len(elig) >= sc.bf_max_job_test:
-                            break
+                limited = sc.bf_limited and owners is not None
+                if not begins and holds is None:  # the first jobs not started, in C
+                    cand = filterfalse(started.__contains__, waiting)
+                else:  # (a job in a reservation: the main scheduler's)
+                    cand = (i for i in waiting if i not in started and pending[i][3] <= t
+                            and not (holds is not None and kmember[i] >= 0))
+                elig = (bf_tested(cand, sc, *owners) if limited and owners is not None
+                        else list(islice(cand, sc.bf_max_job_test)))
                 small = min(map(size.__getitem__, elig), default=free + 1)
                 # a cycle's reservations are dropped at its end: one that can start nothing is skipped
                 if free < small:
@@ -450,7 +445,8 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, size(j), nb))
         runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
-                           [j.user for j in playable], windows, pmember, rmember, why if use_fr else None, aging, fsb)
+                           ([j.user for j in playable], [j.account for j in playable], [j.partition for j in playable]),
+                           windows, pmember, rmember, why if use_fr else None, aging, fsb)
     for i in want:
         j = playable[i]
         e = out[j.job_id]

@@ -40,6 +40,7 @@ from .mfconfig import INF as _INF
 from .ftrank import Ranker
 from .slurmsched import backfill_starts as _backfill_starts
 from .slurmsched import bf_first_cycle as _bf_first_cycle
+from .slurmsched import bf_tested as _bf_tested
 from .nodesched import backfill_nodes as _backfill_nodes
 from .nodeplace import place as _place
 # (one line: fscontrol.sim.accel compiles easycore's body in its place)
@@ -58,6 +59,7 @@ heappop: Final = heapq.heappop
 backfill_starts: Final = _backfill_starts
 backfill_nodes: Final = _backfill_nodes
 bf_first_cycle: Final = _bf_first_cycle
+bf_tested: Final = _bf_tested
 place_nodes: Final = _place
 # `pm` mode's backfill pick: at most this many candidates are keyed, more are found by walking the
 # queue in order (a test sets it to 0 and to a large number: the same schedules either way). Keying
@@ -1070,10 +1072,14 @@ def simulate(
         q = qkeys
         nq = len(q)
         k = 0
-        while k < nq and k < lim and size[q[k] & QM] <= free:
+        if smax_main and smax_main < lim:
+            lim2 = smax_main  # sched_max_job_start: the pass ends once it started that many
+        else:
+            lim2 = lim
+        while k < nq and k < lim2 and size[q[k] & QM] <= free:
             start_job(q[k] & QM, t)
             k += 1
-        if k + 1 < nq and k + 1 < lim:
+        if k < lim2 and k + 1 < nq and k + 1 < lim:
             # the jobs it passes behind the first that does not fit get Reason=Priority, and
             # last_job_update = now (job_scheduler.c, the partition's failed test): a change
             bf_dirty[0] = True
@@ -1085,6 +1091,13 @@ def simulate(
     # the last cycle began (in its second: slurmctld's `last_job_update >= last_backfill_time`)
     bf_dirty = [True]
     bf_t = [-INF]  # when last
+    # SchedulerParameters' per-user, -association and -partition limits on the jobs a cycle tests
+    # (slurmsched.bf_tested): each job's user, account and partition
+    bf_lim = sched is not None and bool(sched.bf_limited)
+    j_user: list[str] = [str(j.user or "user") for j in anyjobs] if bf_lim else []
+    j_acct: list[str] = [str(j.account or "default") for j in anyjobs] if bf_lim else []
+    j_part: list[str] = [str(getattr(j, "partition", "") or "") for j in anyjobs] if bf_lim else []
+    smax_main = int(sched.sched_max_job_start) if sched is not None else 0
 
     def bf_pass(t: float) -> None:
         """A backfill cycle (slurmsched.backfill_starts). One with nothing changed since the last
@@ -1094,14 +1107,15 @@ def simulate(
         bf_dirty[0] = bf_t[0] >= t
         if lazy[0] is not None:
             materialise()
+        tested = bf_tested(qkeys, sched, j_user, j_acct, j_part, QM) if bf_lim else qkeys
         if nodes_on:
             busy = [(e, nalloc[j]) for e, j in running] + [(e, nalloc[j]) for e, j in cheap_i]
-            got = backfill_nodes(t, qkeys, nfree, busy, size, est, sched, QM, q_min, node_model)
+            got = backfill_nodes(t, tested, nfree, busy, size, est, sched, QM, q_min, node_model)
             starts = [j for j, _ in got]
             for j, a in got:
                 bf_alloc[j] = a
         else:
-            starts = backfill_starts(t, qkeys, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
+            starts = backfill_starts(t, tested, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]

@@ -188,6 +188,7 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
     keys = [queue[k] & mask for k in range(nq)] if mask != -1 else list(queue[:nq])
     res = float(sc.bf_resolution_s)
     window = float(sc.bf_window_s)
+    smax = getattr(sc, "bf_max_job_start", 0)
     newer = version != "22.05"
     nn = len(free)
     every = (1 << nn) - 1
@@ -307,6 +308,8 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
             ufree.clear()
             dirty = True
             out.append((ji, a))
+            if len(out) == smax:
+                break  # bf_max_job_start: the cycle ends
     return out
 
 

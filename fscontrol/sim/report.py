@@ -71,8 +71,9 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
     if sc is not None:
         bf = (f"backfill every {sc.bf_interval_s:g} s (window {sc.bf_window_s / 60:g} min, resolution "
               f"{sc.bf_resolution_s:g} s, {sc.bf_max_job_test} jobs)" if sc.backfill else "no backfill")
+        lim = sc.limits_text() if hasattr(sc, "limits_text") else ""
         lines.append(f"scheduler: slurmctld's: main on events ({sc.default_queue_depth} jobs) and every "
-                     f"{sc.sched_interval_s:g} s, {bf}; {sc.source}")
+                     f"{sc.sched_interval_s:g} s, {bf}" + (f", limits {lim}" if lim else "") + f"; {sc.source}")
         from .run import _node_sched
 
         on = _node_sched(sc, w)

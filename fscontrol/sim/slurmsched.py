@@ -26,6 +26,10 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   that does not fit (Reason=Priority, job_scheduler.c). A skipped cycle is not a no-op: a later
   now moves bf_window's end and the bf_resolution rounding, so the engine and the reference skip
   the same ones.
+* **Count limits** (SchedulerParameters, 0 = none): a cycle tests at most `bf_max_job_user` jobs
+  of one user (`bf_max_job_assoc` of one association, `bf_max_job_part` of one partition,
+  `bf_max_job_user_part` of one user in one partition), skipping the rest (`bf_tested`), and ends
+  once it started `bf_max_job_start`; a main pass ends once it started `sched_max_job_start`.
 * `bf_continue` (keep walking the cycle's list after yielding locks) changes nothing here: the
   engine's cycle does not yield.
 
@@ -41,7 +45,9 @@ different nodes are not modelled, nor preemption between tiers), the machine as 
 pooled here (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
 node_cpus) whole nodes) unless `node_model` is set: then the engine places each job on nodes and
 backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes of
-one size); no per-user or per-partition backfill limits (bf_max_job_user, ...).
+one size). SchedulerParameters' count limits are applied: per user, association, partition and
+user in a partition on the jobs a cycle tests (`bf_tested`), bf_max_job_start on a cycle's
+starts, sched_max_job_start on a main pass's.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from itertools import accumulate, compress, count, repeat
 from operator import itemgetter, le
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..errors import ConfigError
 from .availability import Profile
@@ -70,7 +76,15 @@ class SlurmSched:
     bf_resolution_s: float = 60.0
     bf_max_job_test: int = 500
     bf_continue: bool = False
-    bf_max_job_user: int = 0  # at most this many jobs of one user tested in a cycle (0: no limit; the estimate only)
+    # per-cycle limits (0: none; `bf_tested`): at most this many jobs of one user, one association
+    # (account and user; set beside bf_max_job_user, it wins, as slurmctld says), one partition, one
+    # user in one partition are tested in a cycle; a cycle ends once it started bf_max_job_start
+    bf_max_job_user: int = 0
+    bf_max_job_assoc: int = 0
+    bf_max_job_part: int = 0
+    bf_max_job_user_part: int = 0
+    bf_max_job_start: int = 0
+    sched_max_job_start: int = 0  # a main pass ends once it started this many (0: no limit)
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
     # "" (the pool: free CPUs as one count, a reservation ceil(CPUs / node_cpus) nodes' CPUs), or a
     # nodeplace.VERSIONS rule: the engine keeps each node's CPUs (nodeplace.place) and backfills on
@@ -88,8 +102,9 @@ class SlurmSched:
             raise ConfigError("complete_s must be >= 0")
         if self.batch_sched_delay_s < 0:
             raise ConfigError("batch_sched_delay must be >= 0")
-        if self.bf_max_job_user < 0:
-            raise ConfigError("bf_max_job_user must be >= 0")
+        for name in _LIMITS:
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
         if self.node_model not in ("", "22.05", "24.11", "26.05"):
@@ -98,11 +113,27 @@ class SlurmSched:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def bf_limited(self) -> bool:
+        """A per-user, -association or -partition limit on the jobs a backfill cycle tests."""
+        return bool(self.bf_max_job_user or self.bf_max_job_assoc or self.bf_max_job_part or self.bf_max_job_user_part)
+
+    def limits_text(self) -> str:
+        """The limits set, as SchedulerParameters writes them ("" for none)."""
+        return ",".join(f"{k}={getattr(self, k)}" for k in _LIMITS if getattr(self, k))
+
+
+# the count limits (SchedulerParameters, each 0 for none); slurmctld logs an error for a negative
+# one, or a bf_max_job_start over 10,000 (backfill.c MAX_BF_MAX_JOB_START), and takes 0
+_LIMITS = ("bf_max_job_user", "bf_max_job_assoc", "bf_max_job_part", "bf_max_job_user_part", "bf_max_job_start",
+           "sched_max_job_start")
+BF_MAX_JOB_START_MAX = 10_000
+
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
              "batch_sched_delay": "batch_sched_delay_s",
              "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
-             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", "bf_max_job_user": "bf_max_job_user"}
+             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", **{k: k for k in _LIMITS}}
 
 
 def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
@@ -136,7 +167,11 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
                 continue
             if name == "sched_interval" and v == -1:
                 v = 10**9  # the periodic main pass disabled
+            if name in _LIMITS and (v < 0 or (name == "bf_max_job_start" and v > BF_MAX_JOB_START_MAX)):
+                v = 0  # backfill.c / job_scheduler.c: "Invalid SchedulerParameters ...", no limit
             args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
+    if args.get("bf_max_job_assoc") and args.get("bf_max_job_user"):
+        args["bf_max_job_user"] = 0  # backfill.c: "bf_max_job_assoc taking precedence"
     if stype.strip() != "sched/backfill":
         args["backfill"] = False
     args["source"] = "SchedulerParameters=" + (params or "(Slurm's defaults)") + ("" if stype == "sched/backfill" else f", {stype}")
@@ -192,6 +227,50 @@ def bf_first_cycle(t0: float, interval: float, pending_since: Sequence[float], p
         else:  # none: it polls every second and runs at the next change
             c = changes[k]
     return c
+
+
+def bf_tested(queue: Iterable[int], sc: SlurmSched, user: Sequence[Any], account: Sequence[Any],
+              part: Sequence[Any], mask: int = -1) -> list[int]:
+    """The jobs of `queue` (pending, in priority order: indices, or keys whose `mask` bits are the
+    index) that a backfill cycle tests under SchedulerParameters' count limits, at most
+    `bf_max_job_test` of them; `user`, `account`, `part`: each job's, by index.
+
+    backfill.c `_job_exceeds_max_bf_param` (22.05, 24.11 and 26.05 alike): a job whose user has
+    had `bf_max_job_user` jobs tested in this cycle (its association, account and user:
+    `bf_max_job_assoc`; its partition: `bf_max_job_part`; its user in its partition:
+    `bf_max_job_user_part`) is skipped. Every limit is checked before any count is taken, so a
+    skipped job counts towards none of them, nor towards `bf_max_job_test` (the jobs that reach
+    `_try_sched`). With bf_max_job_assoc set, bf_max_job_user is not applied (its parser: "bf_max_job_assoc
+    taking precedence"). An association here is (account, user): one defined per partition is not
+    told apart."""
+    lup, lp, la = sc.bf_max_job_user_part, sc.bf_max_job_part, sc.bf_max_job_assoc
+    lu = 0 if la else sc.bf_max_job_user
+    cup: dict[Any, int] = {}
+    cp: dict[Any, int] = {}
+    ca: dict[Any, int] = {}
+    cu: dict[Any, int] = {}
+    cap = sc.bf_max_job_test
+    out: list[int] = []
+    for key in queue:
+        i = key & mask if mask != -1 else key
+        u = user[i]
+        kup = (u, part[i])
+        ka = (account[i], u)
+        if ((lup and cup.get(kup, 0) >= lup) or (lp and cp.get(part[i], 0) >= lp)
+                or (la and ca.get(ka, 0) >= la) or (lu and cu.get(u, 0) >= lu)):
+            continue
+        if lup:
+            cup[kup] = cup.get(kup, 0) + 1
+        if lp:
+            cp[part[i]] = cp.get(part[i], 0) + 1
+        if la:
+            ca[ka] = ca.get(ka, 0) + 1
+        if lu:
+            cu[u] = cu.get(u, 0) + 1
+        out.append(key)
+        if len(out) >= cap:
+            break
+    return out
 
 
 WILL_RUN_WINDOW_S = 30  # cons_common/job_test.c `_will_run_test`: time_window = 30
@@ -267,6 +346,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         return []
     res = sc.bf_resolution_s
     horizon = t + sc.bf_window_s
+    smax = sc.bf_max_job_start
     keys = [queue[k] & mask for k in range(nq)] if mask != -1 else list(queue[:nq])
     busy: list[tuple[float, int]] | None = None  # (end, size), sorted: running, and started by this cycle
     cum: list[int] = []  # the CPUs free once busy[0..m] have ended, by m
@@ -383,6 +463,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     q = q2
         if T <= t:
             out.append(i)
+            if len(out) == smax:
+                break  # bf_max_job_start: the cycle ends
             free -= s
             if busy is None:
                 busy = list(busy0) if busy0 is not None else [(e, size[j]) for e, j in running]

@@ -1,0 +1,102 @@
+"""SchedulerParameters' count limits, the replay against the real slurmctld (issue #32 item 1).
+
+With `SchedulerParameters=bf_max_job_user=2` a backfill cycle tests at most two jobs of one user
+(backfill.c `_job_exceeds_max_bf_param`). Alice fills half the node (100 s, a 6-minute limit);
+dave's whole-node job waits for it at the head of his jobs (one association, one fair-share
+factor, so the older job first); behind it three of dave's 2-CPU, 15-s jobs fit beside alice's
+until backfill's reservation for the head (from alice's limit). The main scheduler stops at the
+head, so only backfill starts them: dave's head takes one of his two tests a cycle, so one small
+job a cycle starts (slurmctld spreads them over three cycles, 30 s apart), where without the
+limit one cycle starts all three. `bf_max_job_start=1`: the same run, one start a cycle.
+`sched_max_job_start=1`: the three small jobs alone on the empty node; the first submission's
+main pass starts one, and the others wait for the next pass. The capture records the config; its
+replay spreads the jobs as slurmctld did, and the same capture with the limit taken out of
+config.txt starts them together (so the limit, not chance, decides). The three captures of
+2026-11-29 are kept in tests/data/captures/limits-22.05 (`FSCONTROL_KEEP_CAPTURE=DIR` keeps a
+run's; tests/test_sim_limits.py replays them in the fast suite). About 4.5 minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from fscontrol.sim import fidelity
+from fscontrol.slurm.source import capture
+
+pytestmark = pytest.mark.slurm
+
+
+CASES = {
+    # (SchedulerParameters, a half-node job of alice's first, the least spread of the small jobs' starts)
+    "bf_max_job_user=2": (True, 50),
+    "bf_max_job_start=1": (True, 50),
+    "sched_max_job_start=1": (False, 2),
+}
+
+
+@pytest.mark.parametrize("params", list(CASES))
+def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
+    filled, spread = CASES[params]
+    slurm.cancel_all()
+    t0 = time.time()
+    slurm.set_conf(SchedulerParameters=params)
+    try:
+        for _ in range(240):  # (24.11 on: the reconfigure restarts slurmctld)
+            if slurm.controller_up():
+                break
+            time.sleep(0.5)
+        mine = []
+        if filled:
+            fill = slurm.submit("alice", "flat", 64, 100, time="6")
+            for _ in range(240):
+                if slurm.run("squeue", "-h", "-j", fill, "-o", "%T").strip() == "RUNNING":
+                    break
+                time.sleep(0.5)
+            head = slurm.submit("dave", "flat", 128, 5)
+            mine = [fill, head]
+        small = [slurm.submit("dave", "flat", 2, 15) for _ in range(3)]
+        mine += small
+        for _ in range(800):  # all ran (~110 s)
+            if not slurm.run("squeue", "-h", "-j", ",".join(mine), "-o", "%A", check=False).strip():
+                break
+            time.sleep(0.5)
+        time.sleep(2)
+        capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+    finally:
+        slurm.cancel_all()
+        slurm.set_conf(SchedulerParameters="")
+        for _ in range(240):
+            if slurm.controller_up():
+                break
+            time.sleep(0.5)
+    cap = tmp_path / "cap"
+    conf = (cap / "config.txt").read_text()
+    assert re.search(rf"^SchedulerParameters\s*=\s*{params}\s*$", conf, re.M), conf
+    real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
+    r = sorted(real[j] for j in small)
+    keep = os.environ.get("FSCONTROL_KEEP_CAPTURE")
+    if keep:
+        shutil.copytree(cap, Path(keep) / params.replace("=", "-"), dirs_exist_ok=True)
+    sim = fidelity.replay(cap)
+    s = sorted(sim[j] for j in small)
+    free = tmp_path / "nolimit"  # the same capture without the limit
+    shutil.copytree(cap, free)
+    (free / "config.txt").write_text(re.sub(r"^SchedulerParameters\s*=.*$", "SchedulerParameters     = (null)",
+                                            conf, flags=re.M))
+    old = fidelity.replay(free)
+    o = sorted(old[j] for j in small)
+    worst = max(abs(sim[j] - real[j]) for j in mine)
+    print(f"{params}: slurmctld started the small jobs at {[round(x - r[0]) for x in r]} s (from the first); the "
+          f"replay {[round(x - y) for x, y in zip(s, r)]} s off, every job within {worst:.0f} s; without the limit "
+          f"{[round(x - r[0]) for x in o]}")
+    assert r[2] - r[0] >= spread, (r, real)  # slurmctld spread them
+    if filled:
+        assert real[mine[1]] >= real[mine[0]] + 90  # the head waited for alice's job
+    assert s[2] - s[0] >= spread and worst <= 10, (sim, real)
+    assert o[2] - o[0] <= 1, old  # without the limit one pass starts all three
