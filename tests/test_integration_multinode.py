@@ -129,11 +129,73 @@ def test_a_capture_of_two_nodes_replays_on_two_nodes(two_nodes, tmp_path):
     nodes = history.parse_nodes((folder / "nodes.txt").read_text())
     assert {k: v[0] for k, v in nodes.items()} == {"tbnode1": NODE_CPUS, "tbnode2": NODE_CPUS}
     w = history.read_history(folder, partitions=["normal"])
-    assert w.meta["machine"] == {"nodes": 2, "cpus": 2 * NODE_CPUS, "node_cpus": [NODE_CPUS]}, w.meta["machine"]
+    m = dict(w.meta["machine"])
+    assert m.pop("partition_nodes")["normal"] == [0, 1]  # each partition's nodes, by index
+    assert m == {"nodes": 2, "cpus": 2 * NODE_CPUS, "node_cpus": [NODE_CPUS]}, w.meta["machine"]
     assert w.nodes == 2 * NODE_CPUS
     assert {a, b} <= {j.job_id for j in w.jobs}, (a, b, [j.job_id for j in w.jobs])
     sc = _node_sched(SlurmSched(), w)
     assert sc.node_cpus == NODE_CPUS and sc.node_model == node_rule(w.meta["slurm_version"])  # placed on nodes
+
+
+def test_a_replay_keeps_each_partition_on_its_nodes_as_slurmctld(two_nodes, tmp_path):
+    """Partitions over different nodes in the replay (issue #32 item 1): pa on tbnode1, pb on
+    tbnode2. Alice's job 1 fills pa's node for 40 s; her job 2 (pa, the whole node, the older)
+    waits for it; her job 3 (pb, 4 CPUs) comes behind it in the queue. slurmctld's main pass fails
+    pa at job 2 and goes on (job_scheduler.c `failed_parts`): job 3 starts at its request's pass,
+    on tbnode2; job 2 when job 1 ends, on tbnode1. The replay (the capture's nodes.txt: each
+    partition's nodes) starts each within 5 s of slurmctld; the same capture with both partitions
+    over both nodes starts job 2 at once on tbnode2 (so the partitions' nodes, not chance, decide)."""
+    import re
+    import shutil
+
+    from fscontrol.sim import fidelity
+    from fscontrol.slurm.source import capture
+
+    tb = two_nodes
+    tb.cancel_all()
+    made = []
+    t0 = time.time()
+    try:
+        for name, node in (("pa", "tbnode1"), ("pb", "tbnode2")):
+            tb.scontrol("create", f"PartitionName={name}", f"Nodes={node}", "MaxTime=INFINITE", "State=UP")
+            made.append(name)
+        j1 = tb.submit("alice", "flat", NODE_CPUS, 40, partition="pa")
+        for _ in range(240):
+            if tb.run("squeue", "-h", "-j", j1, "-o", "%T").strip() == "RUNNING":
+                break
+            time.sleep(0.5)
+        j2 = tb.submit("alice", "flat", NODE_CPUS, 5, partition="pa")
+        j3 = tb.submit("alice", "flat", 4, 10, partition="pb")
+        mine = [j1, j2, j3]
+        for _ in range(400):
+            if not tb.run("squeue", "-h", "-j", ",".join(mine), "-o", "%A", check=False).strip():
+                break
+            time.sleep(0.5)
+        time.sleep(2)
+        capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+    finally:
+        tb.cancel_all()
+        for name in made:
+            tb.scontrol("delete", f"PartitionName={name}")
+    cap = tmp_path / "cap"
+    real = fidelity.real_starts(cap)
+    r = {j: real[j]["start"] for j in mine}
+    assert r[j3] - real[j3]["arrival"] <= 5, real[j3]  # not held back behind pa's job 2
+    assert r[j2] >= r[j1] + 38, r  # on its partition's node only
+    sim = fidelity.replay(cap)
+    worst = max(abs(sim[j] - r[j]) for j in mine)
+    assert worst <= 5, (sim, r)
+    both = tmp_path / "both"  # the same capture, both partitions over both nodes
+    shutil.copytree(cap, both)
+    text = (cap / "nodes.txt").read_text()
+    lines = [ln for ln in text.splitlines() if ln and not re.match(r"tbnode\d\|p[ab]\|", ln)]
+    lines += [f"tbnode{k}|{p}|{NODE_CPUS}|idle" for k in (1, 2) for p in ("pa", "pb")]
+    (both / "nodes.txt").write_text("\n".join(lines) + "\n")
+    old = fidelity.replay(both)
+    assert old[j2] <= r[j1] + 5, (old, r)  # on tbnode2 at once
+    print(f"\nslurmctld: job 2 at +{r[j2] - r[j1]:.0f} s, job 3 at +{r[j3] - r[j1]:.0f} s (from job 1); the replay "
+          f"within {worst:.0f} s; both partitions over both nodes: job 2 at +{old[j2] - r[j1]:.0f} s")
 
 
 def test_start_plays_partitions_on_separate_nodes_apart(two_nodes):

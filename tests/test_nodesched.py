@@ -64,3 +64,37 @@ def test_keys_carry_the_index():
 def test_node_rule():
     assert [node_rule(v) for v in ("22.05.8", "23.02.1", "24.11.5", "25.05.0", "26.05.3", "27.11", "", None, "x")] == [
         "22.05", "22.05", "24.11", "24.11", "26.05", "26.05", "22.05", "22.05", "22.05"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_partitions_over_some_nodes_are_the_reference_cycles(version):
+    """The same on machines cut into partitions (each job's nodes: a random set, or an interval
+    of the nodes, or all): a job plans and starts on its partition's nodes only, and a node
+    outside them coming back does not move its later_start."""
+    rng = random.Random(f"nodesched-parts-{version}")
+    started = outside = 0
+    for case in range(300):
+        nodes = rng.choice([2, 3, 4, 8])
+        cpus = rng.choice([4, 8, 32])
+        now = 1_800_000_000.0 + rng.randint(0, 600)
+        free, running = _machine(rng, nodes, cpus, now)
+        parts = [(1 << nodes) - 1, (1 << (nodes // 2)) - 1, ((1 << nodes) - 1) ^ ((1 << (nodes // 2)) - 1),
+                 rng.randint(1, (1 << nodes) - 1)]
+        q = [(rng.randint(1, cpus * 2), float(rng.choice([60, 120, 300, 600, 1800, rng.randint(30, 7200)])))
+             for _ in range(rng.randint(1, 25))]
+        masks = [rng.choice(parts) for _ in q]
+        sc = SlurmSched(bf_resolution_s=rng.choice([60.0, 60.0, 30.0, 300.0]))
+        nodes_of = [[k for k in range(nodes) if (m >> k) & 1] for m in masks]
+        ref = backfill_cycle(now, q, free, running, resolution=sc.bf_resolution_s, window=sc.bf_window_s,
+                             version=version, nodes_of=nodes_of)
+        want = [(k, r[2]) for k, r in enumerate(ref) if r is not None and r[0] == "start"]
+        for k, a in want:
+            assert all(not c or (masks[k] >> i) & 1 for i, c in enumerate(a))  # on its partition's nodes
+        size = [n for n, _ in q]
+        est = [d for _, d in q]
+        got = backfill_nodes(now, list(range(len(q))), free, running, size, est, sc, smallest=min(size),
+                             version=version, masks=masks)
+        assert got == want, (case, free, running, q, masks)
+        started += len(want)
+        outside += sum(1 for k, _ in want if masks[k] != (1 << nodes) - 1)
+    assert started > 100 and outside > 30

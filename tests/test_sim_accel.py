@@ -114,6 +114,33 @@ def test_compiled_engine_matches_python_with_partition_tiers(compiled):
     assert one.start != py.start  # (the tiers change the schedule)
 
 
+def test_compiled_engine_matches_python_with_partitions_over_some_nodes(compiled):
+    """Partitions over different nodes (Workload.meta["machine"]["partition_nodes"]): the log's
+    machine cut into nodes of 8, a partition `lo` over the first half, `all` over every node,
+    jobs no bigger than lo's nodes in lo one time in three, and bf_max_job_user=3."""
+    from dataclasses import replace
+
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    whole = read_swf(SWF)
+    nn = whole.nodes // 8
+    half = nn // 2 * 8
+    jobs = [replace(j, partition="lo" if (k % 3 == 0 and j.size <= half) else "all")
+            for k, j in enumerate(whole.jobs[:3000])]
+    machine = {"nodes": nn, "cpus": whole.nodes, "node_cpus": [8],
+               "partition_nodes": {"lo": list(range(nn // 2)), "all": list(range(nn))}}
+    w = Workload(whole.name, whole.nodes, jobs, meta={**whole.meta, "machine": machine})
+    sc = SlurmSched(node_cpus=8, complete_s=1.0, node_model="22.05", bf_max_job_user=3)
+    py, c = _both(compiled, lambda: simulate_multifactor(w, get_policy("mf-classic").priority, sched=sc))
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+    lo = [k for k, j in enumerate(jobs) if j.partition == "lo"]
+    assert lo and all(not any(py.nodes[k][nn // 2:]) for k in lo)  # lo's jobs on lo's nodes
+    flat = simulate_multifactor(Workload(w.name, w.nodes, jobs, meta={**whole.meta, "machine": {**machine, "partition_nodes": {}}}),
+                                get_policy("mf-classic").priority, sched=sc)
+    assert flat.start != py.start  # (the partitions change the schedule)
+
+
 def test_a_stale_build_is_not_used(compiled, monkeypatch):
     """An mfcore.py edited after the build: the Python engine runs, and status says why."""
     monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)

@@ -383,3 +383,103 @@ def test_sched_max_job_start_ends_a_main_pass_after_that_many_starts():
     w = Workload("smax", 16, [SimJob(str(k), 0.0, 1000.0, 1000.0, 2, user="u1", account="a") for k in (1, 2, 3)])
     assert simulate_multifactor(w, prio, sched=SlurmSched(backfill=False)).start == [0.0, 0.0, 0.0]
     assert simulate_multifactor(w, prio, sched=SlurmSched(backfill=False, sched_max_job_start=1)).start == [0.0, 60.0, 120.0]
+
+
+# ------------------------------------------------ partitions over different nodes (issue #32 item 1)
+def parts_case(partition_nodes):
+    """Two nodes of 8 CPUs; partition A on node 0, B on node 1 (or none known: every job anywhere).
+    Job 1 (A) fills node 0 from 0 to 100; job 2 (A, the whole node, the older) waits for it; job 3
+    (B, 4 CPUs) comes behind it in the queue."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 100.0, 200.0, 8, user="u1", account="a", partition="A"),
+            SimJob("2", 1.0, 50.0, 200.0, 8, user="u1", account="a", partition="A"),
+            SimJob("3", 2.0, 50.0, 200.0, 4, user="u1", account="a", partition="B")]
+    machine = {"nodes": 2, "cpus": 16, "node_cpus": [8]}
+    if partition_nodes is not None:
+        machine["partition_nodes"] = partition_nodes
+    return prio, Workload("parts", 16, jobs, meta={"machine": machine})
+
+
+def test_the_main_pass_stops_per_partition_on_partitions_over_different_nodes():
+    """Worked by hand. The loop serves the requests of jobs 2 and 3 at 3 (batch_sched_delay after
+    job 1's pass at 0). Job 2 does not fit on A's node: A fails (job_scheduler.c `failed_parts`,
+    its nodes out of `avail_node_bitmap`), and the pass goes on: job 3 starts at 3 on B's node;
+    job 2 starts at 100 on node 0. With no partition known every job may use both nodes: job 2
+    starts at 3 on node 1 and job 3 waits for it (53). With A and B both over both nodes (one
+    pool): the same as none."""
+    sc = SlurmSched(node_cpus=8, node_model="22.05")
+    prio, w = parts_case({"A": [0], "B": [1]})
+    r = simulate_multifactor(w, prio, sched=sc)
+    assert (r.start, r.nodes) == ([0.0, 100.0, 3.0], [[8, 0], [8, 0], [0, 4]])
+    prio, w = parts_case(None)
+    r = simulate_multifactor(w, prio, sched=sc)
+    assert (r.start, r.nodes) == ([0.0, 3.0, 53.0], [[8, 0], [0, 8], [0, 4]])
+    prio, w = parts_case({"A": [0, 1], "B": [0, 1]})
+    assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 3.0, 53.0]
+    # A over both nodes, B over node 1: job 2 takes node 1 at 3 (A's nodes hold it), job 3 waits for it
+    prio, w = parts_case({"A": [0, 1], "B": [1]})
+    assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 3.0, 53.0]
+
+
+def test_backfill_and_the_main_pass_keep_each_job_on_its_partitions_nodes():
+    """Worked by hand. Node 0 is A's, node 1 B's. Job 1 (B) fills node 1 until 100; job 2 (B, the
+    whole node) waits for it; job 3 (B, 2 CPUs, a 60-s limit) behind it would fit now on node 0,
+    which is free, but not on B's: neither backfill (its plan is on node 1, after job 2's) nor
+    the main pass starts it there; it starts when job 2 ends (150). Job 4 (A, 2 CPUs) comes
+    after them in the queue and starts at its request's pass (3): A did not fail. With no
+    partition known, the main pass starts job 2 on node 0 at 3, and jobs 3 and 4 wait for its
+    end (53): both nodes full."""
+    sc = SlurmSched(node_cpus=8, node_model="22.05")
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 100.0, 200.0, 8, user="u1", account="a", partition="B"),
+            SimJob("2", 1.0, 50.0, 200.0, 8, user="u1", account="a", partition="B"),
+            SimJob("3", 2.0, 30.0, 60.0, 2, user="u1", account="a", partition="B"),
+            SimJob("4", 2.0, 30.0, 60.0, 2, user="u1", account="a", partition="A")]
+    machine = {"nodes": 2, "cpus": 16, "node_cpus": [8]}
+    w = Workload("bf", 16, jobs, meta={"machine": {**machine, "partition_nodes": {"A": [0], "B": [1]}}})
+    r = simulate_multifactor(w, prio, sched=sc)
+    assert (r.start, r.nodes) == ([0.0, 100.0, 150.0, 3.0], [[0, 8], [0, 8], [0, 2], [2, 0]])
+    r0 = simulate_multifactor(Workload("bf", 16, jobs, meta={"machine": machine}), prio, sched=sc)
+    assert r0.start == [0.0, 3.0, 53.0, 53.0]
+
+
+def test_a_capture_gives_each_partition_its_nodes_and_leaves_out_jobs_they_cannot_hold(tmp_path):
+    """The tier capture (one node of 128 CPUs) with its nodes.txt made two nodes of 64: `hi` on
+    the first only. Its jobs of 128 CPUs in `hi` cannot run there (slurmctld would have refused
+    them): left out, and said so; the others replay on both nodes."""
+    import shutil
+
+    from fscontrol.sim import history
+
+    cap = tmp_path / "cap"
+    shutil.copytree(ROOT / "tests" / "data" / "captures" / "tier-22.05", cap)
+    (cap / "nodes.txt").write_text("tbnode1|normal*|64|idle\ntbnode1|hi|64|idle\ntbnode2|normal*|64|idle\n")
+    w = history.read_history(cap)
+    assert w.meta["machine"]["partition_nodes"] == {"hi": [0], "normal": [0, 1]}
+    assert sorted(j.partition for j in w.jobs if j.size > 64) == ["normal"] * 3
+    assert w.meta["stats"]["too_big"] == 2 and not any(j.partition == "hi" and j.size > 64 for j in w.jobs)
+    r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert r.exit_code == 0 and "left out: 2 jobs bigger than the machine or their partition's nodes" in r.output, r.output
+
+
+def test_scheduler_parameters_from_the_configs_json_form():
+    """26.05 captures record `scontrol show config --json`: its SchedulerParameters (a list) are
+    read too (they were taken as Slurm's defaults)."""
+    text = (ROOT / "tests" / "data" / "captures" / "tb-26.05" / "show_config_json.txt").read_text()
+    assert sched_from_config(text) == sched_from_config("SchedulerType=sched/backfill\n")  # none set there
+    d = json.loads(text[text.index("{"):])
+    d["slurm_conf"]["SchedulerParameters"] = ["bf_max_job_user=2", "bf_interval=45", "bf_continue"]
+    s = sched_from_config(json.dumps(d))
+    assert (s.bf_max_job_user, s.bf_interval_s, s.bf_continue) == (2, 45.0, True)
+    d["slurm_conf"]["SchedulerType"] = "sched/builtin"
+    assert not sched_from_config(json.dumps(d)).backfill
+
+
+def test_a_job_bigger_than_its_partitions_nodes_is_refused_not_waited_for():
+    prio, w = parts_case({"A": [0], "B": [1]})
+    jobs = list(w.jobs)
+    jobs[2] = SimJob("3", 2.0, 50.0, 200.0, 12, user="u1", account="a", partition="B")
+    with pytest.raises(ConfigError, match="job 3: 12 CPUs, more than its partition's nodes hold"):
+        simulate_multifactor(Workload("big", 16, jobs, meta=w.meta), prio, sched=SlurmSched(node_cpus=8, node_model="22.05"))

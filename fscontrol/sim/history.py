@@ -532,6 +532,12 @@ def read_history(
         down = [x for x in nodes_out(ntext) if x in nodes]
         node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values()),
                      "node_cpus": sorted({c for c, _ in nodes.values()})}  # (one size: [C])
+        if len(nodes) > 1:  # each partition's nodes, by their index in sinfo's order (the engine's nodes)
+            pn: dict[str, list[int]] = {}
+            for k, (_, ps) in enumerate(nodes.values()):
+                for pname in ps:
+                    pn.setdefault(pname, []).append(k)
+            node_info["partition_nodes"] = {k: pn[k] for k in sorted(pn)}
         size = node_info["cpus"] if unit == "cpus" else node_info["nodes"]
     else:
         size = None
@@ -543,8 +549,17 @@ def read_history(
         raise ConfigError(f"{d} has no nodes.txt (`fscontrol capture --history` records it): give the machine's size "
                           f"in {unit} (--machine N)")
     too_big = [j for j in jobs if j.size > size]
+    pnodes = node_info.get("partition_nodes")
+    if pnodes and unit == "cpus" and machine is None:  # nor more than its partition's nodes hold
+        ncpus = [c for c, _ in nodes.values()]
+        held = {pname: sum(ncpus[k] for k in ks) for pname, ks in pnodes.items()}
+        for j in jobs:
+            known = [pname for pname in (j.partition or "").split(",") if pname in held]
+            if known and j.size <= size and j.size > sum(held[pname] for pname in known):
+                too_big.append(j)
     if too_big:
-        jobs = [j for j in jobs if j.size <= size]
+        big = {id(j) for j in too_big}
+        jobs = [j for j in jobs if id(j) not in big]
     stats["too_big"] = len(too_big)
     stats["kept"] = len(jobs)
     shares: tuple[ShareRow, ...] = ()

@@ -398,6 +398,34 @@ def simulate(
     nfree: list[int] = [ncpu] * (total // ncpu) if nodes_on else []
     nalloc: list[list[int]] = [[] for _ in range(n)] if nodes_on else []
     bf_alloc: dict[int, list[int]] = {}  # the nodes backfill gave the jobs it starts
+    # partitions over different nodes (a capture's nodes.txt: the workload's meta, "machine",
+    # "partition_nodes": each partition's nodes by index): each job's nodes (bit k: node k; a job
+    # of several partitions: their union; none known: every node). Placed and backfilled there,
+    # and the main pass stops per partition (job_scheduler.c `failed_parts`, below)
+    every_n = (1 << len(nfree)) - 1
+    jmask: list[int] = []
+    parts_on = False
+    if nodes_on:
+        pnodes: dict[str, list[int]] = dict((workload.meta.get("machine") or {}).get("partition_nodes") or {})
+        if pnodes:
+            pm_of: dict[str, int] = {}
+            for pn_, pks_ in pnodes.items():
+                pb_ = 0
+                for pk_ in pks_:
+                    if 0 <= int(pk_) < len(nfree):
+                        pb_ |= 1 << int(pk_)
+                pm_of[str(pn_)] = pb_
+            for pj_ in anyjobs:
+                pb_ = 0
+                for pn_ in str(getattr(pj_, "partition", "") or "").split(","):
+                    pb_ |= pm_of.get(pn_, 0)
+                jmask.append(pb_ if pb_ else every_n)
+            parts_on = any(x != every_n for x in jmask)
+            for pi_ in range(n):  # (one that never fits would wait for ever)
+                if parts_on and size[pi_] > bin(jmask[pi_]).count("1") * ncpu:
+                    raise ConfigError(f"job {anyjobs[pi_].job_id}: {size[pi_]} CPUs, more than its partition's "
+                                      f"nodes hold ({bin(jmask[pi_]).count('1') * ncpu})")
+    main_mask = [0]  # (the main pass's nodes for the job it starts: its partition's, less the failed ones')
     cheap_i: list[tuple[float, int]] = []  # (when its CPUs are free, index) of the completing jobs (nodes_on)
     # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
     # while free < q_min nothing can start, whatever the order
@@ -926,7 +954,13 @@ def simulate(
         free -= s
         if nodes_on:
             na_ = bf_alloc.pop(i, None)
-            if na_ is None:
+            if na_ is None and parts_on:
+                mm_ = main_mask[0] if main_mask[0] else jmask[i]
+                na_ = place_nodes([nfree[nk_] if (mm_ >> nk_) & 1 else 0 for nk_ in range(len(nfree))], s)
+                main_mask[0] = 0
+                if na_ is None:  # (cannot happen: the caller saw s CPUs free there)
+                    raise RuntimeError(f"job {i}: {s} CPUs do not fit on its partition's nodes {nfree}")
+            elif na_ is None:
                 na_ = place_nodes(nfree, s)
                 if na_ is None:  # (cannot happen: the caller saw s CPUs free)
                     raise RuntimeError(f"job {i}: {s} CPUs do not fit on nodes {nfree}")
@@ -1069,6 +1103,9 @@ def simulate(
         fits; the first that does not stops the pass (one partition)."""
         if lazy[0] is not None:
             materialise()
+        if parts_on:
+            main_pass_parts(t, lim)
+            return
         q = qkeys
         nq = len(q)
         k = 0
@@ -1086,6 +1123,50 @@ def simulate(
             bf_t[0] = t
         if k:
             del q[:k]
+
+    def main_pass_parts(t: float, lim: int) -> None:
+        """The main scheduler over partitions on different nodes (job_scheduler.c `_schedule`):
+        a job that does not fit on its partition's nodes still available fails its partition (the
+        partition and its nodes are taken out of the pass: `failed_parts`, `avail_node_bitmap`),
+        and the pass goes on with the jobs of the other partitions, each counted towards `lim`
+        (default_queue_depth), a failed partition's too; a job passed by behind a failure
+        (Reason=Priority) is a change for backfill."""
+        q = qkeys
+        nq = len(q)
+        nn = len(nfree)
+        avail = every_n
+        failed: set[int] = set()
+        got: set[int] = set()
+        ngot = 0
+        after_fail = False
+        for k in range(min(nq, lim)):
+            if smax_main and ngot >= smax_main:
+                break
+            kq = q[k]
+            i = kq & QM
+            m = jmask[i]
+            if failed:
+                after_fail = True
+            if m in failed:
+                continue
+            mm = m & avail
+            f = 0
+            for b in range(nn):
+                if (mm >> b) & 1:
+                    f += nfree[b]
+            if size[i] <= f:
+                main_mask[0] = mm
+                start_job(i, t)
+                got.add(kq)
+                ngot += 1
+            else:
+                failed.add(m)
+                avail &= ~m
+        if after_fail:
+            bf_dirty[0] = True
+            bf_t[0] = t
+        if got:
+            q[:] = [x for x in q if x not in got]
 
     # a job arrived, started or ended, the priorities changed or a main pass passed jobs by, since
     # the last cycle began (in its second: slurmctld's `last_job_update >= last_backfill_time`)
@@ -1110,7 +1191,8 @@ def simulate(
         tested = bf_tested(qkeys, sched, j_user, j_acct, j_part, QM) if bf_lim else qkeys
         if nodes_on:
             busy = [(e, nalloc[j]) for e, j in running] + [(e, nalloc[j]) for e, j in cheap_i]
-            got = backfill_nodes(t, tested, nfree, busy, size, est, sched, QM, q_min, node_model)
+            got = backfill_nodes(t, tested, nfree, busy, size, est, sched, QM, q_min, node_model,
+                                 jmask if parts_on else None)
             starts = [j for j, _ in got]
             for j, a in got:
                 bf_alloc[j] = a

@@ -280,7 +280,8 @@ def _add_reservation(space: list[list], begin: float, end: float, nodes: frozens
 
 def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequence[int],
                    running: Sequence[tuple[float, Sequence[int]]], *, resolution: float = 60.0,
-                   window: float = 1440 * 60.0, version: str = "22.05") -> list[tuple[str, float, list[int]] | None]:
+                   window: float = 1440 * 60.0, version: str = "22.05",
+                   nodes_of: Sequence[Sequence[int]] | None = None) -> list[tuple[str, float, list[int]] | None]:
     """One backfill cycle on nodes: for each pending job of `queue` ((tasks, time limit in s), in
     priority order) ("start", now, CPUs per node) if it starts now, ("plan", start, CPUs per
     node) if it is planned (its nodes then held whole from the start to the start + limit, both
@@ -298,7 +299,12 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
 
     `version` "24.11" (backfill.c `_set_slot_time`, `_attempt_backfill`): the will-run test gets
     start_res and later_start (`will_run`); a hold ends at start + limit rounded **up** to
-    `resolution`; the overlap with the map is tested before the later_start check."""
+    `resolution`; the overlap with the map is tested before the later_start check.
+
+    `nodes_of`: each job's partition's nodes (indices; default every node): its usable nodes start
+    from them (backfill.c: `bit_and(avail_bitmap, part_ptr->node_bitmap)`), and a node comes back
+    for later_start only if it is one of them (the next record's nodes are taken within the
+    partition's: `next_bitmap` is a copy of the job's first avail_bitmap)."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     newer = version != "22.05"
@@ -310,16 +316,17 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
     cur = list(free)
     run = [(float(e), list(a)) for e, a in running]
     out: list[tuple[str, float, list[int]] | None] = []
-    for n, limit in queue:
+    for jn, (n, limit) in enumerate(queue):
+        mine = frozenset(nodes_of[jn]) & every if nodes_of is not None else every
         later = now
         result: tuple[str, float, list[int]] | None = None
         for _ in range(2 * len(space) + 4):  # TRY_LATER (each try moves on to a later record)
             start_res, later = later, 0.0
             end_time = start_res + limit if start_res > now else now + limit
-            avail = set(every)
+            avail = set(mine)
             for k, (b, e, av) in enumerate(space):
                 if e > start_res and k + 1 < len(space) and not later:
-                    if not (space[k + 1][2] <= (avail & av)):
+                    if not ((space[k + 1][2] & mine) <= (avail & av)):
                         later = e
                 if e <= start_res:
                     continue

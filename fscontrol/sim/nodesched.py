@@ -171,14 +171,15 @@ def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[in
 
 def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], running: Sequence[tuple[float, list[int]]],
                    size: Sequence[int], est: Sequence[float], sc: Any, mask: int = -1, smallest: int = 0,
-                   version: str = "22.05") -> list[tuple[int, list[int]]]:
+                   version: str = "22.05", masks: Sequence[int] | None = None) -> list[tuple[int, list[int]]]:
     """One backfill cycle on nodes at `now`: the jobs it starts, in order, with their CPUs per node.
     `queue`: pending jobs in priority order (indices, or keys whose `mask` bits are the index);
     `free`: each node's free CPUs; `running`: (end = start + limit, or when a completing job's CPUs
     are free; CPUs per node); `sc`: a slurmsched.SlurmSched (bf_max_job_test, bf_resolution_s,
     bf_window_s); `smallest`: no pending job is smaller. The starts of
     `nodeplace.backfill_cycle(now, [(size, est) ...], free, running, resolution=, window=,
-    version=)`, up to the point where no job left can start."""
+    version=, nodes_of=)`, up to the point where no job left can start. `masks`: each job's
+    partition's nodes (bit k: node k; by index, default every node)."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     nq = min(len(queue), sc.bf_max_job_test)
@@ -230,7 +231,9 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                 ij = keys[j]
                 if size[ij] <= tfree:
                     av = usable_now(est[ij])
-                    if av == every:
+                    if masks is not None:
+                        av &= masks[ij]
+                    elif av == every:
                         break
                     uf = ufree.get(av)
                     if uf is None:
@@ -244,15 +247,16 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
         ji = keys[k]
         n = size[ji]
         limit = est[ji]
+        mine = masks[ji] & every if masks is not None else every
         later = now
         result: tuple[str, float, list[int]] | None = None
         for _ in range(2 * len(space) + 4):  # TRY_LATER (as nodeplace.backfill_cycle)
             start_res, later = later, 0.0
             end_time = start_res + limit if start_res > now else now + limit
-            avail = every
+            avail = mine
             for q, (b, e, av) in enumerate(space):
                 if e > start_res and q + 1 < len(space) and not later:
-                    if space[q + 1][2] & ~(avail & av):
+                    if space[q + 1][2] & mine & ~(avail & av):
                         later = e
                 if e <= start_res:
                     continue

@@ -61,6 +61,8 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
     if hs.get("held") or hs.get("partition_down"):
         lines.append(f"not started: held {hs.get('held', 0):,}, partition down {hs.get('partition_down', 0):,} "
                      "(pending at the capture; assumed to stay so)")
+    if hs.get("too_big"):
+        lines.append(f"left out: {hs['too_big']:,} jobs bigger than the machine or their partition's nodes")
     if hs.get("dependency_ignored"):
         lines.append(f"replayed without their dependency: {hs['dependency_ignored']:,} jobs (the capture does not "
                      "record which job each waits for, or only an after:/singleton one or on jobs outside the replay)")

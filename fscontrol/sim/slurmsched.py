@@ -40,8 +40,9 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   for its partition and the partition's nodes (`failed_parts`, `avail_node_bitmap`): with
   partitions over the same nodes, for all, as the engine's one queue does.
 
-Simplifications (docs/simulator-fidelity.md): one machine and one queue (partitions over
-different nodes are not modelled, nor preemption between tiers), the machine as `node_cpus`-CPU nodes whose free CPUs are
+Simplifications (docs/simulator-fidelity.md): one queue (partitions over different nodes are
+modelled on nodes of one size, mfcore.py's `main_pass_parts` and nodesched.backfill_nodes' masks;
+not in the pool; no preemption between tiers), the machine as `node_cpus`-CPU nodes whose free CPUs are
 pooled here (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
 node_cpus) whole nodes) unless `node_model` is set: then the engine places each job on nodes and
 backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes of
@@ -138,8 +139,14 @@ _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "defau
 
 def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
     """SlurmSched from slurm.conf's text or `scontrol show config`'s (`Key = Value` lines):
-    SchedulerType, SchedulerParameters; what they do not set is Slurm's default."""
+    SchedulerType, SchedulerParameters; what they do not set is Slurm's default. `scontrol show
+    config`'s --json form (what a 26.05 capture records) is read through its pairs."""
     kv: dict[str, str] = {}
+    from fscontrol.slurm import configjson
+
+    if configjson.looks_like_json(text):
+        kv = {k.lower(): v for k, v in configjson.config_pairs_from_json(text, "scontrol show config --json").items()}
+        text = ""
     for raw in text.splitlines():
         line = raw.split("#", 1)[0].strip()
         key, sep, val = line.partition("=")
