@@ -55,7 +55,6 @@ CASES = {
 def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
     filled, spread = CASES[params]
     slurm.cancel_all()
-    t0 = time.time()
     slurm.set_conf(SchedulerParameters=params)
     try:
         for _ in range(240):  # (24.11 on: the reconfigure restarts slurmctld)
@@ -63,6 +62,8 @@ def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
                 break
             time.sleep(0.5)
         mine = []
+        time.sleep(2)
+        t0 = time.time()  # the capture's window from here: the run before it left out (its jobs had ended)
         if filled:
             fill = slurm.submit("alice", "flat", 64, 100, time="6")
             for _ in range(240):
@@ -78,7 +79,7 @@ def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
                 break
             time.sleep(0.5)
         time.sleep(2)
-        capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+        capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 1)
     finally:
         slurm.cancel_all()
         slurm.set_conf(SchedulerParameters="")

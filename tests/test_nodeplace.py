@@ -165,21 +165,20 @@ def test_main_scheduler_placements_match_slurmctld(name, version):
 def test_placements_through_random_submissions_and_cancellations(name, version):
     """Random jobs of 1-40 CPUs submitted one by one, random ones cancelled between them (holes
     in the middle of nodes, sets cut by full nodes): replayed event by event, the model puts
-    every job where slurmctld did. Except on 26.05 a job of ONE task: 26.05 put each (8 of 8)
-    on the first node with a free CPU, not on the best fit single node (2 of them differ from
-    `place`: [4, 1, 32, 32] -> node 1, not node 2); not modelled, the cause not found yet."""
+    every job where slurmctld did, each version by its own rule: on 26.05 a job of ONE task goes
+    to the first node with a free CPU, not to the best fit single node (8 of 8; 2 differ from
+    22.05's rule: [4, 1, 32, 32] -> node 1, not node 2; `place(version="26.05")`)."""
     jobs = {j["JobId"]: j for j in read_jobs(name, version)}
     free = [CPUS] * len(NODES)
-    placed = 0
+    placed = one = differs = 0
     for line in (VERSIONS[version] / f"{name}.cmd").read_text().splitlines():
         m = re.search(r"# run -> job (\d+)$", line)
         if m:
             job = jobs[m.group(1)]
+            assert place(free, int(job["NumCPUs"]), version=version) == job["alloc"], (name, job["JobId"], free)
             if version == "26.05" and int(job["NumCPUs"]) == 1:
-                first = next(i for i, f in enumerate(free) if f > 0)
-                assert job["alloc"] == [int(i == first) for i in range(len(NODES))]
-            else:
-                assert place(free, int(job["NumCPUs"])) == job["alloc"], (name, job["JobId"], free)
+                one += 1
+                differs += place(free, 1) != job["alloc"]  # (22.05's best fit would not)
             free = [f - a for f, a in zip(free, job["alloc"])]
             placed += 1
             continue
@@ -187,6 +186,8 @@ def test_placements_through_random_submissions_and_cancellations(name, version):
         if m:
             free = [f + a for f, a in zip(free, jobs[m.group(1)]["alloc"])]
     assert placed == len(jobs) >= 15
+    if version == "26.05":
+        assert one >= 3 and (differs >= 1 or name != "churn-1"), (one, differs)
 
 
 def _snapshot(name: str, version: str = "22.05"):

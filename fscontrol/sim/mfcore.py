@@ -956,12 +956,12 @@ def simulate(
             na_ = bf_alloc.pop(i, None)
             if na_ is None and parts_on:
                 mm_ = main_mask[0] if main_mask[0] else jmask[i]
-                na_ = place_nodes([nfree[nk_] if (mm_ >> nk_) & 1 else 0 for nk_ in range(len(nfree))], s)
+                na_ = place_nodes([nfree[nk_] if (mm_ >> nk_) & 1 else 0 for nk_ in range(len(nfree))], s, version=node_model)
                 main_mask[0] = 0
                 if na_ is None:  # (cannot happen: the caller saw s CPUs free there)
                     raise RuntimeError(f"job {i}: {s} CPUs do not fit on its partition's nodes {nfree}")
             elif na_ is None:
-                na_ = place_nodes(nfree, s)
+                na_ = place_nodes(nfree, s, version=node_model)
                 if na_ is None:  # (cannot happen: the caller saw s CPUs free)
                     raise RuntimeError(f"job {i}: {s} CPUs do not fit on nodes {nfree}")
             for nk_ in range(len(na_)):

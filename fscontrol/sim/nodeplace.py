@@ -82,16 +82,22 @@ def _sets(free: Sequence[int]) -> list[list[int]]:
     return sets
 
 
-def place(free: Sequence[int], n: int, *, max_nodes: int | None = None) -> list[int] | None:
+def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version: str = "22.05") -> list[int] | None:
     """The CPUs a job of `n` one-CPU tasks takes on each node, given each node's free CPUs
     (`free`, in node index order; 0 or less: not usable), or None if it does not fit now.
 
     cons_tres/job_test.c `_eval_nodes` (the best set of consecutive nodes, then the best-fit
     single node or the nodes in order, `_cpus_to_use`) and dist_tasks.c
     `dist_tasks_compute_c_b` (which leaves each chosen node the CPUs it was given).
-    `max_nodes`: the partition's node limit (default: every node); `choose_nodes` caps it at n."""
+    `max_nodes`: the partition's node limit (default: every node); `choose_nodes` caps it at n.
+    `version` "26.05": a job of ONE task goes to the first node (equal weights: by index) with a
+    free CPU, not to the best-fit node (SchedMD 496893603b, "Set max_nodes from num_tasks when not
+    explicitly set": max_nodes = 1, and 295100b5f6's `_get_one_res` for one-node jobs; seen on
+    the testbed: 8 of 8 such jobs, tests/test_nodeplace.py)."""
     if n < 1:
         raise ValueError("a job has at least one task")
+    if n == 1 and version == "26.05":
+        return next(([int(i == k) for i in range(len(free))] for k, f in enumerate(free) if f > 0), None)
     nnodes = len(free)
     max_n = min(nnodes if max_nodes is None else max_nodes, n)
     avail = [max(0, int(f)) for f in free]
@@ -191,7 +197,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
     if newer and start is None:
         start = now
     if not (newer and start is not None and start > now):
-        got = place(cur, n, max_nodes=max_nodes)
+        got = place(cur, n, max_nodes=max_nodes, version=version)
         if got is not None:
             return now, got
     jobs = sorted(((float(e), list(a)) for e, a in running), key=lambda x: x[0])
@@ -202,7 +208,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             for i, c in enumerate(a):
                 if mask[i]:
                     cur[i] += c
-        got = place(cur, n, max_nodes=max_nodes)
+        got = place(cur, n, max_nodes=max_nodes, version=version)
         if got is not None:
             return now, got
     window = 30.0
@@ -240,7 +246,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             window *= 2
             if nxt is None or not nxt > end_time + window:
                 break
-        got = place(cur, n, max_nodes=max_nodes)
+        got = place(cur, n, max_nodes=max_nodes, version=version)
         if got is not None:
             if version == "26.05":  # _get_last_relevant_job: the last end on the nodes chosen
                 last = max((e for e, a in removed if any(c and g for c, g in zip(a, got))), default=last)

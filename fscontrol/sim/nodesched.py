@@ -155,7 +155,7 @@ def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[in
     if k == len(sums):
         return None
     when, c, taken = bt.states[k]
-    alloc = place(c, n)
+    alloc = place(c, n, version=version)
     if alloc is None:  # (cannot happen: one-CPU tasks fit wherever the CPUs add up)
         return None
     if when is None:
