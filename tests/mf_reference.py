@@ -34,10 +34,10 @@ What it models, in the order slurmctld does it (priority_multifactor.c `_decay_t
 With `sched` (a fscontrol.sim.slurmsched.SlurmSched, only its fields are read), scheduling is
 slurmctld's instead of EASY at every event:
 
-* the main scheduler at every end (not at a decay pass) over the first default_queue_depth jobs
+* the main scheduler at every end (not at a decay pass) over the first default_queue_depth + 1 jobs
   of the queue, and every sched_interval from the first submission over all of them: jobs start in
   queue order while they fit; the first that does not ends the pass. An arrival makes a request,
-  served (the main scheduler over default_queue_depth jobs) batch_sched_delay after the last
+  served (the main scheduler over default_queue_depth + 1 jobs) batch_sched_delay after the last
   time the background loop scheduled (a timer's full pass, which serves a request made by its
   time, or a request served), or at once if that is past; a pass at an end runs over every
   pending job, the new ones too;
@@ -490,7 +490,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 changed = True
         if sched is not None:
             if changed and pending:
-                main_sched(t, sched.default_queue_depth)
+                main_sched(t, sched.default_queue_depth + 1)
             if t0 + k_main * si <= t:
                 k_main += 1
                 bg_last = t
@@ -501,7 +501,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 bg_last = t
                 req = due = math.inf
                 if pending:
-                    main_sched(t, sched.default_queue_depth)
+                    main_sched(t, sched.default_queue_depth + 1)
             if t0 + k_bf * bi <= t:
                 k_bf += 1
                 if pending and last_change >= last_bf:  # else skipped: nothing changed since the last

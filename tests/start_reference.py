@@ -137,7 +137,7 @@ def ref_plan(now: float, running: Sequence[tuple[float, float, int]], pending: S
         got = 0
         depth = 0
         for i in waiting:  # the main scheduler: the prefix that fits
-            if (depth >= sc.default_queue_depth and t < bf_until) or free < smallest:
+            if (depth > sc.default_queue_depth and t < bf_until) or free < smallest:
                 break
             if i in started:
                 continue

@@ -161,18 +161,11 @@ def test_a_replay_keeps_each_partition_on_its_nodes_as_slurmctld(two_nodes, tmp_
             tb.scontrol("create", f"PartitionName={name}", f"Nodes={node}", "MaxTime=INFINITE", "State=UP")
             made.append(name)
         j1 = tb.submit("alice", "flat", NODE_CPUS, 40, partition="pa")
-        for _ in range(240):
-            if tb.run("squeue", "-h", "-j", j1, "-o", "%T").strip() == "RUNNING":
-                break
-            time.sleep(0.5)
+        tb.wait_running(j1)
         j2 = tb.submit("alice", "flat", NODE_CPUS, 5, partition="pa")
         j3 = tb.submit("alice", "flat", 4, 10, partition="pb")
         mine = [j1, j2, j3]
-        for _ in range(400):
-            if not tb.run("squeue", "-h", "-j", ",".join(mine), "-o", "%A", check=False).strip():
-                break
-            time.sleep(0.5)
-        time.sleep(2)
+        tb.wait_gone(mine)
         capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
     finally:
         tb.cancel_all()

@@ -57,36 +57,23 @@ def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
     slurm.cancel_all()
     slurm.set_conf(SchedulerParameters=params)
     try:
-        for _ in range(240):  # (24.11 on: the reconfigure restarts slurmctld)
-            if slurm.controller_up():
-                break
-            time.sleep(0.5)
+        slurm.wait_controller()
         mine = []
         time.sleep(2)
         t0 = time.time()  # the capture's window from here: the run before it left out (its jobs had ended)
         if filled:
             fill = slurm.submit("alice", "flat", 64, 100, time="6")
-            for _ in range(240):
-                if slurm.run("squeue", "-h", "-j", fill, "-o", "%T").strip() == "RUNNING":
-                    break
-                time.sleep(0.5)
+            slurm.wait_running(fill)
             head = slurm.submit("dave", "flat", 128, 5)
             mine = [fill, head]
         small = [slurm.submit("dave", "flat", 2, 15) for _ in range(3)]
         mine += small
-        for _ in range(800):  # all ran (~110 s)
-            if not slurm.run("squeue", "-h", "-j", ",".join(mine), "-o", "%A", check=False).strip():
-                break
-            time.sleep(0.5)
-        time.sleep(2)
+        slurm.wait_gone(mine)  # (~110 s)
         capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 1)
     finally:
         slurm.cancel_all()
         slurm.set_conf(SchedulerParameters="")
-        for _ in range(240):
-            if slurm.controller_up():
-                break
-            time.sleep(0.5)
+        slurm.wait_controller()
     cap = tmp_path / "cap"
     conf = (cap / "config.txt").read_text()
     assert sched_from_config(conf).limits_text() == params, conf  # (26.05: the config's --json form)

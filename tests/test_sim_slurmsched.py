@@ -38,8 +38,17 @@ def test_scheduler_parameters_as_slurm_reads_them():
     assert sched_from_config("SchedulerParameters=batch_sched_delay=-2\n").batch_sched_delay_s == 3.0  # Slurm: the default
     assert not sched_from_config("SchedulerType=sched/builtin\n").backfill
     assert not sched_from_config("SchedulerParameters=bf_interval=-1\n").backfill
-    with pytest.raises(ConfigError, match="bf_window"):
-        sched_from_config("SchedulerParameters=bf_window=soon\n")
+    # as slurmctld reads them (xstrcasestr, atoi): the first occurrence, the digits that follow, a
+    # value it logs as invalid replaced by its default; no comma needed, no space before "="
+    assert sched_from_config("SchedulerParameters=bf_window=soon\n").bf_window_s == 86400.0  # atoi 0: invalid
+    odd = sched_from_config("SchedulerParameters=bf_max_job_user=2,bf_max_job_user=5 bf_max_job_part=3,"
+                            "BF_INTERVAL=40x,bf_max_job_test=0,default_queue_depth=-4,sched_interval=0\n")
+    assert (odd.bf_max_job_user, odd.bf_max_job_part, odd.bf_interval_s, odd.bf_max_job_test,
+            odd.default_queue_depth, odd.sched_interval_s) == (2, 3, 40.0, 500, 100, 1.0)
+    assert sched_from_config("SchedulerParameters=bf_max_job_user = 2\n").bf_max_job_user == 0  # no "name=": unset
+    assert sched_from_config("SchedulerParameters=bf_max_job_user=abc\n").bf_max_job_user == 0
+    assert sched_from_config("SchedulerParameters=bf_max_job_test=2000000,bf_resolution=0\n").bf_max_job_test == 500
+    assert sched_from_config("SchedulerParameters=default_queue_depth=0\n").default_queue_depth == 0
 
 
 def test_backfill_reserves_whole_nodes_and_respects_its_limits():
@@ -483,3 +492,53 @@ def test_a_job_bigger_than_its_partitions_nodes_is_refused_not_waited_for():
     jobs[2] = SimJob("3", 2.0, 50.0, 200.0, 12, user="u1", account="a", partition="B")
     with pytest.raises(ConfigError, match="job 3: 12 CPUs, more than its partition's nodes hold"):
         simulate_multifactor(Workload("big", 16, jobs, meta=w.meta), prio, sched=SlurmSched(node_cpus=8, node_model="22.05"))
+
+
+def test_a_job_of_several_partitions_runs_within_one():
+    """Four nodes of 8 CPUs, A on nodes 0-1, B on 2-3. Jobs 1 (A) and 2 (B) each fill a node until
+    100; job 3, submitted to "A,B", needs 16 CPUs: free are 8 on A's node 1 and 8 on B's node 3,
+    but a job never spans two partitions (slurmctld tries it as a record per partition): it
+    starts at 100, on A's two nodes (the first listed that holds it). A job bigger than any one
+    of its partitions is refused (history.py leaves it out of a capture's replay)."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 100.0, 200.0, 8, user="u1", account="a", partition="A"),
+            SimJob("2", 0.0, 100.0, 200.0, 8, user="u1", account="a", partition="B"),
+            SimJob("3", 1.0, 50.0, 200.0, 16, user="u1", account="a", partition="A,B")]
+    meta = {"machine": {"nodes": 4, "cpus": 32, "node_cpus": [8], "partition_nodes": {"A": [0, 1], "B": [2, 3]}}}
+    sc = SlurmSched(node_cpus=8, node_model="22.05")
+    r = simulate_multifactor(Workload("multi", 32, jobs, meta=meta), prio, sched=sc)
+    assert r.start[2] == 100.0 and r.nodes[2] == [8, 8, 0, 0], (r.start, r.nodes)
+    big = [*jobs[:2], SimJob("3", 1.0, 50.0, 200.0, 24, user="u1", account="a", partition="A,B")]
+    with pytest.raises(ConfigError, match="job 3: 24 CPUs, more than its partition's nodes hold"):
+        simulate_multifactor(Workload("multi", 32, big, meta=meta), prio, sched=sc)
+
+
+def test_an_events_main_pass_tests_default_queue_depth_plus_one_jobs():
+    """job_scheduler.c `_schedule`: `if (!full_queue && (job_depth++ > def_job_limit)) break;`
+    tests def_job_limit + 1 jobs. default_queue_depth=1, no backfill, no timer: three 2-CPU jobs
+    submitted at 0 on an empty 16-CPU node; the submission's pass starts two, the third starts at
+    the next event, the first job's end (1000)."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    w = Workload("depth", 16, [SimJob(str(k), 0.0, 1000.0, 2000.0, 2, user="u1", account="a") for k in (1, 2, 3)])
+    sc = SlurmSched(backfill=False, default_queue_depth=1, sched_interval_s=1e9)
+    assert simulate_multifactor(w, prio, sched=sc).start == [0.0, 0.0, 1000.0]
+
+
+def test_the_replay_says_where_partitions_are_not_told_apart(tmp_path):
+    """Nodes of different sizes (pooled): partitions over different nodes are named as not told
+    apart; a job whose partition nodes.txt does not list is named too (it may run anywhere)."""
+    import shutil
+
+    cap = tmp_path / "cap"
+    shutil.copytree(ROOT / "tests" / "data" / "captures" / "tier-22.05", cap)
+    (cap / "nodes.txt").write_text("tbnode1|normal*|64|idle\ntbnode2|normal*|64|idle\ntbnode2|hi|64|idle\n"
+                                   "tbnode3|gpu|32|idle\n")
+    r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert r.exit_code == 0, r.output
+    assert "partitions over different nodes are not told apart" in r.output, r.output
+    jobs = (cap / "jobs.txt").read_text().replace("|normal|", "|nosuch|")
+    (cap / "jobs.txt").write_text(jobs)
+    r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert "note: jobs in partitions nodes.txt does not list (nosuch): each may run on every node" in r.output, r.output

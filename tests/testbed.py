@@ -138,6 +138,26 @@ class Testbed:
             time.sleep(1)
         raise RuntimeError(f"sacctmgr's RawUsage=0 did not reach slurmctld: {before} -> {after}")
 
+    def wait_running(self, job: str, timeout: float = 120) -> None:
+        """Until squeue shows `job` RUNNING (or `timeout` s: the test's own check then fails)."""
+        end = time.time() + timeout
+        while time.time() < end and self.run("squeue", "-h", "-j", job, "-o", "%T").strip() != "RUNNING":
+            time.sleep(0.5)
+
+    def wait_gone(self, jobs: list[str], timeout: float = 400) -> None:
+        """Until none of `jobs` is in squeue (they ran and ended; or `timeout` s), then 2 s more for
+        their records (sacct) before a capture."""
+        end = time.time() + timeout
+        while time.time() < end and self.run("squeue", "-h", "-j", ",".join(jobs), "-o", "%A", check=False).strip():
+            time.sleep(0.5)
+        time.sleep(2)
+
+    def wait_controller(self, timeout: float = 120) -> None:
+        """Until slurmctld answers (24.11 on: a reconfigure restarts it)."""
+        end = time.time() + timeout
+        while time.time() < end and not self.controller_up():
+            time.sleep(0.5)
+
     def wait_for_pass(self, timeout: float = 150) -> None:
         """Wait until the next decay pass has run: any association's RawUsage moves.
 

@@ -235,7 +235,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             failed_w: set[int] = set()  # partition), and the windows whose job did not (its failed_resv)
             smax, got0 = sc.sched_max_job_start, got
             for i in waiting:  # the main scheduler: the prefix that fits
-                if depth >= sc.default_queue_depth or free < smallest or (smax and got - got0 >= smax):
+                if depth > sc.default_queue_depth or free < smallest or (smax and got - got0 >= smax):  # (depth + 1 jobs)
                     break
                 if i in started:
                     continue
@@ -445,7 +445,7 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, size(j), nb))
         runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
-                           ([j.user for j in playable], [j.account for j in playable], [j.partition for j in playable]),
+                           ([j.user for j in playable], [j.account for j in playable], [j.partition.split(",")[0] for j in playable]),
                            windows, pmember, rmember, why if use_fr else None, aging, fsb)
     for i in want:
         j = playable[i]

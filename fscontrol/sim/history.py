@@ -555,7 +555,7 @@ def read_history(
         held = {pname: sum(ncpus[k] for k in ks) for pname, ks in pnodes.items()}
         for j in jobs:
             known = [pname for pname in (j.partition or "").split(",") if pname in held]
-            if known and j.size <= size and j.size > sum(held[pname] for pname in known):
+            if known and j.size <= size and j.size > max(held[pname] for pname in known):  # (never across two)
                 too_big.append(j)
     if too_big:
         big = {id(j) for j in too_big}

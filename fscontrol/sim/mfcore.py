@@ -404,6 +404,7 @@ def simulate(
     # and the main pass stops per partition (job_scheduler.c `failed_parts`, below)
     every_n = (1 << len(nfree)) - 1
     jmask: list[int] = []
+    jpart1: list[str] = [str(getattr(pj_, "partition", "") or "").split(",")[0] for pj_ in anyjobs]  # (the one it runs in)
     parts_on = False
     if nodes_on:
         pnodes: dict[str, list[int]] = dict((workload.meta.get("machine") or {}).get("partition_nodes") or {})
@@ -415,10 +416,14 @@ def simulate(
                     if 0 <= int(pk_) < len(nfree):
                         pb_ |= 1 << int(pk_)
                 pm_of[str(pn_)] = pb_
-            for pj_ in anyjobs:
+            for pi_, pj_ in enumerate(anyjobs):
+                # several partitions: the first listed whose nodes hold the job (slurmctld tries each
+                # as a record of its own; a job never spans two), else the first known
                 pb_ = 0
                 for pn_ in str(getattr(pj_, "partition", "") or "").split(","):
-                    pb_ |= pm_of.get(pn_, 0)
+                    if pn_ in pm_of and (not pb_ or bin(pm_of[pn_]).count("1") * ncpu >= size[pi_] > bin(pb_).count("1") * ncpu):
+                        pb_ = pm_of[pn_]
+                        jpart1[pi_] = pn_
                 jmask.append(pb_ if pb_ else every_n)
             parts_on = any(x != every_n for x in jmask)
             for pi_ in range(n):  # (one that never fits would wait for ever)
@@ -1099,8 +1104,9 @@ def simulate(
         drop_started(qkeys, started)
 
     def main_pass(t: float, lim: int) -> None:
-        """Slurm's main scheduler: the jobs in priority order (at most `lim`), each started while it
-        fits; the first that does not stops the pass (one partition)."""
+        """Slurm's main scheduler: the jobs in priority order (at most `lim`: an event's pass tests
+        default_queue_depth + 1, job_scheduler.c's `job_depth++ > def_job_limit`), each started while
+        it fits; the first that does not stops the pass (one partition)."""
         if lazy[0] is not None:
             materialise()
         if parts_on:
@@ -1129,7 +1135,7 @@ def simulate(
         a job that does not fit on its partition's nodes still available fails its partition (the
         partition and its nodes are taken out of the pass: `failed_parts`, `avail_node_bitmap`),
         and the pass goes on with the jobs of the other partitions, each counted towards `lim`
-        (default_queue_depth), a failed partition's too; a job passed by behind a failure
+        (default_queue_depth + 1), a failed partition's too; a job passed by behind a failure
         (Reason=Priority) is a change for backfill."""
         q = qkeys
         nq = len(q)
@@ -1177,7 +1183,7 @@ def simulate(
     bf_lim = sched is not None and bool(sched.bf_limited)
     j_user: list[str] = [str(j.user or "user") for j in anyjobs] if bf_lim else []
     j_acct: list[str] = [str(j.account or "default") for j in anyjobs] if bf_lim else []
-    j_part: list[str] = [str(getattr(j, "partition", "") or "") for j in anyjobs] if bf_lim else []
+    j_part: list[str] = jpart1 if bf_lim else []
     smax_main = int(sched.sched_max_job_start) if sched is not None else 0
 
     def bf_pass(t: float) -> None:
@@ -1210,7 +1216,7 @@ def simulate(
             return
         if sched is not None:
             if free >= q_min:
-                main_pass(t, sched.default_queue_depth)
+                main_pass(t, sched.default_queue_depth + 1)
             return
         if depth > 1:
             pass_general(t)
@@ -1962,7 +1968,7 @@ def simulate(
                 bg_last = t
                 batch_req = batch_due = INF
                 if qkeys and free >= q_min:
-                    main_pass(t, sched.default_queue_depth)
+                    main_pass(t, sched.default_queue_depth + 1)
             if bf0 + kb * bi <= t:
                 kb += 1
                 if qkeys and free >= q_min and bf_dirty[0]:

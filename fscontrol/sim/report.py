@@ -93,8 +93,16 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
                 sizes = sorted(set(m.get("node_cpus") or []))
                 why = (f"nodes of {', '.join(map(str, sizes))} CPUs" if len(sizes) > 1
                        else f"a machine of {w.nodes:,} CPUs, not the {m.get('cpus', 0):,} of its {m['nodes']} nodes")
+                pn = m.get("partition_nodes") or {}
+                apart = len({tuple(v) for v in pn.values()}) > 1
                 lines.append(f"nodes: pooled ({why}): a job's CPUs are not placed on nodes, and a backfill "
-                             "reservation holds ceil(CPUs / node size) nodes")
+                             "reservation holds ceil(CPUs / node size) nodes"
+                             + ("; partitions over different nodes are not told apart" if apart else ""))
+        pn = (w.meta.get("machine") or {}).get("partition_nodes") or {}
+        unknown = sorted({j.partition for j in w.jobs if j.partition and not any(x in pn for x in j.partition.split(","))})
+        if pn and unknown:
+            lines.append(f"note: jobs in partitions nodes.txt does not list ({', '.join(unknown[:5])}): each may run "
+                         "on every node")
         down = w.meta.get("nodes_down") or []
         if down:
             lines.append(f"note: {len(down)} node(s) down or drained at the capture ({', '.join(down[:5])}"

@@ -54,6 +54,7 @@ starts, sched_max_job_start on a main pass's.
 from __future__ import annotations
 
 import math
+import re
 from itertools import accumulate, compress, count, repeat
 from operator import itemgetter, le
 from bisect import bisect_left, bisect_right, insort
@@ -95,8 +96,8 @@ class SlurmSched:
     source: str = "Slurm's defaults"
 
     def __post_init__(self) -> None:
-        if self.default_queue_depth < 1 or self.bf_max_job_test < 1:
-            raise ConfigError("default_queue_depth and bf_max_job_test must be >= 1")
+        if self.default_queue_depth < 0 or self.bf_max_job_test < 1:
+            raise ConfigError("default_queue_depth must be >= 0 and bf_max_job_test >= 1")
         if self.bf_interval_s <= 0 or self.bf_resolution_s <= 0 or self.bf_window_s <= 0:
             raise ConfigError("bf_interval, bf_resolution and bf_window must be > 0")
         if self.complete_s < 0:
@@ -129,6 +130,12 @@ class SlurmSched:
 _LIMITS = ("bf_max_job_user", "bf_max_job_assoc", "bf_max_job_part", "bf_max_job_user_part", "bf_max_job_start",
            "sched_max_job_start")
 BF_MAX_JOB_START_MAX = 10_000
+# the values slurmctld logs as invalid and replaces by its default (backfill.c `_load_config`,
+# job_scheduler.c `_schedule`, 22.05.8)
+_INVALID = {"bf_interval": lambda v: v < 1 or v > 10800, "bf_resolution": lambda v: v < 1 or v > 3600,
+            "bf_window": lambda v: v < 1 or v * 60 > 30 * 86400, "bf_max_job_test": lambda v: v < 1 or v > 1_000_000,
+            "default_queue_depth": lambda v: v < 0, "batch_sched_delay": lambda v: v < 0,
+            "sched_interval": lambda v: v < -1}
 
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
@@ -157,26 +164,26 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
     params = kv.get("schedulerparameters", "")
     if params in ("(null)", "none"):
         params = ""
-    for item in (x.strip() for x in params.split(",")):
-        name, sep, val = item.partition("=")
-        name = name.strip().lower()
-        if name == "bf_continue":
-            args["bf_continue"] = True
-        elif name in _INT_KEYS and sep:
-            try:
-                v = int(val)
-            except ValueError:
-                raise ConfigError(f"SchedulerParameters: {name}={val!r} is not an integer") from None
-            if name == "batch_sched_delay" and v < 0:
-                v = 3  # job_scheduler.c: "Invalid batch_sched_delay", the default kept
-            if name == "bf_interval" and v == -1:
-                args["backfill"] = False
-                continue
-            if name == "sched_interval" and v == -1:
-                v = 10**9  # the periodic main pass disabled
-            if name in _LIMITS and (v < 0 or (name == "bf_max_job_start" and v > BF_MAX_JOB_START_MAX)):
-                v = 0  # backfill.c / job_scheduler.c: "Invalid SchedulerParameters ...", no limit
-            args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
+    low = params.lower()
+    if "bf_continue" in low:
+        args["bf_continue"] = True
+    for name in _INT_KEYS:  # as slurmctld reads them: the first "name=" anywhere, atoi of what follows
+        at = low.find(name + "=")
+        if at < 0:
+            continue
+        m = re.match(r"[ \t]*([+-]?\d+)", params[at + len(name) + 1:])
+        v = int(m.group(1)) if m else 0
+        if name == "bf_interval" and v == -1:
+            args["backfill"] = False
+            continue
+        bad = _INVALID.get(name)
+        if bad is not None and bad(v):
+            continue  # "Invalid SchedulerParameters ...": slurmctld keeps its default
+        if name in _LIMITS and (v < 0 or (name == "bf_max_job_start" and v > BF_MAX_JOB_START_MAX)):
+            v = 0  # backfill.c / job_scheduler.c: "Invalid SchedulerParameters ...", no limit
+        if name == "sched_interval":
+            v = 10**9 if v == -1 else max(v, 1)  # -1: no periodic pass; 0: at every tick of the loop
+        args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
     if args.get("bf_max_job_assoc") and args.get("bf_max_job_user"):
         args["bf_max_job_user"] = 0  # backfill.c: "bf_max_job_assoc taking precedence"
     if stype.strip() != "sched/backfill":
