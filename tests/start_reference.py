@@ -139,11 +139,9 @@ def ref_plan(now: float, running: Sequence[tuple[float, float, int]], pending: S
         for i in waiting:  # the main scheduler: the prefix that fits
             if (depth > sc.default_queue_depth and t < bf_until) or free < smallest:
                 break
-            if i in started:
-                continue
+            if i in started or pending[i][3] > t:
+                continue  # (a job whose begin is ahead is not in the queue)
             depth += 1
-            if pending[i][3] > t:
-                continue
             if size[i] > free:
                 if t < bf_until:
                     break

@@ -62,8 +62,15 @@ def test_keys_carry_the_index():
 
 
 def test_node_rule():
-    assert [node_rule(v) for v in ("22.05.8", "23.02.1", "24.11.5", "25.05.0", "26.05.3", "27.11", "", None, "x")] == [
-        "22.05", "22.05", "24.11", "24.11", "26.05", "26.05", "22.05", "22.05", "22.05"]
+    assert [node_rule(v) for v in ("22.05.8", "23.02.1", "24.11.5", "25.05.0", "25.11.2", "26.05.3", "27.11", "", None,
+                                   "x")] == [
+        "22.05", "22.05", "24.11", "24.11", "25.11", "26.05", "26.05", "22.05", "22.05", "22.05"]
+    # 25.11: 26.05's backfill rule (977bb2ee4f), 24.11's placement of a one-task job (best fit: the
+    # one-task commits 496893603b and 295100b5f6 are in no 25.11 release)
+    from fscontrol.sim.nodeplace import place
+
+    assert place([4, 2], 1, version="25.11") == place([4, 2], 1, version="24.11") == [0, 1]
+    assert place([4, 2], 1, version="26.05") == [1, 0]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -111,10 +111,10 @@ def test_a_walk_jobs_place_does_not_move_with_a_later_jobs_id():
 
 def test_slurm_25_11_backfill_plans_by_the_last_relevant_job():
     """`_get_last_relevant_job` (cons_tres/job_test.c; commit 977bb2ee4f, 2025-05-09) is in
-    slurm-25-11-0-1 and not in slurm-25-05-0-1: a 25.11 capture plans like 26.05, but node_rule
-    gives it 24.11's rule (the last modelled release at or before it)."""
+    slurm-25-11-0-1 and not in slurm-25-05-0-1: a 25.11 capture plans like 26.05 (its own rule,
+    "25.11": 26.05's backfill, 24.11's placement of a one-task job)."""
     assert node_rule("25.05.3") == "24.11"
-    assert node_rule("25.11.2") == "26.05"
+    assert node_rule("25.11.2") == "25.11"
 
 
 def test_the_report_says_when_nodes_of_different_sizes_are_pooled(tmp_path):

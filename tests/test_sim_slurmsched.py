@@ -542,3 +542,45 @@ def test_the_replay_says_where_partitions_are_not_told_apart(tmp_path):
     (cap / "jobs.txt").write_text(jobs)
     r = CliRunner().invoke(app, ["simulate", str(cap)])
     assert "note: jobs in partitions nodes.txt does not list (nosuch): each may run on every node" in r.output, r.output
+
+
+def test_sched_interval_minus_one_turns_the_main_scheduler_off():
+    """job_scheduler.c `_schedule`: sched_interval=-1 returns at once (`goto out`), on events too:
+    only backfill starts jobs (three 4-CPU jobs at 1, 2, 3 start at the cycle of 31, the first
+    submission + bf_interval); with no backfill either nothing would ever start: refused."""
+    prio = PriorityConfig(weight_age=1000.0, weight_fairshare=10000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    w = Workload("off", 16, [SimJob(str(k), float(k), 100.0, 200.0, 4, user="u1", account="a") for k in (1, 2, 3)])
+    off = sched_from_config("SchedulerParameters=sched_interval=-1\n")
+    assert not off.main_sched and off.backfill
+    assert simulate_multifactor(w, prio, sched=off).start == [31.0, 31.0, 31.0]
+    assert simulate_multifactor(w, prio, sched=SlurmSched()).start == [1.0, 4.0, 4.0]  # (the loop's batch_sched_delay)
+    with pytest.raises(ConfigError, match="slurmctld starts no job"):
+        simulate_multifactor(w, prio, sched=sched_from_config("SchedulerParameters=sched_interval=-1,bf_interval=-1\n"))
+
+
+def test_parameters_the_model_does_not_apply_are_named():
+    s = sched_from_config("SchedulerParameters=bf_max_job_user=2,partition_job_depth=1,bf_min_age_reserve=600,defer\n")
+    assert s.unmodelled == ("partition_job_depth=1", "bf_min_age_reserve=600", "defer")
+    assert sched_from_config("SchedulerParameters=bf_continue,bf_interval=40\n").unmodelled == ()
+
+
+def test_a_job_listing_a_partition_nodes_txt_does_not_know_may_run_anywhere(tmp_path):
+    """`normal,ghost`: ghost's nodes are unknown, so the job may run on every node (as `ghost`
+    alone), and is not left out as bigger than normal's nodes; the output names ghost, and the
+    jobs of several partitions (counted once towards the limits)."""
+    import shutil
+
+    from fscontrol.sim import history
+
+    cap = tmp_path / "cap"
+    shutil.copytree(ROOT / "tests" / "data" / "captures" / "tier-22.05", cap)
+    (cap / "nodes.txt").write_text("tbnode1|normal*|64|idle\ntbnode1|hi|64|idle\ntbnode2|hi|64|idle\n")
+    (cap / "jobs.txt").write_text((cap / "jobs.txt").read_text().replace("|normal|", "|normal,ghost|"))
+    w = history.read_history(cap)
+    assert any(j.partition == "normal,ghost" and j.size > 64 for j in w.jobs)
+    r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert r.exit_code == 0, r.output
+    assert "does not list (ghost)" in r.output and "jobs of several partitions" in r.output, r.output
+    r = CliRunner().invoke(app, ["simulate", str(cap), "--unit", "nodes"])
+    assert r.exit_code == 0 and "note: --unit nodes: partitions over different nodes are not told apart" in r.output, r.output

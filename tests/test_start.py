@@ -202,3 +202,21 @@ def test_a_gpu_job_waits_for_the_gpus_with_cpus_free():
     big = st.StartJob("3", "bob", "a", "normal", "PENDING", 2, 300, None, 100.0, "Resources", NOW - 50, 8)
     assert by_id(st.estimate([alice, big], now=NOW, total_cpus=128, sched=SC, total_gpus=4))["3"].reason == \
         "needs 8 GPUs, more than the 4 there are"
+
+
+def test_no_main_scheduler_and_no_backfill_starts_nothing():
+    """sched_interval=-1 turns slurmctld's main scheduler off (job_scheduler.c `_schedule` returns at
+    once); with backfill it starts the jobs at its cycle (half an interval ahead: its phase is not
+    known); with no backfill either, no job starts, and each estimate says why."""
+    from fscontrol.sim.slurmsched import sched_from_config
+
+    jobs = [job(1, "alice", "RUNNING", 8, 600, start=NOW - 100), job(2, "bob", "PENDING", 4, 300, prio=10.0),
+            job(3, "bob", "PENDING", 4, 300, prio=5.0)]
+    on = st.estimate(jobs, now=NOW, total_cpus=16, sched=sched_from_config("SchedulerParameters=\n", node_cpus=16))
+    assert [e.start - NOW for e in on] == [0.0, 0.0]
+    bf = st.estimate(jobs, now=NOW, total_cpus=16, sched=sched_from_config("SchedulerParameters=sched_interval=-1\n",
+                                                                          node_cpus=16))
+    assert [e.start - NOW for e in bf] == [15.0, 15.0]
+    off = st.estimate(jobs, now=NOW, total_cpus=16,
+                      sched=sched_from_config("SchedulerParameters=sched_interval=-1,bf_interval=-1\n", node_cpus=16))
+    assert [(e.start, e.reason) for e in off] == [(None, "slurmctld starts no job: sched_interval=-1 and no backfill")] * 2

@@ -234,14 +234,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             failed = False  # with reservations: a job not in one did not fit (job_scheduler.c's failed
             failed_w: set[int] = set()  # partition), and the windows whose job did not (its failed_resv)
             smax, got0 = sc.sched_max_job_start, got
-            for i in waiting:  # the main scheduler: the prefix that fits
+            for i in waiting if sc.main_sched else ():  # the main scheduler: the prefix that fits
                 if depth > sc.default_queue_depth or free < smallest or (smax and got - got0 >= smax):  # (depth + 1 jobs)
                     break
-                if i in started:
-                    continue
+                if i in started or pending[i][3] > t:
+                    continue  # (a job whose begin is ahead is not in slurmctld's queue: job_independent)
                 depth += 1
-                if pending[i][3] > t:
-                    continue
                 if holds is not None:
                     m = kmember[i]
                     if (failed and m < 0) or m in failed_w:
@@ -415,6 +413,10 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
                         else f"needs {j.cpus} CPUs, more than the {total_cpus} there are")
         else:
             playable.append(j)
+    if not sched.main_sched and not sched.backfill:  # sched_interval=-1 and no backfill: nothing starts
+        for j in playable:
+            out[j.job_id].reason = "slurmctld starts no job: sched_interval=-1 and no backfill"
+        playable = []
     want = [i for i, j in enumerate(playable)
             if (users is None or j.user in users) and (job_ids is None or j.job_id in job_ids)]
     stop = set(want)

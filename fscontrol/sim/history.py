@@ -554,8 +554,9 @@ def read_history(
         ncpus = [c for c, _ in nodes.values()]
         held = {pname: sum(ncpus[k] for k in ks) for pname, ks in pnodes.items()}
         for j in jobs:
-            known = [pname for pname in (j.partition or "").split(",") if pname in held]
-            if known and j.size <= size and j.size > max(held[pname] for pname in known):  # (never across two)
+            listed = (j.partition or "").split(",")
+            known = [pname for pname in listed if pname in held]
+            if known and len(known) == len(listed) and size >= j.size > max(held[pname] for pname in known):
                 too_big.append(j)
     if too_big:
         big = {id(j) for j in too_big}

@@ -420,10 +420,14 @@ def simulate(
                 # several partitions: the first listed whose nodes hold the job (slurmctld tries each
                 # as a record of its own; a job never spans two), else the first known
                 pb_ = 0
-                for pn_ in str(getattr(pj_, "partition", "") or "").split(","):
+                pl_ = str(getattr(pj_, "partition", "") or "").split(",")
+                for pn_ in pl_:
                     if pn_ in pm_of and (not pb_ or bin(pm_of[pn_]).count("1") * ncpu >= size[pi_] > bin(pb_).count("1") * ncpu):
                         pb_ = pm_of[pn_]
                         jpart1[pi_] = pn_
+                    elif pn_ not in pm_of:
+                        pb_ = every_n  # a partition nodes.txt does not list: its nodes unknown, every node
+                        break
                 jmask.append(pb_ if pb_ else every_n)
             parts_on = any(x != every_n for x in jmask)
             for pi_ in range(n):  # (one that never fits would wait for ever)
@@ -1107,6 +1111,8 @@ def simulate(
         """Slurm's main scheduler: the jobs in priority order (at most `lim`: an event's pass tests
         default_queue_depth + 1, job_scheduler.c's `job_depth++ > def_job_limit`), each started while
         it fits; the first that does not stops the pass (one partition)."""
+        if not main_on:
+            return  # sched_interval=-1: slurmctld's `_schedule` returns at once
         if lazy[0] is not None:
             materialise()
         if parts_on:
@@ -1185,6 +1191,9 @@ def simulate(
     j_acct: list[str] = [str(j.account or "default") for j in anyjobs] if bf_lim else []
     j_part: list[str] = jpart1 if bf_lim else []
     smax_main = int(sched.sched_max_job_start) if sched is not None else 0
+    main_on = bool(sched.main_sched) if sched is not None else True
+    if sched is not None and not main_on and not sched.backfill and n:
+        raise ConfigError("sched_interval=-1 with no backfill (bf_interval=-1 or sched/builtin): slurmctld starts no job")
 
     def bf_pass(t: float) -> None:
         """A backfill cycle (slurmsched.backfill_starts). One with nothing changed since the last

@@ -90,7 +90,7 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version:
     single node or the nodes in order, `_cpus_to_use`) and dist_tasks.c
     `dist_tasks_compute_c_b` (which leaves each chosen node the CPUs it was given).
     `max_nodes`: the partition's node limit (default: every node); `choose_nodes` caps it at n.
-    `version` "26.05": a job of ONE task goes to the first node (equal weights: by index) with a
+    `version` "26.05" (not "25.11": the commits are in no 25.11 release): a job of ONE task goes to the first node (equal weights: by index) with a
     free CPU, not to the best-fit node (SchedMD 496893603b, "Set max_nodes from num_tasks when not
     explicitly set": max_nodes = 1, and 295100b5f6's `_get_one_res` for one-node jobs; seen on
     the testbed: 8 of 8 such jobs, tests/test_nodeplace.py)."""
@@ -157,7 +157,7 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version:
     return None
 
 
-VERSIONS = ("22.05", "24.11", "26.05")
+VERSIONS = ("22.05", "24.11", "25.11", "26.05")
 
 
 def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequence[int]]], now: float,
@@ -184,7 +184,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
     passes its `start` (start_res) and `until` (later_start, None: none): from a start after now
     the test now is skipped; the jobs ending before `start` are taken off first and the job tried
     there (success: "now", which backfill moves to its start_res); the batches stop at the first
-    job ending after `until`. 22.05 ignores both. "26.05" as 24.11, but the start is the end of the
+    job ending after `until`. 22.05 ignores both. "25.11" and "26.05" as 24.11, but the start is the end of the
     last job taken off in the batches that ran on one of the nodes chosen (`_future_run_test`,
     `_get_last_relevant_job`), not of the batch's last job."""
     if version not in VERSIONS:
@@ -248,7 +248,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
                 break
         got = place(cur, n, max_nodes=max_nodes, version=version)
         if got is not None:
-            if version == "26.05":  # _get_last_relevant_job: the last end on the nodes chosen
+            if version in ("25.11", "26.05"):  # _get_last_relevant_job: the last end on the nodes chosen
                 last = max((e for e, a in removed if any(c and g for c, g in zip(a, got))), default=last)
             if last <= now:
                 last = last + kill_wait if last + kill_wait > now else now + 1

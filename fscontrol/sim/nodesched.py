@@ -33,7 +33,7 @@ __all__ = ["node_rule", "backfill_nodes"]
 
 # the first release of each rule: 26.05's (cons_tres/job_test.c `_get_last_relevant_job`) came in
 # 25.11 (SchedMD commit 977bb2ee4f: in slurm-25-11-0-1, not in 25-05-0-1)
-_RULE_FROM = ((22, 5, "22.05"), (24, 11, "24.11"), (25, 11, "26.05"))
+_RULE_FROM = ((22, 5, "22.05"), (24, 11, "24.11"), (25, 11, "25.11"), (26, 5, "26.05"))
 
 
 def version_known(slurm_version: str | None) -> bool:
@@ -44,7 +44,7 @@ def version_known(slurm_version: str | None) -> bool:
 
 def node_rule(slurm_version: str | None) -> str:
     """The backfill rule (`nodeplace.VERSIONS`) of a Slurm version ("22.05.8" -> "22.05", "25.11.2"
-    -> "26.05"): the rule of the last release at or before it that changed it (before 22.05, or a
+    -> "25.11": 26.05's backfill, 24.11's placement of a one-task job): the rule of the last release at or before it that changed it (before 22.05, or a
     version that does not read: 22.05's; the report says so)."""
     if not version_known(slurm_version):
         return "22.05"
@@ -161,7 +161,7 @@ def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[in
     if when is None:
         return now, alloc
     last = when
-    if version == "26.05":  # _get_last_relevant_job: the last end on the nodes chosen
+    if version in ("25.11", "26.05"):  # _get_last_relevant_job: the last end on the nodes chosen
         last = max((run[j][0] for j in range(bt.gone, taken) if any((m >> i) & 1 and alloc[i] for i, _ in sparse[j])),
                    default=last)
     if last <= now:

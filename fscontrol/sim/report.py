@@ -74,8 +74,11 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         bf = (f"backfill every {sc.bf_interval_s:g} s (window {sc.bf_window_s / 60:g} min, resolution "
               f"{sc.bf_resolution_s:g} s, {sc.bf_max_job_test} jobs)" if sc.backfill else "no backfill")
         lim = sc.limits_text() if hasattr(sc, "limits_text") else ""
-        lines.append(f"scheduler: slurmctld's: main on events ({sc.default_queue_depth} jobs) and every "
-                     f"{sc.sched_interval_s:g} s, {bf}" + (f", limits {lim}" if lim else "") + f"; {sc.source}")
+        main = (f"main on events ({sc.default_queue_depth + 1} jobs) and every {sc.sched_interval_s:g} s"
+                if getattr(sc, "main_sched", True) else "no main scheduler (sched_interval=-1)")
+        lines.append(f"scheduler: slurmctld's: {main}, {bf}" + (f", limits {lim}" if lim else "") + f"; {sc.source}")
+        if getattr(sc, "unmodelled", ()):
+            lines.append(f"note: SchedulerParameters the replay does not model: {', '.join(sc.unmodelled)}")
         from .run import _node_sched
 
         on = _node_sched(sc, w)
@@ -99,10 +102,17 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
                              "reservation holds ceil(CPUs / node size) nodes"
                              + ("; partitions over different nodes are not told apart" if apart else ""))
         pn = (w.meta.get("machine") or {}).get("partition_nodes") or {}
-        unknown = sorted({j.partition for j in w.jobs if j.partition and not any(x in pn for x in j.partition.split(","))})
+        unknown = sorted({x for j in w.jobs if j.partition for x in j.partition.split(",") if x not in pn})
         if pn and unknown:
             lines.append(f"note: jobs in partitions nodes.txt does not list ({', '.join(unknown[:5])}): each may run "
                          "on every node")
+        if pn and w.meta.get("unit") == "nodes" and len({tuple(v) for v in pn.values()}) > 1:
+            lines.append("note: --unit nodes: partitions over different nodes are not told apart (--unit cpus places "
+                         "each job on its partition's nodes)")
+        multi = sum(1 for j in w.jobs if "," in (j.partition or ""))
+        if multi and (sc.bf_limited or pn):
+            lines.append(f"note: {multi:,} jobs of several partitions: each runs in the first listed that holds it and "
+                         "counts once towards the count limits (slurmctld tries, and counts, each partition's record)")
         down = w.meta.get("nodes_down") or []
         if down:
             lines.append(f"note: {len(down)} node(s) down or drained at the capture ({', '.join(down[:5])}"

@@ -73,6 +73,7 @@ class SlurmSched:
     default_queue_depth: int = 100
     batch_sched_delay_s: float = 3.0  # a submission's main pass: at least this long after the background loop's last
     backfill: bool = True  # SchedulerType=sched/backfill (and bf_interval != -1)
+    main_sched: bool = True  # the main scheduler runs (sched_interval=-1: `_schedule` returns at once, events too)
     bf_interval_s: float = 30.0
     bf_window_s: float = 1440 * 60.0
     bf_resolution_s: float = 60.0
@@ -93,6 +94,7 @@ class SlurmSched:
     # nodes (nodesched.backfill_nodes) by that version's rule, on a machine of several nodes
     node_model: str = ""
     complete_s: float = 0.0  # a job's CPUs are free this long after its end (COMPLETING: the epilog)
+    unmodelled: tuple[str, ...] = ()  # SchedulerParameters items the model does not apply (named in the output)
     source: str = "Slurm's defaults"
 
     def __post_init__(self) -> None:
@@ -109,8 +111,8 @@ class SlurmSched:
                 raise ConfigError(f"{name} must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
-        if self.node_model not in ("", "22.05", "24.11", "26.05"):
-            raise ConfigError(f"node_model {self.node_model!r}: '' (the pool) or one of 22.05, 24.11, 26.05")
+        if self.node_model not in ("", "22.05", "24.11", "25.11", "26.05"):
+            raise ConfigError(f"node_model {self.node_model!r}: '' (the pool) or one of 22.05, 24.11, 25.11, 26.05")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,8 +173,9 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
         at = low.find(name + "=")
         if at < 0:
             continue
-        m = re.match(r"[ \t]*([+-]?\d+)", params[at + len(name) + 1:])
-        v = int(m.group(1)) if m else 0
+        m = re.match(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", params[at + len(name) + 1:])
+        v = min(max(int(m.group(1)), -2**63), 2**63 - 1) if m else 0  # atoi: (int) strtol, its long saturated
+        v = (v + 2**31) % 2**32 - 2**31
         if name == "bf_interval" and v == -1:
             args["backfill"] = False
             continue
@@ -181,9 +184,15 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
             continue  # "Invalid SchedulerParameters ...": slurmctld keeps its default
         if name in _LIMITS and (v < 0 or (name == "bf_max_job_start" and v > BF_MAX_JOB_START_MAX)):
             v = 0  # backfill.c / job_scheduler.c: "Invalid SchedulerParameters ...", no limit
+        if name == "sched_interval" and v == -1:
+            args["main_sched"] = False  # job_scheduler.c: `_schedule` returns at once, on events too
         if name == "sched_interval":
-            v = 10**9 if v == -1 else max(v, 1)  # -1: no periodic pass; 0: at every tick of the loop
+            v = 10**9 if v == -1 else max(v, 1)  # (-1: no pass at all, above; 0: at every tick of the loop)
         args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
+    known = set(_INT_KEYS) | {"bf_continue"}
+    other = [x.strip() for x in params.split(",") if x.strip() and x.strip().split("=")[0].strip().lower() not in known]
+    if other:
+        args["unmodelled"] = tuple(other)
     if args.get("bf_max_job_assoc") and args.get("bf_max_job_user"):
         args["bf_max_job_user"] = 0  # backfill.c: "bf_max_job_assoc taking precedence"
     if stype.strip() != "sched/backfill":
