@@ -28,15 +28,20 @@ def _machine(rng: random.Random, nodes: int, cpus: int, now: float):
     return free, running
 
 
+def _random_machine(rng: random.Random):
+    """(nodes, CPUs a node, now, each node's free CPUs, the running jobs) of a random machine."""
+    nodes = rng.choice([2, 3, 4, 8])
+    cpus = rng.choice([4, 8, 32])
+    now = 1_800_000_000.0 + rng.randint(0, 600)
+    return (nodes, cpus, now, *_machine(rng, nodes, cpus, now))
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_starts_are_the_reference_cycles(version):
     rng = random.Random(f"nodesched-{version}")
     checked = started = 0
     for case in range(300):
-        nodes = rng.choice([2, 3, 4, 8])
-        cpus = rng.choice([4, 8, 32])
-        now = 1_800_000_000.0 + rng.randint(0, 600)
-        free, running = _machine(rng, nodes, cpus, now)
+        nodes, cpus, now, free, running = _random_machine(rng)
         q = [(rng.randint(1, nodes * cpus if rng.random() < 0.3 else cpus), float(rng.choice(
             [60, 120, 300, 600, 1800, rng.randint(30, 7200)]))) for _ in range(rng.randint(1, 25))]
         sc = SlurmSched(bf_resolution_s=rng.choice([60.0, 60.0, 30.0, 300.0]),
@@ -81,10 +86,7 @@ def test_partitions_over_some_nodes_are_the_reference_cycles(version):
     rng = random.Random(f"nodesched-parts-{version}")
     started = outside = 0
     for case in range(300):
-        nodes = rng.choice([2, 3, 4, 8])
-        cpus = rng.choice([4, 8, 32])
-        now = 1_800_000_000.0 + rng.randint(0, 600)
-        free, running = _machine(rng, nodes, cpus, now)
+        nodes, cpus, now, free, running = _random_machine(rng)
         parts = [(1 << nodes) - 1, (1 << (nodes // 2)) - 1, ((1 << nodes) - 1) ^ ((1 << (nodes // 2)) - 1),
                  rng.randint(1, (1 << nodes) - 1)]
         q = [(rng.randint(1, cpus * 2), float(rng.choice([60, 120, 300, 600, 1800, rng.randint(30, 7200)])))
