@@ -400,7 +400,7 @@ def simulate(
     bf_alloc: dict[int, list[int]] = {}  # the nodes backfill gave the jobs it starts
     # partitions over different nodes (a capture's nodes.txt: the workload's meta, "machine",
     # "partition_nodes": each partition's nodes by index): each job's nodes (bit k: node k; a job
-    # of several partitions: their union; none known: every node). Placed and backfilled there,
+    # of several partitions: one of them, below; one not listed: every node). Placed and backfilled there,
     # and the main pass stops per partition (job_scheduler.c `failed_parts`, below)
     every_n = (1 << len(nfree)) - 1
     jmask: list[int] = []
