@@ -39,11 +39,13 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # runtime d, Fair Tree against sprio, why, the limits read (how much can I still run), and the two files
   # shown on 24.11 by their authors (persist without a restart, the doctor; the doctor runs on 26.05 too),
   # and GPUs: MAX_TRES_GRES read as MAX_TRES, Fair Tree under GPU weights (~2 min; the 4-min billing and
-  # UsageFactor test of the same file runs on 22.05 and 26.05)
+  # UsageFactor test of the same file runs on 22.05 and 26.05), and the replay on nodes of two sizes
+  # (a testbed of its own, ~2 min)
   list_2411=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
              tests/test_integration_why.py tests/test_integration_persist.py tests/test_integration_doctor.py
              tests/test_integration_limits.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models
-             tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing)
+             tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing
+             tests/test_integration_nodesizes.py)
   # Slurm 26.05 (long): every testbed test that does not need a long classic control experiment
   # (collection, classic F and Fair Tree against sprio, the Fair Tree forecast, forecast -j and a
   # PrivateData user's classic forecast, the fit,

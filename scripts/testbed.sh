@@ -38,7 +38,9 @@
 #                others SlurmdPort+2.. +8, in the 10 ports a testbed's offset owns: 16817-16826), named
 #                TB_NODE's letters + 1..N (tbnode1..tbnodeN); Debian's slurmd needs no
 #                --enable-multiple-slurmd for that  [1] (1 to 8)
-#   TB_CPUS      CPUs declared for the node        [128]  (real cores are irrelevant)
+#   TB_CPUS      CPUs declared for the node        [128]  (real cores are irrelevant); with TB_NODES > 1
+#                a comma list gives each node its own (nodes of different sizes: 24,8), the last
+#                repeated for the nodes after it
 #   TB_GPUS      GPUs on the node (GresTypes=gpu; gres.conf File= links to /dev/null in DIR/gpu, as the
 #                slurmd of 22.05, 24.11 and 26.05 all drop file-less GPUs; billed where a partition's
 #                TRESBillingWeights has GRES/gpu)  [4]  (0 = none)
@@ -107,6 +109,9 @@ fi
 CLUSTER=${TB_CLUSTER:-tbcluster}
 NODE=${TB_NODE:-tbnode1}
 CPUS=${TB_CPUS:-128}
+[[ $CPUS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "TB_CPUS=$CPUS: a number of CPUs, or a comma list of them (one a node)"
+IFS=, read -ra CPU_LIST <<< "$CPUS"
+CPUS=${CPU_LIST[0]}
 NNODES=${TB_NODES:-1}
 [[ $NNODES =~ ^[1-8]$ ]] || die "TB_NODES=$NNODES: 1 to 8"
 GPUS=${TB_GPUS:-4}
@@ -258,7 +263,7 @@ write_configs() {
   # so the spool path must be traversable by everyone (0700 -> "execve(): Permission denied")
   chmod 755 "$SPOOL" "$SPOOL/slurmd"
   # several nodes: each slurmd has its own spool, pid and log file (SlurmdSpoolDir's %n ...)
-  local NSUF= n k port; ((NNODES == 1)) || NSUF=-%n
+  local NSUF= n k port ncpu; ((NNODES == 1)) || NSUF=-%n
   for n in "${NODES[@]}"; do ((NNODES == 1)) || { mkdir -p "$SPOOL/slurmd-$n"; chmod 755 "$SPOOL/slurmd-$n"; }; done
   chmod 700 "$MY" "$SPOOL/ctld"
 
@@ -270,7 +275,8 @@ write_configs() {
   else
     for ((k = 0; k < NNODES; k++)); do
       port=$SLURMD_PORT; ((k == 0)) || port=$((SLURMD_PORT + 1 + k))   # (SLURMD_PORT + 1 is slurmdbd's)
-      NODELINES+="${NODELINES:+$'\n'}NodeName=${NODES[k]} NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=$CPUS ${GRES_TYPES:+Gres=gpu:$GPUS }State=UNKNOWN"
+      ncpu=${CPU_LIST[k]:-${CPU_LIST[-1]}}
+      NODELINES+="${NODELINES:+$'\n'}NodeName=${NODES[k]} NodeHostname=$HOST NodeAddr=127.0.0.1 Port=$port CPUs=$ncpu ${GRES_TYPES:+Gres=gpu:$GPUS }State=UNKNOWN"
     done
   fi
   cat > "$ETC/slurm.conf" <<EOF

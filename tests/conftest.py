@@ -116,6 +116,8 @@ TESTBED_GROUPS = {  # measured 2026-11-23 (scripts/test.sh, 3 testbeds side by s
     "test_integration_simsweep.py": "testbed-a",  # ~1 (a 4-task job array of simulations, a capture --history)
     # a testbed of its own with two nodes (two slurmd on this host): a 2-node job's billing, a capture of 2 nodes
     "test_integration_multinode.py": "testbed-nodes",  # ~1.1 (22.05 68 s)
+    # a testbed of its own with two nodes of 24 and 8 CPUs: a replay on nodes of different sizes
+    "test_integration_nodesizes.py": "testbed-nodes",  # ~3
 }
 
 
@@ -167,8 +169,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.split("[")[0] in SLOW:
             item.add_marker(pytest.mark.slow)
-        if "slurm" in getattr(item, "fixturenames", ()):
-            # a test on the testbed is a `slurm` test, marked or not (-m slurm lists, -m "not slurm" the fast suite)
+        if "slurm" in getattr(item, "fixturenames", ()) or item.get_closest_marker("slurm") is not None:
+            # a test on the testbed is a `slurm` test, marked or not (-m slurm lists, -m "not slurm" the fast
+            # suite); one on a testbed of its own (marked) keeps its group too: its module's tests on one worker
             if item.get_closest_marker("slurm") is None:
                 item.add_marker(pytest.mark.slurm)
             group = TESTBED_GROUPS.get(item.path.name, "testbed-" + item.path.stem)

@@ -13,11 +13,12 @@ from fscontrol.sim.nodesched import backfill_nodes, node_rule
 from fscontrol.sim.slurmsched import SlurmSched
 
 
-def _machine(rng: random.Random, nodes: int, cpus: int, now: float):
-    free = [cpus] * nodes
+def _machine(rng: random.Random, nodes: int, cpus: int | list[int], now: float):
+    free = list(cpus) if isinstance(cpus, list) else [cpus] * nodes  # (a list: each node's CPUs)
+    big = max(free)
     running = []
     for _ in range(rng.randint(0, 4 * nodes)):
-        n = rng.randint(1, cpus + cpus // 2)
+        n = rng.randint(1, big + big // 2)
         got = place(free, n)
         if got is None:
             continue
@@ -36,12 +37,23 @@ def _random_machine(rng: random.Random):
     return (nodes, cpus, now, *_machine(rng, nodes, cpus, now))
 
 
+def _sized_machine(rng: random.Random):
+    """The same with nodes of different sizes (each 1-48 CPUs; `cpus`: the largest)."""
+    nodes = rng.choice([2, 3, 4, 8])
+    caps = [rng.choice([1, 2, 4, 6, 8, 16, 24, 32, 48]) for _ in range(nodes)]
+    now = 1_800_000_000.0 + rng.randint(0, 600)
+    return (nodes, max(caps), now, *_machine(rng, nodes, caps, now))
+
+
+@pytest.mark.parametrize("sized", [False, True], ids=["one size", "sizes"])
 @pytest.mark.parametrize("version", VERSIONS)
-def test_the_starts_are_the_reference_cycles(version):
-    rng = random.Random(f"nodesched-{version}")
+def test_the_starts_are_the_reference_cycles(version, sized):
+    """Nodes of one size, and of different sizes (where the reference cycle, which reads only the
+    free CPUs and the running jobs' CPUs per node, needs no node size either)."""
+    rng = random.Random(f"nodesched-{version}" + ("-sizes" if sized else ""))
     checked = started = 0
     for case in range(300):
-        nodes, cpus, now, free, running = _random_machine(rng)
+        nodes, cpus, now, free, running = (_sized_machine if sized else _random_machine)(rng)
         q = [(rng.randint(1, nodes * cpus if rng.random() < 0.3 else cpus), float(rng.choice(
             [60, 120, 300, 600, 1800, rng.randint(30, 7200)]))) for _ in range(rng.randint(1, 25))]
         sc = SlurmSched(bf_resolution_s=rng.choice([60.0, 60.0, 30.0, 300.0]),

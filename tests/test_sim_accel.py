@@ -141,6 +141,40 @@ def test_compiled_engine_matches_python_with_partitions_over_some_nodes(compiled
     assert flat.start != py.start  # (the partitions change the schedule)
 
 
+def test_compiled_engine_matches_python_on_nodes_of_different_sizes(compiled):
+    """Nodes of different sizes (Workload.meta["machine"]["node_cpus_each"], a capture's nodes.txt):
+    the log's machine as nodes of 16, 8, 4 and 24 CPUs in turn. The two engines agree; no node ever
+    holds more CPUs than it has (each job's CPUs per node, summed over the jobs running at each
+    start); and the schedule is not the one of nodes of one size."""
+    from dataclasses import replace
+
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    whole = read_swf(SWF)
+    caps: list[int] = []
+    while sum(caps) < whole.nodes:
+        caps.append(min((16, 8, 4, 24)[len(caps) % 4], whole.nodes - sum(caps)))
+    jobs = list(whole.jobs[:3000])
+    machine = {"nodes": len(caps), "cpus": whole.nodes, "node_cpus": sorted(set(caps)), "node_cpus_each": caps}
+    w = Workload(whole.name, whole.nodes, jobs, meta={**whole.meta, "machine": machine})
+    sc = SlurmSched(node_cpus=max(caps), complete_s=1.0, node_model="24.11")
+    py, c = _both(compiled, lambda: simulate_multifactor(w, get_policy("mf-classic").priority, sched=sc))
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+    ran = [k for k in range(len(jobs)) if py.start[k] != float("inf")]
+    for k in ran:
+        assert len(py.nodes[k]) == len(caps) and sum(py.nodes[k]) == jobs[k].size
+        busy = [0] * len(caps)
+        for q in ran:
+            if py.start[q] <= py.start[k] < py.end[q]:
+                busy = [b + a for b, a in zip(busy, py.nodes[q])]
+        assert all(b <= cap for b, cap in zip(busy, caps)), (k, busy)
+    even = {**machine, "node_cpus_each": []}
+    one = simulate_multifactor(replace(w, meta={**whole.meta, "machine": even}), get_policy("mf-classic").priority,
+                               sched=replace(sc, node_cpus=8))
+    assert one.start != py.start
+
+
 def test_a_stale_build_is_not_used(compiled, monkeypatch):
     """An mfcore.py edited after the build: the Python engine runs, and status says why."""
     monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)

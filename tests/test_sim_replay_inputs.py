@@ -117,9 +117,9 @@ def test_slurm_25_11_backfill_plans_by_the_last_relevant_job():
     assert node_rule("25.11.2") == "25.11"
 
 
-def test_the_report_says_when_nodes_of_different_sizes_are_pooled(tmp_path):
-    """Nodes 2 x 32 + 2 x 16 CPUs: the replay falls back to the pool (run._node_sched) and the
-    report says nothing about it (a 4 x 32 capture prints `nodes: ... by Slurm 22.05's rule`)."""
+def test_the_report_names_nodes_of_different_sizes(tmp_path):
+    """Nodes 2 x 32 + 2 x 16 CPUs: the replay places jobs on them, each node its own size (it
+    pooled them before, and the report said nothing about it)."""
     d = _copy(tmp_path, "mixed")
     text = (d / "nodes.txt").read_text().replace("tbnode3|fsadmin|32|", "tbnode3|fsadmin|16|")
     for n in ("tbnode3", "tbnode4"):
@@ -128,7 +128,7 @@ def test_the_report_says_when_nodes_of_different_sizes_are_pooled(tmp_path):
     (d / "nodes.txt").write_text(text)
     out = _simulate(str(d), "-p", "mf-classic")
     assert "96 CPUs" in out
-    assert any(line.startswith("nodes:") for line in out.splitlines()), out[:600]
+    assert "nodes: 4 (2 of 32, 2 of 16 CPUs), each job placed on them" in out, out[:600]
 
 
 def test_the_report_says_when_the_capture_has_nodes_down(tmp_path):

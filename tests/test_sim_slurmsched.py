@@ -527,8 +527,9 @@ def test_an_events_main_pass_tests_default_queue_depth_plus_one_jobs():
 
 
 def test_the_replay_says_where_partitions_are_not_told_apart(tmp_path):
-    """Nodes of different sizes (pooled): partitions over different nodes are named as not told
-    apart; a job whose partition nodes.txt does not list is named too (it may run anywhere)."""
+    """Nodes of different sizes are placed apart, each its own size; pooled (a --machine that is not
+    the nodes' CPUs), partitions over different nodes are named as not told apart; a job whose
+    partition nodes.txt does not list is named too (it may run anywhere)."""
     import shutil
 
     cap = tmp_path / "cap"
@@ -536,6 +537,10 @@ def test_the_replay_says_where_partitions_are_not_told_apart(tmp_path):
     (cap / "nodes.txt").write_text("tbnode1|normal*|64|idle\ntbnode2|normal*|64|idle\ntbnode2|hi|64|idle\n"
                                    "tbnode3|gpu|32|idle\n")
     r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert r.exit_code == 0, r.output
+    assert "nodes: 3 (2 of 64, 1 of 32 CPUs), each job placed on them" in r.output, r.output
+    assert "not told apart" not in r.output, r.output
+    r = CliRunner().invoke(app, ["simulate", str(cap), "--machine", "300"])
     assert r.exit_code == 0, r.output
     assert "partitions over different nodes are not told apart" in r.output, r.output
     jobs = (cap / "jobs.txt").read_text().replace("|normal|", "|nosuch|")

@@ -174,17 +174,9 @@ def nodes_out(text: str) -> list[str]:
     return out
 
 
-def jobs_from_sacct(
-    lines: Iterable[str],
-    command: str,
-    *,
-    unit: str = "cpus",
-    partitions: frozenset[str] | None = None,
-    queue: dict[str, Any] | None = None,
-    seen: set[str] | None = None,
-    start_blocked: bool = False,
-    walk: list[dict[str, Any]] | None = None,
-) -> tuple[list[SimJob], dict[str, int]]:
+def jobs_from_sacct(lines: Iterable[str], command: str, *, unit: str = "cpus", partitions: frozenset[str] | None = None,
+                    queue: dict[str, Any] | None = None, seen: set[str] | None = None, start_blocked: bool = False,
+                    walk: list[dict[str, Any]] | None = None) -> tuple[list[SimJob], dict[str, int]]:
     """SimJobs from sacct -P text with a header (the history fields, or a sample's SACCT_FIELDS).
     `queue`: the capture's squeue rows by job id (snaprecords.QueueJob): the pending jobs' time limits
     and sizes where sacct has none. `seen`: filled with every job id read (kept or not).
@@ -532,7 +524,9 @@ def read_history(
         down = [x for x in nodes_out(ntext) if x in nodes]
         node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values()),
                      "node_cpus": sorted({c for c, _ in nodes.values()})}  # (one size: [C])
-        if len(nodes) > 1:  # each partition's nodes, by their index in sinfo's order (the engine's nodes)
+        if len(node_info["node_cpus"]) > 1:  # of different sizes: each one's CPUs, in sinfo's order (the engine's nodes)
+            node_info["node_cpus_each"] = [c for c, _ in nodes.values()]
+        if len(nodes) > 1:  # each partition's nodes, by their index in that order
             pn: dict[str, list[int]] = {}
             for k, (_, ps) in enumerate(nodes.values()):
                 for pname in ps:

@@ -392,10 +392,19 @@ def simulate(
     # CPUs): each node's free CPUs, each job's CPUs per node (nodeplace.place at its start, the
     # backfill's own nodes for a job it starts), backfill on nodes (nodesched.backfill_nodes). The
     # main scheduler's test stays the pool's (a job of one-CPU tasks fits iff the free CPUs add up)
+    # Nodes of different sizes (a capture's nodes.txt: the workload's meta, "machine", "node_cpus_each":
+    # each node's CPUs in its index order) when they add up to the machine; else nodes of node_cpus
     ncpu = int(sched.node_cpus) if sched is not None else 0
-    node_model = str(sched.node_model) if sched is not None and ncpu > 0 and total > ncpu and total % ncpu == 0 else ""
+    caps: list[int] = []
+    if sched is not None and str(sched.node_model) and ncpu > 0:
+        each_: list[int] = [int(c_) for c_ in ((workload.meta.get("machine") or {}).get("node_cpus_each") or [])]
+        if len(each_) > 1 and min(each_) > 0 and sum(each_) == total:
+            caps = each_
+        elif total > ncpu and total % ncpu == 0:
+            caps = [ncpu] * (total // ncpu)
+    node_model = str(sched.node_model) if caps else ""
     nodes_on = node_model != ""
-    nfree: list[int] = [ncpu] * (total // ncpu) if nodes_on else []
+    nfree: list[int] = list(caps)
     nalloc: list[list[int]] = [[] for _ in range(n)] if nodes_on else []
     bf_alloc: dict[int, list[int]] = {}  # the nodes backfill gave the jobs it starts
     # partitions over different nodes (a capture's nodes.txt: the workload's meta, "machine",
@@ -403,6 +412,10 @@ def simulate(
     # of several partitions: one of them, below; one not listed: every node). Placed and backfilled there,
     # and the main pass stops per partition (job_scheduler.c `failed_parts`, below)
     every_n = (1 << len(nfree)) - 1
+
+    def cpus_of(mask: int) -> int:
+        """The CPUs of the nodes in `mask`."""
+        return sum([caps[k_] for k_ in range(len(caps)) if (mask >> k_) & 1])
     jmask: list[int] = []
     jpart1: list[str] = [str(getattr(pj_, "partition", "") or "").split(",")[0] for pj_ in anyjobs]  # (the one it runs in)
     parts_on = False
@@ -422,7 +435,7 @@ def simulate(
                 pb_ = 0
                 pl_ = str(getattr(pj_, "partition", "") or "").split(",")
                 for pn_ in pl_:
-                    if pn_ in pm_of and (not pb_ or bin(pm_of[pn_]).count("1") * ncpu >= size[pi_] > bin(pb_).count("1") * ncpu):
+                    if pn_ in pm_of and (not pb_ or cpus_of(pm_of[pn_]) >= size[pi_] > cpus_of(pb_)):
                         pb_ = pm_of[pn_]
                         jpart1[pi_] = pn_
                     elif pn_ not in pm_of:
@@ -431,9 +444,9 @@ def simulate(
                 jmask.append(pb_ if pb_ else every_n)
             parts_on = any(x != every_n for x in jmask)
             for pi_ in range(n):  # (one that never fits would wait for ever)
-                if parts_on and size[pi_] > bin(jmask[pi_]).count("1") * ncpu:
+                if parts_on and size[pi_] > cpus_of(jmask[pi_]):
                     raise ConfigError(f"job {anyjobs[pi_].job_id}: {size[pi_]} CPUs, more than its partition's "
-                                      f"nodes hold ({bin(jmask[pi_]).count('1') * ncpu})")
+                                      f"nodes hold ({cpus_of(jmask[pi_])})")
     main_mask = [0]  # (the main pass's nodes for the job it starts: its partition's, less the failed ones')
     cheap_i: list[tuple[float, int]] = []  # (when its CPUs are free, index) of the completing jobs (nodes_on)
     # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):

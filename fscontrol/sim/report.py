@@ -86,7 +86,11 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
             from .nodesched import version_known
 
             ver = w.meta.get("slurm_version")
-            lines.append(f"nodes: {w.nodes // on.node_cpus} of {on.node_cpus} CPUs, each job placed on them "
+            each = (w.meta.get("machine") or {}).get("node_cpus_each") or []
+            kinds = {c: each.count(c) for c in sorted(set(each), reverse=True)}
+            many = (f"{len(each)} ({', '.join(f'{n} of {c}' for c, n in kinds.items())} CPUs)" if on.node_cpus == max(each or [0])
+                    else f"{w.nodes // on.node_cpus} of {on.node_cpus} CPUs")
+            lines.append(f"nodes: {many}, each job placed on them "
                          f"(select/cons_tres) and backfill holding whole nodes, by Slurm {on.node_model}'s rule"
                          + ("" if version_known(ver) else f" (the capture's Slurm version {ver!r} does not read: "
                             "22.05's assumed)"))

@@ -34,8 +34,9 @@ def _first_pass(pol: Policy, workload: Workload) -> float | None:
 def _node_sched(sc: Any, workload: Workload) -> Any:
     """The Slurm scheduler's settings with the workload's node size (a capture's nodes.txt: its
     CPUs over its nodes, when the workload counts CPUs and has more than one node) and the
-    completion latency the capture shows (history.completion_lag). Nodes of one size: the node
-    model (each job's CPUs per node, backfill on nodes) by the capture's Slurm version's rule
+    completion latency the capture shows (history.completion_lag). Nodes of one size, or of
+    different sizes the capture names one by one (machine "node_cpus_each"): the node model (each
+    job's CPUs per node, backfill on nodes) by the capture's Slurm version's rule
     (nodesched.node_rule); else the pool of node_cpus-CPU nodes."""
     from dataclasses import replace
 
@@ -49,10 +50,13 @@ def _node_sched(sc: Any, workload: Workload) -> Any:
     m = workload.meta.get("machine") or {}
     if workload.meta.get("unit", "cpus") == "cpus" and m.get("nodes", 0) > 1 and m.get("cpus"):
         nodes, cpus = int(m["nodes"]), int(m["cpus"])
-        if m.get("node_cpus") == [cpus // nodes] and cpus == workload.nodes:  # nodes of one size: placed on nodes (nodesched)
-            from .nodesched import node_rule
+        each = m.get("node_cpus_each") or []
+        one = m.get("node_cpus") == [cpus // nodes]
+        if cpus == workload.nodes and (one or (len(each) == nodes and sum(each) == cpus and min(each) > 0)):
+            from .nodesched import node_rule  # (nodes of different sizes: mfcore reads each one's CPUs)
 
-            return replace(sc, node_cpus=cpus // nodes, node_model=node_rule(workload.meta.get("slurm_version")))
+            return replace(sc, node_cpus=cpus // nodes if one else max(each),
+                           node_model=node_rule(workload.meta.get("slurm_version")))
         return replace(sc, node_cpus=max(1, cpus // nodes))
     return sc
 

@@ -41,12 +41,12 @@ src/slurmctld/job_scheduler.c `schedule`, src/plugins/sched/backfill/backfill.c)
   partitions over the same nodes, for all, as the engine's one queue does.
 
 Simplifications (docs/simulator-fidelity.md): one queue (partitions over different nodes are
-modelled on nodes of one size, mfcore.py's `main_pass_parts` and nodesched.backfill_nodes' masks;
+modelled on nodes, mfcore.py's `main_pass_parts` and nodesched.backfill_nodes' masks;
 not in the pool; no preemption between tiers), the machine as `node_cpus`-CPU nodes whose free CPUs are
 pooled here (a job's CPUs are not placed on particular nodes; a reservation takes ceil(CPUs /
 node_cpus) whole nodes) unless `node_model` is set: then the engine places each job on nodes and
-backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes of
-one size). SchedulerParameters' count limits are applied: per user, association, partition and
+backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes,
+each its own size). SchedulerParameters' count limits are applied: per user, association, partition and
 user in a partition on the jobs a cycle tests (`bf_tested`), bf_max_job_start on a cycle's
 starts, sched_max_job_start on a main pass's.
 """
@@ -88,10 +88,11 @@ class SlurmSched:
     bf_max_job_user_part: int = 0
     bf_max_job_start: int = 0
     sched_max_job_start: int = 0  # a main pass ends once it started this many (0: no limit)
-    node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node)
+    node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node; nodes of several sizes: the largest's)
     # "" (the pool: free CPUs as one count, a reservation ceil(CPUs / node_cpus) nodes' CPUs), or a
     # nodeplace.VERSIONS rule: the engine keeps each node's CPUs (nodeplace.place) and backfills on
-    # nodes (nodesched.backfill_nodes) by that version's rule, on a machine of several nodes
+    # nodes (nodesched.backfill_nodes) by that version's rule, on a machine of several nodes (of
+    # different sizes: the workload's meta "machine", "node_cpus_each", read by mfcore)
     node_model: str = ""
     complete_s: float = 0.0  # a job's CPUs are free this long after its end (COMPLETING: the epilog)
     unmodelled: tuple[str, ...] = ()  # SchedulerParameters items the model does not apply (named in the output)

@@ -1,0 +1,101 @@
+"""Nodes of different sizes in the replay (issue #32 item 1): a testbed of two nodes, tbnode1 of
+24 CPUs and tbnode2 of 8 (two slurmd on this host, scripts/testbed.sh TB_NODES=2 TB_CPUS=24,8).
+
+Alice's job A (20 CPUs, a 2-minute limit, runs 60 s) lands on tbnode1 (the smallest node that holds
+it). Dave's job D (24 CPUs) waits for it, first in the queue; backfill plans D on tbnode1 alone
+(the only node of 24 CPUs) at A's limit. Alice's jobs B1 and B2 (6 CPUs each, 5-minute limits)
+come behind D: the main pass stops at D, and backfill starts B1 at once on tbnode2, the node D's
+plan leaves free; B2 waits for B1. The replay (the capture's nodes.txt: each node's CPUs) starts
+each job within 5 s of slurmctld; the same capture as two nodes of 16 (D's plan then holds both
+nodes) starts B1 only when A ends (so the nodes' sizes, not chance, decide).
+
+Its own testbed (a folder beside the worker's, its second ports: the two-node module's, which runs
+before it in the same group), stopped at the end. In CI on 22.05 (the suite) and 24.11 (its list)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+SIZES = (24, 8)
+
+
+@pytest.fixture(scope="module")
+def sized():
+    from testbed import DEFAULT_DIR, PORT_OFFSET, TestbedUnavailable, ensure_testbed, stop_testbed
+
+    directory = DEFAULT_DIR.with_name(DEFAULT_DIR.name + "-sizes")
+    env_cpus = os.environ.get("TB_CPUS")
+    os.environ["TB_CPUS"] = ",".join(map(str, SIZES))
+    try:
+        tb = ensure_testbed(directory, offset=PORT_OFFSET + 5, nodes=len(SIZES))
+    except TestbedUnavailable as e:
+        if os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1":
+            pytest.fail(f"real-Slurm tests must run here but the testbed of two sizes is unavailable: {e}", pytrace=False)
+        pytest.skip(f"Slurm testbed unavailable: {e}")
+    finally:
+        if env_cpus is None:
+            os.environ.pop("TB_CPUS", None)
+        else:
+            os.environ["TB_CPUS"] = env_cpus
+    yield tb
+    tb.cancel_all()
+    if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
+        stop_testbed(tb)
+
+
+def test_a_replay_places_jobs_on_nodes_of_their_own_sizes_as_slurmctld(sized, tmp_path):
+    import re
+    import shutil
+
+    from fscontrol.sim import fidelity, history
+    from fscontrol.slurm.source import capture
+
+    tb = sized
+    out = tb.run("sinfo", "-h", "-N", "-p", "normal", "-o", "%N %c")
+    assert dict(ln.split() for ln in out.splitlines() if ln.strip()) == {"tbnode1": "24", "tbnode2": "8"}, out
+    tb.cancel_all()
+    tb.reset_usage()
+
+    def sbatch(user: str, cpus: int, minutes: int, sleep: int) -> str:
+        return tb.run("sbatch", "--parsable", f"--chdir={tb.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
+                      "-p", "normal", "-n", str(cpus), "-t", str(minutes), "--wrap", f"sleep {sleep}",
+                      user=user).strip().split(";")[0]
+
+    t0 = time.time()
+    try:
+        a = sbatch("alice", 20, 2, 60)
+        tb.wait_running(a)
+        d = sbatch("dave", 24, 2, 20)
+        time.sleep(1)
+        b1 = sbatch("alice", 6, 5, 45)
+        b2 = sbatch("alice", 6, 5, 45)
+        mine = [a, d, b1, b2]
+        tb.wait_gone(mine)
+        capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+    finally:
+        tb.cancel_all()
+    cap = tmp_path / "cap"
+    if os.environ.get("FSCONTROL_KEEP_CAPTURE"):  # (tests/data/captures/nodesizes-*: recorded this way)
+        shutil.copytree(cap, os.environ["FSCONTROL_KEEP_CAPTURE"], dirs_exist_ok=True)
+    w = history.read_history(cap, partitions=["normal"])
+    assert w.meta["machine"]["node_cpus_each"] == list(SIZES), w.meta["machine"]
+    real = fidelity.real_starts(cap)
+    r = {j: real[j]["start"] for j in mine}
+    assert r[b1] < r[a] + 50, r  # backfilled beside D's plan, before A's end
+    assert r[d] >= r[a] + 55 and r[b2] >= r[b1] + 40, r
+    sim = fidelity.replay(cap)
+    worst = max(abs(sim[j] - r[j]) for j in mine)
+    assert worst <= 5, ({j: sim[j] - r[a] for j in mine}, {j: r[j] - r[a] for j in mine})
+    even = tmp_path / "even"  # the same capture, as two nodes of 16 CPUs
+    shutil.copytree(cap, even)
+    text = (cap / "nodes.txt").read_text()
+    (even / "nodes.txt").write_text(re.sub(r"^(tbnode\d\|[^|]*\|)\d+\|", r"\g<1>16|", text, flags=re.M))
+    old = fidelity.replay(even)
+    assert old[b1] >= r[a] + 55, (old, r)  # D's plan holds both nodes: B1 waits for A's end
+    print(f"\nslurmctld: D at +{r[d] - r[a]:.0f} s, B1 at +{r[b1] - r[a]:.0f} s, B2 at +{r[b2] - r[a]:.0f} s "
+          f"(from A); the replay within {worst:.0f} s; as two nodes of 16: B1 at +{old[b1] - r[a]:.0f} s")

@@ -1,0 +1,49 @@
+"""Nodes of different sizes in the replay (issue #32 item 1), on the testbed's own runs:
+tests/data/captures/nodesizes/VERSION/ holds what tests/test_integration_nodesizes.py captured on
+each Slurm (tbnode1 of 24 CPUs, tbnode2 of 8). slurmctld put alice's job A (20 CPUs) on tbnode1,
+dave's D (24) there when A ended, and backfilled alice's B1 (6) on tbnode2 beside D's plan, before
+A's end; B2 (6) waited for B1. Independent of the model: the capture's own starts and NodeList
+(sacct's), and its nodes.txt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fscontrol.sim import fidelity
+
+DATA = Path(__file__).parent / "data" / "captures" / "nodesizes"
+VERSIONS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
+
+
+def _real(cap: Path) -> tuple[list[str], dict[str, float], dict[str, str]]:
+    """The jobs in submission order (A, D, B1, B2), slurmctld's starts and nodes."""
+    rows = [ln.split("|") for ln in (cap / "jobs.txt").read_text().splitlines()]
+    head = rows[0]
+    rows = sorted((dict(zip(head, r)) for r in rows[1:]), key=lambda r: int(r["JobID"]))
+    ids = [r["JobID"] for r in rows]
+    return ids, {r["JobID"]: float(r["Start"]) for r in rows}, {r["JobID"]: r["NodeList"] for r in rows}
+
+
+def test_every_version_was_recorded():
+    assert VERSIONS == ["22.05", "24.11", "26.05"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_replay_starts_and_places_each_job_as_slurmctld(version):
+    from fscontrol.sim.command import SimulateOptions, simulate
+
+    cap = DATA / version
+    ids, start, where = _real(cap)
+    a, d, b1, b2 = ids
+    assert where == {a: "tbnode1", d: "tbnode1", b1: "tbnode2", b2: "tbnode2"}  # slurmctld's nodes
+    assert start[b1] < start[a] + 50 <= start[d] and start[b2] >= start[b1] + 40  # B1 backfilled beside D's plan
+    (r,) = simulate(SimulateOptions(str(cap), policy=["mf-classic"], progress=False)).results
+    sim = {j.job_id: s for j, s in zip(r.workload.jobs, r.start)}
+    assert max(abs(sim[j] - start[j]) for j in ids) <= 3, ({j: sim[j] - start[a] for j in ids},
+                                                            {j: start[j] - start[a] for j in ids})
+    names = ["tbnode1", "tbnode2"]  # (nodes.txt's order, the engine's nodes)
+    got = {j.job_id: ",".join(names[i] for i, x in enumerate(n) if x) for j, n in zip(r.workload.jobs, r.mf.nodes)}
+    assert got == where
+    assert r.workload.meta["machine"]["node_cpus_each"] == [24, 8]
