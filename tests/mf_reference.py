@@ -361,8 +361,11 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
             if sched.bf_max_job_start and n_started == sched.bf_max_job_start:
                 break
             s, d = jobs[i].size, jobs[i].estimate
+            # bf_min_prio_reserve / bf_min_age_reserve (backfill.c TEST_NOW_ONLY): now or no plan
+            no_plan = ((sched.bf_min_prio_reserve and prio_of[i] < sched.bf_min_prio_reserve)
+                       or (sched.bf_min_age_reserve_s and t - jobs[i].submit < sched.bf_min_age_reserve_s))
             T0 = will_run(s)
-            if T0 is None:
+            if T0 is None or (no_plan and T0 > t):
                 continue
             when = sorted({T0} | {re for rb, re, w in resv if re > T0})
             T = next((x for x in when if machine - held_in(x, x + d) >= s), None)
@@ -372,7 +375,7 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 begin(i, t)
                 busy.append((t + d, s))
                 n_started += 1
-            elif T <= t + sched.bf_window_s:
+            elif T <= t + sched.bf_window_s and not no_plan:
                 b = max(t, math.floor(T / res) * res)
                 e = max(math.floor((T + d) / res) * res, b + res)
                 nc = sched.node_cpus

@@ -106,3 +106,54 @@ def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
     # (sched_max_job_start: the jobs after the first wait for backfill's agent, whose phase a
     # capture does not record: slurmctld's own runs put them at +2 s and +12 s; the limit's effect,
     # one start in the first main pass, is what is checked, as is what the replay does without it)
+
+
+def test_replay_plans_no_job_below_bf_min_prio_reserve_as_slurmctld(slurm, tmp_path):
+    """`SchedulerParameters=bf_min_prio_reserve=1000000`, above every job's priority (the testbed's
+    PriorityWeightFairshare is 100000): backfill makes no plan for any job (backfill.c
+    `job_no_reserve = TEST_NOW_ONLY`). Alice fills half the node (40 s, a 3-minute limit); dave's
+    whole-node head waits for it; his three 2-CPU jobs behind it have 10-minute limits, past the
+    head's plan at alice's limit: without the setting they wait for the head (slurmctld's plan holds
+    the node), with it they start at once beside alice. The replay does both, as slurmctld (the
+    small jobs at its backfill cycle: within one bf_interval of slurmctld's, whose agent's phase
+    the capture does not hold; 2026-11-29, 22.05: slurmctld +3 s, the replay +30 s)."""
+    slurm.cancel_all()
+    slurm.set_conf(SchedulerParameters="bf_min_prio_reserve=1000000")
+    try:
+        slurm.wait_controller()
+        time.sleep(2)
+        t0 = time.time()
+        fill = slurm.submit("alice", "flat", 64, 40, time="3")
+        slurm.wait_running(fill)
+        head = slurm.submit("dave", "flat", 128, 5)
+        small = [slurm.submit("dave", "flat", 2, 15, time="10") for _ in range(3)]
+        mine = [fill, head, *small]
+        slurm.wait_gone(mine)  # (~60 s)
+        capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 1)
+    finally:
+        slurm.cancel_all()
+        slurm.set_conf(SchedulerParameters="")
+        slurm.wait_controller()
+    cap = tmp_path / "cap"
+    conf = (cap / "config.txt").read_text()
+    assert sched_from_config(conf).bf_min_prio_reserve == 1000000, conf
+    keep = os.environ.get("FSCONTROL_KEEP_CAPTURE")
+    if keep:
+        shutil.copytree(cap, Path(keep) / "bf_min_prio_reserve-1000000", dirs_exist_ok=True)
+    real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
+    sim = fidelity.replay(cap)
+    plain = tmp_path / "plain"  # the same capture without the setting: the head's plan holds the node
+    shutil.copytree(cap, plain)
+    (plain / "config.txt").write_text(without_params(conf))
+    old = fidelity.replay(plain)
+    worst = max(abs(sim[j] - real[j]) for j in mine)
+    print(f"bf_min_prio_reserve: slurmctld started the small jobs at {[round(real[j] - real[fill]) for j in small]} s "
+          f"and the head at {real[head] - real[fill]:.0f} s (from alice's); the replay within {worst:.0f} s; without "
+          f"the setting the small jobs at {[round(old[j] - real[fill]) for j in small]} s")
+    assert max(real[j] for j in small) < real[fill] + 38 <= real[head], real  # beside alice's job, no plan
+    assert max(sim[j] for j in small) < sim[fill] + 38 <= sim[head], sim  # so in the replay
+    # the small jobs start at a backfill cycle: the agent's phase is not in a capture (its last cycle
+    # before the run fell among the test's set-up), so within one bf_interval; the others within seconds
+    assert max(abs(sim[j] - real[j]) for j in small) <= 35 and max(abs(sim[j] - real[j]) for j in (fill, head)) <= 10, \
+        (sim, real)
+    assert min(old[j] for j in small) >= old[head], old  # with the head's plan they wait for it

@@ -63,3 +63,27 @@ def test_simulate_names_the_limits_it_applies():
     r = CliRunner().invoke(app, ["simulate", str(DATA / "bf_max_job_user-2")])
     assert r.exit_code == 0, r.output
     assert "limits bf_max_job_user=2; SchedulerParameters=bf_max_job_user=2" in r.output, r.output
+
+
+def test_the_replay_plans_no_job_below_bf_min_prio_reserve(tmp_path):
+    """bf_min_prio_reserve=1000000 (over every priority: no job gets a backfill plan), the capture
+    tests/test_integration_sim_limits.py made on 22.05.8: alice's job (64 CPUs, 40 s) runs, dave's
+    whole-node head waits for it, his three 2-CPU jobs with 10-minute limits behind it. slurmctld
+    started them 3 s after alice's, beside it; the replay at its first backfill cycle after their
+    submission, also before alice's end (+30 s: the agent's phase is not in a capture); without the
+    setting the head's plan holds the node and they wait for the head."""
+    cap = DATA / "bf_min_prio_reserve-1000000"
+    assert re.search(r"^SchedulerParameters\s*=\s*bf_min_prio_reserve=1000000$", (cap / "config.txt").read_text(), re.M)
+    real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
+    fill, head, *small = sorted(real, key=int)
+    assert [round(real[j] - real[fill]) for j in (head, *small)] == [40, 3, 3, 3]  # what slurmctld did
+    sim = fidelity.replay(cap)
+    assert max(sim[j] for j in small) < sim[fill] + 38 <= sim[head], sim
+    assert max(abs(sim[j] - real[j]) for j in small) <= 35 and max(abs(sim[j] - real[j]) for j in (fill, head)) <= 3
+    plain = tmp_path / "plain"
+    shutil.copytree(cap, plain)
+    conf = (cap / "config.txt").read_text()
+    (plain / "config.txt").write_text(re.sub(r"^SchedulerParameters\s*=.*$", "SchedulerParameters     = (null)",
+                                             conf, flags=re.M))
+    old = fidelity.replay(plain)
+    assert min(old[j] for j in small) >= old[head], old

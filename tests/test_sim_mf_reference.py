@@ -256,6 +256,9 @@ def scheds(draw):
                                 {"bf_max_job_part": 2}, {"bf_max_job_user_part": 1}, {"bf_max_job_start": 1},
                                 {"bf_max_job_start": 2, "bf_max_job_user": 1}, {"sched_max_job_start": 1},
                                 {"sched_max_job_start": 2, "bf_max_job_assoc": 2, "bf_max_job_user": 1}])),
+        **draw(st.sampled_from([{}, {}, {}, {"bf_min_age_reserve_s": 120.0}, {"bf_min_age_reserve_s": 30.0},
+                                {"bf_min_prio_reserve": 2**32 - 1}, {"bf_min_prio_reserve": 1500},
+                                {"bf_min_prio_reserve": 400, "bf_min_age_reserve_s": 60.0}])),
     )
 
 

@@ -51,6 +51,56 @@ def test_scheduler_parameters_as_slurm_reads_them():
     assert sched_from_config("SchedulerParameters=default_queue_depth=0\n").default_queue_depth == 0
 
 
+def test_a_job_kept_from_a_plan_starts_now_or_not_at_all():
+    """bf_min_age_reserve / bf_min_prio_reserve (backfill.c `job_no_reserve = TEST_NOW_ONLY`): the
+    head (16 CPUs, no plan) leaves the node to job 2 (2 CPUs, 3,000 s), which its plan from 1800
+    kept out (the case above); a job without a plan that does not fit now is passed by and holds
+    nothing (job 2 of 6 CPUs: job 3 still starts in the 4 free). Read from SchedulerParameters as
+    slurmctld reads them: bf_min_age_reserve 0..30 days (atoi), bf_min_prio_reserve 1..2^32 - 1
+    (strtoull: "-3" is a huge number, invalid), else none."""
+    size = [16, 2, 2, 1, 12]
+    est = [900.0, 300.0, 3000.0, 60.0]
+    running = [(1800.0, 4)]
+    assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, SlurmSched(), no_reserve={0}) == [1, 2]
+    assert backfill_starts(0.0, [0, 1, 2, 3], 4, running, size, est, 16, SlurmSched(), no_reserve={1, 2, 3}) == [1, 3]
+    big = [16, 2, 6, 1, 12]
+    assert backfill_starts(0.0, [0, 2, 3], 4, running, big, est, 16, SlurmSched(), no_reserve={0, 2}) == [3]
+    sc = sched_from_config("SchedulerParameters=bf_min_age_reserve=600,bf_min_prio_reserve=5000\n")
+    assert (sc.bf_min_age_reserve_s, sc.bf_min_prio_reserve, sc.unmodelled) == (600.0, 5000, ())
+    assert sc.limits_text() == "bf_min_age_reserve=600,bf_min_prio_reserve=5000" and sc.no_reserve_set
+    for bad in ("bf_min_age_reserve=-1,bf_min_prio_reserve=0", "bf_min_age_reserve=2592001,bf_min_prio_reserve=-3",
+                "bf_min_prio_reserve=4294967296"):
+        sc = sched_from_config(f"SchedulerParameters={bad}\n")
+        assert (sc.bf_min_age_reserve_s, sc.bf_min_prio_reserve, sc.no_reserve_set) == (0.0, 0, False), bad
+    assert sched_from_config("SchedulerParameters=bf_min_prio_reserve=4294967295\n").bf_min_prio_reserve == 2**32 - 1
+
+
+def test_the_replay_makes_no_plan_for_a_job_younger_than_bf_min_age_reserve():
+    """The engine: job 1 (8 CPUs, limit 1000) runs on a 16-CPU node; job 2 (16 CPUs) waits for it
+    from t=10; job 3 (8 CPUs, limit 2000) from t=20 fits beside job 1 but would run past job 2's
+    plan (from 1000): it waits for job 2's end (1000 + 500). With bf_min_age_reserve=600 job 2,
+    pending 20-50 s at the first cycles, gets no plan: job 3 starts at the first cycle and job 2
+    waits for it (2000 + its start); with bf_min_age_reserve=5 it is old enough: as without; with
+    bf_min_prio_reserve over every priority: as with 600."""
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=1000.0, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+    jobs = [SimJob("1", 0.0, 1000.0, 1000.0, 8, user="u1", account="a"),
+            SimJob("2", 10.0, 500.0, 500.0, 16, user="u2", account="a"),
+            SimJob("3", 20.0, 2000.0, 2000.0, 8, user="u3", account="a")]
+    w = Workload("noresv", 16, jobs)
+
+    def starts(**kw):
+        return simulate_multifactor(w, prio, sched=SlurmSched(**kw)).start
+
+    plain = starts()
+    assert plain[1] == 1000.0 and plain[2] >= 1500.0, plain
+    young = starts(bf_min_age_reserve_s=600.0)
+    assert young[2] <= 60.0 and young[1] == young[2] + 2000.0, young
+    assert starts(bf_min_age_reserve_s=5.0) == plain
+    assert starts(bf_min_prio_reserve=2**32 - 1) == young
+    assert starts(bf_min_prio_reserve=1) == plain  # (every priority is at least 1)
+
+
 def test_backfill_reserves_whole_nodes_and_respects_its_limits():
     size = [16, 2, 2, 1, 12]
     est = [900.0, 300.0, 3000.0, 60.0]
@@ -566,7 +616,7 @@ def test_sched_interval_minus_one_turns_the_main_scheduler_off():
 
 def test_parameters_the_model_does_not_apply_are_named():
     s = sched_from_config("SchedulerParameters=bf_max_job_user=2,partition_job_depth=1,bf_min_age_reserve=600,defer\n")
-    assert s.unmodelled == ("partition_job_depth=1", "bf_min_age_reserve=600", "defer")
+    assert s.unmodelled == ("partition_job_depth=1", "defer")  # (bf_min_age_reserve is modelled)
     assert sched_from_config("SchedulerParameters=bf_continue,bf_interval=40\n").unmodelled == ()
 
 

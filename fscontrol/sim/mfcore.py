@@ -1204,6 +1204,12 @@ def simulate(
     j_acct: list[str] = [str(j.account or "default") for j in anyjobs] if bf_lim else []
     j_part: list[str] = jpart1 if bf_lim else []
     smax_main = int(sched.sched_max_job_start) if sched is not None else 0
+    # bf_min_age_reserve / bf_min_prio_reserve: a cycle makes no plan for a job pending (since it was
+    # eligible) less than min_age, or whose priority (its key's, the last pass's; less the tier's
+    # rank x 2^32) is below min_prio: it starts now or not at all (slurmsched.backfill_starts' no_reserve)
+    nr_age = float(sched.bf_min_age_reserve_s) if sched is not None else 0.0
+    nr_prio = int(sched.bf_min_prio_reserve) if sched is not None else 0
+    QKB = QK.bit_length() - 1
     main_on = bool(sched.main_sched) if sched is not None else True
     if sched is not None and not main_on and not sched.backfill and n:
         raise ConfigError("sched_interval=-1 with no backfill (bf_interval=-1 or sched/builtin): slurmctld starts no job")
@@ -1217,15 +1223,20 @@ def simulate(
         if lazy[0] is not None:
             materialise()
         tested = bf_tested(qkeys, sched, j_user, j_acct, j_part, QM) if bf_lim else qkeys
+        nores: set[int] = set()
+        if nr_age > 0 or nr_prio > 0:
+            for kq in tested[:sched.bf_max_job_test]:
+                if (nr_prio > 0 and (-(kq >> QKB)) % 4294967296 < nr_prio) or (nr_age > 0 and t - eligible[kq & QM] < nr_age):
+                    nores.add(kq & QM)
         if nodes_on:
             busy = [(e, nalloc[j]) for e, j in running] + [(e, nalloc[j]) for e, j in cheap_i]
             got = backfill_nodes(t, tested, nfree, busy, size, est, sched, QM, q_min, node_model,
-                                 jmask if parts_on else None)
+                                 jmask if parts_on else None, nores)
             starts = [j for j, _ in got]
             for j, a in got:
                 bf_alloc[j] = a
         else:
-            starts = backfill_starts(t, tested, free, running, size, est, total, sched, QM, q_min, cheap, (), True)
+            starts = backfill_starts(t, tested, free, running, size, est, total, sched, QM, q_min, cheap, (), True, None, nores)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]

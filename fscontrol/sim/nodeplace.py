@@ -62,7 +62,7 @@ node_scheduler.c `_pick_best_nodes`), the will-run test's 2-second time limit.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Collection, Sequence
 
 __all__ = ["VERSIONS", "place", "will_run", "reservation_nodes", "backfill_cycle"]
 
@@ -287,7 +287,8 @@ def _add_reservation(space: list[list], begin: float, end: float, nodes: frozens
 def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequence[int],
                    running: Sequence[tuple[float, Sequence[int]]], *, resolution: float = 60.0,
                    window: float = 1440 * 60.0, version: str = "22.05",
-                   nodes_of: Sequence[Sequence[int]] | None = None) -> list[tuple[str, float, list[int]] | None]:
+                   nodes_of: Sequence[Sequence[int]] | None = None,
+                   no_reserve: Collection[int] = ()) -> list[tuple[str, float, list[int]] | None]:
     """One backfill cycle on nodes: for each pending job of `queue` ((tasks, time limit in s), in
     priority order) ("start", now, CPUs per node) if it starts now, ("plan", start, CPUs per
     node) if it is planned (its nodes then held whole from the start to the start + limit, both
@@ -310,7 +311,12 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
     `nodes_of`: each job's partition's nodes (indices; default every node): its usable nodes start
     from them (backfill.c: `bit_and(avail_bitmap, part_ptr->node_bitmap)`), and a node comes back
     for later_start only if it is one of them (the next record's nodes are taken within the
-    partition's: `next_bitmap` is a copy of the job's first avail_bitmap)."""
+    partition's: `next_bitmap` is a copy of the job's first avail_bitmap).
+
+    `no_reserve`: the jobs (positions in `queue`) backfill makes no plan for (bf_min_age_reserve,
+    bf_min_prio_reserve: `job_no_reserve = TEST_NOW_ONLY`, with which the select plugin's will-run
+    test only tries the nodes as they are now, cons_common/job_test.c `_will_run_test`): each
+    starts if `place` fits it now on the nodes no record over [now, now + limit] holds, else None."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     newer = version != "22.05"
@@ -326,6 +332,16 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
         mine = frozenset(nodes_of[jn]) & every if nodes_of is not None else every
         later = now
         result: tuple[str, float, list[int]] | None = None
+        if jn in no_reserve:
+            held = [rec[2] for rec in space if rec[1] > now and rec[0] <= now + limit]
+            usable = set(mine).intersection(*held)
+            alloc = place([c if i in usable else 0 for i, c in enumerate(cur)], n, version=version)
+            if alloc is not None:
+                cur = [f - a for f, a in zip(cur, alloc)]
+                run.append((now + limit, alloc))
+                result = ("start", now, alloc)
+            out.append(result)
+            continue
         for _ in range(2 * len(space) + 4):  # TRY_LATER (each try moves on to a later record)
             start_res, later = later, 0.0
             end_time = start_res + limit if start_res > now else now + limit

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from .nodeplace import VERSIONS, place
 
@@ -171,7 +171,8 @@ def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[in
 
 def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], running: Sequence[tuple[float, list[int]]],
                    size: Sequence[int], est: Sequence[float], sc: Any, mask: int = -1, smallest: int = 0,
-                   version: str = "22.05", masks: Sequence[int] | None = None) -> list[tuple[int, list[int]]]:
+                   version: str = "22.05", masks: Sequence[int] | None = None,
+                   no_reserve: Collection[int] = ()) -> list[tuple[int, list[int]]]:
     """One backfill cycle on nodes at `now`: the jobs it starts, in order, with their CPUs per node.
     `queue`: pending jobs in priority order (indices, or keys whose `mask` bits are the index);
     `free`: each node's free CPUs; `running`: (end = start + limit, or when a completing job's CPUs
@@ -179,7 +180,9 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
     bf_window_s); `smallest`: no pending job is smaller. The starts of
     `nodeplace.backfill_cycle(now, [(size, est) ...], free, running, resolution=, window=,
     version=, nodes_of=)`, up to the point where no job left can start. `masks`: each job's
-    partition's nodes (bit k: node k; by index, default every node)."""
+    partition's nodes (bit k: node k; by index, default every node). `no_reserve`: the jobs
+    (indices) that get no plan (bf_min_age_reserve, bf_min_prio_reserve; backfill.c's
+    TEST_NOW_ONLY): each starts if it fits now on the nodes the map leaves it, else nothing."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     nq = min(len(queue), sc.bf_max_job_test)
@@ -265,6 +268,10 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                 else:
                     break
             got = _will_run(n, memo, cur, run, sparse, avail, now, start_res, later or None, version) if avail else None
+            if no_reserve and ji in no_reserve:  # now or not at all (the select plugin's first test)
+                if got is not None and got[0] <= now:
+                    result = ("start", now, got[1])
+                break
             if got is None:
                 if later:
                     continue

@@ -59,7 +59,7 @@ from itertools import accumulate, compress, count, repeat
 from operator import itemgetter, le
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from ..errors import ConfigError
 from .availability import Profile
@@ -88,6 +88,11 @@ class SlurmSched:
     bf_max_job_user_part: int = 0
     bf_max_job_start: int = 0
     sched_max_job_start: int = 0  # a main pass ends once it started this many (0: no limit)
+    # backfill reserves nothing for a job pending (since its begin time) less than this long, or of a
+    # priority below this (0: none): it starts if it fits now, else the cycle goes on without a plan
+    # for it (backfill.c `job_no_reserve = TEST_NOW_ONLY`; `no_reserve`)
+    bf_min_age_reserve_s: float = 0.0
+    bf_min_prio_reserve: int = 0
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node; nodes of several sizes: the largest's)
     # "" (the pool: free CPUs as one count, a reservation ceil(CPUs / node_cpus) nodes' CPUs), or a
     # nodeplace.VERSIONS rule: the engine keeps each node's CPUs (nodeplace.place) and backfills on
@@ -112,6 +117,8 @@ class SlurmSched:
                 raise ConfigError(f"{name} must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
+        if self.bf_min_age_reserve_s < 0 or self.bf_min_prio_reserve < 0:
+            raise ConfigError("bf_min_age_reserve and bf_min_prio_reserve must be >= 0")
         if self.node_model not in ("", "22.05", "24.11", "25.11", "26.05"):
             raise ConfigError(f"node_model {self.node_model!r}: '' (the pool) or one of 22.05, 24.11, 25.11, 26.05")
 
@@ -125,7 +132,17 @@ class SlurmSched:
 
     def limits_text(self) -> str:
         """The limits set, as SchedulerParameters writes them ("" for none)."""
-        return ",".join(f"{k}={getattr(self, k)}" for k in _LIMITS if getattr(self, k))
+        own = [f"{k}={getattr(self, k)}" for k in _LIMITS if getattr(self, k)]
+        if self.bf_min_age_reserve_s:
+            own.append(f"bf_min_age_reserve={self.bf_min_age_reserve_s:g}")
+        if self.bf_min_prio_reserve:
+            own.append(f"bf_min_prio_reserve={self.bf_min_prio_reserve}")
+        return ",".join(own)
+
+    @property
+    def no_reserve_set(self) -> bool:
+        """bf_min_age_reserve or bf_min_prio_reserve: some jobs may get no backfill plan (`no_reserve`)."""
+        return bool(self.bf_min_age_reserve_s or self.bf_min_prio_reserve)
 
 
 # the count limits (SchedulerParameters, each 0 for none); slurmctld logs an error for a negative
@@ -138,13 +155,14 @@ BF_MAX_JOB_START_MAX = 10_000
 _INVALID = {"bf_interval": lambda v: v < 1 or v > 10800, "bf_resolution": lambda v: v < 1 or v > 3600,
             "bf_window": lambda v: v < 1 or v * 60 > 30 * 86400, "bf_max_job_test": lambda v: v < 1 or v > 1_000_000,
             "default_queue_depth": lambda v: v < 0, "batch_sched_delay": lambda v: v < 0,
-            "sched_interval": lambda v: v < -1}
+            "sched_interval": lambda v: v < -1, "bf_min_age_reserve": lambda v: v < 0 or v > 30 * 86400}
 
 
 _INT_KEYS = {"sched_interval": "sched_interval_s", "default_queue_depth": "default_queue_depth",
              "batch_sched_delay": "batch_sched_delay_s",
              "bf_interval": "bf_interval_s", "bf_resolution": "bf_resolution_s",
-             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", **{k: k for k in _LIMITS}}
+             "bf_max_job_test": "bf_max_job_test", "bf_window": "bf_window_s", "bf_min_age_reserve": "bf_min_age_reserve_s",
+             **{k: k for k in _LIMITS}}
 
 
 def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
@@ -189,8 +207,14 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
             args["main_sched"] = False  # job_scheduler.c: `_schedule` returns at once, on events too
         if name == "sched_interval":
             v = 10**9 if v == -1 else max(v, 1)  # (-1: no pass at all, above; 0: at every tick of the loop)
-        args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay")) else v)
-    known = set(_INT_KEYS) | {"bf_continue"}
+        args[_INT_KEYS[name]] = v * 60.0 if name == "bf_window" else (float(v) if name.endswith(("interval", "resolution", "delay", "age_reserve")) else v)
+    at = low.find("bf_min_prio_reserve=")
+    if at >= 0:  # strtoull: a leading minus negates (a huge value); 0 or over INFINITE (2^32 - 1) is invalid
+        m = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", params[at + 20:])
+        v = (-int(m.group(2)) % 2**64 if m.group(1) == "-" else int(m.group(2))) if m else 0
+        if 0 < v <= 0xFFFFFFFF:
+            args["bf_min_prio_reserve"] = v
+    known = set(_INT_KEYS) | {"bf_continue", "bf_min_prio_reserve"}
     other = [x.strip() for x in params.split(",") if x.strip() and x.strip().split("=")[0].strip().lower() not in known]
     if other:
         args["unmodelled"] = tuple(other)
@@ -333,7 +357,7 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0,
                     completing: list[tuple[float, int]] | None = None,
                     fixed: Sequence[tuple[float, float, int]] = (), batched: bool = False,
-                    busy0: Sequence[tuple[float, int]] | None = None) -> list[int]:
+                    busy0: Sequence[tuple[float, int]] | None = None, no_reserve: Collection[int] = ()) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
     `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
     index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
@@ -345,6 +369,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     job of the batch where it fits), as slurmctld computes it (the replay; the start estimate,
     forecast/start.py, still takes the end of the job that frees the CPUs). `busy0`: (end, CPUs) of
     each of `running`, in its order, where the caller keeps it (made from `running` when not given).
+    `no_reserve`: the jobs (indices) that get no plan (bf_min_age_reserve, bf_min_prio_reserve:
+    backfill.c's TEST_NOW_ONLY): each starts if it may now, else the cycle goes on without it.
 
     As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
     (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
@@ -443,7 +469,10 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
         # first of them (by end) after which the CPUs freed are enough (jobs ending together: the
         # same time)
         T = t
+        nr = i in no_reserve if no_reserve else False
         if free < s:
+            if nr:
+                continue  # (TEST_NOW_ONLY: it does not fit now)
             if busy is None:
                 busy = list(busy0) if busy0 is not None else [(e, size[j]) for e, j in running]
                 if completing:
@@ -498,8 +527,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             cum = []
             dirty = True
             continue
-        if T > horizon:
-            continue  # too far in the future: no reservation
+        if T > horizon or nr:
+            continue  # too far in the future, or a job that gets no plan: no reservation
         b = math.floor(T / res) * res  # max(t, ...) and whole_nodes(s, nc, total), inline (the cost)
         if b < t:
             b = t
