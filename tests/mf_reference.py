@@ -292,16 +292,33 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
         return machine - sum(jobs[i].size for i in running) - sum(c for ft, c in completing)
 
     def main_sched(t, depth):
+        """In priority order, each started while it fits; after the first that does not, none (a job
+        tested behind it is passed by: a change). partition_job_depth: a partition's jobs past that
+        many are passed by before anything else is counted (job_scheduler.c `max_jobs_per_part`)."""
         nonlocal last_change
-        q = queue()[:depth]
-        for k, i in enumerate(q):
-            if getattr(sched, "sched_max_job_start", 0) and k >= sched.sched_max_job_start:
+        pdepth = getattr(sched, "partition_job_depth", 0)
+        per: dict = {}
+        tested = started = 0
+        failed = False
+        for i in queue():
+            if getattr(sched, "sched_max_job_start", 0) and started >= sched.sched_max_job_start:
                 return  # sched_max_job_start: it started that many, it stops (no job passed by)
-            if jobs[i].size > free_nodes():
-                if k + 1 < len(q):  # a job passed by behind it (Reason=Priority): a change
-                    last_change = t
+            if pdepth:
+                part = (jobs[i].partition or "").split(",")[0]
+                per[part] = per.get(part, 0) + 1
+                if per[part] > pdepth:
+                    continue
+            if tested >= depth:
                 return
+            tested += 1
+            if failed:
+                last_change = t  # a job passed by behind it (Reason=Priority): a change
+                return
+            if jobs[i].size > free_nodes():
+                failed = True
+                continue
             begin(i, t)
+            started += 1
 
     def tested_by_backfill():
         """The queue's jobs a cycle tests: one is skipped when the jobs tested before it include

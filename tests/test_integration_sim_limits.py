@@ -10,7 +10,8 @@ job a cycle starts (slurmctld spreads them over three cycles, 30 s apart), where
 limit one cycle starts all three. `bf_max_job_start=1`: the same run, one start a cycle.
 `sched_max_job_start=1` (with `bf_interval=-1`: no backfill, which could start the others in the
 same second): the three small jobs alone on the empty node; the first submission's main pass
-starts one, and each of the others waits for the next pass (a job's end). The capture records the config; its
+starts one, and each of the others waits for the next pass (a job's end). `partition_job_depth=1`
+the same way: a pass tests one job of the partition. The capture records the config; its
 replay spreads the jobs as slurmctld did, and the same capture with the limit taken out of
 config.txt starts them together (so the limit, not chance, decides). The three captures of
 2026-11-29 are kept in tests/data/captures/limits-22.05 (`FSCONTROL_KEEP_CAPTURE=DIR` keeps a
@@ -52,6 +53,9 @@ CASES = {
     # first main pass and start the others with it, 2026-11-29's CI; then only main passes start
     # jobs, one each: at each job's end)
     "sched_max_job_start=1,bf_interval=-1": (False, 10),
+    # partition_job_depth=1: a main pass tests one job of the partition (the small jobs'), the same
+    # spread as sched_max_job_start's where each start is the first job tested
+    "partition_job_depth=1,bf_interval=-1": (False, 10),
 }
 
 

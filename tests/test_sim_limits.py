@@ -19,7 +19,8 @@ from fscontrol.sim import fidelity
 
 DATA = Path(__file__).parent / "data" / "captures" / "limits-22.05"
 # (capture, slurmctld's starts of the three small jobs, from the first)
-CASES = [("bf_max_job_user-2", [0, 30, 60]), ("bf_max_job_start-1", [0, 30, 60]), ("sched_max_job_start-1", [0, 12, 12])]
+CASES = [("bf_max_job_user-2", [0, 30, 60]), ("bf_max_job_start-1", [0, 30, 60]), ("sched_max_job_start-1", [0, 12, 12]),
+         ("partition_job_depth-1", [0, 16, 32])]  # (the last with bf_interval=-1: main passes alone, at each job's end)
 
 
 def _small(cap: Path) -> list[str]:
@@ -30,7 +31,7 @@ def _small(cap: Path) -> list[str]:
 @pytest.mark.parametrize("name,spread", CASES, ids=[c[0] for c in CASES])
 def test_the_replay_spreads_the_jobs_as_slurmctld_did(tmp_path, name, spread):
     cap = DATA / name
-    setting = name.replace("-", "=")
+    setting = name.replace("-", "=") + (",bf_interval=-1" if name.startswith("partition") else "")
     assert re.search(rf"^SchedulerParameters\s*=\s*{setting}$", (cap / "config.txt").read_text(), re.M)
     real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
     small = _small(cap)
@@ -43,9 +44,11 @@ def test_the_replay_spreads_the_jobs_as_slurmctld_did(tmp_path, name, spread):
     sim = fidelity.replay(cap)
     assert max(abs(sim[j] - real[j]) for j in mine) <= 3  # each within 3 s of slurmctld's start
     s = sorted(sim[j] for j in small)
-    assert [round(x - s[0]) for x in s] == [round(x - r[0]) for x in r] or name.startswith("sched")
+    assert [round(x - s[0]) for x in s] == [round(x - r[0]) for x in r] or name.startswith(("sched", "partition"))
     if name.startswith("sched"):
         assert round(s[1] - s[0]) >= 10 and round(s[2] - s[1]) == 0  # one at once, two at the next cycle
+    if name.startswith("partition"):  # one a pass, each at a job's end (slurmctld's 1-s completions add up)
+        assert round(s[1] - s[0]) >= 10 and round(s[2] - s[1]) >= 10
     free = tmp_path / "free"  # the same capture without the limit: one pass starts all three
     shutil.copytree(cap, free)
     conf = (cap / "config.txt").read_text()

@@ -47,3 +47,30 @@ def test_the_replay_starts_and_places_each_job_as_slurmctld(version):
     got = {j.job_id: ",".join(names[i] for i, x in enumerate(n) if x) for j, n in zip(r.workload.jobs, r.mf.nodes)}
     assert got == where
     assert r.workload.meta["machine"]["node_cpus_each"] == [24, 8]
+
+
+def test_the_json_says_the_run_placed_jobs_on_nodes_and_refuses_a_host_list(tmp_path):
+    """`simulate --json`: "scheduler" is slurmctld's scheduler as the run applied it (the node
+    model, each node its size); a node of no CPUs holds no job and is left out (not pooling the
+    rest); a nodes.txt line naming a host list (not sinfo -N's) is refused in one line."""
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from fscontrol.cli.app import app
+
+    r = CliRunner().invoke(app, ["simulate", str(DATA / "22.05"), "--json"])
+    assert r.exit_code == 0, r.output
+    (res,) = json.loads(r.output)
+    assert res["scheduler"]["node_model"] == "22.05" and res["scheduler"]["node_cpus"] == 24
+    assert res["policy"]["slurm_sched"]["node_model"] == ""  # (the policy as given)
+    cap = tmp_path / "cap"
+    shutil.copytree(DATA / "22.05", cap)
+    text = (cap / "nodes.txt").read_text()
+    (cap / "nodes.txt").write_text(text + "tbnode0|normal*|0|idle\n")
+    r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert "nodes: 2 (1 of 24, 1 of 8 CPUs), each job placed on them" in r.output, r.output
+    (cap / "nodes.txt").write_text("tbnode[1-2]|normal*|24|idle\n")
+    r = CliRunner().invoke(app, ["simulate", str(cap)])
+    assert r.exit_code != 0 and "is a host list" in r.output and "Traceback" not in r.output, r.output

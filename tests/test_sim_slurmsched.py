@@ -616,7 +616,10 @@ def test_sched_interval_minus_one_turns_the_main_scheduler_off():
 
 def test_parameters_the_model_does_not_apply_are_named():
     s = sched_from_config("SchedulerParameters=bf_max_job_user=2,partition_job_depth=1,bf_min_age_reserve=600,defer\n")
-    assert s.unmodelled == ("partition_job_depth=1", "defer")  # (bf_min_age_reserve is modelled)
+    assert s.unmodelled == ("defer",)  # (partition_job_depth and bf_min_age_reserve are modelled)
+    assert s.partition_job_depth == 1 and s.limits_text() == "bf_max_job_user=2,partition_job_depth=1,bf_min_age_reserve=600"
+    assert s.replay_only() == ["partition_job_depth=1", "bf_min_age_reserve=600"]  # (the start estimate's note)
+    assert sched_from_config("SchedulerParameters=partition_job_depth=-2\n").partition_job_depth == 0  # ("ignoring")
     assert sched_from_config("SchedulerParameters=bf_continue,bf_interval=40\n").unmodelled == ()
 
 

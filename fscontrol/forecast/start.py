@@ -585,8 +585,8 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
                      f"{age[2]:g} s: the queue is re-sorted at each pass within bf_window as the jobs age")
     fairshare, fs_note = (startfs.read_live(source, pairs, sum(j.state == "PENDING" for j in jobs)) if fairshare
                           else (None, "fair-share held at its present value"))
-    notes += [fs_note] + (["SchedulerParameters bf_min_age_reserve / bf_min_prio_reserve: not applied here (every job gets a "
-                           "backfill plan; `fscontrol simulate` of a capture applies them)"] if sc.no_reserve_set else [])
+    notes += [fs_note] + ([f"SchedulerParameters {','.join(sc.replay_only())}: not applied here (`fscontrol simulate` of a "
+                           "capture applies them)"] if sc.replay_only() else [])
     ests, pnotes = startparts.read_live(source, jobs, estimate, now=now, total_cpus=total, sched=sc, fractions=fr,
                                         hidden_cpus=hidden, private=private_jobs, users=users, job_ids=job_ids,
                                         total_gpus=total_gpus, resvs=resvs, windows=wins, skipped=skipped, age=age,

@@ -152,6 +152,8 @@ def parse_nodes(text: str, command: str = " ".join(parse.NODES_ARGS)) -> dict[st
         if cpus < 0:
             raise ParseError(command, f"CPUs {cpus} is negative", no, line)
         node, part = f[0].strip(), f[1].strip().rstrip("*")
+        if "[" in node or "," in node:
+            raise ParseError(command, f"node {node!r} is a host list: sinfo -N prints one node a line", no, line)
         prev = out.setdefault(node, (cpus, set()))
         if prev[0] != cpus:
             raise ParseError(command, f"node {node} has {prev[0]} CPUs on one line and {cpus} on this one", no, line)
@@ -519,8 +521,7 @@ def read_history(
         except UnicodeDecodeError as e:
             raise ConfigError(f"{d / 'nodes.txt'} holds bytes that are not UTF-8 (at byte {e.start})") from None
         nodes = parse_nodes(ntext, " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
-        if parts is not None:
-            nodes = {k: v for k, v in nodes.items() if v[1] & parts}
+        nodes = {k: v for k, v in nodes.items() if v[0] > 0 and (parts is None or v[1] & parts)}  # (no CPUs: no job)
         down = [x for x in nodes_out(ntext) if x in nodes]
         node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values()),
                      "node_cpus": sorted({c for c, _ in nodes.values()})}  # (one size: [C])

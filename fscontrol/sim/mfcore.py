@@ -1128,7 +1128,7 @@ def simulate(
             return  # sched_interval=-1: slurmctld's `_schedule` returns at once
         if lazy[0] is not None:
             materialise()
-        if parts_on:
+        if parts_on or pdepth:
             main_pass_parts(t, lim)
             return
         q = qkeys
@@ -1155,7 +1155,9 @@ def simulate(
         partition and its nodes are taken out of the pass: `failed_parts`, `avail_node_bitmap`),
         and the pass goes on with the jobs of the other partitions, each counted towards `lim`
         (default_queue_depth + 1), a failed partition's too; a job passed by behind a failure
-        (Reason=Priority) is a change for backfill."""
+        (Reason=Priority) is a change for backfill. partition_job_depth: a partition's jobs past
+        that many in the pass are passed by, counted towards no limit (`max_jobs_per_part`, checked
+        before `job_depth++`; in the pool, its partitions over one machine: a failure ends the pass)."""
         q = qkeys
         nq = len(q)
         nn = len(nfree)
@@ -1164,11 +1166,33 @@ def simulate(
         got: set[int] = set()
         ngot = 0
         after_fail = False
-        for k in range(min(nq, lim)):
+        seen_p: dict[str, int] = {}
+        tested_ = 0
+        pool_failed = False
+        for k in range(nq):
             if smax_main and ngot >= smax_main:
                 break
             kq = q[k]
             i = kq & QM
+            if pdepth:
+                pc_ = seen_p.get(jpart1[i], 0)
+                seen_p[jpart1[i]] = pc_ + 1
+                if pc_ >= pdepth:
+                    continue  # (its Reason=Priority: a change only for a job no scheduler looked at, which its submission already was)
+            if tested_ >= lim:
+                break
+            tested_ += 1
+            if not parts_on:  # the pool: one machine; after the first that does not fit none starts
+                if pool_failed:
+                    after_fail = True  # a job passed by behind it (Reason=Priority): a change
+                    break
+                if size[i] > free:
+                    pool_failed = True
+                    continue
+                start_job(i, t)
+                got.add(kq)
+                ngot += 1
+                continue
             m = jmask[i]
             if failed:
                 after_fail = True
@@ -1204,6 +1228,7 @@ def simulate(
     j_acct: list[str] = [str(j.account or "default") for j in anyjobs] if bf_lim else []
     j_part: list[str] = jpart1 if bf_lim else []
     smax_main = int(sched.sched_max_job_start) if sched is not None else 0
+    pdepth = int(sched.partition_job_depth) if sched is not None else 0
     # bf_min_age_reserve / bf_min_prio_reserve: a cycle makes no plan for a job pending (since it was
     # eligible) less than min_age, or whose priority (its key's, the last pass's; less the tier's
     # rank x 2^32) is below min_prio: it starts now or not at all (slurmsched.backfill_starts' no_reserve)

@@ -103,7 +103,7 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
                 pn = m.get("partition_nodes") or {}
                 apart = len({tuple(v) for v in pn.values()}) > 1
                 lines.append(f"nodes: pooled ({why}): a job's CPUs are not placed on nodes, and a backfill "
-                             "reservation holds ceil(CPUs / node size) nodes"
+                             f"reservation holds ceil(CPUs / {on.node_cpus}) x {on.node_cpus} CPUs"
                              + ("; partitions over different nodes are not told apart" if apart else ""))
         pn = (w.meta.get("machine") or {}).get("partition_nodes") or {}
         unknown = sorted({x for j in w.jobs if j.partition for x in j.partition.split(",") if x not in pn})

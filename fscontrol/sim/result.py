@@ -28,6 +28,7 @@ class SimResult:
     by_size: dict[str, dict[str, Any]] = field(default_factory=dict)  # multifactor runs: per size class
     halving: dict[str, Any] | None = None  # multifactor runs under control: H vs u* (multifactor.halving_summary)
     mf: Any = None  # the multifactor engine's raw run (its per-pass records), for the charts
+    scheduler: Any = None  # slurmctld's scheduler as the run applied it (run._node_sched of the policy's), if any
 
     @property
     def jobs_per_second(self) -> float:
@@ -74,6 +75,8 @@ class SimResult:
             "jobs_per_second": self.jobs_per_second,
             "stats": self.stats,
         }
+        if self.scheduler is not None:  # slurmctld's scheduler as the run applied it: the node model, the completion latency
+            d["scheduler"] = self.scheduler.to_dict()
         if self.by_size:
             d["by_size"] = self.by_size
         if self.halving is not None:

@@ -199,6 +199,8 @@ def run_simulation(
     }
     res = SimResult(workload, pol, raw.start, raw.end, overall, by_account, by_user, wall, stats, raw.order,
                     raw.reservation if mf is None else [])
+    if pol.kind == "multifactor" and pol.slurm_sched is not None:
+        res.scheduler = _node_sched(pol.slurm_sched, workload)
     if mf is not None:
         from .multifactor import SIZE_CLASSES, halving_summary, size_class
 

@@ -48,7 +48,9 @@ node_cpus) whole nodes) unless `node_model` is set: then the engine places each 
 backfills with nodesched.backfill_nodes instead of `backfill_starts` (a capture of several nodes,
 each its own size). SchedulerParameters' count limits are applied: per user, association, partition and
 user in a partition on the jobs a cycle tests (`bf_tested`), bf_max_job_start on a cycle's
-starts, sched_max_job_start on a main pass's.
+starts, sched_max_job_start on a main pass's, partition_job_depth on the jobs a main pass tests
+of one partition (mfcore.py); bf_min_age_reserve and bf_min_prio_reserve keep a job from a
+backfill plan (`no_reserve`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class SlurmSched:
     bf_max_job_user_part: int = 0
     bf_max_job_start: int = 0
     sched_max_job_start: int = 0  # a main pass ends once it started this many (0: no limit)
+    partition_job_depth: int = 0  # a main pass tests at most this many jobs of one partition (0: no limit)
     # backfill reserves nothing for a job pending (since its begin time) less than this long, or of a
     # priority below this (0: none): it starts if it fits now, else the cycle goes on without a plan
     # for it (backfill.c `job_no_reserve = TEST_NOW_ONLY`; `no_reserve`)
@@ -139,6 +142,10 @@ class SlurmSched:
             own.append(f"bf_min_prio_reserve={self.bf_min_prio_reserve}")
         return ",".join(own)
 
+    def replay_only(self) -> list[str]:
+        """The settings the replay applies and the start estimate does not (named in its note)."""
+        return [x for x in self.limits_text().split(",") if x.startswith(("bf_min_", "partition_job_depth"))]
+
     @property
     def no_reserve_set(self) -> bool:
         """bf_min_age_reserve or bf_min_prio_reserve: some jobs may get no backfill plan (`no_reserve`)."""
@@ -148,7 +155,7 @@ class SlurmSched:
 # the count limits (SchedulerParameters, each 0 for none); slurmctld logs an error for a negative
 # one, or a bf_max_job_start over 10,000 (backfill.c MAX_BF_MAX_JOB_START), and takes 0
 _LIMITS = ("bf_max_job_user", "bf_max_job_assoc", "bf_max_job_part", "bf_max_job_user_part", "bf_max_job_start",
-           "sched_max_job_start")
+           "sched_max_job_start", "partition_job_depth")
 BF_MAX_JOB_START_MAX = 10_000
 # the values slurmctld logs as invalid and replaces by its default (backfill.c `_load_config`,
 # job_scheduler.c `_schedule`, 22.05.8)
