@@ -18,7 +18,6 @@ on 22.05, 24.11 and 26.05 (scripts/test.sh's lists)."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -34,26 +33,9 @@ WEIGHTS = "CPU=1.0,Node=6.0,GRES/gpu=8.0"
 
 @pytest.fixture(scope="module")
 def two_nodes():
-    from testbed import DEFAULT_DIR, PORT_OFFSET, TestbedUnavailable, ensure_testbed, stop_testbed
+    from testbed import side_testbed
 
-    directory = DEFAULT_DIR.with_name(DEFAULT_DIR.name + "-nodes2")
-    env_cpus = os.environ.get("TB_CPUS")
-    os.environ["TB_CPUS"] = str(NODE_CPUS)
-    try:
-        tb = ensure_testbed(directory, offset=PORT_OFFSET + 5, nodes=2)
-    except TestbedUnavailable as e:
-        if os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1":
-            pytest.fail(f"real-Slurm tests must run here but the two-node testbed is unavailable: {e}", pytrace=False)
-        pytest.skip(f"Slurm testbed unavailable: {e}")
-    finally:
-        if env_cpus is None:
-            os.environ.pop("TB_CPUS", None)
-        else:
-            os.environ["TB_CPUS"] = env_cpus
-    yield tb
-    tb.cancel_all()
-    if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
-        stop_testbed(tb)
+    yield from side_testbed("-nodes2", cpus=str(NODE_CPUS), nodes=2)
 
 
 def _nodes(tb) -> dict[str, str]:

@@ -26,26 +26,9 @@ SIZES = (24, 8)
 
 @pytest.fixture(scope="module")
 def sized():
-    from testbed import DEFAULT_DIR, PORT_OFFSET, TestbedUnavailable, ensure_testbed, stop_testbed
+    from testbed import side_testbed
 
-    directory = DEFAULT_DIR.with_name(DEFAULT_DIR.name + "-sizes")
-    env_cpus = os.environ.get("TB_CPUS")
-    os.environ["TB_CPUS"] = ",".join(map(str, SIZES))
-    try:
-        tb = ensure_testbed(directory, offset=PORT_OFFSET + 5, nodes=len(SIZES))
-    except TestbedUnavailable as e:
-        if os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1":
-            pytest.fail(f"real-Slurm tests must run here but the testbed of two sizes is unavailable: {e}", pytrace=False)
-        pytest.skip(f"Slurm testbed unavailable: {e}")
-    finally:
-        if env_cpus is None:
-            os.environ.pop("TB_CPUS", None)
-        else:
-            os.environ["TB_CPUS"] = env_cpus
-    yield tb
-    tb.cancel_all()
-    if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
-        stop_testbed(tb)
+    yield from side_testbed("-sizes", cpus=",".join(map(str, SIZES)), nodes=len(SIZES))
 
 
 def test_a_replay_places_jobs_on_nodes_of_their_own_sizes_as_slurmctld(sized, tmp_path):

@@ -59,37 +59,49 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("params", list(CASES))
-def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
-    filled, spread = CASES[params]
+def _captured(slurm, params: str, folder: Path, name: str, work) -> tuple[Path, str]:
+    """`work()` (it submits the run's jobs and waits for them to end) under SchedulerParameters=
+    `params`, captured from 2 s after the reconfigure (the run before it left out: its jobs had
+    ended), the setting put back; the capture folder and its config.txt. FSCONTROL_KEEP_CAPTURE=DIR
+    keeps it as DIR/`name`."""
     slurm.cancel_all()
     slurm.set_conf(SchedulerParameters=params)
     try:
         slurm.wait_controller()
-        mine = []
         time.sleep(2)
-        t0 = time.time()  # the capture's window from here: the run before it left out (its jobs had ended)
-        if filled:
-            fill = slurm.submit("alice", "flat", 64, 100, time="6")
-            slurm.wait_running(fill)
-            head = slurm.submit("dave", "flat", 128, 5)
-            mine = [fill, head]
-        small = [slurm.submit("dave", "flat", 2, 15) for _ in range(3)]
-        mine += small
-        slurm.wait_gone(mine)  # (~110 s)
-        capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 1)
+        t0 = time.time()
+        work()
+        capture(slurm.source(), folder / "cap", history_s=time.time() - t0 + 1)
     finally:
         slurm.cancel_all()
         slurm.set_conf(SchedulerParameters="")
         slurm.wait_controller()
-    cap = tmp_path / "cap"
-    conf = (cap / "config.txt").read_text()
+    cap = folder / "cap"
+    keep = os.environ.get("FSCONTROL_KEEP_CAPTURE")
+    if keep:
+        shutil.copytree(cap, Path(keep) / name, dirs_exist_ok=True)
+    return cap, (cap / "config.txt").read_text()
+
+
+@pytest.mark.parametrize("params", list(CASES))
+def test_replay_applies_the_count_limits_as_slurmctld(slurm, tmp_path, params):
+    filled, spread = CASES[params]
+    mine: list[str] = []
+    small: list[str] = []
+
+    def work() -> None:
+        if filled:
+            fill = slurm.submit("alice", "flat", 64, 100, time="6")
+            slurm.wait_running(fill)
+            mine.extend([fill, slurm.submit("dave", "flat", 128, 5)])
+        small.extend(slurm.submit("dave", "flat", 2, 15) for _ in range(3))
+        mine.extend(small)
+        slurm.wait_gone(mine)  # (~110 s)
+
+    cap, conf = _captured(slurm, params, tmp_path, params.replace("=", "-"), work)
     assert sched_from_config(conf).limits_text() == params.split(",bf_")[0], conf  # (26.05: the config's --json form)
     real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
     r = sorted(real[j] for j in small)
-    keep = os.environ.get("FSCONTROL_KEEP_CAPTURE")
-    if keep:
-        shutil.copytree(cap, Path(keep) / params.replace("=", "-"), dirs_exist_ok=True)
     sim = fidelity.replay(cap)
     s = sorted(sim[j] for j in small)
     free = tmp_path / "nolimit"  # the same capture without the limit
@@ -121,29 +133,18 @@ def test_replay_plans_no_job_below_bf_min_prio_reserve_as_slurmctld(slurm, tmp_p
     the node), with it they start at once beside alice. The replay does both, as slurmctld (the
     small jobs at its backfill cycle: within one bf_interval of slurmctld's, whose agent's phase
     the capture does not hold; 2026-11-29, 22.05: slurmctld +3 s, the replay +30 s)."""
-    slurm.cancel_all()
-    slurm.set_conf(SchedulerParameters="bf_min_prio_reserve=1000000")
-    try:
-        slurm.wait_controller()
-        time.sleep(2)
-        t0 = time.time()
+    mine: list[str] = []
+
+    def work() -> None:
         fill = slurm.submit("alice", "flat", 64, 40, time="3")
         slurm.wait_running(fill)
-        head = slurm.submit("dave", "flat", 128, 5)
-        small = [slurm.submit("dave", "flat", 2, 15, time="10") for _ in range(3)]
-        mine = [fill, head, *small]
+        mine.extend([fill, slurm.submit("dave", "flat", 128, 5)])
+        mine.extend(slurm.submit("dave", "flat", 2, 15, time="10") for _ in range(3))
         slurm.wait_gone(mine)  # (~60 s)
-        capture(slurm.source(), tmp_path / "cap", history_s=time.time() - t0 + 1)
-    finally:
-        slurm.cancel_all()
-        slurm.set_conf(SchedulerParameters="")
-        slurm.wait_controller()
-    cap = tmp_path / "cap"
-    conf = (cap / "config.txt").read_text()
+
+    cap, conf = _captured(slurm, "bf_min_prio_reserve=1000000", tmp_path, "bf_min_prio_reserve-1000000", work)
+    fill, head, *small = mine
     assert sched_from_config(conf).bf_min_prio_reserve == 1000000, conf
-    keep = os.environ.get("FSCONTROL_KEEP_CAPTURE")
-    if keep:
-        shutil.copytree(cap, Path(keep) / "bf_min_prio_reserve-1000000", dirs_exist_ok=True)
     real = {k: v["start"] for k, v in fidelity.real_starts(cap).items()}
     sim = fidelity.replay(cap)
     plain = tmp_path / "plain"  # the same capture without the setting: the head's plan holds the node

@@ -263,3 +263,18 @@ def test_a_replay_does_not_start_what_slurm_would_not_start(tmp_path):
     assert r.exit_code == 0, r.output
     assert "not started: held 2, partition down 1" in r.output
     assert "replayed without their dependency: 1 jobs" in r.output
+
+
+def test_jobs_submitted_in_one_second_keep_their_job_ids_order(tmp_path):
+    """slurmctld breaks a priority tie by submit time, then by job id (job_scheduler.c
+    `sort_job_queue2`); the replay's tie goes by the workload's order, so jobs of one second are
+    read in job id order, whatever order the capture lists them in (a job pending at the capture
+    is added after sacct's: an outside tester's head job came after a later one)."""
+    import shutil
+
+    cap = tmp_path / "cap"
+    shutil.copytree(Path(__file__).parent / "data" / "captures" / "nodesizes" / "22.05", cap)
+    head, *rows = (cap / "jobs.txt").read_text().splitlines()
+    (cap / "jobs.txt").write_text("\n".join([head, *reversed(rows)]) + "\n")
+    w = read_history(cap, partitions=["normal"])
+    assert [j.job_id for j in w.jobs] == ["5", "6", "7", "8"]  # (7 and 8: one submit second)

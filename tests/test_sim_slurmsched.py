@@ -75,6 +75,21 @@ def test_a_job_kept_from_a_plan_starts_now_or_not_at_all():
     assert sched_from_config("SchedulerParameters=bf_min_prio_reserve=4294967295\n").bf_min_prio_reserve == 2**32 - 1
 
 
+def test_a_job_of_several_partitions_has_its_best_partition_s_priority():
+    """PriorityWeightPartition: a job listing `lo,hi` is priced at hi's PriorityJobFactor (its best
+    queue record, as the tier), not at none (a lookup of "lo,hi" found no factor: priority 1, an
+    outside tester's head job sorted behind a later one). On a full node, the `lo,hi` job and a
+    `lo` job submitted together wait; the first to start when the node frees is the `lo,hi` one."""
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=0.0, weight_partition=1000.0, max_age_s=3600.0,
+                          calc_period_s=60.0, half_life_s=600.0, fair_tree=False,
+                          partition_factor=(("lo", 1), ("hi", 2)))
+    jobs = [SimJob("1", 0.0, 100.0, 100.0, 16, user="u1", account="a", partition="lo"),
+            SimJob("2", 10.0, 100.0, 100.0, 16, user="u2", account="a", partition="lo"),
+            SimJob("3", 10.0, 100.0, 100.0, 16, user="u3", account="a", partition="lo,hi")]
+    r = simulate_multifactor(Workload("parts", 16, jobs), prio, sched=SlurmSched())
+    assert r.start[2] == 100.0 and r.start[1] == 200.0, r.start
+
+
 def test_the_replay_makes_no_plan_for_a_job_younger_than_bf_min_age_reserve():
     """The engine: job 1 (8 CPUs, limit 1000) runs on a 16-CPU node; job 2 (16 CPUs) waits for it
     from t=10; job 3 (8 CPUs, limit 2000) from t=20 fits beside job 1 but would run past job 2's

@@ -404,6 +404,32 @@ def ensure_testbed(directory: Path = DEFAULT_DIR, *, offset: int = PORT_OFFSET, 
     return Testbed(dir=directory, started_here=not running, env=testbed_client_env(directory))
 
 
+def side_testbed(suffix: str, *, cpus: str, nodes: int):
+    """A module fixture's testbed of its own beside the worker's (DEFAULT_DIR + `suffix`, the
+    worker's second ports), of `nodes` nodes of `cpus` CPUs (testbed.sh TB_CPUS: one number, or a
+    comma list, one a node): yields it, cancels its jobs after and stops it if started here.
+    Unavailable: a failure where the real-Slurm tests must run (FSCONTROL_REQUIRE_SLURM=1), else a skip."""
+    import pytest
+
+    env_cpus = os.environ.get("TB_CPUS")
+    os.environ["TB_CPUS"] = cpus
+    try:
+        tb = ensure_testbed(DEFAULT_DIR.with_name(DEFAULT_DIR.name + suffix), offset=PORT_OFFSET + 5, nodes=nodes)
+    except TestbedUnavailable as e:
+        if os.environ.get("FSCONTROL_REQUIRE_SLURM") == "1":
+            pytest.fail(f"real-Slurm tests must run here but the testbed {suffix} is unavailable: {e}", pytrace=False)
+        pytest.skip(f"Slurm testbed unavailable: {e}")
+    finally:
+        if env_cpus is None:
+            os.environ.pop("TB_CPUS", None)
+        else:
+            os.environ["TB_CPUS"] = env_cpus
+    yield tb
+    tb.cancel_all()
+    if tb.started_here and os.environ.get("FSCONTROL_KEEP_TESTBED") != "1":
+        stop_testbed(tb)
+
+
 def testbed_client_env(directory: Path) -> dict[str, str]:
     """The environment the Slurm clients of the testbed in `directory` run with: its slurm.conf
     and, for 24.11 and 26.05, its client wrappers (DIR/bin) first on PATH."""

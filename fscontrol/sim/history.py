@@ -558,6 +558,7 @@ def read_history(
         jobs = [j for j in jobs if id(j) not in big]
     stats["too_big"] = len(too_big)
     stats["kept"] = len(jobs)
+    jobs.sort(key=lambda j: (int(m.group()) if (m := re.match(r"\d+", j.job_id)) else 0, j.job_id))  # (ties: by job id)
     shares: tuple[ShareRow, ...] = ()
     if (d / "sshare.txt").is_file():
         shares = parse.parse_sshare((d / "sshare.txt").read_text(), " ".join(commands.get("sshare", {}).get("argv") or ["sshare"]))

@@ -306,8 +306,8 @@ def simulate(
     if wp and prio.partition_factor:
         pf = dict(prio.partition_factor)
         pmax = max(pf.values()) or 1
-        for i, j in enumerate(jobs):
-            static[i] += wp * pf.get(getattr(j, "partition", "") or next(iter(pf)), 0) / pmax
+        for i, j in enumerate(jobs):  # (a job of several partitions: its best, as the tier's)
+            static[i] += wp * max([pf.get(p_, 0) for p_ in (getattr(j, "partition", "") or next(iter(pf))).split(",")]) / pmax
     if wq and prio.qos_priority:
         qf = dict(prio.qos_priority)
         qmax = max(qf.values()) or 1
