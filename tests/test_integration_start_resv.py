@@ -69,13 +69,15 @@ def _scenario(slurm):
 
 def test_start_estimates_around_a_reservation(slurm):
     try:
-        r, a, b, c, reasons, d = _scenario(slurm)
-        carol = next((e for e in d["jobs"] if e["job_id"] == b), {})
-        if carol.get("start") is None and "ReqNodeNotAvail" in (carol.get("reason") or ""):
-            # slurmctld itself held carol's job off the reserved node (seen once in a CI run on a
-            # loaded machine, 22.05): the premise failed, not the estimate; the scenario once more
-            print(f"slurmctld held carol's job {b} for the reservation ({carol.get('reason')}): the scenario again")
+        for again in range(3):
             r, a, b, c, reasons, d = _scenario(slurm)
+            carol = next((e for e in d["jobs"] if e["job_id"] == b), {})
+            if not (carol.get("start") is None and "ReqNodeNotAvail" in (carol.get("reason") or "")):
+                break
+            # slurmctld itself held carol's job off the reserved node (CI runs on a loaded machine,
+            # 22.05; twice in a row on 2026-11-29): the premise failed, not the estimate; the
+            # scenario again, up to three times
+            print(f"slurmctld held carol's job {b} for the reservation ({carol.get('reason')}): the scenario again")
         ests = {e["job_id"]: e for e in d["jobs"]}
         assert {a, b, c} <= ests.keys(), d
         assert any(NAME in n and "reservations modelled" in n for n in d["notes"]), d["notes"]
