@@ -110,6 +110,46 @@ def run(a) -> dict:
                                                 "PriorityCalcPeriod": "00:05:00", "PriorityDecayHalfLife": "7-00:00:00"})
         assert m is not None, why
         extra["fairshare"] = (m, {})
+    if a.dependent or a.begins:
+        # --dependent N: N pending jobs (at random) pending on a dependency, afterok on a running job;
+        # --begins N: N others waiting for a begin time up to 3 days ahead
+        from dataclasses import replace
+
+        from fscontrol.forecast.startdeps import parse_deps
+
+        rng4 = random.Random(a.seed + 4)
+        run_ids = [j.job_id for j in jobs if j.state == "RUNNING"]
+        pk = [k for k, j in enumerate(jobs) if j.state == "PENDING"]
+        picked = rng4.sample(pk, a.dependent + a.begins)
+        lines = []
+        for k in picked[:a.dependent]:
+            lines.append(f"{jobs[k].job_id}|afterok:{rng4.choice(run_ids)}(unfulfilled)")
+            jobs[k] = replace(jobs[k], reason="Dependency")
+        for k in picked[a.dependent:]:
+            jobs[k] = replace(jobs[k], reason="BeginTime", start=now + rng4.uniform(0, 3 * 86400))
+        extra["deps"] = parse_deps("\n".join(lines))
+    if a.limits:
+        # --limits N: the QOS normal's MaxJobsPU=N for every user and GrpTRES=cpu of a tenth of the
+        # cluster on each of 30 accounts (u_k in a{k % 30}); a user at N running jobs has every
+        # pending job held (QOSMaxJobsPerUserLimit), as squeue shows it (model/acctpolicy.py)
+        from dataclasses import replace
+
+        from fscontrol.model import acctpolicy
+        from fscontrol.slurm.tres import AssocLimits
+
+        jobs = [replace(j, account=f"a{int(j.user[1:]) % 30}") for j in jobs]
+        nrun: dict[str, int] = {}
+        for j in jobs:
+            if j.state == "RUNNING":
+                nrun[j.user] = nrun.get(j.user, 0) + 1
+        jobs = [replace(j, reason="QOSMaxJobsPerUserLimit") if j.state == "PENDING" and nrun.get(j.user, 0) >= a.limits
+                else j for j in jobs]
+        assocs = [AssocLimits("root", "", "", {}, {})]
+        assocs += [AssocLimits(f"a{k}", "", "root", {"GrpTRES": {"cpu": a.nodes * 128 / 10}}, {}) for k in range(30)]
+        assocs += [AssocLimits(f"a{int(u[1:]) % 30}", u, f"a{int(u[1:]) % 30}", {}, {}) for u in fr]
+        keys = {(j.account, j.user, "normal") for j in jobs}
+        lim = acctpolicy.model(assocs, [AssocLimits("normal", "", "", {}, {"MaxJobsPU": a.limits})], keys)
+        extra["limits"] = (lim, {j.job_id: "normal" for j in jobs}, False)
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out = {"running": len(jobs) - a.pending, "rss_queue_mib": round(rss0, 1), "cases": []}
     for label, user in (("middle of the queue", mid), ("lowest-priority job", last)):
@@ -140,6 +180,9 @@ def main() -> None:
     ap.add_argument("--age", action="store_true", help="the age term growing (submissions over 8 days, max age 7)")
     ap.add_argument("--fairshare", action="store_true", help="classic fair-share charged at each pass (startfs)")
     ap.add_argument("--fairtree", action="store_true", help="with --fairshare: Fair Tree's ranks instead of classic F")
+    ap.add_argument("--dependent", type=int, default=0, help="pending jobs on a dependency (afterok on a running job)")
+    ap.add_argument("--begins", type=int, default=0, help="pending jobs waiting for a begin time (up to 3 days ahead)")
+    ap.add_argument("--limits", type=int, default=0, help="MaxJobsPU=N for every user, GrpTRES=cpu on 30 accounts")
     a = ap.parse_args()
     if (a.reservations or a.age or a.fairshare) and a.against_old:
         ap.error("--against-old plans without reservations: not with --reservations")
@@ -151,12 +194,18 @@ def main() -> None:
         cmd = [sys.executable, __file__, "--impl", impl, "--pending", str(a.pending), "--nodes", str(a.nodes),
                "--users", str(a.users), "--seed", str(a.seed), "--repeat", str(a.repeat),
                "--reservations", str(a.reservations), *(["--age"] if a.age else []),
-               *(["--fairshare"] if a.fairshare else []), *(["--fairtree"] if a.fairtree else [])]
+               *(["--fairshare"] if a.fairshare else []), *(["--fairtree"] if a.fairtree else []),
+               "--dependent", str(a.dependent), "--begins", str(a.begins), "--limits", str(a.limits)]
         res[impl] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        if a.limits and impl == "new":  # the baseline: the same queue, no limits read, in the same run
+            cmd[cmd.index("--limits") + 1] = "0"
+            res["nolimits"] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     new = res["new"]
     print(f"{a.pending} pending, {new['running']} running on {a.nodes} x 128 CPUs, {a.users} users, "
           f"{a.reservations} reservations{', the age term growing' if a.age else ''}"
-          f"{(', Fair Tree ranks' if a.fairtree else ', fair-share') + ' charged at each pass' if a.fairshare else ''}")
+          f"{(', Fair Tree ranks' if a.fairtree else ', fair-share') + ' charged at each pass' if a.fairshare else ''}"
+          f"{f', {a.dependent} on a dependency' if a.dependent else ''}{f', {a.begins} with a begin time' if a.begins else ''}"
+          f"{f', MaxJobsPU={a.limits} and GrpTRES=cpu on 30 accounts' if a.limits else ''}")
     for k, c in enumerate(new["cases"]):
         line = (f"  {c['label']} ({c['user']}, {c['jobs']} jobs, {c['estimated']} estimated): CPU {c['cpu_s']:.3f} s "
                 f"(min {c['cpu_min']:.3f}, max {c['cpu_max']:.3f})")
@@ -164,6 +213,10 @@ def main() -> None:
             o = res["old"]["cases"][k]
             same = "same starts" if o["starts"] == c["starts"] else "STARTS DIFFER"
             line += f"; old planner {o['cpu_s']:.3f} s, ratio {o['cpu_s'] / c['cpu_s']:.1f}x, {same}"
+        if "nolimits" in res:
+            b = res["nolimits"]["cases"][k]
+            line += (f"; without the limits {b['cpu_s']:.3f} s ({b['estimated']} estimated), ratio "
+                     f"{c['cpu_s'] / b['cpu_s']:.2f}x")
         print(line)
     for impl, r in res.items():
         print(f"  {impl} planner: peak RSS {r['rss_peak_mib']} MiB (queue built: {r['rss_queue_mib']} MiB)")

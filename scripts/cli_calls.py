@@ -66,7 +66,7 @@ ALLOWED: dict[str, str] = {
     "fscontrol.report.gate.gate_lines": "output: gate's text from the gate tick's result",
     "fscontrol.report.doctor.report_lines": "output: the doctor's text from its data",
     "fscontrol.forecast.why.format_all": "output: why's text from its data",
-    "fscontrol.forecast.start.render": "output: start's text from its data",
+    "fscontrol.forecast.startview.render": "output: start's text from its data",
     "fscontrol.forecast.request.format_forecast": "output: forecast's text from its data",
     "fscontrol.sim.command.render": "output: simulate's text (or --json) from its result",
     "fscontrol.sim.sweep.format_sweep": "output: a sweep's comparison table from its results",

@@ -293,7 +293,8 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
 
     def main_sched(t, depth):
         """In priority order, each started while it fits; after the first that does not, none (a job
-        tested behind it is passed by: a change). partition_job_depth: a partition's jobs past that
+        tested behind it is passed by: a change), unless that one is young or of a low priority
+        (main_min_age_s, main_min_prio: it is passed by and the pass goes on). partition_job_depth: a partition's jobs past that
         many are passed by before anything else is counted (job_scheduler.c `max_jobs_per_part`)."""
         nonlocal last_change
         pdepth = getattr(sched, "partition_job_depth", 0)
@@ -315,7 +316,12 @@ def simulate_reference(workload, prio, rows: tuple[ShareRow, ...], sched=None) -
                 last_change = t  # a job passed by behind it (Reason=Priority): a change
                 return
             if jobs[i].size > free_nodes():
-                failed = True
+                # job_scheduler.c: a job younger than bf_min_age_reserve, or below bf_min_prio_reserve,
+                # does not fail the partition (`fail_by_part = false`): the pass goes on
+                young = sched.main_min_age_s and t - jobs[i].submit < sched.main_min_age_s
+                low = sched.main_min_prio and prio_of[i] < sched.main_min_prio
+                if not (young or low):
+                    failed = True
                 continue
             begin(i, t)
             started += 1

@@ -175,7 +175,7 @@ class RefPasses:
         np = self.np
         key = self.p0
         if aging is not None:
-            key = key + aging[0] * np.minimum(1.0, (t - self.e) / aging[1])
+            key = key + aging[0] * np.minimum(1.0, np.maximum(0.0, t - self.e) / aging[1])  # (0 until eligible)
         if self.dfs is not None:
             key = key + self.dfs
         o = self.order[~self.st_mask[self.order]]  # the queue as it is: every pending job not started

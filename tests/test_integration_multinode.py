@@ -113,7 +113,8 @@ def test_a_capture_of_two_nodes_replays_on_two_nodes(two_nodes, tmp_path):
     w = history.read_history(folder, partitions=["normal"])
     m = dict(w.meta["machine"])
     assert m.pop("partition_nodes")["normal"] == [0, 1]  # each partition's nodes, by index
-    assert m == {"nodes": 2, "cpus": 2 * NODE_CPUS, "node_cpus": [NODE_CPUS]}, w.meta["machine"]
+    # (4 GPUs a node: testbed.sh TB_GPUS, nodes.txt's %G since 2026-11-29)
+    assert m == {"nodes": 2, "cpus": 2 * NODE_CPUS, "node_cpus": [NODE_CPUS], "node_gpus_each": [4, 4]}, w.meta["machine"]
     assert w.nodes == 2 * NODE_CPUS
     assert {a, b} <= {j.job_id for j in w.jobs}, (a, b, [j.job_id for j in w.jobs])
     sc = _node_sched(SlurmSched(), w)

@@ -82,3 +82,66 @@ def test_a_replay_places_jobs_on_nodes_of_their_own_sizes_as_slurmctld(sized, tm
     assert old[b1] >= r[a] + 55, (old, r)  # D's plan holds both nodes: B1 waits for A's end
     print(f"\nslurmctld: D at +{r[d] - r[a]:.0f} s, B1 at +{r[b1] - r[a]:.0f} s, B2 at +{r[b2] - r[a]:.0f} s "
           f"(from A); the replay within {worst:.0f} s; as two nodes of 16: B1 at +{old[b1] - r[a]:.0f} s")
+
+
+def test_a_replay_waits_for_gpus_where_cpus_are_free_as_slurmctld(sized, tmp_path):
+    """GPUs (the testbed's nodes have 4 each: testbed.sh TB_GPUS). Alice's G1 and G2 (2 CPUs and
+    `--gres=gpu:4` each, 2-minute limits, run 60 s) take every GPU: G1 on tbnode2, G2 on tbnode1.
+    Dave's G3 (2 CPUs, gpu:1) then waits though 28 CPUs are free: the main pass stops at it. His C1
+    behind it (4 CPUs, no GPU, 5 minutes) is backfilled on tbnode1, beside G3's plan (tbnode2 from
+    G1's limit). The replay (nodes.txt's %G, each job's gres/gpu from sacct's TRES) starts G1-G3
+    within 5 s of slurmctld, and C1 within one bf_interval (backfill's agent cycles in a phase no
+    capture holds); the same capture with the GPUs left out starts G3 at once (so the GPUs, not
+    chance, decide). G3 and C1 are one user's: their order is their age, whatever usage slurmctld
+    still has from earlier tests."""
+    import shutil
+
+    from fscontrol.sim import fidelity, history
+    from fscontrol.slurm.source import capture
+
+    tb = sized
+    tb.cancel_all()
+    tb.reset_usage()
+    time.sleep(6)  # (the capture's window opens 5 s before t0: none of the module's earlier jobs in it)
+
+    def sbatch(user: str, cpus: int, gpus: int, minutes: int, sleep: int) -> str:
+        return tb.run("sbatch", "--parsable", f"--chdir={tb.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
+                      "-p", "normal", "-n", str(cpus), *([f"--gres=gpu:{gpus}"] if gpus else []), "-t", str(minutes),
+                      "--wrap", f"sleep {sleep}", user=user).strip().split(";")[0]
+
+    t0 = time.time()
+    try:
+        g1 = sbatch("alice", 2, 4, 2, 60)
+        g2 = sbatch("alice", 2, 4, 2, 60)
+        tb.wait_running(g1)
+        tb.wait_running(g2)
+        g3 = sbatch("dave", 2, 1, 2, 20)
+        time.sleep(1)
+        c1 = sbatch("dave", 4, 0, 5, 30)
+        mine = [g1, g2, g3, c1]
+        tb.wait_gone(mine)
+        capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+    finally:
+        tb.cancel_all()
+    cap = tmp_path / "cap"
+    if os.environ.get("FSCONTROL_KEEP_CAPTURE"):  # (tests/data/captures/gpus/: recorded this way)
+        shutil.copytree(cap, os.environ["FSCONTROL_KEEP_CAPTURE"], dirs_exist_ok=True)
+    w = history.read_history(cap, partitions=["normal"])
+    assert w.meta["machine"]["node_gpus_each"] == [4, 4], w.meta["machine"]
+    assert {j.job_id: j.gpus for j in w.jobs if j.job_id in mine} == {g1: 4, g2: 4, g3: 1, c1: 0}
+    real = fidelity.real_starts(cap)
+    r = {j: real[j]["start"] for j in mine}
+    assert r[g3] >= r[g1] + 55, r  # waited for GPUs, not CPUs
+    assert r[c1] < r[g3], r
+    sim = fidelity.replay(cap)
+    worst = max(abs(sim[j] - r[j]) for j in (g1, g2, g3))
+    assert worst <= 5 and abs(sim[c1] - r[c1]) <= 35, ({j: sim[j] - r[g1] for j in mine}, {j: r[j] - r[g1] for j in mine})
+    blind = tmp_path / "blind"  # the same capture without the nodes' GPUs
+    shutil.copytree(cap, blind)
+    text = (cap / "nodes.txt").read_text()
+    (blind / "nodes.txt").write_text("".join(ln.rsplit("|", 1)[0] + "\n" for ln in text.splitlines() if ln.strip()))
+    old = fidelity.replay(blind)
+    assert old[g3] <= r[g1] + 10, (old, r)  # started on the free CPUs
+    print(f"\nslurmctld: G2 at +{r[g2] - r[g1]:.0f} s, G3 at +{r[g3] - r[g1]:.0f} s, C1 at +{r[c1] - r[g1]:.0f} s "
+          f"(from G1); the replay within {worst:.0f} s (C1 {sim[c1] - r[c1]:+.0f} s); without the GPUs: G3 at "
+          f"+{old[g3] - r[g1]:.0f} s")

@@ -165,7 +165,8 @@ def test_a_capture_holds_what_a_replay_needs(slurm, tmp_path):
     assert sc.backfill and sc.bf_interval_s == 30.0  # the testbed's: Slurm's defaults
     w = load_workload(str(tmp_path / "cap"))
     assert w.meta["last_decay_pass"] == meta["priority_last_decay_ran"]
-    assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128, "node_cpus": [128]}
+    # (the testbed's node has 4 GPUs, testbed.sh TB_GPUS: nodes.txt's %G since 2026-11-29)
+    assert w.nodes == 128 and w.meta["machine"] == {"nodes": 1, "cpus": 128, "node_cpus": [128], "node_gpus_each": [4]}
     resv = w.meta["reservations"]  # advance reservations: recorded, named by the replay (not modelled)
     assert [(r["name"], r["cpus"], r["users"]) for r in resv] == [("fsc_cap", 32, "alice")], resv
     assert 3500 < resv[0]["start"] - meta["history_window"][1] < 3700 and resv[0]["end"] - resv[0]["start"] == 600

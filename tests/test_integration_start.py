@@ -1,8 +1,9 @@
 """Against the real testbed: `fscontrol start` (and why's estimate line) for real pending jobs
 (issue #32 item 4). A 128-CPU job fills the node; two 64-CPU jobs wait behind it. Their
 estimate with limits as run times is the running job's start + its limit, within the scheduler's
-cycle; the estimate's range holds the real start slurmctld then gives them; a held job gets its
-reason; bad input is one line and exit 2."""
+cycle; the estimate's range holds the real start slurmctld then gives them, and that of a job
+pending on a dependency (afterok on one of them); a held job gets its reason; bad input is one
+line and exit 2."""
 
 from __future__ import annotations
 
@@ -40,23 +41,25 @@ def _real_start(slurm, job_id: str) -> float | None:
     return t
 
 
-def _give_history(slurm, user: str, account: str) -> None:
-    """One short ended job of the user's in sacct, so the estimate has a typical fraction of the
-    limit for them (20 s of a 1-minute limit: the third the test's 40 s of 2 minutes runs): with
-    none, their running job is played to its limit and a real start before it falls outside the
-    range. A testbed fresh for this test has no history (found on a new testbed, 2026-11-28; in CI
-    earlier tests had given alice some)."""
-    j = slurm.submit(user, account, 1, 20, time="1")
-    for _ in range(180):
-        if slurm.run("sacct", "-X", "-n", "-P", "-j", j, "-o", "State").strip() == "COMPLETED":
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{user}'s 20-s job {j} did not complete")
+def _give_history(slurm, *users: tuple[str, str]) -> None:
+    """One short ended job of each (user, account) in sacct, so the estimate has a typical fraction
+    of the limit for them (20 s of a 1-minute limit: the third the test's 40 s of 2 minutes runs):
+    with none, their running job is played to its limit and a real start before it falls outside
+    the range. A testbed fresh for this test has no history (found on a new testbed, 2026-11-28; in
+    CI earlier tests had given alice some; bob's, for the job that waits on his, 2026-11-29)."""
+    jobs = [slurm.submit(user, account, 1, 20, time="1") for user, account in users]
+    for j in jobs:
+        for _ in range(180):
+            if slurm.run("sacct", "-X", "-n", "-P", "-j", j, "-o", "State").strip() == "COMPLETED":
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"the 20-s job {j} did not complete")
 
 
 def test_start_estimates_real_pending_jobs(slurm):
     slurm.cancel_all()
-    _give_history(slurm, "alice", "flat")
+    _give_history(slurm, ("alice", "flat"), ("bob", "flat"))
     big = slurm.submit("alice", "flat", 128, 40)  # limit 40 // 60 + 2 = 2 min
     for _ in range(100):
         s0 = _start_of(slurm, big)
@@ -67,12 +70,14 @@ def test_start_estimates_real_pending_jobs(slurm):
     a = slurm.submit("bob", "flat", 64, 20)
     b = slurm.submit("carol", "chem", 64, 20)
     held = slurm.submit("dave", "flat", 8, 20, begin="now+7200")
+    # pending on a dependency on a job itself pending (bob's): no estimate, the reason says why
+    dep = slurm.submit("dave", "flat", 64, 20, dependency=f"afterok:{a}")
     time.sleep(2)
     p = _cli(slurm, "start", "--json")
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     ests = {e["job_id"]: e for e in d["jobs"]}
-    assert {a, b, held} <= ests.keys()
+    assert {a, b, held, dep} <= ests.keys()
     limit_end = s0 + 120
     for j in (a, b):
         e = ests[j]
@@ -84,10 +89,12 @@ def test_start_estimates_real_pending_jobs(slurm):
     # a begin time two hours ahead: estimated at it (nothing else holds the node by then)
     assert ests[held]["start"] is not None and ests[held]["start"] >= d["now"] + 7100
     assert "limits as run times" in d["model"]
+    assert ests[dep]["start"] is None and "itself pending" in ests[dep]["reason"], ests[dep]
     # why says the same estimate
     w = _cli(slurm, "why", a)
     assert w.returncode == 0, w.stderr
     assert "estimated start: in" in w.stdout and "squeue --start" in w.stdout
+    slurm.run("scancel", dep)
     # above its cap of pending jobs, why says it leaves the estimate to `fscontrol start` (and runs no sacct)
     from fscontrol.forecast import why as whymod
 
@@ -107,17 +114,30 @@ def test_start_estimates_real_pending_jobs(slurm):
         r = _cli(slurm, "start", *bad)
         assert r.returncode == code and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r
     # the real starts fall in the estimated range (within the scheduler's cycle)
+    # and once bob's job runs, dave's job afterok on it is estimated at its end (bob's typical run
+    # .. his limit), by `why` too
     real = {}
     deadline = time.time() + 200
-    while time.time() < deadline and len(real) < 2:
-        for j in (a, b):
-            if j not in real:
+    dep = dest = None
+    while time.time() < deadline and len(real) < 3:
+        for j in (a, b, dep):
+            if j is not None and j not in real:
                 t = _real_start(slurm, j)
                 if t is not None:
                     real[j] = t
+        if dep is None and a in real:
+            dep = slurm.submit("dave", "flat", 64, 20, dependency=f"afterok:{a}")
+            time.sleep(1)
+            dest = json.loads(_cli(slurm, "start", "-j", dep, "--json").stdout)["jobs"][0]
+            w = _cli(slurm, "why", dep)
+            assert w.returncode == 0 and "estimated start: in" in w.stdout and f"afterok:{a}" in w.stdout, (w.stdout, w.stderr)
         time.sleep(1)
-    assert len(real) == 2, real
-    for j in (a, b):
+    assert len(real) == 3, real
+    assert dest["dependency"] == f"afterok:{a}(unfulfilled)", dest
+    ests[dep] = dest
+    print("real starts from now:", {j: round(real[j] - d["now"]) for j in real}, "estimates:",
+          {j: (round(ests[j]["early"] - d["now"]), round(ests[j]["late"] - d["now"])) for j in real})
+    for j in (a, b, dep):
         assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
     slurm.cancel_all()
 

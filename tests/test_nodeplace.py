@@ -348,3 +348,17 @@ def test_26_05_starts_the_plan_at_the_last_relevant_end():
     n, now = int(head["NumCPUs"]), int(head["LastSchedEval"])
     assert will_run(n, free, ends, now, version="26.05")[0] == int(head["StartTime"])
     assert will_run(n, free, ends, now, version="24.11")[0] == int(head["StartTime"]) + 3
+
+
+def test_a_job_of_several_nodes_worked_from_eval_nodes():
+    """`-N N` (the replay's GPU jobs of several nodes: place(min_nodes=N)), worked by hand from
+    cons_tres/job_test.c `_eval_nodes` (22.05.8): a set is sufficient with the CPUs AND N nodes
+    (`_enough_nodes`); its nodes are taken in order, each giving min(its free CPUs, the CPUs still
+    wanted less one for each other node still wanted) (`_cpus_to_use`); with one node left to take,
+    a node too small for the rest is passed over."""
+    assert place([24, 8], 4, min_nodes=2) == [3, 1]  # one set of two: 4 - 1 on the first, 1 on the second
+    assert place([0, 8], 4, min_nodes=2) is None  # one usable node
+    assert place([1, 1, 10], 11, min_nodes=2) == [1, 0, 10]  # the second node passed over: too small for the 10 left
+    assert place([4, 0, 4], 8, min_nodes=2) == [4, 0, 4]  # two sets of one node, neither sufficient: the larger first
+    assert place([2, 0, 6, 6], 4, min_nodes=2) == [0, 0, 3, 1]  # the set {2, 3} is sufficient (two nodes)
+    assert place([8, 8, 8], 2, min_nodes=3) is None  # three nodes need three tasks

@@ -147,3 +147,88 @@ def test_partitions_over_some_nodes_are_the_reference_cycles(version):
         started += len(want)
         outside += sum(1 for k, _ in want if masks[k] != (1 << nodes) - 1)
     assert started > 100 and outside > 30
+
+
+def _gpu_machine(rng: random.Random):
+    """A machine whose nodes have GPUs (0-8 each) and running jobs holding some of them: (nodes,
+    the largest node's CPUs, now, free CPUs, GPUs free, running jobs, their GPUs a node, GPUs each)."""
+    nodes = rng.choice([1, 2, 3, 4, 8])
+    caps = [rng.choice([4, 8, 16, 32]) for _ in range(nodes)]
+    gcaps = [rng.choice([0, 1, 2, 4, 8]) for _ in range(nodes)]
+    now = 1_800_000_000.0 + rng.randint(0, 600)
+    free, gfree = list(caps), list(gcaps)
+    running, rgpu = [], []
+    for _ in range(rng.randint(0, 4 * nodes)):
+        n = rng.randint(1, max(caps))
+        g = rng.choice([0, 0, 1, 2])
+        got = place([c if gf >= g else 0 for c, gf in zip(free, gfree)], n, min_nodes=rng.choice([1, 1, 2]) if g else 1)
+        if got is None:
+            continue
+        free = [f - a for f, a in zip(free, got)]
+        gfree = [gf - g if a else gf for gf, a in zip(gfree, got)]
+        end = now + rng.choice([rng.randint(1, 3600), 60 * rng.randint(1, 60), 30 * rng.randint(1, 120)])
+        running.append((float(end), got))
+        rgpu.append(g)
+    return nodes, max(caps), now, free, gfree, running, rgpu, gcaps
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_gpu_jobs_are_the_reference_cycles(version):
+    """Jobs that ask for GPUs a node, on nodes with GPUs, some of them on several nodes (-N): the
+    engine's cycle starts what the reference starts, on the same nodes (a -N job on that many);
+    no node ever gives more GPUs than it has; and the GPUs change the starts (the same cycle with
+    the GPUs left out starts other jobs)."""
+    rng = random.Random(f"nodesched-gpus-{version}")
+    differ = started = multi = 0
+    for case in range(300):
+        nodes, cpus, now, free, gfree, running, rgpu, gcaps = _gpu_machine(rng)
+        q = [(rng.randint(1, nodes * cpus if rng.random() < 0.2 else cpus), float(rng.choice(
+            [60, 120, 300, 600, 1800, rng.randint(30, 7200)]))) for _ in range(rng.randint(1, 20))]
+        gq = [rng.choice([0, 1, 1, 2, 4]) for _ in q]
+        mq = [rng.choice([0, 0, 0, 2, 3]) if g else 0 for g in gq]  # -N of some GPU jobs
+        # (a job asking for more GPUs a node than any node has would never start: Slurm refuses it)
+        keep = [k for k in range(len(q)) if sum(c for c, g in zip([cpus] * nodes, gcaps) if g >= gq[k]) > 0]
+        q, gq, mq = [q[k] for k in keep], [gq[k] for k in keep], [mq[k] for k in keep]
+        if not q:
+            continue
+        sc = SlurmSched(bf_resolution_s=rng.choice([60.0, 30.0]), bf_window_s=1440 * 60.0)
+        ref = backfill_cycle(now, q, free, running, resolution=sc.bf_resolution_s, window=sc.bf_window_s,
+                             version=version, gpus=gq, gfree=gfree, running_gpus=rgpu, min_nodes=mq)
+        want = [(k, r[2]) for k, r in enumerate(ref) if r is not None and r[0] == "start"]
+        for k, a in want:  # a -N job on that many nodes
+            assert not mq[k] or sum(1 for x in a if x) == mq[k], (case, k, a)
+        size = [n for n, _ in q]
+        est = [d for _, d in q]
+        got = backfill_nodes(now, list(range(len(q))), free, running, size, est, sc, smallest=min(size),
+                             version=version, gfree=gfree, gpus=gq, running_gpus=rgpu, min_nodes=mq)
+        assert got == want, (case, free, gfree, running, rgpu, q, gq, mq)
+        multi += sum(1 for k, _ in got if mq[k])
+        left = list(gfree)
+        for k, a in got:
+            for i, x in enumerate(a):
+                if x:
+                    left[i] -= gq[k]
+        assert min(left, default=0) >= 0, (case, left)
+        blind = backfill_nodes(now, list(range(len(q))), free, running, size, est, sc, smallest=min(size),
+                               version=version)
+        differ += blind != got
+        started += len(got)
+    assert started > 100 and differ >= 20 and multi >= 10, (started, differ, multi)
+
+
+def test_a_gpu_job_waits_for_gpus_where_cpus_are_free():
+    """Worked by hand: one node of 16 CPUs and 2 GPUs; a running job (4 CPUs, both GPUs) ends at
+    now + 600. A job of 2 CPUs and 1 GPU cannot start though 12 CPUs are free: backfill plans it at
+    the running job's end. A CPU-only job of 8 CPUs behind it, 5 minutes long, starts now (the plan
+    holds the node from +600 s)."""
+    now = 1_800_000_040.0
+    sc = SlurmSched(bf_resolution_s=60.0, bf_window_s=1440 * 60.0)
+    running = [(now + 600.0, [4])]
+    ref = backfill_cycle(now, [(2, 600.0), (8, 300.0)], [12], running, resolution=60.0, window=1440 * 60.0,
+                         gpus=[1, 0], gfree=[0], running_gpus=[2])
+    assert ref == [("plan", now + 600.0, [2]), ("start", now, [8])]
+    got = backfill_nodes(now, [0, 1], [12], running, [2, 8], [600.0, 300.0], sc, smallest=2,
+                         gfree=[0], gpus=[1, 0], running_gpus=[2])
+    assert got == [(1, [8])]
+    # without the GPUs both start now
+    assert backfill_nodes(now, [0, 1], [12], running, [2, 8], [600.0, 300.0], sc, smallest=2) == [(0, [2]), (1, [8])]

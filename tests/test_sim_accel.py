@@ -175,6 +175,39 @@ def test_compiled_engine_matches_python_on_nodes_of_different_sizes(compiled):
     assert one.start != py.start
 
 
+def test_compiled_engine_matches_python_with_gpus(compiled):
+    """GPUs (Workload.meta["machine"]["node_gpus_each"], SimJob.gpus a node): the log's machine as
+    nodes of 16 CPUs with 4 GPUs each (every third node none), one job in four asking for 1 or 2
+    GPUs a node (those of at most 64 CPUs). The two engines agree; no node ever gives more GPUs (or CPUs) than it has; and
+    the schedule is not the one without the GPUs."""
+    from dataclasses import replace
+
+    from fscontrol.sim.slurmsched import SlurmSched
+
+    whole = read_swf(SWF)
+    nn = whole.nodes // 16
+    gcaps = [0 if k % 3 == 2 else 4 for k in range(nn)]
+    jobs = [replace(j, gpus=(1 + k % 2 if k % 4 == 0 and j.size <= 64 else 0)) for k, j in enumerate(whole.jobs[:3000])]
+    machine = {"nodes": nn, "cpus": whole.nodes, "node_cpus": [16], "node_gpus_each": gcaps}
+    w = Workload(whole.name, whole.nodes, jobs, meta={**whole.meta, "machine": machine})
+    sc = SlurmSched(node_cpus=16, complete_s=1.0, node_model="22.05")
+    py, c = _both(compiled, lambda: simulate_multifactor(w, get_policy("mf-classic").priority, sched=sc))
+    assert sum(1 for x in py.start if x != float("inf")) > 2900
+    assert repr(asdict(py)) == repr(asdict(c))
+    ran = [k for k in range(len(jobs)) if py.start[k] != float("inf")]
+    for k in ran:
+        assert sum(py.nodes[k]) == jobs[k].size
+        busy, gbusy = [0] * nn, [0] * nn
+        for q in ran:
+            if py.start[q] <= py.start[k] < py.end[q]:
+                busy = [b + a for b, a in zip(busy, py.nodes[q])]
+                gbusy = [g + (jobs[q].gpus if a else 0) for g, a in zip(gbusy, py.nodes[q])]
+        assert all(b <= 16 for b in busy) and all(g <= cap for g, cap in zip(gbusy, gcaps)), (k, busy, gbusy)
+    blind = simulate_multifactor(replace(w, meta={**whole.meta, "machine": {**machine, "node_gpus_each": []}}),
+                                 get_policy("mf-classic").priority, sched=sc)
+    assert blind.start != py.start
+
+
 def test_a_stale_build_is_not_used(compiled, monkeypatch):
     """An mfcore.py edited after the build: the Python engine runs, and status says why."""
     monkeypatch.setattr(accel, "source_sha", lambda: "0" * 64)

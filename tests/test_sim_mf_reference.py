@@ -259,7 +259,8 @@ def scheds(draw):
                                 {"partition_job_depth": 1}, {"partition_job_depth": 2, "sched_max_job_start": 1}])),
         **draw(st.sampled_from([{}, {}, {}, {"bf_min_age_reserve_s": 120.0}, {"bf_min_age_reserve_s": 30.0},
                                 {"bf_min_prio_reserve": 2**32 - 1}, {"bf_min_prio_reserve": 1500},
-                                {"bf_min_prio_reserve": 400, "bf_min_age_reserve_s": 60.0}])),
+                                {"bf_min_prio_reserve": 400, "bf_min_age_reserve_s": 60.0},
+                                {"main_min_prio": 1500, "bf_min_prio_reserve": 0}, {"main_min_age_s": 90.0}])),
     )
 
 

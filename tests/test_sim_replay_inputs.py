@@ -148,6 +148,24 @@ def test_the_report_says_when_the_capture_has_nodes_down(tmp_path):
     assert re.search(r"\bdown\b|drain", out.lower()) or "64 CPUs" in out, out[:600]
 
 
+def test_the_report_names_nodes_powered_down_at_the_capture(tmp_path):
+    """Power saving: tbnode2 `idle~` (powered down) and tbnode3 `idle#` (powering up) in nodes.txt.
+    slurmctld puts powered-down nodes in a node set of a higher weight (node_scheduler.c: "we avoid
+    scheduling jobs on powered down nodes where possible") and boots one for a job; the replay
+    (no node weights) treats them as up, and says so, naming them; a `down~` node is down, not
+    named twice."""
+    d = _copy(tmp_path, "nodestate")
+    lines = []
+    for ln in (d / "nodes.txt").read_text().splitlines():
+        head, state = ln.rsplit("|", 1)
+        state = {"tbnode2": "idle~", "tbnode3": "idle#", "tbnode4": "down~"}.get(ln.split("|")[0], state)
+        lines.append(f"{head}|{state}")
+    (d / "nodes.txt").write_text("\n".join(lines) + "\n")
+    out = _simulate(str(d), "-p", "mf-classic")
+    assert "note: 2 node(s) powered down at the capture (tbnode2, tbnode3; power saving), replayed as up" in out, out[:900]
+    assert "note: 1 node(s) down or drained at the capture (tbnode4)" in out, out[:900]
+
+
 def test_simulate_on_a_capture_replays_its_slurmctld_by_default():
     """The user story: `fscontrol simulate DIR` replays the capture. Without -p it runs EASY (no
     decay passes of the capture's config, no nodes, no walk) and says only `policy easy`."""

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from fscontrol.cli.app import app
-from fscontrol.errors import ConfigError
+from fscontrol.errors import ConfigError, ParseError
 from fscontrol.sim import run_simulation
+from fscontrol.slurm import parse
 from fscontrol.sim.load import load_workload
 from fscontrol.sim.multifactor import PriorityConfig, simulate_multifactor
 from fscontrol.sim.policies import get_policy
@@ -75,6 +76,86 @@ def test_a_job_kept_from_a_plan_starts_now_or_not_at_all():
     assert sched_from_config("SchedulerParameters=bf_min_prio_reserve=4294967295\n").bf_min_prio_reserve == 2**32 - 1
 
 
+def test_the_main_scheduler_reads_bf_min_reserve_as_job_scheduler_c():
+    """job_scheduler.c reads the two settings itself: bf_min_age_reserve with atoi, any value > 0
+    (backfill.c caps it at 30 days); bf_min_prio_reserve with atoll, > 0, cast to 32 bits (backfill
+    reads strtoull up to 2^32 - 1). Worked from the C: "-3" is none for both; 2^32 + 5 is none for
+    backfill and 5 for the main pass; 2^32 is 0 after the cast: none."""
+    def both(params: str) -> tuple:
+        sc = sched_from_config(f"SchedulerParameters={params}\n")
+        return sc.bf_min_age_reserve_s, sc.main_min_age_s, sc.bf_min_prio_reserve, sc.main_min_prio
+
+    assert both("bf_min_age_reserve=600,bf_min_prio_reserve=5000") == (600.0, 600.0, 5000, 5000)
+    assert both("bf_min_age_reserve=2592001") == (0.0, 2592001.0, 0, 0)
+    assert both("bf_min_age_reserve=-1,bf_min_prio_reserve=-3") == (0.0, 0.0, 0, 0)
+    assert both("bf_min_prio_reserve=4294967301") == (0.0, 0.0, 0, 5)
+    assert both("bf_min_prio_reserve=4294967296") == (0.0, 0.0, 0, 0)
+    assert both("bf_min_prio_reserve=99999999999999999999999") == (0.0, 0.0, 0, 2**32 - 1)  # (saturated)
+    assert both("bf_min_prio_reserve= +12x") == (0.0, 0.0, 12, 12)
+    # built directly (the presets, tests): the main pass follows the bf_ values
+    assert (SlurmSched(bf_min_age_reserve_s=60.0).main_min_age_s, SlurmSched(bf_min_prio_reserve=7).main_min_prio) == (60.0, 7)
+
+
+def _three(sizes: tuple[int, int, int], runs: tuple[float, float, float], weight_fairshare: float = 0.0):
+    """starts(thr=0, **SlurmSched) of three jobs on a 16-CPU node: job 1 at 0, job 2 (priority
+    threshold `thr`) at 10, job 3 at 20, each of `sizes` CPUs running its `runs` (its limit)."""
+    prio = PriorityConfig(weight_age=0.0, weight_fairshare=weight_fairshare, max_age_s=3600.0, calc_period_s=60.0,
+                          half_life_s=600.0, fair_tree=False)
+
+    def starts(thr: int = 0, **kw) -> list[float]:
+        jobs = [SimJob(str(k + 1), 10.0 * k, r, r, c, user=f"u{k + 1}", account="a", prio_thresh=thr if k == 1 else 0)
+                for k, (c, r) in enumerate(zip(sizes, runs))]
+        return simulate_multifactor(Workload("three", 16, jobs), prio, sched=SlurmSched(**kw)).start
+
+    return starts
+
+
+def test_a_young_or_low_priority_head_does_not_stop_the_main_pass():
+    """job_scheduler.c `fail_by_part = false`: on a 16-CPU node job 1 (12 CPUs) runs 1000 s; job 2
+    (16 CPUs) arrives at 10 and waits; job 3 (2 CPUs, 5000 s, behind it by job id at one priority)
+    at 20. Without the settings the main pass stops at job 2 and backfill keeps job 3 off its plan's
+    node: job 3 waits for job 2 (1000 + 500). With bf_min_age_reserve=600 (or main_min_age_s alone,
+    backfill kept as it was) job 2 is young at t = 20-23: the pass goes on and starts job 3 at
+    its first pass (batch_sched_delay after its arrival), long before job 2's plan would let
+    backfill; with bf_min_prio_reserve above every priority, the same."""
+    starts = _three((12, 16, 2), (1000.0, 500.0, 5000.0))
+    plain = starts()
+    assert plain[1] == 1000.0 and plain[2] >= 1500.0, plain
+    for kw in ({"bf_min_age_reserve_s": 600.0}, {"main_min_age_s": 600.0, "bf_min_age_reserve_s": 0.0},
+               {"bf_min_prio_reserve": 2**32 - 1}):
+        got = starts(**kw)
+        assert got[2] <= 30.0 and got[1] == got[2] + 5000.0, (kw, got)
+    assert starts(main_min_age_s=5.0) == plain  # old enough at the first pass that tests it
+
+
+def test_a_qos_min_prio_threshold_is_the_job_s_own_bf_min_prio_reserve():
+    """acct_policy_get_prio_thresh: a job's QOS MinPrioThreshold (SimJob.prio_thresh, from a
+    capture's qos.txt and partitions.txt under AccountingStorageEnforce=limits) replaces
+    bf_min_prio_reserve for it, in the main pass and in backfill. The case above with job 2 of a
+    threshold over every priority: job 3 starts at once; job 2 with none: as without. Read from a
+    capture: the partition's QOS first, the job's own first when it has OverPartQOS."""
+    starts = _three((12, 16, 2), (1000.0, 500.0, 5000.0))
+    got = starts(2**32 - 1)
+    assert got[2] <= 30.0 and got[1] == got[2] + 5000.0, got
+    plain = starts(0)
+    assert plain[2] >= 1500.0, plain
+    # the QOS's threshold wins over bf_min_prio_reserve (here 1: no job below it)
+    assert starts(2**32 - 1, bf_min_prio_reserve=1) == got
+    from fscontrol.sim.history import _prio_thresholds
+
+    parts = {"gpu": {"qos": "pq"}, "cpu": {"qos": ""}}
+    js = [SimJob(str(k), 0.0, 1.0, 1.0, 1, qos=q, partition=p) for k, (q, p) in
+          enumerate([("normal", "gpu"), ("normal", "cpu"), ("boost", "gpu"), ("plain", "gpu")])]
+    _prio_thresholds(js, {"normal": 7, "pq": 5, "boost": 9}, frozenset({"boost", "plain"}), parts)
+    assert [j.prio_thresh for j in js] == [5, 7, 9, 5]  # partition QOS first; OverPartQOS: the job's (none: the partition's)
+    assert parse.parse_qos_over_part("Name|UsageFactor|MinPrioThres|Flags\nnormal|1||\nboost|1|9|DenyOnLimit,OverPartQOS\n") \
+        == frozenset({"boost"})
+    assert parse.parse_qos_min_prio("Name|UsageFactor|MinPrioThres\nnormal|1.000000|\nlow|1.000000|5000\n") == {"low": 5000}
+    assert parse.parse_qos_min_prio("Name|UsageFactor\nnormal|1.000000\n") == {}
+    with pytest.raises(ParseError):
+        parse.parse_qos_min_prio("Name|UsageFactor|MinPrioThres\nlow|1|-5\n")
+
+
 def test_a_job_of_several_partitions_has_its_best_partition_s_priority():
     """PriorityWeightPartition: a job listing `lo,hi` is priced at hi's PriorityJobFactor (its best
     queue record, as the tier), not at none (a lookup of "lo,hi" found no factor: priority 1, an
@@ -97,16 +178,7 @@ def test_the_replay_makes_no_plan_for_a_job_younger_than_bf_min_age_reserve():
     pending 20-50 s at the first cycles, gets no plan: job 3 starts at the first cycle and job 2
     waits for it (2000 + its start); with bf_min_age_reserve=5 it is old enough: as without; with
     bf_min_prio_reserve over every priority: as with 600."""
-    prio = PriorityConfig(weight_age=0.0, weight_fairshare=1000.0, max_age_s=3600.0, calc_period_s=60.0,
-                          half_life_s=600.0, fair_tree=False)
-    jobs = [SimJob("1", 0.0, 1000.0, 1000.0, 8, user="u1", account="a"),
-            SimJob("2", 10.0, 500.0, 500.0, 16, user="u2", account="a"),
-            SimJob("3", 20.0, 2000.0, 2000.0, 8, user="u3", account="a")]
-    w = Workload("noresv", 16, jobs)
-
-    def starts(**kw):
-        return simulate_multifactor(w, prio, sched=SlurmSched(**kw)).start
-
+    starts = _three((8, 16, 8), (1000.0, 500.0, 2000.0), weight_fairshare=1000.0)
     plain = starts()
     assert plain[1] == 1000.0 and plain[2] >= 1500.0, plain
     young = starts(bf_min_age_reserve_s=600.0)
@@ -633,7 +705,6 @@ def test_parameters_the_model_does_not_apply_are_named():
     s = sched_from_config("SchedulerParameters=bf_max_job_user=2,partition_job_depth=1,bf_min_age_reserve=600,defer\n")
     assert s.unmodelled == ("defer",)  # (partition_job_depth and bf_min_age_reserve are modelled)
     assert s.partition_job_depth == 1 and s.limits_text() == "bf_max_job_user=2,partition_job_depth=1,bf_min_age_reserve=600"
-    assert s.replay_only() == ["partition_job_depth=1", "bf_min_age_reserve=600"]  # (the start estimate's note)
     assert sched_from_config("SchedulerParameters=partition_job_depth=-2\n").partition_job_depth == 0  # ("ignoring")
     assert sched_from_config("SchedulerParameters=bf_continue,bf_interval=40\n").unmodelled == ()
 

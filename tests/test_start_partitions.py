@@ -7,7 +7,7 @@ import pytest
 
 from fscontrol.errors import ParseError
 from fscontrol.forecast import start as st
-from fscontrol.forecast import startfs, startparts
+from fscontrol.forecast import startfs, startparts, startview as sv
 from fscontrol.records import ShareRow
 from fscontrol.sim.slurmsched import SlurmSched
 from fscontrol.slurm.resv import Reservation
@@ -209,8 +209,8 @@ def test_render_and_json_name_the_partition_with_several_pools():
     e, notes = run(jobs)
     d = st.to_dict(list(e.values()), now=NOW, sched=SC, notes=notes)
     assert d["jobs"][0]["partition"] == "a" and d["jobs"][0]["pool"] == "a"
-    assert "partition a" in st.render(d)
-    assert "; partition a, played apart" in st.why_line(d["jobs"][0], NOW)
+    assert "partition a" in sv.render(d)
+    assert "; partition a, played apart" in sv.why_line(d["jobs"][0], NOW)
     assert {"job_id", "user", "start", "early", "late", "reason", "squeue_start", "fraction", "reservation",
             "reservation_role"} <= set(d["jobs"][0])
 

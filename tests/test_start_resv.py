@@ -12,6 +12,7 @@ import pytest
 from fscontrol.errors import ParseError
 from fscontrol.forecast import resvplan
 from fscontrol.forecast import start as st
+from fscontrol.forecast import startview as sv
 from fscontrol.sim.slurmsched import SlurmSched
 from fscontrol.slurm.parse import parse_time
 from fscontrol.slurm.resv import Reservation, parse_reservations
@@ -72,8 +73,8 @@ def test_a_job_whose_limit_overlaps_a_reservation_waits_for_its_end_and_one_that
     assert any("maint (128 CPUs" in n for n in notes)
     d = st.to_dict(list(e.values()), now=NOW, sched=SC, notes=notes)
     row = next(r for r in d["jobs"] if r["job_id"] == "2")
-    assert row["reservation"] == "maint" and "delayed by reservation maint" in st.render(d)
-    assert "delayed by reservation maint" in st.why_line(row, NOW)
+    assert row["reservation"] == "maint" and "delayed by reservation maint" in sv.render(d)
+    assert "delayed by reservation maint" in sv.why_line(row, NOW)
 
 
 def test_running_jobs_past_the_start_hold_cpus_outside_the_reservation():

@@ -237,14 +237,18 @@ def start_cmd(
     forward from the live queue through Slurm's scheduler model (main scheduler and backfill, as
     SchedulerParameters set them): running and pending jobs run each user's typical fraction of
     their time limit (sacct, 14 days; the limit when unknown), the range reaches to limits as run
-    times, priorities are held as now; squeue --start's answer beside it. A job that waits for
-    something else (held, dependency, a limit) gets that reason instead. Under PrivateData=jobs
+    times, priorities are as now but for the age term and fair-share, recomputed at each priority
+    pass; squeue --start's answer beside it. A job pending on a
+    dependency (afterok, afterany, after) starts in the plan once the job it waits for has ended
+    (or started). A job held by an association or QOS limit on running jobs or CPUs (MaxJobs,
+    GrpJobs, GrpTRES=cpu, MaxJobsPU, MaxTRESPU=cpu, ...) starts in the plan when the limit lets it.
+    A job that waits for something else (held, another limit) gets that reason instead. Under PrivateData=jobs
     only the jobs squeue shows you are used (docs/start.md). Exit codes: 0 ok; 2 a bad -u/-j;
     3 a Slurm command failed; 6 a -j job is not pending."""
     import getpass
     import time
 
-    from fscontrol.forecast import start as startmod
+    from fscontrol.forecast import start as startmod, startview
     from fscontrol.forecast.why import is_job_id
 
     try:
@@ -258,7 +262,7 @@ def start_cmd(
                                   me=getpass.getuser())
     except FscontrolError as e:
         raise _fail(e) from None
-    typer.echo(_json(data) if json_out else startmod.render(data))
+    typer.echo(_json(data) if json_out else startview.render(data))
 
 
 @app.command()

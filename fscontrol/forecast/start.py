@@ -14,7 +14,9 @@ SchedulerParameters:
 * pending jobs in the order of the priorities squeue shows now, re-sorted at each priority pass within bf_window as
   the age term grows and fair-share is charged (startfs.py: classic or Fair Tree). One pool of CPUs (startparts.py
   plays partitions on separate nodes apart); a job's GPUs count as their share of the CPUs; advance reservations.
-* a job that cannot start for a reason other than resources and priority (held, dependency, ...) gets that reason.
+* a job pending on a dependency on running jobs is played from the moment it is met (startdeps.py); the association
+  and QOS limits on running jobs and CPUs hold jobs back as slurmctld does (startlimits.py); a job that cannot
+  start for another reason than resources and priority (held, another limit, ...) gets that reason.
 * PrivateData=jobs (a user who is not an operator): squeue shows that user's jobs alone. The estimate then uses
   only those and treats the CPUs others use now (sinfo's allocated count) as busy through the horizon: a job that
   needs them gets no estimate ("depends on jobs PrivateData hides"), so nothing about hidden jobs is revealed.
@@ -33,10 +35,10 @@ from collections.abc import Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 
 from fscontrol.errors import EstimateTooCostly, NotFoundError
-from fscontrol.forecast import resvplan, startfs, startparts
+from fscontrol.forecast import resvplan, startdeps, startfs, startlimits, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, WAITING, StartJob, gpu_count,
-    age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row)
+    age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row, read_prio_thresh)
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, bf_tested
 
 HORIZON_S = 7 * 86400.0
@@ -59,7 +61,9 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
           owners: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None, wins: Sequence = (), pmember: Sequence[int] | None = None,
           rmember: Sequence[int] | None = None, why: dict[int, int] | None = None,
           aging: tuple[float, float, float, Sequence[float], Sequence[float]] | None = None,
-          fs: startfs.Bound | None = None) -> dict[int, float]:
+          fs: startfs.Bound | None = None,
+          reserve: tuple[Sequence[float], Sequence[float], Sequence[int]] | None = None,
+          limits: startlimits.Counts | None = None) -> dict[int, float]:
     """Start times of the pending jobs (by index): `running` (real end, end at its limit, CPUs),
     `pending` in priority order (run time, limit, CPUs, not before), `blocked` CPUs never free.
     Stops once every job of `stop_after` has started (or at the horizon). Backfill cycles run
@@ -73,7 +77,17 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     (PriorityWeightAge, PriorityMaxAge s, PriorityCalcPeriod s, each pending job's priority now,
     its eligible time): at each priority pass within bf_window the age term grows and the queue is
     re-sorted (only where that can change the order: some job at the maximum age, some not). `fs`:
-    classic fair-share charged and decayed at those passes too (startfs.Passes)."""
+    classic fair-share charged and decayed at those passes too (startfs.Passes). `reserve`: each
+    pending job's eligible time, priority now and MinPrioThreshold (its QOS's, 0 for none), for
+    bf_min_age_reserve and bf_min_prio_reserve (a job's own threshold in place of the latter, as
+    acct_policy_get_prio_thresh's value is read): backfill makes no plan for a job younger or below
+    (it starts now or not at all), and the main pass does not stop at one that does not fit
+    (job_scheduler.c `fail_by_part = false`); the priority is squeue's of now, not as the age term
+    grows. partition_job_depth: a main pass tests
+    at most that many jobs of one partition (`owners`' third list). `limits`: the association and QOS
+    limits on running jobs and CPUs (startlimits.Counts, pending keys then `running`'s, nothing in
+    use): a job that would put one over is passed by in the main pass and in backfill (no plan), and
+    past bf_window waits for a job of that limit to end."""
     n = len(pending)
     size = [p[2] for p in pending]
     limit = [p[1] for p in pending]
@@ -84,6 +98,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     ends: list[tuple[float, int]] = []  # (real end, key)
     free = total - blocked
     kmember = list(pmember) if pmember is not None else [-1] * n
+    gate = startlimits.Gate(limits) if limits is not None else None
     holds = resvplan.Holds(wins, total - blocked, live, psize, kmember) if wins else None
     # the begins of the reservations with pending jobs in them: slurmctld starts those jobs as a
     # reservation begins (seen on the testbed: at its StartTime to the second)
@@ -92,7 +107,11 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         k = len(psize)
         psize.append(c)
         kmember.append(rmember[no] if rmember is not None else -1)
+        if gate is not None:
+            gate.add(k)
         if not c:  # no CPUs here (startparts: another pool's job, charged by fair-share alone): its end frees nothing
+            if gate is not None:
+                ends.append((max(now, e), k))  # (but counts towards its limits until then)
             continue
         if holds is not None:
             holds.started(k, c)
@@ -113,6 +132,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     changed = True
     endt = now + horizon
     begins = any(p[3] > now for p in pending)
+    # with begin times, waiting is cleaned of started jobs only virtually (the same list the copy
+    # made at each start of its head would give, docs/start.md "Cost"): `seq` each started job's
+    # start order, those before `cut_seq` out of it; `rin` of them still in the list, which holds
+    # every job started from `since` on; `h` the first entry not out
+    seq: dict[int, int] = {}
+    cut_seq = rin = since = h = 0
     smallest = min(size) if size else 0
 
     reordered = False  # waiting is no longer in index order (a priority pass re-sorted it)
@@ -127,14 +152,38 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         if aging is not None or fs is not None:
             passes = startfs.Passes(now, bf_until, n, None if aging is None else aging[:3], fs, prio0, elig_t,
                                     [max(now, e) for e, _, _ in running])
+    pdepth = sc.partition_job_depth
+    nr_age, nr_prio = sc.bf_min_age_reserve_s, sc.bf_min_prio_reserve
+    mn_age, mn_prio = sc.main_min_age_s, sc.main_min_prio
+    thr = reserve[2] if reserve is not None and any(reserve[2]) else None  # the QOSes' MinPrioThreshold
+    mn_on = reserve is not None and bool(mn_age or mn_prio or thr)
+
+    def no_fail(i: int, at: float) -> bool:
+        """Whether pending job i, not fitting, leaves the main pass going (bf_min_age_reserve,
+        its MinPrioThreshold or else bf_min_prio_reserve, as job_scheduler.c reads them)."""
+        assert reserve is not None
+        p = (thr[i] if thr else 0) or mn_prio
+        return bool((mn_age and at - reserve[0][i] < mn_age) or (p and reserve[1][i] < p))
+
+    def no_plan(i: int, at: float) -> bool:
+        """Whether backfill makes no plan for pending job i (backfill.c TEST_NOW_ONLY): below its
+        MinPrioThreshold or else bf_min_prio_reserve, or younger than bf_min_age_reserve."""
+        assert reserve is not None
+        p = (thr[i] if thr else 0) or nr_prio
+        return bool((p and reserve[1][i] < p) or (nr_age and at - reserve[0][i] < nr_age))
+
     fresh: list[int] = []  # started since the last event's bookkeeping
     tree: list[float] = []  # past bf_window: a min-tree of the sizes of the jobs that may start (first fit)
     leaves = 1
     later: list[tuple[float, int]] = []  # past bf_window: (begin, job) of the jobs not yet begun
     parked: list[tuple[float, int]] = []  # past bf_window: (when, job) of the jobs a reservation keeps out
 
-    def start(i: int, at: float) -> None:
+    def start(i: int, at: float, counted: bool = False) -> None:
         nonlocal free
+        if gate is not None and not counted:
+            gate.add(i)
+        if begins:
+            seq[i] = len(started)
         started[i] = at
         free -= size[i]
         heapq.heappush(ends, (at + pending[i][0], i))
@@ -175,7 +224,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 return -1
             j += 1
 
-    while waiting and t <= endt and (need is None or need):
+    while len(waiting) > rin and t <= endt and (need is None or need):
         got = depth = 0
         if t >= bf_until:
             # past bf_window every job that fits starts, in priority order (first fit; no backfill
@@ -198,6 +247,10 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                     a, b = tree[2 * j], tree[2 * j + 1]
                     tree[j] = a if a < b else b
                 later.sort(reverse=True)
+                if gate is not None:  # (the held jobs are in the tree: each is parked again when met)
+                    if reordered:
+                        gate.reorder(rank_of.__getitem__)
+                    gate.opened.clear()
             while later and later[-1][0] <= t:
                 _, i = later.pop()
                 set_leaf(i, size[i])
@@ -206,12 +259,28 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 if i not in started:
                     set_leaf(i, size[i])
             pos = 0
+            cands = gate.candidates() if gate is not None and gate.opened and free >= smallest else None
             while free >= smallest:
                 rk = first_fit(pos, free)
-                if rk < 0:
+                if cands:
+                    # a job a limit held, that a job's end let go, ranked before the tree's: tried first
+                    c_ = gate.next_free(cands, rk if rk >= 0 else math.inf)
+                    if c_ >= 0:
+                        if size[c_] > free:
+                            set_leaf(c_, size[c_])  # (no limit holds it: the tree's from now on)
+                            continue
+                        i, rk = c_, (rank_of[c_] if reordered else c_) - 1
+                    elif rk < 0:
+                        break
+                    else:
+                        i = by_rank[rk] if reordered else rk
+                elif rk < 0:
                     break
-                i = by_rank[rk] if reordered else rk
-                if holds is None:
+                else:
+                    i = by_rank[rk] if reordered else rk
+                if gate is not None and gate.over(i):
+                    set_leaf(i, math.inf)  # held by a limit: parked until a job of it ends
+                elif holds is None:
                     start(i, t)
                     got += 1
                 else:
@@ -230,16 +299,26 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 pos = rk + 1
                 if pos >= leaves:
                     break
+            if cands:  # (the loop ended before their turn: offered again at the next event)
+                gate.opened.update(x for _, x, *_ in cands)
         else:
             failed = False  # with reservations: a job not in one did not fit (job_scheduler.c's failed
             failed_w: set[int] = set()  # partition), and the windows whose job did not (its failed_resv)
             smax, got0 = sc.sched_max_job_start, got
-            for i in waiting if sc.main_sched else ():  # the main scheduler: the prefix that fits
+            per: dict[str, int] = {}
+            for i in (islice(waiting, h, None) if h else waiting) if sc.main_sched else ():  # the prefix that fits
                 if depth > sc.default_queue_depth or free < smallest or (smax and got - got0 >= smax):  # (depth + 1 jobs)
                     break
                 if i in started or pending[i][3] > t:
                     continue  # (a job whose begin is ahead is not in slurmctld's queue: job_independent)
+                if pdepth and owners is not None:  # partition_job_depth: passed by, counted towards nothing
+                    pc = per.get(owners[2][i], 0)
+                    per[owners[2][i]] = pc + 1
+                    if pc >= pdepth:
+                        continue
                 depth += 1
+                if gate is not None and gate.over(i):
+                    continue  # held by a limit: passed by (job_scheduler.c, acct_policy_job_runnable_*)
                 if holds is not None:
                     m = kmember[i]
                     if (failed and m < 0) or m in failed_w:
@@ -251,9 +330,12 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                             continue
                         if why is not None and size[i] <= free:
                             why[i] = r
-                        failed = True  # the jobs in reservations behind it are still tried
+                        if not (mn_on and no_fail(i, t)):
+                            failed = True  # the jobs in reservations behind it are still tried
                         continue
                 elif size[i] > free:
+                    if mn_on and no_fail(i, t):
+                        continue  # young or below the threshold: the partition stays open
                     break
                 start(i, t)
                 got += 1
@@ -263,10 +345,14 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 if not begins and holds is None:  # the first jobs not started, in C
                     cand = filterfalse(started.__contains__, waiting)
                 else:  # (a job in a reservation: the main scheduler's)
-                    cand = (i for i in waiting if i not in started and pending[i][3] <= t
-                            and not (holds is not None and kmember[i] >= 0))
+                    cand = (i for i in (islice(waiting, h, None) if h else waiting) if i not in started
+                            and pending[i][3] <= t and not (holds is not None and kmember[i] >= 0))
+                if gate is not None:  # held by a limit on running jobs: passed by before bf_max_job_test counts it
+                    cand = filterfalse(gate.pre, filterfalse(gate.cheld.__contains__, cand))
                 elig = (bf_tested(cand, sc, *owners) if limited and owners is not None
                         else list(islice(cand, sc.bf_max_job_test)))
+                # (a job a start of this cycle puts under a limit is passed by uncounted: the next of cand)
+                more = cand if gate is not None and not (limited and owners is not None) else None
                 small = min(map(size.__getitem__, elig), default=free + 1)
                 # a cycle's reservations are dropped at its end: one that can start nothing is skipped
                 if free < small:
@@ -276,10 +362,14 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 else:
                     run = sorted((max(e, t), k) for k, e in live.items())
                 fixed = holds.fixed(t) if holds is not None else ()
-                for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc, smallest=small,
-                                          fixed=fixed, busy0=rbusy if run is runs else None)
+                nores = ({i for i in elig if no_plan(i, t)}
+                         if reserve is not None and (nr_prio or nr_age or thr) else ())
+                for i in (backfill_starts(t, elig, free, run, psize, est, total - blocked, sc,
+                                          smallest=small if more is None else min(small, smallest),
+                                          fixed=fixed, busy0=rbusy if run is runs else None, no_reserve=nores,
+                                          limits=gate, more=more)
                           if free >= small else ()):
-                    start(i, t)
+                    start(i, t, counted=True)
                     got += 1
                 if holds is not None and why is not None:
                     for i in (elig if need is None else [i for i in elig if i in need]):
@@ -291,9 +381,22 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             next_bf = t + sc.bf_interval_s
         if got:
             if begins:
-                # the jobs with a begin time are looked for in waiting[:50]: its content kept as it was
-                if len(started) * 4 > len(waiting) or waiting[0] in started:
-                    waiting = [i for i in waiting if i not in started]
+                # the jobs with a begin time are looked for in waiting[:50]: its content kept as the
+                # copy `[i for i in waiting if i not in started]` made it whenever `len(started) * 4 >
+                # len(waiting) or waiting[0] in started` (the copy itself cost O(queue) at each start
+                # of its head: 1.5 s of 2.9 at 10,000 pending); here done virtually, the list rebuilt
+                # when an eighth of it is before `h` or half of it out (amortised)
+                while h < len(waiting) and seq.get(waiting[h], cut_seq) < cut_seq:
+                    h += 1
+                if len(started) * 4 > len(waiting) - rin or (h < len(waiting) and waiting[h] in started):
+                    rin += len(started) - max(cut_seq, since)
+                    cut_seq = len(started)
+                    while h < len(waiting) and seq.get(waiting[h], cut_seq) < cut_seq:
+                        h += 1
+                    if rin * 2 > len(waiting) or h * 8 > len(waiting):
+                        waiting = [i for i in waiting if seq.get(i, cut_seq) >= cut_seq]
+                        rin = h = 0
+                        since = cut_seq
             elif reordered:
                 # not in index order: no bisect; the started stay (skipped) until they are 1/16
                 stale += len(fresh)
@@ -311,7 +414,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             if need is not None:
                 need.difference_update(fresh)
             fresh.clear()
-        if not waiting or (need is not None and not need):
+        if len(waiting) <= rin or (need is not None and not need):
             break
         tick = next_main if (t < bf_until or begins or holds is not None) else math.inf  # docs/start.md, "Cost"
         nxt = min(next_bf if t < bf_until else math.inf, tick, ends[0][0] if ends else math.inf)
@@ -321,9 +424,19 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             nxt = min(nxt, wbegins[0])
         nb = math.inf
         if begins:
-            for i in waiting[:50]:
+            k, cnt, lw = h, 0, len(waiting)
+            while k < lw and cnt < 50:  # (waiting[:50] of the list as cleaned)
+                i = waiting[k]
+                k += 1
+                if i in seq and seq[i] < cut_seq:
+                    continue
+                cnt += 1
                 if pending[i][3] > t:
                     nb = min(nb, pending[i][3])
+            if k - h - cnt > 64:  # more than 64 out within it: rebuilt (each rebuild follows 64 starts)
+                waiting = [i for i in waiting if seq.get(i, cut_seq) >= cut_seq]
+                rin = h = 0
+                since = cut_seq
             nxt = min(nxt, nb)
         if nxt == math.inf:
             break
@@ -335,6 +448,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         while ends and ends[0][0] <= t:
             _, k = heapq.heappop(ends)
             free += psize[k]
+            if gate is not None:
+                gate.ended(k)
             if holds is not None:
                 holds.started(k, -psize[k])
             le = live.pop(k, None)
@@ -348,9 +463,11 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
         if passes is not None and passes.due(t):
             # a priority pass: the age term grows, fair-share is charged (startfs); re-sorted only
             # where the order changes
-            new = passes.run(t, len(waiting))
+            new = passes.run(t, len(waiting) - rin)
             if new is not None:
-                waiting = new
+                waiting = new  # (every pending job not started)
+                rin = h = 0
+                since = cut_seq = len(started)
                 reordered = True
                 changed = True
                 stale = 0
@@ -362,7 +479,10 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
              users: set[str] | None = None, job_ids: set[str] | None = None,
              horizon_s: float = HORIZON_S, total_gpus: int = 0, windows: Sequence[resvplan.Window] = (),
              skipped: Mapping[str, str] | None = None, age: tuple[float, float, float] | None = None,
-             fairshare: tuple[startfs.FairShareModel, Mapping[str, float]] | None = None) -> list[Estimate]:
+             fairshare: tuple[startfs.FairShareModel, Mapping[str, float]] | None = None,
+             prio_thresh: Mapping[str, int] | None = None,
+             deps: Mapping[str, startdeps.Dep] | None = None,
+             limits: tuple[startlimits.Limits, Mapping[str, str], bool] | None = None) -> list[Estimate]:
     """An Estimate for each pending job (those of `users` / `job_ids` when given; the others are
     still played, they hold the queue). `hidden_cpus`: CPUs in use by jobs the caller cannot see
     (PrivateData), busy through the horizon. `total_gpus`: the cluster's GPUs; a job that asks for
@@ -373,7 +493,13 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
     PriorityCalcPeriod s): the age term grows through the horizon and re-sorts the queue (each
     job eligible since its submission, or its begin time). `fairshare`: (startfs.fairshare_model,
     each job's billing): classic fair-share charged by the running and the started jobs at each
-    pass (startfs), else held."""
+    pass (startfs), else held. `prio_thresh`: job id -> its MinPrioThreshold
+    (acctpolicy.job_prio_thresh), for the jobs that have one. `deps`: job id -> what the job waits
+    for (startdeps: squeue's %E), for the jobs pending with reason Dependency: each waiting for running jobs is played
+    from the moment its dependency is met (their ends or starts; its age from then); the others get
+    a reason (startdeps). `limits`: (startlimits.Limits, job id -> its QOS, PrivateData=jobs): the
+    association and QOS limits on running jobs and CPUs hold jobs back through the plan; a job squeue
+    shows held by one is played when they hold it now, else it keeps its reason."""
     fr = dict(fractions or {})
 
     def size(j: StartJob) -> int:
@@ -391,8 +517,7 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
         widx.setdefault(w.name, k)
     skipped = skipped or {}
     for j in pend:
-        waiting = (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
-                   or (bool(windows) and resvplan.reserved_reason(j.reason)))
+        waiting = startdeps.played(j, windows, deps, limits is not None)
         e = Estimate(j.job_id, j.user, squeue_start=j.start if waiting else None)
         out[j.job_id] = e
         if j.reservation in skipped:
@@ -402,6 +527,8 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
         elif j.reservation and j.cpus > windows[widx[j.reservation]].cpus:
             e.reason = (f"needs {j.cpus} CPUs, more than the {windows[widx[j.reservation]].cpus} of "
                         f"reservation {j.reservation}")
+        elif j.reason == "Dependency" and deps and j.job_id in deps and deps[j.job_id].why:
+            e.reason = deps[j.job_id].why
         elif not waiting:
             e.reason = f"waits for {j.reason}, not only for CPUs and priority"
         elif j.limit_s is None:
@@ -413,17 +540,44 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
                         else f"needs {j.cpus} CPUs, more than the {total_cpus} there are")
         else:
             playable.append(j)
+    if limits is not None:  # a job squeue shows held by a limit the limits read do not hold now: its reason
+        _, held = startlimits.bind(limits[0], limits[1], playable, run_jobs, limits[2])
+        reason_of = {j.job_id: j.reason for j in playable}
+        for x, why_ in held.items():
+            out[x].reason = why_ if why_.startswith("never") else f"waits for {reason_of[x]}: {why_}"
+        playable = [j for j in playable if j.job_id not in held]
     if not sched.main_sched and not sched.backfill:  # sched_interval=-1 and no backfill: nothing starts
         for j in playable:
             out[j.job_id].reason = "slurmctld starts no job: sched_interval=-1 and no backfill"
         playable = []
+    dep_of: dict[int, tuple[bool, list]] = {}
+    if deps:
+        res, dep_why = startdeps.resolve(dict(deps), playable, run_jobs, {j.job_id for j in pend})
+        for x, why_ in dep_why.items():  # (a job that waits for one not played: its reason, and out)
+            out[x].reason = why_
+        playable = [j for j in playable if j.job_id not in dep_why]
+        dep_of = {i: res[j.job_id] for i, j in enumerate(playable) if j.job_id in res}
     want = [i for i, j in enumerate(playable)
             if (users is None or j.user in users) and (job_ids is None or j.job_id in job_ids)]
     stop = set(want)
-    if want and (users is not None or job_ids is not None):
+    thr = [int(prio_thresh.get(j.job_id, 0)) for j in playable] if prio_thresh else []
+    any_thr = any(thr)
+    # (with limits read, a job asked about that a limit may hold lets the jobs behind it start ahead,
+    # and those may take its limit's room: unless none asked about counts towards a limit)
+    limited = limits is not None and any(limits[0].of.get((playable[i].account, playable[i].user,
+                                                          limits[1].get(playable[i].job_id, ""))) for i in want)
+    cut = not limited and not (sched.bf_min_age_reserve_s or sched.bf_min_prio_reserve or sched.main_min_age_s or sched.main_min_prio
+               or sched.partition_job_depth or any_thr  # (with these, a job behind may start ahead in the main pass)
+               # (and one behind may take the CPUs before a job ahead of it is eligible: a dependency, a begin time)
+               or any(i in dep_of or (j.reason == "BeginTime" and (j.start or 0) > now)
+                      for i, j in enumerate(playable[: max(stop) + 1] if stop else ())))
+    if want and cut and (users is not None or job_ids is not None):
         # jobs behind the last one asked about only backfill, which delays no reservation made
         # ahead of them (Slurm's rule): they are not played (the cost at 10,000 jobs)
-        playable = playable[: max(want) + 1]
+        playable = playable[: max(stop) + 1]
+        thr = thr[: len(playable)]
+        dep_of = {i: v for i, v in dep_of.items() if i < len(playable)}
+    counts = startlimits.bind(limits[0], limits[1], playable, run_jobs, limits[2])[0] if limits is not None else None
     runs = {}
     pmember = [widx.get(j.reservation, -1) for j in playable] if windows else None
     rmember = [widx.get(j.reservation, -1) for j in run_jobs] if windows else None
@@ -434,6 +588,10 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
                 for j in playable]
         aging = (*(age if age is not None and age[0] > 0 else (0.0, 0.0, 0.0)), [j.priority for j in playable], elig)
     fsb = startfs.bind(fairshare[0], playable, run_jobs, fairshare[1], now) if fairshare is not None else None
+    reserve = None  # bf_min_age_reserve / bf_min_prio_reserve / MinPrioThreshold: each job's eligible time, priority now, threshold
+    if sched.bf_min_age_reserve_s or sched.bf_min_prio_reserve or sched.main_min_age_s or sched.main_min_prio or any_thr:
+        reserve = ([max(j.submit if j.submit is not None else now, j.start if (j.reason == "BeginTime" and j.start) else 0.0)
+                    for j in playable], [j.priority for j in playable], thr if any_thr else [0] * len(playable))
     for name, use_fr in (("typical", True), ("limits", False)):
         running = []
         for j in run_jobs:
@@ -446,9 +604,18 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
             f = fr.get(j.user, 1.0) if use_fr else 1.0
             nb = j.start if (j.reason == "BeginTime" and j.start) else now
             pending.append((f * j.limit_s, j.limit_s, size(j), nb))
-        runs[name] = _plan(now, running, pending, total_cpus, sched, hidden_cpus, stop, horizon_s,
-                           ([j.user for j in playable], [j.account for j in playable], [j.partition.split(",")[0] for j in playable]),
-                           windows, pmember, rmember, why if use_fr else None, aging, fsb)
+        owners = ([j.user for j in playable], [j.account for j in playable], [j.partition.split(",")[0] for j in playable])
+        pend, ag, rs = pending, aging, reserve
+        if dep_of:  # eligible (its age from then: slurmctld sets its begin time) when its dependency is met
+            met = startdeps.releases(dep_of, [j.start if j.start is not None else now for j in run_jobs],
+                                     [now if j.state == "COMPLETING" else max(now, r[0]) for j, r in zip(run_jobs, running)])
+            pend = [(p[0], p[1], p[2], max(p[3], met[i])) if i in met else p for i, p in enumerate(pending)]
+            if aging is not None:
+                ag = (*aging[:4], [max(x, met[i]) if i in met else x for i, x in enumerate(aging[4])])
+            if reserve is not None:
+                rs = ([max(x, met[i]) if i in met else x for i, x in enumerate(reserve[0])], reserve[1], reserve[2])
+        runs[name] = _plan(now, running, pend, total_cpus, sched, hidden_cpus, stop, horizon_s, owners,
+                           windows, pmember, rmember, why if use_fr else None, ag, fsb, rs, counts)
     for i in want:
         j = playable[i]
         e = out[j.job_id]
@@ -456,6 +623,8 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
         if a is None and b is None:
             e.reason = f"does not start within the {horizon_s / 86400:g}-day horizon"
             continue
+        if i in dep_of:
+            e.extra["dependency"] = deps[j.job_id].text if deps else ""
         e.start = a if a is not None else b
         vals = [v for v in (a, b) if v is not None]
         e.early, e.late = min(vals), max(vals) if b is not None else None
@@ -472,44 +641,6 @@ def order_own_first(ests: Sequence[Estimate], me: str | None) -> list[Estimate]:
     return sorted(ests, key=lambda e: (e.user != me, math.inf if e.start is None else e.start, e.job_id))
 
 
-def _hm(t: float | None, now: float) -> str:
-    if t is None:
-        return "-"
-    d = t - now
-    if d < 60:
-        return "now" if d < 1 else f"in {d:.0f} s"
-    return f"in {d / 60:.0f} min" if d < 3 * 3600 else f"in {d / 3600:.1f} h"
-
-
-def why_line(e: Mapping, now: float) -> str:
-    """`why`'s line: the estimate with its range and squeue --start's, or why there is none."""
-    sq = f"; squeue --start: {_hm(e.get('squeue_start'), now)}"
-    if e.get("start") is None:
-        return f"estimated start: none ({e.get('reason') or 'unknown'})" + (sq if "squeue_start" in e else "")
-    late = _hm(e["late"], now) if e.get("late") is not None else "?"
-    rv = (f"; {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else "") + (
-        f"; partition {e['partition']}, played apart from the partitions on other nodes" if e.get("pool") else "")
-    return (f"estimated start: {_hm(e['start'], now)} ({_hm(e['early'], now)} .. {late}; "
-            "fscontrol start explains the model)" + rv + sq)
-
-
-def render(d: Mapping) -> str:
-    now = d["now"]
-    lines = [f"start estimates at {d['now_iso']} ({d['model']})"]
-    for note in d.get("notes", []):
-        lines.append("  note: " + note)
-    lines.append(f"{'JOBID':>10} {'USER':<10} {'ESTIMATE':>12} {'RANGE':>24}  {'SQUEUE --START':>14}")
-    for e in d["jobs"]:
-        if e["start"] is None:
-            lines.append(f"{e['job_id']:>10} {e['user']:<10} {'-':>12} {'':>24}  {_hm(e['squeue_start'], now):>14}  {e['reason']}")
-            continue
-        rng = f"{_hm(e['early'], now)} .. {_hm(e['late'], now) if e['late'] is not None else '?'}"
-        lines.append(f"{e['job_id']:>10} {e['user']:<10} {_hm(e['start'], now):>12} {rng:>24}  {_hm(e['squeue_start'], now):>14}"
-                     + (f"  {e['reservation_role']} reservation {e['reservation']}" if e.get("reservation") else "")
-                     + (f"  partition {e['partition']}" if e.get("pool") else ""))
-    return "\n".join(lines)
-
-
 def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: list[str]) -> dict:
     import datetime as _dt
 
@@ -521,7 +652,8 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
             "jobs": [{"job_id": e.job_id, "user": e.user, "start": e.start, "early": e.early, "late": e.late,
                       "reason": e.reason, "squeue_start": e.squeue_start, "fraction": e.extra.get("fraction"),
                       "reservation": e.extra.get("reservation"), "reservation_role": e.extra.get("reservation_role"),
-                      "partition": e.extra.get("partition"), "pool": e.extra.get("pool")}
+                      "partition": e.extra.get("partition"), "pool": e.extra.get("pool"),
+                      "dependency": e.extra.get("dependency")}
                      for e in ests]}
 
 
@@ -583,17 +715,41 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     if age is not None:
         notes.append(f"age: PriorityWeightAge {age[0]:g} over PriorityMaxAge {age[1] / 3600:g} h, a priority pass every "
                      f"{age[2]:g} s: the queue is re-sorted at each pass within bf_window as the jobs age")
+    deps = None  # what each job pending on a dependency waits for (squeue's %E), read only where one is
+    if any(j.state == "PENDING" and j.reason == "Dependency" for j in jobs):
+        from fscontrol.slurm.parse import DEPS_ARGS
+
+        deps = startdeps.parse_deps(source.run(DEPS_ARGS).stdout)
+        rows = startdeps.Rows([j.job_id for j in jobs if j.state == "PENDING"])
+        chained = sum(1 for d in deps.values() if any(startdeps.members(r, rows) for _, r, _ in d.refs))
+        if chained:
+            notes.append(f"{chained} job(s) wait on a dependency on jobs themselves pending: not estimated, and left "
+                         "out of the plan (when released they may start ahead of the jobs behind them, whose "
+                         "estimates may then be early)")
+    thresh, tnote = read_prio_thresh(source, pairs, jobs)
+    if tnote:
+        notes.append(tnote)
+    lim, jqos, lnote = startlimits.read(source, pairs, jobs)  # (only where a pending job is held by one)
+    limits = (lim, jqos, bool(private_jobs)) if lim is not None else None
+    if lnote:
+        notes.append(lnote)
+    elif lim is not None:
+        held = sum(1 for j in jobs if j.state == "PENDING" and j.reason in startlimits.REASONS)
+        notes.append(f"association and QOS limits (sacctmgr): {held:,} pending job(s) held by one now; the limits on "
+                     "running jobs and CPUs (MaxJobs, GrpJobs, GrpTRES=cpu; the QOS's GrpJobs, GrpTRES=cpu, MaxJobsPU, "
+                     "MaxTRESPU=cpu, MaxJobsPA, MaxTRESPA=cpu) hold jobs back through the plan; other limits are not "
+                     "modelled" + (" (PrivateData=jobs: only your own)" if private_jobs else ""))
     fairshare, fs_note = (startfs.read_live(source, pairs, sum(j.state == "PENDING" for j in jobs)) if fairshare
                           else (None, "fair-share held at its present value"))
-    notes += [fs_note] + ([f"SchedulerParameters {','.join(sc.replay_only())}: not applied here (`fscontrol simulate` of a "
-                           "capture applies them)"] if sc.replay_only() else [])
+    notes += [fs_note]
     ests, pnotes = startparts.read_live(source, jobs, estimate, now=now, total_cpus=total, sched=sc, fractions=fr,
                                         hidden_cpus=hidden, private=private_jobs, users=users, job_ids=job_ids,
                                         total_gpus=total_gpus, resvs=resvs, windows=wins, skipped=skipped, age=age,
-                                        fairshare=fairshare)
+                                        fairshare=fairshare, prio_thresh=thresh, deps=deps, limits=limits)
     if any(x.startswith("fair-share held") for x in pnotes):  # the pools held it after all: their note says why
         notes.remove(fs_note)
     notes += pnotes
     if named:  # each under the id it was asked by (an array task 123_4, a component 123+1), as `why` says it
         ests = [replace(e, job_id=x) for e in ests for x in named.get(e.job_id, [e.job_id])]
     return to_dict(order_own_first(ests, me), now=now, sched=sc, notes=notes)
+

@@ -203,11 +203,12 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
     several; `private`: PrivateData=jobs hides others' jobs (each pool's hidden CPUs: its nodes'
     allocated CPUs less the jobs seen there)."""
     from fscontrol.forecast import resvplan
-    from fscontrol.forecast.startqueue import WAITING
+    from fscontrol.forecast.startdeps import played as plays
+
+    deps = kw.get("deps") or {}
 
     def played(j) -> bool:  # start.estimate's test: the pending jobs it plays (the others get a reason)
-        return j.state != "PENDING" or (j.reason in WAITING or (j.reservation and j.reason == "Reservation")
-                                        or (bool(windows) and resvplan.reserved_reason(j.reason)))
+        return j.state != "PENDING" or plays(j, windows, deps, kw.get("limits") is not None)
 
     jobs = _by_partition_state(jobs, nodes)
     part = {j.job_id: j.partition for j in jobs}
@@ -268,7 +269,9 @@ def estimate_pools(jobs: Sequence, nodes: Mapping[str, Node], estimate, *, now: 
             continue
         mine = [j for j in jobs if of[j.job_id] == k]
         hidden = max(0, g.alloc - sum(j.cpus for j in mine if j.job_id in run_ids)) if private else 0
-        ghosts = [replace(j, cpus=0, gpus=0) for j in run if of[j.job_id] != k] if fairshare is not None else []
+        # the other pools' running jobs with no CPUs here: fair-share charges them, and a job here may wait
+        # on one (a dependency: its end is known)
+        ghosts = [replace(j, cpus=0, gpus=0) for j in run if of[j.job_id] != k] if (fairshare is not None or deps) else []
         wins, skip, _ = resvplan.windows(pool_reservations(resvs, g, nodes), now)
         got = estimate(mine + ghosts, now=now, total_cpus=g.cpus, sched=replace(sched, node_cpus=g.node_cpus),
                        hidden_cpus=hidden, users=users, job_ids=job_ids, total_gpus=g.gpus if total_gpus else 0,

@@ -21,6 +21,8 @@ SINFO_CPUS_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%c|%C")
 # the GPUs each job asks for (per node x its nodes, and per job): 'gres:gpu:2' (22.05), 'gres/gpu:2' (26.05)
 SQUEUE_GPU_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-O", "JobID:0|,tres-per-node:0|,tres-per-job:0|,NumNodes:0")
 SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
+# each pending job's QOS, read only where some QOS has a MinPrioThreshold (start.read_live)
+SQUEUE_QOS_ARGS = ("squeue", "-a", "-h", "-t", "PD", "-o", "%i|%q")
 # squeue reasons under which only priority and resources stand between a job and its start
 WAITING = {"Priority", "Resources", "None", "BeginTime", "ReqNodeNotAvail", ""}
 
@@ -118,6 +120,19 @@ def parse_job_gpus(text: str) -> dict[str, int]:
     return out
 
 
+def parse_job_qos(text: str, command: str = " ".join(SQUEUE_QOS_ARGS)) -> dict[str, str]:
+    """job id -> its QOS, from `SQUEUE_QOS_ARGS`."""
+    out: dict[str, str] = {}
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        f = [x.strip() for x in line.split("|")]
+        if len(f) != 2 or not f[0]:
+            raise ParseError(command, f"{len(f)} fields, expected 2 (job id and QOS)", no, line)
+        out[f[0]] = f[1]
+    return out
+
+
 def parse_sinfo_gpus(text: str) -> int:
     """The cluster's GPUs, from `SINFO_GPU_ARGS` (a node in several partitions counted once)."""
     seen: dict[str, int] = {}
@@ -183,3 +198,36 @@ def pending_row(source, jobs: Sequence[StartJob], job_id: str) -> str:
     if state is None:
         raise NotFoundError(f"job {job_id} is not pending (or not visible to you)")
     raise NotFoundError(f"job {job_id} is {state}" + (f" ({reason})" if reason and reason != "None" else "") + ": it is not pending")
+
+
+def read_prio_thresh(source, pairs: Mapping[str, str], jobs: Sequence[StartJob]) -> tuple[dict[str, int], str]:
+    """({pending job id: its MinPrioThreshold}, a note) on `source`: read where slurmctld reads it
+    (AccountingStorageEnforce with limits) and some QOS sets one: sacctmgr's QOS, then squeue's
+    QOS of each pending job and each partition's QOS (acctpolicy.job_prio_thresh). Any of the three
+    failed or garbled (slurmdbd out of reach from a login node) leaves the thresholds out, and the
+    note says so; a job squeue's %q does not list (it left the queue in between) gets none."""
+    from fscontrol.errors import SlurmCommandError
+    from fscontrol.model.acctpolicy import enforces_prio_thresh, job_prio_thresh
+    from fscontrol.slurm import parse
+    from fscontrol.slurm.partitions import PARTITIONS_ARGS, parse_partitions
+
+    if not enforces_prio_thresh(pairs.get("AccountingStorageEnforce", "")) or not any(j.state == "PENDING" for j in jobs):
+        return {}, ""
+    try:
+        text = source.run(parse.QOS_ARGS).stdout
+        thr = parse.parse_qos_min_prio(text)
+        if not thr:
+            return {}, ""
+        over = parse.parse_qos_over_part(text)
+        qos = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout)
+        part_qos = {p.name: p.qos for p in parse_partitions(source.run(PARTITIONS_ARGS).stdout)}
+    except (SlurmCommandError, ParseError) as e:  # (a refinement of the estimate: left out, and said)
+        return {}, f"QOS MinPrioThreshold not read ({e}): the estimate holds no job to one"
+    out = {j.job_id: v for j in jobs if j.state == "PENDING" and j.job_id in qos
+           and (v := job_prio_thresh(qos[j.job_id], j.partition, thr, over, part_qos))}
+    below = sum(1 for j in jobs if j.job_id in out and j.priority < out[j.job_id])
+    note = ("QOS MinPrioThreshold (" + ", ".join(f"{q} {v:,}" for q, v in sorted(thr.items()))
+            + f"): {below:,} pending job(s) below their QOS's threshold now: backfill plans nothing for them and "
+            "the main pass does not stop at them (slurmctld's rule with AccountingStorageEnforce=limits; the "
+            "priority compared is squeue's of now, not as the age term grows)")
+    return out, note

@@ -308,7 +308,7 @@ def format_all(d: Mapping) -> str:
     elif d.get("hold"):
         out.append("(sprio lists no held job: its priority returns when the hold is lifted)")
     if d.get("start_estimate"):
-        from fscontrol.forecast.start import why_line
+        from fscontrol.forecast.startview import why_line
 
         out.append(why_line(d["start_estimate"], d["now"]))
     return "\n".join(out)

@@ -6,7 +6,8 @@
 - ``jobs.txt``: ``sacct -a -X -P -S .. -E .. -o JobID,User,Account,Partition,QOS,State,Submit,
   Eligible,Start,End,ElapsedRaw,TimelimitRaw,ReqCPUS,AllocCPUS,ReqNodes,NNodes`` (times not
   clipped to the window, POSIX seconds);
-- ``nodes.txt``: ``sinfo -h -N -o %N|%P|%c|%T`` (each node's partitions and CPUs: the machine);
+- ``nodes.txt``: ``sinfo -h -N -o %N|%P|%c|%T|%G`` (each node's partitions, CPUs and GPUs: the
+  machine; a capture before %G has no GPUs);
 - ``partitions.txt``: ``scontrol -o show partition`` (each partition's PriorityTier and
   PriorityJobFactor: the replay's queue order and partition factor; a capture without it replays
   one tier, and the partition factor from the config's PartitionName lines only);
@@ -70,6 +71,10 @@ from typing import Any
 from fscontrol.slurm import parse
 from ..errors import ConfigError, ParseError
 from ..records import ShareRow
+from .gres import job_gpus_per_node, tres_gpus
+from .histlimits import config_pairs as _config_pairs, limits as _limits, min_prio as _min_prio
+from .histlimits import prio_thresholds as _prio_thresholds
+from .machine import gpu_misfits, nodes_out, parse_nodes, read_machine  # noqa: F401  (parse_nodes, nodes_out: read here before)
 from .workload import SimJob, Workload
 
 UNITS = ("cpus", "nodes")
@@ -136,46 +141,6 @@ def _limit_s(v: str) -> float | None:
     return float(int(v)) * 60.0
 
 
-def parse_nodes(text: str, command: str = " ".join(parse.NODES_ARGS)) -> dict[str, tuple[int, frozenset[str]]]:
-    """`sinfo -h -N -o %N|%P|%c|%T`: node -> (CPUs, partitions). A node shows once per partition."""
-    out: dict[str, tuple[int, set[str]]] = {}
-    for no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        f = line.split("|")
-        if len(f) != 4:
-            raise ParseError(command, f"{len(f)} fields, expected 4 (node|partition|cpus|state)", no, line)
-        try:
-            cpus = int(f[2])
-        except ValueError:
-            raise ParseError(command, f"CPUs {f[2]!r} is not an integer", no, line) from None
-        if cpus < 0:
-            raise ParseError(command, f"CPUs {cpus} is negative", no, line)
-        node, part = f[0].strip(), f[1].strip().rstrip("*")
-        if "[" in node or "," in node:
-            raise ParseError(command, f"node {node!r} is a host list: sinfo -N prints one node a line", no, line)
-        prev = out.setdefault(node, (cpus, set()))
-        if prev[0] != cpus:
-            raise ParseError(command, f"node {node} has {prev[0]} CPUs on one line and {cpus} on this one", no, line)
-        prev[1].add(part)
-    return {k: (c, frozenset(p)) for k, (c, p) in out.items()}
-
-
-# sinfo %T states in which a node takes no new job (a trailing * : not responding; + or ~ etc. dropped)
-_NODE_OUT = ("down", "drain", "fail", "future", "inval", "maint", "reboot", "power")
-
-
-def nodes_out(text: str) -> list[str]:
-    """The nodes of a `sinfo -N` text (parse.NODES_ARGS, parsed by parse_nodes first) whose state
-    takes no new job: down, drained or draining, failing, future, maintenance, rebooting, powered off."""
-    out: list[str] = []
-    for line in text.splitlines():
-        f = line.split("|")
-        if len(f) == 4 and f[3].strip().lower().rstrip("*~#!%$@^-+").startswith(_NODE_OUT) and f[0].strip() not in out:
-            out.append(f[0].strip())
-    return out
-
-
 def jobs_from_sacct(lines: Iterable[str], command: str, *, unit: str = "cpus", partitions: frozenset[str] | None = None,
                     queue: dict[str, Any] | None = None, seen: set[str] | None = None, start_blocked: bool = False,
                     walk: list[dict[str, Any]] | None = None) -> tuple[list[SimJob], dict[str, int]]:
@@ -231,6 +196,10 @@ def jobs_from_sacct(lines: Iterable[str], command: str, *, unit: str = "cpus", p
             cpus = _count(col(f, "AllocCPUS")) or _count(col(f, "ReqCPUS"))
             nodes = _count(col(f, "NNodes")) or _count(col(f, "ReqNodes"))
             bill = parse._billing(col(f, "AllocTRES")) or 0
+            gpus = job_gpus_per_node(tres_gpus(col(f, "AllocTRES")) or tres_gpus(col(f, "ReqTRES")), nodes)
+            # its GPUs are per node over the nodes it had: held on each of them (-N, or --gpus spread)
+            gnodes = max(_count(col(f, "ReqNodes")), _count(col(f, "NNodes"))) if gpus else 0
+            gnodes = gnodes if gnodes > 1 else 0
         except ValueError as e:
             raise ParseError(command, f"bad value ({e})", no, line) from None
         if state == "PENDING":
@@ -238,6 +207,7 @@ def jobs_from_sacct(lines: Iterable[str], command: str, *, unit: str = "cpus", p
                            submit, eligible, limit, cpus, nodes, (queue or {}).get(qid), unit, partitions,
                            stats, start_blocked, walk)
             if job is not None:
+                job.gpus, job.gpu_nodes = gpus, gnodes
                 tasks = array_tasks(job.job_id)  # a pending array's record: each task is a job of its own
                 if tasks:
                     stats["array_tasks"] += len(tasks) - 1
@@ -272,7 +242,7 @@ def jobs_from_sacct(lines: Iterable[str], command: str, *, unit: str = "cpus", p
         else:
             est = limit
         jobs.append(SimJob(col(f, "JobID"), arrival, elapsed, est, size, col(f, "User"), col(f, "Account"),
-                           part, col(f, "QOS"), cpus, nodes, submit, billing=float(bill)))
+                           part, col(f, "QOS"), cpus, nodes, submit, billing=float(bill), gpus=gpus, gpu_nodes=gnodes))
         stats["kept"] += 1
         if bill and bill != cpus:
             stats["billed_not_cpus"] += 1
@@ -455,7 +425,7 @@ def _partitions(d: Path, commands: dict) -> dict[str, dict[str, int]]:
     from fscontrol.slurm.partitions import parse_partitions
 
     ps = parse_partitions(path.read_text(), " ".join(commands.get("partitions", {}).get("argv") or ["scontrol"]))
-    return {p.name: {"tier": p.tier, "job_factor": p.job_factor} for p in ps}
+    return {p.name: {"tier": p.tier, "job_factor": p.job_factor, "qos": p.qos} for p in ps}
 
 
 def read_history(
@@ -513,26 +483,15 @@ def read_history(
             if f != 1.0:
                 j.usage_factor = f
                 stats["usage_factor"] += 1
+        qos_min_prio, over_part = _min_prio(d, commands)
+    else:
+        qos_min_prio, over_part = {}, frozenset()
     node_info: dict[str, Any] = {}
     down: list[str] = []
+    nodes: dict[str, tuple[int, frozenset[str]]] = {}
     if (d / "nodes.txt").is_file():
-        try:
-            ntext = (d / "nodes.txt").read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"{d / 'nodes.txt'} holds bytes that are not UTF-8 (at byte {e.start})") from None
-        nodes = parse_nodes(ntext, " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]))
-        nodes = {k: v for k, v in nodes.items() if v[0] > 0 and (parts is None or v[1] & parts)}  # (no CPUs: no job)
-        down = [x for x in nodes_out(ntext) if x in nodes]
-        node_info = {"nodes": len(nodes), "cpus": sum(c for c, _ in nodes.values()),
-                     "node_cpus": sorted({c for c, _ in nodes.values()})}  # (one size: [C])
-        if len(node_info["node_cpus"]) > 1:  # of different sizes: each one's CPUs, in sinfo's order (the engine's nodes)
-            node_info["node_cpus_each"] = [c for c, _ in nodes.values()]
-        if len(nodes) > 1:  # each partition's nodes, by their index in that order
-            pn: dict[str, list[int]] = {}
-            for k, (_, ps) in enumerate(nodes.values()):
-                for pname in ps:
-                    pn.setdefault(pname, []).append(k)
-            node_info["partition_nodes"] = {k: pn[k] for k in sorted(pn)}
+        node_info, nodes, down = read_machine(d / "nodes.txt", " ".join(commands.get("nodes", {}).get("argv") or ["sinfo"]),
+                                              parts)
         size = node_info["cpus"] if unit == "cpus" else node_info["nodes"]
     else:
         size = None
@@ -553,10 +512,12 @@ def read_history(
             known = [pname for pname in listed if pname in held]
             if known and len(known) == len(listed) and size >= j.size > max(held[pname] for pname in known):
                 too_big.append(j)
-    if too_big:
-        big = {id(j) for j in too_big}
+    gpu_big = gpu_misfits(jobs, node_info) if unit == "cpus" and machine is None else []
+    if too_big or gpu_big:
+        big = {id(j) for j in too_big + gpu_big}
         jobs = [j for j in jobs if id(j) not in big]
     stats["too_big"] = len(too_big)
+    stats["gpus_too_many"] = len({id(j) for j in gpu_big} - {id(j) for j in too_big})
     stats["kept"] = len(jobs)
     jobs.sort(key=lambda j: (int(m.group()) if (m := re.match(r"\d+", j.job_id)) else 0, j.job_id))  # (ties: by job id)
     shares: tuple[ShareRow, ...] = ()
@@ -565,6 +526,15 @@ def read_history(
     window = meta.get("history_window") if source == "jobs" else meta.get("sacct_window")
     reservations = _reservations(d, commands, window)
     part_info = _partitions(d, commands)
+    if qos_min_prio:
+        _prio_thresholds(jobs, qos_min_prio, over_part, part_info)
+    limits = _limits(d, commands, jobs, unit)
+    if limits and limits["never"]:  # (slurmctld keeps them pending for ever: left out, as a job too big is)
+        jobs = [j for j in jobs if j.job_id not in limits["never"]]
+        stats["kept"] = len(jobs)
+    stats["never_start_limits"] = len(limits["never"]) if limits else 0
+    if node_info.get("node_gpus_each") and "gres/gpu" not in _config_pairs(d).get("AccountingStorageTRES", "gres/gpu"):
+        node_info["gpus_unaccounted"] = True  # (sacct's TRES hold no job's GPUs: named in the output)
     return Workload(
         name=d.name,
         nodes=size,
@@ -590,6 +560,8 @@ def read_history(
             "partition_tiers": {k: v["tier"] for k, v in part_info.items()},
             "partition_factors": {k: v["job_factor"] for k, v in part_info.items()},
             "walk_pending": walk,
+            "qos_min_prio": qos_min_prio,  # each QOS's MinPrioThreshold, where slurmctld applies it (SimJob.prio_thresh)
+            "limits": limits,  # the association and QOS limits on running jobs and CPUs (SimJob.limit_keys)
             "nodes_down": down,
             "stats": stats,
         },

@@ -294,6 +294,19 @@ def simulate(
     run = [j.run for j in jobs]
     est = [j.estimate for j in jobs]
     size = [j.size for j in jobs]
+    # the association and QOS limits on running jobs and CPUs (a capture's, history._limits; Slurm's
+    # scheduler only): a job that would put one over is passed by in the main pass and gets no plan
+    # in backfill (acct_policy.c; model/acctpolicy.py), its limits counted as jobs start and end
+    alim: Any = None
+    lmeta: Any = workload.meta.get("limits") if sched is not None else None
+    if lmeta:
+        from fscontrol.model.acctpolicy import Counts as _Counts
+
+        capj_ = [INF if v is None else float(v) for v in lmeta["jobs"]]
+        capc_ = [INF if v is None else float(v) for v in lmeta["cpus"]]
+        alim = _Counts([tuple(getattr(j_, "limit_keys", ()) or ()) for j_ in anyjobs], list(size), capj_, capc_,
+                       [0] * len(capj_), [0] * len(capj_), list(lmeta["kinds"]), list(lmeta.get("names") or []),
+                       [tuple(getattr(j_, "limit_checks", ()) or ()) for j_ in anyjobs])
     bill = billing_rates(jobs)  # what a running job charges a second (AllocTRES billing, else its size)
     total = workload.nodes
     wa, wf, wj, wp, wq = prio.weight_age, prio.weight_fairshare, prio.weight_jobsize, prio.weight_partition, prio.weight_qos
@@ -402,9 +415,26 @@ def simulate(
             caps = each_
         elif total > ncpu and total % ncpu == 0:
             caps = [ncpu] * (total // ncpu)
+        elif total == ncpu:  # one node (its GPUs, below: run.py turns the model on for them)
+            caps = [ncpu]
     node_model = str(sched.node_model) if caps else ""
     nodes_on = node_model != ""
     nfree: list[int] = list(caps)
+    # GPUs (a capture's nodes.txt %G: the workload's meta, "machine", "node_gpus_each"; each job's
+    # SimJob.gpus per node): a job that asks for g GPUs a node is placed and backfilled only on
+    # nodes with g free (gres.py: select/cons_tres drops a node that cannot give them)
+    gcaps: list[int] = []
+    gper: list[int] = []
+    gmin: list[int] = []  # a GPU job's -N (SimJob.gpu_nodes; 0: none)
+    if nodes_on:
+        ge_: list[int] = [int(g_) for g_ in ((workload.meta.get("machine") or {}).get("node_gpus_each") or [])]
+        gj_: list[int] = [int(getattr(j_, "gpus", 0) or 0) for j_ in anyjobs]
+        if len(ge_) == len(caps) and any(ge_) and any(gj_):
+            gcaps = ge_
+            gper = gj_
+            gmin = [int(getattr(j_, "gpu_nodes", 0) or 0) for j_ in anyjobs]
+    gpus_on = len(gcaps) > 0
+    gfree: list[int] = list(gcaps)
     nalloc: list[list[int]] = [[] for _ in range(n)] if nodes_on else []
     bf_alloc: dict[int, list[int]] = {}  # the nodes backfill gave the jobs it starts
     # partitions over different nodes (a capture's nodes.txt: the workload's meta, "machine",
@@ -416,6 +446,11 @@ def simulate(
     def cpus_of(mask: int) -> int:
         """The CPUs of the nodes in `mask`."""
         return sum([caps[k_] for k_ in range(len(caps)) if (mask >> k_) & 1])
+
+    def free_for(mask: int, g: int) -> list[int]:
+        """Each node's free CPUs for a job on the nodes in `mask` that asks for g GPUs a node (0 on
+        the others: a node that cannot give the GPUs drops out, as in cons_tres)."""
+        return [nfree[k_] if (mask >> k_) & 1 and (g == 0 or gfree[k_] >= g) else 0 for k_ in range(len(nfree))]
     jmask: list[int] = []
     jpart1: list[str] = [str(getattr(pj_, "partition", "") or "").split(",")[0] for pj_ in anyjobs]  # (the one it runs in)
     parts_on = False
@@ -447,6 +482,14 @@ def simulate(
                 if parts_on and size[pi_] > cpus_of(jmask[pi_]):
                     raise ConfigError(f"job {anyjobs[pi_].job_id}: {size[pi_]} CPUs, more than its partition's "
                                       f"nodes hold ({cpus_of(jmask[pi_])})")
+    if gpus_on:
+        for pi_ in range(n):  # (one that never fits would wait for ever; Slurm refuses it at submission)
+            gm_ = jmask[pi_] if parts_on else every_n
+            empty_ = [caps[k_] if (gm_ >> k_) & 1 and gcaps[k_] >= gper[pi_] else 0 for k_ in range(len(caps))]
+            if place_nodes(empty_, size[pi_], version=node_model, min_nodes=max(1, gmin[pi_])) is None:
+                raise ConfigError(f"job {anyjobs[pi_].job_id}: {size[pi_]} CPUs with {gper[pi_]} GPUs a node"
+                                  + (f" on {gmin[pi_]} nodes" if gmin[pi_] > 1 else "") + ", more than the nodes with "
+                                  f"that many GPUs hold ({sum(empty_)} CPUs)")
     main_mask = [0]  # (the main pass's nodes for the job it starts: its partition's, less the failed ones')
     cheap_i: list[tuple[float, int]] = []  # (when its CPUs are free, index) of the completing jobs (nodes_on)
     # the queued jobs' sizes: a count per size and the smallest (q_none when the queue is empty):
@@ -970,15 +1013,18 @@ def simulate(
         bf_t[0] = t
         start[i] = t
         order.append(i)
+        if alim is not None:
+            alim.add(i)
         e = t + run[i]
         end[i] = e
         s = size[i]
         free -= s
         if nodes_on:
             na_ = bf_alloc.pop(i, None)
-            if na_ is None and parts_on:
-                mm_ = main_mask[0] if main_mask[0] else jmask[i]
-                na_ = place_nodes([nfree[nk_] if (mm_ >> nk_) & 1 else 0 for nk_ in range(len(nfree))], s, version=node_model)
+            if na_ is None and (parts_on or gpus_on):
+                mm_ = main_mask[0] if main_mask[0] else (jmask[i] if parts_on else every_n)
+                na_ = place_nodes(free_for(mm_, gper[i] if gpus_on else 0), s, version=node_model,
+                                  min_nodes=max(1, gmin[i]) if gpus_on else 1)
                 main_mask[0] = 0
                 if na_ is None:  # (cannot happen: the caller saw s CPUs free there)
                     raise RuntimeError(f"job {i}: {s} CPUs do not fit on its partition's nodes {nfree}")
@@ -988,6 +1034,10 @@ def simulate(
                     raise RuntimeError(f"job {i}: {s} CPUs do not fit on nodes {nfree}")
             for nk_ in range(len(na_)):
                 nfree[nk_] -= na_[nk_]
+            if gpus_on and gper[i]:
+                for nk_ in range(len(na_)):
+                    if na_[nk_]:
+                        gfree[nk_] -= gper[i]
             nalloc[i] = na_
         c = q_cnt[s] = q_cnt[s] - 1  # q_drop(s), inlined
         if c == 0 and s == q_min:
@@ -1128,7 +1178,7 @@ def simulate(
             return  # sched_interval=-1: slurmctld's `_schedule` returns at once
         if lazy[0] is not None:
             materialise()
-        if parts_on or pdepth:
+        if parts_on or pdepth or gpus_on or mn_on or alim is not None:
             main_pass_parts(t, lim)
             return
         q = qkeys
@@ -1182,33 +1232,42 @@ def simulate(
             if tested_ >= lim:
                 break
             tested_ += 1
-            if not parts_on:  # the pool: one machine; after the first that does not fit none starts
+            if not parts_on and not gpus_on:  # the pool: one machine; after the first that does not fit none starts
                 if pool_failed:
                     after_fail = True  # a job passed by behind it (Reason=Priority): a change
                     break
+                if alim is not None and alim.over(i):
+                    continue  # held by a limit: passed by, the partition open (job_scheduler.c)
                 if size[i] > free:
-                    pool_failed = True
+                    if not (mn_on and no_fail(kq, t)):
+                        pool_failed = True
                     continue
                 start_job(i, t)
                 got.add(kq)
                 ngot += 1
                 continue
-            m = jmask[i]
+            m = jmask[i] if parts_on else every_n
             if failed:
                 after_fail = True
             if m in failed:
                 continue
+            if alim is not None and alim.over(i):
+                continue  # held by a limit: passed by, the partition open (job_scheduler.c)
             mm = m & avail
             f = 0
+            gi = gper[i] if gpus_on else 0
             for b in range(nn):
-                if (mm >> b) & 1:
+                if (mm >> b) & 1 and (gi == 0 or gfree[b] >= gi):
                     f += nfree[b]
+            if size[i] <= f and gpus_on and gmin[i] > 1:  # -N: on that many nodes too
+                if place_nodes(free_for(mm, gi), size[i], version=node_model, min_nodes=gmin[i]) is None:
+                    f = -1
             if size[i] <= f:
                 main_mask[0] = mm
                 start_job(i, t)
                 got.add(kq)
                 ngot += 1
-            else:
+            elif not (mn_on and no_fail(kq, t)):
                 failed.add(m)
                 avail &= ~m
         if after_fail:
@@ -1235,6 +1294,26 @@ def simulate(
     nr_age = float(sched.bf_min_age_reserve_s) if sched is not None else 0.0
     nr_prio = int(sched.bf_min_prio_reserve) if sched is not None else 0
     QKB = QK.bit_length() - 1
+    # the same in the main pass (job_scheduler.c, `fail_by_part = false`): a job that does not fit
+    # fails its partition only if it has waited main_min_age_s and its priority is not below its
+    # threshold; else the pass goes on to the next jobs (SlurmSched.main_min_age_s, main_min_prio)
+    mn_age = float(sched.main_min_age_s) if sched is not None else 0.0
+    mn_prio = int(sched.main_min_prio) if sched is not None else 0
+    # a QOS's MinPrioThreshold (SimJob.prio_thresh: a capture's qos.txt and partitions.txt, with
+    # AccountingStorageEnforce=limits): the job's threshold instead of bf_min_prio_reserve, in both
+    # schedulers (acct_policy_get_prio_thresh)
+    qthr: list[int] = [int(getattr(j_, "prio_thresh", 0) or 0) for j_ in anyjobs]
+    if not any(qthr):
+        qthr = []
+    mn_on = sched is not None and (mn_age > 0 or mn_prio > 0 or len(qthr) > 0)
+
+    def no_fail(kq: int, t: float) -> bool:
+        """Whether the job of key kq, not fitting, leaves its partition open in the main pass."""
+        i = kq & QM
+        if mn_age > 0 and t - eligible[i] < mn_age:
+            return True
+        thr_ = qthr[i] if qthr and qthr[i] else mn_prio
+        return thr_ > 0 and (-(kq >> QKB)) % 4294967296 < thr_
     main_on = bool(sched.main_sched) if sched is not None else True
     if sched is not None and not main_on and not sched.backfill and n:
         raise ConfigError("sched_interval=-1 with no backfill (bf_interval=-1 or sched/builtin): slurmctld starts no job")
@@ -1247,25 +1326,46 @@ def simulate(
         bf_dirty[0] = bf_t[0] >= t
         if lazy[0] is not None:
             materialise()
-        tested = bf_tested(qkeys, sched, j_user, j_acct, j_part, QM) if bf_lim else qkeys
+        src: list[int] = qkeys
+        more: Any = None
+        if alim is not None:  # held by a limit on running jobs: passed by before bf_max_job_test counts it
+            src = []
+            pos_ = 0
+            for kq in qkeys:
+                pos_ += 1
+                if not alim.count_blocked(kq & QM):
+                    src.append(kq)
+                    if not bf_lim and len(src) >= sched.bf_max_job_test:
+                        break
+            if not bf_lim:  # (one a start of this cycle puts under a limit: passed by uncounted, the next tested)
+                more = (kq for kq in qkeys[pos_:] if not alim.count_blocked(kq & QM))
+        tested = bf_tested(src, sched, j_user, j_acct, j_part, QM) if bf_lim else src
         nores: set[int] = set()
-        if nr_age > 0 or nr_prio > 0:
+        if nr_age > 0 or nr_prio > 0 or qthr:
             for kq in tested[:sched.bf_max_job_test]:
-                if (nr_prio > 0 and (-(kq >> QKB)) % 4294967296 < nr_prio) or (nr_age > 0 and t - eligible[kq & QM] < nr_age):
+                pr_ = qthr[kq & QM] if qthr and qthr[kq & QM] else nr_prio
+                if (pr_ > 0 and (-(kq >> QKB)) % 4294967296 < pr_) or (nr_age > 0 and t - eligible[kq & QM] < nr_age):
                     nores.add(kq & QM)
         if nodes_on:
             busy = [(e, nalloc[j]) for e, j in running] + [(e, nalloc[j]) for e, j in cheap_i]
+            bgpu: list[int] | None = None
+            if gpus_on:
+                bgpu = [gper[j] for _, j in running] + [gper[j] for _, j in cheap_i]
             got = backfill_nodes(t, tested, nfree, busy, size, est, sched, QM, q_min, node_model,
-                                 jmask if parts_on else None, nores)
+                                 jmask if parts_on else None, nores, gfree if gpus_on else None,
+                                 gper if gpus_on else None, bgpu, gmin if gpus_on else None, alim, more)
             starts = [j for j, _ in got]
             for j, a in got:
                 bf_alloc[j] = a
         else:
-            starts = backfill_starts(t, tested, free, running, size, est, total, sched, QM, q_min, cheap, (), True, None, nores)
+            starts = backfill_starts(t, tested, free, running, size, est, total, sched, QM, q_min, cheap, (), True, None, nores,
+                                     alim, more)
         if starts:
             st = set(starts)
             qkeys[:] = [kq for kq in qkeys if (kq & QM) not in st]
             for i in starts:
+                if alim is not None:
+                    alim.add(i, -1)  # (counted by the cycle: start_job counts it)
                 start_job(i, t)
 
     def schedule(t: float, ended: bool, new: list[int], reordered: bool) -> None:
@@ -1884,9 +1984,15 @@ def simulate(
                     na_ = nalloc[i]
                     for nk_ in range(len(na_)):
                         nfree[nk_] += na_[nk_]
+                    if gpus_on and gper[i]:
+                        for nk_ in range(len(na_)):
+                            if na_[nk_]:
+                                gfree[nk_] += gper[i]
                 ended = True
             del running[bisect_left(running, (start[i] + est[i], i))]
             run_set.discard(i)
+            if alim is not None:
+                alim.add(i, -1)  # (at its end: acct_policy_job_fini, before the epilog)
             del runs_l[bisect_left(runs_l, i)]
             qjob_cache.pop(i, None)
             if limits:
@@ -1910,9 +2016,14 @@ def simulate(
             free += heappop(cheap)[1]
             ended = True
         while cheap_i and cheap_i[0][0] <= t:
-            na_ = nalloc[heappop(cheap_i)[1]]
+            ci_ = heappop(cheap_i)[1]
+            na_ = nalloc[ci_]
             for nk_ in range(len(na_)):
                 nfree[nk_] += na_[nk_]
+            if gpus_on and gper[ci_]:
+                for nk_ in range(len(na_)):
+                    if na_[nk_]:
+                        gfree[nk_] += gper[ci_]
         if pulse_rate > 0 and pulse_end <= t:  # the pulse job ends: its last stretch is charged now
             d = pulse_end - max(last_pass, pulse_start)
             if limits and d > 0 and dummy_ix is not None:  # (a pulse runs only with the dummy)

@@ -54,7 +54,9 @@ The rule (Slurm 22.05.8's source, src/plugins/select/):
 Checked against slurmctld 22.05.8, 24.11.5 and 26.05.5 on 4 nodes x 32 CPUs (tests/test_nodeplace.py,
 tests/data/captures/nodeplace-4x32*/, recorded by scripts/record-nodeplace.py).
 
-Not modelled: node weights, features, GRES, memory, -N / --ntasks-per-node / -c > 1 /
+GPUs (gres.py): a job asking for g GPUs a node gets no CPUs on a node with fewer than g free (the
+filter `_select_nodes` applies before `_eval_nodes`); backfill holds a planned job's nodes whole,
+GPUs with them. Not modelled: node weights, features, other GRES, memory, -N / --ntasks-per-node / -c > 1 /
 --exclusive / -w, a node COMPLETING (the main scheduler skips a node in cg_node_bitmap;
 node_scheduler.c `_pick_best_nodes`), the will-run test's 2-second time limit.
 """
@@ -82,7 +84,8 @@ def _sets(free: Sequence[int]) -> list[list[int]]:
     return sets
 
 
-def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version: str = "22.05") -> list[int] | None:
+def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version: str = "22.05",
+          min_nodes: int = 1) -> list[int] | None:
     """The CPUs a job of `n` one-CPU tasks takes on each node, given each node's free CPUs
     (`free`, in node index order; 0 or less: not usable), or None if it does not fit now.
 
@@ -93,22 +96,30 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version:
     `version` "26.05" (not "25.11": the commits are in no 25.11 release): a job of ONE task goes to the first node (equal weights: by index) with a
     free CPU, not to the best-fit node (SchedMD 496893603b, "Set max_nodes from num_tasks when not
     explicitly set": max_nodes = 1, and 295100b5f6's `_get_one_res` for one-node jobs; seen on
-    the testbed: 8 of 8 such jobs, tests/test_nodeplace.py)."""
+    the testbed: 8 of 8 such jobs, tests/test_nodeplace.py).
+    `min_nodes` (> 1: `-N min_nodes`, the replay's GPU jobs of several nodes; max_nodes then
+    min_nodes too unless given): a set is sufficient only with that many nodes, the nodes are
+    taken in its order with no best-fit single node, each giving min(its free CPUs, the CPUs
+    still wanted less one for each node still wanted) (`_cpus_to_use`'s resv_cpus), and the job
+    fits only on that many nodes."""
     if n < 1:
         raise ValueError("a job has at least one task")
-    if n == 1 and version == "26.05":
+    if n == 1 and version == "26.05" and min_nodes <= 1:
         return next(([int(i == k) for i in range(len(free))] for k, f in enumerate(free) if f > 0), None)
     nnodes = len(free)
-    max_n = min(nnodes if max_nodes is None else max_nodes, n)
+    if min_nodes > 1:
+        max_n = min_nodes if max_nodes is None else max_nodes
+    else:
+        max_n = min(nnodes if max_nodes is None else max_nodes, n)
     avail = [max(0, int(f)) for f in free]
-    if sum(avail) < n:
+    if sum(avail) < n or (min_nodes > 1 and (n < min_nodes or sum(1 for a in avail if a > 0) < min_nodes)):
         return None
     sets = _sets(avail)
     set_cpus = [sum(avail[i] for i in s) for s in sets]
     used = [False] * len(sets)
     alloc = [0] * nnodes
     rem = n  # rem_cpus (and rem_max_cpus: the two move together here)
-    rem_nodes = 1  # max(min_nodes, req_nodes) for a job without -N
+    rem_nodes = max(1, min_nodes)  # max(min_nodes, req_nodes): 1 for a job without -N
     while max_n > 0:
         best = -1
         best_cpus = 0
@@ -117,7 +128,7 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version:
             if used[k]:
                 continue
             c = set_cpus[k]
-            suff = c >= rem  # (_enough_nodes: any set has the one node wanted)
+            suff = c >= rem and len(sets[k]) >= rem_nodes  # (_enough_nodes)
             if best < 0:
                 new = True
             else:  # equal weights
@@ -146,12 +157,12 @@ def place(free: Sequence[int], n: int, *, max_nodes: int | None = None, version:
                 continue
             if max_n == 1 and avail[i] < rem:
                 continue  # the job may take one more node only, and this one is too small
-            c = min(avail[i], rem)
+            c = min(avail[i], max(rem - max(rem_nodes - 1, 0), 1))  # (_cpus_to_use: one for each node still wanted)
             alloc[i] = c
             rem -= c
             rem_nodes -= 1
             max_n -= 1
-        if rem <= 0:
+        if rem <= 0 and rem_nodes <= 0:
             return alloc
         used[best] = True
     return None
@@ -162,8 +173,9 @@ VERSIONS = ("22.05", "24.11", "25.11", "26.05")
 
 def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequence[int]]], now: float,
              usable: Sequence[bool] | None = None, *, max_nodes: int | None = None, kill_wait: float = 30.0,
-             start: float | None = None, until: float | None = None, version: str = "22.05"
-             ) -> tuple[float, list[int]] | None:
+             start: float | None = None, until: float | None = None, version: str = "22.05",
+             gpus: int = 0, gfree: Sequence[int] | None = None, running_gpus: Sequence[int] | None = None,
+             min_nodes: int = 1) -> tuple[float, list[int]] | None:
     """When and where backfill's will-run test plans a job of `n` tasks: (start, CPUs per node)
     or None (it never fits on the usable nodes).
 
@@ -186,29 +198,42 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
     there (success: "now", which backfill moves to its start_res); the batches stop at the first
     job ending after `until`. 22.05 ignores both. "25.11" and "26.05" as 24.11, but the start is the end of the
     last job taken off in the batches that ran on one of the nodes chosen (`_future_run_test`,
-    `_get_last_relevant_job`), not of the batch's last job."""
+    `_get_last_relevant_job`), not of the batch's last job.
+
+    `gpus`: the job's GPUs a node; `gfree`: each node's free GPUs now; `running_gpus`: each running
+    job's GPUs a node (`running`'s order). A node with fewer GPUs free than the job asks for gives
+    it no CPUs (cons_tres drops it from the node map before `_eval_nodes`). `min_nodes`: as `place`."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     mask = [True] * len(free) if usable is None else list(usable)
     if len(mask) != len(free):
         raise ValueError("usable and free must list the same nodes")
     cur = [f if ok else 0 for f, ok in zip(free, mask)]
+    gcur = [int(x) for x in gfree] if gfree is not None else [0] * len(free)
+    rgpu = list(running_gpus) if running_gpus is not None else [0] * len(running)
+
+    def fit() -> list[int] | None:
+        return place([c if not gpus or g >= gpus else 0 for c, g in zip(cur, gcur)], n, max_nodes=max_nodes,
+                     version=version, min_nodes=min_nodes)
+
     newer = version != "22.05"
     if newer and start is None:
         start = now
     if not (newer and start is not None and start > now):
-        got = place(cur, n, max_nodes=max_nodes, version=version)
+        got = fit()
         if got is not None:
             return now, got
-    jobs = sorted(((float(e), list(a)) for e, a in running), key=lambda x: x[0])
+    jobs = sorted(((float(e), list(a), int(g)) for (e, a), g in zip(running, rgpu)), key=lambda x: x[0])
     if newer and start:
         gone = [j for j in jobs if j[0] < start]
         jobs = [j for j in jobs if not j[0] < start]
-        for _, a in gone:
+        for _, a, g in gone:
             for i, c in enumerate(a):
                 if mask[i]:
                     cur[i] += c
-        got = place(cur, n, max_nodes=max_nodes, version=version)
+                    if c:
+                        gcur[i] += g
+        got = fit()
         if got is not None:
             return now, got
     window = 30.0
@@ -223,7 +248,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             if k >= len(jobs) or (newer and until and jobs[k][0] > until):
                 more = False
                 break
-            e, a = jobs[k]
+            e, a, g = jobs[k]
             k += 1
             if not any(c and ok for c, ok in zip(a, mask)):
                 continue  # no usable node: skipped
@@ -234,6 +259,8 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             for i, c in enumerate(a):
                 if mask[i]:
                     cur[i] += c
+                    if c:
+                        gcur[i] += g
             if k >= len(jobs):
                 more = False
                 break
@@ -246,7 +273,7 @@ def will_run(n: int, free: Sequence[int], running: Sequence[tuple[float, Sequenc
             window *= 2
             if nxt is None or not nxt > end_time + window:
                 break
-        got = place(cur, n, max_nodes=max_nodes, version=version)
+        got = fit()
         if got is not None:
             if version in ("25.11", "26.05"):  # _get_last_relevant_job: the last end on the nodes chosen
                 last = max((e for e, a in removed if any(c and g for c, g in zip(a, got))), default=last)
@@ -288,7 +315,10 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
                    running: Sequence[tuple[float, Sequence[int]]], *, resolution: float = 60.0,
                    window: float = 1440 * 60.0, version: str = "22.05",
                    nodes_of: Sequence[Sequence[int]] | None = None,
-                   no_reserve: Collection[int] = ()) -> list[tuple[str, float, list[int]] | None]:
+                   no_reserve: Collection[int] = (), gpus: Sequence[int] | None = None,
+                   gfree: Sequence[int] | None = None,
+                   running_gpus: Sequence[int] | None = None,
+                   min_nodes: Sequence[int] | None = None) -> list[tuple[str, float, list[int]] | None]:
     """One backfill cycle on nodes: for each pending job of `queue` ((tasks, time limit in s), in
     priority order) ("start", now, CPUs per node) if it starts now, ("plan", start, CPUs per
     node) if it is planned (its nodes then held whole from the start to the start + limit, both
@@ -316,7 +346,10 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
     `no_reserve`: the jobs (positions in `queue`) backfill makes no plan for (bf_min_age_reserve,
     bf_min_prio_reserve: `job_no_reserve = TEST_NOW_ONLY`, with which the select plugin's will-run
     test only tries the nodes as they are now, cons_common/job_test.c `_will_run_test`): each
-    starts if `place` fits it now on the nodes no record over [now, now + limit] holds, else None."""
+    starts if `place` fits it now on the nodes no record over [now, now + limit] holds, else None.
+
+    `gpus`: each job's GPUs a node (`queue`'s order); `gfree`, `running_gpus`: as `will_run`;
+    `min_nodes`: each job's (`place`; 0 or 1: none)."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     newer = version != "22.05"
@@ -327,18 +360,25 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
     space: list[list] = [[begin0, window_end, every]]
     cur = list(free)
     run = [(float(e), list(a)) for e, a in running]
+    gcur = [int(x) for x in gfree] if gfree is not None else [0] * nn
+    rgpu = [int(x) for x in running_gpus] if running_gpus is not None else [0] * len(run)
     out: list[tuple[str, float, list[int]] | None] = []
     for jn, (n, limit) in enumerate(queue):
         mine = frozenset(nodes_of[jn]) & every if nodes_of is not None else every
         later = now
         result: tuple[str, float, list[int]] | None = None
+        gj = int(gpus[jn]) if gpus is not None else 0
+        mn = max(1, int(min_nodes[jn])) if min_nodes is not None else 1
         if jn in no_reserve:
             held = [rec[2] for rec in space if rec[1] > now and rec[0] <= now + limit]
             usable = set(mine).intersection(*held)
-            alloc = place([c if i in usable else 0 for i, c in enumerate(cur)], n, version=version)
+            alloc = place([c if i in usable and (not gj or gcur[i] >= gj) else 0 for i, c in enumerate(cur)], n,
+                          version=version, min_nodes=mn)
             if alloc is not None:
                 cur = [f - a for f, a in zip(cur, alloc)]
+                gcur = [g - gj if a else g for g, a in zip(gcur, alloc)]
                 run.append((now + limit, alloc))
+                rgpu.append(gj)
                 result = ("start", now, alloc)
             out.append(result)
             continue
@@ -357,7 +397,7 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
                 else:
                     break
             got = will_run(n, cur, run, now, [i in avail for i in range(nn)], start=start_res, until=later or None,
-                           version=version) if avail else None
+                           version=version, gpus=gj, gfree=gcur, running_gpus=rgpu, min_nodes=mn) if avail else None
             if got is None:
                 if later:
                     continue
@@ -389,6 +429,8 @@ def backfill_cycle(now: float, queue: Sequence[tuple[int, float]], free: Sequenc
             break
         if result is not None and result[0] == "start":
             cur = [f - a for f, a in zip(cur, result[2])]
+            gcur = [g - gj if a else g for g, a in zip(gcur, result[2])]
             run.append((now + limit, result[2]))
+            rgpu.append(gj)
         out.append(result)
     return out

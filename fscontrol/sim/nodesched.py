@@ -26,6 +26,8 @@ import math
 from bisect import bisect_left
 from typing import Any, Collection, Sequence
 
+from fscontrol.model.acctpolicy import one_more
+
 from .nodeplace import VERSIONS, place
 
 __all__ = ["node_rule", "backfill_nodes"]
@@ -60,18 +62,25 @@ def node_rule(slurm_version: str | None) -> str:
 class _Batches:
     """nodeplace.will_run's states for the usable nodes `m`, made as far as a job needs them and
     resumed for the next (the will-run test resumed, not replayed): `states` (start: None for now;
-    the CPUs free per node on the usable nodes; how many jobs of `run` were taken off so far), in
-    the order the test tries them, `sums` their free CPUs in all (non-decreasing)."""
+    the CPUs free per node on the usable nodes; how many jobs of `run` were taken off so far; the
+    GPUs free per node, or None), in the order the test tries them, `sums` their free CPUs in all
+    (non-decreasing), `gsums[g]` those on the nodes with g GPUs free (non-decreasing too: CPUs and
+    GPUs only come back)."""
 
-    __slots__ = ("run", "sparse", "m", "newer", "until", "c", "k", "window", "end_time", "more", "sums", "states", "gone")
+    __slots__ = ("run", "sparse", "m", "newer", "until", "c", "k", "window", "end_time", "more", "sums", "states",
+                 "gone", "gc", "rg", "gsums")
 
     def __init__(self, cur: list[int], run: list[tuple[float, list[int]]], sparse: list[list[tuple[int, int]]],
-                 m: int, now: float, start: float | None, until: float | None, newer: bool) -> None:
+                 m: int, now: float, start: float | None, until: float | None, newer: bool,
+                 gcur: list[int] | None = None, rg: list[int] | None = None) -> None:
         nn = len(cur)
         c = [cur[i] if (m >> i) & 1 else 0 for i in range(nn)]
+        gc = [gcur[i] if (m >> i) & 1 else 0 for i in range(nn)] if gcur is not None else None
         self.run, self.sparse, self.m, self.newer, self.until = run, sparse, m, newer, until
+        self.gc, self.rg = gc, rg
+        self.gsums: dict[int, list[int]] = {}
         self.sums: list[int] = []
-        self.states: list[tuple[float | None, list[int], int]] = []
+        self.states: list[tuple[float | None, list[int], int, list[int] | None]] = []
         if newer and start is None:
             start = now
         if not (newer and start is not None and start > now):
@@ -82,6 +91,8 @@ class _Batches:
                 for i, x in sparse[k]:
                     if (m >> i) & 1:
                         c[i] += x
+                        if gc is not None and rg is not None:
+                            gc[i] += rg[k]
                 k += 1
             self._add(None, c, k)
         self.c, self.k, self.gone = c, k, k  # (the jobs ending before start: taken off, not in a batch)
@@ -90,8 +101,15 @@ class _Batches:
         self.more = True
 
     def _add(self, when: float | None, c: list[int], k: int) -> None:
-        self.states.append((when, list(c), k))
+        self.states.append((when, list(c), k, list(self.gc) if self.gc is not None else None))
         self.sums.append(sum(c))
+
+    def gpu_sums(self, g: int) -> list[int]:
+        """The free CPUs of each state on the nodes with at least g GPUs free."""
+        gs = self.gsums.setdefault(g, [])
+        for _, c, _, gc in self.states[len(gs):]:
+            gs.append(sum(x for x, y in zip(c, gc or ()) if y >= g))
+        return gs
 
     def extend(self) -> bool:
         """The next batch (False: none left)."""
@@ -108,11 +126,14 @@ class _Batches:
                 break
             e = jobs[k][0]
             sp = sparse[k]
+            gk = self.rg[k] if self.gc is not None and self.rg is not None else 0
             k += 1
             on = False
             for i, x in sp:
                 if (m >> i) & 1:
                     c[i] += x
+                    if gk:
+                        self.gc[i] += gk  # type: ignore[index]
                     on = True
             if not on:
                 continue  # no usable node: passed over
@@ -140,23 +161,38 @@ class _Batches:
 
 def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[int]]],
               sparse: list[list[tuple[int, int]]], m: int, now: float, start: float, until: float | None,
-              version: str, kill_wait: float = 30.0) -> tuple[float, list[int]] | None:
-    """nodeplace.will_run(n, cur, run, now, usable=m, start=, until=, version=), from the memo."""
+              version: str, kill_wait: float = 30.0, g: int = 0, gcur: list[int] | None = None,
+              rg: list[int] | None = None, mn: int = 1) -> tuple[float, list[int]] | None:
+    """nodeplace.will_run(n, cur, run, now, usable=m, start=, until=, version=, gpus=g, gfree=gcur,
+    running's GPUs rg), from the memo."""
     newer = version != "22.05"
     key = (m, start, until) if newer else m
     bt = memo.get(key)
     if bt is None:
-        bt = memo[key] = _Batches(cur, run, sparse, m, now, start if newer else None, until if newer else None, newer)
-    sums = bt.sums
+        bt = memo[key] = _Batches(cur, run, sparse, m, now, start if newer else None, until if newer else None, newer,
+                                  gcur, rg)
+    g = g if gcur is not None else 0
+    sums = bt.gpu_sums(g) if g else bt.sums
     while not sums or sums[-1] < n:
         if not bt.extend():
             break
+        if g:
+            sums = bt.gpu_sums(g)
     k = bisect_left(sums, n)
     if k == len(sums):
         return None
-    when, c, taken = bt.states[k]
-    alloc = place(c, n, version=version)
-    if alloc is None:  # (cannot happen: one-CPU tasks fit wherever the CPUs add up)
+    while True:
+        when, c, taken, gc = bt.states[k]
+        if g and gc is not None:
+            c = [x if y >= g else 0 for x, y in zip(c, gc)]
+        alloc = place(c, n, version=version, min_nodes=mn)
+        if alloc is not None or mn <= 1:  # (one-CPU tasks on any nodes fit wherever the CPUs add up)
+            break
+        k += 1  # -N: the first later state with the nodes too (each only gains CPUs and GPUs)
+        while k >= len(bt.states):
+            if not bt.extend():
+                return None
+    if alloc is None:
         return None
     if when is None:
         return now, alloc
@@ -172,7 +208,11 @@ def _will_run(n: int, memo: dict, cur: list[int], run: list[tuple[float, list[in
 def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], running: Sequence[tuple[float, list[int]]],
                    size: Sequence[int], est: Sequence[float], sc: Any, mask: int = -1, smallest: int = 0,
                    version: str = "22.05", masks: Sequence[int] | None = None,
-                   no_reserve: Collection[int] = ()) -> list[tuple[int, list[int]]]:
+                   no_reserve: Collection[int] = (), gfree: Sequence[int] | None = None,
+                   gpus: Sequence[int] | None = None,
+                   running_gpus: Sequence[int] | None = None,
+                   min_nodes: Sequence[int] | None = None, limits: Any = None,
+                   more: Any = None) -> list[tuple[int, list[int]]]:
     """One backfill cycle on nodes at `now`: the jobs it starts, in order, with their CPUs per node.
     `queue`: pending jobs in priority order (indices, or keys whose `mask` bits are the index);
     `free`: each node's free CPUs; `running`: (end = start + limit, or when a completing job's CPUs
@@ -182,7 +222,13 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
     version=, nodes_of=)`, up to the point where no job left can start. `masks`: each job's
     partition's nodes (bit k: node k; by index, default every node). `no_reserve`: the jobs
     (indices) that get no plan (bf_min_age_reserve, bf_min_prio_reserve; backfill.c's
-    TEST_NOW_ONLY): each starts if it fits now on the nodes the map leaves it, else nothing."""
+    TEST_NOW_ONLY): each starts if it fits now on the nodes the map leaves it, else nothing.
+    `gfree`: each node's free GPUs, `gpus`: each job's GPUs a node (by index), `running_gpus`: each
+    running job's (`running`'s order): a job is placed only on nodes with its GPUs free. `min_nodes`:
+    each job's -N (by index; 0 or 1: none; nodeplace.place). `limits`: the association and QOS limits
+    (model/acctpolicy.Counts, by index): a job that would put one over is passed by with no plan; a
+    job the cycle starts is added to them; one a limit on running jobs holds does not count towards
+    bf_max_job_test: for each, the next of `more` (as slurmsched.backfill_starts)."""
     if version not in VERSIONS:
         raise ValueError(f"version {version!r}: one of {', '.join(VERSIONS)}")
     nq = min(len(queue), sc.bf_max_job_test)
@@ -201,10 +247,14 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
     space: list[list[Any]] = [[begin0, window_end, every]]
     cur = list(free)
     tfree = sum(cur)
-    run = sorted(((float(e), list(a)) for e, a in running), key=lambda x: x[0])
+    gon = gfree is not None and gpus is not None
+    gcur = list(gfree) if gon and gfree is not None else None
+    rorder = sorted(range(len(running)), key=lambda r: float(running[r][0]))
+    run = [(float(running[r][0]), list(running[r][1])) for r in rorder]
+    rg: list[int] | None = [int(running_gpus[r]) if running_gpus is not None else 0 for r in rorder] if gon else None
     sparse = [[(i, x) for i, x in enumerate(a) if x] for _, a in run]  # each one's nodes and CPUs there
     memo: dict = {}
-    ufree: dict[int, int] = {}  # the free CPUs on a set of nodes (until a job starts)
+    ufree: dict[tuple[int, int], int] = {}  # the free CPUs on a set of nodes with g GPUs free (until a job starts)
     fit_pos = [k for k in range(nq) if size[keys[k]] <= tfree]
     last = len(fit_pos) - 1
     dirty = True
@@ -222,7 +272,9 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                 break
         return avail
 
-    for k in range(nq):
+    k = -1
+    while k + 1 < nq:
+        k += 1
         if tfree < smallest:
             break
         if dirty:  # the last job of the queue that may still start now
@@ -234,13 +286,15 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                 ij = keys[j]
                 if size[ij] <= tfree:
                     av = usable_now(est[ij])
+                    gj = int(gpus[ij]) if gon and gpus is not None and gcur is not None else 0
                     if masks is not None:
                         av &= masks[ij]
-                    elif av == every:
+                    elif av == every and not gj:
                         break
-                    uf = ufree.get(av)
-                    if uf is None:
-                        uf = ufree[av] = sum(cur[i] for i in range(nn) if (av >> i) & 1)
+                    uf = ufree.get((av, gj))
+                    if uf is None:  # (GPUs: the nodes with the job's GPUs free only)
+                        uf = ufree[(av, gj)] = sum(cur[i] for i in range(nn) if (av >> i) & 1
+                                                   and (not gj or (gcur is not None and gcur[i] >= gj)))
                     if uf >= size[ij]:
                         break
                 last -= 1
@@ -248,6 +302,14 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                 break
             dirty = False
         ji = keys[k]
+        if limits is not None and limits.over(ji):
+            if one_more(limits, ji, more, keys, mask):
+                nq += 1
+                if size[keys[-1]] <= tfree:
+                    fit_pos.append(nq - 1)
+                    last = len(fit_pos) - 1
+                    dirty = True
+            continue  # held by a limit: no start, no plan
         n = size[ji]
         limit = est[ji]
         mine = masks[ji] & every if masks is not None else every
@@ -267,7 +329,9 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
                     avail &= av
                 else:
                     break
-            got = _will_run(n, memo, cur, run, sparse, avail, now, start_res, later or None, version) if avail else None
+            got = _will_run(n, memo, cur, run, sparse, avail, now, start_res, later or None, version, 30.0,
+                            int(gpus[ji]) if gon and gpus is not None else 0, gcur, rg,
+                            max(1, int(min_nodes[ji])) if min_nodes is not None else 1) if avail else None
             if no_reserve and ji in no_reserve:  # now or not at all (the select plugin's first test)
                 if got is not None and got[0] <= now:
                     result = ("start", now, got[1])
@@ -314,11 +378,18 @@ def backfill_nodes(now: float, queue: Sequence[int], free: Sequence[int], runnin
             while p < len(run) and run[p][0] <= end_at:
                 p += 1  # (after the ends equal to it: a stable sort's place)
             run.insert(p, (end_at, a))
+            if gcur is not None and rg is not None and gpus is not None:
+                gj = int(gpus[ji])
+                if gj:
+                    gcur = [y - gj if x else y for x, y in zip(a, gcur)]
+                rg.insert(p, gj)
             sparse.insert(p, [(i, x) for i, x in enumerate(a) if x])
             memo.clear()
             ufree.clear()
             dirty = True
             out.append((ji, a))
+            if limits is not None:
+                limits.add(ji)
             if len(out) == smax:
                 break  # bf_max_job_start: the cycle ends
     return out

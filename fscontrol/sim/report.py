@@ -63,6 +63,14 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
                      "(pending at the capture; assumed to stay so)")
     if hs.get("too_big"):
         lines.append(f"left out: {hs['too_big']:,} jobs bigger than the machine or their partition's nodes")
+    if hs.get("never_start_limits"):
+        nv = (w.meta.get("limits") or {}).get("never") or {}
+        lines.append(f"left out: {hs['never_start_limits']:,} jobs that can never start under their limits (slurmctld "
+                     "keeps them pending): " + "; ".join(f"{k}: {v}" for k, v in list(nv.items())[:3])
+                     + ("; ..." if len(nv) > 3 else ""))
+    if hs.get("gpus_too_many"):
+        lines.append(f"left out: {hs['gpus_too_many']:,} jobs asking for more GPUs a node than their nodes give with "
+                     "their CPUs (a job's --gpus=N spread over nodes is not modelled)")
     if hs.get("dependency_ignored"):
         lines.append(f"replayed without their dependency: {hs['dependency_ignored']:,} jobs (the capture does not "
                      "record which job each waits for, or only an after:/singleton one or on jobs outside the replay)")
@@ -105,6 +113,23 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
                 lines.append(f"nodes: pooled ({why}): a job's CPUs are not placed on nodes, and a backfill "
                              f"reservation holds ceil(CPUs / {on.node_cpus}) x {on.node_cpus} CPUs"
                              + ("; partitions over different nodes are not told apart" if apart else ""))
+        ge = (w.meta.get("machine") or {}).get("node_gpus_each") or []
+        gj = sum(1 for j in w.jobs if getattr(j, "gpus", 0))
+        if ge and not gj and (w.meta.get("machine") or {}).get("gpus_unaccounted"):
+            lines.append("note: the nodes have GPUs, but the capture's AccountingStorageTRES does not record gres/gpu: "
+                         "sacct gives no job's GPUs, so the replay makes no job wait for GPUs")
+        if gj and not ge:
+            lines.append(f"note: {gj:,} jobs ask for GPUs, and nodes.txt gives no node GPUs (a capture made before "
+                         "sinfo's %G, or nodes without GRES): the GPUs are not modelled")
+        if ge and gj:
+            gk = {g: ge.count(g) for g in sorted(set(ge), reverse=True)}
+            have = ", ".join((f"{n} node{'s' if n > 1 else ''} of {g}" if g else f"{n} without")
+                             for g, n in gk.items())
+            if on is not None and on.node_model:
+                lines.append(f"GPUs: {have}; {gj:,} jobs ask for GPUs, each placed and backfilled only on nodes "
+                             "with its GPUs a node free (select/cons_tres)")
+            else:
+                lines.append(f"note: {gj:,} jobs ask for GPUs ({have}), not modelled: the CPUs are pooled")
         pn = (w.meta.get("machine") or {}).get("partition_nodes") or {}
         unknown = sorted({x for j in w.jobs if j.partition for x in j.partition.split(",") if x not in pn})
         if pn and unknown:
@@ -121,6 +146,18 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
         if down:
             lines.append(f"note: {len(down)} node(s) down or drained at the capture ({', '.join(down[:5])}"
                          f"{', ...' if len(down) > 5 else ''}), replayed as up: the capture does not say since when")
+        off = (w.meta.get("machine") or {}).get("powered_down") or []
+        if off:
+            lines.append(f"note: {len(off)} node(s) powered down at the capture ({', '.join(off[:5])}"
+                         f"{', ...' if len(off) > 5 else ''}; power saving), replayed as up from the start: slurmctld "
+                         "boots such a node for a job (ResumeTimeout), and a capture does not say when each was down")
+        lim = w.meta.get("limits")
+        if lim:
+            held = sum(1 for j in w.jobs if getattr(j, "limit_keys", ()))
+            kinds = sorted(set(lim.get("kinds") or ()))
+            lines.append(f"limits: {len(lim.get('jobs') or ())} association and QOS limit(s) on running jobs and CPUs "
+                         f"({', '.join(kinds)}) over {held:,} jobs, as slurmctld applies them (a held job is passed by, "
+                         "with no backfill plan); other limits (memory, GPUs, TRES-minutes, a partition's QOS) are not")
         lag = w.meta.get("completion_lag_s")
         if lag:
             lines.append(f"a job's CPUs free {lag:g} s after its end (its completion, as the capture's starts show)")

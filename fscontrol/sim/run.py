@@ -37,7 +37,8 @@ def _node_sched(sc: Any, workload: Workload) -> Any:
     completion latency the capture shows (history.completion_lag). Nodes of one size, or of
     different sizes the capture names one by one (machine "node_cpus_each"): the node model (each
     job's CPUs per node, backfill on nodes) by the capture's Slurm version's rule
-    (nodesched.node_rule); else the pool of node_cpus-CPU nodes."""
+    (nodesched.node_rule); else the pool of node_cpus-CPU nodes. GPUs (machine "node_gpus_each",
+    jobs that ask for them): the node model, on one node too."""
     from dataclasses import replace
 
     if sc is None:
@@ -48,7 +49,8 @@ def _node_sched(sc: Any, workload: Workload) -> Any:
     if sc.node_cpus:
         return sc
     m = workload.meta.get("machine") or {}
-    if workload.meta.get("unit", "cpus") == "cpus" and m.get("nodes", 0) > 1 and m.get("cpus"):
+    gpus = bool(m.get("node_gpus_each")) and any(j.gpus for j in workload.jobs)  # (one node too: its GPUs)
+    if workload.meta.get("unit", "cpus") == "cpus" and (m.get("nodes", 0) > 1 or gpus) and m.get("cpus"):
         nodes, cpus = int(m["nodes"]), int(m["cpus"])
         each = m.get("node_cpus_each") or []
         one = m.get("node_cpus") == [cpus // nodes]

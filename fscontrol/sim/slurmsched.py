@@ -61,7 +61,9 @@ from itertools import accumulate, compress, count, repeat
 from operator import itemgetter, le
 from bisect import bisect_left, bisect_right, insort
 from dataclasses import asdict, dataclass
-from typing import Any, Collection, Iterable, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
+
+from fscontrol.model.acctpolicy import one_more
 
 from ..errors import ConfigError
 from .availability import Profile
@@ -96,6 +98,12 @@ class SlurmSched:
     # for it (backfill.c `job_no_reserve = TEST_NOW_ONLY`; `no_reserve`)
     bf_min_age_reserve_s: float = 0.0
     bf_min_prio_reserve: int = 0
+    # the same two as the main scheduler reads them (job_scheduler.c: atoi > 0 with no upper bound;
+    # atoll > 0 cast to 32 bits): a job that does not fit does not fail its partition when it is
+    # younger than main_min_age_s, or its priority below main_min_prio (`fail_by_part = false`: the
+    # pass goes on to the partition's next jobs). -1: the bf_ value (sched_from_config sets both)
+    main_min_age_s: float = -1.0
+    main_min_prio: int = -1
     node_cpus: int = 0  # the CPUs of a node (0: the whole machine is one node; nodes of several sizes: the largest's)
     # "" (the pool: free CPUs as one count, a reservation ceil(CPUs / node_cpus) nodes' CPUs), or a
     # nodeplace.VERSIONS rule: the engine keeps each node's CPUs (nodeplace.place) and backfills on
@@ -120,7 +128,11 @@ class SlurmSched:
                 raise ConfigError(f"{name} must be >= 0")
         if self.node_cpus < 0:
             raise ConfigError("node_cpus must be >= 0")
-        if self.bf_min_age_reserve_s < 0 or self.bf_min_prio_reserve < 0:
+        if self.main_min_age_s == -1:
+            object.__setattr__(self, "main_min_age_s", self.bf_min_age_reserve_s)
+        if self.main_min_prio == -1:
+            object.__setattr__(self, "main_min_prio", self.bf_min_prio_reserve)
+        if min(self.bf_min_age_reserve_s, self.bf_min_prio_reserve, self.main_min_age_s, self.main_min_prio) < 0:
             raise ConfigError("bf_min_age_reserve and bf_min_prio_reserve must be >= 0")
         if self.node_model not in ("", "22.05", "24.11", "25.11", "26.05"):
             raise ConfigError(f"node_model {self.node_model!r}: '' (the pool) or one of 22.05, 24.11, 25.11, 26.05")
@@ -141,10 +153,6 @@ class SlurmSched:
         if self.bf_min_prio_reserve:
             own.append(f"bf_min_prio_reserve={self.bf_min_prio_reserve}")
         return ",".join(own)
-
-    def replay_only(self) -> list[str]:
-        """The settings the replay applies and the start estimate does not (named in its note)."""
-        return [x for x in self.limits_text().split(",") if x.startswith(("bf_min_", "partition_job_depth"))]
 
     @property
     def no_reserve_set(self) -> bool:
@@ -187,7 +195,7 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
         key, sep, val = line.partition("=")
         if sep and key.strip() and " " not in key.strip():
             kv[key.strip().lower()] = val.strip()
-    args: dict[str, Any] = {"node_cpus": node_cpus}
+    args: dict[str, Any] = {"node_cpus": node_cpus, "main_min_age_s": 0.0, "main_min_prio": 0}
     stype = kv.get("schedulertype", "sched/backfill")
     params = kv.get("schedulerparameters", "")
     if params in ("(null)", "none"):
@@ -205,6 +213,8 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
         if name == "bf_interval" and v == -1:
             args["backfill"] = False
             continue
+        if name == "bf_min_age_reserve" and v > 0:
+            args["main_min_age_s"] = float(v)  # (the main scheduler's own reading: any value > 0)
         bad = _INVALID.get(name)
         if bad is not None and bad(v):
             continue  # "Invalid SchedulerParameters ...": slurmctld keeps its default
@@ -218,9 +228,15 @@ def sched_from_config(text: str, *, node_cpus: int = 0) -> SlurmSched:
     at = low.find("bf_min_prio_reserve=")
     if at >= 0:  # strtoull: a leading minus negates (a huge value); 0 or over INFINITE (2^32 - 1) is invalid
         m = re.match(r"[ \t\n\v\f\r]*([+-]?)([0-9]+)", params[at + 20:])
-        v = (-int(m.group(2)) % 2**64 if m.group(1) == "-" else int(m.group(2))) if m else 0
+        u = int(m.group(2)) if m else 0  # strtoull: over ULLONG_MAX saturates (ERANGE), the sign then ignored
+        v = (2**64 - 1 if u > 2**64 - 1 else (-u % 2**64 if m.group(1) == "-" else u)) if m else 0
         if 0 < v <= 0xFFFFFFFF:
             args["bf_min_prio_reserve"] = v
+        # the main scheduler's: atoll (a minus is a negative number; saturated), > 0, cast to uint32_t
+        ll = (-int(m.group(2)) if m.group(1) == "-" else int(m.group(2))) if m else 0
+        ll = min(ll, 2**63 - 1)
+        if ll > 0 and ll % 2**32:
+            args["main_min_prio"] = ll % 2**32
     known = set(_INT_KEYS) | {"bf_continue", "bf_min_prio_reserve"}
     other = [x.strip() for x in params.split(",") if x.strip() and x.strip().split("=")[0].strip().lower() not in known]
     if other:
@@ -364,7 +380,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     est: list[float], total: int, sc: SlurmSched, mask: int = -1, smallest: int = 0,
                     completing: list[tuple[float, int]] | None = None,
                     fixed: Sequence[tuple[float, float, int]] = (), batched: bool = False,
-                    busy0: Sequence[tuple[float, int]] | None = None, no_reserve: Collection[int] = ()) -> list[int]:
+                    busy0: Sequence[tuple[float, int]] | None = None, no_reserve: Collection[int] = (), limits=None,
+                    more: Iterator[int] | None = None) -> list[int]:
     """One backfill cycle at t: the jobs it starts now (indices, in the order it starts them).
     `queue`: the pending jobs in priority order (their indices, or keys whose `mask` bits are the
     index); `running`: (end = start + time limit, index) of the running jobs, sorted; `free`: the
@@ -378,6 +395,9 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
     each of `running`, in its order, where the caller keeps it (made from `running` when not given).
     `no_reserve`: the jobs (indices) that get no plan (bf_min_age_reserve, bf_min_prio_reserve:
     backfill.c's TEST_NOW_ONLY): each starts if it may now, else the cycle goes on without it.
+    `limits`: the association and QOS limits (model/acctpolicy.Counts by index): a job that would put one over
+    is passed by, no plan (backfill.c, acct_policy_job_runnable_*); a job the cycle starts is added to them.
+    One a limit on running jobs holds does not count towards bf_max_job_test: for each, the next of `more`.
 
     As backfill.c does it: a job may start at the earliest time T >= now when the running jobs
     (ending at their limits, the select plugin's will-run test) leave its CPUs free and no
@@ -442,7 +462,9 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
             re_.append(e0)
             rew.append(w0)
 
-    for k in range(nq):
+    k = -1
+    while k + 1 < nq:
+        k += 1
         if free < smallest:
             break  # nothing more starts in this cycle
         if prune and dirty:
@@ -470,6 +492,16 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                 break  # nothing more starts in this cycle
             dirty = False
         i = keys[k]
+        if limits is not None and limits.over(i):
+            if one_more(limits, i, more, keys, mask):
+                nq += 1
+                if prune and est[keys[-1]] <= 0:
+                    prune = False
+                if prune and size[keys[-1]] <= free:
+                    fit_pos.append(nq - 1)
+                    last = len(fit_pos) - 1
+                    dirty = True
+            continue  # held by a limit: no start, no plan
         s = size[i]
         d = est[i]
         # the earliest time the jobs running (to their limits) leave s CPUs free: the end of the
@@ -523,6 +555,8 @@ def backfill_starts(t: float, queue: list[int], free: int, running: list[tuple[f
                     q = q2
         if T <= t:
             out.append(i)
+            if limits is not None:
+                limits.add(i)
             if len(out) == smax:
                 break  # bf_max_job_start: the cycle ends
             free -= s

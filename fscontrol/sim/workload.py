@@ -48,6 +48,15 @@ class SimJob:
     billing: float = 0.0
     # its QOS's UsageFactor (a capture's qos.txt): Slurm charges RawUsage billing x UsageFactor
     usage_factor: float = 1.0
+    gpus: int = 0  # GPUs it takes on each of its nodes (a capture's TRES: gres/gpu over its nodes)
+    gpu_nodes: int = 0  # a GPU job's nodes (sacct's ReqNodes or NNodes, > 1): the node model places it on that many
+    prio_thresh: int = 0  # its MinPrioThreshold (its partition's or its own QOS's): bf_min_prio_reserve for it
+    # the association and QOS limits it counts towards (indices into Workload.meta["limits"]: a
+    # capture's assoc.txt and qoslimits.txt, model/acctpolicy.py)
+    limit_keys: tuple[int, ...] = ()
+    # those it is checked against, with its own caps (its QOS may mask an association's): (limit,
+    # running jobs at most, CPUs at most)
+    limit_checks: tuple[tuple[int, float, float], ...] = ()
 
 
 def billing_rates(jobs) -> list[float]:

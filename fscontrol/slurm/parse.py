@@ -41,7 +41,9 @@ SPRIO_ARGS = ("sprio", "-n", "-o", "%i|%u|%r|%y|%f")
 CONFIG_ARGS = ("scontrol", "show", "config")
 # Slurm 26.05+: the same as JSON (slurm/configjson.py); 24.11 prints the text for it, 22.05 refuses it
 CONFIG_JSON_ARGS = ("scontrol", "--json", "show", "config")
-QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor")
+# MinPrioThreshold (header MinPrioThres) and Flags (OverPartQOS): the replay's per-QOS
+# bf_min_prio_reserve (sim/history.py)
+QOS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=Name,UsageFactor,MinPrioThreshold,Flags")
 SACCT_FIELDS = "JobID,User,Account,Partition,QOS,State,AllocCPUS,AllocTRES,NNodes,ElapsedRaw,Submit,Start,End"
 
 
@@ -52,9 +54,10 @@ def sacct_args(start_iso: str, end_iso: str) -> tuple[str, ...]:
 
 # `fscontrol capture --history`: what the simulator needs to replay a period (fscontrol.sim.history)
 HISTORY_FIELDS = ("JobID,User,Account,Partition,QOS,State,Submit,Eligible,Start,End,ElapsedRaw,TimelimitRaw,"
-                  "ReqCPUS,AllocCPUS,ReqNodes,NNodes,AllocTRES,NodeList")  # AllocTRES: the billing the simulator
-# charges; NodeList: where slurmctld put each job (read by no replay yet: to check its placement against)
-NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P|%c|%T")
+                  "ReqCPUS,AllocCPUS,ReqNodes,NNodes,AllocTRES,NodeList,ReqTRES")  # AllocTRES: the billing the simulator
+# charges and the GPUs a job had (gres/gpu); NodeList: where slurmctld put each job (checked against
+# the replay's placement); ReqTRES: the GPUs a pending job asks for
+NODES_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%P|%c|%T|%G")  # %G: the node's GRES (its GPUs)
 # the pending jobs' dependencies (capture --history: a replay starts no job before those it waits for)
 DEPS_ARGS = ("squeue", "-a", "-h", "-t", "PD", "-o", "%i|%E")
 CPUS_ARGS = ("sinfo", "-h", "-o", "%C")  # CPUs allocated/idle/other/total, summed over the partitions shown
@@ -833,6 +836,31 @@ def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...
         )
         for no, f in rows
     )
+
+
+def parse_qos_over_part(text: str, command: str = " ".join(QOS_ARGS)) -> frozenset[str]:
+    """The QOSes with the OverPartQOS flag (their limits before the partition QOS's), from the
+    `Flags` column; none without it."""
+    header, rows = _table(text, command, ("Name",))
+    if "Flags" not in header:
+        return frozenset()
+    k, n = header.index("Flags"), header.index("Name")
+    return frozenset(f[n].strip() for _, f in rows if "overpartqos" in {x.strip().lower() for x in f[k].split(",")})
+
+
+def parse_qos_min_prio(text: str, command: str = " ".join(QOS_ARGS)) -> dict[str, int]:
+    """Each QOS's MinPrioThreshold (`MinPrioThres`; blank: none) where it is set, {} for a text
+    without the column (a capture made before it)."""
+    header, rows = _table(text, command, ("Name",))
+    if "MinPrioThres" not in header:
+        return {}
+    k, n = header.index("MinPrioThres"), header.index("Name")
+    out: dict[str, int] = {}
+    for no, f in rows:
+        v = _num(f[k], int, command, "MinPrioThres", no, "|".join(f), allow_empty=True, minimum=0)
+        if v:
+            out[f[n].strip()] = v
+    return out
 
 
 # ---------------------------------------------------------------------------- scontrol show config

@@ -24,6 +24,7 @@ class Partition:
     tier: int  # PriorityTier
     job_factor: int  # PriorityJobFactor
     nodes: str  # scontrol's host list ("tbnode[1-4]"), "" for none
+    qos: str = ""  # the partition's QOS (QoS=; "" for N/A)
 
 
 def parse_partitions(text: str, command: str = " ".join(PARTITIONS_ARGS)) -> list[Partition]:
@@ -37,5 +38,6 @@ def parse_partitions(text: str, command: str = " ".join(PARTITIONS_ARGS)) -> lis
         except ValueError:
             raise ParseError(command, "PriorityTier and PriorityJobFactor must be integers", no, line) from None
         nodes = kv.get("Nodes", "")
-        out.append(Partition(name, tier, factor, "" if nodes == "(null)" else nodes))
+        qos = kv.get("QoS", "")
+        out.append(Partition(name, tier, factor, "" if nodes == "(null)" else nodes, "" if qos in ("N/A", "(null)") else qos))
     return out

@@ -489,6 +489,11 @@ def _capture_into(source: LiveSlurm, folder: Path, window_s: float, note: str, s
         from fscontrol.slurm.partitions import PARTITIONS_ARGS
 
         outputs["partitions"] = source.run(PARTITIONS_ARGS)  # PriorityTier, PriorityJobFactor (the replay's queue)
+        from fscontrol.slurm.tres import ASSOC_ARGS, QOS_LIMITS_ARGS
+
+        # the association and QOS limits on running jobs and CPUs (the replay holds jobs to them)
+        outputs["assoc"] = source.run(ASSOC_ARGS)
+        outputs["qoslimits"] = source.run(QOS_LIMITS_ARGS)
     cfg = parse.parse_config(outputs["config"].stdout)
     meta = {
         "cluster": source.cluster or cfg.cluster,

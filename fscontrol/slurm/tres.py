@@ -38,6 +38,10 @@ SQUEUE_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,S,CG,CF", "-o", "%a|%u|%q|%T|%C
 TRES_LIMITS = ("GrpTRESMins", "GrpTRESRunMins", "MaxTRESMins", "GrpTRES")
 JOB_LIMITS = ("GrpJobs", "MaxJobs", "MaxSubmitJobs")
 QOS_JOB_LIMITS = ("GrpJobs", "MaxJobsPU", "MaxSubmitPU")
+# read where the header has them: per user / account (QOS_LIMITS_ARGS, model/acctpolicy.py's limits)
+QOS_OPT_TRES = ("MaxTRESPU", "MaxTRESPA")
+QOS_OPT_JOBS = ("MaxJobsPA",)
+QOS_LIMITS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=" + ",".join((*QOS_FIELDS, *QOS_OPT_TRES, *QOS_OPT_JOBS)))
 HEADER_ALIASES = {"MaxSubmit": "MaxSubmitJobs"}  # sacctmgr prints format=MaxSubmitJobs under "MaxSubmit"
 _MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
 _MEM_MB = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2, "P": 1024 ** 3}
@@ -105,14 +109,16 @@ def parse_assoc_limits(text: str, cluster: str | None = None, command: str = " "
 
 
 def parse_qos_limits(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[AssocLimits, ...]:
-    """`sacctmgr -P show qos format=...`: each QOS's limits (MaxJobsPU/MaxSubmitPU: per user)."""
+    """`sacctmgr -P show qos format=...`: each QOS's limits (MaxJobsPU/MaxSubmitPU: per user; MaxTRESPU,
+    MaxJobsPA and MaxTRESPA where the format asks for them)."""
     header, rows = parse._table(text, command, ("Name", *TRES_LIMITS, *QOS_JOB_LIMITS))
     ix = {h: i for i, h in enumerate(header)}
     out = []
     for no, f in rows:
         line = "|".join(f)
-        tres = {k: t for k in TRES_LIMITS if (t := parse_tres(f[ix[k]], command, no, line))}
-        jobs = {k: n for k in QOS_JOB_LIMITS if (n := _count(f[ix[k]], command, k, no, line)) is not None}
+        tres = {k: t for k in TRES_LIMITS + QOS_OPT_TRES if k in ix and (t := parse_tres(f[ix[k]], command, no, line))}
+        jobs = {k: n for k in QOS_JOB_LIMITS + QOS_OPT_JOBS
+                if k in ix and (n := _count(f[ix[k]], command, k, no, line)) is not None}
         out.append(AssocLimits(f[ix["Name"]].strip(), "", "", tres, jobs))
     return tuple(out)
 

@@ -330,7 +330,7 @@ def _starts_card(starts: Mapping | None) -> str:
     or why there are none here (its "error")."""
     if not starts:
         return ""
-    from fscontrol.forecast.start import _hm
+    from fscontrol.forecast.startview import hm as _hm
 
     head = '<section class="card" id="starts"><h2>When do my pending jobs start?</h2>'
     if starts.get("error"):

@@ -1,0 +1,216 @@
+"""Association and QOS limits in the start estimate (issue #32 item 4): model/acctpolicy.py's
+rules played through the plan.
+
+A job squeue shows held by one of these limits (`REASONS`) is played only when the counters agree it
+is held now; else (a limit on a partition's QOS, usage of jobs PrivateData hides, ...) it keeps the
+reason. Under PrivateData=jobs only the user's own limits are counted (MaxJobs, their association's
+Grp limits, MaxJobsPU, MaxTRESPU): the others count jobs the user cannot see. `Gate` is a plan's
+view of them (held jobs parked until their limit has room).
+
+Pure but `read` (which runs sacctmgr and squeue).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+
+from fscontrol.model.acctpolicy import REASONS, Counts, Limits, counts  # noqa: F401  (REASONS: start.X)
+
+# a job squeue shows held by a limit of REASONS that the limits read do not hold now
+NOT_SEEN = ("the limits read do not hold it now (a partition's QOS, or running jobs hidden from you, may): "
+            "not estimated")
+# every job's QOS (pending and running: the running ones are the usage)
+SQUEUE_QOS_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%q")
+
+
+class Gate:
+    """A plan's view of the limits (Counts, nothing in use to begin with). A job found held by a
+    limit stays held while that limit's use has not gone down since (starts only add to it): it is
+    not tested anew at each event, and it is parked under that limit (the cost at 10,000 pending).
+    `ended` notes the limits a job's end gave room; `candidates` / `next_free` walk their parked
+    jobs in the plan's order for its first-fit part past bf_window, as far as each limit's room goes
+    (the jobs past it stay held, untested)."""
+
+    __slots__ = ("c", "hx", "hd", "fa", "adds", "parked", "groups", "head", "incoming", "downs", "opened", "key", "cheld",
+                 "cwait")
+
+    def __init__(self, counts: Counts) -> None:
+        self.c = counts.fresh()
+        n = len(self.c.cpus)
+        self.hx = [-1] * n  # job -> the limit that held it (-1: none)
+        self.hd = [0] * n  # job -> that limit's downs then
+        self.fa = [-1] * n  # job -> `adds` when it was found not held (it stays so until a start adds use)
+        self.adds = 0  # starts counted so far
+        self.parked: dict[tuple[int, int], list[int]] = {}  # (limit, CPUs) -> the jobs it held, in the plan's order
+        self.groups: dict[int, set[int]] = {}  # limit -> the CPUs of its lists
+        self.head: dict[tuple[int, int], int] = {}  # (limit, CPUs) -> its list's first entry that may still be held
+        self.incoming: dict[int, list[int]] = {}  # limit -> jobs parked since its list was last walked
+        self.downs = [0] * len(self.c.capj)  # each limit's use gone down so far (job ends)
+        self.opened: set[int] = set()  # limits given room since the last `candidates`
+        self.key = None  # the plan's order of the jobs (None: by index)
+        self.cheld: set[int] = set()  # jobs a limit on running jobs holds (backfill's pass-by), until it has room
+        self.cwait: dict[int, list[int]] = {}  # limit -> those of cheld it holds
+
+    def over(self, i: int) -> bool:
+        """Whether pending job i is held now."""
+        h = self.hx[i]
+        if h >= 0:
+            if self.downs[h] == self.hd[i]:
+                return True
+        elif self.fa[i] == self.adds:
+            return False
+        x = self.c.blocking(i)
+        self.hx[i] = x
+        if x < 0:
+            self.fa[i] = self.adds
+            return False
+        if h != x:  # (merged in when x's list is next walked; a job let go and held again by x may be there twice)
+            self.incoming.setdefault(x, []).append(i)
+        self.hd[i] = self.downs[x]
+        return True
+
+    def pre(self, i: int) -> bool:
+        """Whether a limit on running jobs holds pending job i now (backfill passes it by before it
+        counts towards bf_max_job_test: acctpolicy.Counts.count_blocking); one found so is in `cheld`
+        until that limit has room (a cycle skips those in C: the cost of a queue of held jobs)."""
+        if not self.over(i):
+            return False
+        x = self.c.count_blocking(i)
+        if x < 0:
+            return False
+        self.cheld.add(i)
+        self.cwait.setdefault(x, []).append(i)
+        return True
+
+    def count_blocked(self, i: int) -> bool:
+        return self.c.count_blocked(i)
+
+    def add(self, k: int) -> None:
+        self.c.add(k)
+        self.adds += 1
+
+    def ended(self, k: int) -> None:
+        """Job key k ended: its limits have room again."""
+        self.c.add(k, -1)
+        for x in self.c.of[k]:
+            self.downs[x] += 1
+            w = self.cwait.pop(x, None)
+            if w:
+                self.cheld.difference_update(w)
+            if self.groups.get(x) or self.incoming.get(x):
+                self.opened.add(x)
+
+    def _merge(self, x: int, key) -> None:
+        """x's jobs parked since, into its lists by CPUs (each job once, those no longer held by x out)."""
+        hx, cpus = self.hx, self.c.cpus
+        new = self.incoming.pop(x, [])
+        groups = self.groups.setdefault(x, set())
+        by: dict[int, list[int]] = {}
+        for i in new:
+            if hx[i] == x:
+                by.setdefault(cpus[i], []).append(i)
+        for cc in (groups | set(by)) if key is not self.key else set(by):
+            g = (x, cc)
+            lst = self.parked.get(g, [])[self.head.get(g, 0):]
+            self.parked[g] = sorted({i for i in (*lst, *by.get(cc, ())) if hx[i] == x}, key=key)
+            self.head[g] = 0
+            groups.add(cc)
+
+    def reorder(self, key) -> None:
+        """The plan's order is now `key` (a rank by job): the parked lists sorted by it."""
+        for x in set(self.groups) | set(self.incoming):
+            self._merge(x, key)
+        self.key = key
+
+    def candidates(self) -> list[tuple[int, int, int, int]]:
+        """A heap over the parked jobs of the limits given room since the last call, each limit's by
+        their CPUs (only those that fit in its room are walked): (rank, limit, CPUs, position)."""
+        out = []
+        c = self.c
+        for x in self.opened:
+            if x in self.incoming:
+                self._merge(x, self.key)
+            if c.usej[x] >= c.capj[x]:
+                continue
+            room = c.capc[x] - c.usec[x]
+            for cc in self.groups.get(x, ()):
+                if cc > room:
+                    continue
+                lst = self.parked[(x, cc)]
+                p = self.head.get((x, cc), 0)
+                if p < len(lst):
+                    out.append((lst[p] if self.key is None else self.key(lst[p]), x, cc, p))
+        self.opened.clear()
+        heapq.heapify(out)
+        return out
+
+    def next_free(self, heap: list[tuple[int, int, int, int]], before: float) -> int:
+        """The next job of `heap` (candidates'), ranked before `before`, that no limit holds now, or -1;
+        those a limit still holds stay parked (re-parked under another limit that holds them)."""
+        c = self.c
+        while heap and heap[0][0] < before:
+            _, x, cc, p = heapq.heappop(heap)
+            g = (x, cc)
+            lst = self.parked[g]
+            i = lst[p]
+            if self.hx[i] != x:  # let go since: out of the list's live part if at its head
+                if self.head.get(g, 0) == p:
+                    self.head[g] = p + 1
+                if p + 1 < len(lst):
+                    heapq.heappush(heap, (lst[p + 1] if self.key is None else self.key(lst[p + 1]), x, cc, p + 1))
+                continue
+            if c.usej[x] >= c.capj[x] or c.usec[x] + cc > c.capc[x]:
+                continue  # no room left in x for these: it holds the rest of this list (not walked)
+            if p + 1 < len(lst):
+                heapq.heappush(heap, (lst[p + 1] if self.key is None else self.key(lst[p + 1]), x, cc, p + 1))
+            if not self.over(i):
+                return i
+        return -1
+
+
+def bind(limits: Limits, qos: Mapping[str, str], pending: Sequence, running: Sequence,
+         hidden: bool = False) -> tuple[Counts | None, dict[str, str]]:
+    """(the counters of a plan of `pending` then `running` (StartJob), or None when no limit
+    applies; {pending job id: why it keeps its reason} for the jobs squeue shows held by a limit
+    of REASONS that the counters do not hold now). `qos`: job id -> its QOS (squeue %q); `hidden`:
+    PrivateData=jobs (only the user's own limits are counted)."""
+    both = [*pending, *running]
+    # (a COMPLETING job counts towards none: slurmctld gives its limits back as it ends, deallocate_nodes'
+    # acct_policy_job_fini, before its epilog)
+    keys = [(j.account, j.user, qos.get(j.job_id, "")) if j.state != "COMPLETING" else ("", "", "") for j in both]
+    c = counts(limits, keys, [j.cpus for j in both], hidden)
+    if c is None:
+        return None, {j.job_id: NOT_SEEN for j in pending if j.reason in REASONS}
+    n = len(pending)
+    for k in range(len(running)):
+        c.add(n + k)
+    held = {}
+    for i, j in enumerate(pending):
+        never = c.never(i)
+        if never:
+            held[j.job_id] = f"never starts under its limits: {never}"
+        elif j.reason in REASONS and not c.holds(i, j.reason):
+            held[j.job_id] = NOT_SEEN
+    return c, held
+
+
+def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | None, dict[str, str], str]:
+    """(the limits, each job's QOS, a note) on `source` (LiveSlurm), read only where a pending job is
+    held by one of REASONS (their cost: two sacctmgr reads and squeue); a failed or garbled command
+    leaves the limits out (the jobs keep their reasons) and the note says so."""
+    from fscontrol.errors import ParseError, SlurmCommandError
+    from fscontrol.forecast.startqueue import parse_job_qos
+    from fscontrol.model.acctpolicy import model
+    from fscontrol.slurm import tres
+
+    if not any(j.state == "PENDING" and j.reason in REASONS for j in jobs):
+        return None, {}, ""
+    try:
+        assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
+        qoss = tres.parse_qos_limits(source.run(tres.QOS_LIMITS_ARGS).stdout, " ".join(tres.QOS_LIMITS_ARGS))
+        qos = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
+    except (SlurmCommandError, ParseError) as e:
+        return None, {}, f"association and QOS limits not read ({e}): the jobs they hold keep their reason"
+    keys = {(j.account, j.user, qos.get(j.job_id, "")) for j in jobs}
+    return model(assocs, qoss, keys), qos, ""

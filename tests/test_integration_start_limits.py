@@ -1,0 +1,119 @@
+"""Against the real testbed: `fscontrol start` for jobs that association and QOS limits hold
+(forecast/startlimits.py, issue #32 item 4).
+
+A QOS `lim1` with MaxJobsPerUser=1 for alice; account chem with GrpTRES=cpu=4 for carol. Each submits
+three 2-CPU jobs of about 40 s, each running its user's typical fraction of its limit (sacct's, after
+one 20-s job of a 1-minute limit each: the estimate plays that fraction). slurmctld starts one of alice's and two of
+carol's; the others wait with QOSMaxJobsPerUserLimit and AssocGrpCpuLimit, on a node with CPUs to
+spare. Without the limits read those jobs would get their reason and no time (and `squeue --start`
+says nothing for them); with them, each is estimated at the end of the job before it (alice's second
+at her first's end, her third at her second's; carol's third at her first's), each within 15 s of
+the real start, and the real start within the range (typical run .. limits as run times) of each. The run captured
+(`capture --history`, with the limits) and replayed: each job within 10 s of its real start, where
+the same capture without the limits starts the held jobs at their submission.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from fscontrol.forecast.startqueue import SACCT_FRACTION_ARGS, parse_fractions
+from fscontrol.sim import fidelity
+from fscontrol.slurm.source import capture
+from test_integration_start import _cli, _give_history, _real_start, _start_of
+
+pytestmark = pytest.mark.slurm
+
+QOS = "lim1"
+
+
+def _reasons(slurm, ids: list[str]) -> dict[str, str]:
+    rows = [ln.split("|") for ln in slurm.run("squeue", "-h", "-t", "PD", "-o", "%i|%r").splitlines() if ln.strip()]
+    return {r[0]: r[1] for r in rows if r[0] in ids}
+
+
+def test_start_estimates_jobs_held_by_association_and_qos_limits(slurm, tmp_path):
+    slurm.cancel_all()
+    _give_history(slurm, ("alice", "flat"), ("carol", "chem"))
+    t0 = time.time()
+    try:
+        slurm.run("sacctmgr", "-i", "add", "qos", QOS, check=False)
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={QOS}", "set", "MaxJobsPerUser=1")
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=alice", "set", f"qos+={QOS}")
+        slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=chem", "set", "GrpTRES=cpu=4")
+        # each job runs its user's typical fraction of its limit (what the estimate plays; earlier tests
+        # on the testbed leave carol 20 s of 2 minutes: a 40-s job of hers was estimated 20 s early)
+        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
+        runs = {}
+        for user in ("alice", "carol"):
+            limit_min = math.ceil(40 / (frac[user] * 60))
+            runs[user] = (round(frac[user] * limit_min * 60), str(limit_min))
+        alice = [slurm.submit("alice", "flat", 2, runs["alice"][0], time=runs["alice"][1], qos=QOS) for _ in range(3)]
+        carol = [slurm.submit("carol", "chem", 2, runs["carol"][0], time=runs["carol"][1]) for _ in range(3)]
+        held = {alice[1]: "QOSMaxJobsPerUserLimit", alice[2]: "QOSMaxJobsPerUserLimit", carol[2]: "AssocGrpCpuLimit"}
+        deadline = time.time() + 60
+        while time.time() < deadline:  # slurmctld's main pass gives them their reason
+            got = _reasons(slurm, list(held))
+            if got == held and all(_start_of(slurm, j) is not None for j in (alice[0], carol[0], carol[1])):
+                break
+            time.sleep(1)
+        assert got == held, got
+        squeue_start = {j: slurm.run("squeue", "-h", "-j", j, "-o", "%S").strip() for j in held}
+        p = _cli(slurm, "start", "--json")
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        ests = {e["job_id"]: e for e in d["jobs"]}
+        assert any(n.startswith("association and QOS limits (sacctmgr): 3 pending job(s) held") for n in d["notes"]), d["notes"]
+        for j in held:
+            assert ests[j]["start"] is not None, ests[j]
+        # why's estimate line for a held job: a time, not the reason alone
+        w = _cli(slurm, "why", alice[1])
+        assert w.returncode == 0 and "estimated start: in" in w.stdout, (w.stdout, w.stderr)
+        real: dict[str, float] = {}
+        deadline = time.time() + 240
+        while time.time() < deadline and len(real) < len(held):
+            for j in held:
+                if j not in real and (t := _real_start(slurm, j)) is not None:
+                    real[j] = t
+            time.sleep(1)
+        assert len(real) == len(held), real
+        now = d["now"]
+        print("limits: real starts from now", {j: round(real[j] - now) for j in held}, "estimates",
+              {j: (round(ests[j]["start"] - now), round(ests[j]["early"] - now), round(ests[j]["late"] - now)) for j in held},
+              "squeue --start", squeue_start, "runs", runs)
+        assert real[alice[1]] < real[alice[2]]  # one at a time
+        for j in held:
+            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+            assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
+        # the replay of the run (capture --history: assoc.txt, qoslimits.txt) holds them as slurmctld
+        # did, each job within 10 s; the same capture without the limits starts them at once
+        slurm.wait_gone(alice + carol)
+        cap = tmp_path / "cap"
+        capture(slurm.source(), cap, history_s=time.time() - t0 + 1)
+        if os.environ.get("FSCONTROL_KEEP_CAPTURE"):  # (tests/test_sim_limits.py replays the one kept)
+            shutil.copytree(cap, Path(os.environ["FSCONTROL_KEEP_CAPTURE"]) / "acct-limits", dirs_exist_ok=True)
+        got = fidelity.real_starts(cap)
+        sim = fidelity.replay(cap)
+        free = tmp_path / "nolimits"
+        shutil.copytree(cap, free)
+        (free / "assoc.txt").unlink()
+        (free / "qoslimits.txt").unlink()
+        old = fidelity.replay(free)
+        mine = alice + carol
+        print("limits, replay: real", {j: round(got[j]["start"] - got[j]["arrival"]) for j in mine}, "replay",
+              {j: round(sim[j] - got[j]["arrival"]) for j in mine}, "without the limits",
+              {j: round(old[j] - got[j]["arrival"]) for j in mine}, "(s from each submission)")
+        assert max(abs(sim[j] - got[j]["start"]) for j in mine) <= 10, (sim, got)
+        assert all(old[j] - got[j]["arrival"] <= 5 for j in held), old  # (the limits, not chance, held them)
+    finally:
+        slurm.cancel_all()
+        slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=chem", "set", "GrpTRES=cpu=-1", check=False)
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=alice", "set", f"qos-={QOS}", check=False)
+        slurm.run("sacctmgr", "-i", "delete", "qos", QOS, check=False)
