@@ -126,10 +126,16 @@ def _history(tmp_path):
     return db, res
 
 
-def test_own_files_carry_each_users_limits_and_the_published_file_none(tmp_path):
+def test_own_files_carry_each_users_limits_and_the_published_file_none(tmp_path, monkeypatch):
+    import os
+
     from fscontrol.agent import config, publishing
     from fscontrol.export import privacy
 
+    # the sample's users as the host's (own files go to the names the host knows: on a fresh
+    # machine before the testbed has made its users, none of them)
+    me = (os.getuid(), os.getgid())
+    monkeypatch.setattr(privacy, "known_names", lambda: {u: me for u in ("alice", "bob", "carol", "dave")})
     db, res = _history(tmp_path)
     (tmp_path / "pub").mkdir()
     path, data = publishing.publish_latest(db, config.from_dict({}), None, out=tmp_path / "pub" / "tb.json")

@@ -100,6 +100,19 @@ def test_the_why_line():
     assert "none (waits for Dependency" in sv.why_line({"start": None, "reason": "waits for Dependency"}, NOW)
 
 
+@pytest.mark.parametrize("desc", [
+    "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions",  # 22.05
+    "Nodes required for job are DOWN, DRAINED, REBOOTING or reserved for jobs in higher priority partitions"])  # 24.11+
+def test_slurmctld_s_nodes_busy_description_is_resources(desc):
+    # slurmctld's main pass sets state_reason WAIT_RESOURCES with this state_desc when too few of the
+    # partition's nodes are free (job_scheduler.c), and squeue's %r prints the description (CI of
+    # 2026-11-29: a job kept off a reserved node). It waits for CPUs like "Resources": 128 CPUs
+    # busy until NOW + 500, so it starts then, as with reason Resources
+    jobs = [job(1, "alice", "RUNNING", 128, 600, NOW - 100), job(2, "bob", "PENDING", 64, 300, prio=100, reason=desc)]
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC))["2"]
+    assert e.start == NOW + 500 and not e.reason
+
+
 @pytest.mark.parametrize("args", [["-j", "12x"], ["-j", ","], ["-u", ","]])
 def test_bad_input_is_one_line_and_exit_2(args, capsys):
     from fscontrol.cli.main import exit_code

@@ -171,9 +171,9 @@ def played(j, windows, deps, limits: bool = False) -> bool:
     an association or QOS limit (model/acctpolicy.REASONS). startparts asks it too."""
     from fscontrol.forecast import resvplan
     from fscontrol.model.acctpolicy import REASONS
-    from fscontrol.forecast.startqueue import WAITING
+    from fscontrol.forecast.startqueue import waiting
 
-    return (j.reason in WAITING or (bool(j.reservation) and j.reason == "Reservation")
+    return (waiting(j.reason) or (bool(j.reservation) and j.reason == "Reservation")
             or (limits and j.reason in REASONS)
             or (bool(windows) and resvplan.reserved_reason(j.reason))
             or (j.reason == "Dependency" and bool(deps) and j.job_id in deps and not deps[j.job_id].why))

@@ -288,7 +288,7 @@ def _by_partition_state(jobs: Sequence, nodes: Mapping[str, Node]) -> list:
     DOWN or INACTIVE waits for that (PartitionDown), whatever squeue's reason still says (slurmctld
     updates it when it reaches the job); one of `a,b` with b DOWN and a up is started in a, even
     while squeue says PartitionDown (its reason flips from pass to pass: seen on the testbed)."""
-    from fscontrol.forecast.startqueue import WAITING
+    from fscontrol.forecast.startqueue import waiting
 
     stopped = {p for n in nodes.values() for p in n.stopped}
     if not stopped:
@@ -298,7 +298,7 @@ def _by_partition_state(jobs: Sequence, nodes: Mapping[str, Node]) -> list:
         ps = [p for p in j.partition.split(",") if p]
         if j.state == "PENDING" and ps:
             down = all(p in stopped for p in ps)
-            if down and j.reason != "PartitionDown" and j.reason in WAITING:
+            if down and j.reason != "PartitionDown" and waiting(j.reason):
                 j = replace(j, reason="PartitionDown")
             elif not down and j.reason == "PartitionDown":
                 j = replace(j, reason="Priority")

@@ -25,6 +25,15 @@ SINFO_GPU_ARGS = ("sinfo", "-h", "-N", "-o", "%N|%G")
 SQUEUE_QOS_ARGS = ("squeue", "-a", "-h", "-t", "PD", "-o", "%i|%q")
 # squeue reasons under which only priority and resources stand between a job and its start
 WAITING = {"Priority", "Resources", "None", "BeginTime", "ReqNodeNotAvail", ""}
+# what squeue's %r shows instead of "Resources" when slurmctld's main pass finds too few of the
+# partition's nodes free (job_scheduler.c: state_reason WAIT_RESOURCES with this state_desc; 24.11
+# and later may add ", REBOOTING"): a job waiting for CPUs, as "Resources" is
+NODES_BUSY_DESC = "Nodes required for job are DOWN, DRAINED"
+
+
+def waiting(reason: str) -> bool:
+    """Whether squeue's reason (%r) leaves only priority and resources between a job and its start."""
+    return reason in WAITING or reason.startswith(NODES_BUSY_DESC)
 
 
 @dataclass(frozen=True, slots=True)
