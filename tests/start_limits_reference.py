@@ -17,6 +17,13 @@ class NaiveGate:
         self.cheld: set[int] = set()  # (empty: every job is tested anew)
         self.opened: set[int] = set()
         self.key = None
+        # (no cache: the planner's first test of Gate.over, hx[i] >= 0, never holds here)
+        self.hx = [-1] * len(self.c.cpus)
+        self.hd: list[int] = []
+        self.downs: list[int] = []
+
+    def active(self, waiting, started, order):
+        return waiting  # (the whole queue read at each cycle)
 
     def over(self, i: int) -> bool:
         if self.c.blocking(i) >= 0:

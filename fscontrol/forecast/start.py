@@ -99,6 +99,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     free = total - blocked
     kmember = list(pmember) if pmember is not None else [-1] * n
     gate = startlimits.Gate(limits) if limits is not None else None
+    ghx, ghd, gdowns = (gate.hx, gate.hd, gate.downs) if gate is not None else ([], [], [])
     holds = resvplan.Holds(wins, total - blocked, live, psize, kmember) if wins else None
     # the begins of the reservations with pending jobs in them: slurmctld starts those jobs as a
     # reservation begins (seen on the testbed: at its StartTime to the second)
@@ -141,6 +142,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
     smallest = min(size) if size else 0
 
     reordered = False  # waiting is no longer in index order (a priority pass re-sorted it)
+    sorts = 0  # how many times
     stale = 0  # then: started jobs left in waiting
     by_rank: list[int] = []  # past bf_window after a re-sort: the tree's leaves' jobs, and their ranks
     rank_of: dict[int, int] = {}
@@ -317,8 +319,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                     if pc >= pdepth:
                         continue
                 depth += 1
-                if gate is not None and gate.over(i):
-                    continue  # held by a limit: passed by (job_scheduler.c, acct_policy_job_runnable_*)
+                if gate is not None and ((ghx[i] >= 0 and gdowns[ghx[i]] == ghd[i]) or gate.over(i)):
+                    continue  # held by a limit: passed by (job_scheduler.c, acct_policy_job_runnable_*; Gate.over's first test here)
                 if holds is not None:
                     m = kmember[i]
                     if (failed and m < 0) or m in failed_w:
@@ -343,7 +345,8 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
             if changed and sc.backfill and free >= smallest:
                 limited = sc.bf_limited and owners is not None
                 if not begins and holds is None:  # the first jobs not started, in C
-                    cand = filterfalse(started.__contains__, waiting)
+                    cand = filterfalse(started.__contains__, waiting if gate is None else
+                                       gate.active(waiting, started, sorts))
                 else:  # (a job in a reservation: the main scheduler's)
                     cand = (i for i in (islice(waiting, h, None) if h else waiting) if i not in started
                             and pending[i][3] <= t and not (holds is not None and kmember[i] >= 0))
@@ -469,6 +472,7 @@ def _plan(now: float, running: Sequence[tuple[float, float, int]], pending: Sequ
                 rin = h = 0
                 since = cut_seq = len(started)
                 reordered = True
+                sorts += 1
                 changed = True
                 stale = 0
     return started

@@ -217,7 +217,12 @@ def counts(limits: Limits, keys: Sequence[tuple[str, str, str]], cpus: Sequence[
     capc: list[float] = []
     kinds: list[str] = []
     chk: list[tuple[tuple[int, float, float], ...]] = []
+    seen: dict[tuple[str, str, str], tuple[tuple[int, float, float], ...]] = {}  # (10,000 jobs, a few hundred keys)
     for key in keys:
+        got = seen.get(key)
+        if got is not None:
+            chk.append(got)
+            continue
         ks = []
         for lim in limits.of.get(key, ()):
             if hidden and lim.name not in limits.own.get(key, frozenset()):
@@ -232,14 +237,18 @@ def counts(limits: Limits, keys: Sequence[tuple[str, str, str]], cpus: Sequence[
                 capj[x] = max(capj[x], lim.jobs)
                 capc[x] = max(capc[x], lim.cpus)
             ks.append((x, lim.jobs, lim.cpus))
-        chk.append(tuple(ks))
+        chk.append(seen.setdefault(key, tuple(ks)))
     if not capj:
         return None
     of = []
+    ofs: dict[tuple[str, str, str], tuple[int, ...]] = {}
     for key, ks in zip(keys, chk):
-        sc = limits.scopes.get(key)
-        of.append(tuple(x for name in sc if (x := names.get(name)) is not None) if sc is not None
-                  else tuple(x for x, _, _ in ks))
+        o = ofs.get(key)
+        if o is None:
+            sc = limits.scopes.get(key)
+            o = ofs[key] = (tuple(x for name in sc if (x := names.get(name)) is not None) if sc is not None
+                            else tuple(x for x, _, _ in ks))
+        of.append(o)
     return Counts(of, list(cpus), capj, capc, [0] * len(capj), [0] * len(capj), kinds,
                   sorted(names, key=names.__getitem__), chk)
 
