@@ -35,7 +35,8 @@ par=(); [[ $workers != 0 ]] && par=(-n "$workers" --dist loadgroup)
 # only: the start estimate and the replay under association and QOS limits (its 22.05 run is kept
 # in tests/data/captures/acct-limits-22.05, replayed in the fast suite)
 on_2605_only=(--deselect tests/test_integration_sim_limits.py::test_replay_applies_a_qos_min_prio_threshold_as_slurmctld
-              --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_association_and_qos_limits)
+              --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_association_and_qos_limits
+              --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_a_partition_qos)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 second=0

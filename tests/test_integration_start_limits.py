@@ -117,3 +117,81 @@ def test_start_estimates_jobs_held_by_association_and_qos_limits(slurm, tmp_path
         slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=chem", "set", "GrpTRES=cpu=-1", check=False)
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=alice", "set", f"qos-={QOS}", check=False)
         slurm.run("sacctmgr", "-i", "delete", "qos", QOS, check=False)
+
+
+PQ, BIG = "fscpq", "fscbig"
+
+
+def test_start_estimates_jobs_held_by_a_partition_qos(slurm, tmp_path):
+    """The partition's QOS (`scontrol update PartitionName=normal QOS=fscpq`, MaxJobsPerUser=1)
+    holds alice's jobs (her QOS normal sets no limit): one runs, the other two wait with
+    QOSMaxJobsPerUserLimit. Carol's jobs ask for QOS fscbig, flagged OverPartQOS with
+    MaxJobsPerUser=2: its limit comes first and masks the partition's, so two of hers run and the
+    third waits (without the flag the partition's 1 would hold two). Each held job is estimated at
+    the end of the job before it, within 15 s of its real start; the capture replayed with the
+    partition's QOS (partitions.txt) holds them as slurmctld did, within 10 s."""
+    slurm.cancel_all()
+    _give_history(slurm, ("alice", "flat"), ("carol", "chem"))
+    t0 = time.time()
+    try:
+        for q, limit in ((PQ, "1"), (BIG, "2")):
+            slurm.run("sacctmgr", "-i", "add", "qos", q, check=False)
+            slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={q}", "set", f"MaxJobsPerUser={limit}")
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={BIG}", "set", "Flags=OverPartQOS")
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "set", f"qos+={BIG}")
+        slurm.run("scontrol", "update", "PartitionName=normal", f"QOS={PQ}")
+        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
+        runs = {}
+        for user in ("alice", "carol"):
+            limit_min = math.ceil(40 / (frac[user] * 60))
+            runs[user] = (round(frac[user] * limit_min * 60), str(limit_min))
+        alice = [slurm.submit("alice", "flat", 2, runs["alice"][0], time=runs["alice"][1]) for _ in range(3)]
+        carol = [slurm.submit("carol", "chem", 2, runs["carol"][0], time=runs["carol"][1], qos=BIG) for _ in range(3)]
+        held = {alice[1]: "QOSMaxJobsPerUserLimit", alice[2]: "QOSMaxJobsPerUserLimit", carol[2]: "QOSMaxJobsPerUserLimit"}
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            got = _reasons(slurm, list(held))
+            if got == held and all(_start_of(slurm, j) is not None for j in (alice[0], carol[0], carol[1])):
+                break
+            time.sleep(1)
+        assert got == held, (got, slurm.run("squeue", "-h", "-o", "%i|%u|%q|%T|%r"))
+        p = _cli(slurm, "start", "--json")
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        ests = {e["job_id"]: e for e in d["jobs"]}
+        assert any(n.startswith("association and QOS limits (sacctmgr): 3 pending job(s) held") for n in d["notes"]), d["notes"]
+        for j in held:
+            assert ests[j]["start"] is not None, ests[j]
+        real: dict[str, float] = {}
+        deadline = time.time() + 240
+        while time.time() < deadline and len(real) < len(held):
+            for j in held:
+                if j not in real and (t := _real_start(slurm, j)) is not None:
+                    real[j] = t
+            time.sleep(1)
+        assert len(real) == len(held), real
+        now = d["now"]
+        print("partition QOS: real starts from now", {j: round(real[j] - now) for j in held}, "estimates",
+              {j: (round(ests[j]["start"] - now), round(ests[j]["early"] - now), round(ests[j]["late"] - now)) for j in held},
+              "runs", runs)
+        assert real[alice[1]] < real[alice[2]]  # one at a time
+        for j in held:
+            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+            assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
+        slurm.wait_gone(alice + carol)
+        cap = tmp_path / "cap"
+        capture(slurm.source(), cap, history_s=time.time() - t0 + 1)  # (the partition's QOS still set)
+        if os.environ.get("FSCONTROL_KEEP_CAPTURE"):  # (tests/test_sim_limits.py replays the one kept)
+            shutil.copytree(cap, Path(os.environ["FSCONTROL_KEEP_CAPTURE"]) / "part-qos", dirs_exist_ok=True)
+        got = fidelity.real_starts(cap)
+        sim = fidelity.replay(cap)
+        mine = alice + carol
+        print("partition QOS, replay: real", {j: round(got[j]["start"] - got[j]["arrival"]) for j in mine}, "replay",
+              {j: round(sim[j] - got[j]["arrival"]) for j in mine}, "(s from each submission)")
+        assert max(abs(sim[j] - got[j]["start"]) for j in mine) <= 10, (sim, got)
+    finally:
+        slurm.cancel_all()
+        slurm.run("scontrol", "update", "PartitionName=normal", "QOS=", check=False)
+        slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "set", f"qos-={BIG}", check=False)
+        for q in (PQ, BIG):
+            slurm.run("sacctmgr", "-i", "delete", "qos", q, check=False)

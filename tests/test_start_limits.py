@@ -38,8 +38,8 @@ TREE = [assoc("root", parent=""), assoc("physics"), assoc("physics", "alice", "p
         assoc("physics", "bob", "physics"), assoc("chem"), assoc("chem", "carol", "chem")]
 
 
-def limits_of(jobs, assocs=TREE, qoss=(), qos_of=None, hidden=False):
-    q = {j.job_id: (qos_of or {}).get(j.job_id, "normal") for j in jobs}
+def limits_of(jobs, assocs=TREE, qoss=(), qos_of=None, hidden=False, part_qos=None, over=()):
+    q = {j.job_id: ap.qos_order((qos_of or {}).get(j.job_id, "normal"), j.partition, part_qos or {}, over) for j in jobs}
     keys = {(j.account, j.user, q[j.job_id]) for j in jobs}
     return (ap.model(assocs, qoss, keys), q, hidden)
 
@@ -317,3 +317,52 @@ def test_a_qos_that_masks_a_limit_still_counts_towards_it(order, want):
     lim = limits_of(jobs, tree, [qos("normal"), qos("big", {"MaxJobsPU": 5})], {str(k + 1): q for k, q in enumerate(order)})
     e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, limits=lim))
     assert tuple(e[str(k + 1)].start - NOW for k in range(4)) == want
+
+
+def test_qos_order_is_slurmctlds():
+    # acct_policy_set_qos_order: the partition's QOS first unless the job's has OverPartQOS; one
+    # QOS alone when the partition has none or the same; names matched whatever their case
+    pq = {"normal": "PartQ", "gpu": "", "debug": "normal"}
+    assert ap.qos_order("normal", "normal", pq, ()) == "partq>normal"
+    assert ap.qos_order("high", "normal", pq, {"High"}) == "high>partq"
+    assert ap.qos_order("normal", "gpu", pq, ()) == "normal"
+    assert ap.qos_order("normal", "debug", pq, ()) == "normal"
+    assert ap.qos_order("high,normal", "normal,gpu", pq, ()) == "partq>high"  # (their first of each)
+    assert ap.qos_order("", "normal", pq, ()) == "partq"
+
+
+def test_a_kind_of_limit_is_the_first_qos_s_that_sets_it_on_that_qos_s_usage():
+    # partition QOS pq: GrpJobs=2, MaxJobsPU=1; the job's QOS normal: MaxJobsPU=3, GrpTRES=cpu=16.
+    # pq first: MaxJobsPU=1 (pq's, counted over pq's jobs), GrpJobs=2 (pq's); GrpTRES=cpu=16 is
+    # normal's, pq sets none (acct_policy.c's qos_rec fills a kind only while INFINITE). With
+    # OverPartQOS on normal: MaxJobsPU=3 and GrpTRES 16 normal's, GrpJobs=2 still pq's. Each job's
+    # use counts towards both QOSes' counters.
+    qoss = [qos("pq", {"GrpJobs": 2, "MaxJobsPU": 1}), qos("normal", {"MaxJobsPU": 3}, {"GrpTRES": {"cpu": 16}})]
+    first = ap.model(TREE, qoss, {("physics", "alice", "pq>normal")})
+    got = {(x.name, x.jobs, x.cpus) for x in first.of[("physics", "alice", "pq>normal")]}
+    assert got == {("qos pq", 2, math.inf), ("qos pq, user alice", 1, math.inf), ("qos normal", math.inf, 16)}
+    over = ap.model(TREE, qoss, {("physics", "alice", "normal>pq")})
+    got = {(x.name, x.jobs, x.cpus) for x in over.of[("physics", "alice", "normal>pq")]}
+    assert got == {("qos normal", math.inf, 16), ("qos normal, user alice", 3, math.inf), ("qos pq", 2, math.inf)}
+    assert {"qos pq", "qos normal", "qos pq, user alice", "qos normal, user alice"} <= set(
+        first.scopes[("physics", "alice", "pq>normal")])
+
+
+def test_a_partition_s_qos_holds_jobs_and_an_overpartqos_job_qos_masks_it():
+    # the partition normal's QOS pq: MaxJobsPU=1. Alice's two 4-CPU, 300-s jobs (QOS normal, no
+    # limit of its own): one now, the other at its end (NOW + 300; the main pass at that end).
+    # Bob's two (QOS high, OverPartQOS, MaxJobsPU=2): high's MaxJobsPU masks pq's, both now;
+    # without the flag pq's 1 applies: his second at NOW + 300
+    jobs = [job(1, "alice", "PENDING", 4, 300, prio=100), job(2, "alice", "PENDING", 4, 300, prio=90),
+            job(3, "bob", "PENDING", 4, 300, prio=80), job(4, "bob", "PENDING", 4, 300, prio=70)]
+    qoss = [qos("normal"), qos("pq", {"MaxJobsPU": 1}), qos("high", {"MaxJobsPU": 2})]
+    qos_of = {"3": "high", "4": "high"}
+    lim = limits_of(jobs, qoss=qoss, qos_of=qos_of, part_qos={"normal": "pq"}, over={"high"})
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, limits=lim))
+    assert (e["1"].start, e["2"].start, e["3"].start, e["4"].start) == (NOW, NOW + 300, NOW, NOW)
+    lim = limits_of(jobs, qoss=qoss, qos_of=qos_of, part_qos={"normal": "pq"})
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, limits=lim))
+    assert (e["1"].start, e["2"].start, e["3"].start, e["4"].start) == (NOW, NOW + 300, NOW, NOW + 300)
+    lim = limits_of(jobs, qoss=qoss, qos_of=qos_of)  # (no partition QOS: only high's 2 holds, no one here)
+    e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, limits=lim))
+    assert {e[k].start for k in "1234"} == {NOW}

@@ -741,8 +741,8 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
         held = sum(1 for j in jobs if j.state == "PENDING" and j.reason in startlimits.REASONS)
         notes.append(f"association and QOS limits (sacctmgr): {held:,} pending job(s) held by one now; the limits on "
                      "running jobs and CPUs (MaxJobs, GrpJobs, GrpTRES=cpu; the QOS's GrpJobs, GrpTRES=cpu, MaxJobsPU, "
-                     "MaxTRESPU=cpu, MaxJobsPA, MaxTRESPA=cpu) hold jobs back through the plan; other limits are not "
-                     "modelled" + (" (PrivateData=jobs: only your own)" if private_jobs else ""))
+                     "MaxTRESPU=cpu, MaxJobsPA, MaxTRESPA=cpu, of the job's QOS and its partition's) hold jobs back through the "
+                     "plan; other limits are not modelled" + (" (PrivateData=jobs: only your own)" if private_jobs else ""))
     fairshare, fs_note = (startfs.read_live(source, pairs, sum(j.state == "PENDING" for j in jobs)) if fairshare
                           else (None, "fair-share held at its present value"))
     notes += [fs_note]

@@ -2,8 +2,8 @@
 rules played through the plan.
 
 A job squeue shows held by one of these limits (`REASONS`) is played only when the counters agree it
-is held now; else (a limit on a partition's QOS, usage of jobs PrivateData hides, ...) it keeps the
-reason. Under PrivateData=jobs only the user's own limits are counted (MaxJobs, their association's
+is held now; else (usage of jobs PrivateData hides, a limit not modelled, ...) it keeps the reason.
+A job's limits are its QOS's and its partition's QOS's, in slurmctld's order (acctpolicy.qos_order). Under PrivateData=jobs only the user's own limits are counted (MaxJobs, their association's
 Grp limits, MaxJobsPU, MaxTRESPU): the others count jobs the user cannot see. `Gate` is a plan's
 view of them (held jobs parked until their limit has room).
 
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from fscontrol.model.acctpolicy import REASONS, Counts, Limits, counts  # noqa: F401  (REASONS: start.X)
 
 # a job squeue shows held by a limit of REASONS that the limits read do not hold now
-NOT_SEEN = ("the limits read do not hold it now (a partition's QOS, or running jobs hidden from you, may): "
+NOT_SEEN = ("the limits read do not hold it now (running jobs hidden from you, or a limit not modelled, may): "
             "not estimated")
 # every job's QOS (pending and running: the running ones are the usage)
 SQUEUE_QOS_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%q")
@@ -265,21 +265,27 @@ def bind(limits: Limits, qos: Mapping[str, str], pending: Sequence, running: Seq
 
 
 def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | None, dict[str, str], str]:
-    """(the limits, each job's QOS, a note) on `source` (LiveSlurm), read only where a pending job is
-    held by one of REASONS (their cost: two sacctmgr reads and squeue); a failed or garbled command
-    leaves the limits out (the jobs keep their reasons) and the note says so."""
+    """(the limits, each job's QOSes as their limits apply (acctpolicy.qos_order: its partition's QOS
+    and its own), a note) on `source` (LiveSlurm), read only where a pending job is held by one of
+    REASONS (their cost: two sacctmgr reads, squeue and scontrol show partition); a failed or
+    garbled command leaves the limits out (the jobs keep their reasons) and the note says so."""
     from fscontrol.errors import ParseError, SlurmCommandError
     from fscontrol.forecast.startqueue import parse_job_qos
-    from fscontrol.model.acctpolicy import model
-    from fscontrol.slurm import tres
+    from fscontrol.model.acctpolicy import model, qos_order
+    from fscontrol.slurm import parse, tres
+    from fscontrol.slurm.partitions import PARTITIONS_ARGS, parse_partitions
 
     if not any(j.state == "PENDING" and j.reason in REASONS for j in jobs):
         return None, {}, ""
     try:
         assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
-        qoss = tres.parse_qos_limits(source.run(tres.QOS_LIMITS_ARGS).stdout, " ".join(tres.QOS_LIMITS_ARGS))
-        qos = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
+        text, cmd = source.run(tres.QOS_LIMITS_ARGS).stdout, " ".join(tres.QOS_LIMITS_ARGS)
+        qoss = tres.parse_qos_limits(text, cmd)
+        over = parse.parse_qos_over_part(text, cmd)
+        jq = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
+        part_qos = {p.name: p.qos for p in parse_partitions(source.run(PARTITIONS_ARGS).stdout)}
     except (SlurmCommandError, ParseError) as e:
         return None, {}, f"association and QOS limits not read ({e}): the jobs they hold keep their reason"
-    keys = {(j.account, j.user, qos.get(j.job_id, "")) for j in jobs}
+    qos = {j.job_id: qos_order(jq.get(j.job_id, ""), j.partition, part_qos, over) for j in jobs}
+    keys = {(j.account, j.user, qos[j.job_id]) for j in jobs}
     return model(assocs, qoss, keys), qos, ""

@@ -3,8 +3,9 @@
 slurmctld holds a pending job back while starting it would put one of its limits over (acct_policy.c):
 the running jobs of its association (MaxJobs, GrpJobs), of each account above it (GrpJobs) and
 their CPUs (GrpTRES=cpu=N); its QOS's (GrpJobs, GrpTRES=cpu), the user's in that QOS (MaxJobsPU,
-MaxTRESPU=cpu), the account's in it (MaxJobsPA, MaxTRESPA=cpu). A QOS's limit of a kind masks the
-associations' of that kind (`qos_rec.grp_jobs == INFINITE && ...`; MaxJobsPU or MaxJobsPA mask
+MaxTRESPU=cpu), the account's in it (MaxJobsPA, MaxTRESPA=cpu); and its partition's QOS's, read
+before the job's own QOS's unless that one has OverPartQOS (`qos_order`: of each kind the first
+QOS that sets one applies). A QOS's limit of a kind masks the associations' of that kind (`qos_rec.grp_jobs == INFINITE && ...`; MaxJobsPU or MaxJobsPA mask
 MaxJobs); an account's MaxJobs is the default of the associations below it that set none (slurmctld
 propagates it). Such a job is passed by, never stopping the main pass, and backfill makes no plan
 for it (backfill.c: `acct_policy_job_runnable_pre_select` / `_post_select`, `continue`); it starts
@@ -141,33 +142,52 @@ def _cpu(tres: Mapping[str, Mapping[str, float]], limit: str) -> float | None:
 
 
 def model(assocs: Sequence, qoss: Sequence, keys: set[tuple[str, str, str]]) -> Limits:
-    """The limits of each (account, user, QOS) of `keys`, from tres.parse_assoc_limits' and
-    parse_qos_limits' rows (one cluster's)."""
+    """The limits of each (account, user, QOSes) of `keys`, from tres.parse_assoc_limits' and
+    parse_qos_limits' rows (one cluster's). QOSes: the job's QOS, or its QOSes in slurmctld's order
+    (`qos_order`: "part>normal", the partition's QOS first unless the job's has OverPartQOS); of
+    each kind of limit (GrpJobs, GrpTRES=cpu, MaxJobsPU, MaxTRESPU=cpu, MaxJobsPA, MaxTRESPA=cpu)
+    the first QOS that sets it applies, on that QOS's usage (acct_policy.c's qos_rec: the second
+    fills only what the first leaves INFINITE), and a kind either sets masks the associations'."""
     acct = {a.account: a for a in assocs if not a.user}
     user = {}
     for a in assocs:
         if a.user:
             user.setdefault((a.account, a.user), a)  # (per-partition associations: the first)
-    qos = {q.account: q for q in qoss}
+    qos = {q.account.lower(): q for q in qoss}  # (names as slurmctld matches them: whatever their case)
     of: dict[tuple[str, str, str], tuple[Limit, ...]] = {}
     own: dict[tuple[str, str, str], frozenset[str]] = {}
     scopes: dict[tuple[str, str, str], tuple[str, ...]] = {}
     for a_, u_, q_ in keys:
         out: list[Limit] = []
         mine: set[str] = set()
-        q = qos.get(q_)
-        qgj = q.jobs.get("GrpJobs") if q is not None else None
-        qgc = _cpu(q.tres, "GrpTRES") if q is not None else None
-        qpu = (q.jobs.get("MaxJobsPU"), _cpu(q.tres, "MaxTRESPU")) if q is not None else (None, None)
-        qpa = (q.jobs.get("MaxJobsPA"), _cpu(q.tres, "MaxTRESPA")) if q is not None else (None, None)
-        if qgj is not None or qgc is not None:
-            out.append(Limit(f"qos {q_}", "qos", _inf(qgj), _inf(qgc)))
-        if qpu != (None, None):
-            out.append(Limit(f"qos {q_}, user {u_}", "qos-user", _inf(qpu[0]), _inf(qpu[1])))
-            mine.add(out[-1].name)
-        if qpa != (None, None):
-            out.append(Limit(f"qos {q_}, account {a_}", "qos-account", _inf(qpa[0]), _inf(qpa[1])))
-        # the association and the accounts above it: Grp limits at each level, unless the QOS sets one
+        names = [x for x in q_.split(">")]
+        won: dict[str, tuple[str, float]] = {}  # kind of limit -> (the QOS whose it is, its value)
+        for name in names:
+            q = qos.get(name.lower())
+            if q is None:
+                continue
+            for kind, v in (("GrpJobs", q.jobs.get("GrpJobs")), ("GrpCpu", _cpu(q.tres, "GrpTRES")),
+                            ("MaxJobsPU", q.jobs.get("MaxJobsPU")), ("MaxCpuPU", _cpu(q.tres, "MaxTRESPU")),
+                            ("MaxJobsPA", q.jobs.get("MaxJobsPA")), ("MaxCpuPA", _cpu(q.tres, "MaxTRESPA"))):
+                if v is not None and kind not in won:
+                    won[kind] = (name, v)
+
+        def mine_of(name: str, j: str, c: str) -> tuple[float | None, float | None]:
+            return (won[j][1] if j in won and won[j][0] == name else None,
+                    won[c][1] if c in won and won[c][0] == name else None)
+
+        for name in names:
+            gj, gc = mine_of(name, "GrpJobs", "GrpCpu")
+            if gj is not None or gc is not None:
+                out.append(Limit(f"qos {name}", "qos", _inf(gj), _inf(gc)))
+            pj, pc = mine_of(name, "MaxJobsPU", "MaxCpuPU")
+            if pj is not None or pc is not None:
+                out.append(Limit(f"qos {name}, user {u_}", "qos-user", _inf(pj), _inf(pc)))
+                mine.add(out[-1].name)
+            aj, ac = mine_of(name, "MaxJobsPA", "MaxCpuPA")
+            if aj is not None or ac is not None:
+                out.append(Limit(f"qos {name}, account {a_}", "qos-account", _inf(aj), _inf(ac)))
+        # the association and the accounts above it: Grp limits at each level, unless a QOS sets one
         # of the kind; MaxJobs at the association's (its own or the nearest account's)
         chain = []
         if (a_, u_) in user:
@@ -178,11 +198,11 @@ def model(assocs: Sequence, qoss: Sequence, keys: set[tuple[str, str, str]]) -> 
             chain.append(acct[x])
             x = acct[x].parent
         max_jobs = next((r.jobs["MaxJobs"] for r in chain if "MaxJobs" in r.jobs), None)
-        if qpu[0] is not None or qpa[0] is not None:
+        if "MaxJobsPU" in won or "MaxJobsPA" in won:
             max_jobs = None
         for r in chain:
-            gj = r.jobs.get("GrpJobs") if qgj is None else None
-            gc = _cpu(r.tres, "GrpTRES") if qgc is None else None
+            gj = r.jobs.get("GrpJobs") if "GrpJobs" not in won else None
+            gc = _cpu(r.tres, "GrpTRES") if "GrpCpu" not in won else None
             if r.user:
                 mj = max_jobs
                 j = min(_inf(gj), _inf(mj))
@@ -197,9 +217,26 @@ def model(assocs: Sequence, qoss: Sequence, keys: set[tuple[str, str, str]]) -> 
                 mine.add(out[-1].name)
         of[(a_, u_, q_)] = tuple(out)
         own[(a_, u_, q_)] = frozenset(mine)
-        scopes[(a_, u_, q_)] = (f"qos {q_}", f"qos {q_}, user {u_}", f"qos {q_}, account {a_}", f"association {a_}/{u_}",
-                                *(f"account {r.account}" for r in chain if not r.user))
+        scopes[(a_, u_, q_)] = (*(y for name in names for y in (f"qos {name}", f"qos {name}, user {u_}",
+                                                                   f"qos {name}, account {a_}")),
+                                f"association {a_}/{u_}", *(f"account {r.account}" for r in chain if not r.user))
     return Limits(of, own, scopes)
+
+
+def qos_order(qos: str, partition: str, part_qos: Mapping[str, str], over: Collection[str]) -> str:
+    """A job's QOSes as slurmctld reads their limits (acct_policy_set_qos_order), for `model`'s
+    keys: its partition's QOS first, unless its own QOS has the OverPartQOS flag (`over`), joined
+    by ">"; its own alone where the partition has none or the same. `qos`: squeue's %q (of
+    several, "high,normal" on 24.11 and later for a pending job's --qos list: its first); a job of
+    several partitions: its first listed. Names lower-case (slurmctld matches them whatever their
+    case: sacctmgr keeps them so, a partition's QOS= is printed as written)."""
+    jq = qos.split(",")[0].strip().lower()
+    pq = (part_qos.get(partition.split(",")[0], "") if partition else "").strip().lower()
+    if not pq or pq == jq:
+        return jq
+    if not jq:
+        return pq
+    return f"{jq}>{pq}" if jq in {x.lower() for x in over} else f"{pq}>{jq}"
 
 
 def _inf(v) -> float:
@@ -271,9 +308,7 @@ def job_prio_thresh(qos: str, partition: str, thr: Mapping[str, int], over: Coll
     sacctmgr keeps them lower-case, a partition's QOS= and a job's --qos are printed as written).
     0: none (the job is held to bf_min_prio_reserve alone)."""
     low = {k.lower(): v for k, v in thr.items()}
-    jq = (qos.split(",")[0].strip() or "normal").lower()
-    pq = (part_qos.get(partition.split(",")[0], "") if partition else "").lower()
-    order = (jq, pq) if jq in {x.lower() for x in over} else (pq, jq)
+    order = qos_order(qos.split(",")[0].strip() or "normal", partition, part_qos, over).split(">")
     return next((low[q] for q in order if q and low.get(q)), 0)
 
 

@@ -1,6 +1,6 @@
 """A capture's limits, for its replay (sim/history.py): each QOS's MinPrioThreshold and each job's
 (qos.txt, partitions.txt), and the association and QOS limits on running jobs and CPUs (assoc.txt,
-qoslimits.txt), read where the capture's AccountingStorageEnforce says slurmctld applies them
+qoslimits.txt; a partition's QOS's too, from partitions.txt), read where the capture's AccountingStorageEnforce says slurmctld applies them
 (model/acctpolicy.py has the rules)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def min_prio(d: Path, commands: dict) -> tuple[dict[str, int], frozenset[str]]:
     return parse.parse_qos_min_prio(text, cmd), parse.parse_qos_over_part(text, cmd)
 
 
-def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str) -> dict[str, list] | None:
+def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str, parts: dict[str, dict] | None = None) -> dict[str, list] | None:
     """The association and QOS limits on running jobs and CPUs (model/acctpolicy.py) from a
     capture's assoc.txt and qoslimits.txt, where slurmctld applies them (AccountingStorageEnforce
     with limits): each job's SimJob.limit_keys set, and {"jobs": each limit's cap on running jobs,
@@ -49,9 +49,16 @@ def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str) -> dict[str, 
         return None
     assocs = tres.parse_assoc_limits((d / "assoc.txt").read_text(), pairs.get("ClusterName") or None,
                                      " ".join(commands.get("assoc", {}).get("argv") or ["sacctmgr show assoc"]))
-    qoss = tres.parse_qos_limits((d / "qoslimits.txt").read_text(),
-                                 " ".join(commands.get("qoslimits", {}).get("argv") or ["sacctmgr show qos"]))
-    keys = [(j.account, j.user, j.qos or "normal") for j in jobs]
+    text, cmd = (d / "qoslimits.txt").read_text(), " ".join(commands.get("qoslimits", {}).get("argv") or ["sacctmgr show qos"])
+    qoss = tres.parse_qos_limits(text, cmd)
+    # each job's QOSes in slurmctld's order (its partition's QOS and its own: acctpolicy.qos_order),
+    # OverPartQOS from either file's Flags (qos.txt has them; qoslimits.txt since 2026-11-29)
+    over = parse.parse_qos_over_part(text, cmd)
+    if (d / "qos.txt").is_file():
+        over |= parse.parse_qos_over_part((d / "qos.txt").read_text(),
+                                          " ".join(commands.get("qos", {}).get("argv") or ["sacctmgr show qos"]))
+    part_qos = {name: str(p.get("qos") or "") for name, p in (parts or {}).items()}
+    keys = [(j.account, j.user, acctpolicy.qos_order(j.qos or "normal", j.partition or "", part_qos, over)) for j in jobs]
     lim = acctpolicy.model(assocs, qoss, set(keys))
     c = acctpolicy.counts(lim, keys, [j.size for j in jobs])
     if c is None:

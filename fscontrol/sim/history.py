@@ -528,7 +528,7 @@ def read_history(
     part_info = _partitions(d, commands)
     if qos_min_prio:
         _prio_thresholds(jobs, qos_min_prio, over_part, part_info)
-    limits = _limits(d, commands, jobs, unit)
+    limits = _limits(d, commands, jobs, unit, part_info)
     if limits and limits["never"]:  # (slurmctld keeps them pending for ever: left out, as a job too big is)
         jobs = [j for j in jobs if j.job_id not in limits["never"]]
         stats["kept"] = len(jobs)

@@ -41,7 +41,8 @@ QOS_JOB_LIMITS = ("GrpJobs", "MaxJobsPU", "MaxSubmitPU")
 # read where the header has them: per user / account (QOS_LIMITS_ARGS, model/acctpolicy.py's limits)
 QOS_OPT_TRES = ("MaxTRESPU", "MaxTRESPA")
 QOS_OPT_JOBS = ("MaxJobsPA",)
-QOS_LIMITS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=" + ",".join((*QOS_FIELDS, *QOS_OPT_TRES, *QOS_OPT_JOBS)))
+# (and Flags: OverPartQOS, which puts a QOS's limits before its partition's QOS's: model/acctpolicy.qos_order)
+QOS_LIMITS_ARGS = ("sacctmgr", "-P", "show", "qos", "format=" + ",".join((*QOS_FIELDS, *QOS_OPT_TRES, *QOS_OPT_JOBS, "Flags")))
 HEADER_ALIASES = {"MaxSubmit": "MaxSubmitJobs"}  # sacctmgr prints format=MaxSubmitJobs under "MaxSubmit"
 _MEM = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
 _MEM_MB = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2, "P": 1024 ** 3}
