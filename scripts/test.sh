@@ -32,8 +32,9 @@ workers=${FSCONTROL_TEST_WORKERS:-5}   # FSCONTROL_TEST_WORKERS=0 runs serially
 par=(); [[ $workers != 0 ]] && par=(-n "$workers" --dist loadgroup)
 # run on 26.05 (its list, below) and not in the 22.05 suite, for CI's time: a QOS MinPrioThreshold
 # (the bf_min_prio_reserve case beside it, the same main-pass rule, runs on 22.05); and on 24.11
-# only: the start estimate and the replay under association and QOS limits (its 22.05 run is kept
-# in tests/data/captures/acct-limits-22.05, replayed in the fast suite)
+# only: the start estimate and the replay under association and QOS limits, and under a partition's
+# QOS (the first's 22.05 run is kept in tests/data/captures/acct-limits-22.05, the second's 24.11 run
+# in part-qos-24.11, both replayed in the fast suite)
 on_2605_only=(--deselect tests/test_integration_sim_limits.py::test_replay_applies_a_qos_min_prio_threshold_as_slurmctld
               --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_association_and_qos_limits
               --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_a_partition_qos)
@@ -49,7 +50,7 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # UsageFactor test of the same file runs on 22.05 and 26.05), and the replay on nodes of two sizes
   # (a testbed of its own, ~2 min; its GPU case runs in the 22.05 suite, and its 24.11 and 26.05 runs are
   # kept in tests/data/captures/gpus/, replayed in the fast suite), and the start estimate and the replay
-  # under association and QOS limits (~3 min)
+  # under association and QOS limits (~3 min) and under a partition's QOS (~2.5 min)
   list_2411=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
              tests/test_integration_why.py tests/test_integration_persist.py tests/test_integration_doctor.py
              tests/test_integration_limits.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models

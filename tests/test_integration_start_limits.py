@@ -162,6 +162,9 @@ def test_start_estimates_jobs_held_by_a_partition_qos(slurm, tmp_path):
         assert any(n.startswith("association and QOS limits (sacctmgr): 3 pending job(s) held") for n in d["notes"]), d["notes"]
         for j in held:
             assert ests[j]["start"] is not None, ests[j]
+        # why names the partition's QOS's limit (its value, and the use) and estimates the job
+        w = _cli(slurm, "why", alice[1])
+        assert w.returncode == 0 and "estimated start: in" in w.stdout and f"QOS {PQ}, for alice" in w.stdout, (w.stdout, w.stderr)
         real: dict[str, float] = {}
         deadline = time.time() + 240
         while time.time() < deadline and len(real) < len(held):

@@ -179,3 +179,43 @@ def test_the_replays_backfill_passes_by_a_job_its_own_start_put_under_a_limit(tm
     sim = fidelity.replay(cap)
     assert round(sim["230"] - t0) == 30 and round(sim["210"] - t0) == 30, sim
     assert [round(sim[str(210 + k)] - sim["210"]) for k in range(10)] == [5 * k for k in range(10)]
+
+
+PART = Path(__file__).parent / "data" / "captures" / "part-qos-24.11"
+
+
+def test_the_replay_holds_jobs_to_their_partition_s_qos_as_slurmctld_did(tmp_path):
+    """tests/data/captures/part-qos-24.11: tests/test_integration_start_limits.py's partition-QOS run
+    on Slurm 24.11.5 (2026-11-29): the partition normal's QOS fscpq (MaxJobsPU=1, partitions.txt's
+    QoS=) held alice's three 2-CPU, 40-s jobs in QOS normal one at a time (3, 4, 5: slurmctld
+    started them +0, +42, +82 s from their submission); carol's in QOS fscbig (OverPartQOS,
+    MaxJobsPU=2) ran two at once, her third at +42 (6, 7, 8). The replay: each within 2 s. Without
+    the partition's QOS alice's run at once; without the flag fscpq's 1 holds carol's to one at a time."""
+    from fscontrol.sim.history import read_history
+
+    real = fidelity.real_starts(PART)
+    mine = ["3", "4", "5", "6", "7", "8"]
+    assert [round(real[j]["start"] - real[j]["arrival"]) for j in mine] == [0, 42, 82, 0, 0, 42]
+    w = read_history(PART)
+    lim = w.meta["limits"]
+    # alice's: checked and counted under fscpq's MaxJobsPU; carol's: checked under fscbig's (first, it
+    # masks fscpq's), counted towards both QOSes' per-user use
+    got = {j.job_id: ([lim["names"][x] for x in j.limit_keys], [(lim["names"][x], cj) for x, cj, _ in j.limit_checks])
+           for j in w.jobs if j.job_id in mine}
+    assert got == {**{j: (["qos fscpq, user alice"], [("qos fscpq, user alice", 1)]) for j in ("3", "4", "5")},
+                   **{j: (["qos fscbig, user carol", "qos fscpq, user carol"], [("qos fscbig, user carol", 2)])
+                      for j in ("6", "7", "8")}}
+    sim = fidelity.replay(PART)
+    assert max(abs(sim[j] - real[j]["start"]) for j in mine) <= 2, {j: round(sim[j] - real[j]["arrival"]) for j in mine}
+    free = tmp_path / "free"  # the partition without its QOS
+    shutil.copytree(PART, free)
+    (free / "partitions.txt").write_text((PART / "partitions.txt").read_text().replace("QoS=fscpq", "QoS=N/A"))
+    old = fidelity.replay(free)
+    assert [round(old[j] - real[j]["arrival"]) for j in mine[:3]] == [0, 0, 0]
+    flat = tmp_path / "noflag"  # fscbig without OverPartQOS: the partition's QOS first, its MaxJobsPU=1
+    shutil.copytree(PART, flat)
+    for f in ("qoslimits.txt", "qos.txt"):
+        (flat / f).write_text((PART / f).read_text().replace("OverPartQOS", ""))
+    nf = fidelity.replay(flat)
+    s = sorted(round(nf[j] - real[j]["arrival"]) for j in mine[3:])
+    assert s[1] - s[0] >= 35 and s[2] - s[1] >= 35, s  # one at a time

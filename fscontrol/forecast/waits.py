@@ -99,6 +99,7 @@ class Partition:
     tier: int
     state: str
     nodes: frozenset[str]
+    qos: str = ""  # its QOS (QoS=; "" for N/A), whose limits apply to its jobs too
 
 
 def parse_partitions(show_text: str, sinfo_text: str) -> dict[str, Partition]:
@@ -119,7 +120,9 @@ def parse_partitions(show_text: str, sinfo_text: str) -> dict[str, Partition]:
             tier = int(kv.get("PriorityTier", "1"))
         except ValueError:
             tier = 1
-        out[name] = Partition(name, tier, kv.get("State", "UP"), frozenset(nodes.get(name, ())))
+        q = kv.get("QoS", "")
+        out[name] = Partition(name, tier, kv.get("State", "UP"), frozenset(nodes.get(name, ())),
+                              "" if q in ("N/A", "(null)") else q)
     return out
 
 

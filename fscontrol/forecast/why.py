@@ -393,7 +393,8 @@ def why_job(source, job_id: str, published: str | None = None, now: float | None
         except (SlurmCommandError, ParseError, ValueError):
             detail = None  # PrivateData: the tree is not visible to this user
     names = _padding_names(source, job, queue, partitions)
-    limits = read_limits(source, job, job.reason or None)
+    pq = partitions[job.partition.split(",")[0]].qos if job.partition.split(",")[0] in partitions else ""
+    limits = read_limits(source, job, job.reason or None, pq)
     d = diagnose(job, queue, line=line, partitions=partitions, weights=cfg.weights,
                     max_age_s=parse_max_age(cfg.raw.get("PriorityMaxAge")),
                     favor_small=str(cfg.raw.get("PriorityFavorSmall", "No")).lower().startswith("y"), mode=cfg.mode,
@@ -465,9 +466,10 @@ def limits_text(values: Sequence[Mapping]) -> str:
         f" (in use: {v['in_use']})" if v.get("in_use") not in (None, "") else "") for v in values)) if values else ""
 
 
-def read_limits(source, job, reason: str | None) -> list[dict] | None:
+def read_limits(source, job, reason: str | None, part_qos: str = "") -> list[dict] | None:
     """The limit the job waits on, with its value, from `scontrol show assoc_mgr` run on `source`
-    (walking up the accounts for a Grp* limit); None when the reason is no limit or Slurm will not say."""
+    (walking up the accounts for a Grp* limit; for a QOS limit, its QOS's and its partition's QOS's,
+    `part_qos`, whose limits apply too); None when the reason is no limit or Slurm will not say."""
     import pwd
 
     from fscontrol.errors import SlurmCommandError
@@ -477,7 +479,8 @@ def read_limits(source, job, reason: str | None) -> list[dict] | None:
     try:
         qos = None
         if reason.startswith("QOS"):
-            qos = source.run(("squeue", "-h", "-j", job.job_id, "-o", "%q")).stdout.strip() or None
+            qos = ",".join(dict.fromkeys(x for x in (part_qos, source.run(("squeue", "-h", "-j", job.job_id, "-o", "%q"))
+                                                           .stdout.strip().split(",")[0]) if x)) or None
         args = assoc_mgr_args(reason, job.user, job.account, qos)
         if args is None:
             return None
