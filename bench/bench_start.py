@@ -75,7 +75,15 @@ def run(a) -> dict:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
         from start_reference import ref_plan
 
-        st._plan = ref_plan
+        def old_plan(*args, **kw):  # the old planner knew none of the later features: only the base queue
+            # (args[8] the owners, for SchedulerParameters' per-user limits, unset here; args[12] `why`, filled)
+            extra = [v for v in (*args[9:12], *args[13:], *kw.values()) if v]
+            if extra:
+                raise SystemExit("--impl old / --against-old: the old planner plays the base queue only "
+                                 "(no --reservations, --age, --fairshare, --dependent, --begins, --limits)")
+            return ref_plan(*args[:8])
+
+        st._plan = old_plan
     extra = {"windows": wins} if wins else {}
     if a.age:
         # --age: the pending jobs submitted up to 8 days ago (those past 7 days at the maximum age),
