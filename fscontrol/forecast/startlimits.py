@@ -125,15 +125,28 @@ class Gate:
         jobs was read whole at each cycle: 0.5 ms at 10,000 pending, ~1,500 cycles a plan); a job
         let go from cheld is put back in its place. The caller still passes by the started and the
         cheld (those held since it was made). `order`: how many times a priority pass has re-sorted
-        the queue (0: in index order); after one it is made anew, and only while most of the queue
-        is in cheld (else `waiting` itself: a cycle reads ~500 jobs of it, fewer than a making)."""
+        the queue (0: in index order); after one it is sorted anew (the same jobs), and kept only
+        while most of the queue is in cheld (else `waiting` itself: a cycle reads ~500 jobs of it,
+        fewer than a sort)."""
         if order and len(self.cheld) * 2 < len(waiting):
             self.act = None
             return waiting
         act = self.act
         if act is None or order != self.act_of:
-            act = self.act = list(filterfalse(self.cheld.__contains__, filterfalse(started.__contains__, waiting)))
-            self.rank = dict(zip(waiting, range(len(waiting)))).__getitem__ if order else None
+            if order:  # each job's place in the new order (numpy's scatter: 10,000 jobs in ~0.1 ms)
+                import numpy as np
+
+                w = np.asarray(waiting, dtype=np.int64)
+                r = np.zeros(len(self.hx), dtype=np.int64)
+                r[w] = np.arange(len(w), dtype=np.int64)
+                self.rank = r.tolist().__getitem__
+            else:
+                self.rank = None
+            src = waiting if act is None else act  # (a re-sort moves the jobs, the same ones)
+            act = list(filterfalse(self.cheld.__contains__, filterfalse(started.__contains__, src)))
+            if src is not waiting:
+                act.sort(key=self.rank)
+            self.act = act
             self.act_of = order
             self.act_gen += 1
             self.act_cycles = 0
