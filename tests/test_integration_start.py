@@ -67,7 +67,13 @@ def test_start_estimates_real_pending_jobs(slurm):
             break
         time.sleep(0.3)
     assert s0 is not None, "the 128-CPU job did not start"
-    a = slurm.submit("bob", "flat", 64, 20)
+    # bob's job runs his typical fraction of its 2-minute limit (sacct's, what the estimate plays for
+    # dave's job on it, below: CI of 2026-11-29 gave bob 0.5 from earlier tests, and a 20-s job of
+    # his ended 39 s before the estimate's early end)
+    from fscontrol.forecast.startqueue import SACCT_FRACTION_ARGS, parse_fractions
+
+    frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout).get("bob", 1 / 3)
+    a = slurm.submit("bob", "flat", 64, max(5, round(frac * 120)), time="2")
     b = slurm.submit("carol", "chem", 64, 20)
     held = slurm.submit("dave", "flat", 8, 20, begin="now+7200")
     # pending on a dependency on a job itself pending (bob's): no estimate, the reason says why
