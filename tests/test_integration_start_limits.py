@@ -39,6 +39,61 @@ def _reasons(slurm, ids: list[str]) -> dict[str, str]:
     return {r[0]: r[1] for r in rows if r[0] in ids}
 
 
+def _runs(slurm) -> dict[str, tuple[int, str]]:
+    """alice's and carol's job: about 40 s, their typical fraction of its limit (sacct's, what the
+    estimate plays; earlier tests on the testbed leave carol 20 s of 2 minutes: a 40-s job of hers
+    was estimated 20 s early), as (run s, limit min)."""
+    frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
+    runs = {}
+    for user in ("alice", "carol"):
+        limit_min = math.ceil(40 / (frac[user] * 60))
+        runs[user] = (round(frac[user] * limit_min * 60), str(limit_min))
+    return runs
+
+
+def _estimated_when_held(slurm, held: dict[str, str], running: list[str]) -> dict:
+    """`start --json` once slurmctld's main pass has given the `held` jobs their reasons and started
+    the `running` ones; every held job estimated (a time, not its reason alone)."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        got = _reasons(slurm, list(held))
+        if got == held and all(_start_of(slurm, j) is not None for j in running):
+            break
+        time.sleep(1)
+    assert got == held, (got, slurm.run("squeue", "-h", "-o", "%i|%u|%q|%T|%r"))
+    p = _cli(slurm, "start", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    ests = {e["job_id"]: e for e in d["jobs"]}
+    assert any(n.startswith(f"association and QOS limits (sacctmgr): {len(held)} pending job(s) held")
+               for n in d["notes"]), d["notes"]
+    for j in held:
+        assert ests[j]["start"] is not None, ests[j]
+    return d
+
+
+def _starts_as_estimated(slurm, d: dict, held: list[str], label: str, *extra) -> None:
+    """Each held job's real start within 15 s of its estimate and in its range (within a backfill
+    cycle); the first two (the same user's) one at a time."""
+    ests = {e["job_id"]: e for e in d["jobs"]}
+    real: dict[str, float] = {}
+    deadline = time.time() + 240
+    while time.time() < deadline and len(real) < len(held):
+        for j in held:
+            if j not in real and (t := _real_start(slurm, j)) is not None:
+                real[j] = t
+        time.sleep(1)
+    assert len(real) == len(held), real
+    now = d["now"]
+    print(f"{label}: real starts from now", {j: round(real[j] - now) for j in held}, "estimates",
+          {j: (round(ests[j]["start"] - now), round(ests[j]["early"] - now), round(ests[j]["late"] - now)) for j in held},
+          *extra)
+    assert real[held[0]] < real[held[1]]  # one at a time
+    for j in held:
+        assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+        assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
+
+
 def test_start_estimates_jobs_held_by_association_and_qos_limits(slurm, tmp_path):
     slurm.cancel_all()
     _give_history(slurm, ("alice", "flat"), ("carol", "chem"))
@@ -48,50 +103,16 @@ def test_start_estimates_jobs_held_by_association_and_qos_limits(slurm, tmp_path
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={QOS}", "set", "MaxJobsPerUser=1")
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=alice", "set", f"qos+={QOS}")
         slurm.run("sacctmgr", "-i", "modify", "account", "where", "name=chem", "set", "GrpTRES=cpu=4")
-        # each job runs its user's typical fraction of its limit (what the estimate plays; earlier tests
-        # on the testbed leave carol 20 s of 2 minutes: a 40-s job of hers was estimated 20 s early)
-        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
-        runs = {}
-        for user in ("alice", "carol"):
-            limit_min = math.ceil(40 / (frac[user] * 60))
-            runs[user] = (round(frac[user] * limit_min * 60), str(limit_min))
+        runs = _runs(slurm)
         alice = [slurm.submit("alice", "flat", 2, runs["alice"][0], time=runs["alice"][1], qos=QOS) for _ in range(3)]
         carol = [slurm.submit("carol", "chem", 2, runs["carol"][0], time=runs["carol"][1]) for _ in range(3)]
         held = {alice[1]: "QOSMaxJobsPerUserLimit", alice[2]: "QOSMaxJobsPerUserLimit", carol[2]: "AssocGrpCpuLimit"}
-        deadline = time.time() + 60
-        while time.time() < deadline:  # slurmctld's main pass gives them their reason
-            got = _reasons(slurm, list(held))
-            if got == held and all(_start_of(slurm, j) is not None for j in (alice[0], carol[0], carol[1])):
-                break
-            time.sleep(1)
-        assert got == held, got
+        d = _estimated_when_held(slurm, held, [alice[0], carol[0], carol[1]])
         squeue_start = {j: slurm.run("squeue", "-h", "-j", j, "-o", "%S").strip() for j in held}
-        p = _cli(slurm, "start", "--json")
-        assert p.returncode == 0, p.stderr
-        d = json.loads(p.stdout)
-        ests = {e["job_id"]: e for e in d["jobs"]}
-        assert any(n.startswith("association and QOS limits (sacctmgr): 3 pending job(s) held") for n in d["notes"]), d["notes"]
-        for j in held:
-            assert ests[j]["start"] is not None, ests[j]
         # why's estimate line for a held job: a time, not the reason alone
         w = _cli(slurm, "why", alice[1])
         assert w.returncode == 0 and "estimated start: in" in w.stdout, (w.stdout, w.stderr)
-        real: dict[str, float] = {}
-        deadline = time.time() + 240
-        while time.time() < deadline and len(real) < len(held):
-            for j in held:
-                if j not in real and (t := _real_start(slurm, j)) is not None:
-                    real[j] = t
-            time.sleep(1)
-        assert len(real) == len(held), real
-        now = d["now"]
-        print("limits: real starts from now", {j: round(real[j] - now) for j in held}, "estimates",
-              {j: (round(ests[j]["start"] - now), round(ests[j]["early"] - now), round(ests[j]["late"] - now)) for j in held},
-              "squeue --start", squeue_start, "runs", runs)
-        assert real[alice[1]] < real[alice[2]]  # one at a time
-        for j in held:
-            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
-            assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
+        _starts_as_estimated(slurm, d, list(held), "limits", "squeue --start", squeue_start, "runs", runs)
         # the replay of the run (capture --history: assoc.txt, qoslimits.txt) holds them as slurmctld
         # did, each job within 10 s; the same capture without the limits starts them at once
         slurm.wait_gone(alice + carol)
@@ -140,47 +161,15 @@ def test_start_estimates_jobs_held_by_a_partition_qos(slurm, tmp_path):
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={BIG}", "set", "Flags=OverPartQOS")
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "set", f"qos+={BIG}")
         slurm.run("scontrol", "update", "PartitionName=normal", f"QOS={PQ}")
-        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
-        runs = {}
-        for user in ("alice", "carol"):
-            limit_min = math.ceil(40 / (frac[user] * 60))
-            runs[user] = (round(frac[user] * limit_min * 60), str(limit_min))
+        runs = _runs(slurm)
         alice = [slurm.submit("alice", "flat", 2, runs["alice"][0], time=runs["alice"][1]) for _ in range(3)]
         carol = [slurm.submit("carol", "chem", 2, runs["carol"][0], time=runs["carol"][1], qos=BIG) for _ in range(3)]
         held = {alice[1]: "QOSMaxJobsPerUserLimit", alice[2]: "QOSMaxJobsPerUserLimit", carol[2]: "QOSMaxJobsPerUserLimit"}
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            got = _reasons(slurm, list(held))
-            if got == held and all(_start_of(slurm, j) is not None for j in (alice[0], carol[0], carol[1])):
-                break
-            time.sleep(1)
-        assert got == held, (got, slurm.run("squeue", "-h", "-o", "%i|%u|%q|%T|%r"))
-        p = _cli(slurm, "start", "--json")
-        assert p.returncode == 0, p.stderr
-        d = json.loads(p.stdout)
-        ests = {e["job_id"]: e for e in d["jobs"]}
-        assert any(n.startswith("association and QOS limits (sacctmgr): 3 pending job(s) held") for n in d["notes"]), d["notes"]
-        for j in held:
-            assert ests[j]["start"] is not None, ests[j]
+        d = _estimated_when_held(slurm, held, [alice[0], carol[0], carol[1]])
         # why names the partition's QOS's limit (its value, and the use) and estimates the job
         w = _cli(slurm, "why", alice[1])
         assert w.returncode == 0 and "estimated start: in" in w.stdout and f"QOS {PQ}, for alice" in w.stdout, (w.stdout, w.stderr)
-        real: dict[str, float] = {}
-        deadline = time.time() + 240
-        while time.time() < deadline and len(real) < len(held):
-            for j in held:
-                if j not in real and (t := _real_start(slurm, j)) is not None:
-                    real[j] = t
-            time.sleep(1)
-        assert len(real) == len(held), real
-        now = d["now"]
-        print("partition QOS: real starts from now", {j: round(real[j] - now) for j in held}, "estimates",
-              {j: (round(ests[j]["start"] - now), round(ests[j]["early"] - now), round(ests[j]["late"] - now)) for j in held},
-              "runs", runs)
-        assert real[alice[1]] < real[alice[2]]  # one at a time
-        for j in held:
-            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
-            assert ests[j]["early"] - 31 <= real[j] <= ests[j]["late"] + 31, (j, ests[j], real[j])
+        _starts_as_estimated(slurm, d, list(held), "partition QOS", "runs", runs)
         slurm.wait_gone(alice + carol)
         cap = tmp_path / "cap"
         capture(slurm.source(), cap, history_s=time.time() - t0 + 1)  # (the partition's QOS still set)
