@@ -241,7 +241,8 @@ def start_cmd(
     pass; squeue --start's answer beside it. A job pending on a
     dependency (afterok, afterany, after) starts in the plan once the job it waits for has ended
     (or started). A job held by an association or QOS limit on running jobs or CPUs (MaxJobs,
-    GrpJobs, GrpTRES=cpu, MaxJobsPU, MaxTRESPU=cpu, ...) starts in the plan when the limit lets it.
+    GrpJobs, GrpTRES=cpu, MaxJobsPU, MaxTRESPU=cpu, ...; its QOS's and its partition's QOS's)
+    starts in the plan when the limit lets it.
     A job that waits for something else (held, another limit) gets that reason instead. Under PrivateData=jobs
     only the jobs squeue shows you are used (docs/start.md). Exit codes: 0 ok; 2 a bad -u/-j;
     3 a Slurm command failed; 6 a -j job is not pending."""
