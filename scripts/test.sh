@@ -37,7 +37,8 @@ par=(); [[ $workers != 0 ]] && par=(-n "$workers" --dist loadgroup)
 # in part-qos-24.11, both replayed in the fast suite)
 on_2605_only=(--deselect tests/test_integration_sim_limits.py::test_replay_applies_a_qos_min_prio_threshold_as_slurmctld
               --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_association_and_qos_limits
-              --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_a_partition_qos)
+              --deselect tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_a_partition_qos
+              --deselect tests/test_integration_start_limits.py::test_a_partition_qos_holds_jobs_before_any_shows_its_reason)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 second=0

@@ -187,3 +187,59 @@ def test_start_estimates_jobs_held_by_a_partition_qos(slurm, tmp_path):
         slurm.run("sacctmgr", "-i", "modify", "user", "where", "name=carol", "set", f"qos-={BIG}", check=False)
         for q in (PQ, BIG):
             slurm.run("sacctmgr", "-i", "delete", "qos", q, check=False)
+
+
+def test_a_partition_qos_holds_jobs_before_any_shows_its_reason(slurm):
+    """The partition normal's QOS (MaxJobsPerUser=1) and fsadmin's (another QOS, fscbig). dave's
+    job fills the node; carol's two 1-CPU jobs wait behind it with Resources / Priority: no job
+    shows a limit's reason yet, yet the partition's QOS will hold her second one until her first
+    ends (an outside tester's case: the limits were read only once a job showed one, and both were
+    estimated at dave's end). root's job in normal,fsadmin, whose QOSes differ, gets a reason, not a
+    time (slurmctld tries each partition with its own QOS; the plan plays one)."""
+    slurm.cancel_all()
+    _give_history(slurm, ("carol", "chem"), ("dave", "flat"))
+    try:
+        for q, limit in ((PQ, "1"), (BIG, "2")):
+            slurm.run("sacctmgr", "-i", "add", "qos", q, check=False)
+            slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={q}", "set", f"MaxJobsPerUser={limit}")
+        slurm.run("scontrol", "update", "PartitionName=normal", f"QOS={PQ}")
+        slurm.run("scontrol", "update", "PartitionName=fsadmin", f"QOS={BIG}")
+        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
+        run = {u: (round(frac[u] * math.ceil(30 / (frac[u] * 60)) * 60), str(math.ceil(30 / (frac[u] * 60))))
+               for u in ("carol", "dave")}
+        big = slurm.submit("dave", "flat", 128, run["dave"][0], time=run["dave"][1])
+        deadline = time.time() + 60
+        while _start_of(slurm, big) is None and time.time() < deadline:
+            time.sleep(0.5)
+        carol = [slurm.submit("carol", "chem", 1, run["carol"][0], time=run["carol"][1]) for _ in range(2)]
+        both = slurm.submit("root", "root", 1, 20, partition="normal,fsadmin")
+        time.sleep(3)
+        reasons = _reasons(slurm, carol)
+        assert not set(reasons.values()) & {"QOSMaxJobsPerUserLimit"}, reasons  # (no limit's reason yet)
+        p = _cli(slurm, "start", "--json")
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        ests = {e["job_id"]: e for e in d["jobs"]}
+        e0, e1 = ests[carol[0]], ests[carol[1]]
+        assert e0["start"] is not None and e1["start"] is not None, (e0, e1)
+        assert e1["start"] >= e0["start"] + run["carol"][0] - 5, (e0, e1)  # her second after her first
+        assert ests[both]["start"] is None and "partitions' QOSes differ" in ests[both]["reason"], ests[both]
+        real: dict[str, float] = {}
+        deadline = time.time() + 240
+        while time.time() < deadline and len(real) < 2:
+            for j in carol:
+                if j not in real and (t := _real_start(slurm, j)) is not None:
+                    real[j] = t
+            time.sleep(1)
+        now = d["now"]
+        print("partition QOS before a reason: real", {j: round(real[j] - now) for j in real}, "estimates",
+              {j: round(ests[j]["start"] - now) for j in carol}, "reasons then", reasons, "runs", run)
+        assert len(real) == 2, real
+        for j in carol:
+            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+    finally:
+        slurm.cancel_all()
+        for part in ("normal", "fsadmin"):
+            slurm.run("scontrol", "update", f"PartitionName={part}", "QOS=", check=False)
+        for q in (PQ, BIG):
+            slurm.run("sacctmgr", "-i", "delete", "qos", q, check=False)

@@ -219,3 +219,37 @@ def test_the_replay_holds_jobs_to_their_partition_s_qos_as_slurmctld_did(tmp_pat
     nf = fidelity.replay(flat)
     s = sorted(round(nf[j] - real[j]["arrival"]) for j in mine[3:])
     assert s[1] - s[0] >= 35 and s[2] - s[1] >= 35, s  # one at a time
+
+
+REL = Path(__file__).parent / "data" / "captures" / "relative-qos-24.11"
+
+
+def test_a_relative_qos_s_limits_are_a_share_of_its_partition_s_cpus(tmp_path):
+    """tests/data/captures/relative-qos-24.11 (an outside tester's run on Slurm 24.11.5): the
+    partition normal's QOS pqr, Flags=Relative, GrpTRES=cpu=5: slurmctld makes it 5% of the
+    partition's 128 CPUs, 6 (assoc_mgr.c: at most 100, times the count, / 100, rounded down).
+    carol's eight 1-CPU jobs 97-104: six started at once (+1 s), 103 at the first end (+22), 104 at
+    the next (+42). The replay: each within 2 s (+0 x 6, +20, +40); read as 5 CPUs (the flag
+    dropped), 102 waits too. The capture's earlier jobs ran under other partition QOSes than
+    partitions.txt's last one: not compared."""
+    from fscontrol.model import acctpolicy
+    from fscontrol.slurm import tres
+
+    mine = [str(j) for j in range(97, 105)]
+    real = fidelity.real_starts(REL)
+    assert [round(real[j]["start"] - real[j]["arrival"]) for j in mine] == [1] * 6 + [22, 42]
+    sim = fidelity.replay(REL)
+    assert max(abs(sim[j] - real[j]["start"]) for j in mine) <= 2, {j: round(sim[j] - real[j]["arrival"]) for j in mine}
+    flat = tmp_path / "absolute"
+    shutil.copytree(REL, flat)
+    for f in ("qoslimits.txt", "qos.txt"):
+        (flat / f).write_text((REL / f).read_text().replace("Relative", ""))
+    old = fidelity.replay(flat)
+    assert sum(1 for j in mine if old[j] - real[j]["arrival"] <= 5) == 5  # (5 at once, not 6)
+    # the rule, by hand: 5% of 128 is 6.4, rounded down; a share over 100% is 100%; a Relative QOS that
+    # is no partition's QOS keeps its numbers
+    rows = [tres.AssocLimits("pqr", "", "", {"GrpTRES": {"cpu": 5.0}, "MaxTRESPU": {"cpu": 150.0}}, {"GrpJobs": 50}),
+            tres.AssocLimits("loose", "", "", {"GrpTRES": {"cpu": 5.0}}, {})]
+    got = {q.account: q for q in acctpolicy.relative(rows, {"pqr", "loose"}, {"normal": "PQR"}, {"normal": 128})}
+    assert got["pqr"].tres == {"GrpTRES": {"cpu": 6}, "MaxTRESPU": {"cpu": 128}} and got["pqr"].jobs == {"GrpJobs": 50}
+    assert got["loose"].tres == {"GrpTRES": {"cpu": 5.0}}

@@ -113,7 +113,7 @@ def test_slurmctld_s_nodes_busy_description_is_resources(desc):
     assert e.start == NOW + 500 and not e.reason
 
 
-@pytest.mark.parametrize("args", [["-j", "12x"], ["-j", ","], ["-u", ","]])
+@pytest.mark.parametrize("args", [["-j", "12x"], ["-j", ","], ["-u", ","], ["-j", "1,,"], ["-u", "no_such_user_x"]])
 def test_bad_input_is_one_line_and_exit_2(args, capsys):
     from fscontrol.cli.main import exit_code
 

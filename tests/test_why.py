@@ -89,7 +89,7 @@ def test_slurm_reasons_in_plain_words_and_unknown_ones_verbatim():
     assert cat == "limit" and text.startswith("an association limit of your user or of an account above it")
     assert "CPUs in use of all the jobs under it together" in text
     cat, text = reasons.plain_reason("QOSMaxJobsPerUserLimit")
-    assert cat == "limit" and "the job's QOS caps the jobs running for one user" in text
+    assert cat == "limit" and "the job's QOS (or its partition's QOS) caps the jobs running for one user" in text
     assert reasons.plain_reason("AssocMaxWallDurationPerJobLimit")[0] == "never"
     assert "decay" in reasons.plain_reason("AssocGrpCPUMinutesLimit")[1]
     assert "running jobs" in reasons.plain_reason("QOSGrpCPURunMinutesLimit")[1]

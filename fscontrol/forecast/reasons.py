@@ -83,11 +83,11 @@ TOPOLOGY_REASONS = (
     "Exceeded maximum node limit during topology allocation", "No available nodes in topology",
 )
 
-_WHO = {"Assoc": "your association (your user in this account)", "QOS": "the job's QOS"}
+_WHO = {"Assoc": "your association (your user in this account)", "QOS": "the job's QOS (or its partition's QOS)"}
 # squeue's AssocGrp* reasons do not say which level of the tree set the limit: a Grp* limit set on
 # an account counts the jobs of all its users (and sub-accounts) together
 _WHO_GRP = {"Assoc": "an association limit of your user or of an account above it (Grp* limits count the whole "
-                     "account's jobs)", "QOS": "the job's QOS"}
+                     "account's jobs)", "QOS": "the job's QOS (or its partition's QOS)"}
 _BASE = (  # longest first
     ("SubmitJobs", "jobs submitted (pending and running)"), ("SubmitJob", "jobs submitted (pending and running)"),
     ("WallDuration", "wall time"), ("Billing", "billing units (TRESBillingWeights)"), ("License", "licenses"),

@@ -546,6 +546,7 @@ def estimate(jobs: Sequence[StartJob], *, now: float, total_cpus: int, sched: Sl
             playable.append(j)
     if limits is not None:  # a job squeue shows held by a limit the limits read do not hold now: its reason
         _, held = startlimits.bind(limits[0], limits[1], playable, run_jobs, limits[2])
+        held.update({j.job_id: limits[3][j.job_id] for j in playable if len(limits) > 3 and j.job_id in limits[3]})
         reason_of = {j.job_id: j.reason for j in playable}
         for x, why_ in held.items():
             out[x].reason = why_ if why_.startswith("never") else f"waits for {reason_of[x]}: {why_}"
@@ -733,8 +734,8 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     thresh, tnote = read_prio_thresh(source, pairs, jobs)
     if tnote:
         notes.append(tnote)
-    lim, jqos, lnote = startlimits.read(source, pairs, jobs)  # (only where a pending job is held by one)
-    limits = (lim, jqos, bool(private_jobs)) if lim is not None else None
+    lim, jqos, lnote, apart = startlimits.read(source, pairs, jobs)  # (only where a pending job is held by one)
+    limits = (lim, jqos, bool(private_jobs), apart) if lim is not None else None
     if lnote:
         notes.append(lnote)
     elif lim is not None:

@@ -277,28 +277,51 @@ def bind(limits: Limits, qos: Mapping[str, str], pending: Sequence, running: Seq
     return c, held
 
 
-def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | None, dict[str, str], str]:
+def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | None, dict[str, str], str, dict[str, str]]:
     """(the limits, each job's QOSes as their limits apply (acctpolicy.qos_order: its partition's QOS
-    and its own), a note) on `source` (LiveSlurm), read only where a pending job is held by one of
-    REASONS (their cost: two sacctmgr reads, squeue and scontrol show partition); a failed or
+    and its own), a note, {pending job id: why it is not estimated}) on `source` (LiveSlurm), read
+    where a pending job is held by one of REASONS or a pending job's partition has a QOS (its limits
+    hold jobs before any shows a reason: an outside tester's case); their cost: two sacctmgr reads,
+    squeue and scontrol show partition. A Relative QOS's limits are made absolute against its
+    partition's CPUs (acctpolicy.relative). A job of several partitions whose QOSes differ is not
+    estimated (slurmctld tries each partition with its own QOS; the plan plays one). A failed or
     garbled command leaves the limits out (the jobs keep their reasons) and the note says so."""
     from fscontrol.errors import ParseError, SlurmCommandError
     from fscontrol.forecast.startqueue import parse_job_qos
-    from fscontrol.model.acctpolicy import model, qos_order
+    from fscontrol.model.acctpolicy import model, qos_order, relative
     from fscontrol.slurm import parse, tres
     from fscontrol.slurm.partitions import PARTITIONS_ARGS, parse_partitions
 
-    if not any(j.state == "PENDING" and j.reason in REASONS for j in jobs):
-        return None, {}, ""
+    pend = [j for j in jobs if j.state == "PENDING"]
     try:
+        if not any(j.reason in REASONS for j in pend):
+            if not pend:
+                return None, {}, "", {}
+            parts = parse_partitions(source.run(PARTITIONS_ARGS).stdout)
+            pq = {p.name for p in parts if p.qos}
+            if not any(x in pq for j in pend for x in j.partition.split(",")):
+                return None, {}, "", {}
+        else:
+            parts = parse_partitions(source.run(PARTITIONS_ARGS).stdout)
         assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
         text, cmd = source.run(tres.QOS_LIMITS_ARGS).stdout, " ".join(tres.QOS_LIMITS_ARGS)
         qoss = tres.parse_qos_limits(text, cmd)
         over = parse.parse_qos_over_part(text, cmd)
+        rel = parse.parse_qos_flagged(text, "Relative", cmd)
         jq = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
-        part_qos = {p.name: p.qos for p in parse_partitions(source.run(PARTITIONS_ARGS).stdout)}
     except (SlurmCommandError, ParseError) as e:
-        return None, {}, f"association and QOS limits not read ({e}): the jobs they hold keep their reason"
+        return None, {}, f"association and QOS limits not read ({e}): the jobs they hold keep their reason", {}
+    part_qos = {p.name: p.qos for p in parts}
+    if rel:
+        qoss = relative(qoss, rel, part_qos, {p.name: p.cpus for p in parts})
     qos = {j.job_id: qos_order(jq.get(j.job_id, ""), j.partition, part_qos, over) for j in jobs}
+    limited = {q.account.lower() for q in qoss if q.jobs or any(q.tres.values())}
+    apart = {}
+    for j in pend:
+        ps = [x for x in j.partition.split(",") if x]
+        qs = {part_qos.get(x, "").lower() for x in ps}
+        if len(qs) > 1 and qs & limited:
+            apart[j.job_id] = ("its partitions' QOSes differ (" + ", ".join(f"{x}: {part_qos.get(x) or 'none'}" for x in ps)
+                               + "), and slurmctld tries each partition with its own: not estimated")
     keys = {(j.account, j.user, qos[j.job_id]) for j in jobs}
-    return model(assocs, qoss, keys), qos, ""
+    return model(assocs, qoss, keys), qos, "", apart

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # squeue's reasons for the limits modelled (slurm_protocol_defs.c job_reason_string): the kinds of
@@ -221,6 +221,25 @@ def model(assocs: Sequence, qoss: Sequence, keys: set[tuple[str, str, str]]) -> 
                                                                    f"qos {name}, account {a_}")),
                                 f"association {a_}/{u_}", *(f"account {r.account}" for r in chain if not r.user))
     return Limits(of, own, scopes)
+
+
+def relative(qoss: Sequence, rel: Collection[str], part_qos: Mapping[str, str], part_cpus: Mapping[str, int]) -> list:
+    """parse_qos_limits' rows with the QOSes flagged Relative (`rel`) made absolute as slurmctld
+    does (assoc_mgr.c `_foreach_tres_pos_set_cnt`: each TRES limit, at most 100, times the count
+    of the partition whose QOS it is, / 100, rounded down: GrpTRES=cpu=5 on 128 CPUs is 6); a
+    Relative QOS that is no partition's QOS keeps its numbers (slurmctld's relative count is
+    unset), limits on jobs too."""
+    home = {q.lower(): p for p, q in part_qos.items() if q}
+    rl = {x.lower() for x in rel}
+    out = []
+    for q in qoss:
+        p = home.get(q.account.lower())
+        if q.account.lower() in rl and p is not None and part_cpus.get(p):
+            c = int(part_cpus[p])
+            q = replace(q, tres={k: ({**v, "cpu": int(min(float(v["cpu"]), 100.0)) * c // 100} if "cpu" in v else v)
+                                 for k, v in q.tres.items()})
+        out.append(q)
+    return out
 
 
 def qos_order(qos: str, partition: str, part_qos: Mapping[str, str], over: Collection[str]) -> str:

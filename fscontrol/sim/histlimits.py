@@ -53,11 +53,14 @@ def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str, parts: dict[s
     qoss = tres.parse_qos_limits(text, cmd)
     # each job's QOSes in slurmctld's order (its partition's QOS and its own: acctpolicy.qos_order),
     # OverPartQOS from either file's Flags (qos.txt has them; qoslimits.txt since 2026-11-29)
-    over = parse.parse_qos_over_part(text, cmd)
+    over, rel = parse.parse_qos_over_part(text, cmd), parse.parse_qos_flagged(text, "Relative", cmd)
     if (d / "qos.txt").is_file():
-        over |= parse.parse_qos_over_part((d / "qos.txt").read_text(),
-                                          " ".join(commands.get("qos", {}).get("argv") or ["sacctmgr show qos"]))
+        qtext, qcmd = (d / "qos.txt").read_text(), " ".join(commands.get("qos", {}).get("argv") or ["sacctmgr show qos"])
+        over |= parse.parse_qos_over_part(qtext, qcmd)
+        rel |= parse.parse_qos_flagged(qtext, "Relative", qcmd)
     part_qos = {name: str(p.get("qos") or "") for name, p in (parts or {}).items()}
+    if rel:  # (a Relative QOS's limits: a share of its partition's CPUs)
+        qoss = acctpolicy.relative(qoss, rel, part_qos, {name: int(p.get("cpus") or 0) for name, p in (parts or {}).items()})
     keys = [(j.account, j.user, acctpolicy.qos_order(j.qos or "normal", j.partition or "", part_qos, over)) for j in jobs]
     lim = acctpolicy.model(assocs, qoss, set(keys))
     c = acctpolicy.counts(lim, keys, [j.size for j in jobs])

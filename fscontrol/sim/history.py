@@ -425,7 +425,7 @@ def _partitions(d: Path, commands: dict) -> dict[str, dict[str, int]]:
     from fscontrol.slurm.partitions import parse_partitions
 
     ps = parse_partitions(path.read_text(), " ".join(commands.get("partitions", {}).get("argv") or ["scontrol"]))
-    return {p.name: {"tier": p.tier, "job_factor": p.job_factor, "qos": p.qos} for p in ps}
+    return {p.name: {"tier": p.tier, "job_factor": p.job_factor, "qos": p.qos, "cpus": p.cpus} for p in ps}
 
 
 def read_history(

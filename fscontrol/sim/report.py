@@ -157,7 +157,7 @@ def format_report(result: SimResult, *, by: str = "account", top: int | None = 2
             kinds = sorted(set(lim.get("kinds") or ()))
             lines.append(f"limits: {len(lim.get('jobs') or ())} association and QOS limit(s) on running jobs and CPUs "
                          f"({', '.join(kinds)}) over {held:,} jobs, as slurmctld applies them (a held job is passed by, "
-                         "with no backfill plan); other limits (memory, GPUs, TRES-minutes, a partition's QOS) are not")
+                         "with no backfill plan; a partition's QOS's too); other limits (memory, GPUs, TRES-minutes) are not")
         lag = w.meta.get("completion_lag_s")
         if lag:
             lines.append(f"a job's CPUs free {lag:g} s after its end (its completion, as the capture's starts show)")

@@ -838,14 +838,18 @@ def parse_qos(text: str, command: str = " ".join(QOS_ARGS)) -> tuple[QosRow, ...
     )
 
 
-def parse_qos_over_part(text: str, command: str = " ".join(QOS_ARGS)) -> frozenset[str]:
-    """The QOSes with the OverPartQOS flag (their limits before the partition QOS's), from the
-    `Flags` column; none without it."""
+def parse_qos_flagged(text: str, flag: str, command: str = " ".join(QOS_ARGS)) -> frozenset[str]:
+    """The QOSes with `flag` (OverPartQOS, Relative, ...) in the `Flags` column; none without it."""
     header, rows = _table(text, command, ("Name",))
     if "Flags" not in header:
         return frozenset()
     k, n = header.index("Flags"), header.index("Name")
-    return frozenset(f[n].strip() for _, f in rows if "overpartqos" in {x.strip().lower() for x in f[k].split(",")})
+    return frozenset(f[n].strip() for _, f in rows if flag.lower() in {x.strip().lower() for x in f[k].split(",")})
+
+
+def parse_qos_over_part(text: str, command: str = " ".join(QOS_ARGS)) -> frozenset[str]:
+    """The QOSes with the OverPartQOS flag (their limits before the partition QOS's)."""
+    return parse_qos_flagged(text, "OverPartQOS", command)
 
 
 def parse_qos_min_prio(text: str, command: str = " ".join(QOS_ARGS)) -> dict[str, int]:

@@ -25,6 +25,7 @@ class Partition:
     job_factor: int  # PriorityJobFactor
     nodes: str  # scontrol's host list ("tbnode[1-4]"), "" for none
     qos: str = ""  # the partition's QOS (QoS=; "" for N/A)
+    cpus: int = 0  # its CPUs (TotalCPUs=; 0 where not shown): what a Relative QOS's limits are a share of
 
 
 def parse_partitions(text: str, command: str = " ".join(PARTITIONS_ARGS)) -> list[Partition]:
@@ -39,5 +40,7 @@ def parse_partitions(text: str, command: str = " ".join(PARTITIONS_ARGS)) -> lis
             raise ParseError(command, "PriorityTier and PriorityJobFactor must be integers", no, line) from None
         nodes = kv.get("Nodes", "")
         qos = kv.get("QoS", "")
-        out.append(Partition(name, tier, factor, "" if nodes == "(null)" else nodes, "" if qos in ("N/A", "(null)") else qos))
+        cpus = kv.get("TotalCPUs", "0")
+        out.append(Partition(name, tier, factor, "" if nodes == "(null)" else nodes, "" if qos in ("N/A", "(null)") else qos,
+                             int(cpus) if cpus.isdigit() else 0))
     return out
