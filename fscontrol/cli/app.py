@@ -226,17 +226,6 @@ def why(
     typer.echo(_json(data) if json_out else whymod.format_all(data))
 
 
-def _known_user(name: str) -> bool:
-    """A name (or uid) the host knows, as squeue -u reads it (getpwnam: "Invalid user" otherwise)."""
-    import pwd
-
-    try:
-        pwd.getpwnam(name)
-        return True
-    except KeyError:
-        return name.isdigit()
-
-
 @app.command("start")
 def start_cmd(
     user: Annotated[Optional[str], typer.Option("--user", "-u", help="Only these users' jobs (comma-separated), as squeue -u.")] = None,
@@ -261,20 +250,9 @@ def start_cmd(
     import time
 
     from fscontrol.forecast import start as startmod, startview
-    from fscontrol.forecast.why import is_job_id
 
     try:
-        ids = None if jobs is None else {x.strip() for x in jobs.split(",")}
-        if ids is not None and not all(is_job_id(x) for x in ids):  # (an empty one too: "1,,")
-            raise ConfigError(f"-j {jobs!r}: not a comma-separated list of job ids")
-        users = None if user is None else {x.strip() for x in user.split(",")}
-        if users is not None and not all(users):
-            raise ConfigError(f"-u {user!r}: an empty user name")
-        unknown = sorted(u for u in users or () if not _known_user(u))
-        if unknown:  # (squeue -u refuses them: "Invalid user")
-            raise ConfigError(f"-u: no such user: {', '.join(unknown)}")
-        data = startmod.read_live(_source("live", cluster), now=time.time(), users=users, job_ids=ids,
-                                  me=getpass.getuser())
+        data = startmod.read_asked(_source("live", cluster), user, jobs, now=time.time(), me=getpass.getuser())
     except FscontrolError as e:
         raise _fail(e) from None
     typer.echo(_json(data) if json_out else startview.render(data))

@@ -38,6 +38,7 @@ from fscontrol.errors import EstimateTooCostly, NotFoundError
 from fscontrol.forecast import resvplan, startdeps, startfs, startlimits, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, WAITING, StartJob, gpu_count,
+    selection,
     age_params, parse_fractions, parse_job_gpus, parse_queue, parse_sinfo, parse_sinfo_gpus, pending_row, read_prio_thresh)
 from fscontrol.sim.slurmsched import SlurmSched, backfill_starts, bf_tested
 
@@ -660,6 +661,12 @@ def to_dict(ests: Sequence[Estimate], *, now: float, sched: SlurmSched, notes: l
                       "partition": e.extra.get("partition"), "pool": e.extra.get("pool"),
                       "dependency": e.extra.get("dependency")}
                      for e in ests]}
+
+
+def read_asked(source, user: str | None, jobs: str | None, *, now: float, me: str | None = None) -> dict:
+    """`fscontrol start`: its -u and -j checked (startqueue.selection), then read_live."""
+    users, ids = selection(user, jobs)
+    return read_live(source, now=now, users=users, job_ids=ids, me=me)
 
 
 def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set[str] | None = None,

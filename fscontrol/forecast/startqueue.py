@@ -5,6 +5,7 @@ CPUs and GPUs, squeue's GPUs).
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,45 @@ NODES_BUSY_DESC = "Nodes required for job are DOWN, DRAINED"
 def waiting(reason: str) -> bool:
     """Whether squeue's reason (%r) leaves only priority and resources between a job and its start."""
     return reason in WAITING or reason.startswith(NODES_BUSY_DESC)
+
+
+MAX_JOB_ID = 2**32 - 1  # Slurm's job ids are uint32_t
+_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+|\+[0-9]+)?", re.ASCII)
+
+
+def is_job_id(job_id: str) -> bool:
+    """A job id as squeue prints it: ASCII digits (str.isdigit also takes other scripts' digits,
+    which Slurm does not), 1..2^32-1, with an array task (_N) or a het component (+N)."""
+    if not _JOB_ID.fullmatch(job_id):
+        return False
+    head, *rest = (int(x) for x in re.split(r"[_+]", job_id))
+    return 1 <= head <= MAX_JOB_ID and all(x <= MAX_JOB_ID for x in rest)
+
+
+def selection(user: str | None, jobs: str | None) -> tuple[set[str] | None, set[str] | None]:
+    """`start`'s -u and -j (comma-separated, as squeue's) as (users, job ids), None for all; a job
+    id that is not one, an empty item ("1,,") or a user the host does not know (squeue -u: "Invalid
+    user") raises ConfigError."""
+    import pwd
+
+    from fscontrol.errors import ConfigError
+
+    ids = None if jobs is None else {x.strip() for x in jobs.split(",")}
+    if ids is not None and not all(is_job_id(x) for x in ids):
+        raise ConfigError(f"-j {jobs!r}: not a comma-separated list of job ids")
+    users = None if user is None else {x.strip() for x in user.split(",")}
+    if users is not None and not all(users):
+        raise ConfigError(f"-u {user!r}: an empty user name")
+    unknown = []
+    for u in sorted(users or ()):
+        try:
+            pwd.getpwnam(u)
+        except KeyError:
+            if not u.isdigit():  # (a uid: squeue takes one)
+                unknown.append(u)
+    if unknown:
+        raise ConfigError(f"-u: no such user: {', '.join(unknown)}")
+    return users, ids
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 __all__ = ["hm", "why_line", "render"]
 
 
+
 def hm(t: float | None, now: float) -> str:
     if t is None:
         return "-"

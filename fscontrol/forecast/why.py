@@ -22,6 +22,7 @@ from fscontrol.slurm.assocmgr import MAX_LEVELS as _MAX_LEVELS
 from fscontrol.slurm import jobid, privatedata
 from fscontrol.slurm.jobid import job_state  # noqa: F401 (why.job_state; start uses it too)
 from fscontrol.slurm.assocmgr import assoc_mgr_args, limit_field, limit_values, parse_assoc_mgr  # noqa: F401 (why.*)
+from fscontrol.forecast.startqueue import MAX_JOB_ID, is_job_id  # noqa: F401  (why.is_job_id: its callers)
 
 # sprio's format letters common to Slurm 22.05 .. 24.11 (24.11 adds %o account and %n QOS name)
 SPRIO_WHY_FORMAT = "%i|%u|%r|%Y|%S|%A|%a|%B|%b|%F|%f|%J|%j|%P|%p|%Q|%q|%N"
@@ -204,17 +205,6 @@ def count_ahead(squeue_text: str, job_id: str, priority: float) -> tuple[int, in
     return ahead, others
 
 
-MAX_JOB_ID = 2**32 - 1  # Slurm's job ids are uint32_t
-_JOB_ID = re.compile(r"[0-9]+(?:_[0-9]+|\+[0-9]+)?", re.ASCII)
-
-
-def is_job_id(job_id: str) -> bool:
-    """A job id as squeue prints it: ASCII digits (str.isdigit also takes other scripts' digits,
-    which Slurm does not), 1..2^32-1, with an array task (_N) or a het component (+N)."""
-    if not _JOB_ID.fullmatch(job_id):
-        return False
-    head, *rest = (int(x) for x in re.split(r"[_+]", job_id))
-    return 1 <= head <= MAX_JOB_ID and all(x <= MAX_JOB_ID for x in rest)
 
 
 def not_pending(job_id: str, state: str | None, reason: str | None, jobs_private: bool = False) -> NotFoundError:
