@@ -168,7 +168,8 @@ def test_start_estimates_jobs_held_by_a_partition_qos(slurm, tmp_path):
         d = _estimated_when_held(slurm, held, [alice[0], carol[0], carol[1]])
         # why names the partition's QOS's limit (its value, and the use) and estimates the job
         w = _cli(slurm, "why", alice[1])
-        assert w.returncode == 0 and "estimated start: in" in w.stdout and f"QOS {PQ}, for alice" in w.stdout, (w.stdout, w.stderr)
+        assert w.returncode == 0 and "estimated start: in" in w.stdout and f"QOS {PQ}, for alice" in w.stdout, (
+            w.stdout, w.stderr)
         _starts_as_estimated(slurm, d, list(held), "partition QOS", "runs", runs)
         slurm.wait_gone(alice + carol)
         cap = tmp_path / "cap"

@@ -3,9 +3,10 @@ rules played through the plan.
 
 A job squeue shows held by one of these limits (`REASONS`) is played only when the counters agree it
 is held now; else (usage of jobs PrivateData hides, a limit not modelled, ...) it keeps the reason.
-A job's limits are its QOS's and its partition's QOS's, in slurmctld's order (acctpolicy.qos_order). Under PrivateData=jobs only the user's own limits are counted (MaxJobs, their association's
-Grp limits, MaxJobsPU, MaxTRESPU): the others count jobs the user cannot see. `Gate` is a plan's
-view of them (held jobs parked until their limit has room).
+A job's limits are its QOS's and its partition's QOS's, in slurmctld's order (acctpolicy.qos_order).
+Under PrivateData=jobs only the user's own limits are counted (MaxJobs, their association's Grp
+limits, MaxJobsPU, MaxTRESPU): the others count jobs the user cannot see. `Gate` is a plan's view of
+them (held jobs parked until their limit has room).
 
 Pure but `read` (which runs sacctmgr and squeue).
 """
@@ -45,7 +46,8 @@ class Gate:
         self.hd = [0] * n  # job -> that limit's downs then
         self.fa = [-1] * n  # job -> `adds` when it was found not held (it stays so until a start adds use)
         self.adds = 0  # starts counted so far
-        self.parked: dict[tuple[int, int], list[int]] = {}  # (limit, CPUs; 0 under a limit on running jobs alone) -> the jobs it held, in the plan's order
+        # (limit, CPUs; 0 under a limit on running jobs alone) -> the jobs it held, in the plan's order
+        self.parked: dict[tuple[int, int], list[int]] = {}
         self.groups: dict[int, set[int]] = {}  # limit -> the CPUs of its lists
         self.head: dict[tuple[int, int], int] = {}  # (limit, CPUs) -> its list's first entry that may still be held
         self.incoming: dict[int, list[int]] = {}  # limit -> jobs parked since its list was last walked
@@ -278,14 +280,15 @@ def bind(limits: Limits, qos: Mapping[str, str], pending: Sequence, running: Seq
 
 
 def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | None, dict[str, str], str, dict[str, str]]:
-    """(the limits, each job's QOSes as their limits apply (acctpolicy.qos_order: its partition's QOS
-    and its own), a note, {pending job id: why it is not estimated}) on `source` (LiveSlurm), read
-    where a pending job is held by one of REASONS or a pending job's partition has a QOS (its limits
-    hold jobs before any shows a reason: an outside tester's case); their cost: two sacctmgr reads,
-    squeue and scontrol show partition. A Relative QOS's limits are made absolute against its
-    partition's CPUs (acctpolicy.relative). A job of several partitions whose QOSes differ is not
-    estimated (slurmctld tries each partition with its own QOS; the plan plays one). A failed or
-    garbled command leaves the limits out (the jobs keep their reasons) and the note says so."""
+    """(the limits, each job's QOSes as their limits apply (acctpolicy.qos_order: its partition's QOS and
+    its own), a note, {pending job id: why it is not estimated}) on `source` (LiveSlurm), read where
+    a pending job is held by one of REASONS or a pending job's partition has a QOS that sets a limit
+    (its limits hold jobs before any shows a reason: an outside tester's case); their cost: scontrol
+    show partition, then two sacctmgr reads and squeue (the associations only where needed). A
+    Relative QOS's limits are made absolute against its partition's CPUs (acctpolicy.relative). A
+    job of several partitions whose QOSes differ is not estimated (slurmctld tries each partition
+    with its own QOS; the plan plays one). A failed or garbled command leaves the limits out (the
+    jobs keep their reasons) and the note says so."""
     from fscontrol.errors import ParseError, SlurmCommandError
     from fscontrol.forecast.startqueue import parse_job_qos
     from fscontrol.model.acctpolicy import model, qos_order, relative
@@ -293,29 +296,28 @@ def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | Non
     from fscontrol.slurm.partitions import PARTITIONS_ARGS, parse_partitions
 
     pend = [j for j in jobs if j.state == "PENDING"]
+    if not pend:
+        return None, {}, "", {}
+    held = any(j.reason in REASONS for j in pend)
     try:
-        if not any(j.reason in REASONS for j in pend):
-            if not pend:
-                return None, {}, "", {}
-            parts = parse_partitions(source.run(PARTITIONS_ARGS).stdout)
-            pq = {p.name for p in parts if p.qos}
-            if not any(x in pq for j in pend for x in j.partition.split(",")):
-                return None, {}, "", {}
-        else:
-            parts = parse_partitions(source.run(PARTITIONS_ARGS).stdout)
-        assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
+        parts = parse_partitions(source.run(PARTITIONS_ARGS).stdout)
+        part_qos = {p.name: p.qos for p in parts}
+        if not held and not any(part_qos.get(x) for j in pend for x in j.partition.split(",")):
+            return None, {}, "", {}
         text, cmd = source.run(tres.QOS_LIMITS_ARGS).stdout, " ".join(tres.QOS_LIMITS_ARGS)
         qoss = tres.parse_qos_limits(text, cmd)
+        limited = {q.account.lower() for q in qoss if q.jobs or any(q.tres.values())}
+        if not held and not any(part_qos.get(x, "").lower() in limited for j in pend for x in j.partition.split(",")):
+            return None, {}, "", {}  # (a partition's QOS without limits: the associations are not read, 100k at a large site)
         over = parse.parse_qos_over_part(text, cmd)
         rel = parse.parse_qos_flagged(text, "Relative", cmd)
+        assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
         jq = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
     except (SlurmCommandError, ParseError) as e:
         return None, {}, f"association and QOS limits not read ({e}): the jobs they hold keep their reason", {}
-    part_qos = {p.name: p.qos for p in parts}
     if rel:
         qoss = relative(qoss, rel, part_qos, {p.name: p.cpus for p in parts})
     qos = {j.job_id: qos_order(jq.get(j.job_id, ""), j.partition, part_qos, over) for j in jobs}
-    limited = {q.account.lower() for q in qoss if q.jobs or any(q.tres.values())}
     apart = {}
     for j in pend:
         ps = [x for x in j.partition.split(",") if x]

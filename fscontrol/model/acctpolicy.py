@@ -1,15 +1,16 @@
 """Association and QOS limits on running jobs and CPUs, as slurmctld applies them (pure).
 
-slurmctld holds a pending job back while starting it would put one of its limits over (acct_policy.c):
-the running jobs of its association (MaxJobs, GrpJobs), of each account above it (GrpJobs) and
-their CPUs (GrpTRES=cpu=N); its QOS's (GrpJobs, GrpTRES=cpu), the user's in that QOS (MaxJobsPU,
-MaxTRESPU=cpu), the account's in it (MaxJobsPA, MaxTRESPA=cpu); and its partition's QOS's, read
-before the job's own QOS's unless that one has OverPartQOS (`qos_order`: of each kind the first
-QOS that sets one applies). A QOS's limit of a kind masks the associations' of that kind (`qos_rec.grp_jobs == INFINITE && ...`; MaxJobsPU or MaxJobsPA mask
-MaxJobs); an account's MaxJobs is the default of the associations below it that set none (slurmctld
-propagates it). Such a job is passed by, never stopping the main pass, and backfill makes no plan
-for it (backfill.c: `acct_policy_job_runnable_pre_select` / `_post_select`, `continue`); it starts
-once a job of the limit ends, if it is then first.
+slurmctld holds a pending job back while starting it would put one of its limits over
+(acct_policy.c): the running jobs of its association (MaxJobs, GrpJobs), of each account above it
+(GrpJobs) and their CPUs (GrpTRES=cpu=N); its QOS's (GrpJobs, GrpTRES=cpu), the user's in that QOS
+(MaxJobsPU, MaxTRESPU=cpu), the account's in it (MaxJobsPA, MaxTRESPA=cpu); and its partition's
+QOS's, read before the job's own QOS's unless that one has OverPartQOS (`qos_order`: of each kind
+the first QOS that sets one applies). A QOS's limit of a kind masks the associations' of that kind
+(`qos_rec.grp_jobs == INFINITE && ...`; MaxJobsPU or MaxJobsPA mask MaxJobs); an account's MaxJobs
+is the default of the associations below it that set none (slurmctld propagates it). Such a job is
+passed by, never stopping the main pass, and backfill makes no plan for it (backfill.c:
+`acct_policy_job_runnable_pre_select` / `_post_select`, `continue`); it starts once a job of the
+limit ends, if it is then first.
 
 `model` turns sacctmgr's rows (slurm/tres.py) into each (account, user, QOS)'s limits; `counts`
 gives a schedule the counters (`Counts`) of its jobs. `enforces_prio_thresh` and `job_prio_thresh`:

@@ -1,7 +1,7 @@
 """A capture's limits, for its replay (sim/history.py): each QOS's MinPrioThreshold and each job's
 (qos.txt, partitions.txt), and the association and QOS limits on running jobs and CPUs (assoc.txt,
-qoslimits.txt; a partition's QOS's too, from partitions.txt), read where the capture's AccountingStorageEnforce says slurmctld applies them
-(model/acctpolicy.py has the rules)."""
+qoslimits.txt; a partition's QOS's too, from partitions.txt), read where the capture's
+AccountingStorageEnforce says slurmctld applies them (model/acctpolicy.py has the rules)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def min_prio(d: Path, commands: dict) -> tuple[dict[str, int], frozenset[str]]:
     return parse.parse_qos_min_prio(text, cmd), parse.parse_qos_over_part(text, cmd)
 
 
-def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str, parts: dict[str, dict] | None = None) -> dict[str, list] | None:
+def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str,
+           parts: dict[str, dict] | None = None) -> dict[str, list] | None:
     """The association and QOS limits on running jobs and CPUs (model/acctpolicy.py) from a
     capture's assoc.txt and qoslimits.txt, where slurmctld applies them (AccountingStorageEnforce
     with limits): each job's SimJob.limit_keys set, and {"jobs": each limit's cap on running jobs,
