@@ -31,12 +31,35 @@ def sized():
     yield from side_testbed("-sizes", cpus=",".join(map(str, SIZES)), nodes=len(SIZES))
 
 
+def _sbatch(tb, user: str, cpus: int, minutes: int, sleep: int, gpus: int = 0) -> str:
+    """A job of `user` in account flat, partition normal (with `gpus` GPUs per node if any)."""
+    return tb.run("sbatch", "--parsable", f"--chdir={tb.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
+                  "-p", "normal", "-n", str(cpus), *([f"--gres=gpu:{gpus}"] if gpus else []), "-t", str(minutes),
+                  "--wrap", f"sleep {sleep}", user=user).strip().split(";")[0]
+
+
+def _captured(tb, tmp_path, mine: list[str], t0: float):
+    """The jobs waited for to end, then `capture --history` of the run (kept with
+    FSCONTROL_KEEP_CAPTURE=DIR: tests/data/captures/nodesizes-*, gpus/), as a Workload of the
+    partition normal and the capture's folder."""
+    import shutil
+
+    from fscontrol.sim import history
+    from fscontrol.slurm.source import capture
+
+    tb.wait_gone(mine)
+    capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+    cap = tmp_path / "cap"
+    if os.environ.get("FSCONTROL_KEEP_CAPTURE"):
+        shutil.copytree(cap, os.environ["FSCONTROL_KEEP_CAPTURE"], dirs_exist_ok=True)
+    return history.read_history(cap, partitions=["normal"]), cap
+
+
 def test_a_replay_places_jobs_on_nodes_of_their_own_sizes_as_slurmctld(sized, tmp_path):
     import re
     import shutil
 
-    from fscontrol.sim import fidelity, history
-    from fscontrol.slurm.source import capture
+    from fscontrol.sim import fidelity
 
     tb = sized
     out = tb.run("sinfo", "-h", "-N", "-p", "normal", "-o", "%N %c")
@@ -44,28 +67,18 @@ def test_a_replay_places_jobs_on_nodes_of_their_own_sizes_as_slurmctld(sized, tm
     tb.cancel_all()
     tb.reset_usage()
 
-    def sbatch(user: str, cpus: int, minutes: int, sleep: int) -> str:
-        return tb.run("sbatch", "--parsable", f"--chdir={tb.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
-                      "-p", "normal", "-n", str(cpus), "-t", str(minutes), "--wrap", f"sleep {sleep}",
-                      user=user).strip().split(";")[0]
-
     t0 = time.time()
     try:
-        a = sbatch("alice", 20, 2, 60)
+        a = _sbatch(tb, "alice", 20, 2, 60)
         tb.wait_running(a)
-        d = sbatch("dave", 24, 2, 20)
+        d = _sbatch(tb, "dave", 24, 2, 20)
         time.sleep(1)
-        b1 = sbatch("alice", 6, 5, 45)
-        b2 = sbatch("alice", 6, 5, 45)
+        b1 = _sbatch(tb, "alice", 6, 5, 45)
+        b2 = _sbatch(tb, "alice", 6, 5, 45)
         mine = [a, d, b1, b2]
-        tb.wait_gone(mine)
-        capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+        w, cap = _captured(tb, tmp_path, mine, t0)
     finally:
         tb.cancel_all()
-    cap = tmp_path / "cap"
-    if os.environ.get("FSCONTROL_KEEP_CAPTURE"):  # (tests/data/captures/nodesizes-*: recorded this way)
-        shutil.copytree(cap, os.environ["FSCONTROL_KEEP_CAPTURE"], dirs_exist_ok=True)
-    w = history.read_history(cap, partitions=["normal"])
     assert w.meta["machine"]["node_cpus_each"] == list(SIZES), w.meta["machine"]
     real = fidelity.real_starts(cap)
     r = {j: real[j]["start"] for j in mine}
@@ -96,37 +109,26 @@ def test_a_replay_waits_for_gpus_where_cpus_are_free_as_slurmctld(sized, tmp_pat
     still has from earlier tests."""
     import shutil
 
-    from fscontrol.sim import fidelity, history
-    from fscontrol.slurm.source import capture
+    from fscontrol.sim import fidelity
 
     tb = sized
     tb.cancel_all()
     tb.reset_usage()
     time.sleep(6)  # (the capture's window opens 5 s before t0: none of the module's earlier jobs in it)
 
-    def sbatch(user: str, cpus: int, gpus: int, minutes: int, sleep: int) -> str:
-        return tb.run("sbatch", "--parsable", f"--chdir={tb.dir / 'jobs'}", "-o", "/dev/null", "-A", "flat",
-                      "-p", "normal", "-n", str(cpus), *([f"--gres=gpu:{gpus}"] if gpus else []), "-t", str(minutes),
-                      "--wrap", f"sleep {sleep}", user=user).strip().split(";")[0]
-
     t0 = time.time()
     try:
-        g1 = sbatch("alice", 2, 4, 2, 60)
-        g2 = sbatch("alice", 2, 4, 2, 60)
+        g1 = _sbatch(tb, "alice", 2, 2, 60, gpus=4)
+        g2 = _sbatch(tb, "alice", 2, 2, 60, gpus=4)
         tb.wait_running(g1)
         tb.wait_running(g2)
-        g3 = sbatch("dave", 2, 1, 2, 20)
+        g3 = _sbatch(tb, "dave", 2, 2, 20, gpus=1)
         time.sleep(1)
-        c1 = sbatch("dave", 4, 0, 5, 30)
+        c1 = _sbatch(tb, "dave", 4, 5, 30)
         mine = [g1, g2, g3, c1]
-        tb.wait_gone(mine)
-        capture(tb.source(), tmp_path / "cap", history_s=time.time() - t0 + 5)
+        w, cap = _captured(tb, tmp_path, mine, t0)
     finally:
         tb.cancel_all()
-    cap = tmp_path / "cap"
-    if os.environ.get("FSCONTROL_KEEP_CAPTURE"):  # (tests/data/captures/gpus/: recorded this way)
-        shutil.copytree(cap, os.environ["FSCONTROL_KEEP_CAPTURE"], dirs_exist_ok=True)
-    w = history.read_history(cap, partitions=["normal"])
     assert w.meta["machine"]["node_gpus_each"] == [4, 4], w.meta["machine"]
     assert {j.job_id: j.gpus for j in w.jobs if j.job_id in mine} == {g1: 4, g2: 4, g3: 1, c1: 0}
     real = fidelity.real_starts(cap)

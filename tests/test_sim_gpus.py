@@ -16,16 +16,10 @@ import pytest
 from fscontrol.sim import fidelity, history
 from fscontrol.sim.gres import gres_count, job_gpus_per_node, tres_gpus
 
+from capture_rows import real_rows
+
 DATA = Path(__file__).parent / "data" / "captures" / "gpus"
 VERSIONS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-
-
-def _real(cap: Path) -> tuple[list[str], dict[str, float], dict[str, str]]:
-    """The jobs in submission order (G1, G2, G3, C1), slurmctld's starts and nodes."""
-    rows = [ln.split("|") for ln in (cap / "jobs.txt").read_text().splitlines()]
-    head = rows[0]
-    rows = sorted((dict(zip(head, r)) for r in rows[1:]), key=lambda r: int(r["JobID"]))
-    return [r["JobID"] for r in rows], {r["JobID"]: float(r["Start"]) for r in rows}, {r["JobID"]: r["NodeList"] for r in rows}
 
 
 def test_every_version_was_recorded():
@@ -37,7 +31,7 @@ def test_the_replay_waits_for_gpus_as_slurmctld(version, tmp_path):
     from fscontrol.sim.command import SimulateOptions, simulate
 
     cap = DATA / version
-    ids, start, where = _real(cap)
+    ids, start, where = real_rows(cap)  # (G1, G2, G3, C1)
     g1, g2, g3, c1 = ids
     assert start[g3] >= start[g1] + 55 and start[c1] < start[g3]  # G3 waited for a GPU; C1 went round it
     assert {where[g1], where[g2]} == {"tbnode1", "tbnode2"}  # 4 GPUs each: one on each node

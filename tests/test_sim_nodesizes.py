@@ -11,19 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from fscontrol.sim import fidelity
+
+from capture_rows import real_rows
 
 DATA = Path(__file__).parent / "data" / "captures" / "nodesizes"
 VERSIONS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-
-
-def _real(cap: Path) -> tuple[list[str], dict[str, float], dict[str, str]]:
-    """The jobs in submission order (A, D, B1, B2), slurmctld's starts and nodes."""
-    rows = [ln.split("|") for ln in (cap / "jobs.txt").read_text().splitlines()]
-    head = rows[0]
-    rows = sorted((dict(zip(head, r)) for r in rows[1:]), key=lambda r: int(r["JobID"]))
-    ids = [r["JobID"] for r in rows]
-    return ids, {r["JobID"]: float(r["Start"]) for r in rows}, {r["JobID"]: r["NodeList"] for r in rows}
 
 
 def test_every_version_was_recorded():
@@ -35,7 +27,7 @@ def test_the_replay_starts_and_places_each_job_as_slurmctld(version):
     from fscontrol.sim.command import SimulateOptions, simulate
 
     cap = DATA / version
-    ids, start, where = _real(cap)
+    ids, start, where = real_rows(cap)  # (A, D, B1, B2)
     a, d, b1, b2 = ids
     assert where == {a: "tbnode1", d: "tbnode1", b1: "tbnode2", b2: "tbnode2"}  # slurmctld's nodes
     assert start[b1] < start[a] + 50 <= start[d] and start[b2] >= start[b1] + 40  # B1 backfilled beside D's plan

@@ -34,7 +34,7 @@ from itertools import filterfalse, islice
 from collections.abc import Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 
-from fscontrol.errors import EstimateTooCostly, NotFoundError
+from fscontrol.errors import EstimateTooCostly
 from fscontrol.forecast import resvplan, startdeps, startfs, startlimits, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, WAITING, StartJob, gpu_count,

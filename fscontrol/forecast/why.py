@@ -13,7 +13,6 @@ Pure: no Slurm, no clock (the caller runs sprio, squeue and scontrol).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
