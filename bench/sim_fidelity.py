@@ -17,6 +17,11 @@ Figures and the command in docs/simulator-fidelity.md.
         .venv/bin/python bench/sim_fidelity.py --seeds 21 22 --algos classic fairtree --keep DIR
 
     .venv/bin/python bench/sim_fidelity.py --replay DIR/seed21-classic   # a kept capture again
+
+`--runs K` runs each workload K times (folders seedS-ALGO, seedS-ALGO-run2, ...) and prints, beside
+each replay, slurmctld against itself: the first run's starts against each later run's (the same
+figures, each job's wait in the later run put after its arrival in the first: fidelity.as_other_run).
+`--pair A B` does that for two kept captures of one workload.
 """
 
 from __future__ import annotations
@@ -170,6 +175,19 @@ def report(folder: Path) -> dict:
     return c
 
 
+def pair(a: Path, b: Path) -> dict:
+    """slurmctld against itself: capture a's real starts against b's (two runs of one workload)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="fscontrol-fidelity-") as tmp:
+        ra = fidelity.real_starts(own_jobs(a, Path(tmp) / "a"))
+        rb = fidelity.real_starts(own_jobs(b, Path(tmp) / "b"))
+    c = fidelity.compare(ra, fidelity.as_other_run(ra, rb))
+    print(f"slurmctld against itself: {a.name} (as real) against {b.name} (as the replay)", flush=True)
+    print(fidelity.format_compare(c), flush=True)
+    return c
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[21, 22])
@@ -177,11 +195,16 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep the captures here (seedS-ALGO folders)")
     ap.add_argument("--replay", type=Path, nargs="+", help="only replay these kept captures")
     ap.add_argument("--out", type=Path, help="the figures as JSON")
+    ap.add_argument("--runs", type=int, default=1, help="run each workload K times; slurmctld against itself too")
+    ap.add_argument("--pair", type=Path, nargs=2, metavar=("A", "B"), help="two kept captures of one workload: "
+                    "slurmctld against itself")
     ap.add_argument("--nodes", type=int, default=1, choices=range(1, 9), metavar="N",
                     help="a testbed made here gets N nodes of 128/N CPUs (one slurmd each); default 1")
     a = ap.parse_args()
     results = {}
-    if a.replay:
+    if a.pair:
+        results["pair"] = pair(*a.pair)
+    elif a.replay:
         for f in a.replay:
             print(f"{f}:")
             results[str(f)] = report(f)
@@ -199,13 +222,18 @@ def main() -> None:
         try:
             for algo in a.algos:
                 for seed in a.seeds:
-                    f = keep / f"seed{seed}-{algo}"
-                    print(f"seed {seed}, {algo}: {f}", flush=True)
-                    run_on_testbed(tb, seed, algo, f)
-                    try:
-                        results[f.name] = report(f)
-                    except Exception as e:  # (the capture is kept: --replay it)
-                        print(f"  replay failed: {type(e).__name__}: {e}", flush=True)
+                    runs = []
+                    for r in range(1, a.runs + 1):
+                        f = keep / (f"seed{seed}-{algo}" + (f"-run{r}" if r > 1 else ""))
+                        print(f"seed {seed}, {algo}" + (f", run {r}" if a.runs > 1 else "") + f": {f}", flush=True)
+                        run_on_testbed(tb, seed, algo, f)
+                        runs.append(f)
+                        try:
+                            results[f.name] = report(f)
+                        except Exception as e:  # (the capture is kept: --replay it)
+                            print(f"  replay failed: {type(e).__name__}: {e}", flush=True)
+                    for f in runs[1:]:
+                        results[f"{runs[0].name} against {f.name}"] = pair(runs[0], f)
         finally:
             tb.set_conf(PriorityWeightAge="0", PriorityMaxAge="")
             tb.set_priority_flags("NO_FAIR_TREE", restart=True)

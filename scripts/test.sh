@@ -51,13 +51,16 @@ if [[ ${FSCONTROL_SLURM:-22.05} == 22.05 && ${FSCONTROL_BOTH:-1} == 1 ]]; then
   # UsageFactor test of the same file runs on 22.05 and 26.05), and the replay on nodes of two sizes
   # (a testbed of its own, ~2 min; its GPU case runs in the 22.05 suite, and its 24.11 and 26.05 runs are
   # kept in tests/data/captures/gpus/, replayed in the fast suite), and the start estimate and the replay
-  # under association and QOS limits (~3 min) and under a partition's QOS (~2.5 min)
+  # under association and QOS limits (~3 min) and under a partition's QOS (~2.5 min; a job QOS's limit before
+  # any job shows its reason runs in the 22.05 suite)
   list_2411=(tests/test_integration_collect.py tests/test_integration_fairshare.py tests/test_integration_fairtree.py
              tests/test_integration_why.py tests/test_integration_persist.py tests/test_integration_doctor.py
              tests/test_integration_limits.py tests/test_integration_tres.py::test_max_tres_gres_billing_is_models
              tests/test_integration_tres.py::test_fair_tree_f_matches_sprio_under_gpu_billing
              tests/test_integration_nodesizes.py::test_a_replay_places_jobs_on_nodes_of_their_own_sizes_as_slurmctld
-             tests/test_integration_start_limits.py)
+             tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_association_and_qos_limits
+             tests/test_integration_start_limits.py::test_start_estimates_jobs_held_by_a_partition_qos
+             tests/test_integration_start_limits.py::test_a_partition_qos_holds_jobs_before_any_shows_its_reason)
   # Slurm 26.05 (long): every testbed test that does not need a long classic control experiment
   # (collection, classic F and Fair Tree against sprio, the Fair Tree forecast, forecast -j and a
   # PrivateData user's classic forecast, the fit,

@@ -244,3 +244,52 @@ def test_a_partition_qos_holds_jobs_before_any_shows_its_reason(slurm):
             slurm.run("scontrol", "update", f"PartitionName={part}", "QOS=", check=False)
         for q in (PQ, BIG):
             slurm.run("sacctmgr", "-i", "delete", "qos", q, check=False)
+
+
+def test_a_job_qos_limit_holds_jobs_before_any_shows_its_reason(slurm):
+    """The QOS normal (every job's here) with MaxJobsPerUser=1, no partition QOS. dave's job fills
+    the node; carol's two 1-CPU jobs wait behind it with Resources / Priority: no job shows a
+    limit's reason, and no partition has a QOS, yet normal's limit will hold her second one until
+    her first ends. The limits were read only where a job showed a reason or a partition's QOS set
+    one, so both were estimated at dave's end; now read wherever a pending job's QOS sets a limit
+    (AccountingStorageEnforce=limits, the testbed's). Each estimate within 15 s of the real start."""
+    slurm.cancel_all()
+    _give_history(slurm, ("carol", "chem"), ("dave", "flat"))
+    try:
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=normal", "set", "MaxJobsPerUser=1")
+        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
+        run = {u: (round(frac[u] * math.ceil(30 / (frac[u] * 60)) * 60), str(math.ceil(30 / (frac[u] * 60))))
+               for u in ("carol", "dave")}
+        big = slurm.submit("dave", "flat", 128, run["dave"][0], time=run["dave"][1])
+        deadline = time.time() + 60
+        while _start_of(slurm, big) is None and time.time() < deadline:
+            time.sleep(0.5)
+        carol = [slurm.submit("carol", "chem", 1, run["carol"][0], time=run["carol"][1]) for _ in range(2)]
+        time.sleep(3)
+        reasons = _reasons(slurm, carol)
+        assert not set(reasons.values()) & {"QOSMaxJobsPerUserLimit"}, reasons  # (no limit's reason yet)
+        p = _cli(slurm, "start", "--json")
+        assert p.returncode == 0, p.stderr
+        d = json.loads(p.stdout)
+        assert any(n.startswith("association and QOS limits (sacctmgr): 0 pending job(s) held") for n in d["notes"]), \
+            d["notes"]
+        ests = {e["job_id"]: e for e in d["jobs"]}
+        e0, e1 = ests[carol[0]], ests[carol[1]]
+        assert e0["start"] is not None and e1["start"] is not None, (e0, e1)
+        assert e1["start"] >= e0["start"] + run["carol"][0] - 5, (e0, e1)  # her second after her first
+        real: dict[str, float] = {}
+        deadline = time.time() + 240
+        while time.time() < deadline and len(real) < 2:
+            for j in carol:
+                if j not in real and (t := _real_start(slurm, j)) is not None:
+                    real[j] = t
+            time.sleep(1)
+        now = d["now"]
+        print("job QOS before a reason: real", {j: round(real[j] - now) for j in real}, "estimates",
+              {j: round(ests[j]["start"] - now) for j in carol}, "reasons then", reasons, "runs", run)
+        assert len(real) == 2, real
+        for j in carol:
+            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+    finally:
+        slurm.cancel_all()
+        slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=normal", "set", "MaxJobsPerUser=-1")

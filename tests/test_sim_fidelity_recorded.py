@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fscontrol.errors import ConfigError
 from fscontrol.sim import fidelity
 
 FID = Path(__file__).resolve().parent.parent / "samples" / "fidelity"
@@ -214,3 +215,46 @@ def test_seed_54_classic_held_out_as_measured():
     assert got == (45, 1.0, 0.996, -0.024), fidelity.format_compare(c)
     assert {a: round(m["error"], 3) for a, m in c["per_account"].items()} == \
         {"chem": -0.139, "flat": -0.037, "physics": -0.012}, fidelity.format_compare(c)
+
+
+def test_as_other_run_puts_each_jobs_wait_after_its_arrival_by_submission_order():
+    """A hand-worked case: two runs of three jobs (ids in submission order, 10-12 and 20-22). In
+    the second run the jobs waited 5, 0 and 40 s; put after the first run's arrivals (100, 101,
+    130) they start at 105, 101 and 170. Against the first run's starts (103, 101, 140: waits 3,
+    0 and 10 s) all within 60 s, mean wait (5+0+40)/3 = 15 s against (3+0+10)/3 = 4.33 s. A
+    second run of other jobs (a user changed, a job missing) is refused."""
+    a = {"10": {"arrival": 100.0, "start": 103.0, "account": "x", "user": "u"},
+         "11": {"arrival": 101.0, "start": 101.0, "account": "x", "user": "v"},
+         "12": {"arrival": 130.0, "start": 140.0, "account": "y", "user": "u"}}
+    b = {"21": {"arrival": 1001.0, "start": 1001.0, "account": "x", "user": "v"},
+         "20": {"arrival": 1000.2, "start": 1005.2, "account": "x", "user": "u"},
+         "22": {"arrival": 1030.0, "start": 1070.0, "account": "y", "user": "u"}}
+    got = fidelity.as_other_run(a, b)
+    assert got == pytest.approx({"10": 105.0, "11": 101.0, "12": 170.0})
+    c = fidelity.compare(a, got)
+    assert c["within_60s"] == 1.0
+    assert c["sim_mean_wait_s"] == pytest.approx(15.0) and c["real_mean_wait_s"] == pytest.approx(13 / 3)
+    with pytest.raises(ConfigError, match="same jobs"):
+        fidelity.as_other_run(a, {**b, "22": {**b["22"], "user": "w"}})
+    with pytest.raises(ConfigError, match="same jobs"):
+        fidelity.as_other_run(a, {k: b[k] for k in ("20", "21")})
+
+
+def test_slurmctld_against_itself_is_further_from_its_first_run_than_the_replay():
+    """Seed 23 under Fair Tree was run twice on the testbed (22.05, one 128-CPU node, the same
+    config but an unused GresTypes=gpu; 2026-11-26 and -27): the same 45 jobs submitted at the
+    same offsets. slurmctld's second run, against its first, misses the issue's targets: 88.9%
+    within 60 s, 75.0% of the pairs in order, mean wait +31.3% (physics +45.3%); the replay of
+    the first run's capture is closer to it on every figure (100%, 81.8%, +5.8%). A one- to
+    three-second difference in when a job ends (slurmctld's threads) moves a Fair Tree pass's
+    ranks, and the order of everything after (docs/simulator-fidelity.md, "slurmctld against
+    itself"). As measured from the two captures."""
+    first = fidelity.real_starts(FID / "seed23-fairtree")
+    again = fidelity.compare(first, fidelity.as_other_run(first, fidelity.real_starts(FID / "seed23-fairtree-rerun")))
+    got = (again["jobs"], round(again["within_60s"], 3), round(again["pairs_in_order"], 3),
+           round(again["mean_wait_error"], 3))
+    assert got == (45, 0.889, 0.75, 0.313), fidelity.format_compare(again)
+    rep = fidelity.compare(first, fidelity.replay(FID / "seed23-fairtree"))
+    assert rep["within_60s"] > again["within_60s"] and rep["pairs_in_order"] > again["pairs_in_order"]
+    assert abs(rep["mean_wait_error"]) < abs(again["mean_wait_error"])
+    assert rep["mean_abs_start_error_s"] < again["mean_abs_start_error_s"]

@@ -366,3 +366,63 @@ def test_a_partition_s_qos_holds_jobs_and_an_overpartqos_job_qos_masks_it():
     lim = limits_of(jobs, qoss=qoss, qos_of=qos_of)  # (no partition QOS: only high's 2 holds, no one here)
     e = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, limits=lim))
     assert {e[k].start for k in "1234"} == {NOW}
+
+
+class _Recorded:
+    """A LiveSlurm stand-in answering from a capture of the 24.11 testbed (tests/data/captures/
+    part-qos-24.11: `scontrol -o show partition`, sacctmgr's QOS limits and associations, as
+    recorded), with `edits` applied and squeue's QOS of each job given; it notes each command run."""
+
+    def __init__(self, job_qos, partition_qos=None, qos_limits=None):
+        from pathlib import Path
+
+        from fscontrol.slurm.partitions import PARTITIONS_ARGS
+
+        d = Path(__file__).resolve().parent / "data" / "captures" / "part-qos-24.11"
+        parts = (d / "partitions.txt").read_text()
+        if partition_qos is not None:  # the partition normal's QOS (fscpq in the capture)
+            parts = parts.replace("QoS=fscpq", f"QoS={partition_qos or 'N/A'}")
+        qos = (d / "qoslimits.txt").read_text()
+        if qos_limits is not None:  # fscpq's MaxJobsPU (1 in the capture)
+            qos = qos.replace("fscpq||||||1|", f"fscpq||||||{qos_limits}|")
+        self.out = {PARTITIONS_ARGS: parts, tres.QOS_LIMITS_ARGS: qos, tres.ASSOC_ARGS: (d / "assoc.txt").read_text(),
+                    sl.SQUEUE_QOS_ARGS: "".join(f"{j}|{q}\n" for j, q in job_qos.items())}
+        self.ran = []
+
+    def run(self, argv):
+        from types import SimpleNamespace
+
+        self.ran.append(argv)
+        return SimpleNamespace(stdout=self.out[tuple(argv)])
+
+
+@pytest.mark.parametrize("enforce, partition_qos, job_qos, limit, read", [
+    # a job QOS with MaxJobsPU=1 and no partition QOS: read, before any job shows a limit's reason
+    ("associations,limits", "", "fscpq", "1", True),
+    # the same where slurmctld enforces no limit (AccountingStorageEnforce without limits): nothing run
+    ("associations", "", "fscpq", "1", False),
+    # the job's QOS has no limit, nor its partition's: the associations are not read
+    ("associations,limits", "", "normal", "1", False),
+    # a partition's QOS with a limit, the job's QOS without: read (the outside tester's case)
+    ("associations,limits", None, "normal", "1", True),
+    # the partition's QOS without its limit, the job's without one: not read
+    ("associations,limits", None, "normal", "", False),
+])
+def test_limits_are_read_where_a_pending_jobs_qos_sets_one(enforce, partition_qos, job_qos, limit, read):
+    """No pending job shows a limit's reason (carol's two jobs pending with Priority): the limits are
+    read where slurmctld enforces them and a pending job's own QOS or its partition's sets a limit
+    (MaxJobsPU=1 will hold her second job until her first ends); elsewhere nothing costly is run
+    (the associations, 100,000 at a large site, never; without AccountingStorageEnforce=limits no
+    command at all)."""
+    jobs = [job(1, "dave", "RUNNING", 128, 600, start=NOW - 10), job(2, "carol", "PENDING", 1, 600, prio=10, account="chem"),
+            job(3, "carol", "PENDING", 1, 600, prio=9, account="chem")]
+    src = _Recorded({"1": "normal", "2": job_qos, "3": job_qos}, partition_qos, limit)
+    lim, qos, note, apart = sl.read(src, {"AccountingStorageEnforce": enforce, "ClusterName": "tbcluster"}, jobs)
+    assert note == "" and apart == {}
+    assert (lim is not None) == read, (lim, src.ran)
+    assert (tres.ASSOC_ARGS in src.ran) == read
+    if enforce == "associations":
+        assert src.ran == []
+    if read:  # and the plan holds her second job behind her first: each at the end of the job before it
+        ests = by_id(st.estimate(jobs, now=NOW, total_cpus=128, sched=SC, fractions={}, limits=(lim, qos, False)))
+        assert ests["2"].start == pytest.approx(NOW + 590) and ests["3"].start == pytest.approx(NOW + 1190), ests

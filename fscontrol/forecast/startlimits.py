@@ -282,37 +282,41 @@ def bind(limits: Limits, qos: Mapping[str, str], pending: Sequence, running: Seq
 def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | None, dict[str, str], str, dict[str, str]]:
     """(the limits, each job's QOSes as their limits apply (acctpolicy.qos_order: its partition's QOS and
     its own), a note, {pending job id: why it is not estimated}) on `source` (LiveSlurm), read where
-    a pending job is held by one of REASONS or a pending job's partition has a QOS that sets a limit
-    (its limits hold jobs before any shows a reason: an outside tester's case); their cost: scontrol
-    show partition, then two sacctmgr reads and squeue (the associations only where needed). A
+    a pending job is held by one of REASONS, or (AccountingStorageEnforce with limits) a pending job's
+    QOS or its partition's sets a limit: such a limit holds jobs before any shows its reason (a
+    user's jobs behind a full node, pending with Priority, that MaxJobsPU=1 will start one at a
+    time; an outside tester's case). Their cost: scontrol show partition, sacctmgr's QOSes and
+    squeue's QOS of each job, then the associations (100,000 at a large site) only where a limit
+    is found. A
     Relative QOS's limits are made absolute against its partition's CPUs (acctpolicy.relative). A
     job of several partitions whose QOSes differ is not estimated (slurmctld tries each partition
     with its own QOS; the plan plays one). A failed or garbled command leaves the limits out (the
     jobs keep their reasons) and the note says so."""
     from fscontrol.errors import ParseError, SlurmCommandError
     from fscontrol.forecast.startqueue import parse_job_qos
-    from fscontrol.model.acctpolicy import model, qos_order, relative
+    from fscontrol.model.acctpolicy import enforces_limits, model, qos_order, relative
     from fscontrol.slurm import parse, tres
     from fscontrol.slurm.partitions import PARTITIONS_ARGS, parse_partitions
 
     pend = [j for j in jobs if j.state == "PENDING"]
-    if not pend:
-        return None, {}, "", {}
     held = any(j.reason in REASONS for j in pend)
+    if not pend or not (held or enforces_limits(pairs.get("AccountingStorageEnforce", ""))):
+        return None, {}, "", {}  # (slurmctld enforces none of them without AccountingStorageEnforce=limits)
     try:
         parts = parse_partitions(source.run(PARTITIONS_ARGS).stdout)
         part_qos = {p.name: p.qos for p in parts}
-        if not held and not any(part_qos.get(x) for j in pend for x in j.partition.split(",")):
-            return None, {}, "", {}
         text, cmd = source.run(tres.QOS_LIMITS_ARGS).stdout, " ".join(tres.QOS_LIMITS_ARGS)
         qoss = tres.parse_qos_limits(text, cmd)
         limited = {q.account.lower() for q in qoss if q.jobs or any(q.tres.values())}
-        if not held and not any(part_qos.get(x, "").lower() in limited for j in pend for x in j.partition.split(",")):
-            return None, {}, "", {}  # (a partition's QOS without limits: the associations are not read, 100k at a large site)
+        if not held and not limited:
+            return None, {}, "", {}
+        jq = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
+        if not held and not any(q.lower() in limited for j in pend
+                                for q in (jq.get(j.job_id, ""), *(part_qos.get(x, "") for x in j.partition.split(",")))):
+            return None, {}, "", {}  # (no pending job's QOS sets a limit: the associations are not read, 100k at a large site)
         over = parse.parse_qos_over_part(text, cmd)
         rel = parse.parse_qos_flagged(text, "Relative", cmd)
         assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
-        jq = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
     except (SlurmCommandError, ParseError) as e:
         return None, {}, f"association and QOS limits not read ({e}): the jobs they hold keep their reason", {}
     if rel:

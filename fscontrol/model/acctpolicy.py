@@ -310,11 +310,15 @@ def counts(limits: Limits, keys: Sequence[tuple[str, str, str]], cpus: Sequence[
                   sorted(names, key=names.__getitem__), chk)
 
 
-def enforces_prio_thresh(enforce: str) -> bool:
-    """Whether slurmctld reads MinPrioThreshold under this AccountingStorageEnforce ("limits",
-    "safe" or "all" among its values: acct_policy_get_prio_thresh returns 0 without
-    ACCOUNTING_ENFORCE_LIMITS)."""
-    return bool({x.strip().lower() for x in enforce.split(",")} & {"limits", "safe", "all"})
+def enforces_limits(enforce: str) -> bool:
+    """Whether slurmctld enforces association and QOS limits under this AccountingStorageEnforce
+    ("limits", "safe" or "all" among its values, read_config.c's ACCOUNTING_ENFORCE_LIMITS: without
+    it acct_policy_job_runnable_pre_select passes every job, and acct_policy_get_prio_thresh
+    returns 0, so MinPrioThreshold is not read either)."""
+    return bool({x.strip().lower() for x in enforce.split(",")} & {"limits", "2", "safe", "all"})
+
+
+enforces_prio_thresh = enforces_limits  # (MinPrioThreshold: the same setting)
 
 
 def job_prio_thresh(qos: str, partition: str, thr: Mapping[str, int], over: Collection[str],

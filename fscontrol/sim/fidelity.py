@@ -58,6 +58,20 @@ def replay(folder: str | Path, **options: Any) -> dict[str, float]:
     return {j.job_id: s for j, s in zip(r.workload.jobs, r.start)}
 
 
+def as_other_run(real: dict[str, dict[str, Any]], other: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """{job id of `real`: its start had it waited as in `other`}: two real runs of one workload
+    (the same jobs submitted in the same order, so their ids in the same order), each job of
+    `other` matched to `real`'s by that order and its wait put after `real`'s arrival. What
+    `compare(real, as_other_run(real, other))` gives is slurmctld against itself: how closely a
+    second run of the same jobs repeats the first (the figures a replay is held to)."""
+    a = sorted(real, key=int)
+    b = sorted(other, key=int)
+    who = [(real[j]["user"], real[j]["account"]) for j in a]
+    if len(a) != len(b) or who != [(other[j]["user"], other[j]["account"]) for j in b]:
+        raise ConfigError("the two runs do not hold the same jobs in the same order (users and accounts differ)")
+    return {ja: real[ja]["arrival"] + other[jb]["start"] - other[jb]["arrival"] for ja, jb in zip(a, b)}
+
+
 def compare(real: dict[str, dict[str, Any]], sim: dict[str, float], *, tol_s: float = 60.0) -> dict[str, Any]:
     """The figures of the module doc over the jobs both have."""
     ids = sorted(set(real) & set(sim), key=lambda j: (real[j]["arrival"], j))
@@ -123,7 +137,7 @@ def format_compare(c: dict[str, Any]) -> str:
     lines = [
         f"jobs compared: {c['jobs']}",
         f"started within 60 s of the real start: {c['within_60s']:.1%} (target >= 90%)",
-        f"pairs that waited together, in the real order: "
+        "pairs that waited together, in the real order: "
         + ("-" if c["pairs_in_order"] is None else f"{c['pairs_in_order']:.1%} of {c['pairs']}") + " (target >= 90%)",
         f"mean wait: replay {c['sim_mean_wait_s']:.1f} s, real {c['real_mean_wait_s']:.1f} s"
         + ("" if c["mean_wait_error"] is None else f" ({c['mean_wait_error']:+.1%}; target within 5%)"),
