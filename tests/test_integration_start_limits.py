@@ -72,18 +72,24 @@ def _estimated_when_held(slurm, held: dict[str, str], running: list[str]) -> dic
     return d
 
 
+def _real_starts(slurm, ids: list[str]) -> dict[str, float]:
+    """Each job's real start (sacct), waiting up to 4 minutes for them all to start."""
+    real: dict[str, float] = {}
+    deadline = time.time() + 240
+    while time.time() < deadline and len(real) < len(ids):
+        for j in ids:
+            if j not in real and (t := _real_start(slurm, j)) is not None:
+                real[j] = t
+        time.sleep(1)
+    assert len(real) == len(ids), real
+    return real
+
+
 def _starts_as_estimated(slurm, d: dict, held: list[str], label: str, *extra) -> None:
     """Each held job's real start within 15 s of its estimate and in its range (within a backfill
     cycle); the first two (the same user's) one at a time."""
     ests = {e["job_id"]: e for e in d["jobs"]}
-    real: dict[str, float] = {}
-    deadline = time.time() + 240
-    while time.time() < deadline and len(real) < len(held):
-        for j in held:
-            if j not in real and (t := _real_start(slurm, j)) is not None:
-                real[j] = t
-        time.sleep(1)
-    assert len(real) == len(held), real
+    real = _real_starts(slurm, held)
     now = d["now"]
     print(f"{label}: real starts from now", {j: round(real[j] - now) for j in held}, "estimates",
           {j: (round(ests[j]["start"] - now), round(ests[j]["early"] - now), round(ests[j]["late"] - now)) for j in held},
@@ -190,6 +196,43 @@ def test_start_estimates_jobs_held_by_a_partition_qos(slurm, tmp_path):
             slurm.run("sacctmgr", "-i", "delete", "qos", q, check=False)
 
 
+def _carol_behind_a_full_node(slurm, *others) -> tuple[dict, list[str], list[str], dict, dict]:
+    """dave's job fills the node; carol's two 1-CPU jobs (about 30 s each, her typical fraction of
+    the limit) wait behind it, then `others` ((user, account, CPUs, run s, sbatch options)) are
+    submitted; no job shows a limit's reason yet. `start --json` then: (its output, carol's jobs, the
+    others', {job: estimate}, {user: (run s, limit min)})."""
+    frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
+    run = {u: (round(frac[u] * math.ceil(30 / (frac[u] * 60)) * 60), str(math.ceil(30 / (frac[u] * 60))))
+           for u in ("carol", "dave")}
+    big = slurm.submit("dave", "flat", 128, run["dave"][0], time=run["dave"][1])
+    deadline = time.time() + 60
+    while _start_of(slurm, big) is None and time.time() < deadline:
+        time.sleep(0.5)
+    carol = [slurm.submit("carol", "chem", 1, run["carol"][0], time=run["carol"][1]) for _ in range(2)]
+    more = [slurm.submit(u, a, c, secs, **kw) for u, a, c, secs, kw in others]
+    time.sleep(3)
+    reasons = _reasons(slurm, carol)
+    assert not set(reasons.values()) & {"QOSMaxJobsPerUserLimit"}, reasons  # (no limit's reason yet)
+    p = _cli(slurm, "start", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    ests = {e["job_id"]: e for e in d["jobs"]}
+    e0, e1 = ests[carol[0]], ests[carol[1]]
+    assert e0["start"] is not None and e1["start"] is not None, (e0, e1)
+    assert e1["start"] >= e0["start"] + run["carol"][0] - 5, (e0, e1)  # her second after her first
+    return d, carol, more, ests, run
+
+
+def _started_as_estimated(slurm, d: dict, ids: list[str], label: str) -> None:
+    """Each of `ids` started within 15 s of its estimate (waiting up to 4 minutes for them)."""
+    ests = {e["job_id"]: e for e in d["jobs"]}
+    real = _real_starts(slurm, ids)
+    now = d["now"]
+    print(f"{label}: real", {j: round(real[j] - now) for j in real}, "estimates", {j: round(ests[j]["start"] - now) for j in ids})
+    for j in ids:
+        assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+
+
 def test_a_partition_qos_holds_jobs_before_any_shows_its_reason(slurm):
     """The partition normal's QOS (MaxJobsPerUser=1) and fsadmin's (another QOS, fscbig). dave's
     job fills the node; carol's two 1-CPU jobs wait behind it with Resources / Priority: no job
@@ -205,39 +248,9 @@ def test_a_partition_qos_holds_jobs_before_any_shows_its_reason(slurm):
             slurm.run("sacctmgr", "-i", "modify", "qos", "where", f"name={q}", "set", f"MaxJobsPerUser={limit}")
         slurm.run("scontrol", "update", "PartitionName=normal", f"QOS={PQ}")
         slurm.run("scontrol", "update", "PartitionName=fsadmin", f"QOS={BIG}")
-        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
-        run = {u: (round(frac[u] * math.ceil(30 / (frac[u] * 60)) * 60), str(math.ceil(30 / (frac[u] * 60))))
-               for u in ("carol", "dave")}
-        big = slurm.submit("dave", "flat", 128, run["dave"][0], time=run["dave"][1])
-        deadline = time.time() + 60
-        while _start_of(slurm, big) is None and time.time() < deadline:
-            time.sleep(0.5)
-        carol = [slurm.submit("carol", "chem", 1, run["carol"][0], time=run["carol"][1]) for _ in range(2)]
-        both = slurm.submit("root", "root", 1, 20, partition="normal,fsadmin")
-        time.sleep(3)
-        reasons = _reasons(slurm, carol)
-        assert not set(reasons.values()) & {"QOSMaxJobsPerUserLimit"}, reasons  # (no limit's reason yet)
-        p = _cli(slurm, "start", "--json")
-        assert p.returncode == 0, p.stderr
-        d = json.loads(p.stdout)
-        ests = {e["job_id"]: e for e in d["jobs"]}
-        e0, e1 = ests[carol[0]], ests[carol[1]]
-        assert e0["start"] is not None and e1["start"] is not None, (e0, e1)
-        assert e1["start"] >= e0["start"] + run["carol"][0] - 5, (e0, e1)  # her second after her first
+        d, carol, (both,), ests, _ = _carol_behind_a_full_node(slurm, ("root", "root", 1, 20, {"partition": "normal,fsadmin"}))
         assert ests[both]["start"] is None and "partitions' QOSes differ" in ests[both]["reason"], ests[both]
-        real: dict[str, float] = {}
-        deadline = time.time() + 240
-        while time.time() < deadline and len(real) < 2:
-            for j in carol:
-                if j not in real and (t := _real_start(slurm, j)) is not None:
-                    real[j] = t
-            time.sleep(1)
-        now = d["now"]
-        print("partition QOS before a reason: real", {j: round(real[j] - now) for j in real}, "estimates",
-              {j: round(ests[j]["start"] - now) for j in carol}, "reasons then", reasons, "runs", run)
-        assert len(real) == 2, real
-        for j in carol:
-            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+        _started_as_estimated(slurm, d, carol, "partition QOS before a reason")
     finally:
         slurm.cancel_all()
         for part in ("normal", "fsadmin"):
@@ -257,39 +270,10 @@ def test_a_job_qos_limit_holds_jobs_before_any_shows_its_reason(slurm):
     _give_history(slurm, ("carol", "chem"), ("dave", "flat"))
     try:
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=normal", "set", "MaxJobsPerUser=1")
-        frac = parse_fractions(slurm.source().run(SACCT_FRACTION_ARGS).stdout)
-        run = {u: (round(frac[u] * math.ceil(30 / (frac[u] * 60)) * 60), str(math.ceil(30 / (frac[u] * 60))))
-               for u in ("carol", "dave")}
-        big = slurm.submit("dave", "flat", 128, run["dave"][0], time=run["dave"][1])
-        deadline = time.time() + 60
-        while _start_of(slurm, big) is None and time.time() < deadline:
-            time.sleep(0.5)
-        carol = [slurm.submit("carol", "chem", 1, run["carol"][0], time=run["carol"][1]) for _ in range(2)]
-        time.sleep(3)
-        reasons = _reasons(slurm, carol)
-        assert not set(reasons.values()) & {"QOSMaxJobsPerUserLimit"}, reasons  # (no limit's reason yet)
-        p = _cli(slurm, "start", "--json")
-        assert p.returncode == 0, p.stderr
-        d = json.loads(p.stdout)
+        d, carol, _, _, _ = _carol_behind_a_full_node(slurm)
         assert any(n.startswith("association and QOS limits (sacctmgr): 0 pending job(s) held") for n in d["notes"]), \
             d["notes"]
-        ests = {e["job_id"]: e for e in d["jobs"]}
-        e0, e1 = ests[carol[0]], ests[carol[1]]
-        assert e0["start"] is not None and e1["start"] is not None, (e0, e1)
-        assert e1["start"] >= e0["start"] + run["carol"][0] - 5, (e0, e1)  # her second after her first
-        real: dict[str, float] = {}
-        deadline = time.time() + 240
-        while time.time() < deadline and len(real) < 2:
-            for j in carol:
-                if j not in real and (t := _real_start(slurm, j)) is not None:
-                    real[j] = t
-            time.sleep(1)
-        now = d["now"]
-        print("job QOS before a reason: real", {j: round(real[j] - now) for j in real}, "estimates",
-              {j: round(ests[j]["start"] - now) for j in carol}, "reasons then", reasons, "runs", run)
-        assert len(real) == 2, real
-        for j in carol:
-            assert abs(ests[j]["start"] - real[j]) <= 15, (j, ests[j], real[j])
+        _started_as_estimated(slurm, d, carol, "job QOS before a reason")
     finally:
         slurm.cancel_all()
         slurm.run("sacctmgr", "-i", "modify", "qos", "where", "name=normal", "set", "MaxJobsPerUser=-1")
