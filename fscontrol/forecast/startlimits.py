@@ -24,6 +24,11 @@ from fscontrol.model.acctpolicy import REASONS, Counts, Limits, counts  # noqa: 
 # a job squeue shows held by a limit of REASONS that the limits read do not hold now
 NOT_SEEN = ("the limits read do not hold it now (running jobs hidden from you, or a limit not modelled, may): "
             "not estimated")
+# where slurmctld enforces limits but neither a shown reason nor a pending job's QOS led to reading them
+ASSOC_NOT_READ = ("association limits not read: no pending job shows a limit's reason and no pending job's QOS (or its "
+                  "partition's) sets a limit, so the associations' (an account's GrpTRES or GrpJobs, a user's MaxJobs) are "
+                  "not read (every association, on every estimate); where one applies, a user's later jobs may start "
+                  "later than estimated")
 # every job's QOS (pending and running: the running ones are the usage)
 SQUEUE_QOS_ARGS = ("squeue", "-a", "-h", "-t", "PD,R,CG", "-o", "%i|%q")
 
@@ -309,11 +314,11 @@ def read(source, pairs: Mapping[str, str], jobs: Sequence) -> tuple[Limits | Non
         qoss = tres.parse_qos_limits(text, cmd)
         limited = {q.account.lower() for q in qoss if q.jobs or any(q.tres.values())}
         if not held and not limited:
-            return None, {}, "", {}
+            return None, {}, ASSOC_NOT_READ, {}
         jq = parse_job_qos(source.run(SQUEUE_QOS_ARGS).stdout, " ".join(SQUEUE_QOS_ARGS))
         if not held and not any(q.lower() in limited for j in pend
                                 for q in (jq.get(j.job_id, ""), *(part_qos.get(x, "") for x in j.partition.split(",")))):
-            return None, {}, "", {}  # (no pending job's QOS sets a limit: the associations are not read, 100k at a large site)
+            return None, {}, ASSOC_NOT_READ, {}  # (no pending job's QOS sets a limit: the associations, 100k at a large site)
         over = parse.parse_qos_over_part(text, cmd)
         rel = parse.parse_qos_flagged(text, "Relative", cmd)
         assocs = tres.parse_assoc_limits(source.run(tres.ASSOC_ARGS).stdout, pairs.get("ClusterName") or None)
