@@ -225,6 +225,8 @@ def test_start_an_array_task_and_a_heterogeneous_component(slurm):
         assert p.returncode == 0, p.stderr
         got = {e["job_id"]: e for e in json.loads(p.stdout)["jobs"]}
         assert set(got) == set(asked), got
+        # (each task is given its array's time; the note says the tasks start one by one in Slurm)
+        assert any(n.startswith("1 pending job array(s) of 3 tasks") for n in json.loads(p.stdout)["notes"]), p.stdout
         for j in asked:
             assert got[j]["user"] == "bob" and got[j]["start"] is not None, got[j]
         w = _cli(slurm, "why", f"{array}_1", "--json")

@@ -353,3 +353,12 @@ def test_the_thresholds_read_or_left_out_with_a_note():
                    {"scontrol -o": "garbled"}, {"sacctmgr qos": "Name|MinPrioThres\nnormal|x\n"}):
         got, note = read_prio_thresh(_Recorded({**ok, **broken}), pairs, jobs)
         assert got == {} and note.startswith("QOS MinPrioThreshold not read ("), (broken, note)
+
+
+def test_a_pending_array_rows_tasks_are_counted_for_the_note():
+    """squeue's row of a pending array names its tasks: ranges, a step after ':', a throttle after
+    '%' (not a task); a plain job or a task split off is one."""
+    from fscontrol.slurm.jobid import array_tasks
+
+    assert [array_tasks(x) for x in ("87_[1-3]", "87_[1-5,7]", "87_[1-9:2%3]", "87_[0-99%5]", "87_4", "87", "87_[x]")] == \
+        [3, 6, 5, 100, 1, 1, 1]

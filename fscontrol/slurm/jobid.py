@@ -60,3 +60,22 @@ def job_state(squeue_text: str, job_id: str | None = None) -> tuple[str | None, 
         if len(f) in (4, 5):
             return f[0].strip(), f[1].strip() or None, f[2].strip() or None, f[3].strip() or None
     return None, None, None, None
+
+
+def array_tasks(job_id: str) -> int:
+    """How many tasks a pending array row of squeue names (`123_[1-5,7]` 6, `123_[1-9:2%3]` 5, `123_4` 1,
+    `123` 1): its brackets' ranges (with a step after `:`, a throttle after `%` not counted)."""
+    s = str(job_id)
+    if not s.endswith("]") or "_[" not in s:
+        return 1
+    spec = s[s.index("_[") + 2:-1].split("%", 1)[0]
+    n = 0
+    for part in spec.split(","):
+        rng, _, step = part.partition(":")
+        a, _, b = rng.partition("-")
+        try:
+            lo, hi, st = int(a), int(b or a), int(step or 1)
+        except ValueError:
+            return 1
+        n += max(0, (hi - lo) // max(st, 1) + 1)
+    return max(n, 1)
