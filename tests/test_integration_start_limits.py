@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import pytest
 from fscontrol.forecast.startqueue import SACCT_FRACTION_ARGS, parse_fractions
 from fscontrol.sim import fidelity
 from fscontrol.slurm.source import capture
-from test_integration_start import _cli, _give_history, _real_start, _start_of
+from test_integration_start import FSCONTROL, ROOT, _cli, _give_history, _real_start, _start_of
 
 pytestmark = pytest.mark.slurm
 
@@ -259,7 +260,7 @@ def test_a_partition_qos_holds_jobs_before_any_shows_its_reason(slurm):
             slurm.run("sacctmgr", "-i", "delete", "qos", q, check=False)
 
 
-def test_a_job_qos_limit_holds_jobs_before_any_shows_its_reason(slurm):
+def test_a_job_qos_limit_holds_jobs_before_any_shows_its_reason(slurm, tmp_path):
     """The QOS normal (every job's here) with MaxJobsPerUser=1, no partition QOS. dave's job fills
     the node; carol's two 1-CPU jobs wait behind it with Resources / Priority: no job shows a
     limit's reason, and no partition has a QOS, yet normal's limit will hold her second one until
@@ -273,6 +274,20 @@ def test_a_job_qos_limit_holds_jobs_before_any_shows_its_reason(slurm):
         d, carol, _, _, _ = _carol_behind_a_full_node(slurm)
         assert any(n.startswith("association and QOS limits (sacctmgr): 0 pending job(s) held") for n in d["notes"]), \
             d["notes"]
+        # sacct failing (slurmdbd out of reach from a login node; a `sacct` that exits 1 first on PATH, the
+        # rest the testbed's): the estimate still comes, every job at its limit, and says why (an outside
+        # tester: it exited 3 with no estimate)
+        fake = tmp_path / "bin"
+        fake.mkdir()
+        (fake / "sacct").write_text("#!/bin/sh\necho 'sacct: error: slurmdbd: Connection refused' >&2\nexit 1\n")
+        (fake / "sacct").chmod(0o755)
+        env = {**slurm.env, "PATH": f"{fake}:{slurm.env.get('PATH', os.environ['PATH'])}"}
+        p = subprocess.run([*FSCONTROL, "start", "--json"], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        late = json.loads(p.stdout)
+        assert any(n.startswith("each user's typical run not read (") for n in late["notes"]), late["notes"]
+        ests = {e["job_id"]: e for e in late["jobs"]}
+        assert all(ests[j]["start"] is not None for j in carol), ests
         _started_as_estimated(slurm, d, carol, "job QOS before a reason")
     finally:
         slurm.cancel_all()

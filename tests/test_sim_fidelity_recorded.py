@@ -258,3 +258,42 @@ def test_slurmctld_against_itself_is_further_from_its_first_run_than_the_replay(
     assert rep["within_60s"] > again["within_60s"] and rep["pairs_in_order"] > again["pairs_in_order"]
     assert abs(rep["mean_wait_error"]) < abs(again["mean_wait_error"])
     assert rep["mean_abs_start_error_s"] < again["mean_abs_start_error_s"]
+
+
+@pytest.mark.parametrize("run, figures, accounts", [
+    # Fair Tree seeds 31 and 32 again (2026-11-29, the bench with its probes; their first runs of
+    # 2026-11-27, without, missed the targets): every target met
+    ("seed31-fairtree-again1", (1.0, 1.0, -0.006), {"chem": -0.028, "flat": -0.002, "physics": -0.03}),
+    ("seed31-fairtree-again2", (0.978, 0.982, -0.031), {"chem": -0.004, "flat": -0.034, "physics": -0.029}),
+    ("seed32-fairtree-again1", (1.0, 0.983, 0.04), {"chem": -0.012, "flat": 0.051, "physics": -0.023}),
+    # classic seed 43 on 4 x 32 CPUs, twice again: the first misses one account's mean wait (physics -13.0%)
+    ("seed43-classic-4x32-again1", (0.978, 0.957, -0.038), {"chem": -0.048, "flat": -0.001, "physics": -0.13}),
+    ("seed43-classic-4x32-again2", (0.933, 0.92, -0.045), {"chem": 0.0, "flat": -0.03, "physics": -0.083}),
+])
+def test_held_out_seeds_run_again_as_measured(run, figures, accounts):
+    """The seeds that missed the targets (Fair Tree 31 and 32, classic 43 on four nodes) run again on
+    the testbed (22.05; `bench/sim_fidelity.py --seeds 31 32 --algos fairtree --runs 2` and
+    `--seeds 43 --algos classic --runs 2 --nodes 4`, 2026-11-29 evening, nothing changed in the
+    replay since their first runs): as measured, so a change shows here."""
+    c = fidelity.compare(fidelity.real_starts(FID / run), fidelity.replay(FID / run))
+    got = (round(c["within_60s"], 3), round(c["pairs_in_order"], 3), round(c["mean_wait_error"], 3))
+    assert c["jobs"] == 45 and got == figures, fidelity.format_compare(c)
+    assert {a: round(m["error"], 3) for a, m in c["per_account"].items()} == accounts, fidelity.format_compare(c)
+
+
+@pytest.mark.parametrize("first, again, figures", [
+    ("seed31-fairtree-again1", "seed31-fairtree-again2", (1.0, 1.0, 0.006)),
+    ("seed43-classic-4x32-again1", "seed43-classic-4x32-again2", (1.0, 1.0, -0.002)),
+    # seed 43's first run (2026-11-28, the same config) against each later one: slurmctld itself
+    # misses the 60-s target (84.4%), where the replay of that run had 93.3%
+    ("seed43-classic-4x32", "seed43-classic-4x32-again1", (0.844, 0.922, -0.03)),
+    ("seed43-classic-4x32", "seed43-classic-4x32-again2", (0.844, 0.919, -0.032)),
+])
+def test_slurmctld_against_itself_on_the_seeds_run_again(first, again, figures):
+    """The same workload run twice by slurmctld, the second run's waits against the first's
+    (fidelity.as_other_run): on seeds 31 and 43 twice in a row it repeats itself to a second or
+    two; seed 43's run of the day before differs from both by more than the targets allow."""
+    a = fidelity.real_starts(FID / first)
+    c = fidelity.compare(a, fidelity.as_other_run(a, fidelity.real_starts(FID / again)))
+    got = (round(c["within_60s"], 3), round(c["pairs_in_order"], 3), round(c["mean_wait_error"], 3))
+    assert c["jobs"] == 45 and got == figures, fidelity.format_compare(c)

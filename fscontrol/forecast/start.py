@@ -34,7 +34,7 @@ from itertools import filterfalse, islice
 from collections.abc import Mapping, MutableSequence, Sequence
 from dataclasses import dataclass, field, replace
 
-from fscontrol.errors import EstimateTooCostly
+from fscontrol.errors import EstimateTooCostly, ParseError, SlurmCommandError
 from fscontrol.forecast import resvplan, startdeps, startfs, startlimits, startparts
 from fscontrol.forecast.startqueue import (  # noqa: F401  (start.X: the readers, re-exported)
     SACCT_FRACTION_ARGS, SINFO_CPUS_ARGS, SINFO_GPU_ARGS, SQUEUE_GPU_ARGS, SQUEUE_START_ARGS, WAITING, StartJob, gpu_count,
@@ -689,9 +689,14 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
                                     "(`fscontrol start` estimates them, at more cost)")
     total, node_cpus, alloc = parse_sinfo(source.run(SINFO_CPUS_ARGS).stdout)
     sc = sched_from_config(conf_text, node_cpus=node_cpus)
-    fr = parse_fractions(source.run(SACCT_FRACTION_ARGS).stdout)
     pairs = parse_config_pairs(conf_text)
     notes = []
+    try:
+        fr = parse_fractions(source.run(SACCT_FRACTION_ARGS).stdout)
+    except (SlurmCommandError, ParseError) as e:  # (slurmdbd out of reach: the limits as run times, said)
+        fr = {}
+        notes.append(f"each user's typical run not read ({str(e).splitlines()[0][:160]}): every job is taken to run "
+                     "to its time limit (the estimates are late ones)")
     named: dict[str, list[str]] = {}  # the queue's row -> the ids asked for that are it
     if job_ids is not None:
         for x in sorted(job_ids):
@@ -706,7 +711,7 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
         notes.append("PrivateData=jobs: squeue shows you your own jobs alone; the estimate uses them, and the "
                      f"{hidden} CPUs others use now are counted busy throughout (their queue is not seen)")
     unknown = sorted({j.user for j in jobs if j.state == "PENDING" and j.user not in fr})
-    if unknown:
+    if unknown and not any(n.startswith("each user's typical run not read") for n in notes):
         notes.append("no ended jobs in sacct (14 days) for " + ", ".join(unknown[:5])
                      + ("..." if len(unknown) > 5 else "") + ": their jobs are taken to run to their limits")
     total_gpus = 0
