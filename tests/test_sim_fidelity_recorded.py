@@ -266,6 +266,7 @@ def test_slurmctld_against_itself_is_further_from_its_first_run_than_the_replay(
     ("seed31-fairtree-again1", (1.0, 1.0, -0.006), {"chem": -0.028, "flat": -0.002, "physics": -0.03}),
     ("seed31-fairtree-again2", (0.978, 0.982, -0.031), {"chem": -0.004, "flat": -0.034, "physics": -0.029}),
     ("seed32-fairtree-again1", (1.0, 0.983, 0.04), {"chem": -0.012, "flat": 0.051, "physics": -0.023}),
+    ("seed32-fairtree-again2", (1.0, 1.0, -0.004), {"chem": -0.023, "flat": -0.002, "physics": -0.006}),
     # classic seed 43 on 4 x 32 CPUs, twice again: the first misses one account's mean wait (physics -13.0%)
     ("seed43-classic-4x32-again1", (0.978, 0.957, -0.038), {"chem": -0.048, "flat": -0.001, "physics": -0.13}),
     ("seed43-classic-4x32-again2", (0.933, 0.92, -0.045), {"chem": 0.0, "flat": -0.03, "physics": -0.083}),
@@ -283,6 +284,9 @@ def test_held_out_seeds_run_again_as_measured(run, figures, accounts):
 
 @pytest.mark.parametrize("first, again, figures", [
     ("seed31-fairtree-again1", "seed31-fairtree-again2", (1.0, 1.0, 0.006)),
+    # seed 32 twice in a row: slurmctld's second run waits 18.0% longer (flat +19.8%, physics +20.7%),
+    # where the replay of each run is within 4% (every target met on both)
+    ("seed32-fairtree-again1", "seed32-fairtree-again2", (0.911, 0.929, 0.18)),
     ("seed43-classic-4x32-again1", "seed43-classic-4x32-again2", (1.0, 1.0, -0.002)),
     # seed 43's first run (2026-11-28, the same config) against each later one: slurmctld itself
     # misses the 60-s target (84.4%), where the replay of that run had 93.3%
@@ -292,7 +296,8 @@ def test_held_out_seeds_run_again_as_measured(run, figures, accounts):
 def test_slurmctld_against_itself_on_the_seeds_run_again(first, again, figures):
     """The same workload run twice by slurmctld, the second run's waits against the first's
     (fidelity.as_other_run): on seeds 31 and 43 twice in a row it repeats itself to a second or
-    two; seed 43's run of the day before differs from both by more than the targets allow."""
+    two; seed 32's second run misses the mean-wait target against its first (+18.0%), and seed 43's
+    run of the day before differs from both by more than the 60-s target allows."""
     a = fidelity.real_starts(FID / first)
     c = fidelity.compare(a, fidelity.as_other_run(a, fidelity.real_starts(FID / again)))
     got = (round(c["within_60s"], 3), round(c["pairs_in_order"], 3), round(c["mean_wait_error"], 3))
