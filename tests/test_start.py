@@ -298,7 +298,7 @@ def test_a_jobs_min_prio_threshold_is_found_as_slurmctld_finds_it():
     """acct_policy_get_prio_thresh: the partition's QOS first, unless the job's QOS has
     OverPartQOS; the first of the two that sets one; a job without a QOS is `normal`'s; one of
     several partitions is read for its first."""
-    from fscontrol.model.acctpolicy import enforces_prio_thresh, job_prio_thresh
+    from fscontrol.model.acctpolicy import enforces_limits, job_prio_thresh
 
     thr, parts = {"normal": 500, "gold": 2000, "pq": 900}, {"p": "pq", "q": ""}
     assert job_prio_thresh("normal", "p", thr, (), parts) == 900
@@ -307,7 +307,7 @@ def test_a_jobs_min_prio_threshold_is_found_as_slurmctld_finds_it():
     assert job_prio_thresh("silver", "q", thr, (), parts) == 0
     assert job_prio_thresh("silver", "p", thr, ("silver",), parts) == 900  # (its own sets none)
     assert job_prio_thresh("gold", "q,p", thr, (), parts) == 2000
-    assert [enforces_prio_thresh(x) for x in ("associations,limits", "safe", "associations", "", "qos,ALL")] == \
+    assert [enforces_limits(x) for x in ("associations,limits", "safe", "associations", "", "qos,ALL")] == \
         [True, True, False, False, True]
     # names in any case (slurmctld's xstrcasecmp: a partition's QoS= as slurm.conf writes it, a
     # pending job's %q as --qos gave it on 24.11 on), and of a job's several QOSes its first (an

@@ -691,10 +691,11 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
     sc = sched_from_config(conf_text, node_cpus=node_cpus)
     pairs = parse_config_pairs(conf_text)
     notes = []
+    fr_read = True
     try:
         fr = parse_fractions(source.run(SACCT_FRACTION_ARGS).stdout)
     except (SlurmCommandError, ParseError) as e:  # (slurmdbd out of reach: the limits as run times, said)
-        fr = {}
+        fr, fr_read = {}, False
         notes.append(f"each user's typical run not read ({str(e).splitlines()[0][:160]}): every job is taken to run "
                      "to its time limit (the estimates are late ones)")
     named: dict[str, list[str]] = {}  # the queue's row -> the ids asked for that are it
@@ -711,7 +712,7 @@ def read_live(source, *, now: float, users: set[str] | None = None, job_ids: set
         notes.append("PrivateData=jobs: squeue shows you your own jobs alone; the estimate uses them, and the "
                      f"{hidden} CPUs others use now are counted busy throughout (their queue is not seen)")
     unknown = sorted({j.user for j in jobs if j.state == "PENDING" and j.user not in fr})
-    if unknown and not any(n.startswith("each user's typical run not read") for n in notes):
+    if unknown and fr_read:
         notes.append("no ended jobs in sacct (14 days) for " + ", ".join(unknown[:5])
                      + ("..." if len(unknown) > 5 else "") + ": their jobs are taken to run to their limits")
     total_gpus = 0

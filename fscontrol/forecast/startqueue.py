@@ -256,11 +256,11 @@ def read_prio_thresh(source, pairs: Mapping[str, str], jobs: Sequence[StartJob])
     failed or garbled (slurmdbd out of reach from a login node) leaves the thresholds out, and the
     note says so; a job squeue's %q does not list (it left the queue in between) gets none."""
     from fscontrol.errors import SlurmCommandError
-    from fscontrol.model.acctpolicy import enforces_prio_thresh, job_prio_thresh
+    from fscontrol.model.acctpolicy import enforces_limits, job_prio_thresh
     from fscontrol.slurm import parse
     from fscontrol.slurm.partitions import PARTITIONS_ARGS, parse_partitions
 
-    if not enforces_prio_thresh(pairs.get("AccountingStorageEnforce", "")) or not any(j.state == "PENDING" for j in jobs):
+    if not enforces_limits(pairs.get("AccountingStorageEnforce", "")) or not any(j.state == "PENDING" for j in jobs):
         return {}, ""
     try:
         text = source.run(parse.QOS_ARGS).stdout

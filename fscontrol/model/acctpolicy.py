@@ -13,7 +13,7 @@ passed by, never stopping the main pass, and backfill makes no plan for it (back
 limit ends, if it is then first.
 
 `model` turns sacctmgr's rows (slurm/tres.py) into each (account, user, QOS)'s limits; `counts`
-gives a schedule the counters (`Counts`) of its jobs. `enforces_prio_thresh` and `job_prio_thresh`:
+gives a schedule the counters (`Counts`) of its jobs. `enforces_limits` and `job_prio_thresh`:
 a QOS's MinPrioThreshold, where acct_policy_get_prio_thresh finds it. The start estimate (forecast/startlimits.py)
 and the replay (sim/mfcore.py, from a capture's assoc.txt and qoslimits.txt) play them.
 """
@@ -316,9 +316,6 @@ def enforces_limits(enforce: str) -> bool:
     it acct_policy_job_runnable_pre_select passes every job, and acct_policy_get_prio_thresh
     returns 0, so MinPrioThreshold is not read either)."""
     return bool({x.strip().lower() for x in enforce.split(",")} & {"limits", "2", "safe", "all"})
-
-
-enforces_prio_thresh = enforces_limits  # (MinPrioThreshold: the same setting)
 
 
 def job_prio_thresh(qos: str, partition: str, thr: Mapping[str, int], over: Collection[str],

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from fscontrol.model.acctpolicy import enforces_prio_thresh, job_prio_thresh
+from fscontrol.model.acctpolicy import enforces_limits, job_prio_thresh
 from fscontrol.errors import ParseError
 from fscontrol.slurm import parse
 
@@ -26,8 +26,8 @@ def config_pairs(d: Path) -> dict[str, str]:
 
 def min_prio(d: Path, commands: dict) -> tuple[dict[str, int], frozenset[str]]:
     """Each QOS's MinPrioThreshold (qos.txt) when the capture's AccountingStorageEnforce has limits
-    (acctpolicy.enforces_prio_thresh), else {}; and the QOSes flagged OverPartQOS."""
-    if not enforces_prio_thresh(config_pairs(d).get("AccountingStorageEnforce", "")):
+    (acctpolicy.enforces_limits), else {}; and the QOSes flagged OverPartQOS."""
+    if not enforces_limits(config_pairs(d).get("AccountingStorageEnforce", "")):
         return {}, frozenset()
     text, cmd = (d / "qos.txt").read_text(), " ".join(commands.get("qos", {}).get("argv") or ["sacctmgr show qos"])
     return parse.parse_qos_min_prio(text, cmd), parse.parse_qos_over_part(text, cmd)
@@ -46,7 +46,7 @@ def limits(d: Path, commands: dict, jobs: list[SimJob], unit: str,
     if unit != "cpus" or not (d / "assoc.txt").is_file() or not (d / "qoslimits.txt").is_file():
         return None
     pairs = config_pairs(d)
-    if not enforces_prio_thresh(pairs.get("AccountingStorageEnforce", "")):  # (the same setting: "limits")
+    if not enforces_limits(pairs.get("AccountingStorageEnforce", "")):  # (the same setting: "limits")
         return None
     assocs = tres.parse_assoc_limits((d / "assoc.txt").read_text(), pairs.get("ClusterName") or None,
                                      " ".join(commands.get("assoc", {}).get("argv") or ["sacctmgr show assoc"]))
